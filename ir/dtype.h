@@ -1,0 +1,44 @@
+// Value precisions. One name table, reused by the printer, the CLI and the cache key.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "ir/diagnostics.h"
+
+namespace sparsegen {
+
+enum class DType { F32, F16, BF16 };
+
+// "fp32", "fp16", "bf16".
+std::string_view to_string(DType t);
+// Inverse of to_string; nullopt for unknown names (the caller names the flag in its error).
+std::optional<DType> parse_dtype(std::string_view name);
+int dtype_bytes(DType t);
+// Largest finite magnitude the precision can hold.
+double dtype_max(DType t);
+
+// IEEE binary16 / bfloat16 bit patterns, round-to-nearest-even.
+uint16_t float_to_half_bits(float f);
+float half_bits_to_float(uint16_t h);
+uint16_t float_to_bf16_bits(float f);
+float bf16_bits_to_float(uint16_t h);
+
+// Result of converting fp32 master values to a narrower precision. Values whose magnitude exceeds
+// the target's range are counted and the first is located; the conversion never turns a finite
+// input into inf silently: callers decide (report and stop, or report and proceed).
+struct ConversionReport {
+  int64_t out_of_range = 0;
+  int64_t first_index = -1;  // index into the value array of the first out-of-range value
+  float first_value = 0;
+};
+
+// Converts to fp16 or bf16 bits. Out-of-range finite values are saturated to the largest finite
+// value *and* reported; NaN/Inf inputs stay NaN/Inf (they were reported at load).
+std::vector<uint16_t> convert_values(std::span<const float> values, DType target,
+                                     ConversionReport* report);
+
+}  // namespace sparsegen

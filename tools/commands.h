@@ -1,0 +1,13 @@
+// Sub-command registration for the `sparsegen` CLI. Each cmd_*.cpp adds its sub-command(s) to the
+// app; main.cpp runs the chosen one and maps errors to exit codes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace sparsegen::cli {
+
+void register_inspect(CLI::App& app);     // inspect FILE [--json]
+void register_gen(CLI::App& app);         // gen, prune
+void register_smoke(CLI::App& app);       // gpu-smoke: NVRTC + driver API end-to-end check
+
+}  // namespace sparsegen::cli
