@@ -1,1 +1,446 @@
-// placeholder: being written (see the issue in progress)
+#include "runtime/cuda_driver.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace sparsegen::cuda {
+namespace {
+
+// Every driver entry point we use. The member type is the signature <cuda.h> declares for the
+// macro-mapped name (decltype(&cuMemAlloc) is the type of cuMemAlloc_v2); the string we ask
+// cuGetProcAddress for is the base name, which the driver maps to the same version because we
+// pass the CUDA_VERSION of these headers.
+#define SPARSEGEN_CU_FUNCTIONS(X) \
+  X(cuInit)                       \
+  X(cuDriverGetVersion)           \
+  X(cuGetErrorName)               \
+  X(cuGetErrorString)             \
+  X(cuDeviceGetCount)             \
+  X(cuDeviceGet)                  \
+  X(cuDeviceGetName)              \
+  X(cuDeviceGetAttribute)         \
+  X(cuDeviceTotalMem)             \
+  X(cuDevicePrimaryCtxRetain)     \
+  X(cuDevicePrimaryCtxRelease)    \
+  X(cuCtxSetCurrent)              \
+  X(cuCtxSynchronize)             \
+  X(cuModuleLoadDataEx)           \
+  X(cuModuleUnload)               \
+  X(cuModuleGetFunction)          \
+  X(cuFuncGetAttribute)           \
+  X(cuFuncSetAttribute)           \
+  X(cuMemAlloc)                   \
+  X(cuMemFree)                    \
+  X(cuMemcpyHtoD)                 \
+  X(cuMemcpyDtoH)                 \
+  X(cuMemsetD8)                   \
+  X(cuMemsetD32)                  \
+  X(cuStreamCreate)               \
+  X(cuStreamDestroy)              \
+  X(cuStreamSynchronize)          \
+  X(cuEventCreate)                \
+  X(cuEventDestroy)               \
+  X(cuEventRecord)                \
+  X(cuEventSynchronize)           \
+  X(cuEventElapsedTime)           \
+  X(cuLaunchKernel)
+
+struct Driver {
+#define SPARSEGEN_CU_MEMBER(name) decltype(&::name) name = nullptr;
+  SPARSEGEN_CU_FUNCTIONS(SPARSEGEN_CU_MEMBER)
+#undef SPARSEGEN_CU_MEMBER
+};
+
+struct LoadState {
+  std::once_flag once;
+  Driver driver;
+  bool ok = false;
+  std::string why;  // the reason ok is false
+};
+
+LoadState& state() {
+  static LoadState s;
+  return s;
+}
+
+std::string result_name(const Driver& d, CUresult r) {
+  const char* s = nullptr;
+  if (d.cuGetErrorName && d.cuGetErrorName(r, &s) == CUDA_SUCCESS && s) return s;
+  return fmt::format("CUresult {}", static_cast<int>(r));
+}
+
+std::string result_string(const Driver& d, CUresult r) {
+  const char* s = nullptr;
+  if (d.cuGetErrorString && d.cuGetErrorString(r, &s) == CUDA_SUCCESS && s) return s;
+  return "unknown error";
+}
+
+[[noreturn]] void throw_result(const Driver& d, CUresult r, const char* call,
+                               const std::string& context) {
+  std::string name = result_name(d, r);
+  std::string msg = fmt::format("{} failed: {} ({})", call, name, result_string(d, r));
+  if (!context.empty()) msg += ": " + context;
+  throw CudaError(msg, call, static_cast<int>(r), name);
+}
+
+// Loads libcuda.so.1, resolves every entry point and runs cuInit(0). Sets state().ok/why.
+void load_driver() {
+  LoadState& s = state();
+  // Never closed: the driver stays loaded for the process's lifetime, as with a normal link.
+  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    const char* err = dlerror();
+    s.why = fmt::format("cannot load the CUDA driver (libcuda.so.1): {}", err ? err : "unknown");
+    return;
+  }
+  // cuGetProcAddress_v2 exists since driver 12.0; older drivers cannot run cubins from this NVRTC.
+  auto get_proc = reinterpret_cast<decltype(&cuGetProcAddress)>(
+      dlsym(lib, "cuGetProcAddress_v2"));
+  if (!get_proc) {
+    s.why = "the CUDA driver is too old (no cuGetProcAddress_v2; need a CUDA 12+ driver)";
+    return;
+  }
+  Driver d;
+  bool missing = false;
+#define SPARSEGEN_CU_RESOLVE(name)                                                             \
+  if (!missing) {                                                                              \
+    void* p = nullptr;                                                                         \
+    CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;              \
+    CUresult r = get_proc(#name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status);     \
+    if (r != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !p) {                   \
+      s.why = fmt::format("the CUDA driver has no usable {} for CUDA {} (CUresult {}, status {})", \
+                          #name, CUDA_VERSION, static_cast<int>(r), static_cast<int>(status));  \
+      missing = true;                                                                          \
+    } else {                                                                                   \
+      d.name = reinterpret_cast<decltype(d.name)>(p);                                          \
+    }                                                                                          \
+  }
+  SPARSEGEN_CU_FUNCTIONS(SPARSEGEN_CU_RESOLVE)
+#undef SPARSEGEN_CU_RESOLVE
+  if (missing) return;
+
+  CUresult r = d.cuInit(0);
+  if (r != CUDA_SUCCESS) {
+    s.why = fmt::format("cuInit failed: {} ({})", result_name(d, r), result_string(d, r));
+    return;
+  }
+  int version = 0;
+  r = d.cuDriverGetVersion(&version);
+  if (r != CUDA_SUCCESS) {
+    s.why = fmt::format("cuDriverGetVersion failed: {}", result_name(d, r));
+    return;
+  }
+  int count = 0;
+  r = d.cuDeviceGetCount(&count);
+  if (r != CUDA_SUCCESS) {
+    s.why = fmt::format("cuDeviceGetCount failed: {} ({})", result_name(d, r), result_string(d, r));
+    return;
+  }
+  if (count <= 0) {
+    s.why = "the CUDA driver loaded but reports no CUDA device";
+    return;
+  }
+  s.driver = d;
+  s.ok = true;
+}
+
+// The loaded driver, or a CudaError saying why there is none.
+const Driver& drv() {
+  LoadState& s = state();
+  std::call_once(s.once, load_driver);
+  if (!s.ok) {
+    throw CudaError(s.why, "dlopen", static_cast<int>(CUDA_ERROR_SHARED_OBJECT_INIT_FAILED),
+                    "CUDA_ERROR_SHARED_OBJECT_INIT_FAILED");
+  }
+  return s.driver;
+}
+
+void check(CUresult r, const char* call, const std::string& context = {}) {
+  if (r != CUDA_SUCCESS) throw_result(drv(), r, call, context);
+}
+
+int attribute(CUdevice dev, CUdevice_attribute attr, const char* what) {
+  int v = 0;
+  check(drv().cuDeviceGetAttribute(&v, attr, dev), "cuDeviceGetAttribute", what);
+  return v;
+}
+
+// For attributes a newer driver may drop (the clock rate): 0 instead of an error.
+int attribute_or_zero(CUdevice dev, CUdevice_attribute attr) {
+  int v = 0;
+  return drv().cuDeviceGetAttribute(&v, attr, dev) == CUDA_SUCCESS ? v : 0;
+}
+
+}  // namespace
+
+bool driver_available(std::string* why) {
+  LoadState& s = state();
+  std::call_once(s.once, load_driver);
+  if (!s.ok && why) *why = s.why;
+  return s.ok;
+}
+
+int driver_version() {
+  int v = 0;
+  check(drv().cuDriverGetVersion(&v), "cuDriverGetVersion");
+  return v;
+}
+
+int device_count() {
+  int n = 0;
+  check(drv().cuDeviceGetCount(&n), "cuDeviceGetCount");
+  return n;
+}
+
+DeviceInfo query_device(int ordinal) {
+  const Driver& d = drv();
+  CUdevice dev = 0;
+  check(d.cuDeviceGet(&dev, ordinal), "cuDeviceGet", fmt::format("device {}", ordinal));
+  DeviceInfo info;
+  info.ordinal = ordinal;
+  char name[256] = {};
+  check(d.cuDeviceGetName(name, static_cast<int>(sizeof(name) - 1), dev), "cuDeviceGetName");
+  info.name = name;
+  check(d.cuDeviceTotalMem(&info.total_memory_bytes, dev), "cuDeviceTotalMem");
+  info.cc_major = attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, "cc major");
+  info.cc_minor = attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, "cc minor");
+  info.sm_count = attribute(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, "SM count");
+  info.l2_cache_bytes = attribute(dev, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, "L2 size");
+  info.max_threads_per_block =
+      attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block");
+  info.max_shared_memory_per_block =
+      attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, "shared memory per block");
+  info.max_shared_memory_per_block_optin = attribute(
+      dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "opt-in shared memory");
+  info.max_shared_memory_per_sm = attribute(
+      dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, "shared memory per SM");
+  info.max_registers_per_block =
+      attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, "registers per block");
+  info.max_registers_per_sm =
+      attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, "registers per SM");
+  info.max_threads_per_sm =
+      attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, "threads per SM");
+  info.warp_size = attribute(dev, CU_DEVICE_ATTRIBUTE_WARP_SIZE, "warp size");
+  info.max_grid_dim_x = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, "grid x");
+  info.max_grid_dim_y = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, "grid y");
+  info.max_grid_dim_z = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, "grid z");
+  info.memory_bus_width_bits = attribute_or_zero(dev, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+  info.clock_rate_khz = attribute_or_zero(dev, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+  return info;
+}
+
+// ---- Context ----
+
+Context::Context(int ordinal) : info_(query_device(ordinal)) {
+  const Driver& d = drv();
+  check(d.cuDeviceGet(&device_, ordinal), "cuDeviceGet");
+  check(d.cuDevicePrimaryCtxRetain(&ctx_, device_), "cuDevicePrimaryCtxRetain",
+        fmt::format("device {}", ordinal));
+  CUresult r = d.cuCtxSetCurrent(ctx_);
+  if (r != CUDA_SUCCESS) {
+    d.cuDevicePrimaryCtxRelease(device_);
+    ctx_ = nullptr;
+    throw_result(d, r, "cuCtxSetCurrent", {});
+  }
+}
+
+Context::~Context() {
+  if (ctx_) drv().cuDevicePrimaryCtxRelease(device_);
+}
+
+Context::Context(Context&& other) noexcept
+    : device_(other.device_), ctx_(std::exchange(other.ctx_, nullptr)), info_(other.info_) {}
+
+Context& Context::operator=(Context&& other) noexcept {
+  if (this != &other) {
+    if (ctx_) drv().cuDevicePrimaryCtxRelease(device_);
+    device_ = other.device_;
+    ctx_ = std::exchange(other.ctx_, nullptr);
+    info_ = other.info_;
+  }
+  return *this;
+}
+
+void Context::make_current() const { check(drv().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
+
+void Context::synchronize() const { check(drv().cuCtxSynchronize(), "cuCtxSynchronize"); }
+
+// ---- Module ----
+
+Module::Module(const std::vector<char>& image) {
+  if (image.empty()) {
+    throw CudaError("cuModuleLoadDataEx: empty module image", "cuModuleLoadDataEx",
+                    static_cast<int>(CUDA_ERROR_INVALID_IMAGE), "CUDA_ERROR_INVALID_IMAGE");
+  }
+  const Driver& d = drv();
+  // The JIT error log explains a PTX image the driver cannot compile.
+  std::vector<char> log(16384, '\0');
+  CUjit_option opts[] = {CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* vals[] = {log.data(), reinterpret_cast<void*>(static_cast<std::uintptr_t>(log.size() - 1))};
+  CUresult r = d.cuModuleLoadDataEx(&module_, image.data(), 2, opts, vals);
+  if (r != CUDA_SUCCESS) {
+    std::string jit_log(log.data());
+    throw_result(d, r, "cuModuleLoadDataEx",
+                 jit_log.empty() ? std::string() : "JIT log:\n" + jit_log);
+  }
+}
+
+Module::~Module() {
+  if (module_) drv().cuModuleUnload(module_);
+}
+
+Module::Module(Module&& other) noexcept : module_(std::exchange(other.module_, nullptr)) {}
+
+Module& Module::operator=(Module&& other) noexcept {
+  if (this != &other) {
+    if (module_) drv().cuModuleUnload(module_);
+    module_ = std::exchange(other.module_, nullptr);
+  }
+  return *this;
+}
+
+CUfunction Module::function(const std::string& name) const {
+  CUfunction f = nullptr;
+  check(drv().cuModuleGetFunction(&f, module_, name.c_str()), "cuModuleGetFunction",
+        fmt::format("kernel '{}'", name));
+  return f;
+}
+
+int function_attribute(CUfunction f, CUfunction_attribute attr) {
+  int v = 0;
+  check(drv().cuFuncGetAttribute(&v, attr, f), "cuFuncGetAttribute");
+  return v;
+}
+
+void set_max_dynamic_shared_memory(CUfunction f, int bytes) {
+  check(drv().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
+        "cuFuncSetAttribute", fmt::format("max dynamic shared memory {} bytes", bytes));
+}
+
+// ---- DeviceBuffer ----
+
+DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
+  // cuMemAlloc rejects 0 bytes; an empty buffer is a null pointer (degenerate problems).
+  if (bytes == 0) return;
+  check(drv().cuMemAlloc(&ptr_, bytes), "cuMemAlloc", fmt::format("{} bytes", bytes));
+}
+
+DeviceBuffer::~DeviceBuffer() {
+  if (ptr_) drv().cuMemFree(ptr_);
+}
+
+DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
+    : ptr_(std::exchange(other.ptr_, 0)), bytes_(std::exchange(other.bytes_, 0)) {}
+
+DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
+  if (this != &other) {
+    if (ptr_) drv().cuMemFree(ptr_);
+    ptr_ = std::exchange(other.ptr_, 0);
+    bytes_ = std::exchange(other.bytes_, 0);
+  }
+  return *this;
+}
+
+namespace {
+void check_size(std::size_t bytes, std::size_t capacity, const char* call) {
+  if (bytes > capacity) {
+    throw CudaError(fmt::format("{}: {} bytes do not fit a buffer of {} bytes", call, bytes,
+                                capacity),
+                    call, static_cast<int>(CUDA_ERROR_INVALID_VALUE), "CUDA_ERROR_INVALID_VALUE");
+  }
+}
+}  // namespace
+
+void DeviceBuffer::upload(const void* host, std::size_t bytes) {
+  check_size(bytes, bytes_, "cuMemcpyHtoD");
+  if (bytes == 0) return;
+  check(drv().cuMemcpyHtoD(ptr_, host, bytes), "cuMemcpyHtoD", fmt::format("{} bytes", bytes));
+}
+
+void DeviceBuffer::download(void* host, std::size_t bytes) const {
+  check_size(bytes, bytes_, "cuMemcpyDtoH");
+  if (bytes == 0) return;
+  check(drv().cuMemcpyDtoH(host, ptr_, bytes), "cuMemcpyDtoH", fmt::format("{} bytes", bytes));
+}
+
+void DeviceBuffer::fill_bytes(unsigned char value) {
+  if (bytes_ == 0) return;
+  check(drv().cuMemsetD8(ptr_, value, bytes_), "cuMemsetD8");
+}
+
+void DeviceBuffer::fill_u32(std::uint32_t value) {
+  if (bytes_ % 4 != 0) {
+    throw CudaError(fmt::format("cuMemsetD32: buffer of {} bytes is not a multiple of 4", bytes_),
+                    "cuMemsetD32", static_cast<int>(CUDA_ERROR_INVALID_VALUE),
+                    "CUDA_ERROR_INVALID_VALUE");
+  }
+  if (bytes_ == 0) return;
+  check(drv().cuMemsetD32(ptr_, value, bytes_ / 4), "cuMemsetD32");
+}
+
+// ---- Stream ----
+
+Stream::Stream() { check(drv().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate"); }
+
+Stream::~Stream() {
+  if (stream_) drv().cuStreamDestroy(stream_);
+}
+
+Stream::Stream(Stream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+
+Stream& Stream::operator=(Stream&& other) noexcept {
+  if (this != &other) {
+    if (stream_) drv().cuStreamDestroy(stream_);
+    stream_ = std::exchange(other.stream_, nullptr);
+  }
+  return *this;
+}
+
+void Stream::synchronize() const { check(drv().cuStreamSynchronize(stream_), "cuStreamSynchronize"); }
+
+// ---- Event ----
+
+Event::Event() { check(drv().cuEventCreate(&event_, CU_EVENT_DEFAULT), "cuEventCreate"); }
+
+Event::~Event() {
+  if (event_) drv().cuEventDestroy(event_);
+}
+
+Event::Event(Event&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+
+Event& Event::operator=(Event&& other) noexcept {
+  if (this != &other) {
+    if (event_) drv().cuEventDestroy(event_);
+    event_ = std::exchange(other.event_, nullptr);
+  }
+  return *this;
+}
+
+void Event::record(CUstream stream) { check(drv().cuEventRecord(event_, stream), "cuEventRecord"); }
+
+void Event::synchronize() const { check(drv().cuEventSynchronize(event_), "cuEventSynchronize"); }
+
+float Event::elapsed_ms(const Event& start, const Event& end) {
+  end.synchronize();
+  float ms = 0.0f;
+  check(drv().cuEventElapsedTime(&ms, start.event_, end.event_), "cuEventElapsedTime");
+  return ms;
+}
+
+// ---- launch ----
+
+void launch(CUfunction f, const LaunchConfig& c, void** params) {
+  check(drv().cuLaunchKernel(f, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z,
+                             c.shared_bytes, c.stream, params, nullptr),
+        "cuLaunchKernel",
+        fmt::format("grid ({},{},{}) block ({},{},{}) shared {} bytes", c.grid.x, c.grid.y,
+                    c.grid.z, c.block.x, c.block.y, c.block.z, c.shared_bytes));
+}
+
+}  // namespace sparsegen::cuda

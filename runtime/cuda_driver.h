@@ -1,6 +1,236 @@
-// placeholder: being written
+// The CUDA driver API, loaded at run time.
+//
+// libcuda.so.1 is opened with dlopen on first use, so the sparsegen binary and the test suites
+// start on machines without a GPU driver (CI, build machines); there, driver_available() says
+// why and every other entry point throws CudaError. Entry points are resolved through
+// cuGetProcAddress for the CUDA version of the headers we were built with, so each pointer has
+// exactly the signature <cuda.h> declares (cuMemAlloc -> cuMemAlloc_v2, cuCtxCreate -> _v4, ...).
+//
+// The RAII types below (Context, Module, DeviceBuffer, Stream, Event) check every return code;
+// their destructors never throw (a failure while releasing is ignored: there is nobody to tell).
+// All of them expect the Context they were made under to be current on the calling thread.
 #pragma once
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
 #include <stdexcept>
+#include <string>
+#include <vector>
+
 namespace sparsegen {
-class CudaError : public std::runtime_error { public: using std::runtime_error::runtime_error; };
+
+// An error from the CUDA stack. For driver calls: code() is the CUresult, code_name() its name
+// (cuGetErrorName) and call() the failing function, e.g. "cuLaunchKernel". NvrtcError
+// (nvrtc_compiler.h) derives from it with an nvrtcResult code. When the driver cannot be loaded at
+// all, call() is "dlopen" and code() is CUDA_ERROR_SHARED_OBJECT_INIT_FAILED. The CLI maps this
+// whole family to exit code 3.
+class CudaError : public std::runtime_error {
+ public:
+  CudaError(const std::string& message, std::string call, int code, std::string code_name)
+      : std::runtime_error(message),
+        call_(std::move(call)),
+        code_(code),
+        code_name_(std::move(code_name)) {}
+
+  const std::string& call() const { return call_; }
+  int code() const { return code_; }
+  const std::string& code_name() const { return code_name_; }
+
+ private:
+  std::string call_;
+  int code_;
+  std::string code_name_;
+};
+
+namespace cuda {
+
+// True when libcuda.so.1 loads, cuInit(0) succeeds and at least one device exists. Otherwise
+// false, with the reason (dlopen's message, the cuInit error, "no CUDA device") in *why.
+// Cheap after the first call; never throws.
+bool driver_available(std::string* why = nullptr);
+
+// The driver's CUDA version as cuDriverGetVersion reports it (e.g. 13000). Throws CudaError.
+int driver_version();
+
+// Number of CUDA devices. Throws CudaError when the driver is unavailable.
+int device_count();
+
+// What the code generator and the verifier need to know about one device.
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int cc_major = 0;
+  int cc_minor = 0;
+  int sm_count = 0;
+  std::size_t total_memory_bytes = 0;
+  int l2_cache_bytes = 0;
+  int max_threads_per_block = 0;
+  int max_shared_memory_per_block = 0;        // without opt-in (usually 48 KiB)
+  int max_shared_memory_per_block_optin = 0;  // after cuFuncSetAttribute
+  int max_shared_memory_per_sm = 0;
+  int max_registers_per_block = 0;
+  int max_registers_per_sm = 0;
+  int max_threads_per_sm = 0;
+  int warp_size = 0;
+  int max_grid_dim_x = 0;
+  int max_grid_dim_y = 0;
+  int max_grid_dim_z = 0;
+  int memory_bus_width_bits = 0;
+  int clock_rate_khz = 0;  // 0 where the driver no longer reports it
+};
+
+// Queries device `ordinal`. Throws CudaError.
+DeviceInfo query_device(int ordinal);
+
+// The primary context of one device, retained for this object's lifetime and made current on the
+// constructing thread. Movable, not copyable.
+class Context {
+ public:
+  explicit Context(int ordinal = 0);
+  ~Context();
+  Context(Context&& other) noexcept;
+  Context& operator=(Context&& other) noexcept;
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  // Makes this context current on the calling thread (for work from other threads).
+  void make_current() const;
+  // Waits for all work in the context; surfaces asynchronous kernel faults.
+  void synchronize() const;
+
+  const DeviceInfo& info() const { return info_; }
+  CUdevice device() const { return device_; }
+  CUcontext get() const { return ctx_; }
+
+ private:
+  CUdevice device_ = 0;
+  CUcontext ctx_ = nullptr;
+  DeviceInfo info_;
+};
+
+// A loaded module (cubin, fatbin or PTX image, as NVRTC or nvcc produced it).
+class Module {
+ public:
+  // `image` is a cubin or a NUL-terminated PTX text. The JIT log of a failed PTX load is
+  // included in the CudaError.
+  explicit Module(const std::vector<char>& image);
+  ~Module();
+  Module(Module&& other) noexcept;
+  Module& operator=(Module&& other) noexcept;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  // The kernel named `name` (a mangled or extern "C" name). Throws CudaError naming it.
+  CUfunction function(const std::string& name) const;
+  CUmodule get() const { return module_; }
+
+ private:
+  CUmodule module_ = nullptr;
+};
+
+// Reads a function attribute (registers, local bytes, max threads per block, ...).
+int function_attribute(CUfunction f, CUfunction_attribute attr);
+// Lets `f` use up to `bytes` of dynamic shared memory (needed above 48 KiB).
+void set_max_dynamic_shared_memory(CUfunction f, int bytes);
+
+// Device memory, freed on destruction.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes);
+  ~DeviceBuffer();
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  CUdeviceptr ptr() const { return ptr_; }
+  std::size_t bytes() const { return bytes_; }
+
+  // Synchronous copies of `bytes` (at most bytes()) to / from the start of the buffer.
+  void upload(const void* host, std::size_t bytes);
+  void download(void* host, std::size_t bytes) const;
+  template <class T>
+  void upload(const std::vector<T>& host) {
+    upload(host.data(), host.size() * sizeof(T));
+  }
+  template <class T>
+  void download(std::vector<T>& host) const {
+    download(host.data(), host.size() * sizeof(T));
+  }
+  // Fills the buffer with a byte / with a 32-bit pattern (bytes() must be a multiple of 4), e.g.
+  // a NaN pattern to poison an output before a launch.
+  void fill_bytes(unsigned char value);
+  void fill_u32(std::uint32_t value);
+
+ private:
+  CUdeviceptr ptr_ = 0;
+  std::size_t bytes_ = 0;
+};
+
+// A non-blocking stream.
+class Stream {
+ public:
+  Stream();
+  ~Stream();
+  Stream(Stream&& other) noexcept;
+  Stream& operator=(Stream&& other) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+
+  void synchronize() const;
+  CUstream get() const { return stream_; }
+
+ private:
+  CUstream stream_ = nullptr;
+};
+
+// A timing event.
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(Event&& other) noexcept;
+  Event& operator=(Event&& other) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+
+  void record(CUstream stream = nullptr);
+  void synchronize() const;
+  CUevent get() const { return event_; }
+
+  // Milliseconds between two recorded events (waits for `end`).
+  static float elapsed_ms(const Event& start, const Event& end);
+
+ private:
+  CUevent event_ = nullptr;
+};
+
+struct Dim3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+struct LaunchConfig {
+  Dim3 grid;
+  Dim3 block;
+  unsigned shared_bytes = 0;
+  CUstream stream = nullptr;
+};
+
+// Launches `f` with kernel parameters `params` (one pointer per parameter, as cuLaunchKernel
+// takes them). An invalid configuration throws CudaError from "cuLaunchKernel"; faults during the
+// kernel surface at the next synchronizing call.
+void launch(CUfunction f, const LaunchConfig& config, void** params);
+
+// Convenience: launch(f, config, a, b, c) passes the addresses of a, b, c. Each argument must have
+// exactly the type of the kernel's parameter (CUdeviceptr for pointers, float, int, ...).
+template <class... Args>
+void launch_kernel(CUfunction f, const LaunchConfig& config, Args&... args) {
+  void* params[] = {static_cast<void*>(&args)..., nullptr};
+  launch(f, config, params);
 }
+
+}  // namespace cuda
+}  // namespace sparsegen
