@@ -1,0 +1,28 @@
+// Hardware limits the verifier checks a schedule against. A plain struct: compiler/ fills it from
+// the runtime's device query; sm80()/sm90() are the documented defaults for A100 and H100.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace sparsegen {
+
+struct DeviceLimits {
+  std::string name = "sm_90";
+  int max_threads_per_block = 1024;
+  int64_t max_shared_per_block = 227 * 1024;  // opt-in dynamic shared memory
+  int max_registers_per_thread = 255;
+  int registers_per_block = 65536;
+  int64_t max_grid_x = 2147483647;
+  int64_t max_grid_y = 65535;
+
+  static DeviceLimits sm90() { return {}; }
+  static DeviceLimits sm80() {
+    DeviceLimits d;
+    d.name = "sm_80";
+    d.max_shared_per_block = 163 * 1024;
+    return d;
+  }
+};
+
+}  // namespace sparsegen

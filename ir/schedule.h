@@ -1,0 +1,178 @@
+// Schedule: HOW a Problem is computed. One Schedule type for every built-in kernel family; each
+// family is a small value struct under one std::variant (GeneralSparse today; MACKO, SlideSparse
+// and TwELL add their own struct, a name in ScheduleFamily and a branch in the printer/parser).
+//
+// ─── The GeneralSparse model (family "general") ────────────────────────────────────────────────
+// Packed nonzeros: rows in packed order (optionally sorted by length; the permutation is applied
+// when storing C), each row padded to a multiple of `pad` entries (value 0). Work is a three-level
+// hierarchy of TASKS over that sequence: block tasks, warp tasks, thread tasks. A "thread task" is
+// executed by a thread-group of `group_threads` lanes that share the same nonzeros and split the
+// dense columns (lane l of a group owns thread_cols consecutive columns); a warp has
+// 32 / group_threads groups; a block has warps_per_block warps.
+//
+// Each level has a WorkSplit that cuts its parent's task into child tasks:
+//   Row      one row per task              (block: grid.x = rows)
+//   Rows(r)  r whole consecutive rows per task
+//   Nnz(z)   z consecutive packed nonzeros per task; rows are split into segments
+// Child tasks are dealt round-robin to the parent's fixed number of child workers (W warps per
+// block, G = 32/group_threads groups per warp): child worker c takes tasks c, c+C, c+2C, ...
+// ("rounds"). Legal nestings (parent → child):
+//   Row     → Nnz(z)                       chunks of one row; any number of rounds
+//   Rows(r) → Row | Rows(r')               rows dealt to children; children see whole rows
+//   Nnz(z)  → Nnz(z/C)                     exact tiling: one round, z == C·z_child
+// so the legal (block, warp, thread) splits are
+//   (Row, Nnz, Nnz)   (Rows, Row, Nnz)   (Rows, Rows, Row|Rows)   (Nnz, Nnz, Nnz)
+// Under a Row parent, warp Nnz(z_w) requires z_w == G·z_thread (one round inside the warp).
+//
+// Reduction: each level has a ReductionKind saying how it combines what its children hand up:
+//   None     children produce only whole rows and write them; nothing to combine here
+//   Total    all children's partials belong to ONE row: plain sum (shuffle / shared memory)
+//   Bitmap   each child hands up ONE partial (child Total) of possibly different rows; a bitmap
+//            (bit c = child c starts a new row) drives a segmented sum
+//   Segment  children hand up a head and a tail partial (child Bitmap/Segment, whose tasks span
+//            rows); partials of the same row are merged across children
+// At thread level the "children" are the thread's own nonzeros: Total = the thread task lies in
+// one row (or in whole rows, summed one by one), Bitmap = it may span rows (per-nonzero row-start
+// bits mark where). Legal chains: thread Total → warp Total | Bitmap | None; thread Bitmap → warp
+// Segment; warp Total → block Total | Bitmap | None; warp Bitmap | Segment → block Segment. Total
+// is only legal where the division guarantees one row (e.g. thread Nnz(z) tasks stay in one row
+// when pad % z == 0). Rows still split across blocks (block split Nnz) are finished with atomic
+// adds into C after a beta pre-scale (OutputMode::Atomic); otherwise every row is stored exactly
+// once (OutputMode::Store), empty rows included.
+//
+// Dense columns: a block owns block_cols columns of C (grid.y = ceil(N / block_cols)); a warp (and
+// each of its groups) covers warp_cols() = group_threads·thread_cols columns per pass and loops
+// block_cols / warp_cols() passes; a thread accumulates thread_cols columns in registers.
+//
+// Format adjustments: sort_rows (by length, descending, stable), pad (row lengths rounded up to a
+// multiple of pad with zero-valued entries), interleave (inside each warp round the groups' chunks
+// are stored interleaved, vector by vector, so a warp's loads coalesce), vector_width (1/2/4/8
+// nonzeros loaded per thread per access; needs aligned chunks, see validate()).
+//
+// Example: CSR-vector with 8-lane groups, 4 warps per block, 4 rows per block:
+//   general;block=rows:4;warp=row;thread=nnz:4;warps=4;group=8;tcols=1;bcols=32;
+//   red=total,total,none;sort=0;pad=4;interleave=0;vec=4
+// (one line; thread/warp/block reduction order in `red=`). Its multi-line form (print_schedule):
+//   schedule general
+//     block : split=rows:4 reduce=none  warps=4
+//     warp  : split=row reduce=total  groups=4
+//     thread: split=nnz:4 reduce=total  group_threads=8
+//     cols  : block=32 warp=8 thread=1
+//     format: sort=no pad=4 interleave=no vector=4
+//     output: store
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "ir/problem.h"
+
+namespace sparsegen {
+
+inline constexpr int kWarpSize = 32;
+
+// Every name table below is the single source for the printer, the CLI and the cache key.
+enum class Level { Block, Warp, Thread };
+std::string_view to_string(Level l);  // "block", "warp", "thread"
+std::optional<Level> parse_level(std::string_view s);
+
+enum class WorkSplit { Row, Rows, Nnz };
+std::string_view to_string(WorkSplit s);  // "row", "rows", "nnz"
+std::optional<WorkSplit> parse_work_split(std::string_view s);
+
+enum class ReductionKind { None, Total, Bitmap, Segment };
+std::string_view to_string(ReductionKind r);  // "none", "total", "bitmap", "segment"
+std::optional<ReductionKind> parse_reduction(std::string_view s);
+
+enum class OutputMode { Store, Atomic };
+std::string_view to_string(OutputMode m);  // "store", "atomic"
+
+enum class ScheduleFamily { General, Macko, SlideSparse, TwELL };
+std::string_view to_string(ScheduleFamily f);  // "general", "macko", "slidesparse", "twell"
+std::optional<ScheduleFamily> parse_family(std::string_view s);
+
+// How one level cuts its parent's task. amount: 1 for Row, r for Rows, z for Nnz.
+struct LevelSplit {
+  WorkSplit kind = WorkSplit::Row;
+  int64_t amount = 1;
+
+  static LevelSplit row() { return {WorkSplit::Row, 1}; }
+  static LevelSplit rows(int64_t r) { return {WorkSplit::Rows, r}; }
+  static LevelSplit nnz(int64_t z) { return {WorkSplit::Nnz, z}; }
+  bool operator==(const LevelSplit&) const = default;
+};
+// "row", "rows:4", "nnz:32".
+std::string to_string(const LevelSplit& s);
+
+struct GeneralSchedule {
+  // Division, indexed by Level (Block, Warp, Thread).
+  std::array<LevelSplit, 3> split{LevelSplit::row(), LevelSplit::nnz(32), LevelSplit::nnz(1)};
+  // Reduction per level, indexed by Level.
+  std::array<ReductionKind, 3> reduce{ReductionKind::Total, ReductionKind::Total,
+                                      ReductionKind::Total};
+  int warps_per_block = 1;  // W: 1..32
+  int group_threads = 1;    // lanes sharing the same nonzeros: 1, 2, 4, 8, 16, 32
+  int thread_cols = 1;      // dense columns per thread: 1, 2, 4, 8
+  int block_cols = 1;       // dense columns per block: a multiple of warp_cols()
+  // Format adjustments.
+  bool sort_rows = false;
+  int pad = 1;              // row lengths padded to a multiple of this (1 = no padding)
+  bool interleave = false;
+  int vector_width = 1;     // nonzeros per load: 1, 2, 4, 8
+
+  const LevelSplit& at(Level l) const { return split[static_cast<int>(l)]; }
+  ReductionKind reduction(Level l) const { return reduce[static_cast<int>(l)]; }
+  int groups_per_warp() const { return kWarpSize / group_threads; }
+  int threads_per_block() const { return warps_per_block * kWarpSize; }
+  int warp_cols() const { return group_threads * thread_cols; }
+  // Number of child workers of a level's worker: W for Block, G for Warp, 0 for Thread.
+  int children(Level l) const;
+  // Atomic when rows may span blocks (block split Nnz), else Store.
+  OutputMode output() const;
+
+  bool operator==(const GeneralSchedule&) const = default;
+};
+
+// The family-specific structs. Future families are added as alternatives here.
+using ScheduleBody = std::variant<GeneralSchedule>;
+
+class Schedule {
+ public:
+  // Validating constructor: throws UserError listing every reason the body is illegal.
+  explicit Schedule(ScheduleBody body);
+  // Default: the (always legal) one-row-per-block, warp-strided schedule.
+  Schedule() : Schedule(GeneralSchedule{}) {}
+
+  ScheduleFamily family() const;
+  const ScheduleBody& body() const { return body_; }
+  // Precondition: family() == General.
+  const GeneralSchedule& general() const { return std::get<GeneralSchedule>(body_); }
+
+  bool operator==(const Schedule&) const = default;
+
+ private:
+  ScheduleBody body_;
+};
+
+// Problem-independent legality of a body: every reason it is illegal (empty = legal).
+std::vector<std::string> validate(const GeneralSchedule& s);
+std::vector<std::string> validate(const ScheduleBody& body);
+// Problem-dependent legality (dense-column tiling against N, SpMV shape). Empty = legal.
+std::vector<std::string> validate(const Problem& p, const Schedule& s);
+
+// One-line SPEC form: "general;block=...;warp=...;..." (see the top comment). Stable: used by the
+// CLI (--schedule SPEC), the kernel database key and logs. parse_schedule(to_string(s)) == s.
+std::string to_string(const Schedule& s);
+// Multi-line, stable text form for golden tests and `sparsegen schedules`.
+std::string print_schedule(const Schedule& s);
+// Parses a SPEC. Fields may come in any order; omitted fields keep the defaults of
+// GeneralSchedule{}. Throws UserError naming the bad field ("--schedule: field 'warp': expected
+// row, rows:R or nnz:Z, found 'rowz'") or, for an illegal combination, the validation reasons.
+Schedule parse_schedule(std::string_view spec);
+
+}  // namespace sparsegen
