@@ -1,0 +1,84 @@
+#include "codegen/emitter.h"
+
+#include <utility>
+
+#include "ir/diagnostics.h"
+
+namespace sparsegen::codegen {
+
+Emitter::Emitter() { scopes_.emplace_back(); }
+
+Emitter::Scope::Scope(Scope&& other) noexcept
+    : e_(std::exchange(other.e_, nullptr)), closer_(std::move(other.closer_)) {}
+
+Emitter::Scope::~Scope() {
+  if (e_ != nullptr) e_->close_scope(closer_);
+}
+
+void Emitter::line(std::string_view text) {
+  body_ << std::string(static_cast<size_t>(2 * depth()), ' ') << text << '\n';
+}
+
+void Emitter::blank() { body_ << '\n'; }
+
+void Emitter::comment(std::string_view text) {
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t end = text.find('\n', start);
+    const std::string_view piece =
+        text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+    line(piece.empty() ? std::string("//") : "// " + std::string(piece));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+}
+
+Emitter::Scope Emitter::block(std::string_view head, std::string_view tail) {
+  line(std::string(head) + " {");
+  open_scope();
+  return Scope(this, "}" + std::string(tail));
+}
+
+Emitter::Scope Emitter::block() {
+  line("{");
+  open_scope();
+  return Scope(this, "}");
+}
+
+void Emitter::decl(std::string_view text) { decls_ << text << '\n'; }
+
+bool Emitter::used(const std::string& name) const {
+  for (const auto& s : scopes_)
+    if (s.count(name) != 0) return true;
+  return false;
+}
+
+std::string Emitter::fresh(std::string_view base) {
+  SG_ASSERT(!base.empty(), "fresh() needs a non-empty base name");
+  std::string name(base);
+  for (int i = 1; used(name); ++i) name = std::string(base) + "_" + std::to_string(i);
+  scopes_.back().insert(name);
+  return name;
+}
+
+void Emitter::reserve(std::string_view name) { scopes_.front().insert(std::string(name)); }
+
+void Emitter::open_scope() { scopes_.emplace_back(); }
+
+void Emitter::close_scope(const std::string& closer) {
+  SG_ASSERT(scopes_.size() > 1, "scope closed twice");
+  scopes_.pop_back();
+  line(closer);
+}
+
+std::string Emitter::source() const {
+  std::string s;
+  for (const auto& h : headers_) s += "#include \"" + h + "\"\n";
+  if (!headers_.empty()) s += '\n';
+  s += decls_.str();
+  if (!decls_.str().empty()) s += '\n';
+  s += body_.str();
+  return s;
+}
+
+}  // namespace sparsegen::codegen

@@ -1,0 +1,66 @@
+// Scalar dtype helpers: load an element of any value dtype as fp32, store fp32 back in the
+// element dtype, and accumulate into global memory atomically. Accumulation is always fp32.
+// Device code only; compiled by NVRTC (which ships cuda_fp16.h / cuda_bf16.h).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace sg {
+namespace detail {
+
+// Conversion table per element type; the public helpers below dispatch through it so that one
+// template name serves fp32, fp16 and bf16.
+template <typename T>
+struct Cvt;
+
+template <>
+struct Cvt<float> {
+  static __device__ __forceinline__ float to_f32(float v) { return v; }
+  static __device__ __forceinline__ float from_f32(float v) { return v; }
+};
+
+template <>
+struct Cvt<__half> {
+  static __device__ __forceinline__ float to_f32(__half v) { return __half2float(v); }
+  static __device__ __forceinline__ __half from_f32(float v) { return __float2half_rn(v); }
+};
+
+template <>
+struct Cvt<__nv_bfloat16> {
+  static __device__ __forceinline__ float to_f32(__nv_bfloat16 v) { return __bfloat162float(v); }
+  static __device__ __forceinline__ __nv_bfloat16 from_f32(float v) {
+    return __float2bfloat16_rn(v);
+  }
+};
+
+}  // namespace detail
+
+// Reads p[0] and widens it to fp32.
+template <typename T>
+__device__ __forceinline__ float load_f32(const T* __restrict__ p) {
+  return detail::Cvt<T>::to_f32(*p);
+}
+
+// Rounds v to T (round-to-nearest-even) and stores it at p[0].
+template <typename T>
+__device__ __forceinline__ void store_f32(T* __restrict__ p, float v) {
+  *p = detail::Cvt<T>::from_f32(v);
+}
+
+// p[0] = alpha * acc + beta * p[0]; beta == 0 never reads p (C may hold NaN poison).
+template <typename T>
+__device__ __forceinline__ void store_axpby(T* __restrict__ p, float acc, float alpha, float beta) {
+  float out = alpha * acc;
+  if (beta != 0.0f) out += beta * detail::Cvt<T>::to_f32(*p);
+  *p = detail::Cvt<T>::from_f32(out);
+}
+
+// Atomically adds v to p[0]. fp16 / bf16 atomics round the sum to the element type: callers use
+// them only where partial rows from different workers must meet (split rows).
+template <typename T>
+__device__ __forceinline__ void atomic_add_f32(T* p, float v) {
+  atomicAdd(p, detail::Cvt<T>::from_f32(v));
+}
+
+}  // namespace sg

@@ -1,0 +1,30 @@
+// Parsing prelude for the template indexer: just enough CUDA declarations for Clang to parse
+// templates/*.cuh as plain C++17. Clang 14 cannot parse the CUDA 13 headers in CUDA mode (its
+// runtime wrapper needs texture<> and texture_fetch_functions.h, which CUDA 12 removed; with
+// -nocudainc, cuda_fp16.hpp needs NVCC-internal builtins), so the indexer reads the helpers'
+// signatures against these stubs. NVRTC compiles the same files against the real headers.
+#pragma once
+
+// __device__ becomes an annotation so that the indexer can check every helper is device code.
+#define __device__ __attribute__((annotate("sg_device")))
+#define __host__
+#define __global__ __attribute__((annotate("sg_global")))
+#define __shared__
+#define __forceinline__ inline
+#define __restrict__ __restrict
+
+struct uint2 { unsigned x, y; };
+struct uint4 { unsigned x, y, z, w; };
+struct sg_dim3 { unsigned x, y, z; };
+extern const sg_dim3 threadIdx, blockIdx, blockDim, gridDim;
+
+__device__ float fmaf(float, float, float);
+__device__ void __syncthreads();
+__device__ int __ffs(int);
+__device__ int __popc(unsigned);
+__device__ unsigned __ballot_sync(unsigned, int);
+template <class T> __device__ T __shfl_sync(unsigned, T, int, int = 32);
+template <class T> __device__ T __shfl_up_sync(unsigned, T, unsigned, int = 32);
+template <class T> __device__ T __shfl_down_sync(unsigned, T, unsigned, int = 32);
+template <class T> __device__ T __shfl_xor_sync(unsigned, T, int, int = 32);
+__device__ float atomicAdd(float*, float);
