@@ -103,22 +103,43 @@ void locality(const CsrMatrix& m, MatrixFeatures& f) {
   }
 }
 
+// Largest number of nonzeros in one aligned group of W columns of one row. W is a template
+// parameter so the division by it compiles to a multiply.
+template <int32_t W>
+int max_per_group(const CsrMatrix& m) {
+  int64_t best = 0;
+  for (int64_t r = 0; r < m.rows; ++r) {
+    int32_t group = -1;
+    int64_t count = 0;
+    for (int64_t k = m.row_ptr[r]; k < m.row_ptr[r + 1]; ++k) {
+      const int32_t g = m.col_idx[k] / W;
+      count = g == group ? count + 1 : 1;
+      group = g;
+      best = std::max(best, count);
+    }
+  }
+  return static_cast<int>(best);
+}
+
+int max_per_group(const CsrMatrix& m, int w) {
+  switch (w) {
+    case 4: return max_per_group<4>(m);
+    case 6: return max_per_group<6>(m);
+    case 8: return max_per_group<8>(m);
+    case 10: return max_per_group<10>(m);
+    case 12: return max_per_group<12>(m);
+    case 14: return max_per_group<14>(m);
+    case 16: return max_per_group<16>(m);
+    case 32: return max_per_group<32>(m);
+  }
+  SG_ASSERT(false, "max_per_group: width not instantiated");
+  return 0;
+}
+
 void nm_structure(const CsrMatrix& m, MatrixFeatures& f) {
   f.nm_max_per_group.assign(kNmGroupWidths.size(), 0);
-  for (size_t i = 0; i < kNmGroupWidths.size(); ++i) {
-    const int32_t w = kNmGroupWidths[i];
-    int64_t best = 0;
-    for (int64_t r = 0; r < m.rows; ++r) {
-      int64_t group = -1, count = 0;
-      for (int64_t k = m.row_ptr[r]; k < m.row_ptr[r + 1]; ++k) {
-        const int64_t g = m.col_idx[k] / w;
-        count = g == group ? count + 1 : 1;
-        group = g;
-        best = std::max(best, count);
-      }
-    }
-    f.nm_max_per_group[i] = static_cast<int>(best);
-  }
+  for (size_t i = 0; i < kNmGroupWidths.size(); ++i)
+    f.nm_max_per_group[i] = max_per_group(m, kNmGroupWidths[i]);
   if (m.nnz() == 0) return;
   for (size_t i = 0; i < kNmGroupWidths.size(); ++i) {
     const int w = kNmGroupWidths[i], n = f.nm_max_per_group[i];

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <numbers>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -46,12 +47,14 @@ class Xoshiro256 {
   }
   // Uniform in [0, 1) with 53 random bits.
   double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
-  // Two independent standard normals (Box-Muller; u1 in (0, 1] so the log is finite).
-  std::pair<double, double> normal2() {
+  // Two independent standard normals (Box-Muller in float: the radius from a 53-bit u1 in
+  // (0, 1], so the log is finite and the tails reach 8.6 sigma; the angle needs no more than
+  // float precision).
+  std::pair<float, float> normal2() {
     const double u1 = 1.0 - uniform();
-    const double u2 = uniform();
-    const double r = std::sqrt(-2.0 * std::log(u1));
-    const double t = 2.0 * std::numbers::pi * u2;
+    const auto u2 = static_cast<float>(next() >> 40) * 0x1.0p-24f;
+    const auto r = static_cast<float>(std::sqrt(-2.0 * std::log(u1)));
+    const float t = 2.0f * std::numbers::pi_v<float> * u2;
     return {r * std::cos(t), r * std::sin(t)};
   }
 
@@ -93,6 +96,23 @@ void check_no_nan(const DenseMatrix& w) {
                                   r, c));
     }
   }
+}
+
+// Runs fn(r0, r1) over row ranges on up to hardware_concurrency threads (small jobs: inline).
+template <typename Fn>
+void parallel_rows(int64_t rows, int64_t cols, Fn&& fn) {
+  const int64_t work = rows * cols;
+  const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
+  const int64_t threads = std::clamp<int64_t>(work / (int64_t{1} << 20), 1, std::min<int64_t>(hw, 32));
+  if (threads == 1) {
+    fn(int64_t{0}, rows);
+    return;
+  }
+  std::vector<std::thread> pool;
+  const int64_t chunk = (rows + threads - 1) / threads;
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk)
+    pool.emplace_back([&fn, r0, chunk, rows] { fn(r0, std::min(rows, r0 + chunk)); });
+  for (auto& t : pool) t.join();
 }
 
 int64_t round_keep(double density, int64_t total) {
@@ -392,19 +412,23 @@ DenseMatrix make_llm_weight(int64_t rows, int64_t cols, uint64_t seed) {
   };
   fill_lognormal(row_scale, kRowScaleStream, kRowSigma);
   fill_lognormal(col_scale, kColScaleStream, kColSigma);
-  std::vector<float> scaled_col(static_cast<size_t>(cols));  // col scale * weight std, per row
   w.data.resize(static_cast<size_t>(rows * cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    Xoshiro256 rng(seed, kRowStreamBase + static_cast<uint64_t>(r));
-    const double a = row_scale[r] * kWeightStd;
-    for (int64_t c = 0; c < cols; ++c) scaled_col[c] = static_cast<float>(a * col_scale[c]);
-    float* out = w.data.data() + r * cols;
-    for (int64_t c = 0; c < cols; c += 2) {
-      auto [z0, z1] = rng.normal2();
-      out[c] = static_cast<float>(z0) * scaled_col[c];
-      if (c + 1 < cols) out[c + 1] = static_cast<float>(z1) * scaled_col[c + 1];
+  // Rows are independent (one stream each), so threads change the speed, not the result.
+  auto fill_rows = [&](int64_t r0, int64_t r1) {
+    std::vector<float> scaled_col(static_cast<size_t>(cols));  // col scale * row scale * std
+    for (int64_t r = r0; r < r1; ++r) {
+      Xoshiro256 rng(seed, kRowStreamBase + static_cast<uint64_t>(r));
+      const double a = row_scale[r] * kWeightStd;
+      for (int64_t c = 0; c < cols; ++c) scaled_col[c] = static_cast<float>(a * col_scale[c]);
+      float* out = w.data.data() + r * cols;
+      for (int64_t c = 0; c < cols; c += 2) {
+        auto [z0, z1] = rng.normal2();
+        out[c] = z0 * scaled_col[c];
+        if (c + 1 < cols) out[c + 1] = z1 * scaled_col[c + 1];
+      }
     }
-  }
+  };
+  parallel_rows(rows, cols, fill_rows);
   return w;
 }
 
