@@ -643,6 +643,7 @@ CsrMatrix read_impl(std::string_view text, const std::string& src,
   // Symmetry expansion.
   GapMap mirror_source;  // mirror position -> stored position
   int64_t implied = 0;
+  if (!h.mirrored()) off_diagonal = 0;  // from here on: the number of mirrored entries
   if (h.mirrored()) {
     const size_t final_size = static_cast<size_t>(stored + off_diagonal);
     t.reserve(final_size, complex);
