@@ -27,16 +27,22 @@ void Emitter::comment(std::string_view text) {
     const size_t end = text.find('\n', start);
     const std::string_view piece =
         text.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
-    line(piece.empty() ? std::string("//") : "// " + std::string(piece));
+    std::string l = "//";
+    if (!piece.empty()) l.append(" ").append(piece);
+    line(l);
     if (end == std::string_view::npos) break;
     start = end + 1;
   }
 }
 
 Emitter::Scope Emitter::block(std::string_view head, std::string_view tail) {
-  line(std::string(head) + " {");
+  std::string opener(head);
+  opener.append(" {");
+  line(opener);
   open_scope();
-  return Scope(this, "}" + std::string(tail));
+  std::string closer = "}";
+  closer.append(tail);
+  return Scope(this, std::move(closer));
 }
 
 Emitter::Scope Emitter::block() {

@@ -81,6 +81,8 @@ inline Expr<Kind::kU32> u32(std::string s) { return {std::move(s)}; }
 inline Expr<Kind::kBool> boolean(std::string s) { return {std::move(s)}; }
 inline Expr<Kind::kPtrF32> ptr_f32(std::string s) { return {std::move(s)}; }
 inline Expr<Kind::kConstPtrF32> cptr_f32(std::string s) { return {std::move(s)}; }
+inline Expr<Kind::kPtrI32> ptr_i32(std::string s) { return {std::move(s)}; }
+inline Expr<Kind::kConstPtrI32> cptr_i32(std::string s) { return {std::move(s)}; }
 inline Expr<Kind::kPtrT> ptr_t(std::string s) { return {std::move(s)}; }
 inline Expr<Kind::kConstPtrT> cptr_t(std::string s) { return {std::move(s)}; }
 
@@ -102,6 +104,15 @@ inline std::string targ_text(const TypeArg& a) { return a.text; }
 inline std::string targ_text(const IntArg& a) { return std::to_string(a.value); }
 
 }  // namespace detail
+
+// True when a call with these template arguments and arguments matches H's signature (the
+// condition call() asserts; exposed so tests can check that a wrong call is rejected).
+template <class H, class TA, class... Args>
+inline constexpr bool call_matches = false;
+template <class H, class... Ts, class... Args>
+inline constexpr bool call_matches<H, TArgs<Ts...>, Args...> =
+    detail::TArgsMatch<typename H::TemplateParams, Ts...>::value &&
+    detail::ArgsMatch<typename H::Params, Args...>::value;
 
 // Renders a call to helper H, checked against H's generated signature at compile time.
 template <class H, class... Ts, class... Args>

@@ -56,6 +56,12 @@ __device__ __forceinline__ void store_axpby(T* __restrict__ p, float acc, float 
   *p = detail::Cvt<T>::from_f32(out);
 }
 
+// p[0] = beta * p[0]; beta == 0 writes 0 without reading p (C may hold NaN poison).
+template <typename T>
+__device__ __forceinline__ void scale_f32(T* __restrict__ p, float beta) {
+  *p = detail::Cvt<T>::from_f32(beta == 0.0f ? 0.0f : beta * detail::Cvt<T>::to_f32(*p));
+}
+
 // Atomically adds v to p[0]. fp16 / bf16 atomics round the sum to the element type: callers use
 // them only where partial rows from different workers must meet (split rows).
 template <typename T>

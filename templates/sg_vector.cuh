@@ -54,6 +54,20 @@ __device__ __forceinline__ void store_vec_f32(T* __restrict__ p, const float* in
   *reinterpret_cast<Raw*>(p) = pack.raw;
 }
 
+// out[i] = p[i] for i < VW (column indices of VW consecutive nonzeros).
+template <int VW>
+__device__ __forceinline__ void load_vec_i32(const int* __restrict__ p, int* out) {
+  static_assert(VW == 1 || VW == 2 || VW == 4 || VW == 8, "vector width must be 1, 2, 4 or 8");
+  using Raw = typename detail::Chunk<VW * 4>::type;
+  union {
+    Raw raw;
+    int elem[VW];
+  } pack;
+  pack.raw = *reinterpret_cast<const Raw*>(p);
+#pragma unroll
+  for (int i = 0; i < VW; ++i) out[i] = pack.elem[i];
+}
+
 // acc[i] += a * float(p[i]) for i < VW: one nonzero of A times VW consecutive columns of B.
 template <int VW, typename T>
 __device__ __forceinline__ void fma_vec_f32(const T* __restrict__ p, float a, float* acc) {

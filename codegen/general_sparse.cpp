@@ -1,0 +1,540 @@
+// GeneralSparse emitter. The CUDA it emits, for schedule (Rows:r, Row, Nnz:z) (CSR-vector) with
+// fp16 values, row-major B and C, N = 32, 2 columns per thread, 8-lane groups:
+//
+//   #include "sg_dtype.cuh"  ...
+//   using T = __half;
+//   extern "C" __global__ void __launch_bounds__(128) sparsegen_general(
+//       const T* __restrict__ values, const int* __restrict__ col_idx, const T* __restrict__ B,
+//       T* __restrict__ C, float alpha, float beta, const int* __restrict__ thread_nz_begin) {
+//     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+//     const int group = lane / 8, glane = lane % 8;
+//     const int bt = blockIdx.x;
+//     for (int pass = 0; pass < 2; ++pass) {                  // block_cols / warp_cols passes
+//       const int col0 = blockIdx.y * 32 + pass * 16 + glane * 2;
+//       const int bc0 = (4 * (bt)), bc1 = (4 * (bt + 1));     // block.child_begin, compressed
+//       for (int wt = bc0 + warp; wt < bc1; wt += 4) {        // warp tasks, round-robin
+//         float acc[2] = {};
+//         const int wc0 = ..., wc1 = ...;                     // warp.child_begin
+//         for (int tt = wc0 + group; tt < wc1; tt += 4) {     // thread tasks, round-robin
+//           for (int p = thread_nz_begin[tt]; p < thread_nz_begin[tt + 1]; p += VEC) {
+//             ... sg::load_vec_f32<VEC, T>(values + p, a); sg::load_vec_i32<VEC>(col_idx + p, k);
+//             ... acc[i] += a[j] * sg::load_f32<T>(B + k[j] * 32 + col0 + i);
+//           }
+//         }
+//         acc[i] = sg::warp_reduce_sum_strided<4, 8>(acc[i]);  // warp Total over the groups
+//         if (group == 0) sg::store_axpby<T>(C + perm(row) * 32 + col0 + i, acc[i], alpha, beta);
+//       }
+//     }
+//   }
+//
+// Other shapes: (Row, Nnz, Nnz) accumulates across warp rounds and ends with
+// sg::block_reduce_sum<NT, GT> (block Total); (Rows, Rows, Row|Rows) has each thread-group sum
+// and store whole rows (no cross-lane reduction); (Nnz, Nnz, Nnz) runs one round per level and
+// finishes rows with atomic adds after a beta pre-scale kernel: warp Total -> shuffle sum,
+// warp Bitmap -> sg::bitmap_reduce_sum over the stored bitmap, thread Bitmap -> the thread walks
+// its row-start bits, adds finished segments, and hands its open segment to
+// sg::segment_reduce_sum (warp Segment). Block-level Bitmap/Segment merging is done by those
+// atomic adds (the rows that span warps meet in C).
+#include "codegen/general_sparse.h"
+
+#include <fmt/format.h>
+
+#include <cctype>
+#include <climits>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "codegen/emitter.h"
+#include "codegen/template_library.h"
+#include "ir/diagnostics.h"
+#include "templates/template_index.h"
+
+namespace sparsegen::codegen {
+namespace {
+
+using tmpl::f32;
+using tmpl::i32;
+using tmpl::IntArg;
+using tmpl::targs;
+using tmpl::TypeArg;
+using tmpl::u32;
+
+std::string cuda_type(DType t) {
+  switch (t) {
+    case DType::F32:
+      return "float";
+    case DType::F16:
+      return "__half";
+    case DType::BF16:
+      return "__nv_bfloat16";
+    default:
+      break;
+  }
+  throw UserError(fmt::format("codegen: value dtype {} is not supported by the GeneralSparse "
+                              "emitter (fp32, fp16, bf16)",
+                              to_string(t)));
+}
+
+std::string ident(std::string_view name) {
+  std::string s;
+  for (char c : name) s += (std::isalnum(static_cast<unsigned char>(c)) != 0) ? c : '_';
+  return s;
+}
+
+class GeneralSparseEmitter : public Emitter {
+ public:
+  GeneralSparseEmitter(const Problem& p, const GeneralSchedule& s, const PackedFormat& f,
+                       const EmitOptions& opt)
+      : p_(p), s_(s), f_(f), opt_(opt) {}
+
+  GeneratedKernel run() {
+    check_sizes();
+    G_ = s_.groups_per_warp();
+    GT_ = s_.group_threads;
+    TC_ = s_.thread_cols;
+    W_ = s_.warps_per_block;
+    NT_ = s_.threads_per_block();
+    atomic_ = f_.output == OutputMode::Atomic;
+    for (const char* n : {"values", "col_idx", "B", "C", "alpha", "beta", "lane", "warp", "group",
+                          "glane", "bt", "tid", "T"})
+      reserve(n);
+    decl(fmt::format("// sparsegen GeneralSparse kernel\n// {}\n// {}", to_string(p_),
+                     to_string(Schedule(s_))));
+    decl("using T = " + cuda_type(p_.dtype) + ";");
+
+    // The body comes first so that the parameter list knows every table the body used.
+    emit_kernel_body();
+    if (atomic_) emit_prologue();
+    GeneratedKernel k;
+    k.source = assemble();
+    for (const auto& h : embedded_template_headers())
+      if (used_headers().count(std::string(h.name)) != 0 || h.name == "sg_dtype.cuh")
+        k.headers.emplace(std::string(h.name), std::string(h.content));
+    k.signature = signature();
+    return k;
+  }
+
+ private:
+  // ---- sizes ------------------------------------------------------------------------------
+  void check_sizes() const {
+    const int64_t limit = INT_MAX / 2;
+    if (f_.stats.nnz_padded > limit || f_.stats.rows > limit || p_.m > limit || p_.k > limit ||
+        p_.n > limit)
+      throw UserError(fmt::format(
+          "codegen: {} with {} packed nonzeros exceeds the kernel's 32-bit positions", to_string(p_),
+          f_.stats.nnz_padded));
+  }
+
+  // ---- offsets: arithmetic for compressed arrays, a table parameter otherwise --------------
+  std::string off(const OffsetArray& a, const std::string& idx) {
+    const OffsetCompression& c = a.compression;
+    const std::string i = "(" + idx + ")";
+    switch (c.form) {
+      case OffsetForm::Linear:
+        if (c.stride == 0) return fmt::format("{}", c.base);
+        return fmt::format("({}{}{})", c.stride == 1 ? "" : std::to_string(c.stride) + " * ", i,
+                           c.base == 0 ? "" : " + " + std::to_string(c.base));
+      case OffsetForm::Branch: {
+        std::string e = "(";
+        for (size_t j = 0; j + 1 < c.breaks.size(); ++j)
+          e += fmt::format("{} < {} ? {} : ", i, c.breaks[j + 1], c.values[j]);
+        return e + std::to_string(c.values.back()) + ")";
+      }
+      case OffsetForm::Cyclic: {
+        const std::string t = ident(a.name) + "_cyc";
+        if (cyclic_.insert(t).second) {
+          std::string init;
+          for (int64_t v : c.values) init += (init.empty() ? "" : ", ") + std::to_string(v);
+          decl(fmt::format("__device__ const int {}[{}] = {{{}}};", t, c.values.size(), init));
+        }
+        return fmt::format("({}[{} % {}] + {} / {} * {})", t, i, c.period, i, c.period, c.stride);
+      }
+      case OffsetForm::Quasilinear: {
+        const std::string t = table_param(a, c.residual_bytes == 1 ? ParamKind::I8Table
+                                                                   : ParamKind::I16Table,
+                                          "_resid", c.values);
+        return fmt::format("({} * {} + {} + {}[{}])", c.stride, i, c.base, t, idx);
+      }
+      case OffsetForm::Table:
+        break;
+    }
+    return table_param(a, ParamKind::I32Table, "", a.values) + "[" + idx + "]";
+  }
+
+  std::string table_param(const OffsetArray& a, ParamKind kind, const std::string& suffix,
+                          const std::vector<int64_t>& data) {
+    const std::string name = ident(a.name) + suffix;
+    for (const auto& prm : tables_)
+      if (prm.name == name) return name;
+    tables_.push_back({name, kind, a.name, data});
+    reserve(name);
+    return name;
+  }
+
+  std::string bitmap_param(const std::string& name, const std::string& source,
+                           const std::vector<uint32_t>& bits) {
+    for (const auto& prm : tables_)
+      if (prm.name == name) return name;
+    tables_.push_back({name, ParamKind::U32Table, source, std::vector<int64_t>(bits.begin(),
+                                                                               bits.end())});
+    reserve(name);
+    return name;
+  }
+
+  const LevelArrays& lv(Level l) const { return f_.at(l); }
+  LevelSplit split(Level l) const { return s_.at(l); }
+  ReductionKind red(Level l) const { return s_.reduction(l); }
+
+  // ---- dense operands -----------------------------------------------------------------------
+  std::string b_ptr(const std::string& k, const std::string& col) const {
+    return p_.b_layout == Layout::RowMajor
+               ? fmt::format("B + static_cast<long long>({}) * {} + {}", k, p_.n, col)
+               : fmt::format("B + static_cast<long long>({}) * {} + {}", col, p_.k, k);
+  }
+  std::string c_ptr(const std::string& row, const std::string& col) const {
+    return p_.c_layout == Layout::RowMajor
+               ? fmt::format("C + static_cast<long long>({}) * {} + {}", row, p_.n, col)
+               : fmt::format("C + static_cast<long long>({}) * {} + {}", col, p_.m, row);
+  }
+  // Row-major B with N a multiple of the thread's columns: one vector load per nonzero.
+  bool b_vector() const { return p_.b_layout == Layout::RowMajor && TC_ > 1 && p_.n % TC_ == 0; }
+
+  // acc[i] += a * B[k][col0 + i] for the thread's columns.
+  void emit_fma(const std::string& a, const std::string& k) {
+    if (b_vector()) {
+      auto g = block(fmt::format("if ({} < {})", col0_, p_.n));
+      call_stmt(tmpl::fma_vec_f32, targs(IntArg{TC_}, TypeArg{"T"}),
+                tmpl::cptr_t(b_ptr(k, col0_)), f32(a), tmpl::ptr_f32(acc_));
+      return;
+    }
+    for (int i = 0; i < TC_; ++i) {
+      const std::string col = fmt::format("{} + {}", col0_, i);
+      const auto b = call(tmpl::load_f32, targs(TypeArg{"T"}), tmpl::cptr_t(b_ptr(k, col)));
+      line(fmt::format("if ({} < {}) {}[{}] = fmaf({}, {}, {}[{}]);", col, p_.n, acc_, i, a,
+                       b.text, acc_, i));
+    }
+  }
+
+  // Finishes packed row `row` with the thread's accumulators (store, or atomic add).
+  void emit_finish(const std::string& row, const std::string& cond) {
+    auto g = cond.empty() ? block() : block("if (" + cond + ")");
+    const std::string orow = fresh("orow");
+    line(fmt::format("const int {} = {};", orow, off(f_.perm, row)));
+    for (int i = 0; i < TC_; ++i) {
+      const std::string col = fmt::format("{} + {}", col0_, i);
+      auto gi = block(fmt::format("if ({} < {})", col, p_.n));
+      const std::string v = fmt::format("{}[{}]", acc_, i);
+      if (atomic_) {
+        call_stmt(tmpl::atomic_add_f32, targs(TypeArg{"T"}), tmpl::ptr_t(c_ptr(orow, col)),
+                  f32("alpha * " + v));
+      } else {
+        call_stmt(tmpl::store_axpby, targs(TypeArg{"T"}), tmpl::ptr_t(c_ptr(orow, col)), f32(v),
+                  f32("alpha"), f32("beta"));
+      }
+    }
+  }
+
+  void emit_zero_acc() { line(fmt::format("for (int i = 0; i < {}; ++i) {}[i] = 0.0f;", TC_, acc_)); }
+
+  // ---- the nonzero loop of one chunk [nz0, nz1) ---------------------------------------------
+  // Row-start handling for thread Bitmap: `row` advances at each row start after nz0 and the
+  // finished segment is added to C.
+  void emit_nonzeros(const std::string& nz0, const std::string& nz1, bool bitmap_walk,
+                     const std::string& row) {
+    int v = s_.vector_width;
+    const std::string p = fresh("p");
+    auto loop = block(fmt::format("for (int {} = {}; {} < {}; {} += {})", p, nz0, p, nz1, p, v));
+    // Storage position of logical position p (interleave stores a warp round vector by vector).
+    std::string sp = p;
+    if (s_.interleave) {
+      const int64_t zt = split(Level::Thread).amount;
+      const int64_t round = G_ * zt;
+      sp = fresh("sp");
+      line(fmt::format("const int {} = {} / {} * {} + (({} - {}) / {} * {} + group) * {};", sp, p,
+                       round, round, p, nz0, v, G_, v));
+    }
+    const std::string a = fresh("a"), k = fresh("k");
+    line(fmt::format("float {}[{}];", a, v));
+    line(fmt::format("int {}[{}];", k, v));
+    if (v == 1) {
+      line(fmt::format("{}[0] = {};", a,
+                       call(tmpl::load_f32, targs(TypeArg{"T"}), tmpl::cptr_t("values + " + sp))
+                           .text));
+      line(fmt::format("{}[0] = col_idx[{}];", k, sp));
+    } else {
+      call_stmt(tmpl::load_vec_f32, targs(IntArg{v}, TypeArg{"T"}), tmpl::cptr_t("values + " + sp),
+                tmpl::ptr_f32(a));
+      call_stmt(tmpl::load_vec_i32, targs(IntArg{v}), tmpl::cptr_i32("col_idx + " + sp),
+                tmpl::ptr_i32(k));
+    }
+    line("#pragma unroll");
+    auto inner = block(fmt::format("for (int j = 0; j < {}; ++j)", v));
+    if (bitmap_walk) {
+      const std::string bits = bitmap_param("row_start_bits", "row_start_bits", f_.row_start_bits);
+      const std::string q = fresh("q");
+      line(fmt::format("const int {} = {} + j;", q, p));
+      auto g = block(fmt::format("if ({} != {} && (({}[{} >> 5] >> ({} & 31)) & 1u) != 0u)", q, nz0,
+                                 bits, q, q));
+      emit_finish(row, "");
+      emit_zero_acc();
+      line(fmt::format("++{};", row));
+    }
+    emit_fma(fmt::format("{}[j]", a), fmt::format("{}[j]", k));
+  }
+
+  // ---- levels -------------------------------------------------------------------------------
+  // Thread tasks of warp task `wt` (children wc0..wc1 dealt round-robin over the G groups).
+  void emit_thread_level(const std::string& wc0, const std::string& wc1) {
+    const LevelSplit ts = split(Level::Thread);
+    const std::string tt = fresh("tt");
+    const bool one_round = split(Level::Warp).kind == WorkSplit::Nnz;
+    const bool walk = red(Level::Thread) == ReductionKind::Bitmap;
+    if (one_round && (walk || red(Level::Warp) == ReductionKind::Bitmap)) {
+      // One round: group g takes child wc0 + g. The segment / bitmap reduction needs every lane,
+      // so the task test is a condition, not a loop.
+      line(fmt::format("const int {} = {} + group;", tt, wc0));
+      line(fmt::format("has_task = {} < {};", tt, wc1));
+      line(fmt::format("row = has_task ? {} : -1;", off(lv(Level::Thread).row_begin, tt)));
+      auto g = block("if (has_task)");
+      emit_nonzeros(off(lv(Level::Thread).nz_begin, tt), off(lv(Level::Thread).nz_begin, tt + " + 1"),
+                    walk, "row");
+      return;
+    }
+    auto loop = block(fmt::format("for (int {} = {} + group; {} < {}; {} += {})", tt, wc0, tt, wc1,
+                                  tt, G_));
+    if (ts.kind == WorkSplit::Nnz) {
+      emit_nonzeros(off(lv(Level::Thread).nz_begin, tt), off(lv(Level::Thread).nz_begin, tt + " + 1"),
+                    false, "");
+      if (red(Level::Warp) == ReductionKind::None) emit_finish(off(lv(Level::Thread).row_begin, tt), "");
+      return;
+    }
+    // Whole rows: the group sums and stores each row of its task.
+    const std::string r = fresh("r");
+    auto rows = block(fmt::format("for (int {} = {}; {} < {}; ++{})", r,
+                                  off(lv(Level::Thread).row_begin, tt), r,
+                                  off(lv(Level::Thread).row_begin, tt + " + 1"), r));
+    line(fmt::format("float {}[{}] = {{}};", acc_, TC_));
+    emit_nonzeros(off(f_.row_ptr, r), off(f_.row_ptr, r + " + 1"), false, "");
+    emit_finish(r, "");
+  }
+
+  // Warp tasks of block task bt (children bc0..bc1 dealt round-robin over the W warps).
+  void emit_warp_level(const std::string& bc0, const std::string& bc1) {
+    const bool block_total = red(Level::Block) == ReductionKind::Total;
+    const bool whole_rows_in_thread = split(Level::Thread).kind != WorkSplit::Nnz;
+    const std::string wt = fresh("wt");
+    auto loop = block(fmt::format("for (int {} = {} + warp; {} < {}; {} += {})", wt, bc0, wt, bc1,
+                                  wt, W_));
+    const std::string wc0 = fresh("wc0"), wc1 = fresh("wc1");
+    line(fmt::format("const int {} = {};", wc0, off(lv(Level::Warp).child_begin, wt)));
+    line(fmt::format("const int {} = {};", wc1, off(lv(Level::Warp).child_begin, wt + " + 1")));
+    if (whole_rows_in_thread) {
+      emit_thread_level(wc0, wc1);
+      return;
+    }
+    if (!block_total) line(fmt::format("float {}[{}] = {{}};", acc_, TC_));
+    const ReductionKind rw = red(Level::Warp);
+    if (rw == ReductionKind::Bitmap || rw == ReductionKind::Segment) {
+      line("bool has_task = false;");
+      line("int row = -1;");
+    }
+    emit_thread_level(wc0, wc1);
+    if (block_total) return;  // handed up: the block reduction sums every thread's partials
+    switch (rw) {
+      case ReductionKind::Total: {
+        comment("warp Total: sum the groups' partials column by column");
+        for (int i = 0; i < TC_; ++i)
+          line(fmt::format("{}[{}] = {};", acc_, i,
+                           call(tmpl::warp_reduce_sum_strided, targs(IntArg{G_}, IntArg{GT_}),
+                                f32(fmt::format("{}[{}]", acc_, i)))
+                               .text));
+        emit_finish(off(lv(Level::Warp).row_begin, wt), "group == 0");
+        break;
+      }
+      case ReductionKind::Bitmap: {
+        comment("warp Bitmap: segmented sum over the groups, runs marked by the stored bitmap");
+        const std::string bm = bitmap_param("warp_bitmap", "warp.bitmap", lv(Level::Warp).bitmap);
+        const std::string heads = fresh("heads");
+        line(fmt::format("const unsigned {} = {}[{}];", heads, bm, wt));
+        for (int i = 0; i < TC_; ++i)
+          line(fmt::format("{}[{}] = {};", acc_, i,
+                           call(tmpl::bitmap_reduce_sum, targs(IntArg{GT_}),
+                                f32(fmt::format("{}[{}]", acc_, i)), u32(heads), i32("lane"))
+                               .text));
+        emit_finish("row", "has_task && " + call(tmpl::is_run_head, targs(IntArg{GT_}), u32(heads),
+                                                 i32("lane"))
+                                                .text);
+        break;
+      }
+      case ReductionKind::Segment: {
+        comment("warp Segment: merge the groups' open segments that carry the same row");
+        const std::string heads = fresh("heads");
+        line(fmt::format("const unsigned {} = {};", heads,
+                         call(tmpl::segment_heads, targs(IntArg{GT_}), i32("row"), i32("lane")).text));
+        for (int i = 0; i < TC_; ++i)
+          line(fmt::format("{}[{}] = {};", acc_, i,
+                           call(tmpl::bitmap_reduce_sum, targs(IntArg{GT_}),
+                                f32(fmt::format("{}[{}]", acc_, i)), u32(heads), i32("lane"))
+                               .text));
+        emit_finish("row", "has_task && " + call(tmpl::is_run_head, targs(IntArg{GT_}), u32(heads),
+                                                 i32("lane"))
+                                                .text);
+        break;
+      }
+      case ReductionKind::None:
+        break;
+    }
+  }
+
+  void emit_block_level() {
+    const bool block_total = red(Level::Block) == ReductionKind::Total;
+    const std::string bc0 = fresh("bc0"), bc1 = fresh("bc1");
+    line(fmt::format("const int {} = {};", bc0, off(lv(Level::Block).child_begin, "bt")));
+    line(fmt::format("const int {} = {};", bc1, off(lv(Level::Block).child_begin, "bt + 1")));
+    if (block_total) line(fmt::format("float {}[{}] = {{}};", acc_, TC_));
+    emit_warp_level(bc0, bc1);
+    if (!block_total) return;
+    comment("block Total: every thread's partials belong to the block's one row");
+    for (int i = 0; i < TC_; ++i)
+      line(fmt::format("{}[{}] = {};", acc_, i,
+                       call(tmpl::block_reduce_sum, targs(IntArg{NT_}, IntArg{GT_}),
+                            f32(fmt::format("{}[{}]", acc_, i)), tmpl::ptr_f32("red_smem"),
+                            i32("tid"))
+                           .text));
+    // Threads tid < GT are group 0 of warp 0: their glane is tid, so col0 is theirs.
+    emit_finish(off(lv(Level::Block).row_begin, "bt"), "tid < " + std::to_string(GT_));
+  }
+
+  void emit_kernel_body() {
+    const int passes = s_.block_cols / s_.warp_cols();
+    line("const int tid = threadIdx.x;");
+    line("const int lane = tid % 32;");
+    line("const int warp = tid / 32;");
+    line(fmt::format("const int group = lane / {};", GT_));
+    line(fmt::format("const int glane = lane % {};", GT_));
+    line("const int bt = blockIdx.x;");
+    line("(void)warp; (void)group; (void)glane;");
+    if (red(Level::Block) == ReductionKind::Total) {
+      line(fmt::format("__shared__ float red_smem[{}];", NT_));
+      shared_bytes_ = NT_ * 4;
+    }
+    const std::string pass = fresh("pass");
+    auto loop = block(fmt::format("for (int {} = 0; {} < {}; ++{})", pass, pass, passes, pass));
+    col0_ = fresh("col0");
+    acc_ = fresh("acc");
+    line(fmt::format("const int {} = blockIdx.y * {} + {} * {} + glane * {};", col0_, s_.block_cols,
+                     pass, s_.warp_cols(), TC_));
+    emit_block_level();
+  }
+
+  // ---- assembly -----------------------------------------------------------------------------
+  std::vector<KernelParam> params() const {
+    std::vector<KernelParam> ps = {
+        {"values", ParamKind::Values, "values", {}}, {"col_idx", ParamKind::ColIdx, "col_idx", {}},
+        {"B", ParamKind::B, "B", {}},                {"C", ParamKind::C, "C", {}},
+        {"alpha", ParamKind::Alpha, "alpha", {}},    {"beta", ParamKind::Beta, "beta", {}}};
+    ps.insert(ps.end(), tables_.begin(), tables_.end());
+    return ps;
+  }
+
+  static std::string param_decl(const KernelParam& prm) {
+    switch (prm.kind) {
+      case ParamKind::Values:
+      case ParamKind::B:
+        return "const T* __restrict__ " + prm.name;
+      case ParamKind::C:
+        return "T* __restrict__ " + prm.name;
+      case ParamKind::ColIdx:
+      case ParamKind::I32Table:
+        return "const int* __restrict__ " + prm.name;
+      case ParamKind::Alpha:
+      case ParamKind::Beta:
+        return "float " + prm.name;
+      case ParamKind::I16Table:
+        return "const short* __restrict__ " + prm.name;
+      case ParamKind::I8Table:
+        return "const signed char* __restrict__ " + prm.name;
+      case ParamKind::U32Table:
+        return "const unsigned* __restrict__ " + prm.name;
+    }
+    return "";
+  }
+
+  std::string prologue_name() const { return opt_.kernel_name + "_scale_c"; }
+
+  // Rows split across blocks are finished with atomic adds, so C = beta * C runs first.
+  void emit_prologue() {
+    decl("// Prologue (launch first): C = beta * C; C is not read when beta == 0.");
+    decl(fmt::format("extern \"C\" __global__ void {}(T* __restrict__ C, float beta) {{",
+                     prologue_name()));
+    decl("  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;");
+    decl(fmt::format("  if (i < {}LL) {};", p_.m * p_.n,
+                     call(tmpl::scale_f32, targs(TypeArg{"T"}), tmpl::ptr_t("C + i"), f32("beta"))
+                         .text));
+    decl("}");
+  }
+
+  std::string assemble() {
+    std::string head = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n", NT_,
+                                    opt_.kernel_name);
+    const auto ps = params();
+    for (size_t i = 0; i < ps.size(); ++i)
+      head += "    " + param_decl(ps[i]) + (i + 1 < ps.size() ? ",\n" : ") {\n");
+    std::string src;
+    for (const auto& h : used_headers()) src += "#include \"" + h + "\"\n";
+    if (used_headers().count("sg_dtype.cuh") == 0) src += "#include \"sg_dtype.cuh\"\n";
+    src += "\n" + declarations() + "\n";
+    std::string b = body();
+    std::string indented;
+    size_t start = 0;
+    while (start < b.size()) {
+      const size_t end = b.find('\n', start);
+      const std::string l = b.substr(start, end - start);
+      indented += (l.empty() ? "" : "  ") + l + "\n";
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+    return src + head + indented + "}\n";
+  }
+
+  KernelSignature signature() const {
+    KernelSignature sig;
+    sig.kernel_name = opt_.kernel_name;
+    sig.params = params();
+    sig.launch.grid_x = f_.stats.block_tasks;
+    sig.launch.grid_y = f_.stats.col_tiles;
+    sig.launch.block_threads = NT_;
+    sig.launch.shared_bytes = shared_bytes_;
+    if (atomic_) {
+      sig.prologue_name = prologue_name();
+      sig.prologue_launch.grid_x = (p_.m * p_.n + 255) / 256;
+      sig.prologue_launch.grid_y = 1;
+      sig.prologue_launch.block_threads = 256;
+    }
+    return sig;
+  }
+
+  const Problem& p_;
+  const GeneralSchedule& s_;
+  const PackedFormat& f_;
+  const EmitOptions& opt_;
+  int G_ = 1, GT_ = 1, TC_ = 1, W_ = 1, NT_ = 32;
+  bool atomic_ = false;
+  int64_t shared_bytes_ = 0;
+  std::string col0_, acc_;
+  std::vector<KernelParam> tables_;
+  std::set<std::string> cyclic_;
+};
+
+}  // namespace
+
+GeneratedKernel emit_general_sparse(const Problem& problem, const Schedule& schedule,
+                                    const PackedFormat& f, const EmitOptions& opt) {
+  SG_ASSERT(schedule.family() == ScheduleFamily::General,
+            "emit_general_sparse needs a GeneralSparse schedule");
+  GeneralSparseEmitter e(problem, schedule.general(), f, opt);
+  return e.run();
+}
+
+}  // namespace sparsegen::codegen

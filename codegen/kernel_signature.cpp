@@ -1,0 +1,51 @@
+#include "codegen/kernel_signature.h"
+
+#include <fmt/format.h>
+
+namespace sparsegen::codegen {
+
+std::string_view to_string(ParamKind k) {
+  switch (k) {
+    case ParamKind::Values:
+      return "values";
+    case ParamKind::ColIdx:
+      return "col_idx";
+    case ParamKind::B:
+      return "B";
+    case ParamKind::C:
+      return "C";
+    case ParamKind::Alpha:
+      return "alpha";
+    case ParamKind::Beta:
+      return "beta";
+    case ParamKind::I32Table:
+      return "i32[]";
+    case ParamKind::I16Table:
+      return "i16[]";
+    case ParamKind::I8Table:
+      return "i8[]";
+    case ParamKind::U32Table:
+      return "u32[]";
+  }
+  return "?";
+}
+
+std::string describe(const KernelSignature& sig) {
+  std::string s;
+  if (!sig.prologue_name.empty())
+    s += fmt::format("prologue {}(C, beta) grid=({},{}) block={}\n", sig.prologue_name,
+                     sig.prologue_launch.grid_x, sig.prologue_launch.grid_y,
+                     sig.prologue_launch.block_threads);
+  s += fmt::format("kernel {} grid=({},{}) block={} shared={}B\n", sig.kernel_name,
+                   sig.launch.grid_x, sig.launch.grid_y, sig.launch.block_threads,
+                   sig.launch.shared_bytes);
+  for (size_t i = 0; i < sig.params.size(); ++i) {
+    const KernelParam& p = sig.params[i];
+    s += fmt::format("  {:2} {:<22} {:<8} {}", i, p.name, to_string(p.kind), p.source);
+    if (!p.data.empty()) s += fmt::format(" ({} entries)", p.data.size());
+    s += '\n';
+  }
+  return s;
+}
+
+}  // namespace sparsegen::codegen
