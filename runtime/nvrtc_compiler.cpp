@@ -76,7 +76,7 @@ int first_error_line(const std::string& log, const std::string& program) {
       ++p;
       if (line > 100000000) break;
     }
-    if (p < log.size() && log[p] == ')' && log.compare(p, 9, "): error") == 0) return line;
+    if (p < log.size() && log[p] == ')' && log.compare(p, 8, "): error") == 0) return line;
   }
   return 0;
 }
@@ -88,7 +88,7 @@ std::string source_excerpt(std::string_view source, int line) {
   std::string out;
   int n = 1;
   std::size_t start = 0;
-  while (start <= source.size() && n <= to) {
+  while (start < source.size() && n <= to) {
     std::size_t end = source.find('\n', start);
     if (end == std::string_view::npos) end = source.size();
     if (n >= from) {

@@ -166,6 +166,7 @@ TEST(NvrtcCpu, SyntaxErrorThrowsWithLogAndSourceLine) {
     EXPECT_NE(e.log().find("error"), std::string::npos);
     EXPECT_NE(what.find("sm_90"), std::string::npos);
     EXPECT_NE(what.find("int oops = ;"), std::string::npos) << what;  // the source is shown
+    EXPECT_NE(what.find("around line 3"), std::string::npos) << what;
     EXPECT_NE(what.find(e.log()), std::string::npos);                 // so is the whole log
   }
 }

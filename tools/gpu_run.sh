@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# The one script the device tool runs: build sparsegen (Release) on the GPU machine, run every
+# test suite (GPU tests must pass there, not skip), the GPU smoke check, compute-sanitizer, and the
+# benchmarks; leave logs and JSON under $OUT; print a short summary table last.
+#
+# Call it from this machine (repo root) with the device tool:
+#   run(command = "SPARSEGEN_GIT_COMMIT=<git rev-parse HEAD here> bash tools/gpu_run.sh",
+#       carry   = [".debs", ".gpudata"], timeout_s = 600)
+#
+# Why .debs: the device image has the CUDA toolkit, cmake, ninja and g++, but maybe not our
+# Debian -dev packages, and nothing can be fetched there. Prepare them once here (repo root):
+#   echo /.debs/ >> .git/info/exclude; mkdir -p .debs; (cd .debs && apt-get download \
+#     libfmt-dev libfmt9 libeigen3-dev libsqlite3-dev libsqlite3-0 nlohmann-json3-dev \
+#     libcli11-dev libgtest-dev libgmock-dev)
+# They are unpacked with `dpkg -x` into a private prefix (never into /) that CMake searches first.
+# Why .gpudata: the tests read ../shared/data, which does not travel. Pack it once here:
+#   mkdir -p .gpudata && tar -C /work/shared -cf - data | xz -6 > .gpudata/data.tar.xz
+# (.gpudata/ is in .gitignore). The tests find it through SPARSEGEN_DATA.
+#
+# Outputs under $OUT (the device tool returns at most 8 files, 2 folders deep):
+#   summary.json   device, date, command, git commit, build/test/smoke/sanitizer/bench results
+#   gpu_smoke.json `sparsegen gpu-smoke --json` wrapped with the same metadata
+#   env.log        nvidia-smi, compiler and tool versions
+#   build.log      cmake + ninja output
+#   ctest.log      ctest output (all suites), ctest.xml its JUnit report
+#   sanitizer.log  compute-sanitizer memcheck runs
+#   bench.tar.gz   whatever the benchmark commands wrote under $BENCH_DIR (+ their logs)
+#
+# Locally (no GPU) it runs the same steps; GPU steps then report "no GPU" and the summary says so.
+# Environment knobs: JOBS (default 16), BUILD_DIR (default build-gpu), OUT (default
+# $BUILD_DIR/out), SKIP_BUILD=1 (reuse an existing build), SPARSEGEN_GIT_COMMIT.
+
+set -uo pipefail
+
+# ============================ what to run: extend these lists ================================
+# GPU test naming convention: GoogleTest suites/fixtures whose name starts with "Gpu" (Gpu.*,
+# GpuSpmm.*, ...). On the GPU machine none of them may be skipped.
+GPU_TEST_REGEX='^(Gpu[A-Za-z0-9_]*)\.'
+# ctest runs every registered suite; these extra labels/regexes can narrow it (empty: all).
+CTEST_ARGS=(--timeout 600 -j 8)
+# compute-sanitizer memcheck runs: "name|command" (command relative to the build dir). The
+# error-path tests (which provoke API errors on purpose) are excluded.
+SANITIZER_RUNS=(
+  "runtime_gpu|tests/runtime_tests '--gtest_filter=Gpu.*:-Gpu.InvalidLaunchConfigNamesTheCall:Gpu.MissingKernelAndBadImageNameTheCall'"
+  "gpu_smoke|tools/sparsegen gpu-smoke --n 200003 --repeats 2"
+)
+# ---------------------------- BENCHMARKS (issue 3 and later) ---------------------------------
+# "name|command": run from the build dir after the tests, each with BENCH_DIR exported (write
+# JSON there: device, date, command are added by summary.json). Example:
+#   "spmm_llm|tools/sparsegen bench --suite llm --json $BENCH_DIR/spmm_llm.json"
+BENCH_RUNS=(
+)
+# ==============================================================================================
+
+REPO_ROOT=$(pwd)
+JOBS=${JOBS:-16}
+BUILD_DIR=${BUILD_DIR:-build-gpu}
+OUT=${OUT:-$REPO_ROOT/$BUILD_DIR/out}
+DEPS_PREFIX=${DEPS_PREFIX:-/tmp/sparsegen-deps}
+DATA_ROOT=${DATA_ROOT:-/tmp/sparsegen-data}
+BENCH_DIR=/tmp/sparsegen-bench
+mkdir -p "$OUT" "$BENCH_DIR"
+export BENCH_DIR
+STARTED=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+T0=$(date +%s)
+declare -A STATUS=()  # step -> text for the summary
+
+log() { printf '[gpu_run %4ss] %s\n' "$(( $(date +%s) - T0 ))" "$*"; }
+
+# ---- environment -------------------------------------------------------------------------------
+for d in /usr/local/cuda/bin /usr/local/cuda/compute-sanitizer; do
+  [ -d "$d" ] && PATH="$PATH:$d"
+done
+export PATH
+{
+  echo "== date: $STARTED"; uname -a; cat /etc/os-release 2>/dev/null | head -2
+  echo "== nvidia-smi"; nvidia-smi 2>&1 | head -20
+  echo "== nvcc"; nvcc --version 2>&1 | tail -2
+  echo "== c++"; c++ --version 2>&1 | head -1
+  echo "== cmake"; cmake --version 2>&1 | head -1; echo "ninja $(ninja --version 2>&1)"
+  echo "== compute-sanitizer"; compute-sanitizer --version 2>&1 | tail -1
+  echo "== nproc $(nproc)"
+} >"$OUT/env.log" 2>&1
+DEVICE_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+DEVICE_NAME=${DEVICE_NAME:-none}
+GIT_COMMIT=${SPARSEGEN_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+log "device: $DEVICE_NAME; commit $GIT_COMMIT"
+
+# ---- dependencies from carried .deb files --------------------------------------------------
+if compgen -G ".debs/*.deb" >/dev/null; then
+  mkdir -p "$DEPS_PREFIX"
+  for f in .debs/*.deb; do
+    if command -v dpkg >/dev/null; then
+      dpkg -x "$f" "$DEPS_PREFIX"
+    else  # a .deb is an ar archive holding data.tar.*
+      (tmp=$(mktemp -d) && cd "$tmp" && ar x "$REPO_ROOT/$f" && tar -xf data.tar.* -C "$DEPS_PREFIX")
+    fi
+  done
+  export CMAKE_PREFIX_PATH="$DEPS_PREFIX/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+  export LD_LIBRARY_PATH="$DEPS_PREFIX/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  log "unpacked $(ls .debs/*.deb | wc -l) .deb files into $DEPS_PREFIX"
+fi
+
+# ---- test data -------------------------------------------------------------------------------
+if [ -f .gpudata/data.tar.xz ]; then
+  mkdir -p "$DATA_ROOT" && tar -xJf .gpudata/data.tar.xz -C "$DATA_ROOT"
+  export SPARSEGEN_DATA="$DATA_ROOT/data"
+elif [ -d ../shared/data ]; then
+  export SPARSEGEN_DATA="$(cd ../shared/data && pwd)"
+fi
+log "SPARSEGEN_DATA=${SPARSEGEN_DATA:-<unset>}"
+
+# ---- build -----------------------------------------------------------------------------------
+BUILD_RC=0
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  log "configure + build (Release, -j$JOBS)"
+  {
+    cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPARSEGEN_WERROR=OFF \
+      ${SPARSEGEN_DATA:+-DSPARSEGEN_DATA_DIR="$SPARSEGEN_DATA"} &&
+      ninja -C "$BUILD_DIR" -j "$JOBS" -k 0
+  } >"$OUT/build.log" 2>&1
+  BUILD_RC=$?
+fi
+STATUS[build]=$([ $BUILD_RC = 0 ] && echo ok || echo "FAILED rc=$BUILD_RC (see build.log)")
+[ $BUILD_RC != 0 ] && grep -E "error|FAILED" "$OUT/build.log" | head -20
+log "build: ${STATUS[build]}"
+
+# ---- all test suites through ctest ----------------------------------------------------------
+log "ctest"
+ctest --test-dir "$BUILD_DIR" --output-on-failure --output-junit "$OUT/ctest.xml" "${CTEST_ARGS[@]}" \
+  >"$OUT/ctest.log" 2>&1
+CTEST_RC=$?
+tail -4 "$OUT/ctest.log"
+
+# ---- GPU smoke check ---------------------------------------------------------------------------
+SG="$BUILD_DIR/tools/sparsegen"
+SMOKE_RC=127
+if [ -x "$SG" ]; then
+  "$SG" gpu-smoke --json >"$BUILD_DIR/gpu_smoke_raw.json" 2>"$BUILD_DIR/gpu_smoke.err"
+  SMOKE_RC=$?
+  "$SG" gpu-smoke 2>&1 | sed 's/^/  /'
+fi
+log "gpu-smoke rc=$SMOKE_RC"
+
+# ---- compute-sanitizer -----------------------------------------------------------------------
+SAN_SUMMARY=()
+: >"$OUT/sanitizer.log"
+if ! command -v compute-sanitizer >/dev/null; then
+  SAN_SUMMARY+=("all|not run: compute-sanitizer not found")
+elif [ "$DEVICE_NAME" = none ]; then
+  SAN_SUMMARY+=("all|not run: no GPU")
+else
+  for entry in "${SANITIZER_RUNS[@]}"; do
+    name=${entry%%|*}; cmd=${entry#*|}
+    echo "=== $name: compute-sanitizer --tool memcheck $cmd" >>"$OUT/sanitizer.log"
+    (cd "$BUILD_DIR" && eval "compute-sanitizer --tool memcheck --error-exitcode 99 $cmd") \
+      >>"$OUT/sanitizer.log" 2>&1
+    rc=$?
+    errs=$(grep -E "ERROR SUMMARY" "$OUT/sanitizer.log" | tail -1)
+    SAN_SUMMARY+=("$name|rc=$rc ${errs#*=========}")
+    log "sanitizer $name rc=$rc"
+  done
+fi
+
+# ---- BENCHMARKS --------------------------------------------------------------------------------
+BENCH_SUMMARY=()
+for entry in "${BENCH_RUNS[@]}"; do
+  name=${entry%%|*}; cmd=${entry#*|}
+  log "bench $name"
+  (cd "$BUILD_DIR" && eval "$cmd") >"$BENCH_DIR/$name.log" 2>&1
+  BENCH_SUMMARY+=("$name|rc=$?")
+done
+if [ ${#BENCH_RUNS[@]} -gt 0 ]; then
+  tar -czf "$OUT/bench.tar.gz" -C "$BENCH_DIR" .
+fi
+
+# ---- summary.json and the table ----------------------------------------------------------------
+export STARTED GIT_COMMIT DEVICE_NAME OUT BUILD_DIR BUILD_RC CTEST_RC SMOKE_RC GPU_TEST_REGEX
+export BUILD_STATUS="${STATUS[build]}"
+export GPU_RUN_COMMAND="${SPARSEGEN_RUN_COMMAND:-bash tools/gpu_run.sh}"
+export SAN_LINES=$(printf '%s\n' "${SAN_SUMMARY[@]}")
+export BENCH_LINES=$(printf '%s\n' "${BENCH_SUMMARY[@]+"${BENCH_SUMMARY[@]}"}")
+export ELAPSED_S=$(( $(date +%s) - T0 ))
+python3 - <<'PY'
+import json, os, re, xml.etree.ElementTree as ET
+env = os.environ
+out = env["OUT"]
+meta = {
+    "device": env["DEVICE_NAME"], "date": env["STARTED"], "git_commit": env["GIT_COMMIT"],
+    "command": env["GPU_RUN_COMMAND"], "elapsed_s": int(env["ELAPSED_S"]),
+}
+# ctest JUnit: count passed / failed / skipped, and which GPU tests were skipped.
+tests = {"passed": 0, "failed": 0, "skipped": 0, "failed_names": [], "skipped_names": []}
+gpu = {"passed": 0, "failed": 0, "skipped": 0}
+gpu_re = re.compile(env["GPU_TEST_REGEX"])
+try:
+    root = ET.parse(os.path.join(out, "ctest.xml")).getroot()
+    for tc in root.iter("testcase"):
+        name = tc.get("name", "")
+        status = tc.get("status", "")
+        if tc.find("skipped") is not None or status in ("notrun", "disabled"):
+            kind = "skipped"
+        elif tc.find("failure") is not None or tc.find("error") is not None or status == "fail":
+            kind = "failed"
+        else:
+            kind = "passed"
+        tests[kind] += 1
+        if kind != "passed":
+            tests[kind + "_names"].append(name)
+        if gpu_re.search(name):
+            gpu[kind] += 1
+except Exception as e:  # no report: the build or ctest failed early
+    tests["error"] = f"no ctest report: {e}"
+smoke = None
+raw = os.path.join(env["BUILD_DIR"], "gpu_smoke_raw.json")
+try:
+    with open(raw) as f:
+        smoke = json.load(f)
+except Exception as e:
+    err = ""
+    try:
+        err = open(os.path.join(env["BUILD_DIR"], "gpu_smoke.err")).read().strip()
+    except OSError:
+        pass
+    smoke = {"available": False, "passed": False, "reason": err or f"no output: {e}"}
+with open(os.path.join(out, "gpu_smoke.json"), "w") as f:
+    json.dump({"meta": meta, "result": smoke, "exit_code": int(env["SMOKE_RC"])}, f, indent=2)
+san = [l.split("|", 1) for l in env["SAN_LINES"].splitlines() if l]
+bench = [l.split("|", 1) for l in env["BENCH_LINES"].splitlines() if l]
+on_gpu = meta["device"] != "none"
+gpu_ok = (not on_gpu) or (gpu["skipped"] == 0 and gpu["failed"] == 0 and gpu["passed"] > 0)
+summary = {
+    "meta": meta,
+    "build": env["BUILD_STATUS"],
+    "tests": tests, "gpu_tests": gpu, "gpu_tests_ok": gpu_ok,
+    "ctest_exit_code": int(env["CTEST_RC"]),
+    "smoke": smoke, "sanitizer": dict(san), "benchmarks": dict(bench),
+}
+with open(os.path.join(out, "summary.json"), "w") as f:
+    json.dump(summary, f, indent=2)
+
+rows = [("device", meta["device"]), ("commit", meta["git_commit"][:12]), ("build", summary["build"]),
+        ("tests", f'{tests["passed"]} passed, {tests["failed"]} failed, {tests["skipped"]} skipped'),
+        ("GPU tests", f'{gpu["passed"]} passed, {gpu["failed"]} failed, {gpu["skipped"]} skipped'
+                      + ("" if gpu_ok else "  <-- NOT OK")), ]
+if tests["failed_names"]:
+    rows.append(("failed", ", ".join(tests["failed_names"][:8])))
+if tests["skipped_names"] and on_gpu:
+    rows.append(("skipped", ", ".join(tests["skipped_names"][:8])))
+if smoke.get("available"):
+    rows.append(("smoke", ("PASS" if smoke["passed"] else "FAIL") +
+                 f' {smoke["arch"]}, NVRTC {smoke["nvrtc_version"]}, compile {smoke["compile_ms"]:.1f} ms,'
+                 f' load {smoke["load_ms"]:.2f} ms, kernel {smoke["kernel_ms_median"]:.4f} ms'
+                 f' ({smoke["bandwidth_gb_s"]:.0f} GB/s), rel err {smoke["rel_l2_error"]:.2g}'))
+else:
+    rows.append(("smoke", "not available: " + str(smoke.get("reason", ""))[:150]))
+for k, v in san:
+    rows.append(("sanitizer " + k, v.strip()))
+for k, v in bench:
+    rows.append(("bench " + k, v))
+rows.append(("elapsed", f'{meta["elapsed_s"]} s'))
+w = max(len(k) for k, _ in rows)
+print("\n==================== sparsegen gpu_run summary ====================")
+for k, v in rows:
+    print(f"{k:<{w}}  {v}")
+PY
+ls "$OUT"
