@@ -144,7 +144,10 @@ void nm_structure(const CsrMatrix& m, MatrixFeatures& f) {
   for (size_t i = 0; i < kNmGroupWidths.size(); ++i) {
     const int w = kNmGroupWidths[i], n = f.nm_max_per_group[i];
     const int bound = w <= 16 ? w - 2 : w / 2;
-    if (n <= bound) {
+    // Tight: the groups are (nearly) full, as N:M pruning leaves them. Without this, any sparse
+    // enough matrix would "be" 12:14 or 1:4 by accident.
+    const bool tight = f.density >= kNmTightness * n / w;
+    if (n <= bound && tight) {
       f.nm_n = n;
       f.nm_m = w;
       return;

@@ -20,6 +20,8 @@ inline constexpr int64_t kSegmentCols = 32;
 
 // Group widths M probed for N:M structure: the (2K-2):2K family (4:6 ... 14:16), 2:4, and 32.
 inline const std::vector<int> kNmGroupWidths = {4, 6, 8, 10, 12, 14, 16, 32};
+// Minimum density, relative to N/M, for a pattern to be reported as N:M (see nm_n).
+inline constexpr double kNmTightness = 0.9;
 // Block edges probed for dense-block structure.
 inline const std::vector<int> kBlockEdges = {2, 4, 8, 16, 32};
 
@@ -61,10 +63,12 @@ struct MatrixFeatures {
 
   // N:M structure. nm_max_per_group[i] is the largest number of nonzeros in any aligned group of
   // kNmGroupWidths[i] columns of any row (a trailing partial group counts too).
-  // nm_n / nm_m: the smallest probed M whose bound is useful for structured kernels, i.e.
-  //   N <= M - 2 for M <= 16 (2:4 and the (2K-2):2K family SlideSparse packs) or N <= M/2 for
-  //   M = 32; nm_n = nm_m = 0 ("none") otherwise. "2:4" means every aligned group of 4 holds at
-  //   most 2 nonzeros.
+  // nm_n / nm_m: the smallest probed M such that N = nm_max_per_group is useful for structured
+  //   kernels (N <= M - 2 for M <= 16: 2:4 and the (2K-2):2K family SlideSparse packs; N <= M/2
+  //   for M = 32) and the groups are nearly full (density >= kNmTightness * N / M, as N:M pruning
+  //   leaves them); nm_n = nm_m = 0 ("none") otherwise. "2:4" means every aligned group of 4
+  //   holds at most 2 nonzeros and the matrix looks 2:4-pruned. A very sparse unstructured matrix
+  //   can satisfy a bound by accident (nm_max_per_group shows it) but is not reported as N:M.
   std::vector<int> nm_max_per_group;
   int nm_n = 0;
   int nm_m = 0;

@@ -124,6 +124,22 @@ TEST(Features, NoNMOnRandomOrMagnitude) {
   }
 }
 
+TEST(Features, AccidentalBoundsOnSparseMatricesAreNotReported) {
+  // 128x64 at 70% sparsity: every group of 14 happens to hold at most 12, but the matrix is not
+  // 12:14-pruned (density 0.3, not ~12/14).
+  DenseMatrix w = make_llm_weight(128, 64, 5);
+  PruneSpec s;
+  s.method = PruneMethod::Magnitude;
+  s.sparsity = 0.7;
+  MatrixFeatures f = compute_features(prune(w, s));
+  EXPECT_EQ(f.nm_string(), "none");
+  // One nonzero per row of 64: "1:4" by accident.
+  CsrMatrix diag = from_rows(64, {{0}, {5}, {9}, {63}});
+  f = compute_features(diag);
+  EXPECT_EQ(f.nm_max_per_group[0], 1);
+  EXPECT_EQ(f.nm_string(), "none");
+}
+
 TEST(Features, RowUniformFromRowMagnitude) {
   DenseMatrix w = make_llm_weight(128, 200, 3);
   PruneSpec s;
@@ -168,7 +184,7 @@ TEST(Features, DetectsDenseBlocks) {
 }
 
 TEST(Features, JsonAndTableHaveEveryField) {
-  CsrMatrix m = from_rows(8, {{0, 1}, {4, 5}});
+  CsrMatrix m = from_rows(8, {{0, 1, 4, 5}, {2, 3, 6, 7}});
   MatrixFeatures f = compute_features(m);
   nlohmann::json j = to_json(f);
   for (const char* key :

@@ -1,1 +1,292 @@
-// placeholder: being written (see the issue in progress)
+// Runs the built `sparsegen` binary (SPARSEGEN_CLI) on temporary files: exit codes, messages that
+// name the file/line or the flag, `inspect --json` content, and gen -> inspect round trips.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CliRun {
+  int rc = -1;
+  std::string out;  // stdout + stderr
+};
+
+// Runs `sparsegen ARGS` with stderr merged into stdout (or dropped when `keep_stderr` is false,
+// so JSON parses cleanly).
+CliRun run(const std::string& args, bool keep_stderr = true) {
+  const std::string cmd =
+      std::string("'") + SPARSEGEN_CLI + "' " + args + (keep_stderr ? " 2>&1" : " 2>/dev/null");
+  CliRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           (std::string("sparsegen_cli_test_") + std::to_string(getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  std::string write(const std::string& name, const std::string& content) const {
+    std::ofstream(path(name), std::ios::binary) << content;
+    return path(name);
+  }
+  static std::string read(const std::string& p) {
+    std::ifstream f(p, std::ios::binary);
+    return {std::istreambuf_iterator<char>(f), {}};
+  }
+  static nlohmann::json parse(const CliRun& r) {
+    EXPECT_EQ(r.rc, 0) << r.out;
+    try {
+      return nlohmann::json::parse(r.out);
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << "not JSON: " << e.what() << "\n" << r.out;
+      return {};
+    }
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(Cli, GenToMtxThenInspectJson) {
+  const std::string out = path("w.mtx");
+  CliRun g = run("gen --shape 64x96 --method nm --nm 2:4 --seed 3 -o " + out);
+  ASSERT_EQ(g.rc, 0) << g.out;
+  EXPECT_NE(g.out.find("64 x 96, nnz 3072"), std::string::npos) << g.out;
+  EXPECT_NE(g.out.find("sparsity 0.5000"), std::string::npos) << g.out;
+
+  nlohmann::json j = parse(run("inspect --json " + out, false));
+  EXPECT_EQ(j["rows"], 64);
+  EXPECT_EQ(j["cols"], 96);
+  EXPECT_EQ(j["nnz"], 3072);
+  EXPECT_DOUBLE_EQ(j["density"].get<double>(), 0.5);
+  EXPECT_EQ(j["format"], "matrix-market");
+  EXPECT_EQ(j["field"], "real");
+  EXPECT_EQ(j["pattern_only"], false);
+  EXPECT_EQ(j["features"]["nm"], "2:4");
+  EXPECT_EQ(j["features"]["row_uniform"], true);
+  EXPECT_EQ(j["features"]["row_min"], 48);
+  for (const char* k : {"duplicate_entries", "non_finite_values", "out_of_range_values",
+                        "inexact_integer_values", "synthesized_values"})
+    EXPECT_EQ(j["warnings"][k]["count"], 0) << k;
+  EXPECT_EQ(j["conversion"]["fp16"]["out_of_range"], 0);
+  EXPECT_EQ(j["conversion"]["bf16"]["out_of_range"], 0);
+}
+
+TEST_F(Cli, GenToContainerRoundTripAndDeterminism) {
+  const std::string a = path("a.safetensors"), b = path("b.safetensors"), c = path("c.safetensors");
+  const std::string flags = " --rows 128 --cols 64 --method magnitude --sparsity 0.7 --seed 5 -o ";
+  ASSERT_EQ(run("gen" + flags + a).rc, 0);
+  ASSERT_EQ(run("gen" + flags + b).rc, 0);
+  ASSERT_EQ(run("gen --rows 128 --cols 64 --method magnitude --sparsity 0.7 --seed 6 -o " + c).rc,
+            0);
+  EXPECT_EQ(read(a), read(b));
+  EXPECT_NE(read(a), read(c));
+  nlohmann::json j = parse(run("inspect --json " + a, false));
+  EXPECT_EQ(j["format"], "sparsegen-csr");
+  EXPECT_EQ(j["nnz"], 2458);  // round(0.3 * 128 * 64)
+  EXPECT_EQ(j["features"]["nm"], "none");
+  // Text report too.
+  CliRun t = run("inspect " + a);
+  ASSERT_EQ(t.rc, 0) << t.out;
+  EXPECT_NE(t.out.find("128 x 64"), std::string::npos) << t.out;
+  EXPECT_NE(t.out.find("N:M structure"), std::string::npos) << t.out;
+}
+
+TEST_F(Cli, GenMethods) {
+  struct Case {
+    std::string flags;
+    int64_t nnz;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"--method random --sparsity 0.5", 2048},
+           {"--method row-magnitude --sparsity 0.75", 1024},
+           {"--method nm --nm 6:8", 3072},
+           {"--method block --block 8 --sparsity 0.5", 2048},
+       }) {
+    const std::string out = path("m.mtx");
+    CliRun g = run("gen --shape 64x64 " + c.flags + " -o " + out);
+    ASSERT_EQ(g.rc, 0) << c.flags << "\n" << g.out;
+    EXPECT_NE(g.out.find("nnz " + std::to_string(c.nnz) + ","), std::string::npos)
+        << c.flags << "\n" << g.out;
+  }
+}
+
+TEST_F(Cli, BadFlagValuesAreUserErrorsNamingTheFlag) {
+  const std::string out = " -o " + path("x.mtx");
+  struct Case {
+    std::string args, needle;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"gen --shape 8x8 --method magnitude --sparsity 1.5", "--sparsity 1.5"},
+           {"gen --shape 8x8 --method magnitude --sparsity -0.5", "--sparsity -0.5"},
+           {"gen --shape 8x8 --method nope --sparsity 0.5", "--method nope"},
+           {"gen --shape 8x8 --method nm --nm 5:4", "--nm 5:4"},
+           {"gen --shape 8x8 --method nm --nm 2:4 --sparsity 0.3", "--sparsity 0.3"},
+           {"gen --shape 8x --method nm --nm 2:4", "--shape 8x"},
+           {"gen --shape 0x8 --method nm --nm 2:4", "--shape 0x8"},
+           {"gen --shape 8x12 --method block --block 8 --sparsity 0.5", "--block 8"},
+           {"gen --shape 8x8 --method magnitude --sparsity 0.5 --nm 2:4", "--nm 2:4"},
+       }) {
+    CliRun r = run(c.args + out);
+    EXPECT_EQ(r.rc, 1) << c.args << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.needle), std::string::npos) << c.args << "\n" << r.out;
+  }
+  CliRun r = run("gen --shape 8x8 --method nm --nm 2:4 -o " + path("x.bin"));
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("x.bin"), std::string::npos) << r.out;
+  r = run("gen --shape 8x8 --method nm --nm 2:4 -o " + path("no/such/dir/x.mtx"));
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, UsageErrorsExitTwo) {
+  const std::string out = " -o " + path("x.mtx");
+  for (const std::string& args : std::vector<std::string>{
+           "",
+           "inspect",
+           "inspect a.mtx --bogus",
+           "gen --shape 8x8 --method magnitude" + out,          // --sparsity missing
+           "gen --shape 8x8 --method nm" + out,                 // --nm missing
+           "gen --shape 8x8 --rows 8 --method nm --nm 2:4" + out,
+           "gen --rows 8 --method nm --nm 2:4" + out,           // --cols missing
+           "gen --shape 8x8 --sparsity 0.5",                    // --method and -o missing
+       }) {
+    CliRun r = run(args);
+    EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
+  }
+}
+
+TEST_F(Cli, InspectMissingFile) {
+  const std::string missing = path("missing.mtx");
+  CliRun r = run("inspect " + missing);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find(missing), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, InspectBadMtxNamesFileAndLine) {
+  const std::string f = write("bad.mtx",
+                              "%%MatrixMarket matrix coordinate real general\n"
+                              "3 3 2\n"
+                              "1 1 1.0\n"
+                              "4 1 2.0\n");  // row 4 > 3 on line 4
+  CliRun r = run("inspect " + f);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find(f + ":4"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, InspectReportsWarningsAndStrict) {
+  const std::string f = write("dup.mtx",
+                              "%%MatrixMarket matrix coordinate real general\n"
+                              "2 3 4\n"
+                              "1 1 1.0\n"
+                              "2 3 70000\n"    // > fp16 max 65504
+                              "1 1 2.0\n"      // duplicate of line 3
+                              "2 2 nan\n");
+  nlohmann::json j = parse(run("inspect --json " + f, false));
+  EXPECT_EQ(j["nnz"], 3);
+  EXPECT_EQ(j["warnings"]["duplicate_entries"]["count"], 1);
+  EXPECT_NE(j["warnings"]["duplicate_entries"]["first"].get<std::string>().find(f + ":5"),
+            std::string::npos)
+      << j.dump(2);
+  EXPECT_EQ(j["warnings"]["non_finite_values"]["count"], 1);
+  EXPECT_EQ(j["conversion"]["fp16"]["out_of_range"], 1);
+  EXPECT_EQ(j["conversion"]["fp16"]["first"]["row"], 2);
+  EXPECT_EQ(j["conversion"]["fp16"]["first"]["col"], 3);
+  EXPECT_EQ(j["conversion"]["bf16"]["out_of_range"], 0);
+
+  CliRun text = run("inspect " + f);
+  EXPECT_EQ(text.rc, 0);
+  EXPECT_NE(text.out.find("duplicate_entries      1"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("first at (2, 3)"), std::string::npos) << text.out;
+
+  CliRun strict = run("inspect --strict " + f);
+  EXPECT_EQ(strict.rc, 1);
+  EXPECT_NE(strict.out.find(f + ":5"), std::string::npos) << strict.out;
+}
+
+TEST_F(Cli, InspectComplex) {
+  const std::string f = write("c.mtx",
+                              "%%MatrixMarket matrix coordinate complex general\n"
+                              "2 2 2\n"
+                              "1 1 1.0 2.0\n"
+                              "2 2 3.0 1e6\n");
+  nlohmann::json j = parse(run("inspect --json " + f, false));
+  EXPECT_EQ(j["field"], "complex");
+  EXPECT_EQ(j["nnz"], 2);
+  EXPECT_EQ(j["conversion"]["fp16"]["out_of_range"], 1);
+  EXPECT_EQ(j["conversion"]["fp16"]["first"]["imaginary"], true);
+}
+
+// A float32 .npy written by hand (format 1.0: magic, version, header length, padded dict).
+std::string npy_f32(int rows, int cols, const std::vector<float>& data) {
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" +
+                       std::to_string(rows) + ", " + std::to_string(cols) + "), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string out = "\x93NUMPY";
+  out += '\x01';
+  out += '\x00';
+  out += static_cast<char>(header.size() & 0xff);
+  out += static_cast<char>(header.size() >> 8);
+  out += header;
+  out.append(reinterpret_cast<const char*>(data.data()), data.size() * sizeof(float));
+  return out;
+}
+
+TEST_F(Cli, PruneNpy) {
+  std::vector<float> w(8 * 8);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 37) % 11) - 5.0f;
+  const std::string npy = write("w.npy", npy_f32(8, 8, w));
+  const std::string out = path("p.mtx");
+  CliRun r = run("prune " + npy + " --method nm --nm 2:4 -o " + out);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("8 x 8, nnz 32"), std::string::npos) << r.out;
+  nlohmann::json j = parse(run("inspect --json " + out, false));
+  EXPECT_EQ(j["features"]["nm"], "2:4");
+  // The file records how it was made.
+  EXPECT_NE(read(out).find("sparsegen prune"), std::string::npos);
+
+  r = run("prune " + npy + " --method magnitude --sparsity 2 -o " + out);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("--sparsity 2"), std::string::npos) << r.out;
+  r = run("prune " + path("none.npy") + " --method nm --nm 2:4 -o " + out);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.out.find("none.npy"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, BundledExampleInspects) {
+  const std::string ex =
+      std::string(SPARSEGEN_SOURCE_DIR) + "/examples/llm_512x128_magnitude80.mtx";
+  ASSERT_TRUE(fs::exists(ex)) << ex;
+  nlohmann::json j = parse(run("inspect --json " + ex, false));
+  EXPECT_EQ(j["rows"], 512);
+  EXPECT_EQ(j["cols"], 128);
+  EXPECT_EQ(j["nnz"], 13107);  // round(0.2 * 512 * 128)
+}
+
+}  // namespace
