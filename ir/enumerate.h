@@ -46,7 +46,7 @@ struct EnumerateOptions {
   DeviceLimits device = DeviceLimits::sm90();
   bool verify = true;               // drop candidates the verifier rejects
   double max_pad_overhead = 1.0;    // drop candidates whose padding adds more than this x nnz
-  int max_warps_per_block = 8;
+  int max_warps_per_block = 8;      // warps per block tried: 1, 4, 16, ... up to this bound
 };
 
 std::vector<Schedule> enumerate_schedules(const Problem& p, const CsrMatrix& a,

@@ -1,0 +1,205 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "ir/diagnostics.h"
+#include "ir/format.h"
+
+namespace sparsegen {
+
+namespace {
+
+int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
+int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
+
+void check_shape(const CsrMatrix& a, const Problem& p) {
+  if (a.rows != p.m || a.cols != p.k)
+    throw UserError(fmt::format("{}: matrix is {}x{} but the problem expects m={} k={}",
+                                a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m, p.k));
+  if (a.field == ValueField::Complex)
+    throw UserError(fmt::format("{}: complex matrices are not supported for kernel generation",
+                                a.source.empty() ? "matrix" : a.source));
+}
+
+// Block chunk of a nonzero split (the sequence is padded to a multiple of it), else 1.
+int64_t tail_multiple(const GeneralSchedule& s) {
+  return s.at(Level::Block).kind == WorkSplit::Nnz ? s.at(Level::Block).amount : 1;
+}
+
+struct Tasks {
+  std::vector<int64_t> nz_begin, row_begin, child_begin;
+};
+
+// Cuts the parent task [nzb, nze) x rows [rb, re) into child tasks per `sp`, appending to `out`.
+void split_task(const LevelSplit& sp, int64_t nzb, int64_t nze, int64_t rb, int64_t re,
+                const std::vector<int64_t>& row_ptr, Tasks& out) {
+  switch (sp.kind) {
+    case WorkSplit::Row:
+    case WorkSplit::Rows:
+      for (int64_t r = rb; r < re; r += sp.amount) {
+        out.nz_begin.push_back(row_ptr[static_cast<size_t>(r)]);
+        out.row_begin.push_back(r);
+      }
+      break;
+    case WorkSplit::Nnz: {
+      // Row containing position p: the last row whose start is <= p (skips empty rows).
+      int64_t r = rb;
+      for (int64_t pos = nzb; pos < nze; pos += sp.amount) {
+        while (r + 1 < static_cast<int64_t>(row_ptr.size()) - 1 &&
+               row_ptr[static_cast<size_t>(r + 1)] <= pos)
+          ++r;
+        out.nz_begin.push_back(pos);
+        out.row_begin.push_back(r);
+      }
+      break;
+    }
+  }
+}
+
+OffsetArray make_array(std::string name, std::vector<int64_t> v) {
+  OffsetArray a;
+  a.name = std::move(name);
+  a.compression = classify_offsets(v);
+  a.values = std::move(v);
+  return a;
+}
+
+}  // namespace
+
+int64_t storage_pos(const GeneralSchedule& s, const PackedFormat&, int64_t p) {
+  if (!s.interleave) return p;
+  const int64_t zt = s.at(Level::Thread).amount, G = s.groups_per_warp(), v = s.vector_width;
+  const int64_t round = G * zt;  // rounds start at multiples of it (validate() guarantees)
+  const int64_t base = p / round * round, off = p - base;
+  const int64_t q = off / zt, j = off % zt;
+  return base + ((j / v) * G + q) * v + j % v;
+}
+
+FormatStats compute_format_stats(const CsrMatrix& a, const Problem& p, const Schedule& sch) {
+  check_shape(a, p);
+  const GeneralSchedule& s = sch.general();
+  const bool skip_empty = s.at(Level::Block).kind == WorkSplit::Nnz;
+  FormatStats st;
+  st.nnz = a.nnz();
+  for (int64_t r = 0; r < a.rows; ++r) {
+    const int64_t len = a.row_length(r);
+    st.max_row_length = std::max(st.max_row_length, len);
+    if (skip_empty && len == 0) continue;
+    ++st.rows;
+    st.nnz_padded += round_up(len, s.pad);
+  }
+  st.nnz_padded = round_up(st.nnz_padded, tail_multiple(s));
+  const LevelSplit& b = s.at(Level::Block);
+  st.block_tasks = b.kind == WorkSplit::Nnz ? st.nnz_padded / b.amount : ceil_div(st.rows, b.amount);
+  st.col_tiles = ceil_div(p.n, s.block_cols);
+  return st;
+}
+
+PackedFormat pack_format(const CsrMatrix& a, const Problem& p, const Schedule& sch) {
+  const GeneralSchedule& s = sch.general();
+  PackedFormat f;
+  f.stats = compute_format_stats(a, p, sch);
+  f.output = s.output();
+  const bool skip_empty = s.at(Level::Block).kind == WorkSplit::Nnz;
+
+  // Packed row order.
+  std::vector<int64_t> order;
+  order.reserve(static_cast<size_t>(a.rows));
+  for (int64_t r = 0; r < a.rows; ++r)
+    if (!skip_empty || a.row_length(r) > 0) order.push_back(r);
+  if (s.sort_rows)
+    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
+      return a.row_length(x) > a.row_length(y);
+    });
+  const int64_t R = static_cast<int64_t>(order.size());
+  SG_ASSERT(R == f.stats.rows, "packed row count disagrees with format stats");
+
+  std::vector<int64_t> row_ptr(static_cast<size_t>(R + 1), 0);
+  for (int64_t i = 0; i < R; ++i)
+    row_ptr[static_cast<size_t>(i + 1)] =
+        row_ptr[static_cast<size_t>(i)] + round_up(a.row_length(order[static_cast<size_t>(i)]), s.pad);
+  // Tail padding (nonzero splits) belongs to the last row.
+  const int64_t total = f.stats.nnz_padded;
+  SG_ASSERT(R > 0 ? total >= row_ptr.back() : total == 0, "tail padding");
+  row_ptr.back() = total;
+
+  // Entries in logical order, then scattered to storage order.
+  f.col_idx.assign(static_cast<size_t>(total), 0);
+  f.values.assign(static_cast<size_t>(total), 0.0f);
+  for (int64_t i = 0; i < R; ++i) {
+    const int64_t src = order[static_cast<size_t>(i)];
+    int64_t pos = row_ptr[static_cast<size_t>(i)];
+    int32_t last_col = 0;
+    for (int64_t e = a.row_ptr[static_cast<size_t>(src)]; e < a.row_ptr[static_cast<size_t>(src + 1)];
+         ++e, ++pos) {
+      const int64_t sp = storage_pos(s, f, pos);
+      last_col = a.col_idx[static_cast<size_t>(e)];
+      f.col_idx[static_cast<size_t>(sp)] = last_col;
+      f.values[static_cast<size_t>(sp)] = a.values[static_cast<size_t>(e)];
+    }
+    // Padding: value 0, a column the row already reads (stays in bounds, same cache line).
+    for (; pos < row_ptr[static_cast<size_t>(i + 1)]; ++pos)
+      f.col_idx[static_cast<size_t>(storage_pos(s, f, pos))] = last_col;
+  }
+
+  if (s.reduction(Level::Thread) == ReductionKind::Bitmap) {
+    f.row_start_bits.assign(static_cast<size_t>((total + 31) / 32), 0u);
+    for (int64_t i = 0; i < R; ++i) {
+      const int64_t b = row_ptr[static_cast<size_t>(i)];
+      if (b < row_ptr[static_cast<size_t>(i + 1)])
+        f.row_start_bits[static_cast<size_t>(b / 32)] |= 1u << (b % 32);
+    }
+  }
+
+  // Tasks, top-down. The root "task" is the whole sequence.
+  Tasks lv[3];
+  split_task(s.at(Level::Block), 0, total, 0, R, row_ptr, lv[0]);
+  for (int l = 1; l < 3; ++l) {
+    const Tasks& parent = lv[l - 1];
+    Tasks& child = lv[l];
+    Tasks& par = lv[l - 1];
+    const size_t n = parent.nz_begin.size();
+    for (size_t t = 0; t < n; ++t) {
+      par.child_begin.push_back(static_cast<int64_t>(child.nz_begin.size()));
+      const int64_t nze = t + 1 < n ? parent.nz_begin[t + 1] : total;
+      const int64_t re = t + 1 < n ? parent.row_begin[t + 1] : R;
+      // Nnz parents: the rows the task touches run through the row of its last entry.
+      const bool nnz_parent = s.split[static_cast<size_t>(l - 1)].kind == WorkSplit::Nnz;
+      split_task(s.split[static_cast<size_t>(l)], parent.nz_begin[t], nze, parent.row_begin[t],
+                 nnz_parent ? R : re, row_ptr, child);
+    }
+    par.child_begin.push_back(static_cast<int64_t>(child.nz_begin.size()));
+  }
+  for (int l = 0; l < 3; ++l) {
+    Tasks& t = lv[l];
+    t.nz_begin.push_back(total);
+    t.row_begin.push_back(R);
+    LevelArrays& out = f.levels[static_cast<size_t>(l)];
+    out.level = static_cast<Level>(l);
+    out.tasks = static_cast<int64_t>(t.nz_begin.size()) - 1;
+    const std::string name(to_string(out.level));
+    if (l < 2) out.child_begin = make_array(name + ".child_begin", std::move(t.child_begin));
+    if (s.reduce[static_cast<size_t>(l)] == ReductionKind::Bitmap && l < 2) {
+      const Tasks& ch = lv[l + 1];
+      out.bitmap.assign(static_cast<size_t>(out.tasks), 0u);
+      for (int64_t k = 0; k < out.tasks; ++k) {
+        const int64_t c0 = out.child_begin.values[static_cast<size_t>(k)];
+        const int64_t c1 = out.child_begin.values[static_cast<size_t>(k + 1)];
+        SG_ASSERT(c1 - c0 <= 32, "bitmap level with more than 32 children");
+        for (int64_t c = c0; c < c1; ++c)
+          if (c == c0 || ch.row_begin[static_cast<size_t>(c)] != ch.row_begin[static_cast<size_t>(c - 1)])
+            out.bitmap[static_cast<size_t>(k)] |= 1u << (c - c0);
+      }
+    }
+    out.nz_begin = make_array(name + ".nz_begin", std::move(t.nz_begin));
+    out.row_begin = make_array(name + ".row_begin", std::move(t.row_begin));
+  }
+  SG_ASSERT(f.levels[0].tasks == f.stats.block_tasks, "block task count disagrees with stats");
+
+  f.perm = make_array("perm", std::move(order));
+  f.row_ptr = make_array("row_ptr", std::move(row_ptr));
+  return f;
+}
+
+}  // namespace sparsegen

@@ -1,0 +1,61 @@
+#include "ir/problem.h"
+
+#include <fmt/format.h>
+
+#include "ir/diagnostics.h"
+#include "ir/sparse_matrix.h"
+
+namespace sparsegen {
+
+namespace {
+constexpr std::string_view kOpNames[] = {"spmm", "spmv"};
+constexpr std::string_view kLayoutNames[] = {"row", "col"};
+}  // namespace
+
+std::string_view to_string(Op op) { return kOpNames[static_cast<int>(op)]; }
+std::optional<Op> parse_op(std::string_view name) {
+  for (int i = 0; i < 2; ++i)
+    if (kOpNames[i] == name) return static_cast<Op>(i);
+  return std::nullopt;
+}
+
+std::string_view to_string(Layout l) { return kLayoutNames[static_cast<int>(l)]; }
+std::optional<Layout> parse_layout(std::string_view name) {
+  for (int i = 0; i < 2; ++i)
+    if (kLayoutNames[i] == name) return static_cast<Layout>(i);
+  return std::nullopt;
+}
+
+std::string validate(const Problem& p) {
+  auto dim = [](const char* name, int64_t v) -> std::string {
+    if (v < 0) return fmt::format("problem: {} = {} is negative", name, v);
+    if (v > kMaxDimension)
+      return fmt::format("problem: {} = {} exceeds the largest supported dimension {}", name, v,
+                         kMaxDimension);
+    return {};
+  };
+  for (auto [name, v] : {std::pair{"m", p.m}, std::pair{"k", p.k}, std::pair{"n", p.n}})
+    if (auto e = dim(name, v); !e.empty()) return e;
+  if (p.op == Op::SpMV && p.n != 1)
+    return fmt::format("problem: spmv needs n = 1, found n = {}", p.n);
+  return {};
+}
+
+Problem Problem::spmm(int64_t m, int64_t k, int64_t n, DType dtype, Layout b, Layout c) {
+  Problem p{Op::SpMM, m, k, n, dtype, b, c};
+  if (auto e = validate(p); !e.empty()) throw UserError(e);
+  return p;
+}
+
+Problem Problem::spmv(int64_t m, int64_t k, DType dtype) {
+  Problem p{Op::SpMV, m, k, 1, dtype, Layout::RowMajor, Layout::RowMajor};
+  if (auto e = validate(p); !e.empty()) throw UserError(e);
+  return p;
+}
+
+std::string to_string(const Problem& p) {
+  return fmt::format("{} m={} k={} n={} dtype={} b={} c={}", to_string(p.op), p.m, p.k, p.n,
+                     to_string(p.dtype), to_string(p.b_layout), to_string(p.c_layout));
+}
+
+}  // namespace sparsegen
