@@ -40,6 +40,17 @@
 // adds into C after a beta pre-scale (OutputMode::Atomic); otherwise every row is stored exactly
 // once (OutputMode::Store), empty rows included.
 //
+// Who writes (exactly what ir/interpreter.cpp executes):
+//   - a level whose parent's reduction is None writes its own results (whole rows);
+//   - Bitmap/Segment levels (thread Bitmap too) merge partials of equal rows in position order;
+//     the first and last merged partials go up, the ones in between are whole rows and are
+//     written by this level (with one or two merged partials, everything goes up);
+//   - Total levels hand up one partial: worker c sums its rounds in registers, then the C workers
+//     are summed;
+//   - what a block hands up is written by the block: a stored whole row (Store) or an atomic add.
+// Every write adds alpha·partial: Store computes alpha·acc + beta·C (C not read when beta == 0);
+// Atomic adds alpha·acc to C, which a prologue set to beta·C (0 when beta == 0) for all M rows.
+//
 // Dense columns: a block owns block_cols columns of C (grid.y = ceil(N / block_cols)); a warp (and
 // each of its groups) covers warp_cols() = group_threads·thread_cols columns per pass and loops
 // block_cols / warp_cols() passes; a thread accumulates thread_cols columns in registers.
