@@ -129,10 +129,12 @@ class GeneralSparseEmitter : public Emitter {
   // ---- offsets: arithmetic for compressed arrays, a table parameter otherwise --------------
   std::string off(const OffsetArray& a, const std::string& idx) {
     const OffsetCompression& c = a.compression;
-    const std::string i = "(" + idx + ")";
+    const bool simple = idx.find_first_of(" +-*/%?:") == std::string::npos;
+    const std::string i = simple ? idx : "(" + idx + ")";
     switch (c.form) {
       case OffsetForm::Linear:
         if (c.stride == 0) return fmt::format("{}", c.base);
+        if (c.stride == 1 && c.base == 0) return i;
         return fmt::format("({}{}{})", c.stride == 1 ? "" : std::to_string(c.stride) + " * ", i,
                            c.base == 0 ? "" : " + " + std::to_string(c.base));
       case OffsetForm::Branch: {
@@ -154,7 +156,8 @@ class GeneralSparseEmitter : public Emitter {
         const std::string t = table_param(a, c.residual_bytes == 1 ? ParamKind::I8Table
                                                                    : ParamKind::I16Table,
                                           "_resid", c.values);
-        return fmt::format("({} * {} + {} + {}[{}])", c.stride, i, c.base, t, idx);
+        return fmt::format("({} * {}{} + {}[{}])", c.stride, i,
+                           c.base == 0 ? "" : " + " + std::to_string(c.base), t, idx);
       }
       case OffsetForm::Table:
         break;

@@ -88,17 +88,27 @@ inline Expr<Kind::kConstPtrT> cptr_t(std::string s) { return {std::move(s)}; }
 
 namespace detail {
 
+// Pack lengths are compared first: a fold over packs of different lengths is a hard error.
+template <bool SameLength, class List, class... Args>
+struct ArgsMatchImpl : std::false_type {};
+template <Kind... Ks, Kind... As>
+struct ArgsMatchImpl<true, KindList<Ks...>, Expr<As>...> : std::bool_constant<((Ks == As) && ...)> {};
 template <class List, class... Args>
 struct ArgsMatch : std::false_type {};
-template <Kind... Ks, Kind... As>
-struct ArgsMatch<KindList<Ks...>, Expr<As>...>
-    : std::bool_constant<sizeof...(Ks) == sizeof...(As) && ((Ks == As) && ...)> {};
+template <Kind... Ks, class... Args>
+struct ArgsMatch<KindList<Ks...>, Args...>
+    : ArgsMatchImpl<sizeof...(Ks) == sizeof...(Args), KindList<Ks...>, Args...> {};
 
+template <bool SameLength, class List, class... Ts>
+struct TArgsMatchImpl : std::false_type {};
+template <TKind... Ks, class... Ts>
+struct TArgsMatchImpl<true, TKindList<Ks...>, Ts...>
+    : std::bool_constant<((Ks == Ts::kind) && ...)> {};
 template <class List, class... Ts>
 struct TArgsMatch : std::false_type {};
 template <TKind... Ks, class... Ts>
 struct TArgsMatch<TKindList<Ks...>, Ts...>
-    : std::bool_constant<sizeof...(Ks) == sizeof...(Ts) && ((Ks == Ts::kind) && ...)> {};
+    : TArgsMatchImpl<sizeof...(Ks) == sizeof...(Ts), TKindList<Ks...>, Ts...> {};
 
 inline std::string targ_text(const TypeArg& a) { return a.text; }
 inline std::string targ_text(const IntArg& a) { return std::to_string(a.value); }

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   sparsegen::cli::register_inspect(app);
   sparsegen::cli::register_gen(app);
   sparsegen::cli::register_smoke(app);
+  sparsegen::cli::register_emit(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,144 @@
+// GeneralSparse emitter: pattern checks on the emitted CUDA (not byte equality).
+#include "codegen/general_sparse.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "tests/codegen/codegen_test_matrices.h"
+#include "ir/format.h"
+
+namespace sparsegen::codegen {
+namespace {
+
+bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+GeneratedKernel emit(const CsrMatrix& a, const Problem& p, const std::string& spec) {
+  const Schedule s = parse_schedule(spec);
+  const auto why = validate(p, s);
+  EXPECT_TRUE(why.empty()) << spec << ": " << (why.empty() ? "" : why.front());
+  const PackedFormat f = pack_format(a, p, s);
+  return emit_general_sparse(p, s, f);
+}
+
+const CsrMatrix& matrix(size_t i) {
+  static const auto mats = testing::codegen_matrices();
+  return mats.at(i).a;
+}
+
+const CsrMatrix& uniform() {
+  static const CsrMatrix a = testing::csr_with_lengths(std::vector<int64_t>(32, 8), 64, 4);
+  return a;
+}
+
+TEST(GeneralSparse, CsrVectorShape) {
+  const Problem p = Problem::spmm(32, 64, 32, DType::F16);
+  const auto k = emit(uniform(), p,
+                      "general;block=rows:4;warp=row;thread=nnz:4;warps=4;group=8;tcols=2;"
+                      "bcols=32;red=total,total,none;pad=4;vec=4");
+  const std::string& s = k.source;
+  EXPECT_TRUE(has(s, "using T = __half;"));
+  EXPECT_TRUE(has(s, "extern \"C\" __global__ void __launch_bounds__(128) sparsegen_general("));
+  EXPECT_TRUE(has(s, "#include \"sg_warp_reduce.cuh\""));
+  EXPECT_TRUE(has(s, "sg::warp_reduce_sum_strided<4, 8>(acc[0])"));
+  EXPECT_TRUE(has(s, "sg::load_vec_f32<4, T>(values + p"));
+  EXPECT_TRUE(has(s, "sg::load_vec_i32<4>(col_idx + p"));
+  EXPECT_TRUE(has(s, "sg::fma_vec_f32<2, T>("));  // N % tcols == 0, row-major B
+  EXPECT_TRUE(has(s, "sg::store_axpby<T>("));
+  EXPECT_FALSE(has(s, "atomic_add"));
+  EXPECT_TRUE(k.signature.prologue_name.empty());
+  EXPECT_EQ(k.signature.launch.block_threads, 128);
+  EXPECT_EQ(k.signature.launch.grid_x, 8);  // 32 rows / 4 per block
+  EXPECT_EQ(k.signature.launch.grid_y, 1);
+  EXPECT_EQ(k.headers.count("sg_warp_reduce.cuh"), 1u);
+  // Uniform rows: the block and warp child offsets are linear, emitted as arithmetic.
+  EXPECT_FALSE(has(s, "block_child_begin["));
+  EXPECT_FALSE(has(s, "warp_child_begin["));
+  EXPECT_FALSE(has(s, "thread_nz_begin["));
+  for (const auto& prm : k.signature.params) EXPECT_NE(prm.kind, ParamKind::I32Table) << prm.name;
+}
+
+TEST(GeneralSparse, RowPerBlockUsesBlockReduction) {
+  const Problem p = Problem::spmv(32, 64, DType::F32);
+  const auto k = emit(uniform(), p,
+                      "general;block=row;warp=nnz:32;thread=nnz:1;warps=2;group=1;tcols=1;"
+                      "bcols=1;red=total,total,total;pad=1;vec=1");
+  EXPECT_TRUE(has(k.source, "__shared__ float red_smem[64];"));
+  EXPECT_TRUE(has(k.source, "sg::block_reduce_sum<64, 1>(acc[0], red_smem, tid)"));
+  EXPECT_TRUE(has(k.source, "if (tid < 1)"));
+  EXPECT_EQ(k.signature.launch.shared_bytes, 64 * 4);
+  EXPECT_EQ(k.signature.launch.grid_x, 32);
+}
+
+TEST(GeneralSparse, WholeRowsPerGroupHasNoCrossLaneReduction) {
+  const auto& a = matrix(0);  // empty rows
+  const Problem p = Problem::spmm(8, 16, 7, DType::BF16, Layout::ColMajor, Layout::ColMajor);
+  const auto k = emit(a, p,
+                      "general;block=rows:8;warp=rows:2;thread=row;warps=2;group=4;tcols=2;"
+                      "bcols=8;red=total,none,none;pad=1;vec=1");
+  const std::string& s = k.source;
+  EXPECT_TRUE(has(s, "using T = __nv_bfloat16;"));
+  EXPECT_FALSE(has(s, "reduce_sum"));
+  // Column-major B (K x N): element (k, col) at col * K + k; C (M x N): col * M + row.
+  EXPECT_TRUE(has(s, "* 16 + k[j]"));
+  EXPECT_TRUE(has(s, "* 8 + orow"));
+  // N = 7 is not a multiple of tcols = 2: guarded scalar loads, no vector load of B.
+  EXPECT_FALSE(has(s, "fma_vec_f32"));
+  EXPECT_TRUE(has(s, "< 7)"));
+}
+
+TEST(GeneralSparse, NonzeroSplitUsesAtomicsAndPrologue) {
+  const auto& a = matrix(2);  // power law
+  const Problem p = Problem::spmm(a.rows, a.cols, 8, DType::F32);
+  const auto k = emit(a, p,
+                      "general;block=nnz:64;warp=nnz:32;thread=nnz:4;warps=2;group=4;tcols=2;"
+                      "bcols=8;red=bitmap,segment,segment;pad=1;vec=2");
+  const std::string& s = k.source;
+  EXPECT_TRUE(has(s, "sparsegen_general_scale_c(T* __restrict__ C, float beta)"));
+  EXPECT_TRUE(has(s, "sg::scale_f32<T>(C + i, beta)"));
+  EXPECT_TRUE(has(s, "row_start_bits"));
+  EXPECT_TRUE(has(s, "sg::segment_heads<4>(row, lane)"));
+  EXPECT_TRUE(has(s, "sg::bitmap_reduce_sum<4>(acc[0]"));
+  EXPECT_TRUE(has(s, "sg::atomic_add_f32<T>("));
+  EXPECT_FALSE(has(s, "store_axpby"));
+  EXPECT_EQ(k.signature.prologue_name, "sparsegen_general_scale_c");
+  EXPECT_EQ(k.signature.prologue_launch.grid_x, (p.m * p.n + 255) / 256);
+  bool bits = false;
+  for (const auto& prm : k.signature.params)
+    if (prm.name == "row_start_bits") {
+      bits = true;
+      EXPECT_EQ(prm.kind, ParamKind::U32Table);
+      EXPECT_FALSE(prm.data.empty());
+    }
+  EXPECT_TRUE(bits);
+}
+
+TEST(GeneralSparse, WarpBitmapLoadsTheStoredBitmap) {
+  const auto& a = matrix(2);
+  const Problem p = Problem::spmv(a.rows, a.cols, DType::F32);
+  const auto k = emit(a, p,
+                      "general;block=nnz:64;warp=nnz:64;thread=nnz:2;warps=1;group=1;tcols=1;"
+                      "bcols=1;red=total,bitmap,segment;pad=2;vec=1");
+  EXPECT_TRUE(has(k.source, "const unsigned heads = warp_bitmap[wt];"));
+  EXPECT_TRUE(has(k.source, "sg::is_run_head<1>(heads, lane)"));
+}
+
+TEST(GeneralSparse, SignatureListsTablesInOrder) {
+  const auto& a = matrix(2);
+  const Problem p = Problem::spmm(a.rows, a.cols, 4, DType::F32);
+  const auto k = emit(a, p,
+                      "general;block=rows:2;warp=row;thread=nnz:2;warps=2;group=4;tcols=1;"
+                      "bcols=4;red=total,total,none;pad=2;vec=2");
+  ASSERT_GE(k.signature.params.size(), 6u);
+  EXPECT_EQ(k.signature.params[0].kind, ParamKind::Values);
+  EXPECT_EQ(k.signature.params[3].kind, ParamKind::C);
+  EXPECT_EQ(k.signature.params[5].kind, ParamKind::Beta);
+  // Every table parameter is named in the source's parameter list.
+  for (const auto& prm : k.signature.params)
+    EXPECT_TRUE(has(k.source, " " + prm.name + (&prm == &k.signature.params.back() ? ")" : ",")))
+        << prm.name;
+  EXPECT_TRUE(has(describe(k.signature), "kernel sparsegen_general"));
+}
+
+}  // namespace
+}  // namespace sparsegen::codegen
