@@ -35,9 +35,11 @@ struct Header {
   int64_t size_line = 0;
   std::string_view data;       // everything after the size line
   int64_t data_first_line = 0;  // line number of data's first line
-  int64_t last_line = 0;        // number of the file's last line (for "found end of file")
+  std::string_view text;        // the whole file
 
   bool mirrored() const { return symmetry != MmSymmetry::General; }
+  // Number of the file's last line, for "found the end of the file" (counted only on error).
+  int64_t last_line() const;
 };
 
 [[noreturn]] void fail(const std::string& source, int64_t line, const std::string& what) {
@@ -50,6 +52,8 @@ int64_t count_lines(std::string_view text) {
   int64_t n = static_cast<int64_t>(std::count(text.begin(), text.end(), '\n'));
   return text.back() == '\n' ? n : n + 1;
 }
+
+int64_t Header::last_line() const { return count_lines(text); }
 
 bool is_comment(std::string_view line) {
   std::string_view t = trim(line);
@@ -148,7 +152,7 @@ int64_t parse_size(Tokenizer& tok, const char* what, const std::string& src, int
 Header parse_header(std::string_view text, const std::string& src,
                     const MatrixMarketOptions& opt) {
   Header h;
-  h.last_line = count_lines(text);
+  h.text = text;
   LineReader lines(text);
   Line line;
   if (!lines.next(line)) fail(src, 1, "expected the '%%MatrixMarket' banner, found an empty file");
@@ -166,7 +170,7 @@ Header parse_header(std::string_view text, const std::string& src,
   if (!found) {
     const char* expected = h.format == MmFormat::Coordinate ? "'rows columns entries'"
                                                             : "'rows columns'";
-    fail(src, h.last_line, fmt::format("expected the size line {}, found the end of the file",
+    fail(src, h.last_line(), fmt::format("expected the size line {}, found the end of the file",
                                        expected));
   }
   h.size_line = line.number;
@@ -479,7 +483,7 @@ void parse_array(const Header& h, const std::string& src, Diagnostics& diag, Arr
     }
   }
   if (n < h.declared) {
-    fail(src, h.last_line,
+    fail(src, h.last_line(),
          fmt::format("expected {} values (size line {}), found {} before the end of the file",
                      h.declared, h.size_line, n));
   }
@@ -631,7 +635,7 @@ CsrMatrix read_impl(std::string_view text, const std::string& src,
       base_line += pc.line_count;
     }
     if (stored < h.declared) {
-      fail(src, h.last_line,
+      fail(src, h.last_line(),
            fmt::format("expected {} entries (size line {}), found {} before the end of the file",
                        h.declared, h.size_line, stored));
     }
