@@ -76,16 +76,19 @@ void col_stats(const CsrMatrix& m, MatrixFeatures& f) {
 
 void locality(const CsrMatrix& m, MatrixFeatures& f) {
   int64_t segments = 0, min_segments = 0, nonempty = 0, pairs = 0, consecutive = 0;
+  int64_t max_in_seg = 0;  // the N of N:32 (nm_structure reads it)
   double gap_sum = 0;
   for (int64_t r = 0; r < m.rows; ++r) {
     const int64_t b = m.row_ptr[r], e = m.row_ptr[r + 1];
     if (b == e) continue;
     ++nonempty;
     min_segments += (e - b + kSegmentCols - 1) / kSegmentCols;
-    int64_t last_seg = -1;
+    int64_t last_seg = -1, in_seg = 0;
     for (int64_t k = b; k < e; ++k) {
       const int64_t seg = m.col_idx[k] / kSegmentCols;
       segments += seg != last_seg;
+      in_seg = seg == last_seg ? in_seg + 1 : 1;
+      max_in_seg = std::max(max_in_seg, in_seg);
       last_seg = seg;
       if (k > b) {
         const int64_t gap = int64_t{m.col_idx[k]} - m.col_idx[k - 1];
@@ -97,6 +100,9 @@ void locality(const CsrMatrix& m, MatrixFeatures& f) {
   }
   if (nonempty > 0) f.segments_per_row = static_cast<double>(segments) / double(nonempty);
   if (min_segments > 0) f.segment_ratio = static_cast<double>(segments) / double(min_segments);
+  f.nm_max_per_group.assign(kNmGroupWidths.size(), 0);
+  for (size_t i = 0; i < kNmGroupWidths.size(); ++i)
+    if (kNmGroupWidths[i] == kSegmentCols) f.nm_max_per_group[i] = static_cast<int>(max_in_seg);
   if (pairs > 0) {
     f.mean_col_gap = gap_sum / static_cast<double>(pairs);
     f.consecutive_fraction = static_cast<double>(consecutive) / static_cast<double>(pairs);
@@ -108,7 +114,10 @@ void locality(const CsrMatrix& m, MatrixFeatures& f) {
 template <int32_t W>
 int max_per_group(const CsrMatrix& m) {
   int64_t best = 0;
-  for (int64_t r = 0; r < m.rows; ++r) {
+  // Stops once a full group is seen: nothing can exceed W (unstructured matrices get there in the
+  // first rows).
+  for (int64_t r = 0; r < m.rows && best < W; ++r) {
+    if (m.row_length(r) <= best) continue;
     int32_t group = -1;
     int64_t count = 0;
     for (int64_t k = m.row_ptr[r]; k < m.row_ptr[r + 1]; ++k) {
@@ -130,16 +139,18 @@ int max_per_group(const CsrMatrix& m, int w) {
     case 12: return max_per_group<12>(m);
     case 14: return max_per_group<14>(m);
     case 16: return max_per_group<16>(m);
-    case 32: return max_per_group<32>(m);
   }
   SG_ASSERT(false, "max_per_group: width not instantiated");
   return 0;
 }
 
 void nm_structure(const CsrMatrix& m, MatrixFeatures& f) {
-  f.nm_max_per_group.assign(kNmGroupWidths.size(), 0);
+  // Groups of 32 are the locality segments: that width was counted by locality() already.
+  static_assert(kSegmentCols == 32);
+  f.nm_max_per_group.resize(kNmGroupWidths.size(), 0);
   for (size_t i = 0; i < kNmGroupWidths.size(); ++i)
-    f.nm_max_per_group[i] = max_per_group(m, kNmGroupWidths[i]);
+    if (kNmGroupWidths[i] != kSegmentCols)
+      f.nm_max_per_group[i] = max_per_group(m, kNmGroupWidths[i]);
   if (m.nnz() == 0) return;
   for (size_t i = 0; i < kNmGroupWidths.size(); ++i) {
     const int w = kNmGroupWidths[i], n = f.nm_max_per_group[i];

@@ -165,8 +165,9 @@ void init_csr(CsrMatrix& out, const DenseMatrix& w, int64_t nnz) {
   out.field = ValueField::Real;
   out.source = w.source;
   out.row_ptr.assign(static_cast<size_t>(w.rows) + 1, 0);
-  out.col_idx.reserve(static_cast<size_t>(nnz));
-  out.values.reserve(static_cast<size_t>(nnz));
+  // +1: the spare slot of the cursor writers (size_for_cursor).
+  out.col_idx.reserve(static_cast<size_t>(nnz) + 1);
+  out.values.reserve(static_cast<size_t>(nnz) + 1);
 }
 
 inline void push(CsrMatrix& out, int64_t c, float v) {
@@ -174,14 +175,34 @@ inline void push(CsrMatrix& out, int64_t c, float v) {
   out.values.push_back(v);
 }
 
-void keep_by_threshold(CsrMatrix& out, const float* row, int64_t cols, Threshold& t) {
+// Appends the entries of `row` that pass the threshold. Branch-free: the keep decision is close
+// to a coin flip at moderate sparsity, so a branch would mispredict half the time. Each candidate
+// is written at the cursor, which only advances when it is kept; `out` has one spare slot.
+int64_t keep_by_threshold(CsrMatrix& out, int64_t pos, const float* row, int64_t cols,
+                          Threshold& t) {
+  int32_t* col = out.col_idx.data();
+  float* val = out.values.data();
   for (int64_t c = 0; c < cols; ++c) {
     const uint32_t b = mag_bits(row[c]);
-    if (b > t.bits || (b == t.bits && t.ties > 0)) {
-      if (b == t.bits) --t.ties;
-      push(out, c, row[c]);
-    }
+    const bool tie = b == t.bits && t.ties > 0;
+    const bool keep = b > t.bits || tie;
+    col[pos] = static_cast<int32_t>(c);
+    val[pos] = row[c];
+    pos += keep;
+    t.ties -= tie;
   }
+  return pos;
+}
+
+// Sizes col_idx / values for exactly nnz entries plus the spare slot keep_by_threshold writes.
+void size_for_cursor(CsrMatrix& out, int64_t nnz) {
+  out.col_idx.resize(static_cast<size_t>(nnz) + 1);
+  out.values.resize(static_cast<size_t>(nnz) + 1);
+}
+
+void drop_spare_slot(CsrMatrix& out) {
+  out.col_idx.pop_back();
+  out.values.pop_back();
 }
 
 void prune_magnitude(const DenseMatrix& w, int64_t keep, CsrMatrix& out) {
@@ -191,22 +212,28 @@ void prune_magnitude(const DenseMatrix& w, int64_t keep, CsrMatrix& out) {
   } else {
     t = radix_threshold(w.data.data(), w.data.size(), keep);
   }
+  size_for_cursor(out, keep);
+  int64_t pos = 0;
   for (int64_t r = 0; r < w.rows; ++r) {
-    keep_by_threshold(out, w.data.data() + r * w.cols, w.cols, t);
-    out.row_ptr[r + 1] = out.nnz();
+    pos = keep_by_threshold(out, pos, w.data.data() + r * w.cols, w.cols, t);
+    out.row_ptr[r + 1] = pos;
   }
+  drop_spare_slot(out);
 }
 
 void prune_row_magnitude(const DenseMatrix& w, int64_t keep_per_row, CsrMatrix& out) {
   std::vector<uint32_t> scratch;
+  size_for_cursor(out, keep_per_row * w.rows);
+  int64_t pos = 0;
   for (int64_t r = 0; r < w.rows; ++r) {
     const float* row = w.data.data() + r * w.cols;
     if (keep_per_row > 0) {
       Threshold t = row_threshold(row, w.cols, keep_per_row, scratch);
-      keep_by_threshold(out, row, w.cols, t);
+      pos = keep_by_threshold(out, pos, row, w.cols, t);
     }
-    out.row_ptr[r + 1] = out.nnz();
+    out.row_ptr[r + 1] = pos;
   }
+  drop_spare_slot(out);
 }
 
 // Selection sampling (Knuth's Algorithm S): visits every position once and keeps it with
@@ -216,23 +243,36 @@ void prune_random(const DenseMatrix& w, int64_t keep, uint64_t seed, CsrMatrix& 
   Xoshiro256 rng(seed, kSelectStream);
   const int64_t total = w.rows * w.cols;
   int64_t needed = keep, visited = 0;
+  size_for_cursor(out, keep);
+  int32_t* col = out.col_idx.data();
+  float* val = out.values.data();
+  int64_t pos = 0;
   for (int64_t r = 0; r < w.rows; ++r) {
     const float* row = w.data.data() + r * w.cols;
     for (int64_t c = 0; c < w.cols && needed > 0; ++c, ++visited) {
-      if (rng.uniform() * static_cast<double>(total - visited) < static_cast<double>(needed)) {
-        push(out, c, row[c]);
-        --needed;
-      }
+      const bool take =
+          rng.uniform() * static_cast<double>(total - visited) < static_cast<double>(needed);
+      col[pos] = static_cast<int32_t>(c);  // cursor write, as in keep_by_threshold
+      val[pos] = row[c];
+      pos += take;
+      needed -= take;
     }
     visited = (r + 1) * w.cols;  // rows cut short once `needed` hit zero
-    out.row_ptr[r + 1] = out.nnz();
+    out.row_ptr[r + 1] = pos;
   }
+  drop_spare_slot(out);
 }
 
 // Keeps the n largest |w| of each aligned group of m columns (the trailing partial group keeps
 // min(n, width)). An entry is kept when fewer than n entries of its group beat it (larger
 // magnitude, or equal and to the left), so output comes out in column order without sorting.
-void prune_nm(const DenseMatrix& w, int n, int m, CsrMatrix& out) {
+void prune_nm(const DenseMatrix& w, int n, int m, int64_t nnz, CsrMatrix& out) {
+  size_for_cursor(out, nnz);
+  int64_t pos = 0;
+  auto put = [&](int64_t c, float v) {
+    out.col_idx[pos] = static_cast<int32_t>(c);
+    out.values[pos++] = v;
+  };
   std::vector<uint32_t> bits(static_cast<size_t>(m));
   std::vector<int32_t> order(static_cast<size_t>(m));
   std::vector<uint8_t> kept(static_cast<size_t>(m));
@@ -241,7 +281,7 @@ void prune_nm(const DenseMatrix& w, int n, int m, CsrMatrix& out) {
     for (int64_t g = 0; g < w.cols; g += m) {
       const int width = static_cast<int>(std::min<int64_t>(m, w.cols - g));
       if (n >= width) {  // the whole group stays
-        for (int j = 0; j < width; ++j) push(out, g + j, row[g + j]);
+        for (int j = 0; j < width; ++j) put(g + j, row[g + j]);
         continue;
       }
       for (int j = 0; j < width; ++j) bits[j] = mag_bits(row[g + j]);
@@ -250,7 +290,10 @@ void prune_nm(const DenseMatrix& w, int n, int m, CsrMatrix& out) {
           int beaten_by = 0;
           for (int i = 0; i < width; ++i)
             beaten_by += bits[i] > bits[j] || (bits[i] == bits[j] && i < j);
-          if (beaten_by < n) push(out, g + j, row[g + j]);
+          // Cursor write (see keep_by_threshold).
+          out.col_idx[pos] = static_cast<int32_t>(g + j);
+          out.values[pos] = row[g + j];
+          pos += beaten_by < n;
         }
       } else {
         for (int j = 0; j < width; ++j) order[j] = j;
@@ -261,11 +304,12 @@ void prune_nm(const DenseMatrix& w, int n, int m, CsrMatrix& out) {
         std::fill(kept.begin(), kept.begin() + width, uint8_t{0});
         for (int j = 0; j < n; ++j) kept[order[j]] = 1;
         for (int j = 0; j < width; ++j)
-          if (kept[j]) push(out, g + j, row[g + j]);
+          if (kept[j]) put(g + j, row[g + j]);
       }
     }
-    out.row_ptr[r + 1] = out.nnz();
+    out.row_ptr[r + 1] = pos;
   }
+  drop_spare_slot(out);
 }
 
 void check_block_shape(int64_t rows, int64_t cols, int block) {
@@ -451,7 +495,7 @@ CsrMatrix prune(const DenseMatrix& w, const PruneSpec& spec) {
     case PruneMethod::RowMagnitude:
       prune_row_magnitude(w, round_keep(density, w.cols), out);
       break;
-    case PruneMethod::NM: prune_nm(w, spec.n, spec.m, out); break;
+    case PruneMethod::NM: prune_nm(w, spec.n, spec.m, nnz, out); break;
     case PruneMethod::Block: {
       const int64_t b = spec.block;
       prune_block(w, spec.block, round_keep(density, (w.rows / b) * (w.cols / b)), out);
