@@ -6,7 +6,9 @@
 
 namespace sparsegen::codegen {
 
-Emitter::Emitter() { scopes_.emplace_back(); }
+Emitter::Emitter() {
+  scopes_.emplace_back();
+}
 
 Emitter::Scope::Scope(Scope&& other) noexcept
     : e_(std::exchange(other.e_, nullptr)), closer_(std::move(other.closer_)) {}
@@ -19,7 +21,9 @@ void Emitter::line(std::string_view text) {
   body_ << std::string(static_cast<size_t>(2 * depth()), ' ') << text << '\n';
 }
 
-void Emitter::blank() { body_ << '\n'; }
+void Emitter::blank() {
+  body_ << '\n';
+}
 
 void Emitter::comment(std::string_view text) {
   size_t start = 0;
@@ -51,7 +55,9 @@ Emitter::Scope Emitter::block() {
   return Scope(this, "}");
 }
 
-void Emitter::decl(std::string_view text) { decls_ << text << '\n'; }
+void Emitter::decl(std::string_view text) {
+  decls_ << text << '\n';
+}
 
 bool Emitter::used(const std::string& name) const {
   for (const auto& s : scopes_)
@@ -67,9 +73,13 @@ std::string Emitter::fresh(std::string_view base) {
   return name;
 }
 
-void Emitter::reserve(std::string_view name) { scopes_.front().insert(std::string(name)); }
+void Emitter::reserve(std::string_view name) {
+  scopes_.front().insert(std::string(name));
+}
 
-void Emitter::open_scope() { scopes_.emplace_back(); }
+void Emitter::open_scope() {
+  scopes_.emplace_back();
+}
 
 void Emitter::close_scope(const std::string& closer) {
   SG_ASSERT(scopes_.size() > 1, "scope closed twice");

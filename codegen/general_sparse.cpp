@@ -71,9 +71,10 @@ std::string cuda_type(DType t) {
     default:
       break;
   }
-  throw UserError(fmt::format("codegen: value dtype {} is not supported by the GeneralSparse "
-                              "emitter (fp32, fp16, bf16)",
-                              to_string(t)));
+  throw UserError(
+      fmt::format("codegen: value dtype {} is not supported by the GeneralSparse "
+                  "emitter (fp32, fp16, bf16)",
+                  to_string(t)));
 }
 
 std::string ident(std::string_view name) {
@@ -121,9 +122,9 @@ class GeneralSparseEmitter : public Emitter {
     const int64_t limit = INT_MAX / 2;
     if (f_.stats.nnz_padded > limit || f_.stats.rows > limit || p_.m > limit || p_.k > limit ||
         p_.n > limit)
-      throw UserError(fmt::format(
-          "codegen: {} with {} packed nonzeros exceeds the kernel's 32-bit positions", to_string(p_),
-          f_.stats.nnz_padded));
+      throw UserError(
+          fmt::format("codegen: {} with {} packed nonzeros exceeds the kernel's 32-bit positions",
+                      to_string(p_), f_.stats.nnz_padded));
   }
 
   // ---- offsets: arithmetic for compressed arrays, a table parameter otherwise --------------
@@ -153,10 +154,11 @@ class GeneralSparseEmitter : public Emitter {
         return fmt::format("({}[{} % {}] + {} / {} * {})", t, i, c.period, i, c.period, c.stride);
       }
       case OffsetForm::Quasilinear: {
-        const std::string t = table_param(a, c.residual_bytes == 1 ? ParamKind::I8Table
-                                                                   : ParamKind::I16Table,
-                                          "_resid", c.values);
-        return fmt::format("({} * {}{} + {}[{}])", c.stride, i,
+        const std::string t =
+            table_param(a, c.residual_bytes == 1 ? ParamKind::I8Table : ParamKind::I16Table,
+                        "_resid", c.values);
+        return fmt::format("({}{}{} + {}[{}])",
+                           c.stride == 1 ? "" : std::to_string(c.stride) + " * ", i,
                            c.base == 0 ? "" : " + " + std::to_string(c.base), t, idx);
       }
       case OffsetForm::Table:
@@ -179,8 +181,8 @@ class GeneralSparseEmitter : public Emitter {
                            const std::vector<uint32_t>& bits) {
     for (const auto& prm : tables_)
       if (prm.name == name) return name;
-    tables_.push_back({name, ParamKind::U32Table, source, std::vector<int64_t>(bits.begin(),
-                                                                               bits.end())});
+    tables_.push_back(
+        {name, ParamKind::U32Table, source, std::vector<int64_t>(bits.begin(), bits.end())});
     reserve(name);
     return name;
   }
@@ -207,15 +209,15 @@ class GeneralSparseEmitter : public Emitter {
   void emit_fma(const std::string& a, const std::string& k) {
     if (b_vector()) {
       auto g = block(fmt::format("if ({} < {})", col0_, p_.n));
-      call_stmt(tmpl::fma_vec_f32, targs(IntArg{TC_}, TypeArg{"T"}),
-                tmpl::cptr_t(b_ptr(k, col0_)), f32(a), tmpl::ptr_f32(acc_));
+      call_stmt(tmpl::fma_vec_f32, targs(IntArg{TC_}, TypeArg{"T"}), tmpl::cptr_t(b_ptr(k, col0_)),
+                f32(a), tmpl::ptr_f32(acc_));
       return;
     }
     for (int i = 0; i < TC_; ++i) {
       const std::string col = fmt::format("{} + {}", col0_, i);
       const auto b = call(tmpl::load_f32, targs(TypeArg{"T"}), tmpl::cptr_t(b_ptr(k, col)));
-      line(fmt::format("if ({} < {}) {}[{}] = fmaf({}, {}, {}[{}]);", col, p_.n, acc_, i, a,
-                       b.text, acc_, i));
+      line(fmt::format("if ({} < {}) {}[{}] = fmaf({}, {}, {}[{}]);", col, p_.n, acc_, i, a, b.text,
+                       acc_, i));
     }
   }
 
@@ -238,7 +240,9 @@ class GeneralSparseEmitter : public Emitter {
     }
   }
 
-  void emit_zero_acc() { line(fmt::format("for (int i = 0; i < {}; ++i) {}[i] = 0.0f;", TC_, acc_)); }
+  void emit_zero_acc() {
+    line(fmt::format("for (int i = 0; i < {}; ++i) {}[i] = 0.0f;", TC_, acc_));
+  }
 
   // ---- the nonzero loop of one chunk [nz0, nz1) ---------------------------------------------
   // Row-start handling for thread Bitmap: `row` advances at each row start after nz0 and the
@@ -261,9 +265,9 @@ class GeneralSparseEmitter : public Emitter {
     line(fmt::format("float {}[{}];", a, v));
     line(fmt::format("int {}[{}];", k, v));
     if (v == 1) {
-      line(fmt::format("{}[0] = {};", a,
-                       call(tmpl::load_f32, targs(TypeArg{"T"}), tmpl::cptr_t("values + " + sp))
-                           .text));
+      line(fmt::format(
+          "{}[0] = {};", a,
+          call(tmpl::load_f32, targs(TypeArg{"T"}), tmpl::cptr_t("values + " + sp)).text));
       line(fmt::format("{}[0] = col_idx[{}];", k, sp));
     } else {
       call_stmt(tmpl::load_vec_f32, targs(IntArg{v}, TypeArg{"T"}), tmpl::cptr_t("values + " + sp),
@@ -300,16 +304,17 @@ class GeneralSparseEmitter : public Emitter {
       line(fmt::format("has_task = {} < {};", tt, wc1));
       line(fmt::format("row = has_task ? {} : -1;", off(lv(Level::Thread).row_begin, tt)));
       auto g = block("if (has_task)");
-      emit_nonzeros(off(lv(Level::Thread).nz_begin, tt), off(lv(Level::Thread).nz_begin, tt + " + 1"),
-                    walk, "row");
+      emit_nonzeros(off(lv(Level::Thread).nz_begin, tt),
+                    off(lv(Level::Thread).nz_begin, tt + " + 1"), walk, "row");
       return;
     }
-    auto loop = block(fmt::format("for (int {} = {} + group; {} < {}; {} += {})", tt, wc0, tt, wc1,
-                                  tt, G_));
+    auto loop = block(
+        fmt::format("for (int {} = {} + group; {} < {}; {} += {})", tt, wc0, tt, wc1, tt, G_));
     if (ts.kind == WorkSplit::Nnz) {
-      emit_nonzeros(off(lv(Level::Thread).nz_begin, tt), off(lv(Level::Thread).nz_begin, tt + " + 1"),
-                    false, "");
-      if (red(Level::Warp) == ReductionKind::None) emit_finish(off(lv(Level::Thread).row_begin, tt), "");
+      emit_nonzeros(off(lv(Level::Thread).nz_begin, tt),
+                    off(lv(Level::Thread).nz_begin, tt + " + 1"), false, "");
+      if (red(Level::Warp) == ReductionKind::None)
+        emit_finish(off(lv(Level::Thread).row_begin, tt), "");
       return;
     }
     // Whole rows: the group sums and stores each row of its task.
@@ -327,8 +332,8 @@ class GeneralSparseEmitter : public Emitter {
     const bool block_total = red(Level::Block) == ReductionKind::Total;
     const bool whole_rows_in_thread = split(Level::Thread).kind != WorkSplit::Nnz;
     const std::string wt = fresh("wt");
-    auto loop = block(fmt::format("for (int {} = {} + warp; {} < {}; {} += {})", wt, bc0, wt, bc1,
-                                  wt, W_));
+    auto loop =
+        block(fmt::format("for (int {} = {} + warp; {} < {}; {} += {})", wt, bc0, wt, bc1, wt, W_));
     const std::string wc0 = fresh("wc0"), wc1 = fresh("wc1");
     line(fmt::format("const int {} = {};", wc0, off(lv(Level::Warp).child_begin, wt)));
     line(fmt::format("const int {} = {};", wc1, off(lv(Level::Warp).child_begin, wt + " + 1")));
@@ -365,24 +370,25 @@ class GeneralSparseEmitter : public Emitter {
                            call(tmpl::bitmap_reduce_sum, targs(IntArg{GT_}),
                                 f32(fmt::format("{}[{}]", acc_, i)), u32(heads), i32("lane"))
                                .text));
-        emit_finish("row", "has_task && " + call(tmpl::is_run_head, targs(IntArg{GT_}), u32(heads),
-                                                 i32("lane"))
-                                                .text);
+        emit_finish("row",
+                    "has_task && " +
+                        call(tmpl::is_run_head, targs(IntArg{GT_}), u32(heads), i32("lane")).text);
         break;
       }
       case ReductionKind::Segment: {
         comment("warp Segment: merge the groups' open segments that carry the same row");
         const std::string heads = fresh("heads");
-        line(fmt::format("const unsigned {} = {};", heads,
-                         call(tmpl::segment_heads, targs(IntArg{GT_}), i32("row"), i32("lane")).text));
+        line(fmt::format(
+            "const unsigned {} = {};", heads,
+            call(tmpl::segment_heads, targs(IntArg{GT_}), i32("row"), i32("lane")).text));
         for (int i = 0; i < TC_; ++i)
           line(fmt::format("{}[{}] = {};", acc_, i,
                            call(tmpl::bitmap_reduce_sum, targs(IntArg{GT_}),
                                 f32(fmt::format("{}[{}]", acc_, i)), u32(heads), i32("lane"))
                                .text));
-        emit_finish("row", "has_task && " + call(tmpl::is_run_head, targs(IntArg{GT_}), u32(heads),
-                                                 i32("lane"))
-                                                .text);
+        emit_finish("row",
+                    "has_task && " +
+                        call(tmpl::is_run_head, targs(IntArg{GT_}), u32(heads), i32("lane")).text);
         break;
       }
       case ReductionKind::None:
@@ -400,11 +406,11 @@ class GeneralSparseEmitter : public Emitter {
     if (!block_total) return;
     comment("block Total: every thread's partials belong to the block's one row");
     for (int i = 0; i < TC_; ++i)
-      line(fmt::format("{}[{}] = {};", acc_, i,
-                       call(tmpl::block_reduce_sum, targs(IntArg{NT_}, IntArg{GT_}),
-                            f32(fmt::format("{}[{}]", acc_, i)), tmpl::ptr_f32("red_smem"),
-                            i32("tid"))
-                           .text));
+      line(fmt::format(
+          "{}[{}] = {};", acc_, i,
+          call(tmpl::block_reduce_sum, targs(IntArg{NT_}, IntArg{GT_}),
+               f32(fmt::format("{}[{}]", acc_, i)), tmpl::ptr_f32("red_smem"), i32("tid"))
+              .text));
     // Threads tid < GT are group 0 of warp 0: their glane is tid, so col0 is theirs.
     emit_finish(off(lv(Level::Block).row_begin, "bt"), "tid < " + std::to_string(GT_));
   }
@@ -433,10 +439,12 @@ class GeneralSparseEmitter : public Emitter {
 
   // ---- assembly -----------------------------------------------------------------------------
   std::vector<KernelParam> params() const {
-    std::vector<KernelParam> ps = {
-        {"values", ParamKind::Values, "values", {}}, {"col_idx", ParamKind::ColIdx, "col_idx", {}},
-        {"B", ParamKind::B, "B", {}},                {"C", ParamKind::C, "C", {}},
-        {"alpha", ParamKind::Alpha, "alpha", {}},    {"beta", ParamKind::Beta, "beta", {}}};
+    std::vector<KernelParam> ps = {{"values", ParamKind::Values, "values", {}},
+                                   {"col_idx", ParamKind::ColIdx, "col_idx", {}},
+                                   {"B", ParamKind::B, "B", {}},
+                                   {"C", ParamKind::C, "C", {}},
+                                   {"alpha", ParamKind::Alpha, "alpha", {}},
+                                   {"beta", ParamKind::Beta, "beta", {}}};
     ps.insert(ps.end(), tables_.begin(), tables_.end());
     return ps;
   }
@@ -472,15 +480,15 @@ class GeneralSparseEmitter : public Emitter {
     decl(fmt::format("extern \"C\" __global__ void {}(T* __restrict__ C, float beta) {{",
                      prologue_name()));
     decl("  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;");
-    decl(fmt::format("  if (i < {}LL) {};", p_.m * p_.n,
-                     call(tmpl::scale_f32, targs(TypeArg{"T"}), tmpl::ptr_t("C + i"), f32("beta"))
-                         .text));
+    decl(fmt::format(
+        "  if (i < {}LL) {};", p_.m * p_.n,
+        call(tmpl::scale_f32, targs(TypeArg{"T"}), tmpl::ptr_t("C + i"), f32("beta")).text));
     decl("}");
   }
 
   std::string assemble() {
     std::string head = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n", NT_,
-                                    opt_.kernel_name);
+                                   opt_.kernel_name);
     const auto ps = params();
     for (size_t i = 0; i < ps.size(); ++i)
       head += "    " + param_decl(ps[i]) + (i + 1 < ps.size() ? ",\n" : ") {\n");

@@ -25,9 +25,9 @@ enum class ParamKind {
 std::string_view to_string(ParamKind k);
 
 struct KernelParam {
-  std::string name;    // the parameter's name in the emitted source
+  std::string name;  // the parameter's name in the emitted source
   ParamKind kind;
-  std::string source;  // which PackedFormat array it holds, e.g. "warp.child_begin"
+  std::string source;         // which PackedFormat array it holds, e.g. "warp.child_begin"
   std::vector<int64_t> data;  // table contents (tables only), converted to the kind's width
 };
 
@@ -39,8 +39,8 @@ struct LaunchShape {
 };
 
 struct KernelSignature {
-  std::string kernel_name;            // extern "C"
-  std::vector<KernelParam> params;    // in declaration order
+  std::string kernel_name;          // extern "C"
+  std::vector<KernelParam> params;  // in declaration order
   LaunchShape launch;
   // When non-empty, launch this kernel first with (C, beta): it sets C = beta * C (C is not read
   // when beta == 0). Used when rows are finished with atomic adds.

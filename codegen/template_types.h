@@ -75,16 +75,36 @@ TArgs<Ts...> targs(Ts... ts) {
 }
 
 // Expression constructors, one per kind the emitters use.
-inline Expr<Kind::kF32> f32(std::string s) { return {std::move(s)}; }
-inline Expr<Kind::kI32> i32(std::string s) { return {std::move(s)}; }
-inline Expr<Kind::kU32> u32(std::string s) { return {std::move(s)}; }
-inline Expr<Kind::kBool> boolean(std::string s) { return {std::move(s)}; }
-inline Expr<Kind::kPtrF32> ptr_f32(std::string s) { return {std::move(s)}; }
-inline Expr<Kind::kConstPtrF32> cptr_f32(std::string s) { return {std::move(s)}; }
-inline Expr<Kind::kPtrI32> ptr_i32(std::string s) { return {std::move(s)}; }
-inline Expr<Kind::kConstPtrI32> cptr_i32(std::string s) { return {std::move(s)}; }
-inline Expr<Kind::kPtrT> ptr_t(std::string s) { return {std::move(s)}; }
-inline Expr<Kind::kConstPtrT> cptr_t(std::string s) { return {std::move(s)}; }
+inline Expr<Kind::kF32> f32(std::string s) {
+  return {std::move(s)};
+}
+inline Expr<Kind::kI32> i32(std::string s) {
+  return {std::move(s)};
+}
+inline Expr<Kind::kU32> u32(std::string s) {
+  return {std::move(s)};
+}
+inline Expr<Kind::kBool> boolean(std::string s) {
+  return {std::move(s)};
+}
+inline Expr<Kind::kPtrF32> ptr_f32(std::string s) {
+  return {std::move(s)};
+}
+inline Expr<Kind::kConstPtrF32> cptr_f32(std::string s) {
+  return {std::move(s)};
+}
+inline Expr<Kind::kPtrI32> ptr_i32(std::string s) {
+  return {std::move(s)};
+}
+inline Expr<Kind::kConstPtrI32> cptr_i32(std::string s) {
+  return {std::move(s)};
+}
+inline Expr<Kind::kPtrT> ptr_t(std::string s) {
+  return {std::move(s)};
+}
+inline Expr<Kind::kConstPtrT> cptr_t(std::string s) {
+  return {std::move(s)};
+}
 
 namespace detail {
 
@@ -92,7 +112,8 @@ namespace detail {
 template <bool SameLength, class List, class... Args>
 struct ArgsMatchImpl : std::false_type {};
 template <Kind... Ks, Kind... As>
-struct ArgsMatchImpl<true, KindList<Ks...>, Expr<As>...> : std::bool_constant<((Ks == As) && ...)> {};
+struct ArgsMatchImpl<true, KindList<Ks...>, Expr<As>...> : std::bool_constant<((Ks == As) && ...)> {
+};
 template <class List, class... Args>
 struct ArgsMatch : std::false_type {};
 template <Kind... Ks, class... Args>
@@ -110,8 +131,12 @@ template <TKind... Ks, class... Ts>
 struct TArgsMatch<TKindList<Ks...>, Ts...>
     : TArgsMatchImpl<sizeof...(Ks) == sizeof...(Ts), TKindList<Ks...>, Ts...> {};
 
-inline std::string targ_text(const TypeArg& a) { return a.text; }
-inline std::string targ_text(const IntArg& a) { return std::to_string(a.value); }
+inline std::string targ_text(const TypeArg& a) {
+  return a.text;
+}
+inline std::string targ_text(const IntArg& a) {
+  return std::to_string(a.value);
+}
 
 }  // namespace detail
 
@@ -121,8 +146,8 @@ template <class H, class TA, class... Args>
 inline constexpr bool call_matches = false;
 template <class H, class... Ts, class... Args>
 inline constexpr bool call_matches<H, TArgs<Ts...>, Args...> =
-    detail::TArgsMatch<typename H::TemplateParams, Ts...>::value &&
-    detail::ArgsMatch<typename H::Params, Args...>::value;
+    detail::TArgsMatch<typename H::TemplateParams, Ts...>::value&&
+        detail::ArgsMatch<typename H::Params, Args...>::value;
 
 // Renders a call to helper H, checked against H's generated signature at compile time.
 template <class H, class... Ts, class... Args>

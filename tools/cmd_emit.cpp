@@ -55,7 +55,8 @@ void add_problem_options(CLI::App* cmd, ProblemArgs& a) {
 
 Problem make_problem(const ProblemArgs& a, const CsrMatrix& m) {
   const auto dt = parse_dtype(a.dtype);
-  if (!dt) throw UserError(fmt::format("--dtype: expected fp32, fp16 or bf16, found '{}'", a.dtype));
+  if (!dt)
+    throw UserError(fmt::format("--dtype: expected fp32, fp16 or bf16, found '{}'", a.dtype));
   const auto bl = parse_layout(a.b_layout);
   if (!bl) throw UserError(fmt::format("--b-layout: expected row or col, found '{}'", a.b_layout));
   const auto cl = parse_layout(a.c_layout);
@@ -127,8 +128,8 @@ void register_emit(CLI::App& app) {
   cmd->callback([emit] { run_emit(*emit); });
 
   auto sched = std::make_shared<SchedulesArgs>();
-  CLI::App* list = app.add_subcommand(
-      "schedules", "List the valid GeneralSparse schedules for a matrix and N");
+  CLI::App* list =
+      app.add_subcommand("schedules", "List the valid GeneralSparse schedules for a matrix and N");
   add_problem_options(list, *sched);
   list->add_option("--limit", sched->limit, "print at most this many (0 = all)");
   list->add_flag("--long", sched->long_form, "multi-line form of each schedule");

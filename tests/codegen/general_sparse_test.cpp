@@ -5,13 +5,15 @@
 
 #include <string>
 
-#include "tests/codegen/codegen_test_matrices.h"
 #include "ir/format.h"
+#include "tests/codegen/codegen_test_matrices.h"
 
 namespace sparsegen::codegen {
 namespace {
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+bool has(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
 
 GeneratedKernel emit(const CsrMatrix& a, const Problem& p, const std::string& spec) {
   const Schedule s = parse_schedule(spec);

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "codegen/general_sparse.h"
-#include "tests/codegen/codegen_test_matrices.h"
 #include "ir/enumerate.h"
 #include "ir/format.h"
 #include "runtime/nvrtc_compiler.h"
+#include "tests/codegen/codegen_test_matrices.h"
 
 namespace sparsegen::codegen {
 namespace {
@@ -107,9 +107,10 @@ TEST(NvrtcCompile, EveryEnumeratedScheduleCompiles) {
     }
   }
   EXPECT_EQ(failed, 0u);
-  std::printf("[ NVRTC    ] %zu kernels compiled, %zu failed (%zu schedules x compute_80/90) of "
-              "%zu enumerated schedules\n",
-              compiled, failed, pick.size(), cases.size());
+  std::printf(
+      "[ NVRTC    ] %zu kernels compiled, %zu failed (%zu schedules x compute_80/90) of "
+      "%zu enumerated schedules\n",
+      compiled, failed, pick.size(), cases.size());
 }
 
 }  // namespace

@@ -102,7 +102,8 @@ class HelperCollector : public clang::RecursiveASTVisitor<HelperCollector> {
     h.name = fd->getNameAsString();
     h.header = file.substr(file.find_last_of('/') + 1);
     h.location = where;
-    if (!is_device(fd)) fail(where, "helper sg::" + h.name + " is not __device__ (templates hold device code only)");
+    if (!is_device(fd))
+      fail(where, "helper sg::" + h.name + " is not __device__ (templates hold device code only)");
     if (seen_.count(h.name) != 0)
       fail(where, "helper sg::" + h.name + " is overloaded (first at " + seen_[h.name] +
                       "); the typed table needs one signature per name");
@@ -127,7 +128,9 @@ class HelperCollector : public clang::RecursiveASTVisitor<HelperCollector> {
     }
     const auto ret = kind_of(fd->getReturnType());
     h.return_type = fd->getReturnType().getAsString();
-    if (!ret) fail(where, "return type '" + h.return_type + "' of sg::" + h.name + " is not in the typed table");
+    if (!ret)
+      fail(where,
+           "return type '" + h.return_type + "' of sg::" + h.name + " is not in the typed table");
     h.return_kind = ret.value_or("kVoid");
     for (const clang::ParmVarDecl* p : fd->parameters()) {
       Param pa;
@@ -222,18 +225,25 @@ int main(int argc, char** argv) {
     }
   }
   if (out.empty() || stubs.empty() || inputs.empty()) {
-    std::fprintf(stderr, "usage: sparsegen_template_indexer --out FILE --stubs DIR TEMPLATE.cuh...\n");
+    std::fprintf(stderr,
+                 "usage: sparsegen_template_indexer --out FILE --stubs DIR TEMPLATE.cuh...\n");
     return 2;
   }
   std::string code;
   for (const auto& f : inputs) code += "#include \"" + f + "\"\n";
-  const std::vector<std::string> args = {
-      "-xc++", "-std=c++17", "-nostdinc", "-I" + stubs, "-include",
-      stubs + "/sg_indexer_prelude.h", "-Wno-unknown-pragmas", "-Wno-pragma-once-outside-header"};
+  const std::vector<std::string> args = {"-xc++",
+                                         "-std=c++17",
+                                         "-nostdinc",
+                                         "-I" + stubs,
+                                         "-include",
+                                         stubs + "/sg_indexer_prelude.h",
+                                         "-Wno-unknown-pragmas",
+                                         "-Wno-pragma-once-outside-header"};
   std::unique_ptr<clang::ASTUnit> ast = clang::tooling::buildASTFromCodeWithArgs(
       code, args, "sg_template_index_tu.cpp", "sparsegen_template_indexer");
   if (!ast || ast->getDiagnostics().hasErrorOccurred()) {
-    std::fprintf(stderr, "template indexer: Clang could not parse templates/*.cuh (errors above)\n");
+    std::fprintf(stderr,
+                 "template indexer: Clang could not parse templates/*.cuh (errors above)\n");
     return 1;
   }
   HelperCollector collector(ast->getASTContext());
