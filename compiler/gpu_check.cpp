@@ -1,0 +1,346 @@
+#include "compiler/gpu_check.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <thread>
+
+#include "ir/dtype.h"
+#include "ir/format.h"
+#include "ir/interpreter.h"
+
+namespace sparsegen {
+namespace {
+
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// Uniform magnitude in [0.5, 1.5) with a random sign, rounded to dtype.
+float draw(uint64_t& state, DType t) {
+  const uint64_t r = splitmix64(state);
+  const double u = double(r >> 11) * 0x1.0p-53;  // [0, 1)
+  const float mag = static_cast<float>(0.5 + u);
+  const float v = (r & 1) != 0 ? -mag : mag;
+  return round_to(t, v);
+}
+
+double unit_roundoff(DType t) {
+  switch (t) {
+    case DType::F16:
+      return std::ldexp(1.0, -11);
+    case DType::BF16:
+      return std::ldexp(1.0, -8);
+    default:
+      return std::ldexp(1.0, -24);
+  }
+}
+
+// Spacing of the dtype's subnormals (absolute error of a rounding near zero).
+double tiny(DType t) {
+  switch (t) {
+    case DType::F16:
+      return std::ldexp(1.0, -24);
+    case DType::BF16:
+      return std::ldexp(1.0, -133);
+    default:
+      return std::ldexp(1.0, -149);
+  }
+}
+
+// Runs f(begin, end) over [0, n) on up to hardware_concurrency threads when `parallel`.
+template <class F>
+void parallel_rows(int64_t n, bool parallel, F&& f) {
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads = parallel ? static_cast<int>(std::min<int64_t>(hw, std::max<int64_t>(n, 1)))
+                               : 1;
+  if (threads <= 1) {
+    f(int64_t{0}, n);
+    return;
+  }
+  std::vector<std::thread> pool;
+  const int64_t chunk = (n + threads - 1) / threads;
+  for (int t = 0; t < threads; ++t) {
+    const int64_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
+    if (b < e) pool.emplace_back([&f, b, e] { f(b, e); });
+  }
+  for (auto& th : pool) th.join();
+}
+
+std::vector<char> to_dtype_bytes(const std::vector<float>& v, DType t) {
+  std::vector<char> out;
+  if (t == DType::F32) {
+    out.resize(v.size() * 4);
+    if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());
+    return out;
+  }
+  out.resize(v.size() * 2);
+  for (size_t i = 0; i < v.size(); ++i) {
+    const uint16_t h = t == DType::F16 ? float_to_half_bits(v[i]) : float_to_bf16_bits(v[i]);
+    std::memcpy(out.data() + 2 * i, &h, 2);
+  }
+  return out;
+}
+
+void from_dtype_bytes(const std::vector<char>& bytes, DType t, std::vector<float>& out,
+                      std::vector<uint32_t>& bits) {
+  const size_t w = t == DType::F32 ? 4 : 2;
+  const size_t n = bytes.size() / w;
+  out.resize(n);
+  bits.resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (w == 4) {
+      std::memcpy(&bits[i], bytes.data() + 4 * i, 4);
+      std::memcpy(&out[i], &bits[i], 4);
+    } else {
+      uint16_t h;
+      std::memcpy(&h, bytes.data() + 2 * i, 2);
+      bits[i] = h;
+      out[i] = t == DType::F16 ? half_bits_to_float(h) : bf16_bits_to_float(h);
+    }
+  }
+}
+
+}  // namespace
+
+uint32_t poison_bits(DType t) {
+  // Quiet NaNs with a payload; the GPU's own NaNs are canonical (all mantissa bits set).
+  switch (t) {
+    case DType::F16:
+      return 0x7E5Au;
+    case DType::BF16:
+      return 0x7FDAu;
+    default:
+      return 0x7FC0DEADu;
+  }
+}
+
+CheckInputs make_check_inputs(const Problem& p, uint64_t seed, float alpha, float beta) {
+  CheckInputs in;
+  in.problem = p;
+  in.alpha = alpha;
+  in.beta = beta;
+  uint64_t state = seed * 0x2545F4914F6CDD1DULL + 1;
+  in.b.resize(static_cast<size_t>(p.k * p.n));
+  for (float& v : in.b) v = draw(state, p.dtype);
+  in.c0.resize(static_cast<size_t>(p.m * p.n));
+  for (float& v : in.c0) v = draw(state, p.dtype);
+  return in;
+}
+
+Reference compute_reference(const CsrMatrix& a, const CheckInputs& in, bool with_reference_spmm) {
+  const Problem& p = in.problem;
+  Reference ref;
+  const size_t mn = static_cast<size_t>(p.m * p.n);
+  ref.exact.assign(mn, 0.0);
+  ref.scale.assign(mn, 0.0);
+  const int64_t work = a.nnz() * p.n;
+  const double alpha = in.alpha, beta = in.beta;
+  parallel_rows(p.m, work > (int64_t{1} << 22), [&](int64_t r0, int64_t r1) {
+    std::vector<double> acc(static_cast<size_t>(p.n)), mag(static_cast<size_t>(p.n));
+    for (int64_t r = r0; r < r1; ++r) {
+      std::fill(acc.begin(), acc.end(), 0.0);
+      std::fill(mag.begin(), mag.end(), 0.0);
+      for (int64_t e = a.row_ptr[static_cast<size_t>(r)]; e < a.row_ptr[static_cast<size_t>(r + 1)];
+           ++e) {
+        const double av = round_to(p.dtype, a.values[static_cast<size_t>(e)]);
+        const int64_t k = a.col_idx[static_cast<size_t>(e)];
+        for (int64_t c = 0; c < p.n; ++c) {
+          const double prod = av * in.b[static_cast<size_t>(p.b_index(k, c))];
+          acc[static_cast<size_t>(c)] += prod;
+          mag[static_cast<size_t>(c)] += std::fabs(prod);
+        }
+      }
+      for (int64_t c = 0; c < p.n; ++c) {
+        const size_t i = static_cast<size_t>(p.c_index(r, c));
+        const double old = beta == 0.0 ? 0.0 : double(in.c0[i]);
+        ref.exact[i] = alpha * acc[static_cast<size_t>(c)] + beta * old;
+        ref.scale[i] = std::fabs(alpha) * mag[static_cast<size_t>(c)] + std::fabs(beta * old);
+      }
+    }
+  });
+  if (with_reference_spmm && work <= kReferenceSpmmLimit) {
+    ref.spmm = in.c0;
+    reference_spmm(p, a, in.b, ref.spmm, in.alpha, in.beta);
+  }
+  return ref;
+}
+
+CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInputs& in,
+                           const Reference& ref, const std::vector<float>& out,
+                           const std::vector<uint32_t>& out_bits,
+                           const std::vector<float>* interp) {
+  const Problem& p = in.problem;
+  CheckResult res;
+  res.elements = p.m * p.n;
+  const double u = std::ldexp(1.0, -24), ud = unit_roundoff(p.dtype), td = tiny(p.dtype);
+  const double dmax = dtype_max(p.dtype);
+  const uint32_t poison = poison_bits(p.dtype);
+  // Atomic output: at most one add per warp task crossing the row, plus the prologue's rounding.
+  const GeneralSchedule& g = s.general();
+  const bool atomic = g.output() == OutputMode::Atomic;
+  const int64_t zw = g.at(Level::Warp).kind == WorkSplit::Nnz ? g.at(Level::Warp).amount : 1;
+  int64_t max_adds = 0;
+  double err2 = 0, ref2 = 0;
+  std::string first;
+  auto fail = [&](int64_t r, int64_t c, const std::string& what) {
+    if (first.empty()) first = fmt::format("C({}, {}): {}", r, c, what);
+  };
+  res.compared_reference_spmm = !ref.spmm.empty();
+  res.compared_interpreter = interp != nullptr;
+  for (int64_t r = 0; r < p.m; ++r) {
+    const int64_t len = a.row_length(r);
+    const int64_t padded = (len + g.pad - 1) / g.pad * g.pad;
+    const int64_t adds = atomic ? (padded + zw - 1) / zw + 2 : 0;
+    max_adds = std::max(max_adds, adds);
+    for (int64_t c = 0; c < p.n; ++c) {
+      const size_t i = static_cast<size_t>(p.c_index(r, c));
+      const double e = ref.exact[i], o = out[i];
+      const double S = ref.scale[i];
+      const double tol = 2.0 * (double(len + 4) * u * S + double(adds) * ud * S + ud * std::fabs(e)) +
+                         double(adds + 1) * td;
+      if (in.beta == 0.0f && out_bits[i] == poison) {
+        ++res.unwritten;
+        fail(r, c, "never written (poison still there)");
+        continue;
+      }
+      if (std::isnan(e)) {
+        if (!std::isnan(o)) {
+          ++res.out_of_bound;
+          fail(r, c, fmt::format("expected NaN (NaN in A), found {:g}", o));
+        }
+        continue;
+      }
+      if (std::isinf(e)) {
+        if (o != e) {
+          ++res.out_of_bound;
+          fail(r, c, fmt::format("expected {:g} (Inf in A), found {:g}", e, o));
+        }
+        continue;
+      }
+      if (std::isnan(o)) {
+        ++res.nans;
+        fail(r, c, fmt::format("NaN, expected {:.9g}", e));
+        continue;
+      }
+      if (std::fabs(e) + tol > dmax && std::isinf(o) && (o > 0) == (e > 0)) {
+        ++res.overflowed;  // beyond (or at the edge of) the dtype's range: inf is the right store
+        continue;
+      }
+      const double d = std::fabs(o - e);
+      const double ratio = tol > 0 ? d / tol : (d == 0 ? 0 : std::numeric_limits<double>::infinity());
+      res.max_ratio = std::max(res.max_ratio, ratio);
+      err2 += d * d;
+      ref2 += e * e;
+      if (!(d <= tol)) {
+        ++res.out_of_bound;
+        fail(r, c, fmt::format("{:.9g}, expected {:.9g} (|diff| {:.3g} > bound {:.3g})", o, e, d,
+                               tol));
+        continue;
+      }
+      // The fp32 references: each within tol of exact, so within 2·tol of the GPU result.
+      for (const std::vector<float>* other : {&ref.spmm, interp}) {
+        if (other == nullptr || other->empty()) continue;
+        const double x = (*other)[i];
+        if (std::isinf(x) && std::fabs(e) + tol > dmax) continue;
+        if (!(std::fabs(o - x) <= 2 * tol)) {
+          ++res.out_of_bound;
+          fail(r, c, fmt::format("{:.9g}, {} says {:.9g} (bound {:.3g})", o,
+                                 other == interp ? "the interpreter" : "reference_spmm", x, 2 * tol));
+          break;
+        }
+      }
+    }
+  }
+  res.rel_error = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  int64_t max_len = 0;
+  for (int64_t r = 0; r < a.rows; ++r) max_len = std::max(max_len, a.row_length(r));
+  double base = 1e-5;
+  if (p.dtype == DType::F16) base = 1e-2;
+  if (p.dtype == DType::BF16) base = 2e-2;
+  if (p.dtype == DType::F32) base = std::max(base, 1e-7 * std::sqrt(double(max_len)));
+  res.rel_bound = base * std::sqrt(double(std::max<int64_t>(1, max_adds)));
+  if (first.empty() && res.rel_error > res.rel_bound)
+    first = fmt::format("relative error {:.3g} above {:.3g}", res.rel_error, res.rel_bound);
+  res.passed = first.empty();
+  if (!res.passed)
+    res.error = fmt::format("{} [{} of {} elements: {} unwritten, {} NaN, {} out of bound; "
+                            "rel error {:.3g}]",
+                            first, res.unwritten + res.nans + res.out_of_bound, res.elements,
+                            res.unwritten, res.nans, res.out_of_bound, res.rel_error);
+  return res;
+}
+
+CheckResult gpu_check(const CompiledKernel& k, const CsrMatrix& a, const CheckInputs& in,
+                      const Reference& ref, CUstream stream) {
+  const Problem& p = k.problem();
+  SG_ASSERT(p == in.problem, "gpu_check: inputs for another problem");
+  const size_t mn = static_cast<size_t>(p.m * p.n);
+  const size_t w = p.dtype == DType::F32 ? 4 : 2;
+  std::vector<char> b_bytes = to_dtype_bytes(in.b, p.dtype);
+  std::vector<char> c_bytes;
+  if (in.beta == 0.0f) {
+    c_bytes.resize(mn * w);
+    const uint32_t pz = poison_bits(p.dtype);
+    for (size_t i = 0; i < mn; ++i) std::memcpy(c_bytes.data() + w * i, &pz, w);
+  } else {
+    c_bytes = to_dtype_bytes(in.c0, p.dtype);
+  }
+  // One spare element each, so that empty operands still get a valid (unused) allocation.
+  cuda::DeviceBuffer db(b_bytes.size() + w), dc(c_bytes.size() + w);
+  if (!b_bytes.empty()) db.upload(b_bytes.data(), b_bytes.size());
+  if (!c_bytes.empty()) dc.upload(c_bytes.data(), c_bytes.size());
+  k.run(db.ptr(), dc.ptr(), in.alpha, in.beta, stream);
+  if (stream != nullptr) {  // a non-blocking stream: the synchronous copy would not wait for it
+    cuda::Event done;
+    done.record(stream);
+    done.synchronize();
+  }
+  std::vector<char> back(c_bytes.size());
+  if (!back.empty()) dc.download(back.data(), back.size());
+  std::vector<float> out;
+  std::vector<uint32_t> bits;
+  from_dtype_bytes(back, p.dtype, out, bits);
+
+  std::vector<float> interp;
+  bool have_interp = false;
+  if (a.nnz() * p.n <= kInterpreterLimit) {
+    try {
+      const PackedFormat f = pack_format(a, p, k.schedule());
+      interp = in.c0;
+      interpret(p, k.schedule(), f, in.b, interp, in.alpha, in.beta);
+      have_interp = true;
+    } catch (const std::exception& e) {
+      CheckResult r;
+      r.error = std::string("interpreter: ") + e.what();
+      return r;
+    }
+  }
+  return compare_output(a, k.schedule(), in, ref, out, bits, have_interp ? &interp : nullptr);
+}
+
+std::string GpuCheckPair::error() const {
+  std::string s;
+  if (!beta0.passed) s += "beta=0: " + beta0.error;
+  if (!beta1.passed) s += std::string(s.empty() ? "" : "; ") + "beta=-1.5: " + beta1.error;
+  return s;
+}
+
+GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t seed) {
+  GpuCheckPair pair;
+  for (int which = 0; which < 2; ++which) {
+    const CheckInputs in = make_check_inputs(k.problem(), seed + uint64_t(which), 0.75f,
+                                             which == 0 ? 0.0f : -1.5f);
+    const Reference ref = compute_reference(a, in);
+    (which == 0 ? pair.beta0 : pair.beta1) = gpu_check(k, a, in, ref);
+  }
+  return pair;
+}
+
+}  // namespace sparsegen

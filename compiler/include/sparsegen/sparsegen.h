@@ -1,0 +1,107 @@
+// sparsegen: the C++ front door.
+//
+// Load a sparse matrix, compile a kernel for (matrix, N, dtype[, schedule]) and run it on device
+// pointers:
+//
+//   #include <sparsegen/sparsegen.h>
+//   sparsegen::CsrMatrix a = sparsegen::load_matrix("layer0.safetensors").matrix;
+//   sparsegen::Runtime rt;                                 // device 0 (CudaError without a GPU)
+//   sparsegen::Kernel k = rt.spmm(a, 32, {.dtype = sparsegen::DType::BF16});
+//   k(dB, dC, stream);                                     // C = A·B   (beta = 0)
+//   k.run(dB, dC, 1.0f, 1.0f, stream);                     // C = A·B + C
+//   std::puts(k.schedule().c_str());                       // the schedule SPEC chosen, and
+//   std::puts(k.schedule_reason().c_str());                // why
+//
+// C[M×N] = alpha·A[M×K]·B[K×N] + beta·C. B and C are device pointers (cudaMalloc/cuMemAlloc) to
+// dtype values (float, __half, __nv_bfloat16) in the layouts of SpmmOptions (row-major by
+// default; K×N and M×N, no padding). Accumulation is fp32. When beta == 0, C is not read.
+//
+// One compiled Kernel serves any number of runs (any B, C, alpha, beta, stream); kernels are
+// specific to the matrix's structure and values (the values live on the device with the kernel).
+// Compilation today takes the schedule given, or the first of the enumerated space (the
+// row-length rule's pick); a later version ranks the space with the cost model and caches kernels
+// in a database behind the same calls.
+//
+// Errors: UserError for bad input (a bad schedule SPEC names the field; matrix values outside the
+// dtype's range name the count and the first (row, col)); CudaError for the GPU stack (no
+// driver, compile or launch failures, with the NVRTC log).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ir/diagnostics.h"   // UserError
+#include "ir/dtype.h"         // DType
+#include "ir/io/load.h"       // load_matrix, LoadOptions, LoadedMatrix
+#include "ir/problem.h"       // Problem, Layout
+#include "ir/sparse_matrix.h" // CsrMatrix
+#include "runtime/cuda_driver.h"  // CudaError
+
+namespace sparsegen {
+
+class CompiledKernel;
+struct KernelBuild;
+
+struct SpmmOptions {
+  DType dtype = DType::F32;
+  Layout b_layout = Layout::RowMajor;
+  Layout c_layout = Layout::RowMajor;
+  // A schedule SPEC (`sparsegen schedules FILE -n N` lists them); empty: chosen automatically.
+  std::string schedule;
+};
+
+class Kernel {
+ public:
+  // C = A·B on `stream` (a CUstream / cudaStream_t; null = the legacy default stream).
+  void operator()(const void* b, void* c, void* stream = nullptr) const {
+    run(b, c, 1.0f, 0.0f, stream);
+  }
+  // C = alpha·A·B + beta·C, asynchronous on `stream`. Throws CudaError for a kernel compiled
+  // offline (Runtime::offline) or a launch failure.
+  void run(const void* b, void* c, float alpha, float beta, void* stream = nullptr) const;
+
+  const Problem& problem() const;
+  std::string schedule() const;          // one-line SPEC
+  std::string schedule_reason() const;   // why it was chosen
+  std::string arch() const;              // "sm_90" (cubin) or "compute_90" (PTX)
+  const std::string& cuda_source() const;
+  bool runnable() const;                 // false for offline kernels
+
+  Kernel(const Kernel&) = default;
+  Kernel& operator=(const Kernel&) = default;
+  ~Kernel();
+
+ private:
+  friend class Runtime;
+  struct Impl;
+  explicit Kernel(std::shared_ptr<const Impl> impl);
+  std::shared_ptr<const Impl> impl_;
+};
+
+class Runtime {
+ public:
+  // Uses device `ordinal` (its primary context, shared with the CUDA runtime API) and compiles
+  // for its own architecture. Throws CudaError when there is no driver or device.
+  explicit Runtime(int ordinal = 0);
+  // Compiles without a GPU, to PTX for `arch` (e.g. "compute_90"): kernels report their schedule
+  // and source but cannot run. For ahead-of-time checks and CI.
+  static Runtime offline(const std::string& arch = "compute_90");
+
+  // Compiles the SpMM kernel for A and N dense columns (N = 1: SpMV). See the errors above.
+  Kernel spmm(const CsrMatrix& a, int64_t n, const SpmmOptions& options = {}) const;
+
+  // "NVIDIA H100 80GB HBM3" or "none (offline)".
+  const std::string& device_name() const;
+
+  Runtime(const Runtime&) = default;
+  Runtime& operator=(const Runtime&) = default;
+  ~Runtime();
+
+ private:
+  struct Impl;
+  explicit Runtime(std::shared_ptr<const Impl> impl);
+  std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace sparsegen

@@ -1,0 +1,416 @@
+#include "compiler/pipeline.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "ir/diagnostics.h"
+#include "ir/enumerate.h"
+#include "ir/format.h"
+#include "ir/verifier.h"
+
+namespace sparsegen {
+namespace {
+
+constexpr int kSteps = 9;
+
+// Times one pipeline step; logs it on destruction-free finish() (a step that throws is not
+// logged: the exception says what went wrong).
+class Step {
+ public:
+  Step(int index, const char* name, std::vector<std::string>* log)
+      : index_(index), name_(name), log_(log), t0_(std::chrono::steady_clock::now()) {}
+
+  void finish(const std::string& detail = "") {
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+    std::string line = fmt::format("{}/{} {:<9} {:9.2f} ms  {}", index_, kSteps, name_, ms, detail);
+    if (debug_logging()) std::fprintf(stderr, "sparsegen: [pipeline] %s\n", line.c_str());
+    if (log_ != nullptr) log_->push_back(std::move(line));
+  }
+
+ private:
+  int index_;
+  const char* name_;
+  std::vector<std::string>* log_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+// Row of nonzero `e` in CSR (binary search over row_ptr).
+int64_t row_of(const CsrMatrix& a, int64_t e) {
+  const auto it = std::upper_bound(a.row_ptr.begin(), a.row_ptr.end(), e);
+  return static_cast<int64_t>(it - a.row_ptr.begin()) - 1;
+}
+
+std::vector<char> to_device_values(const std::vector<float>& v, DType dtype) {
+  std::vector<char> out;
+  if (dtype == DType::F32) {
+    out.resize(v.size() * sizeof(float));
+    if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());
+    return out;
+  }
+  ConversionReport rep;
+  const std::vector<uint16_t> bits = convert_values(v, dtype, &rep);
+  // check_value_range() ran on the same values first; padding is 0.
+  SG_ASSERT(rep.out_of_range == 0, "packed values out of range after the range check");
+  out.resize(bits.size() * sizeof(uint16_t));
+  if (!bits.empty()) std::memcpy(out.data(), bits.data(), out.size());
+  return out;
+}
+
+template <class T>
+std::vector<T> narrow_table(const std::vector<int64_t>& data) {
+  std::vector<T> out(data.size());
+  for (size_t i = 0; i < data.size(); ++i) out[i] = static_cast<T>(data[i]);
+  return out;
+}
+
+}  // namespace
+
+bool debug_logging() {
+  static const bool on = [] {
+    const char* v = std::getenv("SPARSEGEN_DEBUG");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
+DeviceLimits device_limits(const cuda::DeviceInfo& info) {
+  DeviceLimits d;
+  d.name = fmt::format("sm_{}{}", info.cc_major, info.cc_minor);
+  if (info.max_threads_per_block > 0) d.max_threads_per_block = info.max_threads_per_block;
+  if (info.max_shared_memory_per_block_optin > 0)
+    d.max_shared_per_block = info.max_shared_memory_per_block_optin;
+  if (info.max_registers_per_block > 0) d.registers_per_block = info.max_registers_per_block;
+  if (info.max_grid_dim_x > 0) d.max_grid_x = info.max_grid_dim_x;
+  if (info.max_grid_dim_y > 0) d.max_grid_y = info.max_grid_dim_y;
+  return d;
+}
+
+CompileTarget detect_target(int ordinal) {
+  CompileTarget t;
+  try {
+    if (!cuda::driver_available()) return t;
+    const cuda::DeviceInfo info = cuda::query_device(ordinal);
+    t.has_gpu = true;
+    t.device_name = info.name;
+    t.limits = device_limits(info);
+    const int cc = info.cc_major * 10 + info.cc_minor;
+    const std::vector<int> archs = nvrtc::supported_archs();
+    if (std::find(archs.begin(), archs.end(), cc) != archs.end()) {
+      t.arch = nvrtc::sm_arch_for(info.cc_major, info.cc_minor);
+    } else {
+      // A device newer than this NVRTC: PTX of the newest older architecture; the driver JITs it.
+      int best = 0;
+      for (int a : archs)
+        if (a <= cc) best = std::max(best, a);
+      if (best == 0) best = 90;
+      t.arch = nvrtc::compute_arch_for(best / 10, best % 10);
+    }
+  } catch (const CudaError&) {
+    return CompileTarget{};
+  }
+  return t;
+}
+
+Problem make_problem(const CsrMatrix& a, const KernelRequest& req) {
+  if (req.n < 0) throw UserError(fmt::format("n: expected a non-negative count, found {}", req.n));
+  if (req.n == 1 && req.b_layout == Layout::RowMajor && req.c_layout == Layout::RowMajor)
+    return Problem::spmv(a.rows, a.cols, req.dtype);
+  return Problem::spmm(a.rows, a.cols, req.n, req.dtype, req.b_layout, req.c_layout);
+}
+
+Schedule choose_schedule(const Problem& p, const CsrMatrix& a, const KernelRequest& req,
+                         const CompileTarget& target, std::string* why) {
+  Schedule s;
+  std::string reason;
+  if (!req.schedule.empty()) {
+    try {
+      s = parse_schedule(req.schedule);
+    } catch (const UserError& e) {
+      // parse_schedule names "--schedule"; API callers may use another name for the flag.
+      std::string msg = e.what();
+      if (req.schedule_flag != "--schedule" && msg.rfind("--schedule", 0) == 0)
+        msg = req.schedule_flag + msg.substr(std::strlen("--schedule"));
+      throw UserError(msg);
+    }
+    reason = fmt::format("given by {}", req.schedule_flag);
+  } else {
+    // The cost model ranks the space in a later issue; until then the enumeration order decides:
+    // schedules matching the row-length rule come first.
+    EnumerateOptions o;
+    o.device = target.limits;
+    const auto all = enumerate_schedules(p, a, o);
+    if (all.empty())
+      throw UserError(fmt::format("{}: no valid schedule for {} on {}",
+                                  a.source.empty() ? "matrix" : a.source, to_string(p),
+                                  target.limits.name));
+    s = all.front();
+    const ReductionRule rule = choose_reduction_levels(row_length_stats(a));
+    reason = fmt::format("first of {} enumerated schedules (no cost model yet); row-length rule: "
+                         "finish rows at {} level{}",
+                         all.size(), to_string(rule.finish_level),
+                         rule.prefer_nnz_split ? ", nonzero splits first (irregular rows)" : "");
+  }
+  const auto illegal = validate(p, s);
+  if (!illegal.empty())
+    throw UserError(fmt::format("{}: schedule '{}' is illegal for {}: {}", req.schedule_flag,
+                                to_string(s), to_string(p), fmt::join(illegal, "; ")));
+  if (why != nullptr) *why = std::move(reason);
+  return s;
+}
+
+void check_value_range(const CsrMatrix& a, DType dtype) {
+  if (dtype == DType::F32 || a.values.empty()) return;
+  ConversionReport rep;
+  (void)convert_values(a.values, dtype, &rep);
+  if (rep.out_of_range == 0) return;
+  const int64_t r = row_of(a, rep.first_index);
+  const int64_t c = a.col_idx[static_cast<size_t>(rep.first_index)];
+  throw UserError(fmt::format(
+      "{}: {} value{} outside the {} range (largest finite {:g}); first at ({}, {}) = {:g}. Use "
+      "--dtype fp32, or a precision whose range holds the matrix",
+      a.source.empty() ? "matrix" : a.source, rep.out_of_range, rep.out_of_range == 1 ? "" : "s",
+      to_string(dtype), dtype_max(dtype), r + 1, c + 1, rep.first_value));
+}
+
+KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
+                         const CompileTarget& target, bool line_info) {
+  KernelBuild b;
+  b.problem = p;
+  b.schedule = s;
+  b.target = target;
+  b.nnz = a.nnz();
+  {
+    Step st(3, "verify", &b.step_log);
+    const auto illegal = validate(p, s);
+    if (!illegal.empty())
+      throw UserError(fmt::format("schedule '{}' is illegal for {}: {}", to_string(s), to_string(p),
+                                  fmt::join(illegal, "; ")));
+    const auto reasons = verify(p, s, compute_format_stats(a, p, s), target.limits);
+    if (!reasons.empty())
+      throw UserError(fmt::format("schedule '{}' does not fit {} for {}: {}", to_string(s),
+                                  target.limits.name, to_string(p), fmt::join(reasons, "; ")));
+    st.finish(target.limits.name);
+  }
+  PackedFormat f;
+  {
+    Step st(4, "pack", &b.step_log);
+    f = pack_format(a, p, s);
+    st.finish(fmt::format("{} packed nonzeros ({} real), {} block tasks", f.stats.nnz_padded,
+                          f.stats.nnz, f.stats.block_tasks));
+  }
+  {
+    Step st(5, "values", &b.step_log);
+    check_value_range(a, p.dtype);
+    b.values = to_device_values(f.values, p.dtype);
+    b.col_idx = std::move(f.col_idx);
+    st.finish(fmt::format("{} bytes of {}", b.values.size(), to_string(p.dtype)));
+  }
+  {
+    Step st(6, "emit", &b.step_log);
+    b.kernel = codegen::emit_general_sparse(p, s, f);
+    st.finish(fmt::format("{} lines, {} parameters", std::count(b.kernel.source.begin(),
+                                                                b.kernel.source.end(), '\n'),
+                          b.kernel.signature.params.size()));
+  }
+  {
+    Step st(7, "nvrtc", &b.step_log);
+    nvrtc::CompileOptions o;
+    o.arch = target.arch;
+    o.headers = b.kernel.headers;
+    o.program_name = "sparsegen_general.cu";
+    o.line_info = line_info;
+    b.compiled = nvrtc::compile(b.kernel.source, o);
+    st.finish(fmt::format("{} {}, {} bytes", b.compiled.arch, b.compiled.is_cubin ? "cubin" : "PTX",
+                          b.compiled.image.size()));
+  }
+  return b;
+}
+
+KernelBuild build_kernel(const CsrMatrix& a, const KernelRequest& req,
+                         const CompileTarget& target) {
+  std::vector<std::string> log;
+  Problem p;
+  {
+    Step st(1, "problem", &log);
+    p = make_problem(a, req);
+    st.finish(to_string(p));
+  }
+  Schedule s;
+  std::string why;
+  {
+    Step st(2, "schedule", &log);
+    s = choose_schedule(p, a, req, target, &why);
+    st.finish(to_string(s));
+  }
+  KernelBuild b = build_kernel(a, p, s, target, req.line_info);
+  b.schedule_reason = std::move(why);
+  log.insert(log.end(), b.step_log.begin(), b.step_log.end());
+  b.step_log = std::move(log);
+  return b;
+}
+
+// ---- CompiledKernel ------------------------------------------------------------------------
+
+struct CompiledKernel::Impl {
+  // Declaration order = reverse destruction order: the context outlives module and buffers.
+  std::shared_ptr<cuda::Context> ctx;
+  KernelBuild build;
+  std::unique_ptr<cuda::Module> module;
+  CUfunction kernel = nullptr;
+  CUfunction prologue = nullptr;
+  cuda::DeviceBuffer values;
+  cuda::DeviceBuffer col_idx;
+  std::vector<cuda::DeviceBuffer> tables;  // one per parameter (empty for non-tables)
+  int registers = 0;
+};
+
+namespace {
+
+cuda::DeviceBuffer upload_bytes(const void* data, size_t bytes) {
+  if (bytes == 0) return {};
+  cuda::DeviceBuffer buf(bytes);
+  buf.upload(data, bytes);
+  return buf;
+}
+
+template <class T>
+cuda::DeviceBuffer upload_vector(const std::vector<T>& v) {
+  return upload_bytes(v.data(), v.size() * sizeof(T));
+}
+
+cuda::LaunchConfig config_of(const codegen::LaunchShape& s, CUstream stream) {
+  cuda::LaunchConfig c;
+  c.grid.x = static_cast<unsigned>(s.grid_x);
+  c.grid.y = static_cast<unsigned>(s.grid_y);
+  c.block.x = static_cast<unsigned>(s.block_threads);
+  c.stream = stream;
+  return c;
+}
+
+}  // namespace
+
+CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild build)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& k = *impl_;
+  k.ctx = std::move(ctx);
+  k.build = std::move(build);
+  const codegen::KernelSignature& sig = k.build.kernel.signature;
+  {
+    Step st(8, "load", &k.build.step_log);
+    k.module = std::make_unique<cuda::Module>(k.build.compiled.image);
+    k.kernel = k.module->function(sig.kernel_name);
+    if (!sig.prologue_name.empty()) k.prologue = k.module->function(sig.prologue_name);
+    k.registers = cuda::function_attribute(k.kernel, CU_FUNC_ATTRIBUTE_NUM_REGS);
+    st.finish(fmt::format("{} registers/thread", k.registers));
+  }
+  {
+    Step st(9, "upload", &k.build.step_log);
+    size_t bytes = 0;
+    k.values = upload_vector(k.build.values);
+    k.col_idx = upload_vector(k.build.col_idx);
+    bytes += k.values.bytes() + k.col_idx.bytes();
+    k.tables.resize(sig.params.size());
+    for (size_t i = 0; i < sig.params.size(); ++i) {
+      const codegen::KernelParam& prm = sig.params[i];
+      switch (prm.kind) {
+        case codegen::ParamKind::I32Table:
+          k.tables[i] = upload_vector(narrow_table<int32_t>(prm.data));
+          break;
+        case codegen::ParamKind::I16Table:
+          k.tables[i] = upload_vector(narrow_table<int16_t>(prm.data));
+          break;
+        case codegen::ParamKind::I8Table:
+          k.tables[i] = upload_vector(narrow_table<int8_t>(prm.data));
+          break;
+        case codegen::ParamKind::U32Table:
+          k.tables[i] = upload_vector(narrow_table<uint32_t>(prm.data));
+          break;
+        default:
+          break;
+      }
+      bytes += k.tables[i].bytes();
+    }
+    st.finish(fmt::format("{} bytes", bytes));
+  }
+  // The host copies are on the device now; keep the signature (tables) and source for queries.
+  k.build.values = {};
+  k.build.col_idx = {};
+  k.build.compiled.image = {};
+}
+
+CompiledKernel::~CompiledKernel() = default;
+CompiledKernel::CompiledKernel(CompiledKernel&&) noexcept = default;
+CompiledKernel& CompiledKernel::operator=(CompiledKernel&&) noexcept = default;
+
+void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
+                         CUstream stream) const {
+  const Impl& k = *impl_;
+  const Problem& p = k.build.problem;
+  const codegen::KernelSignature& sig = k.build.kernel.signature;
+  if (p.m == 0 || p.n == 0) return;  // C has no elements
+  if (k.prologue != nullptr) {
+    CUdeviceptr pc = c;
+    float pbeta = beta;
+    cuda::launch_kernel(k.prologue, config_of(sig.prologue_launch, stream), pc, pbeta);
+  }
+  if (sig.empty_grid()) {
+    // With M*N > 0 only the Atomic output mode (rows split across blocks) can leave no block
+    // task (nnz == 0): its prologue above has applied C = beta*C. A Store kernel always has a
+    // task per row.
+    SG_ASSERT(k.prologue != nullptr, "empty grid without a prologue for " + to_string(p));
+    return;
+  }
+  std::vector<CUdeviceptr> ptrs(sig.params.size(), 0);
+  std::vector<void*> args(sig.params.size() + 1, nullptr);
+  for (size_t i = 0; i < sig.params.size(); ++i) {
+    switch (sig.params[i].kind) {
+      case codegen::ParamKind::Values:
+        ptrs[i] = k.values.ptr();
+        args[i] = &ptrs[i];
+        break;
+      case codegen::ParamKind::ColIdx:
+        ptrs[i] = k.col_idx.ptr();
+        args[i] = &ptrs[i];
+        break;
+      case codegen::ParamKind::B:
+        ptrs[i] = b;
+        args[i] = &ptrs[i];
+        break;
+      case codegen::ParamKind::C:
+        ptrs[i] = c;
+        args[i] = &ptrs[i];
+        break;
+      case codegen::ParamKind::Alpha:
+        args[i] = &alpha;
+        break;
+      case codegen::ParamKind::Beta:
+        args[i] = &beta;
+        break;
+      default:
+        ptrs[i] = k.tables[i].ptr();
+        args[i] = &ptrs[i];
+        break;
+    }
+  }
+  cuda::launch(k.kernel, config_of(sig.launch, stream), args.data());
+}
+
+const Problem& CompiledKernel::problem() const { return impl_->build.problem; }
+const Schedule& CompiledKernel::schedule() const { return impl_->build.schedule; }
+const std::string& CompiledKernel::schedule_reason() const { return impl_->build.schedule_reason; }
+const codegen::KernelSignature& CompiledKernel::signature() const {
+  return impl_->build.kernel.signature;
+}
+const std::string& CompiledKernel::source() const { return impl_->build.kernel.source; }
+const CompileTarget& CompiledKernel::target() const { return impl_->build.target; }
+double CompiledKernel::compile_ms() const { return impl_->build.compiled.compile_ms; }
+int CompiledKernel::registers() const { return impl_->registers; }
+
+}  // namespace sparsegen

@@ -1,0 +1,144 @@
+// The compilation pipeline: one straight sequence of steps from a matrix to a launchable kernel.
+//
+//   1 problem     (matrix, N, dtype, layouts) -> Problem          make_problem
+//   2 schedule    --schedule SPEC, else the first enumerated one   choose_schedule
+//   3 verify      hardware limits of the target device             (reasons -> UserError)
+//   4 pack        PackedFormat (offsets, padded values, bitmaps)   pack_format
+//   5 values      fp32 master -> problem dtype; out-of-range values are a UserError naming the
+//                 count and the first (row, col), never a silent inf
+//   6 emit        CUDA source + KernelSignature                    emit_general_sparse
+//   7 nvrtc       cubin for the device's own sm_XY (PTX for compute_90 without a GPU)
+//   --- steps 1-7 need no GPU (build_kernel); steps 8-9 do (CompiledKernel) ---
+//   8 load        module load, function lookup
+//   9 upload      values, column indices and offset tables to device memory
+//   then run():   prologue (C = beta*C) when present, then the kernel; an empty grid is not
+//                 launched, but C = beta*C is still applied.
+//
+// With SPARSEGEN_DEBUG=1 every step logs one line to stderr with its duration, e.g.
+//   sparsegen: [pipeline] 7/9 nvrtc     312.4 ms  sm_90 cubin, 18432 bytes
+//
+//   KernelBuild b = build_kernel(a, {.n = 32, .dtype = DType::F16}, detect_target());
+//   auto ctx = std::make_shared<cuda::Context>(0);
+//   CompiledKernel k(ctx, std::move(b));
+//   k.run(dB, dC, 1.0f, 0.0f, stream);   // as often as needed, any B/C/alpha/beta
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/general_sparse.h"
+#include "ir/device_limits.h"
+#include "ir/dtype.h"
+#include "ir/problem.h"
+#include "ir/schedule.h"
+#include "ir/sparse_matrix.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/nvrtc_compiler.h"
+
+namespace sparsegen {
+
+// What to compile for.
+struct CompileTarget {
+  std::string arch = "compute_90";  // NVRTC architecture: "sm_XY" (cubin) or "compute_XY" (PTX)
+  DeviceLimits limits = DeviceLimits::sm90();
+  bool has_gpu = false;
+  std::string device_name = "none";
+};
+
+// The target of device `ordinal` when a GPU is present (sm_XY of its compute capability, or PTX
+// for the newest architecture NVRTC knows when the device is newer than NVRTC, limits from the
+// device query); else PTX for compute_90 with sm_90 limits. Never throws.
+CompileTarget detect_target(int ordinal = 0);
+// Hardware limits of a queried device, for the verifier and the enumerator.
+DeviceLimits device_limits(const cuda::DeviceInfo& info);
+
+struct KernelRequest {
+  int64_t n = 1;
+  DType dtype = DType::F32;
+  Layout b_layout = Layout::RowMajor;
+  Layout c_layout = Layout::RowMajor;
+  // Schedule SPEC (ir/schedule.h). Empty: the first schedule of the enumeration (the reduction
+  // rule's pick comes first). The cost model replaces this default in a later issue.
+  std::string schedule;
+  // Names the flag in messages ("--schedule"): API callers get "schedule".
+  std::string schedule_flag = "schedule";
+  bool line_info = false;  // -lineinfo, for compute-sanitizer and profilers
+};
+
+// Step 1. N == 1 with row-major B and C is the SpMV problem; everything else SpMM. Throws
+// UserError naming the bad field (negative N, dimensions beyond the kernels' 32-bit indices).
+Problem make_problem(const CsrMatrix& a, const KernelRequest& req);
+
+// Step 2 (+3): the schedule for the problem. `why` (optional) receives a short explanation
+// ("given by --schedule", "first of 212 enumerated; the row-length rule prefers ..."). Throws
+// UserError naming the field of a bad SPEC, the reasons an illegal one is refused, or saying that
+// no schedule is valid.
+Schedule choose_schedule(const Problem& p, const CsrMatrix& a, const KernelRequest& req,
+                         const CompileTarget& target, std::string* why = nullptr);
+
+// Step 5's check on its own: throws UserError when finite values of A lie outside the range of
+// `dtype`, naming how many and the first one's (row, col) (1-based, as in the file) and value.
+// NaN and Inf pass (the reader reported them at load).
+void check_value_range(const CsrMatrix& a, DType dtype);
+
+// Everything steps 1-7 produce; no GPU involved, so it can be built on any thread.
+struct KernelBuild {
+  Problem problem;
+  Schedule schedule;
+  std::string schedule_reason;
+  CompileTarget target;
+  codegen::GeneratedKernel kernel;       // source, headers, signature (tables included)
+  std::vector<char> values;              // packed values in the problem dtype (raw bytes)
+  std::vector<int32_t> col_idx;          // packed column indices
+  nvrtc::CompileResult compiled;         // cubin or PTX
+  int64_t nnz = 0;                       // real nonzeros of A
+  std::vector<std::string> step_log;     // "verify 0.02 ms", one per step
+};
+
+// Steps 1-7 with a given schedule (no enumeration).
+KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
+                         const CompileTarget& target, bool line_info = false);
+// Steps 1-7: problem and schedule from the request.
+KernelBuild build_kernel(const CsrMatrix& a, const KernelRequest& req,
+                         const CompileTarget& target);
+
+// A kernel on the GPU (steps 8-9): module, functions and device tables. One object serves any
+// number of runs with different B, C, alpha, beta and streams. Needs the context it was built
+// under to be current on the calling thread (cuda::Context::make_current()).
+class CompiledKernel {
+ public:
+  // Precondition: build.target.arch is one this device can load (detect_target()).
+  CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild build);
+  ~CompiledKernel();
+  CompiledKernel(CompiledKernel&&) noexcept;
+  CompiledKernel& operator=(CompiledKernel&&) noexcept;
+  CompiledKernel(const CompiledKernel&) = delete;
+  CompiledKernel& operator=(const CompiledKernel&) = delete;
+
+  // C = alpha * A * B + beta * C on `stream` (asynchronous). B: K*N values of the problem dtype,
+  // C: M*N, in the problem's layouts. When beta == 0 C is not read (NaN in C is overwritten).
+  // Degenerate problems launch nothing invalid: M*N == 0 does nothing; an empty grid only
+  // applies C = beta*C.
+  void run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta, CUstream stream = nullptr) const;
+
+  const Problem& problem() const;
+  const Schedule& schedule() const;
+  const std::string& schedule_reason() const;
+  const codegen::KernelSignature& signature() const;
+  const std::string& source() const;
+  const CompileTarget& target() const;
+  double compile_ms() const;
+  // Registers per thread of the main kernel as the driver reports them (0 when none is loaded).
+  int registers() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// True when SPARSEGEN_DEBUG=1 (read once).
+bool debug_logging();
+
+}  // namespace sparsegen

@@ -1,0 +1,94 @@
+#include "sparsegen/sparsegen.h"
+
+#include <fmt/format.h>
+
+#include <optional>
+
+#include "compiler/pipeline.h"
+#include "ir/schedule.h"
+
+namespace sparsegen {
+
+struct Kernel::Impl {
+  std::shared_ptr<CompiledKernel> gpu;  // set when compiled on a device
+  std::optional<KernelBuild> offline;   // set for Runtime::offline kernels
+  const KernelBuild* build() const { return offline ? &*offline : nullptr; }
+};
+
+struct Runtime::Impl {
+  std::shared_ptr<cuda::Context> ctx;  // null offline
+  CompileTarget target;
+};
+
+Kernel::Kernel(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+Kernel::~Kernel() = default;
+
+void Kernel::run(const void* b, void* c, float alpha, float beta, void* stream) const {
+  if (!impl_->gpu)
+    throw CudaError("kernel was compiled offline (Runtime::offline) and cannot run", "run",
+                    CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE");
+  impl_->gpu->run(reinterpret_cast<CUdeviceptr>(b), reinterpret_cast<CUdeviceptr>(c), alpha, beta,
+                  static_cast<CUstream>(stream));
+}
+
+const Problem& Kernel::problem() const {
+  return impl_->gpu ? impl_->gpu->problem() : impl_->build()->problem;
+}
+std::string Kernel::schedule() const {
+  return to_string(impl_->gpu ? impl_->gpu->schedule() : impl_->build()->schedule);
+}
+std::string Kernel::schedule_reason() const {
+  return impl_->gpu ? impl_->gpu->schedule_reason() : impl_->build()->schedule_reason;
+}
+std::string Kernel::arch() const {
+  return impl_->gpu ? impl_->gpu->target().arch : impl_->build()->target.arch;
+}
+const std::string& Kernel::cuda_source() const {
+  return impl_->gpu ? impl_->gpu->source() : impl_->build()->kernel.source;
+}
+bool Kernel::runnable() const { return impl_->gpu != nullptr; }
+
+Runtime::Runtime(int ordinal) {
+  std::string why;
+  if (!cuda::driver_available(&why))
+    throw CudaError("no usable GPU: " + why, "cuInit", CUDA_ERROR_NO_DEVICE,
+                    "CUDA_ERROR_NO_DEVICE");
+  auto impl = std::make_shared<Impl>();
+  impl->ctx = std::make_shared<cuda::Context>(ordinal);
+  impl->target = detect_target(ordinal);
+  impl_ = std::move(impl);
+}
+
+Runtime::Runtime(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+
+Runtime Runtime::offline(const std::string& arch) {
+  auto impl = std::make_shared<Impl>();
+  impl->target.arch = arch;
+  impl->target.device_name = "none (offline)";
+  return Runtime(std::move(impl));
+}
+
+Runtime::~Runtime() = default;
+
+const std::string& Runtime::device_name() const { return impl_->target.device_name; }
+
+Kernel Runtime::spmm(const CsrMatrix& a, int64_t n, const SpmmOptions& options) const {
+  KernelRequest req;
+  req.n = n;
+  req.dtype = options.dtype;
+  req.b_layout = options.b_layout;
+  req.c_layout = options.c_layout;
+  req.schedule = options.schedule;
+  req.schedule_flag = "schedule";
+  KernelBuild build = build_kernel(a, req, impl_->target);
+  auto k = std::make_shared<Kernel::Impl>();
+  if (impl_->ctx) {
+    impl_->ctx->make_current();
+    k->gpu = std::make_shared<CompiledKernel>(impl_->ctx, std::move(build));
+  } else {
+    k->offline = std::move(build);
+  }
+  return Kernel(std::move(k));
+}
+
+}  // namespace sparsegen
