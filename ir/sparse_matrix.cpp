@@ -55,8 +55,12 @@ void Triplets::reserve(size_t n, bool complex) {
   if (complex) imag.reserve(n);
 }
 
+// Values are scattered into their row buckets directly (no index array), rows that are already
+// sorted are not sorted again, short rows use an insertion sort and long rows one reused scratch
+// buffer. The first duplicate's input position is found by one rescan, only when there is one, so
+// no per-entry position is stored.
 CsrMatrix canonicalize(Triplets&& t, ValueField field, DuplicatePolicy policy,
-                       const EntryLocator& locate, Diagnostics& diag) {
+                            const EntryLocator& locate, Diagnostics& diag) {
   const size_t n = t.size();
   const bool complex = !t.imag.empty();
   CsrMatrix m;
@@ -64,52 +68,109 @@ CsrMatrix canonicalize(Triplets&& t, ValueField field, DuplicatePolicy policy,
   m.cols = t.cols;
   m.field = field;
 
-  // Counting sort by row, stable in input order, so "first duplicate" means first in the file.
+  // 1. Bucket by row, stable in input order.
   std::vector<int64_t> start(static_cast<size_t>(t.rows) + 1, 0);
   for (size_t i = 0; i < n; ++i) ++start[static_cast<size_t>(t.row[i]) + 1];
   std::partial_sum(start.begin(), start.end(), start.begin());
-  std::vector<int64_t> order(n);
+  m.col_idx.resize(n);
+  m.values.resize(n);
+  if (complex) m.imag.resize(n);
   {
     std::vector<int64_t> fill(start.begin(), start.end() - 1);
-    for (size_t i = 0; i < n; ++i) order[static_cast<size_t>(fill[t.row[i]]++)] = static_cast<int64_t>(i);
+    for (size_t i = 0; i < n; ++i) {
+      const auto k = static_cast<size_t>(fill[static_cast<size_t>(t.row[i])]++);
+      m.col_idx[k] = t.col[i];
+      m.values[k] = t.val[i];
+      if (complex) m.imag[k] = t.imag[i];
+    }
   }
 
+  // 2. Per row: stable sort by column (skipped when already sorted), then merge duplicates.
+  struct Item {
+    int32_t col;
+    float re, im;
+  };
+  std::vector<Item> scratch;
+  int64_t out = 0, dup_count = 0, dup_row = -1;
+  int32_t dup_col = 0;
+  int64_t dup_rank = 0;  // the first duplicate is occurrence dup_rank (0-based) of its (row, col)
   m.row_ptr.assign(static_cast<size_t>(t.rows) + 1, 0);
-  m.col_idx.reserve(n);
-  m.values.reserve(n);
-  if (complex) m.imag.reserve(n);
-
-  int64_t dup_count = 0;
-  size_t dup_first = 0;
   for (int64_t r = 0; r < t.rows; ++r) {
-    auto b = order.begin() + start[r], e = order.begin() + start[r + 1];
-    // Stable: equal columns keep file order, so duplicates sum in file order.
-    std::stable_sort(b, e, [&](int64_t a, int64_t c) { return t.col[a] < t.col[c]; });
-    for (auto it = b; it != e; ++it) {
-      size_t i = static_cast<size_t>(*it);
-      if (it != b && t.col[i] == m.col_idx.back()) {
-        if (dup_count == 0) dup_first = i;
-        ++dup_count;
-        if (policy == DuplicatePolicy::Error)
-          throw UserError(locate(i), fmt::format("duplicate entry ({}, {}) (1-based); --strict "
-                                                 "forbids duplicates",
-                                                 r + 1, t.col[i] + 1));
-        m.values.back() += t.val[i];
-        if (complex) m.imag.back() += t.imag[i];
+    const auto b = static_cast<size_t>(start[static_cast<size_t>(r)]);
+    const auto e = static_cast<size_t>(start[static_cast<size_t>(r) + 1]);
+    bool sorted = true;
+    for (size_t k = b + 1; k < e && sorted; ++k) sorted = m.col_idx[k - 1] < m.col_idx[k];
+    if (!sorted) {
+      scratch.clear();
+      for (size_t k = b; k < e; ++k)
+        scratch.push_back({m.col_idx[k], m.values[k], complex ? m.imag[k] : 0.0f});
+      if (scratch.size() <= 32) {  // insertion sort: stable, fast for short rows
+        for (size_t i = 1; i < scratch.size(); ++i) {
+          Item x = scratch[i];
+          size_t j = i;
+          while (j > 0 && scratch[j - 1].col > x.col) {
+            scratch[j] = scratch[j - 1];
+            --j;
+          }
+          scratch[j] = x;
+        }
+      } else {
+        std::stable_sort(scratch.begin(), scratch.end(),
+                         [](const Item& x, const Item& y) { return x.col < y.col; });
+      }
+      for (size_t k = b; k < e; ++k) {
+        m.col_idx[k] = scratch[k - b].col;
+        m.values[k] = scratch[k - b].re;
+        if (complex) m.imag[k] = scratch[k - b].im;
+      }
+    }
+    // Compact into [out, ...), summing duplicates in file order.
+    const int64_t row_begin = out;
+    int64_t run = 0;  // occurrences so far of the current column
+    for (size_t k = b; k < e; ++k) {
+      const auto o = static_cast<size_t>(out);
+      if (out > row_begin && m.col_idx[k] == m.col_idx[o - 1]) {
+        ++run;
+        if (dup_count++ == 0) {
+          dup_row = r;
+          dup_col = m.col_idx[k];
+          dup_rank = run;
+          if (policy == DuplicatePolicy::Error) break;
+        }
+        m.values[o - 1] += m.values[k];
+        if (complex) m.imag[o - 1] += m.imag[k];
         continue;
       }
-      m.col_idx.push_back(t.col[i]);
-      m.values.push_back(t.val[i]);
-      if (complex) m.imag.push_back(t.imag[i]);
+      run = 0;
+      m.col_idx[o] = m.col_idx[k];
+      m.values[o] = m.values[k];
+      if (complex) m.imag[o] = m.imag[k];
+      ++out;
     }
-    m.row_ptr[static_cast<size_t>(r) + 1] = static_cast<int64_t>(m.col_idx.size());
+    if (dup_count > 0 && policy == DuplicatePolicy::Error) break;
+    m.row_ptr[static_cast<size_t>(r) + 1] = out;
   }
   if (dup_count > 0) {
-    diag.warn_n(WarningKind::DuplicateEntry, dup_count, locate(dup_first),
-                fmt::format("entry ({}, {}) listed again; values summed", t.row[dup_first] + 1,
-                            t.col[dup_first] + 1));
+    // Input position of the first duplicate: occurrence dup_rank of (dup_row, dup_col) in t.
+    size_t first = 0;
+    for (int64_t seen = -1; first < n; ++first)
+      if (t.row[first] == dup_row && t.col[first] == dup_col && ++seen == dup_rank) break;
+    if (policy == DuplicatePolicy::Error)
+      throw UserError(locate(first), fmt::format("duplicate entry ({}, {}) (1-based); --strict "
+                                                 "forbids duplicates",
+                                                 dup_row + 1, dup_col + 1));
+    diag.warn_n(WarningKind::DuplicateEntry, dup_count, locate(first),
+                fmt::format("entry ({}, {}) listed again; values summed", dup_row + 1, dup_col + 1));
   }
-  t = Triplets{};  // release input memory early
+  m.col_idx.resize(static_cast<size_t>(out));
+  m.col_idx.shrink_to_fit();
+  m.values.resize(static_cast<size_t>(out));
+  m.values.shrink_to_fit();
+  if (complex) {
+    m.imag.resize(static_cast<size_t>(out));
+    m.imag.shrink_to_fit();
+  }
+  t = Triplets{};
   return m;
 }
 
