@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <numbers>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -109,9 +110,16 @@ void parallel_rows(int64_t rows, int64_t cols, Fn&& fn) {
     return;
   }
   std::vector<std::thread> pool;
+  pool.reserve(static_cast<size_t>(threads));
   const int64_t chunk = (rows + threads - 1) / threads;
-  for (int64_t r0 = 0; r0 < rows; r0 += chunk)
-    pool.emplace_back([&fn, r0, chunk, rows] { fn(r0, std::min(rows, r0 + chunk)); });
+  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
+    const int64_t r1 = std::min(rows, r0 + chunk);
+    try {
+      pool.emplace_back([&fn, r0, r1] { fn(r0, r1); });
+    } catch (const std::system_error&) {
+      fn(r0, r1);  // no thread available: do this range here
+    }
+  }
   for (auto& t : pool) t.join();
 }
 
@@ -458,17 +466,18 @@ DenseMatrix make_llm_weight(int64_t rows, int64_t cols, uint64_t seed) {
   fill_lognormal(col_scale, kColScaleStream, kColSigma);
   w.data.resize(static_cast<size_t>(rows * cols));
   // Rows are independent (one stream each), so threads change the speed, not the result.
-  auto fill_rows = [&](int64_t r0, int64_t r1) {
-    std::vector<float> scaled_col(static_cast<size_t>(cols));  // col scale * row scale * std
+  // Nothing in here allocates or throws (it runs on worker threads).
+  auto fill_rows = [&](int64_t r0, int64_t r1) noexcept {
     for (int64_t r = r0; r < r1; ++r) {
       Xoshiro256 rng(seed, kRowStreamBase + static_cast<uint64_t>(r));
       const double a = row_scale[r] * kWeightStd;
-      for (int64_t c = 0; c < cols; ++c) scaled_col[c] = static_cast<float>(a * col_scale[c]);
       float* out = w.data.data() + r * cols;
+      // The scale first (row scale * column scale * std), then times the normal draw.
+      for (int64_t c = 0; c < cols; ++c) out[c] = static_cast<float>(a * col_scale[c]);
       for (int64_t c = 0; c < cols; c += 2) {
         auto [z0, z1] = rng.normal2();
-        out[c] = z0 * scaled_col[c];
-        if (c + 1 < cols) out[c + 1] = z1 * scaled_col[c + 1];
+        out[c] *= z0;
+        if (c + 1 < cols) out[c + 1] *= z1;
       }
     }
   };
