@@ -279,6 +279,42 @@ TEST_F(Cli, PruneNpy) {
   EXPECT_NE(r.out.find("none.npy"), std::string::npos) << r.out;
 }
 
+// A two-tensor .safetensors written by hand: "a" F32 [4, 8], "b" F32 [2, 4].
+std::string safetensors_two_tensors() {
+  std::vector<float> a(32), b(8);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 13) % 7) - 3.0f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i) + 1.0f;
+  std::string header =
+      R"({"a":{"dtype":"F32","shape":[4,8],"data_offsets":[0,128]},)"
+      R"("b":{"dtype":"F32","shape":[2,4],"data_offsets":[128,160]}})";
+  while (header.size() % 8 != 0) header += ' ';
+  std::string out;
+  for (int i = 0; i < 8; ++i) out += static_cast<char>((header.size() >> (8 * i)) & 0xff);
+  out += header;
+  out.append(reinterpret_cast<const char*>(a.data()), a.size() * sizeof(float));
+  out.append(reinterpret_cast<const char*>(b.data()), b.size() * sizeof(float));
+  return out;
+}
+
+TEST_F(Cli, PruneSafetensorsByTensorName) {
+  const std::string st = write("w.safetensors", safetensors_two_tensors());
+  const std::string out = path("p.safetensors");
+  CliRun r = run("prune " + st + " --tensor a --method row-magnitude --sparsity 0.5 -o " + out);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("4 x 8, nnz 16"), std::string::npos) << r.out;
+  nlohmann::json j = parse(run("inspect --json " + out, false));
+  EXPECT_EQ(j["features"]["row_uniform"], true);
+  EXPECT_EQ(j["features"]["row_min"], 4);
+
+  r = run("prune " + st + " --tensor b --method magnitude --sparsity 0.25 -o " + out);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("2 x 4, nnz 6"), std::string::npos) << r.out;
+
+  r = run("prune " + st + " --tensor nope --method magnitude --sparsity 0.5 -o " + out);
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("nope"), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, BundledExampleInspects) {
   const std::string ex =
       std::string(SPARSEGEN_SOURCE_DIR) + "/examples/llm_512x128_magnitude80.mtx";
