@@ -132,13 +132,20 @@ int max_per_group(const CsrMatrix& m) {
 
 int max_per_group(const CsrMatrix& m, int w) {
   switch (w) {
-    case 4: return max_per_group<4>(m);
-    case 6: return max_per_group<6>(m);
-    case 8: return max_per_group<8>(m);
-    case 10: return max_per_group<10>(m);
-    case 12: return max_per_group<12>(m);
-    case 14: return max_per_group<14>(m);
-    case 16: return max_per_group<16>(m);
+    case 4:
+      return max_per_group<4>(m);
+    case 6:
+      return max_per_group<6>(m);
+    case 8:
+      return max_per_group<8>(m);
+    case 10:
+      return max_per_group<10>(m);
+    case 12:
+      return max_per_group<12>(m);
+    case 14:
+      return max_per_group<14>(m);
+    case 16:
+      return max_per_group<16>(m);
   }
   SG_ASSERT(false, "max_per_group: width not instantiated");
   return 0;
@@ -285,8 +292,8 @@ std::string format_table(const MatrixFeatures& f) {
                                  f.row_mean, f.row_max, f.row_std, f.row_cv));
   line("row percentiles", fmt::format("p50 {}  p90 {}  p99 {}", f.row_p50, f.row_p90, f.row_p99));
   line("empty rows", fmt::format("{}", f.empty_rows));
-  line("column length", fmt::format("max {}  cv {:.4g}  empty columns {}", f.col_max, f.col_cv,
-                                    f.empty_cols));
+  line("column length",
+       fmt::format("max {}  cv {:.4g}  empty columns {}", f.col_max, f.col_cv, f.empty_cols));
   line("segments per row", fmt::format("{:.4g} ({}-column segments; {:.4g}x the minimum)",
                                        f.segments_per_row, kSegmentCols, f.segment_ratio));
   line("column gap", fmt::format("mean {:.4g}  consecutive pairs {:.2f}%", f.mean_col_gap,

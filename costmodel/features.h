@@ -35,8 +35,8 @@ struct MatrixFeatures {
   int64_t row_min = 0;
   int64_t row_max = 0;
   double row_mean = 0;
-  double row_std = 0;  // population standard deviation
-  double row_cv = 0;   // row_std / row_mean (0 when row_mean == 0)
+  double row_std = 0;   // population standard deviation
+  double row_cv = 0;    // row_std / row_mean (0 when row_mean == 0)
   int64_t row_p50 = 0;  // nearest-rank percentiles
   int64_t row_p90 = 0;
   int64_t row_p99 = 0;

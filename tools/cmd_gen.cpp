@@ -49,7 +49,8 @@ struct PruneCmdArgs {
 enum class OutKind { Container, MatrixMarket };
 
 bool ends_with(const std::string& s, std::string_view suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 // Decided before any work, so a typo in -o does not cost a generation run.
@@ -60,22 +61,22 @@ OutKind out_kind(const std::string& out) {
     throw UserError(fmt::format("-o {}: directory {} does not exist", out, dir.string()));
   if (ends_with(out, ".safetensors")) return OutKind::Container;
   if (ends_with(out, ".mtx")) return OutKind::MatrixMarket;
-  throw UserError(fmt::format("-o {}: expected a .safetensors (sparsegen CSR container) or .mtx "
-                              "(Matrix Market) file name",
-                              out));
+  throw UserError(
+      fmt::format("-o {}: expected a .safetensors (sparsegen CSR container) or .mtx "
+                  "(Matrix Market) file name",
+                  out));
 }
 
 PruneSpec spec_from(const PruneArgs& a) {
   PruneSpec s;
   auto method = parse_prune_method(a.method);
   if (!method)
-    throw UserError(
-        fmt::format("--method {}: expected one of {}", a.method, prune_method_names()));
+    throw UserError(fmt::format("--method {}: expected one of {}", a.method, prune_method_names()));
   s.method = *method;
   s.seed = a.seed;
   if (!a.nm.empty() && s.method != PruneMethod::NM)
-    throw UserError(fmt::format("--nm {} is only used with --method nm (got --method {})", a.nm,
-                                a.method));
+    throw UserError(
+        fmt::format("--nm {} is only used with --method nm (got --method {})", a.nm, a.method));
   if (a.block && s.method != PruneMethod::Block)
     throw UserError(fmt::format("--block {} is only used with --method block (got --method {})",
                                 *a.block, a.method));
@@ -100,11 +101,14 @@ PruneSpec spec_from(const PruneArgs& a) {
 // "magnitude 0.5", "nm 2:4", "block 0.6 (16x16)", "random 0.5 (seed 3)".
 std::string describe(const PruneSpec& s) {
   switch (s.method) {
-    case PruneMethod::NM: return fmt::format("nm {}:{}", s.n, s.m);
+    case PruneMethod::NM:
+      return fmt::format("nm {}:{}", s.n, s.m);
     case PruneMethod::Block:
       return fmt::format("block {:g} ({}x{} blocks)", s.sparsity, s.block, s.block);
-    case PruneMethod::Random: return fmt::format("random {:g} (seed {})", s.sparsity, s.seed);
-    default: return fmt::format("{} {:g}", to_string(s.method), s.sparsity);
+    case PruneMethod::Random:
+      return fmt::format("random {:g} (seed {})", s.sparsity, s.seed);
+    default:
+      return fmt::format("{} {:g}", to_string(s.method), s.sparsity);
   }
 }
 
@@ -181,8 +185,9 @@ void run_gen(const GenArgs& a) {
   CsrMatrix m = prune(w, spec);
   const double t_prune = seconds_since(t1);
   w = DenseMatrix{};  // release the dense weight before writing
-  m.source = fmt::format("sparsegen gen --shape {}x{} {}{}", rows, cols, spec_flags(spec),
-                         spec.method == PruneMethod::Random ? "" : fmt::format(" --seed {}", a.p.seed));
+  m.source =
+      fmt::format("sparsegen gen --shape {}x{} {}{}", rows, cols, spec_flags(spec),
+                  spec.method == PruneMethod::Random ? "" : fmt::format(" --seed {}", a.p.seed));
   auto t2 = std::chrono::steady_clock::now();
   write_out(m, a.p.out, kind);
   print_summary(a.p.out, m, spec,
@@ -211,14 +216,13 @@ void run_prune(const PruneCmdArgs& a) {
 }
 
 void add_prune_flags(CLI::App* cmd, PruneArgs& p) {
-  cmd->add_option("--method", p.method,
-                  "pruning method: " + prune_method_names())
-      ->required();
+  cmd->add_option("--method", p.method, "pruning method: " + prune_method_names())->required();
   cmd->add_option("--sparsity", p.sparsity,
                   "fraction of entries removed, in [0, 1) (implied by --nm for --method nm)");
   cmd->add_option("--nm", p.nm, "N:M pattern for --method nm, e.g. 2:4, 4:6, 6:8, 8:10, 14:16");
   cmd->add_option("--block", p.block, "block edge B for --method block (default 4)");
-  cmd->add_option("--seed", p.seed, "seed of the weight generator and random selection (default 0)");
+  cmd->add_option("--seed", p.seed,
+                  "seed of the weight generator and random selection (default 0)");
   cmd->add_option("-o,--output", p.out, "output file: .safetensors (CSR container) or .mtx")
       ->required();
 }

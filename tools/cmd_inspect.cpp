@@ -71,8 +71,8 @@ constexpr WarningKind kAllWarnings[] = {WarningKind::DuplicateEntry, WarningKind
                                         WarningKind::OutOfRange, WarningKind::PrecisionLoss,
                                         WarningKind::PatternValues};
 
-nlohmann::json report_json(const InspectArgs& args, const LoadedMatrix& lm,
-                           const MatrixFeatures& f, const std::vector<RangeCheck>& ranges) {
+nlohmann::json report_json(const InspectArgs& args, const LoadedMatrix& lm, const MatrixFeatures& f,
+                           const std::vector<RangeCheck>& ranges) {
   const CsrMatrix& m = lm.matrix;
   nlohmann::json j;
   j["file"] = args.file;
@@ -162,8 +162,9 @@ void run_inspect(const InspectArgs& args) {
 void register_inspect(CLI::App& app) {
   auto args = std::make_shared<InspectArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "inspect", "Load a matrix (.mtx, .smtx, .safetensors, .npy) with full validation and print "
-                 "its structure, features and warnings");
+      "inspect",
+      "Load a matrix (.mtx, .smtx, .safetensors, .npy) with full validation and print "
+      "its structure, features and warnings");
   cmd->add_option("file", args->file, "matrix file")->required();
   cmd->add_flag("--json", args->json, "print the report as JSON");
   cmd->add_flag("--strict", args->strict, "treat duplicate entries as an error");

@@ -66,7 +66,7 @@ class Xoshiro256 {
 // Stream ids (arbitrary distinct constants).
 constexpr uint64_t kRowScaleStream = 0x524f575343414c45ULL;  // "ROWSCALE"
 constexpr uint64_t kColScaleStream = 0x434f4c5343414c45ULL;  // "COLSCALE"
-constexpr uint64_t kRowStreamBase = 0x100000000ULL;           // + row index
+constexpr uint64_t kRowStreamBase = 0x100000000ULL;          // + row index
 constexpr uint64_t kSelectStream = 0x53454c4543543030ULL;    // "SELECT00"
 
 // Log-normal scale sigmas for make_llm_weight. Chosen so that 50% per-tensor magnitude pruning
@@ -83,7 +83,9 @@ constexpr double kColSigma = 0.25;
 constexpr double kWeightStd = 0.02;
 
 // |w| as ordered bits: for non-negative floats (including +inf) the IEEE bit pattern is monotone.
-inline uint32_t mag_bits(float v) { return std::bit_cast<uint32_t>(v) & 0x7fffffffu; }
+inline uint32_t mag_bits(float v) {
+  return std::bit_cast<uint32_t>(v) & 0x7fffffffu;
+}
 constexpr uint32_t kInfBits = 0x7f800000u;
 
 void check_no_nan(const DenseMatrix& w) {
@@ -105,7 +107,8 @@ template <typename Fn>
 void parallel_rows(int64_t rows, int64_t cols, Fn&& fn) {
   const int64_t work = rows * cols;
   const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  const int64_t threads = std::clamp<int64_t>(work / (int64_t{1} << 20), 1, std::min<int64_t>(hw, 32));
+  const int64_t threads =
+      std::clamp<int64_t>(work / (int64_t{1} << 20), 1, std::min<int64_t>(hw, 32));
   if (threads == 1) {
     fn(int64_t{0}, rows);
     return;
@@ -323,9 +326,10 @@ void prune_nm(const DenseMatrix& w, int n, int m, int64_t nnz, CsrMatrix& out) {
 
 void check_block_shape(int64_t rows, int64_t cols, int block) {
   if (rows % block != 0 || cols % block != 0)
-    throw UserError(fmt::format("--block {}: the weight's shape {}x{} is not a multiple of {} in "
-                                "both dimensions",
-                                block, rows, cols, block));
+    throw UserError(
+        fmt::format("--block {}: the weight's shape {}x{} is not a multiple of {} in "
+                    "both dimensions",
+                    block, rows, cols, block));
 }
 
 void prune_block(const DenseMatrix& w, int block, int64_t keep_blocks, CsrMatrix& out) {
@@ -362,19 +366,23 @@ void prune_block(const DenseMatrix& w, int block, int64_t keep_blocks, CsrMatrix
 
 std::string_view to_string(PruneMethod m) {
   switch (m) {
-    case PruneMethod::Random: return "random";
-    case PruneMethod::Magnitude: return "magnitude";
-    case PruneMethod::RowMagnitude: return "row-magnitude";
-    case PruneMethod::NM: return "nm";
-    case PruneMethod::Block: return "block";
+    case PruneMethod::Random:
+      return "random";
+    case PruneMethod::Magnitude:
+      return "magnitude";
+    case PruneMethod::RowMagnitude:
+      return "row-magnitude";
+    case PruneMethod::NM:
+      return "nm";
+    case PruneMethod::Block:
+      return "block";
   }
   return "unknown";
 }
 
 namespace {
 constexpr std::array kAllMethods = {PruneMethod::Random, PruneMethod::Magnitude,
-                                    PruneMethod::RowMagnitude, PruneMethod::NM,
-                                    PruneMethod::Block};
+                                    PruneMethod::RowMagnitude, PruneMethod::NM, PruneMethod::Block};
 }  // namespace
 
 std::optional<PruneMethod> parse_prune_method(std::string_view name) {
@@ -426,8 +434,10 @@ int64_t pruned_nnz(int64_t rows, int64_t cols, const PruneSpec& spec) {
   const double density = 1.0 - spec.sparsity;
   switch (spec.method) {
     case PruneMethod::Random:
-    case PruneMethod::Magnitude: return round_keep(density, rows * cols);
-    case PruneMethod::RowMagnitude: return rows * round_keep(density, cols);
+    case PruneMethod::Magnitude:
+      return round_keep(density, rows * cols);
+    case PruneMethod::RowMagnitude:
+      return rows * round_keep(density, cols);
     case PruneMethod::NM: {
       const int64_t full = cols / spec.m, rem = cols % spec.m;
       return rows * (full * spec.n + std::min<int64_t>(spec.n, rem));
@@ -443,12 +453,13 @@ int64_t pruned_nnz(int64_t rows, int64_t cols, const PruneSpec& spec) {
 
 DenseMatrix make_llm_weight(int64_t rows, int64_t cols, uint64_t seed) {
   if (rows < 1 || cols < 1 || rows > kMaxDimension || cols > kMaxDimension)
-    throw UserError(fmt::format("--shape {}x{}: expected both dimensions in [1, 2^31-1]", rows,
-                                cols));
+    throw UserError(
+        fmt::format("--shape {}x{}: expected both dimensions in [1, 2^31-1]", rows, cols));
   if (rows > kMaxGeneratedElements / cols)
-    throw UserError(fmt::format("--shape {}x{}: {} elements exceed the generator's limit of 2^32 "
-                                "(16 GiB of fp32)",
-                                rows, cols, static_cast<double>(rows) * static_cast<double>(cols)));
+    throw UserError(
+        fmt::format("--shape {}x{}: {} elements exceed the generator's limit of 2^32 "
+                    "(16 GiB of fp32)",
+                    rows, cols, static_cast<double>(rows) * static_cast<double>(cols)));
   DenseMatrix w;
   w.rows = rows;
   w.cols = cols;
@@ -500,12 +511,18 @@ CsrMatrix prune(const DenseMatrix& w, const PruneSpec& spec) {
   init_csr(out, w, nnz);
   const double density = 1.0 - spec.sparsity;
   switch (spec.method) {
-    case PruneMethod::Random: prune_random(w, nnz, spec.seed, out); break;
-    case PruneMethod::Magnitude: prune_magnitude(w, nnz, out); break;
+    case PruneMethod::Random:
+      prune_random(w, nnz, spec.seed, out);
+      break;
+    case PruneMethod::Magnitude:
+      prune_magnitude(w, nnz, out);
+      break;
     case PruneMethod::RowMagnitude:
       prune_row_magnitude(w, round_keep(density, w.cols), out);
       break;
-    case PruneMethod::NM: prune_nm(w, spec.n, spec.m, nnz, out); break;
+    case PruneMethod::NM:
+      prune_nm(w, spec.n, spec.m, nnz, out);
+      break;
     case PruneMethod::Block: {
       const int64_t b = spec.block;
       prune_block(w, spec.block, round_keep(density, (w.rows / b) * (w.cols / b)), out);

@@ -187,12 +187,34 @@ TEST(Features, JsonAndTableHaveEveryField) {
   CsrMatrix m = from_rows(8, {{0, 1, 4, 5}, {2, 3, 6, 7}});
   MatrixFeatures f = compute_features(m);
   nlohmann::json j = to_json(f);
-  for (const char* key :
-       {"rows", "cols", "nnz", "density", "row_min", "row_max", "row_mean", "row_std", "row_cv",
-        "row_p50", "row_p90", "row_p99", "empty_rows", "col_max", "col_cv", "empty_cols",
-        "segments_per_row", "segment_ratio", "mean_col_gap", "consecutive_fraction", "nm",
-        "nm_max_per_group", "row_uniform", "dense_block", "csr_i32_fp32_bytes",
-        "csr_i64_fp16_bytes", "dense_fp32_bytes", "dense_fp16_bytes"})
+  for (const char* key : {"rows",
+                          "cols",
+                          "nnz",
+                          "density",
+                          "row_min",
+                          "row_max",
+                          "row_mean",
+                          "row_std",
+                          "row_cv",
+                          "row_p50",
+                          "row_p90",
+                          "row_p99",
+                          "empty_rows",
+                          "col_max",
+                          "col_cv",
+                          "empty_cols",
+                          "segments_per_row",
+                          "segment_ratio",
+                          "mean_col_gap",
+                          "consecutive_fraction",
+                          "nm",
+                          "nm_max_per_group",
+                          "row_uniform",
+                          "dense_block",
+                          "csr_i32_fp32_bytes",
+                          "csr_i64_fp16_bytes",
+                          "dense_fp32_bytes",
+                          "dense_fp16_bytes"})
     EXPECT_TRUE(j.contains(key)) << key;
   EXPECT_EQ(j["nm"], "2:4");
   EXPECT_EQ(j["nm_max_per_group"]["4"], 2);

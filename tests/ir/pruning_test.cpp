@@ -28,8 +28,8 @@ PruneSpec nm_spec(int n, int m) {
 }
 
 bool same(const CsrMatrix& a, const CsrMatrix& b) {
-  return a.rows == b.rows && a.cols == b.cols && a.row_ptr == b.row_ptr &&
-         a.col_idx == b.col_idx && a.values == b.values;
+  return a.rows == b.rows && a.cols == b.cols && a.row_ptr == b.row_ptr && a.col_idx == b.col_idx &&
+         a.values == b.values;
 }
 
 // Expected message fragment for a UserError.
@@ -55,16 +55,20 @@ TEST(PruneMethodNames, RoundTrip) {
 }
 
 TEST(ParseNm, AcceptsFamily) {
-  for (auto [text, n, m] : std::vector<std::tuple<const char*, int, int>>{
-           {"2:4", 2, 4}, {"4:6", 4, 6}, {"6:8", 6, 8}, {"8:10", 8, 10}, {"14:16", 14, 16},
-           {"1:1", 1, 1}, {"16:32", 16, 32}}) {
+  for (auto [text, n, m] : std::vector<std::tuple<const char*, int, int>>{{"2:4", 2, 4},
+                                                                          {"4:6", 4, 6},
+                                                                          {"6:8", 6, 8},
+                                                                          {"8:10", 8, 10},
+                                                                          {"14:16", 14, 16},
+                                                                          {"1:1", 1, 1},
+                                                                          {"16:32", 16, 32}}) {
     EXPECT_EQ(parse_nm(text), std::make_pair(n, m)) << text;
   }
 }
 
 TEST(ParseNm, RejectsWithFlag) {
-  for (const char* bad : {"", "2", "2:", ":4", "0:4", "5:4", "-1:4", "2:4:8", "a:b", "2 :4",
-                          "2:100000"}) {
+  for (const char* bad :
+       {"", "2", "2:", ":4", "0:4", "5:4", "-1:4", "2:4:8", "a:b", "2 :4", "2:100000"}) {
     std::string msg = error_of([&] { parse_nm(bad); });
     EXPECT_NE(msg.find("--nm"), std::string::npos) << bad << " -> " << msg;
   }
@@ -96,8 +100,7 @@ TEST(LlmWeight, DeterministicPerSeed) {
 
 TEST(LlmWeight, RejectsBadShapes) {
   EXPECT_NE(error_of([] { make_llm_weight(0, 4, 1); }).find("--shape 0x4"), std::string::npos);
-  EXPECT_NE(error_of([] { make_llm_weight(100000, 100000, 1); }).find("limit"),
-            std::string::npos);
+  EXPECT_NE(error_of([] { make_llm_weight(100000, 100000, 1); }).find("limit"), std::string::npos);
 }
 
 TEST(LlmWeight, MagnitudePruningGivesVaryingRowDensities) {
@@ -135,18 +138,19 @@ TEST_P(AllMethods, ExactCountCanonicalAndDeterministic) {
       ASSERT_EQ(a.values[k], w.at(r, a.col_idx[k]));
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Pruning, AllMethods,
-    ::testing::Values(spec_of(PruneMethod::Random, 0.5), spec_of(PruneMethod::Random, 0.0),
-                      spec_of(PruneMethod::Random, 0.9), spec_of(PruneMethod::Magnitude, 0.5),
-                      spec_of(PruneMethod::Magnitude, 0.0),
-                      spec_of(PruneMethod::Magnitude, 0.999999),
-                      spec_of(PruneMethod::RowMagnitude, 0.7), nm_spec(2, 4), nm_spec(6, 8),
-                      nm_spec(14, 16), nm_spec(17, 32), [] {
-                        PruneSpec b = spec_of(PruneMethod::Block, 0.6);
-                        b.block = 16;
-                        return b;
-                      }()));
+INSTANTIATE_TEST_SUITE_P(Pruning, AllMethods,
+                         ::testing::Values(spec_of(PruneMethod::Random, 0.5),
+                                           spec_of(PruneMethod::Random, 0.0),
+                                           spec_of(PruneMethod::Random, 0.9),
+                                           spec_of(PruneMethod::Magnitude, 0.5),
+                                           spec_of(PruneMethod::Magnitude, 0.0),
+                                           spec_of(PruneMethod::Magnitude, 0.999999),
+                                           spec_of(PruneMethod::RowMagnitude, 0.7), nm_spec(2, 4),
+                                           nm_spec(6, 8), nm_spec(14, 16), nm_spec(17, 32), [] {
+                                             PruneSpec b = spec_of(PruneMethod::Block, 0.6);
+                                             b.block = 16;
+                                             return b;
+                                           }()));
 
 TEST(Random, ExactCountAndSeedMatters) {
   DenseMatrix w = make_llm_weight(200, 300, 1);
@@ -185,7 +189,7 @@ TEST(Magnitude, TiesKeepExactCountInRowMajorOrder) {
   DenseMatrix w;
   w.rows = 3;
   w.cols = 4;
-  w.data = {1, -1, 1, 1, 2, 1, 1, 1, 1, 1, -1, 1};  // one 2, eleven +-1
+  w.data = {1, -1, 1, 1, 2, 1, 1, 1, 1, 1, -1, 1};               // one 2, eleven +-1
   CsrMatrix a = prune(w, spec_of(PruneMethod::Magnitude, 0.5));  // keep 6
   ASSERT_EQ(a.nnz(), 6);
   EXPECT_EQ(a.row_ptr, (std::vector<int64_t>{0, 4, 6, 6}));
@@ -196,7 +200,7 @@ TEST(Magnitude, ExactZerosKeptExplicitly) {
   DenseMatrix w;
   w.rows = 2;
   w.cols = 4;
-  w.data = {0, 3, 0, 0, 0, 0, 4, 0};  // already 75% sparse
+  w.data = {0, 3, 0, 0, 0, 0, 4, 0};                             // already 75% sparse
   CsrMatrix a = prune(w, spec_of(PruneMethod::Magnitude, 0.5));  // keep 4
   EXPECT_EQ(a.nnz(), 4);
   EXPECT_EQ(count_explicit_zeros(a), 2);
@@ -298,7 +302,8 @@ TEST(Block, WholeBlocksByNorm) {
     }
     const int64_t r0 = r - r % 8;
     ASSERT_TRUE(std::equal(a.col_idx.begin() + a.row_ptr[r], a.col_idx.begin() + a.row_ptr[r + 1],
-                           a.col_idx.begin() + a.row_ptr[r0], a.col_idx.begin() + a.row_ptr[r0 + 1]));
+                           a.col_idx.begin() + a.row_ptr[r0],
+                           a.col_idx.begin() + a.row_ptr[r0 + 1]));
   }
   // The weakest kept block is at least as strong as the strongest dropped one.
   auto block_norm = [&](int64_t br, int64_t bc) {

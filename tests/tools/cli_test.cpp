@@ -132,7 +132,8 @@ TEST_F(Cli, GenMethods) {
     CliRun g = run("gen --shape 64x64 " + c.flags + " -o " + out);
     ASSERT_EQ(g.rc, 0) << c.flags << "\n" << g.out;
     EXPECT_NE(g.out.find("nnz " + std::to_string(c.nnz) + ","), std::string::npos)
-        << c.flags << "\n" << g.out;
+        << c.flags << "\n"
+        << g.out;
   }
 }
 
@@ -167,14 +168,12 @@ TEST_F(Cli, BadFlagValuesAreUserErrorsNamingTheFlag) {
 TEST_F(Cli, UsageErrorsExitTwo) {
   const std::string out = " -o " + path("x.mtx");
   for (const std::string& args : std::vector<std::string>{
-           "",
-           "inspect",
-           "inspect a.mtx --bogus",
-           "gen --shape 8x8 --method magnitude" + out,          // --sparsity missing
-           "gen --shape 8x8 --method nm" + out,                 // --nm missing
+           "", "inspect", "inspect a.mtx --bogus",
+           "gen --shape 8x8 --method magnitude" + out,  // --sparsity missing
+           "gen --shape 8x8 --method nm" + out,         // --nm missing
            "gen --shape 8x8 --rows 8 --method nm --nm 2:4" + out,
-           "gen --rows 8 --method nm --nm 2:4" + out,           // --cols missing
-           "gen --shape 8x8 --sparsity 0.5",                    // --method and -o missing
+           "gen --rows 8 --method nm --nm 2:4" + out,  // --cols missing
+           "gen --shape 8x8 --sparsity 0.5",           // --method and -o missing
        }) {
     CliRun r = run(args);
     EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
@@ -204,8 +203,8 @@ TEST_F(Cli, InspectReportsWarningsAndStrict) {
                               "%%MatrixMarket matrix coordinate real general\n"
                               "2 3 4\n"
                               "1 1 1.0\n"
-                              "2 3 70000\n"    // > fp16 max 65504
-                              "1 1 2.0\n"      // duplicate of line 3
+                              "2 3 70000\n"  // > fp16 max 65504
+                              "1 1 2.0\n"    // duplicate of line 3
                               "2 2 nan\n");
   nlohmann::json j = parse(run("inspect --json " + f, false));
   EXPECT_EQ(j["nnz"], 3);
@@ -284,9 +283,8 @@ std::string safetensors_two_tensors() {
   std::vector<float> a(32), b(8);
   for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 13) % 7) - 3.0f;
   for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(i) + 1.0f;
-  std::string header =
-      R"({"a":{"dtype":"F32","shape":[4,8],"data_offsets":[0,128]},)"
-      R"("b":{"dtype":"F32","shape":[2,4],"data_offsets":[128,160]}})";
+  std::string header = R"({"a":{"dtype":"F32","shape":[4,8],"data_offsets":[0,128]},)"
+                       R"("b":{"dtype":"F32","shape":[2,4],"data_offsets":[128,160]}})";
   while (header.size() % 8 != 0) header += ' ';
   std::string out;
   for (int i = 0; i < 8; ++i) out += static_cast<char>((header.size() >> (8 * i)) & 0xff);
