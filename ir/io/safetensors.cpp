@@ -175,6 +175,8 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> data, const std::st
     hc.fail(8 + static_cast<int64_t>(e.byte > 0 ? e.byte - 1 : 0),
             fmt::format("header is not valid JSON: {}",
                         colon == std::string::npos ? what : what.substr(colon)));
+  } catch (const json::exception& e) {  // e.g. a number beyond the double range
+    hc.fail(8, fmt::format("header is not valid JSON: {}", e.what()));
   }
   if (!root.is_object()) hc.fail(8, "header JSON must be an object");
   if (!duplicate.empty()) hc.fail_tensor(duplicate, "listed more than once in the header");

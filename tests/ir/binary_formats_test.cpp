@@ -250,6 +250,10 @@ TEST_F(BinaryFormats, SafetensorsRejectsBadJson) {
   expect_st_error(safetensors_bytes("[1,2]", data), {"must start with '{'"});
   expect_st_error(safetensors_bytes("{\"w\":\"\xff\"}", data), {"not valid JSON"});
   expect_st_error(safetensors_bytes(std::string(100, '{'), data), {"nested deeper"});
+  // Found by fuzzing: a number beyond the double range throws out_of_range, not parse_error.
+  expect_st_error(safetensors_bytes(R"({"w":{"dtype":"F32","shape":[1e999],"data_offsets":[0,24]}})",
+                                    data),
+                  {"not valid JSON"});
   expect_st_error(safetensors_bytes(R"({"w":[1]})", data), {"tensor 'w'", "expected an object"});
   expect_st_error(safetensors_bytes(
                       R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
