@@ -115,12 +115,54 @@ elif [ -d ../shared/data ]; then
 fi
 log "SPARSEGEN_DATA=${SPARSEGEN_DATA:-<unset>}"
 
+# ---- source tree: the Clang template indexer without LLVM 14 -----------------------------------
+# The build runs tools/template_indexer (Clang 14 LibTooling) to generate template_index.h. The
+# GPU machine has no LLVM 14 dev packages (far too large to carry), so there we build from a copy
+# of the tree whose indexer is a shim that installs the index generated on the build machine
+# (tools/gpu_prepare.sh puts it in .gpudata/template_index.h; same templates, same output). The
+# repository itself is never modified.
+SRC_DIR=$REPO_ROOT
+if [ -f tools/template_indexer/CMakeLists.txt ] && { [ "${FORCE_INDEX_SHIM:-0}" = 1 ] || [ ! -d /usr/lib/llvm-14/lib/cmake/clang ]; }; then
+  if [ ! -f .gpudata/template_index.h ]; then
+    log "ERROR: no LLVM 14 here and no .gpudata/template_index.h: run tools/gpu_prepare.sh first"
+  else
+    SRC_DIR=/tmp/sparsegen-src
+    rm -rf "$SRC_DIR" && mkdir -p "$SRC_DIR"
+    tar --exclude='./build*' --exclude=./.debs --exclude=./.gpudata --exclude=./.git -cf - . |
+      tar -xf - -C "$SRC_DIR"
+    cp .gpudata/template_index.h "$SRC_DIR/tools/template_indexer/pregenerated_template_index.h"
+    cat >"$SRC_DIR/tools/template_indexer/shim_main.cpp" <<'CPP'
+// gpu_run.sh shim: copies the index generated on the build machine to --out.
+#include <fstream>
+#include <iostream>
+#include <string>
+int main(int argc, char** argv) {
+  std::string out;
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::string(argv[i]) == "--out") out = argv[i + 1];
+  std::ifstream in(PREGENERATED, std::ios::binary);
+  std::ofstream o(out, std::ios::binary);
+  if (out.empty() || !in || !o) { std::cerr << "indexer shim: cannot copy\n"; return 1; }
+  o << in.rdbuf();
+  return o ? 0 : 1;
+}
+CPP
+    cat >"$SRC_DIR/tools/template_indexer/CMakeLists.txt" <<'CMAKE'
+# Written by tools/gpu_run.sh: no LLVM 14 on this machine; install the pre-generated index.
+add_executable(sparsegen_template_indexer shim_main.cpp)
+target_compile_definitions(sparsegen_template_indexer PRIVATE
+  PREGENERATED="${CMAKE_CURRENT_SOURCE_DIR}/pregenerated_template_index.h")
+CMAKE
+    log "no LLVM 14: building from $SRC_DIR with the template index generated on the build machine"
+  fi
+fi
+
 # ---- build -----------------------------------------------------------------------------------
 BUILD_RC=0
 if [ "${SKIP_BUILD:-0}" != 1 ]; then
   log "configure + build (Release, -j$JOBS)"
   {
-    cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPARSEGEN_WERROR=OFF \
+    cmake -S "$SRC_DIR" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPARSEGEN_WERROR=OFF \
       ${SPARSEGEN_DATA:+-DSPARSEGEN_DATA_DIR="$SPARSEGEN_DATA"} \
       "${EXTRA_CMAKE_ARGS[@]+"${EXTRA_CMAKE_ARGS[@]}"}" &&
       ninja -C "$BUILD_DIR" -j "$JOBS" -k 0
