@@ -37,7 +37,10 @@ set -uo pipefail
 # GpuSpmm.*, ...). On the GPU machine none of them may be skipped.
 GPU_TEST_REGEX='^(Gpu[A-Za-z0-9_]*)\.'
 # ctest runs every registered suite; these extra labels/regexes can narrow it (empty: all).
-CTEST_ARGS=(--timeout 600 -j 8)
+CTEST_ARGS=(--timeout 300 -j 8)
+# Wall-clock caps (s) so that a slow step still leaves time for the rest of a 600 s device call.
+CTEST_BUDGET_S=${CTEST_BUDGET_S:-300}
+SANITIZER_BUDGET_S=${SANITIZER_BUDGET_S:-120}
 # compute-sanitizer memcheck runs: "name|command" (command relative to the build dir). The
 # error-path tests (which provoke API errors on purpose) are excluded.
 SANITIZER_RUNS=(
@@ -175,7 +178,7 @@ log "build: ${STATUS[build]}"
 
 # ---- all test suites through ctest ----------------------------------------------------------
 log "ctest"
-ctest --test-dir "$BUILD_DIR" --output-on-failure --output-junit "$OUT/ctest.xml" "${CTEST_ARGS[@]}" \
+timeout "$CTEST_BUDGET_S" ctest --test-dir "$BUILD_DIR" --output-on-failure --output-junit "$OUT/ctest.xml" "${CTEST_ARGS[@]}" \
   >"$OUT/ctest.log" 2>&1
 CTEST_RC=$?
 tail -4 "$OUT/ctest.log"
@@ -201,7 +204,7 @@ else
   for entry in "${SANITIZER_RUNS[@]}"; do
     name=${entry%%|*}; cmd=${entry#*|}
     echo "=== $name: compute-sanitizer --tool memcheck $cmd" >>"$OUT/sanitizer.log"
-    (cd "$BUILD_DIR" && eval "compute-sanitizer --tool memcheck --error-exitcode 99 $cmd") \
+    (cd "$BUILD_DIR" && eval "timeout $SANITIZER_BUDGET_S compute-sanitizer --tool memcheck --error-exitcode 99 $cmd") \
       >>"$OUT/sanitizer.log" 2>&1
     rc=$?
     errs=$(grep -E "ERROR SUMMARY" "$OUT/sanitizer.log" | tail -1)
