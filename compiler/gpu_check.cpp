@@ -277,8 +277,19 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
   return res;
 }
 
+std::vector<float> interpreter_output(const CsrMatrix& a, const Schedule& s,
+                                      const CheckInputs& in) {
+  const Problem& p = in.problem;
+  if (a.nnz() * p.n > kInterpreterLimit) return {};
+  const PackedFormat f = pack_format(a, p, s);
+  std::vector<float> out = in.c0;
+  interpret(p, s, f, in.b, out, in.alpha, in.beta);
+  return out;
+}
+
 CheckResult gpu_check(const CompiledKernel& k, const CsrMatrix& a, const CheckInputs& in,
-                      const Reference& ref, CUstream stream) {
+                      const Reference& ref, CUstream stream, const std::vector<float>* interp,
+                      bool run_interpreter) {
   const Problem& p = k.problem();
   SG_ASSERT(p == in.problem, "gpu_check: inputs for another problem");
   const size_t mn = static_cast<size_t>(p.m * p.n);
@@ -308,21 +319,19 @@ CheckResult gpu_check(const CompiledKernel& k, const CsrMatrix& a, const CheckIn
   std::vector<uint32_t> bits;
   from_dtype_bytes(back, p.dtype, out, bits);
 
-  std::vector<float> interp;
-  bool have_interp = false;
-  if (a.nnz() * p.n <= kInterpreterLimit) {
+  std::vector<float> own;
+  if (interp == nullptr && run_interpreter) {
     try {
-      const PackedFormat f = pack_format(a, p, k.schedule());
-      interp = in.c0;
-      interpret(p, k.schedule(), f, in.b, interp, in.alpha, in.beta);
-      have_interp = true;
+      own = interpreter_output(a, k.schedule(), in);
     } catch (const std::exception& e) {
       CheckResult r;
       r.error = std::string("interpreter: ") + e.what();
       return r;
     }
+    if (!own.empty()) interp = &own;
   }
-  return compare_output(a, k.schedule(), in, ref, out, bits, have_interp ? &interp : nullptr);
+  if (interp != nullptr && interp->empty()) interp = nullptr;
+  return compare_output(a, k.schedule(), in, ref, out, bits, interp);
 }
 
 std::string GpuCheckPair::error() const {

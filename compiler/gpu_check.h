@@ -60,7 +60,7 @@ struct Reference {
 };
 
 // Largest nnz·N for which reference_spmm (single-threaded, fp16 conversions per product) runs.
-inline constexpr int64_t kReferenceSpmmLimit = int64_t{1} << 24;
+inline constexpr int64_t kReferenceSpmmLimit = int64_t{1} << 22;
 // Largest nnz·N for which the interpreter runs inside gpu_check.
 inline constexpr int64_t kInterpreterLimit = int64_t{1} << 21;
 
@@ -95,10 +95,16 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
 uint32_t poison_bits(DType t);
 
 // Runs `k` once on `stream` (C poisoned when in.beta == 0, else C = in.c0), downloads C and
-// compares (running the interpreter when nnz·N <= kInterpreterLimit). Never throws for a wrong
-// result; CUDA errors propagate as CudaError.
+// compares. The interpreter's output: `interp` when given (computed elsewhere, e.g. on a worker
+// thread), else computed here when run_interpreter and nnz·N <= kInterpreterLimit. Never throws
+// for a wrong result; CUDA errors propagate as CudaError.
 CheckResult gpu_check(const CompiledKernel& k, const CsrMatrix& a, const CheckInputs& in,
-                      const Reference& ref, CUstream stream = nullptr);
+                      const Reference& ref, CUstream stream = nullptr,
+                      const std::vector<float>* interp = nullptr, bool run_interpreter = true);
+
+// The interpreter's output for inputs `in` (C starting from in.c0), or empty when nnz·N exceeds
+// kInterpreterLimit. Throws std::logic_error when the plan breaks an invariant.
+std::vector<float> interpreter_output(const CsrMatrix& a, const Schedule& s, const CheckInputs& in);
 
 // Both a beta == 0 run (poisoned C) and a beta != 0 run, seeded; alpha = 0.75, beta = -1.5 (exact
 // in every dtype). `passed` only when both pass; `error` names which run failed.

@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   sparsegen::cli::register_gen(app);
   sparsegen::cli::register_smoke(app);
   sparsegen::cli::register_emit(app);
+  sparsegen::cli::register_run(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
