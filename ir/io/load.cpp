@@ -1,6 +1,8 @@
 #include "ir/io/load.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
 #include <cctype>
 #include <filesystem>
 
@@ -68,6 +70,25 @@ void reject_tensor_option(const std::string& path, const std::string& tensor, co
                               supported));
 }
 
+// Values stored in a CSR container were checked when first read, but whoever loads the container
+// now has not seen those warnings: repeat them (count and first entry).
+void report_container_values(const CsrMatrix& m, Diagnostics& diag) {
+  int64_t non_finite = 0;
+  for (float v : m.values)  // branch-free so it vectorizes: ~0.05 s for 100M values
+    non_finite += (std::bit_cast<uint32_t>(v) & 0x7f800000u) == 0x7f800000u;
+  if (non_finite > 0) {
+    size_t k = 0;
+    while (std::isfinite(m.values[k])) ++k;
+    const auto row = std::upper_bound(m.row_ptr.begin(), m.row_ptr.end(), static_cast<int64_t>(k)) -
+                     m.row_ptr.begin() - 1;
+    diag.warn_n(WarningKind::NonFinite, non_finite, SourceLoc{m.source},
+                fmt::format("entry ({}, {}) (0-based) = {}", row, m.col_idx[k], m.values[k]));
+  }
+  if (m.pattern_only && m.nnz() > 0)
+    diag.warn_n(WarningKind::PatternValues, m.nnz(), SourceLoc{m.source},
+                "pattern-only matrix: its values were synthesized when it was first read");
+}
+
 }  // namespace
 
 LoadedMatrix load_matrix(const std::string& path, const LoadOptions& opts) {
@@ -89,6 +110,7 @@ LoadedMatrix load_matrix(const std::string& path, const LoadOptions& opts) {
     if (is_csr_container(file)) {
       reject_tensor_option(path, opts.tensor, "a sparsegen CSR container");
       out.matrix = csr_from_container(file);
+      report_container_values(out.matrix, out.diag);
       out.format = "sparsegen-csr";
     } else {
       DenseMatrix d = tensor_to_dense(file, select_tensor(file, opts.tensor));

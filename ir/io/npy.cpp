@@ -269,6 +269,10 @@ DenseMatrix parse_npy(std::span<const std::byte> data, const std::string& source
   m.data.resize(n);
   const std::byte* p = data.data() + data_off;
   const bool transpose = fortran->b;
+  if (itemsize == 4 && !swap && !transpose) {  // the common case: a plain copy
+    if (n) std::memcpy(m.data.data(), p, n * 4);
+    return m;
+  }
   for (size_t i = 0; i < n; ++i) {
     float v;
     if (itemsize == 4) {

@@ -597,6 +597,15 @@ TEST_F(BinaryFormats, CsrContainerRoundTrip) {
   CsrMatrix rp = read_csr(p);
   EXPECT_TRUE(rp.pattern_only);
   EXPECT_EQ(rp.values, pat.values);
+  EXPECT_EQ(load_matrix(p).diag.count(WarningKind::PatternValues), 4);
+  // Non-finite values are reported again to whoever loads the container.
+  CsrMatrix nf = sample_csr();
+  nf.values[2] = std::numeric_limits<float>::infinity();
+  nf.values[3] = std::numeric_limits<float>::quiet_NaN();
+  write_csr(p, nf);
+  LoadedMatrix lnf = load_matrix(p);
+  EXPECT_EQ(lnf.diag.count(WarningKind::NonFinite), 2);
+  EXPECT_NE(lnf.diag.format().find("entry (2, 1)"), std::string::npos) << lnf.diag.format();
 
   // Empty matrices.
   CsrMatrix e;
