@@ -3,12 +3,12 @@
 #include <sys/mman.h>
 
 #include <charconv>
+#include <cstring>
 #include <exception>
 #include <functional>
-#include <thread>
-#include <cstring>
 #include <limits>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -62,9 +62,9 @@ void copy_tensor(const SafetensorsTensor& t, std::vector<T>& out) {
 }  // namespace
 
 void write_csr(const std::string& path, const CsrMatrix& m) {
-  SG_ASSERT(static_cast<int64_t>(m.row_ptr.size()) == m.rows + 1 &&
-                m.values.size() == m.col_idx.size(),
-            "write_csr needs a canonical matrix");
+  SG_ASSERT(
+      static_cast<int64_t>(m.row_ptr.size()) == m.rows + 1 && m.values.size() == m.col_idx.size(),
+      "write_csr needs a canonical matrix");
   std::vector<SafetensorsWriteTensor> tensors = {
       {"row_ptr", StDType::I64, {m.rows + 1}, std::as_bytes(std::span(m.row_ptr))},
       {"col_idx", StDType::I32, {m.nnz()}, std::as_bytes(std::span(m.col_idx))},
@@ -123,7 +123,8 @@ CsrMatrix csr_from_container(const SafetensorsFile& file) {
   m.field = *field;
   const std::string& po = meta("pattern_only");
   if (po != "true" && po != "false")
-    throw UserError(loc, fmt::format("__metadata__ pattern_only = '{}' (expected true or false)", po));
+    throw UserError(loc,
+                    fmt::format("__metadata__ pattern_only = '{}' (expected true or false)", po));
   m.pattern_only = po == "true";
   m.source = file.source;
 
@@ -148,17 +149,17 @@ CsrMatrix csr_from_container(const SafetensorsFile& file) {
   const auto& col_idx = tensor("col_idx", StDType::I32);
   const auto& values = tensor("values", StDType::F32);
   if (row_ptr.shape[0] != m.rows + 1)
-    throw UserError(SourceLoc{file.source, 0, row_ptr.file_offset},
-                    fmt::format("row_ptr has {} entries, expected rows+1 = {}", row_ptr.shape[0],
-                                m.rows + 1));
+    throw UserError(
+        SourceLoc{file.source, 0, row_ptr.file_offset},
+        fmt::format("row_ptr has {} entries, expected rows+1 = {}", row_ptr.shape[0], m.rows + 1));
   const int64_t nnz = col_idx.shape[0];
   if (values.shape[0] != nnz)
     throw UserError(SourceLoc{file.source, 0, values.file_offset},
                     fmt::format("values has {} entries, col_idx has {}", values.shape[0], nnz));
-  if (auto it = file.metadata.find("nnz"); it != file.metadata.end() &&
-                                          parse_count(it->second) != std::optional<int64_t>(nnz))
-    throw UserError(loc, fmt::format("__metadata__ nnz = '{}' but col_idx has {} entries",
-                                     it->second, nnz));
+  if (auto it = file.metadata.find("nnz");
+      it != file.metadata.end() && parse_count(it->second) != std::optional<int64_t>(nnz))
+    throw UserError(
+        loc, fmt::format("__metadata__ nnz = '{}' but col_idx has {} entries", it->second, nnz));
   const SafetensorsTensor* imag = nullptr;
   if (complex) {
     imag = &tensor("imag", StDType::F32);

@@ -8,9 +8,9 @@ namespace sparsegen {
 
 CsrMatrix dense_to_csr(const DenseMatrix& d, Diagnostics& diag) {
   if (d.rows < 0 || d.cols < 0 || d.rows > kMaxDimension || d.cols > kMaxDimension)
-    throw UserError(SourceLoc{d.source},
-                    fmt::format("shape {}x{} exceeds the supported maximum dimension 2^31-1",
-                                d.rows, d.cols));
+    throw UserError(
+        SourceLoc{d.source},
+        fmt::format("shape {}x{} exceeds the supported maximum dimension 2^31-1", d.rows, d.cols));
   CsrMatrix m;
   m.rows = d.rows;
   m.cols = d.cols;
@@ -43,9 +43,9 @@ CsrMatrix dense_to_csr(const DenseMatrix& d, Diagnostics& diag) {
     }
   }
   if (non_finite > 0)
-    diag.warn_n(WarningKind::NonFinite, non_finite, SourceLoc{d.source},
-                fmt::format("element ({}, {}) (0-based) = {}", first_r, first_c,
-                            d.at(first_r, first_c)));
+    diag.warn_n(
+        WarningKind::NonFinite, non_finite, SourceLoc{d.source},
+        fmt::format("element ({}, {}) (0-based) = {}", first_r, first_c, d.at(first_r, first_c)));
   return m;
 }
 

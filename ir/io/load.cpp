@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <bit>
-#include <cmath>
 #include <cctype>
+#include <cmath>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -43,8 +43,7 @@ std::string tensor_list(const SafetensorsFile& file) {
 }
 
 const SafetensorsTensor& select_tensor(const SafetensorsFile& file, const std::string& name) {
-  if (file.tensors.empty())
-    throw UserError(SourceLoc{file.source}, "the file holds no tensors");
+  if (file.tensors.empty()) throw UserError(SourceLoc{file.source}, "the file holds no tensors");
   if (name.empty()) {
     if (file.tensors.size() == 1) return file.tensors.front();
     throw UserError(SourceLoc{file.source},
@@ -58,16 +57,16 @@ const SafetensorsTensor& select_tensor(const SafetensorsFile& file, const std::s
 
 void reject_tensor_option(const std::string& path, const std::string& tensor, const char* what) {
   if (!tensor.empty())
-    throw UserError(SourceLoc{path},
-                    fmt::format("a tensor name ('{}') was given, but {} has no named tensors",
-                                tensor, what));
+    throw UserError(
+        SourceLoc{path},
+        fmt::format("a tensor name ('{}') was given, but {} has no named tensors", tensor, what));
 }
 
 [[noreturn]] void unknown_extension(const std::string& path, const char* supported) {
-  throw UserError(SourceLoc{path},
-                  fmt::format("unknown file type '{}'; supported extensions: {}",
-                              extension(path).empty() ? std::string("(none)") : extension(path),
-                              supported));
+  throw UserError(
+      SourceLoc{path},
+      fmt::format("unknown file type '{}'; supported extensions: {}",
+                  extension(path).empty() ? std::string("(none)") : extension(path), supported));
 }
 
 // Values stored in a CSR container were checked when first read, but whoever loads the container

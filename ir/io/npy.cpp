@@ -48,8 +48,8 @@ class HeaderParser {
   }
 
   void skip_ws() {
-    while (pos_ < s_.size() && (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' ||
-                                s_[pos_] == '\r'))
+    while (pos_ < s_.size() &&
+           (s_[pos_] == ' ' || s_[pos_] == '\t' || s_[pos_] == '\n' || s_[pos_] == '\r'))
       ++pos_;
   }
   bool eat(char c) {
@@ -163,8 +163,8 @@ DenseMatrix parse_npy(std::span<const std::byte> data, const std::string& source
   const auto major = static_cast<unsigned>(data[6]);
   const auto minor = static_cast<unsigned>(data[7]);
   if (major < 1 || major > 3 || minor != 0)
-    fail_at(6, fmt::format("unsupported .npy version {}.{} (supported: 1.0, 2.0, 3.0)", major,
-                           minor));
+    fail_at(6,
+            fmt::format("unsupported .npy version {}.{} (supported: 1.0, 2.0, 3.0)", major, minor));
   uint64_t header_len = 0;
   uint64_t prefix = 0;
   if (major == 1) {
@@ -203,8 +203,9 @@ DenseMatrix parse_npy(std::span<const std::byte> data, const std::string& source
   }
   if (!descr || !fortran || !shape)
     fail_at(static_cast<int64_t>(prefix),
-            fmt::format("npy header: missing '{}'", !descr ? "descr" : !fortran ? "fortran_order"
-                                                                                : "shape"));
+            fmt::format("npy header: missing '{}'", !descr     ? "descr"
+                                                    : !fortran ? "fortran_order"
+                                                               : "shape"));
   if (descr->kind != PyValue::Str)
     fail_at(static_cast<int64_t>(prefix),
             "structured (record) dtypes are not supported; save a plain float array");
@@ -238,12 +239,12 @@ DenseMatrix parse_npy(std::span<const std::byte> data, const std::string& source
     std::string shown = "(";
     for (size_t k = 0; k < dims.size(); ++k) shown += fmt::format("{}{}", k ? ", " : "", dims[k]);
     shown += dims.size() == 1 ? ",)" : ")";
-    fail_at(static_cast<int64_t>(prefix),
-            fmt::format("array has shape {} ({}-D); a weight matrix must be 2-D{}", shown,
-                        dims.size(),
-                        dims.size() == 1 ? " (reshape a vector to (1, n) or (n, 1) if you mean a "
-                                           "matrix)"
-                                         : ""));
+    fail_at(
+        static_cast<int64_t>(prefix),
+        fmt::format("array has shape {} ({}-D); a weight matrix must be 2-D{}", shown, dims.size(),
+                    dims.size() == 1 ? " (reshape a vector to (1, n) or (n, 1) if you mean a "
+                                       "matrix)"
+                                     : ""));
   }
   const uint64_t rows = dims[0], cols = dims[1];
   const uint64_t avail = size - prefix - header_len;
@@ -289,8 +290,10 @@ DenseMatrix parse_npy(std::span<const std::byte> data, const std::string& source
       v = static_cast<float>(x);
     }
     // Fortran order stores column by column: element i is (i % rows, i / rows).
-    if (transpose) m.data[(i % rows) * cols + i / rows] = v;
-    else m.data[i] = v;
+    if (transpose)
+      m.data[(i % rows) * cols + i / rows] = v;
+    else
+      m.data[i] = v;
   }
   return m;
 }
@@ -301,8 +304,8 @@ DenseMatrix read_npy(const std::string& path) {
 }
 
 void write_npy(const std::string& path, const DenseMatrix& m) {
-  std::string header = fmt::format("{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}",
-                                   m.rows, m.cols);
+  std::string header = fmt::format(
+      "{{'descr': '<f4', 'fortran_order': False, 'shape': ({}, {}), }}", m.rows, m.cols);
   // Pad with spaces so that magic + version + length + header (ending in '\n') is a multiple of 64.
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');

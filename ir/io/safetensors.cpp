@@ -79,8 +79,10 @@ void check_depth(const HeaderChecker& hc, std::string_view header) {
   for (size_t i = 0; i < header.size(); ++i) {
     char c = header[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
@@ -97,14 +99,16 @@ void check_depth(const HeaderChecker& hc, std::string_view header) {
 uint64_t as_u64(const HeaderChecker& hc, const std::string& tensor, const json& v,
                 std::string_view what) {
   if (!v.is_number_unsigned())
-    hc.fail_tensor(tensor, fmt::format("{} must be a non-negative integer, found {}", what,
-                                       v.dump()));
+    hc.fail_tensor(tensor,
+                   fmt::format("{} must be a non-negative integer, found {}", what, v.dump()));
   return v.get<uint64_t>();
 }
 
 }  // namespace
 
-std::string_view to_string(StDType t) { return kStDTypes[static_cast<int>(t)].name; }
+std::string_view to_string(StDType t) {
+  return kStDTypes[static_cast<int>(t)].name;
+}
 
 std::optional<StDType> parse_st_dtype(std::string_view name) {
   for (const auto& d : kStDTypes)
@@ -112,7 +116,9 @@ std::optional<StDType> parse_st_dtype(std::string_view name) {
   return std::nullopt;
 }
 
-int st_dtype_bytes(StDType t) { return kStDTypes[static_cast<int>(t)].bytes; }
+int st_dtype_bytes(StDType t) {
+  return kStDTypes[static_cast<int>(t)].bytes;
+}
 
 int64_t SafetensorsTensor::numel() const {
   int64_t n = 1;
@@ -121,8 +127,9 @@ int64_t SafetensorsTensor::numel() const {
 }
 
 const SafetensorsTensor* SafetensorsFile::find(std::string_view name) const {
-  auto it = std::lower_bound(tensors.begin(), tensors.end(), name,
-                             [](const SafetensorsTensor& t, std::string_view n) { return t.name < n; });
+  auto it =
+      std::lower_bound(tensors.begin(), tensors.end(), name,
+                       [](const SafetensorsTensor& t, std::string_view n) { return t.name < n; });
   return it != tensors.end() && it->name == name ? &*it : nullptr;
 }
 
@@ -210,7 +217,8 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> data, const std::st
     SafetensorsTensor t;
     t.name = name;
     const json& dt = v["dtype"];
-    if (!dt.is_string()) hc.fail_tensor(name, fmt::format("dtype must be a string, found {}", dt.dump()));
+    if (!dt.is_string())
+      hc.fail_tensor(name, fmt::format("dtype must be a string, found {}", dt.dump()));
     auto parsed = parse_st_dtype(dt.get_ref<const std::string&>());
     if (!parsed)
       hc.fail_tensor(name, fmt::format("unknown dtype {} (known: BOOL, U8, I8, F8_E5M2, F8_E4M3, "
@@ -298,7 +306,8 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> data, const std::st
 SafetensorsFile read_safetensors(const std::string& path) {
   auto mapped = std::make_shared<MappedFile>(path);
   std::string_view text = mapped->text();
-  SafetensorsFile file = parse_safetensors(std::as_bytes(std::span(text.data(), text.size())), path);
+  SafetensorsFile file =
+      parse_safetensors(std::as_bytes(std::span(text.data(), text.size())), path);
   file.storage = mapped;
   return file;
 }
@@ -391,9 +400,11 @@ void write_safetensors(const std::string& path, const std::vector<SafetensorsWri
   FILE* f = std::fopen(tmp.c_str(), "wb");
   if (!f) throw UserError(SourceLoc{path}, fmt::format("cannot create: {}", std::strerror(errno)));
   uint64_t len = text.size();
-  bool ok = std::fwrite(&len, 8, 1, f) == 1 && std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  bool ok =
+      std::fwrite(&len, 8, 1, f) == 1 && std::fwrite(text.data(), 1, text.size(), f) == text.size();
   for (const auto* t : order)
-    ok = ok && (t->data.empty() || std::fwrite(t->data.data(), 1, t->data.size(), f) == t->data.size());
+    ok = ok &&
+         (t->data.empty() || std::fwrite(t->data.data(), 1, t->data.size(), f) == t->data.size());
   ok = (std::fclose(f) == 0) && ok;
   std::error_code ec;
   if (ok) std::filesystem::rename(tmp, path, ec);

@@ -24,9 +24,26 @@ namespace sparsegen {
 
 // Element types of the format. Sub-byte types (F4, F6_*) are not listed: such files are rejected
 // as having an unknown dtype.
-enum class StDType { BOOL, U8, I8, F8_E5M2, F8_E4M3, F8_E8M0, I16, U16, F16, BF16, I32, U32, F32,
-                     F64, I64, U64, C64 };
-std::string_view to_string(StDType t);                  // "F32", as written in the file
+enum class StDType {
+  BOOL,
+  U8,
+  I8,
+  F8_E5M2,
+  F8_E4M3,
+  F8_E8M0,
+  I16,
+  U16,
+  F16,
+  BF16,
+  I32,
+  U32,
+  F32,
+  F64,
+  I64,
+  U64,
+  C64
+};
+std::string_view to_string(StDType t);  // "F32", as written in the file
 std::optional<StDType> parse_st_dtype(std::string_view name);
 int st_dtype_bytes(StDType t);
 
@@ -34,7 +51,7 @@ struct SafetensorsTensor {
   std::string name;
   StDType dtype = StDType::F32;
   std::vector<int64_t> shape;
-  uint64_t begin = 0;             // data_offsets, relative to the data section
+  uint64_t begin = 0;  // data_offsets, relative to the data section
   uint64_t end = 0;
   std::span<const std::byte> data;  // the tensor's bytes (into the parsed buffer)
   int64_t file_offset = 0;          // absolute byte offset of the tensor's data in the file

@@ -22,16 +22,17 @@ uint64_t next_count(Tokenizer& tok, const std::string& source, int64_t line,
   if (t.empty()) fail(source, line, fmt::format("expected {}, found end of line", what));
   int64_t v = 0;
   switch (parse_int64(t, v)) {
-    case NumberStatus::Ok: break;
+    case NumberStatus::Ok:
+      break;
     case NumberStatus::OutOfRange:
       fail(source, line, fmt::format("{} {} overflows 64 bits", what, describe_token(t)));
     case NumberStatus::Invalid:
-      fail(source, line, fmt::format("expected {} (a non-negative integer), found {}", what,
-                                     describe_token(t)));
+      fail(source, line,
+           fmt::format("expected {} (a non-negative integer), found {}", what, describe_token(t)));
   }
   if (v < 0)
-    fail(source, line, fmt::format("expected {} (a non-negative integer), found {}", what,
-                                   describe_token(t)));
+    fail(source, line,
+         fmt::format("expected {} (a non-negative integer), found {}", what, describe_token(t)));
   return static_cast<uint64_t>(v);
 }
 
@@ -81,18 +82,20 @@ CsrMatrix parse_smtx(std::string_view text, const std::string& source_name, uint
       if (k == 0 && v != 0)
         fail(src, 2, fmt::format("offset 0 is {}; row offsets must start at 0", v));
       if (k > 0 && v < static_cast<uint64_t>(m.row_ptr.back()))
-        fail(src, 2, fmt::format("offset {} (row {}) decreases: {} after {}", k, k - 1, v,
-                                 m.row_ptr.back()));
+        fail(src, 2,
+             fmt::format("offset {} (row {}) decreases: {} after {}", k, k - 1, v,
+                         m.row_ptr.back()));
       if (v > nnz)
         fail(src, 2, fmt::format("offset {} (row {}) is {}, beyond nnz = {}", k, k - 1, v, nnz));
       m.row_ptr.push_back(static_cast<int64_t>(v));
     }
     if (!t.done())
-      fail(src, 2, fmt::format("more than nrows+1 = {} row offsets: unexpected {}", rows + 1,
-                               describe_token(t.next())));
+      fail(src, 2,
+           fmt::format("more than nrows+1 = {} row offsets: unexpected {}", rows + 1,
+                       describe_token(t.next())));
     if (m.row_ptr.back() != n)
-      fail(src, 2, fmt::format("last offset {} is {}, expected nnz = {}", rows, m.row_ptr.back(),
-                               nnz));
+      fail(src, 2,
+           fmt::format("last offset {} is {}, expected nnz = {}", rows, m.row_ptr.back(), nnz));
   }
 
   // Line 3: nnz column indices, strictly increasing within each row.
@@ -108,15 +111,17 @@ CsrMatrix parse_smtx(std::string_view text, const std::string& source_name, uint
           fail(src, 3,
                fmt::format("column index {} (row {}) is {}, outside [0, {})", k, r, v, cols));
         if (k > m.row_ptr[r] && static_cast<int32_t>(v) <= m.col_idx.back())
-          fail(src, 3, fmt::format("column index {} (row {}) is {} after {}: columns must be "
-                                   "strictly increasing within a row",
-                                   k, r, v, m.col_idx.back()));
+          fail(src, 3,
+               fmt::format("column index {} (row {}) is {} after {}: columns must be "
+                           "strictly increasing within a row",
+                           k, r, v, m.col_idx.back()));
         m.col_idx.push_back(static_cast<int32_t>(v));
       }
     }
     if (!t.done())
-      fail(src, 3, fmt::format("more than nnz = {} column indices: unexpected {}", nnz,
-                               describe_token(t.next())));
+      fail(src, 3,
+           fmt::format("more than nnz = {} column indices: unexpected {}", nnz,
+                       describe_token(t.next())));
   }
   for (Line extra; reader.next(extra);)
     if (!is_blank(extra.text))

@@ -3,10 +3,10 @@
 //   1: "nrows, ncols, nnz"
 //   2: nrows+1 CSR row offsets, starting at 0, non-decreasing, ending at nnz
 //   3: nnz 0-based column indices, strictly increasing within each row
-// separated by spaces (commas on line 1). Trailing spaces, CRLF line ends, a missing third line when
-// nnz is 0, and blank lines after the third are accepted; anything else is a UserError naming the
-// file, the line and the position ("f.smtx:2: offset 17 (row 16) decreases: 40 after 41").
-// No values are stored: they are synthesized by synthesize_pattern_values(seed) and the matrix is
+// separated by spaces (commas on line 1). Trailing spaces, CRLF line ends, a missing third line
+// when nnz is 0, and blank lines after the third are accepted; anything else is a UserError naming
+// the file, the line and the position ("f.smtx:2: offset 17 (row 16) decreases: 40 after 41"). No
+// values are stored: they are synthesized by synthesize_pattern_values(seed) and the matrix is
 // marked pattern_only with field Pattern.
 #pragma once
 

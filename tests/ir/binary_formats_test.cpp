@@ -45,7 +45,8 @@ class BinaryFormats : public ::testing::Test {
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
   std::string write(const std::string& name, const std::string& bytes) const {
     std::string p = path(name);
-    std::ofstream(p, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    std::ofstream(p, std::ios::binary)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     return p;
   }
 
@@ -90,8 +91,7 @@ void expect_st_error(const std::string& bytes, const std::vector<std::string>& p
   expect_error([&] { parse_safetensors(as_span(bytes), "w.safetensors"); }, all);
 }
 
-const std::string kF32Header =
-    R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}})";
+const std::string kF32Header = R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}})";
 const std::vector<float> kF32Data = {1.5f, 0.0f, -2.0f, 0.0f, 0.0f, 3.25f};
 
 // ---------------------------------------------------------------------------------------------
@@ -141,7 +141,7 @@ TEST_F(BinaryFormats, SafetensorsHalfPrecisionConvertsExactly) {
     f16.push_back(float_to_half_bits(v));
     bf16.push_back(float_to_bf16_bits(v));
   }
-  f16[3] = 0x0001;  // smallest fp16 subnormal, 2^-24
+  f16[3] = 0x0001;   // smallest fp16 subnormal, 2^-24
   bf16[3] = 0x0001;  // smallest bf16 subnormal, 2^-133
   std::string p = path("half.safetensors");
   write_safetensors(p, {{"a", StDType::F16, {2, 3}, std::as_bytes(std::span(f16))},
@@ -195,8 +195,8 @@ TEST_F(BinaryFormats, SafetensorsTensorSelection) {
   write_safetensors(p, {{"a.weight", StDType::F32, {2, 2}, std::as_bytes(std::span(v))},
                         {"b.weight", StDType::F32, {1, 4}, std::as_bytes(std::span(v))}});
   // Ambiguous without a name; unknown name; both list what is there.
-  expect_error([&] { load_matrix(p); }, {p, "2 tensors", "--tensor", "a.weight F32 [2, 2]",
-                                         "b.weight F32 [1, 4]"});
+  expect_error([&] { load_matrix(p); },
+               {p, "2 tensors", "--tensor", "a.weight F32 [2, 2]", "b.weight F32 [1, 4]"});
   LoadOptions opts;
   opts.tensor = "c.weight";
   expect_error([&] { load_matrix(p, opts); }, {p, "no tensor named 'c.weight'", "a.weight"});
@@ -234,8 +234,8 @@ TEST_F(BinaryFormats, SafetensorsRejectsTruncatedAndLyingHeaders) {
   expect_st_error("", {"0)", "too short"});
   expect_st_error(good.substr(0, 5), {"too short"});
   // Header length beyond the file (a lying header must not allocate anything).
-  expect_st_error(u64le(uint64_t{1} << 62) + "{}", {"header length 4611686018427387904",
-                                                    "exceeds"});
+  expect_st_error(u64le(uint64_t{1} << 62) + "{}",
+                  {"header length 4611686018427387904", "exceeds"});
   expect_st_error(u64le(kF32Header.size() + 1) + kF32Header, {"exceeds"});
   expect_st_error(u64le(0), {"header length is 0"});
   // Data section truncated: the tensor runs past the end.
@@ -251,18 +251,18 @@ TEST_F(BinaryFormats, SafetensorsRejectsBadJson) {
   expect_st_error(safetensors_bytes("{\"w\":\"\xff\"}", data), {"not valid JSON"});
   expect_st_error(safetensors_bytes(std::string(100, '{'), data), {"nested deeper"});
   // Found by fuzzing: a number beyond the double range throws out_of_range, not parse_error.
-  expect_st_error(safetensors_bytes(R"({"w":{"dtype":"F32","shape":[1e999],"data_offsets":[0,24]}})",
-                                    data),
-                  {"not valid JSON"});
+  expect_st_error(
+      safetensors_bytes(R"({"w":{"dtype":"F32","shape":[1e999],"data_offsets":[0,24]}})", data),
+      {"not valid JSON"});
   expect_st_error(safetensors_bytes(R"({"w":[1]})", data), {"tensor 'w'", "expected an object"});
-  expect_st_error(safetensors_bytes(
-                      R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
-                      R"("w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}})",
-                      data),
+  expect_st_error(safetensors_bytes(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},)"
+                                    R"("w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]}})",
+                                    data),
                   {"tensor 'w'", "more than once"});
   expect_st_error(safetensors_bytes(R"({"__metadata__":{"k":1}})", ""),
                   {"__metadata__ value of 'k' must be a string"});
-  expect_st_error(safetensors_bytes(R"({"__metadata__":[]})", ""), {"__metadata__ must be an object"});
+  expect_st_error(safetensors_bytes(R"({"__metadata__":[]})", ""),
+                  {"__metadata__ must be an object"});
 }
 
 TEST_F(BinaryFormats, SafetensorsRejectsBadTensorEntries) {
@@ -300,7 +300,8 @@ TEST_F(BinaryFormats, SafetensorsRejectsBadTensorEntries) {
   expect_st_error(entry(R"("dtype":"F32","shape":[2,3],"data_offsets":[0,18446744073709551616])"),
                   {"data_offsets end must be a non-negative integer"});
   expect_st_error(
-      entry(R"("dtype":"F32","shape":[2,3],"data_offsets":[18446744073709551600,18446744073709551615])"),
+      entry(
+          R"("dtype":"F32","shape":[2,3],"data_offsets":[18446744073709551600,18446744073709551615])"),
       {"run past the data section"});
   // The error points at the tensor's key in the header.
   expect_st_error(entry(R"("dtype":"F33","shape":[2,3],"data_offsets":[0,24])"), {"(byte 9)"});
@@ -320,9 +321,9 @@ TEST_F(BinaryFormats, SafetensorsRejectsOverlapsGapsAndTrailingBytes) {
                                     R"("b":{"dtype":"F32","shape":[3],"data_offsets":[12,24]}})",
                                     data),
                   {"4 bytes before tensor 'b' belong to no tensor"});
-  expect_st_error(safetensors_bytes(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})",
-                                    data),
-                  {"8 trailing bytes"});
+  expect_st_error(
+      safetensors_bytes(R"({"a":{"dtype":"F32","shape":[4],"data_offsets":[0,16]}})", data),
+      {"8 trailing bytes"});
   expect_st_error(safetensors_bytes("{}", data), {"24 trailing bytes"});
 }
 
@@ -377,18 +378,19 @@ TEST_F(BinaryFormats, NpyDtypesOrderAndVersions) {
   // float16
   std::vector<uint16_t> h;
   for (float v : want) h.push_back(float_to_half_bits(v));
-  EXPECT_EQ(parse_npy(as_span(npy_bytes("{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }",
-                                        raw(h))),
+  EXPECT_EQ(parse_npy(as_span(npy_bytes(
+                          "{'descr': '<f2', 'fortran_order': False, 'shape': (2, 3), }", raw(h))),
                       "w.npy")
                 .data,
             want);
   // float64, version 2.0, double quotes
   std::vector<double> dd(want.begin(), want.end());
-  EXPECT_EQ(parse_npy(as_span(npy_bytes(R"({"descr": "<f8", "fortran_order": False, "shape": (2, 3)})",
-                                        raw(dd), 2)),
-                      "w.npy")
-                .data,
-            want);
+  EXPECT_EQ(
+      parse_npy(as_span(npy_bytes(R"({"descr": "<f8", "fortran_order": False, "shape": (2, 3)})",
+                                  raw(dd), 2)),
+                "w.npy")
+          .data,
+      want);
   // version 3.0
   EXPECT_EQ(parse_npy(as_span(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3)}",
                                         raw(want), 3)),
@@ -397,9 +399,10 @@ TEST_F(BinaryFormats, NpyDtypesOrderAndVersions) {
             want);
   // Fortran order: column-major bytes, same matrix.
   std::vector<float> colmajor = {1, 4, 2, 5, 3, 6};
-  DenseMatrix f = parse_npy(
-      as_span(npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", raw(colmajor))),
-      "w.npy");
+  DenseMatrix f =
+      parse_npy(as_span(npy_bytes("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
+                                  raw(colmajor))),
+                "w.npy");
   EXPECT_EQ(f.rows, 2);
   EXPECT_EQ(f.cols, 3);
   EXPECT_EQ(f.data, want);
@@ -409,14 +412,14 @@ TEST_F(BinaryFormats, NpyDtypesOrderAndVersions) {
     uint32_t b = std::bit_cast<uint32_t>(v);
     for (int k = 3; k >= 0; --k) be.push_back(static_cast<char>((b >> (8 * k)) & 0xff));
   }
-  EXPECT_EQ(
-      parse_npy(as_span(npy_bytes("{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", be)),
-                "w.npy")
-          .data,
-      want);
+  EXPECT_EQ(parse_npy(as_span(npy_bytes(
+                          "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", be)),
+                      "w.npy")
+                .data,
+            want);
   // Empty 0x5 matrix.
-  EXPECT_EQ(parse_npy(as_span(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (0, 5), }",
-                                        "")),
+  EXPECT_EQ(parse_npy(as_span(npy_bytes(
+                          "{'descr': '<f4', 'fortran_order': False, 'shape': (0, 5), }", "")),
                       "w.npy")
                 .cols,
             5);
@@ -449,10 +452,12 @@ TEST_F(BinaryFormats, NpyRejections) {
                    {"needs 36 bytes", "has 24", "truncated"});
   expect_npy_error(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (1, 3), }"),
                    {"needs 12 bytes", "trailing bytes"});
-  expect_npy_error(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }"),
-                   {"overflows"});
-  expect_npy_error(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999, 1), }"),
-                   {"overflows 64 bits"});
+  expect_npy_error(
+      npy("{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296), }"),
+      {"overflows"});
+  expect_npy_error(
+      npy("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999999999, 1), }"),
+      {"overflows 64 bits"});
   expect_npy_error(npy("{'descr': '<f4', 'shape': (2, 3), }"), {"missing 'fortran_order'"});
   expect_npy_error(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), 'x': 1}"),
                    {"unexpected key 'x'"});
@@ -464,8 +469,9 @@ TEST_F(BinaryFormats, NpyRejections) {
                    {"after the dict"});
   expect_npy_error(npy(std::string(20, '(')), {"npy header"});
   std::vector<double> big = {1.0, -1e300};
-  expect_npy_error(npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (1, 2), }", raw(big)),
-                   {"element (0, 1)", "beyond the fp32 range"});
+  expect_npy_error(
+      npy_bytes("{'descr': '<f8', 'fortran_order': False, 'shape': (1, 2), }", raw(big)),
+      {"element (0, 1)", "beyond the fp32 range"});
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -521,10 +527,14 @@ TEST_F(BinaryFormats, SmtxRejections) {
   expect_smtx_error("3, 4, 5\n1 2 2 5\n1 3 0 1 2\n", {"p.smtx:2:", "offset 0 is 1", "start at 0"});
   expect_smtx_error("3, 4, 5\n0 2 1 5\n1 3 0 1 2\n",
                     {"p.smtx:2: offset 2 (row 1) decreases: 1 after 2"});
-  expect_smtx_error("3, 4, 5\n0 2 6 5\n1 3 0 1 2\n", {"p.smtx:2:", "offset 2 (row 1) is 6, beyond nnz = 5"});
-  expect_smtx_error("3, 4, 5\n0 2 2 4\n1 3 0 1 2\n", {"p.smtx:2:", "last offset 3 is 4, expected nnz = 5"});
-  expect_smtx_error("3, 4, 5\n0 2 2\n1 3 0 1 2\n", {"p.smtx:2:", "expected nrows+1 = 4 row offsets, found 3"});
-  expect_smtx_error("3, 4, 5\n0 2 2 5 5\n1 3 0 1 2\n", {"p.smtx:2:", "more than nrows+1 = 4", "'5'"});
+  expect_smtx_error("3, 4, 5\n0 2 6 5\n1 3 0 1 2\n",
+                    {"p.smtx:2:", "offset 2 (row 1) is 6, beyond nnz = 5"});
+  expect_smtx_error("3, 4, 5\n0 2 2 4\n1 3 0 1 2\n",
+                    {"p.smtx:2:", "last offset 3 is 4, expected nnz = 5"});
+  expect_smtx_error("3, 4, 5\n0 2 2\n1 3 0 1 2\n",
+                    {"p.smtx:2:", "expected nrows+1 = 4 row offsets, found 3"});
+  expect_smtx_error("3, 4, 5\n0 2 2 5 5\n1 3 0 1 2\n",
+                    {"p.smtx:2:", "more than nrows+1 = 4", "'5'"});
   expect_smtx_error("3, 4, 5\n0 2 2 x\n", {"p.smtx:2:", "row offset 3", "'x'"});
   expect_smtx_error("3, 4, 5\n0,2,2,5\n", {"p.smtx:2:", "'0,2,2,5'"});
   expect_smtx_error("3, 4, 5\n", {"p.smtx:2:", "found 0"});
@@ -533,8 +543,10 @@ TEST_F(BinaryFormats, SmtxRejections) {
                     {"p.smtx:3:", "column index 1 (row 0) is 4, outside [0, 4)"});
   expect_smtx_error("3, 4, 5\n0 2 2 5\n3 1 0 1 2\n",
                     {"p.smtx:3:", "column index 1 (row 0) is 1 after 3", "strictly increasing"});
-  expect_smtx_error("3, 4, 5\n0 2 2 5\n1 3 0 1 1\n", {"p.smtx:3:", "column index 4 (row 2) is 1 after 1"});
-  expect_smtx_error("3, 4, 5\n0 2 2 5\n1 3 0 1\n", {"p.smtx:3:", "expected nnz = 5 column indices, found 4"});
+  expect_smtx_error("3, 4, 5\n0 2 2 5\n1 3 0 1 1\n",
+                    {"p.smtx:3:", "column index 4 (row 2) is 1 after 1"});
+  expect_smtx_error("3, 4, 5\n0 2 2 5\n1 3 0 1\n",
+                    {"p.smtx:3:", "expected nnz = 5 column indices, found 4"});
   expect_smtx_error("3, 4, 5\n0 2 2 5\n1 3 0 1 2 3\n", {"p.smtx:3:", "more than nnz = 5", "'3'"});
   expect_smtx_error("3, 4, 5\n0 2 2 5\n", {"p.smtx:3:", "found 0"});
   expect_smtx_error("3, 4, 5\n0 2 2 5\n1 3 0 1 -2\n", {"p.smtx:3:", "'-2'"});
@@ -617,19 +629,22 @@ TEST_F(BinaryFormats, CsrContainerRoundTrip) {
 
 TEST_F(BinaryFormats, CsrContainerRejections) {
   const CsrMatrix m = sample_csr();
-  std::map<std::string, std::string> meta = {
-      {"format", "sparsegen-csr"}, {"version", "1"},     {"rows", "3"},     {"cols", "5"},
-      {"nnz", "4"},                {"field", "real"},    {"pattern_only", "false"}};
+  std::map<std::string, std::string> meta = {{"format", "sparsegen-csr"},
+                                             {"version", "1"},
+                                             {"rows", "3"},
+                                             {"cols", "5"},
+                                             {"nnz", "4"},
+                                             {"field", "real"},
+                                             {"pattern_only", "false"}};
   std::string p = path("bad.safetensors");
   auto write = [&](const std::vector<int64_t>& rp, const std::vector<int32_t>& ci,
                    const std::vector<float>& v, const std::map<std::string, std::string>& md) {
-    write_safetensors(p, {{"row_ptr", StDType::I64, {static_cast<int64_t>(rp.size())},
-                           std::as_bytes(std::span(rp))},
-                          {"col_idx", StDType::I32, {static_cast<int64_t>(ci.size())},
-                           std::as_bytes(std::span(ci))},
-                          {"values", StDType::F32, {static_cast<int64_t>(v.size())},
-                           std::as_bytes(std::span(v))}},
-                      md);
+    write_safetensors(
+        p,
+        {{"row_ptr", StDType::I64, {static_cast<int64_t>(rp.size())}, std::as_bytes(std::span(rp))},
+         {"col_idx", StDType::I32, {static_cast<int64_t>(ci.size())}, std::as_bytes(std::span(ci))},
+         {"values", StDType::F32, {static_cast<int64_t>(v.size())}, std::as_bytes(std::span(v))}},
+        md);
   };
   write(m.row_ptr, m.col_idx, m.values, meta);
   EXPECT_EQ(read_csr(p).nnz(), 4);
@@ -669,9 +684,10 @@ TEST_F(BinaryFormats, CsrContainerRejections) {
   expect_error([&] { read_csr(p); }, {p, "lacks tensor 'imag'"});
   // Wrong dtype of an array.
   std::vector<int64_t> wide(m.col_idx.begin(), m.col_idx.end());
-  write_safetensors(p, {{"row_ptr", StDType::I64, {4}, std::as_bytes(std::span(m.row_ptr))},
-                        {"col_idx", StDType::I64, {4}, std::as_bytes(std::span(wide))},
-                        {"values", StDType::F32, {4}, std::as_bytes(std::span(m.values))}},
+  write_safetensors(p,
+                    {{"row_ptr", StDType::I64, {4}, std::as_bytes(std::span(m.row_ptr))},
+                     {"col_idx", StDType::I64, {4}, std::as_bytes(std::span(wide))},
+                     {"values", StDType::F32, {4}, std::as_bytes(std::span(m.values))}},
                     meta);
   expect_error([&] { read_csr(p); }, {p, "'col_idx' must be 1-D I32, found 1-D I64"});
   // A plain safetensors file is not a container.
@@ -686,8 +702,12 @@ TEST_F(BinaryFormats, DenseToCsrKeepsNonzerosAndReportsNonFinite) {
   DenseMatrix d;
   d.rows = 2;
   d.cols = 3;
-  d.data = {0.0f, -0.0f, std::numeric_limits<float>::quiet_NaN(), 1.0f,
-            std::numeric_limits<float>::infinity(), 0.0f};
+  d.data = {0.0f,
+            -0.0f,
+            std::numeric_limits<float>::quiet_NaN(),
+            1.0f,
+            std::numeric_limits<float>::infinity(),
+            0.0f};
   d.source = "w.npy";
   Diagnostics diag;
   CsrMatrix m = dense_to_csr(d, diag);
