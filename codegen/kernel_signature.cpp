@@ -39,6 +39,7 @@ std::string describe(const KernelSignature& sig) {
   s += fmt::format("kernel {} grid=({},{}) block={} shared={}B\n", sig.kernel_name,
                    sig.launch.grid_x, sig.launch.grid_y, sig.launch.block_threads,
                    sig.launch.shared_bytes);
+  if (sig.empty_grid()) s += "  (empty grid: do not launch; C = beta * C is the whole result)\n";
   for (size_t i = 0; i < sig.params.size(); ++i) {
     const KernelParam& p = sig.params[i];
     s += fmt::format("  {:2} {:<22} {:<8} {}", i, p.name, to_string(p.kind), p.source);
