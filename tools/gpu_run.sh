@@ -46,7 +46,11 @@ SANITIZER_BUDGET_S=${SANITIZER_BUDGET_S:-120}
 SANITIZER_RUNS=(
   "runtime_gpu|tests/runtime_tests '--gtest_filter=Gpu.*:-Gpu.InvalidLaunchConfigNamesTheCall:Gpu.MissingKernelAndBadImageNameTheCall'"
   "gpu_smoke|tools/sparsegen gpu-smoke --n 200003 --repeats 2"
+  "gpu_tests_sample|tests/gpu_tests '--gtest_filter=GpuSample.*:GpuPipeline.*'"
 )
+# gpu_tests (tests/gpu, run by ctest above) write one JSON summary per GpuCorrectness test here;
+# it lies inside BENCH_DIR, so bench.tar.gz carries it when benchmarks run.
+export SPARSEGEN_RESULTS_DIR=${SPARSEGEN_RESULTS_DIR:-/tmp/sparsegen-bench/gpu_tests}
 # Extra CMake arguments for the device build. The device has no LLVM/Clang 14 dev packages (too
 # large to carry): build-time steps that need them must take a file generated here instead, e.g.
 #   EXTRA_CMAKE_ARGS=(-DSPARSEGEN_TEMPLATE_INDEX=$PWD/.gpudata/template_index.h)
