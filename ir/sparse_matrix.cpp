@@ -36,6 +36,15 @@ void CsrMatrix::check_canonical() const {
     throw UserError(loc, fmt::format("{} values for {} column indices", values.size(), nnz()));
   if (!imag.empty() && imag.size() != col_idx.size())
     throw UserError(loc, "imaginary parts do not match the number of entries");
+  // Fast pass without early exits (vectorizes); the slow loop below only runs to name the first
+  // violation.
+  bool ok = true;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t b = row_ptr[r], e = row_ptr[r + 1];
+    if (b < e) ok &= (col_idx[b] >= 0) & (col_idx[e - 1] < cols);
+    for (int64_t k = b + 1; k < e; ++k) ok &= col_idx[k] > col_idx[k - 1];
+  }
+  if (ok) return;
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t k = row_ptr[r]; k < row_ptr[r + 1]; ++k) {
       if (col_idx[k] < 0 || col_idx[k] >= cols)
