@@ -58,8 +58,8 @@ double tiny(DType t) {
 template <class F>
 void parallel_rows(int64_t n, bool parallel, F&& f) {
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads = parallel ? static_cast<int>(std::min<int64_t>(hw, std::max<int64_t>(n, 1)))
-                               : 1;
+  const int threads =
+      parallel ? static_cast<int>(std::min<int64_t>(hw, std::max<int64_t>(n, 1))) : 1;
   if (threads <= 1) {
     f(int64_t{0}, n);
     return;
@@ -203,8 +203,9 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
       const size_t i = static_cast<size_t>(p.c_index(r, c));
       const double e = ref.exact[i], o = out[i];
       const double S = ref.scale[i];
-      const double tol = 2.0 * (double(len + 4) * u * S + double(adds) * ud * S + ud * std::fabs(e)) +
-                         double(adds + 1) * td;
+      const double tol =
+          2.0 * (double(len + 4) * u * S + double(adds) * ud * S + ud * std::fabs(e)) +
+          double(adds + 1) * td;
       if (in.beta == 0.0f && out_bits[i] == poison) {
         ++res.unwritten;
         fail(r, c, "never written (poison still there)");
@@ -234,14 +235,15 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
         continue;
       }
       const double d = std::fabs(o - e);
-      const double ratio = tol > 0 ? d / tol : (d == 0 ? 0 : std::numeric_limits<double>::infinity());
+      const double ratio =
+          tol > 0 ? d / tol : (d == 0 ? 0 : std::numeric_limits<double>::infinity());
       res.max_ratio = std::max(res.max_ratio, ratio);
       err2 += d * d;
       ref2 += e * e;
       if (!(d <= tol)) {
         ++res.out_of_bound;
-        fail(r, c, fmt::format("{:.9g}, expected {:.9g} (|diff| {:.3g} > bound {:.3g})", o, e, d,
-                               tol));
+        fail(r, c,
+             fmt::format("{:.9g}, expected {:.9g} (|diff| {:.3g} > bound {:.3g})", o, e, d, tol));
         continue;
       }
       // The fp32 references: each within tol of exact, so within 2·tol of the GPU result.
@@ -251,8 +253,9 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
         if (std::isinf(x) && std::fabs(e) + tol > dmax) continue;
         if (!(std::fabs(o - x) <= 2 * tol)) {
           ++res.out_of_bound;
-          fail(r, c, fmt::format("{:.9g}, {} says {:.9g} (bound {:.3g})", o,
-                                 other == interp ? "the interpreter" : "reference_spmm", x, 2 * tol));
+          fail(r, c,
+               fmt::format("{:.9g}, {} says {:.9g} (bound {:.3g})", o,
+                           other == interp ? "the interpreter" : "reference_spmm", x, 2 * tol));
           break;
         }
       }
@@ -270,10 +273,11 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
     first = fmt::format("relative error {:.3g} above {:.3g}", res.rel_error, res.rel_bound);
   res.passed = first.empty();
   if (!res.passed)
-    res.error = fmt::format("{} [{} of {} elements: {} unwritten, {} NaN, {} out of bound; "
-                            "rel error {:.3g}]",
-                            first, res.unwritten + res.nans + res.out_of_bound, res.elements,
-                            res.unwritten, res.nans, res.out_of_bound, res.rel_error);
+    res.error = fmt::format(
+        "{} [{} of {} elements: {} unwritten, {} NaN, {} out of bound; "
+        "rel error {:.3g}]",
+        first, res.unwritten + res.nans + res.out_of_bound, res.elements, res.unwritten, res.nans,
+        res.out_of_bound, res.rel_error);
   return res;
 }
 
@@ -344,8 +348,8 @@ std::string GpuCheckPair::error() const {
 GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t seed) {
   GpuCheckPair pair;
   for (int which = 0; which < 2; ++which) {
-    const CheckInputs in = make_check_inputs(k.problem(), seed + uint64_t(which), 0.75f,
-                                             which == 0 ? 0.0f : -1.5f);
+    const CheckInputs in =
+        make_check_inputs(k.problem(), seed + uint64_t(which), 0.75f, which == 0 ? 0.0f : -1.5f);
     const Reference ref = compute_reference(a, in);
     (which == 0 ? pair.beta0 : pair.beta1) = gpu_check(k, a, in, ref);
   }

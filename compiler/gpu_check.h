@@ -54,9 +54,9 @@ struct CheckInputs {
 CheckInputs make_check_inputs(const Problem& p, uint64_t seed, float alpha, float beta);
 
 struct Reference {
-  std::vector<double> exact;    // M*N, in problem.c_layout
-  std::vector<double> scale;    // S_i above
-  std::vector<float> spmm;      // reference_spmm's output; empty when the problem was too large
+  std::vector<double> exact;  // M*N, in problem.c_layout
+  std::vector<double> scale;  // S_i above
+  std::vector<float> spmm;    // reference_spmm's output; empty when the problem was too large
 };
 
 // Largest nnz·N for which reference_spmm (single-threaded, fp16 conversions per product) runs.
@@ -71,15 +71,15 @@ Reference compute_reference(const CsrMatrix& a, const CheckInputs& in,
 
 struct CheckResult {
   bool passed = false;
-  std::string error;          // the first failure and counts, empty when passed
-  double rel_error = 0;       // ||out - exact|| / ||exact|| (absolute when exact is 0)
+  std::string error;     // the first failure and counts, empty when passed
+  double rel_error = 0;  // ||out - exact|| / ||exact|| (absolute when exact is 0)
   double rel_bound = 0;
-  double max_ratio = 0;       // max |out_i - exact_i| / tol_i (<= 1 passes)
+  double max_ratio = 0;  // max |out_i - exact_i| / tol_i (<= 1 passes)
   int64_t elements = 0;
-  int64_t unwritten = 0;      // poison pattern still there
-  int64_t nans = 0;           // NaN where exact is finite
-  int64_t out_of_bound = 0;   // beyond tol_i (or non-finite exact not matched)
-  int64_t overflowed = 0;     // exact beyond the dtype range: inf accepted
+  int64_t unwritten = 0;     // poison pattern still there
+  int64_t nans = 0;          // NaN where exact is finite
+  int64_t out_of_bound = 0;  // beyond tol_i (or non-finite exact not matched)
+  int64_t overflowed = 0;    // exact beyond the dtype range: inf accepted
   bool compared_reference_spmm = false;
   bool compared_interpreter = false;
 };
@@ -88,8 +88,7 @@ struct CheckResult {
 // code: the GPU test and the CPU tests share it.
 CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInputs& in,
                            const Reference& ref, const std::vector<float>& out,
-                           const std::vector<uint32_t>& out_bits,
-                           const std::vector<float>* interp);
+                           const std::vector<uint32_t>& out_bits, const std::vector<float>* interp);
 
 // Bit pattern used to poison C before a beta == 0 run (fp32: 32 bits; fp16/bf16: 16 bits).
 uint32_t poison_bits(DType t);

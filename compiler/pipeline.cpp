@@ -19,7 +19,7 @@ namespace {
 
 constexpr int kSteps = 9;
 
-// Times one pipeline step; logs it on destruction-free finish() (a step that throws is not
+// Times one pipeline step; finish() logs it (a step that throws is not
 // logged: the exception says what went wrong).
 class Step {
  public:
@@ -152,10 +152,11 @@ Schedule choose_schedule(const Problem& p, const CsrMatrix& a, const KernelReque
                                   target.limits.name));
     s = all.front();
     const ReductionRule rule = choose_reduction_levels(row_length_stats(a));
-    reason = fmt::format("first of {} enumerated schedules (no cost model yet); row-length rule: "
-                         "finish rows at {} level{}",
-                         all.size(), to_string(rule.finish_level),
-                         rule.prefer_nnz_split ? ", nonzero splits first (irregular rows)" : "");
+    reason = fmt::format(
+        "first of {} enumerated schedules (no cost model yet); row-length rule: "
+        "finish rows at {} level{}",
+        all.size(), to_string(rule.finish_level),
+        rule.prefer_nnz_split ? ", nonzero splits first (irregular rows)" : "");
   }
   const auto illegal = validate(p, s);
   if (!illegal.empty())
@@ -215,8 +216,8 @@ KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s
   {
     Step st(6, "emit", &b.step_log);
     b.kernel = codegen::emit_general_sparse(p, s, f);
-    st.finish(fmt::format("{} lines, {} parameters", std::count(b.kernel.source.begin(),
-                                                                b.kernel.source.end(), '\n'),
+    st.finish(fmt::format("{} lines, {} parameters",
+                          std::count(b.kernel.source.begin(), b.kernel.source.end(), '\n'),
                           b.kernel.signature.params.size()));
   }
   {
@@ -402,15 +403,29 @@ void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
   cuda::launch(k.kernel, config_of(sig.launch, stream), args.data());
 }
 
-const Problem& CompiledKernel::problem() const { return impl_->build.problem; }
-const Schedule& CompiledKernel::schedule() const { return impl_->build.schedule; }
-const std::string& CompiledKernel::schedule_reason() const { return impl_->build.schedule_reason; }
+const Problem& CompiledKernel::problem() const {
+  return impl_->build.problem;
+}
+const Schedule& CompiledKernel::schedule() const {
+  return impl_->build.schedule;
+}
+const std::string& CompiledKernel::schedule_reason() const {
+  return impl_->build.schedule_reason;
+}
 const codegen::KernelSignature& CompiledKernel::signature() const {
   return impl_->build.kernel.signature;
 }
-const std::string& CompiledKernel::source() const { return impl_->build.kernel.source; }
-const CompileTarget& CompiledKernel::target() const { return impl_->build.target; }
-double CompiledKernel::compile_ms() const { return impl_->build.compiled.compile_ms; }
-int CompiledKernel::registers() const { return impl_->registers; }
+const std::string& CompiledKernel::source() const {
+  return impl_->build.kernel.source;
+}
+const CompileTarget& CompiledKernel::target() const {
+  return impl_->build.target;
+}
+double CompiledKernel::compile_ms() const {
+  return impl_->build.compiled.compile_ms;
+}
+int CompiledKernel::registers() const {
+  return impl_->registers;
+}
 
 }  // namespace sparsegen

@@ -89,20 +89,19 @@ struct KernelBuild {
   Schedule schedule;
   std::string schedule_reason;
   CompileTarget target;
-  codegen::GeneratedKernel kernel;       // source, headers, signature (tables included)
-  std::vector<char> values;              // packed values in the problem dtype (raw bytes)
-  std::vector<int32_t> col_idx;          // packed column indices
-  nvrtc::CompileResult compiled;         // cubin or PTX
-  int64_t nnz = 0;                       // real nonzeros of A
-  std::vector<std::string> step_log;     // "verify 0.02 ms", one per step
+  codegen::GeneratedKernel kernel;    // source, headers, signature (tables included)
+  std::vector<char> values;           // packed values in the problem dtype (raw bytes)
+  std::vector<int32_t> col_idx;       // packed column indices
+  nvrtc::CompileResult compiled;      // cubin or PTX
+  int64_t nnz = 0;                    // real nonzeros of A
+  std::vector<std::string> step_log;  // "verify 0.02 ms", one per step
 };
 
 // Steps 1-7 with a given schedule (no enumeration).
 KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
                          const CompileTarget& target, bool line_info = false);
 // Steps 1-7: problem and schedule from the request.
-KernelBuild build_kernel(const CsrMatrix& a, const KernelRequest& req,
-                         const CompileTarget& target);
+KernelBuild build_kernel(const CsrMatrix& a, const KernelRequest& req, const CompileTarget& target);
 
 // A kernel on the GPU (steps 8-9): module, functions and device tables. One object serves any
 // number of runs with different B, C, alpha, beta and streams. Needs the context it was built

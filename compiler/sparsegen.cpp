@@ -46,7 +46,9 @@ std::string Kernel::arch() const {
 const std::string& Kernel::cuda_source() const {
   return impl_->gpu ? impl_->gpu->source() : impl_->build()->kernel.source;
 }
-bool Kernel::runnable() const { return impl_->gpu != nullptr; }
+bool Kernel::runnable() const {
+  return impl_->gpu != nullptr;
+}
 
 Runtime::Runtime(int ordinal) {
   std::string why;
@@ -70,7 +72,9 @@ Runtime Runtime::offline(const std::string& arch) {
 
 Runtime::~Runtime() = default;
 
-const std::string& Runtime::device_name() const { return impl_->target.device_name; }
+const std::string& Runtime::device_name() const {
+  return impl_->target.device_name;
+}
 
 Kernel Runtime::spmm(const CsrMatrix& a, int64_t n, const SpmmOptions& options) const {
   KernelRequest req;

@@ -42,19 +42,25 @@ struct RunArgs {
 };
 
 nlohmann::json check_json(const CheckResult& r, float beta) {
-  return {{"beta", beta},           {"passed", r.passed},
-          {"rel_error", r.rel_error}, {"rel_bound", r.rel_bound},
-          {"max_ratio", r.max_ratio}, {"unwritten", r.unwritten},
-          {"nans", r.nans},         {"out_of_bound", r.out_of_bound},
+  return {{"beta", beta},
+          {"passed", r.passed},
+          {"rel_error", r.rel_error},
+          {"rel_bound", r.rel_bound},
+          {"max_ratio", r.max_ratio},
+          {"unwritten", r.unwritten},
+          {"nans", r.nans},
+          {"out_of_bound", r.out_of_bound},
           {"compared_reference_spmm", r.compared_reference_spmm},
-          {"compared_interpreter", r.compared_interpreter}, {"error", r.error}};
+          {"compared_interpreter", r.compared_interpreter},
+          {"error", r.error}};
 }
 
 void run_run(const RunArgs& a) {
   KernelRequest req;
   req.n = a.n;
   const auto dt = parse_dtype(a.dtype);
-  if (!dt) throw UserError(fmt::format("--dtype: expected fp32, fp16 or bf16, found '{}'", a.dtype));
+  if (!dt)
+    throw UserError(fmt::format("--dtype: expected fp32, fp16 or bf16, found '{}'", a.dtype));
   req.dtype = *dt;
   const auto bl = parse_layout(a.b_layout);
   if (!bl) throw UserError(fmt::format("--layout-b: expected row or col, found '{}'", a.b_layout));
@@ -70,8 +76,8 @@ void run_run(const RunArgs& a) {
   lo.tensor = a.tensor;
   const CsrMatrix m = load_matrix(a.file, lo).matrix;
   if (m.field == ValueField::Complex)
-    throw UserError(fmt::format("{}: complex matrices are not supported (real kernels only)",
-                                a.file));
+    throw UserError(
+        fmt::format("{}: complex matrices are not supported (real kernels only)", a.file));
   // User errors first (they exit 1 on any machine), then the GPU, before compiling anything.
   const Problem p0 = make_problem(m, req);
   if (!a.schedule.empty()) (void)choose_schedule(p0, m, req, CompileTarget{});
@@ -138,8 +144,7 @@ void run_run(const RunArgs& a) {
     }
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::printf("problem   %s (nnz %lld)\n", to_string(p).c_str(),
-                static_cast<long long>(m.nnz()));
+    std::printf("problem   %s (nnz %lld)\n", to_string(p).c_str(), static_cast<long long>(m.nnz()));
     std::printf("schedule  %s\n          (%s)\n", to_string(k.schedule()).c_str(),
                 k.schedule_reason().c_str());
     std::printf("device    %s, %s, compile %.1f ms, %d registers/thread\n",
@@ -157,8 +162,8 @@ void run_run(const RunArgs& a) {
     }
   }
   if (a.check && !chk.passed())
-    throw UserError(fmt::format("{}: GPU result does not match the CPU reference: {}", a.file,
-                                chk.error()));
+    throw UserError(
+        fmt::format("{}: GPU result does not match the CPU reference: {}", a.file, chk.error()));
 }
 
 }  // namespace

@@ -216,8 +216,10 @@ TEST(Pipeline, DegenerateProblemsHaveAValidPlan) {
 std::vector<uint32_t> bits_of(const std::vector<float>& v, DType t) {
   std::vector<uint32_t> bits(v.size());
   for (size_t i = 0; i < v.size(); ++i) {
-    if (t == DType::F32) std::memcpy(&bits[i], &v[i], 4);
-    else bits[i] = t == DType::F16 ? float_to_half_bits(v[i]) : float_to_bf16_bits(v[i]);
+    if (t == DType::F32)
+      std::memcpy(&bits[i], &v[i], 4);
+    else
+      bits[i] = t == DType::F16 ? float_to_half_bits(v[i]) : float_to_bf16_bits(v[i]);
   }
   return bits;
 }

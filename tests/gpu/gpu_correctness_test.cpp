@@ -12,9 +12,9 @@
 //     interleave, sort, padding, split amounts) and the pick rotates through the first few, so
 //     successive configs see different variants.
 //   - Each matrix gets T configs (dtype, N, B/C layout): T = 2 for suitesparse and dlmc, 1 for
-//     edge (tiny files whose quirks are the reader's business). Config number c (counted over the whole
-//     collection) uses dtype c % 3, N = {1,2,7,8,32,64,128}[(c / 3) % 7] and layout pair (c / 21)
-//     % 4, so every (dtype, N) pair recurs every 21 configs and every layout pair every 84.
+//     edge (tiny files whose quirks are the reader's business). Config number c (counted over the
+//     whole collection) uses dtype c % 3, N = {1,2,7,8,32,64,128}[(c / 3) % 7] and layout pair (c /
+//     21) % 4, so every (dtype, N) pair recurs every 21 configs and every layout pair every 84.
 //   - Generated 4096 x 11008 LLM-shaped matrices (magnitude pruning, 50/70/90%): each gets all 21
 //     (dtype, N) pairs and every kind; the three together cover every (kind, dtype, N) triple.
 //   - Every kernel runs twice: beta = 0 with C poisoned, and beta = -1.5 (alpha = 0.75).
@@ -34,8 +34,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstring>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -221,8 +221,8 @@ class Campaign {
       cfg->matrix = mi;
       cfg->problem = p;
       for (int b = 0; b < 2; ++b)
-        cfg->inputs[b] = make_check_inputs(p, static_cast<uint64_t>(c) * 2 + uint64_t(b) + 1,
-                                           kAlpha, kBetas[b]);
+        cfg->inputs[b] =
+            make_check_inputs(p, static_cast<uint64_t>(c) * 2 + uint64_t(b) + 1, kAlpha, kBetas[b]);
       const size_t ci = configs_.size();
       configs_.push_back(std::move(cfg));
       int kind_index = 0;
@@ -269,7 +269,8 @@ class Campaign {
         try {
           cfg.ensure_references(a);
           b.build = build_kernel(a, cfg.problem, job.schedule, target_);
-          for (int k = 0; k < 2; ++k) b.interp[k] = interpreter_output(a, job.schedule, cfg.inputs[k]);
+          for (int k = 0; k < 2; ++k)
+            b.interp[k] = interpreter_output(a, job.schedule, cfg.inputs[k]);
         } catch (const std::exception& e) {
           b.error = e.what();
           b.build.reset();
@@ -313,13 +314,13 @@ class Campaign {
     }
     for (const auto& s : range_skips_) std::printf("[ GPU      ] skipped (range): %s\n", s.c_str());
     for (const auto& s : matrix_notes_) std::printf("[ GPU      ] note: %s\n", s.c_str());
-    std::printf("[ GPU      ] %s: %zu matrices, %zu configs, %lld kernels compiled (%.1f s of "
-                "compile time on %d threads), %lld checks passed, %lld failed, %zu "
-                "dtype configs skipped for range, wall %.1f s%s\n",
-                name_.c_str(), matrices_.size(), configs_.size(), static_cast<long long>(kernels),
-                compile_s_, threads_, static_cast<long long>(passed),
-                static_cast<long long>(failed), range_skips_.size(), wall_s_,
-                dry_ ? " (DRY: nothing ran on a GPU)" : "");
+    std::printf(
+        "[ GPU      ] %s: %zu matrices, %zu configs, %lld kernels compiled (%.1f s of "
+        "compile time on %d threads), %lld checks passed, %lld failed, %zu "
+        "dtype configs skipped for range, wall %.1f s%s\n",
+        name_.c_str(), matrices_.size(), configs_.size(), static_cast<long long>(kernels),
+        compile_s_, threads_, static_cast<long long>(passed), static_cast<long long>(failed),
+        range_skips_.size(), wall_s_, dry_ ? " (DRY: nothing ran on a GPU)" : "");
     std::fflush(stdout);
     if (const char* dir = std::getenv("SPARSEGEN_RESULTS_DIR")) {
       nlohmann::json j;
@@ -336,12 +337,18 @@ class Campaign {
       j["checks_passed"] = passed;
       j["checks_failed"] = failed;
       for (const auto& [key, st] : table)
-        j["per_kind"].push_back({{"kind", key.first}, {"dtype", key.second},
-                                 {"kernels", st.kernels}, {"passed", st.passed},
+        j["per_kind"].push_back({{"kind", key.first},
+                                 {"dtype", key.second},
+                                 {"kernels", st.kernels},
+                                 {"passed", st.passed},
                                  {"failed", st.failed}});
       for (const Failure& f : failures_)
-        j["failures"].push_back({{"matrix", f.matrix}, {"schedule", f.schedule}, {"n", f.n},
-                                 {"dtype", f.dtype}, {"layouts", f.layouts}, {"beta", f.beta},
+        j["failures"].push_back({{"matrix", f.matrix},
+                                 {"schedule", f.schedule},
+                                 {"n", f.n},
+                                 {"dtype", f.dtype},
+                                 {"layouts", f.layouts},
+                                 {"beta", f.beta},
                                  {"error", f.error}});
       j["skipped_range"] = range_skips_;
       j["notes"] = matrix_notes_;
@@ -366,9 +373,13 @@ class Campaign {
     KindStats& st = stats_[{job.kind, std::string(to_string(p.dtype))}];
     auto fail = [&](float beta, const std::string& err) {
       ++st.failed;
-      Failure f{mname, to_string(job.schedule), std::string(to_string(p.dtype)),
+      Failure f{mname,
+                to_string(job.schedule),
+                std::string(to_string(p.dtype)),
                 fmt::format("b={} c={}", to_string(p.b_layout), to_string(p.c_layout)),
-                err.substr(0, 4000), p.n, beta};
+                err.substr(0, 4000),
+                p.n,
+                beta};
       if (failures_.size() < 200)
         ADD_FAILURE() << "GPU check failed: matrix " << f.matrix << " N=" << f.n << " dtype "
                       << f.dtype << " " << f.layouts << " beta=" << beta << "\n  schedule "
@@ -388,8 +399,10 @@ class Campaign {
       for (int i = 0; i < 2; ++i) {
         const CheckResult r = gpu_check(k, a, cfg.inputs[i], cfg.ref[i], nullptr,
                                         b.interp[i].empty() ? nullptr : &b.interp[i], false);
-        if (r.passed) ++st.passed;
-        else fail(kBetas[i], r.error);
+        if (r.passed)
+          ++st.passed;
+        else
+          fail(kBetas[i], r.error);
       }
     } catch (const std::exception& e) {
       fail(0, std::string("GPU: ") + e.what());
@@ -419,10 +432,10 @@ bool gpu_usable(std::string* why) {
   return cuda::driver_available(why);
 }
 
-#define SKIP_WITHOUT_GPU()                                                   \
-  do {                                                                       \
-    std::string why_;                                                        \
-    if (!gpu_usable(&why_)) GTEST_SKIP() << "no GPU: " << why_;              \
+#define SKIP_WITHOUT_GPU()                                      \
+  do {                                                          \
+    std::string why_;                                           \
+    if (!gpu_usable(&why_)) GTEST_SKIP() << "no GPU: " << why_; \
   } while (0)
 
 // Every real, integer and pattern matrix of one data folder (complex ones are noted and skipped:
@@ -572,7 +585,14 @@ TEST(GpuPipeline, DegenerateProblems) {
   };
   const std::vector<Case> cases = {
       {"0x1", lengths_matrix({}, 1, 1), 8},
-      {"4x0", [] { CsrMatrix a; a.rows = 4; a.cols = 0; a.row_ptr = {0, 0, 0, 0, 0}; return a; }(),
+      {"4x0",
+       [] {
+         CsrMatrix a;
+         a.rows = 4;
+         a.cols = 0;
+         a.row_ptr = {0, 0, 0, 0, 0};
+         return a;
+       }(),
        8},
       {"4x4 nnz=0", lengths_matrix({0, 0, 0, 0}, 4, 1), 8},
       {"4x4 nnz=0 N=1", lengths_matrix({0, 0, 0, 0}, 4, 1), 1},
@@ -651,7 +671,8 @@ TEST(GpuPipeline, PublicApiRunsOnDevicePointers) {
   dc.download(out);
   std::vector<uint32_t> bits(out.size());
   std::memcpy(bits.data(), out.data(), out.size() * 4);
-  const CheckResult r = compare_output(a, parse_schedule(k.schedule()), in, ref, out, bits, nullptr);
+  const CheckResult r =
+      compare_output(a, parse_schedule(k.schedule()), in, ref, out, bits, nullptr);
   EXPECT_TRUE(r.passed) << r.error;
 }
 

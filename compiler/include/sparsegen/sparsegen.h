@@ -31,11 +31,11 @@
 #include <memory>
 #include <string>
 
-#include "ir/diagnostics.h"   // UserError
-#include "ir/dtype.h"         // DType
-#include "ir/io/load.h"       // load_matrix, LoadOptions, LoadedMatrix
-#include "ir/problem.h"       // Problem, Layout
-#include "ir/sparse_matrix.h" // CsrMatrix
+#include "ir/diagnostics.h"       // UserError
+#include "ir/dtype.h"             // DType
+#include "ir/io/load.h"           // load_matrix, LoadOptions, LoadedMatrix
+#include "ir/problem.h"           // Problem, Layout
+#include "ir/sparse_matrix.h"     // CsrMatrix
 #include "runtime/cuda_driver.h"  // CudaError
 
 namespace sparsegen {
@@ -62,11 +62,11 @@ class Kernel {
   void run(const void* b, void* c, float alpha, float beta, void* stream = nullptr) const;
 
   const Problem& problem() const;
-  std::string schedule() const;          // one-line SPEC
-  std::string schedule_reason() const;   // why it was chosen
-  std::string arch() const;              // "sm_90" (cubin) or "compute_90" (PTX)
+  std::string schedule() const;         // one-line SPEC
+  std::string schedule_reason() const;  // why it was chosen
+  std::string arch() const;             // "sm_90" (cubin) or "compute_90" (PTX)
   const std::string& cuda_source() const;
-  bool runnable() const;                 // false for offline kernels
+  bool runnable() const;  // false for offline kernels
 
   Kernel(const Kernel&) = default;
   Kernel& operator=(const Kernel&) = default;
