@@ -237,29 +237,40 @@ DeviceInfo query_device(int ordinal) {
 
 // ---- Context ----
 
-Context::Context(int ordinal) : info_(query_device(ordinal)) {
-  const Driver& d = drv();
-  check(d.cuDeviceGet(&device_, ordinal), "cuDeviceGet");
-  check(d.cuDevicePrimaryCtxRetain(&ctx_, device_), "cuDevicePrimaryCtxRetain",
-        fmt::format("device {}", ordinal));
-  CUresult r = d.cuCtxSetCurrent(ctx_);
-  if (r != CUDA_SUCCESS) {
-    d.cuDevicePrimaryCtxRelease(device_);
-    ctx_ = nullptr;
-    throw_result(d, r, "cuCtxSetCurrent", {});
+namespace {
+// Each device's primary context is retained once and kept for the process's lifetime, as the CUDA
+// runtime does. Releasing it whenever the last Context object goes away destroys it while it is
+// still current on the thread, and a later retain + cuCtxSetCurrent of the same handle then fails
+// with CUDA_ERROR_CONTEXT_IS_DESTROYED (seen on an H200, driver 580).
+CUcontext retained_primary_context(CUdevice device) {
+  static std::mutex mutex;
+  static std::vector<std::pair<CUdevice, CUcontext>> retained;
+  std::lock_guard<std::mutex> lock(mutex);
+  for (const auto& [dev, ctx] : retained) {
+    if (dev == device) return ctx;
   }
+  CUcontext ctx = nullptr;
+  check(drv().cuDevicePrimaryCtxRetain(&ctx, device), "cuDevicePrimaryCtxRetain",
+        fmt::format("device {}", static_cast<int>(device)));
+  retained.emplace_back(device, ctx);
+  return ctx;
+}
+}  // namespace
+
+Context::Context(int ordinal) : info_(query_device(ordinal)) {
+  check(drv().cuDeviceGet(&device_, ordinal), "cuDeviceGet");
+  ctx_ = retained_primary_context(device_);
+  check(drv().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
 }
 
-Context::~Context() {
-  if (ctx_) drv().cuDevicePrimaryCtxRelease(device_);
-}
+// The primary context stays retained (see retained_primary_context).
+Context::~Context() = default;
 
 Context::Context(Context&& other) noexcept
     : device_(other.device_), ctx_(std::exchange(other.ctx_, nullptr)), info_(other.info_) {}
 
 Context& Context::operator=(Context&& other) noexcept {
   if (this != &other) {
-    if (ctx_) drv().cuDevicePrimaryCtxRelease(device_);
     device_ = other.device_;
     ctx_ = std::exchange(other.ctx_, nullptr);
     info_ = other.info_;

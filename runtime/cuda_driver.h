@@ -84,8 +84,10 @@ struct DeviceInfo {
 // Queries device `ordinal`. Throws CudaError.
 DeviceInfo query_device(int ordinal);
 
-// The primary context of one device, retained for this object's lifetime and made current on the
-// constructing thread. Movable, not copyable.
+// The primary context of one device, made current on the constructing thread. The primary
+// context itself is retained on first use and kept until the process exits (as the CUDA runtime
+// does), so Context objects may come and go, nest, or live on several threads. Movable, not
+// copyable.
 class Context {
  public:
   explicit Context(int ordinal = 0);

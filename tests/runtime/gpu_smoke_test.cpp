@@ -345,6 +345,24 @@ TEST_F(Gpu, MissingKernelAndBadImageNameTheCall) {
   EXPECT_THROW(cuda::Module bad(garbage), CudaError);
 }
 
+TEST_F(Gpu, ContextsComeAndGoOnOneThread) {
+  // Regression: releasing the primary context with the last Context destroyed it while still
+  // current, and the next Context's calls failed with CUDA_ERROR_CONTEXT_IS_DESTROYED.
+  { cuda::Context first(0); }
+  cuda::Context second(0);
+  {
+    cuda::Context nested(0);
+    cuda::DeviceBuffer b(256);
+    b.fill_bytes(7);
+  }
+  cuda::DeviceBuffer c(256);
+  c.fill_bytes(3);
+  std::vector<unsigned char> h(256);
+  c.download(h);
+  EXPECT_EQ(h[255], 3);
+  EXPECT_NO_THROW(second.synchronize());
+}
+
 TEST_F(Gpu, BufferFillAndEvents) {
   cuda::Context ctx(0);
   cuda::DeviceBuffer b(4096);
