@@ -1,10 +1,12 @@
 #include "runtime/cuda_driver.h"
 
+#include <cudaTypedefs.h>
 #include <dlfcn.h>
 
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <type_traits>
 #include <utility>
 
 #include <fmt/format.h>
@@ -12,47 +14,55 @@
 namespace sparsegen::cuda {
 namespace {
 
-// Every driver entry point we use. The member type is the signature <cuda.h> declares for the
-// macro-mapped name (decltype(&cuMemAlloc) is the type of cuMemAlloc_v2); the string we ask
-// cuGetProcAddress for is the base name, which the driver maps to the same version because we
-// pass the CUDA_VERSION of these headers.
+// Every driver entry point we use, with the ABI version we ask cuGetProcAddress for. The version
+// is explicit because the name alone is ambiguous: asking for "cuCtxSynchronize" at CUDA 13000
+// returns the 13.0 ABI, which takes a CUcontext, while <cuda.h> still declares the old (void)
+// one (calling it that way failed with CUDA_ERROR_CONTEXT_IS_DESTROYED on an H200). Each pointer
+// has the cudaTypedefs.h type of that version, and a static_assert checks it is the signature
+// <cuda.h> declares for the macro-mapped name (cuMemAlloc -> cuMemAlloc_v2, ...).
 #define SPARSEGEN_CU_FUNCTIONS(X) \
-  X(cuInit)                       \
-  X(cuDriverGetVersion)           \
-  X(cuGetErrorName)               \
-  X(cuGetErrorString)             \
-  X(cuDeviceGetCount)             \
-  X(cuDeviceGet)                  \
-  X(cuDeviceGetName)              \
-  X(cuDeviceGetAttribute)         \
-  X(cuDeviceTotalMem)             \
-  X(cuDevicePrimaryCtxRetain)     \
-  X(cuDevicePrimaryCtxRelease)    \
-  X(cuCtxSetCurrent)              \
-  X(cuCtxSynchronize)             \
-  X(cuModuleLoadDataEx)           \
-  X(cuModuleUnload)               \
-  X(cuModuleGetFunction)          \
-  X(cuFuncGetAttribute)           \
-  X(cuFuncSetAttribute)           \
-  X(cuMemAlloc)                   \
-  X(cuMemFree)                    \
-  X(cuMemcpyHtoD)                 \
-  X(cuMemcpyDtoH)                 \
-  X(cuMemsetD8)                   \
-  X(cuMemsetD32)                  \
-  X(cuStreamCreate)               \
-  X(cuStreamDestroy)              \
-  X(cuStreamSynchronize)          \
-  X(cuEventCreate)                \
-  X(cuEventDestroy)               \
-  X(cuEventRecord)                \
-  X(cuEventSynchronize)           \
-  X(cuEventElapsedTime)           \
-  X(cuLaunchKernel)
+  X(cuInit, 2000)                     \
+  X(cuDriverGetVersion, 2020)         \
+  X(cuGetErrorName, 6000)             \
+  X(cuGetErrorString, 6000)           \
+  X(cuDeviceGetCount, 2000)           \
+  X(cuDeviceGet, 2000)                \
+  X(cuDeviceGetName, 2000)            \
+  X(cuDeviceGetAttribute, 2000)       \
+  X(cuDeviceTotalMem, 3020)           \
+  X(cuDevicePrimaryCtxRetain, 7000)   \
+  X(cuDevicePrimaryCtxRelease, 11000) \
+  X(cuCtxSetCurrent, 4000)            \
+  X(cuCtxSynchronize, 2000)           \
+  X(cuModuleLoadDataEx, 2010)         \
+  X(cuModuleUnload, 2000)             \
+  X(cuModuleGetFunction, 2000)        \
+  X(cuFuncGetAttribute, 2020)         \
+  X(cuFuncSetAttribute, 9000)         \
+  X(cuMemAlloc, 3020)                 \
+  X(cuMemFree, 3020)                  \
+  X(cuMemcpyHtoD, 3020)               \
+  X(cuMemcpyDtoH, 3020)               \
+  X(cuMemsetD8, 3020)                 \
+  X(cuMemsetD32, 3020)                \
+  X(cuStreamCreate, 2000)             \
+  X(cuStreamDestroy, 4000)            \
+  X(cuStreamSynchronize, 2000)        \
+  X(cuEventCreate, 2000)              \
+  X(cuEventDestroy, 4000)             \
+  X(cuEventRecord, 2000)              \
+  X(cuEventSynchronize, 2000)         \
+  X(cuEventElapsedTime, 12080)        \
+  X(cuLaunchKernel, 4000)
+
+#define SPARSEGEN_CU_CHECK_TYPE(name, version)                                      \
+  static_assert(std::is_same_v<PFN_##name##_v##version, decltype(&::name)>,        \
+                #name " v" #version " is not the signature <cuda.h> declares");
+SPARSEGEN_CU_FUNCTIONS(SPARSEGEN_CU_CHECK_TYPE)
+#undef SPARSEGEN_CU_CHECK_TYPE
 
 struct Driver {
-#define SPARSEGEN_CU_MEMBER(name) decltype(&::name) name = nullptr;
+#define SPARSEGEN_CU_MEMBER(name, version) PFN_##name##_v##version name = nullptr;
   SPARSEGEN_CU_FUNCTIONS(SPARSEGEN_CU_MEMBER)
 #undef SPARSEGEN_CU_MEMBER
 };
@@ -108,14 +118,14 @@ void load_driver() {
   }
   Driver d;
   bool missing = false;
-#define SPARSEGEN_CU_RESOLVE(name)                                                             \
+#define SPARSEGEN_CU_RESOLVE(name, version)                                                    \
   if (!missing) {                                                                              \
     void* p = nullptr;                                                                         \
     CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;              \
-    CUresult r = get_proc(#name, &p, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status);     \
+    CUresult r = get_proc(#name, &p, version, CU_GET_PROC_ADDRESS_DEFAULT, &status);          \
     if (r != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !p) {                   \
-      s.why = fmt::format("the CUDA driver has no usable {} for CUDA {} (CUresult {}, status {})", \
-                          #name, CUDA_VERSION, static_cast<int>(r), static_cast<int>(status));  \
+      s.why = fmt::format("the CUDA driver has no {} (ABI {}; CUresult {}, status {})",         \
+                          #name, version, static_cast<int>(r), static_cast<int>(status));       \
       missing = true;                                                                          \
     } else {                                                                                   \
       d.name = reinterpret_cast<decltype(d.name)>(p);                                          \
