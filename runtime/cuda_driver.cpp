@@ -249,9 +249,8 @@ DeviceInfo query_device(int ordinal) {
 
 namespace {
 // Each device's primary context is retained once and kept for the process's lifetime, as the CUDA
-// runtime does. Releasing it whenever the last Context object goes away destroys it while it is
-// still current on the thread, and a later retain + cuCtxSetCurrent of the same handle then fails
-// with CUDA_ERROR_CONTEXT_IS_DESTROYED (seen on an H200, driver 580).
+// runtime does: releasing it with the last Context object would destroy every module and buffer
+// made under it, even those other objects still hold, and make the next Context start cold.
 CUcontext retained_primary_context(CUdevice device) {
   static std::mutex mutex;
   static std::vector<std::pair<CUdevice, CUcontext>> retained;
