@@ -45,6 +45,7 @@ namespace {
   X(cuMemcpyDtoH, 3020)               \
   X(cuMemsetD8, 3020)                 \
   X(cuMemsetD32, 3020)                \
+  X(cuMemsetD8Async, 3020)            \
   X(cuStreamCreate, 2000)             \
   X(cuStreamDestroy, 4000)            \
   X(cuStreamSynchronize, 2000)        \
@@ -402,6 +403,11 @@ void DeviceBuffer::fill_u32(std::uint32_t value) {
   }
   if (bytes_ == 0) return;
   check(drv().cuMemsetD32(ptr_, value, bytes_ / 4), "cuMemsetD32");
+}
+
+void DeviceBuffer::fill_bytes_async(unsigned char value, CUstream stream) {
+  if (bytes_ == 0) return;
+  check(drv().cuMemsetD8Async(ptr_, value, bytes_, stream), "cuMemsetD8Async");
 }
 
 // ---- Stream ----

@@ -165,6 +165,8 @@ class DeviceBuffer {
   // Fills the buffer with a byte / with a 32-bit pattern (bytes() must be a multiple of 4), e.g.
   // a NaN pattern to poison an output before a launch.
   void fill_bytes(unsigned char value);
+  // Asynchronous fill_bytes on `stream` (e.g. the L2 flush before a timed run, runtime/timing.h).
+  void fill_bytes_async(unsigned char value, CUstream stream);
   void fill_u32(std::uint32_t value);
 
  private:
