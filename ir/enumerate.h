@@ -47,6 +47,9 @@ struct EnumerateOptions {
   bool verify = true;               // drop candidates the verifier rejects
   double max_pad_overhead = 1.0;    // drop candidates whose padding adds more than this x nnz
   int max_warps_per_block = 8;      // warps per block tried: 1, 4, 16, ... up to this bound
+  // Append the MACKO family's schedules (ir/macko_schedule.h) when the problem fits it (fp16/bf16,
+  // N <= 8). Off by default until every consumer of the enumeration is family-aware.
+  bool include_macko = false;
 };
 
 std::vector<Schedule> enumerate_schedules(const Problem& p, const CsrMatrix& a,

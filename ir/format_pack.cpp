@@ -5,6 +5,7 @@
 
 #include "ir/diagnostics.h"
 #include "ir/format.h"
+#include "ir/macko_schedule.h"
 
 namespace sparsegen {
 
@@ -78,6 +79,17 @@ int64_t storage_pos(const GeneralSchedule& s, const PackedFormat&, int64_t p) {
 
 FormatStats compute_format_stats(const CsrMatrix& a, const Problem& p, const Schedule& sch) {
   check_shape(a, p);
+  if (sch.family() == ScheduleFamily::Macko) {  // MACKO packs with pack_macko (macko_format.h)
+    const MackoStats ms = macko_stats(a, sch.macko().delta_bits);
+    FormatStats st;
+    st.rows = a.rows;
+    st.nnz = ms.nnz;
+    st.nnz_padded = ms.slots;
+    st.block_tasks = macko_grid_x(p, sch.macko());
+    st.col_tiles = macko_grid_y(p, sch.macko());
+    for (int64_t r = 0; r < a.rows; ++r) st.max_row_length = std::max(st.max_row_length, a.row_length(r));
+    return st;
+  }
   const GeneralSchedule& s = sch.general();
   const bool skip_empty = s.at(Level::Block).kind == WorkSplit::Nnz;
   FormatStats st;

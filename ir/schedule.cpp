@@ -6,6 +6,7 @@
 #include <map>
 
 #include "ir/diagnostics.h"
+#include "ir/macko_schedule.h"
 
 namespace sparsegen {
 
@@ -211,6 +212,7 @@ std::vector<std::string> validate(const ScheduleBody& body) {
 std::vector<std::string> validate(const Problem& p, const Schedule& s) {
   std::vector<std::string> why = validate(s.body());
   if (!why.empty()) return why;
+  if (s.family() == ScheduleFamily::Macko) return validate_macko(p, s.macko());
   const GeneralSchedule& g = s.general();
   // A block column tile whose last pass is entirely beyond N is only wasted work.
   if (p.n > 0 && g.block_cols - g.warp_cols() >= p.n)
@@ -238,10 +240,12 @@ ScheduleFamily Schedule::family() const {
   return std::visit([](const auto& b) -> ScheduleFamily {
     using T = std::decay_t<decltype(b)>;
     if constexpr (std::is_same_v<T, GeneralSchedule>) return ScheduleFamily::General;
+    if constexpr (std::is_same_v<T, MackoSchedule>) return ScheduleFamily::Macko;
   }, body_);
 }
 
 std::string to_string(const Schedule& sch) {
+  if (sch.family() == ScheduleFamily::Macko) return macko_spec(sch.macko());
   const GeneralSchedule& s = std::get<GeneralSchedule>(sch.body());
   return fmt::format(
       "general;block={};warp={};thread={};warps={};group={};tcols={};bcols={};red={},{},{};"
@@ -254,6 +258,7 @@ std::string to_string(const Schedule& sch) {
 }
 
 std::string print_schedule(const Schedule& sch) {
+  if (sch.family() == ScheduleFamily::Macko) return print_macko(sch.macko());
   const GeneralSchedule& s = sch.general();
   auto yn = [](bool b) { return b ? "yes" : "no"; };
   std::string out = "schedule general\n";
@@ -319,6 +324,7 @@ Schedule parse_schedule(std::string_view spec) {
   }
   auto fam = parse_family(parts[0]);
   if (!fam) spec_error("family", alternatives(kFamilyNames), parts[0]);
+  if (*fam == ScheduleFamily::Macko) return Schedule(parse_macko_fields(spec, parts));
   if (*fam != ScheduleFamily::General)
     throw UserError(fmt::format("--schedule: family '{}' is not implemented yet", parts[0]));
 

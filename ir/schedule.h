@@ -149,8 +149,32 @@ struct GeneralSchedule {
   bool operator==(const GeneralSchedule&) const = default;
 };
 
+// ─── The MACKO model (family "macko") ───────────────────────────────────────────────────────
+// Over the MACKO format (ir/macko_format.h: values + b_Δ-bit column deltas, rows back to back):
+// each row is processed by `warps_per_row` warps (1: warp per row; 2..8: split row, where the
+// block is the row's warps and a cross-warp step combines column carries and partial sums).
+// A warp step reads, per lane, `unroll` aligned 16-byte vectors of values (8 slots each) and their
+// packed deltas; lane l's vector u of warp w in step i is vector
+//   v0 + i·(warps_per_row·32·unroll) + w·32·unroll + u·32 + l      (v0 = first vector of the row)
+// Columns come from a warp inclusive scan of (delta + 1) with a running carry. Every thread
+// accumulates `cols` dense columns in fp32 (grid.y = ceil(N / cols)); a row's partials are summed
+// over the lanes (and warps) and stored once: alpha·acc + beta·C. Output mode: Store.
+// SPEC: macko;delta=4;wpr=1;warps=4;unroll=2;cols=1;vec=16
+struct MackoSchedule {
+  int delta_bits = 4;       // b_Δ: 2, 4, 8
+  int warps_per_row = 1;    // 1, 2, 4, 8
+  int warps_per_block = 4;  // warp per row: 1..32 (rows per block); split row: == warps_per_row
+  int unroll = 2;           // 16-byte value vectors in flight per thread per step: 1, 2, 4
+  int cols = 1;             // dense columns per thread: 1, 2, 4, 8
+  int vector_bytes = 16;    // bytes per value load (16 only)
+
+  int rows_per_block() const { return warps_per_block / warps_per_row; }
+  int threads_per_block() const { return warps_per_block * kWarpSize; }
+  bool operator==(const MackoSchedule&) const = default;
+};
+
 // The family-specific structs. Future families are added as alternatives here.
-using ScheduleBody = std::variant<GeneralSchedule>;
+using ScheduleBody = std::variant<GeneralSchedule, MackoSchedule>;
 
 class Schedule {
  public:
@@ -163,6 +187,8 @@ class Schedule {
   const ScheduleBody& body() const { return body_; }
   // Precondition: family() == General.
   const GeneralSchedule& general() const { return std::get<GeneralSchedule>(body_); }
+  // Precondition: family() == Macko.
+  const MackoSchedule& macko() const { return std::get<MackoSchedule>(body_); }
 
   bool operator==(const Schedule&) const = default;
 
@@ -172,6 +198,7 @@ class Schedule {
 
 // Problem-independent legality of a body: every reason it is illegal (empty = legal).
 std::vector<std::string> validate(const GeneralSchedule& s);
+std::vector<std::string> validate(const MackoSchedule& s);
 std::vector<std::string> validate(const ScheduleBody& body);
 // Problem-dependent legality (dense-column tiling against N, SpMV shape). Empty = legal.
 std::vector<std::string> validate(const Problem& p, const Schedule& s);

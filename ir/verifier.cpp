@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include "ir/macko_schedule.h"
+
 namespace sparsegen {
 
 int estimate_registers(const Problem&, const Schedule& sch) {
+  if (sch.family() == ScheduleFamily::Macko) return macko_registers(sch.macko());
   const GeneralSchedule& s = sch.general();
   const bool segments = s.reduction(Level::Thread) == ReductionKind::Bitmap ||
                         s.reduction(Level::Warp) == ReductionKind::Segment;
@@ -15,6 +18,7 @@ int estimate_registers(const Problem&, const Schedule& sch) {
 }
 
 int64_t estimate_shared_bytes(const Problem&, const Schedule& sch) {
+  if (sch.family() == ScheduleFamily::Macko) return macko_shared_bytes(sch.macko());
   const GeneralSchedule& s = sch.general();
   const ReductionKind rb = s.reduction(Level::Block);
   if (rb == ReductionKind::None || s.warps_per_block == 1) return 0;
@@ -28,6 +32,11 @@ std::vector<std::string> verify(const Problem& p, const Schedule& s, const Forma
                                 const DeviceLimits& dev) {
   std::vector<std::string> why = validate(p, s);
   if (!why.empty()) return why;
+  if (s.family() == ScheduleFamily::Macko) {  // slot counts: verify_macko with MackoStats
+    MackoStats ms;
+    ms.slots = st.nnz_padded;
+    return verify_macko(p, s.macko(), ms, dev);
+  }
   const GeneralSchedule& g = s.general();
   const int threads = g.threads_per_block();
   if (threads > dev.max_threads_per_block)

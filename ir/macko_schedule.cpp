@@ -1,0 +1,193 @@
+#include "ir/macko_schedule.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <climits>
+#include <map>
+
+#include "ir/diagnostics.h"
+
+namespace sparsegen {
+
+namespace {
+
+bool pow2_in(int64_t v, int64_t lo, int64_t hi) {
+  return v >= lo && v <= hi && (v & (v - 1)) == 0;
+}
+
+[[noreturn]] void spec_error(std::string_view field, std::string_view expected,
+                             std::string_view found) {
+  throw UserError(fmt::format("--schedule: field '{}': expected {}, found '{}'", field, expected,
+                              found));
+}
+
+int parse_int(std::string_view field, std::string_view v, int lo, int hi) {
+  int x = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || ptr != v.data() + v.size() || x < lo || x > hi)
+    spec_error(field, fmt::format("an integer in {}..{}", lo, hi), v);
+  return x;
+}
+
+int pow2_ceil(int64_t x) {
+  int p = 1;
+  while (p < x && p < (1 << 30)) p <<= 1;
+  return p;
+}
+
+}  // namespace
+
+std::vector<std::string> validate(const MackoSchedule& s) {
+  std::vector<std::string> why;
+  auto bad = [&](std::string m) { why.push_back(std::move(m)); };
+  if (!valid_macko_delta_bits(s.delta_bits))
+    bad(fmt::format("delta={} must be 2, 4 or 8", s.delta_bits));
+  if (!pow2_in(s.warps_per_row, 1, 8)) bad(fmt::format("wpr={} must be 1, 2, 4 or 8", s.warps_per_row));
+  if (s.warps_per_block < 1 || s.warps_per_block > 32)
+    bad(fmt::format("warps={} must be in 1..32", s.warps_per_block));
+  if (!pow2_in(s.unroll, 1, 4)) bad(fmt::format("unroll={} must be 1, 2 or 4", s.unroll));
+  if (!pow2_in(s.cols, 1, 8)) bad(fmt::format("cols={} must be 1, 2, 4 or 8", s.cols));
+  if (s.vector_bytes != 16)
+    bad(fmt::format("vec={} must be 16 (aligned 16-byte value vectors)", s.vector_bytes));
+  if (why.empty() && s.warps_per_row > 1 && s.warps_per_block != s.warps_per_row)
+    bad(fmt::format("split row (wpr={}) needs warps={} == wpr: the block is one row's warps",
+                    s.warps_per_row, s.warps_per_block));
+  return why;
+}
+
+std::vector<std::string> validate_macko(const Problem& p, const MackoSchedule& s) {
+  std::vector<std::string> why;
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16)
+    why.push_back(fmt::format("MACKO needs 2-byte values (fp16 or bf16), not {}",
+                              to_string(p.dtype)));
+  if (p.n > 0 && s.cols > 1 && s.cols / 2 >= p.n)
+    why.push_back(fmt::format("cols={} leaves half of each thread's columns beyond n={}", s.cols,
+                              p.n));
+  return why;
+}
+
+std::string macko_spec(const MackoSchedule& s) {
+  return fmt::format("macko;delta={};wpr={};warps={};unroll={};cols={};vec={}", s.delta_bits,
+                     s.warps_per_row, s.warps_per_block, s.unroll, s.cols, s.vector_bytes);
+}
+
+std::string print_macko(const MackoSchedule& s) {
+  std::string out = "schedule macko\n";
+  out += fmt::format("  format: delta_bits={} vector={}B (8 slots) reverse-offset aligned\n",
+                     s.delta_bits, s.vector_bytes);
+  out += fmt::format("  row   : {} ({} warp{} per row) rows_per_block={} warps={}\n",
+                     s.warps_per_row == 1 ? "warp-per-row" : "split-row", s.warps_per_row,
+                     s.warps_per_row == 1 ? "" : "s", s.rows_per_block(), s.warps_per_block);
+  out += fmt::format("  step  : unroll={} vectors/thread, {} slots per warp step\n", s.unroll,
+                     s.unroll * kWarpSize * kMackoVectorSlots);
+  out += fmt::format("  cols  : thread={}\n", s.cols);
+  out += "  output: store\n";
+  return out;
+}
+
+MackoSchedule parse_macko_fields(std::string_view spec, const std::vector<std::string_view>& parts) {
+  MackoSchedule s;
+  std::map<std::string_view, int> seen;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    std::string_view part = parts[i];
+    if (part.empty()) continue;
+    const auto eq = part.find('=');
+    if (eq == std::string_view::npos) spec_error(part, "KEY=VALUE", part);
+    const std::string_view key = part.substr(0, eq), v = part.substr(eq + 1);
+    if (seen[key]++) spec_error(key, "the field once", "a second occurrence");
+    if (key == "delta") s.delta_bits = parse_int(key, v, 1, 64);
+    else if (key == "wpr") s.warps_per_row = parse_int(key, v, 1, 32);
+    else if (key == "warps") s.warps_per_block = parse_int(key, v, 1, 32);
+    else if (key == "unroll") s.unroll = parse_int(key, v, 1, 16);
+    else if (key == "cols") s.cols = parse_int(key, v, 1, 8);
+    else if (key == "vec") s.vector_bytes = parse_int(key, v, 1, 64);
+    else spec_error(key, "one of delta, wpr, warps, unroll, cols, vec (family macko)", key);
+  }
+  // A split-row SPEC may leave warps out: it follows wpr.
+  if (s.warps_per_row > 1 && seen.count("warps") == 0) s.warps_per_block = s.warps_per_row;
+  const auto why = validate(s);
+  if (!why.empty()) {
+    std::string msg = fmt::format("--schedule '{}' is illegal:", spec);
+    for (const auto& w : why) msg += "\n  " + w;
+    throw UserError(msg);
+  }
+  return s;
+}
+
+int64_t macko_grid_x(const Problem& p, const MackoSchedule& s) {
+  const int64_t rpb = s.rows_per_block();
+  return (p.m + rpb - 1) / rpb;
+}
+
+int64_t macko_grid_y(const Problem& p, const MackoSchedule& s) { return (p.n + s.cols - 1) / s.cols; }
+
+int macko_registers(const MackoSchedule& s) {
+  // Per vector in flight: 4 raw value words, up to 2 delta words, 8 prefix sums; accumulators;
+  // a fixed base for row bounds, carry, addresses and loop state.
+  return 32 + s.unroll * (4 + 2 + 8) + s.cols;
+}
+
+int64_t macko_shared_bytes(const MackoSchedule& s) {
+  if (s.warps_per_row == 1) return 0;
+  return int64_t{4} * 2 * s.warps_per_row + int64_t{4} * s.warps_per_row * s.cols;
+}
+
+std::vector<std::string> verify_macko(const Problem& p, const MackoSchedule& s,
+                                      const MackoStats& st, const DeviceLimits& dev) {
+  std::vector<std::string> why = validate(s);
+  for (auto& w : validate_macko(p, s)) why.push_back(std::move(w));
+  if (!why.empty()) return why;
+  const int threads = s.threads_per_block();
+  if (threads > dev.max_threads_per_block)
+    why.push_back(fmt::format("{} threads per block exceed {} on {}", threads,
+                              dev.max_threads_per_block, dev.name));
+  const int regs = macko_registers(s);
+  if (regs > dev.max_registers_per_thread || int64_t{regs} * threads > dev.registers_per_block)
+    why.push_back(fmt::format("about {} registers x {} threads exceed the limits of {}", regs,
+                              threads, dev.name));
+  if (macko_shared_bytes(s) > dev.max_shared_per_block)
+    why.push_back(fmt::format("{} bytes of shared memory exceed {} on {}", macko_shared_bytes(s),
+                              dev.max_shared_per_block, dev.name));
+  if (macko_grid_x(p, s) > dev.max_grid_x)
+    why.push_back(fmt::format("grid.x = {} blocks exceeds {}", macko_grid_x(p, s), dev.max_grid_x));
+  if (macko_grid_y(p, s) > dev.max_grid_y)
+    why.push_back(fmt::format("grid.y = {} column tiles exceeds {}", macko_grid_y(p, s),
+                              dev.max_grid_y));
+  // Slot positions are 32-bit in the kernel (with room for one step beyond the end).
+  if (st.slots > INT_MAX / 2)
+    why.push_back(fmt::format("{} MACKO slots exceed the kernel's 32-bit positions", st.slots));
+  return why;
+}
+
+std::vector<Schedule> enumerate_macko_schedules(const Problem& p, const CsrMatrix& a,
+                                                const DeviceLimits& dev) {
+  std::vector<Schedule> out;
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16) return out;
+  if (p.n < 1 || p.n > 8 || a.rows != p.m || a.cols != p.k) return out;
+  const int cols = pow2_ceil(p.n);
+  for (int bits : {4, 2, 8}) {
+    const MackoStats st = macko_stats(a, bits);
+    const double mean_slots = p.m > 0 ? double(st.nnz + st.padding) / double(p.m) : 0.0;
+    for (int wpr : {1, 2, 4, 8}) {
+      for (int unroll : {2, 4}) {
+        const double step = double(wpr) * kWarpSize * kMackoVectorSlots * unroll;
+        if (wpr > 1 && mean_slots < 2 * step) continue;  // split only pays off on long rows
+        for (int warps : {4, 8}) {
+          MackoSchedule s;
+          s.delta_bits = bits;
+          s.warps_per_row = wpr;
+          s.warps_per_block = wpr == 1 ? warps : wpr;
+          s.unroll = unroll;
+          s.cols = cols;
+          if (wpr > 1 && warps != 4) continue;  // one block shape per split
+          if (!validate(s).empty() || !verify_macko(p, s, st, dev).empty()) continue;
+          out.emplace_back(s);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace sparsegen

@@ -1,0 +1,51 @@
+// MACKO schedule family helpers: validation, the SPEC text and its parser, the verifier's limits
+// and the enumeration (the struct itself lives in ir/schedule.h; schedule.cpp, verifier.cpp and
+// enumerate.cpp dispatch here for family "macko").
+//
+//   macko;delta=4;wpr=1;warps=4;unroll=2;cols=1;vec=16
+//     delta  b_Δ bits per column delta (2, 4, 8)        wpr     warps per row (1, 2, 4, 8)
+//     warps  warps per block                            unroll  16-byte vectors per thread per step
+//     cols   dense columns per thread (grid.y tiles N)  vec     bytes per value load (16)
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/device_limits.h"
+#include "ir/macko_format.h"
+#include "ir/problem.h"
+#include "ir/schedule.h"
+#include "ir/sparse_matrix.h"
+
+namespace sparsegen {
+
+// Problem-dependent legality: 2-byte values (fp16/bf16), columns per thread against N.
+std::vector<std::string> validate_macko(const Problem& p, const MackoSchedule& s);
+
+// One-line SPEC ("macko;delta=4;...") and the multi-line form of print_schedule.
+std::string macko_spec(const MackoSchedule& s);
+std::string print_macko(const MackoSchedule& s);
+// Parses the fields after "macko" (KEY=VALUE parts, any order, omitted = defaults). Throws
+// UserError naming the field, or listing the validation reasons.
+MackoSchedule parse_macko_fields(std::string_view spec, const std::vector<std::string_view>& parts);
+
+// Launch-shape facts shared by the verifier, the emitter and the interpreter.
+int64_t macko_grid_x(const Problem& p, const MackoSchedule& s);  // ceil(M / rows_per_block)
+int64_t macko_grid_y(const Problem& p, const MackoSchedule& s);  // ceil(N / cols)
+int macko_registers(const MackoSchedule& s);                       // per-thread estimate
+int64_t macko_shared_bytes(const MackoSchedule& s);                // split row: carries + partials
+
+// Hardware limits and 32-bit slot positions. Empty = runs.
+std::vector<std::string> verify_macko(const Problem& p, const MackoSchedule& s,
+                                      const MackoStats& st, const DeviceLimits& dev);
+
+// Every legal, verified MACKO schedule for the problem (empty unless dtype is fp16/bf16 and
+// 1 <= N <= 8): b_Δ in {2, 4, 8} x (warp per row with 4 or 8 warps per block, split row with 2, 4
+// or 8 warps) x unroll {2, 4}, one column tiling (cols = N rounded up to a power of two). Warp
+// per row comes first, b_Δ = 4 first; split row only when the mean row spans at least two full
+// steps of the split (long rows).
+std::vector<Schedule> enumerate_macko_schedules(const Problem& p, const CsrMatrix& a,
+                                                const DeviceLimits& dev);
+
+}  // namespace sparsegen

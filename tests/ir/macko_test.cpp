@@ -1,0 +1,266 @@
+// MACKO format (packer round trip, padding rules, effective density), schedule SPEC/validation/
+// enumeration, and the interpreter against reference_spmm.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
+
+#include "ir/diagnostics.h"
+#include "ir/enumerate.h"
+#include "ir/interpreter.h"
+#include "ir/macko_format.h"
+#include "ir/macko_interpreter.h"
+#include "ir/macko_schedule.h"
+#include "ir/schedule.h"
+
+namespace sparsegen {
+namespace {
+
+// rows[r] = list of (col, value).
+CsrMatrix from_rows(int64_t cols, const std::vector<std::vector<std::pair<int32_t, float>>>& rows) {
+  CsrMatrix a;
+  a.rows = static_cast<int64_t>(rows.size());
+  a.cols = cols;
+  for (const auto& r : rows) {
+    for (const auto& [c, v] : r) {
+      a.col_idx.push_back(c);
+      a.values.push_back(v);
+    }
+    a.row_ptr.push_back(a.nnz());
+  }
+  a.check_canonical();
+  return a;
+}
+
+CsrMatrix random_matrix(int64_t rows, int64_t cols, double density, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  CsrMatrix a;
+  a.rows = rows;
+  a.cols = cols;
+  for (int64_t r = 0; r < rows; ++r) {
+    // Vary the density per row (some rows empty, some dense).
+    const double d = r % 7 == 3 ? 0.0 : (r % 5 == 1 ? std::min(1.0, density * 6) : density);
+    for (int64_t c = 0; c < cols; ++c)
+      if (u(g) < d) {
+        a.col_idx.push_back(static_cast<int32_t>(c));
+        // Explicit zeros too: they are real entries and must survive the round trip.
+        a.values.push_back(u(g) < 0.05 ? 0.0f : static_cast<float>(u(g) * 2 - 1));
+      }
+    a.row_ptr.push_back(a.nnz());
+  }
+  return a;
+}
+
+void expect_same(const CsrMatrix& a, const CsrMatrix& b) {
+  EXPECT_EQ(a.rows, b.rows);
+  EXPECT_EQ(a.cols, b.cols);
+  EXPECT_EQ(a.row_ptr, b.row_ptr);
+  EXPECT_EQ(a.col_idx, b.col_idx);
+  ASSERT_EQ(a.values.size(), b.values.size());
+  for (size_t i = 0; i < a.values.size(); ++i)
+    EXPECT_EQ(std::signbit(a.values[i]), std::signbit(b.values[i]));
+  EXPECT_EQ(a.values, b.values);
+}
+
+void check_invariants(const MackoFormat& f) {
+  EXPECT_EQ(f.slots() % kMackoVectorSlots, 0);
+  EXPECT_GE(f.slots(), f.used_slots());
+  EXPECT_EQ(static_cast<int64_t>(f.deltas.size()), f.slots() * f.delta_bits / 8);
+  EXPECT_EQ(f.row_ptr.back(), f.used_slots());
+  for (int64_t s = 0; s < f.slots(); ++s) {
+    const bool pad = (f.is_padding[static_cast<size_t>(s / 64)] >> (s % 64)) & 1u;
+    if (pad) {
+      EXPECT_EQ(f.values[static_cast<size_t>(s)], 0.0f);
+      EXPECT_EQ(f.delta(s), (1 << f.delta_bits) - 1);
+    }
+  }
+}
+
+const int kBits[] = {2, 4, 8};
+
+TEST(MackoFormat, EmptyRowsAndAllZeroMatrix) {
+  for (int b : kBits) {
+    const CsrMatrix a = from_rows(10, {{}, {}, {}});
+    const MackoFormat f = pack_macko(a, b);
+    EXPECT_EQ(f.slots(), 0);
+    EXPECT_EQ(f.row_ptr, (std::vector<int64_t>{0, 0, 0, 0}));
+    expect_same(unpack_macko(f), a);
+    const CsrMatrix e = from_rows(0, {});
+    expect_same(unpack_macko(pack_macko(e, b)), e);
+  }
+}
+
+TEST(MackoFormat, OneValueAtTheLastColumn) {
+  for (int b : kBits) {
+    const int64_t K = 1000;
+    const CsrMatrix a = from_rows(K, {{}, {{static_cast<int32_t>(K - 1), 2.5f}}, {}});
+    const MackoFormat f = pack_macko(a, b);
+    const int64_t step = int64_t{1} << b;  // columns advanced by a padding slot
+    EXPECT_EQ(f.padding, (K - 1) / step);
+    check_invariants(f);
+    expect_same(unpack_macko(f), a);
+  }
+}
+
+TEST(MackoFormat, GapsAtTheBoundary) {
+  for (int b : kBits) {
+    const int32_t m = (1 << b) - 1;  // largest delta
+    // Row 0: gap of exactly m zeros (fits). Row 1: gap of m+1 zeros (one padding slot).
+    // Row 2: first entry at column m (fits) and at m+1 (pads). Row 3: gaps of 2m+1 and 2m+2.
+    const CsrMatrix a = from_rows(
+        4 * m + 8, {{{0, 1.0f}, {m + 1, 2.0f}},
+                    {{0, 1.0f}, {m + 2, 3.0f}},
+                    {{m, 4.0f}},
+                    {{m + 1, 5.0f}},
+                    {{0, 1.0f}, {2 * m + 2, 6.0f}, {4 * m + 5, 7.0f}}});
+    const MackoFormat f = pack_macko(a, b);
+    check_invariants(f);
+    auto row_slots = [&](int r) { return f.row_ptr[r + 1] - f.row_ptr[r]; };
+    EXPECT_EQ(row_slots(0), 2);
+    EXPECT_EQ(row_slots(1), 3);
+    EXPECT_EQ(f.delta(f.row_ptr[1] + 1), m);  // the padding slot
+    EXPECT_EQ(f.delta(f.row_ptr[1] + 2), 0);  // then column m + 2 right after column m + 1
+    EXPECT_EQ(row_slots(2), 1);
+    EXPECT_EQ(row_slots(3), 2);
+    EXPECT_EQ(row_slots(4), 3 + 1 + 2);
+    expect_same(unpack_macko(f), a);
+  }
+}
+
+TEST(MackoFormat, VeryLongRowsAndRandomMatricesRoundTrip) {
+  for (int b : kBits) {
+    std::vector<std::pair<int32_t, float>> dense, sparse;
+    for (int32_t c = 0; c < 20000; ++c) dense.push_back({c, 0.25f * float(c % 13) - 1.0f});
+    for (int32_t c = 7; c < 200000; c += 977) sparse.push_back({c, 1.5f});
+    const CsrMatrix a = from_rows(200000, {dense, {}, sparse});
+    const MackoFormat f = pack_macko(a, b);
+    check_invariants(f);
+    expect_same(unpack_macko(f), a);
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      const CsrMatrix r = random_matrix(37, 300 + 91 * static_cast<int64_t>(seed),
+                                        0.02 * double(seed * seed), seed);
+      const MackoFormat fr = pack_macko(r, b);
+      check_invariants(fr);
+      expect_same(unpack_macko(fr), r);
+      const MackoStats st = macko_stats(r, b);
+      EXPECT_EQ(st.padding, fr.padding);
+      EXPECT_EQ(st.slots, fr.slots());
+    }
+  }
+}
+
+TEST(MackoFormat, EffectiveDensity) {
+  // 50% random at b = 4: about 0.5 · (16 + 4) / 16 = 0.625 of dense fp16, plus row pointers.
+  const CsrMatrix a = random_matrix(256, 4096, 0.5, 9);
+  const MackoStats st = macko_stats(a, 4);
+  EXPECT_GT(st.effective_density(), 0.35);
+  EXPECT_LT(st.effective_density(), 0.75);
+  EXPECT_EQ(st.bytes(), st.slots * 2 + st.slots / 2 + (st.rows + 1) * 4);
+  EXPECT_THROW(macko_stats(a, 3), UserError);
+  EXPECT_THROW(pack_macko(a, 16), UserError);
+}
+
+TEST(MackoSchedule, SpecRoundTripAndErrors) {
+  MackoSchedule m;
+  m.delta_bits = 8;
+  m.warps_per_row = 4;
+  m.warps_per_block = 4;
+  m.unroll = 4;
+  m.cols = 2;
+  const Schedule s(m);
+  EXPECT_EQ(s.family(), ScheduleFamily::Macko);
+  EXPECT_EQ(to_string(s), "macko;delta=8;wpr=4;warps=4;unroll=4;cols=2;vec=16");
+  EXPECT_EQ(parse_schedule(to_string(s)), s);
+  EXPECT_EQ(parse_schedule("macko").macko(), MackoSchedule{});
+  EXPECT_EQ(parse_schedule("macko;wpr=2").macko().warps_per_block, 2);
+  EXPECT_NE(print_schedule(s).find("split-row"), std::string::npos);
+  auto err = [](const char* spec) {
+    try {
+      parse_schedule(spec);
+    } catch (const UserError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(err("macko;delta=3").find("delta=3 must be 2, 4 or 8"), std::string::npos);
+  EXPECT_NE(err("macko;wpr=2;warps=8").find("warps=8 == wpr"), std::string::npos);
+  EXPECT_NE(err("macko;vec=8").find("vec=8"), std::string::npos);
+  EXPECT_NE(err("macko;tcols=2").find("field 'tcols'"), std::string::npos);
+  EXPECT_FALSE(validate(Problem::spmv(4, 4, DType::F32), s).empty());  // fp32 values
+  EXPECT_TRUE(validate(Problem::spmm(4, 4, 3, DType::F16), s).empty());
+  EXPECT_FALSE(validate(Problem::spmm(4, 4, 1, DType::F16), parse_schedule("macko;cols=4")).empty());
+}
+
+TEST(MackoSchedule, EnumerationAndVerifier) {
+  const CsrMatrix a = random_matrix(64, 8192, 0.5, 3);
+  EXPECT_TRUE(enumerate_macko_schedules(Problem::spmv(64, 8192, DType::F32), a,
+                                        DeviceLimits::sm90())
+                  .empty());
+  EXPECT_TRUE(enumerate_macko_schedules(Problem::spmm(64, 8192, 9, DType::F16), a,
+                                        DeviceLimits::sm90())
+                  .empty());
+  const Problem p = Problem::spmv(64, 8192, DType::F16);
+  const auto all = enumerate_macko_schedules(p, a, DeviceLimits::sm90());
+  ASSERT_GE(all.size(), 12u);
+  EXPECT_EQ(all.front().macko().delta_bits, 4);
+  bool split = false;
+  for (const Schedule& s : all) {
+    EXPECT_TRUE(validate(p, s).empty());
+    split |= s.macko().warps_per_row > 1;
+  }
+  EXPECT_TRUE(split);  // ~4000-slot rows are long enough to split
+  // The generic enumerator appends them only when asked.
+  EnumerateOptions o;
+  const auto plain = enumerate_schedules(p, a, o);
+  o.include_macko = true;
+  const auto with = enumerate_schedules(p, a, o);
+  EXPECT_EQ(with.size(), plain.size() + all.size());
+  EXPECT_EQ(with.back().family(), ScheduleFamily::Macko);
+  DeviceLimits small = DeviceLimits::sm90();
+  small.max_grid_x = 4;
+  EXPECT_FALSE(verify_macko(p, all.front().macko(), macko_stats(a, 4), small).empty());
+}
+
+TEST(MackoInterpreter, MatchesReferenceOnTestMatrices) {
+  std::vector<std::vector<std::pair<int32_t, float>>> rows(40);
+  for (int32_t c = 0; c < 3000; c += 3) rows[1].push_back({c, 0.5f + float(c % 7) / 8});
+  rows[5] = {{2999, -1.25f}};
+  for (int r = 10; r < 40; ++r)
+    for (int32_t c = r; c < 3000; c += 17 * r) rows[static_cast<size_t>(r)].push_back({c, -0.75f});
+  const std::vector<CsrMatrix> mats = {from_rows(3000, rows), random_matrix(50, 700, 0.3, 5),
+                                       random_matrix(20, 5000, 0.02, 6), from_rows(16, {{}, {}})};
+  std::mt19937 g(1);
+  std::uniform_real_distribution<float> u(-1.5f, 1.5f);
+  for (const CsrMatrix& a : mats)
+    for (DType dt : {DType::F16, DType::BF16})
+      for (int64_t n : {1, 2, 7, 8})
+        for (Layout l : {Layout::RowMajor, Layout::ColMajor}) {
+          const Problem p = Problem::spmm(a.rows, a.cols, n, dt, l, l);
+          std::vector<float> b(static_cast<size_t>(p.k * p.n)), c0(static_cast<size_t>(p.m * p.n));
+          for (float& x : b) x = round_to(dt, u(g));
+          for (float& x : c0) x = round_to(dt, u(g));
+          for (int bits : kBits)
+            for (int wpr : {1, 2, 8})
+              for (int unroll : {1, 4}) {
+                MackoSchedule s;
+                s.delta_bits = bits;
+                s.warps_per_row = wpr;
+                s.warps_per_block = wpr == 1 ? 4 : wpr;
+                s.unroll = unroll;
+                s.cols = n == 1 ? 1 : (n == 2 ? 2 : 8);
+                const MackoFormat f = pack_macko(a, bits);
+                for (float beta : {0.0f, -1.5f}) {
+                  std::vector<float> want = c0, got = c0;
+                  reference_spmm(p, a, b, want, 0.75f, beta);
+                  interpret_macko(p, s, f, b, got, 0.75f, beta);
+                  for (size_t i = 0; i < want.size(); ++i)
+                    ASSERT_NEAR(got[i], want[i], 0.02 * (1.0 + std::fabs(want[i])))
+                        << to_string(p) << " " << to_string(Schedule(s)) << " at " << i;
+                }
+              }
+        }
+}
+
+}  // namespace
+}  // namespace sparsegen
