@@ -77,21 +77,53 @@ CsrMatrix canonicalize(Triplets&& t, ValueField field, DuplicatePolicy policy,
   m.cols = t.cols;
   m.field = field;
 
-  // 1. Bucket by row, stable in input order.
+  // 1. Bucket by row, stable in input order. A direct scatter into millions of rows misses the
+  // cache on every entry when the file is not row-ordered, so rows are first partitioned into at
+  // most kPartitions contiguous row ranges (a small, cache-resident counter set), then each
+  // range, whose entries now fit in cache, is counting-sorted by row into place.
   std::vector<int64_t> start(static_cast<size_t>(t.rows) + 1, 0);
-  for (size_t i = 0; i < n; ++i) ++start[static_cast<size_t>(t.row[i]) + 1];
-  std::partial_sum(start.begin(), start.end(), start.begin());
   m.col_idx.resize(n);
   m.values.resize(n);
   if (complex) m.imag.resize(n);
   {
-    std::vector<int64_t> fill(start.begin(), start.end() - 1);
-    for (size_t i = 0; i < n; ++i) {
-      const auto k = static_cast<size_t>(fill[static_cast<size_t>(t.row[i])]++);
-      m.col_idx[k] = t.col[i];
-      m.values[k] = t.val[i];
-      if (complex) m.imag[k] = t.imag[i];
+    constexpr int64_t kPartitions = 1024;
+    int shift = 0;
+    while ((std::max<int64_t>(t.rows, 1) - 1) >> shift >= kPartitions) ++shift;
+    const size_t parts = t.rows == 0 ? 0 : static_cast<size_t>(((t.rows - 1) >> shift) + 1);
+    std::vector<int64_t> pstart(parts + 1, 0);
+    for (size_t i = 0; i < n; ++i) ++pstart[static_cast<size_t>(t.row[i] >> shift) + 1];
+    std::partial_sum(pstart.begin(), pstart.end(), pstart.begin());
+    // Entries copied partition by partition (stable), so the second pass reads contiguously.
+    std::vector<int32_t> prow(n), pcol(n);
+    std::vector<float> pval(n), pimag(complex ? n : 0);
+    {
+      std::vector<int64_t> fill(pstart.begin(), pstart.end() - 1);
+      for (size_t i = 0; i < n; ++i) {
+        const auto k = static_cast<size_t>(fill[static_cast<size_t>(t.row[i] >> shift)]++);
+        prow[k] = t.row[i];
+        pcol[k] = t.col[i];
+        pval[k] = t.val[i];
+        if (complex) pimag[k] = t.imag[i];
+      }
     }
+    std::vector<int64_t> local;
+    for (size_t p = 0; p < parts; ++p) {
+      const int64_t r0 = static_cast<int64_t>(p) << shift;
+      const int64_t r1 = std::min<int64_t>(t.rows, r0 + (int64_t{1} << shift));
+      local.assign(static_cast<size_t>(r1 - r0) + 1, 0);
+      const auto ob = static_cast<size_t>(pstart[p]), oe = static_cast<size_t>(pstart[p + 1]);
+      for (size_t k = ob; k < oe; ++k) ++local[static_cast<size_t>(prow[k] - r0) + 1];
+      local[0] = pstart[p];
+      std::partial_sum(local.begin(), local.end(), local.begin());
+      std::copy(local.begin(), local.end() - 1, start.begin() + r0);
+      for (size_t k = ob; k < oe; ++k) {
+        const auto dst = static_cast<size_t>(local[static_cast<size_t>(prow[k] - r0)]++);
+        m.col_idx[dst] = pcol[k];
+        m.values[dst] = pval[k];
+        if (complex) m.imag[dst] = pimag[k];
+      }
+    }
+    start[static_cast<size_t>(t.rows)] = static_cast<int64_t>(n);
   }
 
   // 2. Per row: stable sort by column (skipped when already sorted), then merge duplicates.
