@@ -1,0 +1,128 @@
+// Features of one kernel candidate (Problem, Schedule, FormatStats, MatrixFeatures, device) that
+// predict its run time: what the cost model (linear_model.h) regresses on. All are O(rows) to
+// compute, with no arrays packed, so the search can score hundreds of candidates per second.
+//
+//   const RowProfile rp = row_profile(a);                 // once per matrix
+//   const MatrixFeatures mf = compute_features(a);        // once per matrix
+//   for (const Schedule& s : candidates) {
+//     const FormatStats fs = compute_format_stats(a, p, s);
+//     const ScheduleFeatures f = schedule_features(p, s, fs, mf, rp, DeviceProfile::h100_sxm());
+//     ... f.values() (named by ScheduleFeatures::names()), f.roofline_us ...
+//   }
+//
+// The quantities (GeneralSparse; see ir/schedule.h for the vocabulary):
+//   - bytes: A's packed values + int32 column indices (padding included) read once per column
+//     tile (grid.y), offset tables (8 bytes per task per level, an upper bound: compressed ones
+//     cost nothing), B (unique bytes from DRAM; gathered sectors from L2), C written once (Store)
+//     or pre-scaled then updated by atomics (Atomic).
+//   - work: "warp iterations": one iteration = every group of a warp handles one nonzero of its
+//     chunk for its thread_cols columns. Simulated from the packed row lengths exactly as the
+//     division deals tasks (round-robin to W warps, then to G groups; a warp waits for its slowest
+//     group), times the column passes. Total (throughput), max over warp workers (critical path),
+//     max/mean (load imbalance), lane efficiency (useful nonzero slots / issued slots: padding,
+//     divergence between groups and idle groups all lower it).
+//   - reductions: shuffles (warp level, log2(G) per column per warp task, x2 for Bitmap, x3 for
+//     Segment), block syncs (one per block task and pass when the block level reduces), atomics.
+//   - occupancy: threads per block, a register estimate, resident blocks per SM, waves.
+//   - the roofline estimate roofline_us = launch + max(DRAM time, L2 time, issue time, critical
+//     path time) + atomics, which is also the fallback prediction when no fitted model exists.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "costmodel/features.h"
+#include "ir/format.h"
+#include "ir/problem.h"
+#include "ir/schedule.h"
+#include "ir/sparse_matrix.h"
+
+namespace sparsegen {
+
+// What the cost model needs to know about a GPU. Filled by the caller from the runtime's device
+// query (costmodel does not depend on runtime/): see device_profile().
+struct DeviceProfile {
+  std::string name = "NVIDIA H100 80GB HBM3";
+  int cc_major = 9;
+  int cc_minor = 0;
+  int sm_count = 132;
+  double dram_gbs = 3350;        // DRAM bandwidth, GB/s
+  double l2_gbs = 10000;         // L2 bandwidth, GB/s (about 3x DRAM on Hopper)
+  int64_t l2_bytes = 50 << 20;
+  double clock_ghz = 1.75;
+  int max_threads_per_sm = 2048;
+  int max_blocks_per_sm = 32;
+  int registers_per_sm = 65536;
+
+  static DeviceProfile h100_sxm() { return {}; }
+  // "sm_90" for cc 9.0.
+  std::string arch() const;
+};
+
+// A profile from queried device properties. DRAM bandwidth is not queryable through the driver
+// API: it comes from a table of known boards by name (H200 4800, H100 SXM 3350, H100 PCIe 2000,
+// A100 80GB 2039, A100 40GB 1555, L40S 864, RTX 4090 1008 GB/s), else 3350 GB/s scaled by the
+// SM count relative to 132 (a guess, said so by `bandwidth_guessed`).
+DeviceProfile device_profile(const std::string& name, int cc_major, int cc_minor, int sm_count,
+                             int64_t l2_bytes, int clock_khz, int max_threads_per_sm,
+                             int registers_per_sm, bool* bandwidth_guessed = nullptr);
+
+// Row lengths of a matrix in original order and sorted descending: what the work simulation
+// needs beyond FormatStats. O(rows log rows) once per matrix.
+struct RowProfile {
+  std::vector<int64_t> lengths;  // per original row
+  std::vector<int64_t> sorted;   // descending
+};
+RowProfile row_profile(const CsrMatrix& a);
+RowProfile row_profile(std::vector<int64_t> lengths);
+
+// The strategy family of a schedule: the (block, warp, thread) split and the reduction chain
+// (thread > warp > block), the grouping tests/gpu/gpu_correctness_test.cpp calls "kinds", e.g.
+// "rows/row/nnz red=total>total>none". Non-general families: their family name ("macko").
+std::string strategy_family(const Schedule& s);
+
+struct ScheduleFeatures {
+  std::string family;
+  // Raw quantities (bytes, counts; per whole launch).
+  double nnz = 0;             // real nonzeros
+  double a_bytes = 0;         // packed values + column indices, x column tiles
+  double table_bytes = 0;     // offset tables (upper bound) + row-start bits
+  double b_unique_bytes = 0;  // K x N x dtype (the DRAM floor for B)
+  double b_sector_bytes = 0;  // 32-byte sectors the B gathers touch (L2 traffic)
+  double c_bytes = 0;         // M x N x dtype written (x2 with an Atomic prologue)
+  double dram_bytes = 0;      // a + tables + b_unique + c
+  double l2_bytes = 0;        // a + tables + b_sector + c
+  double warp_iters_total = 0;
+  double warp_iters_max = 0;
+  double warp_iters_mean = 0;  // over warp workers (block tasks x W x column tiles)
+  double warp_workers = 0;
+  double lane_efficiency = 0;    // in (0, 1]
+  double column_efficiency = 0;  // N / (column tiles x block_cols)
+  double pad_overhead = 0;
+  double atomics = 0;
+  double shuffles = 0;
+  double block_syncs = 0;
+  double blocks = 0;             // grid.x x grid.y
+  int threads_per_block = 0;
+  int registers_estimate = 0;
+  int blocks_per_sm = 0;
+  double occupancy = 0;  // resident warps per SM / (max_threads_per_sm / 32)
+  double waves = 0;      // blocks / (SMs x blocks_per_sm)
+  double roofline_us = 0;
+
+  // The regression vector, in names() order (log transforms applied; see the .cpp).
+  std::vector<double> values;
+  static const std::vector<std::string>& names();
+};
+
+// Version of the feature vector: a model fitted on another version is not used.
+inline constexpr int kScheduleFeatureVersion = 1;
+
+// Precondition: the schedule is legal for p and fs = compute_format_stats(a, p, s) of the matrix
+// that `rows` and `mf` describe.
+ScheduleFeatures schedule_features(const Problem& p, const Schedule& s, const FormatStats& fs,
+                                   const MatrixFeatures& mf, const RowProfile& rows,
+                                   const DeviceProfile& dev);
+
+}  // namespace sparsegen
