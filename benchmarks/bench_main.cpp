@@ -1,0 +1,1001 @@
+// `sparsegen-bench` (also reached as `sparsegen bench ...`): our generated kernels against dense
+// cuBLAS and cuSPARSE CSR in one process.
+//
+//   sparsegen-bench FILE -n 8 [--dtype fp16] [--schedule SPEC | --best-of K] [--json out.json]
+//   sparsegen-bench --suite llm|suitesparse|all [--quick] [--best-of K] [--json out.json]
+//
+// For every case (matrix, N, dtype): our kernel (compiler/pipeline.h; the pipeline's schedule, the
+// given --schedule, or with --best-of K the fastest of the first K enumerated schedules, a stand-in
+// until the cost model ranks them), cuBLAS dense (GEMM; for N = 1 also GEMV, the faster kept) and
+// cuSPARSE CSR (every SpMM/SpMV CSR algorithm and dense layout, the fastest kept). Every output is
+// checked once against the CPU reference (compiler/gpu_check.h) before it is timed; a failing one
+// is reported and not timed. Timing: runtime/timing.h (L2 flushed before every run, events,
+// median of --repeats runs after --warmup runs). Several candidates of one method are first
+// screened with 5 runs each; the fastest is then measured in full.
+//
+// The LLM suite: shapes 4096x4096, 11008x4096, 4096x11008, 12288x12288, 28672x7168 (rows x cols
+// of A, i.e. M x K), sparsity 50/70/90 %, random and magnitude pruning (ir/gen/pruning.h, seed
+// --seed), N = 1, 8, 32, 64, fp16. Pruned matrices are cached as sparsegen CSR containers under
+// --cache-dir (default $BENCH_DIR/cache) and reused across N and runs. The SuiteSparse suite: every
+// real matrix under $SPARSEGEN_DATA/suitesparse with at least --min-nnz nonzeros, fp32, N = 8, 32,
+// 64. --quick: every shape at 50/70/90 % magnitude plus random 70 % for two shapes, N = 1, 8, 32,
+// 64; SuiteSparse matrices with >= 10000 nonzeros.
+//
+// Exit codes: 0 success; 1 bad value (the message names the flag or file); 2 bad command line;
+// 3 no GPU / CUDA or library error (nothing measured); 4 some output failed its correctness check
+// (everything else is still measured and written).
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "benchmarks/baselines.h"
+#include "benchmarks/report.h"
+#include "compiler/gpu_check.h"
+#include "compiler/pipeline.h"
+#include "ir/diagnostics.h"
+#include "ir/dtype.h"
+#include "ir/enumerate.h"
+#include "ir/gen/pruning.h"
+#include "ir/io/csr_container.h"
+#include "ir/io/load.h"
+#include "ir/problem.h"
+#include "ir/schedule.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/nvrtc_compiler.h"
+#include "runtime/timing.h"
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace sparsegen::bench {
+namespace {
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+struct Args {
+  std::string file;
+  std::vector<int64_t> ns;
+  std::string dtype;
+  std::string schedule;
+  int best_of = 0;  // 0: not given
+  std::string suite;
+  bool quick = false;
+  std::string json;
+  int repeats = 20;
+  int warmup = 3;
+  std::string cache_dir;
+  std::string data_dir;
+  std::string tensor;
+  uint64_t seed = 0;
+  int64_t min_nnz = -1;  // -1: preset default
+  double max_dense_gib = 4.0;
+  double time_limit_s = 0;
+  std::string filter;
+  bool dry_run = false;
+  std::string command_line;
+};
+
+// One matrix of a run and the cases (N values) measured on it.
+struct MatrixSpec {
+  std::string suite;    // "llm", "suitesparse", "file"
+  std::string name;     // for progress lines and --filter
+  std::string pruning;  // llm only
+  double target_sparsity = 0;
+  int64_t rows = 0, cols = 0;
+  DType dtype = DType::F16;
+  std::vector<int64_t> ns;
+  std::function<CsrMatrix()> load;
+};
+
+const std::vector<std::pair<int64_t, int64_t>> kLlmShapes = {
+    {4096, 4096}, {11008, 4096}, {4096, 11008}, {12288, 12288}, {28672, 7168}};
+
+// ---------------------------------------------------------------- validation
+
+DType parse_dtype_flag(const std::string& s) {
+  const auto d = parse_dtype(s);
+  if (!d) throw UserError(fmt::format("--dtype: expected fp32, fp16 or bf16, found '{}'", s));
+  return *d;
+}
+
+void validate(const Args& a) {
+  if (!a.suite.empty() && a.suite != "llm" && a.suite != "suitesparse" && a.suite != "all") {
+    throw UserError(fmt::format("--suite: expected llm, suitesparse or all, found '{}'", a.suite));
+  }
+  for (int64_t n : a.ns) {
+    if (n < 1 || n > 4096) throw UserError(fmt::format("-n: expected 1..4096, found {}", n));
+  }
+  if (!a.dtype.empty()) (void)parse_dtype_flag(a.dtype);
+  if (a.best_of < 0 || a.best_of > 1000) {
+    throw UserError(fmt::format("--best-of: expected 1..1000, found {}", a.best_of));
+  }
+  if (a.repeats < 1 || a.repeats > 100000) {
+    throw UserError(fmt::format("--repeats: expected 1..100000, found {}", a.repeats));
+  }
+  if (a.warmup < 0 || a.warmup > 1000) {
+    throw UserError(fmt::format("--warmup: expected 0..1000, found {}", a.warmup));
+  }
+  if (!(a.max_dense_gib > 0) || !std::isfinite(a.max_dense_gib)) {
+    throw UserError(
+        fmt::format("--max-dense-gib: expected a positive number, found {}", a.max_dense_gib));
+  }
+  if (!(a.time_limit_s >= 0) || !std::isfinite(a.time_limit_s)) {
+    throw UserError(fmt::format("--time-limit: expected seconds >= 0, found {}", a.time_limit_s));
+  }
+  if (a.min_nnz < -1) throw UserError(fmt::format("--min-nnz: expected >= 0, found {}", a.min_nnz));
+  if (!a.json.empty()) {
+    // Fail now, not after minutes of measuring.
+    std::ofstream probe(a.json, std::ios::app);
+    if (!probe) throw UserError(fmt::format("--json: cannot write '{}'", a.json));
+  }
+}
+
+// ---------------------------------------------------------------- the matrices of a run
+
+std::string default_cache_dir() {
+  if (const char* b = std::getenv("BENCH_DIR"); b && *b) return (fs::path(b) / "cache").string();
+  return {};
+}
+
+std::string default_data_dir() {
+  if (const char* d = std::getenv("SPARSEGEN_DATA"); d && *d) return d;
+  return {};
+}
+
+// The pruned LLM matrices of one shape share one generated weight (made on first need).
+struct WeightSource {
+  int64_t rows, cols;
+  uint64_t seed;
+  std::mutex mu;
+  std::shared_ptr<DenseMatrix> weight;
+  std::shared_ptr<DenseMatrix> get() {
+    std::lock_guard lk(mu);
+    if (!weight) weight = std::make_shared<DenseMatrix>(make_llm_weight(rows, cols, seed));
+    return weight;
+  }
+  void release() {
+    std::lock_guard lk(mu);
+    weight.reset();
+  }
+};
+
+std::vector<MatrixSpec> llm_specs(const Args& a, DType dtype) {
+  std::vector<MatrixSpec> out;
+  const std::vector<int64_t> ns = a.ns.empty() ? std::vector<int64_t>{1, 8, 32, 64} : a.ns;
+  const std::string cache = a.cache_dir.empty() ? default_cache_dir() : a.cache_dir;
+  for (const auto& [rows, cols] : kLlmShapes) {
+    auto src = std::make_shared<WeightSource>();
+    src->rows = rows;
+    src->cols = cols;
+    src->seed = a.seed;
+    std::vector<std::pair<PruneMethod, double>> variants;
+    for (double s : {0.5, 0.7, 0.9}) variants.emplace_back(PruneMethod::Magnitude, s);
+    if (!a.quick) {
+      for (double s : {0.5, 0.7, 0.9}) variants.emplace_back(PruneMethod::Random, s);
+    } else if ((rows == 4096 && cols == 4096) || (rows == 28672 && cols == 7168)) {
+      variants.emplace_back(PruneMethod::Random, 0.7);
+    }
+    for (size_t v = 0; v < variants.size(); ++v) {
+      const auto [method, sparsity] = variants[v];
+      MatrixSpec m;
+      m.suite = "llm";
+      m.pruning = std::string(to_string(method));
+      m.target_sparsity = sparsity;
+      m.rows = rows;
+      m.cols = cols;
+      m.dtype = dtype;
+      m.ns = ns;
+      m.name = fmt::format("llm {}x{} {} {:.0f}%", rows, cols, m.pruning, sparsity * 100);
+      const bool last_of_shape = v + 1 == variants.size();
+      const uint64_t seed = a.seed;
+      m.load = [src, method, sparsity, cache, rows, cols, seed, last_of_shape] {
+        std::string path;
+        if (!cache.empty()) {
+          path = (fs::path(cache) / fmt::format("llm_{}x{}_{}_{:.2f}_seed{}.safetensors", rows,
+                                                cols, to_string(method), sparsity, seed))
+                     .string();
+          std::error_code ec;
+          if (fs::exists(path, ec)) {
+            try {
+              CsrMatrix cached = read_csr(path);
+              if (last_of_shape) src->release();
+              return cached;
+            } catch (const UserError& e) {  // a stale or broken cache file: regenerate
+              std::fprintf(stderr, "sparsegen-bench: ignoring cache file: %s\n", e.what());
+            }
+          }
+        }
+        PruneSpec spec;
+        spec.method = method;
+        spec.sparsity = sparsity;
+        spec.seed = seed;
+        CsrMatrix pruned = prune(*src->get(), spec);
+        if (last_of_shape) src->release();
+        if (!path.empty()) {
+          std::error_code ec;
+          fs::create_directories(fs::path(path).parent_path(), ec);
+          try {
+            write_csr(path + ".tmp", pruned);
+            fs::rename(path + ".tmp", path, ec);
+          } catch (const std::exception& e) {  // caching is an optimization only
+            std::fprintf(stderr, "sparsegen-bench: cannot cache %s: %s\n", path.c_str(), e.what());
+          }
+        }
+        return pruned;
+      };
+      out.push_back(std::move(m));
+    }
+  }
+  return out;
+}
+
+std::vector<MatrixSpec> suitesparse_specs(const Args& a, DType dtype, nlohmann::json& skipped) {
+  const std::string data = a.data_dir.empty() ? default_data_dir() : a.data_dir;
+  const fs::path dir = fs::path(data) / "suitesparse";
+  std::error_code ec;
+  if (data.empty() || !fs::is_directory(dir, ec)) {
+    throw UserError(fmt::format(
+        "--data: no suitesparse folder at '{}' (give --data DIR or set SPARSEGEN_DATA to the "
+        "folder that holds suitesparse/)",
+        dir.string()));
+  }
+  const int64_t min_nnz = a.min_nnz >= 0 ? a.min_nnz : (a.quick ? 10000 : 1000);
+  std::vector<std::string> files;
+  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+    if (e.is_regular_file() && e.path().extension() == ".mtx") files.push_back(e.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  std::vector<MatrixSpec> out;
+  const std::vector<int64_t> ns = a.ns.empty() ? std::vector<int64_t>{8, 32, 64} : a.ns;
+  for (const std::string& f : files) {
+    const std::string rel = fs::relative(f, dir, ec).string();
+    // Load now (small files) to filter by nnz and field; the matrix is reloaded when measured.
+    CsrMatrix m;
+    try {
+      m = load_matrix(f).matrix;
+    } catch (const UserError& e) {
+      skipped.push_back({{"matrix", rel}, {"reason", std::string("load error: ") + e.what()}});
+      continue;
+    }
+    if (m.field == ValueField::Complex) {
+      skipped.push_back({{"matrix", rel}, {"reason", "complex (real kernels only)"}});
+      continue;
+    }
+    if (m.nnz() < min_nnz) {
+      skipped.push_back(
+          {{"matrix", rel}, {"reason", fmt::format("nnz {} < --min-nnz {}", m.nnz(), min_nnz)}});
+      continue;
+    }
+    MatrixSpec s;
+    s.suite = "suitesparse";
+    s.name = rel;
+    s.rows = m.rows;
+    s.cols = m.cols;
+    s.dtype = dtype;
+    s.ns = ns;
+    s.load = [f] { return load_matrix(f).matrix; };
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------- our kernel: builds
+
+struct OurBuild {
+  std::optional<KernelBuild> build;
+  std::string schedule_text;
+  std::string error;
+  double build_ms = 0;
+  double a_bytes = 0;
+};
+
+double packed_a_bytes(const KernelBuild& b) {
+  double bytes = static_cast<double>(b.values.size()) + 4.0 * static_cast<double>(b.col_idx.size());
+  for (const auto& p : b.kernel.signature.params) {
+    double w = 0;
+    switch (p.kind) {
+      case codegen::ParamKind::I32Table:
+      case codegen::ParamKind::U32Table:
+        w = 4;
+        break;
+      case codegen::ParamKind::I16Table:
+        w = 2;
+        break;
+      case codegen::ParamKind::I8Table:
+        w = 1;
+        break;
+      default:
+        break;
+    }
+    bytes += w * static_cast<double>(p.data.size());
+  }
+  return bytes;
+}
+
+// The schedules to try for one problem: the given SPEC, the first K enumerated, or the
+// pipeline's own choice.
+std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMatrix& a,
+                                                   const Args& args, const CompileTarget& target,
+                                                   int best_of) {
+  if (!args.schedule.empty()) return {parse_schedule(args.schedule)};
+  if (best_of <= 1) return {std::nullopt};  // pipeline's choice (choose_schedule)
+  EnumerateOptions eo;
+  eo.device = target.limits;
+  std::vector<Schedule> all = enumerate_schedules(p, a, eo);
+  std::vector<std::optional<Schedule>> out;
+  for (size_t i = 0; i < all.size() && static_cast<int>(i) < best_of; ++i) out.push_back(all[i]);
+  if (out.empty()) out.push_back(std::nullopt);  // let the pipeline say why nothing is valid
+  return out;
+}
+
+// Builds (steps 1-7, no GPU) every job on a pool of threads.
+struct BuildJob {
+  int64_t n;
+  Problem problem;
+  std::optional<Schedule> schedule;
+};
+
+std::vector<OurBuild> build_all(const CsrMatrix& a, const std::vector<BuildJob>& jobs,
+                                const Args& args, DType dtype, const CompileTarget& target) {
+  std::vector<OurBuild> out(jobs.size());
+  std::atomic<size_t> next{0};
+  auto worker = [&] {
+    for (size_t i; (i = next++) < jobs.size();) {
+      const auto t0 = Clock::now();
+      OurBuild& b = out[i];
+      try {
+        if (jobs[i].schedule) {
+          b.build = build_kernel(a, jobs[i].problem, *jobs[i].schedule, target);
+        } else {
+          KernelRequest req;
+          req.n = jobs[i].n;
+          req.dtype = dtype;
+          req.schedule = args.schedule;
+          req.schedule_flag = "--schedule";
+          b.build = build_kernel(a, req, target);
+        }
+        b.schedule_text = to_string(b.build->schedule);
+        b.a_bytes = packed_a_bytes(*b.build);
+      } catch (const std::exception& e) {
+        b.error = e.what();
+        if (jobs[i].schedule) b.schedule_text = to_string(*jobs[i].schedule);
+      }
+      b.build_ms = seconds_since(t0) * 1e3;
+    }
+  };
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::min<size_t>(std::min(hw, 16u), jobs.size());
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  for (auto& t : pool) t.join();
+  return out;
+}
+
+// ---------------------------------------------------------------- GPU measurement
+
+struct Gpu {
+  std::shared_ptr<cuda::Context> ctx;
+  CompileTarget target;
+  std::unique_ptr<cuda::Stream> stream;
+  std::unique_ptr<L2Flusher> flusher;
+  TimingOptions full;    // the reported measurement
+  TimingOptions screen;  // quick screening of several candidates
+};
+
+std::vector<char> to_dtype_bytes(const std::vector<float>& v, DType t) {
+  const size_t w = static_cast<size_t>(dtype_bytes(t));
+  std::vector<char> out(v.size() * w);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (t == DType::F32) {
+      std::memcpy(&out[i * 4], &v[i], 4);
+    } else {
+      const uint16_t h = t == DType::F16 ? float_to_half_bits(v[i]) : float_to_bf16_bits(v[i]);
+      std::memcpy(&out[i * 2], &h, 2);
+    }
+  }
+  return out;
+}
+
+void poison(cuda::DeviceBuffer& c, DType t) {
+  const uint32_t bits = poison_bits(t);
+  c.fill_u32(t == DType::F32 ? bits : (bits << 16) | (bits & 0xffffu));
+}
+
+// Compares a baseline's output (layout `layout`) with the reference (row-major exact).
+std::string check_baseline(const cuda::DeviceBuffer& c, DType t, Layout layout, int64_t m,
+                           int64_t n, const Reference& ref) {
+  const size_t count = static_cast<size_t>(m * n);
+  const size_t w = static_cast<size_t>(dtype_bytes(t));
+  std::vector<char> raw(count * w);
+  c.download(raw.data(), raw.size());
+  const uint32_t pbits = poison_bits(t);
+  int64_t unwritten = 0, nans = 0;
+  double err2 = 0, ref2 = 0;
+  for (int64_t r = 0; r < m; ++r) {
+    for (int64_t j = 0; j < n; ++j) {
+      const size_t idx = static_cast<size_t>(layout == Layout::RowMajor ? r * n + j : j * m + r);
+      float v;
+      uint32_t bits;
+      if (t == DType::F32) {
+        std::memcpy(&bits, &raw[idx * 4], 4);
+        std::memcpy(&v, &bits, 4);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, &raw[idx * 2], 2);
+        bits = h;
+        v = t == DType::F16 ? half_bits_to_float(h) : bf16_bits_to_float(h);
+      }
+      const double e = ref.exact[static_cast<size_t>(r * n + j)];
+      if (bits == pbits) {
+        ++unwritten;
+      } else if (std::isnan(v) && std::isfinite(e)) {
+        ++nans;
+      } else if (std::isfinite(e) && std::isfinite(v)) {
+        err2 += (v - e) * (v - e);
+        ref2 += e * e;
+      }
+    }
+  }
+  const double rel = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
+  const double bound = t == DType::F32 ? 1e-4 : t == DType::F16 ? 1e-2 : 2e-2;
+  if (unwritten || nans || !(rel <= bound)) {
+    return fmt::format(
+        "output check failed: {} unwritten, {} NaN, relative error {:.3g} (bound {})", unwritten,
+        nans, rel, bound);
+  }
+  return {};
+}
+
+void fill_timing(MethodResult& r, const TimingResult& t) {
+  r.median_ms = t.median_ms;
+  r.p10_ms = t.p10_ms;
+  r.p90_ms = t.p90_ms;
+  r.min_ms = t.min_ms;
+  r.runs = t.count;
+}
+
+// Times the passing candidates: screening when there are several, then the full measurement of
+// the fastest. `runs[i]` launches candidate i. Returns its index, or -1 when none passed.
+int pick_and_time(Gpu& g, const std::vector<std::function<void(CUstream)>>& runs,
+                  const std::vector<bool>& passed, MethodResult& r, nlohmann::json& screened) {
+  std::vector<size_t> ok;
+  for (size_t i = 0; i < runs.size(); ++i) {
+    if (passed[i]) ok.push_back(i);
+  }
+  if (ok.empty()) return -1;
+  size_t best = ok[0];
+  if (ok.size() > 1) {
+    double best_ms = 0;
+    for (size_t i : ok) {
+      const TimingResult t = measure(runs[i], g.screen);
+      screened[std::to_string(i)] = t.median_ms;
+      if (i == ok[0] || t.median_ms < best_ms) {
+        best_ms = t.median_ms;
+        best = i;
+      }
+    }
+  }
+  fill_timing(r, measure(runs[best], g.full));
+  return static_cast<int>(best);
+}
+
+struct CaseInputs {
+  Problem problem;
+  CheckInputs in;
+  Reference ref;
+  cuda::DeviceBuffer b_row, b_col, c;
+};
+
+void measure_ours(Gpu& g, const CsrMatrix& a, CaseInputs& ci, std::vector<OurBuild>& builds,
+                  CaseResult& cr) {
+  MethodResult& r = cr.ours;
+  nlohmann::json tried = nlohmann::json::array();
+  std::vector<std::unique_ptr<CompiledKernel>> kernels;
+  std::vector<std::function<void(CUstream)>> runs;
+  std::vector<bool> passed;
+  std::vector<double> bytes;
+  for (OurBuild& b : builds) {
+    nlohmann::json t = {{"schedule", b.schedule_text}, {"build_ms", b.build_ms}};
+    if (!b.build) {
+      t["error"] = b.error;
+      tried.push_back(t);
+      kernels.emplace_back();
+      runs.emplace_back();
+      passed.push_back(false);
+      bytes.push_back(0);
+      continue;
+    }
+    if (b.schedule_text.empty()) b.schedule_text = to_string(b.build->schedule);
+    t["reason"] = b.build->schedule_reason;
+    auto k = std::make_unique<CompiledKernel>(g.ctx, std::move(*b.build));
+    b.build.reset();
+    const CheckResult chk = gpu_check(*k, a, ci.in, ci.ref, g.stream->get(), nullptr, false);
+    t["check"] = chk.passed ? "pass" : chk.error;
+    t["rel_error"] = chk.rel_error;
+    t["registers"] = k->registers();
+    const CompiledKernel* kp = k.get();
+    const CUdeviceptr bp = ci.b_row.ptr(), cp = ci.c.ptr();
+    runs.emplace_back([kp, bp, cp](CUstream s) { kp->run(bp, cp, 1.0f, 0.0f, s); });
+    passed.push_back(chk.passed);
+    bytes.push_back(b.a_bytes);
+    kernels.push_back(std::move(k));
+    tried.push_back(t);
+  }
+  nlohmann::json screened;
+  const int best = pick_and_time(g, runs, passed, r, screened);
+  if (best < 0) {
+    r.error = "no candidate passed: " +
+              (tried.empty() ? std::string("none built")
+                             : tried[0].value("error", "") + tried[0].value("check", ""));
+  } else {
+    r.checked = true;
+    r.impl = builds[static_cast<size_t>(best)].schedule_text;
+    const double w = dtype_bytes(ci.problem.dtype);
+    r.bytes = bytes[static_cast<size_t>(best)] +
+              w * static_cast<double>(ci.problem.k * ci.problem.n + ci.problem.m * ci.problem.n);
+  }
+  r.extra = {{"candidates", tried}};
+  if (!screened.is_null()) r.extra["screen_ms"] = screened;
+}
+
+void measure_baseline(Gpu& g, std::vector<Candidate> cands, DType t, CaseInputs& ci, double a_bytes,
+                      MethodResult& r) {
+  nlohmann::json tried = nlohmann::json::array();
+  std::vector<std::function<void(CUstream)>> runs;
+  std::vector<bool> passed;
+  for (const Candidate& c : cands) {
+    nlohmann::json j = {{"name", c.name}};
+    runs.push_back(c.run);
+    if (!c.unsupported.empty()) {
+      j["unsupported"] = c.unsupported;
+      passed.push_back(false);
+    } else {
+      poison(ci.c, t);
+      c.run(g.stream->get());
+      g.stream->synchronize();
+      const std::string err =
+          check_baseline(ci.c, t, c.c_layout, ci.problem.m, ci.problem.n, ci.ref);
+      j["check"] = err.empty() ? "pass" : err;
+      passed.push_back(err.empty());
+    }
+    tried.push_back(j);
+  }
+  nlohmann::json screened;
+  const int best = pick_and_time(g, runs, passed, r, screened);
+  if (best < 0) {
+    r.error = "no configuration passed or was supported";
+  } else {
+    r.checked = true;
+    r.impl = cands[static_cast<size_t>(best)].name;
+    const double w = dtype_bytes(t);
+    r.bytes = a_bytes +
+              w * static_cast<double>(ci.problem.k * ci.problem.n + ci.problem.m * ci.problem.n);
+  }
+  r.extra = {{"candidates", tried}};
+  if (!screened.is_null()) r.extra["screen_ms"] = screened;
+}
+
+std::string fmt_ms(const MethodResult& m) {
+  return m.ok() ? fmt::format("{:.4f} ms", m.median_ms) : std::string("-");
+}
+
+// ---------------------------------------------------------------- the run
+
+std::string now_utc() {
+  const std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+int run(const Args& a) {
+  const auto t_start = Clock::now();
+  validate(a);
+  const bool file_mode = !a.file.empty();
+  std::vector<MatrixSpec> specs;
+  nlohmann::json skipped = nlohmann::json::array();
+  int best_of = a.best_of;
+  if (file_mode) {
+    if (a.ns.empty()) throw UserError("-n: required with a matrix FILE (e.g. -n 8 or -n 1,8,32)");
+    const DType dt = a.dtype.empty() ? DType::F32 : parse_dtype_flag(a.dtype);
+    LoadOptions lo;
+    lo.tensor = a.tensor;
+    auto m = std::make_shared<CsrMatrix>(load_matrix(a.file, lo).matrix);
+    if (m->field == ValueField::Complex) {
+      throw UserError(
+          fmt::format("{}: complex matrices are not supported (real kernels only)", a.file));
+    }
+    check_value_range(*m, dt);
+    for (int64_t n : a.ns) {  // a bad --schedule is a user error on any machine
+      KernelRequest req;
+      req.n = n;
+      req.dtype = dt;
+      req.schedule = a.schedule;
+      req.schedule_flag = "--schedule";
+      const Problem p = make_problem(*m, req);
+      if (!a.schedule.empty()) (void)choose_schedule(p, *m, req, CompileTarget{});
+    }
+    MatrixSpec s;
+    s.suite = "file";
+    s.name = a.file;
+    s.rows = m->rows;
+    s.cols = m->cols;
+    s.dtype = dt;
+    s.ns = a.ns;
+    s.load = [m] { return *m; };
+    specs.push_back(std::move(s));
+  } else {
+    if (a.suite == "llm" || a.suite == "all") {
+      for (auto& s : llm_specs(a, a.dtype.empty() ? DType::F16 : parse_dtype_flag(a.dtype)))
+        specs.push_back(std::move(s));
+    }
+    if (a.suite == "suitesparse" || a.suite == "all") {
+      for (auto& s :
+           suitesparse_specs(a, a.dtype.empty() ? DType::F32 : parse_dtype_flag(a.dtype), skipped))
+        specs.push_back(std::move(s));
+    }
+  }
+  if (best_of == 0) best_of = 1;
+  if (!a.filter.empty()) {
+    std::erase_if(specs,
+                  [&](const MatrixSpec& s) { return s.name.find(a.filter) == std::string::npos; });
+    if (specs.empty()) throw UserError(fmt::format("--filter: no matrix matches '{}'", a.filter));
+  }
+
+  // The GPU (after every user error, before any expensive work).
+  Gpu g;
+  if (!a.dry_run) {
+    std::string why;
+    if (!cuda::driver_available(&why)) {
+      throw CudaError("no usable GPU (" + why + "); nothing measured", "cuInit",
+                      CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE");
+    }
+    g.ctx = std::make_shared<cuda::Context>(0);
+    attach_cudart(0);
+    g.target = detect_target(0);
+    g.stream = std::make_unique<cuda::Stream>();
+    g.flusher = std::make_unique<L2Flusher>(g.ctx->info());
+    g.full.warmup = a.warmup;
+    g.full.repetitions = a.repeats;
+    g.full.stream = g.stream->get();
+    g.full.flusher = g.flusher.get();
+    g.screen = g.full;
+    g.screen.warmup = 1;
+    g.screen.repetitions = std::min(5, a.repeats);
+  } else {
+    g.target = CompileTarget{};
+  }
+
+  nlohmann::json doc;
+  doc["tool"] = "sparsegen-bench";
+  doc["date"] = now_utc();
+  doc["command"] = a.command_line;
+  const char* commit = std::getenv("SPARSEGEN_GIT_COMMIT");
+  doc["git_commit"] = commit ? commit : "unknown";
+  {
+    utsname u{};
+    if (uname(&u) == 0) doc["host"] = u.nodename;
+  }
+  if (!a.dry_run) {
+    const cuda::DeviceInfo& d = g.ctx->info();
+    doc["device"] = {{"name", d.name},
+                     {"cc", fmt::format("{}.{}", d.cc_major, d.cc_minor)},
+                     {"sm_count", d.sm_count},
+                     {"l2_bytes", d.l2_cache_bytes},
+                     {"memory_bytes", d.total_memory_bytes},
+                     {"arch", g.target.arch}};
+    doc["versions"] = {{"cublas", cublas_version()},
+                       {"cusparse", cusparse_version()},
+                       {"cudart", cudart_version()},
+                       {"driver", cuda::driver_version()},
+                       {"nvrtc", nvrtc::version_string()}};
+    doc["timing"] = {{"warmup", a.warmup},
+                     {"repeats", a.repeats},
+                     {"l2_flush_bytes", g.flusher->bytes()},
+                     {"screen_repeats", g.screen.repetitions},
+                     {"statistic", "median of event-timed runs, L2 flushed before each"}};
+  } else {
+    doc["device"] = {{"name", "none (dry run)"}};
+  }
+  doc["best_of"] = best_of;
+  doc["ours_selection"] =
+      !a.schedule.empty() ? "given --schedule"
+      : best_of > 1
+          ? fmt::format(
+                "fastest of the first {} enumerated schedules (stand-in for the cost model)",
+                best_of)
+          : "the pipeline's schedule (first enumerated)";
+  doc["skipped"] = skipped;
+
+  std::vector<CaseResult> results;
+  int failed_checks = 0;
+  bool truncated = false;
+  size_t total_cases = 0;
+  for (const auto& s : specs) total_cases += s.ns.size();
+  size_t case_no = 0;
+
+  auto write_json = [&] {
+    if (a.json.empty()) return;
+    nlohmann::json cases = nlohmann::json::array();
+    for (const auto& c : results) cases.push_back(to_json(c));
+    doc["cases"] = cases;
+    nlohmann::json groups = nlohmann::json::array();
+    for (const auto& gs : summarize_groups(results)) {
+      groups.push_back({{"group", gs.group},
+                        {"cases", gs.cases},
+                        {"geomean_speedup_vs_cublas", gs.geomean_vs_cublas},
+                        {"cases_vs_cublas", gs.with_cublas},
+                        {"geomean_speedup_vs_cusparse", gs.geomean_vs_cusparse},
+                        {"cases_vs_cusparse", gs.with_cusparse},
+                        {"median_ours_gbps", gs.median_ours_gbps}});
+    }
+    doc["summary"] = groups;
+    doc["truncated"] = truncated;
+    doc["failed_checks"] = failed_checks;
+    doc["elapsed_s"] = seconds_since(t_start);
+    const std::string tmp = a.json + ".tmp";
+    {
+      std::ofstream f(tmp);
+      f << doc.dump(1) << "\n";
+      if (!f) throw UserError(fmt::format("--json: cannot write '{}'", tmp));
+    }
+    std::error_code ec;
+    fs::rename(tmp, a.json, ec);
+    if (ec) throw UserError(fmt::format("--json: cannot write '{}': {}", a.json, ec.message()));
+  };
+
+  std::printf("sparsegen-bench: %zu matrices, %zu cases; %s; ours: %s\n", specs.size(), total_cases,
+              a.dry_run ? "dry run (no GPU)" : doc["device"]["name"].get<std::string>().c_str(),
+              doc["ours_selection"].get<std::string>().c_str());
+  std::fflush(stdout);
+
+  for (const MatrixSpec& spec : specs) {
+    if (a.time_limit_s > 0 && seconds_since(t_start) > a.time_limit_s) {
+      truncated = true;
+      std::printf("sparsegen-bench: --time-limit %.0f s reached; %zu cases not run\n",
+                  a.time_limit_s, total_cases - case_no);
+      break;
+    }
+    const auto t_load = Clock::now();
+    CsrMatrix m;
+    try {
+      m = spec.load();
+      check_value_range(m, spec.dtype);
+    } catch (const UserError& e) {
+      skipped.push_back({{"matrix", spec.name}, {"reason", e.what()}});
+      doc["skipped"] = skipped;
+      case_no += spec.ns.size();
+      std::printf("  skip %s: %s\n", spec.name.c_str(), e.what());
+      continue;
+    }
+    const double load_s = seconds_since(t_load);
+
+    // Our kernels for every N (and candidate), built in parallel.
+    const auto t_build = Clock::now();
+    std::vector<BuildJob> jobs;
+    std::vector<std::pair<size_t, size_t>> range;  // per N: [first, last) into jobs
+    for (int64_t n : spec.ns) {
+      KernelRequest req;
+      req.n = n;
+      req.dtype = spec.dtype;
+      const Problem p = make_problem(m, req);
+      const size_t first = jobs.size();
+      try {
+        for (auto& s : schedules_for(p, m, a, g.target, best_of)) jobs.push_back({n, p, s});
+      } catch (const std::exception&) {
+        jobs.push_back({n, p, std::nullopt});  // the build reports the error
+      }
+      range.emplace_back(first, jobs.size());
+    }
+    std::vector<OurBuild> builds = build_all(m, jobs, a, spec.dtype, g.target);
+    const double build_s = seconds_since(t_build);
+
+    std::unique_ptr<CublasDense> dense;
+    std::unique_ptr<CusparseCsr> csr;
+    std::string dense_skip;
+    const double dense_bytes =
+        static_cast<double>(m.rows) * static_cast<double>(m.cols) * dtype_bytes(spec.dtype);
+    if (!a.dry_run) {
+      if (dense_bytes > a.max_dense_gib * (1 << 30)) {
+        dense_skip = fmt::format("skipped: dense A would need {:.1f} GiB (--max-dense-gib {})",
+                                 dense_bytes / (1 << 30), a.max_dense_gib);
+      } else {
+        dense = std::make_unique<CublasDense>(m, spec.dtype);
+      }
+      csr = std::make_unique<CusparseCsr>(m, spec.dtype);
+    }
+
+    for (size_t ni = 0; ni < spec.ns.size(); ++ni) {
+      ++case_no;
+      const int64_t n = spec.ns[ni];
+      CaseResult cr;
+      cr.suite = spec.suite;
+      cr.matrix = spec.name;
+      cr.rows = m.rows;
+      cr.cols = m.cols;
+      cr.nnz = m.nnz();
+      cr.sparsity = m.rows * m.cols > 0
+                        ? 1.0 - static_cast<double>(m.nnz()) /
+                                    (static_cast<double>(m.rows) * static_cast<double>(m.cols))
+                        : 0.0;
+      cr.pruning = spec.pruning;
+      cr.n = n;
+      cr.dtype = std::string(to_string(spec.dtype));
+      std::vector<OurBuild> mine(std::make_move_iterator(builds.begin() + range[ni].first),
+                                 std::make_move_iterator(builds.begin() + range[ni].second));
+      if (a.dry_run) {
+        nlohmann::json tried = nlohmann::json::array();
+        for (const auto& b : mine) {
+          tried.push_back({{"schedule", b.schedule_text}, {"build_ms", b.build_ms}});
+          if (!b.error.empty()) tried.back()["error"] = b.error;
+        }
+        cr.ours.impl = mine.empty() ? "" : mine[0].schedule_text;
+        cr.ours.error = mine.empty() || !mine[0].error.empty()
+                            ? (mine.empty() ? "nothing built" : mine[0].error)
+                            : "dry run: not measured";
+        cr.ours.extra = {{"candidates", tried}};
+        cr.cublas.error = cr.cusparse.error = "dry run: not measured";
+        std::printf("[%3zu/%zu] %s N=%lld %s: %zu kernel(s) built (%s)\n", case_no, total_cases,
+                    spec.name.c_str(), static_cast<long long>(n), cr.dtype.c_str(), mine.size(),
+                    mine.empty() || !mine[0].error.empty() ? cr.ours.error.c_str()
+                                                           : mine[0].schedule_text.c_str());
+        results.push_back(std::move(cr));
+        continue;
+      }
+      const auto t_case = Clock::now();
+      CaseInputs ci;
+      KernelRequest req;
+      req.n = n;
+      req.dtype = spec.dtype;
+      ci.problem = make_problem(m, req);
+      ci.in = make_check_inputs(ci.problem, 7, 1.0f, 0.0f);
+      ci.ref = compute_reference(m, ci.in, false);
+      const std::vector<char> b_row = to_dtype_bytes(ci.in.b, spec.dtype);
+      const size_t w = static_cast<size_t>(dtype_bytes(spec.dtype));
+      ci.b_row = cuda::DeviceBuffer(b_row.size() + 4);
+      ci.b_row.upload(b_row.data(), b_row.size());
+      if (n > 1) {
+        std::vector<float> bt(ci.in.b.size());
+        for (int64_t r = 0; r < m.cols; ++r)
+          for (int64_t j = 0; j < n; ++j)
+            bt[static_cast<size_t>(j * m.cols + r)] = ci.in.b[static_cast<size_t>(r * n + j)];
+        const std::vector<char> b_col = to_dtype_bytes(bt, spec.dtype);
+        ci.b_col = cuda::DeviceBuffer(b_col.size() + 4);
+        ci.b_col.upload(b_col.data(), b_col.size());
+      }
+      ci.c = cuda::DeviceBuffer((static_cast<size_t>(m.rows * n) * w + 3) / 4 * 4 + 4);
+      const double ref_s = seconds_since(t_case);
+
+      measure_ours(g, m, ci, mine, cr);
+      if (dense) {
+        measure_baseline(g, dense->candidates(n, ci.b_row.ptr(), ci.c.ptr()), spec.dtype, ci,
+                         static_cast<double>(dense->a_bytes()), cr.cublas);
+      } else {
+        cr.cublas.error = dense_skip;
+      }
+      measure_baseline(g, csr->candidates(n, ci.b_row.ptr(), ci.b_col.ptr(), ci.c.ptr()),
+                       spec.dtype, ci, static_cast<double>(csr->a_bytes()), cr.cusparse);
+      for (const MethodResult* r : {&cr.ours, &cr.cublas, &cr.cusparse}) {
+        if (!r->checked && r->error.find("skipped") != 0) ++failed_checks;
+      }
+      cr.ours.extra["cpu_s"] = {{"load", load_s}, {"build_all_n", build_s}, {"reference", ref_s}};
+      const auto vb = cr.speedup_vs_cublas();
+      const auto vs = cr.speedup_vs_cusparse();
+      std::printf(
+          "[%3zu/%zu] %-40s N=%-3lld %s  ours %s (%.0f GB/s) | cuBLAS %s %s | cuSPARSE %s %s  "
+          "[%.1f s]\n",
+          case_no, total_cases, spec.name.c_str(), static_cast<long long>(n), cr.dtype.c_str(),
+          fmt_ms(cr.ours).c_str(), cr.ours.gbps(), fmt_ms(cr.cublas).c_str(),
+          vb ? fmt::format("({:.2f}x)", *vb).c_str() : "", fmt_ms(cr.cusparse).c_str(),
+          vs ? fmt::format("({:.2f}x)", *vs).c_str() : "", seconds_since(t_case));
+      for (const MethodResult* r : {&cr.ours, &cr.cublas, &cr.cusparse}) {
+        if (!r->error.empty()) std::printf("          %s\n", r->error.c_str());
+      }
+      std::fflush(stdout);
+      results.push_back(std::move(cr));
+      write_json();
+    }
+  }
+  write_json();
+  std::printf(
+      "\nspeedup = baseline time / our time (geometric mean per group; >1: ours faster)\n%s",
+      format_summary(summarize_groups(results)).c_str());
+  std::printf("elapsed %.1f s%s%s\n", seconds_since(t_start), truncated ? " (truncated)" : "",
+              a.json.empty() ? "" : fmt::format("; JSON: {}", a.json).c_str());
+  if (failed_checks > 0) {
+    std::fprintf(stderr, "sparsegen-bench: %d method(s) failed their correctness check\n",
+                 failed_checks);
+    return 4;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace sparsegen::bench
+
+int main(int argc, char** argv) {
+  using namespace sparsegen;
+  using namespace sparsegen::bench;
+  CLI::App app{
+      "sparsegen-bench: our generated kernels vs cuBLAS (dense) and cuSPARSE (CSR), L2 flushed, "
+      "medians, JSON out"};
+  Args a;
+  for (int i = 0; i < argc; ++i) a.command_line += (i ? " " : "") + std::string(argv[i]);
+  auto* file = app.add_option("file", a.file, "matrix file (.mtx, .smtx, .safetensors, .npy)");
+  app.add_option("-n", a.ns, "dense columns N (comma list allowed, e.g. 1,8,32)")->delimiter(',');
+  app.add_option("--dtype", a.dtype,
+                 "value dtype: fp32, fp16, bf16 (default fp32 for files and suitesparse, fp16 "
+                 "for llm)");
+  auto* sched = app.add_option("--schedule", a.schedule, "our schedule SPEC (single matrix only)");
+  auto* best = app.add_option("--best-of", a.best_of,
+                              "measure the first K enumerated schedules, keep the fastest");
+  auto* suite = app.add_option("--suite", a.suite, "run a suite: llm, suitesparse, all");
+  app.add_flag("--quick", a.quick, "the short suite preset (device runs)");
+  app.add_option("--json", a.json, "write results as JSON to this file");
+  app.add_option("--repeats", a.repeats, "timed runs per measurement (median; default 20)");
+  app.add_option("--warmup", a.warmup, "untimed runs first (default 3)");
+  app.add_option("--cache-dir", a.cache_dir,
+                 "cache for generated LLM matrices (default $BENCH_DIR/cache; none if unset)");
+  app.add_option("--data", a.data_dir, "folder holding suitesparse/ (default $SPARSEGEN_DATA)");
+  app.add_option("--tensor", a.tensor, "tensor name in a .safetensors file");
+  app.add_option("--seed", a.seed, "seed of the generated LLM weights (default 0)");
+  app.add_option("--min-nnz", a.min_nnz,
+                 "suitesparse: skip matrices with fewer nonzeros (default 1000; 10000 --quick)");
+  app.add_option("--max-dense-gib", a.max_dense_gib,
+                 "skip cuBLAS when the dense A would exceed this (default 4)");
+  app.add_option("--time-limit", a.time_limit_s,
+                 "stop starting new matrices after this many seconds (0: none)");
+  app.add_option("--filter", a.filter, "only matrices whose name contains this text");
+  app.add_flag("--dry-run", a.dry_run,
+               "no GPU: generate/load and build our kernels (PTX), print the plan");
+  file->excludes(suite);
+  sched->excludes(best);
+  sched->excludes(suite);
+  try {
+    app.parse(argc, argv);
+    if (a.file.empty() && a.suite.empty()) {
+      throw CLI::ValidationError("give a matrix FILE (with -n N) or --suite llm|suitesparse|all");
+    }
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  try {
+    return run(a);
+  } catch (const UserError& e) {
+    std::fprintf(stderr, "sparsegen-bench: error: %s\n", e.what());
+    return 1;
+  } catch (const CudaError& e) {
+    std::fprintf(stderr, "sparsegen-bench: GPU error: %s\n", e.what());
+    return 3;
+  } catch (const BaselineError& e) {
+    std::fprintf(stderr, "sparsegen-bench: library error: %s\n", e.what());
+    return 3;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "sparsegen-bench: error: out of memory\n");
+    return 1;
+  }
+}

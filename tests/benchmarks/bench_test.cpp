@@ -1,0 +1,229 @@
+// sparsegen-bench: the summary statistics (BenchReport.*, pure host code) and the executable's
+// command line (BenchCli.*): bad flags exit 2, bad values exit 1 naming the flag, and without a
+// GPU it exits 3 saying so (on a GPU machine that test checks a tiny real run instead).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "benchmarks/report.h"
+#include "runtime/cuda_driver.h"
+
+namespace sparsegen::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+MethodResult timed(double ms, double bytes = 1e6) {
+  MethodResult m;
+  m.impl = "x";
+  m.checked = true;
+  m.median_ms = m.p10_ms = m.p90_ms = m.min_ms = ms;
+  m.runs = 20;
+  m.bytes = bytes;
+  return m;
+}
+
+CaseResult make_case(double sparsity, int64_t n, double ours, double cublas, double cusparse) {
+  CaseResult c;
+  c.suite = "llm";
+  c.sparsity = sparsity;
+  c.n = n;
+  c.ours = timed(ours);
+  c.cublas = timed(cublas);
+  c.cusparse = timed(cusparse);
+  return c;
+}
+
+TEST(BenchReport, GeomeanOfKnownValues) {
+  EXPECT_DOUBLE_EQ(geomean({4.0}), 4.0);
+  EXPECT_NEAR(geomean({1.0, 4.0}), 2.0, 1e-12);
+  EXPECT_NEAR(geomean({0.5, 2.0, 8.0}), 2.0, 1e-12);
+  EXPECT_THROW(geomean({}), std::invalid_argument);
+  EXPECT_THROW(geomean({1.0, 0.0}), std::invalid_argument);
+  EXPECT_THROW(geomean({1.0, -2.0}), std::invalid_argument);
+  EXPECT_THROW(geomean({NAN}), std::invalid_argument);
+}
+
+TEST(BenchReport, SpeedupIsBaselineOverOurs) {
+  const CaseResult c = make_case(0.5, 8, 0.01, 0.02, 0.2);
+  ASSERT_TRUE(c.speedup_vs_cublas());
+  EXPECT_NEAR(*c.speedup_vs_cublas(), 2.0, 1e-12);
+  EXPECT_NEAR(*c.speedup_vs_cusparse(), 20.0, 1e-12);
+  CaseResult missing = c;
+  missing.cublas = MethodResult{};
+  missing.cublas.error = "skipped: too large";
+  EXPECT_FALSE(missing.speedup_vs_cublas());
+  EXPECT_EQ(missing.cublas.gbps(), 0.0);
+}
+
+TEST(BenchReport, BandwidthIsBytesOverMedian) {
+  EXPECT_NEAR(timed(0.5, 1e9).gbps(), 2000.0, 1e-9);  // 1 GB in 0.5 ms = 2 TB/s
+}
+
+TEST(BenchReport, GroupsBySparsityAndN) {
+  std::vector<CaseResult> cases = {make_case(0.5, 8, 1, 2, 10), make_case(0.5, 8, 1, 8, 40),
+                                   make_case(0.7, 8, 1, 3, 30), make_case(0.5, 32, 1, 1, 1)};
+  cases[2].sparsity = 0.7000001;  // rounding to 2 digits
+  CaseResult ss = make_case(0.99, 32, 2, 1, 8);
+  ss.suite = "suitesparse";
+  cases.push_back(ss);
+  CaseResult no_dense = make_case(0.5, 8, 1, 1, 90);
+  no_dense.cublas.error = "skipped";
+  cases.push_back(no_dense);
+  const std::vector<GroupSummary> g = summarize_groups(cases);
+  ASSERT_EQ(g.size(), 4u);
+  EXPECT_EQ(g[0].group, "llm s=0.50 N=8");
+  EXPECT_EQ(g[0].cases, 3);
+  EXPECT_EQ(g[0].with_cublas, 2);
+  EXPECT_NEAR(g[0].geomean_vs_cublas, 4.0, 1e-9);  // sqrt(2 * 8)
+  EXPECT_NEAR(g[0].geomean_vs_cusparse, std::cbrt(10.0 * 40.0 * 90.0), 1e-9);
+  EXPECT_EQ(g[1].group, "llm s=0.70 N=8");
+  EXPECT_EQ(g[2].group, "llm s=0.50 N=32");
+  EXPECT_EQ(g[3].group, "suitesparse N=32");
+  EXPECT_NEAR(g[3].geomean_vs_cublas, 0.5, 1e-12);
+  EXPECT_NEAR(g[3].median_ours_gbps, 1e6 / 2e6, 1e-12);
+  const std::string table = format_summary(g);
+  EXPECT_NE(table.find("llm s=0.50 N=8"), std::string::npos) << table;
+  EXPECT_NE(table.find("4.00x (2/3)"), std::string::npos) << table;
+}
+
+TEST(BenchReport, JsonHasTimesRatiosAndErrors) {
+  CaseResult c = make_case(0.9, 1, 0.01, 0.04, 0.02);
+  c.cusparse = MethodResult{};
+  c.cusparse.error = "no configuration passed or was supported";
+  const nlohmann::json j = to_json(c);
+  EXPECT_EQ(j["group"], "llm s=0.90 N=1");
+  EXPECT_DOUBLE_EQ(j["ours"]["median_ms"].get<double>(), 0.01);
+  EXPECT_NEAR(j["speedup_vs_cublas"].get<double>(), 4.0, 1e-12);
+  EXPECT_TRUE(j["speedup_vs_cusparse"].is_null());
+  EXPECT_EQ(j["cusparse"]["error"], "no configuration passed or was supported");
+  EXPECT_FALSE(j["cusparse"].contains("median_ms"));
+}
+
+// ---------------------------------------------------------------- the executable
+
+struct BenchRun {
+  int rc = -1;
+  std::string out;
+};
+
+BenchRun bench(const std::string& args) {
+  const std::string cmd = std::string("'") + SPARSEGEN_BENCH + "' " + args + " 2>&1";
+  BenchRun r;
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  const int status = pclose(p);
+  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string tiny_matrix() {
+  const fs::path p =
+      fs::temp_directory_path() / ("sparsegen_bench_test_" + std::to_string(getpid()) + ".mtx");
+  std::ofstream(p) << "%%MatrixMarket matrix coordinate real general\n"
+                      "4 5 6\n1 1 1.5\n1 3 -2\n2 2 0.5\n3 5 1\n4 1 -1\n4 4 2.25\n";
+  return p.string();
+}
+
+TEST(BenchCli, BadFlagsExit2) {
+  for (const char* args : {"--no-such-flag", "", "--suite llm --schedule x", "m.mtx --suite llm",
+                           "--repeats abc --suite llm"}) {
+    const BenchRun r = bench(args);
+    EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
+  }
+  EXPECT_NE(bench("").out.find("give a matrix FILE"), std::string::npos);
+}
+
+TEST(BenchCli, BadValuesExit1NamingTheFlag) {
+  const std::string m = tiny_matrix();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--suite nope", "--suite"},
+      {m + " -n 0", "-n"},
+      {m + " -n 8 --dtype fp8", "--dtype"},
+      {m + " -n 8 --best-of -1", "--best-of"},
+      {m + " -n 8 --repeats 0", "--repeats"},
+      {m + " -n 8 --warmup -2", "--warmup"},
+      {m + " -n 8 --max-dense-gib 0", "--max-dense-gib"},
+      {m + " -n 8 --time-limit -1", "--time-limit"},
+      {m, "-n"},
+      {m + " -n 8 --schedule not-a-schedule", "--schedule"},
+      {m + " -n 8 --json /nonexistent-dir/x.json", "--json"},
+      {"--suite suitesparse --data /nonexistent-dir", "--data"},
+      {"/nonexistent-dir/a.mtx -n 8", "/nonexistent-dir/a.mtx"},
+  };
+  for (const auto& [args, flag] : cases) {
+    const BenchRun r = bench(args);
+    EXPECT_EQ(r.rc, 1) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(flag), std::string::npos) << args << "\n" << r.out;
+  }
+  fs::remove(m);
+}
+
+TEST(BenchCli, WithoutGpuExits3WithAClearMessage) {
+  std::string why;
+  if (cuda::driver_available(&why)) GTEST_SKIP() << "a GPU is present (GpuBench covers it)";
+  const std::string m = tiny_matrix();
+  const BenchRun r = bench(m + " -n 8");
+  EXPECT_EQ(r.rc, 3) << r.out;
+  EXPECT_NE(r.out.find("no usable GPU"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nothing measured"), std::string::npos) << r.out;
+  fs::remove(m);
+}
+
+TEST(BenchCli, DryRunBuildsOurKernelWithoutGpu) {
+  const std::string m = tiny_matrix();
+  const fs::path json =
+      fs::temp_directory_path() / ("sparsegen_bench_dry_" + std::to_string(getpid()) + ".json");
+  const BenchRun r = bench(m + " -n 1,8 --dry-run --json " + json.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  ASSERT_EQ(j["cases"].size(), 2u);
+  EXPECT_EQ(j["cases"][0]["n"], 1);
+  EXPECT_EQ(j["cases"][1]["n"], 8);
+  EXPECT_EQ(j["cases"][0]["nnz"], 6);
+  EXPECT_FALSE(j["cases"][1]["ours"]["impl"].get<std::string>().empty()) << j.dump(1);
+  EXPECT_EQ(j["cases"][1]["ours"]["error"], "dry run: not measured") << j.dump(1);
+  fs::remove(json);
+  fs::remove(m);
+}
+
+// On the GPU machine: a tiny real run, every method checked and timed.
+TEST(GpuBench, TinyMatrixAllMethodsMeasured) {
+  std::string why;
+  if (!cuda::driver_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  const std::string m = tiny_matrix();
+  const fs::path json =
+      fs::temp_directory_path() / ("sparsegen_bench_gpu_" + std::to_string(getpid()) + ".json");
+  const BenchRun r =
+      bench(m + " -n 1,8 --dtype fp16 --best-of 2 --repeats 5 --json " + json.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  ASSERT_EQ(j["cases"].size(), 2u);
+  for (const auto& c : j["cases"]) {
+    for (const char* method : {"ours", "cublas", "cusparse"}) {
+      EXPECT_TRUE(c[method]["checked"].get<bool>()) << method << " " << c.dump(1);
+      EXPECT_GT(c[method].value("median_ms", 0.0), 0.0) << method << " " << c.dump(1);
+    }
+  }
+  EXPECT_FALSE(j["versions"]["cublas"].get<std::string>().empty());
+  fs::remove(json);
+  fs::remove(m);
+}
+
+}  // namespace
+}  // namespace sparsegen::bench
