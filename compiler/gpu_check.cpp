@@ -11,6 +11,7 @@
 #include "ir/dtype.h"
 #include "ir/format.h"
 #include "ir/interpreter.h"
+#include "ir/macko_interpreter.h"
 
 namespace sparsegen {
 namespace {
@@ -183,8 +184,10 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
   const double dmax = dtype_max(p.dtype);
   const uint32_t poison = poison_bits(p.dtype);
   // Atomic output: at most one add per warp task crossing the row, plus the prologue's rounding.
-  const GeneralSchedule& g = s.general();
-  const bool atomic = g.output() == OutputMode::Atomic;
+  // Other families (MACKO) store every row once, like a Store GeneralSparse schedule.
+  const bool general = s.family() == ScheduleFamily::General;
+  const GeneralSchedule g = general ? s.general() : GeneralSchedule{};
+  const bool atomic = general && g.output() == OutputMode::Atomic;
   const int64_t zw = g.at(Level::Warp).kind == WorkSplit::Nnz ? g.at(Level::Warp).amount : 1;
   int64_t max_adds = 0;
   double err2 = 0, ref2 = 0;
@@ -285,6 +288,12 @@ std::vector<float> interpreter_output(const CsrMatrix& a, const Schedule& s,
                                       const CheckInputs& in) {
   const Problem& p = in.problem;
   if (a.nnz() * p.n > kInterpreterLimit) return {};
+  if (s.family() == ScheduleFamily::Macko) {
+    std::vector<float> out = in.c0;
+    interpret_macko(p, s.macko(), pack_macko(a, s.macko().delta_bits), in.b, out, in.alpha,
+                    in.beta);
+    return out;
+  }
   const PackedFormat f = pack_format(a, p, s);
   std::vector<float> out = in.c0;
   interpret(p, s, f, in.b, out, in.alpha, in.beta);

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "compiler/macko_build.h"
 #include "ir/diagnostics.h"
 #include "ir/enumerate.h"
 #include "ir/format.h"
@@ -182,6 +183,7 @@ void check_value_range(const CsrMatrix& a, DType dtype) {
 
 KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
                          const CompileTarget& target, bool line_info) {
+  if (s.family() == ScheduleFamily::Macko) return build_macko_kernel(a, p, s, target, line_info);
   KernelBuild b;
   b.problem = p;
   b.schedule = s;

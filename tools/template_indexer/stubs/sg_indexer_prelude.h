@@ -28,3 +28,6 @@ template <class T> __device__ T __shfl_up_sync(unsigned, T, unsigned, int = 32);
 template <class T> __device__ T __shfl_down_sync(unsigned, T, unsigned, int = 32);
 template <class T> __device__ T __shfl_xor_sync(unsigned, T, int, int = 32);
 __device__ float atomicAdd(float*, float);
+// sg_macko.cuh: streaming loads and vector construction.
+template <class T> __device__ T __ldcs(const T*);
+__device__ uint4 make_uint4(unsigned, unsigned, unsigned, unsigned);

@@ -1,0 +1,283 @@
+#include "codegen/macko.h"
+
+#include <fmt/format.h>
+
+#include <climits>
+
+#include "codegen/emitter.h"
+#include "codegen/template_library.h"
+#include "ir/diagnostics.h"
+#include "ir/macko_schedule.h"
+#include "templates/template_index.h"
+
+namespace sparsegen::codegen {
+namespace {
+
+using tmpl::f32;
+using tmpl::i32;
+using tmpl::IntArg;
+using tmpl::targs;
+using tmpl::TypeArg;
+
+tmpl::Expr<tmpl::Kind::kPtrU32> ptr_u32(std::string s) { return {std::move(s)}; }
+tmpl::Expr<tmpl::Kind::kConstPtrU32> cptr_u32(std::string s) { return {std::move(s)}; }
+
+class MackoEmitter : public Emitter {
+ public:
+  MackoEmitter(const Problem& p, const MackoSchedule& s, const MackoFormat& f,
+               const EmitOptions& opt)
+      : p_(p), s_(s), f_(f), opt_(opt) {}
+
+  GeneratedKernel run() {
+    if (p_.dtype != DType::F16 && p_.dtype != DType::BF16)
+      throw UserError(fmt::format("codegen: MACKO needs fp16 or bf16 values, not {}",
+                                  to_string(p_.dtype)));
+    if (f_.slots() > INT_MAX / 2 || p_.m > INT_MAX / 2 || p_.k > INT_MAX / 2 || p_.n > INT_MAX / 2)
+      throw UserError(fmt::format("codegen: {} with {} MACKO slots exceeds the kernel's 32-bit "
+                                  "positions",
+                                  to_string(p_), f_.slots()));
+    SG_ASSERT(f_.rows == p_.m && f_.cols == p_.k && f_.delta_bits == s_.delta_bits,
+              "emit_macko: the format does not match the problem and schedule");
+    R_ = s_.warps_per_row;
+    U_ = s_.unroll;
+    NC_ = s_.cols;
+    NT_ = s_.threads_per_block();
+    for (const char* n : {"values", "B", "C", "alpha", "beta", "deltas", "row_ptr", "lane", "warp",
+                          "T"})
+      reserve(n);
+    decl(fmt::format("// sparsegen MACKO kernel\n// {}\n// {}", to_string(p_),
+                     to_string(Schedule(s_))));
+    decl(fmt::format("using T = {};", p_.dtype == DType::F16 ? "__half" : "__nv_bfloat16"));
+    emit_body();
+    GeneratedKernel k;
+    k.source = assemble();
+    for (const auto& h : embedded_template_headers())
+      if (used_headers().count(std::string(h.name)) != 0 || h.name == "sg_dtype.cuh")
+        k.headers.emplace(std::string(h.name), std::string(h.content));
+    k.signature = signature();
+    return k;
+  }
+
+ private:
+  std::string b_ptr(const std::string& k, const std::string& col) const {
+    return p_.b_layout == Layout::RowMajor
+               ? fmt::format("B + static_cast<long long>({}) * {} + {}", k, p_.n, col)
+               : fmt::format("B + static_cast<long long>({}) * {} + {}", col, p_.k, k);
+  }
+  std::string c_ptr(const std::string& row, const std::string& col) const {
+    return p_.c_layout == Layout::RowMajor
+               ? fmt::format("C + static_cast<long long>({}) * {} + {}", row, p_.n, col)
+               : fmt::format("C + static_cast<long long>({}) * {} + {}", col, p_.m, row);
+  }
+
+  // acc[i] += a * B[col][col0 + i] for the thread's columns.
+  void emit_fma(const std::string& a, const std::string& col) {
+    if (p_.b_layout == Layout::RowMajor && NC_ > 1 && p_.n % NC_ == 0) {
+      call_stmt(tmpl::fma_vec_f32, targs(IntArg{NC_}, TypeArg{"T"}),
+                tmpl::cptr_t(b_ptr(col, "col0")), f32(a), tmpl::ptr_f32("acc"));
+      return;
+    }
+    for (int i = 0; i < NC_; ++i) {
+      const std::string c = fmt::format("col0 + {}", i);
+      const std::string b =
+          call(tmpl::load_f32, targs(TypeArg{"T"}), tmpl::cptr_t(b_ptr(col, c))).text;
+      if (NC_ == 1 || (i == 0))
+        line(fmt::format("acc[{}] = fmaf({}, {}, acc[{}]);", i, a, b, i));
+      else
+        line(fmt::format("if ({} < {}) acc[{}] = fmaf({}, {}, acc[{}]);", c, p_.n, i, a, b, i));
+    }
+  }
+
+  void emit_body() {
+    const int rpb = s_.rows_per_block();
+    const int step = R_ * kWarpSize * U_;  // vectors per step of the row's warps
+    const int dw = s_.delta_bits == 8 ? 2 : 1;
+    const int bits = s_.delta_bits;
+    line("const int lane = threadIdx.x % 32;");
+    line("const int warp = threadIdx.x / 32;");
+    line(fmt::format("const int row = blockIdx.x * {} + warp / {};", rpb, R_));
+    line(fmt::format("const int wr = warp % {};", R_));
+    line("(void)wr;");
+    if (R_ > 1) {
+      line(fmt::format("__shared__ int wtot[2][{}];", R_));
+      line(fmt::format("__shared__ float part[{}][{}];", R_, NC_));
+      comment("split row: the block is one row, so this exit is block-uniform");
+    } else {
+      comment("warp per row: the exit is warp-uniform and no block barrier follows");
+    }
+    line(fmt::format("if (row >= {}) return;", p_.m));
+    line(fmt::format("const int col0 = blockIdx.y * {};", NC_));
+    line("const int s0 = row_ptr[row];");
+    line("const int s1 = row_ptr[row + 1];");
+    line("const int v1 = (s1 + 7) >> 3;");
+    line(fmt::format("float acc[{}];", NC_));
+    line("#pragma unroll");
+    line(fmt::format("for (int i = 0; i < {}; ++i) acc[i] = 0.0f;", NC_));
+    line("int carry = 0;");
+    if (R_ > 1) line("int buf = 0;");
+    {
+      auto loop = block(fmt::format("for (int base = s0 >> 3; base < v1; base += {})", step));
+      line(fmt::format("unsigned raw[{}][4] = {{}};", U_));
+      line(fmt::format("unsigned dw[{}][{}] = {{}};", U_, dw));
+      line(fmt::format("int pre[{}][8];", U_));
+      line(fmt::format("int tot[{}], incl[{}];", U_, U_));
+      comment("issue every load of the step first (unroll x 16 bytes of values in flight)");
+      line("#pragma unroll");
+      {
+        auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
+        line(fmt::format("const int vec = base + wr * {} + u * 32 + lane;", kWarpSize * U_));
+        auto g = block("if (vec < v1)");
+        call_stmt(tmpl::macko_load_values, targs(TypeArg{"T"}), tmpl::cptr_t("values"), i32("vec"),
+                  ptr_u32("raw[u]"));
+        call_stmt(tmpl::macko_load_deltas, targs(IntArg{bits}), cptr_u32("deltas"), i32("vec"),
+                  ptr_u32("dw[u]"));
+      }
+      line("#pragma unroll");
+      {
+        auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
+        line(fmt::format("const int vec = base + wr * {} + u * 32 + lane;", kWarpSize * U_));
+        comment("lanes past the row's last vector decode nothing (their slots are >= s1)");
+        line(fmt::format("tot[u] = {};",
+                         call(tmpl::macko_decode, targs(IntArg{bits}), cptr_u32("dw[u]"),
+                              i32("vec * 8"), i32("s0"), i32("vec < v1 ? s1 : 0"),
+                              tmpl::ptr_i32("pre[u]"))
+                             .text));
+        line(fmt::format("incl[u] = {};",
+                         call(tmpl::macko_warp_scan, i32("tot[u]"), i32("lane")).text));
+      }
+      if (R_ > 1) {
+        comment("split row: each warp's slot total of this step meets the others in shared memory");
+        line("int wsum = 0;");
+        line("#pragma unroll");
+        line(fmt::format("for (int u = 0; u < {}; ++u) wsum += __shfl_sync(0xffffffffu, incl[u], 31);",
+                         U_));
+        line("if (lane == 0) wtot[buf][wr] = wsum;");
+        line("__syncthreads();");
+        line("int before = 0, all = 0;");
+        line("#pragma unroll");
+        {
+          auto w = block(fmt::format("for (int w = 0; w < {}; ++w)", R_));
+          line("const int t = wtot[buf][w];");
+          line("before += w < wr ? t : 0;");
+          line("all += t;");
+        }
+        line("int c = carry + before;");
+        line("carry += all;");
+        line("buf ^= 1;");
+      } else {
+        line("int c = carry;");
+      }
+      line("#pragma unroll");
+      {
+        auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
+        line("const int ex = c + incl[u] - tot[u] - 1;");
+        line("#pragma unroll");
+        {
+          auto j = block("for (int j = 0; j < 8; ++j)");
+          line("const int prev = j == 0 ? 0 : pre[u][j - 1];");
+          auto g = block("if (pre[u][j] != prev)");
+          line("const int col = ex + pre[u][j];");
+          line(fmt::format("const float a = {};",
+                           call(tmpl::macko_value, targs(TypeArg{"T"}), cptr_u32("raw[u]"), i32("j"))
+                               .text));
+          emit_fma("a", "col");
+        }
+        line("c += __shfl_sync(0xffffffffu, incl[u], 31);");
+      }
+      if (R_ == 1) line("carry = c;");
+    }
+    comment("row total: lanes (shuffles), then warps (shared memory, fixed order)");
+    line("#pragma unroll");
+    line(fmt::format("for (int i = 0; i < {}; ++i) acc[i] = {};", NC_,
+                     call(tmpl::warp_reduce_sum, targs(IntArg{32}), f32("acc[i]")).text));
+    if (R_ > 1) {
+      line("#pragma unroll");
+      line(fmt::format("for (int i = 0; i < {}; ++i) if (lane == 0) part[wr][i] = acc[i];", NC_));
+      line("__syncthreads();");
+      line("if (threadIdx.x != 0) return;");
+      line("#pragma unroll");
+      {
+        auto i = block(fmt::format("for (int i = 0; i < {}; ++i)", NC_));
+        line("float t = 0.0f;");
+        line("#pragma unroll");
+        line(fmt::format("for (int w = 0; w < {}; ++w) t += part[w][i];", R_));
+        line("acc[i] = t;");
+      }
+    } else {
+      line("if (lane != 0) return;");
+    }
+    for (int i = 0; i < NC_; ++i) {
+      const std::string c = fmt::format("col0 + {}", i);
+      auto g = i == 0 ? block() : block(fmt::format("if ({} < {})", c, p_.n));
+      call_stmt(tmpl::store_axpby, targs(TypeArg{"T"}), tmpl::ptr_t(c_ptr("row", c)),
+                f32(fmt::format("acc[{}]", i)), f32("alpha"), f32("beta"));
+    }
+    shared_bytes_ = macko_shared_bytes(s_);
+  }
+
+  std::string assemble() const {
+    std::string src;
+    for (const auto& h : used_headers()) src += fmt::format("#include \"{}\"\n", h);
+    if (used_headers().count("sg_dtype.cuh") == 0) src += "#include \"sg_dtype.cuh\"\n";
+    src += fmt::format("\n{}\n", declarations());
+    src += fmt::format(
+        "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
+        "    const T* __restrict__ values,\n    const T* __restrict__ B,\n"
+        "    T* __restrict__ C,\n    float alpha,\n    float beta,\n"
+        "    const unsigned* __restrict__ deltas,\n    const int* __restrict__ row_ptr) {{\n",
+        NT_, opt_.kernel_name);
+    const std::string b = body();
+    size_t start = 0;
+    while (start < b.size()) {
+      const size_t end = b.find('\n', start);
+      const std::string l = b.substr(start, end - start);
+      if (!l.empty()) src.append("  ").append(l);
+      src.push_back('\n');
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+    return src + "}\n";
+  }
+
+  KernelSignature signature() const {
+    KernelSignature sig;
+    sig.kernel_name = opt_.kernel_name;
+    sig.params = {{"values", ParamKind::Values, "macko.values", {}},
+                  {"B", ParamKind::B, "B", {}},
+                  {"C", ParamKind::C, "C", {}},
+                  {"alpha", ParamKind::Alpha, "alpha", {}},
+                  {"beta", ParamKind::Beta, "beta", {}},
+                  {"deltas", ParamKind::U32Table, "macko.deltas", macko_delta_words(f_)},
+                  {"row_ptr", ParamKind::I32Table, "macko.row_ptr", f_.row_ptr}};
+    sig.launch.grid_x = macko_grid_x(p_, s_);
+    sig.launch.grid_y = macko_grid_y(p_, s_);
+    sig.launch.block_threads = NT_;
+    sig.launch.shared_bytes = shared_bytes_;
+    return sig;
+  }
+
+  const Problem& p_;
+  const MackoSchedule& s_;
+  const MackoFormat& f_;
+  const EmitOptions& opt_;
+  int R_ = 1, U_ = 2, NC_ = 1, NT_ = 128;
+  int64_t shared_bytes_ = 0;
+};
+
+}  // namespace
+
+std::vector<int64_t> macko_delta_words(const MackoFormat& f) {
+  std::vector<int64_t> words((f.deltas.size() + 3) / 4, 0);
+  for (size_t i = 0; i < f.deltas.size(); ++i)
+    words[i / 4] |= int64_t{f.deltas[i]} << (8 * (i % 4));
+  return words;
+}
+
+GeneratedKernel emit_macko(const Problem& problem, const Schedule& schedule, const MackoFormat& f,
+                           const EmitOptions& opt) {
+  SG_ASSERT(schedule.family() == ScheduleFamily::Macko, "emit_macko needs a MACKO schedule");
+  MackoEmitter e(problem, schedule.macko(), f, opt);
+  return e.run();
+}
+
+}  // namespace sparsegen::codegen

@@ -1,0 +1,45 @@
+// MACKO emitter: CUDA source for a MackoSchedule (ir/schedule.h) over a MackoFormat
+// (ir/macko_format.h). The kernel, for warp per row (wpr = 1), fp16, b_Δ = 4, unroll 2, N = 1:
+//
+//   extern "C" __global__ void __launch_bounds__(128) sparsegen_macko(const T* values,
+//       const T* B, T* C, float alpha, float beta, const unsigned* deltas, const int* row_ptr) {
+//     row = blockIdx.x * 4 + warp;  if (row >= M) return;        // warp-uniform
+//     s0 = row_ptr[row]; s1 = row_ptr[row + 1]; v0 = s0 >> 3; v1 = (s1 + 7) >> 3;
+//     for (base = v0; base < v1; base += 64) {                   // 64 vectors = 512 slots / step
+//       for u < 2: vec = base + u * 32 + lane;                   // all loads first: in flight
+//                  if (vec < v1) { sg::macko_load_values<T>(values, vec, raw[u]);   // 16 B
+//                                  sg::macko_load_deltas<4>(deltas, vec, dw[u]); }  // 4 B
+//       for u < 2: tot[u] = sg::macko_decode<4>(dw[u], vec * 8, s0, s1, pre[u]);
+//                  incl[u] = sg::macko_warp_scan(tot[u], lane);
+//       for u < 2: ex = carry + incl[u] - tot[u] - 1;
+//                  for j < 8: if slot valid: acc += value(raw[u], j) * B[ex + pre[u][j]];
+//                  carry += shfl(incl[u], 31);
+//     }
+//     acc = sg::warp_reduce_sum<32>(acc);  lane 0: sg::store_axpby<T>(C + row, acc, alpha, beta);
+//   }
+//
+// Split row (wpr = R > 1): the block is one row's R warps; warp w takes the w-th 32·unroll
+// vectors of each step of R·32·unroll; the warps' slot totals meet in shared memory (double
+// buffered, one __syncthreads per step) to give each warp its column carry, and the partial sums
+// are combined through shared memory at the end (warp order, fixed).
+#pragma once
+
+#include "codegen/general_sparse.h"
+#include "ir/macko_format.h"
+#include "ir/problem.h"
+#include "ir/schedule.h"
+
+namespace sparsegen::codegen {
+
+// Precondition: schedule.family() == Macko; f = pack_macko(a, schedule.macko().delta_bits) for
+// the problem's matrix. Parameters: values (Values: f.values in the dtype), B, C, alpha, beta,
+// deltas (U32Table: f.deltas as little-endian 32-bit words), row_ptr (I32Table). Store output;
+// grid = (ceil(M / rows_per_block), ceil(N / cols)). Throws UserError for fp32 values or slot
+// positions beyond 32 bits.
+GeneratedKernel emit_macko(const Problem& problem, const Schedule& schedule, const MackoFormat& f,
+                           const EmitOptions& opt = {.kernel_name = "sparsegen_macko"});
+
+// f.deltas as little-endian 32-bit words (zero-filled to a whole word), as the kernel reads them.
+std::vector<int64_t> macko_delta_words(const MackoFormat& f);
+
+}  // namespace sparsegen::codegen

@@ -1,0 +1,14 @@
+// Pipeline steps 3-7 for the MACKO family (compiler/pipeline.h dispatches here on
+// schedule.family() == Macko): verify (verify_macko), pack (pack_macko), values (range check +
+// conversion to fp16/bf16), emit (emit_macko), NVRTC. The KernelBuild carries the packed values;
+// the deltas and row pointers travel as the signature's table parameters; col_idx stays empty.
+#pragma once
+
+#include "compiler/pipeline.h"
+
+namespace sparsegen {
+
+KernelBuild build_macko_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
+                               const CompileTarget& target, bool line_info);
+
+}  // namespace sparsegen

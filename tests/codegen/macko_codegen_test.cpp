@@ -1,0 +1,102 @@
+// MACKO emitter: the emitted CUDA's shape (pattern checks) and NVRTC compilation of every MACKO
+// schedule the enumerator produces (compute_90 PTX; no GPU needed).
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "codegen/macko.h"
+#include "ir/macko_format.h"
+#include "ir/macko_schedule.h"
+#include "runtime/nvrtc_compiler.h"
+#include "tests/codegen/codegen_test_matrices.h"
+
+namespace sparsegen::codegen {
+namespace {
+
+bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+
+CsrMatrix long_rows() {
+  std::vector<int64_t> lengths;
+  for (int r = 0; r < 24; ++r) lengths.push_back(r % 5 == 0 ? 0 : 700 + 131 * r);
+  return testing::csr_with_lengths(lengths, 8192, 11);
+}
+
+TEST(MackoCodegen, EmittedKernelShape) {
+  const CsrMatrix a = long_rows();
+  const Problem p = Problem::spmv(a.rows, a.cols, DType::F16);
+  const Schedule s = parse_schedule("macko;delta=4;wpr=1;warps=4;unroll=2;cols=1");
+  const MackoFormat f = pack_macko(a, 4);
+  const GeneratedKernel k = emit_macko(p, s, f);
+  EXPECT_TRUE(has(k.source, "sg::macko_load_values<T>(values, vec, raw[u])"));
+  EXPECT_TRUE(has(k.source, "sg::macko_load_deltas<4>(deltas, vec, dw[u])"));
+  EXPECT_TRUE(has(k.source, "sg::macko_warp_scan(tot[u], lane)"));
+  EXPECT_TRUE(has(k.source, "using T = __half;"));
+  EXPECT_FALSE(has(k.source, "__syncthreads"));  // warp per row: no block barrier
+  EXPECT_EQ(k.headers.count("sg_macko.cuh"), 1u);
+  EXPECT_EQ(k.signature.launch.grid_x, (a.rows + 3) / 4);
+  EXPECT_EQ(k.signature.launch.block_threads, 128);
+  ASSERT_EQ(k.signature.params.size(), 7u);
+  EXPECT_EQ(k.signature.params[5].kind, ParamKind::U32Table);
+  EXPECT_EQ(static_cast<int64_t>(k.signature.params[5].data.size()), (f.slots() * 4 / 8 + 3) / 4);
+  EXPECT_EQ(k.signature.params[6].data, f.row_ptr);
+
+  const Problem p8 = Problem::spmm(a.rows, a.cols, 8, DType::BF16);
+  const Schedule split = parse_schedule("macko;delta=8;wpr=4;unroll=4;cols=8");
+  const GeneratedKernel k8 = emit_macko(p8, split, pack_macko(a, 8));
+  EXPECT_TRUE(has(k8.source, "__syncthreads"));
+  EXPECT_TRUE(has(k8.source, "sg::fma_vec_f32<8, T>"));
+  EXPECT_TRUE(has(k8.source, "using T = __nv_bfloat16;"));
+  EXPECT_EQ(k8.signature.launch.grid_x, a.rows);
+  EXPECT_THROW(emit_macko(Problem::spmv(a.rows, a.cols, DType::F32), s, f), UserError);
+}
+
+TEST(MackoCodegen, DeltaWordsAreLittleEndian) {
+  MackoFormat f;
+  f.deltas = {0x21, 0x43, 0x65, 0x87, 0x09};
+  EXPECT_EQ(macko_delta_words(f), (std::vector<int64_t>{0x87654321LL, 0x09}));
+}
+
+TEST(MackoCodegen, EveryEnumeratedScheduleCompiles) {
+  const std::vector<CsrMatrix> mats = {long_rows(),
+                                       testing::csr_with_lengths({3, 0, 1, 9, 0, 2}, 64, 3)};
+  size_t compiled = 0;
+  for (const CsrMatrix& a : mats)
+    for (DType dt : {DType::F16, DType::BF16})
+      for (int64_t n : {1, 2, 7, 8})
+        for (Layout l : {Layout::RowMajor, Layout::ColMajor}) {
+          if (l == Layout::ColMajor && (n == 2 || dt == DType::BF16)) continue;  // bounded
+          const Problem p = n == 1 && l == Layout::RowMajor
+                                ? Problem::spmv(a.rows, a.cols, dt)
+                                : Problem::spmm(a.rows, a.cols, n, dt, l, l);
+          auto all = enumerate_macko_schedules(p, a, DeviceLimits::sm90());
+          ASSERT_FALSE(all.empty()) << to_string(p);
+          // Every schedule of the first problem (each structural variant: b, split, unroll,
+          // block shape), the first and last of the others; SPARSEGEN_NVRTC_ALL=1: all of them
+          // (~275 kernels, measured 0.2-0.5 s each here).
+          const bool first = compiled == 0;
+          if (!first && std::getenv("SPARSEGEN_NVRTC_ALL") == nullptr && all.size() > 2)
+            all = {all.front(), all.back()};
+          for (const Schedule& s : all) {
+            const GeneratedKernel k = emit_macko(p, s, pack_macko(a, s.macko().delta_bits));
+            nvrtc::CompileOptions o;
+            o.arch = "compute_90";
+            o.headers = k.headers;
+            try {
+              const auto r = nvrtc::compile(k.source, o);
+              EXPECT_FALSE(r.is_cubin);
+              ++compiled;
+            } catch (const std::exception& e) {
+              ADD_FAILURE() << to_string(p) << " " << to_string(s) << "\n" << e.what() << "\n"
+                            << k.source;
+              return;
+            }
+          }
+        }
+  std::printf("compiled %zu MACKO kernels\n", compiled);
+  EXPECT_GT(compiled, 40u);
+}
+
+}  // namespace
+}  // namespace sparsegen::codegen
