@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "compiler/pipeline.h"
+#include "compiler/tune.h"
 #include "ir/schedule.h"
 
 namespace sparsegen {
@@ -12,6 +13,9 @@ namespace sparsegen {
 struct Kernel::Impl {
   std::shared_ptr<CompiledKernel> gpu;  // set when compiled on a device
   std::optional<KernelBuild> offline;   // set for Runtime::offline kernels
+  bool cache_hit = false;
+  std::optional<double> predicted_ms, measured_ms;
+  std::string cache_key;
   const KernelBuild* build() const { return offline ? &*offline : nullptr; }
 };
 
@@ -49,6 +53,18 @@ const std::string& Kernel::cuda_source() const {
 bool Kernel::runnable() const {
   return impl_->gpu != nullptr;
 }
+bool Kernel::cache_hit() const {
+  return impl_->cache_hit;
+}
+std::optional<double> Kernel::predicted_ms() const {
+  return impl_->predicted_ms;
+}
+std::optional<double> Kernel::measured_ms() const {
+  return impl_->measured_ms;
+}
+std::string Kernel::cache_key() const {
+  return impl_->cache_key;
+}
 
 Runtime::Runtime(int ordinal) {
   std::string why;
@@ -84,13 +100,29 @@ Kernel Runtime::spmm(const CsrMatrix& a, int64_t n, const SpmmOptions& options) 
   req.c_layout = options.c_layout;
   req.schedule = options.schedule;
   req.schedule_flag = "schedule";
-  KernelBuild build = build_kernel(a, req, impl_->target);
+  if (options.top_k < -1)
+    throw UserError(fmt::format("top_k: expected -1 (default), 0 or more, found {}", options.top_k));
+  if (!impl_->ctx && options.top_k > 0)
+    throw UserError(fmt::format("top_k: {} candidates cannot be measured by an offline Runtime; "
+                                "use 0 (cost model only)",
+                                options.top_k));
+  TuneOptions o;
+  o.top_k = options.top_k >= 0 ? options.top_k : (impl_->ctx ? 8 : 0);
+  o.cache_dir = options.cache_dir;
+  o.use_cache = options.use_cache;
+  o.want_build = true;
+  o.ctx = impl_->ctx;
+  TuneResult r = tune(a, req, impl_->target, o);
   auto k = std::make_shared<Kernel::Impl>();
+  k->cache_hit = r.cache_hit;
+  k->predicted_ms = r.predicted_ms;
+  k->measured_ms = r.measured_ms;
+  k->cache_key = r.db_path.empty() ? std::string() : r.kernel_key;
   if (impl_->ctx) {
     impl_->ctx->make_current();
-    k->gpu = std::make_shared<CompiledKernel>(impl_->ctx, std::move(build));
+    k->gpu = std::make_shared<CompiledKernel>(impl_->ctx, std::move(*r.build));
   } else {
-    k->offline = std::move(build);
+    k->offline = std::move(*r.build);
   }
   return Kernel(std::move(k));
 }

@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   sparsegen::cli::register_smoke(app);
   sparsegen::cli::register_emit(app);
   sparsegen::cli::register_run(app);
+  sparsegen::cli::register_tune(app);
+  sparsegen::cli::register_cache(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -18,9 +18,16 @@
 //
 // One compiled Kernel serves any number of runs (any B, C, alpha, beta, stream); kernels are
 // specific to the matrix's structure and values (the values live on the device with the kernel).
-// Compilation today takes the schedule given, or the first of the enumerated space (the
-// row-length rule's pick); a later version ranks the space with the cost model and caches kernels
-// in a database behind the same calls.
+// Kernels come from the kernel database when this (matrix structure, N, dtype, device) was tuned
+// before (milliseconds); otherwise spmm() tunes (compiler/tune.h): enumerate the schedule space,
+// rank it with the cost model, measure the top_k candidates on the GPU with the L2 flushed, check
+// the fastest against a CPU reference, and store the result. The values of A are not part of the
+// key: a matrix with the same structure and other values reuses the tuned kernel. Offline
+// runtimes are model-only (top_k 0): they compile and cache without a GPU.
+//
+//   sparsegen::SpmmOptions o;  o.top_k = 4;  o.cache_dir = "/tmp/sg-cache";
+//   sparsegen::Kernel k = rt.spmm(a, 32, o);
+//   if (k.cache_hit()) ...;  k.measured_ms();  // median of the timed runs (nullopt: not measured)
 //
 // Errors: UserError for bad input (a bad schedule SPEC names the field; matrix values outside the
 // dtype's range name the count and the first (row, col)); CudaError for the GPU stack (no
@@ -29,6 +36,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "ir/diagnostics.h"       // UserError
@@ -47,8 +55,14 @@ struct SpmmOptions {
   DType dtype = DType::F32;
   Layout b_layout = Layout::RowMajor;
   Layout c_layout = Layout::RowMajor;
-  // A schedule SPEC (`sparsegen schedules FILE -n N` lists them); empty: chosen automatically.
+  // A schedule SPEC (`sparsegen schedules FILE -n N` lists them); empty: tuned (see above).
   std::string schedule;
+  // Candidates measured on the GPU; 0: cost model only; -1: 8 on a GPU, 0 offline.
+  int top_k = -1;
+  // Kernel database folder; empty: $SPARSEGEN_CACHE_DIR, else $XDG_CACHE_HOME/sparsegen, else
+  // ~/.cache/sparsegen. A damaged or foreign database file is a UserError naming it.
+  std::string cache_dir;
+  bool use_cache = true;  // false: neither read nor write the database
 };
 
 class Kernel {
@@ -67,6 +81,10 @@ class Kernel {
   std::string arch() const;             // "sm_90" (cubin) or "compute_90" (PTX)
   const std::string& cuda_source() const;
   bool runnable() const;  // false for offline kernels
+  bool cache_hit() const;  // true when the kernel came from the database
+  std::optional<double> predicted_ms() const;  // the cost model's time
+  std::optional<double> measured_ms() const;   // median measured time (when top_k > 0)
+  std::string cache_key() const;               // database key ("" without the cache)
 
   Kernel(const Kernel&) = default;
   Kernel& operator=(const Kernel&) = default;

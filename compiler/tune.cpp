@@ -1,0 +1,508 @@
+#include "compiler/tune.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <thread>
+#include <utility>
+
+#include "codegen/general_sparse.h"
+#include "compiler/fingerprint.h"
+#include "compiler/gpu_check.h"
+#include "costmodel/features.h"
+#include "costmodel/linear_model.h"
+#include "costmodel/model_registry.h"
+#include "costmodel/schedule_features.h"
+#include "ir/diagnostics.h"
+#include "ir/enumerate.h"
+#include "ir/format.h"
+#include "ir/verifier.h"
+#include "runtime/nvrtc_compiler.h"
+#include "runtime/timing.h"
+
+namespace sparsegen {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+// Database failures reach users as UserError (exit code 1) with the file's name in the message.
+template <class F>
+auto with_db(F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const kdb::KernelDbError& e) {
+    throw UserError(std::string("kernel cache ") + e.what());
+  }
+}
+
+std::vector<char> device_values(const std::vector<float>& v, DType dtype) {
+  std::vector<char> out;
+  if (dtype == DType::F32) {
+    out.resize(v.size() * sizeof(float));
+    if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());
+    return out;
+  }
+  ConversionReport rep;
+  const std::vector<uint16_t> bits = convert_values(v, dtype, &rep);
+  SG_ASSERT(rep.out_of_range == 0, "packed values out of range after the range check");
+  out.resize(bits.size() * sizeof(uint16_t));
+  if (!bits.empty()) std::memcpy(out.data(), bits.data(), out.size());
+  return out;
+}
+
+// Ranking by the cost model (costmodel/): the fitted model shipped for the device (or the
+// roofline model when none matches; default_model's note says which). Offline, the profile is the
+// H100 SXM default of costmodel/ (the limits of the offline arch still bound the enumeration).
+struct Ranking {
+  std::vector<size_t> order;
+  std::vector<std::optional<double>> predicted_ms;  // by candidate index
+  std::string how;
+  std::string warning;
+};
+
+const ModelChoice& model_for(const DeviceProfile& d) {
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<ModelChoice>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[d.name + "/" + d.arch()];
+  if (!slot) slot = std::make_unique<ModelChoice>(default_model(d));
+  return *slot;
+}
+
+Ranking rank_candidates(const Problem& p, const CsrMatrix& a, const std::vector<Schedule>& all,
+                        const CompileTarget& target, const cuda::DeviceInfo* info) {
+  DeviceProfile d = DeviceProfile::h100_sxm();
+  if (target.has_gpu && info != nullptr)
+    d = device_profile(info->name, info->cc_major, info->cc_minor, info->sm_count,
+                       info->l2_cache_bytes, info->clock_rate_khz, info->max_threads_per_sm,
+                       info->max_registers_per_sm);
+  const ModelChoice& mc = model_for(d);
+  const std::vector<Ranked> ranked = rank_schedules(p, all, a, compute_features(a), mc.model);
+  Ranking r;
+  r.predicted_ms.assign(all.size(), std::nullopt);
+  for (const Ranked& x : ranked) {
+    r.order.push_back(x.index);
+    r.predicted_ms[x.index] = x.predicted_us / 1000.0;
+  }
+  SG_ASSERT(r.order.size() == all.size(), "rank_schedules dropped candidates");
+  r.how = "cost model: " + mc.note;
+  r.warning = mc.warning;
+  return r;
+}
+
+// Host bytes of `v` in `dtype` (B for the timing runs).
+std::vector<char> to_bytes(const std::vector<float>& v, DType dtype) {
+  const size_t w = static_cast<size_t>(dtype_bytes(dtype));
+  std::vector<char> out(v.size() * w);
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (dtype == DType::F32) {
+      std::memcpy(out.data() + 4 * i, &v[i], 4);
+    } else {
+      const uint16_t h = dtype == DType::F16 ? float_to_half_bits(v[i]) : float_to_bf16_bits(v[i]);
+      std::memcpy(out.data() + 2 * i, &h, 2);
+    }
+  }
+  return out;
+}
+
+struct Candidate {
+  size_t index = 0;  // into the enumeration
+  Schedule schedule;
+  std::optional<double> predicted_ms;
+  std::optional<KernelBuild> build;
+  std::exception_ptr failure;
+  std::string error;
+  std::optional<double> measured_ms;
+  std::vector<double> times_ms;
+};
+
+kdb::KernelRecord record_of(const Candidate& c, const kdb::KeyParts& base) {
+  kdb::KeyParts parts = base;
+  parts.schedule = to_string(c.schedule);
+  kdb::KernelRecord r;
+  r.key = kdb::kernel_key(parts);
+  r.tuning_key = kdb::tuning_key(parts);
+  r.key_text = kdb::describe(parts);
+  r.schedule = parts.schedule;
+  r.source = c.build->kernel.source;
+  r.arch = c.build->compiled.arch;
+  r.image = c.build->compiled.image;
+  r.image_is_cubin = c.build->compiled.is_cubin;
+  r.compile_ms = c.build->compiled.compile_ms;
+  r.predicted_ms = c.predicted_ms;
+  r.measured_ms = c.measured_ms;
+  r.times_ms = c.times_ms;
+  return r;
+}
+
+// The cached kernel `rec` for this matrix: re-packs and re-emits (values and tables are the
+// matrix's own), and takes the stored image only when the emitted source is the stored one.
+std::optional<KernelBuild> build_from_record(const CsrMatrix& a, const Problem& p,
+                                             const kdb::KernelRecord& rec,
+                                             const CompileTarget& target) {
+  KernelBuild b = prepare_kernel(a, p, parse_schedule(rec.schedule), target);
+  if (b.kernel.source != rec.source || rec.arch != target.arch) {
+    if (debug_logging())
+      std::fprintf(stderr, "sparsegen: [tune] cached kernel %.12s differs from today's emitter; "
+                   "recompiling\n", rec.key.c_str());
+    return std::nullopt;
+  }
+  b.compiled.image = rec.image;
+  b.compiled.is_cubin = rec.image_is_cubin;
+  b.compiled.arch = rec.arch;
+  b.compiled.compile_ms = 0;
+  b.step_log.push_back(fmt::format("7/9 nvrtc     cached {} ({} bytes)", rec.key.substr(0, 12),
+                                   rec.image.size()));
+  return b;
+}
+
+}  // namespace
+
+CompileTarget offline_target(const std::string& arch) {
+  static const std::regex re("(sm|compute)_([0-9]{2,3})a?");
+  std::smatch m;
+  if (!std::regex_match(arch, m, re))
+    throw UserError(fmt::format("--arch: expected sm_XY or compute_XY (e.g. sm_90), found '{}'",
+                                arch));
+  CompileTarget t;
+  t.arch = arch;
+  t.has_gpu = false;
+  t.device_name = "offline";
+  t.limits = m[2].str() == "80" ? DeviceLimits::sm80() : DeviceLimits::sm90();
+  t.limits.name = "sm_" + m[2].str();
+  return t;
+}
+
+kdb::KeyParts key_parts(const CsrMatrix& a, const Problem& p, const CompileTarget& target,
+                        const std::string& schedule) {
+  kdb::KeyParts k;
+  k.operation = fmt::format("{} b={} c={}", to_string(p.op), to_string(p.b_layout),
+                            to_string(p.c_layout));
+  k.matrix = to_string(fingerprint(a), p.dtype);
+  k.n = p.n;
+  const std::string_view d = to_string(p.dtype);
+  k.dtypes = fmt::format("a={0} b={0} c={0} acc=fp32", d);
+  k.schedule = schedule;
+  // The arch is part of the device: an offline sm_90 cubin and PTX are different kernels.
+  k.device = target.has_gpu ? fmt::format("{} {} arch={}", target.device_name, target.limits.name,
+                                          target.arch)
+                            : fmt::format("offline arch={}", target.arch);
+  k.nvrtc_version = nvrtc::version_string();
+  k.generator_version = kGeneratorVersion;
+  return k;
+}
+
+KernelBuild prepare_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
+                           const CompileTarget& target) {
+  // Steps 3-6 are split out of the pipeline only for GeneralSparse; other families (MACKO) go
+  // through the whole pipeline, NVRTC included.
+  if (s.family() != ScheduleFamily::General) return build_kernel(a, p, s, target);
+  KernelBuild b;
+  b.problem = p;
+  b.schedule = s;
+  b.target = target;
+  b.nnz = a.nnz();
+  const auto illegal = validate(p, s);
+  if (!illegal.empty())
+    throw UserError(fmt::format("schedule '{}' is illegal for {}: {}", to_string(s), to_string(p),
+                                fmt::join(illegal, "; ")));
+  const auto reasons = verify(p, s, compute_format_stats(a, p, s), target.limits);
+  if (!reasons.empty())
+    throw UserError(fmt::format("schedule '{}' does not fit {} for {}: {}", to_string(s),
+                                target.limits.name, to_string(p), fmt::join(reasons, "; ")));
+  PackedFormat f = pack_format(a, p, s);
+  check_value_range(a, p.dtype);
+  b.values = device_values(f.values, p.dtype);
+  b.col_idx = std::move(f.col_idx);
+  b.kernel = codegen::emit_general_sparse(p, s, f);
+  return b;
+}
+
+TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarget& target,
+                const TuneOptions& opt) {
+  const auto t0 = Clock::now();
+  auto progress = [&](const char* phase, int done, int total) {
+    if (opt.progress) opt.progress(TuneProgress{phase, done, total});
+  };
+  if (opt.top_k < 0)
+    throw UserError(fmt::format("top-k: expected 0 (model only) or more, found {}", opt.top_k));
+  TuneResult res;
+  res.problem = make_problem(a, req);
+  const Problem& p = res.problem;
+  check_value_range(a, p.dtype);
+  res.arch = target.arch;
+  res.device = target.has_gpu ? target.device_name : "offline";
+  res.top_k = opt.top_k;
+
+  // An explicit schedule: validate it up front (a user error before any GPU or DB work).
+  std::optional<Schedule> given;
+  std::string given_reason;
+  if (!req.schedule.empty()) given = choose_schedule(p, a, req, target, &given_reason);
+
+  const kdb::KeyParts base = key_parts(a, p, target, "");
+  res.tuning_key = kdb::tuning_key(base);
+  std::unique_ptr<kdb::KernelDb> db;
+  if (opt.use_cache) {
+    db = with_db([&] { return std::make_unique<kdb::KernelDb>(kdb::db_path(opt.cache_dir)); });
+    res.db_path = db->path().string();
+  }
+
+  // ---- cache lookup --------------------------------------------------------------------------
+  if (db && !opt.force) {
+    std::optional<kdb::KernelRecord> rec;
+    std::optional<kdb::TuningRecord> tr;
+    if (given) {
+      kdb::KeyParts parts = base;
+      parts.schedule = to_string(*given);
+      rec = with_db([&] { return db->kernel(kdb::kernel_key(parts)); });
+      if (rec && opt.top_k > 0 && !rec->measured_ms) rec.reset();  // wants a measurement
+    } else {
+      tr = with_db([&] { return db->tuning(res.tuning_key); });
+      if (tr && tr->top_k >= opt.top_k)
+        rec = with_db([&] { return db->kernel(tr->best_key); });
+    }
+    if (rec) {
+      std::optional<KernelBuild> b;
+      if (opt.want_build) b = build_from_record(a, p, *rec, target);
+      if (!opt.want_build || b) {
+        res.cache_hit = true;
+        res.schedule = rec->schedule;
+        res.kernel_key = rec->key;
+        res.predicted_ms = rec->predicted_ms;
+        res.measured_ms = rec->measured_ms;
+        res.arch = rec->arch;
+        if (tr) {
+          res.ranking = tr->ranking;
+          res.enumerated = tr->candidates;
+          res.top_k = tr->top_k;
+          res.original_search_ms = tr->search_ms;
+          res.reason = fmt::format("cached tuning ({}; {} of {} candidates measured)",
+                                   tr->ranking, tr->top_k, tr->candidates);
+        } else {
+          res.reason = given_reason + " (cached kernel)";
+        }
+        if (b) {
+          b->schedule_reason = res.reason;
+          res.build = std::move(b);
+        }
+        res.search_ms = ms_since(t0);
+        return res;
+      }
+    }
+  }
+
+  // ---- enumerate and rank --------------------------------------------------------------------
+  std::vector<Candidate> cands;
+  if (given) {
+    Candidate c;
+    c.schedule = *given;
+    cands.push_back(std::move(c));
+    res.enumerated = 1;
+    res.ranking = given_reason;
+  } else {
+    progress("enumerate", 0, 1);
+    EnumerateOptions eo;
+    eo.device = target.limits;
+    const std::vector<Schedule> all = enumerate_schedules(p, a, eo);
+    progress("enumerate", 1, 1);
+    if (all.empty())
+      throw UserError(fmt::format("{}: no valid schedule for {} on {}",
+                                  a.source.empty() ? "matrix" : a.source, to_string(p),
+                                  target.limits.name));
+    res.enumerated = static_cast<int>(all.size());
+    progress("rank", 0, 1);
+    std::optional<cuda::DeviceInfo> info;
+    if (target.has_gpu) info = opt.ctx ? opt.ctx->info() : cuda::query_device(0);
+    const Ranking r = rank_candidates(p, a, all, target, info ? &*info : nullptr);
+    progress("rank", 1, 1);
+    res.ranking = r.how;
+    if (!r.warning.empty()) res.warnings.push_back(r.warning);
+    const size_t take = std::min(all.size(), static_cast<size_t>(std::max(opt.top_k, 1)));
+    for (size_t i = 0; i < take; ++i) {
+      Candidate c;
+      c.index = r.order[i];
+      c.schedule = all[c.index];
+      c.predicted_ms = r.predicted_ms[c.index];
+      cands.push_back(std::move(c));
+    }
+  }
+
+  // ---- compile (thread pool) -----------------------------------------------------------------
+  {
+    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int threads =
+        std::min(static_cast<int>(cands.size()), opt.compile_threads > 0 ? opt.compile_threads : hw);
+    std::atomic<size_t> next{0};
+    std::atomic<int> done{0};
+    std::mutex progress_mu;
+    progress("compile", 0, static_cast<int>(cands.size()));
+    auto worker = [&] {
+      for (size_t i = next++; i < cands.size(); i = next++) {
+        Candidate& c = cands[i];
+        try {
+          if (opt.source_hook) {
+            KernelBuild b = prepare_kernel(a, p, c.schedule, target);
+            opt.source_hook(b.kernel.source);
+            nvrtc::CompileOptions o;
+            o.arch = target.arch;
+            o.headers = b.kernel.headers;
+            o.program_name = "sparsegen_general.cu";
+            o.line_info = req.line_info;
+            b.compiled = nvrtc::compile(b.kernel.source, o);
+            c.build = std::move(b);
+          } else {
+            // The pipeline's own steps 3-7, whatever the schedule family.
+            c.build = build_kernel(a, p, c.schedule, target, req.line_info);
+          }
+        } catch (const std::exception& e) {
+          c.failure = std::current_exception();
+          c.error = e.what();
+        }
+        const int d = ++done;
+        std::lock_guard<std::mutex> lock(progress_mu);
+        progress("compile", d, static_cast<int>(cands.size()));
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+    for (auto& t : pool) t.join();
+  }
+  std::vector<Candidate*> ok;
+  for (auto& c : cands)
+    if (c.build) ok.push_back(&c);
+  if (ok.empty()) std::rethrow_exception(cands.front().failure);  // nothing is cached
+
+  // ---- measure (k > 0) -----------------------------------------------------------------------
+  Candidate* winner = ok.front();
+  if (opt.top_k > 0) {
+    std::string why;
+    if (!target.has_gpu || !cuda::driver_available(&why))
+      throw CudaError(fmt::format("top-k {} measures on the GPU, but there is none{}{}; use "
+                                  "--top-k 0 (model only)",
+                                  opt.top_k, why.empty() ? "" : ": ", why),
+                      "cuInit", CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE");
+    std::shared_ptr<cuda::Context> ctx = opt.ctx ? opt.ctx : std::make_shared<cuda::Context>(0);
+    ctx->make_current();
+    const CheckInputs in = make_check_inputs(p, opt.seed, 1.0f, 0.0f);
+    const std::vector<char> hb = to_bytes(in.b, p.dtype);
+    const size_t w = static_cast<size_t>(dtype_bytes(p.dtype));
+    cuda::DeviceBuffer db_b(hb.size() + w), db_c(static_cast<size_t>(p.m * p.n) * w + w);
+    if (!hb.empty()) db_b.upload(hb.data(), hb.size());
+    db_c.fill_bytes(0);
+    cuda::Stream stream;
+    L2Flusher flusher(ctx->info());
+    TimingOptions to;
+    to.warmup = 2;
+    to.repetitions = std::max(opt.repetitions, 1);
+    to.min_repetitions = std::min(to.repetitions, 5);
+    to.max_total_ms = 200;  // bounds the search on a slow candidate
+    to.stream = stream.get();
+    to.flusher = &flusher;
+    int done = 0;
+    progress("measure", 0, static_cast<int>(ok.size()));
+    std::vector<std::unique_ptr<CompiledKernel>> loaded(ok.size());
+    for (size_t i = 0; i < ok.size(); ++i) {
+      Candidate& c = *ok[i];
+      try {
+        loaded[i] = std::make_unique<CompiledKernel>(ctx, KernelBuild(*c.build));
+        const CompiledKernel& k = *loaded[i];
+        const TimingResult t = measure(
+            [&](CUstream s) { k.run(db_b.ptr(), db_c.ptr(), 1.0f, 0.0f, s); }, to);
+        c.measured_ms = t.median_ms;
+        c.times_ms = t.samples_ms;
+      } catch (const CudaError& e) {
+        c.error = fmt::format("measurement failed: {}", e.what());
+        // A fault in the kernel poisons the context: later candidates cannot run either.
+        if (e.code() == CUDA_ERROR_ILLEGAL_ADDRESS || e.code() == CUDA_ERROR_LAUNCH_FAILED) throw;
+      }
+      progress("measure", ++done, static_cast<int>(ok.size()));
+    }
+    std::vector<size_t> by_time;
+    for (size_t i = 0; i < ok.size(); ++i)
+      if (ok[i]->measured_ms) by_time.push_back(i);
+    std::stable_sort(by_time.begin(), by_time.end(), [&](size_t x, size_t y) {
+      return *ok[x]->measured_ms < *ok[y]->measured_ms;
+    });
+    winner = nullptr;
+    progress("check", 0, 1);
+    for (size_t i : by_time) {
+      const GpuCheckPair chk = gpu_check(*loaded[i], a, opt.seed);
+      if (chk.passed()) {
+        winner = ok[i];
+        res.check_passed = true;
+        break;
+      }
+      ok[i]->error = "failed the correctness check: " + chk.error();
+      ok[i]->measured_ms.reset();  // never cache a wrong kernel as measured-best
+      res.check_passed = false;
+    }
+    progress("check", 1, 1);
+    if (winner == nullptr)
+      throw UserError(fmt::format("{}: no measured candidate for {} passed the correctness check "
+                                  "(first failure: {})",
+                                  a.source.empty() ? "matrix" : a.source, to_string(p),
+                                  ok.front()->error));
+  }
+
+  for (const Candidate& c : cands)
+    res.candidates.push_back(CandidateReport{to_string(c.schedule), c.predicted_ms, c.measured_ms,
+                                             c.build ? c.build->compiled.compile_ms : 0.0, c.error});
+  res.schedule = to_string(winner->schedule);
+  res.predicted_ms = winner->predicted_ms;
+  res.measured_ms = winner->measured_ms;
+  if (given)
+    res.reason = given_reason;
+  else if (opt.top_k > 0)
+    res.reason = fmt::format("fastest of {} measured (of {} enumerated; ranked by {}), checked "
+                             "against the CPU reference",
+                             ok.size(), res.enumerated, res.ranking);
+  else
+    res.reason = fmt::format("top of {} enumerated, ranked by {} (not measured: top-k 0)",
+                             res.enumerated, res.ranking);
+
+  // ---- record --------------------------------------------------------------------------------
+  kdb::KeyParts wparts = base;
+  wparts.schedule = res.schedule;
+  res.kernel_key = kdb::kernel_key(wparts);
+  res.search_ms = ms_since(t0);
+  if (db) {
+    progress("store", 0, 1);
+    std::vector<kdb::KernelRecord> recs;
+    for (Candidate* c : ok)
+      // A candidate whose check failed is not stored: the cache holds only kernels we trust.
+      if (c->error.empty()) recs.push_back(record_of(*c, base));
+    std::optional<kdb::TuningRecord> tr;
+    if (!given) {
+      tr.emplace();
+      tr->tuning_key = res.tuning_key;
+      tr->key_text = kdb::describe(base, false);
+      tr->best_key = res.kernel_key;
+      tr->top_k = opt.top_k;
+      tr->candidates = res.enumerated;
+      tr->ranking = res.ranking;
+      tr->search_ms = res.search_ms;
+    }
+    with_db([&] { db->put(recs, tr); });
+    progress("store", 1, 1);
+  }
+  if (opt.want_build) {
+    winner->build->schedule_reason = res.reason;
+    res.build = std::move(winner->build);
+  }
+  res.search_ms = ms_since(t0);
+  return res;
+}
+
+}  // namespace sparsegen

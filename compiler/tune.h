@@ -1,0 +1,121 @@
+// The search: the best kernel for (matrix structure, N, dtype, device), tuned once and cached.
+//
+//   enumerate  every legal schedule for the problem (ir/enumerate.h), verified for the target
+//   rank       by the cost model (costmodel/: the model shipped for the device, else roofline)
+//   compile    the top max(k, 1): emit + NVRTC, on a thread pool (a candidate that fails to
+//              compile is skipped and reported; when all fail the first error is thrown and
+//              nothing is cached)
+//   measure    k > 0: each on the GPU (runtime/timing.h: L2 flushed before every run, median),
+//              then the fastest that passes gpu_check (compiler/gpu_check.h) wins
+//   record     every compiled candidate (schedule, source, cubin, times, prediction) and the
+//              tuning decision, in one database transaction (runtime/kernel_db.h)
+//
+// k = 0 is model-only: no GPU is touched, the top-ranked schedule is compiled for the target
+// arch (PTX or a cubin for "sm_XY", which NVRTC builds without a GPU) and cached.
+//
+// A later tune of the same (structure, problem, dtype, device, NVRTC, generator) returns the
+// cached decision in milliseconds, unless it asks for more measurement (a larger k) than the
+// cached tuning had, or force is set.
+//
+//   TuneOptions o;  o.top_k = 8;
+//   TuneResult r = tune(a, {.n = 32, .dtype = DType::F16}, detect_target(), o);
+//   fmt::print("{} ({} ms measured, search {} ms)\n", r.schedule, *r.measured_ms, r.search_ms);
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "compiler/pipeline.h"
+#include "ir/problem.h"
+#include "ir/schedule.h"
+#include "ir/sparse_matrix.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/kernel_db.h"
+
+namespace sparsegen {
+
+// Version of the code generator's output, part of every key. Bump it when emitted kernels change
+// meaning; the cache also re-emits on use and compares sources, so a forgotten bump costs a
+// recompile, never a wrong kernel.
+inline constexpr const char* kGeneratorVersion = "sparsegen-0.1.0/general-1";
+
+struct TuneProgress {
+  std::string phase;  // "enumerate", "rank", "compile", "measure", "check", "store"
+  int done = 0;
+  int total = 0;
+};
+
+struct TuneOptions {
+  int top_k = 0;            // candidates measured on the GPU; 0: model only (no GPU needed)
+  std::string cache_dir;    // empty: kdb::default_cache_dir()
+  bool use_cache = true;    // false: neither read nor write the database
+  bool force = false;       // ignore a cached tuning (the new one replaces it)
+  bool want_build = false;  // fill TuneResult::build (the winner, ready for CompiledKernel)
+  // Context for measuring (k > 0); null: tune() makes one for device 0.
+  std::shared_ptr<cuda::Context> ctx;
+  int repetitions = 20;     // timed runs per candidate
+  int compile_threads = 0;  // 0: hardware concurrency
+  uint64_t seed = 7;        // inputs of the timing runs and the check
+  std::function<void(const TuneProgress&)> progress;
+  // Test hook: edits every candidate's CUDA source before NVRTC (to inject a compile failure).
+  std::function<void(std::string&)> source_hook;
+};
+
+struct CandidateReport {
+  std::string schedule;
+  std::optional<double> predicted_ms;
+  std::optional<double> measured_ms;  // median
+  double compile_ms = 0;
+  std::string error;  // why it was skipped (compile or check failure); empty otherwise
+};
+
+struct TuneResult {
+  bool cache_hit = false;
+  Problem problem;
+  std::string schedule;  // the winner's SPEC
+  std::string reason;    // why it won
+  std::string ranking;   // how candidates were ordered
+  std::optional<double> predicted_ms;
+  std::optional<double> measured_ms;
+  int enumerated = 0;   // schedules in the space
+  int top_k = 0;        // candidates measured (0: model only)
+  std::vector<CandidateReport> candidates;  // compiled ones, in rank order (empty on a hit)
+  double search_ms = 0;                     // wall time of this call
+  double original_search_ms = 0;            // on a hit: what the cached search took
+  std::optional<bool> check_passed;         // gpu_check of the winner (k > 0)
+  std::string kernel_key;
+  std::string tuning_key;
+  std::string db_path;  // empty when use_cache is false
+  std::string arch;
+  std::string device;
+  std::vector<std::string> warnings;  // e.g. the cost model was fitted on another device
+  std::optional<KernelBuild> build;   // with want_build: the winner, image included
+};
+
+// Runs the search (or returns the cached decision). req.schedule non-empty skips the search: that
+// schedule is compiled (or taken from the cache by its kernel key), measured when k > 0, and no
+// tuning decision is recorded. Throws UserError for bad input and for a damaged or foreign
+// database file (naming it), CudaError for k > 0 without a GPU, NvrtcError when no candidate
+// compiles.
+TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarget& target,
+                const TuneOptions& opt);
+
+// The database key parts of a kernel for this matrix and problem on `target`.
+kdb::KeyParts key_parts(const CsrMatrix& a, const Problem& p, const CompileTarget& target,
+                        const std::string& schedule);
+
+// Pipeline steps 3-6 (verify, pack, values, emit) without NVRTC: what a cached image needs to be
+// loaded (KernelBuild::compiled is left empty). GeneralSparse only: for another schedule family
+// this runs the whole pipeline (build_kernel), NVRTC included.
+KernelBuild prepare_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
+                           const CompileTarget& target);
+
+// The compile target for an explicit --arch without a GPU: "sm_80" -> sm_80 limits, any other
+// sm_XY / compute_XY -> sm_90 limits named after it. Throws UserError for another spelling.
+CompileTarget offline_target(const std::string& arch);
+
+}  // namespace sparsegen

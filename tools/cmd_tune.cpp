@@ -1,0 +1,211 @@
+// `sparsegen tune FILE -n N [--dtype fp32|fp16|bf16] [--top-k K] [--arch sm_XY] [--cache-dir D]
+//  [--force] [--json]`: the main job. Finds the best kernel for the matrix (compiler/tune.h:
+// enumerate, rank with the cost model, measure the top K on the GPU, check the winner), stores it
+// in the kernel database, and says what was chosen, the predicted and measured times and how long
+// the search took. A second tune of the same matrix structure, N, dtype and device is a cache hit.
+//
+// --top-k: default 8 on a GPU, 0 (model only: compile and cache, no GPU needed) without one or
+// with --arch (an explicit architecture compiles offline; measuring needs the device's own).
+// Progress goes to stderr as a bar when stderr is a terminal (never with --json).
+//
+// Exit codes (main.cpp): 0 success; 1 bad file/flag/cache file; 3 GPU error (e.g. --top-k 3 on a
+// machine without a GPU).
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "compiler/fingerprint.h"
+#include "compiler/pipeline.h"
+#include "compiler/tune.h"
+#include "ir/diagnostics.h"
+#include "ir/dtype.h"
+#include "ir/io/load.h"
+#include "ir/problem.h"
+#include "tools/commands.h"
+
+namespace sparsegen::cli {
+namespace {
+
+struct TuneArgs {
+  std::string file;
+  int64_t n = 1;
+  std::string dtype = "fp32";
+  std::string b_layout = "row";
+  std::string c_layout = "row";
+  std::string tensor;
+  int top_k = -1;  // auto
+  std::string arch;
+  std::string cache_dir;
+  bool force = false;
+  bool no_cache = false;
+  bool json = false;
+};
+
+std::string ms_or_dash(const std::optional<double>& v) {
+  return v ? fmt::format("{:.4f} ms", *v) : std::string("-");
+}
+
+nlohmann::json opt_json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+// A one-line bar on stderr, redrawn in place.
+class ProgressBar {
+ public:
+  explicit ProgressBar(bool on) : on_(on) {}
+  ~ProgressBar() { clear(); }
+  void update(const TuneProgress& p) {
+    if (!on_) return;
+    constexpr int kWidth = 24;
+    const int fill = p.total > 0 ? kWidth * p.done / p.total : 0;
+    std::string bar(static_cast<size_t>(fill), '#');
+    bar.resize(kWidth, '.');
+    std::fprintf(stderr, "\r\033[Ktune %-9s [%s] %d/%d", p.phase.c_str(), bar.c_str(), p.done,
+                 p.total);
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+  void clear() {
+    if (on_ && drawn_) std::fprintf(stderr, "\r\033[K");
+    drawn_ = false;
+  }
+
+ private:
+  bool on_;
+  bool drawn_ = false;
+};
+
+void run_tune(const TuneArgs& a) {
+  KernelRequest req;
+  req.n = a.n;
+  const auto dt = parse_dtype(a.dtype);
+  if (!dt)
+    throw UserError(fmt::format("--dtype: expected fp32, fp16 or bf16, found '{}'", a.dtype));
+  req.dtype = *dt;
+  const auto bl = parse_layout(a.b_layout);
+  if (!bl) throw UserError(fmt::format("--layout-b: expected row or col, found '{}'", a.b_layout));
+  const auto cl = parse_layout(a.c_layout);
+  if (!cl) throw UserError(fmt::format("--layout-c: expected row or col, found '{}'", a.c_layout));
+  req.b_layout = *bl;
+  req.c_layout = *cl;
+  if (a.top_k < -1) throw UserError(fmt::format("--top-k: expected 0 or more, found {}", a.top_k));
+
+  CompileTarget target;
+  std::string note;
+  if (!a.arch.empty()) {
+    target = offline_target(a.arch);
+    if (a.top_k > 0)
+      throw UserError(fmt::format("--top-k {} measures on this machine's GPU, but --arch {} "
+                                  "compiles offline: use --top-k 0, or drop --arch",
+                                  a.top_k, a.arch));
+  } else {
+    target = detect_target(0);
+  }
+  TuneOptions o;
+  o.top_k = a.top_k >= 0 ? a.top_k : (target.has_gpu ? 8 : 0);
+  if (a.top_k < 0 && !target.has_gpu)
+    note = a.arch.empty() ? "no GPU here: model only (top-k 0), compiled for " + target.arch
+                          : "--arch given: model only (top-k 0)";
+  o.cache_dir = a.cache_dir;
+  o.use_cache = !a.no_cache;
+  o.force = a.force;
+
+  LoadOptions lo;
+  lo.tensor = a.tensor;
+  const CsrMatrix m = load_matrix(a.file, lo).matrix;
+  if (m.field == ValueField::Complex)
+    throw UserError(
+        fmt::format("{}: complex matrices are not supported (real kernels only)", a.file));
+
+  ProgressBar bar(!a.json && isatty(STDERR_FILENO) != 0);
+  o.progress = [&bar](const TuneProgress& p) { bar.update(p); };
+  const TuneResult r = tune(m, req, target, o);
+  bar.clear();
+  for (const std::string& w : r.warnings) std::fprintf(stderr, "sparsegen: warning: %s\n", w.c_str());
+
+  if (a.json) {
+    nlohmann::json j;
+    j["file"] = a.file;
+    j["problem"] = to_string(r.problem);
+    j["nnz"] = m.nnz();
+    j["fingerprint"] = to_string(fingerprint(m), r.problem.dtype);
+    j["schedule"] = r.schedule;
+    j["reason"] = r.reason;
+    j["ranking"] = r.ranking;
+    j["cache_hit"] = r.cache_hit;
+    j["predicted_ms"] = opt_json(r.predicted_ms);
+    j["measured_ms"] = opt_json(r.measured_ms);
+    j["check_passed"] = r.check_passed ? nlohmann::json(*r.check_passed) : nlohmann::json(nullptr);
+    j["top_k"] = r.top_k;
+    j["enumerated"] = r.enumerated;
+    j["search_ms"] = r.search_ms;
+    j["original_search_ms"] = r.original_search_ms;
+    j["kernel_key"] = r.kernel_key;
+    j["tuning_key"] = r.tuning_key;
+    j["cache"] = r.db_path;
+    j["device"] = r.device;
+    j["arch"] = r.arch;
+    j["note"] = note;
+    j["warnings"] = r.warnings;
+    nlohmann::json cands = nlohmann::json::array();
+    for (const CandidateReport& c : r.candidates)
+      cands.push_back({{"schedule", c.schedule},
+                       {"predicted_ms", opt_json(c.predicted_ms)},
+                       {"measured_ms", opt_json(c.measured_ms)},
+                       {"compile_ms", c.compile_ms},
+                       {"error", c.error}});
+    j["candidates"] = cands;
+    std::printf("%s\n", j.dump(2).c_str());
+    return;
+  }
+  std::printf("problem    %s (nnz %lld)\n", to_string(r.problem).c_str(),
+              static_cast<long long>(m.nnz()));
+  if (!note.empty()) std::printf("note       %s\n", note.c_str());
+  std::printf("schedule   %s\n           (%s)\n", r.schedule.c_str(), r.reason.c_str());
+  std::printf("time       predicted %s, measured %s%s\n", ms_or_dash(r.predicted_ms).c_str(),
+              ms_or_dash(r.measured_ms).c_str(),
+              r.measured_ms ? " (median, L2 flushed)" : " (not measured)");
+  if (r.check_passed) std::printf("check      %s\n", *r.check_passed ? "PASS" : "FAIL");
+  if (r.cache_hit)
+    std::printf("search     cache hit in %.1f ms (the original search took %.1f ms)\n",
+                r.search_ms, r.original_search_ms);
+  else
+    std::printf("search     %.1f ms: %d enumerated, %zu compiled, %d measured\n", r.search_ms,
+                r.enumerated, r.candidates.size(), r.top_k);
+  std::printf("device     %s, %s\n", r.device.c_str(), r.arch.c_str());
+  if (!r.db_path.empty())
+    std::printf("cache      %s  key %s\n", r.db_path.c_str(), r.kernel_key.substr(0, 16).c_str());
+}
+
+}  // namespace
+
+void register_tune(CLI::App& app) {
+  auto args = std::make_shared<TuneArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "tune", "Find the fastest kernel for a matrix (search, measure, cache); the main job");
+  cmd->add_option("file", args->file, "matrix file (.mtx, .smtx, .safetensors, .npy)")->required();
+  cmd->add_option("-n", args->n, "dense columns of B and C (1 = SpMV)")->required();
+  cmd->add_option("--dtype", args->dtype, "value dtype of A, B and C: fp32, fp16, bf16");
+  cmd->add_option("--layout-b,--b-layout", args->b_layout, "layout of B: row or col");
+  cmd->add_option("--layout-c,--c-layout", args->c_layout, "layout of C: row or col");
+  cmd->add_option("--tensor", args->tensor, "tensor name in a .safetensors file");
+  cmd->add_option("--top-k", args->top_k,
+                  "candidates measured on the GPU (0 = cost model only; default 8 with a GPU, "
+                  "0 without)");
+  cmd->add_option("--arch", args->arch,
+                  "compile offline for this architecture (sm_XY cubin or compute_XY PTX)");
+  cmd->add_option("--cache-dir", args->cache_dir,
+                  "kernel database folder (default $SPARSEGEN_CACHE_DIR, else "
+                  "$XDG_CACHE_HOME/sparsegen, else ~/.cache/sparsegen)");
+  cmd->add_flag("--force", args->force, "search again even when the cache has a tuning");
+  cmd->add_flag("--no-cache", args->no_cache, "neither read nor write the kernel database");
+  cmd->add_flag("--json", args->json, "print JSON");
+  cmd->callback([args] { run_tune(*args); });
+}
+
+}  // namespace sparsegen::cli
