@@ -56,6 +56,7 @@
 #include "ir/enumerate.h"
 #include "ir/gen/pruning.h"
 #include "ir/io/load.h"
+#include "ir/macko_schedule.h"
 #include "sparsegen/sparsegen.h"
 #include "tests/test_support.h"
 
@@ -71,6 +72,9 @@ constexpr Layout kLayoutPairs[4][2] = {{Layout::RowMajor, Layout::RowMajor},
                                        {Layout::ColMajor, Layout::ColMajor},
                                        {Layout::RowMajor, Layout::ColMajor},
                                        {Layout::ColMajor, Layout::RowMajor}};
+// MACKO (GpuMacko.*): 2-byte values only, N <= 8.
+constexpr DType kMackoDtypes[] = {DType::F16, DType::BF16};
+constexpr int64_t kMackoNs[] = {1, 2, 7, 8};
 constexpr float kAlpha = 0.75f;
 constexpr float kBetas[2] = {0.0f, -1.5f};
 
@@ -88,6 +92,8 @@ double seconds_since(Clock::time_point t0) {
 
 // "rows/row/nnz red=total>total>none": splits block/warp/thread, reductions thread>warp>block.
 std::string kind_of(const Schedule& s) {
+  if (s.family() == ScheduleFamily::Macko)
+    return s.macko().warps_per_row == 1 ? "macko warp-per-row" : "macko split-row";
   const GeneralSchedule& g = s.general();
   return fmt::format("{}/{}/{} red={}>{}>{}", to_string(g.at(Level::Block).kind),
                      to_string(g.at(Level::Warp).kind), to_string(g.at(Level::Thread).kind),
@@ -96,6 +102,11 @@ std::string kind_of(const Schedule& s) {
 }
 
 std::vector<std::string> features(const Schedule& s) {
+  if (s.family() == ScheduleFamily::Macko) {
+    const MackoSchedule& m = s.macko();
+    return {fmt::format("b{}", m.delta_bits), fmt::format("u{}", m.unroll),
+            fmt::format("w{}", m.warps_per_block), fmt::format("r{}", m.warps_per_row)};
+  }
   const GeneralSchedule& g = s.general();
   return {fmt::format("w{}", g.warps_per_block),
           fmt::format("g{}", g.group_threads),
@@ -170,7 +181,8 @@ struct Failure {
 
 class Campaign {
  public:
-  explicit Campaign(std::string name) : name_(std::move(name)) {
+  // macko: configs over (fp16, bf16) x N in {1, 2, 7, 8} and the MACKO schedules only.
+  explicit Campaign(std::string name, bool macko = false) : name_(std::move(name)), macko_(macko) {
     dry_ = env_flag("SPARSEGEN_GPU_TEST_DRY");
     if (!dry_) {
       ctx_ = std::make_shared<cuda::Context>(0);
@@ -196,8 +208,8 @@ class Campaign {
     matrices_.push_back(a);
     for (int t = 0; t < configs; ++t) {
       const int c = first_config + t;
-      const DType dt = kDtypes[c % 3];
-      const int64_t n = kNs[(c / 3) % 7];
+      const DType dt = macko_ ? kMackoDtypes[c % 2] : kDtypes[c % 3];
+      const int64_t n = macko_ ? kMackoNs[(c / 2) % 4] : kNs[(c / 3) % 7];
       const auto& lp = kLayoutPairs[(all_pairs ? c / 3 : c / 21) % 4];
       KernelRequest req;
       req.n = n;
@@ -217,7 +229,8 @@ class Campaign {
       const Problem p = make_problem(*a, req);
       EnumerateOptions eo;
       eo.device = target_.limits;
-      const auto all = enumerate_schedules(p, *a, eo);
+      const auto all =
+          macko_ ? enumerate_macko_schedules(p, *a, eo.device) : enumerate_schedules(p, *a, eo);
       std::map<std::string, std::vector<Schedule>> by_kind;
       for (const Schedule& s : all) by_kind[kind_of(s)].push_back(s);
       auto cfg = std::make_unique<Config>();
@@ -429,6 +442,7 @@ class Campaign {
   }
 
   std::string name_;
+  bool macko_ = false;
   bool dry_ = false;
   std::string filter_;
   std::shared_ptr<cuda::Context> ctx_;
@@ -458,7 +472,8 @@ bool gpu_usable(std::string* why) {
 
 // Every real, integer and pattern matrix of one data folder (complex ones are noted and skipped:
 // the kernels are real-valued).
-void run_collection(const std::string& folder, int collection_offset, int configs) {
+void run_collection(const std::string& folder, int collection_offset, int configs,
+                    bool macko = false) {
   const fs::path root = testing::data_dir() / folder;
   ASSERT_TRUE(fs::is_directory(root)) << root;
   std::vector<fs::path> files;
@@ -469,7 +484,7 @@ void run_collection(const std::string& folder, int collection_offset, int config
   }
   std::sort(files.begin(), files.end());
   ASSERT_FALSE(files.empty());
-  Campaign camp(folder);
+  Campaign camp(macko ? "macko_" + folder : folder, macko);
   const int t_per_matrix = std::max(1, env_int("SPARSEGEN_GPU_TEST_CONFIGS", configs));
   int next_config = collection_offset;
   for (const fs::path& f : files) {
@@ -692,6 +707,43 @@ TEST(GpuPipeline, PublicApiRunsOnDevicePointers) {
   const CheckResult r =
       compare_output(a, parse_schedule(k.schedule()), in, ref, out, bits, nullptr);
   EXPECT_TRUE(r.passed) << r.error;
+}
+
+// ---- MACKO (issue 5): the same checks for the MACKO family ---------------------------------
+// fp16 and bf16, N in {1, 2, 7, 8} (config c: dtype c % 2, N (c / 2) % 4, layouts rotating),
+// every MACKO kind (warp per row, split row where rows are long) per config, the schedule
+// rotating over b = 2/4/8, unroll and block shape. Expected on an H100 host: ~500 kernels,
+// 20-40 s (NVRTC on 16 threads dominates).
+void run_macko_pruned(double sparsity) {
+  const std::string name = fmt::format("macko_pruned{}", static_cast<int>(sparsity * 100 + 0.5));
+  Campaign camp(name, /*macko=*/true);
+  if (!camp.wanted(name)) GTEST_SKIP() << "filtered out";
+  const DenseMatrix w = make_llm_weight(4096, 11008, 42);
+  PruneSpec spec;
+  spec.method = PruneMethod::Magnitude;
+  spec.sparsity = sparsity;
+  auto a = std::make_shared<CsrMatrix>(prune(w, spec));
+  a->source = name;
+  camp.add_matrix(name, a, 0, 8, /*all_pairs=*/true);  // all 8 (dtype, N) pairs
+  camp.run();
+  camp.report();
+}
+
+TEST(GpuMacko, SuiteSparse) {
+  SKIP_WITHOUT_GPU();
+  run_collection("suitesparse", 0, 2, /*macko=*/true);
+}
+
+TEST(GpuMacko, Dlmc) {
+  SKIP_WITHOUT_GPU();
+  run_collection("dlmc", 5, 2, /*macko=*/true);
+}
+
+TEST(GpuMacko, Pruned) {
+  SKIP_WITHOUT_GPU();
+  run_macko_pruned(0.5);
+  run_macko_pruned(0.7);
+  run_macko_pruned(0.9);
 }
 
 }  // namespace
