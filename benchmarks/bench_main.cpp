@@ -86,6 +86,7 @@ struct Args {
   int repeats = 20;
   int warmup = 3;
   std::string cache_dir;
+  bool no_cache = false;
   std::string data_dir;
   std::string tensor;
   uint64_t seed = 0;
@@ -184,7 +185,8 @@ struct WeightSource {
 std::vector<MatrixSpec> llm_specs(const Args& a, DType dtype) {
   std::vector<MatrixSpec> out;
   const std::vector<int64_t> ns = a.ns.empty() ? std::vector<int64_t>{1, 8, 32, 64} : a.ns;
-  const std::string cache = a.cache_dir.empty() ? default_cache_dir() : a.cache_dir;
+  const std::string cache =
+      a.no_cache ? std::string() : (a.cache_dir.empty() ? default_cache_dir() : a.cache_dir);
   for (const auto& [rows, cols] : kLlmShapes) {
     auto src = std::make_shared<WeightSource>();
     src->rows = rows;
@@ -648,13 +650,14 @@ int run(const Args& a) {
     s.load = [m] { return *m; };
     specs.push_back(std::move(s));
   } else {
-    if (a.suite == "llm" || a.suite == "all") {
-      for (auto& s : llm_specs(a, a.dtype.empty() ? DType::F16 : parse_dtype_flag(a.dtype)))
-        specs.push_back(std::move(s));
-    }
     if (a.suite == "suitesparse" || a.suite == "all") {
       for (auto& s :
            suitesparse_specs(a, a.dtype.empty() ? DType::F32 : parse_dtype_flag(a.dtype), skipped))
+        specs.push_back(std::move(s));
+    }
+    // SuiteSparse first: its cases are quick, so a --time-limit cuts only LLM shapes.
+    if (a.suite == "llm" || a.suite == "all") {
+      for (auto& s : llm_specs(a, a.dtype.empty() ? DType::F16 : parse_dtype_flag(a.dtype)))
         specs.push_back(std::move(s));
     }
   }
@@ -959,6 +962,8 @@ int main(int argc, char** argv) {
   app.add_option("--warmup", a.warmup, "untimed runs first (default 3)");
   app.add_option("--cache-dir", a.cache_dir,
                  "cache for generated LLM matrices (default $BENCH_DIR/cache; none if unset)");
+  app.add_flag("--no-cache", a.no_cache,
+               "neither read nor write the cache (one-off runs: each matrix is made once anyway)");
   app.add_option("--data", a.data_dir, "folder holding suitesparse/ (default $SPARSEGEN_DATA)");
   app.add_option("--tensor", a.tensor, "tensor name in a .safetensors file");
   app.add_option("--seed", a.seed, "seed of the generated LLM weights (default 0)");

@@ -61,6 +61,14 @@ EXTRA_CMAKE_ARGS=()
 # JSON there: device, date, command are added by summary.json). Example:
 #   "spmm_llm|tools/sparsegen bench --suite llm --json $BENCH_DIR/spmm_llm.json"
 BENCH_RUNS=(
+  # sparsegen-bench --quick (issue 4): SuiteSparse matrices with >= 10^4 nonzeros in fp32 at
+  # N = 8, 32, 64, then 5 LLM shapes x 50/70/90 % magnitude (+ random 70 % for two shapes) x
+  # N = 1, 8, 32, 64 in fp16: ~110 cases, each checked then timed (ours: the pipeline's schedule;
+  # cuBLAS; cuSPARSE best CSR). Expected ~100-150 s on an H100/H200, mostly CPU (pruning, packing
+  # ~2 s per 10^7 nonzeros per kernel, references); no new matrix starts after 150 s (the JSON
+  # then says truncated). --best-of 2 would double the packing/compile part. --no-cache keeps the
+  # cached matrices (GBs) out of bench.tar.gz. Plot here: python3 tools/plot_bench.py FILE.json
+  "bench_quick|tools/sparsegen-bench --suite all --quick --time-limit 150 --no-cache --json $BENCH_DIR/bench_quick.json"
 )
 # ==============================================================================================
 
