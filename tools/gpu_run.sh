@@ -69,6 +69,10 @@ BENCH_RUNS=(
   # then says truncated). --best-of 2 would double the packing/compile part. --no-cache keeps the
   # cached matrices (GBs) out of bench.tar.gz. Plot here: python3 tools/plot_bench.py FILE.json
   "bench_quick|tools/sparsegen-bench --suite all --quick --time-limit 150 --no-cache --json $BENCH_DIR/bench_quick.json"
+  # MACKO vs dense cuBLAS (issue 5): 5 LLM shapes x random/magnitude x 50/70/90 %, fp16, N = 1,
+  # up to 8 MACKO schedules each (best reported, checked), L2 flushed medians, bandwidth.
+  # Expected 60-90 s on an H100/H200 (host pruning/packing of up to 205M-element weights).
+  "macko|timeout 150 tools/sparsegen-macko-bench --out $BENCH_DIR/macko.json"
 )
 # ==============================================================================================
 
