@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "costmodel/features.h"
+#include "ir/macko_format.h"
 #include "ir/dtype.h"
 #include "ir/io/load.h"
 #include "tools/commands.h"
@@ -85,6 +86,13 @@ nlohmann::json report_json(const InspectArgs& args, const LoadedMatrix& lm, cons
   j["nnz"] = m.nnz();
   j["density"] = f.density;
   j["features"] = to_json(f);
+  if (m.field != ValueField::Complex) {  // MACKO (issue 5) at b = 4: bytes vs dense fp16
+    const MackoStats ms = macko_stats(m, 4);
+    j["macko"] = {{"delta_bits", 4},
+                  {"padding_slots", ms.padding},
+                  {"bytes", ms.bytes()},
+                  {"effective_density", ms.effective_density()}};
+  }
   nlohmann::json conv = nlohmann::json::object();
   for (const RangeCheck& rc : ranges) {
     nlohmann::json c = {{"out_of_range", rc.count}, {"max_finite", dtype_max(rc.target)}};
@@ -121,6 +129,11 @@ std::string report_text(const InspectArgs& args, const LoadedMatrix& lm, const M
   line("field", std::string(to_string(m.field)));
   line("pattern-only", m.pattern_only ? "yes (values synthesized)" : "no");
   s += format_table(f);
+  if (m.field != ValueField::Complex) {
+    const MackoStats ms = macko_stats(m, 4);
+    line("MACKO (b=4)", fmt::format("effective density {:.4f} ({} bytes, {} padding slots)",
+                                    ms.effective_density(), ms.bytes(), ms.padding));
+  }
   for (const RangeCheck& rc : ranges) {
     std::string v = fmt::format("{} out of range", rc.count);
     if (rc.count > 0)
