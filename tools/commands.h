@@ -11,6 +11,7 @@ void register_gen(CLI::App& app);         // gen, prune
 void register_smoke(CLI::App& app);       // gpu-smoke: NVRTC + driver API end-to-end check
 void register_emit(CLI::App& app);        // emit FILE -n N [--schedule SPEC]; schedules FILE -n N
 void register_run(CLI::App& app);         // run FILE -n N [--schedule SPEC] [--check] [--json]
+void register_calibrate(CLI::App& app);   // calibrate [--budget-seconds S] [--out M] [--samples F]
 void register_tune(CLI::App& app);        // tune FILE -n N [--top-k K] [--arch A] [--cache-dir D]
 void register_cache(CLI::App& app);       // cache list|show KEY|clear|export FILE
 

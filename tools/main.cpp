@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   sparsegen::cli::register_smoke(app);
   sparsegen::cli::register_emit(app);
   sparsegen::cli::register_run(app);
+  sparsegen::cli::register_calibrate(app);
   sparsegen::cli::register_tune(app);
   sparsegen::cli::register_cache(app);
   try {

@@ -330,3 +330,19 @@ TEST(Ranking, OrdersByPrediction) {
 
 }  // namespace
 }  // namespace sparsegen
+
+namespace sparsegen {
+namespace {
+
+// Every model shipped in costmodel/models/ (embedded at build time) loads with this build.
+TEST(ModelRegistry, EmbeddedModelsLoad) {
+  for (const auto& [name, text] : embedded_models()) {
+    SCOPED_TRACE(name);
+    const CostModel m = model_from_json(nlohmann::json::parse(text), "embedded:" + name);
+    EXPECT_TRUE(m.fitted());
+    EXPECT_EQ(name, model_file_name(m.device));
+  }
+}
+
+}  // namespace
+}  // namespace sparsegen
