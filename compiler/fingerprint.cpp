@@ -13,7 +13,9 @@ constexpr uint64_t kP3 = 0x165667B19E3779F9ULL;
 constexpr uint64_t kP4 = 0x85EBCA77C2B2AE63ULL;
 constexpr uint64_t kP5 = 0x27D4EB2F165667C5ULL;
 
-inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+inline uint64_t rotl(uint64_t x, int r) {
+  return (x << r) | (x >> (64 - r));
+}
 inline uint64_t load64(const unsigned char* p) {
   uint64_t v;
   std::memcpy(&v, p, 8);  // little-endian hosts only matter here: the key is host-local

@@ -101,11 +101,13 @@ Kernel Runtime::spmm(const CsrMatrix& a, int64_t n, const SpmmOptions& options) 
   req.schedule = options.schedule;
   req.schedule_flag = "schedule";
   if (options.top_k < -1)
-    throw UserError(fmt::format("top_k: expected -1 (default), 0 or more, found {}", options.top_k));
+    throw UserError(
+        fmt::format("top_k: expected -1 (default), 0 or more, found {}", options.top_k));
   if (!impl_->ctx && options.top_k > 0)
-    throw UserError(fmt::format("top_k: {} candidates cannot be measured by an offline Runtime; "
-                                "use 0 (cost model only)",
-                                options.top_k));
+    throw UserError(
+        fmt::format("top_k: {} candidates cannot be measured by an offline Runtime; "
+                    "use 0 (cost model only)",
+                    options.top_k));
   TuneOptions o;
   o.top_k = options.top_k >= 0 ? options.top_k : (impl_->ctx ? 8 : 0);
   o.cache_dir = options.cache_dir;

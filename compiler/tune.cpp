@@ -154,16 +154,18 @@ std::optional<KernelBuild> build_from_record(const CsrMatrix& a, const Problem& 
   KernelBuild b = prepare_kernel(a, p, parse_schedule(rec.schedule), target);
   if (b.kernel.source != rec.source || rec.arch != target.arch) {
     if (debug_logging())
-      std::fprintf(stderr, "sparsegen: [tune] cached kernel %.12s differs from today's emitter; "
-                   "recompiling\n", rec.key.c_str());
+      std::fprintf(stderr,
+                   "sparsegen: [tune] cached kernel %.12s differs from today's emitter; "
+                   "recompiling\n",
+                   rec.key.c_str());
     return std::nullopt;
   }
   b.compiled.image = rec.image;
   b.compiled.is_cubin = rec.image_is_cubin;
   b.compiled.arch = rec.arch;
   b.compiled.compile_ms = 0;
-  b.step_log.push_back(fmt::format("7/9 nvrtc     cached {} ({} bytes)", rec.key.substr(0, 12),
-                                   rec.image.size()));
+  b.step_log.push_back(
+      fmt::format("7/9 nvrtc     cached {} ({} bytes)", rec.key.substr(0, 12), rec.image.size()));
   return b;
 }
 
@@ -173,8 +175,8 @@ CompileTarget offline_target(const std::string& arch) {
   static const std::regex re("(sm|compute)_([0-9]{2,3})a?");
   std::smatch m;
   if (!std::regex_match(arch, m, re))
-    throw UserError(fmt::format("--arch: expected sm_XY or compute_XY (e.g. sm_90), found '{}'",
-                                arch));
+    throw UserError(
+        fmt::format("--arch: expected sm_XY or compute_XY (e.g. sm_90), found '{}'", arch));
   CompileTarget t;
   t.arch = arch;
   t.has_gpu = false;
@@ -187,17 +189,17 @@ CompileTarget offline_target(const std::string& arch) {
 kdb::KeyParts key_parts(const CsrMatrix& a, const Problem& p, const CompileTarget& target,
                         const std::string& schedule) {
   kdb::KeyParts k;
-  k.operation = fmt::format("{} b={} c={}", to_string(p.op), to_string(p.b_layout),
-                            to_string(p.c_layout));
+  k.operation =
+      fmt::format("{} b={} c={}", to_string(p.op), to_string(p.b_layout), to_string(p.c_layout));
   k.matrix = to_string(fingerprint(a), p.dtype);
   k.n = p.n;
   const std::string_view d = to_string(p.dtype);
   k.dtypes = fmt::format("a={0} b={0} c={0} acc=fp32", d);
   k.schedule = schedule;
   // The arch is part of the device: an offline sm_90 cubin and PTX are different kernels.
-  k.device = target.has_gpu ? fmt::format("{} {} arch={}", target.device_name, target.limits.name,
-                                          target.arch)
-                            : fmt::format("offline arch={}", target.arch);
+  k.device = target.has_gpu
+                 ? fmt::format("{} {} arch={}", target.device_name, target.limits.name, target.arch)
+                 : fmt::format("offline arch={}", target.arch);
   k.nvrtc_version = nvrtc::version_string();
   k.generator_version = kGeneratorVersion;
   return k;
@@ -245,6 +247,16 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
   res.device = target.has_gpu ? target.device_name : "offline";
   res.top_k = opt.top_k;
 
+  if (opt.top_k > 0) {  // before any work: measuring needs the target's own GPU
+    std::string why;
+    if (!target.has_gpu || !cuda::driver_available(&why))
+      throw CudaError(
+          fmt::format("top-k {} measures on the GPU, but there is none{}{}; use "
+                      "--top-k 0 (model only)",
+                      opt.top_k,
+                      why.empty() ? (target.has_gpu ? "" : " for an offline target") : ": ", why),
+          "cuInit", CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE");
+  }
   // An explicit schedule: validate it up front (a user error before any GPU or DB work).
   std::optional<Schedule> given;
   std::string given_reason;
@@ -269,8 +281,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
       if (rec && opt.top_k > 0 && !rec->measured_ms) rec.reset();  // wants a measurement
     } else {
       tr = with_db([&] { return db->tuning(res.tuning_key); });
-      if (tr && tr->top_k >= opt.top_k)
-        rec = with_db([&] { return db->kernel(tr->best_key); });
+      if (tr && tr->top_k >= opt.top_k) rec = with_db([&] { return db->kernel(tr->best_key); });
     }
     if (rec) {
       std::optional<KernelBuild> b;
@@ -287,8 +298,8 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
           res.enumerated = tr->candidates;
           res.top_k = tr->top_k;
           res.original_search_ms = tr->search_ms;
-          res.reason = fmt::format("cached tuning ({}; {} of {} candidates measured)",
-                                   tr->ranking, tr->top_k, tr->candidates);
+          res.reason = fmt::format("cached tuning ({}; {} of {} candidates measured)", tr->ranking,
+                                   tr->top_k, tr->candidates);
         } else {
           res.reason = given_reason + " (cached kernel)";
         }
@@ -341,8 +352,8 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
   // ---- compile (thread pool) -----------------------------------------------------------------
   {
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const int threads =
-        std::min(static_cast<int>(cands.size()), opt.compile_threads > 0 ? opt.compile_threads : hw);
+    const int threads = std::min(static_cast<int>(cands.size()),
+                                 opt.compile_threads > 0 ? opt.compile_threads : hw);
     std::atomic<size_t> next{0};
     std::atomic<int> done{0};
     std::mutex progress_mu;
@@ -387,12 +398,6 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
   // ---- measure (k > 0) -----------------------------------------------------------------------
   Candidate* winner = ok.front();
   if (opt.top_k > 0) {
-    std::string why;
-    if (!target.has_gpu || !cuda::driver_available(&why))
-      throw CudaError(fmt::format("top-k {} measures on the GPU, but there is none{}{}; use "
-                                  "--top-k 0 (model only)",
-                                  opt.top_k, why.empty() ? "" : ": ", why),
-                      "cuInit", CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE");
     std::shared_ptr<cuda::Context> ctx = opt.ctx ? opt.ctx : std::make_shared<cuda::Context>(0);
     ctx->make_current();
     const CheckInputs in = make_check_inputs(p, opt.seed, 1.0f, 0.0f);
@@ -418,8 +423,8 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
       try {
         loaded[i] = std::make_unique<CompiledKernel>(ctx, KernelBuild(*c.build));
         const CompiledKernel& k = *loaded[i];
-        const TimingResult t = measure(
-            [&](CUstream s) { k.run(db_b.ptr(), db_c.ptr(), 1.0f, 0.0f, s); }, to);
+        const TimingResult t =
+            measure([&](CUstream s) { k.run(db_b.ptr(), db_c.ptr(), 1.0f, 0.0f, s); }, to);
         c.measured_ms = t.median_ms;
         c.times_ms = t.samples_ms;
       } catch (const CudaError& e) {
@@ -432,9 +437,8 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     std::vector<size_t> by_time;
     for (size_t i = 0; i < ok.size(); ++i)
       if (ok[i]->measured_ms) by_time.push_back(i);
-    std::stable_sort(by_time.begin(), by_time.end(), [&](size_t x, size_t y) {
-      return *ok[x]->measured_ms < *ok[y]->measured_ms;
-    });
+    std::stable_sort(by_time.begin(), by_time.end(),
+                     [&](size_t x, size_t y) { return *ok[x]->measured_ms < *ok[y]->measured_ms; });
     winner = nullptr;
     progress("check", 0, 1);
     for (size_t i : by_time) {
@@ -450,24 +454,26 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     }
     progress("check", 1, 1);
     if (winner == nullptr)
-      throw UserError(fmt::format("{}: no measured candidate for {} passed the correctness check "
-                                  "(first failure: {})",
-                                  a.source.empty() ? "matrix" : a.source, to_string(p),
-                                  ok.front()->error));
+      throw UserError(
+          fmt::format("{}: no measured candidate for {} passed the correctness check "
+                      "(first failure: {})",
+                      a.source.empty() ? "matrix" : a.source, to_string(p), ok.front()->error));
   }
 
   for (const Candidate& c : cands)
     res.candidates.push_back(CandidateReport{to_string(c.schedule), c.predicted_ms, c.measured_ms,
-                                             c.build ? c.build->compiled.compile_ms : 0.0, c.error});
+                                             c.build ? c.build->compiled.compile_ms : 0.0,
+                                             c.error});
   res.schedule = to_string(winner->schedule);
   res.predicted_ms = winner->predicted_ms;
   res.measured_ms = winner->measured_ms;
   if (given)
     res.reason = given_reason;
   else if (opt.top_k > 0)
-    res.reason = fmt::format("fastest of {} measured (of {} enumerated; ranked by {}), checked "
-                             "against the CPU reference",
-                             ok.size(), res.enumerated, res.ranking);
+    res.reason = fmt::format(
+        "fastest of {} measured (of {} enumerated; ranked by {}), checked "
+        "against the CPU reference",
+        ok.size(), res.enumerated, res.ranking);
   else
     res.reason = fmt::format("top of {} enumerated, ranked by {} (not measured: top-k 0)",
                              res.enumerated, res.ranking);

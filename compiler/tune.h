@@ -81,8 +81,8 @@ struct TuneResult {
   std::string ranking;   // how candidates were ordered
   std::optional<double> predicted_ms;
   std::optional<double> measured_ms;
-  int enumerated = 0;   // schedules in the space
-  int top_k = 0;        // candidates measured (0: model only)
+  int enumerated = 0;                       // schedules in the space
+  int top_k = 0;                            // candidates measured (0: model only)
   std::vector<CandidateReport> candidates;  // compiled ones, in rank order (empty on a hit)
   double search_ms = 0;                     // wall time of this call
   double original_search_ms = 0;            // on a hit: what the cached search took

@@ -141,9 +141,9 @@ class Stmt {
     if (rc != SQLITE_OK) fail(rc, "bind");
   }
   [[noreturn]] void fail(int rc, const char* what) {
-    throw KernelDbError(path_, fmt::format("SQLite {} failed ({}: {}) for: {}{}", what,
-                                           sqlite3_errstr(rc), sqlite3_errmsg(db_), first_line(),
-                                           hint_for(rc)));
+    throw KernelDbError(path_,
+                        fmt::format("SQLite {} failed ({}: {}) for: {}{}", what, sqlite3_errstr(rc),
+                                    sqlite3_errmsg(db_), first_line(), hint_for(rc)));
   }
   std::string first_line() const {
     std::string_view s(sql_);
@@ -164,8 +164,8 @@ void exec(sqlite3* db, const std::string& path, const char* sql) {
   if (rc != SQLITE_OK) {
     std::string msg = err != nullptr ? err : sqlite3_errstr(rc);
     sqlite3_free(err);
-    throw KernelDbError(path, fmt::format("SQLite error ({}: {}){}", sqlite3_errstr(rc), msg,
-                                          hint_for(rc)));
+    throw KernelDbError(
+        path, fmt::format("SQLite error ({}: {}){}", sqlite3_errstr(rc), msg, hint_for(rc)));
   }
 }
 
@@ -215,7 +215,9 @@ void hash_part(Sha256& h, std::string_view name, std::string_view value) {
   h.update(value);
 }
 
-std::int64_t now_seconds() { return static_cast<std::int64_t>(std::time(nullptr)); }
+std::int64_t now_seconds() {
+  return static_cast<std::int64_t>(std::time(nullptr));
+}
 
 }  // namespace
 
@@ -244,8 +246,12 @@ std::string key_of(const KeyParts& k, bool with_schedule) {
 }
 }  // namespace
 
-std::string kernel_key(const KeyParts& k) { return key_of(k, true); }
-std::string tuning_key(const KeyParts& k) { return key_of(k, false); }
+std::string kernel_key(const KeyParts& k) {
+  return key_of(k, true);
+}
+std::string tuning_key(const KeyParts& k) {
+  return key_of(k, false);
+}
 
 std::filesystem::path default_cache_dir() {
   const char* env = std::getenv("SPARSEGEN_CACHE_DIR");
@@ -253,8 +259,7 @@ std::filesystem::path default_cache_dir() {
   const char* xdg = std::getenv("XDG_CACHE_HOME");
   if (xdg != nullptr && *xdg != '\0') return std::filesystem::path(xdg) / "sparsegen";
   const char* home = std::getenv("HOME");
-  if (home != nullptr && *home != '\0')
-    return std::filesystem::path(home) / ".cache" / "sparsegen";
+  if (home != nullptr && *home != '\0') return std::filesystem::path(home) / ".cache" / "sparsegen";
   return std::filesystem::temp_directory_path() / "sparsegen-cache";
 }
 
@@ -354,18 +359,21 @@ void KernelDb::open_and_validate(bool create) {
            "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('kernels', "
            "'tunings')");
     if (!s.step() || s.i64(0) != 2)
-      throw KernelDbError(p, "kernel database lacks its tables (kernels, tunings); remove the file "
-                             "(it is only a cache)");
+      throw KernelDbError(p,
+                          "kernel database lacks its tables (kernels, tunings); remove the file "
+                          "(it is only a cache)");
   }
   // WAL only once the file is known to be ours. Changing the journal mode needs a moment without
   // other connections in a transaction, and SQLite reports BUSY for it without waiting: retry.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(kBusyTimeoutMs);
   for (;;) {
     char* err = nullptr;
     const int r = sqlite3_exec(db_, "PRAGMA journal_mode=WAL", nullptr, nullptr, &err);
     sqlite3_free(err);
     if (r == SQLITE_OK) break;
-    if ((r & 0xff) != SQLITE_BUSY && (r & 0xff) != SQLITE_LOCKED) exec(db_, p, "PRAGMA journal_mode=WAL");
+    if ((r & 0xff) != SQLITE_BUSY && (r & 0xff) != SQLITE_LOCKED)
+      exec(db_, p, "PRAGMA journal_mode=WAL");
     if (std::chrono::steady_clock::now() > deadline)
       throw KernelDbError(p, "could not switch to WAL mode: the database stayed busy for 30 s");
     std::this_thread::sleep_for(std::chrono::milliseconds(5));

@@ -96,7 +96,8 @@ void with_db(const CacheArgs& a, bool must_exist, F&& f) {
   const std::filesystem::path path = kdb::db_path(a.cache_dir);
   if (must_exist && !std::filesystem::exists(path)) {
     if (a.json)
-      std::printf("{\"cache\": %s, \"kernels\": []}\n", nlohmann::json(path.string()).dump().c_str());
+      std::printf("{\"cache\": %s, \"kernels\": []}\n",
+                  nlohmann::json(path.string()).dump().c_str());
     else
       std::printf("no kernel database at %s (nothing cached yet)\n", path.string().c_str());
     return;
@@ -143,8 +144,8 @@ void run_show(const CacheArgs& a) {
   with_db(a, true, [&](kdb::KernelDb& db) {
     const auto k = db.kernel(a.key);
     if (!k)
-      throw UserError(fmt::format("cache show: no kernel with key '{}' in {}", a.key,
-                                  db.path().string()));
+      throw UserError(
+          fmt::format("cache show: no kernel with key '{}' in {}", a.key, db.path().string()));
     if (a.json) {
       std::printf("%s\n", record_json(*k, a.source).dump(2).c_str());
       return;
@@ -239,9 +240,11 @@ void register_cache(CLI::App& app) {
   CLI::App* clear = cmd->add_subcommand("clear", "Delete every cached kernel");
   add_common(clear);
   clear->callback([args] { run_clear(*args); });
-  CLI::App* exp = cmd->add_subcommand("export", "Export the database (FILE.json: JSON; else SQLite)");
+  CLI::App* exp =
+      cmd->add_subcommand("export", "Export the database (FILE.json: JSON; else SQLite)");
   add_common(exp);
-  exp->add_option("file", args->file, "output file (must not exist for an SQLite copy)")->required();
+  exp->add_option("file", args->file, "output file (must not exist for an SQLite copy)")
+      ->required();
   exp->callback([args] { run_export(*args); });
 }
 

@@ -100,9 +100,10 @@ void run_tune(const TuneArgs& a) {
   if (!a.arch.empty()) {
     target = offline_target(a.arch);
     if (a.top_k > 0)
-      throw UserError(fmt::format("--top-k {} measures on this machine's GPU, but --arch {} "
-                                  "compiles offline: use --top-k 0, or drop --arch",
-                                  a.top_k, a.arch));
+      throw UserError(
+          fmt::format("--top-k {} measures on this machine's GPU, but --arch {} "
+                      "compiles offline: use --top-k 0, or drop --arch",
+                      a.top_k, a.arch));
   } else {
     target = detect_target(0);
   }
@@ -126,7 +127,8 @@ void run_tune(const TuneArgs& a) {
   o.progress = [&bar](const TuneProgress& p) { bar.update(p); };
   const TuneResult r = tune(m, req, target, o);
   bar.clear();
-  for (const std::string& w : r.warnings) std::fprintf(stderr, "sparsegen: warning: %s\n", w.c_str());
+  for (const std::string& w : r.warnings)
+    std::fprintf(stderr, "sparsegen: warning: %s\n", w.c_str());
 
   if (a.json) {
     nlohmann::json j;
@@ -172,8 +174,8 @@ void run_tune(const TuneArgs& a) {
               r.measured_ms ? " (median, L2 flushed)" : " (not measured)");
   if (r.check_passed) std::printf("check      %s\n", *r.check_passed ? "PASS" : "FAIL");
   if (r.cache_hit)
-    std::printf("search     cache hit in %.1f ms (the original search took %.1f ms)\n",
-                r.search_ms, r.original_search_ms);
+    std::printf("search     cache hit in %.1f ms (the original search took %.1f ms)\n", r.search_ms,
+                r.original_search_ms);
   else
     std::printf("search     %.1f ms: %d enumerated, %zu compiled, %d measured\n", r.search_ms,
                 r.enumerated, r.candidates.size(), r.top_k);

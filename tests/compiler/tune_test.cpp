@@ -1,0 +1,258 @@
+// The search and its cache (compiler/tune.h) without a GPU: model-only tuning (k = 0) for an
+// offline arch compiles and caches, the second tune is a cache hit, the key follows the matrix
+// structure (not its values), an NVRTC failure caches nothing, a damaged cache file is a
+// UserError naming it, the public API goes through the cache, and the fingerprint's speed.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "compiler/fingerprint.h"
+#include "compiler/tune.h"
+#include "runtime/kernel_db.h"
+#include "runtime/nvrtc_compiler.h"
+#include "sparsegen/sparsegen.h"
+
+namespace sparsegen {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path temp_dir(const std::string& name) {
+  const fs::path d =
+      fs::temp_directory_path() / ("sg_tune_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+// Irregular rows over 96 columns (seeded, deterministic).
+CsrMatrix make_matrix(uint32_t seed = 1, int64_t rows = 64, int64_t cols = 96) {
+  CsrMatrix a;
+  a.rows = rows;
+  a.cols = cols;
+  uint32_t s = seed;
+  auto next = [&s] {
+    s = s * 1664525u + 1013904223u;
+    return s >> 8;
+  };
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) {
+      if (next() % 100 < 20 + (r % 5) * 5) {
+        a.col_idx.push_back(static_cast<int32_t>(c));
+        a.values.push_back(0.5f + static_cast<float>(next() % 100) / 64.0f);
+      }
+    }
+    a.row_ptr.push_back(static_cast<int64_t>(a.col_idx.size()));
+  }
+  a.source = "tune-test";
+  return a;
+}
+
+TuneOptions model_only(const fs::path& dir) {
+  TuneOptions o;
+  o.top_k = 0;
+  o.cache_dir = dir.string();
+  return o;
+}
+
+TEST(Tune, ModelOnlyCompilesCachesAndHits) {
+  const fs::path dir = temp_dir("hit");
+  const CsrMatrix a = make_matrix();
+  const CompileTarget t = offline_target("sm_90");
+  KernelRequest req;
+  req.n = 8;
+  req.dtype = DType::F16;
+  const TuneResult r1 = tune(a, req, t, model_only(dir));
+  EXPECT_FALSE(r1.cache_hit);
+  EXPECT_GT(r1.enumerated, 1);
+  ASSERT_EQ(r1.candidates.size(), 1u);
+  EXPECT_TRUE(r1.candidates[0].error.empty());
+  EXPECT_FALSE(r1.measured_ms.has_value());
+  EXPECT_EQ(r1.db_path, (dir / "kernels.db").string());
+
+  const TuneResult r2 = tune(a, req, t, model_only(dir));
+  EXPECT_TRUE(r2.cache_hit);
+  EXPECT_EQ(r2.schedule, r1.schedule);
+  EXPECT_EQ(r2.kernel_key, r1.kernel_key);
+  EXPECT_EQ(r2.enumerated, r1.enumerated);
+  std::printf("search %.1f ms, cache hit %.2f ms\n", r1.search_ms, r2.search_ms);
+  EXPECT_LT(r2.search_ms, 1000.0);  // milliseconds in practice; generous for loaded CI machines
+
+  kdb::KernelDb db(dir / "kernels.db");
+  const auto rec = db.kernel(r1.kernel_key);
+  ASSERT_TRUE(rec.has_value());
+  EXPECT_TRUE(rec->image_is_cubin);  // sm_90 offline: NVRTC builds a cubin without a GPU
+  EXPECT_EQ(rec->arch, "sm_90");
+  EXPECT_FALSE(rec->image.empty());
+  EXPECT_NE(rec->key_text.find("n: 8"), std::string::npos);
+
+  // A hit with want_build re-emits and takes the cached image.
+  TuneOptions o = model_only(dir);
+  o.want_build = true;
+  const TuneResult r3 = tune(a, req, t, o);
+  EXPECT_TRUE(r3.cache_hit);
+  ASSERT_TRUE(r3.build.has_value());
+  EXPECT_EQ(r3.build->compiled.image, rec->image);
+  EXPECT_EQ(r3.build->kernel.source, rec->source);
+
+  // Same structure, other values: the same tuned kernel.
+  CsrMatrix b = a;
+  for (float& v : b.values) v = -v * 0.5f;
+  EXPECT_TRUE(tune(b, req, t, model_only(dir)).cache_hit);
+
+  // force searches again; another N, dtype, arch or structure is a miss.
+  TuneOptions f = model_only(dir);
+  f.force = true;
+  EXPECT_FALSE(tune(a, req, t, f).cache_hit);
+  KernelRequest req9 = req;
+  req9.n = 9;
+  EXPECT_FALSE(tune(a, req9, t, model_only(dir)).cache_hit);
+  KernelRequest req32 = req;
+  req32.dtype = DType::F32;
+  EXPECT_FALSE(tune(a, req32, t, model_only(dir)).cache_hit);
+  EXPECT_FALSE(tune(a, req, offline_target("compute_90"), model_only(dir)).cache_hit);
+  EXPECT_FALSE(tune(make_matrix(2), req, t, model_only(dir)).cache_hit);
+  EXPECT_EQ(db.integrity_check(), "ok");
+  fs::remove_all(dir);
+}
+
+TEST(Tune, KeyFollowsStructure) {
+  const CsrMatrix a = make_matrix();
+  const CompileTarget t = offline_target("sm_90");
+  KernelRequest req;
+  req.n = 8;
+  const Problem p = make_problem(a, req);
+  const std::string k0 = kdb::tuning_key(key_parts(a, p, t, ""));
+  CsrMatrix b = a;
+  b.values[3] += 1.0f;  // values are not part of the key
+  EXPECT_EQ(kdb::tuning_key(key_parts(b, p, t, "")), k0);
+  // Move one nonzero of row 0 to a free column: same dims and nnz, other structure.
+  CsrMatrix c = a;
+  int32_t free_col = 0;
+  while (std::find(c.col_idx.begin(), c.col_idx.begin() + c.row_ptr[1], free_col) !=
+         c.col_idx.begin() + c.row_ptr[1])
+    ++free_col;
+  c.col_idx[0] = free_col;
+  std::sort(c.col_idx.begin(), c.col_idx.begin() + c.row_ptr[1]);
+  EXPECT_NE(kdb::tuning_key(key_parts(c, p, t, "")), k0);
+  EXPECT_NE(kdb::kernel_key(key_parts(a, p, t, "s1")), kdb::kernel_key(key_parts(a, p, t, "s2")));
+  CompileTarget gpu = t;
+  gpu.has_gpu = true;
+  gpu.device_name = "NVIDIA H200";
+  EXPECT_NE(kdb::tuning_key(key_parts(a, p, gpu, "")), k0);
+  const kdb::KeyParts parts = key_parts(a, p, t, "");
+  EXPECT_EQ(parts.nvrtc_version, nvrtc::version_string());
+  EXPECT_EQ(parts.generator_version, kGeneratorVersion);
+  EXPECT_NE(parts.matrix.find("nnz=" + std::to_string(a.nnz())), std::string::npos);
+}
+
+TEST(Tune, NvrtcFailureCachesNothing) {
+  const fs::path dir = temp_dir("nvrtc");
+  const CsrMatrix a = make_matrix();
+  KernelRequest req;
+  req.n = 4;
+  TuneOptions o = model_only(dir);
+  o.source_hook = [](std::string& src) { src += "\n#error injected by the test\n"; };
+  try {
+    (void)tune(a, req, offline_target("sm_90"), o);
+    FAIL() << "expected an NVRTC error";
+  } catch (const NvrtcError& e) {
+    EXPECT_NE(std::string(e.what()).find("injected"), std::string::npos) << e.what();
+  }
+  kdb::KernelDb db(dir / "kernels.db");
+  EXPECT_EQ(db.kernel_count(), 0);
+  EXPECT_TRUE(db.tunings().empty());
+  // The next tune (no hook) compiles and caches normally.
+  EXPECT_FALSE(tune(a, req, offline_target("sm_90"), model_only(dir)).cache_hit);
+  EXPECT_EQ(db.kernel_count(), 1);
+  fs::remove_all(dir);
+}
+
+TEST(Tune, DamagedCacheIsAUserErrorNamingTheFile) {
+  const fs::path dir = temp_dir("damaged");
+  std::ofstream(dir / "kernels.db", std::ios::binary) << std::string(3000, '\x07');
+  KernelRequest req;
+  req.n = 4;
+  try {
+    (void)tune(make_matrix(), req, offline_target("sm_90"), model_only(dir));
+    FAIL() << "expected a UserError";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find((dir / "kernels.db").string()), std::string::npos)
+        << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+TEST(Tune, MeasuringWithoutAGpuIsACudaError) {
+  const fs::path dir = temp_dir("nogpu");
+  TuneOptions o = model_only(dir);
+  o.top_k = 2;
+  KernelRequest req;
+  req.n = 4;
+  EXPECT_THROW((void)tune(make_matrix(), req, offline_target("sm_90"), o), CudaError);
+  EXPECT_THROW(offline_target("sm90"), UserError);
+  fs::remove_all(dir);
+}
+
+TEST(Tune, OfflineRuntimeGoesThroughTheCache) {
+  const fs::path dir = temp_dir("api");
+  const Runtime rt = Runtime::offline("sm_90");
+  SpmmOptions o;
+  o.dtype = DType::BF16;
+  o.cache_dir = dir.string();
+  const Kernel k1 = rt.spmm(make_matrix(), 16, o);
+  EXPECT_FALSE(k1.cache_hit());
+  EXPECT_FALSE(k1.runnable());
+  EXPECT_EQ(k1.arch(), "sm_90");
+  EXPECT_EQ(k1.cache_key().size(), 64u);
+  const Kernel k2 = rt.spmm(make_matrix(), 16, o);
+  EXPECT_TRUE(k2.cache_hit());
+  EXPECT_EQ(k2.schedule(), k1.schedule());
+  EXPECT_EQ(k2.cuda_source(), k1.cuda_source());
+  o.top_k = 3;
+  EXPECT_THROW((void)rt.spmm(make_matrix(), 16, o), UserError);
+  fs::remove_all(dir);
+}
+
+TEST(Fingerprint, DistinguishesStructureAndIsStable) {
+  const CsrMatrix a = make_matrix();
+  EXPECT_EQ(fingerprint(a), fingerprint(a));
+  CsrMatrix b = a;
+  b.cols += 1;
+  EXPECT_NE(fingerprint(b), fingerprint(a));
+  // Hash of every length 0..64 differs from its neighbours (tail handling).
+  std::vector<unsigned char> bytes(64);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<unsigned char>(i * 7 + 1);
+  for (size_t n = 1; n <= bytes.size(); ++n)
+    EXPECT_NE(hash64(bytes.data(), n), hash64(bytes.data(), n - 1)) << n;
+  EXPECT_EQ(to_string(fingerprint(a), DType::F16).rfind("csr 64x96 nnz=", 0), 0u);
+}
+
+// Speed on 100M nonzeros (1.2 GB of indices): not run by default. Run with
+// --gtest_also_run_disabled_tests --gtest_filter='*FingerprintSpeed*'.
+TEST(Fingerprint, DISABLED_FingerprintSpeed100M) {
+  CsrMatrix a;
+  a.rows = 1000000;
+  a.cols = 1000000;
+  a.col_idx.resize(100000000);
+  for (size_t i = 0; i < a.col_idx.size(); ++i)
+    a.col_idx[i] = static_cast<int32_t>((i * 2654435761u) % 1000000);
+  a.row_ptr.resize(static_cast<size_t>(a.rows) + 1);
+  for (int64_t r = 0; r <= a.rows; ++r) a.row_ptr[static_cast<size_t>(r)] = r * 100;
+  const auto t0 = std::chrono::steady_clock::now();
+  const MatrixFingerprint f = fingerprint(a);
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("fingerprint of %lld nnz: %.3f s (%s)\n", static_cast<long long>(a.nnz()), s,
+              to_string(f, DType::F16).c_str());
+  EXPECT_LT(s, 1.0);
+}
+
+}  // namespace
+}  // namespace sparsegen
