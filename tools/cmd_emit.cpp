@@ -13,6 +13,8 @@
 #include <fmt/format.h>
 
 #include "codegen/general_sparse.h"
+#include "codegen/macko.h"
+#include "ir/macko_format.h"
 #include "ir/diagnostics.h"
 #include "ir/dtype.h"
 #include "ir/enumerate.h"
@@ -88,8 +90,10 @@ void run_emit(const EmitArgs& a) {
   const auto why = validate(p, s);
   if (!why.empty())
     throw UserError(fmt::format("--schedule: illegal for {}: {}", to_string(p), why.front()));
-  const PackedFormat f = pack_format(m, p, s);
-  const codegen::GeneratedKernel k = codegen::emit_general_sparse(p, s, f);
+  const codegen::GeneratedKernel k =
+      s.family() == ScheduleFamily::Macko
+          ? codegen::emit_macko(p, s, pack_macko(m, s.macko().delta_bits))
+          : codegen::emit_general_sparse(p, s, pack_format(m, p, s));
   if (a.signature) {
     std::printf("# %s\n# %s\n%s", to_string(p).c_str(), to_string(s).c_str(),
                 codegen::describe(k.signature).c_str());
