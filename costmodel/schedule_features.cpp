@@ -6,6 +6,9 @@
 #include <cmath>
 #include <functional>
 
+#include "ir/macko_format.h"
+#include "ir/macko_schedule.h"
+
 namespace sparsegen {
 
 namespace {
@@ -176,6 +179,35 @@ RowProfile row_profile(const CsrMatrix& a) {
   std::vector<int64_t> len(static_cast<size_t>(a.rows));
   for (int64_t r = 0; r < a.rows; ++r) len[static_cast<size_t>(r)] = a.row_length(r);
   return row_profile(std::move(len));
+}
+
+FormatStats candidate_format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s,
+                                   std::map<int, FormatStats>* macko_cache) {
+  if (s.family() == ScheduleFamily::General) return compute_format_stats(a, p, s);
+  if (s.family() == ScheduleFamily::Macko) {
+    const MackoSchedule& m = s.macko();
+    FormatStats fs;
+    if (macko_cache != nullptr) {
+      if (auto it = macko_cache->find(m.delta_bits); it != macko_cache->end()) fs = it->second;
+    }
+    if (fs.rows == 0 && fs.nnz == 0) {
+      const MackoStats st = macko_stats(a, m.delta_bits);
+      fs.rows = a.rows;
+      fs.nnz = st.nnz;
+      fs.nnz_padded = std::max(st.slots, st.nnz);
+      for (int64_t r = 0; r < a.rows; ++r) fs.max_row_length = std::max(fs.max_row_length, a.row_length(r));
+      if (macko_cache != nullptr) (*macko_cache)[m.delta_bits] = fs;
+    }
+    fs.block_tasks = macko_grid_x(p, m);
+    fs.col_tiles = macko_grid_y(p, m);
+    return fs;
+  }
+  FormatStats fs;  // a family this file does not know yet: rows and nonzeros only
+  fs.rows = a.rows;
+  fs.nnz = fs.nnz_padded = a.nnz();
+  fs.block_tasks = a.rows;
+  fs.col_tiles = 1;
+  return fs;
 }
 
 std::string strategy_family(const Schedule& s) {

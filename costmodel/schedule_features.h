@@ -29,6 +29,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -119,8 +120,14 @@ struct ScheduleFeatures {
 // Version of the feature vector: a model fitted on another version is not used.
 inline constexpr int kScheduleFeatureVersion = 1;
 
-// Precondition: the schedule is legal for p and fs = compute_format_stats(a, p, s) of the matrix
-// that `rows` and `mf` describe.
+// FormatStats of any family: compute_format_stats for GeneralSparse; for MACKO, rows = M,
+// nnz_padded = stored slots (macko_stats), block_tasks x col_tiles = its grid. `macko_cache`
+// (optional) keeps macko_stats per delta width across calls on the same matrix (O(nnz) each).
+FormatStats candidate_format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s,
+                                   std::map<int, FormatStats>* macko_cache = nullptr);
+
+// Precondition: the schedule is legal for p and fs = candidate_format_stats(a, p, s) of the
+// matrix that `rows` and `mf` describe.
 ScheduleFeatures schedule_features(const Problem& p, const Schedule& s, const FormatStats& fs,
                                    const MatrixFeatures& mf, const RowProfile& rows,
                                    const DeviceProfile& dev);

@@ -340,6 +340,7 @@ void run_calibrate(const CalibrateArgs& a) {
   std::vector<Job> jobs;
   EnumerateOptions eo;
   eo.device = target.limits;
+  eo.include_macko = true;
   for (size_t ci = 0; ci < std::size(configs); ++ci) {
     for (size_t mi = 0; mi < mats.size(); ++mi) {
       const auto& [n, dt] = configs[(ci + mi) % std::size(configs)];
@@ -398,7 +399,7 @@ void run_calibrate(const CalibrateArgs& a) {
         if (!dry)
           std::call_once(c.ref_once, [&] { c.ref = compute_reference(*m.a, c.in, false); });
         b.features = schedule_features(c.problem, job.schedule,
-                                       compute_format_stats(*m.a, c.problem, job.schedule), m.mf,
+                                       candidate_format_stats(*m.a, c.problem, job.schedule), m.mf,
                                        m.rows, dev);
         b.build = build_kernel(*m.a, c.problem, job.schedule, target);
       } catch (const std::exception& e) {

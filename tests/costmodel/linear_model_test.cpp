@@ -334,6 +334,37 @@ TEST(Ranking, OrdersByPrediction) {
 namespace sparsegen {
 namespace {
 
+// MACKO candidates (another family) are featurized and ranked next to the general ones.
+TEST(Ranking, MackoCandidatesAreRanked) {
+  std::vector<int64_t> lengths;
+  for (int r = 0; r < 64; ++r) lengths.push_back(100 + (r * 37) % 200);
+  const CsrMatrix a = lengths_matrix(lengths, 1024);
+  const Problem p = Problem::spmm(64, 1024, 8, DType::F16);
+  EnumerateOptions eo;
+  eo.include_macko = true;
+  const auto cands = enumerate_schedules(p, a, eo);
+  size_t macko = 0;
+  for (const Schedule& s : cands) macko += s.family() == ScheduleFamily::Macko;
+  ASSERT_GT(macko, 0u);
+  const std::vector<Ranked> r =
+      rank_schedules(p, cands, a, compute_features(a), roofline_model(DeviceProfile::h100_sxm()));
+  ASSERT_EQ(r.size(), cands.size());
+  size_t seen = 0;
+  for (const Ranked& x : r) {
+    EXPECT_TRUE(std::isfinite(x.predicted_us) && x.predicted_us > 0) << x.family;
+    if (x.family == "macko") {
+      ++seen;
+      const ScheduleFeatures f =
+          schedule_features(p, cands[x.index], candidate_format_stats(a, p, cands[x.index]),
+                            compute_features(a), row_profile(a), DeviceProfile::h100_sxm());
+      ASSERT_EQ(f.values.size(), ScheduleFeatures::names().size());
+      EXPECT_GT(f.a_bytes, 0);
+      EXPECT_GT(f.warp_iters_total, 0);
+    }
+  }
+  EXPECT_EQ(seen, macko);
+}
+
 // Every model shipped in costmodel/models/ (embedded at build time) loads with this build.
 TEST(ModelRegistry, EmbeddedModelsLoad) {
   for (const auto& [name, text] : embedded_models()) {
