@@ -73,6 +73,12 @@ BENCH_RUNS=(
   # up to 8 MACKO schedules each (best reported, checked), L2 flushed medians, bandwidth.
   # Expected 60-90 s on an H100/H200 (host pruning/packing of up to 205M-element weights).
   "macko|timeout 150 tools/sparsegen-macko-bench --out $BENCH_DIR/macko.json"
+  # sparsegen calibrate (issue 4): measures ~5000-9000 kernels (generated 1024-4096-row LLM
+  # weights + SPARSEGEN_DATA matrices; N = 1, 8, 32, 64; fp16/fp32; each gpu_check'ed once, then
+  # timed L2-flushed, median of 5), fits the cost model, prints its held-out quality; writes the
+  # model and every sample. Expected ~205-215 s (budget 200 s + startup; timeout 260 as a cap).
+  # Ship the model: cp $BENCH_DIR/model_h200.json costmodel/models/<model_file_name()>.json
+  "calibrate|timeout 260 tools/sparsegen calibrate --budget-seconds 200 --out $BENCH_DIR/model_h200.json --samples $BENCH_DIR/calib_samples.json"
 )
 # ==============================================================================================
 
