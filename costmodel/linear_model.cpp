@@ -45,10 +45,11 @@ T get_field(const nlohmann::json& j, const char* key, const std::string& where) 
 }
 
 nlohmann::json family_json(const FamilyModel& f) {
-  return {{"mean", f.mean},       {"scale", f.scale},         {"coef", f.coef},
-          {"intercept", f.intercept}, {"lambda", f.lambda},   {"samples", f.samples},
-          {"rmse_log", f.rmse_log}, {"loo_rmse_log", f.loo_rmse_log}, {"y_min", f.y_min},
-          {"y_max", f.y_max}};
+  return {{"mean", f.mean},         {"scale", f.scale},
+          {"coef", f.coef},         {"intercept", f.intercept},
+          {"lambda", f.lambda},     {"samples", f.samples},
+          {"rmse_log", f.rmse_log}, {"loo_rmse_log", f.loo_rmse_log},
+          {"y_min", f.y_min},       {"y_max", f.y_max}};
 }
 
 FamilyModel family_from_json(const nlohmann::json& j, const std::string& where, size_t nfeat) {
@@ -64,8 +65,8 @@ FamilyModel family_from_json(const nlohmann::json& j, const std::string& where, 
   f.y_min = get_field<double>(j, "y_min", where);
   f.y_max = get_field<double>(j, "y_max", where);
   if (f.mean.size() != nfeat || f.scale.size() != nfeat || f.coef.size() != nfeat)
-    throw UserError(fmt::format("{}: expected {} coefficients, found {}", where, nfeat,
-                                f.coef.size()));
+    throw UserError(
+        fmt::format("{}: expected {} coefficients, found {}", where, nfeat, f.coef.size()));
   for (double s : f.scale)
     if (!(s > 0) || !std::isfinite(s)) throw UserError(where + ": non-positive feature scale");
   return f;
@@ -74,8 +75,8 @@ FamilyModel family_from_json(const nlohmann::json& j, const std::string& where, 
 }  // namespace
 
 nlohmann::json to_json(const Sample& s) {
-  return {{"matrix", s.matrix},     {"case", s.case_id},         {"schedule", s.schedule},
-          {"family", s.family},     {"x", s.x},                  {"roofline_us", s.roofline_us},
+  return {{"matrix", s.matrix},  {"case", s.case_id}, {"schedule", s.schedule},
+          {"family", s.family},  {"x", s.x},          {"roofline_us", s.roofline_us},
           {"time_us", s.time_us}};
 }
 
@@ -177,8 +178,8 @@ double CostModel::predict_us(const std::string& family, const std::vector<double
   }
   if (source) *source = src;
   if (f == nullptr) return roofline_us;
-  const double v = std::clamp(evaluate_formula(*f, x), f->y_min - kClampMargin,
-                              f->y_max + kClampMargin);
+  const double v =
+      std::clamp(evaluate_formula(*f, x), f->y_min - kClampMargin, f->y_max + kClampMargin);
   return std::exp(v);
 }
 
@@ -248,8 +249,8 @@ nlohmann::json to_json(const CostModel& m) {
 
 CostModel model_from_json(const nlohmann::json& j, const std::string& origin) {
   if (!j.is_object() || !j.contains("format") || j["format"] != kFormat)
-    throw UserError(fmt::format("{}: not a sparsegen cost model (no \"format\": \"{}\")", origin,
-                                kFormat));
+    throw UserError(
+        fmt::format("{}: not a sparsegen cost model (no \"format\": \"{}\")", origin, kFormat));
   const int version = get_field<int>(j, "version", origin);
   if (version != kFormatVersion)
     throw UserError(fmt::format("{}: cost model format version {}, this build reads {}", origin,
@@ -316,10 +317,11 @@ std::string device_mismatch(const CostModel& m, const DeviceProfile& target) {
   if (m.device.name == target.name && m.device.cc_major == target.cc_major &&
       m.device.cc_minor == target.cc_minor)
     return "";
-  return fmt::format("cost model {} was fitted on {} (sm_{}{}), this device is {} (sm_{}{}); "
-                     "its predictions may be off: run `sparsegen calibrate` on this device",
-                     m.origin, m.device.name, m.device.cc_major, m.device.cc_minor, target.name,
-                     target.cc_major, target.cc_minor);
+  return fmt::format(
+      "cost model {} was fitted on {} (sm_{}{}), this device is {} (sm_{}{}); "
+      "its predictions may be off: run `sparsegen calibrate` on this device",
+      m.origin, m.device.name, m.device.cc_major, m.device.cc_minor, target.name, target.cc_major,
+      target.cc_minor);
 }
 
 std::vector<Ranked> rank_schedules(const Problem& p, const std::vector<Schedule>& candidates,

@@ -128,7 +128,8 @@ struct Ranked {
 // Candidates (legal for p; verified) ordered by predicted time, fastest first (ties: candidate
 // order). Uses m.device for the device terms.
 std::vector<Ranked> rank_schedules(const Problem& p, const std::vector<Schedule>& candidates,
-                                   const CsrMatrix& a, const MatrixFeatures& mf, const CostModel& m);
+                                   const CsrMatrix& a, const MatrixFeatures& mf,
+                                   const CostModel& m);
 // Same with a precomputed row profile (saves an O(rows log rows) sort per call).
 std::vector<Ranked> rank_schedules(const Problem& p, const std::vector<Schedule>& candidates,
                                    const CsrMatrix& a, const MatrixFeatures& mf,

@@ -39,7 +39,7 @@ struct QualityReport {
   int ranked_cases = 0;            // cases with >= 2 samples
   double mean_spearman = 0;
   double median_spearman = 0;
-  double within_10pct = 0;   // fraction of ranked cases with pick_ratio <= 1.1
+  double within_10pct = 0;  // fraction of ranked cases with pick_ratio <= 1.1
   double geomean_pick_ratio = 1;
   double median_abs_log_error = 0;  // |log(pred / measured)| over all samples
   int samples = 0;

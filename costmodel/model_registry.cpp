@@ -57,7 +57,8 @@ std::optional<Found> search_folder(const fs::path& dir, const DeviceProfile& tar
     if (e.path().extension() == ".json") files.push_back(e.path());
   std::sort(files.begin(), files.end());
   for (const fs::path& f : files)
-    consider(best, f.string(), [&] { return load_model(f.string()); }, target, warnings);
+    consider(
+        best, f.string(), [&] { return load_model(f.string()); }, target, warnings);
   return best;
 }
 
@@ -119,8 +120,8 @@ ModelChoice default_model(const DeviceProfile& target) {
     if (fs::is_directory(env, ec)) {
       if (auto f = search_folder(env, target, warnings))
         return from_found(std::move(*f), target, std::move(warnings));
-      warnings.push_back(fmt::format("SPARSEGEN_MODEL={}: no model for {} ({})", env,
-                                     target.name, target.arch()));
+      warnings.push_back(
+          fmt::format("SPARSEGEN_MODEL={}: no model for {} ({})", env, target.name, target.arch()));
     } else {
       Found f{load_model(env), Match::Exact};  // the user named it: errors are theirs to see
       f.model.origin = env;
@@ -134,17 +135,18 @@ ModelChoice default_model(const DeviceProfile& target) {
       return from_found(std::move(*f), target, std::move(warnings));
   std::optional<Found> best;
   for (const auto& [name, text] : embedded_models())
-    consider(best, "embedded:" + name,
-             [&, &text = text, &name = name] {
-               nlohmann::json j;
-               try {
-                 j = nlohmann::json::parse(text);
-               } catch (const nlohmann::json::parse_error& e) {
-                 throw UserError(fmt::format("embedded:{}: not valid JSON: {}", name, e.what()));
-               }
-               return model_from_json(j, "embedded:" + name);
-             },
-             target, warnings);
+    consider(
+        best, "embedded:" + name,
+        [&, &text = text, &name = name] {
+          nlohmann::json j;
+          try {
+            j = nlohmann::json::parse(text);
+          } catch (const nlohmann::json::parse_error& e) {
+            throw UserError(fmt::format("embedded:{}: not valid JSON: {}", name, e.what()));
+          }
+          return model_from_json(j, "embedded:" + name);
+        },
+        target, warnings);
   if (best) return from_found(std::move(*best), target, std::move(warnings));
   ModelChoice c;
   c.model = roofline_model(target);

@@ -13,9 +13,15 @@ namespace sparsegen {
 
 namespace {
 
-int64_t round_up(int64_t x, int64_t m) { return m <= 1 ? x : (x + m - 1) / m * m; }
-int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
-double log2i(int x) { return std::log2(static_cast<double>(std::max(1, x))); }
+int64_t round_up(int64_t x, int64_t m) {
+  return m <= 1 ? x : (x + m - 1) / m * m;
+}
+int64_t ceil_div(int64_t x, int64_t m) {
+  return (x + m - 1) / m;
+}
+double log2i(int x) {
+  return std::log2(static_cast<double>(std::max(1, x)));
+}
 
 // Known DRAM bandwidths (GB/s) by a substring of the board name, most specific first.
 struct BoardBandwidth {
@@ -23,18 +29,22 @@ struct BoardBandwidth {
   double gbs;
 };
 constexpr BoardBandwidth kBoards[] = {
-    {"H200", 4800}, {"H100 PCIe", 2000}, {"H100 NVL", 3900}, {"H100", 3350}, {"GH200", 4000},
-    {"A100-SXM4-80GB", 2039}, {"A100 80GB", 2039}, {"A100", 1555}, {"L40S", 864}, {"L40", 864},
-    {"RTX 4090", 1008}, {"A10", 600}, {"L4", 300}, {"V100", 900}, {"T4", 320},
+    {"H200", 4800},      {"H100 PCIe", 2000}, {"H100 NVL", 3900},
+    {"H100", 3350},      {"GH200", 4000},     {"A100-SXM4-80GB", 2039},
+    {"A100 80GB", 2039}, {"A100", 1555},      {"L40S", 864},
+    {"L40", 864},        {"RTX 4090", 1008},  {"A10", 600},
+    {"L4", 300},         {"V100", 900},       {"T4", 320},
 };
 
 // Cycles one warp iteration costs the issue slots of an SM sub-partition (loads of index and
 // value, thread_cols B loads and FMAs, loop overhead), and the latency of one dependent iteration
 // (an L2 hit for the B gather, partly overlapped). Rough constants: the regression corrects them.
-double issue_cycles(const GeneralSchedule& g) { return 4.0 + 2.0 * g.thread_cols; }
+double issue_cycles(const GeneralSchedule& g) {
+  return 4.0 + 2.0 * g.thread_cols;
+}
 constexpr double kIterLatencyCycles = 40.0;
-constexpr double kLaunchUs = 3.0;          // one launch, empty-kernel scale on Hopper
-constexpr double kPrologueUs = 2.0;        // the Atomic prologue (C = beta*C) launch
+constexpr double kLaunchUs = 3.0;    // one launch, empty-kernel scale on Hopper
+constexpr double kPrologueUs = 2.0;  // the Atomic prologue (C = beta*C) launch
 constexpr double kAtomicsPerSmCycle = 0.5;
 
 // Warp-level work of a GeneralSchedule, simulated over the packed row lengths.
@@ -110,7 +120,8 @@ Work simulate(const GeneralSchedule& g, const FormatStats& fs, const std::vector
             for (int64_t r0 = t0; r0 < t1; r0 += rt, ++tt)
               for (int64_t r = r0; r < std::min(t1, r0 + rt); ++r)
                 group[static_cast<size_t>(tt % G)] += double(packed[size_t(r)]);
-            per_worker[static_cast<size_t>(task % W)] += *std::max_element(group.begin(), group.end());
+            per_worker[static_cast<size_t>(task % W)] +=
+                *std::max_element(group.begin(), group.end());
             w.warp_tasks += 1;
           }
         }
@@ -124,22 +135,30 @@ Work simulate(const GeneralSchedule& g, const FormatStats& fs, const std::vector
 
 int reduction_factor(ReductionKind r) {
   switch (r) {
-    case ReductionKind::None: return 0;
-    case ReductionKind::Total: return 1;
-    case ReductionKind::Bitmap: return 2;
-    case ReductionKind::Segment: return 3;
+    case ReductionKind::None:
+      return 0;
+    case ReductionKind::Total:
+      return 1;
+    case ReductionKind::Bitmap:
+      return 2;
+    case ReductionKind::Segment:
+      return 3;
   }
   return 0;
 }
 
-double safe_log(double x, double floor) { return std::log(std::max(x, floor)); }
+double safe_log(double x, double floor) {
+  return std::log(std::max(x, floor));
+}
 
 void finish_features(ScheduleFeatures& f, const GeneralSchedule& g, const Problem& p,
                      const MatrixFeatures& mf, const DeviceProfile& dev, bool atomic);
 
 }  // namespace
 
-std::string DeviceProfile::arch() const { return fmt::format("sm_{}{}", cc_major, cc_minor); }
+std::string DeviceProfile::arch() const {
+  return fmt::format("sm_{}{}", cc_major, cc_minor);
+}
 
 DeviceProfile device_profile(const std::string& name, int cc_major, int cc_minor, int sm_count,
                              int64_t l2_bytes, int clock_khz, int max_threads_per_sm,
@@ -195,7 +214,8 @@ FormatStats candidate_format_stats(const CsrMatrix& a, const Problem& p, const S
       fs.rows = a.rows;
       fs.nnz = st.nnz;
       fs.nnz_padded = std::max(st.slots, st.nnz);
-      for (int64_t r = 0; r < a.rows; ++r) fs.max_row_length = std::max(fs.max_row_length, a.row_length(r));
+      for (int64_t r = 0; r < a.rows; ++r)
+        fs.max_row_length = std::max(fs.max_row_length, a.row_length(r));
       if (macko_cache != nullptr) (*macko_cache)[m.delta_bits] = fs;
     }
     fs.block_tasks = macko_grid_x(p, m);
@@ -220,14 +240,34 @@ std::string strategy_family(const Schedule& s) {
 }
 
 const std::vector<std::string>& ScheduleFeatures::names() {
-  static const std::vector<std::string> n = {
-      "log_roofline_us", "log_dram_mb",      "log_l2_mb",        "log_iters_per_sm",
-      "log_iters_max",   "log_imbalance",    "lane_efficiency",  "column_efficiency",
-      "pad_overhead",    "log1p_atomics_k",  "log1p_shuffles_per_nnz", "log1p_block_syncs_k",
-      "log_blocks",      "log1p_waves",      "occupancy",        "log2_vector",
-      "log2_thread_cols", "log2_group",      "log2_warps",       "interleave",
-      "sort_rows",       "log_n",            "dtype_16bit",      "b_col_major",
-      "c_col_major",     "log_segment_ratio", "row_cv",          "log1p_row_mean"};
+  static const std::vector<std::string> n = {"log_roofline_us",
+                                             "log_dram_mb",
+                                             "log_l2_mb",
+                                             "log_iters_per_sm",
+                                             "log_iters_max",
+                                             "log_imbalance",
+                                             "lane_efficiency",
+                                             "column_efficiency",
+                                             "pad_overhead",
+                                             "log1p_atomics_k",
+                                             "log1p_shuffles_per_nnz",
+                                             "log1p_block_syncs_k",
+                                             "log_blocks",
+                                             "log1p_waves",
+                                             "occupancy",
+                                             "log2_vector",
+                                             "log2_thread_cols",
+                                             "log2_group",
+                                             "log2_warps",
+                                             "interleave",
+                                             "sort_rows",
+                                             "log_n",
+                                             "dtype_16bit",
+                                             "b_col_major",
+                                             "c_col_major",
+                                             "log_segment_ratio",
+                                             "row_cv",
+                                             "log1p_row_mean"};
   return n;
 }
 

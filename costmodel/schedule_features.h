@@ -48,8 +48,8 @@ struct DeviceProfile {
   int cc_major = 9;
   int cc_minor = 0;
   int sm_count = 132;
-  double dram_gbs = 3350;        // DRAM bandwidth, GB/s
-  double l2_gbs = 10000;         // L2 bandwidth, GB/s (about 3x DRAM on Hopper)
+  double dram_gbs = 3350;  // DRAM bandwidth, GB/s
+  double l2_gbs = 10000;   // L2 bandwidth, GB/s (about 3x DRAM on Hopper)
   int64_t l2_bytes = 50 << 20;
   double clock_ghz = 1.75;
   int max_threads_per_sm = 2048;
@@ -104,7 +104,7 @@ struct ScheduleFeatures {
   double atomics = 0;
   double shuffles = 0;
   double block_syncs = 0;
-  double blocks = 0;             // grid.x x grid.y
+  double blocks = 0;  // grid.x x grid.y
   int threads_per_block = 0;
   int registers_estimate = 0;
   int blocks_per_sm = 0;

@@ -33,8 +33,8 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
-#include <set>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -113,7 +113,9 @@ uint64_t fnv(const std::string& s) {
   for (unsigned char ch : s) h = (h ^ ch) * 1099511628211ULL;
   return h;
 }
-bool is_test_matrix(const std::string& name) { return fnv(name) % 4 == 0; }
+bool is_test_matrix(const std::string& name) {
+  return fnv(name) % 4 == 0;
+}
 
 // Up to k schedules spread over the strategy families: families in turn, each taking its
 // candidates at evenly spaced positions of the enumeration order (deterministic).
@@ -142,7 +144,8 @@ std::vector<Schedule> spread(const std::vector<Schedule>& all, size_t k) {
 std::vector<Mat> corpus(const CalibrateArgs& a, double deadline_s, Clock::time_point t0) {
   std::vector<Mat> out;
   // Generated LLM-shaped weights: one weight per shape, pruned several ways.
-  const std::pair<int64_t, int64_t> shapes[] = {{1024, 4096}, {4096, 1024}, {2048, 2048}, {3072, 4096}};
+  const std::pair<int64_t, int64_t> shapes[] = {
+      {1024, 4096}, {4096, 1024}, {2048, 2048}, {3072, 4096}};
   struct Prune {
     PruneMethod method;
     double sparsity;
@@ -162,10 +165,10 @@ std::vector<Mat> corpus(const CalibrateArgs& a, double deadline_s, Clock::time_p
       spec.sparsity = pr.sparsity;
       spec.seed = seed;
       auto m = std::make_shared<CsrMatrix>(prune(w, spec));
-      const std::string name =
-          pr.method == PruneMethod::NM
-              ? fmt::format("gen{}x{}_nm2:4", r, c)
-              : fmt::format("gen{}x{}_{}{}", r, c, to_string(pr.method), int(pr.sparsity * 100 + 0.5));
+      const std::string name = pr.method == PruneMethod::NM
+                                   ? fmt::format("gen{}x{}_nm2:4", r, c)
+                                   : fmt::format("gen{}x{}_{}{}", r, c, to_string(pr.method),
+                                                 int(pr.sparsity * 100 + 0.5));
       m->source = name;
       out.push_back({name, m, {}, {}});
     }
@@ -240,7 +243,8 @@ SampleFile read_samples(const std::string& path) {
   // The device profile travels as a (roofline) model document.
   f.device = model_from_json(j["model_device"], path + ": model_device").device;
   size_t i = 0;
-  for (const auto& s : j["samples"]) f.samples.push_back(sample_from_json(s, fmt::format("{}: sample {}", path, i++)));
+  for (const auto& s : j["samples"])
+    f.samples.push_back(sample_from_json(s, fmt::format("{}: sample {}", path, i++)));
   return f;
 }
 
@@ -277,8 +281,10 @@ void fit_and_report(const std::vector<Sample>& samples, const DeviceProfile& dev
   const CostModel all = fit_model(samples, dev);
   std::string out = a.out;
   std::error_code ec;
-  if (out.empty()) out = model_file_name(dev);
-  else if (fs::is_directory(out, ec)) out = (fs::path(out) / model_file_name(dev)).string();
+  if (out.empty())
+    out = model_file_name(dev);
+  else if (fs::is_directory(out, ec))
+    out = (fs::path(out) / model_file_name(dev)).string();
   save_model(all, out);
   std::printf("calibrate: model fitted on all %zu samples (%zu families + global) written to %s\n",
               samples.size(), all.families.size(), out.c_str());
@@ -333,8 +339,8 @@ void run_calibrate(const CalibrateArgs& a) {
   std::printf("calibrate: %zu matrices ready in %.1f s\n", mats.size(), since(t0));
 
   // Cases, interleaved: config c of every matrix before config c+1 of any.
-  const std::pair<int64_t, DType> configs[] = {{8, DType::F16},  {1, DType::F32},  {32, DType::F16},
-                                               {64, DType::F32}, {1, DType::F16},  {8, DType::F32},
+  const std::pair<int64_t, DType> configs[] = {{8, DType::F16},  {1, DType::F32}, {32, DType::F16},
+                                               {64, DType::F32}, {1, DType::F16}, {8, DType::F32},
                                                {64, DType::F16}, {32, DType::F32}};
   std::vector<std::unique_ptr<Case>> cases;
   std::vector<Job> jobs;
@@ -396,8 +402,7 @@ void run_calibrate(const CalibrateArgs& a) {
       Case& c = *cases[job.c];
       const Mat& m = mats[c.matrix];
       try {
-        if (!dry)
-          std::call_once(c.ref_once, [&] { c.ref = compute_reference(*m.a, c.in, false); });
+        if (!dry) std::call_once(c.ref_once, [&] { c.ref = compute_reference(*m.a, c.in, false); });
         b.features = schedule_features(c.problem, job.schedule,
                                        candidate_format_stats(*m.a, c.problem, job.schedule), m.mf,
                                        m.rows, dev);
@@ -445,9 +450,9 @@ void run_calibrate(const CalibrateArgs& a) {
     Case& c = *cases[job.c];
     const Mat& m = mats[c.matrix];
     if (!b.build) {
-      if (++build_fail <= 5) std::fprintf(stderr, "calibrate: build failed (%s, %s): %s\n",
-                                          c.id.c_str(), to_string(job.schedule).c_str(),
-                                          b.error.substr(0, 300).c_str());
+      if (++build_fail <= 5)
+        std::fprintf(stderr, "calibrate: build failed (%s, %s): %s\n", c.id.c_str(),
+                     to_string(job.schedule).c_str(), b.error.substr(0, 300).c_str());
       continue;
     }
     if (dry) {
@@ -467,9 +472,9 @@ void run_calibrate(const CalibrateArgs& a) {
       const CompiledKernel k(ctx, std::move(*b.build));
       const CheckResult r = gpu_check(k, *m.a, c.in, c.ref, stream, nullptr, false);
       if (!r.passed) {
-        if (++check_fail <= 5) std::fprintf(stderr, "calibrate: GPU check failed (%s, %s): %s\n",
-                                            c.id.c_str(), to_string(job.schedule).c_str(),
-                                            r.error.substr(0, 300).c_str());
+        if (++check_fail <= 5)
+          std::fprintf(stderr, "calibrate: GPU check failed (%s, %s): %s\n", c.id.c_str(),
+                       to_string(job.schedule).c_str(), r.error.substr(0, 300).c_str());
         continue;
       }
       if (buf_case != job.c) {
@@ -508,7 +513,8 @@ void run_calibrate(const CalibrateArgs& a) {
       const std::string what = e.what();
       std::fprintf(stderr, "calibrate: CUDA error (%s, %s): %s\n", c.id.c_str(),
                    to_string(job.schedule).c_str(), what.c_str());
-      if (what.find("ILLEGAL") != std::string::npos || what.find("LAUNCH_FAILED") != std::string::npos ||
+      if (what.find("ILLEGAL") != std::string::npos ||
+          what.find("LAUNCH_FAILED") != std::string::npos ||
           what.find("ASSERT") != std::string::npos || what.find("EXCEPTION") != std::string::npos) {
         abort_reason = "sticky CUDA error: " + what;
         break;  // the context is unusable; fit what was measured
@@ -561,8 +567,8 @@ void run_calibrate(const CalibrateArgs& a) {
 
 void register_calibrate(CLI::App& app) {
   auto args = std::make_shared<CalibrateArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "calibrate", "Measure a training corpus on the GPU and fit the cost model");
+  CLI::App* cmd = app.add_subcommand("calibrate",
+                                     "Measure a training corpus on the GPU and fit the cost model");
   cmd->add_option("--budget-seconds", args->budget_s, "wall-clock budget (default 240)");
   cmd->add_option("--out", args->out,
                   "model file or folder (default: ./<device>_sm_XY.json; ship it in "
@@ -575,9 +581,10 @@ void register_calibrate(CLI::App& app) {
                   "largest $SPARSEGEN_DATA matrices used (24)");
   cmd->callback([args] {
     CalibrateArgs& a = *args;
-    a.command = fmt::format("sparsegen calibrate --budget-seconds {} --schedules-per-case {} "
-                            "--max-data-matrices {}",
-                            a.budget_s, a.per_case, a.max_data);
+    a.command = fmt::format(
+        "sparsegen calibrate --budget-seconds {} --schedules-per-case {} "
+        "--max-data-matrices {}",
+        a.budget_s, a.per_case, a.max_data);
     if (!a.out.empty()) a.command += " --out " + a.out;
     if (!a.samples.empty()) a.command += " --samples " + a.samples;
     if (!a.from_samples.empty()) a.command += " --from-samples " + a.from_samples;

@@ -36,8 +36,8 @@ CsrMatrix lengths_matrix(const std::vector<int64_t>& lengths, int64_t cols) {
 }
 
 ScheduleFeatures features_of(const CsrMatrix& a, const Problem& p, const Schedule& s) {
-  return schedule_features(p, s, compute_format_stats(a, p, s), compute_features(a),
-                           row_profile(a), DeviceProfile::h100_sxm());
+  return schedule_features(p, s, compute_format_stats(a, p, s), compute_features(a), row_profile(a),
+                           DeviceProfile::h100_sxm());
 }
 
 TEST(ScheduleFeatures, WarpPerRowHandComputed) {
@@ -170,15 +170,15 @@ std::vector<Sample> synthetic_samples(int per_family, uint64_t seed) {
   for (int fam = 0; fam < 2; ++fam)
     for (int i = 0; i < per_family; ++i) {
       Sample s;
-      s.family = fam == 0 ? "rows/row/nnz red=total>total>none" : "nnz/nnz/nnz red=bitmap>segment>segment";
+      s.family =
+          fam == 0 ? "rows/row/nnz red=total>total>none" : "nnz/nnz/nnz red=bitmap>segment>segment";
       s.matrix = "m" + std::to_string(i % 10);
       s.case_id = s.matrix + " n=8";
       s.schedule = "s" + std::to_string(i);
       s.x.resize(nf);
       for (double& v : s.x) v = r.next();
       s.roofline_us = std::exp(s.x[0] + 2);
-      s.time_us = std::exp(2.0 + (fam == 0 ? 1.0 : 0.5) * s.x[0] + 0.3 * s.x[5] +
-                           0.01 * r.next());
+      s.time_us = std::exp(2.0 + (fam == 0 ? 1.0 : 0.5) * s.x[0] + 0.3 * s.x[5] + 0.01 * r.next());
       out.push_back(s);
     }
   return out;
@@ -192,7 +192,8 @@ TEST(LinearModel, FitPredictSaveLoadRoundTrip) {
   ASSERT_TRUE(m.global.has_value());
   std::string src;
   const Sample& t = train[3];
-  EXPECT_NEAR(std::log(m.predict_us(t.family, t.x, t.roofline_us, &src)), std::log(t.time_us), 0.05);
+  EXPECT_NEAR(std::log(m.predict_us(t.family, t.x, t.roofline_us, &src)), std::log(t.time_us),
+              0.05);
   EXPECT_EQ(src, "family");
   m.predict_us("unknown/family", t.x, t.roofline_us, &src);
   EXPECT_EQ(src, "global");
@@ -212,8 +213,8 @@ TEST(LinearModel, TooFewSamplesFallBackToRoofline) {
   const CostModel m = fit_model(synthetic_samples(5, 4), DeviceProfile::h100_sxm());
   EXPECT_FALSE(m.fitted());
   std::string src;
-  EXPECT_DOUBLE_EQ(m.predict_us("x", std::vector<double>(ScheduleFeatures::names().size()), 12.5, &src),
-                   12.5);
+  EXPECT_DOUBLE_EQ(
+      m.predict_us("x", std::vector<double>(ScheduleFeatures::names().size()), 12.5, &src), 12.5);
   EXPECT_EQ(src, "roofline");
 }
 
@@ -287,8 +288,8 @@ TEST(ModelQuality, PickWithinTenPercent) {
     return s;
   };
   const std::vector<Sample> held = {
-      sample("A", 1, 10), sample("A", 2, 20), sample("A", 3, 30),  // perfect
-      sample("B", 1, 12), sample("B", 2, 10), sample("B", 3, 30),  // pick 1.2x the best
+      sample("A", 1, 10),   sample("A", 2, 20), sample("A", 3, 30),    // perfect
+      sample("B", 1, 12),   sample("B", 2, 10), sample("B", 3, 30),    // pick 1.2x the best
       sample("C", 1, 10.5), sample("C", 2, 10), sample("C", 3, 9.9)};  // pick 1.06x
   const QualityReport q = evaluate(m, held);
   ASSERT_EQ(q.cases.size(), 3u);
@@ -309,9 +310,8 @@ TEST(Ranking, OrdersByPrediction) {
   const auto cands = enumerate_schedules(p, a);
   ASSERT_GT(cands.size(), 5u);
   const MatrixFeatures mf = compute_features(a);
-  for (const CostModel& m :
-       {roofline_model(DeviceProfile::h100_sxm()),
-        fit_model(synthetic_samples(60, 9), DeviceProfile::h100_sxm())}) {
+  for (const CostModel& m : {roofline_model(DeviceProfile::h100_sxm()),
+                             fit_model(synthetic_samples(60, 9), DeviceProfile::h100_sxm())}) {
     const std::vector<Ranked> r = rank_schedules(p, cands, a, mf, m);
     ASSERT_EQ(r.size(), cands.size());
     std::set<size_t> seen;
