@@ -249,12 +249,11 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
 
   if (opt.top_k > 0) {  // before any work: measuring needs the target's own GPU
     std::string why;
-    if (!target.has_gpu || !cuda::driver_available(&why))
+    const bool driver = cuda::driver_available(&why);
+    if (!driver || !target.has_gpu)
       throw CudaError(
-          fmt::format("top-k {} measures on the GPU, but there is none{}{}; use "
-                      "--top-k 0 (model only)",
-                      opt.top_k,
-                      why.empty() ? (target.has_gpu ? "" : " for an offline target") : ": ", why),
+          fmt::format("top-k {} measures on the GPU, but {}; use --top-k 0 (model only)", opt.top_k,
+                      driver ? "the target is an offline architecture" : "there is none: " + why),
           "cuInit", CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE");
   }
   // An explicit schedule: validate it up front (a user error before any GPU or DB work).
@@ -429,8 +428,21 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
         c.times_ms = t.samples_ms;
       } catch (const CudaError& e) {
         c.error = fmt::format("measurement failed: {}", e.what());
-        // A fault in the kernel poisons the context: later candidates cannot run either.
-        if (e.code() == CUDA_ERROR_ILLEGAL_ADDRESS || e.code() == CUDA_ERROR_LAUNCH_FAILED) throw;
+        // A fault inside a kernel is sticky: the context cannot run anything after it.
+        switch (e.code()) {
+          case CUDA_ERROR_ILLEGAL_ADDRESS:
+          case CUDA_ERROR_LAUNCH_FAILED:
+          case CUDA_ERROR_MISALIGNED_ADDRESS:
+          case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+          case CUDA_ERROR_HARDWARE_STACK_ERROR:
+          case CUDA_ERROR_INVALID_PC:
+          case CUDA_ERROR_LAUNCH_TIMEOUT:
+            throw;
+          default:
+            break;
+        }
+      } catch (const std::exception& e) {  // e.g. a non-finite event time from timing.h
+        c.error = fmt::format("measurement failed: {}", e.what());
       }
       progress("measure", ++done, static_cast<int>(ok.size()));
     }

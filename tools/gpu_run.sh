@@ -79,6 +79,10 @@ BENCH_RUNS=(
   # model and every sample. Expected ~205-215 s (budget 200 s + startup; timeout 260 as a cap).
   # Ship the model: cp $BENCH_DIR/model_h200.json costmodel/models/<model_file_name()>.json
   "calibrate|timeout 260 tools/sparsegen calibrate --budget-seconds 200 --out $BENCH_DIR/model_h200.json --samples $BENCH_DIR/calib_samples.json"
+  # sparsegen tune (issue 4): the bundled example, fp16, N = 8 and 32, top-k 8 (compile, time with
+  # L2 flushed, check the winner, cache), then the same again (cache hits), then the C++ example
+  # (through the same cache). Expected ~10-20 s on an H100/H200 (NVRTC of 8 candidates per tune).
+  'tune|EX=$(sed -n "s/^CMAKE_HOME_DIRECTORY:INTERNAL=//p" CMakeCache.txt)/examples/llm_512x128_magnitude80.mtx; for n in 8 32; do for pass in first second; do timeout 120 tools/sparsegen tune $EX -n $n --dtype fp16 --top-k 8 --cache-dir $BENCH_DIR/kcache --json >$BENCH_DIR/tune_n${n}_$pass.json || exit 1; done; done; SPARSEGEN_CACHE_DIR=$BENCH_DIR/kcache timeout 120 examples/spmm_example && timeout 60 tools/sparsegen cache list --cache-dir $BENCH_DIR/kcache --json >$BENCH_DIR/tune_cache_list.json'
 )
 # ==============================================================================================
 
