@@ -20,7 +20,7 @@
 //
 //   std::vector<Sample> train = ...;                    // from `sparsegen calibrate`
 //   CostModel m = fit_model(train, device);
-//   save_model(m, "costmodel/models/NVIDIA_H200.json");
+//   save_model(m, "costmodel/models/" + model_file_name(device));  // NVIDIA_H200_sm_90.json
 //   auto ranked = rank_schedules(p, candidates, a, compute_features(a), m);
 #pragma once
 
