@@ -30,11 +30,23 @@
 // Other shapes: (Row, Nnz, Nnz) accumulates across warp rounds and ends with
 // sg::block_reduce_sum<NT, GT> (block Total); (Rows, Rows, Row|Rows) has each thread-group sum
 // and store whole rows (no cross-lane reduction); (Nnz, Nnz, Nnz) runs one round per level and
-// finishes rows with atomic adds after a beta pre-scale kernel: warp Total -> shuffle sum,
-// warp Bitmap -> sg::bitmap_reduce_sum over the stored bitmap, thread Bitmap -> the thread walks
-// its row-start bits, adds finished segments, and hands its open segment to
-// sg::segment_reduce_sum (warp Segment). Block-level Bitmap/Segment merging is done by those
-// atomic adds (the rows that span warps meet in C).
+// finishes rows with atomic adds (OutputMode::Atomic): warp Total -> shuffle sum, warp Bitmap ->
+// sg::bitmap_reduce_sum over the stored bitmap, thread Bitmap -> the thread walks its row-start
+// bits, adds finished segments, and hands its open segment to sg::segment_reduce_sum (warp
+// Segment). Block-level Bitmap/Segment merging is done by those atomic adds (the rows that span
+// warps meet in memory). The atomic adds are always fp32:
+//
+//   fp32:  sparsegen_general_scale_c(C, beta)       prologue: C = beta * C (not read if beta == 0)
+//          sparsegen_general(values, col_idx, B, C, alpha, beta, ...)
+//            ... sg::atomic_add_f32<float>(C + ..., alpha * acc[i]);
+//   fp16 / bf16 (a 16-bit atomicAdd would round every partial sum to the dtype and overflow where
+//   partial sums exceed its range although the row's result does not), with an fp32 workspace ws
+//   of M*N floats in C's layout that the caller allocates (KernelSignature::workspace_bytes):
+//          sparsegen_general_init_ws(ws, C, beta)   prologue: sg::init_workspace<T>: ws = beta * C
+//          sparsegen_general(values, col_idx, B, ws, alpha, beta, ...)
+//            ... sg::atomic_add_f32<float>(ws + ..., alpha * acc[i]);
+//          sparsegen_general_store_ws(C, ws)        epilogue: sg::store_f32<T>(C + i, ws[i]), the
+//                                                   one rounding to the dtype
 #include "codegen/general_sparse.h"
 
 #include <fmt/format.h>
@@ -97,8 +109,9 @@ class GeneralSparseEmitter : public Emitter {
     W_ = s_.warps_per_block;
     NT_ = s_.threads_per_block();
     atomic_ = f_.output == OutputMode::Atomic;
-    for (const char* n : {"values", "col_idx", "B", "C", "alpha", "beta", "lane", "warp", "group",
-                          "glane", "bt", "tid", "T"})
+    workspace_ = atomic_ && p_.dtype != DType::F32;
+    for (const char* n : {"values", "col_idx", "B", "C", "ws", "alpha", "beta", "lane", "warp",
+                          "group", "glane", "bt", "tid", "T"})
       reserve(n);
     decl(fmt::format("// sparsegen GeneralSparse kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -107,6 +120,7 @@ class GeneralSparseEmitter : public Emitter {
     // The body comes first so that the parameter list knows every table the body used.
     emit_kernel_body();
     if (atomic_) emit_prologue();
+    if (workspace_) emit_epilogue();
     GeneratedKernel k;
     k.source = assemble();
     for (const auto& h : embedded_template_headers())
@@ -197,10 +211,12 @@ class GeneralSparseEmitter : public Emitter {
                ? fmt::format("B + static_cast<long long>({}) * {} + {}", k, p_.n, col)
                : fmt::format("B + static_cast<long long>({}) * {} + {}", col, p_.k, k);
   }
-  std::string c_ptr(const std::string& row, const std::string& col) const {
+  // Element (row, col) of C, or of the fp32 workspace (same layout) when base == "ws".
+  std::string c_ptr(const std::string& row, const std::string& col,
+                    const std::string& base = "C") const {
     return p_.c_layout == Layout::RowMajor
-               ? fmt::format("C + static_cast<long long>({}) * {} + {}", row, p_.n, col)
-               : fmt::format("C + static_cast<long long>({}) * {} + {}", col, p_.m, row);
+               ? fmt::format("{} + static_cast<long long>({}) * {} + {}", base, row, p_.n, col)
+               : fmt::format("{} + static_cast<long long>({}) * {} + {}", base, col, p_.m, row);
   }
   // Row-major B with N a multiple of the thread's columns: one vector load per nonzero.
   bool b_vector() const { return p_.b_layout == Layout::RowMajor && TC_ > 1 && p_.n % TC_ == 0; }
@@ -231,8 +247,9 @@ class GeneralSparseEmitter : public Emitter {
       auto gi = block(fmt::format("if ({} < {})", col, p_.n));
       const std::string v = fmt::format("{}[{}]", acc_, i);
       if (atomic_) {
-        call_stmt(tmpl::atomic_add_f32, targs(TypeArg{"T"}), tmpl::ptr_t(c_ptr(orow, col)),
-                  f32("alpha * " + v));
+        // Always an fp32 atomic: into C for fp32, into the fp32 workspace for 16-bit dtypes.
+        call_stmt(tmpl::atomic_add_f32, targs(TypeArg{"float"}),
+                  tmpl::ptr_t(c_ptr(orow, col, workspace_ ? "ws" : "C")), f32("alpha * " + v));
       } else {
         call_stmt(tmpl::store_axpby, targs(TypeArg{"T"}), tmpl::ptr_t(c_ptr(orow, col)), f32(v),
                   f32("alpha"), f32("beta"));
@@ -438,13 +455,17 @@ class GeneralSparseEmitter : public Emitter {
   }
 
   // ---- assembly -----------------------------------------------------------------------------
+  static KernelParam c_param() { return {"C", ParamKind::C, "C", {}}; }
+  static KernelParam ws_param() { return {"ws", ParamKind::Workspace, "workspace", {}}; }
+  static KernelParam beta_param() { return {"beta", ParamKind::Beta, "beta", {}}; }
+
   std::vector<KernelParam> params() const {
     std::vector<KernelParam> ps = {{"values", ParamKind::Values, "values", {}},
                                    {"col_idx", ParamKind::ColIdx, "col_idx", {}},
                                    {"B", ParamKind::B, "B", {}},
-                                   {"C", ParamKind::C, "C", {}},
+                                   workspace_ ? ws_param() : c_param(),
                                    {"alpha", ParamKind::Alpha, "alpha", {}},
-                                   {"beta", ParamKind::Beta, "beta", {}}};
+                                   beta_param()};
     ps.insert(ps.end(), tables_.begin(), tables_.end());
     return ps;
   }
@@ -468,22 +489,57 @@ class GeneralSparseEmitter : public Emitter {
         return "const signed char* __restrict__ " + prm.name;
       case ParamKind::U32Table:
         return "const unsigned* __restrict__ " + prm.name;
+      case ParamKind::Workspace:
+        return "float* __restrict__ " + prm.name;
     }
     return "";
   }
 
-  std::string prologue_name() const { return opt_.kernel_name + "_scale_c"; }
+  std::string prologue_name() const {
+    return opt_.kernel_name + (workspace_ ? "_init_ws" : "_scale_c");
+  }
+  std::string epilogue_name() const { return opt_.kernel_name + "_store_ws"; }
+  std::vector<KernelParam> prologue_params() const {
+    if (workspace_) return {ws_param(), c_param(), beta_param()};
+    return {c_param(), beta_param()};
+  }
+  std::vector<KernelParam> epilogue_params() const { return {c_param(), ws_param()}; }
 
-  // Rows split across blocks are finished with atomic adds, so C = beta * C runs first.
-  void emit_prologue() {
-    decl("// Prologue (launch first): C = beta * C; C is not read when beta == 0.");
-    decl(fmt::format("extern \"C\" __global__ void {}(T* __restrict__ C, float beta) {{",
-                     prologue_name()));
+  // An elementwise kernel over the M*N elements of C (and the workspace, same layout). `decls`
+  // declares its parameters, in the order of the AuxKernel's params.
+  void emit_elementwise(const std::string& comment, const std::string& name,
+                        const std::string& decls, const std::string& stmt) {
+    decl(comment);
+    decl(fmt::format("extern \"C\" __global__ void {}({}) {{", name, decls));
     decl("  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;");
-    decl(fmt::format(
-        "  if (i < {}LL) {};", p_.m * p_.n,
-        call(tmpl::scale_f32, targs(TypeArg{"T"}), tmpl::ptr_t("C + i"), f32("beta")).text));
+    decl(fmt::format("  if (i < {}LL) {};", p_.m * p_.n, stmt));
     decl("}");
+  }
+
+  // Rows split across blocks are finished with atomic adds, so the output is initialised to
+  // beta * C first: C itself for fp32, the fp32 workspace for 16-bit dtypes.
+  void emit_prologue() {
+    if (!workspace_) {
+      emit_elementwise(
+          "// Prologue (launch first): C = beta * C; C is not read when beta == 0.",
+          prologue_name(), "T* __restrict__ C, float beta",
+          call(tmpl::scale_f32, targs(TypeArg{"T"}), tmpl::ptr_t("C + i"), f32("beta")).text);
+      return;
+    }
+    emit_elementwise(
+        "// Prologue (launch first): ws = beta * C in fp32; C is not read when beta == 0.",
+        prologue_name(), "float* __restrict__ ws, const T* __restrict__ C, float beta",
+        call(tmpl::init_workspace, targs(TypeArg{"T"}), tmpl::ptr_f32("ws + i"),
+             tmpl::cptr_t("C + i"), f32("beta"))
+            .text);
+  }
+
+  // 16-bit dtypes: the workspace holds the finished fp32 sums; round them to T once.
+  void emit_epilogue() {
+    emit_elementwise(
+        "// Epilogue (launch last): C = ws, rounded once to T.", epilogue_name(),
+        "T* __restrict__ C, const float* __restrict__ ws",
+        call(tmpl::store_f32, targs(TypeArg{"T"}), tmpl::ptr_t("C + i"), f32("ws[i]")).text);
   }
 
   std::string assemble() {
@@ -517,11 +573,14 @@ class GeneralSparseEmitter : public Emitter {
     sig.launch.grid_y = f_.stats.col_tiles;
     sig.launch.block_threads = NT_;
     sig.launch.shared_bytes = shared_bytes_;
-    if (atomic_) {
-      sig.prologue_name = prologue_name();
-      sig.prologue_launch.grid_x = (p_.m * p_.n + 255) / 256;
-      sig.prologue_launch.grid_y = 1;
-      sig.prologue_launch.block_threads = 256;
+    LaunchShape elementwise;
+    elementwise.grid_x = (p_.m * p_.n + 255) / 256;
+    elementwise.grid_y = 1;
+    elementwise.block_threads = 256;
+    if (atomic_) sig.prologue = {prologue_name(), prologue_params(), elementwise};
+    if (workspace_) {
+      sig.epilogue = {epilogue_name(), epilogue_params(), elementwise};
+      sig.workspace_bytes = p_.m * p_.n * static_cast<int64_t>(sizeof(float));
     }
     return sig;
   }
@@ -532,6 +591,7 @@ class GeneralSparseEmitter : public Emitter {
   const EmitOptions& opt_;
   int G_ = 1, GT_ = 1, TC_ = 1, W_ = 1, NT_ = 32;
   bool atomic_ = false;
+  bool workspace_ = false;  // Atomic with a 16-bit dtype: fp32 workspace, prologue + epilogue
   int64_t shared_bytes_ = 0;
   std::string col0_, acc_;
   std::vector<KernelParam> tables_;

@@ -26,16 +26,28 @@ std::string_view to_string(ParamKind k) {
       return "i8[]";
     case ParamKind::U32Table:
       return "u32[]";
+    case ParamKind::Workspace:
+      return "f32 ws";
   }
   return "?";
 }
 
+namespace {
+
+std::string describe_aux(const char* what, const AuxKernel& k) {
+  if (!k.present()) return "";
+  std::string names;
+  for (const KernelParam& p : k.params) names += (names.empty() ? "" : ", ") + p.name;
+  return fmt::format("{} {}({}) grid=({},{}) block={}\n", what, k.name, names, k.launch.grid_x,
+                     k.launch.grid_y, k.launch.block_threads);
+}
+
+}  // namespace
+
 std::string describe(const KernelSignature& sig) {
-  std::string s;
-  if (!sig.prologue_name.empty())
-    s += fmt::format("prologue {}(C, beta) grid=({},{}) block={}\n", sig.prologue_name,
-                     sig.prologue_launch.grid_x, sig.prologue_launch.grid_y,
-                     sig.prologue_launch.block_threads);
+  std::string s = describe_aux("prologue", sig.prologue);
+  if (sig.workspace_bytes > 0)
+    s += fmt::format("workspace {} bytes (fp32 accumulation, C's layout)\n", sig.workspace_bytes);
   s += fmt::format("kernel {} grid=({},{}) block={} shared={}B\n", sig.kernel_name,
                    sig.launch.grid_x, sig.launch.grid_y, sig.launch.block_threads,
                    sig.launch.shared_bytes);
@@ -46,6 +58,7 @@ std::string describe(const KernelSignature& sig) {
     if (!p.data.empty()) s += fmt::format(" ({} entries)", p.data.size());
     s += '\n';
   }
+  s += describe_aux("epilogue", sig.epilogue);
   return s;
 }
 

@@ -1,6 +1,7 @@
 // What the runtime needs to launch an emitted kernel: its name, parameters in order (with the host
-// data of every table parameter), launch shape, and an optional prologue kernel. Family-neutral:
-// every emitter returns one; the runtime treats the tables as opaque typed arrays.
+// data of every table parameter), launch shape, optional prologue and epilogue kernels, and the
+// size of an fp32 workspace the caller allocates. Family-neutral: every emitter returns one; the
+// runtime treats the tables as opaque typed arrays and binds every parameter by its kind.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +22,9 @@ enum class ParamKind {
   I16Table,  // const short*          quasilinear residuals
   I8Table,   // const signed char*    quasilinear residuals
   U32Table,  // const unsigned*       bitmaps / row-start bits
+  // float* fp32 accumulation workspace: M*N floats in C's layout, KernelSignature::workspace_bytes
+  // of device memory the caller owns (one per compiled kernel; runs using it must not overlap).
+  Workspace,
 };
 std::string_view to_string(ParamKind k);
 
@@ -38,15 +42,30 @@ struct LaunchShape {
   int64_t shared_bytes = 0;  // static shared memory used (informational)
 };
 
+// A helper kernel of the same module (elementwise over C), launched around the main kernel.
+struct AuxKernel {
+  std::string name;                 // extern "C"; empty: no such kernel
+  std::vector<KernelParam> params;  // in declaration order (kinds C, Workspace, Beta)
+  LaunchShape launch;
+  bool present() const { return !name.empty(); }
+};
+
+// Launch order on one stream: prologue (when present), the main kernel (unless empty_grid()),
+// epilogue (when present). Used when rows are finished with atomic adds (OutputMode::Atomic):
+//   fp32:       prologue C = beta*C; the kernel atomically adds alpha*partial into C.
+//   fp16/bf16:  prologue ws = beta*C in fp32; the kernel atomically adds alpha*partial into ws
+//               (fp32 atomics: no 16-bit rounding or overflow of partial sums); epilogue
+//               C = ws rounded once to the dtype.
+// C is never read when beta == 0.
 struct KernelSignature {
   std::string kernel_name;          // extern "C"
   std::vector<KernelParam> params;  // in declaration order
   LaunchShape launch;
-  // When non-empty, launch this kernel first with (C, beta): it sets C = beta * C (C is not read
-  // when beta == 0). Used when rows are finished with atomic adds.
-  std::string prologue_name;
-  LaunchShape prologue_launch;
-  // True when grid_x or grid_y is 0: the caller must not launch (C = beta * C is still due).
+  AuxKernel prologue;
+  AuxKernel epilogue;
+  int64_t workspace_bytes = 0;  // device memory for the Workspace parameter; 0: none
+  // True when grid_x or grid_y is 0: the caller must not launch the main kernel (prologue and
+  // epilogue still run: they apply C = beta * C).
   bool empty_grid() const { return launch.grid_x == 0 || launch.grid_y == 0; }
 };
 

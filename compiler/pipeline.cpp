@@ -182,37 +182,55 @@ void check_value_range(const CsrMatrix& a, DType dtype) {
 }
 
 KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
-                         const CompileTarget& target, bool line_info) {
+                         const CompileTarget& target, bool line_info, const PackedFormat* packed) {
   if (s.family() == ScheduleFamily::Macko) return build_macko_kernel(a, p, s, target, line_info);
   KernelBuild b;
   b.problem = p;
   b.schedule = s;
   b.target = target;
   b.nnz = a.nnz();
+  FormatStats stats;
   {
     Step st(3, "verify", &b.step_log);
     const auto illegal = validate(p, s);
     if (!illegal.empty())
       throw UserError(fmt::format("schedule '{}' is illegal for {}: {}", to_string(s), to_string(p),
                                   fmt::join(illegal, "; ")));
-    const auto reasons = verify(p, s, compute_format_stats(a, p, s), target.limits);
+    stats = compute_format_stats(a, p, s);
+    const auto reasons = verify(p, s, stats, target.limits);
     if (!reasons.empty())
       throw UserError(fmt::format("schedule '{}' does not fit {} for {}: {}", to_string(s),
                                   target.limits.name, to_string(p), fmt::join(reasons, "; ")));
     st.finish(target.limits.name);
   }
-  PackedFormat f;
+  PackedFormat own;
   {
     Step st(4, "pack", &b.step_log);
-    f = pack_format(a, p, s);
-    st.finish(fmt::format("{} packed nonzeros ({} real), {} block tasks", f.stats.nnz_padded,
-                          f.stats.nnz, f.stats.block_tasks));
+    if (packed != nullptr) {
+      const FormatStats& g = packed->stats;
+      if (g.rows != stats.rows || g.nnz != stats.nnz || g.nnz_padded != stats.nnz_padded ||
+          g.block_tasks != stats.block_tasks || g.col_tiles != stats.col_tiles ||
+          packed->col_idx.size() != static_cast<size_t>(stats.nnz_padded))
+        throw UserError(
+            fmt::format("build_kernel: the given packed format is not schedule '{}' "
+                        "of this matrix for {}",
+                        to_string(s), to_string(p)));
+    } else {
+      own = pack_format(a, p, s);
+    }
+    const PackedFormat& f = packed != nullptr ? *packed : own;
+    st.finish(fmt::format("{} packed nonzeros ({} real), {} block tasks{}", f.stats.nnz_padded,
+                          f.stats.nnz, f.stats.block_tasks, packed != nullptr ? " (given)" : ""));
   }
+  const PackedFormat& f = packed != nullptr ? *packed : own;
   {
     Step st(5, "values", &b.step_log);
     check_value_range(a, p.dtype);
     b.values = to_device_values(f.values, p.dtype);
-    b.col_idx = std::move(f.col_idx);
+    if (packed != nullptr)
+      b.col_idx = f.col_idx;
+    else
+      b.col_idx = std::move(own.col_idx);  // emit does not read col_idx
     st.finish(fmt::format("{} bytes of {}", b.values.size(), to_string(p.dtype)));
   }
   {
@@ -268,8 +286,10 @@ struct CompiledKernel::Impl {
   std::unique_ptr<cuda::Module> module;
   CUfunction kernel = nullptr;
   CUfunction prologue = nullptr;
+  CUfunction epilogue = nullptr;
   cuda::DeviceBuffer values;
   cuda::DeviceBuffer col_idx;
+  cuda::DeviceBuffer workspace;            // fp32 accumulation (Atomic output, 16-bit dtypes)
   std::vector<cuda::DeviceBuffer> tables;  // one per parameter (empty for non-tables)
   int registers = 0;
 };
@@ -309,7 +329,8 @@ CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild b
     Step st(8, "load", &k.build.step_log);
     k.module = std::make_unique<cuda::Module>(k.build.compiled.image);
     k.kernel = k.module->function(sig.kernel_name);
-    if (!sig.prologue_name.empty()) k.prologue = k.module->function(sig.prologue_name);
+    if (sig.prologue.present()) k.prologue = k.module->function(sig.prologue.name);
+    if (sig.epilogue.present()) k.epilogue = k.module->function(sig.epilogue.name);
     k.registers = cuda::function_attribute(k.kernel, CU_FUNC_ATTRIBUTE_NUM_REGS);
     st.finish(fmt::format("{} registers/thread", k.registers));
   }
@@ -319,6 +340,9 @@ CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild b
     k.values = upload_vector(k.build.values);
     k.col_idx = upload_vector(k.build.col_idx);
     bytes += k.values.bytes() + k.col_idx.bytes();
+    // Allocated once: every run re-initialises it in the prologue.
+    if (sig.workspace_bytes > 0)
+      k.workspace = cuda::DeviceBuffer(static_cast<size_t>(sig.workspace_bytes));
     k.tables.resize(sig.params.size());
     for (size_t i = 0; i < sig.params.size(); ++i) {
       const codegen::KernelParam& prm = sig.params[i];
@@ -340,7 +364,7 @@ CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild b
       }
       bytes += k.tables[i].bytes();
     }
-    st.finish(fmt::format("{} bytes", bytes));
+    st.finish(fmt::format("{} bytes, workspace {} bytes", bytes, sig.workspace_bytes));
   }
   // The host copies are on the device now; keep the signature (tables) and source for queries.
   k.build.values = {};
@@ -352,57 +376,91 @@ CompiledKernel::~CompiledKernel() = default;
 CompiledKernel::CompiledKernel(CompiledKernel&&) noexcept = default;
 CompiledKernel& CompiledKernel::operator=(CompiledKernel&&) noexcept = default;
 
+namespace {
+
+// What a run binds to parameters by kind.
+struct RunArgs {
+  CUdeviceptr values = 0, col_idx = 0, workspace = 0, b = 0, c = 0;
+  float alpha = 1.0f, beta = 0.0f;
+  const std::vector<cuda::DeviceBuffer>* tables = nullptr;  // main kernel's, by parameter index
+};
+
+// Launches `f` with `params` bound by kind (the main kernel, prologue and epilogue alike).
+// `with_tables`: `params` are the main kernel's (tables are uploaded per parameter index).
+void launch_bound(CUfunction f, const std::vector<codegen::KernelParam>& params,
+                  const codegen::LaunchShape& shape, RunArgs& a, bool with_tables,
+                  CUstream stream) {
+  std::vector<CUdeviceptr> ptrs(params.size(), 0);
+  std::vector<void*> args(params.size() + 1, nullptr);
+  for (size_t i = 0; i < params.size(); ++i) {
+    switch (params[i].kind) {
+      case codegen::ParamKind::Values:
+        ptrs[i] = a.values;
+        break;
+      case codegen::ParamKind::ColIdx:
+        ptrs[i] = a.col_idx;
+        break;
+      case codegen::ParamKind::B:
+        ptrs[i] = a.b;
+        break;
+      case codegen::ParamKind::C:
+        ptrs[i] = a.c;
+        break;
+      case codegen::ParamKind::Workspace:
+        SG_ASSERT(a.workspace != 0, "kernel parameter " + params[i].name +
+                                        " needs a workspace that was not allocated");
+        ptrs[i] = a.workspace;
+        break;
+      case codegen::ParamKind::Alpha:
+        args[i] = &a.alpha;
+        continue;
+      case codegen::ParamKind::Beta:
+        args[i] = &a.beta;
+        continue;
+      case codegen::ParamKind::I32Table:
+      case codegen::ParamKind::I16Table:
+      case codegen::ParamKind::I8Table:
+      case codegen::ParamKind::U32Table:
+        // Tables belong to the main kernel: its parameter i has its upload at tables[i].
+        SG_ASSERT(with_tables && a.tables != nullptr && i < a.tables->size(),
+                  "table parameter " + params[i].name + " outside the main kernel");
+        ptrs[i] = (*a.tables)[i].ptr();
+        break;
+    }
+    args[i] = &ptrs[i];
+  }
+  cuda::launch(f, config_of(shape, stream), args.data());
+}
+
+}  // namespace
+
 void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
                          CUstream stream) const {
   const Impl& k = *impl_;
   const Problem& p = k.build.problem;
   const codegen::KernelSignature& sig = k.build.kernel.signature;
   if (p.m == 0 || p.n == 0) return;  // C has no elements
-  if (k.prologue != nullptr) {
-    CUdeviceptr pc = c;
-    float pbeta = beta;
-    cuda::launch_kernel(k.prologue, config_of(sig.prologue_launch, stream), pc, pbeta);
-  }
+  RunArgs a;
+  a.values = k.values.ptr();
+  a.col_idx = k.col_idx.ptr();
+  a.workspace = k.workspace.ptr();
+  a.b = b;
+  a.c = c;
+  a.alpha = alpha;
+  a.beta = beta;
+  a.tables = &k.tables;
+  if (k.prologue != nullptr)
+    launch_bound(k.prologue, sig.prologue.params, sig.prologue.launch, a, false, stream);
   if (sig.empty_grid()) {
     // With M*N > 0 only the Atomic output mode (rows split across blocks) can leave no block
-    // task (nnz == 0): its prologue above has applied C = beta*C. A Store kernel always has a
+    // task (nnz == 0): its prologue (and epilogue) apply C = beta*C. A Store kernel always has a
     // task per row.
     SG_ASSERT(k.prologue != nullptr, "empty grid without a prologue for " + to_string(p));
-    return;
+  } else {
+    launch_bound(k.kernel, sig.params, sig.launch, a, true, stream);
   }
-  std::vector<CUdeviceptr> ptrs(sig.params.size(), 0);
-  std::vector<void*> args(sig.params.size() + 1, nullptr);
-  for (size_t i = 0; i < sig.params.size(); ++i) {
-    switch (sig.params[i].kind) {
-      case codegen::ParamKind::Values:
-        ptrs[i] = k.values.ptr();
-        args[i] = &ptrs[i];
-        break;
-      case codegen::ParamKind::ColIdx:
-        ptrs[i] = k.col_idx.ptr();
-        args[i] = &ptrs[i];
-        break;
-      case codegen::ParamKind::B:
-        ptrs[i] = b;
-        args[i] = &ptrs[i];
-        break;
-      case codegen::ParamKind::C:
-        ptrs[i] = c;
-        args[i] = &ptrs[i];
-        break;
-      case codegen::ParamKind::Alpha:
-        args[i] = &alpha;
-        break;
-      case codegen::ParamKind::Beta:
-        args[i] = &beta;
-        break;
-      default:
-        ptrs[i] = k.tables[i].ptr();
-        args[i] = &ptrs[i];
-        break;
-    }
-  }
-  cuda::launch(k.kernel, config_of(sig.launch, stream), args.data());
+  if (k.epilogue != nullptr)
+    launch_bound(k.epilogue, sig.epilogue.params, sig.epilogue.launch, a, false, stream);
 }
 
 const Problem& CompiledKernel::problem() const {

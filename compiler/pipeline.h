@@ -10,9 +10,11 @@
 //   7 nvrtc       cubin for the device's own sm_XY (PTX for compute_90 without a GPU)
 //   --- steps 1-7 need no GPU (build_kernel); steps 8-9 do (CompiledKernel) ---
 //   8 load        module load, function lookup
-//   9 upload      values, column indices and offset tables to device memory
-//   then run():   prologue (C = beta*C) when present, then the kernel; an empty grid is not
-//                 launched, but C = beta*C is still applied.
+//   9 upload      values, column indices and offset tables to device memory; the fp32
+//                 workspace (Atomic output with fp16/bf16: M*N floats) is allocated here, once
+//   then run():   prologue when present (C = beta*C, or ws = beta*C), the kernel, epilogue when
+//                 present (C = ws rounded to the dtype); an empty grid is not launched, but
+//                 C = beta*C is still applied.
 //
 // With SPARSEGEN_DEBUG=1 every step logs one line to stderr with its duration, e.g.
 //   sparsegen: [pipeline] 7/9 nvrtc     312.4 ms  sm_90 cubin, 18432 bytes
@@ -31,6 +33,7 @@
 #include "codegen/general_sparse.h"
 #include "ir/device_limits.h"
 #include "ir/dtype.h"
+#include "ir/format.h"
 #include "ir/problem.h"
 #include "ir/schedule.h"
 #include "ir/sparse_matrix.h"
@@ -97,9 +100,13 @@ struct KernelBuild {
   std::vector<std::string> step_log;  // "verify 0.02 ms", one per step
 };
 
-// Steps 1-7 with a given schedule (no enumeration).
+// Steps 1-7 with a given schedule (no enumeration). `packed` (GeneralSparse; ignored otherwise): a
+// pack_format(a, q, s) result to build from instead of packing again, e.g. one pack shared by the
+// kernels of several dtypes or layouts; valid for every problem q with the same M, K and number
+// of column tiles ceil(N / block_cols) (checked: UserError otherwise). It is copied, not moved.
 KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
-                         const CompileTarget& target, bool line_info = false);
+                         const CompileTarget& target, bool line_info = false,
+                         const PackedFormat* packed = nullptr);
 // Steps 1-7: problem and schedule from the request.
 KernelBuild build_kernel(const CsrMatrix& a, const KernelRequest& req, const CompileTarget& target);
 
@@ -119,7 +126,9 @@ class CompiledKernel {
   // C = alpha * A * B + beta * C on `stream` (asynchronous). B: K*N values of the problem dtype,
   // C: M*N, in the problem's layouts. When beta == 0 C is not read (NaN in C is overwritten).
   // Degenerate problems launch nothing invalid: M*N == 0 does nothing; an empty grid only
-  // applies C = beta*C.
+  // applies C = beta*C. A kernel with a workspace (signature().workspace_bytes > 0) owns one:
+  // its runs must not overlap in time (one stream, or streams ordered by events); runs of
+  // kernels without a workspace may overlap freely.
   void run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta, CUstream stream = nullptr) const;
 
   const Problem& problem() const;

@@ -13,6 +13,14 @@
 // Example: rows of lengths 3,1 with pad 2 → packed lengths 4,2; row_ptr = 0 4 6; positions 3 and
 // 5 are padding (value 0, column of the previous entry, so loads stay in bounds).
 //
+// Known limitation (kept on purpose): padding is multiplied like any entry, so where B holds ±Inf
+// at the column a padding entry reuses, 0·Inf = NaN enters that row's sum. The column is one the
+// row already reads (its last real entry's), so the exact result there is already ±Inf or NaN:
+// the kernels (and the interpreter, which does the same arithmetic) return NaN where exact
+// arithmetic would give ±Inf, and no finite result is ever changed. Avoiding it would need a test
+// per entry in the innermost loop (or a padding mask), paid by every kernel for inputs that have
+// already overflowed.
+//
 // Tasks. Each level has tasks (see schedule.h). For level L, task t covers logical positions
 // [nz_begin[t], nz_begin[t+1]) and rows [row_begin[t], row_begin[t+1]) for Row/Rows splits; for
 // Nnz splits row_begin[t] is the packed row of position nz_begin[t] (row_begin[tasks] = rows).

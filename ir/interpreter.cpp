@@ -62,12 +62,11 @@ class Interp {
 
   void run() {
     const int64_t wc = s_.warp_cols();
-    if (f_.output == OutputMode::Atomic) {  // prologue: C = beta·C for every row
-      for (int64_t r = 0; r < p_.m; ++r)
-        for (int64_t col = 0; col < p_.n; ++col) {
-          float& out = c_[static_cast<size_t>(p_.c_index(r, col))];
-          out = beta_ == 0.0f ? 0.0f : round_to(p_.dtype, beta_ * round_to(p_.dtype, out));
-        }
+    const bool atomic = f_.output == OutputMode::Atomic;
+    if (atomic) {  // prologue: ws = beta·C in fp32 for every element (C unread when beta == 0)
+      ws_.resize(static_cast<size_t>(p_.m * p_.n));
+      for (size_t i = 0; i < ws_.size(); ++i)
+        ws_[i] = beta_ == 0.0f ? 0.0f : beta_ * round_to(p_.dtype, c_[i]);
     }
     for (int64_t tile = 0; tile < f_.stats.col_tiles; ++tile)
       for (int64_t pass = 0; pass * wc < s_.block_cols; ++pass) {
@@ -84,6 +83,8 @@ class Interp {
           }
         }
       }
+    if (atomic)  // epilogue: the one rounding to dtype
+      for (size_t i = 0; i < ws_.size(); ++i) c_[i] = round_to(p_.dtype, ws_[i]);
     check_coverage();
   }
 
@@ -113,7 +114,8 @@ class Interp {
     dst.npos += src.npos;
   }
 
-  // Stores (Store) or atomically adds (Atomic) a result; Store requires a complete row.
+  // Stores (Store) a result, or adds it to the fp32 workspace (Atomic); Store requires a complete
+  // row.
   void write(const Seg& sg, const char* who, int64_t task) {
     if (sg.row < 0 || sg.row >= f_.stats.rows)
       broken(fmt::format("{} task {} writes packed row {} of {}", who, task, sg.row, f_.stats.rows));
@@ -127,13 +129,13 @@ class Interp {
     const int64_t orig = f_.perm.values[static_cast<size_t>(sg.row)];
     const int64_t ncols = std::min<int64_t>(s_.warp_cols(), p_.n - col_base_);
     for (int64_t j = 0; j < ncols; ++j) {
-      float& out = c_[static_cast<size_t>(p_.c_index(orig, col_base_ + j))];
+      const size_t i = static_cast<size_t>(p_.c_index(orig, col_base_ + j));
       const float val = alpha_ * sg.v[static_cast<size_t>(j)];
       if (f_.output == OutputMode::Store) {
-        const float old = beta_ == 0.0f ? 0.0f : beta_ * round_to(p_.dtype, out);
-        out = round_to(p_.dtype, val + old);
+        const float old = beta_ == 0.0f ? 0.0f : beta_ * round_to(p_.dtype, c_[i]);
+        c_[i] = round_to(p_.dtype, val + old);
       } else {
-        out = round_to(p_.dtype, out + round_to(p_.dtype, val));
+        ws_[i] += val;
       }
     }
   }
@@ -292,6 +294,7 @@ class Interp {
   std::span<float> c_;
   float alpha_, beta_;
   std::vector<float> bq_;
+  std::vector<float> ws_;  // Atomic: fp32 accumulation, C's layout (the kernels' workspace)
   int64_t col_base_ = 0;
   bool track_ = false;
   std::vector<int64_t> written_, covered_;

@@ -5,8 +5,11 @@
 // for "this plan computes A·B" and the oracle the GPU tests compare with.
 //
 // Arithmetic: A, B and C values are first rounded to problem.dtype (as the GPU sees them);
-// products are accumulated in fp32; the stored result is rounded to dtype (Atomic mode rounds
-// after every add, like atomicAdd on a half). Dense operands are float arrays in the problem's
+// products are accumulated in fp32; the stored result is rounded to dtype once. Store mode:
+// C = round(alpha·acc + beta·C). Atomic mode models the kernels' fp32 workspace: ws = beta·C in
+// fp32, every partial adds alpha·partial to ws in fp32 (in the interpreter's task order; the GPU's
+// atomics add in any order), and C = round(ws) at the end (for fp32 the kernels add into C
+// directly, which is the same arithmetic). Dense operands are float arrays in the problem's
 // layouts (B: K·N, C: M·N entries). beta == 0: C is not read.
 //
 // The interpreter also checks the plan's invariants (a Total reduction whose partials span two

@@ -49,7 +49,8 @@
 //     are summed;
 //   - what a block hands up is written by the block: a stored whole row (Store) or an atomic add.
 // Every write adds alpha·partial: Store computes alpha·acc + beta·C (C not read when beta == 0);
-// Atomic adds alpha·acc to C, which a prologue set to beta·C (0 when beta == 0) for all M rows.
+// Atomic adds alpha·acc to C, which a prologue set to beta·C (0 when beta == 0) for all M rows;
+// the adds are fp32 (fp16/bf16 add into an fp32 workspace that an epilogue rounds into C once).
 //
 // Dense columns: a block owns block_cols columns of C (grid.y = ceil(N / block_cols)); a warp (and
 // each of its groups) covers warp_cols() = group_threads·thread_cols columns per pass and loops

@@ -62,8 +62,17 @@ __device__ __forceinline__ void scale_f32(T* __restrict__ p, float beta) {
   *p = detail::Cvt<T>::from_f32(beta == 0.0f ? 0.0f : beta * detail::Cvt<T>::to_f32(*p));
 }
 
-// Atomically adds v to p[0]. fp16 / bf16 atomics round the sum to the element type: callers use
-// them only where partial rows from different workers must meet (split rows).
+// ws[0] = beta * c[0] in fp32 (the Atomic prologue of 16-bit dtypes: partial rows are summed in
+// an fp32 workspace and rounded to T once); beta == 0 writes 0 without reading c (NaN poison).
+template <typename T>
+__device__ __forceinline__ void init_workspace(float* __restrict__ ws, const T* __restrict__ c,
+                                               float beta) {
+  *ws = beta == 0.0f ? 0.0f : beta * detail::Cvt<T>::to_f32(*c);
+}
+
+// Atomically adds v to p[0]. The emitters call it with T = float only (C itself for fp32, the fp32
+// workspace for fp16 / bf16): a 16-bit atomic would round every partial sum to T and overflow
+// where the partial sums of a row exceed T's range even though the row's result does not.
 template <typename T>
 __device__ __forceinline__ void atomic_add_f32(T* p, float v) {
   atomicAdd(p, detail::Cvt<T>::from_f32(v));

@@ -1,6 +1,7 @@
 // GeneralSparse emitter: pattern checks on the emitted CUDA (not byte equality).
 #include "codegen/general_sparse.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -48,7 +49,9 @@ TEST(GeneralSparse, CsrVectorShape) {
   EXPECT_TRUE(has(s, "sg::fma_vec_f32<2, T>("));  // N % tcols == 0, row-major B
   EXPECT_TRUE(has(s, "sg::store_axpby<T>("));
   EXPECT_FALSE(has(s, "atomic_add"));
-  EXPECT_TRUE(k.signature.prologue_name.empty());
+  EXPECT_FALSE(k.signature.prologue.present());
+  EXPECT_FALSE(k.signature.epilogue.present());
+  EXPECT_EQ(k.signature.workspace_bytes, 0);
   EXPECT_EQ(k.signature.launch.block_threads, 128);
   EXPECT_EQ(k.signature.launch.grid_x, 8);  // 32 rows / 4 per block
   EXPECT_EQ(k.signature.launch.grid_y, 1);
@@ -101,10 +104,18 @@ TEST(GeneralSparse, NonzeroSplitUsesAtomicsAndPrologue) {
   EXPECT_TRUE(has(s, "row_start_bits"));
   EXPECT_TRUE(has(s, "sg::segment_heads<4>(row, lane)"));
   EXPECT_TRUE(has(s, "sg::bitmap_reduce_sum<4>(acc[0]"));
-  EXPECT_TRUE(has(s, "sg::atomic_add_f32<T>("));
+  // fp32: the atomic adds go straight into C (fp32 atomics); no workspace, no epilogue.
+  EXPECT_TRUE(has(s, "sg::atomic_add_f32<float>(C + "));
   EXPECT_FALSE(has(s, "store_axpby"));
-  EXPECT_EQ(k.signature.prologue_name, "sparsegen_general_scale_c");
-  EXPECT_EQ(k.signature.prologue_launch.grid_x, (p.m * p.n + 255) / 256);
+  EXPECT_FALSE(has(s, "float* __restrict__ ws"));
+  EXPECT_EQ(k.signature.prologue.name, "sparsegen_general_scale_c");
+  EXPECT_EQ(k.signature.prologue.launch.grid_x, (p.m * p.n + 255) / 256);
+  ASSERT_EQ(k.signature.prologue.params.size(), 2u);
+  EXPECT_EQ(k.signature.prologue.params[0].kind, ParamKind::C);
+  EXPECT_EQ(k.signature.prologue.params[1].kind, ParamKind::Beta);
+  EXPECT_FALSE(k.signature.epilogue.present());
+  EXPECT_EQ(k.signature.workspace_bytes, 0);
+  EXPECT_EQ(k.signature.params[3].kind, ParamKind::C);
   bool bits = false;
   for (const auto& prm : k.signature.params)
     if (prm.name == "row_start_bits") {
@@ -113,6 +124,59 @@ TEST(GeneralSparse, NonzeroSplitUsesAtomicsAndPrologue) {
       EXPECT_FALSE(prm.data.empty());
     }
   EXPECT_TRUE(bits);
+}
+
+// fp16/bf16 with split rows: the partial rows meet in an fp32 workspace (fp32 atomics), the
+// prologue sets it to beta*C, the epilogue rounds it into C once. A 16-bit atomicAdd would round
+// every partial sum and overflow where partial sums exceed the dtype's range (LAGraph/olm1000).
+TEST(GeneralSparse, SixteenBitNonzeroSplitAccumulatesInAnFp32Workspace) {
+  const auto& a = matrix(2);
+  for (DType t : {DType::F16, DType::BF16}) {
+    SCOPED_TRACE(std::string(to_string(t)));
+    const Problem p = Problem::spmm(a.rows, a.cols, 8, t, Layout::RowMajor, Layout::ColMajor);
+    const auto k = emit(a, p,
+                        "general;block=nnz:64;warp=nnz:32;thread=nnz:4;warps=2;group=4;tcols=2;"
+                        "bcols=8;red=bitmap,segment,segment;pad=1;vec=2");
+    const std::string& s = k.source;
+    const KernelSignature& sig = k.signature;
+    // Main kernel: ws instead of C, fp32 atomics into it (column-major: col * M + row).
+    EXPECT_TRUE(has(s, "float* __restrict__ ws,"));
+    EXPECT_TRUE(has(s, fmt::format("sg::atomic_add_f32<float>(ws + static_cast<long long>(", "")));
+    EXPECT_TRUE(has(s, fmt::format(") * {} + orow", p.m)));
+    EXPECT_FALSE(has(s, "atomic_add_f32<T>"));
+    EXPECT_FALSE(has(s, "scale_f32"));
+    ASSERT_GE(sig.params.size(), 6u);
+    EXPECT_EQ(sig.params[3].kind, ParamKind::Workspace);
+    EXPECT_EQ(sig.params[3].name, "ws");
+    for (const auto& prm : sig.params) EXPECT_NE(prm.kind, ParamKind::C) << prm.name;
+    EXPECT_EQ(sig.workspace_bytes, p.m * p.n * 4);
+    // Prologue ws = beta*C (C read-only, not read when beta == 0), epilogue C = round(ws).
+    EXPECT_TRUE(has(s,
+                    "sparsegen_general_init_ws(float* __restrict__ ws, const T* __restrict__ "
+                    "C, float beta)"));
+    EXPECT_TRUE(has(s, "sg::init_workspace<T>(ws + i, C + i, beta)"));
+    EXPECT_TRUE(has(s,
+                    "sparsegen_general_store_ws(T* __restrict__ C, const float* __restrict__ "
+                    "ws)"));
+    EXPECT_TRUE(has(s, "sg::store_f32<T>(C + i, ws[i])"));
+    EXPECT_EQ(sig.prologue.name, "sparsegen_general_init_ws");
+    EXPECT_EQ(sig.epilogue.name, "sparsegen_general_store_ws");
+    ASSERT_EQ(sig.prologue.params.size(), 3u);
+    EXPECT_EQ(sig.prologue.params[0].kind, ParamKind::Workspace);
+    EXPECT_EQ(sig.prologue.params[1].kind, ParamKind::C);
+    EXPECT_EQ(sig.prologue.params[2].kind, ParamKind::Beta);
+    ASSERT_EQ(sig.epilogue.params.size(), 2u);
+    EXPECT_EQ(sig.epilogue.params[0].kind, ParamKind::C);
+    EXPECT_EQ(sig.epilogue.params[1].kind, ParamKind::Workspace);
+    for (const LaunchShape& l : {sig.prologue.launch, sig.epilogue.launch}) {
+      EXPECT_EQ(l.grid_x, (p.m * p.n + 255) / 256);
+      EXPECT_EQ(l.block_threads, 256);
+    }
+    const std::string d = describe(sig);
+    EXPECT_TRUE(has(d, "prologue sparsegen_general_init_ws(ws, C, beta)")) << d;
+    EXPECT_TRUE(has(d, "epilogue sparsegen_general_store_ws(C, ws)")) << d;
+    EXPECT_TRUE(has(d, fmt::format("workspace {} bytes", p.m * p.n * 4))) << d;
+  }
 }
 
 TEST(GeneralSparse, WarpBitmapLoadsTheStoredBitmap) {

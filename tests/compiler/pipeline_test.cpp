@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -198,7 +199,12 @@ TEST(Pipeline, DegenerateProblemsHaveAValidPlan) {
       const KernelBuild b = build_kernel(c.a, p, all[i], ptx_target());
       const auto& sig = b.kernel.signature;
       if (sig.empty_grid() && p.m * p.n > 0) {
-        EXPECT_FALSE(sig.prologue_name.empty());
+        EXPECT_TRUE(sig.prologue.present());
+      }
+      // A workspace comes with its prologue and epilogue.
+      EXPECT_EQ(sig.workspace_bytes > 0, sig.epilogue.present());
+      if (sig.epilogue.present()) {
+        EXPECT_TRUE(sig.prologue.present());
       }
       // The interpreter (the GPU oracle) computes C = beta*C for them.
       const PackedFormat f = pack_format(c.a, p, all[i]);
@@ -288,6 +294,89 @@ TEST(CheckHost, ComparisonAcceptsCorrectAndRejectsWrongOutputs) {
           }
         }
       }
+}
+
+// fp32 intermediates may overflow where the finite products' magnitudes reach FLT_MAX
+// (ParU/temp.mtx row 178: 2.886e38, -Inf, 1.918e38, 2.35e32; the GPU computed +Inf + -Inf = NaN
+// where the double oracle said -Inf): there a non-finite output is accepted and counted, a finite
+// one is checked.
+TEST(CheckHost, OverflowIndeterminateElementsAcceptNonFiniteOnly) {
+  const float inf = std::numeric_limits<float>::infinity();
+  CsrMatrix a;
+  a.rows = 3;
+  a.cols = 4;
+  a.row_ptr = {0, 4, 6, 8};
+  a.col_idx = {0, 1, 2, 3, 0, 1, 0, 1};
+  a.values = {2.886e38f, -inf, 1.918e38f, 2.35e32f, 0.75f, -0.5f, 3e38f, -3e38f};
+  const Problem p = Problem::spmm(3, 4, 3, DType::F32);
+  const Schedule s = enumerate_schedules(p, a).front();
+  for (float beta : {0.0f, -1.5f}) {
+    SCOPED_TRACE(beta);
+    CheckInputs in = make_check_inputs(p, 5, 0.75f, beta);
+    for (int64_t c = 0; c < p.n; ++c) {  // row 2: 0.75 * (3e38 * 1 - 3e38 * 0.5), finite
+      in.b[static_cast<size_t>(p.b_index(0, c))] = 1.0f;
+      in.b[static_cast<size_t>(p.b_index(1, c))] = 0.5f;
+    }
+    const Reference ref = compute_reference(a, in);
+    ASSERT_EQ(ref.indeterminate.size(), 9u);
+    for (int64_t c = 0; c < p.n; ++c) {
+      EXPECT_EQ(ref.indeterminate[static_cast<size_t>(p.c_index(0, c))], 1);
+      EXPECT_EQ(ref.indeterminate[static_cast<size_t>(p.c_index(1, c))], 0);
+      EXPECT_EQ(ref.indeterminate[static_cast<size_t>(p.c_index(2, c))], 1);
+      EXPECT_EQ(ref.exact[static_cast<size_t>(p.c_index(0, c))], -inf);
+    }
+    std::vector<float> good(9);
+    for (size_t i = 0; i < 9; ++i) good[i] = static_cast<float>(ref.exact[i]);
+    for (int64_t c = 0; c < p.n; ++c) good[static_cast<size_t>(p.c_index(0, c))] = std::nanf("");
+    const size_t r2 = static_cast<size_t>(p.c_index(2, 0));
+    good[r2] = inf;  // an overflowed partial sum
+    CheckResult r = compare_output(a, s, in, ref, good, bits_of(good, p.dtype), nullptr);
+    EXPECT_TRUE(r.passed) << r.error;
+    EXPECT_EQ(r.overflow_indeterminate, 4);
+    auto rejects = [&](size_t i, float v, const char* why) {
+      std::vector<float> bad = good;
+      bad[i] = v;
+      const CheckResult rb = compare_output(a, s, in, ref, bad, bits_of(bad, p.dtype), nullptr);
+      EXPECT_FALSE(rb.passed) << why;
+    };
+    const size_t r0 = static_cast<size_t>(p.c_index(0, 1));
+    rejects(r0, inf, "the opposite infinity of an Inf in A");
+    rejects(r0, 1.0f, "a finite value where A holds an Inf");
+    rejects(static_cast<size_t>(p.c_index(1, 1)), std::nanf(""), "NaN in a determinate element");
+    rejects(r2, 0.0f, "a wrong finite value in an indeterminate element");
+    if (beta == 0.0f) {  // still must be written
+      std::vector<uint32_t> bits = bits_of(good, p.dtype);
+      bits[r0] = poison_bits(p.dtype);
+      std::vector<float> out = good;
+      std::memcpy(&out[r0], &bits[r0], 4);
+      r = compare_output(a, s, in, ref, out, bits, nullptr);
+      EXPECT_FALSE(r.passed);
+      EXPECT_EQ(r.unwritten, 1);
+    }
+  }
+}
+
+// An Atomic fp16 kernel (rows split across blocks) compiles with its fp32 workspace kernels.
+TEST(Pipeline, SixteenBitAtomicKernelHasWorkspaceEntryPoints) {
+  const CsrMatrix a = make_matrix({0, 5, 1, 17, 3, 0, 40, 2}, 64);
+  for (DType dt : {DType::F16, DType::BF16}) {
+    const Problem p = Problem::spmm(a.rows, a.cols, 7, dt, Layout::ColMajor, Layout::RowMajor);
+    const Schedule s = parse_schedule(
+        "general;block=nnz:32;warp=nnz:16;thread=nnz:2;warps=2;group=4;tcols=1;bcols=4;"
+        "red=bitmap,segment,segment");
+    const KernelBuild b = build_kernel(a, p, s, ptx_target());
+    const auto& sig = b.kernel.signature;
+    EXPECT_EQ(sig.workspace_bytes, a.rows * 7 * 4);
+    const std::string ptx(b.compiled.image.data());
+    for (const std::string& name : {sig.kernel_name, sig.prologue.name, sig.epilogue.name}) {
+      EXPECT_FALSE(name.empty());
+      EXPECT_NE(ptx.find(".entry " + name), std::string::npos) << name;
+    }
+    // The fp32 atomic (red/atom .add.f32), no 16-bit atomic.
+    EXPECT_NE(ptx.find(".add.f32"), std::string::npos);
+    EXPECT_EQ(ptx.find(".add.noftz.f16"), std::string::npos);
+    EXPECT_EQ(ptx.find(".add.noftz.bf16"), std::string::npos);
+  }
 }
 
 TEST(CheckHost, PoisonPatternsAreNaNs) {

@@ -162,6 +162,43 @@ TEST(Interpreter, DegenerateProblems) {
   }
 }
 
+// Atomic output with a 16-bit dtype accumulates in fp32 and rounds once (the kernels' fp32
+// workspace): partial sums beyond the fp16 range do not overflow when the row's result is in
+// range. Row 0 is 48000 x3, -56000 x2, 10000 (exact in fp16) times B = 1: result 42000; blocks
+// of 2 nonzeros add the partials 96000, -8000, -46000 (96000 is beyond fp16's 65504).
+TEST(Interpreter, AtomicFp16PartialSumsBeyondRangeDoNotOverflow) {
+  CsrMatrix a;
+  a.rows = 2;
+  a.cols = 8;
+  a.row_ptr = {0, 6, 7};
+  a.col_idx = {0, 1, 2, 3, 4, 5, 7};
+  a.values = {48000, 48000, 48000, -56000, -56000, 10000, 2};
+  const Schedule s = parse_schedule(
+      "general;block=nnz:2;warp=nnz:2;thread=nnz:1;warps=1;group=16;tcols=1;bcols=16;"
+      "red=total,bitmap,segment");
+  for (DType t : {DType::F16, DType::BF16}) {
+    const Problem p = Problem::spmm(2, 8, 16, t);
+    ASSERT_TRUE(validate(p, s).empty()) << validate(p, s).front();
+    const PackedFormat f = pack_format(a, p, s);
+    ASSERT_EQ(f.output, OutputMode::Atomic);
+    const std::vector<float> b(8 * 16, 1.0f);
+    float row0 = 0;  // exact in fp32: a sum of integers
+    for (int e = 0; e < 6; ++e) row0 += round_to(t, a.values[static_cast<size_t>(e)]);
+    if (t == DType::F16) {
+      EXPECT_EQ(row0, 42000.0f);
+    }
+    for (float beta : {0.0f, 2.0f}) {
+      std::vector<float> c(2 * 16, 1000.0f);
+      interpret(p, s, f, b, c, 1.0f, beta);
+      for (int64_t col = 0; col < 16; ++col) {
+        EXPECT_EQ(c[static_cast<size_t>(p.c_index(0, col))], round_to(t, row0 + beta * 1000.0f))
+            << to_string(t) << " beta " << beta;
+        EXPECT_EQ(c[static_cast<size_t>(p.c_index(1, col))], round_to(t, 2.0f + beta * 1000.0f));
+      }
+    }
+  }
+}
+
 TEST(Interpreter, DetectsABrokenPlan) {
   CsrMatrix a = matrix_with_lengths(32, {5, 3, 8, 2}, 6);
   Problem p = Problem::spmm(4, 32, 2, DType::F32);

@@ -18,6 +18,8 @@
 //
 // One compiled Kernel serves any number of runs (any B, C, alpha, beta, stream); kernels are
 // specific to the matrix's structure and values (the values live on the device with the kernel).
+// Runs of one Kernel must not overlap in time when it splits rows across blocks in fp16/bf16
+// (it then owns an fp32 accumulation workspace): issue them on one stream, or order the streams.
 // Kernels come from the kernel database when this (matrix structure, N, dtype, device) was tuned
 // before (milliseconds); otherwise spmm() tunes (compiler/tune.h): enumerate the schedule space,
 // rank it with the cost model, measure the top_k candidates on the GPU with the L2 flushed, check
