@@ -354,7 +354,7 @@ std::vector<float> interpreter_output(const CsrMatrix& a, const Schedule& s, con
 
 CheckResult gpu_check(const CompiledKernel& k, const CsrMatrix& a, const CheckInputs& in,
                       const Reference& ref, CUstream stream, const std::vector<float>* interp,
-                      bool run_interpreter) {
+                      bool run_interpreter, CheckBuffers* buffers) {
   const Problem& p = k.problem();
   SG_ASSERT(p == in.problem, "gpu_check: inputs for another problem");
   const size_t mn = static_cast<size_t>(p.m * p.n);
@@ -369,7 +369,12 @@ CheckResult gpu_check(const CompiledKernel& k, const CsrMatrix& a, const CheckIn
     c_bytes = to_dtype_bytes(in.c0, p.dtype);
   }
   // One spare element each, so that empty operands still get a valid (unused) allocation.
-  cuda::DeviceBuffer db(b_bytes.size() + w), dc(c_bytes.size() + w);
+  CheckBuffers local;
+  CheckBuffers& bufs = buffers != nullptr ? *buffers : local;
+  if (bufs.b.bytes() != b_bytes.size() + w) bufs.b = cuda::DeviceBuffer(b_bytes.size() + w);
+  if (bufs.c.bytes() != c_bytes.size() + w) bufs.c = cuda::DeviceBuffer(c_bytes.size() + w);
+  cuda::DeviceBuffer& db = bufs.b;
+  cuda::DeviceBuffer& dc = bufs.c;
   if (!b_bytes.empty()) db.upload(b_bytes.data(), b_bytes.size());
   if (!c_bytes.empty()) dc.upload(c_bytes.data(), c_bytes.size());
   k.run(db.ptr(), dc.ptr(), in.alpha, in.beta, stream);

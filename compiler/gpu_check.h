@@ -122,11 +122,18 @@ uint32_t poison_bits(DType t);
 
 // Runs `k` once on `stream` (C poisoned when in.beta == 0, else C = in.c0), downloads C and
 // compares. The interpreter's output: `interp` when given (computed elsewhere, e.g. on a worker
-// thread), else computed here when run_interpreter and nnz·N <= kInterpreterLimit. Never throws
-// for a wrong result; CUDA errors propagate as CudaError.
+// thread), else computed here when run_interpreter and nnz·N <= kInterpreterLimit. `buffers`
+// (optional): device B and C kept between checks and reallocated only when the size changes
+// (always exactly B's and C's size plus one element, so compute-sanitizer still sees overruns);
+// saves two allocations and frees per check. Never throws for a wrong result; CUDA errors
+// propagate as CudaError.
+struct CheckBuffers {
+  cuda::DeviceBuffer b, c;
+};
 CheckResult gpu_check(const CompiledKernel& k, const CsrMatrix& a, const CheckInputs& in,
                       const Reference& ref, CUstream stream = nullptr,
-                      const std::vector<float>* interp = nullptr, bool run_interpreter = true);
+                      const std::vector<float>* interp = nullptr, bool run_interpreter = true,
+                      CheckBuffers* buffers = nullptr);
 
 // The interpreter's output for inputs `in` (C starting from in.c0), or empty when nnz·N exceeds
 // kInterpreterLimit. Throws std::logic_error when the plan breaks an invariant. `packed`

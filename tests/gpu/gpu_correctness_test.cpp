@@ -9,8 +9,10 @@
 //     (7 kinds today, e.g. "rows/row/nnz red=total>total>none"). Every config below checks one
 //     schedule of EVERY kind the enumerator offers for it. Within a kind, candidates are ordered
 //     greedily for feature coverage (warps, group, thread/block columns, vector width,
-//     interleave, sort, padding, split amounts) and the pick rotates through the first few, so
-//     successive configs see different variants.
+//     interleave, sort, padding, split amounts) and the pick rotates through the first few with
+//     the N, so successive N see different variants and the dtypes of one N share the schedule
+//     (and its packed format: one pack per (matrix, schedule, column tiles), freed after its
+//     last kernel).
 //   - Each matrix gets T configs (dtype, N, B/C layout): T = 3 for suitesparse and dlmc, 2 for
 //     edge (tiny files whose quirks are mostly the reader's business). Config number c (counted
 //     over the whole collection) uses dtype c % 3, N = {1,2,7,8,32,64,128}[(c / 3) % 7] and layout
@@ -18,16 +20,19 @@
 //     every 84.
 //   - Generated 4096 x 11008 LLM-shaped matrices (magnitude pruning, 50/70/90%): each gets all 21
 //     (dtype, N) pairs and every kind; the three together cover every (kind, dtype, N) triple.
-//   - Every kernel runs twice: beta = 0 with C poisoned, and beta = -1.5 (alpha = 0.75).
-// Compilation (NVRTC, ~0.1-0.5 s per kernel) dominates: kernels are built on a thread pool (pack,
-// emit, NVRTC, and the interpreter's output) while the main thread loads, runs and checks them in
-// order. Measured here (2 shared cores, PTX): ~0.07-0.12 s per kernel of NVRTC, 2-6 s to pack a
-// 22.5M-nonzero matrix; the whole suite is ~4000 kernels, expected 1-2 minutes of wall time on a
-// 16-core H100 host (cubins cost more than PTX) when ctest runs the tests side by side.
+//   - Every kernel runs twice: beta = 0 with C poisoned, and beta = -1.5 (alpha = 0.75); both
+//     runs use the same B (different C), so the double-precision references share A·B.
+// Kernels are built on a thread pool (pack, emit, NVRTC, the interpreter's output) while the main
+// thread loads, runs and checks them in order; builds in flight are capped by memory for the
+// 4096 x 11008 matrices. Each test prints its thread-seconds per phase (references, pack, NVRTC,
+// interpreter) and the main thread's load/run/check seconds. Measured here (DRY, 2 shared cores,
+// sm_90 cubins): NVRTC ~83 ms per kernel and ~92% of the file collections' CPU time; Pruned70 16 s
+// wall / 27 CPU-s (PTX) after sharing packs and references (57 s / 48 CPU-s before).
 //
 // Knobs: SPARSEGEN_GPU_TEST_CONFIGS (T for the file collections),
 // SPARSEGEN_GPU_TEST_MATRICES (substring filter on matrix names), SPARSEGEN_GPU_TEST_DRY=1 (no GPU
-// needed: builds and references only, to measure the CPU side), SPARSEGEN_GPU_TEST_PLAN=1 (with
+// needed: builds and references only, to measure the CPU side; SPARSEGEN_GPU_TEST_ARCH picks the
+// NVRTC target there, sm_90 cubins by default), SPARSEGEN_GPU_TEST_PLAN=1 (with
 // DRY: only count the planned kernels), SPARSEGEN_RESULTS_DIR (JSON summary per test).
 #include <gtest/gtest.h>
 
@@ -49,11 +54,13 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "compiler/gpu_check.h"
 #include "compiler/pipeline.h"
 #include "ir/enumerate.h"
+#include "ir/format.h"
 #include "ir/gen/pruning.h"
 #include "ir/io/load.h"
 #include "ir/macko_schedule.h"
@@ -150,15 +157,32 @@ struct Config {
   Reference ref[2];
   void ensure_references(const CsrMatrix& a) {
     std::call_once(ref_once, [&] {
-      for (int b = 0; b < 2; ++b) ref[b] = compute_reference(a, inputs[b]);
+      // Both runs share B (make_check_inputs below), so A·B is computed once.
+      std::vector<Reference> r = compute_references(a, {&inputs[0], &inputs[1]});
+      ref[0] = std::move(r[0]);
+      ref[1] = std::move(r[1]);
     });
   }
+};
+
+// One PackedFormat shared by the jobs with the same (matrix, schedule, column tiles): a packed
+// format depends on the problem only through M, K and ceil(N / block_cols), so the kernels of the
+// three dtypes (and any layouts) of one schedule pack once. Built by the first job that needs it,
+// freed when its last job is done.
+struct PackSlot {
+  std::once_flag once;
+  std::shared_ptr<const PackedFormat> f;
+  std::string error;
+  double pack_s = 0;
+  std::atomic<int> users{0};
+  size_t order = 0;  // creation order: jobs are sorted by it
 };
 
 struct Job {
   size_t config = 0;
   Schedule schedule;
   std::string kind;
+  std::shared_ptr<PackSlot> pack;
 };
 
 struct Built {
@@ -166,6 +190,8 @@ struct Built {
   std::string error;
   std::vector<float> interp[2];
   double build_s = 0;
+  // CPU-side phases (seconds on the worker thread).
+  double ref_s = 0, pack_s = 0, nvrtc_s = 0, interp_s = 0;
   bool ready = false;
 };
 
@@ -188,7 +214,10 @@ class Campaign {
       ctx_ = std::make_shared<cuda::Context>(0);
       target_ = detect_target(0);
     } else {
-      target_.arch = "compute_90";
+      // A cubin by default, like the GPU run (NVRTC's ptxas step is most of the compile time);
+      // SPARSEGEN_GPU_TEST_ARCH=compute_90 measures PTX only.
+      const char* arch = std::getenv("SPARSEGEN_GPU_TEST_ARCH");
+      target_.arch = arch != nullptr && *arch != 0 ? arch : "sm_90";
     }
     if (const char* f = std::getenv("SPARSEGEN_GPU_TEST_MATRICES")) filter_ = f;
   }
@@ -239,6 +268,8 @@ class Campaign {
       for (int b = 0; b < 2; ++b)
         cfg->inputs[b] =
             make_check_inputs(p, static_cast<uint64_t>(c) * 2 + uint64_t(b) + 1, kAlpha, kBetas[b]);
+      // One B for both runs (they differ in C and beta): the references share A·B.
+      cfg->inputs[1].b = cfg->inputs[0].b;
       const size_t ci = configs_.size();
       configs_.push_back(std::move(cfg));
       int kind_index = 0;
@@ -246,16 +277,26 @@ class Campaign {
         const int ki = kind_index++;
         if ((ki + c / 3) % kind_share != kind_phase) continue;
         const auto order = diverse_order(cands, 4);
-        const Schedule& s = order[static_cast<size_t>(c / 7 + ki) % order.size()];
-        jobs_.push_back({ci, s, kind});
+        // The variant rotates with the N (c / dtypes), so the dtypes of one N get the same
+        // schedule where their candidates agree and share its packed format.
+        const int dtypes = macko_ ? 2 : 3;
+        const Schedule& s = order[static_cast<size_t>(c / dtypes + ki) % order.size()];
+        jobs_.push_back({ci, s, kind, pack_slot(mi, s, p, *a)});
       }
     }
   }
 
   void run() {
     const auto t0 = Clock::now();
-    std::printf("[ GPU      ] %s: planned %zu kernels (%zu matrices, %zu configs)\n", name_.c_str(),
-                jobs_.size(), matrices_.size(), configs_.size());
+    // Jobs sharing a packed format run back to back (its memory is freed after the last one).
+    auto order_of = [](const Job& j) { return j.pack ? j.pack->order : 0; };
+    std::stable_sort(jobs_.begin(), jobs_.end(),
+                     [&](const Job& x, const Job& y) { return order_of(x) < order_of(y); });
+    for (Job& j : jobs_)
+      if (j.pack) ++j.pack->users;
+    std::printf(
+        "[ GPU      ] %s: planned %zu kernels (%zu matrices, %zu configs, %zu packed formats)\n",
+        name_.c_str(), jobs_.size(), matrices_.size(), configs_.size(), packs_.size());
     std::fflush(stdout);
     if (env_flag("SPARSEGEN_GPU_TEST_PLAN")) {
       dry_ = true;
@@ -263,7 +304,14 @@ class Campaign {
     }
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const int threads = std::max(1, std::min<int>(hw, 16));
-    const size_t window = static_cast<size_t>(threads) * 2;
+    // Builds in flight (not yet checked) hold their packed values, indices and tables: about 32
+    // bytes per nonzero (more with per-nonzero offset tables). Cap them at ~8 GiB per process, so
+    // that the three 4096 x 11008 tests running side by side stay far from the host's memory.
+    int64_t max_nnz = 1;
+    for (const auto& m : matrices_) max_nnz = std::max(max_nnz, m->nnz());
+    const int64_t per_job = 32 * max_nnz;
+    const size_t window = static_cast<size_t>(
+        std::clamp<int64_t>((int64_t{8} << 30) / per_job, 2, static_cast<int64_t>(threads) * 2));
     std::vector<Built> built(jobs_.size());
     std::mutex mu;
     std::condition_variable cv;
@@ -283,13 +331,40 @@ class Campaign {
         Config& cfg = *configs_[job.config];
         const CsrMatrix& a = *matrices_[cfg.matrix];
         try {
+          auto t = Clock::now();
           cfg.ensure_references(a);
-          b.build = build_kernel(a, cfg.problem, job.schedule, target_);
+          b.ref_s = seconds_since(t);
+          // The shared pack (GeneralSparse); other families (MACKO) pack inside build_kernel.
+          std::shared_ptr<const PackedFormat> f;
+          if (job.pack) {
+            PackSlot& slot = *job.pack;
+            std::call_once(slot.once, [&] {
+              const auto tp = Clock::now();
+              try {
+                slot.f =
+                    std::make_shared<const PackedFormat>(pack_format(a, cfg.problem, job.schedule));
+              } catch (const std::exception& e) {
+                slot.error = e.what();
+              }
+              slot.pack_s = seconds_since(tp);
+              b.pack_s = slot.pack_s;  // counted once, by the job that packed
+            });
+            f = slot.f;
+            if (!f) throw std::runtime_error("pack: " + slot.error);
+          }
+          b.build = build_kernel(a, cfg.problem, job.schedule, target_, false, f.get());
+          b.nvrtc_s = b.build->compiled.compile_ms / 1000.0;
+          t = Clock::now();
           for (int k = 0; k < 2; ++k)
-            b.interp[k] = interpreter_output(a, job.schedule, cfg.inputs[k]);
+            b.interp[k] = interpreter_output(a, job.schedule, cfg.inputs[k], f.get());
+          b.interp_s = seconds_since(t);
         } catch (const std::exception& e) {
           b.error = e.what();
           b.build.reset();
+        }
+        if (job.pack && --job.pack->users == 0) {
+          std::lock_guard lk(mu);  // the last job of this pack: free it
+          job.pack->f.reset();
         }
         b.build_s = seconds_since(tb);
         std::lock_guard lk(mu);
@@ -310,7 +385,14 @@ class Campaign {
         consumed = i + 1;
         cv.notify_all();
       }
+      cpu_.ref += b.ref_s;
+      cpu_.pack += b.pack_s;
+      cpu_.nvrtc += b.nvrtc_s;
+      cpu_.interp += b.interp_s;
+      cpu_.build += b.build_s;
+      const auto tg = Clock::now();
       check_one(jobs_[i], b);
+      cpu_.gpu += seconds_since(tg);
       if (aborted_) {  // the context is unusable: stop the workers, report what ran
         std::lock_guard lk(mu);
         next = jobs_.size();
@@ -340,10 +422,16 @@ class Campaign {
     std::printf(
         "[ GPU      ] %s: %zu matrices, %zu configs, %lld kernels compiled (%.1f s of "
         "compile time on %d threads), %lld checks passed, %lld failed, %zu "
-        "dtype configs skipped for range, wall %.1f s%s\n",
+        "dtype configs skipped for range, %lld overflow-indeterminate elements, wall %.1f s%s\n",
         name_.c_str(), matrices_.size(), configs_.size(), static_cast<long long>(kernels),
         compile_s_, threads_, static_cast<long long>(passed), static_cast<long long>(failed),
-        range_skips_.size(), wall_s_, dry_ ? " (DRY: nothing ran on a GPU)" : "");
+        range_skips_.size(), static_cast<long long>(overflow_indeterminate_), wall_s_,
+        dry_ ? " (DRY: nothing ran on a GPU)" : "");
+    std::printf(
+        "[ GPU      ] %s: thread-seconds: references %.1f, pack %.1f (%zu formats), nvrtc %.1f "
+        "(%s), interpreter %.1f, whole builds %.1f; main thread: load/run/check %.1f\n",
+        name_.c_str(), cpu_.ref, cpu_.pack, packs_.size(), cpu_.nvrtc, target_.arch.c_str(),
+        cpu_.interp, cpu_.build, cpu_.gpu);
     std::fflush(stdout);
     if (const char* dir = std::getenv("SPARSEGEN_RESULTS_DIR")) {
       nlohmann::json j;
@@ -359,6 +447,11 @@ class Campaign {
       j["kernels"] = kernels;
       j["checks_passed"] = passed;
       j["checks_failed"] = failed;
+      j["overflow_indeterminate"] = overflow_indeterminate_;
+      j["packed_formats"] = packs_.size();
+      j["thread_s"] = {{"references", cpu_.ref}, {"pack", cpu_.pack},
+                       {"nvrtc", cpu_.nvrtc},    {"interpreter", cpu_.interp},
+                       {"builds", cpu_.build},   {"main_load_run_check", cpu_.gpu}};
       for (const auto& [key, st] : table)
         j["per_kind"].push_back({{"kind", key.first},
                                  {"dtype", key.second},
@@ -420,8 +513,10 @@ class Campaign {
     try {
       const CompiledKernel k(ctx_, std::move(*b.build));
       for (int i = 0; i < 2; ++i) {
-        const CheckResult r = gpu_check(k, a, cfg.inputs[i], cfg.ref[i], nullptr,
-                                        b.interp[i].empty() ? nullptr : &b.interp[i], false);
+        const CheckResult r =
+            gpu_check(k, a, cfg.inputs[i], cfg.ref[i], nullptr,
+                      b.interp[i].empty() ? nullptr : &b.interp[i], false, &buffers_);
+        overflow_indeterminate_ += r.overflow_indeterminate;
         if (r.passed)
           ++st.passed;
         else
@@ -457,6 +552,25 @@ class Campaign {
   double compile_s_ = 0, wall_s_ = 0;
   int threads_ = 1;
   bool aborted_ = false;
+  int64_t overflow_indeterminate_ = 0;
+  CheckBuffers buffers_;  // device B and C, reused while the sizes stay (main thread only)
+  struct {
+    double ref = 0, pack = 0, nvrtc = 0, interp = 0, build = 0, gpu = 0;
+  } cpu_;
+  std::map<std::tuple<size_t, std::string, int64_t>, std::shared_ptr<PackSlot>> packs_;
+
+  // Null for families other than GeneralSparse.
+  std::shared_ptr<PackSlot> pack_slot(size_t matrix, const Schedule& s, const Problem& p,
+                                      const CsrMatrix& a) {
+    if (s.family() != ScheduleFamily::General) return nullptr;
+    const int64_t tiles = compute_format_stats(a, p, s).col_tiles;
+    auto& slot = packs_[{matrix, to_string(s), tiles}];
+    if (!slot) {
+      slot = std::make_shared<PackSlot>();
+      slot->order = packs_.size();
+    }
+    return slot;
+  }
 };
 
 bool gpu_usable(std::string* why) {
