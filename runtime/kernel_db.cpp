@@ -344,7 +344,16 @@ void KernelDb::open_and_validate(bool create) {
   };
 
   std::int64_t app = 0, version = 0, tables = 0;
-  read_header(&app, &version, &tables);
+  // One read transaction, so the three reads are one snapshot: read one by one, they could see
+  // another process's schema creation half done (tables present, application_id not yet).
+  exec(db_, p, "BEGIN");
+  try {
+    read_header(&app, &version, &tables);
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  exec(db_, p, "COMMIT");
   check_ours(app, version, tables);
   if (version < kSchemaVersion) {
     WriteTxn txn(db_, p);
