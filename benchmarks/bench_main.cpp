@@ -4,9 +4,8 @@
 //   sparsegen-bench FILE -n 8 [--dtype fp16] [--schedule SPEC | --best-of K] [--json out.json]
 //   sparsegen-bench --suite llm|suitesparse|all [--quick] [--best-of K] [--json out.json]
 //
-// For every case (matrix, N, dtype): our kernel (compiler/pipeline.h; the pipeline's schedule, the
-// given --schedule, or with --best-of K the fastest of the first K enumerated schedules, a stand-in
-// until the cost model ranks them), cuBLAS dense (GEMM; for N = 1 also GEMV, the faster kept) and
+// For every case (matrix, N, dtype): our kernel (compiler/pipeline.h; the given --schedule, or the
+// cost model's top pick, or with --best-of K the fastest measured of the model's top K), cuBLAS dense (GEMM; for N = 1 also GEMV, the faster kept) and
 // cuSPARSE CSR (every SpMM/SpMV CSR algorithm and dense layout, the fastest kept). Every output is
 // checked once against the CPU reference (compiler/gpu_check.h) before it is timed; a failing one
 // is reported and not timed. Timing: runtime/timing.h (L2 flushed before every run, events,
@@ -52,6 +51,10 @@
 #include "benchmarks/report.h"
 #include "compiler/gpu_check.h"
 #include "compiler/pipeline.h"
+#include "costmodel/features.h"
+#include "costmodel/linear_model.h"
+#include "costmodel/model_registry.h"
+#include "costmodel/schedule_features.h"
 #include "ir/diagnostics.h"
 #include "ir/dtype.h"
 #include "ir/enumerate.h"
@@ -336,19 +339,34 @@ double packed_a_bytes(const KernelBuild& b) {
   return bytes;
 }
 
-// The schedules to try for one problem: the given SPEC, the first K enumerated, or the
-// pipeline's own choice.
+// The schedules to try for one problem: the given SPEC, or the best `best_of` (at least 1) of the
+// enumerated space as ranked by the shipped cost model for this device (the same ranking
+// `sparsegen tune` uses before it measures; the roofline estimate when no model matches).
 std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMatrix& a,
                                                    const Args& args, const CompileTarget& target,
                                                    int best_of) {
   if (!args.schedule.empty()) return {parse_schedule(args.schedule)};
-  if (best_of <= 1) return {std::nullopt};  // pipeline's choice (choose_schedule)
   EnumerateOptions eo;
   eo.device = target.limits;
   std::vector<Schedule> all = enumerate_schedules(p, a, eo);
+  if (all.empty()) return {std::nullopt};  // let the pipeline say why nothing is valid
+  DeviceProfile d = DeviceProfile::h100_sxm();
+  if (target.has_gpu) {
+    const cuda::DeviceInfo info = cuda::query_device(0);
+    d = device_profile(info.name, info.cc_major, info.cc_minor, info.sm_count,
+                       info.l2_cache_bytes, info.clock_rate_khz, info.max_threads_per_sm,
+                       info.max_registers_per_sm);
+  }
+  static std::mutex mu;
+  static std::optional<ModelChoice> model;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!model) model = default_model(d);
+  }
+  const std::vector<Ranked> ranked = rank_schedules(p, all, a, compute_features(a), model->model);
   std::vector<std::optional<Schedule>> out;
-  for (size_t i = 0; i < all.size() && static_cast<int>(i) < best_of; ++i) out.push_back(all[i]);
-  if (out.empty()) out.push_back(std::nullopt);  // let the pipeline say why nothing is valid
+  for (size_t i = 0; i < ranked.size() && static_cast<int>(i) < std::max(best_of, 1); ++i)
+    out.push_back(all[ranked[i].index]);
   return out;
 }
 
@@ -728,9 +746,9 @@ int run(const Args& a) {
       !a.schedule.empty() ? "given --schedule"
       : best_of > 1
           ? fmt::format(
-                "fastest of the first {} enumerated schedules (stand-in for the cost model)",
+                "fastest measured of the cost model's top {} schedules",
                 best_of)
-          : "the pipeline's schedule (first enumerated)";
+          : "the cost model's top-ranked schedule";
   doc["skipped"] = skipped;
 
   std::vector<CaseResult> results;
@@ -954,7 +972,7 @@ int main(int argc, char** argv) {
                  "for llm)");
   auto* sched = app.add_option("--schedule", a.schedule, "our schedule SPEC (single matrix only)");
   auto* best = app.add_option("--best-of", a.best_of,
-                              "measure the first K enumerated schedules, keep the fastest");
+                              "measure the cost model's top K schedules, keep the fastest");
   auto* suite = app.add_option("--suite", a.suite, "run a suite: llm, suitesparse, all");
   app.add_flag("--quick", a.quick, "the short suite preset (device runs)");
   app.add_option("--json", a.json, "write results as JSON to this file");
