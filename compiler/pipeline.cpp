@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "compiler/macko_build.h"
+#include "compiler/pipeline_steps.h"
 #include "ir/diagnostics.h"
 #include "ir/enumerate.h"
 #include "ir/format.h"
@@ -18,51 +19,12 @@
 namespace sparsegen {
 namespace {
 
-constexpr int kSteps = 9;
-
-// Times one pipeline step; finish() logs it (a step that throws is not
-// logged: the exception says what went wrong).
-class Step {
- public:
-  Step(int index, const char* name, std::vector<std::string>* log)
-      : index_(index), name_(name), log_(log), t0_(std::chrono::steady_clock::now()) {}
-
-  void finish(const std::string& detail = "") {
-    const double ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
-    std::string line = fmt::format("{}/{} {:<9} {:9.2f} ms  {}", index_, kSteps, name_, ms, detail);
-    if (debug_logging()) std::fprintf(stderr, "sparsegen: [pipeline] %s\n", line.c_str());
-    if (log_ != nullptr) log_->push_back(std::move(line));
-  }
-
- private:
-  int index_;
-  const char* name_;
-  std::vector<std::string>* log_;
-  std::chrono::steady_clock::time_point t0_;
-};
-
 // Row of nonzero `e` in CSR (binary search over row_ptr).
 int64_t row_of(const CsrMatrix& a, int64_t e) {
   const auto it = std::upper_bound(a.row_ptr.begin(), a.row_ptr.end(), e);
   return static_cast<int64_t>(it - a.row_ptr.begin()) - 1;
 }
 
-std::vector<char> to_device_values(const std::vector<float>& v, DType dtype) {
-  std::vector<char> out;
-  if (dtype == DType::F32) {
-    out.resize(v.size() * sizeof(float));
-    if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());
-    return out;
-  }
-  ConversionReport rep;
-  const std::vector<uint16_t> bits = convert_values(v, dtype, &rep);
-  // check_value_range() ran on the same values first; padding is 0.
-  SG_ASSERT(rep.out_of_range == 0, "packed values out of range after the range check");
-  out.resize(bits.size() * sizeof(uint16_t));
-  if (!bits.empty()) std::memcpy(out.data(), bits.data(), out.size());
-  return out;
-}
 
 template <class T>
 std::vector<T> narrow_table(const std::vector<int64_t>& data) {
@@ -191,7 +153,7 @@ KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s
   b.nnz = a.nnz();
   FormatStats stats;
   {
-    Step st(3, "verify", &b.step_log);
+    PipelineStep st(3, "verify", &b.step_log);
     const auto illegal = validate(p, s);
     if (!illegal.empty())
       throw UserError(fmt::format("schedule '{}' is illegal for {}: {}", to_string(s), to_string(p),
@@ -205,7 +167,7 @@ KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s
   }
   PackedFormat own;
   {
-    Step st(4, "pack", &b.step_log);
+    PipelineStep st(4, "pack", &b.step_log);
     if (packed != nullptr) {
       const FormatStats& g = packed->stats;
       if (g.rows != stats.rows || g.nnz != stats.nnz || g.nnz_padded != stats.nnz_padded ||
@@ -224,7 +186,7 @@ KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s
   }
   const PackedFormat& f = packed != nullptr ? *packed : own;
   {
-    Step st(5, "values", &b.step_log);
+    PipelineStep st(5, "values", &b.step_log);
     check_value_range(a, p.dtype);
     b.values = to_device_values(f.values, p.dtype);
     if (packed != nullptr)
@@ -234,23 +196,13 @@ KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s
     st.finish(fmt::format("{} bytes of {}", b.values.size(), to_string(p.dtype)));
   }
   {
-    Step st(6, "emit", &b.step_log);
+    PipelineStep st(6, "emit", &b.step_log);
     b.kernel = codegen::emit_general_sparse(p, s, f);
     st.finish(fmt::format("{} lines, {} parameters",
                           std::count(b.kernel.source.begin(), b.kernel.source.end(), '\n'),
                           b.kernel.signature.params.size()));
   }
-  {
-    Step st(7, "nvrtc", &b.step_log);
-    nvrtc::CompileOptions o;
-    o.arch = target.arch;
-    o.headers = b.kernel.headers;
-    o.program_name = "sparsegen_general.cu";
-    o.line_info = line_info;
-    b.compiled = nvrtc::compile(b.kernel.source, o);
-    st.finish(fmt::format("{} {}, {} bytes", b.compiled.arch, b.compiled.is_cubin ? "cubin" : "PTX",
-                          b.compiled.image.size()));
-  }
+  compile_step(b, target, "sparsegen_general.cu", line_info);
   return b;
 }
 
@@ -259,14 +211,14 @@ KernelBuild build_kernel(const CsrMatrix& a, const KernelRequest& req,
   std::vector<std::string> log;
   Problem p;
   {
-    Step st(1, "problem", &log);
+    PipelineStep st(1, "problem", &log);
     p = make_problem(a, req);
     st.finish(to_string(p));
   }
   Schedule s;
   std::string why;
   {
-    Step st(2, "schedule", &log);
+    PipelineStep st(2, "schedule", &log);
     s = choose_schedule(p, a, req, target, &why);
     st.finish(to_string(s));
   }
@@ -326,7 +278,7 @@ CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild b
   k.build = std::move(build);
   const codegen::KernelSignature& sig = k.build.kernel.signature;
   {
-    Step st(8, "load", &k.build.step_log);
+    PipelineStep st(8, "load", &k.build.step_log);
     k.module = std::make_unique<cuda::Module>(k.build.compiled.image);
     k.kernel = k.module->function(sig.kernel_name);
     if (sig.prologue.present()) k.prologue = k.module->function(sig.prologue.name);
@@ -335,7 +287,7 @@ CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild b
     st.finish(fmt::format("{} registers/thread", k.registers));
   }
   {
-    Step st(9, "upload", &k.build.step_log);
+    PipelineStep st(9, "upload", &k.build.step_log);
     size_t bytes = 0;
     k.values = upload_vector(k.build.values);
     k.col_idx = upload_vector(k.build.col_idx);

@@ -1,5 +1,7 @@
 #include "compiler/tune.h"
 
+#include "compiler/pipeline_steps.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -46,20 +48,6 @@ auto with_db(F&& f) -> decltype(f()) {
   }
 }
 
-std::vector<char> device_values(const std::vector<float>& v, DType dtype) {
-  std::vector<char> out;
-  if (dtype == DType::F32) {
-    out.resize(v.size() * sizeof(float));
-    if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());
-    return out;
-  }
-  ConversionReport rep;
-  const std::vector<uint16_t> bits = convert_values(v, dtype, &rep);
-  SG_ASSERT(rep.out_of_range == 0, "packed values out of range after the range check");
-  out.resize(bits.size() * sizeof(uint16_t));
-  if (!bits.empty()) std::memcpy(out.data(), bits.data(), out.size());
-  return out;
-}
 
 // Ranking by the cost model (costmodel/): the fitted model shipped for the device (or the
 // roofline model when none matches; default_model's note says which). Offline, the profile is the
@@ -225,7 +213,7 @@ KernelBuild prepare_kernel(const CsrMatrix& a, const Problem& p, const Schedule&
                                 target.limits.name, to_string(p), fmt::join(reasons, "; ")));
   PackedFormat f = pack_format(a, p, s);
   check_value_range(a, p.dtype);
-  b.values = device_values(f.values, p.dtype);
+  b.values = to_device_values(f.values, p.dtype);
   b.col_idx = std::move(f.col_idx);
   b.kernel = codegen::emit_general_sparse(p, s, f);
   return b;

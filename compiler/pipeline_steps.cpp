@@ -1,0 +1,53 @@
+#include "compiler/pipeline_steps.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <cstring>
+#include <utility>
+
+#include "ir/diagnostics.h"
+
+namespace sparsegen {
+
+PipelineStep::PipelineStep(int index, const char* name, std::vector<std::string>* log)
+    : index_(index), name_(name), log_(log), t0_(std::chrono::steady_clock::now()) {}
+
+void PipelineStep::finish(const std::string& detail) {
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0_).count();
+  std::string line =
+      fmt::format("{}/{} {:<9} {:9.2f} ms  {}", index_, kPipelineSteps, name_, ms, detail);
+  if (debug_logging()) std::fprintf(stderr, "sparsegen: [pipeline] %s\n", line.c_str());
+  if (log_ != nullptr) log_->push_back(std::move(line));
+}
+
+std::vector<char> to_device_values(const std::vector<float>& v, DType dtype) {
+  std::vector<char> out;
+  if (dtype == DType::F32) {
+    out.resize(v.size() * sizeof(float));
+    if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());
+    return out;
+  }
+  ConversionReport rep;
+  const std::vector<uint16_t> bits = convert_values(v, dtype, &rep);
+  SG_ASSERT(rep.out_of_range == 0, "packed values out of range after the range check");
+  out.resize(bits.size() * sizeof(uint16_t));
+  if (!bits.empty()) std::memcpy(out.data(), bits.data(), out.size());
+  return out;
+}
+
+void compile_step(KernelBuild& b, const CompileTarget& target, std::string_view program_name,
+                  bool line_info) {
+  PipelineStep st(7, "nvrtc", &b.step_log);
+  nvrtc::CompileOptions o;
+  o.arch = target.arch;
+  o.headers = b.kernel.headers;
+  o.program_name = std::string(program_name);
+  o.line_info = line_info;
+  b.compiled = nvrtc::compile(b.kernel.source, o);
+  st.finish(fmt::format("{} {}, {} bytes", b.compiled.arch, b.compiled.is_cubin ? "cubin" : "PTX",
+                        b.compiled.image.size()));
+}
+
+}  // namespace sparsegen
