@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#include "codegen/template_library.h"
 #include "ir/diagnostics.h"
 
 namespace sparsegen::codegen {
@@ -95,6 +96,14 @@ std::string Emitter::source() const {
   if (!decls_.str().empty()) s += '\n';
   s += body_.str();
   return s;
+}
+
+std::map<std::string, std::string> Emitter::header_sources() const {
+  std::map<std::string, std::string> out;
+  for (const auto& h : embedded_template_headers())
+    if (headers_.count(std::string(h.name)) != 0 || h.name == "sg_dtype.cuh")
+      out.emplace(std::string(h.name), std::string(h.content));
+  return out;
 }
 
 }  // namespace sparsegen::codegen

@@ -9,6 +9,7 @@
 //     recording which headers the source must include.
 #pragma once
 
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -76,6 +77,9 @@ class Emitter {
 
   // Headers of every helper called so far (sorted, unique).
   const std::set<std::string>& used_headers() const { return headers_; }
+  // Name -> content of the embedded templates/*.cuh this kernel needs (the used helpers' headers
+  // plus sg_dtype.cuh, which every kernel includes for its value type): NVRTC's named headers.
+  std::map<std::string, std::string> header_sources() const;
   int depth() const { return static_cast<int>(scopes_.size()) - 1; }
 
   // The whole translation unit: #includes of used helpers, declarations, then the body.

@@ -58,7 +58,6 @@
 #include <vector>
 
 #include "codegen/emitter.h"
-#include "codegen/template_library.h"
 #include "ir/diagnostics.h"
 #include "templates/template_index.h"
 
@@ -123,9 +122,7 @@ class GeneralSparseEmitter : public Emitter {
     if (workspace_) emit_epilogue();
     GeneratedKernel k;
     k.source = assemble();
-    for (const auto& h : embedded_template_headers())
-      if (used_headers().count(std::string(h.name)) != 0 || h.name == "sg_dtype.cuh")
-        k.headers.emplace(std::string(h.name), std::string(h.content));
+    k.headers = header_sources();
     k.signature = signature();
     return k;
   }

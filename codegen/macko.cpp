@@ -5,7 +5,6 @@
 #include <climits>
 
 #include "codegen/emitter.h"
-#include "codegen/template_library.h"
 #include "ir/diagnostics.h"
 #include "ir/macko_schedule.h"
 #include "templates/template_index.h"
@@ -51,9 +50,7 @@ class MackoEmitter : public Emitter {
     emit_body();
     GeneratedKernel k;
     k.source = assemble();
-    for (const auto& h : embedded_template_headers())
-      if (used_headers().count(std::string(h.name)) != 0 || h.name == "sg_dtype.cuh")
-        k.headers.emplace(std::string(h.name), std::string(h.content));
+    k.headers = header_sources();
     k.signature = signature();
     return k;
   }
