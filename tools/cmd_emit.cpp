@@ -23,6 +23,7 @@
 #include "ir/problem.h"
 #include "ir/schedule.h"
 #include "tools/commands.h"
+#include "tools/flags.h"
 
 namespace sparsegen::cli {
 namespace {
@@ -56,17 +57,13 @@ void add_problem_options(CLI::App* cmd, ProblemArgs& a) {
 }
 
 Problem make_problem(const ProblemArgs& a, const CsrMatrix& m) {
-  const auto dt = parse_dtype(a.dtype);
-  if (!dt)
-    throw UserError(fmt::format("--dtype: expected fp32, fp16 or bf16, found '{}'", a.dtype));
-  const auto bl = parse_layout(a.b_layout);
-  if (!bl) throw UserError(fmt::format("--b-layout: expected row or col, found '{}'", a.b_layout));
-  const auto cl = parse_layout(a.c_layout);
-  if (!cl) throw UserError(fmt::format("--c-layout: expected row or col, found '{}'", a.c_layout));
+  const DType dt = dtype_flag(a.dtype);
+  const Layout bl = layout_flag(a.b_layout, "--b-layout");
+  const Layout cl = layout_flag(a.c_layout, "--c-layout");
   if (a.n < 0) throw UserError(fmt::format("-n: expected a non-negative count, found {}", a.n));
-  if (a.n == 1 && *bl == Layout::RowMajor && *cl == Layout::RowMajor)
-    return Problem::spmv(m.rows, m.cols, *dt);
-  return Problem::spmm(m.rows, m.cols, a.n, *dt, *bl, *cl);
+  if (a.n == 1 && bl == Layout::RowMajor && cl == Layout::RowMajor)
+    return Problem::spmv(m.rows, m.cols, dt);
+  return Problem::spmm(m.rows, m.cols, a.n, dt, bl, cl);
 }
 
 CsrMatrix load(const ProblemArgs& a) {

@@ -24,6 +24,7 @@
 #include "ir/schedule.h"
 #include "runtime/cuda_driver.h"
 #include "tools/commands.h"
+#include "tools/flags.h"
 
 namespace sparsegen::cli {
 namespace {
@@ -58,17 +59,10 @@ nlohmann::json check_json(const CheckResult& r, float beta) {
 void run_run(const RunArgs& a) {
   KernelRequest req;
   req.n = a.n;
-  const auto dt = parse_dtype(a.dtype);
-  if (!dt)
-    throw UserError(fmt::format("--dtype: expected fp32, fp16 or bf16, found '{}'", a.dtype));
-  req.dtype = *dt;
-  const auto bl = parse_layout(a.b_layout);
-  if (!bl) throw UserError(fmt::format("--layout-b: expected row or col, found '{}'", a.b_layout));
-  const auto cl = parse_layout(a.c_layout);
-  if (!cl) throw UserError(fmt::format("--layout-c: expected row or col, found '{}'", a.c_layout));
+  req.dtype = dtype_flag(a.dtype);
+  req.b_layout = layout_flag(a.b_layout, "--layout-b");
+  req.c_layout = layout_flag(a.c_layout, "--layout-c");
   if (a.repeats < 1) throw UserError(fmt::format("--repeats: expected >= 1, found {}", a.repeats));
-  req.b_layout = *bl;
-  req.c_layout = *cl;
   req.schedule = a.schedule;
   req.schedule_flag = "--schedule";
 

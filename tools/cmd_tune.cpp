@@ -27,6 +27,7 @@
 #include "ir/io/load.h"
 #include "ir/problem.h"
 #include "tools/commands.h"
+#include "tools/flags.h"
 
 namespace sparsegen::cli {
 namespace {
@@ -83,16 +84,9 @@ class ProgressBar {
 void run_tune(const TuneArgs& a) {
   KernelRequest req;
   req.n = a.n;
-  const auto dt = parse_dtype(a.dtype);
-  if (!dt)
-    throw UserError(fmt::format("--dtype: expected fp32, fp16 or bf16, found '{}'", a.dtype));
-  req.dtype = *dt;
-  const auto bl = parse_layout(a.b_layout);
-  if (!bl) throw UserError(fmt::format("--layout-b: expected row or col, found '{}'", a.b_layout));
-  const auto cl = parse_layout(a.c_layout);
-  if (!cl) throw UserError(fmt::format("--layout-c: expected row or col, found '{}'", a.c_layout));
-  req.b_layout = *bl;
-  req.c_layout = *cl;
+  req.dtype = dtype_flag(a.dtype);
+  req.b_layout = layout_flag(a.b_layout, "--layout-b");
+  req.c_layout = layout_flag(a.c_layout, "--layout-c");
   if (a.top_k < -1) throw UserError(fmt::format("--top-k: expected 0 or more, found {}", a.top_k));
 
   CompileTarget target;

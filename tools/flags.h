@@ -1,0 +1,15 @@
+// Flag values shared by several sub-commands, parsed through the library's name tables so the
+// error names the flag: "--dtype: expected fp32, fp16 or bf16, found 'fp8'".
+#pragma once
+
+#include <string>
+
+#include "ir/dtype.h"
+#include "ir/problem.h"
+
+namespace sparsegen::cli {
+
+DType dtype_flag(const std::string& value, const char* flag = "--dtype");
+Layout layout_flag(const std::string& value, const char* flag);
+
+}  // namespace sparsegen::cli
