@@ -235,6 +235,18 @@ class GeneralSparseEmitter : public Emitter {
   }
 
   // Finishes packed row `row` with the thread's accumulators (store, or atomic add).
+  // Sums each run of groups marked in `heads` (bit g: group g starts a run) and lets the run's
+  // head group finish the row: the common tail of warp Bitmap and warp Segment.
+  void emit_warp_run_sums(const std::string& heads) {
+    for (int i = 0; i < TC_; ++i)
+      line(fmt::format("{}[{}] = {};", acc_, i,
+                       call(tmpl::bitmap_reduce_sum, targs(IntArg{GT_}),
+                            f32(fmt::format("{}[{}]", acc_, i)), u32(heads), i32("lane"))
+                           .text));
+    emit_finish("row", "has_task && " +
+                           call(tmpl::is_run_head, targs(IntArg{GT_}), u32(heads), i32("lane")).text);
+  }
+
   void emit_finish(const std::string& row, const std::string& cond) {
     auto g = cond.empty() ? block() : block("if (" + cond + ")");
     const std::string orow = fresh("orow");
@@ -379,14 +391,7 @@ class GeneralSparseEmitter : public Emitter {
         const std::string bm = bitmap_param("warp_bitmap", "warp.bitmap", lv(Level::Warp).bitmap);
         const std::string heads = fresh("heads");
         line(fmt::format("const unsigned {} = {}[{}];", heads, bm, wt));
-        for (int i = 0; i < TC_; ++i)
-          line(fmt::format("{}[{}] = {};", acc_, i,
-                           call(tmpl::bitmap_reduce_sum, targs(IntArg{GT_}),
-                                f32(fmt::format("{}[{}]", acc_, i)), u32(heads), i32("lane"))
-                               .text));
-        emit_finish("row",
-                    "has_task && " +
-                        call(tmpl::is_run_head, targs(IntArg{GT_}), u32(heads), i32("lane")).text);
+        emit_warp_run_sums(heads);
         break;
       }
       case ReductionKind::Segment: {
@@ -395,14 +400,7 @@ class GeneralSparseEmitter : public Emitter {
         line(fmt::format(
             "const unsigned {} = {};", heads,
             call(tmpl::segment_heads, targs(IntArg{GT_}), i32("row"), i32("lane")).text));
-        for (int i = 0; i < TC_; ++i)
-          line(fmt::format("{}[{}] = {};", acc_, i,
-                           call(tmpl::bitmap_reduce_sum, targs(IntArg{GT_}),
-                                f32(fmt::format("{}[{}]", acc_, i)), u32(heads), i32("lane"))
-                               .text));
-        emit_finish("row",
-                    "has_task && " +
-                        call(tmpl::is_run_head, targs(IntArg{GT_}), u32(heads), i32("lane")).text);
+        emit_warp_run_sums(heads);
         break;
       }
       case ReductionKind::None:
