@@ -1,5 +1,7 @@
 #include "codegen/emitter.h"
 
+#include <set>
+
 #include <utility>
 
 #include "codegen/template_library.h"
@@ -99,10 +101,26 @@ std::string Emitter::source() const {
 }
 
 std::map<std::string, std::string> Emitter::header_sources() const {
+  // The used headers and, transitively, the template headers they #include (NVRTC sees only
+  // the sources it is given).
+  std::set<std::string> want(headers_.begin(), headers_.end());
+  want.insert("sg_dtype.cuh");
   std::map<std::string, std::string> out;
-  for (const auto& h : embedded_template_headers())
-    if (headers_.count(std::string(h.name)) != 0 || h.name == "sg_dtype.cuh")
-      out.emplace(std::string(h.name), std::string(h.content));
+  for (bool grew = true; grew;) {
+    grew = false;
+    for (const auto& h : embedded_template_headers()) {
+      const std::string name(h.name);
+      if (want.count(name) == 0 || out.count(name) != 0) continue;
+      out.emplace(name, std::string(h.content));
+      grew = true;
+      const std::string_view text = h.content;
+      for (size_t at = text.find("#include \""); at != std::string_view::npos;
+           at = text.find("#include \"", at + 1)) {
+        const size_t b = at + 10, e = text.find('"', b);
+        if (e != std::string_view::npos) want.insert(std::string(text.substr(b, e - b)));
+      }
+    }
+  }
   return out;
 }
 

@@ -40,6 +40,9 @@ struct LaunchShape {
   int64_t grid_y = 0;
   int block_threads = 0;
   int64_t shared_bytes = 0;  // static shared memory used (informational)
+  // Dynamic shared memory the launch must pass (above 48 KiB the function needs the opt-in
+  // attribute, which the loader sets).
+  int64_t dynamic_shared_bytes = 0;
 };
 
 // A helper kernel of the same module (elementwise over C), launched around the main kernel.

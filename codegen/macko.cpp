@@ -42,12 +42,15 @@ class MackoEmitter : public Emitter {
     NC_ = s_.cols;
     NT_ = s_.threads_per_block();
     for (const char* n : {"values", "B", "C", "alpha", "beta", "deltas", "row_ptr", "lane", "warp",
-                          "T"})
+                          "T", "sg_smem"})
       reserve(n);
     decl(fmt::format("// sparsegen MACKO kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
     decl(fmt::format("using T = {};", p_.dtype == DType::F16 ? "__half" : "__nv_bfloat16"));
-    emit_body();
+    if (s_.stage == BStage::Shared)
+      emit_staged_body();
+    else
+      emit_body();
     GeneratedKernel k;
     k.source = assemble();
     k.headers = header_sources();
@@ -212,6 +215,174 @@ class MackoEmitter : public Emitter {
     shared_bytes_ = macko_shared_bytes(s_);
   }
 
+  // Staged B, warp per row, rows_per_warp consecutive rows per warp. The shape (U = unroll,
+  // ES = bytes per staged row of B, G = guard rows):
+  //   extern __shared__ unsigned sg_smem[];            // [G zero rows | B | G zero rows]
+  //   rp = row_ptr[r0 + lane];                          // the warp's row bounds, one per lane
+  //   load step 0 of the first row (values + deltas);  stage B;  __syncthreads();
+  //   for (;;) {
+  //     load the next step (next row at a row end)     // in flight while this step computes
+  //     mask the row's edge vectors; lane totals; one warp scan (two u packed in one int)
+  //     for u, j: cb += step(j); acc += value(j) * smem[cb + (G + j + 1) * ES]
+  //     at a row end: warp sum, lane 0 stores C[row]
+  //   }
+  void emit_staged_body() {
+    const int64_t G = kMackoStageGuard;
+    const int rpw = s_.rows_per_warp;
+    const int bits = s_.delta_bits;
+    const int dw = bits == 8 ? 2 : 1;
+    const int es = NC_ == 1 ? 4 : 2 * NC_;
+    // Two unrolled vectors' lane totals share one scan when a warp's total fits in 16 bits.
+    const bool pack = bits <= 4 && U_ >= 2;
+    SG_ASSERT(R_ == 1 && p_.n == NC_ && p_.b_layout == Layout::RowMajor,
+              "staged MACKO: warp per row, cols == n, row-major B");
+    line("extern __shared__ __align__(16) unsigned sg_smem[];");
+    line("const int lane = threadIdx.x % 32;");
+    line("const int warp = threadIdx.x / 32;");
+    line(fmt::format("const int r0 = blockIdx.x * {} + warp * {};", s_.rows_per_block(), rpw));
+    line(fmt::format("const int nrows = min({}, {} - r0);", rpw, p_.m));
+    comment("lane i holds the first slot of the warp's row i (lane nrows: the end of the last)");
+    line("const int rp = lane <= nrows ? row_ptr[r0 + lane] : 0;");
+    line("int i = 0;");
+    line("int s0 = __shfl_sync(0xffffffffu, rp, 0);");
+    line("int s1 = __shfl_sync(0xffffffffu, rp, 1);");
+    line("int base = s0 >> 3;");
+    line("int v1 = (s1 + 7) >> 3;");
+    line(fmt::format("unsigned raw[{}][4], dw[{}][{}];", U_, U_, dw));
+    auto emit_loads = [&](const std::string& rw, const std::string& dws, const std::string& b,
+                          const std::string& end, const std::string& live) {
+      line("#pragma unroll");
+      auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
+      line(fmt::format("const int vec = {} + u * 32 + lane;", b));
+      {
+        auto g = block(fmt::format("if ({} && vec < {})", live, end));
+        call_stmt(tmpl::macko_load_values, targs(TypeArg{"T"}), tmpl::cptr_t("values"), i32("vec"),
+                  ptr_u32(rw + "[u]"));
+        call_stmt(tmpl::macko_load_deltas, targs(IntArg{bits}), cptr_u32("deltas"), i32("vec"),
+                  ptr_u32(dws + "[u]"));
+      }
+      auto e = block("else");
+      line("#pragma unroll");
+      line(fmt::format("for (int w = 0; w < 4; ++w) {}[u][w] = 0u;", rw));
+      line("#pragma unroll");
+      line(fmt::format("for (int w = 0; w < {}; ++w) {}[u][w] = 0u;", dw, dws));
+    };
+    comment("the first step's loads are issued before B is staged, so both are in flight");
+    emit_loads("raw", "dw", "base", "v1", "nrows > 0");
+    call_stmt(tmpl::macko_stage_b, targs(TypeArg{"T"}, IntArg{NC_}, IntArg{G}),
+              tmpl::cptr_t("B"), i32(std::to_string(p_.k)), ptr_u32("sg_smem"));
+    line("__syncthreads();");
+    comment("warp-uniform from here on: no block barrier follows");
+    line("if (nrows <= 0) return;");
+    line(fmt::format("float acc[{}];", NC_));
+    line("#pragma unroll");
+    line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
+    comment("the row's first vector starts s0 & 7 slots early: those slots step from column -1");
+    line("int carry = -1 - (s0 & 7);");
+    auto loop = block("for (;;)");
+    line(fmt::format("int nbase = base + {};", kWarpSize * U_));
+    line("int ni = i, ns0 = s0, ns1 = s1, nv1 = v1;");
+    line("const bool row_end = nbase >= v1;");
+    {
+      auto g = block("if (row_end)");
+      line("ni = i + 1;");
+      line("ns0 = __shfl_sync(0xffffffffu, rp, ni & 31);");
+      line("ns1 = __shfl_sync(0xffffffffu, rp, (ni + 1) & 31);");
+      line("nbase = ns0 >> 3;");
+      line("nv1 = (ns1 + 7) >> 3;");
+    }
+    line(fmt::format("unsigned nraw[{}][4], ndw[{}][{}];", U_, U_, dw));
+    emit_loads("nraw", "ndw", "nbase", "nv1", "ni < nrows");
+    line(fmt::format("int tot[{}], inc[{}];", U_, U_));
+    line(fmt::format("unsigned pl[{}][2];", U_));
+    line("#pragma unroll");
+    {
+      auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
+      line("const int vec = base + u * 32 + lane;");
+      line("const int first = vec * 8;");
+      line("tot[u] = 0;");
+      {
+        auto g = block("if (vec < v1)");
+        comment("only a row's first and last vectors hold other rows' slots");
+        line("if (first < s0 || first + 8 > s1)");
+        line(fmt::format("  {};", call(tmpl::macko_mask, targs(IntArg{bits}), ptr_u32("raw[u]"),
+                                         ptr_u32("dw[u]"), i32("max(s0 - first, 0)"),
+                                         i32("min(s1 - first, 8)"))
+                                        .text));
+        line(fmt::format("tot[u] = {};",
+                         call(tmpl::macko_lane_total, targs(IntArg{bits}), cptr_u32("dw[u]")).text));
+      }
+      call_stmt(tmpl::macko_planes, targs(IntArg{bits}, IntArg{es}), cptr_u32("dw[u]"),
+                ptr_u32("pl[u]"));
+    }
+    if (pack) {
+      comment("two lane totals per scan: a warp's total of one u is at most 32 * 128 < 2^16");
+      line("#pragma unroll");
+      auto q = block(fmt::format("for (int u = 0; u < {}; u += 2)", U_));
+      line(fmt::format("const int both = {};",
+                       call(tmpl::macko_warp_scan, i32("tot[u] | (tot[u + 1] << 16)"), i32("lane"))
+                           .text));
+      line("inc[u] = both & 0xffff;");
+      line("inc[u + 1] = both >> 16;");
+    } else {
+      line("#pragma unroll");
+      line(fmt::format("for (int u = 0; u < {}; ++u) inc[u] = {};", U_,
+                       call(tmpl::macko_warp_scan, i32("tot[u]"), i32("lane")).text));
+    }
+    line("#pragma unroll");
+    {
+      auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
+      {
+        comment("lanes past the row's end have nothing; skipped when the whole warp is past it");
+        auto g = block("if (base + u * 32 < v1)");
+        line(fmt::format("int cb = (carry + inc[u] - tot[u]) * {};", es));
+        line("#pragma unroll");
+        auto j = block("for (int j = 0; j < 8; ++j)");
+        line(fmt::format("cb += {};", call(tmpl::macko_step, targs(IntArg{bits}, IntArg{es}),
+                                           cptr_u32("pl[u]"), i32("j"))
+                                          .text));
+        call_stmt(tmpl::macko_stage_fma, targs(TypeArg{"T"}, IntArg{NC_}), cptr_u32("sg_smem"),
+                  i32(fmt::format("cb + ({} + j + 1) * {}", G, es)),
+                  f32(call(tmpl::macko_value, targs(TypeArg{"T"}), cptr_u32("raw[u]"), i32("j"))
+                          .text),
+                  tmpl::ptr_f32("acc"));
+      }
+      line("carry += __shfl_sync(0xffffffffu, inc[u], 31);");
+    }
+    {
+      auto g = block("if (row_end)");
+      line("#pragma unroll");
+      line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = {};", NC_,
+                       call(tmpl::warp_reduce_sum, targs(IntArg{32}), f32("acc[c]")).text));
+      {
+        auto st = block("if (lane == 0)");
+        for (int c = 0; c < NC_; ++c)
+          call_stmt(tmpl::store_axpby, targs(TypeArg{"T"}),
+                    tmpl::ptr_t(c_ptr("r0 + i", std::to_string(c))),
+                    f32(fmt::format("acc[{}]", c)), f32("alpha"), f32("beta"));
+      }
+      line("if (ni >= nrows) break;");
+      line("#pragma unroll");
+      line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
+      line("carry = -1 - (ns0 & 7);");
+    }
+    line("#pragma unroll");
+    {
+      auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
+      line("#pragma unroll");
+      line("for (int w = 0; w < 4; ++w) raw[u][w] = nraw[u][w];");
+      line("#pragma unroll");
+      line(fmt::format("for (int w = 0; w < {}; ++w) dw[u][w] = ndw[u][w];", dw));
+    }
+    line("base = nbase;");
+    line("i = ni;");
+    line("s0 = ns0;");
+    line("s1 = ns1;");
+    line("v1 = nv1;");
+    shared_bytes_ = 0;
+    dynamic_shared_bytes_ = macko_stage_bytes(p_, s_);
+  }
+
   std::string assemble() const {
     std::string src;
     for (const auto& h : used_headers()) src += fmt::format("#include \"{}\"\n", h);
@@ -250,6 +421,7 @@ class MackoEmitter : public Emitter {
     sig.launch.grid_y = macko_grid_y(p_, s_);
     sig.launch.block_threads = NT_;
     sig.launch.shared_bytes = shared_bytes_;
+    sig.launch.dynamic_shared_bytes = dynamic_shared_bytes_;
     return sig;
   }
 
@@ -259,6 +431,7 @@ class MackoEmitter : public Emitter {
   const EmitOptions& opt_;
   int R_ = 1, U_ = 2, NC_ = 1, NT_ = 128;
   int64_t shared_bytes_ = 0;
+  int64_t dynamic_shared_bytes_ = 0;
 };
 
 }  // namespace

@@ -52,6 +52,7 @@ DeviceLimits device_limits(const cuda::DeviceInfo& info) {
   if (info.max_registers_per_block > 0) d.registers_per_block = info.max_registers_per_block;
   if (info.max_grid_dim_x > 0) d.max_grid_x = info.max_grid_dim_x;
   if (info.max_grid_dim_y > 0) d.max_grid_y = info.max_grid_dim_y;
+  if (info.sm_count > 0) d.multiprocessors = info.sm_count;
   return d;
 }
 
@@ -265,6 +266,7 @@ cuda::LaunchConfig config_of(const codegen::LaunchShape& s, CUstream stream) {
   c.grid.x = static_cast<unsigned>(s.grid_x);
   c.grid.y = static_cast<unsigned>(s.grid_y);
   c.block.x = static_cast<unsigned>(s.block_threads);
+  c.shared_bytes = static_cast<unsigned>(s.dynamic_shared_bytes);
   c.stream = stream;
   return c;
 }
@@ -284,6 +286,10 @@ CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild b
     if (sig.prologue.present()) k.prologue = k.module->function(sig.prologue.name);
     if (sig.epilogue.present()) k.epilogue = k.module->function(sig.epilogue.name);
     k.registers = cuda::function_attribute(k.kernel, CU_FUNC_ATTRIBUTE_NUM_REGS);
+    // Above the default 48 KiB a function must opt in to its dynamic shared memory.
+    if (sig.launch.dynamic_shared_bytes > 48 * 1024)
+      cuda::set_max_dynamic_shared_memory(k.kernel,
+                                          static_cast<int>(sig.launch.dynamic_shared_bytes));
     st.finish(fmt::format("{} registers/thread", k.registers));
   }
   {

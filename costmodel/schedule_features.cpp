@@ -231,6 +231,9 @@ FormatStats candidate_format_stats(const CsrMatrix& a, const Problem& p, const S
 }
 
 std::string strategy_family(const Schedule& s) {
+  // Staged-B MACKO kernels run a different loop (and pay a copy per block): their own formula.
+  if (s.family() == ScheduleFamily::Macko && s.macko().stage == BStage::Shared)
+    return "macko/shared";
   if (s.family() != ScheduleFamily::General) return std::string(to_string(s.family()));
   const GeneralSchedule& g = s.general();
   return fmt::format("{}/{}/{} red={}>{}>{}", to_string(g.at(Level::Block).kind),
@@ -279,6 +282,8 @@ namespace {
 struct StreamParams {
   int warps_per_block = 4, warps_per_row = 1, unroll = 1, cols = 1, delta_bits = 32,
       vector_bytes = 16;
+  bool staged = false;  // B copied to shared memory once per block
+  int rows_per_warp = 1;
 };
 template <class B>
 StreamParams stream_params(const B& b) {
@@ -289,6 +294,8 @@ StreamParams stream_params(const B& b) {
   if constexpr (requires { b.cols; }) q.cols = b.cols;
   if constexpr (requires { b.delta_bits; }) q.delta_bits = b.delta_bits;
   if constexpr (requires { b.vector_bytes; }) q.vector_bytes = b.vector_bytes;
+  if constexpr (requires { b.stage; }) q.staged = b.stage == BStage::Shared;
+  if constexpr (requires { b.rows_per_warp; }) q.rows_per_warp = b.rows_per_warp;
   return q;
 }
 
@@ -315,13 +322,16 @@ void stream_features(ScheduleFeatures& f, const StreamParams& q, const Problem& 
   f.table_bytes = 8.0 * double(fs.rows);
   f.b_unique_bytes = double(p.k) * n * db;
   const double gap = mf.mean_col_gap > 0 ? mf.mean_col_gap : 32.0;
-  f.b_sector_bytes = nnzp * tiles * cols * std::min(32.0, std::max(db, gap * db));
+  // Staged: gathers hit shared memory; L2 instead serves one copy of B per block.
+  f.b_sector_bytes = q.staged ? double(fs.block_tasks) * double(p.k) * n * db
+                              : nnzp * tiles * cols * std::min(32.0, std::max(db, gap * db));
   f.c_bytes = double(p.m) * n * db;
   f.dram_bytes = f.a_bytes + f.table_bytes + f.b_unique_bytes + f.c_bytes;
   f.l2_bytes = f.a_bytes + f.table_bytes + f.b_sector_bytes + f.c_bytes;
-  f.warp_workers = double(rows.lengths.size()) * wpr * tiles;
+  const double rpw = std::max(1, q.rows_per_warp);
+  f.warp_workers = std::ceil(double(rows.lengths.size()) / rpw) * wpr * tiles;
   f.warp_iters_total = total * tiles;
-  f.warp_iters_max = mx;
+  f.warp_iters_max = mx * rpw;
   f.warp_iters_mean = f.warp_workers > 0 ? f.warp_iters_total / f.warp_workers : 0.0;
   f.lane_efficiency = total > 0 ? std::min(1.0, nnz / (total * per_step)) : 1.0;
   f.column_efficiency = n / (tiles * cols);

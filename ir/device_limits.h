@@ -15,6 +15,7 @@ struct DeviceLimits {
   int registers_per_block = 65536;
   int64_t max_grid_x = 2147483647;
   int64_t max_grid_y = 65535;
+  int multiprocessors = 132;  // H100 SXM / H200; sizes grids that stage data once per block
 
   static DeviceLimits sm90() { return {}; }
   static DeviceLimits sm80() {

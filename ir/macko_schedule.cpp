@@ -50,6 +50,13 @@ std::vector<std::string> validate(const MackoSchedule& s) {
   if (!pow2_in(s.cols, 1, 8)) bad(fmt::format("cols={} must be 1, 2, 4 or 8", s.cols));
   if (s.vector_bytes != 16)
     bad(fmt::format("vec={} must be 16 (aligned 16-byte value vectors)", s.vector_bytes));
+  if (!pow2_in(s.rows_per_warp, 1, 16))
+    bad(fmt::format("rpw={} must be 1, 2, 4, 8 or 16", s.rows_per_warp));
+  if (s.stage == BStage::Global && s.rows_per_warp != 1)
+    bad(fmt::format("rpw={} needs stage=shared (rows per warp amortise the staging of B)",
+                    s.rows_per_warp));
+  if (s.stage == BStage::Shared && s.warps_per_row != 1)
+    bad(fmt::format("stage=shared needs wpr=1 (warp per row), not wpr={}", s.warps_per_row));
   if (why.empty() && s.warps_per_row > 1 && s.warps_per_block != s.warps_per_row)
     bad(fmt::format("split row (wpr={}) needs warps={} == wpr: the block is one row's warps",
                     s.warps_per_row, s.warps_per_block));
@@ -64,12 +71,20 @@ std::vector<std::string> validate_macko(const Problem& p, const MackoSchedule& s
   if (p.n > 0 && s.cols > 1 && s.cols / 2 >= p.n)
     why.push_back(fmt::format("cols={} leaves half of each thread's columns beyond n={}", s.cols,
                               p.n));
+  if (s.stage == BStage::Shared) {
+    if (p.b_layout != Layout::RowMajor)
+      why.push_back("stage=shared needs a row-major B (rows of B are copied whole)");
+    if (p.n != s.cols)
+      why.push_back(fmt::format("stage=shared needs cols={} == n={} (the block stages all of B)",
+                                s.cols, p.n));
+  }
   return why;
 }
 
 std::string macko_spec(const MackoSchedule& s) {
-  return fmt::format("macko;delta={};wpr={};warps={};unroll={};cols={};vec={}", s.delta_bits,
-                     s.warps_per_row, s.warps_per_block, s.unroll, s.cols, s.vector_bytes);
+  return fmt::format("macko;delta={};wpr={};warps={};unroll={};cols={};vec={};stage={};rpw={}",
+                     s.delta_bits, s.warps_per_row, s.warps_per_block, s.unroll, s.cols,
+                     s.vector_bytes, to_string(s.stage), s.rows_per_warp);
 }
 
 std::string print_macko(const MackoSchedule& s) {
@@ -82,6 +97,10 @@ std::string print_macko(const MackoSchedule& s) {
   out += fmt::format("  step  : unroll={} vectors/thread, {} slots per warp step\n", s.unroll,
                      s.unroll * kWarpSize * kMackoVectorSlots);
   out += fmt::format("  cols  : thread={}\n", s.cols);
+  out += fmt::format("  B     : {}{}\n", to_string(s.stage),
+                     s.stage == BStage::Shared
+                         ? fmt::format(" (staged once per block, {} rows per warp)", s.rows_per_warp)
+                         : std::string(" (gathered through L1)"));
   out += "  output: store\n";
   return out;
 }
@@ -102,7 +121,12 @@ MackoSchedule parse_macko_fields(std::string_view spec, const std::vector<std::s
     else if (key == "unroll") s.unroll = parse_int(key, v, 1, 16);
     else if (key == "cols") s.cols = parse_int(key, v, 1, 8);
     else if (key == "vec") s.vector_bytes = parse_int(key, v, 1, 64);
-    else spec_error(key, "one of delta, wpr, warps, unroll, cols, vec (family macko)", key);
+    else if (key == "stage") {
+      const auto b = parse_bstage(v);
+      if (!b) spec_error(key, "global or shared", v);
+      s.stage = *b;
+    } else if (key == "rpw") s.rows_per_warp = parse_int(key, v, 1, 1024);
+    else spec_error(key, "one of delta, wpr, warps, unroll, cols, vec, stage, rpw (family macko)", key);
   }
   // A split-row SPEC may leave warps out: it follows wpr.
   if (s.warps_per_row > 1 && seen.count("warps") == 0) s.warps_per_block = s.warps_per_row;
@@ -123,9 +147,16 @@ int64_t macko_grid_x(const Problem& p, const MackoSchedule& s) {
 int64_t macko_grid_y(const Problem& p, const MackoSchedule& s) { return (p.n + s.cols - 1) / s.cols; }
 
 int macko_registers(const MackoSchedule& s) {
-  // Per vector in flight: 4 raw value words, up to 2 delta words, 8 prefix sums; accumulators;
-  // a fixed base for row bounds, carry, addresses and loop state.
+  // Staged: two steps of raw words in flight (this one and the next) and 2 delta planes per
+  // vector. Global: per vector 4 raw value words, up to 2 delta words, 8 prefix sums. Plus the
+  // accumulators and a fixed base for row bounds, carry, addresses and loop state.
+  if (s.stage == BStage::Shared) return 32 + s.unroll * (2 * (4 + 2) + 2 + 2) + s.cols;
   return 32 + s.unroll * (4 + 2 + 8) + s.cols;
+}
+
+int64_t macko_stage_bytes(const Problem& p, const MackoSchedule& s) {
+  if (s.stage != BStage::Shared) return 0;
+  return (p.k + 2 * kMackoStageGuard) * s.cols * (s.cols == 1 ? 4 : 2);
 }
 
 int64_t macko_shared_bytes(const MackoSchedule& s) {
@@ -146,6 +177,9 @@ std::vector<std::string> verify_macko(const Problem& p, const MackoSchedule& s,
   if (regs > dev.max_registers_per_thread || int64_t{regs} * threads > dev.registers_per_block)
     why.push_back(fmt::format("about {} registers x {} threads exceed the limits of {}", regs,
                               threads, dev.name));
+  if (macko_stage_bytes(p, s) > dev.max_shared_per_block)
+    why.push_back(fmt::format("staging B takes {} bytes of shared memory, more than {} on {}",
+                              macko_stage_bytes(p, s), dev.max_shared_per_block, dev.name));
   if (macko_shared_bytes(s) > dev.max_shared_per_block)
     why.push_back(fmt::format("{} bytes of shared memory exceed {} on {}", macko_shared_bytes(s),
                               dev.max_shared_per_block, dev.name));
@@ -182,6 +216,27 @@ std::vector<Schedule> enumerate_macko_schedules(const Problem& p, const CsrMatri
           s.cols = cols;
           if (wpr > 1 && warps != 4) continue;  // one block shape per split
           if (!validate(s).empty() || !verify_macko(p, s, st, dev).empty()) continue;
+          out.emplace_back(s);
+        }
+      }
+    }
+    // Staged B (N in {1, 2, 4, 8}, row-major B): large blocks, and rows per warp from 1 up to
+    // where the grid would leave multiprocessors without a block (fewer blocks = fewer copies).
+    if (p.b_layout != Layout::RowMajor || cols != p.n) continue;
+    for (int warps : {16, 32}) {
+      for (int unroll : {2, 4}) {
+        for (int rpw = 1; rpw <= 16; rpw *= 2) {
+          MackoSchedule s;
+          s.delta_bits = bits;
+          s.warps_per_block = warps;
+          s.unroll = unroll;
+          s.cols = cols;
+          s.stage = BStage::Shared;
+          s.rows_per_warp = rpw;
+          if (rpw > 1 && macko_grid_x(p, s) < dev.multiprocessors) break;
+          if (!validate(s).empty() || !validate_macko(p, s).empty() ||
+              !verify_macko(p, s, st, dev).empty())
+            continue;
           out.emplace_back(s);
         }
       }

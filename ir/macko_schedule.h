@@ -2,10 +2,11 @@
 // and the enumeration (the struct itself lives in ir/schedule.h; schedule.cpp, verifier.cpp and
 // enumerate.cpp dispatch here for family "macko").
 //
-//   macko;delta=4;wpr=1;warps=4;unroll=2;cols=1;vec=16
+//   macko;delta=4;wpr=1;warps=4;unroll=2;cols=1;vec=16;stage=global;rpw=1
 //     delta  b_Δ bits per column delta (2, 4, 8)        wpr     warps per row (1, 2, 4, 8)
 //     warps  warps per block                            unroll  16-byte vectors per thread per step
 //     cols   dense columns per thread (grid.y tiles N)  vec     bytes per value load (16)
+//     stage  B gathered from global or shared memory    rpw     rows per warp (stage=shared: 1..16)
 #pragma once
 
 #include <string>
@@ -35,6 +36,13 @@ int64_t macko_grid_x(const Problem& p, const MackoSchedule& s);  // ceil(M / row
 int64_t macko_grid_y(const Problem& p, const MackoSchedule& s);  // ceil(N / cols)
 int macko_registers(const MackoSchedule& s);                       // per-thread estimate
 int64_t macko_shared_bytes(const MackoSchedule& s);                // split row: carries + partials
+// Zero rows of B staged before and after B (stage=shared). Masked slots step their column by 1:
+// a row's leading ones reach column -7, its trailing ones K + 6, and the lanes past the row's end
+// (zero deltas, in a step that still has live lanes) up to K + 14. 16 rows cover both sides.
+inline constexpr int64_t kMackoStageGuard = 16;
+// Dynamic shared memory of stage=shared: (K + 2 guards) rows of the block's `cols` columns,
+// fp32 when cols == 1 (no conversion in the loop), else the 2-byte dtype. 0 for stage=global.
+int64_t macko_stage_bytes(const Problem& p, const MackoSchedule& s);
 
 // Hardware limits and 32-bit slot positions. Empty = runs.
 std::vector<std::string> verify_macko(const Problem& p, const MackoSchedule& s,

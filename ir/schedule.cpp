@@ -16,6 +16,7 @@ constexpr std::string_view kLevelNames[] = {"block", "warp", "thread"};
 constexpr std::string_view kSplitNames[] = {"row", "rows", "nnz"};
 constexpr std::string_view kReduceNames[] = {"none", "total", "bitmap", "segment"};
 constexpr std::string_view kOutputNames[] = {"store", "atomic"};
+constexpr std::string_view kBStageNames[] = {"global", "shared"};
 constexpr std::string_view kFamilyNames[] = {"general", "macko", "slidesparse", "twell"};
 
 template <typename E, size_t N>
@@ -55,6 +56,8 @@ std::optional<ReductionKind> parse_reduction(std::string_view s) {
   return lookup<ReductionKind>(kReduceNames, s);
 }
 std::string_view to_string(OutputMode m) { return kOutputNames[static_cast<int>(m)]; }
+std::string_view to_string(BStage b) { return kBStageNames[static_cast<int>(b)]; }
+std::optional<BStage> parse_bstage(std::string_view s) { return lookup<BStage>(kBStageNames, s); }
 std::string_view to_string(ScheduleFamily f) { return kFamilyNames[static_cast<int>(f)]; }
 std::optional<ScheduleFamily> parse_family(std::string_view s) {
   return lookup<ScheduleFamily>(kFamilyNames, s);

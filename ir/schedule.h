@@ -104,6 +104,12 @@ std::optional<ReductionKind> parse_reduction(std::string_view s);
 enum class OutputMode { Store, Atomic };
 std::string_view to_string(OutputMode m);  // "store", "atomic"
 
+// Where a MACKO kernel gathers the dense operand B from: global memory (through L1), or a copy
+// of B (the block's column tile, zero guards around it) that each block stages in shared memory.
+enum class BStage { Global, Shared };
+std::string_view to_string(BStage b);  // "global", "shared"
+std::optional<BStage> parse_bstage(std::string_view s);
+
 enum class ScheduleFamily { General, Macko, SlideSparse, TwELL };
 std::string_view to_string(ScheduleFamily f);  // "general", "macko", "slidesparse", "twell"
 std::optional<ScheduleFamily> parse_family(std::string_view s);
@@ -160,7 +166,12 @@ struct GeneralSchedule {
 // Columns come from a warp inclusive scan of (delta + 1) with a running carry. Every thread
 // accumulates `cols` dense columns in fp32 (grid.y = ceil(N / cols)); a row's partials are summed
 // over the lanes (and warps) and stored once: alpha·acc + beta·C. Output mode: Store.
-// SPEC: macko;delta=4;wpr=1;warps=4;unroll=2;cols=1;vec=16
+// Staged B (stage=shared, warp per row only): each block first copies B's column tile into shared
+// memory (fp32 for one column, else the dtype), with 8 zero rows before and after, and every
+// warp then handles `rows_per_warp` rows one after another, so the copy is paid once per block.
+// Its loop decodes columns without per-slot masks: slots outside the row get a zero value and a
+// zero delta, which keeps their columns inside the guards.
+// SPEC: macko;delta=4;wpr=1;warps=4;unroll=2;cols=1;vec=16;stage=global;rpw=1
 struct MackoSchedule {
   int delta_bits = 4;       // b_Δ: 2, 4, 8
   int warps_per_row = 1;    // 1, 2, 4, 8
@@ -168,8 +179,11 @@ struct MackoSchedule {
   int unroll = 2;           // 16-byte value vectors in flight per thread per step: 1, 2, 4
   int cols = 1;             // dense columns per thread: 1, 2, 4, 8
   int vector_bytes = 16;    // bytes per value load (16 only)
+  BStage stage = BStage::Global;  // shared: warp per row only
+  int rows_per_warp = 1;    // consecutive rows each warp handles in turn: 1, 2, 4, 8, 16
 
-  int rows_per_block() const { return warps_per_block / warps_per_row; }
+  // Rows one block covers.
+  int rows_per_block() const { return warps_per_block / warps_per_row * rows_per_warp; }
   int threads_per_block() const { return warps_per_block * kWarpSize; }
   bool operator==(const MackoSchedule&) const = default;
 };

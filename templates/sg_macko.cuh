@@ -5,6 +5,7 @@
 #pragma once
 
 #include "sg_dtype.cuh"
+#include "sg_vector.cuh"
 
 namespace sg {
 namespace detail {
@@ -82,6 +83,132 @@ __device__ __forceinline__ int macko_warp_scan(int v, int lane) {
     if (lane >= off) v += y;
   }
   return v;
+}
+
+// ─── Staged-B kernels (stage=shared) ──────────────────────────────────────────────────────────
+// B's rows live in shared memory as ES-byte rows (ES = 4: one fp32 column; else NC 2-byte
+// columns), after GUARD zero rows and followed by GUARD more. Columns are tracked as byte offsets
+// into that array, so a gather is one LDS with the slot's constant folded into its immediate.
+
+// Copies B (k rows of NC columns, row-major and contiguous: N == NC) into smem and zeroes the
+// guard rows. Every thread of the block must call it; the caller then runs __syncthreads().
+template <typename T, int NC, int GUARD>
+__device__ __forceinline__ void macko_stage_b(const T* __restrict__ B, int k, unsigned* smem) {
+  static_assert(NC == 1 || NC == 2 || NC == 4 || NC == 8, "staged columns: 1, 2, 4 or 8");
+  constexpr int ES = NC == 1 ? 4 : 2 * NC;
+  constexpr int GW = GUARD * ES / 4;  // 32-bit words per guard
+  for (int w = threadIdx.x; w < 2 * GW; w += blockDim.x)
+    smem[w < GW ? w : (GUARD + k) * (ES / 4) + (w - GW)] = 0u;
+  const bool aligned = (reinterpret_cast<unsigned long long>(B) & 15ull) == 0;
+  if constexpr (NC == 1) {
+    float* dst = reinterpret_cast<float*>(smem) + GUARD;
+    int done = 0;
+    if (aligned) {
+      // 8 elements per 16-byte load, written as two float4 (dst is 16-byte aligned).
+      const int chunks = k / 8;
+      for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+        detail::Pack<8, T> p;
+        p.raw = __ldg(reinterpret_cast<const uint4*>(B) + c);
+        float f[8];
+#pragma unroll
+        for (int e = 0; e < 8; ++e) f[e] = detail::Cvt<T>::to_f32(p.elem[e]);
+        reinterpret_cast<float4*>(dst)[2 * c] = make_float4(f[0], f[1], f[2], f[3]);
+        reinterpret_cast<float4*>(dst)[2 * c + 1] = make_float4(f[4], f[5], f[6], f[7]);
+      }
+      done = chunks * 8;
+    }
+    for (int e = done + static_cast<int>(threadIdx.x); e < k; e += blockDim.x)
+      dst[e] = detail::Cvt<T>::to_f32(B[e]);
+  } else {
+    unsigned char* dst = reinterpret_cast<unsigned char*>(smem) + GUARD * ES;
+    const int bytes = k * ES;
+    int done = 0;
+    if (aligned) {
+      const int chunks = bytes / 16;
+      for (int c = threadIdx.x; c < chunks; c += blockDim.x)
+        reinterpret_cast<uint4*>(dst)[c] = __ldg(reinterpret_cast<const uint4*>(B) + c);
+      done = chunks * 16;
+    }
+    for (int e = (done / 2) + static_cast<int>(threadIdx.x); e < bytes / 2; e += blockDim.x)
+      reinterpret_cast<unsigned short*>(dst)[e] = __ldg(reinterpret_cast<const unsigned short*>(B) + e);
+  }
+}
+
+// Zeroes the value and the delta of every slot of a vector outside [lo, hi) (0 <= lo, hi <= 8):
+// such a slot then adds 0 * (a guard or an in-row B entry) and steps its column by exactly 1.
+template <int BITS>
+__device__ __forceinline__ void macko_mask(unsigned* raw, unsigned* d, int lo, int hi) {
+  const unsigned keep = (0xFFu >> (8 - hi)) & (0xFFu << lo);
+#pragma unroll
+  for (int w = 0; w < 4; ++w)
+    raw[w] &= (((keep >> (2 * w)) & 1u) ? 0x0000FFFFu : 0u) |
+              (((keep >> (2 * w + 1)) & 1u) ? 0xFFFF0000u : 0u);
+  unsigned m[2] = {0u, 0u};
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const unsigned f = ((keep >> j) & 1u) ? (1u << BITS) - 1u : 0u;
+    if (BITS == 8) m[j / 4] |= f << (8 * (j % 4));
+    else m[0] |= f << (BITS * j);
+  }
+  d[0] &= m[0];
+  if (BITS == 8) d[1] &= m[1];
+}
+
+// Column steps of the vector's 8 slots: 8 (the "+1"s) plus the sum of the deltas.
+template <int BITS>
+__device__ __forceinline__ int macko_lane_total(const unsigned* d) {
+  if constexpr (BITS == 2) {
+    return 8 + __popc(d[0] & 0x5555u) + 2 * __popc(d[0] & 0xAAAAu);
+  } else if constexpr (BITS == 4) {
+    const unsigned x = (d[0] & 0x0F0F0F0Fu) + ((d[0] >> 4) & 0x0F0F0F0Fu);
+    return 8 + static_cast<int>(__dp4a(x, 0x01010101u, 0u));
+  } else {
+    return 8 + static_cast<int>(__dp4a(d[1], 0x01010101u, __dp4a(d[0], 0x01010101u, 0u)));
+  }
+}
+
+// Delta planes, pre-scaled by ES bytes: for BITS = 4 the even slots' deltas land in the bytes of
+// pl[0] and the odd slots' in pl[1], so one byte permute extracts a slot's scaled step.
+template <int BITS, int ES>
+__device__ __forceinline__ void macko_planes(const unsigned* d, unsigned* pl) {
+  constexpr int S = ES == 4 ? 2 : ES == 8 ? 3 : 4;
+  static_assert(ES == 4 || ES == 8 || ES == 16, "row bytes: 4, 8 or 16");
+  if constexpr (BITS == 4) {
+    pl[0] = (d[0] << S) & (0x0F0F0F0Fu << S);
+    pl[1] = (d[0] >> (4 - S)) & (0x0F0F0F0Fu << S);
+  } else {
+    pl[0] = d[0];
+    pl[1] = BITS == 8 ? d[1] : 0u;
+  }
+}
+
+// Slot j's delta times ES (j is a compile-time constant after unrolling).
+template <int BITS, int ES>
+__device__ __forceinline__ int macko_step(const unsigned* pl, int j) {
+  constexpr int S = ES == 4 ? 2 : ES == 8 ? 3 : 4;
+  if constexpr (BITS == 4) {
+    return static_cast<int>(__byte_perm(pl[j & 1], 0u, 0x4440u | static_cast<unsigned>(j >> 1)));
+  } else if constexpr (BITS == 2) {
+    return static_cast<int>((pl[0] >> (2 * j)) & 3u) << S;
+  } else {
+    return static_cast<int>(__byte_perm(pl[j >> 2], 0u, 0x4440u | static_cast<unsigned>(j & 3)))
+           << S;
+  }
+}
+
+// acc[i] += a * B[row][i], the staged row at byte offset `off` of smem.
+template <typename T, int NC>
+__device__ __forceinline__ void macko_stage_fma(const unsigned* smem, int off, float a,
+                                                float* acc) {
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(smem) + off;
+  if constexpr (NC == 1) {
+    acc[0] = fmaf(a, *reinterpret_cast<const float*>(p), acc[0]);
+  } else {
+    detail::Pack<NC, T> v;
+    v.raw = *reinterpret_cast<const typename detail::Chunk<2 * NC>::type*>(p);
+#pragma unroll
+    for (int i = 0; i < NC; ++i) acc[i] = fmaf(a, detail::Cvt<T>::to_f32(v.elem[i]), acc[i]);
+  }
 }
 
 }  // namespace sg

@@ -46,7 +46,9 @@ BENCH_DIR=/tmp/sparsegen-bench
 # GpuSpmm.*, ...). On the GPU machine none of them may be skipped.
 GPU_TEST_REGEX='^(Gpu[A-Za-z0-9_]*)\.'
 # ctest runs every registered suite; these extra labels/regexes can narrow it (empty: all).
+# CTEST_REGEX narrows ctest to matching tests (e.g. "Macko" while iterating on one kernel family).
 CTEST_ARGS=(--timeout 300 -j 8)
+[ -n "${CTEST_REGEX:-}" ] && CTEST_ARGS+=(-R "$CTEST_REGEX")
 # Wall-clock caps (s) so that a slow step still leaves time for the rest of a 600 s device call.
 CTEST_BUDGET_S=${CTEST_BUDGET_S:-300}
 SANITIZER_BUDGET_S=${SANITIZER_BUDGET_S:-120}

@@ -352,7 +352,7 @@ TEST(Ranking, MackoCandidatesAreRanked) {
   size_t seen = 0;
   for (const Ranked& x : r) {
     EXPECT_TRUE(std::isfinite(x.predicted_us) && x.predicted_us > 0) << x.family;
-    if (x.family == "macko") {
+    if (x.family == "macko" || x.family == "macko/shared") {
       ++seen;
       const ScheduleFeatures f =
           schedule_features(p, cands[x.index], candidate_format_stats(a, p, cands[x.index]),

@@ -99,8 +99,10 @@ double seconds_since(Clock::time_point t0) {
 
 // "rows/row/nnz red=total>total>none": splits block/warp/thread, reductions thread>warp>block.
 std::string kind_of(const Schedule& s) {
-  if (s.family() == ScheduleFamily::Macko)
+  if (s.family() == ScheduleFamily::Macko) {
+    if (s.macko().stage == BStage::Shared) return "macko staged-B";
     return s.macko().warps_per_row == 1 ? "macko warp-per-row" : "macko split-row";
+  }
   const GeneralSchedule& g = s.general();
   return fmt::format("{}/{}/{} red={}>{}>{}", to_string(g.at(Level::Block).kind),
                      to_string(g.at(Level::Warp).kind), to_string(g.at(Level::Thread).kind),
@@ -112,7 +114,8 @@ std::vector<std::string> features(const Schedule& s) {
   if (s.family() == ScheduleFamily::Macko) {
     const MackoSchedule& m = s.macko();
     return {fmt::format("b{}", m.delta_bits), fmt::format("u{}", m.unroll),
-            fmt::format("w{}", m.warps_per_block), fmt::format("r{}", m.warps_per_row)};
+            fmt::format("w{}", m.warps_per_block), fmt::format("r{}", m.warps_per_row),
+            fmt::format("rpw{}", m.rows_per_warp)};
   }
   const GeneralSchedule& g = s.general();
   return {fmt::format("w{}", g.warps_per_block),

@@ -170,7 +170,9 @@ TEST(MackoSchedule, SpecRoundTripAndErrors) {
   m.cols = 2;
   const Schedule s(m);
   EXPECT_EQ(s.family(), ScheduleFamily::Macko);
-  EXPECT_EQ(to_string(s), "macko;delta=8;wpr=4;warps=4;unroll=4;cols=2;vec=16");
+  EXPECT_EQ(to_string(s), "macko;delta=8;wpr=4;warps=4;unroll=4;cols=2;vec=16;stage=global;rpw=1");
+  // SPECs written before stage/rpw existed still parse (the fields default).
+  EXPECT_EQ(parse_schedule("macko;delta=8;wpr=4;warps=4;unroll=4;cols=2;vec=16"), s);
   EXPECT_EQ(parse_schedule(to_string(s)), s);
   EXPECT_EQ(parse_schedule("macko").macko(), MackoSchedule{});
   EXPECT_EQ(parse_schedule("macko;wpr=2").macko().warps_per_block, 2);
@@ -187,6 +189,21 @@ TEST(MackoSchedule, SpecRoundTripAndErrors) {
   EXPECT_NE(err("macko;wpr=2;warps=8").find("warps=8 == wpr"), std::string::npos);
   EXPECT_NE(err("macko;vec=8").find("vec=8"), std::string::npos);
   EXPECT_NE(err("macko;tcols=2").find("field 'tcols'"), std::string::npos);
+  EXPECT_NE(err("macko;stage=texture").find("global or shared"), std::string::npos);
+  EXPECT_NE(err("macko;rpw=4").find("needs stage=shared"), std::string::npos);
+  EXPECT_NE(err("macko;stage=shared;rpw=3").find("rpw=3"), std::string::npos);
+  EXPECT_NE(err("macko;stage=shared;wpr=2").find("needs wpr=1"), std::string::npos);
+  const Schedule staged = parse_schedule("macko;warps=32;stage=shared;rpw=4");
+  EXPECT_EQ(staged.macko().rows_per_block(), 128);
+  EXPECT_EQ(parse_schedule(to_string(staged)), staged);
+  EXPECT_NE(print_schedule(staged).find("B     : shared (staged once per block, 4 rows per warp)"),
+            std::string::npos);
+  // Staging copies whole rows of a row-major B, all N columns.
+  EXPECT_TRUE(validate(Problem::spmv(4, 4, DType::F16), staged).empty());
+  EXPECT_FALSE(validate(Problem::spmm(4, 4, 2, DType::F16), staged).empty());  // cols 1 != n 2
+  Problem colb = Problem::spmv(4, 4, DType::F16);
+  colb.b_layout = Layout::ColMajor;
+  EXPECT_FALSE(validate(colb, staged).empty());
   EXPECT_FALSE(validate(Problem::spmv(4, 4, DType::F32), s).empty());  // fp32 values
   EXPECT_TRUE(validate(Problem::spmm(4, 4, 3, DType::F16), s).empty());
   EXPECT_FALSE(validate(Problem::spmm(4, 4, 1, DType::F16), parse_schedule("macko;cols=4")).empty());
@@ -210,6 +227,32 @@ TEST(MackoSchedule, EnumerationAndVerifier) {
     split |= s.macko().warps_per_row > 1;
   }
   EXPECT_TRUE(split);  // ~4000-slot rows are long enough to split
+  // Staged B: offered for N = 1 (and the large-K limit checked), with rows per warp only while
+  // every multiprocessor still gets a block (64 rows: rpw = 1 only).
+  int staged = 0;
+  for (const Schedule& s : all)
+    if (s.macko().stage == BStage::Shared) {
+      ++staged;
+      EXPECT_EQ(s.macko().rows_per_warp, 1);
+      EXPECT_EQ(macko_stage_bytes(p, s.macko()), (8192 + 32) * 4);
+    }
+  EXPECT_GT(staged, 0);
+  const CsrMatrix tall = random_matrix(8192, 256, 0.5, 4);
+  const Problem pt = Problem::spmv(8192, 256, DType::F16);
+  int max_rpw = 0;
+  for (const Schedule& s : enumerate_macko_schedules(pt, tall, DeviceLimits::sm90()))
+    if (s.macko().stage == BStage::Shared) {
+      max_rpw = std::max(max_rpw, s.macko().rows_per_warp);
+      EXPECT_GE(macko_grid_x(pt, s.macko()), 132);
+    }
+  EXPECT_EQ(max_rpw, 2);  // 8192 rows / (16 warps x 2) = 256 blocks; rpw 4 would give 128
+  const Problem wide = Problem::spmm(4, 20000, 8, DType::F16);  // 8 x 2 B x 20032 rows > 227 KiB
+  MackoSchedule big;
+  big.stage = BStage::Shared;
+  big.cols = 8;
+  EXPECT_FALSE(verify_macko(wide, big, macko_stats(random_matrix(4, 20000, 0.5, 5), 4),
+                            DeviceLimits::sm90())
+                   .empty());
   // The generic enumerator appends them only when asked.
   EnumerateOptions o;
   const auto plain = enumerate_schedules(p, a, o);

@@ -31,3 +31,9 @@ __device__ float atomicAdd(float*, float);
 // sg_macko.cuh: streaming loads and vector construction.
 template <class T> __device__ T __ldcs(const T*);
 __device__ uint4 make_uint4(unsigned, unsigned, unsigned, unsigned);
+// sg_macko.cuh, staged B: read-only loads, fp32 vectors, byte permutes and 4-way dot products.
+struct float4 { float x, y, z, w; };
+__device__ float4 make_float4(float, float, float, float);
+template <class T> __device__ T __ldg(const T*);
+__device__ unsigned __byte_perm(unsigned, unsigned, unsigned);
+__device__ unsigned __dp4a(unsigned, unsigned, unsigned);
