@@ -3,14 +3,23 @@
 //
 //   sparsegen-bench FILE -n 8 [--dtype fp16] [--schedule SPEC | --best-of K] [--json out.json]
 //   sparsegen-bench --suite llm|suitesparse|all [--quick] [--best-of K] [--json out.json]
+//   sparsegen-bench (FILE | --suite ...) --exhaustive [--top-k K] [--exhaustive-limit L]
+//
+// --exhaustive measures the search itself (benchmarks/search_quality.h), not the baselines: per
+// case, the tuner's search as `sparsegen tune` runs it (compiler/tune.h, cache off, top-k K,
+// default 8) and its wall time, then every enumerated schedule (MACKO included, as the tuner
+// enumerates) built on up to 16 threads while the GPU checks and screens each as it arrives;
+// the fastest 3 and the search's pick are measured in full; ratio = best / pick. An enumeration
+// larger than L (default 400) is sampled (an even spread of L plus the top k) and labelled capped.
 //
 // For every case (matrix, N, dtype): our kernel (compiler/pipeline.h; the given --schedule, or the
-// cost model's top pick, or with --best-of K the fastest measured of the model's top K), cuBLAS dense (GEMM; for N = 1 also GEMV, the faster kept) and
-// cuSPARSE CSR (every SpMM/SpMV CSR algorithm and dense layout, the fastest kept). Every output is
-// checked once against the CPU reference (compiler/gpu_check.h) before it is timed; a failing one
-// is reported and not timed. Timing: runtime/timing.h (L2 flushed before every run, events,
-// median of --repeats runs after --warmup runs). Several candidates of one method are first
-// screened with 5 runs each; the fastest is then measured in full.
+// cost model's top pick, or with --best-of K the fastest measured of the model's top K), cuBLAS
+// dense (GEMM; for N = 1 also GEMV, the faster kept) and cuSPARSE CSR (every SpMM/SpMV CSR
+// algorithm and dense layout, the fastest kept). Every output is checked once against the CPU
+// reference (compiler/gpu_check.h) before it is timed; a failing one is reported and not timed.
+// Timing: runtime/timing.h (L2 flushed before every run, events, median of --repeats runs after
+// --warmup runs). Several candidates of one method are first screened with 5 runs each; the fastest
+// is then measured in full.
 //
 // The LLM suite: shapes 4096x4096, 11008x4096, 4096x11008, 12288x12288, 28672x7168 (rows x cols
 // of A, i.e. M x K), sparsity 50/70/90 %, random and magnitude pruning (ir/gen/pruning.h, seed
@@ -29,13 +38,16 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -49,8 +61,10 @@
 
 #include "benchmarks/baselines.h"
 #include "benchmarks/report.h"
+#include "benchmarks/search_quality.h"
 #include "compiler/gpu_check.h"
 #include "compiler/pipeline.h"
+#include "compiler/tune.h"
 #include "costmodel/features.h"
 #include "costmodel/linear_model.h"
 #include "costmodel/model_registry.h"
@@ -98,6 +112,9 @@ struct Args {
   double time_limit_s = 0;
   std::string filter;
   bool dry_run = false;
+  bool exhaustive = false;
+  int exhaustive_limit = 400;
+  int top_k = 8;  // the search's k in --exhaustive (sparsegen tune's default on a GPU)
   std::string command_line;
 };
 
@@ -149,6 +166,13 @@ void validate(const Args& a) {
     throw UserError(fmt::format("--time-limit: expected seconds >= 0, found {}", a.time_limit_s));
   }
   if (a.min_nnz < -1) throw UserError(fmt::format("--min-nnz: expected >= 0, found {}", a.min_nnz));
+  if (a.exhaustive_limit < 1 || a.exhaustive_limit > 100000) {
+    throw UserError(
+        fmt::format("--exhaustive-limit: expected 1..100000, found {}", a.exhaustive_limit));
+  }
+  if (a.top_k < 0 || a.top_k > 1000) {
+    throw UserError(fmt::format("--top-k: expected 0..1000, found {}", a.top_k));
+  }
   if (!a.json.empty()) {
     // Fail now, not after minutes of measuring.
     std::ofstream probe(a.json, std::ios::app);
@@ -353,9 +377,8 @@ std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMa
   DeviceProfile d = DeviceProfile::h100_sxm();
   if (target.has_gpu) {
     const cuda::DeviceInfo info = cuda::query_device(0);
-    d = device_profile(info.name, info.cc_major, info.cc_minor, info.sm_count,
-                       info.l2_cache_bytes, info.clock_rate_khz, info.max_threads_per_sm,
-                       info.max_registers_per_sm);
+    d = device_profile(info.name, info.cc_major, info.cc_minor, info.sm_count, info.l2_cache_bytes,
+                       info.clock_rate_khz, info.max_threads_per_sm, info.max_registers_per_sm);
   }
   static std::mutex mu;
   static std::optional<ModelChoice> model;
@@ -529,6 +552,33 @@ struct CaseInputs {
   cuda::DeviceBuffer b_row, b_col, c;
 };
 
+// Inputs and reference of one case on the device: B row-major (and column-major for the
+// libraries, with column_major_b and N > 1), C sized for M x N, the CPU reference of A * B.
+CaseInputs make_case_inputs(const CsrMatrix& m, int64_t n, DType dtype, bool column_major_b) {
+  CaseInputs ci;
+  KernelRequest req;
+  req.n = n;
+  req.dtype = dtype;
+  ci.problem = make_problem(m, req);
+  ci.in = make_check_inputs(ci.problem, 7, 1.0f, 0.0f);
+  ci.ref = compute_reference(m, ci.in, false);
+  const std::vector<char> b_row = to_dtype_bytes(ci.in.b, dtype);
+  const size_t w = static_cast<size_t>(dtype_bytes(dtype));
+  ci.b_row = cuda::DeviceBuffer(b_row.size() + 4);
+  ci.b_row.upload(b_row.data(), b_row.size());
+  if (column_major_b && n > 1) {
+    std::vector<float> bt(ci.in.b.size());
+    for (int64_t r = 0; r < m.cols; ++r)
+      for (int64_t j = 0; j < n; ++j)
+        bt[static_cast<size_t>(j * m.cols + r)] = ci.in.b[static_cast<size_t>(r * n + j)];
+    const std::vector<char> b_col = to_dtype_bytes(bt, dtype);
+    ci.b_col = cuda::DeviceBuffer(b_col.size() + 4);
+    ci.b_col.upload(b_col.data(), b_col.size());
+  }
+  ci.c = cuda::DeviceBuffer((static_cast<size_t>(m.rows * n) * w + 3) / 4 * 4 + 4);
+  return ci;
+}
+
 void measure_ours(Gpu& g, const CsrMatrix& a, CaseInputs& ci, std::vector<OurBuild>& builds,
                   CaseResult& cr) {
   MethodResult& r = cr.ours;
@@ -620,6 +670,437 @@ void measure_baseline(Gpu& g, std::vector<Candidate> cands, DType t, CaseInputs&
 
 std::string fmt_ms(const MethodResult& m) {
   return m.ok() ? fmt::format("{:.4f} ms", m.median_ms) : std::string("-");
+}
+
+// Writes `doc` to `path` through a temporary file and a rename (never a half-written file).
+void write_json_file(const std::string& path, const nlohmann::json& doc) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << doc.dump(1) << "\n";
+    if (!f) throw UserError(fmt::format("--json: cannot write '{}'", tmp));
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw UserError(fmt::format("--json: cannot write '{}': {}", path, ec.message()));
+}
+
+// ---------------------------------------------------------------- --exhaustive: search quality
+
+// A fault inside a kernel is sticky: the context cannot run anything after it.
+bool sticky(const CudaError& e) {
+  switch (e.code()) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The fastest few screened kernels (and the search's pick), kept loaded for the final round.
+struct Kept {
+  size_t index = 0;  // into the enumeration
+  double screen_ms = 0;
+  std::unique_ptr<CompiledKernel> kernel;
+};
+
+// Builds the selected schedules on a thread pool while this thread checks and screens each one
+// on the GPU as soon as it is built; at most `max_in_flight` builds (packed matrix + image) exist
+// at once. Stops claiming new schedules when `stop_now()` says so (the time limit).
+struct ExhaustivePass {
+  int attempted = 0, measured = 0, failed = 0;
+  nlohmann::json failures = nlohmann::json::array();
+  std::vector<std::pair<double, size_t>> screened;  // (screen median ms, enumeration index)
+  std::vector<Kept> kept;                           // the fastest kKeep by screen time
+  std::optional<Kept> pick;
+  double build_thread_s = 0;
+  int threads = 0;
+};
+
+constexpr size_t kKeep = 3;
+
+ExhaustivePass exhaustive_pass(Gpu& g, const CsrMatrix& m, const Problem& p,
+                               const std::vector<Schedule>& all, const std::vector<size_t>& sel,
+                               size_t pick_index, CaseInputs& ci,
+                               const std::function<bool()>& stop_now) {
+  ExhaustivePass out;
+  struct Slot {
+    std::optional<KernelBuild> build;
+    std::string error;
+    double build_s = 0;
+  };
+  std::vector<Slot> slots(sel.size());
+  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
+  const size_t threads = std::max<size_t>(1, std::min<size_t>(std::min(hw, 16u), sel.size()));
+  out.threads = static_cast<int>(threads);
+  // A build holds the packed values and indices (about nnz * (dtype + 4) bytes, plus padding):
+  // keep the builds waiting for the GPU within ~8 GiB, but never starve the pool.
+  const double build_bytes =
+      1.5 * static_cast<double>(m.nnz()) * (dtype_bytes(p.dtype) + 4.0) + (1 << 20);
+  const size_t max_in_flight = std::clamp<size_t>(
+      static_cast<size_t>(8.0 * (1ull << 30) / build_bytes), threads, 4 * threads);
+
+  std::mutex mu;
+  std::condition_variable space, ready_cv;
+  size_t next = 0, in_flight = 0;
+  bool stop = false;
+  std::deque<size_t> ready;
+
+  auto worker = [&] {
+    for (;;) {
+      size_t i;
+      {
+        std::unique_lock lk(mu);
+        space.wait(lk, [&] { return stop || next >= sel.size() || in_flight < max_in_flight; });
+        if (stop || next >= sel.size()) return;
+        i = next++;
+        ++in_flight;
+      }
+      const auto t0 = Clock::now();
+      Slot& s = slots[i];
+      try {
+        s.build = build_kernel(m, p, all[sel[i]], g.target);
+      } catch (const std::exception& e) {
+        s.error = e.what();
+      } catch (...) {
+        s.error = "unknown build failure";
+      }
+      s.build_s = seconds_since(t0);
+      {
+        std::lock_guard lk(mu);
+        ready.push_back(i);
+      }
+      ready_cv.notify_one();
+    }
+  };
+  std::vector<std::thread> pool;
+  struct Joiner {  // on every exit, exceptions included: no thread outlives the pass
+    std::mutex& mu;
+    bool& stop;
+    std::condition_variable& space;
+    std::vector<std::thread>& pool;
+    ~Joiner() {
+      {
+        std::lock_guard lk(mu);
+        stop = true;
+      }
+      space.notify_all();
+      for (auto& t : pool)
+        if (t.joinable()) t.join();
+    }
+  } joiner{mu, stop, space, pool};
+  for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
+
+  auto fail = [&](size_t idx, const std::string& why) {
+    ++out.failed;
+    if (out.failures.size() < 25)
+      out.failures.push_back({{"schedule", to_string(all[idx])}, {"error", why}});
+  };
+  const CUdeviceptr bp = ci.b_row.ptr(), cp = ci.c.ptr();
+  size_t consumed = 0;
+  for (;;) {
+    size_t i;
+    {
+      std::unique_lock lk(mu);
+      if (!stop && stop_now()) stop = true;  // stop claiming; finish what is claimed
+      ready_cv.wait(
+          lk, [&] { return !ready.empty() || ((stop || next >= sel.size()) && consumed == next); });
+      if (ready.empty()) break;
+      i = ready.front();
+      ready.pop_front();
+    }
+    ++consumed;
+    ++out.attempted;
+    Slot& s = slots[i];
+    out.build_thread_s += s.build_s;
+    const size_t idx = sel[i];
+    if (!s.build) {
+      fail(idx, "build: " + s.error);
+    } else {
+      try {
+        auto k = std::make_unique<CompiledKernel>(g.ctx, std::move(*s.build));
+        s.build.reset();
+        const CheckResult chk = gpu_check(*k, m, ci.in, ci.ref, g.stream->get(), nullptr, false);
+        if (!chk.passed) {
+          fail(idx, "check: " + chk.error);
+        } else {
+          const CompiledKernel* kp = k.get();
+          const TimingResult t =
+              measure([kp, bp, cp](CUstream st) { kp->run(bp, cp, 1.0f, 0.0f, st); }, g.screen);
+          ++out.measured;
+          out.screened.emplace_back(t.median_ms, idx);
+          if (idx == pick_index) {
+            out.pick = Kept{idx, t.median_ms, std::move(k)};
+          } else if (out.kept.size() < kKeep || t.median_ms < out.kept.back().screen_ms) {
+            out.kept.push_back(Kept{idx, t.median_ms, std::move(k)});
+            std::stable_sort(out.kept.begin(), out.kept.end(), [](const Kept& x, const Kept& y) {
+              return x.screen_ms < y.screen_ms;
+            });
+            if (out.kept.size() > kKeep) out.kept.pop_back();
+          }
+        }
+      } catch (const CudaError& e) {
+        if (sticky(e)) throw;
+        fail(idx, std::string("GPU: ") + e.what());
+      } catch (const std::exception& e) {  // e.g. a non-finite event time
+        fail(idx, std::string("measure: ") + e.what());
+      }
+    }
+    s.build.reset();
+    {
+      std::lock_guard lk(mu);
+      --in_flight;
+    }
+    space.notify_one();
+  }
+  return out;
+}
+
+// One (matrix, N) case of --exhaustive: the search as `sparsegen tune` runs it (cache off), then
+// every enumerated schedule (or the capped spread), then a final full measurement of the fastest
+// few and of the search's pick.
+SearchCase exhaustive_case(Gpu& g, const Args& a, const MatrixSpec& spec, const CsrMatrix& m,
+                           int64_t n, Clock::time_point t_start) {
+  SearchCase sc;
+  sc.suite = spec.suite;
+  sc.matrix = spec.name;
+  sc.rows = m.rows;
+  sc.cols = m.cols;
+  sc.nnz = m.nnz();
+  sc.sparsity = m.rows * m.cols > 0
+                    ? 1.0 - static_cast<double>(m.nnz()) /
+                                (static_cast<double>(m.rows) * static_cast<double>(m.cols))
+                    : 0.0;
+  sc.pruning = spec.pruning;
+  sc.n = n;
+  sc.dtype = std::string(to_string(spec.dtype));
+  sc.top_k = a.top_k;
+  sc.extra = nlohmann::json::object();
+  KernelRequest req;
+  req.n = n;
+  req.dtype = spec.dtype;
+  const Problem p = make_problem(m, req);
+  const size_t limit = static_cast<size_t>(a.exhaustive_limit);
+
+  // The enumeration the tuner searches (compiler/tune.cpp: MACKO included where it applies).
+  auto enumerate_all = [&] {
+    EnumerateOptions eo;
+    eo.device = g.target.limits;
+    eo.include_macko = true;
+    return enumerate_schedules(p, m, eo);
+  };
+
+  if (a.dry_run) {
+    const std::vector<Schedule> all = enumerate_all();
+    sc.enumerated = static_cast<int>(all.size());
+    sc.capped = all.size() > limit;
+    sc.selected =
+        static_cast<int>(all.empty() ? 0 : spread_selection(all.size(), limit, {}).size());
+    sc.error = "dry run: not measured";
+    return sc;
+  }
+
+  // (a) the search.
+  TuneOptions to;
+  to.top_k = a.top_k;
+  to.use_cache = false;  // a real search every time, never a cached decision
+  to.ctx = g.ctx;
+  const auto t_search = Clock::now();
+  TuneResult tr;
+  try {
+    tr = tune(m, req, g.target, to);
+  } catch (const CudaError& e) {
+    if (sticky(e)) throw;
+    sc.error = std::string("search failed: ") + e.what();
+  } catch (const std::exception& e) {
+    sc.error = std::string("search failed: ") + e.what();
+  }
+  sc.search_s = seconds_since(t_search);
+  if (!sc.error.empty()) return sc;
+  sc.pick = tr.schedule;
+  sc.pick_predicted_ms = tr.predicted_ms;
+  sc.search_measured_ms = tr.measured_ms;
+  for (const CandidateReport& c : tr.candidates) sc.top_k_schedules.push_back(c.schedule);
+  sc.extra["search_ranking"] = tr.ranking;
+  if (!tr.warnings.empty()) sc.extra["search_warnings"] = tr.warnings;
+
+  // (b) the comparison set.
+  const auto t_enum = Clock::now();
+  const std::vector<Schedule> all = enumerate_all();
+  sc.enumerated = static_cast<int>(all.size());
+  std::map<std::string, size_t> index_of;
+  for (size_t i = 0; i < all.size(); ++i) index_of.emplace(to_string(all[i]), i);
+  std::vector<size_t> must;
+  for (const std::string& s : sc.top_k_schedules)
+    if (auto it = index_of.find(s); it != index_of.end()) must.push_back(it->second);
+  const auto pick_it = index_of.find(sc.pick);
+  if (pick_it == index_of.end()) {
+    sc.error = "the search's pick is not in the enumeration (search and bench disagree)";
+    return sc;
+  }
+  const size_t pick_index = pick_it->second;
+  must.push_back(pick_index);
+  std::vector<size_t> sel = spread_selection(all.size(), limit, must);
+  sc.selected = static_cast<int>(sel.size());
+  // The pick and the top k go first, so a time-limited case still has them.
+  std::stable_partition(sel.begin(), sel.end(), [&](size_t i) {
+    return std::find(must.begin(), must.end(), i) != must.end();
+  });
+  sc.capped = all.size() > limit;
+  const double enum_s = seconds_since(t_enum);
+
+  const auto t_inputs = Clock::now();
+  CaseInputs ci = make_case_inputs(m, n, spec.dtype, /*column_major_b=*/false);
+  const double inputs_s = seconds_since(t_inputs);
+
+  const auto t_pass = Clock::now();
+  ExhaustivePass pass = exhaustive_pass(g, m, p, all, sel, pick_index, ci, [&] {
+    return a.time_limit_s > 0 && seconds_since(t_start) > a.time_limit_s;
+  });
+  const double pass_s = seconds_since(t_pass);
+  sc.attempted = pass.attempted;
+  sc.measured = pass.measured;
+  sc.failed = pass.failed;
+  sc.time_limited = pass.attempted < sc.selected;
+
+  // (c) the final round: the fastest screened few and the pick, each measured in full.
+  const auto t_final = Clock::now();
+  nlohmann::json final_round = nlohmann::json::array();
+  if (!pass.pick) {
+    sc.error = "the search's pick did not pass (or was not reached) in the exhaustive pass";
+  } else {
+    std::vector<Kept*> round;
+    for (Kept& k : pass.kept) round.push_back(&k);
+    round.push_back(&*pass.pick);
+    const CUdeviceptr bp = ci.b_row.ptr(), cp = ci.c.ptr();
+    for (Kept* k : round) {
+      const CompiledKernel* kp = k->kernel.get();
+      const TimingResult t =
+          measure([kp, bp, cp](CUstream st) { kp->run(bp, cp, 1.0f, 0.0f, st); }, g.full);
+      final_round.push_back({{"schedule", to_string(all[k->index])},
+                             {"screen_ms", k->screen_ms},
+                             {"median_ms", t.median_ms},
+                             {"p10_ms", t.p10_ms},
+                             {"p90_ms", t.p90_ms}});
+      if (k->index == pick_index) sc.pick_ms = t.median_ms;
+      if (!sc.best_ms || t.median_ms < *sc.best_ms) {
+        sc.best_ms = t.median_ms;
+        sc.best = to_string(all[k->index]);
+      }
+    }
+    sc.best_in_top_k = std::find(sc.top_k_schedules.begin(), sc.top_k_schedules.end(), sc.best) !=
+                       sc.top_k_schedules.end();
+  }
+  std::sort(pass.screened.begin(), pass.screened.end());
+  nlohmann::json screened = nlohmann::json::array();
+  for (const auto& [ms, idx] : pass.screened) screened.push_back({to_string(all[idx]), ms});
+  sc.extra["final_round"] = final_round;
+  sc.extra["screened_ms"] = screened;  // every timed schedule, fastest first
+  sc.extra["failures"] = pass.failures;
+  sc.extra["seconds"] = {{"search", sc.search_s},
+                         {"enumerate", enum_s},
+                         {"inputs_reference", inputs_s},
+                         {"build_and_screen", pass_s},
+                         {"build_thread_s", pass.build_thread_s},
+                         {"final_round", seconds_since(t_final)}};
+  sc.extra["build_threads"] = pass.threads;
+  return sc;
+}
+
+int run_exhaustive(const Args& a, const std::vector<MatrixSpec>& specs, Gpu& g, nlohmann::json& doc,
+                   nlohmann::json& skipped, Clock::time_point t_start) {
+  doc["mode"] = "exhaustive";
+  nlohmann::json sq;
+  sq["method"] =
+      "per case: the search as `sparsegen tune` runs it (enumerate incl. MACKO, rank by the cost "
+      "model, compile and measure the top k, check the winner; cache off), timed wall-clock; then "
+      "every enumerated schedule (or, when more than --exhaustive-limit, an even spread of that "
+      "many plus the search's top k: 'capped', not exhaustive) is built, checked against the CPU "
+      "reference and screened (median of screen_repeats runs, L2 flushed); the fastest "
+      "3 screened and the search's pick are then measured in full (median of --repeats runs, L2 "
+      "flushed): best_ms is the fastest of those, pick_ms the pick's, ratio = best_ms / pick_ms";
+  sq["top_k"] = a.top_k;
+  sq["exhaustive_limit"] = a.exhaustive_limit;
+  sq["threshold"] = kSearchQualityThreshold;
+  std::vector<SearchCase> results;
+  bool truncated = false;
+  size_t total_cases = 0;
+  for (const auto& s : specs) total_cases += s.ns.size();
+  size_t case_no = 0;
+
+  auto write = [&] {
+    nlohmann::json cases = nlohmann::json::array();
+    for (const auto& c : results) cases.push_back(to_json(c));
+    sq["cases"] = cases;
+    sq["summary"] = to_json(summarize_search(results));
+    doc["search_quality"] = sq;
+    doc["skipped"] = skipped;
+    doc["truncated"] = truncated;
+    doc["elapsed_s"] = seconds_since(t_start);
+    if (!a.json.empty()) write_json_file(a.json, doc);
+  };
+
+  std::printf(
+      "sparsegen-bench --exhaustive: %zu matrices, %zu cases; %s; search top-k %d; at "
+      "most %d schedules measured per case\n",
+      specs.size(), total_cases,
+      a.dry_run ? "dry run (no GPU)" : doc["device"]["name"].get<std::string>().c_str(), a.top_k,
+      a.exhaustive_limit);
+  std::fflush(stdout);
+  for (const MatrixSpec& spec : specs) {
+    if (a.time_limit_s > 0 && seconds_since(t_start) > a.time_limit_s) {
+      truncated = true;
+      std::printf("sparsegen-bench: --time-limit %.0f s reached; %zu cases not run\n",
+                  a.time_limit_s, total_cases - case_no);
+      break;
+    }
+    CsrMatrix m;
+    try {
+      m = spec.load();
+      check_value_range(m, spec.dtype);
+    } catch (const UserError& e) {
+      skipped.push_back({{"matrix", spec.name}, {"reason", e.what()}});
+      case_no += spec.ns.size();
+      std::printf("  skip %s: %s\n", spec.name.c_str(), e.what());
+      continue;
+    }
+    for (int64_t n : spec.ns) {
+      if (a.time_limit_s > 0 && seconds_since(t_start) > a.time_limit_s) {
+        truncated = true;
+        break;  // the outer loop reports it
+      }
+      ++case_no;
+      const auto t_case = Clock::now();
+      SearchCase sc = exhaustive_case(g, a, spec, m, n, t_start);
+      const auto r = sc.ratio();
+      std::printf(
+          "[%3zu/%zu] %-34s N=%-3lld %s  %d/%d measured%s  best %s  pick %s  ratio %s  search "
+          "%.2f s  [%.1f s]\n",
+          case_no, total_cases, spec.name.c_str(), static_cast<long long>(n), sc.dtype.c_str(),
+          sc.measured, sc.enumerated,
+          sc.capped         ? " (capped)"
+          : sc.time_limited ? " (time-limited)"
+                            : "",
+          sc.best_ms ? fmt::format("{:.4f} ms", *sc.best_ms).c_str() : "-",
+          sc.pick_ms ? fmt::format("{:.4f} ms", *sc.pick_ms).c_str() : "-",
+          r ? fmt::format("{:.3f}", *r).c_str() : "-", sc.search_s, seconds_since(t_case));
+      if (!sc.error.empty()) std::printf("          %s\n", sc.error.c_str());
+      std::fflush(stdout);
+      results.push_back(std::move(sc));
+      write();
+    }
+  }
+  write();
+  std::printf("\n%s", format_search_table(results, summarize_search(results)).c_str());
+  std::printf("elapsed %.1f s%s%s\n", seconds_since(t_start), truncated ? " (truncated)" : "",
+              a.json.empty() ? "" : fmt::format("; JSON: {}", a.json).c_str());
+  return 0;
 }
 
 // ---------------------------------------------------------------- the run
@@ -741,14 +1222,12 @@ int run(const Args& a) {
   } else {
     doc["device"] = {{"name", "none (dry run)"}};
   }
+  if (a.exhaustive) return run_exhaustive(a, specs, g, doc, skipped, t_start);
   doc["best_of"] = best_of;
   doc["ours_selection"] =
       !a.schedule.empty() ? "given --schedule"
-      : best_of > 1
-          ? fmt::format(
-                "fastest measured of the cost model's top {} schedules",
-                best_of)
-          : "the cost model's top-ranked schedule";
+      : best_of > 1 ? fmt::format("fastest measured of the cost model's top {} schedules", best_of)
+                    : "the cost model's top-ranked schedule";
   doc["skipped"] = skipped;
 
   std::vector<CaseResult> results;
@@ -777,15 +1256,7 @@ int run(const Args& a) {
     doc["truncated"] = truncated;
     doc["failed_checks"] = failed_checks;
     doc["elapsed_s"] = seconds_since(t_start);
-    const std::string tmp = a.json + ".tmp";
-    {
-      std::ofstream f(tmp);
-      f << doc.dump(1) << "\n";
-      if (!f) throw UserError(fmt::format("--json: cannot write '{}'", tmp));
-    }
-    std::error_code ec;
-    fs::rename(tmp, a.json, ec);
-    if (ec) throw UserError(fmt::format("--json: cannot write '{}': {}", a.json, ec.message()));
+    write_json_file(a.json, doc);
   };
 
   std::printf("sparsegen-bench: %zu matrices, %zu cases; %s; ours: %s\n", specs.size(), total_cases,
@@ -887,27 +1358,7 @@ int run(const Args& a) {
         continue;
       }
       const auto t_case = Clock::now();
-      CaseInputs ci;
-      KernelRequest req;
-      req.n = n;
-      req.dtype = spec.dtype;
-      ci.problem = make_problem(m, req);
-      ci.in = make_check_inputs(ci.problem, 7, 1.0f, 0.0f);
-      ci.ref = compute_reference(m, ci.in, false);
-      const std::vector<char> b_row = to_dtype_bytes(ci.in.b, spec.dtype);
-      const size_t w = static_cast<size_t>(dtype_bytes(spec.dtype));
-      ci.b_row = cuda::DeviceBuffer(b_row.size() + 4);
-      ci.b_row.upload(b_row.data(), b_row.size());
-      if (n > 1) {
-        std::vector<float> bt(ci.in.b.size());
-        for (int64_t r = 0; r < m.cols; ++r)
-          for (int64_t j = 0; j < n; ++j)
-            bt[static_cast<size_t>(j * m.cols + r)] = ci.in.b[static_cast<size_t>(r * n + j)];
-        const std::vector<char> b_col = to_dtype_bytes(bt, spec.dtype);
-        ci.b_col = cuda::DeviceBuffer(b_col.size() + 4);
-        ci.b_col.upload(b_col.data(), b_col.size());
-      }
-      ci.c = cuda::DeviceBuffer((static_cast<size_t>(m.rows * n) * w + 3) / 4 * 4 + 4);
+      CaseInputs ci = make_case_inputs(m, n, spec.dtype, /*column_major_b=*/true);
       const double ref_s = seconds_since(t_case);
 
       measure_ours(g, m, ci, mine, cr);
@@ -994,6 +1445,21 @@ int main(int argc, char** argv) {
   app.add_option("--filter", a.filter, "only matrices whose name contains this text");
   app.add_flag("--dry-run", a.dry_run,
                "no GPU: generate/load and build our kernels (PTX), print the plan");
+  auto* exh = app.add_flag(
+      "--exhaustive", a.exhaustive,
+      "search quality: per case, the tuner's search (top-k measured) against measuring every "
+      "enumerated schedule; ratio = exhaustive best / search pick (no cuBLAS/cuSPARSE)");
+  auto* exh_limit = app.add_option(
+      "--exhaustive-limit", a.exhaustive_limit,
+      "--exhaustive: measure at most this many schedules per case (default 400); a larger "
+      "enumeration gets an even spread of this many plus the search's top k, labelled capped");
+  auto* top_k = app.add_option("--top-k", a.top_k,
+                               "--exhaustive: candidates the search measures (default 8, as "
+                               "sparsegen tune on a GPU; 0: the model's pick alone)");
+  exh_limit->needs(exh);
+  top_k->needs(exh);
+  exh->excludes(sched);
+  exh->excludes(best);
   file->excludes(suite);
   sched->excludes(best);
   sched->excludes(suite);

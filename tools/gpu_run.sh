@@ -90,6 +90,18 @@ BENCH_RUNS=(
   # model and every sample. Expected ~205-215 s (budget 200 s + startup; timeout 260 as a cap).
   # Ship the model: cp $BENCH_DIR/model_h200.json costmodel/models/<model_file_name()>.json
   "calibrate|timeout 170 tools/sparsegen calibrate --budget-seconds 120 --out $BENCH_DIR/model_h200.json --samples $BENCH_DIR/calib_samples.json"
+  # sparsegen-bench --exhaustive (issue 4, search quality): per case, `sparsegen tune`'s search
+  # (top-k 8, cache off; its wall time is the "search s" figure) against measuring EVERY
+  # enumerated schedule (MACKO included; each built on 16 threads, checked, screened with 5
+  # L2-flushed runs; fastest 3 + the pick re-measured with 20): ratio = best / pick, JSON
+  # exhaustive.json (summary: fraction of cases with ratio >= 0.9, max search s). The 4 quick
+  # 4096x4096 matrices (magnitude 50/70/90 %, random 70 %) x N = 1, 8: 8 cases, ~150 (N=1) and
+  # ~550 (N=8) schedules each, ~2800 builds. The larger quick shapes are left out: one schedule
+  # costs ~0.05 s CPU per 10^6 nonzeros (packing + NVRTC), so all 17 quick matrices would need
+  # ~12000 builds of up to 100M nonzeros (hours). Expected ~80-120 s on an H200 host (~0.3-0.45 s
+  # CPU per build / 16 threads, GPU screening overlapped); --time-limit 140 stops claiming new
+  # schedules (the JSON then says time_limited, never exhaustive); timeout 180 is the hard cap.
+  "exhaustive|timeout 180 tools/sparsegen-bench --suite llm --quick -n 1,8 --filter 4096x4096 --exhaustive --exhaustive-limit 600 --time-limit 140 --no-cache --json $BENCH_DIR/exhaustive.json"
   # sparsegen tune (issue 4): the bundled example, fp16, N = 8 and 32, top-k 8 (compile, time with
   # L2 flushed, check the winner, cache), then the same again (cache hits), then the C++ example
   # (through the same cache). Expected ~10-20 s on an H100/H200 (NVRTC of 8 candidates per tune).

@@ -201,6 +201,62 @@ TEST(BenchCli, DryRunBuildsOurKernelWithoutGpu) {
   fs::remove(m);
 }
 
+TEST(BenchCli, ExhaustiveFlagsAreValidated) {
+  const std::string m = tiny_matrix();
+  for (const char* args : {" -n 8 --top-k 3", " -n 8 --exhaustive-limit 5",
+                           " -n 8 --exhaustive --best-of 2", " -n 8 --exhaustive --schedule x"}) {
+    const BenchRun r = bench(m + args);
+    EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
+  }
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {" -n 8 --exhaustive --exhaustive-limit 0", "--exhaustive-limit"},
+      {" -n 8 --exhaustive --exhaustive-limit 100001", "--exhaustive-limit"},
+      {" -n 8 --exhaustive --top-k -1", "--top-k"},
+      {" -n 8 --exhaustive --top-k 1001", "--top-k"},
+  };
+  for (const auto& [args, flag] : cases) {
+    const BenchRun r = bench(m + args);
+    EXPECT_EQ(r.rc, 1) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(flag), std::string::npos) << args << "\n" << r.out;
+  }
+  fs::remove(m);
+}
+
+// --exhaustive --dry-run: enumerates what the tuner would search and says how many schedules a
+// GPU run would measure (capped when the enumeration exceeds the limit), measuring nothing.
+TEST(BenchCli, ExhaustiveDryRunReportsTheComparisonSet) {
+  const std::string m = tiny_matrix();
+  const fs::path json =
+      fs::temp_directory_path() / ("sparsegen_bench_exh_" + std::to_string(getpid()) + ".json");
+  const BenchRun r = bench(m +
+                           " -n 1,8 --dtype fp16 --exhaustive --exhaustive-limit 3 --dry-run "
+                           "--json " +
+                           json.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("search quality"), std::string::npos) << r.out;
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_EQ(j["mode"], "exhaustive");
+  EXPECT_FALSE(j["date"].get<std::string>().empty());
+  EXPECT_NE(j["command"].get<std::string>().find("--exhaustive"), std::string::npos);
+  const auto& sq = j["search_quality"];
+  EXPECT_EQ(sq["top_k"], 8);
+  EXPECT_EQ(sq["exhaustive_limit"], 3);
+  ASSERT_EQ(sq["cases"].size(), 2u);
+  for (const auto& c : sq["cases"]) {
+    const int enumerated = c["comparison"]["enumerated"].get<int>();
+    EXPECT_GT(enumerated, 3) << c.dump(1);
+    EXPECT_TRUE(c["comparison"]["capped"].get<bool>()) << c.dump(1);
+    EXPECT_FALSE(c["comparison"]["exhaustive"].get<bool>()) << c.dump(1);
+    EXPECT_EQ(c["comparison"]["selected"], 3) << c.dump(1);
+    EXPECT_TRUE(c["ratio"].is_null());
+  }
+  EXPECT_EQ(sq["summary"]["cases"], 2);
+  EXPECT_FALSE(sq["summary"]["target_met"].get<bool>());
+  fs::remove(json);
+  fs::remove(m);
+}
+
 // On the GPU machine: a tiny real run, every method checked and timed.
 TEST(GpuBench, TinyMatrixAllMethodsMeasured) {
   std::string why;
@@ -221,6 +277,32 @@ TEST(GpuBench, TinyMatrixAllMethodsMeasured) {
     }
   }
   EXPECT_FALSE(j["versions"]["cublas"].get<std::string>().empty());
+  fs::remove(json);
+  fs::remove(m);
+}
+
+// On the GPU machine: --exhaustive on a tiny matrix measures every enumerated schedule (no cap)
+// and the search's pick is among them, so the ratio exists and is at most ~1.
+TEST(GpuBench, ExhaustiveTinyMatrix) {
+  std::string why;
+  if (!cuda::driver_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  const std::string m = tiny_matrix();
+  const fs::path json =
+      fs::temp_directory_path() / ("sparsegen_bench_gexh_" + std::to_string(getpid()) + ".json");
+  const BenchRun r = bench(m +
+                           " -n 8 --dtype fp16 --exhaustive --top-k 2 --exhaustive-limit "
+                           "100000 --repeats 5 --json " +
+                           json.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  const auto& c = j["search_quality"]["cases"].at(0);
+  EXPECT_TRUE(c["comparison"]["exhaustive"].get<bool>()) << c.dump(1);
+  EXPECT_GT(c["comparison"]["measured"].get<int>(), 2) << c.dump(1);
+  ASSERT_FALSE(c["ratio"].is_null()) << c.dump(1);
+  EXPECT_GT(c["ratio"].get<double>(), 0.0);
+  EXPECT_LE(c["ratio"].get<double>(), 1.0 + 1e-9);
+  EXPECT_GT(c["search"]["seconds"].get<double>(), 0.0);
   fs::remove(json);
   fs::remove(m);
 }
