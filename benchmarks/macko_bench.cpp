@@ -72,7 +72,7 @@ std::vector<Schedule> pick_schedules(const std::vector<Schedule>& all, size_t li
         ++added;
       }
   };
-  const auto staged = [](const MackoSchedule& m) { return m.stage == BStage::Shared; };
+  const auto staged = [](const MackoSchedule& m) { return m.staged(); };
   add([&](const MackoSchedule& m) { return staged(m) && m.delta_bits == 4; }, 8);
   add([&](const MackoSchedule& m) { return staged(m) && m.delta_bits == 8; }, 2);
   add([&](const MackoSchedule& m) { return staged(m) && m.delta_bits == 2; }, 1);

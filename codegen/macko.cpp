@@ -42,12 +42,12 @@ class MackoEmitter : public Emitter {
     NC_ = s_.cols;
     NT_ = s_.threads_per_block();
     for (const char* n : {"values", "B", "C", "alpha", "beta", "deltas", "row_ptr", "lane", "warp",
-                          "T", "sg_smem"})
+                          "T", "sg_smem", "s_rows", "s_next"})
       reserve(n);
     decl(fmt::format("// sparsegen MACKO kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
     decl(fmt::format("using T = {};", p_.dtype == DType::F16 ? "__half" : "__nv_bfloat16"));
-    if (s_.stage == BStage::Shared)
+    if (s_.staged())
       emit_staged_body();
     else
       emit_body();
@@ -215,37 +215,47 @@ class MackoEmitter : public Emitter {
     shared_bytes_ = macko_shared_bytes(s_);
   }
 
-  // Staged B, warp per row, rows_per_warp consecutive rows per warp. The shape (U = unroll,
-  // ES = bytes per staged row of B, G = guard rows):
-  //   extern __shared__ unsigned sg_smem[];            // [G zero rows | B | G zero rows]
-  //   rp = row_ptr[r0 + lane];                          // the warp's row bounds, one per lane
-  //   load step 0 of the first row (values + deltas);  stage B;  __syncthreads();
+  // Staged B, warp per row; the block's rows_per_block rows are taken one at a time from a
+  // shared counter. The shape (U = unroll, ES = bytes per staged row of B, G = guard rows):
+  //   extern __shared__ unsigned sg_smem[];  // [row bounds | counter | G zero rows | B | G zero]
+  //   s_rows[t] = row_ptr[b0 + t];  row = warp;  load step 0 of the row (values + deltas)
+  //   stage B;  __syncthreads();
   //   for (;;) {
-  //     load the next step (next row at a row end)     // in flight while this step computes
+  //     at the row's last step: next row = atomicAdd(counter, 1)
+  //     load the next step (of this row or the next)  // in flight while this step computes
   //     mask the row's edge vectors; lane totals; one warp scan (two u packed in one int)
-  //     for u, j: cb += step(j); acc += value(j) * smem[cb + (G + j + 1) * ES]
-  //     at a row end: warp sum, lane 0 stores C[row]
+  //     for u, j: cb += step(j); acc += value(j) * B_smem[cb + (G + j + 1) * ES]
+  //     at the row's end: warp sum, lane 0 stores C[b0 + row]
   //   }
   void emit_staged_body() {
     const int64_t G = kMackoStageGuard;
-    const int rpw = s_.rows_per_warp;
+    const int rpb = s_.rows_per_block();
     const int bits = s_.delta_bits;
     const int dw = bits == 8 ? 2 : 1;
-    const int es = NC_ == 1 ? 4 : 2 * NC_;
+    const int es = s_.stage_row_bytes();
+    const int as_f32 = s_.stage == BStage::SharedF32 ? 1 : 0;
+    const int64_t off = macko_stage_offset(s_);
     // Two unrolled vectors' lane totals share one scan when a warp's total fits in 16 bits.
     const bool pack = bits <= 4 && U_ >= 2;
-    SG_ASSERT(R_ == 1 && p_.n == NC_ && p_.b_layout == Layout::RowMajor,
+    SG_ASSERT(R_ == 1 && p_.n == NC_ && p_.b_layout == Layout::RowMajor && off % 16 == 0,
               "staged MACKO: warp per row, cols == n, row-major B");
     line("extern __shared__ __align__(16) unsigned sg_smem[];");
+    line("int* const s_rows = reinterpret_cast<int*>(sg_smem);");
+    line(fmt::format("int* const s_next = s_rows + {};", rpb + 1));
     line("const int lane = threadIdx.x % 32;");
     line("const int warp = threadIdx.x / 32;");
-    line(fmt::format("const int r0 = blockIdx.x * {} + warp * {};", s_.rows_per_block(), rpw));
-    line(fmt::format("const int nrows = min({}, {} - r0);", rpw, p_.m));
-    comment("lane i holds the first slot of the warp's row i (lane nrows: the end of the last)");
-    line("const int rp = lane <= nrows ? row_ptr[r0 + lane] : 0;");
-    line("int i = 0;");
-    line("int s0 = __shfl_sync(0xffffffffu, rp, 0);");
-    line("int s1 = __shfl_sync(0xffffffffu, rp, 1);");
+    line(fmt::format("const int b0 = blockIdx.x * {};", rpb));
+    line(fmt::format("const int nb = min({}, {} - b0);", rpb, p_.m));
+    comment("the block's row bounds, for the rows taken after the first");
+    line(fmt::format("for (int t = threadIdx.x; t <= nb; t += {}) s_rows[t] = row_ptr[b0 + t];",
+                     NT_));
+    line(fmt::format("if (threadIdx.x == 0) *s_next = {};", s_.warps_per_block));
+    line("int row = warp;");
+    line("int s0 = 0, s1 = 0;");
+    line("if (row < nb) {");
+    line("  s0 = row_ptr[b0 + row];");
+    line("  s1 = row_ptr[b0 + row + 1];");
+    line("}");
     line("int base = s0 >> 3;");
     line("int v1 = (s1 + 7) >> 3;");
     line(fmt::format("unsigned raw[{}][4], dw[{}][{}];", U_, U_, dw));
@@ -268,12 +278,12 @@ class MackoEmitter : public Emitter {
       line(fmt::format("for (int w = 0; w < {}; ++w) {}[u][w] = 0u;", dw, dws));
     };
     comment("the first step's loads are issued before B is staged, so both are in flight");
-    emit_loads("raw", "dw", "base", "v1", "nrows > 0");
-    call_stmt(tmpl::macko_stage_b, targs(TypeArg{"T"}, IntArg{NC_}, IntArg{G}),
-              tmpl::cptr_t("B"), i32(std::to_string(p_.k)), ptr_u32("sg_smem"));
+    emit_loads("raw", "dw", "base", "v1", "row < nb");
+    call_stmt(tmpl::macko_stage_b, targs(TypeArg{"T"}, IntArg{NC_}, IntArg{as_f32}, IntArg{G}),
+              tmpl::cptr_t("B"), i32(std::to_string(p_.k)), ptr_u32(fmt::format("sg_smem + {}", off / 4)));
     line("__syncthreads();");
     comment("warp-uniform from here on: no block barrier follows");
-    line("if (nrows <= 0) return;");
+    line("if (row >= nb) return;");
     line(fmt::format("float acc[{}];", NC_));
     line("#pragma unroll");
     line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
@@ -281,18 +291,21 @@ class MackoEmitter : public Emitter {
     line("int carry = -1 - (s0 & 7);");
     auto loop = block("for (;;)");
     line(fmt::format("int nbase = base + {};", kWarpSize * U_));
-    line("int ni = i, ns0 = s0, ns1 = s1, nv1 = v1;");
+    line("int nrow = row, ns0 = s0, ns1 = s1, nv1 = v1;");
     line("const bool row_end = nbase >= v1;");
     {
       auto g = block("if (row_end)");
-      line("ni = i + 1;");
-      line("ns0 = __shfl_sync(0xffffffffu, rp, ni & 31);");
-      line("ns1 = __shfl_sync(0xffffffffu, rp, (ni + 1) & 31);");
+      line("int t = 0;");
+      line("if (lane == 0) t = atomicAdd(s_next, 1);");
+      line("nrow = __shfl_sync(0xffffffffu, t, 0);");
+      auto h = block("if (nrow < nb)");
+      line("ns0 = s_rows[nrow];");
+      line("ns1 = s_rows[nrow + 1];");
       line("nbase = ns0 >> 3;");
       line("nv1 = (ns1 + 7) >> 3;");
     }
     line(fmt::format("unsigned nraw[{}][4], ndw[{}][{}];", U_, U_, dw));
-    emit_loads("nraw", "ndw", "nbase", "nv1", "ni < nrows");
+    emit_loads("nraw", "ndw", "nbase", "nv1", "nrow < nb");
     line(fmt::format("int tot[{}], inc[{}];", U_, U_));
     line(fmt::format("unsigned pl[{}][2];", U_));
     line("#pragma unroll");
@@ -341,8 +354,9 @@ class MackoEmitter : public Emitter {
         line(fmt::format("cb += {};", call(tmpl::macko_step, targs(IntArg{bits}, IntArg{es}),
                                            cptr_u32("pl[u]"), i32("j"))
                                           .text));
-        call_stmt(tmpl::macko_stage_fma, targs(TypeArg{"T"}, IntArg{NC_}), cptr_u32("sg_smem"),
-                  i32(fmt::format("cb + ({} + j + 1) * {}", G, es)),
+        call_stmt(tmpl::macko_stage_fma, targs(TypeArg{"T"}, IntArg{NC_}, IntArg{as_f32}),
+                  cptr_u32("sg_smem"),
+                  i32(fmt::format("cb + {} + (j + 1) * {}", off + G * es, es)),
                   f32(call(tmpl::macko_value, targs(TypeArg{"T"}), cptr_u32("raw[u]"), i32("j"))
                           .text),
                   tmpl::ptr_f32("acc"));
@@ -358,10 +372,10 @@ class MackoEmitter : public Emitter {
         auto st = block("if (lane == 0)");
         for (int c = 0; c < NC_; ++c)
           call_stmt(tmpl::store_axpby, targs(TypeArg{"T"}),
-                    tmpl::ptr_t(c_ptr("r0 + i", std::to_string(c))),
+                    tmpl::ptr_t(c_ptr("b0 + row", std::to_string(c))),
                     f32(fmt::format("acc[{}]", c)), f32("alpha"), f32("beta"));
       }
-      line("if (ni >= nrows) break;");
+      line("if (nrow >= nb) break;");
       line("#pragma unroll");
       line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
       line("carry = -1 - (ns0 & 7);");
@@ -375,7 +389,7 @@ class MackoEmitter : public Emitter {
       line(fmt::format("for (int w = 0; w < {}; ++w) dw[u][w] = ndw[u][w];", dw));
     }
     line("base = nbase;");
-    line("i = ni;");
+    line("row = nrow;");
     line("s0 = ns0;");
     line("s1 = ns1;");
     line("v1 = nv1;");

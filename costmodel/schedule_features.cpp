@@ -232,7 +232,7 @@ FormatStats candidate_format_stats(const CsrMatrix& a, const Problem& p, const S
 
 std::string strategy_family(const Schedule& s) {
   // Staged-B MACKO kernels run a different loop (and pay a copy per block): their own formula.
-  if (s.family() == ScheduleFamily::Macko && s.macko().stage == BStage::Shared)
+  if (s.family() == ScheduleFamily::Macko && s.macko().staged())
     return "macko/shared";
   if (s.family() != ScheduleFamily::General) return std::string(to_string(s.family()));
   const GeneralSchedule& g = s.general();
@@ -283,6 +283,7 @@ struct StreamParams {
   int warps_per_block = 4, warps_per_row = 1, unroll = 1, cols = 1, delta_bits = 32,
       vector_bytes = 16;
   bool staged = false;  // B copied to shared memory once per block
+  int stage_row_bytes = 2;
   int rows_per_warp = 1;
 };
 template <class B>
@@ -294,7 +295,10 @@ StreamParams stream_params(const B& b) {
   if constexpr (requires { b.cols; }) q.cols = b.cols;
   if constexpr (requires { b.delta_bits; }) q.delta_bits = b.delta_bits;
   if constexpr (requires { b.vector_bytes; }) q.vector_bytes = b.vector_bytes;
-  if constexpr (requires { b.stage; }) q.staged = b.stage == BStage::Shared;
+  if constexpr (requires { b.stage; }) {
+    q.staged = b.staged();
+    q.stage_row_bytes = b.stage_row_bytes();
+  }
   if constexpr (requires { b.rows_per_warp; }) q.rows_per_warp = b.rows_per_warp;
   return q;
 }
@@ -323,7 +327,7 @@ void stream_features(ScheduleFeatures& f, const StreamParams& q, const Problem& 
   f.b_unique_bytes = double(p.k) * n * db;
   const double gap = mf.mean_col_gap > 0 ? mf.mean_col_gap : 32.0;
   // Staged: gathers hit shared memory; L2 instead serves one copy of B per block.
-  f.b_sector_bytes = q.staged ? double(fs.block_tasks) * double(p.k) * n * db
+  f.b_sector_bytes = q.staged ? double(fs.block_tasks) * double(p.k) * q.stage_row_bytes
                               : nnzp * tiles * cols * std::min(32.0, std::max(db, gap * db));
   f.c_bytes = double(p.m) * n * db;
   f.dram_bytes = f.a_bytes + f.table_bytes + f.b_unique_bytes + f.c_bytes;

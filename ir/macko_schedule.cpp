@@ -53,10 +53,12 @@ std::vector<std::string> validate(const MackoSchedule& s) {
   if (!pow2_in(s.rows_per_warp, 1, 16))
     bad(fmt::format("rpw={} must be 1, 2, 4, 8 or 16", s.rows_per_warp));
   if (s.stage == BStage::Global && s.rows_per_warp != 1)
-    bad(fmt::format("rpw={} needs stage=shared (rows per warp amortise the staging of B)",
+    bad(fmt::format("rpw={} needs a staged B (rows per warp amortise the copy)",
                     s.rows_per_warp));
-  if (s.stage == BStage::Shared && s.warps_per_row != 1)
-    bad(fmt::format("stage=shared needs wpr=1 (warp per row), not wpr={}", s.warps_per_row));
+  if (s.stage == BStage::SharedF32 && s.cols != 1)
+    bad(fmt::format("stage=shared_f32 stages one fp32 column: cols={} must be 1", s.cols));
+  if (s.staged() && s.warps_per_row != 1)
+    bad(fmt::format("a staged B needs wpr=1 (warp per row), not wpr={}", s.warps_per_row));
   if (why.empty() && s.warps_per_row > 1 && s.warps_per_block != s.warps_per_row)
     bad(fmt::format("split row (wpr={}) needs warps={} == wpr: the block is one row's warps",
                     s.warps_per_row, s.warps_per_block));
@@ -71,11 +73,11 @@ std::vector<std::string> validate_macko(const Problem& p, const MackoSchedule& s
   if (p.n > 0 && s.cols > 1 && s.cols / 2 >= p.n)
     why.push_back(fmt::format("cols={} leaves half of each thread's columns beyond n={}", s.cols,
                               p.n));
-  if (s.stage == BStage::Shared) {
+  if (s.staged()) {
     if (p.b_layout != Layout::RowMajor)
-      why.push_back("stage=shared needs a row-major B (rows of B are copied whole)");
+      why.push_back("a staged B needs a row-major B (rows of B are copied whole)");
     if (p.n != s.cols)
-      why.push_back(fmt::format("stage=shared needs cols={} == n={} (the block stages all of B)",
+      why.push_back(fmt::format("a staged B needs cols={} == n={} (the block stages all of B)",
                                 s.cols, p.n));
   }
   return why;
@@ -98,7 +100,7 @@ std::string print_macko(const MackoSchedule& s) {
                      s.unroll * kWarpSize * kMackoVectorSlots);
   out += fmt::format("  cols  : thread={}\n", s.cols);
   out += fmt::format("  B     : {}{}\n", to_string(s.stage),
-                     s.stage == BStage::Shared
+                     s.staged()
                          ? fmt::format(" (staged once per block, {} rows per warp)", s.rows_per_warp)
                          : std::string(" (gathered through L1)"));
   out += "  output: store\n";
@@ -123,7 +125,7 @@ MackoSchedule parse_macko_fields(std::string_view spec, const std::vector<std::s
     else if (key == "vec") s.vector_bytes = parse_int(key, v, 1, 64);
     else if (key == "stage") {
       const auto b = parse_bstage(v);
-      if (!b) spec_error(key, "global or shared", v);
+      if (!b) spec_error(key, "global, shared or shared_f32", v);
       s.stage = *b;
     } else if (key == "rpw") s.rows_per_warp = parse_int(key, v, 1, 1024);
     else spec_error(key, "one of delta, wpr, warps, unroll, cols, vec, stage, rpw (family macko)", key);
@@ -150,13 +152,17 @@ int macko_registers(const MackoSchedule& s) {
   // Staged: two steps of raw words in flight (this one and the next) and 2 delta planes per
   // vector. Global: per vector 4 raw value words, up to 2 delta words, 8 prefix sums. Plus the
   // accumulators and a fixed base for row bounds, carry, addresses and loop state.
-  if (s.stage == BStage::Shared) return 32 + s.unroll * (2 * (4 + 2) + 2 + 2) + s.cols;
+  if (s.staged()) return 32 + s.unroll * (2 * (4 + 2) + 2 + 2) + s.cols;
   return 32 + s.unroll * (4 + 2 + 8) + s.cols;
 }
 
+int64_t macko_stage_offset(const MackoSchedule& s) {
+  return (int64_t{4} * (s.rows_per_block() + 2) + 15) / 16 * 16;
+}
+
 int64_t macko_stage_bytes(const Problem& p, const MackoSchedule& s) {
-  if (s.stage != BStage::Shared) return 0;
-  return (p.k + 2 * kMackoStageGuard) * s.cols * (s.cols == 1 ? 4 : 2);
+  if (!s.staged()) return 0;
+  return macko_stage_offset(s) + (p.k + 2 * kMackoStageGuard) * s.stage_row_bytes();
 }
 
 int64_t macko_shared_bytes(const MackoSchedule& s) {
@@ -220,24 +226,27 @@ std::vector<Schedule> enumerate_macko_schedules(const Problem& p, const CsrMatri
         }
       }
     }
-    // Staged B (N in {1, 2, 4, 8}, row-major B): large blocks, and rows per warp from 1 up to
-    // where the grid would leave multiprocessors without a block (fewer blocks = fewer copies).
-    if (p.b_layout != Layout::RowMajor || cols != p.n) continue;
-    for (int warps : {16, 32}) {
-      for (int unroll : {2, 4}) {
-        for (int rpw = 1; rpw <= 16; rpw *= 2) {
-          MackoSchedule s;
-          s.delta_bits = bits;
-          s.warps_per_block = warps;
-          s.unroll = unroll;
-          s.cols = cols;
-          s.stage = BStage::Shared;
-          s.rows_per_warp = rpw;
-          if (rpw > 1 && macko_grid_x(p, s) < dev.multiprocessors) break;
-          if (!validate(s).empty() || !validate_macko(p, s).empty() ||
-              !verify_macko(p, s, st, dev).empty())
-            continue;
-          out.emplace_back(s);
+    // Staged B (N in {1, 2, 4, 8}, row-major B; b = 4 and 8): rows per warp from 1 up to where
+    // the grid would leave multiprocessors without a block (fewer blocks = fewer copies of B).
+    if (p.b_layout != Layout::RowMajor || cols != p.n || bits == 2) continue;
+    for (BStage stage : {BStage::Shared, BStage::SharedF32}) {
+      if (stage == BStage::SharedF32 && cols != 1) continue;
+      for (int warps : {8, 16}) {
+        for (int unroll : {2, 4}) {
+          for (int rpw = 1; rpw <= 16; rpw *= 2) {
+            MackoSchedule s;
+            s.delta_bits = bits;
+            s.warps_per_block = warps;
+            s.unroll = unroll;
+            s.cols = cols;
+            s.stage = stage;
+            s.rows_per_warp = rpw;
+            if (rpw > 1 && macko_grid_x(p, s) < dev.multiprocessors) break;
+            if (!validate(s).empty() || !validate_macko(p, s).empty() ||
+                !verify_macko(p, s, st, dev).empty())
+              continue;
+            out.emplace_back(s);
+          }
         }
       }
     }

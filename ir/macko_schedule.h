@@ -40,8 +40,11 @@ int64_t macko_shared_bytes(const MackoSchedule& s);                // split row:
 // a row's leading ones reach column -7, its trailing ones K + 6, and the lanes past the row's end
 // (zero deltas, in a step that still has live lanes) up to K + 14. 16 rows cover both sides.
 inline constexpr int64_t kMackoStageGuard = 16;
-// Dynamic shared memory of stage=shared: (K + 2 guards) rows of the block's `cols` columns,
-// fp32 when cols == 1 (no conversion in the loop), else the 2-byte dtype. 0 for stage=global.
+// Bytes in front of the staged B: the block's rows_per_block + 1 row bounds and the counter the
+// warps take rows from, rounded up to 16 (B's copy is 16-byte aligned).
+int64_t macko_stage_offset(const MackoSchedule& s);
+// Dynamic shared memory of a staged B: macko_stage_offset + (K + 2 guards) rows of
+// stage_row_bytes. 0 for stage=global.
 int64_t macko_stage_bytes(const Problem& p, const MackoSchedule& s);
 
 // Hardware limits and 32-bit slot positions. Empty = runs.
@@ -52,7 +55,9 @@ std::vector<std::string> verify_macko(const Problem& p, const MackoSchedule& s,
 // 1 <= N <= 8): b_Δ in {2, 4, 8} x (warp per row with 4 or 8 warps per block, split row with 2, 4
 // or 8 warps) x unroll {2, 4}, one column tiling (cols = N rounded up to a power of two). Warp
 // per row comes first, b_Δ = 4 first; split row only when the mean row spans at least two full
-// steps of the split (long rows).
+// steps of the split (long rows). Per b_Δ in {4, 8}, when N is 1, 2, 4 or 8 and B is row-major,
+// the staged-B ones follow: shared (and shared_f32 for N = 1) x 8 or 16 warps x unroll {2, 4} x
+// rows per warp 1, 2, 4, ... while the grid keeps at least dev.multiprocessors blocks.
 std::vector<Schedule> enumerate_macko_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev);
 

@@ -16,7 +16,7 @@ constexpr std::string_view kLevelNames[] = {"block", "warp", "thread"};
 constexpr std::string_view kSplitNames[] = {"row", "rows", "nnz"};
 constexpr std::string_view kReduceNames[] = {"none", "total", "bitmap", "segment"};
 constexpr std::string_view kOutputNames[] = {"store", "atomic"};
-constexpr std::string_view kBStageNames[] = {"global", "shared"};
+constexpr std::string_view kBStageNames[] = {"global", "shared", "shared_f32"};
 constexpr std::string_view kFamilyNames[] = {"general", "macko", "slidesparse", "twell"};
 
 template <typename E, size_t N>

@@ -105,9 +105,10 @@ enum class OutputMode { Store, Atomic };
 std::string_view to_string(OutputMode m);  // "store", "atomic"
 
 // Where a MACKO kernel gathers the dense operand B from: global memory (through L1), or a copy
-// of B (the block's column tile, zero guards around it) that each block stages in shared memory.
-enum class BStage { Global, Shared };
-std::string_view to_string(BStage b);  // "global", "shared"
+// of B (zero guard rows around it) that each block stages in shared memory, in the value dtype
+// (2 bytes per element) or, for one column, in fp32 (twice the bytes, no conversion per slot).
+enum class BStage { Global, Shared, SharedF32 };
+std::string_view to_string(BStage b);  // "global", "shared", "shared_f32"
 std::optional<BStage> parse_bstage(std::string_view s);
 
 enum class ScheduleFamily { General, Macko, SlideSparse, TwELL };
@@ -166,9 +167,10 @@ struct GeneralSchedule {
 // Columns come from a warp inclusive scan of (delta + 1) with a running carry. Every thread
 // accumulates `cols` dense columns in fp32 (grid.y = ceil(N / cols)); a row's partials are summed
 // over the lanes (and warps) and stored once: alpha·acc + beta·C. Output mode: Store.
-// Staged B (stage=shared, warp per row only): each block first copies B's column tile into shared
-// memory (fp32 for one column, else the dtype), with 8 zero rows before and after, and every
-// warp then handles `rows_per_warp` rows one after another, so the copy is paid once per block.
+// Staged B (stage=shared or shared_f32, warp per row only): each block first copies B into
+// shared memory, with zero guard rows before and after, then its warps take the block's
+// warps x rows_per_warp rows one at a time from a shared counter (rows of uneven length balance
+// out within the block), so the copy is paid once per block.
 // Its loop decodes columns without per-slot masks: slots outside the row get a zero value and a
 // zero delta, which keeps their columns inside the guards.
 // SPEC: macko;delta=4;wpr=1;warps=4;unroll=2;cols=1;vec=16;stage=global;rpw=1
@@ -182,6 +184,9 @@ struct MackoSchedule {
   BStage stage = BStage::Global;  // shared: warp per row only
   int rows_per_warp = 1;    // consecutive rows each warp handles in turn: 1, 2, 4, 8, 16
 
+  bool staged() const { return stage != BStage::Global; }
+  // Bytes of one staged row of B: cols 2-byte values, or one fp32.
+  int stage_row_bytes() const { return stage == BStage::SharedF32 ? 4 : 2 * cols; }
   // Rows one block covers.
   int rows_per_block() const { return warps_per_block / warps_per_row * rows_per_warp; }
   int threads_per_block() const { return warps_per_block * kWarpSize; }

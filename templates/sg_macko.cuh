@@ -85,52 +85,62 @@ __device__ __forceinline__ int macko_warp_scan(int v, int lane) {
   return v;
 }
 
-// ─── Staged-B kernels (stage=shared) ──────────────────────────────────────────────────────────
-// B's rows live in shared memory as ES-byte rows (ES = 4: one fp32 column; else NC 2-byte
-// columns), after GUARD zero rows and followed by GUARD more. Columns are tracked as byte offsets
+// ─── Staged-B kernels (stage=shared / shared_f32) ──────────────────────────────────────────────
+// B's rows live in shared memory as ES-byte rows (NC 2-byte columns, or with F32 one fp32
+// column), after GUARD zero rows and followed by GUARD more. Columns are tracked as byte offsets
 // into that array, so a gather is one LDS with the slot's constant folded into its immediate.
 
-// Copies B (k rows of NC columns, row-major and contiguous: N == NC) into smem and zeroes the
-// guard rows. Every thread of the block must call it; the caller then runs __syncthreads().
-template <typename T, int NC, int GUARD>
-__device__ __forceinline__ void macko_stage_b(const T* __restrict__ B, int k, unsigned* smem) {
+// Copies B (k rows of NC columns, row-major and contiguous: N == NC) into dst (16-byte aligned)
+// and zeroes the guard rows. Every thread of the block must call it; the caller then runs
+// __syncthreads(). Four 16-byte loads per thread are issued before any store, so the copy costs
+// about one L2 round trip per 64 bytes x block size, not one per 16.
+template <typename T, int NC, int F32, int GUARD>
+__device__ __forceinline__ void macko_stage_b(const T* __restrict__ B, int k, unsigned* dst) {
   static_assert(NC == 1 || NC == 2 || NC == 4 || NC == 8, "staged columns: 1, 2, 4 or 8");
-  constexpr int ES = NC == 1 ? 4 : 2 * NC;
-  constexpr int GW = GUARD * ES / 4;  // 32-bit words per guard
-  for (int w = threadIdx.x; w < 2 * GW; w += blockDim.x)
-    smem[w < GW ? w : (GUARD + k) * (ES / 4) + (w - GW)] = 0u;
+  static_assert(!F32 || NC == 1, "fp32 staging holds one column");
+  constexpr int ES = F32 ? 4 : 2 * NC;
+  constexpr int GW = GUARD * ES / 4;  // 32-bit words per guard (B starts 16-byte aligned)
+  constexpr int GH = GUARD * ES / 2;  // 2-byte units per guard (the trailing one may start at
+                                      // any even byte: ES = 2 and k odd)
+  constexpr int Q = 4;                // loads in flight per thread
+  unsigned short* h = reinterpret_cast<unsigned short*>(dst);
+  for (int w = threadIdx.x; w < 2 * GH; w += blockDim.x)
+    h[w < GH ? w : GH + k * (ES / 2) + (w - GH)] = 0;
   const bool aligned = (reinterpret_cast<unsigned long long>(B) & 15ull) == 0;
-  if constexpr (NC == 1) {
-    float* dst = reinterpret_cast<float*>(smem) + GUARD;
-    int done = 0;
-    if (aligned) {
-      // 8 elements per 16-byte load, written as two float4 (dst is 16-byte aligned).
-      const int chunks = k / 8;
-      for (int c = threadIdx.x; c < chunks; c += blockDim.x) {
+  const int elems = k * NC;                 // 2-byte elements of B
+  const int chunks = aligned ? elems / 8 : 0;  // 16-byte chunks
+  const int step = static_cast<int>(blockDim.x);
+  for (int c0 = threadIdx.x; c0 < chunks; c0 += Q * step) {
+    uint4 r[Q];
+#pragma unroll
+    for (int q = 0; q < Q; ++q)
+      if (c0 + q * step < chunks) r[q] = __ldg(reinterpret_cast<const uint4*>(B) + c0 + q * step);
+#pragma unroll
+    for (int q = 0; q < Q; ++q) {
+      const int c = c0 + q * step;
+      if (c >= chunks) break;
+      if constexpr (F32) {
         detail::Pack<8, T> p;
-        p.raw = __ldg(reinterpret_cast<const uint4*>(B) + c);
+        p.raw = r[q];
         float f[8];
 #pragma unroll
         for (int e = 0; e < 8; ++e) f[e] = detail::Cvt<T>::to_f32(p.elem[e]);
-        reinterpret_cast<float4*>(dst)[2 * c] = make_float4(f[0], f[1], f[2], f[3]);
-        reinterpret_cast<float4*>(dst)[2 * c + 1] = make_float4(f[4], f[5], f[6], f[7]);
+        float4* o = reinterpret_cast<float4*>(dst + GW) + 2 * c;
+        o[0] = make_float4(f[0], f[1], f[2], f[3]);
+        o[1] = make_float4(f[4], f[5], f[6], f[7]);
+      } else {
+        reinterpret_cast<uint4*>(dst + GW)[c] = r[q];
       }
-      done = chunks * 8;
     }
-    for (int e = done + static_cast<int>(threadIdx.x); e < k; e += blockDim.x)
-      dst[e] = detail::Cvt<T>::to_f32(B[e]);
-  } else {
-    unsigned char* dst = reinterpret_cast<unsigned char*>(smem) + GUARD * ES;
-    const int bytes = k * ES;
-    int done = 0;
-    if (aligned) {
-      const int chunks = bytes / 16;
-      for (int c = threadIdx.x; c < chunks; c += blockDim.x)
-        reinterpret_cast<uint4*>(dst)[c] = __ldg(reinterpret_cast<const uint4*>(B) + c);
-      done = chunks * 16;
+  }
+  // The tail (or everything, when B is not 16-byte aligned), one element at a time.
+  for (int e = chunks * 8 + static_cast<int>(threadIdx.x); e < elems; e += step) {
+    if constexpr (F32) {
+      reinterpret_cast<float*>(dst + GW)[e] = detail::Cvt<T>::to_f32(B[e]);
+    } else {
+      reinterpret_cast<unsigned short*>(dst + GW)[e] =
+          __ldg(reinterpret_cast<const unsigned short*>(B) + e);
     }
-    for (int e = (done / 2) + static_cast<int>(threadIdx.x); e < bytes / 2; e += blockDim.x)
-      reinterpret_cast<unsigned short*>(dst)[e] = __ldg(reinterpret_cast<const unsigned short*>(B) + e);
   }
 }
 
@@ -171,8 +181,8 @@ __device__ __forceinline__ int macko_lane_total(const unsigned* d) {
 // pl[0] and the odd slots' in pl[1], so one byte permute extracts a slot's scaled step.
 template <int BITS, int ES>
 __device__ __forceinline__ void macko_planes(const unsigned* d, unsigned* pl) {
-  constexpr int S = ES == 4 ? 2 : ES == 8 ? 3 : 4;
-  static_assert(ES == 4 || ES == 8 || ES == 16, "row bytes: 4, 8 or 16");
+  constexpr int S = ES == 2 ? 1 : ES == 4 ? 2 : ES == 8 ? 3 : 4;
+  static_assert(ES == 2 || ES == 4 || ES == 8 || ES == 16, "row bytes: 2, 4, 8 or 16");
   if constexpr (BITS == 4) {
     pl[0] = (d[0] << S) & (0x0F0F0F0Fu << S);
     pl[1] = (d[0] >> (4 - S)) & (0x0F0F0F0Fu << S);
@@ -185,7 +195,7 @@ __device__ __forceinline__ void macko_planes(const unsigned* d, unsigned* pl) {
 // Slot j's delta times ES (j is a compile-time constant after unrolling).
 template <int BITS, int ES>
 __device__ __forceinline__ int macko_step(const unsigned* pl, int j) {
-  constexpr int S = ES == 4 ? 2 : ES == 8 ? 3 : 4;
+  constexpr int S = ES == 2 ? 1 : ES == 4 ? 2 : ES == 8 ? 3 : 4;
   if constexpr (BITS == 4) {
     return static_cast<int>(__byte_perm(pl[j & 1], 0u, 0x4440u | static_cast<unsigned>(j >> 1)));
   } else if constexpr (BITS == 2) {
@@ -197,11 +207,11 @@ __device__ __forceinline__ int macko_step(const unsigned* pl, int j) {
 }
 
 // acc[i] += a * B[row][i], the staged row at byte offset `off` of smem.
-template <typename T, int NC>
+template <typename T, int NC, int F32>
 __device__ __forceinline__ void macko_stage_fma(const unsigned* smem, int off, float a,
                                                 float* acc) {
   const unsigned char* p = reinterpret_cast<const unsigned char*>(smem) + off;
-  if constexpr (NC == 1) {
+  if constexpr (F32) {
     acc[0] = fmaf(a, *reinterpret_cast<const float*>(p), acc[0]);
   } else {
     detail::Pack<NC, T> v;

@@ -100,7 +100,7 @@ double seconds_since(Clock::time_point t0) {
 // "rows/row/nnz red=total>total>none": splits block/warp/thread, reductions thread>warp>block.
 std::string kind_of(const Schedule& s) {
   if (s.family() == ScheduleFamily::Macko) {
-    if (s.macko().stage == BStage::Shared) return "macko staged-B";
+    if (s.macko().staged()) return "macko staged-B";
     return s.macko().warps_per_row == 1 ? "macko warp-per-row" : "macko split-row";
   }
   const GeneralSchedule& g = s.general();

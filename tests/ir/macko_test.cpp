@@ -189,10 +189,11 @@ TEST(MackoSchedule, SpecRoundTripAndErrors) {
   EXPECT_NE(err("macko;wpr=2;warps=8").find("warps=8 == wpr"), std::string::npos);
   EXPECT_NE(err("macko;vec=8").find("vec=8"), std::string::npos);
   EXPECT_NE(err("macko;tcols=2").find("field 'tcols'"), std::string::npos);
-  EXPECT_NE(err("macko;stage=texture").find("global or shared"), std::string::npos);
-  EXPECT_NE(err("macko;rpw=4").find("needs stage=shared"), std::string::npos);
+  EXPECT_NE(err("macko;stage=texture").find("global, shared or shared_f32"), std::string::npos);
+  EXPECT_NE(err("macko;rpw=4").find("needs a staged B"), std::string::npos);
   EXPECT_NE(err("macko;stage=shared;rpw=3").find("rpw=3"), std::string::npos);
   EXPECT_NE(err("macko;stage=shared;wpr=2").find("needs wpr=1"), std::string::npos);
+  EXPECT_NE(err("macko;stage=shared_f32;cols=2").find("cols=2 must be 1"), std::string::npos);
   const Schedule staged = parse_schedule("macko;warps=32;stage=shared;rpw=4");
   EXPECT_EQ(staged.macko().rows_per_block(), 128);
   EXPECT_EQ(parse_schedule(to_string(staged)), staged);
@@ -231,21 +232,24 @@ TEST(MackoSchedule, EnumerationAndVerifier) {
   // every multiprocessor still gets a block (64 rows: rpw = 1 only).
   int staged = 0;
   for (const Schedule& s : all)
-    if (s.macko().stage == BStage::Shared) {
+    if (s.macko().staged()) {
       ++staged;
       EXPECT_EQ(s.macko().rows_per_warp, 1);
-      EXPECT_EQ(macko_stage_bytes(p, s.macko()), (8192 + 32) * 4);
+      const int es = s.macko().stage == BStage::SharedF32 ? 4 : 2;
+      EXPECT_EQ(macko_stage_bytes(p, s.macko()),
+                macko_stage_offset(s.macko()) + (8192 + 2 * kMackoStageGuard) * es);
+      EXPECT_EQ(macko_stage_offset(s.macko()) % 16, 0);
     }
   EXPECT_GT(staged, 0);
   const CsrMatrix tall = random_matrix(8192, 256, 0.5, 4);
   const Problem pt = Problem::spmv(8192, 256, DType::F16);
   int max_rpw = 0;
   for (const Schedule& s : enumerate_macko_schedules(pt, tall, DeviceLimits::sm90()))
-    if (s.macko().stage == BStage::Shared) {
+    if (s.macko().staged()) {
       max_rpw = std::max(max_rpw, s.macko().rows_per_warp);
       EXPECT_GE(macko_grid_x(pt, s.macko()), 132);
     }
-  EXPECT_EQ(max_rpw, 2);  // 8192 rows / (16 warps x 2) = 256 blocks; rpw 4 would give 128
+  EXPECT_EQ(max_rpw, 4);  // 8192 rows / (8 warps x 4) = 256 blocks; rpw 8 would give 128
   const Problem wide = Problem::spmm(4, 20000, 8, DType::F16);  // 8 x 2 B x 20032 rows > 227 KiB
   MackoSchedule big;
   big.stage = BStage::Shared;
