@@ -22,6 +22,7 @@ int main(int argc, char** argv) {
   sparsegen::cli::register_calibrate(app);
   sparsegen::cli::register_tune(app);
   sparsegen::cli::register_cache(app);
+  sparsegen::cli::register_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
