@@ -13,6 +13,7 @@
 #include <mutex>
 #include <regex>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "codegen/general_sparse.h"
@@ -48,10 +49,11 @@ auto with_db(F&& f) -> decltype(f()) {
   }
 }
 
-
 // Ranking by the cost model (costmodel/): the fitted model shipped for the device (or the
-// roofline model when none matches; default_model's note says which). Offline, the profile is the
-// H100 SXM default of costmodel/ (the limits of the offline arch still bound the enumeration).
+// roofline model when none matches; default_model's note says which). Offline (no GPU) there is no
+// device to match: offline_model picks the model shipped for the target's compute capability and
+// says so, without a device-mismatch warning; the profile is costmodel/'s H100 SXM default with
+// that compute capability (the limits of the offline arch still bound the enumeration).
 struct Ranking {
   std::vector<size_t> order;
   std::vector<std::optional<double>> predicted_ms;  // by candidate index
@@ -59,23 +61,36 @@ struct Ranking {
   std::string warning;
 };
 
-const ModelChoice& model_for(const DeviceProfile& d) {
+const ModelChoice& model_for(const DeviceProfile& d, bool offline) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<ModelChoice>> cache;
   std::lock_guard<std::mutex> lock(mu);
-  auto& slot = cache[d.name + "/" + d.arch()];
-  if (!slot) slot = std::make_unique<ModelChoice>(default_model(d));
+  auto& slot = cache[(offline ? "offline/" : d.name + "/") + d.arch()];
+  if (!slot) slot = std::make_unique<ModelChoice>(offline ? offline_model(d) : default_model(d));
   return *slot;
+}
+
+// The compute capability of an offline "sm_XY" / "compute_XY" (offline_target's spellings);
+// sm_90 for anything else.
+std::pair<int, int> offline_cc(const std::string& arch) {
+  static const std::regex re("(?:sm|compute)_([0-9]{2,3})a?");
+  std::smatch m;
+  if (!std::regex_match(arch, m, re)) return {9, 0};
+  const int v = std::stoi(m[1].str());
+  return {v / 10, v % 10};
 }
 
 Ranking rank_candidates(const Problem& p, const CsrMatrix& a, const std::vector<Schedule>& all,
                         const CompileTarget& target, const cuda::DeviceInfo* info) {
   DeviceProfile d = DeviceProfile::h100_sxm();
-  if (target.has_gpu && info != nullptr)
+  const bool offline = !(target.has_gpu && info != nullptr);
+  if (!offline)
     d = device_profile(info->name, info->cc_major, info->cc_minor, info->sm_count,
                        info->l2_cache_bytes, info->clock_rate_khz, info->max_threads_per_sm,
                        info->max_registers_per_sm);
-  const ModelChoice& mc = model_for(d);
+  else
+    std::tie(d.cc_major, d.cc_minor) = offline_cc(target.arch);
+  const ModelChoice& mc = model_for(d, offline);
   const std::vector<Ranked> ranked = rank_schedules(p, all, a, compute_features(a), mc.model);
   Ranking r;
   r.predicted_ms.assign(all.size(), std::nullopt);
@@ -84,7 +99,8 @@ Ranking rank_candidates(const Problem& p, const CsrMatrix& a, const std::vector<
     r.predicted_ms[x.index] = x.predicted_us / 1000.0;
   }
   SG_ASSERT(r.order.size() == all.size(), "rank_schedules dropped candidates");
-  r.how = "cost model: " + mc.note;
+  // Offline the note names the model and says that no GPU is present.
+  r.how = offline ? mc.note : "cost model: " + mc.note;
   r.warning = mc.warning;
   return r;
 }

@@ -62,11 +62,23 @@ std::optional<Found> search_folder(const fs::path& dir, const DeviceProfile& tar
   return best;
 }
 
-ModelChoice from_found(Found f, const DeviceProfile& target, std::vector<std::string> warnings) {
+ModelChoice from_found(Found f, const DeviceProfile& target, std::vector<std::string> warnings,
+                       bool offline) {
   ModelChoice c;
-  c.note = fmt::format("cost model {} (fitted on {}, {})", f.model.origin, f.model.device.name,
-                       f.model.created.empty() ? "undated" : f.model.created);
-  if (f.how != Match::Exact) warnings.push_back(device_mismatch(f.model, target));
+  const std::string created = f.model.created.empty() ? "undated" : f.model.created;
+  if (!offline) {
+    c.note = fmt::format("cost model {} (fitted on {}, {})", f.model.origin, f.model.device.name,
+                         created);
+    if (f.how != Match::Exact) warnings.push_back(device_mismatch(f.model, target));
+  } else {
+    c.note = fmt::format("the cost model shipped for {} ({}), no GPU present ({}, {})",
+                         f.model.device.name, f.model.device.arch(), f.model.origin, created);
+    if (f.model.device.arch() != target.arch())  // only a model the user named can differ
+      warnings.push_back(
+          fmt::format("cost model {} was fitted for {}, the offline target is {}; "
+                      "its predictions may be off",
+                      f.model.origin, f.model.device.arch(), target.arch()));
+  }
   c.model = std::move(f.model);
   for (const auto& w : warnings) c.warning += (c.warning.empty() ? "" : "; ") + w;
   return c;
@@ -113,26 +125,29 @@ std::vector<std::pair<std::string, std::string>> embedded_models() {
   return out;
 }
 
-ModelChoice default_model(const DeviceProfile& target) {
+namespace {
+
+ModelChoice choose_model(const DeviceProfile& target, bool offline) {
   std::vector<std::string> warnings;
   if (const char* env = std::getenv("SPARSEGEN_MODEL"); env != nullptr && *env != 0) {
     std::error_code ec;
     if (fs::is_directory(env, ec)) {
       if (auto f = search_folder(env, target, warnings))
-        return from_found(std::move(*f), target, std::move(warnings));
-      warnings.push_back(
-          fmt::format("SPARSEGEN_MODEL={}: no model for {} ({})", env, target.name, target.arch()));
+        return from_found(std::move(*f), target, std::move(warnings), offline);
+      warnings.push_back(fmt::format(
+          "SPARSEGEN_MODEL={}: no model for {}", env,
+          offline ? target.arch() : fmt::format("{} ({})", target.name, target.arch())));
     } else {
       Found f{load_model(env), Match::Exact};  // the user named it: errors are theirs to see
       f.model.origin = env;
       f.how = match(f.model, target);
       if (f.how == Match::None) f.how = Match::SameArch;  // used anyway; the warning says so
-      return from_found(std::move(f), target, std::move(warnings));
+      return from_found(std::move(f), target, std::move(warnings), offline);
     }
   }
   for (const fs::path& dir : disk_folders())
     if (auto f = search_folder(dir, target, warnings))
-      return from_found(std::move(*f), target, std::move(warnings));
+      return from_found(std::move(*f), target, std::move(warnings), offline);
   std::optional<Found> best;
   for (const auto& [name, text] : embedded_models())
     consider(
@@ -147,13 +162,29 @@ ModelChoice default_model(const DeviceProfile& target) {
           return model_from_json(j, "embedded:" + name);
         },
         target, warnings);
-  if (best) return from_found(std::move(*best), target, std::move(warnings));
+  if (best) return from_found(std::move(*best), target, std::move(warnings), offline);
   ModelChoice c;
   c.model = roofline_model(target);
-  c.note = fmt::format("no fitted cost model for {} ({}): roofline estimate", target.name,
-                       target.arch());
+  c.note = offline ? fmt::format(
+                         "the roofline estimate (no GPU present and no cost model shipped for {})",
+                         target.arch())
+                   : fmt::format("no fitted cost model for {} ({}): roofline estimate", target.name,
+                                 target.arch());
   for (const auto& w : warnings) c.warning += (c.warning.empty() ? "" : "; ") + w;
   return c;
+}
+
+}  // namespace
+
+ModelChoice default_model(const DeviceProfile& target) {
+  return choose_model(target, false);
+}
+
+ModelChoice offline_model(const DeviceProfile& arch) {
+  DeviceProfile t = arch;
+  // No device: a model matches by compute capability alone (no board has this name).
+  t.name = "offline " + arch.arch();
+  return choose_model(t, true);
 }
 
 }  // namespace sparsegen

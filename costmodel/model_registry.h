@@ -33,6 +33,15 @@ struct ModelChoice {
 
 ModelChoice default_model(const DeviceProfile& target);
 
+// For a machine without a GPU (compiling offline for an architecture): the same lookup, matching
+// the compute capability of `arch` only (there is no device whose name could differ), so a model
+// shipped for another board of that architecture is used without a device-mismatch warning. The
+// note ("the cost model shipped for NVIDIA H200 (sm_90), no GPU present (file, date)") says which
+// device the model was fitted on and that no GPU is present; failing every model, the roofline
+// estimate of `arch` (note says so). Only a model named by $SPARSEGEN_MODEL for another
+// architecture warns.
+ModelChoice offline_model(const DeviceProfile& arch);
+
 // File name for a device's model: the name with every non-alphanumeric run replaced by '_',
 // plus the arch: "NVIDIA_H200_sm_90.json".
 std::string model_file_name(const DeviceProfile& d);

@@ -201,6 +201,27 @@ TEST(Tune, MeasuringWithoutAGpuIsACudaError) {
   fs::remove_all(dir);
 }
 
+// Offline there is no device: the ranking names the shipped model's device and says that no GPU is
+// present, and nothing warns that the model was "fitted on X, this device is Y".
+TEST(Tune, OfflineRankingClaimsNoDevice) {
+  const fs::path dir = temp_dir("offline_model");
+  KernelRequest req;
+  req.n = 8;
+  req.dtype = DType::F16;
+  for (const char* arch : {"sm_90", "compute_90", "sm_80"}) {
+    TuneOptions o = model_only(dir);
+    o.use_cache = false;
+    const TuneResult r = tune(make_matrix(), req, offline_target(arch), o);
+    EXPECT_NE(r.ranking.find("no GPU present"), std::string::npos) << arch << ": " << r.ranking;
+    for (const std::string& w : r.warnings) {
+      EXPECT_EQ(w.find("this device"), std::string::npos) << arch << ": " << w;
+      EXPECT_EQ(w.find("H100"), std::string::npos) << arch << ": " << w;
+    }
+    EXPECT_EQ(r.ranking.find("H100"), std::string::npos) << arch << ": " << r.ranking;
+  }
+  fs::remove_all(dir);
+}
+
 TEST(Tune, OfflineRuntimeGoesThroughTheCache) {
   const fs::path dir = temp_dir("api");
   const Runtime rt = Runtime::offline("sm_90");

@@ -8,6 +8,8 @@
 #include <fstream>
 #include <set>
 
+#include <unistd.h>
+
 #include "costmodel/features.h"
 #include "costmodel/linear_model.h"
 #include "costmodel/model_quality.h"
@@ -261,6 +263,38 @@ TEST(LinearModel, DeviceMismatchWarns) {
   const ModelChoice none = default_model(unknown);
   EXPECT_FALSE(none.model.fitted());
   EXPECT_NE(none.note.find("roofline"), std::string::npos);
+}
+
+// Without a GPU a model of the same architecture is used as is: the note names the device it was
+// fitted on and says no GPU is present; no device-mismatch warning. A model named by
+// $SPARSEGEN_MODEL for another architecture still warns.
+TEST(LinearModel, OfflineModelClaimsNoDevice) {
+  const DeviceProfile h200 = device_profile("NVIDIA H200", 9, 0, 132, 0, 0, 0, 0);
+  const CostModel m = fit_model(synthetic_samples(40, 7), h200);
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("sparsegen_offline_models_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  save_model(m, (dir / model_file_name(h200)).string());
+  setenv("SPARSEGEN_MODEL", dir.string().c_str(), 1);
+  DeviceProfile sm90 = DeviceProfile::h100_sxm();  // what an offline sm_90 compile looks like
+  const ModelChoice off = offline_model(sm90);
+  EXPECT_TRUE(off.model.fitted());
+  EXPECT_TRUE(off.warning.empty()) << off.warning;
+  EXPECT_NE(off.note.find("no GPU present"), std::string::npos) << off.note;
+  EXPECT_NE(off.note.find("NVIDIA H200 (sm_90)"), std::string::npos) << off.note;
+  EXPECT_EQ(off.note.find("H100"), std::string::npos) << off.note;
+  // The same lookup for a real H100 warns about the device, as before.
+  EXPECT_NE(default_model(sm90).warning.find("this device is"), std::string::npos);
+  // A named file for another architecture: used, with a warning naming both architectures.
+  const std::string file = (dir / model_file_name(h200)).string();
+  setenv("SPARSEGEN_MODEL", file.c_str(), 1);
+  DeviceProfile sm80 = sm90;
+  sm80.cc_major = 8;
+  const ModelChoice named = offline_model(sm80);
+  EXPECT_NE(named.warning.find("sm_90"), std::string::npos) << named.warning;
+  EXPECT_NE(named.warning.find("offline target is sm_80"), std::string::npos) << named.warning;
+  unsetenv("SPARSEGEN_MODEL");
+  std::filesystem::remove_all(dir);
 }
 
 TEST(ModelQuality, SpearmanKnownValues) {

@@ -69,6 +69,15 @@ class Cli : public ::testing::Test {
     }
   }
 
+  static nlohmann::json parse_file(const std::string& p) {
+    try {
+      return nlohmann::json::parse(read(p));
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << p << ": not JSON: " << e.what();
+      return {};
+    }
+  }
+
   fs::path dir_;
 };
 
@@ -321,6 +330,67 @@ TEST_F(Cli, BundledExampleInspects) {
   EXPECT_EQ(j["rows"], 512);
   EXPECT_EQ(j["cols"], 128);
   EXPECT_EQ(j["nnz"], 13107);  // round(0.2 * 512 * 128)
+}
+
+// Offline (an explicit --arch: no GPU is used even where one exists) the ranking says that no GPU
+// is present and which device's shipped model ranks; nothing claims "this device is" some GPU.
+TEST_F(Cli, OfflineTuneClaimsNoDevice) {
+  const std::string ex =
+      std::string(SPARSEGEN_SOURCE_DIR) + "/examples/llm_512x128_magnitude80.mtx";
+  const CliRun r =
+      run("tune " + ex + " -n 8 --dtype fp16 --arch sm_90 --cache-dir " + path("kcache"));
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("no GPU present"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("this device is"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("warning"), std::string::npos) << r.out;
+}
+
+// `sparsegen bench ARGS` runs the sparsegen-bench next to sparsegen with ARGS unchanged.
+TEST_F(Cli, BenchRunsTheSiblingBinary) {
+#ifndef SPARSEGEN_HAS_BENCH
+  GTEST_SKIP() << "sparsegen-bench is not built here (no cuBLAS/cuSPARSE)";
+#else
+  CliRun r = run("bench --help");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("sparsegen-bench"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--exhaustive"), std::string::npos) << r.out;
+  // The benchmark's own validation and exit codes come through.
+  r = run("bench --suite nope");
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("--suite"), std::string::npos) << r.out;
+  r = run("bench --no-such-flag");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  // A positional first, then flags (with = and separate values), all passed through in order.
+  const std::string m = write("t.mtx",
+                              "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 1 1\n"
+                              "2 2 2\n3 3 3\n");
+  const std::string json = path("dry.json");
+  r = run("bench " + m + " -n 1,8 --dry-run --json=" + json);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(parse_file(json)["cases"].size(), 2u);
+#endif
+}
+
+// Without sparsegen-bench beside it, `sparsegen bench` says where it looked.
+TEST_F(Cli, BenchWithoutTheBinaryNamesThePath) {
+  const fs::path alone = dir_ / "alone";
+  fs::create_directories(alone);
+  fs::copy_file(SPARSEGEN_CLI, alone / "sparsegen");
+  fs::permissions(alone / "sparsegen", fs::perms::owner_all);
+  std::string cmd = (alone / "sparsegen").string();  // appends: GCC 12's -Wrestrict misfires
+  cmd.insert(0, 1, '\'');
+  cmd.append("' bench --help 2>&1");
+  std::string out;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int status = pclose(p);
+  ASSERT_TRUE(WIFEXITED(status)) << out;
+  EXPECT_EQ(WEXITSTATUS(status), 1) << out;
+  EXPECT_NE(out.find((alone / "sparsegen-bench").string()), std::string::npos) << out;
+  EXPECT_NE(out.find("does not exist"), std::string::npos) << out;
 }
 
 }  // namespace
