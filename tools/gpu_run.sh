@@ -98,9 +98,10 @@ BENCH_RUNS=(
   # 4096x4096 matrices (magnitude 50/70/90 %, random 70 %) x N = 1, 8: 8 cases, ~150 (N=1) and
   # ~550 (N=8) schedules each, ~2800 builds. The larger quick shapes are left out: one schedule
   # costs ~0.05 s CPU per 10^6 nonzeros (packing + NVRTC), so all 17 quick matrices would need
-  # ~12000 builds of up to 100M nonzeros (hours). Expected ~80-120 s on an H200 host (~0.3-0.45 s
-  # CPU per build / 16 threads, GPU screening overlapped); --time-limit 140 stops claiming new
-  # schedules (the JSON then says time_limited, never exhaustive); timeout 180 is the hard cap.
+  # ~12000 builds of up to 100M nonzeros (hours). Expected ~90-140 s on an H200 host (~0.2-0.45 s
+  # CPU per build here, NVRTC sm_90 ~0.1 s of it, on 16 threads; the GPU side, ~15-20 ms per
+  # schedule, overlaps; 8 searches ~1-2 s each); --time-limit 140 stops claiming new schedules
+  # (such a case says time_limited, never exhaustive); timeout 180 is the hard cap.
   "exhaustive|timeout 180 tools/sparsegen-bench --suite llm --quick -n 1,8 --filter 4096x4096 --exhaustive --exhaustive-limit 600 --time-limit 140 --no-cache --json $BENCH_DIR/exhaustive.json"
   # sparsegen tune (issue 4): the bundled example, fp16, N = 8 and 32, top-k 8 (compile, time with
   # L2 flushed, check the winner, cache), then the same again (cache hits), then the C++ example
