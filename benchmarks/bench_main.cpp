@@ -364,7 +364,7 @@ double packed_a_bytes(const KernelBuild& b) {
 }
 
 // The schedules to try for one problem: the given SPEC, or the best `best_of` (at least 1) of the
-// enumerated space as ranked by the shipped cost model for this device (the same ranking
+// enumerated space (MACKO included, as tune searches it) as ranked by the shipped cost model for this device (the same ranking
 // `sparsegen tune` uses before it measures; the roofline estimate when no model matches).
 std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMatrix& a,
                                                    const Args& args, const CompileTarget& target,
@@ -372,6 +372,7 @@ std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMa
   if (!args.schedule.empty()) return {parse_schedule(args.schedule)};
   EnumerateOptions eo;
   eo.device = target.limits;
+  eo.include_macko = true;  // the same candidates as `sparsegen tune`: MACKO where it applies
   std::vector<Schedule> all = enumerate_schedules(p, a, eo);
   if (all.empty()) return {std::nullopt};  // let the pipeline say why nothing is valid
   DeviceProfile d = DeviceProfile::h100_sxm();
