@@ -461,6 +461,12 @@ float Event::elapsed_ms(const Event& start, const Event& end) {
 
 // ---- launch ----
 
+void wait_for_legacy_stream() {
+  Event e;
+  e.record(nullptr);
+  e.synchronize();
+}
+
 void launch(CUfunction f, const LaunchConfig& c, void** params) {
   check(drv().cuLaunchKernel(f, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z,
                              c.shared_bytes, c.stream, params, nullptr),

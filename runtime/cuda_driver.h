@@ -223,6 +223,12 @@ struct LaunchConfig {
   CUstream stream = nullptr;
 };
 
+// Waits until the legacy default stream is idle. DeviceBuffer::upload/fill_* run there and may
+// return before their DMA or memset has finished (pageable host memory; memsets are asynchronous);
+// work on a non-blocking stream does not wait for them, so call this before such work reads what
+// was just uploaded or filled.
+void wait_for_legacy_stream();
+
 // Launches `f` with kernel parameters `params` (one pointer per parameter, as cuLaunchKernel
 // takes them). An invalid configuration throws CudaError from "cuLaunchKernel"; faults during the
 // kernel surface at the next synchronizing call.
