@@ -59,8 +59,8 @@ struct Shape {
 };
 
 // At most `limit` schedules, most promising first: staged B with b = 4 (every block shape, rows
-// per warp and unroll), the first staged b = 8 and b = 2 ones, then two B-from-global warp-per-row
-// ones (the earlier kernel, kept for comparison) and b = 4 split rows.
+// per warp and unroll), the first staged b = 8 and b = 2 ones; where B cannot be staged (the
+// enumeration then has no staged ones) B-from-global warp-per-row and b = 4 split-row ones.
 std::vector<Schedule> pick_schedules(const std::vector<Schedule>& all, size_t limit) {
   std::vector<Schedule> out;
   auto add = [&](auto pred, size_t most) {

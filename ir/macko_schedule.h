@@ -52,12 +52,13 @@ std::vector<std::string> verify_macko(const Problem& p, const MackoSchedule& s,
                                       const MackoStats& st, const DeviceLimits& dev);
 
 // Every legal, verified MACKO schedule for the problem (empty unless dtype is fp16/bf16 and
-// 1 <= N <= 8): b_Δ in {2, 4, 8} x (warp per row with 4 or 8 warps per block, split row with 2, 4
-// or 8 warps) x unroll {2, 4}, one column tiling (cols = N rounded up to a power of two). Warp
-// per row comes first, b_Δ = 4 first; split row only when the mean row spans at least two full
-// steps of the split (long rows). Per b_Δ in {4, 8}, when N is 1, 2, 4 or 8 and B is row-major,
-// the staged-B ones follow: shared (and shared_f32 for N = 1) x 8 or 16 warps x unroll {2, 4} x
-// rows per warp 1, 2, 4, ... while the grid keeps at least dev.multiprocessors blocks.
+// 1 <= N <= 8). Where B can be staged (N in {1, 2, 4, 8}, row-major B, K small enough for shared
+// memory) only staged-B ones: b_Δ in {4, 8} x shared (and shared_f32 for N = 1) x 8 or 16 warps x
+// unroll {2, 4} x rows per warp 1, 2, 4, ... while the grid keeps at least dev.multiprocessors
+// blocks. Elsewhere the B-from-global ones: b_Δ in {4, 2, 8} x (warp per row with 4 or 8 warps
+// per block, split row with 2, 4 or 8 warps) x unroll {2, 4}, one column tiling (cols = N rounded
+// up to a power of two); split row only when the mean row spans at least two full steps of the
+// split (long rows). b_Δ = 4 first.
 std::vector<Schedule> enumerate_macko_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev);
 

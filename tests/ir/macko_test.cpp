@@ -218,18 +218,24 @@ TEST(MackoSchedule, EnumerationAndVerifier) {
   EXPECT_TRUE(enumerate_macko_schedules(Problem::spmm(64, 8192, 9, DType::F16), a,
                                         DeviceLimits::sm90())
                   .empty());
-  const Problem p = Problem::spmv(64, 8192, DType::F16);
-  const auto all = enumerate_macko_schedules(p, a, DeviceLimits::sm90());
-  ASSERT_GE(all.size(), 12u);
-  EXPECT_EQ(all.front().macko().delta_bits, 4);
+  // N = 3 cannot stage B (cols 4 != n): the B-from-global kernels, split rows included.
+  const Problem p3 = Problem::spmm(64, 8192, 3, DType::F16);
+  const auto global = enumerate_macko_schedules(p3, a, DeviceLimits::sm90());
+  ASSERT_GE(global.size(), 12u);
+  EXPECT_EQ(global.front().macko().delta_bits, 4);
   bool split = false;
-  for (const Schedule& s : all) {
-    EXPECT_TRUE(validate(p, s).empty());
+  for (const Schedule& s : global) {
+    EXPECT_TRUE(validate(p3, s).empty());
+    EXPECT_FALSE(s.macko().staged());
     split |= s.macko().warps_per_row > 1;
   }
   EXPECT_TRUE(split);  // ~4000-slot rows are long enough to split
-  // Staged B: offered for N = 1 (and the large-K limit checked), with rows per warp only while
-  // every multiprocessor still gets a block (64 rows: rpw = 1 only).
+  // N = 1: only staged B (b = 4 first), with rows per warp only while every multiprocessor still
+  // gets a block (64 rows: rpw = 1 only).
+  const Problem p = Problem::spmv(64, 8192, DType::F16);
+  const auto all = enumerate_macko_schedules(p, a, DeviceLimits::sm90());
+  ASSERT_GE(all.size(), 8u);
+  EXPECT_EQ(all.front().macko().delta_bits, 4);
   int staged = 0;
   for (const Schedule& s : all)
     if (s.macko().staged()) {
@@ -240,7 +246,7 @@ TEST(MackoSchedule, EnumerationAndVerifier) {
                 macko_stage_offset(s.macko()) + (8192 + 2 * kMackoStageGuard) * es);
       EXPECT_EQ(macko_stage_offset(s.macko()) % 16, 0);
     }
-  EXPECT_GT(staged, 0);
+  EXPECT_EQ(staged, static_cast<int>(all.size()));
   const CsrMatrix tall = random_matrix(8192, 256, 0.5, 4);
   const Problem pt = Problem::spmv(8192, 256, DType::F16);
   int max_rpw = 0;
