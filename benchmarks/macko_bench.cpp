@@ -73,8 +73,9 @@ std::vector<Schedule> pick_schedules(const std::vector<Schedule>& all, size_t li
       }
   };
   const auto staged = [](const MackoSchedule& m) { return m.staged(); };
-  add([&](const MackoSchedule& m) { return staged(m) && m.delta_bits == 4; }, 8);
-  add([&](const MackoSchedule& m) { return staged(m) && m.delta_bits == 8; }, 2);
+  add([&](const MackoSchedule& m) { return staged(m) && m.delta_bits == 4 && !m.sort_rows; }, 6);
+  add([&](const MackoSchedule& m) { return staged(m) && m.delta_bits == 4 && m.sort_rows; }, 4);
+  add([&](const MackoSchedule& m) { return staged(m) && m.delta_bits == 8; }, 3);
   add([&](const MackoSchedule& m) { return staged(m) && m.delta_bits == 2; }, 1);
   add([&](const MackoSchedule& m) {
     return !staged(m) && m.delta_bits == 4 && m.warps_per_row == 1 && m.unroll == 2;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "codegen/emitter.h"
@@ -42,7 +43,7 @@ class MackoEmitter : public Emitter {
     NC_ = s_.cols;
     NT_ = s_.threads_per_block();
     for (const char* n : {"values", "B", "C", "alpha", "beta", "deltas", "row_ptr", "lane", "warp",
-                          "T", "sg_smem", "s_rows", "s_next"})
+                          "T", "sg_smem", "s_rows", "s_next", "row_order", "orow"})
       reserve(n);
     decl(fmt::format("// sparsegen MACKO kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -239,23 +240,40 @@ class MackoEmitter : public Emitter {
     const bool pack = bits <= 4 && U_ >= 2;
     SG_ASSERT(R_ == 1 && p_.n == NC_ && p_.b_layout == Layout::RowMajor && off % 16 == 0,
               "staged MACKO: warp per row, cols == n, row-major B");
+    const bool sorted = s_.sort_rows;
     line("extern __shared__ __align__(16) unsigned sg_smem[];");
     line("int* const s_rows = reinterpret_cast<int*>(sg_smem);");
-    line(fmt::format("int* const s_next = s_rows + {};", rpb + 1));
+    line(fmt::format("int* const s_next = s_rows + {};", sorted ? 3 * rpb : rpb + 1));
     line("const int lane = threadIdx.x % 32;");
     line("const int warp = threadIdx.x / 32;");
     line(fmt::format("const int b0 = blockIdx.x * {};", rpb));
     line(fmt::format("const int nb = min({}, {} - b0);", rpb, p_.m));
-    comment("the block's row bounds, for the rows taken after the first");
-    line(fmt::format("for (int t = threadIdx.x; t <= nb; t += {}) s_rows[t] = row_ptr[b0 + t];",
-                     NT_));
-    line(fmt::format("if (threadIdx.x == 0) *s_next = {};", s_.warps_per_block));
     line("int row = warp;");
     line("int s0 = 0, s1 = 0;");
-    line("if (row < nb) {");
-    line("  s0 = row_ptr[b0 + row];");
-    line("  s1 = row_ptr[b0 + row + 1];");
-    line("}");
+    if (sorted) {
+      comment("the block's rows in row_order (longest first): start, end and original index");
+      line(fmt::format("for (int t = threadIdx.x; t < nb; t += {}) {{", NT_));
+      line("  const int o = row_order[b0 + t];");
+      line("  s_rows[t] = row_ptr[o];");
+      line(fmt::format("  s_rows[{} + t] = row_ptr[o + 1];", rpb));
+      line(fmt::format("  s_rows[{} + t] = o;", 2 * rpb));
+      line("}");
+      line("int orow = 0;");
+      line("if (row < nb) {");
+      line("  orow = row_order[b0 + row];");
+      line("  s0 = row_ptr[orow];");
+      line("  s1 = row_ptr[orow + 1];");
+      line("}");
+    } else {
+      comment("the block's row bounds, for the rows taken after the first");
+      line(fmt::format("for (int t = threadIdx.x; t <= nb; t += {}) s_rows[t] = row_ptr[b0 + t];",
+                       NT_));
+      line("if (row < nb) {");
+      line("  s0 = row_ptr[b0 + row];");
+      line("  s1 = row_ptr[b0 + row + 1];");
+      line("}");
+    }
+    line(fmt::format("if (threadIdx.x == 0) *s_next = {};", s_.warps_per_block));
     line("int base = s0 >> 3;");
     line("int v1 = (s1 + 7) >> 3;");
     line(fmt::format("unsigned raw[{}][4], dw[{}][{}];", U_, U_, dw));
@@ -299,8 +317,13 @@ class MackoEmitter : public Emitter {
       line("if (lane == 0) t = atomicAdd(s_next, 1);");
       line("nrow = __shfl_sync(0xffffffffu, t, 0);");
       auto h = block("if (nrow < nb)");
-      line("ns0 = s_rows[nrow];");
-      line("ns1 = s_rows[nrow + 1];");
+      if (sorted) {
+        line("ns0 = s_rows[nrow];");
+        line(fmt::format("ns1 = s_rows[{} + nrow];", rpb));
+      } else {
+        line("ns0 = s_rows[nrow];");
+        line("ns1 = s_rows[nrow + 1];");
+      }
       line("nbase = ns0 >> 3;");
       line("nv1 = (ns1 + 7) >> 3;");
     }
@@ -372,13 +395,14 @@ class MackoEmitter : public Emitter {
         auto st = block("if (lane == 0)");
         for (int c = 0; c < NC_; ++c)
           call_stmt(tmpl::store_axpby, targs(TypeArg{"T"}),
-                    tmpl::ptr_t(c_ptr("b0 + row", std::to_string(c))),
+                    tmpl::ptr_t(c_ptr(sorted ? "orow" : "b0 + row", std::to_string(c))),
                     f32(fmt::format("acc[{}]", c)), f32("alpha"), f32("beta"));
       }
       line("if (nrow >= nb) break;");
       line("#pragma unroll");
       line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
       line("carry = -1 - (ns0 & 7);");
+      if (sorted) line(fmt::format("orow = s_rows[{} + nrow];", 2 * rpb));
     }
     line("#pragma unroll");
     {
@@ -406,8 +430,9 @@ class MackoEmitter : public Emitter {
         "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
         "    const T* __restrict__ values,\n    const T* __restrict__ B,\n"
         "    T* __restrict__ C,\n    float alpha,\n    float beta,\n"
-        "    const unsigned* __restrict__ deltas,\n    const int* __restrict__ row_ptr) {{\n",
-        NT_, opt_.kernel_name);
+        "    const unsigned* __restrict__ deltas,\n    const int* __restrict__ row_ptr{}) {{\n",
+        NT_, opt_.kernel_name,
+        s_.sort_rows ? ",\n    const int* __restrict__ row_order" : "");
     const std::string b = body();
     size_t start = 0;
     while (start < b.size()) {
@@ -421,6 +446,18 @@ class MackoEmitter : public Emitter {
     return src + "}\n";
   }
 
+  // Rows by decreasing length (stable: equal rows keep their order).
+  std::vector<int64_t> row_order() const {
+    std::vector<int64_t> order(static_cast<size_t>(f_.rows));
+    for (int64_t r = 0; r < f_.rows; ++r) order[static_cast<size_t>(r)] = r;
+    auto len = [&](int64_t r) {
+      return f_.row_ptr[static_cast<size_t>(r + 1)] - f_.row_ptr[static_cast<size_t>(r)];
+    };
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t x, int64_t y) { return len(x) > len(y); });
+    return order;
+  }
+
   KernelSignature signature() const {
     KernelSignature sig;
     sig.kernel_name = opt_.kernel_name;
@@ -431,6 +468,8 @@ class MackoEmitter : public Emitter {
                   {"beta", ParamKind::Beta, "beta", {}},
                   {"deltas", ParamKind::U32Table, "macko.deltas", macko_delta_words(f_)},
                   {"row_ptr", ParamKind::I32Table, "macko.row_ptr", f_.row_ptr}};
+    if (s_.sort_rows)
+      sig.params.push_back({"row_order", ParamKind::I32Table, "macko.row_order", row_order()});
     sig.launch.grid_x = macko_grid_x(p_, s_);
     sig.launch.grid_y = macko_grid_y(p_, s_);
     sig.launch.block_threads = NT_;

@@ -285,6 +285,7 @@ struct StreamParams {
   bool staged = false;  // B copied to shared memory once per block
   int stage_row_bytes = 2;
   int rows_per_warp = 1;
+  bool sort_rows = false;
 };
 template <class B>
 StreamParams stream_params(const B& b) {
@@ -300,6 +301,7 @@ StreamParams stream_params(const B& b) {
     q.stage_row_bytes = b.stage_row_bytes();
   }
   if constexpr (requires { b.rows_per_warp; }) q.rows_per_warp = b.rows_per_warp;
+  if constexpr (requires { b.sort_rows; }) q.sort_rows = b.sort_rows;
   return q;
 }
 
@@ -362,6 +364,7 @@ ScheduleFeatures schedule_features(const Problem& p, const Schedule& s, const Fo
     g.warps_per_block = std::clamp(q.warps_per_block, 1, 32);
     g.thread_cols = q.cols;
     g.vector_width = std::max(1, q.vector_bytes / dtype_bytes(p.dtype));
+    g.sort_rows = q.sort_rows;
     finish_features(f, g, p, mf, dev, false);
     return f;
   }

@@ -40,8 +40,9 @@ int64_t macko_shared_bytes(const MackoSchedule& s);                // split row:
 // a row's leading ones reach column -7, its trailing ones K + 6, and the lanes past the row's end
 // (zero deltas, in a step that still has live lanes) up to K + 14. 16 rows cover both sides.
 inline constexpr int64_t kMackoStageGuard = 16;
-// Bytes in front of the staged B: the block's rows_per_block + 1 row bounds and the counter the
-// warps take rows from, rounded up to 16 (B's copy is 16-byte aligned).
+// Bytes in front of the staged B: the block's row bounds (rows_per_block + 1 starts; with
+// sort_rows a start, an end and the original row index per row) and the counter the warps take rows from, rounded up to
+// 16 (B's copy is 16-byte aligned).
 int64_t macko_stage_offset(const MackoSchedule& s);
 // Dynamic shared memory of a staged B: macko_stage_offset + (K + 2 guards) rows of
 // stage_row_bytes. 0 for stage=global.
@@ -55,7 +56,8 @@ std::vector<std::string> verify_macko(const Problem& p, const MackoSchedule& s,
 // 1 <= N <= 8). Where B can be staged (N in {1, 2, 4, 8}, row-major B, K small enough for shared
 // memory) only staged-B ones: b_Δ in {4, 8} x shared (and shared_f32 for N = 1) x 8 or 16 warps x
 // unroll {2, 4} x rows per warp 1, 2, 4, ... while the grid keeps at least dev.multiprocessors
-// blocks. Elsewhere the B-from-global ones: b_Δ in {4, 2, 8} x (warp per row with 4 or 8 warps
+// blocks, each also with sort=1 when row lengths are uneven (CV >= 0.25). Elsewhere the
+// B-from-global ones: b_Δ in {4, 2, 8} x (warp per row with 4 or 8 warps
 // per block, split row with 2, 4 or 8 warps) x unroll {2, 4}, one column tiling (cols = N rounded
 // up to a power of two); split row only when the mean row spans at least two full steps of the
 // split (long rows). b_Δ = 4 first.

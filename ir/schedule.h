@@ -170,7 +170,9 @@ struct GeneralSchedule {
 // Staged B (stage=shared or shared_f32, warp per row only): each block first copies B into
 // shared memory, with zero guard rows before and after, then its warps take the block's
 // warps x rows_per_warp rows one at a time from a shared counter (rows of uneven length balance
-// out within the block), so the copy is paid once per block.
+// out within the block), so the copy is paid once per block. With sort_rows the rows are dealt
+// to blocks in order of decreasing length (a row-order table; C is stored at the original row),
+// so a block's rows are alike and the longest ones start first.
 // Its loop decodes columns without per-slot masks: slots outside the row get a zero value and a
 // zero delta, which keeps their columns inside the guards.
 // SPEC: macko;delta=4;wpr=1;warps=4;unroll=2;cols=1;vec=16;stage=global;rpw=1
@@ -182,7 +184,8 @@ struct MackoSchedule {
   int cols = 1;             // dense columns per thread: 1, 2, 4, 8
   int vector_bytes = 16;    // bytes per value load (16 only)
   BStage stage = BStage::Global;  // shared: warp per row only
-  int rows_per_warp = 1;    // consecutive rows each warp handles in turn: 1, 2, 4, 8, 16
+  int rows_per_warp = 1;    // rows each warp handles in turn: 1, 2, 4, 8, 16
+  bool sort_rows = false;   // staged: blocks take rows longest first (a row-order table)
 
   bool staged() const { return stage != BStage::Global; }
   // Bytes of one staged row of B: cols 2-byte values, or one fp32.

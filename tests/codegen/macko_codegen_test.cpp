@@ -52,6 +52,40 @@ TEST(MackoCodegen, EmittedKernelShape) {
   EXPECT_THROW(emit_macko(Problem::spmv(a.rows, a.cols, DType::F32), s, f), UserError);
 }
 
+// Staged B: dynamic shared memory for [row words | guards + B], the rows taken from a shared
+// counter, and with sort=1 a row-order table (longest row first) whose entries C is stored at.
+TEST(MackoCodegen, StagedKernelShape) {
+  const CsrMatrix a = long_rows();
+  const Problem p = Problem::spmv(a.rows, a.cols, DType::F16);
+  const MackoFormat f = pack_macko(a, 4);
+  const Schedule s = parse_schedule("macko;delta=4;warps=8;unroll=2;cols=1;stage=shared_f32");
+  const GeneratedKernel k = emit_macko(p, s, f);
+  EXPECT_TRUE(has(k.source, "extern __shared__ __align__(16) unsigned sg_smem[];"));
+  EXPECT_TRUE(has(k.source, "sg::macko_stage_b<T, 1, 1, 16>(B, 8192, sg_smem + 12);"));
+  EXPECT_TRUE(has(k.source, "t = atomicAdd(s_next, 1);"));
+  EXPECT_TRUE(has(k.source, "sg::macko_stage_fma<T, 1, 1>(sg_smem, cb + 112 + (j + 1) * 4,"));
+  // 8 rows per block: 8 + 1 starts + the counter = 40 bytes, rounded up to 48.
+  EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, 48 + (8192 + 32) * 4);
+  EXPECT_EQ(k.signature.params.size(), 7u);
+  EXPECT_TRUE(has(k.source, "C + static_cast<long long>(b0 + row) * 1 + 0"));
+
+  const Schedule so = parse_schedule("macko;delta=4;warps=8;unroll=2;cols=1;stage=shared;sort=1");
+  const GeneratedKernel ks = emit_macko(p, so, f);
+  ASSERT_EQ(ks.signature.params.size(), 8u);
+  EXPECT_EQ(ks.signature.params[7].name, "row_order");
+  const std::vector<int64_t>& order = ks.signature.params[7].data;
+  ASSERT_EQ(order.size(), static_cast<size_t>(a.rows));
+  EXPECT_EQ(order.front(), 23);  // the longest row (700 + 131 * 23 nonzeros)
+  for (size_t i = 1; i < order.size(); ++i)
+    EXPECT_GE(a.row_length(order[i - 1]), a.row_length(order[i]));
+  EXPECT_TRUE(has(ks.source, "const int* __restrict__ row_order) {"));
+  EXPECT_TRUE(has(ks.source, "C + static_cast<long long>(orow) * 1 + 0"));
+  nvrtc::CompileOptions o;
+  o.arch = "compute_90";
+  o.headers = ks.headers;
+  EXPECT_NO_THROW(nvrtc::compile(ks.source, o));
+}
+
 TEST(MackoCodegen, DeltaWordsAreLittleEndian) {
   MackoFormat f;
   f.deltas = {0x21, 0x43, 0x65, 0x87, 0x09};

@@ -115,7 +115,7 @@ std::vector<std::string> features(const Schedule& s) {
     const MackoSchedule& m = s.macko();
     return {fmt::format("b{}", m.delta_bits), fmt::format("u{}", m.unroll),
             fmt::format("w{}", m.warps_per_block), fmt::format("r{}", m.warps_per_row),
-            fmt::format("rpw{}", m.rows_per_warp)};
+            fmt::format("rpw{}", m.rows_per_warp), fmt::format("sort{}", m.sort_rows)};
   }
   const GeneralSchedule& g = s.general();
   return {fmt::format("w{}", g.warps_per_block),

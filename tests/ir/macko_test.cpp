@@ -170,7 +170,7 @@ TEST(MackoSchedule, SpecRoundTripAndErrors) {
   m.cols = 2;
   const Schedule s(m);
   EXPECT_EQ(s.family(), ScheduleFamily::Macko);
-  EXPECT_EQ(to_string(s), "macko;delta=8;wpr=4;warps=4;unroll=4;cols=2;vec=16;stage=global;rpw=1");
+  EXPECT_EQ(to_string(s), "macko;delta=8;wpr=4;warps=4;unroll=4;cols=2;vec=16;stage=global;rpw=1;sort=0");
   // SPECs written before stage/rpw existed still parse (the fields default).
   EXPECT_EQ(parse_schedule("macko;delta=8;wpr=4;warps=4;unroll=4;cols=2;vec=16"), s);
   EXPECT_EQ(parse_schedule(to_string(s)), s);
@@ -194,6 +194,13 @@ TEST(MackoSchedule, SpecRoundTripAndErrors) {
   EXPECT_NE(err("macko;stage=shared;rpw=3").find("rpw=3"), std::string::npos);
   EXPECT_NE(err("macko;stage=shared;wpr=2").find("needs wpr=1"), std::string::npos);
   EXPECT_NE(err("macko;stage=shared_f32;cols=2").find("cols=2 must be 1"), std::string::npos);
+  EXPECT_NE(err("macko;sort=1").find("sort=1 needs a staged B"), std::string::npos);
+  const Schedule sorted = parse_schedule("macko;warps=8;stage=shared;rpw=2;sort=1");
+  EXPECT_TRUE(sorted.macko().sort_rows);
+  EXPECT_EQ(parse_schedule(to_string(sorted)), sorted);
+  // 16 rows per block: 3 x 16 row words + the counter, rounded up to 16 bytes.
+  EXPECT_EQ(macko_stage_offset(sorted.macko()), 208);
+  EXPECT_NE(print_schedule(sorted).find("longest rows first"), std::string::npos);
   const Schedule staged = parse_schedule("macko;warps=32;stage=shared;rpw=4");
   EXPECT_EQ(staged.macko().rows_per_block(), 128);
   EXPECT_EQ(parse_schedule(to_string(staged)), staged);
@@ -247,6 +254,24 @@ TEST(MackoSchedule, EnumerationAndVerifier) {
       EXPECT_EQ(macko_stage_offset(s.macko()) % 16, 0);
     }
   EXPECT_EQ(staged, static_cast<int>(all.size()));
+  // Uneven rows (every 7th empty, every 5th six times denser) also get the longest-first order;
+  // rows of equal length do not.
+  bool sorted = false;
+  for (const Schedule& s : all) sorted |= s.macko().sort_rows;
+  EXPECT_TRUE(sorted);
+  CsrMatrix even;
+  even.rows = 64;
+  even.cols = 512;
+  for (int64_t r = 0; r < even.rows; ++r) {
+    for (int32_t c = static_cast<int32_t>(r % 3); c < 512; c += 3) {
+      even.col_idx.push_back(c);
+      even.values.push_back(0.25f + 0.001f * static_cast<float>(c));
+    }
+    even.row_ptr.push_back(even.nnz());
+  }
+  for (const Schedule& s :
+       enumerate_macko_schedules(Problem::spmv(64, 512, DType::F16), even, DeviceLimits::sm90()))
+    EXPECT_FALSE(s.macko().sort_rows);
   const CsrMatrix tall = random_matrix(8192, 256, 0.5, 4);
   const Problem pt = Problem::spmv(8192, 256, DType::F16);
   int max_rpw = 0;
