@@ -388,9 +388,10 @@ std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMa
     if (!model) model = default_model(d);
   }
   const std::vector<Ranked> ranked = rank_schedules(p, all, a, compute_features(a), model->model);
+  std::vector<size_t> order;
+  for (const Ranked& r : ranked) order.push_back(r.index);
   std::vector<std::optional<Schedule>> out;
-  for (size_t i = 0; i < ranked.size() && static_cast<int>(i) < std::max(best_of, 1); ++i)
-    out.push_back(all[ranked[i].index]);
+  for (size_t i : select_for_measurement(order, all, best_of)) out.push_back(all[i]);
   return out;
 }
 

@@ -235,6 +235,25 @@ KernelBuild prepare_kernel(const CsrMatrix& a, const Problem& p, const Schedule&
   return b;
 }
 
+std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
+                                           const std::vector<Schedule>& all, int k) {
+  const size_t take = std::min(order.size(), static_cast<size_t>(std::max(k, 1)));
+  std::vector<bool> chosen(order.size(), false);  // by position in `order`
+  size_t n = 0;
+  if (k >= 4) {
+    const int per_family = k / 4;
+    std::map<ScheduleFamily, int> seen;
+    for (size_t i = 0; i < order.size(); ++i)
+      if (seen[all[order[i]].family()]++ < per_family) chosen[i] = true, ++n;
+  }
+  for (size_t i = 0; i < order.size() && n < take; ++i)
+    if (!chosen[i]) chosen[i] = true, ++n;
+  std::vector<size_t> out;
+  for (size_t i = 0; i < order.size() && out.size() < take; ++i)
+    if (chosen[i]) out.push_back(order[i]);
+  return out;
+}
+
 TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarget& target,
                 const TuneOptions& opt) {
   const auto t0 = Clock::now();
@@ -343,10 +362,9 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     progress("rank", 1, 1);
     res.ranking = r.how;
     if (!r.warning.empty()) res.warnings.push_back(r.warning);
-    const size_t take = std::min(all.size(), static_cast<size_t>(std::max(opt.top_k, 1)));
-    for (size_t i = 0; i < take; ++i) {
+    for (size_t idx : select_for_measurement(r.order, all, opt.top_k)) {
       Candidate c;
-      c.index = r.order[i];
+      c.index = idx;
       c.schedule = all[c.index];
       c.predicted_ms = r.predicted_ms[c.index];
       cands.push_back(std::move(c));

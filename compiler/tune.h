@@ -104,6 +104,15 @@ struct TuneResult {
 TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarget& target,
                 const TuneOptions& opt);
 
+// Which candidates to measure: indices into `all`, given the model's ranking `order` (best
+// first), at most max(k, 1) of them, in ranking order. For k >= 4 every schedule family present
+// (GeneralSparse, MACKO) gets at least k / 4 of the places, its best-ranked ones: the model's
+// error across families is larger than within one (on the H200 the top 8 of 4096x11008-like
+// weights held no MACKO kernel, while MACKO was 1.7x faster), so the measurement, not the
+// model, decides between families.
+std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
+                                           const std::vector<Schedule>& all, int k);
+
 // The database key parts of a kernel for this matrix and problem on `target`.
 kdb::KeyParts key_parts(const CsrMatrix& a, const Problem& p, const CompileTarget& target,
                         const std::string& schedule);

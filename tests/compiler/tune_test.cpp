@@ -123,6 +123,24 @@ TEST(Tune, ModelOnlyCompilesCachesAndHits) {
   fs::remove_all(dir);
 }
 
+// The measured set keeps k / 4 places per schedule family; the rest follows the ranking.
+TEST(Tune, MeasurementSetKeepsEveryFamily) {
+  std::vector<Schedule> all;
+  for (int i = 0; i < 10; ++i) all.emplace_back(GeneralSchedule{});  // ranked 0..9
+  for (int i = 0; i < 3; ++i) all.emplace_back(MackoSchedule{});     // ranked 10..12
+  std::vector<size_t> order(all.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  EXPECT_EQ(select_for_measurement(order, all, 0), (std::vector<size_t>{0}));
+  EXPECT_EQ(select_for_measurement(order, all, 3), (std::vector<size_t>{0, 1, 2}));
+  // k = 8: two MACKO places (its best two), six general ones, in ranking order.
+  EXPECT_EQ(select_for_measurement(order, all, 8),
+            (std::vector<size_t>{0, 1, 2, 3, 4, 5, 10, 11}));
+  // A family already in the top k takes no extra place.
+  std::vector<size_t> mixed = {10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12};
+  EXPECT_EQ(select_for_measurement(mixed, all, 4), (std::vector<size_t>{10, 0, 11, 1}));
+  EXPECT_EQ(select_for_measurement(order, all, 100).size(), all.size());
+}
+
 TEST(Tune, KeyFollowsStructure) {
   const CsrMatrix a = make_matrix();
   const CompileTarget t = offline_target("sm_90");
