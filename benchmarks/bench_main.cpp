@@ -364,8 +364,9 @@ double packed_a_bytes(const KernelBuild& b) {
 }
 
 // The schedules to try for one problem: the given SPEC, or the best `best_of` (at least 1) of the
-// enumerated space (MACKO included, as tune searches it) as ranked by the shipped cost model for this device (the same ranking
-// `sparsegen tune` uses before it measures; the roofline estimate when no model matches).
+// enumerated space (MACKO included, as tune searches it) as ranked by the shipped cost model for
+// this device (the same ranking `sparsegen tune` uses before it measures; the roofline estimate
+// when no model matches).
 std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMatrix& a,
                                                    const Args& args, const CompileTarget& target,
                                                    int best_of) {

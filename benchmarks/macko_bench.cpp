@@ -77,9 +77,11 @@ std::vector<Schedule> pick_schedules(const std::vector<Schedule>& all, size_t li
   add([&](const MackoSchedule& m) { return staged(m) && m.delta_bits == 4 && m.sort_rows; }, 4);
   add([&](const MackoSchedule& m) { return staged(m) && m.delta_bits == 8; }, 3);
   add([&](const MackoSchedule& m) { return staged(m) && m.delta_bits == 2; }, 1);
-  add([&](const MackoSchedule& m) {
-    return !staged(m) && m.delta_bits == 4 && m.warps_per_row == 1 && m.unroll == 2;
-  }, 2);
+  add(
+      [&](const MackoSchedule& m) {
+        return !staged(m) && m.delta_bits == 4 && m.warps_per_row == 1 && m.unroll == 2;
+      },
+      2);
   add([&](const MackoSchedule& m) { return m.delta_bits == 4 && m.warps_per_row > 1; }, 1);
   return out;
 }
@@ -107,8 +109,8 @@ int run(const std::string& out_path, bool quick, const std::vector<int64_t>& ns,
   topt.flusher = &flusher;
   topt.stream = stream.get();
 
-  std::vector<Shape> shapes = {{4096, 4096}, {11008, 4096}, {4096, 11008}, {12288, 12288},
-                               {28672, 7168}};
+  std::vector<Shape> shapes = {
+      {4096, 4096}, {11008, 4096}, {4096, 11008}, {12288, 12288}, {28672, 7168}};
   if (quick) shapes.resize(2);
   const PruneMethod methods[] = {PruneMethod::Random, PruneMethod::Magnitude};
   const double sparsities[] = {0.5, 0.7, 0.9};
@@ -159,8 +161,8 @@ int run(const std::string& out_path, bool quick, const std::vector<int64_t>& ns,
           if (dense_ms == 0 || t.median_ms < dense_ms) dense_ms = t.median_ms, dense_name = c.name;
         }
       }
-      const double dense_bytes = double(p.m) * double(p.k) * 2 + double(p.k * n) * 2 +
-                                 double(p.m * n) * 2;
+      const double dense_bytes =
+          double(p.m) * double(p.k) * 2 + double(p.k * n) * 2 + double(p.m * n) * 2;
       size_t mi = 0;
       for (PruneMethod meth : methods)
         for (double sp : sparsities) {
@@ -193,8 +195,8 @@ int run(const std::string& out_path, bool quick, const std::vector<int64_t>& ns,
               continue;
             }
             CompiledKernel k(ctx, std::move(*b));
-            const TimingResult t = measure(
-                [&](CUstream s) { k.run(db.ptr(), dc.ptr(), 1.0f, 0.0f, s); }, topt);
+            const TimingResult t =
+                measure([&](CUstream s) { k.run(db.ptr(), dc.ptr(), 1.0f, 0.0f, s); }, topt);
             tried.push_back({{"schedule", to_string(picks[i])},
                              {"median_ms", t.median_ms},
                              {"p10_ms", t.p10_ms},
@@ -238,8 +240,8 @@ int run(const std::string& out_path, bool quick, const std::vector<int64_t>& ns,
                 "[macko-bench] %5lldx%-5lld n=%lld %-9s %2.0f%%  dense %.4f ms (%4.0f GB/s)  "
                 "macko %.4f ms (%4.0f GB/s, eff. density %.3f)  speedup %.2fx  %s%s\n",
                 static_cast<long long>(sh.m), static_cast<long long>(sh.k),
-                static_cast<long long>(n), std::string(to_string(meth)).c_str(), sp * 100,
-                dense_ms, dense_bytes / (dense_ms * 1e6), best_ms, bytes / (best_ms * 1e6),
+                static_cast<long long>(n), std::string(to_string(meth)).c_str(), sp * 100, dense_ms,
+                dense_bytes / (dense_ms * 1e6), best_ms, bytes / (best_ms * 1e6),
                 st.effective_density(), speedup, to_string(best->schedule()).c_str(),
                 cr.passed ? "" : "  CHECK FAILED");
           } else {
@@ -260,7 +262,10 @@ int run(const std::string& out_path, bool quick, const std::vector<int64_t>& ns,
     for (double x : v) lg += std::log(x);
     const double geo = std::exp(lg / double(v.size()));
     const auto& [meth, sp, n] = key;
-    nlohmann::json s = {{"method", meth}, {"sparsity", sp}, {"n", n}, {"shapes", v.size()},
+    nlohmann::json s = {{"method", meth},
+                        {"sparsity", sp},
+                        {"n", n},
+                        {"shapes", v.size()},
                         {"geomean_speedup", geo}};
     if (n == 1 && targets.count(sp) != 0) {
       s["target"] = targets.at(sp);
@@ -269,8 +274,9 @@ int run(const std::string& out_path, bool quick, const std::vector<int64_t>& ns,
     summary.push_back(s);
     std::printf("[macko-bench] geomean %-9s %d%% n=%lld: %.2fx over %zu shapes%s\n", meth.c_str(),
                 sp, static_cast<long long>(n), geo, v.size(),
-                n == 1 && targets.count(sp) ? fmt::format(" (target {:.2f}x)", targets.at(sp)).c_str()
-                                            : "");
+                n == 1 && targets.count(sp)
+                    ? fmt::format(" (target {:.2f}x)", targets.at(sp)).c_str()
+                    : "");
   }
   char date[32];
   const std::time_t now = std::time(nullptr);

@@ -19,8 +19,12 @@ using tmpl::IntArg;
 using tmpl::targs;
 using tmpl::TypeArg;
 
-tmpl::Expr<tmpl::Kind::kPtrU32> ptr_u32(std::string s) { return {std::move(s)}; }
-tmpl::Expr<tmpl::Kind::kConstPtrU32> cptr_u32(std::string s) { return {std::move(s)}; }
+tmpl::Expr<tmpl::Kind::kPtrU32> ptr_u32(std::string s) {
+  return {std::move(s)};
+}
+tmpl::Expr<tmpl::Kind::kConstPtrU32> cptr_u32(std::string s) {
+  return {std::move(s)};
+}
 
 class MackoEmitter : public Emitter {
  public:
@@ -30,12 +34,13 @@ class MackoEmitter : public Emitter {
 
   GeneratedKernel run() {
     if (p_.dtype != DType::F16 && p_.dtype != DType::BF16)
-      throw UserError(fmt::format("codegen: MACKO needs fp16 or bf16 values, not {}",
-                                  to_string(p_.dtype)));
+      throw UserError(
+          fmt::format("codegen: MACKO needs fp16 or bf16 values, not {}", to_string(p_.dtype)));
     if (f_.slots() > INT_MAX / 2 || p_.m > INT_MAX / 2 || p_.k > INT_MAX / 2 || p_.n > INT_MAX / 2)
-      throw UserError(fmt::format("codegen: {} with {} MACKO slots exceeds the kernel's 32-bit "
-                                  "positions",
-                                  to_string(p_), f_.slots()));
+      throw UserError(
+          fmt::format("codegen: {} with {} MACKO slots exceeds the kernel's 32-bit "
+                      "positions",
+                      to_string(p_), f_.slots()));
     SG_ASSERT(f_.rows == p_.m && f_.cols == p_.k && f_.delta_bits == s_.delta_bits,
               "emit_macko: the format does not match the problem and schedule");
     R_ = s_.warps_per_row;
@@ -138,11 +143,10 @@ class MackoEmitter : public Emitter {
         auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
         line(fmt::format("const int vec = base + wr * {} + u * 32 + lane;", kWarpSize * U_));
         comment("lanes past the row's last vector decode nothing (their slots are >= s1)");
-        line(fmt::format("tot[u] = {};",
-                         call(tmpl::macko_decode, targs(IntArg{bits}), cptr_u32("dw[u]"),
-                              i32("vec * 8"), i32("s0"), i32("vec < v1 ? s1 : 0"),
-                              tmpl::ptr_i32("pre[u]"))
-                             .text));
+        line(fmt::format("tot[u] = {};", call(tmpl::macko_decode, targs(IntArg{bits}),
+                                              cptr_u32("dw[u]"), i32("vec * 8"), i32("s0"),
+                                              i32("vec < v1 ? s1 : 0"), tmpl::ptr_i32("pre[u]"))
+                                             .text));
         line(fmt::format("incl[u] = {};",
                          call(tmpl::macko_warp_scan, i32("tot[u]"), i32("lane")).text));
       }
@@ -150,8 +154,8 @@ class MackoEmitter : public Emitter {
         comment("split row: each warp's slot total of this step meets the others in shared memory");
         line("int wsum = 0;");
         line("#pragma unroll");
-        line(fmt::format("for (int u = 0; u < {}; ++u) wsum += __shfl_sync(0xffffffffu, incl[u], 31);",
-                         U_));
+        line(fmt::format(
+            "for (int u = 0; u < {}; ++u) wsum += __shfl_sync(0xffffffffu, incl[u], 31);", U_));
         line("if (lane == 0) wtot[buf][wr] = wsum;");
         line("__syncthreads();");
         line("int before = 0, all = 0;");
@@ -178,9 +182,9 @@ class MackoEmitter : public Emitter {
           line("const int prev = j == 0 ? 0 : pre[u][j - 1];");
           auto g = block("if (pre[u][j] != prev)");
           line("const int col = ex + pre[u][j];");
-          line(fmt::format("const float a = {};",
-                           call(tmpl::macko_value, targs(TypeArg{"T"}), cptr_u32("raw[u]"), i32("j"))
-                               .text));
+          line(fmt::format(
+              "const float a = {};",
+              call(tmpl::macko_value, targs(TypeArg{"T"}), cptr_u32("raw[u]"), i32("j")).text));
           emit_fma("a", "col");
         }
         line("c += __shfl_sync(0xffffffffu, incl[u], 31);");
@@ -298,7 +302,8 @@ class MackoEmitter : public Emitter {
     comment("the first step's loads are issued before B is staged, so both are in flight");
     emit_loads("raw", "dw", "base", "v1", "row < nb");
     call_stmt(tmpl::macko_stage_b, targs(TypeArg{"T"}, IntArg{NC_}, IntArg{as_f32}, IntArg{G}),
-              tmpl::cptr_t("B"), i32(std::to_string(p_.k)), ptr_u32(fmt::format("sg_smem + {}", off / 4)));
+              tmpl::cptr_t("B"), i32(std::to_string(p_.k)),
+              ptr_u32(fmt::format("sg_smem + {}", off / 4)));
     line("__syncthreads();");
     comment("warp-uniform from here on: no block barrier follows");
     line("if (row >= nb) return;");
@@ -341,12 +346,13 @@ class MackoEmitter : public Emitter {
         auto g = block("if (vec < v1)");
         comment("only a row's first and last vectors hold other rows' slots");
         line("if (first < s0 || first + 8 > s1)");
-        line(fmt::format("  {};", call(tmpl::macko_mask, targs(IntArg{bits}), ptr_u32("raw[u]"),
-                                         ptr_u32("dw[u]"), i32("max(s0 - first, 0)"),
-                                         i32("min(s1 - first, 8)"))
-                                        .text));
-        line(fmt::format("tot[u] = {};",
-                         call(tmpl::macko_lane_total, targs(IntArg{bits}), cptr_u32("dw[u]")).text));
+        line(fmt::format(
+            "  {};", call(tmpl::macko_mask, targs(IntArg{bits}), ptr_u32("raw[u]"),
+                          ptr_u32("dw[u]"), i32("max(s0 - first, 0)"), i32("min(s1 - first, 8)"))
+                         .text));
+        line(
+            fmt::format("tot[u] = {};",
+                        call(tmpl::macko_lane_total, targs(IntArg{bits}), cptr_u32("dw[u]")).text));
       }
       call_stmt(tmpl::macko_planes, targs(IntArg{bits}, IntArg{es}), cptr_u32("dw[u]"),
                 ptr_u32("pl[u]"));
@@ -355,9 +361,9 @@ class MackoEmitter : public Emitter {
       comment("two lane totals per scan: a warp's total of one u is at most 32 * 128 < 2^16");
       line("#pragma unroll");
       auto q = block(fmt::format("for (int u = 0; u < {}; u += 2)", U_));
-      line(fmt::format("const int both = {};",
-                       call(tmpl::macko_warp_scan, i32("tot[u] | (tot[u + 1] << 16)"), i32("lane"))
-                           .text));
+      line(fmt::format(
+          "const int both = {};",
+          call(tmpl::macko_warp_scan, i32("tot[u] | (tot[u + 1] << 16)"), i32("lane")).text));
       line("inc[u] = both & 0xffff;");
       line("inc[u + 1] = both >> 16;");
     } else {
@@ -377,12 +383,11 @@ class MackoEmitter : public Emitter {
         line(fmt::format("cb += {};", call(tmpl::macko_step, targs(IntArg{bits}, IntArg{es}),
                                            cptr_u32("pl[u]"), i32("j"))
                                           .text));
-        call_stmt(tmpl::macko_stage_fma, targs(TypeArg{"T"}, IntArg{NC_}, IntArg{as_f32}),
-                  cptr_u32("sg_smem"),
-                  i32(fmt::format("cb + {} + (j + 1) * {}", off + G * es, es)),
-                  f32(call(tmpl::macko_value, targs(TypeArg{"T"}), cptr_u32("raw[u]"), i32("j"))
-                          .text),
-                  tmpl::ptr_f32("acc"));
+        call_stmt(
+            tmpl::macko_stage_fma, targs(TypeArg{"T"}, IntArg{NC_}, IntArg{as_f32}),
+            cptr_u32("sg_smem"), i32(fmt::format("cb + {} + (j + 1) * {}", off + G * es, es)),
+            f32(call(tmpl::macko_value, targs(TypeArg{"T"}), cptr_u32("raw[u]"), i32("j")).text),
+            tmpl::ptr_f32("acc"));
       }
       line("carry += __shfl_sync(0xffffffffu, inc[u], 31);");
     }
@@ -431,8 +436,7 @@ class MackoEmitter : public Emitter {
         "    const T* __restrict__ values,\n    const T* __restrict__ B,\n"
         "    T* __restrict__ C,\n    float alpha,\n    float beta,\n"
         "    const unsigned* __restrict__ deltas,\n    const int* __restrict__ row_ptr{}) {{\n",
-        NT_, opt_.kernel_name,
-        s_.sort_rows ? ",\n    const int* __restrict__ row_order" : "");
+        NT_, opt_.kernel_name, s_.sort_rows ? ",\n    const int* __restrict__ row_order" : "");
     const std::string b = body();
     size_t start = 0;
     while (start < b.size()) {

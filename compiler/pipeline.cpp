@@ -25,7 +25,6 @@ int64_t row_of(const CsrMatrix& a, int64_t e) {
   return static_cast<int64_t>(it - a.row_ptr.begin()) - 1;
 }
 
-
 template <class T>
 std::vector<T> narrow_table(const std::vector<int64_t>& data) {
   std::vector<T> out(data.size());

@@ -232,8 +232,7 @@ FormatStats candidate_format_stats(const CsrMatrix& a, const Problem& p, const S
 
 std::string strategy_family(const Schedule& s) {
   // Staged-B MACKO kernels run a different loop (and pay a copy per block): their own formula.
-  if (s.family() == ScheduleFamily::Macko && s.macko().staged())
-    return "macko/shared";
+  if (s.family() == ScheduleFamily::Macko && s.macko().staged()) return "macko/shared";
   if (s.family() != ScheduleFamily::General) return std::string(to_string(s.family()));
   const GeneralSchedule& g = s.general();
   return fmt::format("{}/{}/{} red={}>{}>{}", to_string(g.at(Level::Block).kind),

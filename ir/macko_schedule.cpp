@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include <charconv>
-#include <cmath>
 #include <climits>
+#include <cmath>
 #include <map>
 
 #include "ir/diagnostics.h"
@@ -19,8 +19,8 @@ bool pow2_in(int64_t v, int64_t lo, int64_t hi) {
 
 [[noreturn]] void spec_error(std::string_view field, std::string_view expected,
                              std::string_view found) {
-  throw UserError(fmt::format("--schedule: field '{}': expected {}, found '{}'", field, expected,
-                              found));
+  throw UserError(
+      fmt::format("--schedule: field '{}': expected {}, found '{}'", field, expected, found));
 }
 
 int parse_int(std::string_view field, std::string_view v, int lo, int hi) {
@@ -44,7 +44,8 @@ std::vector<std::string> validate(const MackoSchedule& s) {
   auto bad = [&](std::string m) { why.push_back(std::move(m)); };
   if (!valid_macko_delta_bits(s.delta_bits))
     bad(fmt::format("delta={} must be 2, 4 or 8", s.delta_bits));
-  if (!pow2_in(s.warps_per_row, 1, 8)) bad(fmt::format("wpr={} must be 1, 2, 4 or 8", s.warps_per_row));
+  if (!pow2_in(s.warps_per_row, 1, 8))
+    bad(fmt::format("wpr={} must be 1, 2, 4 or 8", s.warps_per_row));
   if (s.warps_per_block < 1 || s.warps_per_block > 32)
     bad(fmt::format("warps={} must be in 1..32", s.warps_per_block));
   if (!pow2_in(s.unroll, 1, 4)) bad(fmt::format("unroll={} must be 1, 2 or 4", s.unroll));
@@ -54,8 +55,7 @@ std::vector<std::string> validate(const MackoSchedule& s) {
   if (!pow2_in(s.rows_per_warp, 1, 16))
     bad(fmt::format("rpw={} must be 1, 2, 4, 8 or 16", s.rows_per_warp));
   if (s.stage == BStage::Global && s.rows_per_warp != 1)
-    bad(fmt::format("rpw={} needs a staged B (rows per warp amortise the copy)",
-                    s.rows_per_warp));
+    bad(fmt::format("rpw={} needs a staged B (rows per warp amortise the copy)", s.rows_per_warp));
   if (s.stage == BStage::SharedF32 && s.cols != 1)
     bad(fmt::format("stage=shared_f32 stages one fp32 column: cols={} must be 1", s.cols));
   if (s.sort_rows && !s.staged())
@@ -71,17 +71,17 @@ std::vector<std::string> validate(const MackoSchedule& s) {
 std::vector<std::string> validate_macko(const Problem& p, const MackoSchedule& s) {
   std::vector<std::string> why;
   if (p.dtype != DType::F16 && p.dtype != DType::BF16)
-    why.push_back(fmt::format("MACKO needs 2-byte values (fp16 or bf16), not {}",
-                              to_string(p.dtype)));
+    why.push_back(
+        fmt::format("MACKO needs 2-byte values (fp16 or bf16), not {}", to_string(p.dtype)));
   if (p.n > 0 && s.cols > 1 && s.cols / 2 >= p.n)
-    why.push_back(fmt::format("cols={} leaves half of each thread's columns beyond n={}", s.cols,
-                              p.n));
+    why.push_back(
+        fmt::format("cols={} leaves half of each thread's columns beyond n={}", s.cols, p.n));
   if (s.staged()) {
     if (p.b_layout != Layout::RowMajor)
       why.push_back("a staged B needs a row-major B (rows of B are copied whole)");
     if (p.n != s.cols)
-      why.push_back(fmt::format("a staged B needs cols={} == n={} (the block stages all of B)",
-                                s.cols, p.n));
+      why.push_back(
+          fmt::format("a staged B needs cols={} == n={} (the block stages all of B)", s.cols, p.n));
   }
   return why;
 }
@@ -112,7 +112,8 @@ std::string print_macko(const MackoSchedule& s) {
   return out;
 }
 
-MackoSchedule parse_macko_fields(std::string_view spec, const std::vector<std::string_view>& parts) {
+MackoSchedule parse_macko_fields(std::string_view spec,
+                                 const std::vector<std::string_view>& parts) {
   MackoSchedule s;
   std::map<std::string_view, int> seen;
   for (size_t i = 1; i < parts.size(); ++i) {
@@ -122,19 +123,29 @@ MackoSchedule parse_macko_fields(std::string_view spec, const std::vector<std::s
     if (eq == std::string_view::npos) spec_error(part, "KEY=VALUE", part);
     const std::string_view key = part.substr(0, eq), v = part.substr(eq + 1);
     if (seen[key]++) spec_error(key, "the field once", "a second occurrence");
-    if (key == "delta") s.delta_bits = parse_int(key, v, 1, 64);
-    else if (key == "wpr") s.warps_per_row = parse_int(key, v, 1, 32);
-    else if (key == "warps") s.warps_per_block = parse_int(key, v, 1, 32);
-    else if (key == "unroll") s.unroll = parse_int(key, v, 1, 16);
-    else if (key == "cols") s.cols = parse_int(key, v, 1, 8);
-    else if (key == "vec") s.vector_bytes = parse_int(key, v, 1, 64);
+    if (key == "delta")
+      s.delta_bits = parse_int(key, v, 1, 64);
+    else if (key == "wpr")
+      s.warps_per_row = parse_int(key, v, 1, 32);
+    else if (key == "warps")
+      s.warps_per_block = parse_int(key, v, 1, 32);
+    else if (key == "unroll")
+      s.unroll = parse_int(key, v, 1, 16);
+    else if (key == "cols")
+      s.cols = parse_int(key, v, 1, 8);
+    else if (key == "vec")
+      s.vector_bytes = parse_int(key, v, 1, 64);
     else if (key == "stage") {
       const auto b = parse_bstage(v);
       if (!b) spec_error(key, "global, shared or shared_f32", v);
       s.stage = *b;
-    } else if (key == "rpw") s.rows_per_warp = parse_int(key, v, 1, 1024);
-    else if (key == "sort") s.sort_rows = parse_int(key, v, 0, 1) == 1;
-    else spec_error(key, "one of delta, wpr, warps, unroll, cols, vec, stage, rpw, sort (family macko)", key);
+    } else if (key == "rpw")
+      s.rows_per_warp = parse_int(key, v, 1, 1024);
+    else if (key == "sort")
+      s.sort_rows = parse_int(key, v, 0, 1) == 1;
+    else
+      spec_error(
+          key, "one of delta, wpr, warps, unroll, cols, vec, stage, rpw, sort (family macko)", key);
   }
   // A split-row SPEC may leave warps out: it follows wpr.
   if (s.warps_per_row > 1 && seen.count("warps") == 0) s.warps_per_block = s.warps_per_row;
@@ -152,7 +163,9 @@ int64_t macko_grid_x(const Problem& p, const MackoSchedule& s) {
   return (p.m + rpb - 1) / rpb;
 }
 
-int64_t macko_grid_y(const Problem& p, const MackoSchedule& s) { return (p.n + s.cols - 1) / s.cols; }
+int64_t macko_grid_y(const Problem& p, const MackoSchedule& s) {
+  return (p.n + s.cols - 1) / s.cols;
+}
 
 int macko_registers(const MackoSchedule& s) {
   // Staged: two steps of raw words in flight (this one and the next) and 2 delta planes per
@@ -201,8 +214,8 @@ std::vector<std::string> verify_macko(const Problem& p, const MackoSchedule& s,
   if (macko_grid_x(p, s) > dev.max_grid_x)
     why.push_back(fmt::format("grid.x = {} blocks exceeds {}", macko_grid_x(p, s), dev.max_grid_x));
   if (macko_grid_y(p, s) > dev.max_grid_y)
-    why.push_back(fmt::format("grid.y = {} column tiles exceeds {}", macko_grid_y(p, s),
-                              dev.max_grid_y));
+    why.push_back(
+        fmt::format("grid.y = {} column tiles exceeds {}", macko_grid_y(p, s), dev.max_grid_y));
   // Slot positions are 32-bit in the kernel (with room for one step beyond the end).
   if (st.slots > INT_MAX / 2)
     why.push_back(fmt::format("{} MACKO slots exceed the kernel's 32-bit positions", st.slots));

@@ -34,15 +34,15 @@ MackoSchedule parse_macko_fields(std::string_view spec, const std::vector<std::s
 // Launch-shape facts shared by the verifier, the emitter and the interpreter.
 int64_t macko_grid_x(const Problem& p, const MackoSchedule& s);  // ceil(M / rows_per_block)
 int64_t macko_grid_y(const Problem& p, const MackoSchedule& s);  // ceil(N / cols)
-int macko_registers(const MackoSchedule& s);                       // per-thread estimate
-int64_t macko_shared_bytes(const MackoSchedule& s);                // split row: carries + partials
+int macko_registers(const MackoSchedule& s);                     // per-thread estimate
+int64_t macko_shared_bytes(const MackoSchedule& s);              // split row: carries + partials
 // Zero rows of B staged before and after B (stage=shared). Masked slots step their column by 1:
 // a row's leading ones reach column -7, its trailing ones K + 6, and the lanes past the row's end
 // (zero deltas, in a step that still has live lanes) up to K + 14. 16 rows cover both sides.
 inline constexpr int64_t kMackoStageGuard = 16;
 // Bytes in front of the staged B: the block's row bounds (rows_per_block + 1 starts; with
-// sort_rows a start, an end and the original row index per row) and the counter the warps take rows from, rounded up to
-// 16 (B's copy is 16-byte aligned).
+// sort_rows a start, an end and the original row index per row) and the counter the warps take rows
+// from, rounded up to 16 (B's copy is 16-byte aligned).
 int64_t macko_stage_offset(const MackoSchedule& s);
 // Dynamic shared memory of a staged B: macko_stage_offset + (K + 2 guards) rows of
 // stage_row_bytes. 0 for stage=global.

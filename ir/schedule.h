@@ -140,9 +140,9 @@ struct GeneralSchedule {
   int block_cols = 1;       // dense columns per block: a multiple of warp_cols()
   // Format adjustments.
   bool sort_rows = false;
-  int pad = 1;              // row lengths padded to a multiple of this (1 = no padding)
+  int pad = 1;  // row lengths padded to a multiple of this (1 = no padding)
   bool interleave = false;
-  int vector_width = 1;     // nonzeros per load: 1, 2, 4, 8
+  int vector_width = 1;  // nonzeros per load: 1, 2, 4, 8
 
   const LevelSplit& at(Level l) const { return split[static_cast<int>(l)]; }
   ReductionKind reduction(Level l) const { return reduce[static_cast<int>(l)]; }
@@ -184,8 +184,8 @@ struct MackoSchedule {
   int cols = 1;             // dense columns per thread: 1, 2, 4, 8
   int vector_bytes = 16;    // bytes per value load (16 only)
   BStage stage = BStage::Global;  // shared: warp per row only
-  int rows_per_warp = 1;    // rows each warp handles in turn: 1, 2, 4, 8, 16
-  bool sort_rows = false;   // staged: blocks take rows longest first (a row-order table)
+  int rows_per_warp = 1;          // rows each warp handles in turn: 1, 2, 4, 8, 16
+  bool sort_rows = false;         // staged: blocks take rows longest first (a row-order table)
 
   bool staged() const { return stage != BStage::Global; }
   // Bytes of one staged row of B: cols 2-byte values, or one fp32.

@@ -107,7 +107,7 @@ __device__ __forceinline__ void macko_stage_b(const T* __restrict__ B, int k, un
   for (int w = threadIdx.x; w < 2 * GH; w += blockDim.x)
     h[w < GH ? w : GH + k * (ES / 2) + (w - GH)] = 0;
   const bool aligned = (reinterpret_cast<unsigned long long>(B) & 15ull) == 0;
-  const int elems = k * NC;                 // 2-byte elements of B
+  const int elems = k * NC;                    // 2-byte elements of B
   const int chunks = aligned ? elems / 8 : 0;  // 16-byte chunks
   const int step = static_cast<int>(blockDim.x);
   for (int c0 = threadIdx.x; c0 < chunks; c0 += Q * step) {
@@ -157,8 +157,10 @@ __device__ __forceinline__ void macko_mask(unsigned* raw, unsigned* d, int lo, i
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     const unsigned f = ((keep >> j) & 1u) ? (1u << BITS) - 1u : 0u;
-    if (BITS == 8) m[j / 4] |= f << (8 * (j % 4));
-    else m[0] |= f << (BITS * j);
+    if (BITS == 8)
+      m[j / 4] |= f << (8 * (j % 4));
+    else
+      m[0] |= f << (BITS * j);
   }
   d[0] &= m[0];
   if (BITS == 8) d[1] &= m[1];

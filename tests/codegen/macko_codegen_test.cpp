@@ -15,7 +15,9 @@
 namespace sparsegen::codegen {
 namespace {
 
-bool has(const std::string& s, const std::string& what) { return s.find(what) != std::string::npos; }
+bool has(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
 
 CsrMatrix long_rows() {
   std::vector<int64_t> lengths;
@@ -122,7 +124,8 @@ TEST(MackoCodegen, EveryEnumeratedScheduleCompiles) {
               EXPECT_FALSE(r.is_cubin);
               ++compiled;
             } catch (const std::exception& e) {
-              ADD_FAILURE() << to_string(p) << " " << to_string(s) << "\n" << e.what() << "\n"
+              ADD_FAILURE() << to_string(p) << " " << to_string(s) << "\n"
+                            << e.what() << "\n"
                             << k.source;
               return;
             }

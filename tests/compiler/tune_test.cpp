@@ -133,8 +133,7 @@ TEST(Tune, MeasurementSetKeepsEveryFamily) {
   EXPECT_EQ(select_for_measurement(order, all, 0), (std::vector<size_t>{0}));
   EXPECT_EQ(select_for_measurement(order, all, 3), (std::vector<size_t>{0, 1, 2}));
   // k = 8: two MACKO places (its best two), six general ones, in ranking order.
-  EXPECT_EQ(select_for_measurement(order, all, 8),
-            (std::vector<size_t>{0, 1, 2, 3, 4, 5, 10, 11}));
+  EXPECT_EQ(select_for_measurement(order, all, 8), (std::vector<size_t>{0, 1, 2, 3, 4, 5, 10, 11}));
   // A family already in the top k takes no extra place.
   std::vector<size_t> mixed = {10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12};
   EXPECT_EQ(select_for_measurement(mixed, all, 4), (std::vector<size_t>{10, 0, 11, 1}));

@@ -108,12 +108,11 @@ TEST(MackoFormat, GapsAtTheBoundary) {
     const int32_t m = (1 << b) - 1;  // largest delta
     // Row 0: gap of exactly m zeros (fits). Row 1: gap of m+1 zeros (one padding slot).
     // Row 2: first entry at column m (fits) and at m+1 (pads). Row 3: gaps of 2m+1 and 2m+2.
-    const CsrMatrix a = from_rows(
-        4 * m + 8, {{{0, 1.0f}, {m + 1, 2.0f}},
-                    {{0, 1.0f}, {m + 2, 3.0f}},
-                    {{m, 4.0f}},
-                    {{m + 1, 5.0f}},
-                    {{0, 1.0f}, {2 * m + 2, 6.0f}, {4 * m + 5, 7.0f}}});
+    const CsrMatrix a = from_rows(4 * m + 8, {{{0, 1.0f}, {m + 1, 2.0f}},
+                                              {{0, 1.0f}, {m + 2, 3.0f}},
+                                              {{m, 4.0f}},
+                                              {{m + 1, 5.0f}},
+                                              {{0, 1.0f}, {2 * m + 2, 6.0f}, {4 * m + 5, 7.0f}}});
     const MackoFormat f = pack_macko(a, b);
     check_invariants(f);
     auto row_slots = [&](int r) { return f.row_ptr[r + 1] - f.row_ptr[r]; };
@@ -170,7 +169,8 @@ TEST(MackoSchedule, SpecRoundTripAndErrors) {
   m.cols = 2;
   const Schedule s(m);
   EXPECT_EQ(s.family(), ScheduleFamily::Macko);
-  EXPECT_EQ(to_string(s), "macko;delta=8;wpr=4;warps=4;unroll=4;cols=2;vec=16;stage=global;rpw=1;sort=0");
+  EXPECT_EQ(to_string(s),
+            "macko;delta=8;wpr=4;warps=4;unroll=4;cols=2;vec=16;stage=global;rpw=1;sort=0");
   // SPECs written before stage/rpw existed still parse (the fields default).
   EXPECT_EQ(parse_schedule("macko;delta=8;wpr=4;warps=4;unroll=4;cols=2;vec=16"), s);
   EXPECT_EQ(parse_schedule(to_string(s)), s);
@@ -214,17 +214,18 @@ TEST(MackoSchedule, SpecRoundTripAndErrors) {
   EXPECT_FALSE(validate(colb, staged).empty());
   EXPECT_FALSE(validate(Problem::spmv(4, 4, DType::F32), s).empty());  // fp32 values
   EXPECT_TRUE(validate(Problem::spmm(4, 4, 3, DType::F16), s).empty());
-  EXPECT_FALSE(validate(Problem::spmm(4, 4, 1, DType::F16), parse_schedule("macko;cols=4")).empty());
+  EXPECT_FALSE(
+      validate(Problem::spmm(4, 4, 1, DType::F16), parse_schedule("macko;cols=4")).empty());
 }
 
 TEST(MackoSchedule, EnumerationAndVerifier) {
   const CsrMatrix a = random_matrix(64, 8192, 0.5, 3);
-  EXPECT_TRUE(enumerate_macko_schedules(Problem::spmv(64, 8192, DType::F32), a,
-                                        DeviceLimits::sm90())
-                  .empty());
-  EXPECT_TRUE(enumerate_macko_schedules(Problem::spmm(64, 8192, 9, DType::F16), a,
-                                        DeviceLimits::sm90())
-                  .empty());
+  EXPECT_TRUE(
+      enumerate_macko_schedules(Problem::spmv(64, 8192, DType::F32), a, DeviceLimits::sm90())
+          .empty());
+  EXPECT_TRUE(
+      enumerate_macko_schedules(Problem::spmm(64, 8192, 9, DType::F16), a, DeviceLimits::sm90())
+          .empty());
   // N = 3 cannot stage B (cols 4 != n): the B-from-global kernels, split rows included.
   const Problem p3 = Problem::spmm(64, 8192, 3, DType::F16);
   const auto global = enumerate_macko_schedules(p3, a, DeviceLimits::sm90());
@@ -285,9 +286,9 @@ TEST(MackoSchedule, EnumerationAndVerifier) {
   MackoSchedule big;
   big.stage = BStage::Shared;
   big.cols = 8;
-  EXPECT_FALSE(verify_macko(wide, big, macko_stats(random_matrix(4, 20000, 0.5, 5), 4),
-                            DeviceLimits::sm90())
-                   .empty());
+  EXPECT_FALSE(
+      verify_macko(wide, big, macko_stats(random_matrix(4, 20000, 0.5, 5), 4), DeviceLimits::sm90())
+          .empty());
   // The generic enumerator appends them only when asked.
   EnumerateOptions o;
   const auto plain = enumerate_schedules(p, a, o);
