@@ -22,6 +22,16 @@
 // vectors of each step of R·32·unroll; the warps' slot totals meet in shared memory (double
 // buffered, one __syncthreads per step) to give each warp its column carry, and the partial sums
 // are combined through shared memory at the end (warp order, fixed).
+//
+// Staged B (stage = shared | shared_f32, warp per row; the shape tuned where N is 1, 2, 4 or 8):
+// dynamic shared memory holds the block's row words, then B with 16 zero guard rows either side.
+// Each warp takes rows from a shared counter (sort = 1: in a longest-first row order), keeps the
+// next step's 16-byte loads in flight while it decodes this one, zeroes the value and delta of
+// slots outside the row (the first and last vector only) instead of testing every slot, and
+// gathers B with one LDS per slot whose constant part is folded into the instruction. Comment
+// above emit_staged_body() in macko.cpp shows the loop.
+// Extra parameter with sort = 1: row_order (I32Table, rows by decreasing length). Extra launch
+// field: LaunchShape::dynamic_shared_bytes = macko_stage_bytes(problem, schedule).
 #pragma once
 
 #include "codegen/general_sparse.h"
