@@ -88,6 +88,34 @@ TEST(MackoCodegen, StagedKernelShape) {
   EXPECT_NO_THROW(nvrtc::compile(ks.source, o));
 }
 
+// Staged variants the enumerator does not offer but a SPEC may ask for (b = 2, unroll 1, N = 2
+// and 4, bf16, an odd K) compile too.
+TEST(MackoCodegen, StagedSpecVariantsCompile) {
+  const CsrMatrix a = testing::csr_with_lengths({3, 0, 1, 9, 0, 2, 40, 17}, 301, 5);
+  struct Case {
+    int64_t n;
+    DType dt;
+    const char* spec;
+  };
+  const Case cases[] = {
+      {1, DType::F16, "macko;delta=2;warps=8;unroll=1;cols=1;stage=shared"},
+      {1, DType::BF16, "macko;delta=8;warps=8;unroll=4;cols=1;stage=shared_f32;sort=1"},
+      {2, DType::F16, "macko;delta=4;warps=4;unroll=2;cols=2;stage=shared;rpw=2"},
+      {4, DType::BF16, "macko;delta=2;warps=8;unroll=2;cols=4;stage=shared;sort=1"},
+      {8, DType::F16, "macko;delta=8;warps=16;unroll=1;cols=8;stage=shared;rpw=4;sort=1"},
+  };
+  for (const Case& c : cases) {
+    const Problem p = c.n == 1 ? Problem::spmv(a.rows, a.cols, c.dt)
+                               : Problem::spmm(a.rows, a.cols, c.n, c.dt);
+    const Schedule s = parse_schedule(c.spec);
+    const GeneratedKernel k = emit_macko(p, s, pack_macko(a, s.macko().delta_bits));
+    nvrtc::CompileOptions o;
+    o.arch = "compute_90";
+    o.headers = k.headers;
+    EXPECT_NO_THROW(nvrtc::compile(k.source, o)) << c.spec << "\n" << k.source;
+  }
+}
+
 TEST(MackoCodegen, DeltaWordsAreLittleEndian) {
   MackoFormat f;
   f.deltas = {0x21, 0x43, 0x65, 0x87, 0x09};
