@@ -141,7 +141,6 @@ CublasDense::CublasDense(const CsrMatrix& a, DType dtype) : impl_(std::make_uniq
   }
   s.a = cuda::DeviceBuffer(bytes);
   s.a.upload(host.data(), bytes);
-  cuda::wait_for_legacy_stream();  // the library calls run on a non-blocking stream
   check_cublas(cublasCreate(&s.handle), "cublasCreate");
 }
 
@@ -268,7 +267,6 @@ CusparseCsr::CusparseCsr(const CsrMatrix& a, DType dtype) : impl_(std::make_uniq
   s.col_idx.upload(a.col_idx);
   s.values = cuda::DeviceBuffer(vals.size() + w);
   s.values.upload(vals.data(), vals.size());
-  cuda::wait_for_legacy_stream();  // the library calls run on a non-blocking stream
   check_cusparse(cusparseCreate(&s.handle), "cusparseCreate");
   // Fail early (here, not per candidate) when the CSR itself is refused.
   (void)s.make_csr();

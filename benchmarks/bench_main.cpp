@@ -468,7 +468,6 @@ std::vector<char> to_dtype_bytes(const std::vector<float>& v, DType t) {
 void poison(cuda::DeviceBuffer& c, DType t) {
   const uint32_t bits = poison_bits(t);
   c.fill_u32(t == DType::F32 ? bits : (bits << 16) | (bits & 0xffffu));
-  cuda::wait_for_legacy_stream();  // the runs use a non-blocking stream
 }
 
 // Compares a baseline's output (layout `layout`) with the reference (row-major exact).
@@ -580,7 +579,6 @@ CaseInputs make_case_inputs(const CsrMatrix& m, int64_t n, DType dtype, bool col
     ci.b_col.upload(b_col.data(), b_col.size());
   }
   ci.c = cuda::DeviceBuffer((static_cast<size_t>(m.rows * n) * w + 3) / 4 * 4 + 4);
-  cuda::wait_for_legacy_stream();  // the runs use a non-blocking stream
   return ci;
 }
 

@@ -150,7 +150,6 @@ int run(const std::string& out_path, bool quick, const std::vector<int64_t>& ns,
       cuda::DeviceBuffer db(static_cast<size_t>(p.k * p.n) * 2),
           dc(static_cast<size_t>(p.m * p.n) * 2);
       db.upload(half_bits(in.b));
-      cuda::wait_for_legacy_stream();  // the runs use a non-blocking stream
       double dense_ms = 0;
       std::string dense_name;
       {

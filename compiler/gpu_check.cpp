@@ -377,12 +377,6 @@ CheckResult gpu_check(const CompiledKernel& k, const CsrMatrix& a, const CheckIn
   cuda::DeviceBuffer& dc = bufs.c;
   if (!b_bytes.empty()) db.upload(b_bytes.data(), b_bytes.size());
   if (!c_bytes.empty()) dc.upload(c_bytes.data(), c_bytes.size());
-  if (stream != nullptr) {
-    // A copy from pageable memory returns once staged; its DMA runs on the legacy stream, which a
-    // non-blocking stream does not wait for. Without this wait the poison (or C0) could land
-    // after the kernel has written C (seen on an H200 as "never written" elements).
-    cuda::wait_for_legacy_stream();
-  }
   k.run(db.ptr(), dc.ptr(), in.alpha, in.beta, stream);
   if (stream != nullptr) {  // a non-blocking stream: the synchronous copy would not wait for it
     cuda::Event done;

@@ -321,9 +321,6 @@ CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild b
       }
       bytes += k.tables[i].bytes();
     }
-    // The copies above return once staged (pageable memory); their DMA runs on the legacy stream,
-    // which a run on a non-blocking stream would not wait for.
-    k.ctx->synchronize();
     st.finish(fmt::format("{} bytes, workspace {} bytes", bytes, sig.workspace_bytes));
   }
   // The host copies are on the device now; keep the signature (tables) and source for queries.

@@ -428,7 +428,6 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     cuda::DeviceBuffer db_b(hb.size() + w), db_c(static_cast<size_t>(p.m * p.n) * w + w);
     if (!hb.empty()) db_b.upload(hb.data(), hb.size());
     db_c.fill_bytes(0);
-    cuda::wait_for_legacy_stream();  // the timed runs use a non-blocking stream
     cuda::Stream stream;
     L2Flusher flusher(ctx->info());
     TimingOptions to;

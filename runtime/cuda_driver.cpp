@@ -378,10 +378,25 @@ void check_size(std::size_t bytes, std::size_t capacity, const char* call) {
 }
 }  // namespace
 
+namespace {
+
+// cuMemcpyHtoD from pageable memory returns once the data is staged, and cuMemset* are
+// asynchronous; both run on the legacy default stream, which a non-blocking stream does not wait
+// for. Waiting here makes upload() and fill_*() complete on return for every stream (without it an
+// H200 showed poisoned "never written" outputs: the poison landed after the kernel's stores).
+void wait_for_legacy_stream() {
+  Event done;
+  done.record(nullptr);
+  done.synchronize();
+}
+
+}  // namespace
+
 void DeviceBuffer::upload(const void* host, std::size_t bytes) {
   check_size(bytes, bytes_, "cuMemcpyHtoD");
   if (bytes == 0) return;
   check(drv().cuMemcpyHtoD(ptr_, host, bytes), "cuMemcpyHtoD", fmt::format("{} bytes", bytes));
+  wait_for_legacy_stream();
 }
 
 void DeviceBuffer::download(void* host, std::size_t bytes) const {
@@ -393,6 +408,7 @@ void DeviceBuffer::download(void* host, std::size_t bytes) const {
 void DeviceBuffer::fill_bytes(unsigned char value) {
   if (bytes_ == 0) return;
   check(drv().cuMemsetD8(ptr_, value, bytes_), "cuMemsetD8");
+  wait_for_legacy_stream();
 }
 
 void DeviceBuffer::fill_u32(std::uint32_t value) {
@@ -403,6 +419,7 @@ void DeviceBuffer::fill_u32(std::uint32_t value) {
   }
   if (bytes_ == 0) return;
   check(drv().cuMemsetD32(ptr_, value, bytes_ / 4), "cuMemsetD32");
+  wait_for_legacy_stream();
 }
 
 void DeviceBuffer::fill_bytes_async(unsigned char value, CUstream stream) {
@@ -460,12 +477,6 @@ float Event::elapsed_ms(const Event& start, const Event& end) {
 }
 
 // ---- launch ----
-
-void wait_for_legacy_stream() {
-  Event e;
-  e.record(nullptr);
-  e.synchronize();
-}
 
 void launch(CUfunction f, const LaunchConfig& c, void** params) {
   check(drv().cuLaunchKernel(f, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z,

@@ -151,7 +151,8 @@ class DeviceBuffer {
   CUdeviceptr ptr() const { return ptr_; }
   std::size_t bytes() const { return bytes_; }
 
-  // Synchronous copies of `bytes` (at most bytes()) to / from the start of the buffer.
+  // Copies of `bytes` (at most bytes()) to / from the start of the buffer, complete on return:
+  // the data is on the device (or the host) for work on any stream, non-blocking ones included.
   void upload(const void* host, std::size_t bytes);
   void download(void* host, std::size_t bytes) const;
   template <class T>
@@ -163,7 +164,7 @@ class DeviceBuffer {
     download(host.data(), host.size() * sizeof(T));
   }
   // Fills the buffer with a byte / with a 32-bit pattern (bytes() must be a multiple of 4), e.g.
-  // a NaN pattern to poison an output before a launch.
+  // a NaN pattern to poison an output before a launch; complete on return, as upload().
   void fill_bytes(unsigned char value);
   // Asynchronous fill_bytes on `stream` (e.g. the L2 flush before a timed run, runtime/timing.h).
   void fill_bytes_async(unsigned char value, CUstream stream);
@@ -222,12 +223,6 @@ struct LaunchConfig {
   unsigned shared_bytes = 0;
   CUstream stream = nullptr;
 };
-
-// Waits until the legacy default stream is idle. DeviceBuffer::upload/fill_* run there and may
-// return before their DMA or memset has finished (pageable host memory; memsets are asynchronous);
-// work on a non-blocking stream does not wait for them, so call this before such work reads what
-// was just uploaded or filled.
-void wait_for_legacy_stream();
 
 // Launches `f` with kernel parameters `params` (one pointer per parameter, as cuLaunchKernel
 // takes them). An invalid configuration throws CudaError from "cuLaunchKernel"; faults during the

@@ -481,7 +481,6 @@ void run_calibrate(const CalibrateArgs& a) {
         const std::vector<char> bb = to_dtype_bytes(c.in.b, c.problem.dtype);
         db = std::make_unique<cuda::DeviceBuffer>(bb.size());
         db->upload(bb.data(), bb.size());
-        cuda::wait_for_legacy_stream();  // the runs use a non-blocking stream
         dc = std::make_unique<cuda::DeviceBuffer>(
             static_cast<size_t>(c.problem.m * c.problem.n * dtype_bytes(c.problem.dtype)) + 8);
         buf_case = job.c;
