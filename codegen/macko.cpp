@@ -233,17 +233,57 @@ class MackoEmitter : public Emitter {
   //     at the row's end: warp sum, lane 0 stores C[b0 + row]
   //   }
   void emit_staged_body() {
-    const int64_t G = kMackoStageGuard;
-    const int rpb = s_.rows_per_block();
-    const int bits = s_.delta_bits;
-    const int dw = bits == 8 ? 2 : 1;
-    const int es = s_.stage_row_bytes();
-    const int as_f32 = s_.stage == BStage::SharedF32 ? 1 : 0;
-    const int64_t off = macko_stage_offset(s_);
-    // Two unrolled vectors' lane totals share one scan when a warp's total fits in 16 bits.
-    const bool pack = bits <= 4 && U_ >= 2;
-    SG_ASSERT(R_ == 1 && p_.n == NC_ && p_.b_layout == Layout::RowMajor && off % 16 == 0,
+    SG_ASSERT(R_ == 1 && p_.n == NC_ && p_.b_layout == Layout::RowMajor &&
+                  macko_stage_offset(s_) % 16 == 0,
               "staged MACKO: warp per row, cols == n, row-major B");
+    const int dw = s_.delta_bits == 8 ? 2 : 1;
+    emit_staged_first_row();
+    line(fmt::format("unsigned raw[{}][4], dw[{}][{}];", U_, U_, dw));
+    comment("the first step's loads are issued before B is staged, so both are in flight");
+    emit_staged_loads("raw", "dw", "base", "v1", "row < nb");
+    call_stmt(tmpl::macko_stage_b,
+              targs(TypeArg{"T"}, IntArg{NC_}, IntArg{staged_f32()}, IntArg{kMackoStageGuard}),
+              tmpl::cptr_t("B"), i32(std::to_string(p_.k)),
+              ptr_u32(fmt::format("sg_smem + {}", macko_stage_offset(s_) / 4)));
+    line("__syncthreads();");
+    comment("warp-uniform from here on: no block barrier follows");
+    line("if (row >= nb) return;");
+    line(fmt::format("float acc[{}];", NC_));
+    line("#pragma unroll");
+    line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
+    comment("the row's first vector starts s0 & 7 slots early: those slots step from column -1");
+    line("int carry = -1 - (s0 & 7);");
+    {
+      auto loop = block("for (;;)");
+      emit_staged_next_position();
+      line(fmt::format("unsigned nraw[{}][4], ndw[{}][{}];", U_, U_, dw));
+      emit_staged_loads("nraw", "ndw", "nbase", "nv1", "nrow < nb");
+      emit_staged_step();
+      emit_staged_row_end();
+      line("#pragma unroll");
+      {
+        auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
+        line("#pragma unroll");
+        line("for (int w = 0; w < 4; ++w) raw[u][w] = nraw[u][w];");
+        line("#pragma unroll");
+        line(fmt::format("for (int w = 0; w < {}; ++w) dw[u][w] = ndw[u][w];", dw));
+      }
+      line("base = nbase;");
+      line("row = nrow;");
+      line("s0 = ns0;");
+      line("s1 = ns1;");
+      line("v1 = nv1;");
+    }
+    shared_bytes_ = 0;
+    dynamic_shared_bytes_ = macko_stage_bytes(p_, s_);
+  }
+
+  int staged_f32() const { return s_.stage == BStage::SharedF32 ? 1 : 0; }
+
+  // Shared row words, the block's rows, and the warp's first row (its bounds read from global
+  // memory: the shared copy is complete only after the barrier).
+  void emit_staged_first_row() {
+    const int rpb = s_.rows_per_block();
     const bool sorted = s_.sort_rows;
     line("extern __shared__ __align__(16) unsigned sg_smem[];");
     line("int* const s_rows = reinterpret_cast<int*>(sg_smem);");
@@ -280,60 +320,55 @@ class MackoEmitter : public Emitter {
     line(fmt::format("if (threadIdx.x == 0) *s_next = {};", s_.warps_per_block));
     line("int base = s0 >> 3;");
     line("int v1 = (s1 + 7) >> 3;");
-    line(fmt::format("unsigned raw[{}][4], dw[{}][{}];", U_, U_, dw));
-    auto emit_loads = [&](const std::string& rw, const std::string& dws, const std::string& b,
-                          const std::string& end, const std::string& live) {
-      line("#pragma unroll");
-      auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
-      line(fmt::format("const int vec = {} + u * 32 + lane;", b));
-      {
-        auto g = block(fmt::format("if ({} && vec < {})", live, end));
-        call_stmt(tmpl::macko_load_values, targs(TypeArg{"T"}), tmpl::cptr_t("values"), i32("vec"),
-                  ptr_u32(rw + "[u]"));
-        call_stmt(tmpl::macko_load_deltas, targs(IntArg{bits}), cptr_u32("deltas"), i32("vec"),
-                  ptr_u32(dws + "[u]"));
-      }
-      auto e = block("else");
-      line("#pragma unroll");
-      line(fmt::format("for (int w = 0; w < 4; ++w) {}[u][w] = 0u;", rw));
-      line("#pragma unroll");
-      line(fmt::format("for (int w = 0; w < {}; ++w) {}[u][w] = 0u;", dw, dws));
-    };
-    comment("the first step's loads are issued before B is staged, so both are in flight");
-    emit_loads("raw", "dw", "base", "v1", "row < nb");
-    call_stmt(tmpl::macko_stage_b, targs(TypeArg{"T"}, IntArg{NC_}, IntArg{as_f32}, IntArg{G}),
-              tmpl::cptr_t("B"), i32(std::to_string(p_.k)),
-              ptr_u32(fmt::format("sg_smem + {}", off / 4)));
-    line("__syncthreads();");
-    comment("warp-uniform from here on: no block barrier follows");
-    line("if (row >= nb) return;");
-    line(fmt::format("float acc[{}];", NC_));
+  }
+
+  // One step's loads into rw/dws: vectors b + u * 32 + lane below `end` (zeros elsewhere).
+  void emit_staged_loads(const std::string& rw, const std::string& dws, const std::string& b,
+                         const std::string& end, const std::string& live) {
+    const int dw = s_.delta_bits == 8 ? 2 : 1;
     line("#pragma unroll");
-    line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
-    comment("the row's first vector starts s0 & 7 slots early: those slots step from column -1");
-    line("int carry = -1 - (s0 & 7);");
-    auto loop = block("for (;;)");
+    auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
+    line(fmt::format("const int vec = {} + u * 32 + lane;", b));
+    {
+      auto g = block(fmt::format("if ({} && vec < {})", live, end));
+      call_stmt(tmpl::macko_load_values, targs(TypeArg{"T"}), tmpl::cptr_t("values"), i32("vec"),
+                ptr_u32(rw + "[u]"));
+      call_stmt(tmpl::macko_load_deltas, targs(IntArg{s_.delta_bits}), cptr_u32("deltas"),
+                i32("vec"), ptr_u32(dws + "[u]"));
+    }
+    auto e = block("else");
+    line("#pragma unroll");
+    line(fmt::format("for (int w = 0; w < 4; ++w) {}[u][w] = 0u;", rw));
+    line("#pragma unroll");
+    line(fmt::format("for (int w = 0; w < {}; ++w) {}[u][w] = 0u;", dw, dws));
+  }
+
+  // Where the next step starts: further along this row, or at a row end the next row taken from
+  // the block's counter.
+  void emit_staged_next_position() {
     line(fmt::format("int nbase = base + {};", kWarpSize * U_));
     line("int nrow = row, ns0 = s0, ns1 = s1, nv1 = v1;");
     line("const bool row_end = nbase >= v1;");
-    {
-      auto g = block("if (row_end)");
-      line("int t = 0;");
-      line("if (lane == 0) t = atomicAdd(s_next, 1);");
-      line("nrow = __shfl_sync(0xffffffffu, t, 0);");
-      auto h = block("if (nrow < nb)");
-      if (sorted) {
-        line("ns0 = s_rows[nrow];");
-        line(fmt::format("ns1 = s_rows[{} + nrow];", rpb));
-      } else {
-        line("ns0 = s_rows[nrow];");
-        line("ns1 = s_rows[nrow + 1];");
-      }
-      line("nbase = ns0 >> 3;");
-      line("nv1 = (ns1 + 7) >> 3;");
-    }
-    line(fmt::format("unsigned nraw[{}][4], ndw[{}][{}];", U_, U_, dw));
-    emit_loads("nraw", "ndw", "nbase", "nv1", "nrow < nb");
+    auto g = block("if (row_end)");
+    line("int t = 0;");
+    line("if (lane == 0) t = atomicAdd(s_next, 1);");
+    line("nrow = __shfl_sync(0xffffffffu, t, 0);");
+    auto h = block("if (nrow < nb)");
+    line("ns0 = s_rows[nrow];");
+    line(s_.sort_rows ? fmt::format("ns1 = s_rows[{} + nrow];", s_.rows_per_block())
+                      : std::string("ns1 = s_rows[nrow + 1];"));
+    line("nbase = ns0 >> 3;");
+    line("nv1 = (ns1 + 7) >> 3;");
+  }
+
+  // This step: mask the row's edge vectors, lane totals, warp scan, then per slot one staged-B
+  // gather and the FMAs.
+  void emit_staged_step() {
+    const int bits = s_.delta_bits;
+    const int es = s_.stage_row_bytes();
+    const int64_t b_off = macko_stage_offset(s_) + kMackoStageGuard * es;
+    // Two unrolled vectors' lane totals share one scan when a warp's total fits in 16 bits.
+    const bool pack = bits <= 4 && U_ >= 2;
     line(fmt::format("int tot[{}], inc[{}];", U_, U_));
     line(fmt::format("unsigned pl[{}][2];", U_));
     line("#pragma unroll");
@@ -372,58 +407,43 @@ class MackoEmitter : public Emitter {
                        call(tmpl::macko_warp_scan, i32("tot[u]"), i32("lane")).text));
     }
     line("#pragma unroll");
+    auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
     {
-      auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
-      {
-        comment("lanes past the row's end have nothing; skipped when the whole warp is past it");
-        auto g = block("if (base + u * 32 < v1)");
-        line(fmt::format("int cb = (carry + inc[u] - tot[u]) * {};", es));
-        line("#pragma unroll");
-        auto j = block("for (int j = 0; j < 8; ++j)");
-        line(fmt::format("cb += {};", call(tmpl::macko_step, targs(IntArg{bits}, IntArg{es}),
-                                           cptr_u32("pl[u]"), i32("j"))
-                                          .text));
-        call_stmt(
-            tmpl::macko_stage_fma, targs(TypeArg{"T"}, IntArg{NC_}, IntArg{as_f32}),
-            cptr_u32("sg_smem"), i32(fmt::format("cb + {} + (j + 1) * {}", off + G * es, es)),
-            f32(call(tmpl::macko_value, targs(TypeArg{"T"}), cptr_u32("raw[u]"), i32("j")).text),
-            tmpl::ptr_f32("acc"));
-      }
-      line("carry += __shfl_sync(0xffffffffu, inc[u], 31);");
-    }
-    {
-      auto g = block("if (row_end)");
+      comment("lanes past the row's end have nothing; skipped when the whole warp is past it");
+      auto g = block("if (base + u * 32 < v1)");
+      line(fmt::format("int cb = (carry + inc[u] - tot[u]) * {};", es));
       line("#pragma unroll");
-      line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = {};", NC_,
-                       call(tmpl::warp_reduce_sum, targs(IntArg{32}), f32("acc[c]")).text));
-      {
-        auto st = block("if (lane == 0)");
-        for (int c = 0; c < NC_; ++c)
-          call_stmt(tmpl::store_axpby, targs(TypeArg{"T"}),
-                    tmpl::ptr_t(c_ptr(sorted ? "orow" : "b0 + row", std::to_string(c))),
-                    f32(fmt::format("acc[{}]", c)), f32("alpha"), f32("beta"));
-      }
-      line("if (nrow >= nb) break;");
-      line("#pragma unroll");
-      line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
-      line("carry = -1 - (ns0 & 7);");
-      if (sorted) line(fmt::format("orow = s_rows[{} + nrow];", 2 * rpb));
+      auto j = block("for (int j = 0; j < 8; ++j)");
+      line(fmt::format("cb += {};", call(tmpl::macko_step, targs(IntArg{bits}, IntArg{es}),
+                                         cptr_u32("pl[u]"), i32("j"))
+                                        .text));
+      call_stmt(
+          tmpl::macko_stage_fma, targs(TypeArg{"T"}, IntArg{NC_}, IntArg{staged_f32()}),
+          cptr_u32("sg_smem"), i32(fmt::format("cb + {} + (j + 1) * {}", b_off, es)),
+          f32(call(tmpl::macko_value, targs(TypeArg{"T"}), cptr_u32("raw[u]"), i32("j")).text),
+          tmpl::ptr_f32("acc"));
     }
+    line("carry += __shfl_sync(0xffffffffu, inc[u], 31);");
+  }
+
+  // At a row's end: the warp's sum, lane 0 stores C, then the next row's start (or the exit).
+  void emit_staged_row_end() {
+    auto g = block("if (row_end)");
     line("#pragma unroll");
+    line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = {};", NC_,
+                     call(tmpl::warp_reduce_sum, targs(IntArg{32}), f32("acc[c]")).text));
     {
-      auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
-      line("#pragma unroll");
-      line("for (int w = 0; w < 4; ++w) raw[u][w] = nraw[u][w];");
-      line("#pragma unroll");
-      line(fmt::format("for (int w = 0; w < {}; ++w) dw[u][w] = ndw[u][w];", dw));
+      auto st = block("if (lane == 0)");
+      for (int c = 0; c < NC_; ++c)
+        call_stmt(tmpl::store_axpby, targs(TypeArg{"T"}),
+                  tmpl::ptr_t(c_ptr(s_.sort_rows ? "orow" : "b0 + row", std::to_string(c))),
+                  f32(fmt::format("acc[{}]", c)), f32("alpha"), f32("beta"));
     }
-    line("base = nbase;");
-    line("row = nrow;");
-    line("s0 = ns0;");
-    line("s1 = ns1;");
-    line("v1 = nv1;");
-    shared_bytes_ = 0;
-    dynamic_shared_bytes_ = macko_stage_bytes(p_, s_);
+    line("if (nrow >= nb) break;");
+    line("#pragma unroll");
+    line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
+    line("carry = -1 - (ns0 & 7);");
+    if (s_.sort_rows) line(fmt::format("orow = s_rows[{} + nrow];", 2 * s_.rows_per_block()));
   }
 
   std::string assemble() const {
