@@ -216,10 +216,7 @@ __device__ __forceinline__ void macko_stage_fma(const unsigned* smem, int off, f
   if constexpr (F32) {
     acc[0] = fmaf(a, *reinterpret_cast<const float*>(p), acc[0]);
   } else {
-    detail::Pack<NC, T> v;
-    v.raw = *reinterpret_cast<const typename detail::Chunk<2 * NC>::type*>(p);
-#pragma unroll
-    for (int i = 0; i < NC; ++i) acc[i] = fmaf(a, detail::Cvt<T>::to_f32(v.elem[i]), acc[i]);
+    fma_vec_f32<NC, T>(reinterpret_cast<const T*>(p), a, acc);
   }
 }
 
