@@ -39,9 +39,11 @@
 namespace sparsegen {
 
 // Version of the code generator's output, part of every key. Bump it when emitted kernels change
-// meaning; the cache also re-emits on use and compares sources, so a forgotten bump costs a
-// recompile, never a wrong kernel.
-inline constexpr const char* kGeneratorVersion = "sparsegen-0.1.0/general-1";
+// meaning, or when the search space changes so that a cached decision may no longer be the one a
+// new search would make (macko-2: staged-B MACKO schedules, and the per-family measured set);
+// the cache also re-emits on use and compares sources, so a forgotten bump costs a recompile,
+// never a wrong kernel.
+inline constexpr const char* kGeneratorVersion = "sparsegen-0.2.0/general-1/macko-2";
 
 struct TuneProgress {
   std::string phase;  // "enumerate", "rank", "compile", "measure", "check", "store"
