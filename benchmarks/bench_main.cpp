@@ -871,18 +871,8 @@ ExhaustivePass exhaustive_pass(Gpu& g, const CsrMatrix& m, const Problem& p,
 SearchCase exhaustive_case(Gpu& g, const Args& a, const MatrixSpec& spec, const CsrMatrix& m,
                            int64_t n, Clock::time_point t_start) {
   SearchCase sc;
-  sc.suite = spec.suite;
-  sc.matrix = spec.name;
-  sc.rows = m.rows;
-  sc.cols = m.cols;
-  sc.nnz = m.nnz();
-  sc.sparsity = m.rows * m.cols > 0
-                    ? 1.0 - static_cast<double>(m.nnz()) /
-                                (static_cast<double>(m.rows) * static_cast<double>(m.cols))
-                    : 0.0;
-  sc.pruning = spec.pruning;
-  sc.n = n;
-  sc.dtype = std::string(to_string(spec.dtype));
+  static_cast<CaseKey&>(sc) = case_key(spec.suite, spec.name, m.rows, m.cols, m.nnz(), spec.pruning,
+                                       n, std::string(to_string(spec.dtype)));
   sc.top_k = a.top_k;
   sc.extra = nlohmann::json::object();
   KernelRequest req;
@@ -1327,18 +1317,8 @@ int run(const Args& a) {
       ++case_no;
       const int64_t n = spec.ns[ni];
       CaseResult cr;
-      cr.suite = spec.suite;
-      cr.matrix = spec.name;
-      cr.rows = m.rows;
-      cr.cols = m.cols;
-      cr.nnz = m.nnz();
-      cr.sparsity = m.rows * m.cols > 0
-                        ? 1.0 - static_cast<double>(m.nnz()) /
-                                    (static_cast<double>(m.rows) * static_cast<double>(m.cols))
-                        : 0.0;
-      cr.pruning = spec.pruning;
-      cr.n = n;
-      cr.dtype = std::string(to_string(spec.dtype));
+      static_cast<CaseKey&>(cr) = case_key(spec.suite, spec.name, m.rows, m.cols, m.nnz(),
+                                           spec.pruning, n, std::string(to_string(spec.dtype)));
       std::vector<OurBuild> mine(std::make_move_iterator(builds.begin() + range[ni].first),
                                  std::make_move_iterator(builds.begin() + range[ni].second));
       if (a.dry_run) {

@@ -45,17 +45,38 @@ nlohmann::json to_json(const MethodResult& m) {
   return j;
 }
 
+CaseKey case_key(std::string suite, std::string matrix, int64_t rows, int64_t cols, int64_t nnz,
+                 std::string pruning, int64_t n, std::string dtype) {
+  CaseKey k;
+  k.suite = std::move(suite);
+  k.matrix = std::move(matrix);
+  k.rows = rows;
+  k.cols = cols;
+  k.nnz = nnz;
+  k.sparsity = rows * cols > 0 ? 1.0 - static_cast<double>(nnz) /
+                                           (static_cast<double>(rows) * static_cast<double>(cols))
+                               : 0.0;
+  k.pruning = std::move(pruning);
+  k.n = n;
+  k.dtype = std::move(dtype);
+  return k;
+}
+
+void put_case_key(nlohmann::json& j, const CaseKey& k) {
+  j["suite"] = k.suite;
+  j["matrix"] = k.matrix;
+  j["rows"] = k.rows;
+  j["cols"] = k.cols;
+  j["nnz"] = k.nnz;
+  j["sparsity"] = k.sparsity;
+  j["pruning"] = k.pruning;
+  j["n"] = k.n;
+  j["dtype"] = k.dtype;
+}
+
 nlohmann::json to_json(const CaseResult& c) {
   nlohmann::json j;
-  j["suite"] = c.suite;
-  j["matrix"] = c.matrix;
-  j["rows"] = c.rows;
-  j["cols"] = c.cols;
-  j["nnz"] = c.nnz;
-  j["sparsity"] = c.sparsity;
-  j["pruning"] = c.pruning;
-  j["n"] = c.n;
-  j["dtype"] = c.dtype;
+  put_case_key(j, c);
   j["group"] = group_of(c);
   j["ours"] = to_json(c.ours);
   j["cublas"] = to_json(c.cublas);

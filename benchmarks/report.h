@@ -24,7 +24,9 @@ struct MethodResult {
   nlohmann::json extra;  // method-specific details (candidates tried, compile times, ...)
 };
 
-struct CaseResult {
+// What identifies a benchmark case, the matrix and the problem: shared by the suite's records and
+// the search-quality ones, and written as the same flat JSON fields.
+struct CaseKey {
   std::string suite;   // "llm" or "suitesparse" (or "file" for a single matrix)
   std::string matrix;  // e.g. "llm 4096x11008 magnitude 70%" or the file path
   int64_t rows = 0, cols = 0, nnz = 0;
@@ -32,6 +34,15 @@ struct CaseResult {
   std::string pruning;  // "random", "magnitude", "" for files
   int64_t n = 0;
   std::string dtype;
+};
+
+// The key of a case; sparsity from the shape (0 for an empty shape).
+CaseKey case_key(std::string suite, std::string matrix, int64_t rows, int64_t cols, int64_t nnz,
+                 std::string pruning, int64_t n, std::string dtype);
+// Writes the key's fields into j (suite, matrix, rows, cols, nnz, sparsity, pruning, n, dtype).
+void put_case_key(nlohmann::json& j, const CaseKey& k);
+
+struct CaseResult : CaseKey {
   MethodResult ours, cublas, cusparse;
   // Speedup of ours over a baseline: baseline time / our time (> 1: ours faster); empty when
   // either has no time.

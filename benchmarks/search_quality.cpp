@@ -30,15 +30,7 @@ nlohmann::json opt(const std::optional<double>& v) {
 
 nlohmann::json to_json(const SearchCase& c) {
   nlohmann::json j;
-  j["suite"] = c.suite;
-  j["matrix"] = c.matrix;
-  j["rows"] = c.rows;
-  j["cols"] = c.cols;
-  j["nnz"] = c.nnz;
-  j["sparsity"] = c.sparsity;
-  j["pruning"] = c.pruning;
-  j["n"] = c.n;
-  j["dtype"] = c.dtype;
+  put_case_key(j, c);
   j["search"] = {{"top_k", c.top_k},
                  {"seconds", c.search_s},
                  {"pick", c.pick},

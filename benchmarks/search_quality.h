@@ -18,20 +18,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "benchmarks/report.h"
+
 namespace sparsegen::bench {
 
 inline constexpr double kSearchQualityThreshold = 0.9;
 
 // One (matrix, N, dtype) case of the exhaustive comparison.
-struct SearchCase {
-  std::string suite;   // "llm", "suitesparse", "file"
-  std::string matrix;  // display name
-  int64_t rows = 0, cols = 0, nnz = 0;
-  double sparsity = 0;
-  std::string pruning;
-  int64_t n = 0;
-  std::string dtype;
-
+struct SearchCase : CaseKey {
   // The search (compiler/tune.h, cache off).
   int top_k = 0;
   double search_s = 0;                       // wall time of tune()

@@ -54,6 +54,22 @@ TEST(BenchReport, GeomeanOfKnownValues) {
   EXPECT_THROW(geomean({NAN}), std::invalid_argument);
 }
 
+// The case key: sparsity from the shape, and the same flat JSON fields for every record kind.
+TEST(BenchReport, CaseKeyFieldsAndJson) {
+  const CaseKey k = case_key("llm", "llm 8x10 random 50%", 8, 10, 20, "random", 8, "fp16");
+  EXPECT_DOUBLE_EQ(k.sparsity, 0.75);
+  EXPECT_EQ(case_key("file", "empty", 0, 5, 0, "", 1, "fp32").sparsity, 0.0);
+  nlohmann::json j;
+  put_case_key(j, k);
+  EXPECT_EQ(j["matrix"], "llm 8x10 random 50%");
+  EXPECT_EQ(j["nnz"], 20);
+  EXPECT_EQ(j["n"], 8);
+  EXPECT_EQ(j["dtype"], "fp16");
+  CaseResult c;
+  static_cast<CaseKey&>(c) = k;
+  EXPECT_EQ(to_json(c)["pruning"], "random");
+}
+
 TEST(BenchReport, SpeedupIsBaselineOverOurs) {
   const CaseResult c = make_case(0.5, 8, 0.01, 0.02, 0.2);
   ASSERT_TRUE(c.speedup_vs_cublas());
