@@ -130,6 +130,28 @@ struct MatrixSpec {
   std::function<CsrMatrix()> load;
 };
 
+// True once --time-limit has passed since t_start; prints how many cases are left unrun.
+bool time_limit_reached(const Args& a, Clock::time_point t_start, size_t cases_left) {
+  if (a.time_limit_s <= 0 || seconds_since(t_start) <= a.time_limit_s) return false;
+  std::printf("sparsegen-bench: --time-limit %.0f s reached; %zu cases not run\n", a.time_limit_s,
+              cases_left);
+  return true;
+}
+
+// The spec's matrix, checked against its dtype's range; nullopt (recorded in `skipped` and
+// printed) when it cannot be used.
+std::optional<CsrMatrix> load_or_skip(const MatrixSpec& spec, nlohmann::json& skipped) {
+  try {
+    CsrMatrix m = spec.load();
+    check_value_range(m, spec.dtype);
+    return m;
+  } catch (const UserError& e) {
+    skipped.push_back({{"matrix", spec.name}, {"reason", e.what()}});
+    std::printf("  skip %s: %s\n", spec.name.c_str(), e.what());
+    return std::nullopt;
+  }
+}
+
 const std::vector<std::pair<int64_t, int64_t>> kLlmShapes = {
     {4096, 4096}, {11008, 4096}, {4096, 11008}, {12288, 12288}, {28672, 7168}};
 
@@ -1047,22 +1069,16 @@ int run_exhaustive(const Args& a, const std::vector<MatrixSpec>& specs, Gpu& g, 
       a.exhaustive_limit);
   std::fflush(stdout);
   for (const MatrixSpec& spec : specs) {
-    if (a.time_limit_s > 0 && seconds_since(t_start) > a.time_limit_s) {
+    if (time_limit_reached(a, t_start, total_cases - case_no)) {
       truncated = true;
-      std::printf("sparsegen-bench: --time-limit %.0f s reached; %zu cases not run\n",
-                  a.time_limit_s, total_cases - case_no);
       break;
     }
-    CsrMatrix m;
-    try {
-      m = spec.load();
-      check_value_range(m, spec.dtype);
-    } catch (const UserError& e) {
-      skipped.push_back({{"matrix", spec.name}, {"reason", e.what()}});
+    const std::optional<CsrMatrix> loaded = load_or_skip(spec, skipped);
+    if (!loaded) {
       case_no += spec.ns.size();
-      std::printf("  skip %s: %s\n", spec.name.c_str(), e.what());
       continue;
     }
+    const CsrMatrix& m = *loaded;
     for (int64_t n : spec.ns) {
       if (a.time_limit_s > 0 && seconds_since(t_start) > a.time_limit_s) {
         truncated = true;
@@ -1258,24 +1274,18 @@ int run(const Args& a) {
   std::fflush(stdout);
 
   for (const MatrixSpec& spec : specs) {
-    if (a.time_limit_s > 0 && seconds_since(t_start) > a.time_limit_s) {
+    if (time_limit_reached(a, t_start, total_cases - case_no)) {
       truncated = true;
-      std::printf("sparsegen-bench: --time-limit %.0f s reached; %zu cases not run\n",
-                  a.time_limit_s, total_cases - case_no);
       break;
     }
     const auto t_load = Clock::now();
-    CsrMatrix m;
-    try {
-      m = spec.load();
-      check_value_range(m, spec.dtype);
-    } catch (const UserError& e) {
-      skipped.push_back({{"matrix", spec.name}, {"reason", e.what()}});
+    const std::optional<CsrMatrix> loaded = load_or_skip(spec, skipped);
+    if (!loaded) {
       doc["skipped"] = skipped;
       case_no += spec.ns.size();
-      std::printf("  skip %s: %s\n", spec.name.c_str(), e.what());
       continue;
     }
+    const CsrMatrix& m = *loaded;
     const double load_s = seconds_since(t_load);
 
     // Our kernels for every N (and candidate), built in parallel.
