@@ -17,6 +17,7 @@
 
 #include "benchmarks/report.h"
 #include "runtime/cuda_driver.h"
+#include "tests/test_support.h"
 
 namespace sparsegen::bench {
 namespace {
@@ -128,22 +129,11 @@ TEST(BenchReport, JsonHasTimesRatiosAndErrors) {
 
 // ---------------------------------------------------------------- the executable
 
-struct BenchRun {
-  int rc = -1;
-  std::string out;
-};
+using BenchRun = sparsegen::testing::CommandRun;
 
 BenchRun bench(const std::string& args) {
-  const std::string cmd = std::string("'") + SPARSEGEN_BENCH + "' " + args + " 2>&1";
-  BenchRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return sparsegen::testing::run_command(std::string("'") + SPARSEGEN_BENCH + "' " + args +
+                                         " 2>&1");
 }
 
 std::string tiny_matrix() {

@@ -14,29 +14,19 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/test_support.h"
+
 namespace {
 
 namespace fs = std::filesystem;
 
-struct CliRun {
-  int rc = -1;
-  std::string out;  // stdout + stderr
-};
+using CliRun = sparsegen::testing::CommandRun;
 
 // Runs `sparsegen ARGS` with stderr merged into stdout (or dropped when `keep_stderr` is false,
 // so JSON parses cleanly).
 CliRun run(const std::string& args, bool keep_stderr = true) {
-  const std::string cmd =
-      std::string("'") + SPARSEGEN_CLI + "' " + args + (keep_stderr ? " 2>&1" : " 2>/dev/null");
-  CliRun r;
-  FILE* p = popen(cmd.c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  const int status = pclose(p);
-  r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
+  return sparsegen::testing::run_command(std::string("'") + SPARSEGEN_CLI + "' " + args +
+                                         (keep_stderr ? " 2>&1" : " 2>/dev/null"));
 }
 
 class Cli : public ::testing::Test {
