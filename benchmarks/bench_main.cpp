@@ -395,7 +395,7 @@ std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMa
   if (!args.schedule.empty()) return {parse_schedule(args.schedule)};
   EnumerateOptions eo;
   eo.device = target.limits;
-  eo.include_macko = true;  // the same candidates as `sparsegen tune`: MACKO where it applies
+  eo.include_specialised = true;  // the same candidates as `sparsegen tune`: MACKO where it applies
   std::vector<Schedule> all = enumerate_schedules(p, a, eo);
   if (all.empty()) return {std::nullopt};  // let the pipeline say why nothing is valid
   DeviceProfile d = DeviceProfile::h100_sxm();
@@ -907,7 +907,7 @@ SearchCase exhaustive_case(Gpu& g, const Args& a, const MatrixSpec& spec, const 
   auto enumerate_all = [&] {
     EnumerateOptions eo;
     eo.device = g.target.limits;
-    eo.include_macko = true;
+    eo.include_specialised = true;
     return enumerate_schedules(p, m, eo);
   };
 

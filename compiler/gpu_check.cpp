@@ -11,6 +11,7 @@
 #include "ir/dtype.h"
 #include "ir/format.h"
 #include "ir/interpreter.h"
+#include "ir/bitmap_interpreter.h"
 #include "ir/macko_interpreter.h"
 
 namespace sparsegen {
@@ -339,6 +340,11 @@ std::vector<float> interpreter_output(const CsrMatrix& a, const Schedule& s, con
                                       const PackedFormat* packed) {
   const Problem& p = in.problem;
   if (a.nnz() * p.n > kInterpreterLimit) return {};
+  if (s.family() == ScheduleFamily::BitmapTc) {
+    std::vector<float> out = in.c0;
+    interpret_bitmap_tc(p, s.bitmap_tc(), pack_bitmap_tiles(a), in.b, out, in.alpha, in.beta);
+    return out;
+  }
   if (s.family() == ScheduleFamily::Macko) {
     std::vector<float> out = in.c0;
     interpret_macko(p, s.macko(), pack_macko(a, s.macko().delta_bits), in.b, out, in.alpha,

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <utility>
 
+#include "compiler/bitmap_tc_build.h"
 #include "compiler/macko_build.h"
 #include "compiler/pipeline_steps.h"
 #include "ir/diagnostics.h"
@@ -146,6 +147,8 @@ void check_value_range(const CsrMatrix& a, DType dtype) {
 KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
                          const CompileTarget& target, bool line_info, const PackedFormat* packed) {
   if (s.family() == ScheduleFamily::Macko) return build_macko_kernel(a, p, s, target, line_info);
+  if (s.family() == ScheduleFamily::BitmapTc)
+    return build_bitmap_tc_kernel(a, p, s, target, line_info);
   KernelBuild b;
   b.problem = p;
   b.schedule = s;

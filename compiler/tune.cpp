@@ -347,7 +347,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     progress("enumerate", 0, 1);
     EnumerateOptions eo;
     eo.device = target.limits;
-    eo.include_macko = true;  // the tuner is family-aware: MACKO competes where it applies
+    eo.include_specialised = true;  // the tuner is family-aware: MACKO competes where it applies
     const std::vector<Schedule> all = enumerate_schedules(p, a, eo);
     progress("enumerate", 1, 1);
     if (all.empty())

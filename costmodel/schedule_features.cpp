@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "ir/macko_format.h"
+#include "ir/bitmap_tc_schedule.h"
 #include "ir/macko_schedule.h"
 
 namespace sparsegen {
@@ -222,6 +223,20 @@ FormatStats candidate_format_stats(const CsrMatrix& a, const Problem& p, const S
     fs.col_tiles = macko_grid_y(p, m);
     return fs;
   }
+  if (s.family() == ScheduleFamily::BitmapTc) {  // one bitmap-tile packing serves every schedule
+    constexpr int kBitmapKey = -1;
+    FormatStats fs;
+    if (macko_cache != nullptr) {
+      if (auto it = macko_cache->find(kBitmapKey); it != macko_cache->end()) fs = it->second;
+    }
+    if (fs.rows == 0 && fs.nnz == 0) {
+      fs = compute_format_stats(a, p, s);
+      if (macko_cache != nullptr) (*macko_cache)[kBitmapKey] = fs;
+    }
+    fs.block_tasks = bitmap_tc_grid_x(p, s.bitmap_tc());
+    fs.col_tiles = bitmap_tc_grid_y(p, s.bitmap_tc());
+    return fs;
+  }
   FormatStats fs;  // a family this file does not know yet: rows and nonzeros only
   fs.rows = a.rows;
   fs.nnz = fs.nnz_padded = a.nnz();
@@ -347,6 +362,42 @@ void stream_features(ScheduleFeatures& f, const StreamParams& q, const Problem& 
   f.registers_estimate = std::min(255, (32 + 2 * cols + 4 * q.unroll + 7) / 8 * 8);
 }
 
+// A bitmap-tile tensor-core kernel: every warp walks its row tiles' 64-column tiles (dense-shaped
+// work: four 16x16 operand decodes and 4·N/8 mma per tile step), each block copies its K range
+// of B once, split K adds through an fp32 workspace.
+void tile_features(ScheduleFeatures& f, const BitmapTcSchedule& s, const Problem& p,
+                   const FormatStats& fs) {
+  const double db = dtype_bytes(p.dtype);
+  const double n = double(std::max<int64_t>(p.n, 1));
+  const double row_tiles = std::ceil(double(p.m) / double(kBitmapTileRows));
+  const double col_tiles = std::ceil(double(p.k) / double(kBitmapTileCols));
+  const double part = double(bitmap_tc_part_tiles(int64_t(col_tiles), s.ksplit));
+  const double grid_x = double(bitmap_tc_grid_x(p, s));
+  const double tiles = row_tiles * col_tiles;
+  f.nnz = double(fs.nnz);
+  f.pad_overhead = fs.pad_overhead();
+  f.a_bytes = double(fs.nnz_padded) * db + tiles * (kBitmapTileRows * 8 + 4);
+  f.table_bytes = 0;
+  f.b_unique_bytes = double(p.k) * n * db;
+  f.b_sector_bytes = grid_x * double(p.k) * n * db;
+  const bool atomic = s.ksplit > 1;
+  f.c_bytes = double(p.m) * n * (atomic ? db * 2 + 4.0 * 2 : db);
+  f.dram_bytes = f.a_bytes + f.b_unique_bytes + f.c_bytes;
+  f.l2_bytes = f.a_bytes + f.b_sector_bytes + f.c_bytes;
+  f.warp_workers = grid_x * s.warps_per_block * s.ksplit;
+  f.warp_iters_total = tiles * (1.0 + n / 32.0);
+  f.warp_iters_max = s.m_tiles * part * (1.0 + n / 32.0);
+  f.warp_iters_mean = f.warp_workers > 0 ? f.warp_iters_total / f.warp_workers : 0.0;
+  f.lane_efficiency = tiles > 0 ? std::min(1.0, f.nnz / (tiles * 1024.0)) : 1.0;
+  f.column_efficiency = 1.0;
+  f.atomics = atomic ? double(p.m) * n * s.ksplit : 0.0;
+  f.shuffles = tiles * 7.0;
+  f.block_syncs = grid_x * s.ksplit * part * 2.0;
+  f.blocks = grid_x * s.ksplit;
+  f.threads_per_block = s.threads_per_block();
+  f.registers_estimate = std::min(255, (bitmap_tc_registers(p, s) + 7) / 8 * 8);
+}
+
 }  // namespace
 
 ScheduleFeatures schedule_features(const Problem& p, const Schedule& s, const FormatStats& fs,
@@ -355,6 +406,15 @@ ScheduleFeatures schedule_features(const Problem& p, const Schedule& s, const Fo
   ScheduleFeatures f;
   f.family = strategy_family(s);
   const GeneralSchedule* gp = std::get_if<GeneralSchedule>(&s.body());
+  if (const BitmapTcSchedule* bp = std::get_if<BitmapTcSchedule>(&s.body())) {
+    tile_features(f, *bp, p, fs);
+    GeneralSchedule g;  // stand-in for the shared occupancy / roofline code below
+    g.warps_per_block = bp->warps_per_block;
+    g.thread_cols = 8;
+    g.vector_width = 8;
+    finish_features(f, g, p, mf, dev, bp->ksplit > 1);
+    return f;
+  }
   if (gp == nullptr) {
     StreamParams q;
     std::visit([&](const auto& b) { q = stream_params(b); }, s.body());

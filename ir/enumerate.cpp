@@ -5,6 +5,7 @@
 #include <set>
 
 #include "ir/format.h"
+#include "ir/bitmap_tc_schedule.h"
 #include "ir/macko_schedule.h"
 #include "ir/verifier.h"
 
@@ -180,8 +181,12 @@ std::vector<Schedule> enumerate_schedules(const Problem& p, const CsrMatrix& a,
   }
   first.insert(first.end(), std::make_move_iterator(rest.begin()),
                std::make_move_iterator(rest.end()));
-  if (opt.include_macko)
+  if (opt.include_specialised)
+  {
     for (Schedule& s : enumerate_macko_schedules(p, a, opt.device)) first.push_back(std::move(s));
+    for (Schedule& s : enumerate_bitmap_tc_schedules(p, a, opt.device))
+      first.push_back(std::move(s));
+  }
   return first;
 }
 

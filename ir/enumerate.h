@@ -47,9 +47,10 @@ struct EnumerateOptions {
   bool verify = true;               // drop candidates the verifier rejects
   double max_pad_overhead = 1.0;    // drop candidates whose padding adds more than this x nnz
   int max_warps_per_block = 8;      // warps per block tried: 1, 4, 16, ... up to this bound
-  // Append the MACKO family's schedules (ir/macko_schedule.h) when the problem fits it (fp16/bf16,
-  // N <= 8). Off by default until every consumer of the enumeration is family-aware.
-  bool include_macko = false;
+  // Append the specialised families' schedules where the problem fits them: MACKO
+  // (ir/macko_schedule.h: fp16/bf16, N <= 8) and bitmap_tc (ir/bitmap_tc_schedule.h: fp16/bf16,
+  // N a multiple of 8). Off by default until every consumer of the enumeration is family-aware.
+  bool include_specialised = false;
 };
 
 std::vector<Schedule> enumerate_schedules(const Problem& p, const CsrMatrix& a,

@@ -66,6 +66,7 @@ struct FormatStats {
   int64_t block_tasks = 0;    // grid.x
   int64_t col_tiles = 0;      // grid.y = ceil(N / block_cols)
   int64_t max_row_length = 0; // of the original matrix
+  int64_t max_tile_values = 0;  // bitmap_tc: the largest tile's value slots (bitmap_format.h)
   double pad_overhead() const { return nnz == 0 ? 0.0 : double(nnz_padded - nnz) / double(nnz); }
 };
 

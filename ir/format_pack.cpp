@@ -5,6 +5,7 @@
 
 #include "ir/diagnostics.h"
 #include "ir/format.h"
+#include "ir/bitmap_tc_schedule.h"
 #include "ir/macko_schedule.h"
 
 namespace sparsegen {
@@ -88,6 +89,19 @@ FormatStats compute_format_stats(const CsrMatrix& a, const Problem& p, const Sch
     st.block_tasks = macko_grid_x(p, sch.macko());
     st.col_tiles = macko_grid_y(p, sch.macko());
     for (int64_t r = 0; r < a.rows; ++r) st.max_row_length = std::max(st.max_row_length, a.row_length(r));
+    return st;
+  }
+  if (sch.family() == ScheduleFamily::BitmapTc) {  // bitmap_tc packs with pack_bitmap_tiles
+    const BitmapTileStats bs = bitmap_tile_stats(a);
+    FormatStats st;
+    st.rows = a.rows;
+    st.nnz = bs.nnz;
+    st.nnz_padded = bs.slots;
+    st.block_tasks = bitmap_tc_grid_x(p, sch.bitmap_tc());
+    st.col_tiles = bitmap_tc_grid_y(p, sch.bitmap_tc());
+    st.max_tile_values = bs.max_tile_values;
+    for (int64_t r = 0; r < a.rows; ++r)
+      st.max_row_length = std::max(st.max_row_length, a.row_length(r));
     return st;
   }
   const GeneralSchedule& s = sch.general();

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "ir/diagnostics.h"
+#include "ir/bitmap_tc_schedule.h"
 #include "ir/macko_schedule.h"
 
 namespace sparsegen {
@@ -17,7 +18,8 @@ constexpr std::string_view kSplitNames[] = {"row", "rows", "nnz"};
 constexpr std::string_view kReduceNames[] = {"none", "total", "bitmap", "segment"};
 constexpr std::string_view kOutputNames[] = {"store", "atomic"};
 constexpr std::string_view kBStageNames[] = {"global", "shared", "shared_f32"};
-constexpr std::string_view kFamilyNames[] = {"general", "macko", "slidesparse", "twell"};
+constexpr std::string_view kFamilyNames[] = {"general", "macko", "slidesparse", "twell",
+                                             "bitmap_tc"};
 
 template <typename E, size_t N>
 std::optional<E> lookup(const std::string_view (&names)[N], std::string_view s) {
@@ -216,6 +218,7 @@ std::vector<std::string> validate(const Problem& p, const Schedule& s) {
   std::vector<std::string> why = validate(s.body());
   if (!why.empty()) return why;
   if (s.family() == ScheduleFamily::Macko) return validate_macko(p, s.macko());
+  if (s.family() == ScheduleFamily::BitmapTc) return validate_bitmap_tc(p, s.bitmap_tc());
   const GeneralSchedule& g = s.general();
   // A block column tile whose last pass is entirely beyond N is only wasted work.
   if (p.n > 0 && g.block_cols - g.warp_cols() >= p.n)
@@ -244,11 +247,13 @@ ScheduleFamily Schedule::family() const {
     using T = std::decay_t<decltype(b)>;
     if constexpr (std::is_same_v<T, GeneralSchedule>) return ScheduleFamily::General;
     if constexpr (std::is_same_v<T, MackoSchedule>) return ScheduleFamily::Macko;
+    if constexpr (std::is_same_v<T, BitmapTcSchedule>) return ScheduleFamily::BitmapTc;
   }, body_);
 }
 
 std::string to_string(const Schedule& sch) {
   if (sch.family() == ScheduleFamily::Macko) return macko_spec(sch.macko());
+  if (sch.family() == ScheduleFamily::BitmapTc) return bitmap_tc_spec(sch.bitmap_tc());
   const GeneralSchedule& s = std::get<GeneralSchedule>(sch.body());
   return fmt::format(
       "general;block={};warp={};thread={};warps={};group={};tcols={};bcols={};red={},{},{};"
@@ -262,6 +267,7 @@ std::string to_string(const Schedule& sch) {
 
 std::string print_schedule(const Schedule& sch) {
   if (sch.family() == ScheduleFamily::Macko) return print_macko(sch.macko());
+  if (sch.family() == ScheduleFamily::BitmapTc) return print_bitmap_tc(sch.bitmap_tc());
   const GeneralSchedule& s = sch.general();
   auto yn = [](bool b) { return b ? "yes" : "no"; };
   std::string out = "schedule general\n";
@@ -328,6 +334,7 @@ Schedule parse_schedule(std::string_view spec) {
   auto fam = parse_family(parts[0]);
   if (!fam) spec_error("family", alternatives(kFamilyNames), parts[0]);
   if (*fam == ScheduleFamily::Macko) return Schedule(parse_macko_fields(spec, parts));
+  if (*fam == ScheduleFamily::BitmapTc) return Schedule(parse_bitmap_tc_fields(spec, parts));
   if (*fam != ScheduleFamily::General)
     throw UserError(fmt::format("--schedule: family '{}' is not implemented yet", parts[0]));
 

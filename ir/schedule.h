@@ -111,8 +111,9 @@ enum class BStage { Global, Shared, SharedF32 };
 std::string_view to_string(BStage b);  // "global", "shared", "shared_f32"
 std::optional<BStage> parse_bstage(std::string_view s);
 
-enum class ScheduleFamily { General, Macko, SlideSparse, TwELL };
-std::string_view to_string(ScheduleFamily f);  // "general", "macko", "slidesparse", "twell"
+enum class ScheduleFamily { General, Macko, SlideSparse, TwELL, BitmapTc };
+// "general", "macko", "slidesparse", "twell", "bitmap_tc"
+std::string_view to_string(ScheduleFamily f);
 std::optional<ScheduleFamily> parse_family(std::string_view s);
 
 // How one level cuts its parent's task. amount: 1 for Row, r for Rows, z for Nnz.
@@ -196,8 +197,32 @@ struct MackoSchedule {
   bool operator==(const MackoSchedule&) const = default;
 };
 
+// ─── Bitmap tiles on tensor cores (family "bitmap_tc") ───────────────────────────────────────
+// Over the bitmap-tile format (ir/bitmap_format.h: 16 x 64 tiles, a 64-bit mask per tile row and
+// the tile's values packed): "load as sparse, compute as dense". A warp owns `m_tiles` row tiles
+// (16 rows each) and walks its block's column range one 64-column tile at a time; per tile it
+// expands each 16 x 16 quarter into an mma.m16n8k16 A operand straight from the mask and the
+// values (popcounts, no dense copy), and multiplies it with B fragments that the block staged in
+// shared memory (cp.async, `stages` buffers in flight, shared by the block's warps). Products are
+// accumulated in fp32 registers (N/8 n8 tiles per row tile). The K range is cut into `ksplit`
+// parts (grid.y): with ksplit = 1 each row is finished by one warp and stored (alpha·acc +
+// beta·C); with ksplit > 1 the parts add into an fp32 workspace (OutputMode::Atomic: prologue
+// ws = beta·C, epilogue C = ws). Needs fp16/bf16, row-major B and N a multiple of 8 (<= 128).
+// SPEC: bitmap_tc;warps=4;mt=1;ksplit=1;stages=2
+struct BitmapTcSchedule {
+  int warps_per_block = 4;  // 1, 2, 4, 8: the block's row tiles are warps x m_tiles
+  int m_tiles = 1;          // 16-row tiles per warp: 1, 2 (B fragments reused across them)
+  int ksplit = 1;           // K parts (grid.y): 1..64
+  int stages = 2;           // shared-memory buffers of the cp.async pipeline: 2, 3
+
+  int rows_per_block() const { return warps_per_block * m_tiles * 16; }
+  int threads_per_block() const { return warps_per_block * kWarpSize; }
+  OutputMode output() const { return ksplit > 1 ? OutputMode::Atomic : OutputMode::Store; }
+  bool operator==(const BitmapTcSchedule&) const = default;
+};
+
 // The family-specific structs. Future families are added as alternatives here.
-using ScheduleBody = std::variant<GeneralSchedule, MackoSchedule>;
+using ScheduleBody = std::variant<GeneralSchedule, MackoSchedule, BitmapTcSchedule>;
 
 class Schedule {
  public:
@@ -212,6 +237,8 @@ class Schedule {
   const GeneralSchedule& general() const { return std::get<GeneralSchedule>(body_); }
   // Precondition: family() == Macko.
   const MackoSchedule& macko() const { return std::get<MackoSchedule>(body_); }
+  // Precondition: family() == BitmapTc.
+  const BitmapTcSchedule& bitmap_tc() const { return std::get<BitmapTcSchedule>(body_); }
 
   bool operator==(const Schedule&) const = default;
 
@@ -222,6 +249,7 @@ class Schedule {
 // Problem-independent legality of a body: every reason it is illegal (empty = legal).
 std::vector<std::string> validate(const GeneralSchedule& s);
 std::vector<std::string> validate(const MackoSchedule& s);
+std::vector<std::string> validate(const BitmapTcSchedule& s);
 std::vector<std::string> validate(const ScheduleBody& body);
 // Problem-dependent legality (dense-column tiling against N, SpMV shape). Empty = legal.
 std::vector<std::string> validate(const Problem& p, const Schedule& s);

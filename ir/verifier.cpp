@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include "ir/bitmap_tc_schedule.h"
 #include "ir/macko_schedule.h"
 
 namespace sparsegen {
 
-int estimate_registers(const Problem&, const Schedule& sch) {
+int estimate_registers(const Problem& p, const Schedule& sch) {
   if (sch.family() == ScheduleFamily::Macko) return macko_registers(sch.macko());
+  if (sch.family() == ScheduleFamily::BitmapTc) return bitmap_tc_registers(p, sch.bitmap_tc());
   const GeneralSchedule& s = sch.general();
   const bool segments = s.reduction(Level::Thread) == ReductionKind::Bitmap ||
                         s.reduction(Level::Warp) == ReductionKind::Segment;
@@ -19,6 +21,7 @@ int estimate_registers(const Problem&, const Schedule& sch) {
 
 int64_t estimate_shared_bytes(const Problem&, const Schedule& sch) {
   if (sch.family() == ScheduleFamily::Macko) return macko_shared_bytes(sch.macko());
+  if (sch.family() == ScheduleFamily::BitmapTc) return 0;  // dynamic: bitmap_tc_shared_bytes
   const GeneralSchedule& s = sch.general();
   const ReductionKind rb = s.reduction(Level::Block);
   if (rb == ReductionKind::None || s.warps_per_block == 1) return 0;
@@ -36,6 +39,14 @@ std::vector<std::string> verify(const Problem& p, const Schedule& s, const Forma
     MackoStats ms;
     ms.slots = st.nnz_padded;
     return verify_macko(p, s.macko(), ms, dev);
+  }
+  if (s.family() == ScheduleFamily::BitmapTc) {  // tile sizes: verify_bitmap_tc
+    BitmapTileStats bs;
+    bs.slots = st.nnz_padded;
+    bs.tiles = ((p.m + kBitmapTileRows - 1) / kBitmapTileRows) *
+               ((p.k + kBitmapTileCols - 1) / kBitmapTileCols);
+    bs.max_tile_values = st.max_tile_values;
+    return verify_bitmap_tc(p, s.bitmap_tc(), bs, dev);
   }
   const GeneralSchedule& g = s.general();
   const int threads = g.threads_per_block();

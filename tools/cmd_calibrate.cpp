@@ -346,7 +346,7 @@ void run_calibrate(const CalibrateArgs& a) {
   std::vector<Job> jobs;
   EnumerateOptions eo;
   eo.device = target.limits;
-  eo.include_macko = true;
+  eo.include_specialised = true;
   for (size_t ci = 0; ci < std::size(configs); ++ci) {
     for (size_t mi = 0; mi < mats.size(); ++mi) {
       const auto& [n, dt] = configs[(ci + mi) % std::size(configs)];

@@ -14,9 +14,10 @@
 #include <nlohmann/json.hpp>
 
 #include "costmodel/features.h"
-#include "ir/macko_format.h"
+#include "ir/bitmap_format.h"
 #include "ir/dtype.h"
 #include "ir/io/load.h"
+#include "ir/macko_format.h"
 #include "tools/commands.h"
 
 namespace sparsegen::cli {
@@ -92,6 +93,13 @@ nlohmann::json report_json(const InspectArgs& args, const LoadedMatrix& lm, cons
                   {"padding_slots", ms.padding},
                   {"bytes", ms.bytes()},
                   {"effective_density", ms.effective_density()}};
+    // Bitmap tiles (bitmap_tc): 16 x 64 tiles, a 64-bit mask per tile row, values 8-aligned.
+    const BitmapTileStats bs = bitmap_tile_stats(m);
+    j["bitmap_tiles"] = {{"tiles", bs.tiles},
+                         {"value_slots", bs.slots},
+                         {"max_tile_values", bs.max_tile_values},
+                         {"bytes", bs.bytes()},
+                         {"effective_density", bs.effective_density()}};
   }
   nlohmann::json conv = nlohmann::json::object();
   for (const RangeCheck& rc : ranges) {
@@ -133,6 +141,10 @@ std::string report_text(const InspectArgs& args, const LoadedMatrix& lm, const M
     const MackoStats ms = macko_stats(m, 4);
     line("MACKO (b=4)", fmt::format("effective density {:.4f} ({} bytes, {} padding slots)",
                                     ms.effective_density(), ms.bytes(), ms.padding));
+    const BitmapTileStats bs = bitmap_tile_stats(m);
+    line("bitmap tiles (16x64)",
+         fmt::format("effective density {:.4f} ({} bytes, {} tiles, {} value slots)",
+                     bs.effective_density(), bs.bytes(), bs.tiles, bs.slots));
   }
   for (const RangeCheck& rc : ranges) {
     std::string v = fmt::format("{} out of range", rc.count);

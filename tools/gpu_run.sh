@@ -86,6 +86,9 @@ BENCH_RUNS=(
   # up to 8 MACKO schedules each (best reported, checked), L2 flushed medians, bandwidth.
   # Expected 60-90 s on an H100/H200 (host pruning/packing of up to 205M-element weights).
   "macko|timeout 150 tools/sparsegen-macko-bench --out $BENCH_DIR/macko.json"
+  # bitmap_tc first look (issue 4, N = 8-64): tune's pick vs cuBLAS / cuSPARSE on 4096x4096,
+  # magnitude 50/70/90 % + random 70 %, N = 8, 32, 64. Expected ~60-120 s.
+  "bitmap|timeout 200 tools/sparsegen-bench --suite llm --quick -n 8,32,64 --filter 4096x4096 --best-of 8 --time-limit 150 --no-cache --json $BENCH_DIR/bitmap.json"
   # sparsegen calibrate (issue 4): measures ~5000-9000 kernels (generated 1024-4096-row LLM
   # weights + SPARSEGEN_DATA matrices; N = 1, 8, 32, 64; fp16/fp32; each gpu_check'ed once, then
   # timed L2-flushed, median of 5), fits the cost model, prints its held-out quality; writes the

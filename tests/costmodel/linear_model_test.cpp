@@ -375,7 +375,7 @@ TEST(Ranking, MackoCandidatesAreRanked) {
   const CsrMatrix a = lengths_matrix(lengths, 1024);
   const Problem p = Problem::spmm(64, 1024, 8, DType::F16);
   EnumerateOptions eo;
-  eo.include_macko = true;
+  eo.include_specialised = true;
   const auto cands = enumerate_schedules(p, a, eo);
   size_t macko = 0;
   for (const Schedule& s : cands) macko += s.family() == ScheduleFamily::Macko;

@@ -63,6 +63,7 @@
 #include "ir/format.h"
 #include "ir/gen/pruning.h"
 #include "ir/io/load.h"
+#include "ir/bitmap_tc_schedule.h"
 #include "ir/macko_schedule.h"
 #include "sparsegen/sparsegen.h"
 #include "tests/test_support.h"
@@ -82,6 +83,8 @@ constexpr Layout kLayoutPairs[4][2] = {{Layout::RowMajor, Layout::RowMajor},
 // MACKO (GpuMacko.*): 2-byte values only, N <= 8.
 constexpr DType kMackoDtypes[] = {DType::F16, DType::BF16};
 constexpr int64_t kMackoNs[] = {1, 2, 7, 8};
+// bitmap_tc (GpuBitmapTc.*): 2-byte values, N a multiple of 8, row-major B.
+constexpr int64_t kBitmapNs[] = {8, 24, 64, 128};
 constexpr float kAlpha = 0.75f;
 constexpr float kBetas[2] = {0.0f, -1.5f};
 
@@ -99,6 +102,8 @@ double seconds_since(Clock::time_point t0) {
 
 // "rows/row/nnz red=total>total>none": splits block/warp/thread, reductions thread>warp>block.
 std::string kind_of(const Schedule& s) {
+  if (s.family() == ScheduleFamily::BitmapTc)
+    return s.bitmap_tc().ksplit > 1 ? "bitmap_tc split-K" : "bitmap_tc";
   if (s.family() == ScheduleFamily::Macko) {
     if (s.macko().staged()) return "macko staged-B";
     return s.macko().warps_per_row == 1 ? "macko warp-per-row" : "macko split-row";
@@ -111,6 +116,11 @@ std::string kind_of(const Schedule& s) {
 }
 
 std::vector<std::string> features(const Schedule& s) {
+  if (s.family() == ScheduleFamily::BitmapTc) {
+    const BitmapTcSchedule& b = s.bitmap_tc();
+    return {fmt::format("w{}", b.warps_per_block), fmt::format("mt{}", b.m_tiles),
+            fmt::format("ks{}", b.ksplit), fmt::format("st{}", b.stages)};
+  }
   if (s.family() == ScheduleFamily::Macko) {
     const MackoSchedule& m = s.macko();
     return {fmt::format("b{}", m.delta_bits), fmt::format("u{}", m.unroll),
@@ -210,8 +220,10 @@ struct Failure {
 
 class Campaign {
  public:
-  // macko: configs over (fp16, bf16) x N in {1, 2, 7, 8} and the MACKO schedules only.
-  explicit Campaign(std::string name, bool macko = false) : name_(std::move(name)), macko_(macko) {
+  // family Macko: configs over (fp16, bf16) x N in {1, 2, 7, 8} and the MACKO schedules only;
+  // BitmapTc: (fp16, bf16) x N in {8, 24, 64, 128}, row-major B, the bitmap_tc schedules only.
+  explicit Campaign(std::string name, ScheduleFamily family = ScheduleFamily::General)
+      : name_(std::move(name)), family_(family) {
     dry_ = env_flag("SPARSEGEN_GPU_TEST_DRY");
     if (!dry_) {
       ctx_ = std::make_shared<cuda::Context>(0);
@@ -240,9 +252,14 @@ class Campaign {
     matrices_.push_back(a);
     for (int t = 0; t < configs; ++t) {
       const int c = first_config + t;
-      const DType dt = macko_ ? kMackoDtypes[c % 2] : kDtypes[c % 3];
-      const int64_t n = macko_ ? kMackoNs[(c / 2) % 4] : kNs[(c / 3) % 7];
-      const auto& lp = kLayoutPairs[(all_pairs ? c / 3 : c / 21) % 4];
+      const bool two_byte = family_ != ScheduleFamily::General;
+      const DType dt = two_byte ? kMackoDtypes[c % 2] : kDtypes[c % 3];
+      const int64_t n = family_ == ScheduleFamily::Macko      ? kMackoNs[(c / 2) % 4]
+                        : family_ == ScheduleFamily::BitmapTc ? kBitmapNs[(c / 2) % 4]
+                                                              : kNs[(c / 3) % 7];
+      // bitmap_tc reads row-major B only: its configs rotate over the pairs with B row-major.
+      const int pair = (all_pairs ? c / 3 : c / 21) % 4;
+      const auto& lp = kLayoutPairs[family_ == ScheduleFamily::BitmapTc ? 2 * (pair % 2) : pair];
       KernelRequest req;
       req.n = n;
       req.dtype = dt;
@@ -261,8 +278,10 @@ class Campaign {
       const Problem p = make_problem(*a, req);
       EnumerateOptions eo;
       eo.device = target_.limits;
-      const auto all =
-          macko_ ? enumerate_macko_schedules(p, *a, eo.device) : enumerate_schedules(p, *a, eo);
+      const auto all = family_ == ScheduleFamily::Macko ? enumerate_macko_schedules(p, *a, eo.device)
+                       : family_ == ScheduleFamily::BitmapTc
+                           ? enumerate_bitmap_tc_schedules(p, *a, eo.device)
+                           : enumerate_schedules(p, *a, eo);
       std::map<std::string, std::vector<Schedule>> by_kind;
       for (const Schedule& s : all) by_kind[kind_of(s)].push_back(s);
       auto cfg = std::make_unique<Config>();
@@ -282,7 +301,7 @@ class Campaign {
         const auto order = diverse_order(cands, 4);
         // The variant rotates with the N (c / dtypes), so the dtypes of one N get the same
         // schedule where their candidates agree and share its packed format.
-        const int dtypes = macko_ ? 2 : 3;
+        const int dtypes = two_byte ? 2 : 3;
         const Schedule& s = order[static_cast<size_t>(c / dtypes + ki) % order.size()];
         jobs_.push_back({ci, s, kind, pack_slot(mi, s, p, *a)});
       }
@@ -540,7 +559,7 @@ class Campaign {
   }
 
   std::string name_;
-  bool macko_ = false;
+  ScheduleFamily family_ = ScheduleFamily::General;
   bool dry_ = false;
   std::string filter_;
   std::shared_ptr<cuda::Context> ctx_;
@@ -590,7 +609,7 @@ bool gpu_usable(std::string* why) {
 // Every real, integer and pattern matrix of one data folder (complex ones are noted and skipped:
 // the kernels are real-valued).
 void run_collection(const std::string& folder, int collection_offset, int configs,
-                    bool macko = false) {
+                    ScheduleFamily family = ScheduleFamily::General) {
   const fs::path root = testing::data_dir() / folder;
   ASSERT_TRUE(fs::is_directory(root)) << root;
   std::vector<fs::path> files;
@@ -601,7 +620,8 @@ void run_collection(const std::string& folder, int collection_offset, int config
   }
   std::sort(files.begin(), files.end());
   ASSERT_FALSE(files.empty());
-  Campaign camp(macko ? "macko_" + folder : folder, macko);
+  const std::string prefix = family == ScheduleFamily::General ? "" : std::string(to_string(family)) + "_";
+  Campaign camp(prefix + folder, family);
   const int t_per_matrix = std::max(1, env_int("SPARSEGEN_GPU_TEST_CONFIGS", configs));
   int next_config = collection_offset;
   for (const fs::path& f : files) {
@@ -831,9 +851,10 @@ TEST(GpuPipeline, PublicApiRunsOnDevicePointers) {
 // every MACKO kind (warp per row, split row where rows are long) per config, the schedule
 // rotating over b = 2/4/8, unroll and block shape. Expected on an H100 host: ~500 kernels,
 // 20-40 s (NVRTC on 16 threads dominates).
-void run_macko_pruned(double sparsity) {
-  const std::string name = fmt::format("macko_pruned{}", static_cast<int>(sparsity * 100 + 0.5));
-  Campaign camp(name, /*macko=*/true);
+void run_pruned(ScheduleFamily family, double sparsity) {
+  const std::string name =
+      fmt::format("{}_pruned{}", to_string(family), static_cast<int>(sparsity * 100 + 0.5));
+  Campaign camp(name, family);
   if (!camp.wanted(name)) GTEST_SKIP() << "filtered out";
   const DenseMatrix w = make_llm_weight(4096, 11008, 42);
   PruneSpec spec;
@@ -848,19 +869,43 @@ void run_macko_pruned(double sparsity) {
 
 TEST(GpuMacko, SuiteSparse) {
   SKIP_WITHOUT_GPU();
-  run_collection("suitesparse", 0, 2, /*macko=*/true);
+  run_collection("suitesparse", 0, 2, ScheduleFamily::Macko);
 }
 
 TEST(GpuMacko, Dlmc) {
   SKIP_WITHOUT_GPU();
-  run_collection("dlmc", 5, 2, /*macko=*/true);
+  run_collection("dlmc", 5, 2, ScheduleFamily::Macko);
 }
 
 TEST(GpuMacko, Pruned) {
   SKIP_WITHOUT_GPU();
-  run_macko_pruned(0.5);
-  run_macko_pruned(0.7);
-  run_macko_pruned(0.9);
+  run_pruned(ScheduleFamily::Macko, 0.5);
+  run_pruned(ScheduleFamily::Macko, 0.7);
+  run_pruned(ScheduleFamily::Macko, 0.9);
+}
+
+// bitmap_tc: fp16 and bf16, N in {8, 24, 64, 128} (config c: dtype c % 2, N (c / 2) % 4), B
+// row-major and C either way, both kinds (one warp finishes a row / split K through the fp32
+// workspace), the schedule rotating over warps, row tiles per warp and stages.
+TEST(GpuBitmapTc, SuiteSparse) {
+  SKIP_WITHOUT_GPU();
+  run_collection("suitesparse", 0, 2, ScheduleFamily::BitmapTc);
+}
+
+TEST(GpuBitmapTc, Edge) {
+  SKIP_WITHOUT_GPU();
+  run_collection("edge", 7, 2, ScheduleFamily::BitmapTc);
+}
+
+TEST(GpuBitmapTc, Dlmc) {
+  SKIP_WITHOUT_GPU();
+  run_collection("dlmc", 5, 2, ScheduleFamily::BitmapTc);
+}
+
+TEST(GpuBitmapTc, Pruned) {
+  SKIP_WITHOUT_GPU();
+  run_pruned(ScheduleFamily::BitmapTc, 0.5);
+  run_pruned(ScheduleFamily::BitmapTc, 0.9);
 }
 
 }  // namespace

@@ -292,7 +292,7 @@ TEST(MackoSchedule, EnumerationAndVerifier) {
   // The generic enumerator appends them only when asked.
   EnumerateOptions o;
   const auto plain = enumerate_schedules(p, a, o);
-  o.include_macko = true;
+  o.include_specialised = true;
   const auto with = enumerate_schedules(p, a, o);
   EXPECT_EQ(with.size(), plain.size() + all.size());
   EXPECT_EQ(with.back().family(), ScheduleFamily::Macko);

@@ -37,3 +37,5 @@ __device__ float4 make_float4(float, float, float, float);
 template <class T> __device__ T __ldg(const T*);
 __device__ unsigned __byte_perm(unsigned, unsigned, unsigned);
 __device__ unsigned __dp4a(unsigned, unsigned, unsigned);
+// sg_bitmap_tc.cuh: shared-memory addresses for cp.async / ldmatrix.
+__device__ unsigned long long __cvta_generic_to_shared(const void*);

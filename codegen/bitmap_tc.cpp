@@ -1,0 +1,282 @@
+#include "codegen/bitmap_tc.h"
+
+#include <fmt/format.h>
+
+#include <climits>
+
+#include "codegen/emitter.h"
+#include "codegen/template_types.h"
+#include "ir/bitmap_tc_schedule.h"
+#include "ir/diagnostics.h"
+#include "templates/template_index.h"
+
+namespace sparsegen::codegen {
+namespace {
+
+using tmpl::cptr_i32;
+using tmpl::cptr_t;
+using tmpl::f32;
+using tmpl::i32;
+using tmpl::IntArg;
+using tmpl::ptr_f32;
+using tmpl::ptr_i32;
+using tmpl::ptr_t;
+using tmpl::targs;
+using tmpl::TypeArg;
+
+tmpl::Expr<tmpl::Kind::kPtrU32> ptr_u32(std::string s) { return {std::move(s)}; }
+tmpl::Expr<tmpl::Kind::kConstPtrU32> cptr_u32(std::string s) { return {std::move(s)}; }
+
+class BitmapTcEmitter : public Emitter {
+ public:
+  BitmapTcEmitter(const Problem& p, const BitmapTcSchedule& s, const BitmapTileFormat& f,
+                  const EmitOptions& opt)
+      : p_(p), s_(s), f_(f), opt_(opt), smem_(bitmap_tc_smem(p, s, f.max_tile_values)) {}
+
+  GeneratedKernel run() {
+    const auto why = validate_bitmap_tc(p_, s_);
+    if (!why.empty())
+      throw UserError(fmt::format("codegen: bitmap_tc cannot run {}: {}", to_string(p_),
+                                  fmt::join(why, "; ")));
+    if (f_.slots() > INT_MAX / 2 || f_.tiles() > INT_MAX / 32 || p_.m > INT_MAX / 2 ||
+        p_.k > INT_MAX / 2 || p_.m * p_.n > INT_MAX)
+      throw UserError(fmt::format(
+          "codegen: {} with {} bitmap values exceeds the kernel's 32-bit offsets", to_string(p_),
+          f_.slots()));
+    SG_ASSERT(f_.rows == p_.m && f_.cols == p_.k,
+              "emit_bitmap_tc: the format does not match the problem");
+    NT_ = static_cast<int>(p_.n / 8);
+    RTB_ = s_.rows_per_block() / static_cast<int>(kBitmapTileRows);
+    THREADS_ = s_.threads_per_block();
+    CT_ = f_.col_tiles;
+    PT_ = bitmap_tc_part_tiles(CT_, s_.ksplit);
+    atomic_ = s_.output() == OutputMode::Atomic;
+    for (const char* n : {"values", "B", "C", "ws", "alpha", "beta", "masks", "tile_ptr", "lane",
+                          "warp", "tid", "T", "sg_smem", "s_tp", "ct0", "tiles", "acc", "issue"})
+      reserve(n);
+    decl(fmt::format("// sparsegen bitmap_tc kernel\n// {}\n// {}", to_string(p_),
+                     to_string(Schedule(s_))));
+    decl(fmt::format("using T = {};", p_.dtype == DType::F16 ? "__half" : "__nv_bfloat16"));
+    emit_body();
+    if (atomic_) emit_aux();
+    GeneratedKernel k;
+    k.source = assemble();
+    k.headers = header_sources();
+    k.signature = signature();
+    return k;
+  }
+
+ private:
+  // Word offsets (sg_smem is unsigned[]) of stage `buf`'s B tile and of row tile `rtl`'s masks
+  // and values.
+  std::string stage_b(const std::string& buf) const {
+    return fmt::format("sg_smem + {} + ({}) * {}", smem_.tile_ptrs / 4, buf, smem_.stage / 4);
+  }
+  std::string a_masks(const std::string& buf, const std::string& rtl) const {
+    return fmt::format("{} + {} + ({}) * {}", stage_b(buf), smem_.b_tile / 4, rtl,
+                       smem_.a_tile / 4);
+  }
+  std::string a_values(const std::string& buf, const std::string& rtl) const {
+    return fmt::format("{} + {}", a_masks(buf, rtl), kBitmapTileRows * 8 / 4);
+  }
+
+  void emit_body() {
+    const int MT = s_.m_tiles;
+    line("extern __shared__ __align__(16) unsigned sg_smem[];");
+    line("const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;");
+    comment("this block's K part: column tiles ct0 .. ct0 + tiles - 1 (the last part may be empty)");
+    line(fmt::format("const int ct0 = blockIdx.y * {};", PT_));
+    line(fmt::format("const int tiles = min({} - ct0, {});", CT_, PT_));
+    line("if (tiles <= 0) return;  // block-uniform, before any barrier");
+    line("int* s_tp = reinterpret_cast<int*>(sg_smem);");
+    call_stmt(tmpl::bitmap_tc_load_tile_ptrs, targs(IntArg{RTB_}, IntArg{PT_}, IntArg{CT_},
+                                                    IntArg{THREADS_}),
+              ptr_i32("s_tp"), cptr_i32("tile_ptr"), i32(fmt::format("blockIdx.x * {}", RTB_)),
+              i32(std::to_string(f_.row_tiles)), i32("ct0"), i32("tiles"), i32("tid"));
+    line("__syncthreads();");
+    line(fmt::format("float acc[{}];", MT * NT_ * 4));
+    line("#pragma unroll");
+    line(fmt::format("for (int i = 0; i < {}; ++i) acc[i] = 0.0f;", MT * NT_ * 4));
+    comment("issue(i): cp.async copies of step i (column tile ct0 + i) into buffer i % stages: the");
+    comment("B tile (all threads) and each warp's A tiles (masks + values)");
+    {
+      auto fn = block("auto issue = [&](int i)", ";");
+      line(fmt::format("const int buf = i % {};", s_.stages));
+      call_stmt(tmpl::bitmap_tc_issue_b,
+                targs(TypeArg{"T"}, IntArg{NT_}, IntArg{bitmap_tc_b_row_bytes(p_)},
+                      IntArg{THREADS_}),
+                ptr_u32(stage_b("buf")), cptr_t("B"),
+                i32(fmt::format("(ct0 + i) * {}", kBitmapTileCols)), i32(std::to_string(p_.k)),
+                i32("tid"));
+      line("#pragma unroll");
+      auto mt = block(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
+      line(fmt::format("const int rtl = warp * {} + mt;", MT));
+      line(fmt::format("const int rt = blockIdx.x * {} + rtl;", RTB_));
+      line(fmt::format("const int* tp = s_tp + rtl * {} + i;", PT_ + 1));
+      call_stmt(tmpl::bitmap_tc_issue_a, targs(TypeArg{"T"}), ptr_u32(a_masks("buf", "rtl")),
+                ptr_u32(a_values("buf", "rtl")), cptr_u32("masks"), cptr_t("values"),
+                i32(fmt::format("rt * {} + ct0 + i", CT_)), i32("tp[0]"), i32("tp[1]"),
+                i32(fmt::format("rt < {}", f_.row_tiles)), i32("lane"));
+    }
+    line(fmt::format("for (int i = 0; i < {}; ++i) {{", s_.stages - 1));
+    line("  if (i < tiles) issue(i);");
+    line("  " + call(tmpl::cp_async_commit).text + ";");
+    line("}");
+    {
+      auto loop = block("for (int i = 0; i < tiles; ++i)");
+      line(fmt::format("if (i + {} < tiles) issue(i + {});", s_.stages - 1, s_.stages - 1));
+      comment("one group per step, also when empty, so the wait count below stays exact");
+      call_stmt(tmpl::cp_async_commit);
+      call_stmt(tmpl::cp_async_wait, targs(IntArg{s_.stages - 1}));
+      line("__syncthreads();");
+      line(fmt::format("const int buf = i % {};", s_.stages));
+      line(fmt::format("unsigned m[{}], a[{}];", 4 * MT, 4 * MT));
+      line(fmt::format("int base[{}];", 2 * MT));
+      line("#pragma unroll");
+      line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
+      line("  " +
+           call(tmpl::bitmap_tc_tile_rows,
+                cptr_u32(a_masks("buf", fmt::format("warp * {} + mt", MT))), i32("lane"),
+                ptr_u32("m + 4 * mt"), ptr_i32("base + 2 * mt"))
+               .text +
+           ";");
+      line("#pragma unroll");
+      {
+        auto q = block("for (int q = 0; q < 4; ++q)");
+        line("#pragma unroll");
+        line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
+        line("  " +
+             call(tmpl::bitmap_tc_a_quarter, targs(TypeArg{"T"}),
+                  cptr_u32(a_values("buf", fmt::format("warp * {} + mt", MT))),
+                  cptr_u32("m + 4 * mt"), cptr_i32("base + 2 * mt"), i32("q"), i32("lane"),
+                  ptr_u32("a + 4 * mt"))
+                 .text +
+             ";");
+        call_stmt(tmpl::bitmap_tc_mma_quarter,
+                  targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{bitmap_tc_b_row_bytes(p_)}),
+                  cptr_u32(stage_b("buf")), i32("q"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
+      }
+      comment("the buffer is refilled by the next step's issue()");
+      line("__syncthreads();");
+    }
+    const bool row_major = p_.c_layout == Layout::RowMajor;
+    line("#pragma unroll");
+    line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
+    line("  " +
+         call(tmpl::bitmap_tc_finish, targs(TypeArg{"T"}, IntArg{NT_}, IntArg{atomic_ ? 1 : 0}),
+              ptr_t(atomic_ ? "static_cast<T*>(nullptr)" : "C"),
+              ptr_f32(atomic_ ? "ws" : "static_cast<float*>(nullptr)"), tmpl::cptr_f32(
+                  fmt::format("acc + mt * {}", NT_ * 4)),
+              i32(fmt::format("(blockIdx.x * {} + warp * {} + mt) * 16", RTB_, MT)),
+              i32(std::to_string(p_.m)), i32(std::to_string(row_major ? p_.n : 1)),
+              i32(std::to_string(row_major ? 1 : p_.m)), f32("alpha"), f32("beta"), i32("lane"))
+             .text +
+         ";");
+  }
+
+  // ksplit > 1: ws = beta·C before the kernel, C = ws after it (elementwise over M·N).
+  void emit_aux() {
+    const int64_t mn = p_.m * p_.n;
+    decl("// Prologue (launch first): ws = beta * C in fp32; C is not read when beta == 0.");
+    decl(fmt::format("extern \"C\" __global__ void {}_init_ws(float* __restrict__ ws, "
+                     "const T* __restrict__ C, float beta) {{",
+                     opt_.kernel_name));
+    decl("  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;");
+    decl(fmt::format("  if (i < {}LL) {};", mn,
+                     call(tmpl::init_workspace, targs(TypeArg{"T"}), ptr_f32("ws + i"),
+                          cptr_t("C + i"), f32("beta"))
+                         .text));
+    decl("}");
+    decl("// Epilogue (launch last): C = ws, rounded once to T.");
+    decl(fmt::format("extern \"C\" __global__ void {}_store_ws(T* __restrict__ C, "
+                     "const float* __restrict__ ws) {{",
+                     opt_.kernel_name));
+    decl("  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;");
+    decl(fmt::format("  if (i < {}LL) {};", mn,
+                     call(tmpl::store_f32, targs(TypeArg{"T"}), ptr_t("C + i"), f32("ws[i]"))
+                         .text));
+    decl("}");
+  }
+
+  std::string assemble() const {
+    std::string src;
+    for (const auto& h : used_headers()) src += fmt::format("#include \"{}\"\n", h);
+    if (used_headers().count("sg_dtype.cuh") == 0) src += "#include \"sg_dtype.cuh\"\n";
+    src += fmt::format("\n{}\n", declarations());
+    src += fmt::format(
+        "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
+        "    const T* __restrict__ values,\n    const T* __restrict__ B,\n"
+        "    {},\n    float alpha,\n    float beta,\n"
+        "    const unsigned* __restrict__ masks,\n    const int* __restrict__ tile_ptr) {{\n",
+        THREADS_, opt_.kernel_name, atomic_ ? "float* __restrict__ ws" : "T* __restrict__ C");
+    const std::string b = body();
+    size_t start = 0;
+    while (start < b.size()) {
+      const size_t end = b.find('\n', start);
+      const std::string l = b.substr(start, end - start);
+      src += (l.empty() ? "" : "  ") + l + "\n";
+      if (end == std::string::npos) break;
+      start = end + 1;
+    }
+    return src + "}\n";
+  }
+
+  KernelSignature signature() const {
+    const KernelParam c = {"C", ParamKind::C, "C", {}};
+    const KernelParam ws = {"ws", ParamKind::Workspace, "workspace", {}};
+    const KernelParam beta = {"beta", ParamKind::Beta, "beta", {}};
+    KernelSignature sig;
+    sig.kernel_name = opt_.kernel_name;
+    sig.params = {{"values", ParamKind::Values, "bitmap.values", {}},
+                  {"B", ParamKind::B, "B", {}},
+                  atomic_ ? ws : c,
+                  {"alpha", ParamKind::Alpha, "alpha", {}},
+                  beta,
+                  {"masks", ParamKind::U32Table, "bitmap.masks", bitmap_mask_words(f_)},
+                  {"tile_ptr", ParamKind::I32Table, "bitmap.tile_ptr", f_.tile_ptr}};
+    sig.launch.grid_x = bitmap_tc_grid_x(p_, s_);
+    sig.launch.grid_y = bitmap_tc_grid_y(p_, s_);
+    sig.launch.block_threads = THREADS_;
+    sig.launch.dynamic_shared_bytes = smem_.total;
+    if (atomic_) {
+      LaunchShape elementwise;
+      elementwise.grid_x = (p_.m * p_.n + 255) / 256;
+      elementwise.grid_y = 1;
+      elementwise.block_threads = 256;
+      sig.prologue = {opt_.kernel_name + "_init_ws", {ws, c, beta}, elementwise};
+      sig.epilogue = {opt_.kernel_name + "_store_ws", {c, ws}, elementwise};
+      sig.workspace_bytes = p_.m * p_.n * static_cast<int64_t>(sizeof(float));
+    }
+    return sig;
+  }
+
+  const Problem& p_;
+  const BitmapTcSchedule& s_;
+  const BitmapTileFormat& f_;
+  const EmitOptions& opt_;
+  const BitmapTcSmem smem_;
+  int NT_ = 1, RTB_ = 1, THREADS_ = 128;
+  int64_t CT_ = 1, PT_ = 1;
+  bool atomic_ = false;
+};
+
+}  // namespace
+
+std::vector<int64_t> bitmap_mask_words(const BitmapTileFormat& f) {
+  std::vector<int64_t> words(2 * f.masks.size());
+  for (size_t i = 0; i < f.masks.size(); ++i) {
+    words[2 * i] = static_cast<int64_t>(f.masks[i] & 0xffffffffu);
+    words[2 * i + 1] = static_cast<int64_t>(f.masks[i] >> 32);
+  }
+  return words;
+}
+
+GeneratedKernel emit_bitmap_tc(const Problem& problem, const Schedule& schedule,
+                               const BitmapTileFormat& f, const EmitOptions& opt) {
+  SG_ASSERT(schedule.family() == ScheduleFamily::BitmapTc,
+            "emit_bitmap_tc needs a bitmap_tc schedule");
+  BitmapTcEmitter e(problem, schedule.bitmap_tc(), f, opt);
+  return e.run();
+}
+
+}  // namespace sparsegen::codegen

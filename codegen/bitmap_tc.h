@@ -1,0 +1,48 @@
+// bitmap_tc emitter: CUDA source for a BitmapTcSchedule (ir/schedule.h) over a BitmapTileFormat
+// (ir/bitmap_format.h). The kernel, for fp16, warps = 4, mt = 1, N = 64 (NT = 8 n8 tiles), 2
+// stages, ksplit = 1:
+//
+//   extern "C" __global__ void __launch_bounds__(128) sparsegen_bitmap_tc(const T* values,
+//       const T* B, T* C, float alpha, float beta, const unsigned* masks, const int* tile_ptr) {
+//     ct0 = blockIdx.y * PT;  tiles = min(CT - ct0, PT);  if (tiles <= 0) return;  // K part
+//     sg::bitmap_tc_load_tile_ptrs<4, PT, CT, 128>(s_tp, tile_ptr, ...);  __syncthreads();
+//     float acc[1 * 8 * 4] = {0};
+//     issue(0); commit;                                 // B tile + each warp's A tile, cp.async
+//     for (i = 0; i < tiles; ++i) {
+//       if (i + 1 < tiles) issue(i + 1);  commit;  wait<1>;  __syncthreads();
+//       sg::bitmap_tc_tile_rows(masks of buffer i % 2, lane, m, base);   // popcount row bases
+//       for q < 4: sg::bitmap_tc_a_quarter<T>(vals, m, base, q, lane, a);  // 16 x 16 A operand
+//                  sg::bitmap_tc_mma_quarter<T, 8, 1, B_ROW>(B tile, q, lane, a, acc);
+//       __syncthreads();
+//     }
+//     sg::bitmap_tc_finish<T, 8, 0>(C, ws, acc, row0, M, N, 1, alpha, beta, lane);
+//   }
+//
+// Dynamic shared memory (LaunchShape::dynamic_shared_bytes = bitmap_tc_shared_bytes): the tile
+// pointers, then per stage the B tile (64 rows of bitmap_tc_b_row_bytes) and every warp's masks
+// (32 words) and values (max_tile_values slots, 16-byte rounded) per row tile.
+// ksplit > 1 (OutputMode::Atomic): the kernel takes an fp32 workspace `ws` instead of C and adds
+// alpha·acc into it; a prologue sets ws = beta·C and an epilogue rounds ws into C (as the general
+// family's atomic kernels do).
+#pragma once
+
+#include "codegen/general_sparse.h"
+#include "ir/bitmap_format.h"
+#include "ir/problem.h"
+#include "ir/schedule.h"
+
+namespace sparsegen::codegen {
+
+// Precondition: schedule.family() == BitmapTc and validate(problem, schedule) is empty;
+// f = pack_bitmap_tiles(a) for the problem's matrix. Parameters: values (Values: f.values in the
+// dtype), B, C (or ws), alpha, beta, masks (U32Table: f.masks as little-endian 32-bit halves),
+// tile_ptr (I32Table). grid = (bitmap_tc_grid_x, ksplit). Throws UserError for fp32 values or
+// offsets beyond 32 bits.
+GeneratedKernel emit_bitmap_tc(const Problem& problem, const Schedule& schedule,
+                               const BitmapTileFormat& f,
+                               const EmitOptions& opt = {.kernel_name = "sparsegen_bitmap_tc"});
+
+// f.masks as 32-bit words (low half first), as the kernel reads them.
+std::vector<int64_t> bitmap_mask_words(const BitmapTileFormat& f);
+
+}  // namespace sparsegen::codegen

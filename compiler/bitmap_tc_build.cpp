@@ -1,0 +1,60 @@
+#include "compiler/bitmap_tc_build.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codegen/bitmap_tc.h"
+#include "compiler/pipeline_steps.h"
+#include "ir/bitmap_format.h"
+#include "ir/bitmap_tc_schedule.h"
+#include "ir/diagnostics.h"
+
+namespace sparsegen {
+
+KernelBuild build_bitmap_tc_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
+                                   const CompileTarget& target, bool line_info) {
+  SG_ASSERT(s.family() == ScheduleFamily::BitmapTc,
+            "build_bitmap_tc_kernel needs a bitmap_tc schedule");
+  KernelBuild b;
+  b.problem = p;
+  b.schedule = s;
+  b.target = target;
+  b.nnz = a.nnz();
+  if (a.rows != p.m || a.cols != p.k)
+    throw UserError(fmt::format("{}: matrix is {}x{} but the problem expects m={} k={}",
+                                a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m, p.k));
+  {
+    PipelineStep st(3, "verify", &b.step_log);
+    const auto reasons = verify_bitmap_tc(p, s.bitmap_tc(), bitmap_tile_stats(a), target.limits);
+    if (!reasons.empty())
+      throw UserError(fmt::format("schedule '{}' does not fit {} for {}: {}", to_string(s),
+                                  target.limits.name, to_string(p), fmt::join(reasons, "; ")));
+    st.finish(target.limits.name);
+  }
+  BitmapTileFormat f;
+  {
+    PipelineStep st(4, "pack", &b.step_log);
+    f = pack_bitmap_tiles(a);
+    st.finish(fmt::format("{} tiles of {}x{}, {} value slots ({} real), largest tile {}",
+                          f.tiles(), kBitmapTileRows, kBitmapTileCols, f.slots(), f.nnz,
+                          f.max_tile_values));
+  }
+  {
+    PipelineStep st(5, "values", &b.step_log);
+    check_value_range(a, p.dtype);
+    b.values = to_device_values(f.values, p.dtype);
+    st.finish(fmt::format("{} bytes of {}", b.values.size(), to_string(p.dtype)));
+  }
+  {
+    PipelineStep st(6, "emit", &b.step_log);
+    b.kernel = codegen::emit_bitmap_tc(p, s, f);
+    st.finish(fmt::format("{} lines, {} parameters",
+                          std::count(b.kernel.source.begin(), b.kernel.source.end(), '\n'),
+                          b.kernel.signature.params.size()));
+  }
+  compile_step(b, target, "sparsegen_bitmap_tc.cu", line_info);
+  return b;
+}
+
+}  // namespace sparsegen

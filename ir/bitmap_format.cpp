@@ -1,0 +1,188 @@
+#include "ir/bitmap_format.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <stdexcept>
+
+#include "ir/diagnostics.h"
+
+namespace sparsegen {
+
+namespace {
+
+int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
+int64_t ceil_div(int64_t x, int64_t m) {
+  return (x + m - 1) / m;
+}
+
+// The entries of one tile, per tile row: [begin[i], end[i]) into the CSR arrays.
+struct TileRows {
+  std::array<int64_t, kBitmapTileRows> begin{}, end{};
+  int64_t count = 0;
+};
+
+// Visits the non-empty tiles of a CSR matrix in tile order (row tiles, then column tiles
+// ascending) by a 16-way merge of the rows of each row tile: O(nnz + 16 · non-empty tiles + rows),
+// and nothing of size col_tiles, so a wide matrix with few entries costs no more than its entries.
+// fn(rt, ct, const TileRows&). Terminates for any row_ptr-consistent input (every visit advances at
+// least one row), even with unsorted columns.
+template <typename Fn>
+void for_each_nonempty_tile(const CsrMatrix& a, Fn&& fn) {
+  const int64_t row_tiles = ceil_div(a.rows, kBitmapTileRows);
+  std::array<int64_t, kBitmapTileRows> cur{}, stop{};
+  TileRows t;
+  for (int64_t rt = 0; rt < row_tiles; ++rt) {
+    const int64_t r0 = rt * kBitmapTileRows;
+    const int64_t nr = std::min(kBitmapTileRows, a.rows - r0);
+    for (int64_t i = 0; i < kBitmapTileRows; ++i) {
+      cur[static_cast<size_t>(i)] = i < nr ? a.row_ptr[static_cast<size_t>(r0 + i)] : 0;
+      stop[static_cast<size_t>(i)] = i < nr ? a.row_ptr[static_cast<size_t>(r0 + i + 1)] : 0;
+    }
+    for (;;) {
+      int64_t ct = -1;
+      for (size_t i = 0; i < kBitmapTileRows; ++i)
+        if (cur[i] < stop[i]) {
+          const int64_t c = a.col_idx[static_cast<size_t>(cur[i])] / kBitmapTileCols;
+          if (ct < 0 || c < ct) ct = c;
+        }
+      if (ct < 0) break;
+      t.count = 0;
+      for (size_t i = 0; i < kBitmapTileRows; ++i) {
+        t.begin[i] = cur[i];
+        while (cur[i] < stop[i] && a.col_idx[static_cast<size_t>(cur[i])] / kBitmapTileCols == ct)
+          ++cur[i];
+        t.end[i] = cur[i];
+        t.count += t.end[i] - t.begin[i];
+      }
+      fn(rt, ct, t);
+    }
+  }
+}
+
+BitmapTileStats stats_of(const CsrMatrix& a) {
+  BitmapTileStats st;
+  st.rows = a.rows;
+  st.cols = a.cols;
+  st.nnz = a.nnz();
+  st.tiles = ceil_div(a.rows, kBitmapTileRows) * ceil_div(a.cols, kBitmapTileCols);
+  for_each_nonempty_tile(a, [&](int64_t, int64_t, const TileRows& t) {
+    const int64_t slots = round_up(t.count, kBitmapValueAlign);
+    st.slots += slots;
+    st.max_tile_values = std::max(st.max_tile_values, slots);
+  });
+  return st;
+}
+
+[[noreturn]] void broken(const std::string& msg) {
+  throw std::logic_error("bitmap-tile format: " + msg);
+}
+
+}  // namespace
+
+int64_t BitmapTileStats::bytes() const {
+  return slots * 2 + tiles * kBitmapTileRows * 8 + (tiles + 1) * 4;
+}
+
+double BitmapTileStats::effective_density() const {
+  const double dense = double(rows) * double(cols) * 2.0;
+  return dense > 0 ? double(bytes()) / dense : 0.0;
+}
+
+BitmapTileStats bitmap_tile_stats(const CsrMatrix& a) {
+  // The tile walk reads col_idx through row_ptr: a broken CSR must not read out of bounds.
+  a.check_canonical();
+  return stats_of(a);
+}
+
+BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a) {
+  a.check_canonical();
+  const BitmapTileStats st = stats_of(a);
+  BitmapTileFormat f;
+  f.rows = a.rows;
+  f.cols = a.cols;
+  f.row_tiles = ceil_div(a.rows, kBitmapTileRows);
+  f.col_tiles = ceil_div(a.cols, kBitmapTileCols);
+  f.nnz = st.nnz;
+  f.max_tile_values = st.max_tile_values;
+  const int64_t tiles = f.tiles();
+  f.masks.assign(static_cast<size_t>(tiles * kBitmapTileRows), 0);
+  f.tile_ptr.assign(static_cast<size_t>(tiles + 1), 0);
+  f.values.assign(static_cast<size_t>(st.slots), 0.0f);
+  int64_t slot = 0;
+  int64_t next = 0;  // first tile whose tile_ptr is not yet written
+  for_each_nonempty_tile(a, [&](int64_t rt, int64_t ct, const TileRows& t) {
+    const int64_t tile = rt * f.col_tiles + ct;
+    // Empty tiles before this one start (and end) where the previous tile ended.
+    for (; next <= tile; ++next) f.tile_ptr[static_cast<size_t>(next)] = slot;
+    uint64_t* masks = &f.masks[static_cast<size_t>(tile * kBitmapTileRows)];
+    int64_t v = slot;
+    for (size_t i = 0; i < kBitmapTileRows; ++i)
+      for (int64_t e = t.begin[i]; e < t.end[i]; ++e) {
+        const int64_t c = a.col_idx[static_cast<size_t>(e)] - ct * kBitmapTileCols;
+        masks[i] |= uint64_t{1} << c;
+        f.values[static_cast<size_t>(v++)] = a.values[static_cast<size_t>(e)];
+      }
+    slot += round_up(t.count, kBitmapValueAlign);  // the fill slots stay 0
+  });
+  for (; next <= tiles; ++next) f.tile_ptr[static_cast<size_t>(next)] = slot;
+  SG_ASSERT(slot == st.slots, "bitmap-tile packer: slot count disagrees with bitmap_tile_stats");
+  return f;
+}
+
+CsrMatrix unpack_bitmap_tiles(const BitmapTileFormat& f) {
+  // A hand-built or corrupted format must fail loudly, never read out of bounds.
+  if (f.rows < 0 || f.cols < 0 || f.row_tiles != ceil_div(f.rows, kBitmapTileRows) ||
+      f.col_tiles != ceil_div(f.cols, kBitmapTileCols))
+    broken(fmt::format("{}x{} with {}x{} tiles", f.rows, f.cols, f.row_tiles, f.col_tiles));
+  const int64_t tiles = f.tiles();
+  if (static_cast<int64_t>(f.masks.size()) != tiles * kBitmapTileRows ||
+      static_cast<int64_t>(f.tile_ptr.size()) != tiles + 1 || f.tile_ptr[0] != 0 ||
+      f.tile_ptr.back() != f.slots())
+    broken("array sizes disagree with the tile count");
+  for (int64_t t = 0; t < tiles; ++t) {
+    const int64_t b = f.tile_ptr[static_cast<size_t>(t)],
+                  e = f.tile_ptr[static_cast<size_t>(t + 1)];
+    int64_t count = 0;
+    for (int64_t i = 0; i < kBitmapTileRows; ++i)
+      count += std::popcount(f.masks[static_cast<size_t>(t * kBitmapTileRows + i)]);
+    if (b > e || count > e - b)
+      broken(fmt::format("tile {}: {} set bits for value slots [{}, {})", t, count, b, e));
+  }
+  CsrMatrix a;
+  a.rows = f.rows;
+  a.cols = f.cols;
+  a.row_ptr.assign(static_cast<size_t>(f.rows + 1), 0);
+  // f.nnz is not trusted with an allocation; the slots bound the entries.
+  const int64_t expect = std::clamp<int64_t>(f.nnz, 0, f.slots());
+  a.col_idx.reserve(static_cast<size_t>(expect));
+  a.values.reserve(static_cast<size_t>(expect));
+  // next[ct]: the value slot of the next entry of column tile ct in the current row tile.
+  std::vector<int64_t> next(static_cast<size_t>(f.col_tiles));
+  for (int64_t rt = 0; rt < f.row_tiles; ++rt) {
+    for (int64_t ct = 0; ct < f.col_tiles; ++ct)
+      next[static_cast<size_t>(ct)] = f.tile_ptr[static_cast<size_t>(rt * f.col_tiles + ct)];
+    for (int64_t i = 0; i < kBitmapTileRows; ++i) {
+      const int64_t r = rt * kBitmapTileRows + i;
+      for (int64_t ct = 0; ct < f.col_tiles; ++ct) {
+        uint64_t m = f.masks[static_cast<size_t>((rt * f.col_tiles + ct) * kBitmapTileRows + i)];
+        if (m != 0 && r >= f.rows) broken(fmt::format("bits set in row {} beyond {}", r, f.rows));
+        for (; m != 0; m &= m - 1) {
+          const int64_t c = ct * kBitmapTileCols + std::countr_zero(m);
+          if (c >= f.cols)
+            broken(fmt::format("row {}: bit set at column {} beyond {}", r, c, f.cols));
+          a.col_idx.push_back(static_cast<int32_t>(c));
+          a.values.push_back(f.values[static_cast<size_t>(next[static_cast<size_t>(ct)]++)]);
+        }
+      }
+      if (r < f.rows) a.row_ptr[static_cast<size_t>(r + 1)] = a.nnz();
+    }
+  }
+  return a;
+}
+
+}  // namespace sparsegen

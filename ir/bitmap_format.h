@@ -1,0 +1,71 @@
+// Bitmap-tile format: the packer for the tensor-core schedule family "bitmap_tc" (ir/schedule.h,
+// BitmapTcSchedule). A is cut into tiles of kBitmapTileRows x kBitmapTileCols (16 x 64: one
+// mma.m16n8k16 row block by four k16 steps). Per tile:
+//   masks   16 x 64-bit words, word r has bit c set when A[16·rt + r][64·ct + c] is stored
+//   values  the stored entries of the tile, row by row, columns ascending, then zero-filled up to a
+//           multiple of kBitmapValueAlign slots so that every tile starts 16-byte aligned
+// Tiles are numbered row-tile major: t = rt · col_tiles + ct. tile_ptr[t] is the first value slot
+// of tile t (tiles + 1 entries, tile_ptr[tiles] = slots). Rows beyond M and columns beyond K
+// (the last row / column tile) have no bits set.
+//
+// Why a bitmap and not column indices: one bit per dense position is 1/16 of a dense fp16 value,
+// so the format's bytes relative to dense fp16 are d + 1/16 (+ alignment): 0.56 at 50% sparsity,
+// 0.36 at 70%, 0.16 at 90% — below MACKO's d·(16+b_Δ)/16 up to ~75% sparsity. Every tile is
+// independently addressable, so a warp can start at any column tile (split K) and decode a
+// 16 x 16 mma operand with popcounts alone.
+//
+// Example, one 16 x 64 tile, row 0 = {(0, 1.0), (5, 2.0)}, row 2 = {(63, 3.0)}:
+//   masks[0] = 0x21, masks[1] = 0, masks[2] = 1 << 63, other rows 0
+//   values = 1.0 2.0 3.0 0 0 0 0 0 (3 entries, zero-filled to 8), tile_ptr = 0 8
+// Explicit zeros of the input are stored entries (their bit is set), so unpack restores the CSR
+// exactly.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "ir/sparse_matrix.h"
+
+namespace sparsegen {
+
+inline constexpr int64_t kBitmapTileRows = 16;
+inline constexpr int64_t kBitmapTileCols = 64;
+// Value slots per 16-byte vector of 2-byte values; every tile's values start at a multiple.
+inline constexpr int64_t kBitmapValueAlign = 8;
+
+struct BitmapTileFormat {
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t row_tiles = 0;  // ceil(rows / 16)
+  int64_t col_tiles = 0;  // ceil(cols / 64)
+  int64_t nnz = 0;        // stored entries (explicit zeros included)
+  int64_t max_tile_values = 0;   // largest tile's value count, rounded up to kBitmapValueAlign
+  std::vector<uint64_t> masks;   // row_tiles * col_tiles * 16
+  std::vector<int64_t> tile_ptr; // row_tiles * col_tiles + 1 value-slot offsets
+  std::vector<float> values;     // slots() entries (fp32 master; alignment fill = 0)
+
+  int64_t tiles() const { return row_tiles * col_tiles; }
+  int64_t slots() const { return static_cast<int64_t>(values.size()); }
+};
+
+// Size summary, O(nnz), without building the arrays.
+struct BitmapTileStats {
+  int64_t rows = 0, cols = 0, nnz = 0;
+  int64_t tiles = 0;
+  int64_t slots = 0;            // value slots including the per-tile alignment fill
+  int64_t max_tile_values = 0;  // as in BitmapTileFormat
+  // Bytes a kernel streams for A with 2-byte values: values + masks + 4-byte tile pointers.
+  int64_t bytes() const;
+  // bytes() relative to the dense fp16 matrix (rows * cols * 2); 0 for an empty shape.
+  double effective_density() const;
+};
+
+BitmapTileStats bitmap_tile_stats(const CsrMatrix& a);
+
+// Packs canonical CSR. Throws UserError for a non-canonical matrix.
+BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a);
+
+// Exact inverse of pack_bitmap_tiles (structure, values, explicit zeros).
+CsrMatrix unpack_bitmap_tiles(const BitmapTileFormat& f);
+
+}  // namespace sparsegen

@@ -1,0 +1,210 @@
+#include "ir/bitmap_tc_schedule.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <climits>
+#include <map>
+
+#include "ir/diagnostics.h"
+
+namespace sparsegen {
+
+namespace {
+
+[[noreturn]] void spec_error(std::string_view field, std::string_view expected,
+                             std::string_view found) {
+  throw UserError(
+      fmt::format("--schedule: field '{}': expected {}, found '{}'", field, expected, found));
+}
+
+int parse_int(std::string_view field, std::string_view v, int lo, int hi) {
+  int x = 0;
+  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+  if (ec != std::errc() || ptr != v.data() + v.size() || x < lo || x > hi)
+    spec_error(field, fmt::format("an integer in {}..{}", lo, hi), v);
+  return x;
+}
+
+int64_t col_tiles_of(const Problem& p) { return (p.k + kBitmapTileCols - 1) / kBitmapTileCols; }
+
+}  // namespace
+
+std::vector<std::string> validate(const BitmapTcSchedule& s) {
+  std::vector<std::string> why;
+  auto bad = [&](std::string m) { why.push_back(std::move(m)); };
+  const int w = s.warps_per_block;
+  if (w != 1 && w != 2 && w != 4 && w != 8)
+    bad(fmt::format("warps={} must be 1, 2, 4 or 8", w));
+  if (s.m_tiles != 1 && s.m_tiles != 2) bad(fmt::format("mt={} must be 1 or 2", s.m_tiles));
+  if (s.ksplit < 1 || s.ksplit > 64) bad(fmt::format("ksplit={} must be in 1..64", s.ksplit));
+  if (s.stages != 2 && s.stages != 3) bad(fmt::format("stages={} must be 2 or 3", s.stages));
+  return why;
+}
+
+std::vector<std::string> validate_bitmap_tc(const Problem& p, const BitmapTcSchedule& s) {
+  std::vector<std::string> why;
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16)
+    why.push_back(fmt::format("bitmap_tc runs on fp16/bf16 tensor cores, not {}",
+                              to_string(p.dtype)));
+  if (p.b_layout != Layout::RowMajor)
+    why.push_back("bitmap_tc needs a row-major B (ldmatrix.trans reads 16-byte rows of B)");
+  if (p.n > 0 && (p.n % 8 != 0 || p.n > 128))
+    why.push_back(fmt::format("bitmap_tc needs n a multiple of 8 in 8..128 (mma n8 tiles), not {}",
+                              p.n));
+  const int64_t tiles = col_tiles_of(p);
+  if (p.k > 0 && s.ksplit > tiles)
+    why.push_back(fmt::format("ksplit={} exceeds the {} column tiles of k={}", s.ksplit, tiles,
+                              p.k));
+  return why;
+}
+
+std::string bitmap_tc_spec(const BitmapTcSchedule& s) {
+  return fmt::format("bitmap_tc;warps={};mt={};ksplit={};stages={}", s.warps_per_block, s.m_tiles,
+                     s.ksplit, s.stages);
+}
+
+std::string print_bitmap_tc(const BitmapTcSchedule& s) {
+  std::string out = "schedule bitmap_tc\n";
+  out += fmt::format("  format: bitmap tiles {}x{} (64-bit row masks, packed values)\n",
+                     kBitmapTileRows, kBitmapTileCols);
+  out += fmt::format("  block : warps={} rows_per_block={} (mt={} row tiles per warp)\n",
+                     s.warps_per_block, s.rows_per_block(), s.m_tiles);
+  out += fmt::format("  k     : ksplit={} parts, cp.async stages={}\n", s.ksplit, s.stages);
+  out += "  math  : mma.m16n8k16, fp32 accumulate\n";
+  out += fmt::format("  output: {}\n", to_string(s.output()));
+  return out;
+}
+
+BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
+                                        const std::vector<std::string_view>& parts) {
+  BitmapTcSchedule s;
+  std::map<std::string_view, int> seen;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    std::string_view part = parts[i];
+    if (part.empty()) continue;
+    const auto eq = part.find('=');
+    if (eq == std::string_view::npos) spec_error(part, "KEY=VALUE", part);
+    const std::string_view key = part.substr(0, eq), v = part.substr(eq + 1);
+    if (seen[key]++) spec_error(key, "the field once", "a second occurrence");
+    if (key == "warps")
+      s.warps_per_block = parse_int(key, v, 1, 32);
+    else if (key == "mt")
+      s.m_tiles = parse_int(key, v, 1, 16);
+    else if (key == "ksplit")
+      s.ksplit = parse_int(key, v, 1, 1024);
+    else if (key == "stages")
+      s.stages = parse_int(key, v, 1, 16);
+    else
+      spec_error(key, "one of warps, mt, ksplit, stages (family bitmap_tc)", key);
+  }
+  const auto why = validate(s);
+  if (!why.empty()) {
+    std::string msg = fmt::format("--schedule '{}' is illegal:", spec);
+    for (const auto& w : why) msg += "\n  " + w;
+    throw UserError(msg);
+  }
+  return s;
+}
+
+int64_t bitmap_tc_part_tiles(int64_t col_tiles, int ksplit) {
+  return (col_tiles + ksplit - 1) / ksplit;
+}
+
+int64_t bitmap_tc_grid_x(const Problem& p, const BitmapTcSchedule& s) {
+  return (p.m + s.rows_per_block() - 1) / s.rows_per_block();
+}
+
+int64_t bitmap_tc_grid_y(const Problem&, const BitmapTcSchedule& s) { return s.ksplit; }
+
+int64_t bitmap_tc_b_row_bytes(const Problem& p) {
+  const int64_t units = (p.n * 2 + 15) / 16;
+  return 16 * (units | 1);
+}
+
+BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t max_tile_values) {
+  auto round16 = [](int64_t b) { return (b + 15) / 16 * 16; };
+  const int64_t row_tiles = s.rows_per_block() / kBitmapTileRows;
+  const int64_t part = bitmap_tc_part_tiles(col_tiles_of(p), s.ksplit);
+  BitmapTcSmem m;
+  m.tile_ptrs = round16(row_tiles * (part + 1) * 4);
+  m.b_tile = kBitmapTileCols * bitmap_tc_b_row_bytes(p);
+  m.a_values = round16(2 * max_tile_values);
+  m.a_tile = kBitmapTileRows * 8 + m.a_values;
+  m.stage = m.b_tile + row_tiles * m.a_tile;
+  m.total = m.tile_ptrs + s.stages * m.stage;
+  return m;
+}
+
+int64_t bitmap_tc_shared_bytes(const Problem& p, const BitmapTcSchedule& s,
+                               int64_t max_tile_values) {
+  return bitmap_tc_smem(p, s, max_tile_values).total;
+}
+
+int bitmap_tc_registers(const Problem& p, const BitmapTcSchedule& s) {
+  // fp32 accumulators (4 per n8 tile per row tile), the A operand of each row tile, B fragments of
+  // two n8 tiles, and a base for masks, offsets, addresses and loop state.
+  const int ntiles = static_cast<int>((p.n + 7) / 8);
+  return 48 + s.m_tiles * (4 * ntiles + 4 + 4) + 4;
+}
+
+std::vector<std::string> verify_bitmap_tc(const Problem& p, const BitmapTcSchedule& s,
+                                          const BitmapTileStats& st, const DeviceLimits& dev) {
+  std::vector<std::string> why = validate(s);
+  for (auto& w : validate_bitmap_tc(p, s)) why.push_back(std::move(w));
+  if (!why.empty()) return why;
+  const int threads = s.threads_per_block();
+  if (threads > dev.max_threads_per_block)
+    why.push_back(fmt::format("{} threads per block exceed {} on {}", threads,
+                              dev.max_threads_per_block, dev.name));
+  const int regs = bitmap_tc_registers(p, s);
+  if (regs > dev.max_registers_per_thread || int64_t{regs} * threads > dev.registers_per_block)
+    why.push_back(fmt::format("about {} registers x {} threads exceed the limits of {}", regs,
+                              threads, dev.name));
+  const int64_t smem = bitmap_tc_shared_bytes(p, s, st.max_tile_values);
+  if (smem > dev.max_shared_per_block)
+    why.push_back(fmt::format("{} bytes of shared memory exceed {} on {}", smem,
+                              dev.max_shared_per_block, dev.name));
+  if (bitmap_tc_grid_x(p, s) > dev.max_grid_x)
+    why.push_back(
+        fmt::format("grid.x = {} blocks exceeds {}", bitmap_tc_grid_x(p, s), dev.max_grid_x));
+  if (bitmap_tc_grid_y(p, s) > dev.max_grid_y)
+    why.push_back(fmt::format("grid.y = {} exceeds {}", bitmap_tc_grid_y(p, s), dev.max_grid_y));
+  // Value offsets and tile indices are 32-bit in the kernel.
+  if (st.slots > INT_MAX / 2 || st.tiles > INT_MAX / 32)
+    why.push_back(fmt::format("{} value slots / {} tiles exceed the kernel's 32-bit offsets",
+                              st.slots, st.tiles));
+  return why;
+}
+
+std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrMatrix& a,
+                                                    const DeviceLimits& dev) {
+  std::vector<Schedule> out;
+  if (a.rows != p.m || a.cols != p.k || p.degenerate()) return out;
+  BitmapTcSchedule probe;
+  if (!validate_bitmap_tc(p, probe).empty()) return out;
+  const BitmapTileStats st = bitmap_tile_stats(a);
+  const int64_t tiles = col_tiles_of(p);
+  for (int warps : {4, 8}) {
+    for (int mt : {1, 2}) {
+      for (int stages : {2, 3}) {
+        for (int ks = 1; ks <= 64 && ks <= tiles; ks *= 2) {
+          BitmapTcSchedule s;
+          s.warps_per_block = warps;
+          s.m_tiles = mt;
+          s.stages = stages;
+          s.ksplit = ks;
+          // More K parts only while the grid is short of two waves (each part re-reads nothing
+          // of A but adds an fp32 workspace pass).
+          if (ks > 1 && bitmap_tc_grid_x(p, s) * (ks / 2) >= 2 * int64_t{dev.multiprocessors})
+            break;
+          if (!verify_bitmap_tc(p, s, st, dev).empty()) continue;
+          out.emplace_back(s);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace sparsegen

@@ -1,0 +1,230 @@
+// bitmap_tc device helpers: "load as sparse, compute as dense" on the tensor cores. A is stored
+// as 16 x 64 bitmap tiles (ir/bitmap_format.h: a 64-bit mask per tile row, the tile's values
+// packed row by row). Per 64-column step the block copies, with cp.async, one B tile (64 rows of
+// B, zero rows beyond K) and each warp's A tiles (masks + values) into shared memory; a warp then
+// turns each 16 x 16 quarter of its tile into the A operand of mma.m16n8k16 with popcounts
+// (no dense copy of A is ever written), and multiplies it with B fragments read by ldmatrix.trans.
+//
+// Fragment layouts (PTX ISA, mma.m16n8k16 with 16-bit inputs; g = lane / 4, t = lane % 4):
+//   A (4 x b32): a0 = row g   cols 2t, 2t+1     a1 = row g+8 cols 2t, 2t+1
+//                a2 = row g   cols 2t+8, 2t+9   a3 = row g+8 cols 2t+8, 2t+9
+//   B (2 x b32): b0 = rows 2t, 2t+1 col g       b1 = rows 2t+8, 2t+9 col g
+//   C (4 x f32): c0, c1 = row g cols 2t, 2t+1   c2, c3 = row g+8 cols 2t, 2t+1
+#pragma once
+
+#include "sg_dtype.cuh"
+
+namespace sg {
+namespace detail {
+
+// fp16 or bf16 tensor-core inputs.
+template <typename T>
+struct IsHalf {
+  static constexpr bool value = false;
+};
+template <>
+struct IsHalf<__half> {
+  static constexpr bool value = true;
+};
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// 16-byte asynchronous copy global -> shared; src_bytes 0 zero-fills the destination.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(src_bytes));
+}
+
+__device__ __forceinline__ int popc64_below(unsigned lo, unsigned hi, int bit) {
+  // Set bits of the 64-bit mask (hi:lo) strictly below `bit` (0..63).
+  return bit < 32 ? __popc(lo & ((1u << bit) - 1u)) : __popc(lo) + __popc(hi & ((1u << (bit - 32)) - 1u));
+}
+
+}  // namespace detail
+
+// Commits the cp.async copies issued so far as one group.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+
+// Waits until at most PENDING groups of this thread's cp.async copies are still in flight.
+template <int PENDING>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
+}
+
+// Block-cooperative load, once per block, of the tile pointers of the block's RTB row tiles over
+// this K part: s_tp[r·(PT + 1) + j] = tile_ptr[(rt0 + r)·CT + ct0 + j] for j = 0 .. tiles (the
+// value range of step j is s_tp[j] .. s_tp[j + 1]); row tiles at or beyond row_tiles get 0.
+template <int RTB, int PT, int CT, int THREADS>
+__device__ __forceinline__ void bitmap_tc_load_tile_ptrs(int* s_tp, const int* __restrict__ tile_ptr,
+                                                         int rt0, int row_tiles, int ct0,
+                                                         int tiles, int tid) {
+  for (int i = tid; i < RTB * (tiles + 1); i += THREADS) {
+    const int r = i / (tiles + 1), j = i - r * (tiles + 1);
+    s_tp[r * (PT + 1) + j] = rt0 + r < row_tiles ? tile_ptr[(rt0 + r) * CT + ct0 + j] : 0;
+  }
+}
+
+// Issues the copy of B rows k0 .. k0 + 63 (NT·8 columns, row-major, N = NT·8) into s_b, whose
+// rows are B_ROW bytes apart; rows at or beyond K are zero-filled (a zero mask bit times a stale
+// Inf would still be NaN). All THREADS threads of the block call it.
+template <typename T, int NT, int B_ROW, int THREADS>
+__device__ __forceinline__ void bitmap_tc_issue_b(unsigned* s_b, const T* __restrict__ B, int k0,
+                                                  int K, int tid) {
+  constexpr int kChunks = 64 * NT;  // 16-byte pieces of the tile
+  for (int c = tid; c < kChunks; c += THREADS) {
+    const int r = c / NT, j = c - r * NT;
+    const int k = k0 + r;
+    const T* src = k < K ? B + static_cast<long long>(k) * (NT * 8) + j * 8 : B;
+    detail::cp_async16(reinterpret_cast<char*>(s_b) + r * B_ROW + j * 16, src, k < K ? 16 : 0);
+  }
+}
+
+// Issues the copy of one A tile (its 16 masks, 128 bytes, and values v0 .. v1, a multiple of 8)
+// into a warp's buffers. valid = 0 (a row tile beyond M): the masks are zero-filled and no value
+// is copied. Called by all 32 lanes of the warp.
+template <typename T>
+__device__ __forceinline__ void bitmap_tc_issue_a(unsigned* s_masks, unsigned* s_vals,
+                                                  const unsigned* __restrict__ masks,
+                                                  const T* __restrict__ values, int tile, int v0,
+                                                  int v1, int valid, int lane) {
+  if (lane < 8)
+    detail::cp_async16(s_masks + lane * 4, masks + (valid ? static_cast<long long>(tile) * 32 + lane * 4 : 0),
+                       valid ? 16 : 0);
+  if (!valid) return;
+  for (int c = lane; c < (v1 - v0) / 8; c += 32)
+    detail::cp_async16(s_vals + c * 4, values + v0 + c * 8, 16);
+}
+
+// Reads the masks of rows g and g+8 of a staged tile (m[0..1] = row g lo/hi, m[2..3] = row g+8)
+// and the first value index of each of the two rows within the tile (base[0], base[1]): the
+// popcounts of the rows above, by a scan over the 8 lane groups.
+__device__ __forceinline__ void bitmap_tc_tile_rows(const unsigned* s_masks, int lane, unsigned* m,
+                                                    int* base) {
+  const int g = lane >> 2;
+  m[0] = s_masks[2 * g];
+  m[1] = s_masks[2 * g + 1];
+  m[2] = s_masks[2 * (g + 8)];
+  m[3] = s_masks[2 * (g + 8) + 1];
+  const int c0 = __popc(m[0]) + __popc(m[1]);
+  const int c1 = __popc(m[2]) + __popc(m[3]);
+  int x0 = c0, x1 = c1;
+#pragma unroll
+  for (int d = 4; d < 32; d <<= 1) {
+    const int y0 = __shfl_up_sync(0xffffffffu, x0, d);
+    const int y1 = __shfl_up_sync(0xffffffffu, x1, d);
+    if (lane >= d) {
+      x0 += y0;
+      x1 += y1;
+    }
+  }
+  const int top = __shfl_sync(0xffffffffu, x0, 31);  // entries of rows 0..7
+  base[0] = x0 - c0;
+  base[1] = top + x1 - c1;
+}
+
+// The A operand (4 x b32, layout above) of quarter q (columns 16q .. 16q+15 of the tile) from the
+// row masks and first value indices of bitmap_tc_tile_rows: value index of column c in row r =
+// base[r] + set bits of the row's mask below c. Absent entries are 0.
+template <typename T>
+__device__ __forceinline__ void bitmap_tc_a_quarter(const unsigned* s_vals, const unsigned* m,
+                                                    const int* base, int q, int lane,
+                                                    unsigned* a) {
+  const unsigned short* v = reinterpret_cast<const unsigned short*>(s_vals);
+  const int t = lane & 3;
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {      // row g, then row g + 8
+    const unsigned lo = m[2 * half], hi = m[2 * half + 1];
+#pragma unroll
+    for (int cpair = 0; cpair < 2; ++cpair) {  // columns 2t, 2t+1, then 2t+8, 2t+9
+      const int c = 16 * q + 2 * t + 8 * cpair;
+      const unsigned word = c < 32 ? lo : hi;
+      const int sh = c & 31;
+      const int i0 = base[half] + detail::popc64_below(lo, hi, c);
+      const unsigned b0 = (word >> sh) & 1u, b1 = (word >> (sh + 1)) & 1u;
+      const unsigned e0 = b0 ? v[i0] : 0u;
+      const unsigned e1 = b1 ? v[i0 + static_cast<int>(b0)] : 0u;
+      a[2 * cpair + half] = e0 | (e1 << 16);
+    }
+  }
+}
+
+// acc (MT row tiles x NT n8 tiles x 4 floats) += A (MT x 4 b32) x B rows 16q .. 16q+15 of the
+// staged tile, all NT·8 columns; B fragments come from ldmatrix.trans (two n8 tiles per x4).
+template <typename T, int NT, int MT, int B_ROW>
+__device__ __forceinline__ void bitmap_tc_mma_quarter(const unsigned* s_b, int q, int lane,
+                                                      const unsigned* a, float* acc) {
+  const char* base = reinterpret_cast<const char*>(s_b);
+  // Lane l addresses row (l & 15) of the quarter; lanes 16..31 the next n8 tile.
+  const int row = 16 * q + (lane & 15);
+#pragma unroll
+  for (int j = 0; j < NT; j += 2) {
+    unsigned b[4];
+    if (j + 1 < NT) {
+      const unsigned addr = detail::smem_addr(base + row * B_ROW + (j + (lane >> 4)) * 16);
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
+                   : "r"(addr));
+    } else {
+      const unsigned addr = detail::smem_addr(base + row * B_ROW + j * 16);
+      asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+                   : "=r"(b[0]), "=r"(b[1])
+                   : "r"(addr));
+      b[2] = b[3] = 0u;
+    }
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt) {
+#pragma unroll
+      for (int jj = 0; jj < 2; ++jj) {
+        if (j + jj >= NT) break;
+        float* d = acc + (mt * NT + j + jj) * 4;
+        const unsigned* x = a + mt * 4;
+        if constexpr (detail::IsHalf<T>::value) {
+          asm volatile(
+              "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+              "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+              : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+              : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(b[2 * jj]), "r"(b[2 * jj + 1]));
+        } else {
+          asm volatile(
+              "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+              "{%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+              : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+              : "r"(x[0]), "r"(x[1]), "r"(x[2]), "r"(x[3]), "r"(b[2 * jj]), "r"(b[2 * jj + 1]));
+        }
+      }
+    }
+  }
+}
+
+// Finishes one row tile (rows row0 .. row0+15, all NT·8 columns) from the accumulators (layout
+// above). ATOMIC = 0: C = alpha·acc + beta·C, rounded once (C not read when beta == 0).
+// ATOMIC = 1: ws += alpha·acc in fp32 (a K part; the prologue set ws = beta·C). Element (r, c) is
+// at r·row_stride + c·col_stride of C (or ws); rows at or beyond M are skipped.
+template <typename T, int NT, int ATOMIC>
+__device__ __forceinline__ void bitmap_tc_finish(T* __restrict__ C, float* __restrict__ ws,
+                                                 const float* acc, int row0, int M,
+                                                 int row_stride, int col_stride, float alpha,
+                                                 float beta, int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int r = row0 + g + (e >> 1) * 8;
+      const int c = 8 * j + 2 * t + (e & 1);
+      if (r >= M) continue;
+      const long long i = static_cast<long long>(r) * row_stride + static_cast<long long>(c) * col_stride;
+      if constexpr (ATOMIC) {
+        atomicAdd(ws + i, alpha * acc[j * 4 + e]);
+      } else {
+        float out = alpha * acc[j * 4 + e];
+        if (beta != 0.0f) out += beta * detail::Cvt<T>::to_f32(C[i]);
+        C[i] = detail::Cvt<T>::from_f32(out);
+      }
+    }
+  }
+}
+
+}  // namespace sg

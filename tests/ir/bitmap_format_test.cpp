@@ -1,0 +1,407 @@
+// Bitmap-tile format (exact round trips, tile boundaries, the header's golden example, stats) and
+// the bitmap_tc CPU interpreter against a double-precision CSR reference.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <stdexcept>
+#include <vector>
+
+#include "ir/bitmap_format.h"
+#include "ir/bitmap_interpreter.h"
+#include "ir/diagnostics.h"
+#include "ir/interpreter.h"
+#include "ir/schedule.h"
+
+namespace sparsegen {
+namespace {
+
+using Row = std::vector<std::pair<int32_t, float>>;
+
+CsrMatrix from_rows(int64_t cols, const std::vector<Row>& rows) {
+  CsrMatrix a;
+  a.rows = static_cast<int64_t>(rows.size());
+  a.cols = cols;
+  for (const auto& r : rows) {
+    for (const auto& [c, v] : r) {
+      a.col_idx.push_back(c);
+      a.values.push_back(v);
+    }
+    a.row_ptr.push_back(a.nnz());
+  }
+  a.check_canonical();
+  return a;
+}
+
+// Each position stored with probability `density`; about 5% of the stored values are explicit
+// zeros (one in four of them -0.0), the rest non-integer in (-1, 1).
+CsrMatrix random_matrix(int64_t rows, int64_t cols, double density, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  CsrMatrix a;
+  a.rows = rows;
+  a.cols = cols;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c)
+      if (u(g) < density) {
+        a.col_idx.push_back(static_cast<int32_t>(c));
+        const double z = u(g);
+        a.values.push_back(z < 0.0125 ? -0.0f
+                                      : (z < 0.05 ? 0.0f : static_cast<float>(u(g) * 2 - 1)));
+      }
+    a.row_ptr.push_back(a.nnz());
+  }
+  a.check_canonical();
+  return a;
+}
+
+void expect_same(const CsrMatrix& a, const CsrMatrix& b) {
+  EXPECT_EQ(a.rows, b.rows);
+  EXPECT_EQ(a.cols, b.cols);
+  EXPECT_EQ(a.row_ptr, b.row_ptr);
+  EXPECT_EQ(a.col_idx, b.col_idx);
+  ASSERT_EQ(a.values.size(), b.values.size());
+  for (size_t i = 0; i < a.values.size(); ++i)
+    EXPECT_EQ(std::signbit(a.values[i]), std::signbit(b.values[i])) << i;
+  EXPECT_EQ(a.values, b.values);
+}
+
+// Structural invariants of a packed format, checked independently of the packer.
+void check_invariants(const BitmapTileFormat& f) {
+  EXPECT_EQ(f.row_tiles, (f.rows + 15) / 16);
+  EXPECT_EQ(f.col_tiles, (f.cols + 63) / 64);
+  ASSERT_EQ(static_cast<int64_t>(f.masks.size()), f.tiles() * 16);
+  ASSERT_EQ(static_cast<int64_t>(f.tile_ptr.size()), f.tiles() + 1);
+  EXPECT_EQ(f.tile_ptr.front(), 0);
+  EXPECT_EQ(f.tile_ptr.back(), f.slots());
+  int64_t nnz = 0, max_values = 0;
+  for (int64_t t = 0; t < f.tiles(); ++t) {
+    const int64_t b = f.tile_ptr[static_cast<size_t>(t)],
+                  e = f.tile_ptr[static_cast<size_t>(t + 1)];
+    EXPECT_EQ(b % kBitmapValueAlign, 0) << "tile " << t;
+    int64_t count = 0;
+    for (int64_t i = 0; i < 16; ++i) {
+      const uint64_t m = f.masks[static_cast<size_t>(t * 16 + i)];
+      count += std::popcount(m);
+      const int64_t rt = t / std::max<int64_t>(f.col_tiles, 1), ct = t % f.col_tiles;
+      if (rt * 16 + i >= f.rows) {
+        EXPECT_EQ(m, 0u) << "row beyond M, tile " << t;
+      }
+      const int64_t valid = std::min<int64_t>(64, f.cols - ct * 64);
+      if (valid < 64) {
+        EXPECT_EQ(m >> valid, 0u) << "column beyond K, tile " << t;
+      }
+    }
+    EXPECT_EQ(e - b, (count + 7) / 8 * 8) << "tile " << t;
+    for (int64_t v = b + count; v < e; ++v) EXPECT_EQ(f.values[static_cast<size_t>(v)], 0.0f);
+    nnz += count;
+    max_values = std::max(max_values, e - b);
+  }
+  EXPECT_EQ(nnz, f.nnz);
+  EXPECT_EQ(max_values, f.max_tile_values);
+}
+
+void check_stats(const CsrMatrix& a, const BitmapTileFormat& f) {
+  const BitmapTileStats st = bitmap_tile_stats(a);
+  EXPECT_EQ(st.rows, a.rows);
+  EXPECT_EQ(st.cols, a.cols);
+  EXPECT_EQ(st.nnz, a.nnz());
+  EXPECT_EQ(st.tiles, f.tiles());
+  EXPECT_EQ(st.slots, f.slots());
+  EXPECT_EQ(st.max_tile_values, f.max_tile_values);
+  EXPECT_EQ(st.bytes(), f.slots() * 2 + f.tiles() * 16 * 8 + (f.tiles() + 1) * 4);
+  const double dense = double(a.rows) * double(a.cols) * 2;
+  EXPECT_DOUBLE_EQ(st.effective_density(), dense > 0 ? double(st.bytes()) / dense : 0.0);
+}
+
+void round_trip(const CsrMatrix& a) {
+  const BitmapTileFormat f = pack_bitmap_tiles(a);
+  check_invariants(f);
+  check_stats(a, f);
+  expect_same(unpack_bitmap_tiles(f), a);
+}
+
+TEST(BitmapFormat, EmptyShapesAndAllZeroMatrix) {
+  for (const auto& [m, k] : std::vector<std::pair<int64_t, int64_t>>{{0, 0}, {0, 100}, {20, 0}}) {
+    SCOPED_TRACE(::testing::Message() << m << "x" << k);
+    const CsrMatrix a = from_rows(k, std::vector<Row>(static_cast<size_t>(m)));
+    const BitmapTileFormat f = pack_bitmap_tiles(a);
+    EXPECT_EQ(f.tiles(), 0);
+    EXPECT_EQ(f.slots(), 0);
+    EXPECT_EQ(f.tile_ptr, std::vector<int64_t>{0});
+    round_trip(a);
+    EXPECT_EQ(bitmap_tile_stats(a).effective_density(), 0.0);
+  }
+  // 40 x 130 with no entries: 3 x 3 tiles, all masks 0, no value slots.
+  const CsrMatrix z = from_rows(130, std::vector<Row>(40));
+  const BitmapTileFormat f = pack_bitmap_tiles(z);
+  EXPECT_EQ(f.tiles(), 9);
+  EXPECT_EQ(f.slots(), 0);
+  EXPECT_EQ(f.max_tile_values, 0);
+  EXPECT_EQ(f.tile_ptr, std::vector<int64_t>(10, 0));
+  round_trip(z);
+  EXPECT_EQ(bitmap_tile_stats(z).bytes(), 9 * 128 + 10 * 4);
+}
+
+TEST(BitmapFormat, OneByOne) {
+  round_trip(from_rows(1, {{{0, 1.5f}}}));
+  round_trip(from_rows(1, {{{0, -0.0f}}}));  // an explicit (negative) zero is an entry
+  round_trip(from_rows(1, {{}}));
+  const BitmapTileFormat f = pack_bitmap_tiles(from_rows(1, {{{0, 1.5f}}}));
+  EXPECT_EQ(f.masks[0], 1u);
+  EXPECT_EQ(f.values, (std::vector<float>{1.5f, 0, 0, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(f.tile_ptr, (std::vector<int64_t>{0, 8}));
+}
+
+TEST(BitmapFormat, GoldenHeaderExample) {
+  std::vector<Row> rows(16);
+  rows[0] = {{0, 1.0f}, {5, 2.0f}};
+  rows[2] = {{63, 3.0f}};
+  const CsrMatrix a = from_rows(64, rows);
+  const BitmapTileFormat f = pack_bitmap_tiles(a);
+  std::vector<uint64_t> masks(16, 0);
+  masks[0] = 0x21;
+  masks[2] = uint64_t{1} << 63;
+  EXPECT_EQ(f.masks, masks);
+  EXPECT_EQ(f.values, (std::vector<float>{1, 2, 3, 0, 0, 0, 0, 0}));
+  EXPECT_EQ(f.tile_ptr, (std::vector<int64_t>{0, 8}));
+  EXPECT_EQ(f.nnz, 3);
+  EXPECT_EQ(f.max_tile_values, 8);
+  round_trip(a);
+}
+
+TEST(BitmapFormat, TileBoundaries) {
+  // Row 1: columns 63 and 64 fall in tiles 0 and 1. 17 rows: row 16 starts row tile 1. K = 200
+  // (not a multiple of 64) with an entry in the last column of the partial tile.
+  std::vector<Row> rows(17);
+  rows[1] = {{63, 1.25f}, {64, -2.5f}};
+  rows[15] = {{199, 0.75f}};
+  rows[16] = {{0, 0.0f}, {127, 3.0f}, {128, 4.0f}, {199, -1.0f}};
+  const CsrMatrix a = from_rows(200, rows);
+  const BitmapTileFormat f = pack_bitmap_tiles(a);
+  ASSERT_EQ(f.row_tiles, 2);
+  ASSERT_EQ(f.col_tiles, 4);
+  EXPECT_EQ(f.masks[0 * 16 + 1], uint64_t{1} << 63);
+  EXPECT_EQ(f.masks[1 * 16 + 1], 1u);
+  EXPECT_EQ(f.masks[3 * 16 + 15], uint64_t{1} << 7);  // column 199 = 3·64 + 7
+  EXPECT_EQ(f.masks[4 * 16 + 0], 1u);                 // row 16, column 0 (explicit zero)
+  EXPECT_EQ(f.masks[5 * 16 + 0], uint64_t{1} << 63);
+  EXPECT_EQ(f.masks[6 * 16 + 0], 1u);
+  EXPECT_EQ(f.masks[7 * 16 + 0], uint64_t{1} << 7);
+  // Tiles 0, 1, 3 of row tile 0 and all four of row tile 1 hold one entry each.
+  EXPECT_EQ(f.tile_ptr, (std::vector<int64_t>{0, 8, 16, 16, 24, 32, 40, 48, 56}));
+  round_trip(a);
+  // M = 33 (not a multiple of 16) with the last row used.
+  std::vector<Row> tall(33);
+  tall[32] = {{5, 1.0f}};
+  round_trip(from_rows(10, tall));
+}
+
+TEST(BitmapFormat, FullyDenseTile) {
+  std::vector<Row> rows(16);
+  for (int32_t r = 0; r < 16; ++r)
+    for (int32_t c = 0; c < 64; ++c)
+      rows[static_cast<size_t>(r)].push_back({c, 0.5f + 0.001f * float(r * 64 + c)});
+  const CsrMatrix a = from_rows(64, rows);
+  const BitmapTileFormat f = pack_bitmap_tiles(a);
+  EXPECT_EQ(f.masks, std::vector<uint64_t>(16, ~uint64_t{0}));
+  EXPECT_EQ(f.tile_ptr, (std::vector<int64_t>{0, 1024}));
+  EXPECT_EQ(f.max_tile_values, 1024);
+  EXPECT_EQ(f.values, a.values);  // row by row, columns ascending: CSR order, no fill
+  round_trip(a);
+}
+
+TEST(BitmapFormat, RandomMatricesRoundTrip) {
+  for (double density : {0.5, 0.1}) {  // 50% and 90% sparsity
+    for (uint64_t seed = 1; seed <= 4; ++seed) {
+      SCOPED_TRACE(::testing::Message() << "density " << density << " seed " << seed);
+      const int64_t m = 13 + 29 * static_cast<int64_t>(seed),
+                    k = 50 + 97 * static_cast<int64_t>(seed);
+      round_trip(random_matrix(m, k, density, seed));
+    }
+  }
+}
+
+TEST(BitmapFormat, EffectiveDensity) {
+  // 50% random: about d + 1/16 = 0.56 of dense fp16 (plus the fill and tile pointers).
+  const BitmapTileStats st = bitmap_tile_stats(random_matrix(256, 4096, 0.5, 9));
+  EXPECT_GT(st.effective_density(), 0.55);
+  EXPECT_LT(st.effective_density(), 0.58);
+  // A wide, nearly empty matrix costs its masks, without arrays of the column-tile count.
+  CsrMatrix wide;
+  wide.rows = 1;
+  wide.cols = kMaxDimension;
+  wide.col_idx = {static_cast<int32_t>(kMaxDimension - 1)};
+  wide.values = {1.0f};
+  wide.row_ptr = {0, 1};
+  const BitmapTileStats ws = bitmap_tile_stats(wide);
+  const int64_t tiles = (kMaxDimension + 63) / 64;
+  EXPECT_EQ(ws.tiles, tiles);
+  EXPECT_EQ(ws.slots, 8);
+  EXPECT_EQ(ws.max_tile_values, 8);
+  EXPECT_EQ(ws.bytes(), 16 + tiles * 128 + (tiles + 1) * 4);
+}
+
+TEST(BitmapFormat, NonCanonicalInputThrows) {
+  CsrMatrix a = from_rows(100, {{{3, 1.0f}, {70, 2.0f}}, {{5, 1.0f}}});
+  CsrMatrix unsorted = a;
+  std::swap(unsorted.col_idx[0], unsorted.col_idx[1]);
+  EXPECT_THROW(pack_bitmap_tiles(unsorted), UserError);
+  EXPECT_THROW(bitmap_tile_stats(unsorted), UserError);
+  CsrMatrix out_of_range = a;
+  out_of_range.col_idx[2] = 100;
+  EXPECT_THROW(pack_bitmap_tiles(out_of_range), UserError);
+  CsrMatrix short_ptr = a;
+  short_ptr.row_ptr.pop_back();
+  EXPECT_THROW(pack_bitmap_tiles(short_ptr), UserError);
+  CsrMatrix duplicate = a;
+  duplicate.col_idx[1] = 3;
+  EXPECT_THROW(pack_bitmap_tiles(duplicate), UserError);
+}
+
+// ─── Interpreter ─────────────────────────────────────────────────────────────────────────────
+
+// Double-precision CSR reference over the dtype-rounded inputs (as the kernel sees them):
+// want = alpha·A·B + beta·C. mag = |alpha|·Σ|a·b| + |beta·c| bounds the fp32 accumulation error.
+void reference(const Problem& p, const CsrMatrix& a, const std::vector<float>& b,
+               const std::vector<float>& c, float alpha, float beta, std::vector<double>& want,
+               std::vector<double>& mag) {
+  want.assign(c.size(), 0.0);
+  mag.assign(c.size(), 0.0);
+  for (int64_t r = 0; r < p.m; ++r)
+    for (int64_t n = 0; n < p.n; ++n) {
+      double s = 0, sa = 0;
+      for (int64_t e = a.row_ptr[static_cast<size_t>(r)]; e < a.row_ptr[static_cast<size_t>(r + 1)];
+           ++e) {
+        const double x =
+            double(round_to(p.dtype, a.values[static_cast<size_t>(e)])) *
+            double(round_to(
+                p.dtype, b[static_cast<size_t>(p.b_index(a.col_idx[static_cast<size_t>(e)], n))]));
+        s += x;
+        sa += std::fabs(x);
+      }
+      const size_t i = static_cast<size_t>(p.c_index(r, n));
+      const double old = beta == 0.0f ? 0.0 : double(beta) * double(round_to(p.dtype, c[i]));
+      want[i] = double(alpha) * s + old;
+      mag[i] = std::fabs(double(alpha)) * sa + std::fabs(old);
+    }
+}
+
+// Unit roundoff of the stored result.
+double unit_roundoff(DType t) {
+  return t == DType::F16 ? 0x1p-11 : 0x1p-8;
+}
+
+TEST(BitmapInterpreter, MatchesDoubleReference) {
+  std::mt19937 g(7);
+  std::uniform_real_distribution<float> u(-1.5f, 1.5f);
+  const std::vector<CsrMatrix> mats = {random_matrix(37, 200, 0.5, 11),   // 3 x 4 tiles
+                                       random_matrix(50, 333, 0.1, 12),   // 4 x 6 tiles
+                                       random_matrix(16, 64, 1.0, 13),    // one dense tile
+                                       random_matrix(5, 700, 0.05, 14)};  // 1 x 11 tiles
+  int checked = 0;
+  for (const CsrMatrix& a : mats)
+    for (DType dt : {DType::F16, DType::BF16})
+      for (int64_t n : {8, 24})
+        for (Layout cl : {Layout::RowMajor, Layout::ColMajor}) {
+          const Problem p = Problem::spmm(a.rows, a.cols, n, dt, Layout::RowMajor, cl);
+          const BitmapTileFormat f = pack_bitmap_tiles(a);
+          std::vector<float> b(static_cast<size_t>(p.k * p.n)), c0(static_cast<size_t>(p.m * p.n));
+          for (float& x : b) x = u(g);
+          for (float& x : c0) x = u(g);
+          std::vector<int> splits = {1, 2, 3, static_cast<int>(f.col_tiles)};
+          for (int ks : splits)
+            for (const auto& [alpha, beta] :
+                 std::vector<std::pair<float, float>>{{1.0f, 0.0f}, {0.75f, -1.5f}}) {
+              SCOPED_TRACE(::testing::Message() << to_string(p) << " ksplit " << ks << " alpha "
+                                                << alpha << " beta " << beta);
+              BitmapTcSchedule s;
+              s.ksplit = ks;
+              std::vector<float> got = c0;
+              // beta == 0: C is never read (NaN must not leak into the result).
+              if (beta == 0.0f) std::fill(got.begin(), got.end(), std::nanf(""));
+              interpret_bitmap_tc(p, s, f, b, got, alpha, beta);
+              std::vector<double> want, mag;
+              reference(p, a, b, c0, alpha, beta, want, mag);
+              for (size_t i = 0; i < want.size(); ++i) {
+                const double tol = unit_roundoff(dt) * std::fabs(want[i]) + 1e-5 * mag[i] + 1e-6;
+                ASSERT_NEAR(got[i], want[i], tol) << "at " << i;
+                ASSERT_EQ(got[i], round_to(dt, got[i]));  // stored in the dtype
+              }
+              // With ksplit = 1 the order is the CSR's column order: bit-identical to
+              // reference_spmm (same fp32 accumulation, same single rounding).
+              if (ks == 1) {
+                std::vector<float> ref = c0;
+                reference_spmm(p, a, b, ref, alpha, beta);
+                for (size_t i = 0; i < ref.size(); ++i) ASSERT_EQ(got[i], ref[i]) << "at " << i;
+              }
+              ++checked;
+            }
+        }
+  EXPECT_EQ(checked, 4 * 2 * 2 * 2 * 4 * 2);
+}
+
+TEST(BitmapInterpreter, DegenerateProblems) {
+  // K = 0: no tiles, C = beta·C (both the store and the workspace path).
+  const CsrMatrix a = from_rows(0, std::vector<Row>(5));
+  const Problem p = Problem::spmm(5, 0, 8, DType::F16);
+  for (int ks : {1, 2}) {
+    BitmapTcSchedule s;
+    s.ksplit = ks;
+    std::vector<float> c(40, 2.0f);
+    interpret_bitmap_tc(p, s, pack_bitmap_tiles(a), {}, c, 1.0f, 0.5f);
+    EXPECT_EQ(c, std::vector<float>(40, 1.0f));
+  }
+  // M = 0: nothing to do.
+  std::vector<float> none;
+  const std::vector<float> b(64 * 8, 1.0f);
+  interpret_bitmap_tc(Problem::spmm(0, 64, 8, DType::F16), BitmapTcSchedule{},
+                      pack_bitmap_tiles(from_rows(64, {})), b, none, 1.0f, 0.0f);
+}
+
+TEST(BitmapInterpreter, CorruptedFormatThrows) {
+  // 20 x 100: 2 x 2 tiles; tile 1 (columns 64..99) holds one entry and 7 fill slots.
+  std::vector<Row> rows(20);
+  rows[0] = {{1, 1.0f}, {70, 2.0f}};
+  rows[17] = {{2, 3.0f}};
+  const CsrMatrix a = from_rows(100, rows);
+  const Problem p = Problem::spmm(20, 100, 8, DType::F16);
+  const BitmapTileFormat good = pack_bitmap_tiles(a);
+  const std::vector<float> b(static_cast<size_t>(100 * 8), 0.5f);
+  std::vector<float> c(static_cast<size_t>(20 * 8), 0.0f);
+  for (int ks : {1, 2}) {
+    BitmapTcSchedule s;
+    s.ksplit = ks;
+    EXPECT_NO_THROW(interpret_bitmap_tc(p, s, good, b, c, 1.0f, 0.0f));
+    auto expect_broken = [&](const BitmapTileFormat& f, const char* what) {
+      EXPECT_THROW(interpret_bitmap_tc(p, s, f, b, c, 1.0f, 0.0f), std::logic_error) << what;
+      EXPECT_THROW(unpack_bitmap_tiles(f), std::logic_error) << what;
+    };
+    BitmapTileFormat f = good;
+    f.masks[1 * 16 + 0] |= uint64_t{1} << 40;  // column 104 >= K = 100 (a fill slot exists)
+    expect_broken(f, "bit beyond K");
+    f = good;
+    f.masks[2 * 16 + 5] |= 1u;  // row 21 >= M = 20
+    expect_broken(f, "bit beyond M");
+    f = good;
+    f.tile_ptr[2] = f.tile_ptr[1] - 8;  // tile pointers decrease
+    expect_broken(f, "decreasing tile_ptr");
+    f = good;
+    f.tile_ptr[1] = 0;  // tile 0 gets no slots for its entry
+    expect_broken(f, "too few slots");
+    f = good;
+    f.masks[0] = ~uint64_t{0};  // 64 entries in an 8-slot tile
+    expect_broken(f, "more bits than slots");
+    f = good;
+    f.tile_ptr.pop_back();
+    expect_broken(f, "short tile_ptr");
+    f = good;
+    f.masks.resize(16);
+    expect_broken(f, "short masks");
+  }
+}
+
+}  // namespace
+}  // namespace sparsegen
