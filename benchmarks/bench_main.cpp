@@ -96,6 +96,7 @@ struct Args {
   std::vector<int64_t> ns;
   std::string dtype;
   std::string schedule;
+  std::string family;  // --family: only this schedule family's candidates (exploration runs)
   int best_of = 0;  // 0: not given
   std::string suite;
   bool quick = false;
@@ -397,6 +398,8 @@ std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMa
   eo.device = target.limits;
   eo.include_specialised = true;  // the same candidates as `sparsegen tune`: MACKO where it applies
   std::vector<Schedule> all = enumerate_schedules(p, a, eo);
+  if (!args.family.empty())
+    std::erase_if(all, [&](const Schedule& s) { return to_string(s.family()) != args.family; });
   if (all.empty()) return {std::nullopt};  // let the pipeline say why nothing is valid
   DeviceProfile d = DeviceProfile::h100_sxm();
   if (target.has_gpu) {
@@ -1415,6 +1418,9 @@ int main(int argc, char** argv) {
                  "value dtype: fp32, fp16, bf16 (default fp32 for files and suitesparse, fp16 "
                  "for llm)");
   auto* sched = app.add_option("--schedule", a.schedule, "our schedule SPEC (single matrix only)");
+  app.add_option("--family", a.family,
+                 "only this family's schedules (general, macko, bitmap_tc): exploration runs")
+      ->check(CLI::IsMember({"general", "macko", "bitmap_tc"}));
   auto* best = app.add_option("--best-of", a.best_of,
                               "measure the cost model's top K schedules, keep the fastest");
   auto* suite = app.add_option("--suite", a.suite, "run a suite: llm, suitesparse, all");

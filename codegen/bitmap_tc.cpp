@@ -52,7 +52,8 @@ class BitmapTcEmitter : public Emitter {
     PT_ = bitmap_tc_part_tiles(CT_, s_.ksplit);
     atomic_ = s_.output() == OutputMode::Atomic;
     for (const char* n : {"values", "B", "C", "ws", "alpha", "beta", "masks", "tile_ptr", "lane",
-                          "warp", "tid", "T", "sg_smem", "s_tp", "ct0", "tiles", "acc", "issue"})
+                          "warp", "tid", "T", "sg_smem", "s_tp", "ct0", "tiles", "acc", "issue",
+                          "steps", "k_end"})
       reserve(n);
     decl(fmt::format("// sparsegen bitmap_tc kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -72,12 +73,13 @@ class BitmapTcEmitter : public Emitter {
   std::string stage_b(const std::string& buf) const {
     return fmt::format("sg_smem + {} + ({}) * {}", smem_.tile_ptrs / 4, buf, smem_.stage / 4);
   }
-  std::string a_masks(const std::string& buf, const std::string& rtl) const {
-    return fmt::format("{} + {} + ({}) * {}", stage_b(buf), smem_.b_tile / 4, rtl,
+  // A tile number `idx` of a stage: (row tile of the block) x k_tiles + tile of the step.
+  std::string a_masks(const std::string& buf, const std::string& idx) const {
+    return fmt::format("{} + {} + ({}) * {}", stage_b(buf), s_.k_tiles * smem_.b_tile / 4, idx,
                        smem_.a_tile / 4);
   }
-  std::string a_values(const std::string& buf, const std::string& rtl) const {
-    return fmt::format("{} + {}", a_masks(buf, rtl), kBitmapTileRows * 8 / 4);
+  std::string a_values(const std::string& buf, const std::string& idx) const {
+    return fmt::format("{} + {}", a_masks(buf, idx), kBitmapTileRows * 8 / 4);
   }
 
   void emit_body() {
@@ -88,6 +90,10 @@ class BitmapTcEmitter : public Emitter {
     line(fmt::format("const int ct0 = blockIdx.y * {};", PT_));
     line(fmt::format("const int tiles = min({} - ct0, {});", CT_, PT_));
     line("if (tiles <= 0) return;  // block-uniform, before any barrier");
+    const int KT = s_.k_tiles;
+    line(fmt::format("const int steps = (tiles + {}) / {};", KT - 1, KT));
+    comment("B rows past the part are zero-filled: the next part's tiles are not this block's");
+    line(fmt::format("const int k_end = min({}, (ct0 + tiles) * {});", p_.k, kBitmapTileCols));
     line("int* s_tp = reinterpret_cast<int*>(sg_smem);");
     call_stmt(tmpl::bitmap_tc_load_tile_ptrs, targs(IntArg{RTB_}, IntArg{PT_}, IntArg{CT_},
                                                     IntArg{THREADS_}),
@@ -97,64 +103,77 @@ class BitmapTcEmitter : public Emitter {
     line(fmt::format("float acc[{}];", MT * NT_ * 4));
     line("#pragma unroll");
     line(fmt::format("for (int i = 0; i < {}; ++i) acc[i] = 0.0f;", MT * NT_ * 4));
-    comment("issue(i): cp.async copies of step i (column tile ct0 + i) into buffer i % stages: the");
-    comment("B tile (all threads) and each warp's A tiles (masks + values)");
+    comment(fmt::format("issue(i): cp.async copies of step i (column tiles ct0 + {0}i .. ct0 + {0}i + "
+                        "{1}) into",
+                        KT, KT - 1));
+    comment("buffer i % stages: the B rows (all threads) and each warp's A tiles (masks + values);");
+    comment("tiles past the part are copied as empty (zero masks)");
     {
       auto fn = block("auto issue = [&](int i)", ";");
       line(fmt::format("const int buf = i % {};", s_.stages));
       call_stmt(tmpl::bitmap_tc_issue_b,
                 targs(TypeArg{"T"}, IntArg{NT_}, IntArg{bitmap_tc_b_row_bytes(p_)},
-                      IntArg{THREADS_}),
+                      IntArg{THREADS_}, IntArg{kBitmapTileCols * KT}),
                 ptr_u32(stage_b("buf")), cptr_t("B"),
-                i32(fmt::format("(ct0 + i) * {}", kBitmapTileCols)), i32(std::to_string(p_.k)),
+                i32(fmt::format("(ct0 + i * {}) * {}", KT, kBitmapTileCols)), i32("k_end"),
                 i32("tid"));
       line("#pragma unroll");
       auto mt = block(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
       line(fmt::format("const int rtl = warp * {} + mt;", MT));
       line(fmt::format("const int rt = blockIdx.x * {} + rtl;", RTB_));
-      line(fmt::format("const int* tp = s_tp + rtl * {} + i;", PT_ + 1));
-      call_stmt(tmpl::bitmap_tc_issue_a, targs(TypeArg{"T"}), ptr_u32(a_masks("buf", "rtl")),
-                ptr_u32(a_values("buf", "rtl")), cptr_u32("masks"), cptr_t("values"),
-                i32(fmt::format("rt * {} + ct0 + i", CT_)), i32("tp[0]"), i32("tp[1]"),
-                i32(fmt::format("rt < {}", f_.row_tiles)), i32("lane"));
+      line("#pragma unroll");
+      auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", KT));
+      line(fmt::format("const int j = i * {} + u;", KT));
+      line(fmt::format("const bool ok = rt < {} && j < tiles;", f_.row_tiles));
+      line(fmt::format("const int* tp = s_tp + rtl * {} + j;", PT_ + 1));
+      call_stmt(tmpl::bitmap_tc_issue_a, targs(TypeArg{"T"}),
+                ptr_u32(a_masks("buf", fmt::format("rtl * {} + u", KT))),
+                ptr_u32(a_values("buf", fmt::format("rtl * {} + u", KT))), cptr_u32("masks"),
+                cptr_t("values"), i32(fmt::format("rt * {} + ct0 + j", CT_)),
+                i32("ok ? tp[0] : 0"), i32("ok ? tp[1] : 0"), i32("ok"), i32("lane"));
     }
     line(fmt::format("for (int i = 0; i < {}; ++i) {{", s_.stages - 1));
-    line("  if (i < tiles) issue(i);");
+    line("  if (i < steps) issue(i);");
     line("  " + call(tmpl::cp_async_commit).text + ";");
     line("}");
     {
-      auto loop = block("for (int i = 0; i < tiles; ++i)");
-      line(fmt::format("if (i + {} < tiles) issue(i + {});", s_.stages - 1, s_.stages - 1));
+      auto loop = block("for (int i = 0; i < steps; ++i)");
+      line(fmt::format("if (i + {} < steps) issue(i + {});", s_.stages - 1, s_.stages - 1));
       comment("one group per step, also when empty, so the wait count below stays exact");
       call_stmt(tmpl::cp_async_commit);
       call_stmt(tmpl::cp_async_wait, targs(IntArg{s_.stages - 1}));
       line("__syncthreads();");
       line(fmt::format("const int buf = i % {};", s_.stages));
-      line(fmt::format("unsigned m[{}], a[{}];", 4 * MT, 4 * MT));
-      line(fmt::format("int base[{}];", 2 * MT));
+      comment("row masks and value bases of every A tile first: independent chains overlap");
+      line(fmt::format("unsigned m[{}], a[{}];", 4 * MT * KT, 4 * MT));
+      line(fmt::format("int base[{}];", 2 * MT * KT));
       line("#pragma unroll");
-      line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
+      line(fmt::format("for (int t = 0; t < {}; ++t)", MT * KT));
       line("  " +
            call(tmpl::bitmap_tc_tile_rows,
-                cptr_u32(a_masks("buf", fmt::format("warp * {} + mt", MT))), i32("lane"),
-                ptr_u32("m + 4 * mt"), ptr_i32("base + 2 * mt"))
+                cptr_u32(a_masks("buf", fmt::format("warp * {} + t", MT * KT))), i32("lane"),
+                ptr_u32("m + 4 * t"), ptr_i32("base + 2 * t"))
                .text +
            ";");
       line("#pragma unroll");
       {
-        auto q = block("for (int q = 0; q < 4; ++q)");
+        auto uq = block(fmt::format("for (int uq = 0; uq < {}; ++uq)", 4 * KT));
+        line("const int u = uq >> 2, q = uq & 3;  // tile of the step, quarter of the tile");
         line("#pragma unroll");
         line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
         line("  " +
              call(tmpl::bitmap_tc_a_quarter, targs(TypeArg{"T"}),
-                  cptr_u32(a_values("buf", fmt::format("warp * {} + mt", MT))),
-                  cptr_u32("m + 4 * mt"), cptr_i32("base + 2 * mt"), i32("q"), i32("lane"),
+                  cptr_u32(a_values("buf", fmt::format("(warp * {} + mt) * {} + u", MT, KT))),
+                  cptr_u32(fmt::format("m + 4 * (mt * {} + u)", KT)),
+                  cptr_i32(fmt::format("base + 2 * (mt * {} + u)", KT)), i32("q"), i32("lane"),
                   ptr_u32("a + 4 * mt"))
                  .text +
              ";");
+        comment("B rows 16·uq .. 16·uq + 15 of the step");
         call_stmt(tmpl::bitmap_tc_mma_quarter,
                   targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{bitmap_tc_b_row_bytes(p_)}),
-                  cptr_u32(stage_b("buf")), i32("q"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
+                  cptr_u32(stage_b("buf")), i32("uq"), i32("lane"), cptr_u32("a"),
+                  ptr_f32("acc"));
       }
       comment("the buffer is refilled by the next step's issue()");
       line("__syncthreads();");

@@ -37,6 +37,8 @@ std::vector<std::string> validate(const BitmapTcSchedule& s) {
   if (w != 1 && w != 2 && w != 4 && w != 8)
     bad(fmt::format("warps={} must be 1, 2, 4 or 8", w));
   if (s.m_tiles != 1 && s.m_tiles != 2) bad(fmt::format("mt={} must be 1 or 2", s.m_tiles));
+  if (s.k_tiles != 1 && s.k_tiles != 2 && s.k_tiles != 4)
+    bad(fmt::format("kt={} must be 1, 2 or 4", s.k_tiles));
   if (s.ksplit < 1 || s.ksplit > 64) bad(fmt::format("ksplit={} must be in 1..64", s.ksplit));
   if (s.stages != 2 && s.stages != 3) bad(fmt::format("stages={} must be 2 or 3", s.stages));
   return why;
@@ -60,8 +62,8 @@ std::vector<std::string> validate_bitmap_tc(const Problem& p, const BitmapTcSche
 }
 
 std::string bitmap_tc_spec(const BitmapTcSchedule& s) {
-  return fmt::format("bitmap_tc;warps={};mt={};ksplit={};stages={}", s.warps_per_block, s.m_tiles,
-                     s.ksplit, s.stages);
+  return fmt::format("bitmap_tc;warps={};mt={};kt={};ksplit={};stages={}", s.warps_per_block,
+                     s.m_tiles, s.k_tiles, s.ksplit, s.stages);
 }
 
 std::string print_bitmap_tc(const BitmapTcSchedule& s) {
@@ -70,7 +72,8 @@ std::string print_bitmap_tc(const BitmapTcSchedule& s) {
                      kBitmapTileRows, kBitmapTileCols);
   out += fmt::format("  block : warps={} rows_per_block={} (mt={} row tiles per warp)\n",
                      s.warps_per_block, s.rows_per_block(), s.m_tiles);
-  out += fmt::format("  k     : ksplit={} parts, cp.async stages={}\n", s.ksplit, s.stages);
+  out += fmt::format("  k     : ksplit={} parts, {} column tile{} per step, cp.async stages={}\n",
+                     s.ksplit, s.k_tiles, s.k_tiles == 1 ? "" : "s", s.stages);
   out += "  math  : mma.m16n8k16, fp32 accumulate\n";
   out += fmt::format("  output: {}\n", to_string(s.output()));
   return out;
@@ -91,12 +94,14 @@ BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
       s.warps_per_block = parse_int(key, v, 1, 32);
     else if (key == "mt")
       s.m_tiles = parse_int(key, v, 1, 16);
+    else if (key == "kt")
+      s.k_tiles = parse_int(key, v, 1, 64);
     else if (key == "ksplit")
       s.ksplit = parse_int(key, v, 1, 1024);
     else if (key == "stages")
       s.stages = parse_int(key, v, 1, 16);
     else
-      spec_error(key, "one of warps, mt, ksplit, stages (family bitmap_tc)", key);
+      spec_error(key, "one of warps, mt, kt, ksplit, stages (family bitmap_tc)", key);
   }
   const auto why = validate(s);
   if (!why.empty()) {
@@ -131,7 +136,7 @@ BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t
   m.b_tile = kBitmapTileCols * bitmap_tc_b_row_bytes(p);
   m.a_values = round16(2 * max_tile_values);
   m.a_tile = kBitmapTileRows * 8 + m.a_values;
-  m.stage = m.b_tile + row_tiles * m.a_tile;
+  m.stage = s.k_tiles * (m.b_tile + row_tiles * m.a_tile);
   m.total = m.tile_ptrs + s.stages * m.stage;
   return m;
 }
@@ -145,7 +150,7 @@ int bitmap_tc_registers(const Problem& p, const BitmapTcSchedule& s) {
   // fp32 accumulators (4 per n8 tile per row tile), the A operand of each row tile, B fragments of
   // two n8 tiles, and a base for masks, offsets, addresses and loop state.
   const int ntiles = static_cast<int>((p.n + 7) / 8);
-  return 48 + s.m_tiles * (4 * ntiles + 4 + 4) + 4;
+  return 48 + s.m_tiles * (4 * ntiles + 4 + 6 * s.k_tiles) + 4;
 }
 
 std::vector<std::string> verify_bitmap_tc(const Problem& p, const BitmapTcSchedule& s,
@@ -185,19 +190,22 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
   if (!validate_bitmap_tc(p, probe).empty()) return out;
   const BitmapTileStats st = bitmap_tile_stats(a);
   const int64_t tiles = col_tiles_of(p);
+  // A warp's steps are latency-bound (decode -> mma chains), so the grid wants several blocks
+  // per multiprocessor: K parts double while the grid is short of four waves of one block per
+  // multiprocessor. 3 stages measured no faster than 2 on the H200 (first bitmap_tc run), so
+  // the enumeration keeps 2.
   for (int warps : {4, 8}) {
     for (int mt : {1, 2}) {
-      for (int stages : {2, 3}) {
+      for (int kt : {1, 2, 4}) {
         for (int ks = 1; ks <= 64 && ks <= tiles; ks *= 2) {
           BitmapTcSchedule s;
           s.warps_per_block = warps;
           s.m_tiles = mt;
-          s.stages = stages;
+          s.k_tiles = kt;
           s.ksplit = ks;
-          // More K parts only while the grid is short of two waves (each part re-reads nothing
-          // of A but adds an fp32 workspace pass).
-          if (ks > 1 && bitmap_tc_grid_x(p, s) * (ks / 2) >= 2 * int64_t{dev.multiprocessors})
+          if (ks > 1 && bitmap_tc_grid_x(p, s) * (ks / 2) >= 4 * int64_t{dev.multiprocessors})
             break;
+          if (kt > bitmap_tc_part_tiles(tiles, ks)) continue;  // a step longer than the part
           if (!verify_bitmap_tc(p, s, st, dev).empty()) continue;
           out.emplace_back(s);
         }

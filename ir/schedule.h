@@ -208,10 +208,13 @@ struct MackoSchedule {
 // parts (grid.y): with ksplit = 1 each row is finished by one warp and stored (alpha·acc +
 // beta·C); with ksplit > 1 the parts add into an fp32 workspace (OutputMode::Atomic: prologue
 // ws = beta·C, epilogue C = ws). Needs fp16/bf16, row-major B and N a multiple of 8 (<= 128).
-// SPEC: bitmap_tc;warps=4;mt=1;ksplit=1;stages=2
+// A pipeline step covers `k_tiles` column tiles (64·k_tiles columns): one barrier pair and one
+// cp.async wait per step, and k_tiles independent decode chains per warp to overlap.
+// SPEC: bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2
 struct BitmapTcSchedule {
   int warps_per_block = 4;  // 1, 2, 4, 8: the block's row tiles are warps x m_tiles
   int m_tiles = 1;          // 16-row tiles per warp: 1, 2 (B fragments reused across them)
+  int k_tiles = 1;          // 64-column tiles per pipeline step: 1, 2, 4
   int ksplit = 1;           // K parts (grid.y): 1..64
   int stages = 2;           // shared-memory buffers of the cp.async pipeline: 2, 3
 

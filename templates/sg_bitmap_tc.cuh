@@ -66,18 +66,20 @@ __device__ __forceinline__ void bitmap_tc_load_tile_ptrs(int* s_tp, const int* _
   }
 }
 
-// Issues the copy of B rows k0 .. k0 + 63 (NT·8 columns, row-major, N = NT·8) into s_b, whose
-// rows are B_ROW bytes apart; rows at or beyond K are zero-filled (a zero mask bit times a stale
-// Inf would still be NaN). All THREADS threads of the block call it.
-template <typename T, int NT, int B_ROW, int THREADS>
+// Issues the copy of B rows k0 .. k0 + ROWS - 1 (NT·8 columns, row-major, N = NT·8) into s_b,
+// whose rows are B_ROW bytes apart; rows at or beyond k_end (K, or the end of this block's K part)
+// are zero-filled: their mask bits are zero, and 0 times a stale Inf would still be NaN. All
+// THREADS threads of the block call it.
+template <typename T, int NT, int B_ROW, int THREADS, int ROWS>
 __device__ __forceinline__ void bitmap_tc_issue_b(unsigned* s_b, const T* __restrict__ B, int k0,
-                                                  int K, int tid) {
-  constexpr int kChunks = 64 * NT;  // 16-byte pieces of the tile
+                                                  int k_end, int tid) {
+  constexpr int kChunks = ROWS * NT;  // 16-byte pieces of the tile
   for (int c = tid; c < kChunks; c += THREADS) {
     const int r = c / NT, j = c - r * NT;
     const int k = k0 + r;
-    const T* src = k < K ? B + static_cast<long long>(k) * (NT * 8) + j * 8 : B;
-    detail::cp_async16(reinterpret_cast<char*>(s_b) + r * B_ROW + j * 16, src, k < K ? 16 : 0);
+    const T* src = k < k_end ? B + static_cast<long long>(k) * (NT * 8) + j * 8 : B;
+    detail::cp_async16(reinterpret_cast<char*>(s_b) + r * B_ROW + j * 16, src,
+                       k < k_end ? 16 : 0);
   }
 }
 

@@ -89,6 +89,9 @@ BENCH_RUNS=(
   # bitmap_tc first look (issue 4, N = 8-64): tune's pick vs cuBLAS / cuSPARSE on 4096x4096,
   # magnitude 50/70/90 % + random 70 %, N = 8, 32, 64. Expected ~60-120 s.
   "bitmap|timeout 200 tools/sparsegen-bench --suite llm --quick -n 8,32,64 --filter 4096x4096 --best-of 8 --time-limit 150 --no-cache --json $BENCH_DIR/bitmap.json"
+  # bitmap_tc exploration: every bitmap_tc schedule (up to 64) screened on two shapes, fp16,
+  # N = 8, 64, the best reported. Expected ~120-200 s.
+  "bitmap_all|timeout 260 tools/sparsegen-bench --suite llm --quick -n 8,64 --filter 4096x4096 --family bitmap_tc --best-of 64 --time-limit 100 --no-cache --json $BENCH_DIR/bitmap_all_4096.json; timeout 200 tools/sparsegen-bench --suite llm --quick -n 8,64 --filter 12288x12288 --family bitmap_tc --best-of 64 --time-limit 120 --no-cache --json $BENCH_DIR/bitmap_all_12288.json"
   # sparsegen calibrate (issue 4): measures ~5000-9000 kernels (generated 1024-4096-row LLM
   # weights + SPARSEGEN_DATA matrices; N = 1, 8, 32, 64; fp16/fp32; each gpu_check'ed once, then
   # timed L2-flushed, median of 5), fits the cost model, prints its held-out quality; writes the
