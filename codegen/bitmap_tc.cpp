@@ -257,6 +257,7 @@ class BitmapTcEmitter : public Emitter {
     sig.launch.grid_y = bitmap_tc_grid_y(p_, s_);
     sig.launch.block_threads = THREADS_;
     sig.launch.dynamic_shared_bytes = smem_.total;
+    sig.b_alignment = 16;  // 16-byte cp.async of B rows
     if (atomic_) {
       LaunchShape elementwise;
       elementwise.grid_x = (p_.m * p_.n + 255) / 256;

@@ -67,6 +67,9 @@ struct KernelSignature {
   AuxKernel prologue;
   AuxKernel epilogue;
   int64_t workspace_bytes = 0;  // device memory for the Workspace parameter; 0: none
+  // Byte alignment the kernel needs of the B pointer (cp.async / vector loads); 1: none. Checked
+  // on every run, since B is the caller's pointer.
+  int b_alignment = 1;
   // True when grid_x or grid_y is 0: the caller must not launch the main kernel (prologue and
   // epilogue still run: they apply C = beta * C).
   bool empty_grid() const { return launch.grid_x == 0 || launch.grid_y == 0; }

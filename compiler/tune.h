@@ -40,10 +40,11 @@ namespace sparsegen {
 
 // Version of the code generator's output, part of every key. Bump it when emitted kernels change
 // meaning, or when the search space changes so that a cached decision may no longer be the one a
-// new search would make (macko-2: staged-B MACKO schedules, and the per-family measured set);
+// new search would make (macko-2: staged-B MACKO schedules, and the per-family measured set;
+// bitmap_tc-1: the tensor-core bitmap-tile family joins the search for N a multiple of 8);
 // the cache also re-emits on use and compares sources, so a forgotten bump costs a recompile,
 // never a wrong kernel.
-inline constexpr const char* kGeneratorVersion = "sparsegen-0.2.0/general-1/macko-2";
+inline constexpr const char* kGeneratorVersion = "sparsegen-0.2.0/general-1/macko-2/bitmap_tc-1";
 
 struct TuneProgress {
   std::string phase;  // "enumerate", "rank", "compile", "measure", "check", "store"
