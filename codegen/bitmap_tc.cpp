@@ -89,7 +89,10 @@ class BitmapTcEmitter : public Emitter {
     comment("this block's K part: column tiles ct0 .. ct0 + tiles - 1 (the last part may be empty)");
     line(fmt::format("const int ct0 = blockIdx.y * {};", PT_));
     line(fmt::format("const int tiles = min({} - ct0, {});", CT_, PT_));
-    line("if (tiles <= 0) return;  // block-uniform, before any barrier");
+    if (atomic_)
+      line("if (tiles <= 0) return;  // nothing to add; block-uniform, before any barrier");
+    else
+      comment("tiles may be 0 (K = 0): no step runs, and C = beta·C is still stored below");
     const int KT = s_.k_tiles;
     line(fmt::format("const int steps = (tiles + {}) / {};", KT - 1, KT));
     comment("B rows past the part are zero-filled: the next part's tiles are not this block's");

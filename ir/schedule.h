@@ -208,6 +208,9 @@ struct MackoSchedule {
 // parts (grid.y): with ksplit = 1 each row is finished by one warp and stored (alpha·acc +
 // beta·C); with ksplit > 1 the parts add into an fp32 workspace (OutputMode::Atomic: prologue
 // ws = beta·C, epilogue C = ws). Needs fp16/bf16, row-major B and N a multiple of 8 (<= 128).
+// Known limitation (dense compute): an absent entry is a 0 in the mma, so where B holds ±Inf or
+// NaN, every row whose tile spans that B row gets NaN, also rows with no entry in that column
+// (CSR arithmetic would skip the product). Finite inputs are unaffected.
 // A pipeline step covers `k_tiles` column tiles (64·k_tiles columns): one barrier pair and one
 // cp.async wait per step, and k_tiles independent decode chains per warp to overlap.
 // SPEC: bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2

@@ -1,0 +1,449 @@
+// bitmap_tc emitter (codegen/bitmap_tc.h): the emitted CUDA's shape (pattern checks), the kernel
+// signature (tables, launch shape, workspace), and NVRTC compilation for sm_90 over dtypes, N,
+// m_tiles, ksplit and stages (no GPU needed).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "codegen/bitmap_tc.h"
+#include "ir/bitmap_format.h"
+#include "ir/bitmap_tc_schedule.h"
+#include "ir/diagnostics.h"
+#include "runtime/nvrtc_compiler.h"
+#include "tests/codegen/codegen_test_matrices.h"
+
+namespace sparsegen::codegen {
+namespace {
+
+bool has(const std::string& s, const std::string& what) {
+  return s.find(what) != std::string::npos;
+}
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
+  return n;
+}
+
+// 37 rows (not a multiple of 16: the last row tile is partial), 200 columns (not a multiple of
+// 64: 4 column tiles, the last one 8 wide), seeded random row lengths with empty rows, a long row
+// and a fully dense one.
+CsrMatrix odd_matrix() {
+  std::mt19937_64 g(42);
+  std::uniform_int_distribution<int64_t> len(0, 60);
+  std::vector<int64_t> lengths;
+  for (int r = 0; r < 37; ++r) lengths.push_back(r % 6 == 2 ? 0 : len(g));
+  lengths[9] = 200;
+  lengths[20] = 150;
+  return testing::csr_with_lengths(lengths, 200, 17);
+}
+
+BitmapTcSchedule make(int warps, int mt, int ksplit, int stages, int kt = 1) {
+  BitmapTcSchedule s;
+  s.warps_per_block = warps;
+  s.m_tiles = mt;
+  s.k_tiles = kt;
+  s.ksplit = ksplit;
+  s.stages = stages;
+  return s;
+}
+
+TEST(BitmapTcCodegen, EmittedKernelShape) {
+  const CsrMatrix a = odd_matrix();
+  const BitmapTileFormat f = pack_bitmap_tiles(a);
+  const Problem p = Problem::spmm(a.rows, a.cols, 24, DType::F16);
+  const Schedule s = parse_schedule("bitmap_tc;warps=4;mt=2;ksplit=1;stages=3");
+  const GeneratedKernel k = emit_bitmap_tc(p, s, f);
+  const std::string& src = k.source;
+  EXPECT_TRUE(has(src, "extern \"C\" __global__ void __launch_bounds__(128) sparsegen_bitmap_tc("));
+  EXPECT_TRUE(has(src, "using T = __half;"));
+  EXPECT_TRUE(has(src, "extern __shared__ __align__(16) unsigned sg_smem[];"));
+  EXPECT_TRUE(has(src, "sg::bitmap_tc_load_tile_ptrs<8, 4, 4, 128>("));
+  // B tile: NT = 3 n8 tiles, 48-byte rows (3 units of 16: odd), 128 threads, 64 rows per step;
+  // rows from k_end = min(K, end of the K part) on are zero-filled.
+  EXPECT_TRUE(has(src, "sg::bitmap_tc_issue_b<T, 3, 48, 128, 64>("));
+  EXPECT_TRUE(has(src, "const int k_end = min(200, (ct0 + tiles) * 64);"));
+  EXPECT_TRUE(has(src, "const int steps = (tiles + 0) / 1;"));
+  EXPECT_TRUE(has(src, "sg::bitmap_tc_issue_a<T>("));
+  EXPECT_TRUE(has(src, "sg::bitmap_tc_tile_rows("));
+  EXPECT_TRUE(has(src, "sg::bitmap_tc_a_quarter<T>("));
+  EXPECT_TRUE(has(src, "sg::bitmap_tc_mma_quarter<T, 3, 2, 48>("));
+  EXPECT_TRUE(has(src, "sg::cp_async_commit();"));
+  EXPECT_TRUE(has(src, "sg::cp_async_wait<2>();"));  // stages - 1 groups in flight
+  EXPECT_EQ(count(src, "sg::cp_async_wait<"), 1u);
+  EXPECT_TRUE(has(src, "sg::bitmap_tc_finish<T, 3, 0>(C, static_cast<float*>(nullptr),"));
+  // ksplit = 1: stores C directly; no workspace, no aux kernels.
+  EXPECT_TRUE(has(src, "    T* __restrict__ C,\n"));
+  EXPECT_FALSE(has(src, " ws"));
+  EXPECT_FALSE(has(src, "_init_ws"));
+  EXPECT_FALSE(has(src, "_store_ws"));
+  EXPECT_FALSE(has(src, "atomicAdd"));
+  EXPECT_EQ(count(src, "__global__"), 1u);
+  // Row-major C: element (r, c) at r * 24 + c * 1 (M = 37 rows).
+  EXPECT_TRUE(has(src, ", 37, 24, 1, alpha, beta, lane);"));
+  EXPECT_EQ(k.headers.count("sg_bitmap_tc.cuh"), 1u);
+  EXPECT_EQ(k.headers.count("sg_dtype.cuh"), 1u);
+
+  // Two stages wait for one group.
+  const GeneratedKernel k2 =
+      emit_bitmap_tc(p, parse_schedule("bitmap_tc;warps=8;mt=1;ksplit=1;stages=2"), f);
+  EXPECT_TRUE(has(k2.source, "__launch_bounds__(256)"));
+  EXPECT_TRUE(has(k2.source, "sg::cp_async_wait<1>();"));
+  EXPECT_TRUE(has(k2.source, "sg::bitmap_tc_mma_quarter<T, 3, 1, 48>("));
+
+  // bf16, N = 128 (16 n8 tiles, 272-byte B rows), a custom name.
+  const Problem p128 = Problem::spmm(a.rows, a.cols, 128, DType::BF16);
+  const GeneratedKernel kb =
+      emit_bitmap_tc(p128, parse_schedule("bitmap_tc;warps=1"), f, {.kernel_name = "my_tc_kernel"});
+  EXPECT_TRUE(has(kb.source, "using T = __nv_bfloat16;"));
+  EXPECT_TRUE(has(kb.source, "__launch_bounds__(32) my_tc_kernel("));
+  EXPECT_TRUE(has(kb.source, "sg::bitmap_tc_issue_b<T, 16, 272, 32, 64>("));
+  EXPECT_TRUE(has(kb.source, "sg::bitmap_tc_mma_quarter<T, 16, 1, 272>("));
+  EXPECT_EQ(kb.signature.kernel_name, "my_tc_kernel");
+}
+
+// kt > 1: a pipeline step covers kt column tiles: kt x 64 B rows, kt A tiles per row tile (past
+// the part: empty), ceil(tiles / kt) steps, 4·kt quarters per step.
+TEST(BitmapTcCodegen, MultiTileSteps) {
+  const CsrMatrix a = odd_matrix();
+  const BitmapTileFormat f = pack_bitmap_tiles(a);
+  const Problem p = Problem::spmm(a.rows, a.cols, 24, DType::F16);
+  const BitmapTcSchedule b = make(4, 2, 1, 3, 2);
+  const GeneratedKernel k = emit_bitmap_tc(p, Schedule(b), f);
+  const std::string& src = k.source;
+  EXPECT_TRUE(has(src, "const int steps = (tiles + 1) / 2;"));
+  EXPECT_TRUE(has(src, "sg::bitmap_tc_issue_b<T, 3, 48, 128, 128>("));
+  EXPECT_TRUE(has(src, "for (int u = 0; u < 2; ++u)"));
+  EXPECT_TRUE(has(src, "const bool ok = rt < 3 && j < tiles;"));
+  EXPECT_TRUE(has(src, "for (int t = 0; t < 4; ++t)"));  // mt x kt A tiles per warp
+  EXPECT_TRUE(has(src, "unsigned m[16], a[8];"));
+  EXPECT_TRUE(has(src, "int base[8];"));
+  EXPECT_TRUE(has(src, "for (int uq = 0; uq < 8; ++uq)"));
+  EXPECT_TRUE(has(src, "sg::bitmap_tc_mma_quarter<T, 3, 2, 48>("));
+  EXPECT_TRUE(has(src, "sg::cp_async_wait<2>();"));
+  // Shared-memory word offsets: tile pointers 8 x 5 x 4 = 160 bytes (40 words); a stage is
+  // 2 x (3072 + 8 x a_tile) bytes; the A tiles start after the two B tiles (1536 words).
+  const BitmapTcSmem m = bitmap_tc_smem(p, b, f.max_tile_values);
+  EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, m.total);
+  EXPECT_EQ(m.tile_ptrs, 160);
+  EXPECT_EQ(m.stage, 2 * (3072 + 8 * m.a_tile));
+  const std::string stage = "sg_smem + 40 + (buf) * " + std::to_string(m.stage / 4);
+  EXPECT_TRUE(has(src, stage + ", B,")) << src;
+  EXPECT_TRUE(has(src, stage + " + 1536 + (rtl * 2 + u) * " + std::to_string(m.a_tile / 4) + ","))
+      << src;
+
+  const GeneratedKernel k4 = emit_bitmap_tc(p, Schedule(make(2, 1, 1, 2, 4)), f);
+  EXPECT_TRUE(has(k4.source, "const int steps = (tiles + 3) / 4;"));
+  EXPECT_TRUE(has(k4.source, "sg::bitmap_tc_issue_b<T, 3, 48, 64, 256>("));
+  EXPECT_TRUE(has(k4.source, "for (int uq = 0; uq < 16; ++uq)"));
+  EXPECT_TRUE(has(k4.source, "sg::cp_async_wait<1>();"));
+}
+
+// ksplit > 1: the kernel adds into an fp32 workspace; ws = beta·C before it and C = ws after it
+// come from two aux kernels of the same module.
+TEST(BitmapTcCodegen, SplitKUsesWorkspace) {
+  const CsrMatrix a = odd_matrix();
+  const BitmapTileFormat f = pack_bitmap_tiles(a);
+  for (Layout c : {Layout::RowMajor, Layout::ColMajor}) {
+    const Problem p = Problem::spmm(a.rows, a.cols, 64, DType::BF16, Layout::RowMajor, c);
+    const GeneratedKernel k =
+        emit_bitmap_tc(p, parse_schedule("bitmap_tc;warps=4;mt=1;ksplit=3;stages=2"), f);
+    const std::string& src = k.source;
+    EXPECT_TRUE(has(src, "    float* __restrict__ ws,\n"));
+    EXPECT_FALSE(has(src, "T* __restrict__ C,\n    float alpha"));
+    EXPECT_TRUE(has(src,
+                    "extern \"C\" __global__ void sparsegen_bitmap_tc_init_ws(float* "
+                    "__restrict__ ws, const T* __restrict__ C, float beta)"));
+    EXPECT_TRUE(has(src,
+                    "extern \"C\" __global__ void sparsegen_bitmap_tc_store_ws(T* "
+                    "__restrict__ C, const float* __restrict__ ws)"));
+    EXPECT_EQ(count(src, "__global__"), 3u);
+    EXPECT_TRUE(has(src, "if (i < 2368LL)"));  // M·N = 37 · 64
+    EXPECT_TRUE(has(src, "sg::bitmap_tc_finish<T, 8, 1>(static_cast<T*>(nullptr), ws,"));
+    // 4 column tiles in 3 parts of 2: the third part is empty and returns before any barrier.
+    EXPECT_TRUE(has(src, "const int ct0 = blockIdx.y * 2;"));
+    EXPECT_TRUE(has(src, "const int tiles = min(4 - ct0, 2);"));
+    EXPECT_TRUE(has(src, "if (tiles <= 0) return;"));
+    // C strides: row-major (r·N + c), column-major (r + c·M).
+    const std::string strides = c == Layout::RowMajor ? ", 37, 64, 1, alpha, beta, lane);"
+                                                      : ", 37, 1, 37, alpha, beta, lane);";
+    EXPECT_TRUE(has(src, strides)) << src;
+  }
+}
+
+TEST(BitmapTcCodegen, Signature) {
+  const CsrMatrix a = odd_matrix();
+  const BitmapTileFormat f = pack_bitmap_tiles(a);
+  ASSERT_EQ(f.row_tiles, 3);
+  ASSERT_EQ(f.col_tiles, 4);
+  for (int ksplit : {1, 3}) {
+    const Problem p = Problem::spmm(a.rows, a.cols, 40, DType::F16, Layout::RowMajor,
+                                    ksplit == 1 ? Layout::ColMajor : Layout::RowMajor);
+    const BitmapTcSchedule b = make(2, 2, ksplit, 3);
+    const GeneratedKernel k = emit_bitmap_tc(p, Schedule(b), f);
+    const KernelSignature& sig = k.signature;
+    EXPECT_EQ(sig.kernel_name, "sparsegen_bitmap_tc");
+    ASSERT_EQ(sig.params.size(), 7u);
+    const char* names[] = {"values", "B",       ksplit > 1 ? "ws" : "C", "alpha", "beta",
+                           "masks",  "tile_ptr"};
+    const ParamKind kinds[] = {
+        ParamKind::Values,  ParamKind::B,    ksplit > 1 ? ParamKind::Workspace : ParamKind::C,
+        ParamKind::Alpha,   ParamKind::Beta, ParamKind::U32Table,
+        ParamKind::I32Table};
+    for (size_t i = 0; i < 7; ++i) {
+      EXPECT_EQ(sig.params[i].name, names[i]) << i;
+      EXPECT_EQ(sig.params[i].kind, kinds[i]) << i;
+      // The parameters appear in the source in this order.
+      if (i == 0) continue;
+      EXPECT_LT(k.source.find(" " + sig.params[i - 1].name + ",\n"),
+                k.source.find(" " + sig.params[i].name + (i == 6 ? ")" : ",\n")))
+          << sig.params[i].name;
+    }
+    // Masks: two 32-bit words (low half first) per 64-bit row mask, 16 per tile.
+    const std::vector<int64_t>& words = sig.params[5].data;
+    ASSERT_EQ(words.size(), 2 * f.masks.size());
+    EXPECT_EQ(words.size(), static_cast<size_t>(2 * 16 * f.tiles()));
+    for (size_t i = 0; i < f.masks.size(); ++i) {
+      EXPECT_EQ(
+          static_cast<uint64_t>(words[2 * i]) | (static_cast<uint64_t>(words[2 * i + 1]) << 32),
+          f.masks[i]);
+      EXPECT_GE(words[2 * i], 0);
+      EXPECT_LE(words[2 * i + 1], int64_t{0xffffffff});
+    }
+    EXPECT_EQ(words, bitmap_mask_words(f));
+    EXPECT_EQ(sig.params[6].data, f.tile_ptr);
+    EXPECT_EQ(sig.params[6].data.size(), static_cast<size_t>(f.tiles() + 1));
+    EXPECT_TRUE(sig.params[0].data.empty());
+    // Launch: 64 rows per block (2 warps x 2 row tiles) -> ceil(37 / 64) = 1; grid.y = ksplit.
+    EXPECT_EQ(sig.launch.grid_x, 1);
+    EXPECT_EQ(sig.launch.grid_x, (a.rows + b.rows_per_block() - 1) / b.rows_per_block());
+    EXPECT_EQ(sig.launch.grid_y, ksplit);
+    EXPECT_EQ(sig.launch.block_threads, 64);
+    EXPECT_EQ(sig.launch.dynamic_shared_bytes, bitmap_tc_smem(p, b, f.max_tile_values).total);
+    EXPECT_FALSE(sig.empty_grid());
+    if (ksplit == 1) {
+      EXPECT_EQ(sig.workspace_bytes, 0);
+      EXPECT_TRUE(sig.prologue.name.empty());
+      EXPECT_TRUE(sig.epilogue.name.empty());
+    } else {
+      EXPECT_EQ(sig.workspace_bytes, 37 * 40 * 4);
+      EXPECT_EQ(sig.prologue.name, "sparsegen_bitmap_tc_init_ws");
+      EXPECT_EQ(sig.epilogue.name, "sparsegen_bitmap_tc_store_ws");
+      ASSERT_EQ(sig.prologue.params.size(), 3u);
+      EXPECT_EQ(sig.prologue.params[0].kind, ParamKind::Workspace);
+      EXPECT_EQ(sig.prologue.params[1].kind, ParamKind::C);
+      EXPECT_EQ(sig.prologue.params[2].kind, ParamKind::Beta);
+      ASSERT_EQ(sig.epilogue.params.size(), 2u);
+      EXPECT_EQ(sig.epilogue.params[0].kind, ParamKind::C);
+      EXPECT_EQ(sig.epilogue.params[1].kind, ParamKind::Workspace);
+      for (const AuxKernel* aux : {&sig.prologue, &sig.epilogue}) {
+        EXPECT_EQ(aux->launch.grid_x * aux->launch.block_threads >= 37 * 40, true);
+        EXPECT_EQ(aux->launch.grid_x, (37 * 40 + 255) / 256);
+        EXPECT_EQ(aux->launch.grid_y, 1);
+        EXPECT_TRUE(has(k.source, "void " + aux->name + "("));
+      }
+    }
+  }
+  // Many rows: grid.x counts blocks of rows_per_block rows.
+  const CsrMatrix tall = testing::csr_with_lengths(std::vector<int64_t>(1000, 3), 70, 9);
+  const Problem pt = Problem::spmm(tall.rows, tall.cols, 8, DType::BF16);
+  const GeneratedKernel kt =
+      emit_bitmap_tc(pt, parse_schedule("bitmap_tc;warps=8;mt=2"), pack_bitmap_tiles(tall));
+  EXPECT_EQ(kt.signature.launch.grid_x, 4);  // ceil(1000 / 256)
+  EXPECT_EQ(kt.signature.launch.block_threads, 256);
+}
+
+TEST(BitmapTcCodegen, MaskWordsAreLowHalfFirst) {
+  BitmapTileFormat f;
+  f.masks = {0x8000000100000002ULL, 0xffffffffffffffffULL, 0};
+  EXPECT_EQ(bitmap_mask_words(f),
+            (std::vector<int64_t>{0x2, 0x80000001LL, 0xffffffffLL, 0xffffffffLL, 0, 0}));
+}
+
+TEST(BitmapTcCodegen, IllegalProblemsThrowUserError) {
+  const CsrMatrix a = odd_matrix();
+  const BitmapTileFormat f = pack_bitmap_tiles(a);
+  const Schedule s = parse_schedule("bitmap_tc");
+  try {
+    (void)emit_bitmap_tc(Problem::spmm(a.rows, a.cols, 8, DType::F32), s, f);
+    ADD_FAILURE() << "fp32 emitted";
+  } catch (const UserError& e) {
+    EXPECT_TRUE(has(e.what(), "fp32")) << e.what();
+  }
+  EXPECT_THROW(emit_bitmap_tc(Problem::spmm(a.rows, a.cols, 12, DType::F16), s, f), UserError);
+  EXPECT_THROW(
+      emit_bitmap_tc(Problem::spmm(a.rows, a.cols, 8, DType::BF16, Layout::ColMajor), s, f),
+      UserError);
+  EXPECT_THROW(emit_bitmap_tc(Problem::spmm(a.rows, a.cols, 8, DType::F16),
+                              parse_schedule("bitmap_tc;ksplit=5"), f),
+               UserError);  // 4 column tiles
+}
+
+bool image_has(const std::vector<char>& image, const std::string& what) {
+  return std::search(image.begin(), image.end(), what.begin(), what.end()) != image.end();
+}
+
+// PTX of one kernel: the helpers turn into the tensor-core, ldmatrix and cp.async instructions.
+TEST(BitmapTcCodegen, PtxUsesTensorCores) {
+  const CsrMatrix a = odd_matrix();
+  const BitmapTileFormat f = pack_bitmap_tiles(a);
+  struct Case {
+    DType dt;
+    int64_t n;
+    const char* mma;
+    const char* ldmatrix;
+  };
+  const Case cases[] = {
+      {DType::F16, 24, "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32",
+       "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"},
+      {DType::BF16, 8, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+       "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16"},
+  };
+  for (const Case& c : cases) {
+    const Problem p = Problem::spmm(a.rows, a.cols, c.n, c.dt);
+    const GeneratedKernel k =
+        emit_bitmap_tc(p, parse_schedule("bitmap_tc;warps=4;mt=1;ksplit=1;stages=3"), f);
+    nvrtc::CompileOptions o;
+    o.arch = "compute_90";
+    o.headers = k.headers;
+    const auto r = nvrtc::compile(k.source, o);
+    ASSERT_FALSE(r.is_cubin);
+    const std::string ptx(r.image.data());
+    EXPECT_TRUE(has(ptx, c.mma)) << to_string(p);
+    EXPECT_TRUE(has(ptx, c.ldmatrix)) << to_string(p);
+    EXPECT_TRUE(has(ptx, "cp.async.cg.shared.global"));
+    EXPECT_TRUE(has(ptx, "cp.async.wait_group 2"));
+    EXPECT_TRUE(has(ptx, ".entry sparsegen_bitmap_tc("));
+  }
+}
+
+// NVRTC compiles (to an sm_90 cubin: ptxas runs too) the emitted source for M = 37 (not a multiple
+// of 16) and K = 200 (not a multiple of 64) over fp16/bf16 x N {8, 24, 64, 128} x mt {1, 2} x
+// ksplit {1, 3} x stages {2, 3}, in a fixed sample of combinations that covers every value of
+// every axis; SPARSEGEN_NVRTC_ALL=1 compiles the whole product (64 kernels). ptxas reports no
+// spills for the sample (acc, the masks and the A operand stay in registers).
+TEST(BitmapTcCodegen, CompilesForSm90) {
+  const CsrMatrix a = odd_matrix();
+  const BitmapTileFormat f = pack_bitmap_tiles(a);
+  struct Combo {
+    DType dt;
+    int64_t n;
+    int warps, mt, ksplit, stages;
+    Layout c;
+    int kt;
+  };
+  std::vector<Combo> combos;
+  if (std::getenv("SPARSEGEN_NVRTC_ALL") != nullptr) {
+    int i = 0;
+    for (DType dt : {DType::F16, DType::BF16})
+      for (int64_t n : {8, 24, 64, 128})
+        for (int mt : {1, 2})
+          for (int ks : {1, 3})
+            for (int st : {2, 3})
+              for (int kt : {1, 2, 4}) {
+                const int warps = 1 << (i % 4);
+                const Layout c = i % 3 == 0 ? Layout::ColMajor : Layout::RowMajor;
+                combos.push_back({dt, n, warps, mt, ks, st, c, kt});
+                ++i;
+              }
+  } else {
+    combos = {
+        {DType::F16, 8, 4, 1, 1, 2, Layout::RowMajor, 1},
+        {DType::BF16, 24, 8, 2, 3, 3, Layout::RowMajor, 1},
+        {DType::F16, 64, 4, 2, 1, 3, Layout::ColMajor, 2},
+        {DType::BF16, 128, 4, 1, 3, 2, Layout::RowMajor, 2},
+        {DType::F16, 128, 8, 2, 1, 2, Layout::RowMajor, 1},
+        {DType::BF16, 8, 1, 2, 3, 2, Layout::ColMajor, 4},
+        {DType::F16, 24, 2, 1, 3, 3, Layout::ColMajor, 4},
+        {DType::BF16, 64, 8, 1, 1, 3, Layout::RowMajor, 4},
+        {DType::F16, 128, 8, 2, 1, 2, Layout::RowMajor, 4},
+    };
+  }
+  double total_ms = 0;
+  for (const Combo& c : combos) {
+    const Problem p = Problem::spmm(a.rows, a.cols, c.n, c.dt, Layout::RowMajor, c.c);
+    const Schedule s(make(c.warps, c.mt, c.ksplit, c.stages, c.kt));
+    const GeneratedKernel k = emit_bitmap_tc(p, s, f);
+    nvrtc::CompileOptions o;
+    o.arch = "sm_90";
+    o.headers = k.headers;
+    o.extra_options = {"--ptxas-options=-v"};
+    try {
+      const auto r = nvrtc::compile(k.source, o);
+      total_ms += r.compile_ms;
+      EXPECT_TRUE(r.is_cubin);
+      EXPECT_TRUE(image_has(r.image, "sparsegen_bitmap_tc")) << to_string(s);
+      if (c.ksplit > 1) {
+        EXPECT_TRUE(image_has(r.image, "sparsegen_bitmap_tc_init_ws")) << to_string(s);
+        EXPECT_TRUE(image_has(r.image, "sparsegen_bitmap_tc_store_ws")) << to_string(s);
+      }
+      // ptxas -v: "0 bytes spill stores, 0 bytes spill loads" for every function.
+      EXPECT_FALSE(has(r.log, "error")) << r.log;
+      EXPECT_EQ(count(r.log, "bytes spill stores"), c.ksplit > 1 ? 3u : 1u) << r.log;
+      EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
+          << to_string(p) << " " << to_string(s) << "\n"
+          << r.log;
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << to_string(p) << " " << to_string(s) << "\n" << e.what() << "\n" << k.source;
+    }
+  }
+  std::printf("[ NVRTC    ] %zu bitmap_tc kernels for sm_90 in %.0f ms\n", combos.size(), total_ms);
+}
+
+// Degenerate shapes (Problem: "valid, the result is C = beta·C"). M = 0: an empty grid, nothing
+// launched; the source still compiles (the pipeline compiles before CompiledKernel::run skips).
+TEST(BitmapTcCodegen, ZeroRowsIsAnEmptyGrid) {
+  const CsrMatrix a = testing::csr_with_lengths({}, 200, 1);
+  const Problem p = Problem::spmm(0, 200, 8, DType::F16);
+  for (const char* spec : {"bitmap_tc", "bitmap_tc;ksplit=3"}) {
+    const GeneratedKernel k = emit_bitmap_tc(p, parse_schedule(spec), pack_bitmap_tiles(a));
+    EXPECT_TRUE(k.signature.empty_grid()) << spec;
+    nvrtc::CompileOptions o;
+    o.arch = "sm_90";
+    o.headers = k.headers;
+    EXPECT_NO_THROW(nvrtc::compile(k.source, o)) << spec;
+  }
+}
+
+// N = 0 is rejected by validate_bitmap_tc (n a multiple of 8 in 8..128): the kernel would need an
+// empty accumulator array.
+TEST(BitmapTcCodegen, ZeroColumnsOfBEmitsCompilableSourceOrUserError) {
+  const CsrMatrix a = odd_matrix();
+  const Problem p = Problem::spmm(a.rows, a.cols, 0, DType::F16);
+  for (const char* spec : {"bitmap_tc", "bitmap_tc;ksplit=3"}) {
+    GeneratedKernel k;
+    try {
+      k = emit_bitmap_tc(p, parse_schedule(spec), pack_bitmap_tiles(a));
+    } catch (const UserError&) {
+      continue;  // an explicit rejection is fine
+    }
+    nvrtc::CompileOptions o;
+    o.arch = "sm_90";
+    o.headers = k.headers;
+    EXPECT_NO_THROW(nvrtc::compile(k.source, o)) << spec << "\n" << k.source;
+  }
+}
+
+// K = 0 with ksplit = 1: the Store kernel has no column tile to walk but must still store
+// C = beta·C, so its blocks must not return before the finish.
+TEST(BitmapTcCodegen, ZeroKStillStoresBetaC) {
+  const CsrMatrix a = testing::csr_with_lengths(std::vector<int64_t>(37, 0), 0, 1);
+  const Problem p = Problem::spmm(a.rows, 0, 8, DType::F16);
+  const GeneratedKernel k =
+      emit_bitmap_tc(p, parse_schedule("bitmap_tc;ksplit=1"), pack_bitmap_tiles(a));
+  const KernelSignature& sig = k.signature;
+  const bool aux_apply_beta =
+      sig.empty_grid() && !sig.prologue.name.empty() && !sig.epilogue.name.empty();
+  const bool every_block_returns_before_storing =
+      has(k.source, "const int tiles = min(0 - ct0, 0);") &&
+      has(k.source, "if (tiles <= 0) return;");
+  EXPECT_TRUE(aux_apply_beta || !every_block_returns_before_storing) << k.source;
+}
+
+}  // namespace
+}  // namespace sparsegen::codegen

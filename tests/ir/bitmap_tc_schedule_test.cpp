@@ -1,0 +1,410 @@
+// bitmap_tc schedule family (ir/bitmap_tc_schedule.h): SPEC round trip and golden print, parse
+// errors, problem legality, shared-memory layout, the hardware verifier and the enumerator.
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <functional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "ir/bitmap_format.h"
+#include "ir/bitmap_tc_schedule.h"
+#include "ir/diagnostics.h"
+#include "ir/enumerate.h"
+#include "ir/format.h"
+#include "ir/schedule.h"
+#include "ir/verifier.h"
+
+namespace sparsegen {
+namespace {
+
+BitmapTcSchedule make(int warps, int mt, int ksplit, int stages, int kt = 1) {
+  BitmapTcSchedule s;
+  s.warps_per_block = warps;
+  s.m_tiles = mt;
+  s.k_tiles = kt;
+  s.ksplit = ksplit;
+  s.stages = stages;
+  return s;
+}
+
+// Seeded random matrix; every 7th row is empty (a whole empty tile row for small widths).
+CsrMatrix random_matrix(int64_t rows, int64_t cols, double density, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  CsrMatrix a;
+  a.rows = rows;
+  a.cols = cols;
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c)
+      if (r % 7 != 3 && u(g) < density) {
+        a.col_idx.push_back(static_cast<int32_t>(c));
+        a.values.push_back(static_cast<float>(u(g) * 2 - 1));
+      }
+    a.row_ptr.push_back(a.nnz());
+  }
+  a.check_canonical();
+  return a;
+}
+
+// Runs f, expects a UserError whose message contains every one of `parts`.
+void expect_user_error(const std::function<void()>& f, const std::vector<std::string>& parts,
+                       const std::string& what) {
+  try {
+    f();
+    ADD_FAILURE() << what << ": no UserError";
+  } catch (const UserError& e) {
+    const std::string msg = e.what();
+    for (const auto& p : parts)
+      EXPECT_NE(msg.find(p), std::string::npos) << what << ": '" << p << "' not in: " << msg;
+  }
+}
+
+// The one reason validate(p, s) gives must contain every one of `parts`.
+void expect_one_reason(const Problem& p, const BitmapTcSchedule& s,
+                       const std::vector<std::string>& parts) {
+  const auto why = validate(p, Schedule(s));
+  ASSERT_EQ(why.size(), 1u) << to_string(p);
+  for (const auto& part : parts)
+    EXPECT_NE(why[0].find(part), std::string::npos) << "'" << part << "' not in: " << why[0];
+}
+
+TEST(BitmapTcSchedule, SpecRoundTrip) {
+  const std::vector<BitmapTcSchedule> all = {make(4, 1, 1, 2), make(8, 2, 3, 3),
+                                             make(1, 1, 64, 2, 4), make(2, 2, 7, 3, 2),
+                                             make(8, 1, 2, 2, 4)};
+  for (const auto& b : all) {
+    const Schedule s(b);
+    EXPECT_EQ(s.family(), ScheduleFamily::BitmapTc);
+    const std::string spec = to_string(s);
+    EXPECT_EQ(spec.rfind("bitmap_tc;", 0), 0u) << spec;
+    const Schedule back = parse_schedule(spec);
+    EXPECT_EQ(back, s) << spec;
+    EXPECT_EQ(back.bitmap_tc(), b) << spec;
+    EXPECT_EQ(to_string(back), spec);
+  }
+  EXPECT_EQ(to_string(Schedule(make(8, 2, 3, 3, 2))),
+            "bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=3");
+  // Omitted fields keep the defaults; any order; a trailing ';' is tolerated.
+  EXPECT_EQ(parse_schedule("bitmap_tc"), Schedule(BitmapTcSchedule{}));
+  EXPECT_EQ(parse_schedule("bitmap_tc;stages=3;ksplit=3;kt=4;mt=2;warps=8;"),
+            Schedule(make(8, 2, 3, 3, 4)));
+  EXPECT_EQ(parse_schedule("bitmap_tc;mt=2"), Schedule(make(4, 2, 1, 2)));
+}
+
+TEST(BitmapTcSchedule, GoldenPrint) {
+  EXPECT_EQ(print_schedule(Schedule(make(8, 2, 3, 3, 2))),
+            "schedule bitmap_tc\n"
+            "  format: bitmap tiles 16x64 (64-bit row masks, packed values)\n"
+            "  block : warps=8 rows_per_block=256 (mt=2 row tiles per warp)\n"
+            "  k     : ksplit=3 parts, 2 column tiles per step, cp.async stages=3\n"
+            "  math  : mma.m16n8k16, fp32 accumulate\n"
+            "  output: atomic\n");
+  const std::string def = print_schedule(Schedule(BitmapTcSchedule{}));
+  EXPECT_NE(def.find("  output: store\n"), std::string::npos) << def;
+  EXPECT_NE(def.find(" 1 column tile per step,"), std::string::npos) << def;
+}
+
+TEST(BitmapTcSchedule, DerivedQuantities) {
+  const BitmapTcSchedule s = make(8, 2, 3, 3);
+  EXPECT_EQ(s.rows_per_block(), 256);
+  EXPECT_EQ(s.threads_per_block(), 256);
+  EXPECT_EQ(s.output(), OutputMode::Atomic);
+  EXPECT_EQ(make(4, 1, 1, 2).output(), OutputMode::Store);
+  // 5 column tiles in 2 parts: 3 + 2; in 5 parts: one each; in 4 parts: 2 + 2 + 1 + (empty).
+  EXPECT_EQ(bitmap_tc_part_tiles(5, 2), 3);
+  EXPECT_EQ(bitmap_tc_part_tiles(5, 5), 1);
+  EXPECT_EQ(bitmap_tc_part_tiles(5, 4), 2);
+  const Problem p = Problem::spmm(300, 1000, 24, DType::F16);
+  EXPECT_EQ(bitmap_tc_grid_x(p, s), 2);  // ceil(300 / 256)
+  EXPECT_EQ(bitmap_tc_grid_y(p, s), 3);
+  EXPECT_EQ(bitmap_tc_grid_x(p, make(4, 1, 1, 2)), 5);  // ceil(300 / 64)
+}
+
+TEST(BitmapTcSchedule, ParseErrorsNameTheField) {
+  auto parse = [](const char* spec) { return [spec] { (void)parse_schedule(spec); }; };
+  // Unknown key.
+  expect_user_error(parse("bitmap_tc;foo=1"), {"field 'foo'", "warps, mt, kt, ksplit, stages"},
+                    "unknown key");
+  // A general-family key is unknown here.
+  expect_user_error(parse("bitmap_tc;tcols=2"), {"field 'tcols'"}, "general key");
+  // Out of the parser's range / not an integer.
+  expect_user_error(parse("bitmap_tc;warps=0"), {"field 'warps'", "'0'"}, "warps=0");
+  expect_user_error(parse("bitmap_tc;warps=64"), {"field 'warps'", "'64'"}, "warps=64");
+  expect_user_error(parse("bitmap_tc;mt=x"), {"field 'mt'", "'x'"}, "mt=x");
+  expect_user_error(parse("bitmap_tc;ksplit=2000"), {"field 'ksplit'"}, "ksplit=2000");
+  expect_user_error(parse("bitmap_tc;kt=0"), {"field 'kt'", "'0'"}, "kt=0");
+  expect_user_error(parse("bitmap_tc;kt=100"), {"field 'kt'", "'100'"}, "kt=100");
+  expect_user_error(parse("bitmap_tc;ksplit=-1"), {"field 'ksplit'"}, "ksplit=-1");
+  expect_user_error(parse("bitmap_tc;stages=2x"), {"field 'stages'"}, "stages=2x");
+  expect_user_error(parse("bitmap_tc;stages="), {"field 'stages'"}, "stages=");
+  // In the parser's range but illegal: the validation reason names the field and value.
+  expect_user_error(parse("bitmap_tc;warps=3"), {"warps=3 must be 1, 2, 4 or 8"}, "warps=3");
+  expect_user_error(parse("bitmap_tc;mt=3"), {"mt=3 must be 1 or 2"}, "mt=3");
+  expect_user_error(parse("bitmap_tc;ksplit=65"), {"ksplit=65 must be in 1..64"}, "ksplit=65");
+  expect_user_error(parse("bitmap_tc;stages=4"), {"stages=4 must be 2 or 3"}, "stages=4");
+  expect_user_error(parse("bitmap_tc;kt=3"), {"kt=3 must be 1, 2 or 4"}, "kt=3");
+  // Duplicate key.
+  expect_user_error(parse("bitmap_tc;warps=4;mt=1;warps=8"), {"field 'warps'", "second occurrence"},
+                    "duplicate warps");
+  expect_user_error(parse("bitmap_tc;stages=2;stages=2"), {"field 'stages'"}, "duplicate stages");
+  // Not KEY=VALUE.
+  expect_user_error(parse("bitmap_tc;warps"), {"'warps'", "KEY=VALUE"}, "no '='");
+  // The validating constructor lists every reason.
+  expect_user_error([] { (void)Schedule(make(3, 3, 0, 1, 8)); },
+                    {"warps=3", "mt=3", "kt=8", "ksplit=0", "stages=1"}, "constructor");
+}
+
+TEST(BitmapTcSchedule, ValidateAgainstProblem) {
+  const BitmapTcSchedule s;
+  // Legal: fp16 and bf16, N a multiple of 8 up to 128, either C layout, K not a multiple of 64.
+  for (DType dt : {DType::F16, DType::BF16})
+    for (int64_t n : {8, 24, 64, 128})
+      for (Layout c : {Layout::RowMajor, Layout::ColMajor}) {
+        const Problem p = Problem::spmm(100, 130, n, dt, Layout::RowMajor, c);
+        EXPECT_TRUE(validate(p, Schedule(s)).empty()) << to_string(p);
+      }
+  expect_one_reason(Problem::spmm(64, 256, 8, DType::F32), s, {"fp16/bf16", "fp32"});
+  expect_one_reason(Problem::spmm(64, 256, 8, DType::F16, Layout::ColMajor), s, {"row-major B"});
+  expect_one_reason(Problem::spmm(64, 256, 12, DType::F16), s, {"multiple of 8", "not 12"});
+  expect_one_reason(Problem::spmm(64, 256, 7, DType::BF16), s, {"multiple of 8", "not 7"});
+  expect_one_reason(Problem::spmm(64, 256, 136, DType::F16), s, {"8..128", "not 136"});
+  expect_one_reason(Problem::spmv(64, 256, DType::F16), s, {"multiple of 8", "not 1"});
+  // k = 256: 4 column tiles, so ksplit 4 is legal and 5 is not; k = 257 has 5 tiles.
+  EXPECT_TRUE(validate(Problem::spmm(64, 256, 8, DType::F16), Schedule(make(4, 1, 4, 2))).empty());
+  expect_one_reason(Problem::spmm(64, 256, 8, DType::F16), make(4, 1, 5, 2),
+                    {"ksplit=5", "4 column tiles", "k=256"});
+  EXPECT_TRUE(validate(Problem::spmm(64, 257, 8, DType::F16), Schedule(make(4, 1, 5, 2))).empty());
+  // Every reason at once.
+  const auto why =
+      validate(Problem::spmm(64, 64, 7, DType::F32, Layout::ColMajor), Schedule(make(4, 1, 2, 2)));
+  EXPECT_EQ(why.size(), 4u);
+}
+
+// Worked example, by hand (fp16, m = 1000, k = 300, n = 24, warps = 4, mt = 2, ksplit = 2,
+// stages = 3, largest tile 104 value slots):
+//   row tiles per block  = 4 warps x 2 = 8
+//   column tiles         = ceil(300 / 64) = 5; per K part ceil(5 / 2) = 3
+//   tile_ptrs            = 8 x (3 + 1) x 4 bytes = 128 (already a multiple of 16)
+//   B row                = 24 x 2 = 48 bytes = 3 units of 16 (odd: kept) -> 48 bytes
+//   b_tile               = 64 x 48 = 3072
+//   a_values             = 104 x 2 = 208 (a multiple of 16)
+//   a_tile               = 16 masks x 8 bytes + 208 = 336
+//   stage                = 3072 + 8 x 336 = 5760
+//   total                = 128 + 3 x 5760 = 17408
+// With kt = 2 a stage holds two column tiles of each (B rows and every row tile's A tile):
+//   stage = 2 x 5760 = 11520, total = 128 + 3 x 11520 = 34688 (the tile pointers do not grow).
+TEST(BitmapTcSchedule, SharedMemoryWorkedExample) {
+  const Problem p = Problem::spmm(1000, 300, 24, DType::F16);
+  const BitmapTcSmem m = bitmap_tc_smem(p, make(4, 2, 2, 3), 104);
+  EXPECT_EQ(m.tile_ptrs, 128);
+  EXPECT_EQ(m.b_tile, 3072);
+  EXPECT_EQ(m.a_values, 208);
+  EXPECT_EQ(m.a_tile, 336);
+  EXPECT_EQ(m.stage, 5760);
+  EXPECT_EQ(m.total, 17408);
+  EXPECT_EQ(bitmap_tc_shared_bytes(p, make(4, 2, 2, 3), 104), 17408);
+  const BitmapTcSmem m2 = bitmap_tc_smem(p, make(4, 2, 2, 3, 2), 104);
+  EXPECT_EQ(m2.tile_ptrs, 128);
+  EXPECT_EQ(m2.b_tile, 3072);
+  EXPECT_EQ(m2.a_tile, 336);
+  EXPECT_EQ(m2.stage, 11520);
+  EXPECT_EQ(m2.total, 34688);
+  // One row tile, one column tile, one part: tile_ptrs = 1 x 2 x 4 = 8 -> 16; a_values of 8
+  // slots = 16; b row for n = 8 is one unit (16 bytes): 2 x (1024 + 128 + 16) + 16 = 2352.
+  const BitmapTcSmem small =
+      bitmap_tc_smem(Problem::spmm(5, 10, 8, DType::BF16), make(1, 1, 1, 2), 8);
+  EXPECT_EQ(small.tile_ptrs, 16);
+  EXPECT_EQ(small.a_values, 16);
+  EXPECT_EQ(small.total, 2352);
+  // Padded B rows: an odd number of 16-byte units (8 rows of an ldmatrix hit distinct banks).
+  EXPECT_EQ(bitmap_tc_b_row_bytes(Problem::spmm(1, 1, 8, DType::F16)), 16);
+  EXPECT_EQ(bitmap_tc_b_row_bytes(Problem::spmm(1, 1, 16, DType::F16)), 48);
+  EXPECT_EQ(bitmap_tc_b_row_bytes(Problem::spmm(1, 1, 64, DType::F16)), 144);
+  EXPECT_EQ(bitmap_tc_b_row_bytes(Problem::spmm(1, 1, 128, DType::F16)), 272);
+  for (int64_t n = 8; n <= 128; n += 8) {
+    const int64_t row = bitmap_tc_b_row_bytes(Problem::spmm(1, 1, n, DType::F16));
+    EXPECT_GE(row, 2 * n);
+    EXPECT_EQ(row % 32, 16) << n;
+  }
+  // Every part of the layout is a multiple of 16 bytes (cp.async / ldmatrix alignment).
+  for (int64_t mtv : {8, 96, 1024})
+    for (const auto& s : {make(1, 1, 1, 2), make(8, 2, 7, 3), make(2, 1, 3, 2, 4)}) {
+      const BitmapTcSmem x = bitmap_tc_smem(Problem::spmm(999, 1234, 40, DType::F16), s, mtv);
+      for (int64_t v : {x.tile_ptrs, x.b_tile, x.a_values, x.a_tile, x.stage, x.total})
+        EXPECT_EQ(v % 16, 0) << mtv;
+    }
+}
+
+BitmapTileStats stats_with(int64_t max_tile_values) {
+  BitmapTileStats st;
+  st.rows = 256;
+  st.cols = 512;
+  st.tiles = 16 * 8;
+  st.slots = 1000;
+  st.max_tile_values = max_tile_values;
+  return st;
+}
+
+TEST(BitmapTcSchedule, VerifyHardwareLimits) {
+  const Problem p = Problem::spmm(256, 512, 64, DType::F16);
+  const DeviceLimits dev = DeviceLimits::sm90();
+  const BitmapTcSchedule s = make(8, 2, 1, 3);
+  EXPECT_TRUE(verify_bitmap_tc(p, s, stats_with(1024), dev).empty());  // a fully dense tile fits
+  // A (lying) huge tile overflows shared memory; the message carries the byte count.
+  const int64_t huge = int64_t{1} << 20;
+  const auto why = verify_bitmap_tc(p, s, stats_with(huge), dev);
+  ASSERT_EQ(why.size(), 1u);
+  EXPECT_NE(why[0].find("shared memory"), std::string::npos) << why[0];
+  EXPECT_NE(why[0].find(std::to_string(bitmap_tc_shared_bytes(p, s, huge))), std::string::npos)
+      << why[0];
+  EXPECT_NE(why[0].find("sm_90"), std::string::npos) << why[0];
+  // Exactly at the limit fits; one byte less does not.
+  DeviceLimits tight = dev;
+  tight.max_shared_per_block = bitmap_tc_shared_bytes(p, s, 1024);
+  EXPECT_TRUE(verify_bitmap_tc(p, s, stats_with(1024), tight).empty());
+  tight.max_shared_per_block -= 1;
+  EXPECT_EQ(verify_bitmap_tc(p, s, stats_with(1024), tight).size(), 1u);
+  // Value offsets beyond 32 bits.
+  BitmapTileStats big = stats_with(64);
+  big.slots = int64_t{INT_MAX};
+  EXPECT_EQ(verify_bitmap_tc(p, s, big, dev).size(), 1u);
+  // Grid and block limits.
+  DeviceLimits small = dev;
+  small.max_grid_x = 0;
+  small.max_threads_per_block = 128;
+  EXPECT_EQ(verify_bitmap_tc(p, s, stats_with(64), small).size(), 2u);
+  // Problem legality comes first (and alone).
+  const auto bad =
+      verify_bitmap_tc(Problem::spmm(256, 512, 64, DType::F32), s, stats_with(64), dev);
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_NE(bad[0].find("fp32"), std::string::npos);
+}
+
+// The family-agnostic verifier, over compute_format_stats, agrees with verify_bitmap_tc.
+TEST(BitmapTcSchedule, GenericVerifierAgrees) {
+  const CsrMatrix a = random_matrix(70, 333, 0.3, 7);
+  const Problem p = Problem::spmm(a.rows, a.cols, 32, DType::BF16);
+  const BitmapTileStats bs = bitmap_tile_stats(a);
+  for (const auto& b : {make(4, 1, 1, 2), make(8, 2, 3, 3)}) {
+    const Schedule s(b);
+    const FormatStats fs = compute_format_stats(a, p, s);
+    EXPECT_EQ(fs.max_tile_values, bs.max_tile_values);
+    EXPECT_EQ(fs.block_tasks, bitmap_tc_grid_x(p, b));
+    EXPECT_EQ(fs.col_tiles, b.ksplit);
+    DeviceLimits dev = DeviceLimits::sm90();
+    EXPECT_EQ(verify(p, s, fs, dev), verify_bitmap_tc(p, b, bs, dev));
+    dev.max_shared_per_block = 1024;
+    EXPECT_FALSE(verify(p, s, fs, dev).empty());
+    EXPECT_EQ(verify(p, s, fs, dev), verify_bitmap_tc(p, b, bs, dev));
+  }
+}
+
+TEST(BitmapTcSchedule, EnumerateOnlyVerifiedSchedules) {
+  const DeviceLimits dev = DeviceLimits::sm90();
+  const CsrMatrix a = random_matrix(100, 300, 0.4, 11);  // 7 row tiles, 5 column tiles
+  const BitmapTileStats st = bitmap_tile_stats(a);
+  for (DType dt : {DType::F16, DType::BF16})
+    for (int64_t n : {8, 24, 128})
+      for (Layout c : {Layout::RowMajor, Layout::ColMajor}) {
+        const Problem p = Problem::spmm(a.rows, a.cols, n, dt, Layout::RowMajor, c);
+        const auto all = enumerate_bitmap_tc_schedules(p, a, dev);
+        ASSERT_FALSE(all.empty()) << to_string(p);
+        std::set<std::string> specs;
+        std::set<int> ksplits;
+        for (const Schedule& s : all) {
+          ASSERT_EQ(s.family(), ScheduleFamily::BitmapTc);
+          const BitmapTcSchedule& b = s.bitmap_tc();
+          EXPECT_TRUE(validate(p, s).empty()) << to_string(s);
+          EXPECT_TRUE(verify_bitmap_tc(p, b, st, dev).empty()) << to_string(s);
+          EXPECT_LE(b.ksplit, 5);
+          // A pipeline step never covers more column tiles than the block's K part has.
+          EXPECT_LE(b.k_tiles, bitmap_tc_part_tiles(5, b.ksplit)) << to_string(s);
+          EXPECT_TRUE(specs.insert(to_string(s)).second) << "duplicate " << to_string(s);
+          ksplits.insert(b.ksplit);
+        }
+        // A small grid (1-2 blocks) is far from the wave bound: ksplit doubles up to the 5 tiles.
+        EXPECT_EQ(ksplits, (std::set<int>{1, 2, 4})) << to_string(p);
+        // Complete: every (warps {4, 8}, mt {1, 2}, kt {1, 2, 4}, ksplit {1, 2, 4}) point of the
+        // space (stages 2) whose step fits its part (parts of 5, 3, 2 tiles) and that verifies.
+        // With n <= 24 all fit: per (warps, mt) kt 1 and 2 x 3 ksplits + kt 4 x ksplit 1 = 7.
+        size_t expect = 0;
+        for (int w : {4, 8})
+          for (int mt : {1, 2})
+            for (int kt : {1, 2, 4})
+              for (int ks : {1, 2, 4}) {
+                const BitmapTcSchedule b = make(w, mt, ks, 2, kt);
+                if (kt > bitmap_tc_part_tiles(5, ks) || !verify_bitmap_tc(p, b, st, dev).empty())
+                  continue;
+                ++expect;
+                EXPECT_EQ(specs.count(to_string(Schedule(b))), 1u)
+                    << "missing " << to_string(Schedule(b));
+              }
+        EXPECT_EQ(all.size(), expect) << to_string(p);
+        if (n <= 24) {
+          EXPECT_EQ(all.size(), 28u) << to_string(p);
+        }
+      }
+  // A device whose shared memory holds none of them: nothing is offered.
+  DeviceLimits tiny = dev;
+  tiny.max_shared_per_block = 512;
+  EXPECT_TRUE(
+      enumerate_bitmap_tc_schedules(Problem::spmm(a.rows, a.cols, 8, DType::F16), a, tiny).empty());
+  // Through enumerate_schedules with the specialised families switched on.
+  EnumerateOptions opt;
+  opt.include_specialised = true;
+  const Problem p16 = Problem::spmm(a.rows, a.cols, 16, DType::F16);
+  size_t bitmap = 0;
+  for (const Schedule& s : enumerate_schedules(p16, a, opt))
+    bitmap += s.family() == ScheduleFamily::BitmapTc ? 1 : 0;
+  EXPECT_EQ(bitmap, enumerate_bitmap_tc_schedules(p16, a, dev).size());
+  EXPECT_GT(bitmap, 0u);
+}
+
+TEST(BitmapTcSchedule, EnumerateEmptyWhereTheFamilyDoesNotApply) {
+  const DeviceLimits dev = DeviceLimits::sm90();
+  const CsrMatrix a = random_matrix(40, 200, 0.3, 3);
+  auto count = [&](const Problem& p) { return enumerate_bitmap_tc_schedules(p, a, dev).size(); };
+  EXPECT_EQ(count(Problem::spmm(a.rows, a.cols, 8, DType::F32)), 0u);
+  EXPECT_EQ(count(Problem::spmm(a.rows, a.cols, 7, DType::F16)), 0u);
+  EXPECT_EQ(count(Problem::spmm(a.rows, a.cols, 136, DType::F16)), 0u);
+  EXPECT_EQ(count(Problem::spmm(a.rows, a.cols, 8, DType::F16, Layout::ColMajor)), 0u);
+  EXPECT_EQ(count(Problem::spmv(a.rows, a.cols, DType::F16)), 0u);
+  EXPECT_EQ(count(Problem::spmm(a.rows + 1, a.cols, 8, DType::F16)), 0u);  // shape mismatch
+  EXPECT_GT(count(Problem::spmm(a.rows, a.cols, 8, DType::F16)), 0u);
+  // Degenerate problems: nothing to launch.
+  const CsrMatrix none = random_matrix(0, 200, 0.3, 3);
+  EXPECT_TRUE(
+      enumerate_bitmap_tc_schedules(Problem::spmm(0, 200, 8, DType::F16), none, dev).empty());
+  // Default enumerate_schedules leaves the specialised families out.
+  for (const Schedule& s : enumerate_schedules(Problem::spmm(a.rows, a.cols, 8, DType::F16), a))
+    EXPECT_NE(s.family(), ScheduleFamily::BitmapTc);
+}
+
+// Many row blocks: ksplit stops doubling once the previous split already had four waves of
+// blocks (4 x 132 multiprocessors on sm_90).
+TEST(BitmapTcSchedule, EnumerateStopsSplittingLargeGrids) {
+  const DeviceLimits dev = DeviceLimits::sm90();
+  // 4224 rows = 66 blocks of 64 rows (warps 4, mt 1); 2048 columns = 32 tiles.
+  const CsrMatrix a = random_matrix(4224, 2048, 0.005, 5);
+  const Problem p = Problem::spmm(a.rows, a.cols, 8, DType::F16);
+  const auto all = enumerate_bitmap_tc_schedules(p, a, dev);
+  for (const Schedule& s : all) {
+    const BitmapTcSchedule& b = s.bitmap_tc();
+    if (b.ksplit > 1) {
+      EXPECT_LT(bitmap_tc_grid_x(p, b) * (b.ksplit / 2), 4 * dev.multiprocessors) << to_string(s);
+    }
+  }
+  std::set<int> ks;
+  for (const Schedule& s : all)
+    if (s.bitmap_tc().warps_per_block == 4 && s.bitmap_tc().m_tiles == 1 &&
+        s.bitmap_tc().k_tiles == 1)
+      ks.insert(s.bitmap_tc().ksplit);
+  // grid 66: ksplit 1, 2 (66), 4 (132), 8 (264 < 528), 16 (528: stop).
+  EXPECT_EQ(ks, (std::set<int>{1, 2, 4, 8}));
+}
+
+}  // namespace
+}  // namespace sparsegen
