@@ -59,7 +59,6 @@ class BitmapTcEmitter : public Emitter {
                      to_string(Schedule(s_))));
     decl(fmt::format("using T = {};", p_.dtype == DType::F16 ? "__half" : "__nv_bfloat16"));
     emit_body();
-    if (atomic_) emit_aux();
     GeneratedKernel k;
     k.source = assemble();
     k.headers = header_sources();
@@ -89,10 +88,8 @@ class BitmapTcEmitter : public Emitter {
     comment("this block's K part: column tiles ct0 .. ct0 + tiles - 1 (the last part may be empty)");
     line(fmt::format("const int ct0 = blockIdx.y * {};", PT_));
     line(fmt::format("const int tiles = min({} - ct0, {});", CT_, PT_));
-    if (atomic_)
-      line("if (tiles <= 0) return;  // nothing to add; block-uniform, before any barrier");
-    else
-      comment("tiles may be 0 (K = 0): no step runs, and C = beta·C is still stored below");
+    comment("tiles may be 0 (K = 0, or an empty last K part): no step runs, and the block still");
+    comment("stores C = beta·C (ksplit = 1) or counts itself in the split-K finish");
     const int KT = s_.k_tiles;
     line(fmt::format("const int steps = (tiles + {}) / {};", KT - 1, KT));
     comment("B rows past the part are zero-filled: the next part's tiles are not this block's");
@@ -182,43 +179,35 @@ class BitmapTcEmitter : public Emitter {
       line("__syncthreads();");
     }
     const bool row_major = p_.c_layout == Layout::RowMajor;
-    line("#pragma unroll");
-    line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
-    line("  " +
-         call(tmpl::bitmap_tc_finish, targs(TypeArg{"T"}, IntArg{NT_}, IntArg{atomic_ ? 1 : 0}),
-              ptr_t(atomic_ ? "static_cast<T*>(nullptr)" : "C"),
-              ptr_f32(atomic_ ? "ws" : "static_cast<float*>(nullptr)"), tmpl::cptr_f32(
-                  fmt::format("acc + mt * {}", NT_ * 4)),
-              i32(fmt::format("(blockIdx.x * {} + warp * {} + mt) * 16", RTB_, MT)),
-              i32(std::to_string(p_.m)), i32(std::to_string(row_major ? p_.n : 1)),
-              i32(std::to_string(row_major ? 1 : p_.m)), f32("alpha"), f32("beta"), i32("lane"))
-             .text +
-         ";");
+    const std::string rs = std::to_string(row_major ? p_.n : 1);
+    const std::string cs = std::to_string(row_major ? 1 : p_.m);
+    {
+      // split K: a block with an empty K part has nothing to add (but is still counted below)
+      auto guard = atomic_ ? block("if (tiles > 0)") : block();
+      line("#pragma unroll");
+      line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
+      line("  " +
+           call(tmpl::bitmap_tc_finish, targs(TypeArg{"T"}, IntArg{NT_}, IntArg{atomic_ ? 1 : 0}),
+                ptr_t("C"), ptr_f32(atomic_ ? "ws" : "static_cast<float*>(nullptr)"),
+                tmpl::cptr_f32(fmt::format("acc + mt * {}", NT_ * 4)),
+                i32(fmt::format("(blockIdx.x * {} + warp * {} + mt) * 16", RTB_, MT)),
+                i32(std::to_string(p_.m)), i32(rs), i32(cs), f32("alpha"), f32("beta"),
+                i32("lane"))
+               .text +
+           ";");
+    }
+    if (!atomic_) return;
+    comment("the last block of this row block to finish rounds ws into C and re-zeroes ws");
+    call_stmt(tmpl::bitmap_tc_split_finish,
+              targs(TypeArg{"T"}, IntArg{p_.n}, IntArg{RTB_ * 16}, IntArg{THREADS_}), ptr_t("C"),
+              ptr_f32("ws"),
+              ptr_u32(fmt::format("reinterpret_cast<unsigned*>(ws + {})", counters_offset())),
+              i32(fmt::format("blockIdx.x * {}", RTB_ * 16)), i32(std::to_string(p_.m)), i32(rs),
+              i32(cs), f32("beta"), i32(std::to_string(s_.ksplit)), i32("tid"));
   }
 
-  // ksplit > 1: ws = beta·C before the kernel, C = ws after it (elementwise over M·N).
-  void emit_aux() {
-    const int64_t mn = p_.m * p_.n;
-    decl("// Prologue (launch first): ws = beta * C in fp32; C is not read when beta == 0.");
-    decl(fmt::format("extern \"C\" __global__ void {}_init_ws(float* __restrict__ ws, "
-                     "const T* __restrict__ C, float beta) {{",
-                     opt_.kernel_name));
-    decl("  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;");
-    decl(fmt::format("  if (i < {}LL) {};", mn,
-                     call(tmpl::init_workspace, targs(TypeArg{"T"}), ptr_f32("ws + i"),
-                          cptr_t("C + i"), f32("beta"))
-                         .text));
-    decl("}");
-    decl("// Epilogue (launch last): C = ws, rounded once to T.");
-    decl(fmt::format("extern \"C\" __global__ void {}_store_ws(T* __restrict__ C, "
-                     "const float* __restrict__ ws) {{",
-                     opt_.kernel_name));
-    decl("  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;");
-    decl(fmt::format("  if (i < {}LL) {};", mn,
-                     call(tmpl::store_f32, targs(TypeArg{"T"}), ptr_t("C + i"), f32("ws[i]"))
-                         .text));
-    decl("}");
-  }
+  // Floats before the per-row-block counters in the workspace: M·N, rounded to 4 (16 bytes).
+  int64_t counters_offset() const { return (p_.m * p_.n + 3) / 4 * 4; }
 
   std::string assemble() const {
     std::string src;
@@ -228,9 +217,9 @@ class BitmapTcEmitter : public Emitter {
     src += fmt::format(
         "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
         "    const T* __restrict__ values,\n    const T* __restrict__ B,\n"
-        "    {},\n    float alpha,\n    float beta,\n"
-        "    const unsigned* __restrict__ masks,\n    const int* __restrict__ tile_ptr) {{\n",
-        THREADS_, opt_.kernel_name, atomic_ ? "float* __restrict__ ws" : "T* __restrict__ C");
+        "    T* __restrict__ C,\n    float alpha,\n    float beta,\n"
+        "    const unsigned* __restrict__ masks,\n    const int* __restrict__ tile_ptr{}) {{\n",
+        THREADS_, opt_.kernel_name, atomic_ ? ",\n    float* __restrict__ ws" : "");
     const std::string b = body();
     size_t start = 0;
     while (start < b.size()) {
@@ -251,7 +240,7 @@ class BitmapTcEmitter : public Emitter {
     sig.kernel_name = opt_.kernel_name;
     sig.params = {{"values", ParamKind::Values, "bitmap.values", {}},
                   {"B", ParamKind::B, "B", {}},
-                  atomic_ ? ws : c,
+                  c,
                   {"alpha", ParamKind::Alpha, "alpha", {}},
                   beta,
                   {"masks", ParamKind::U32Table, "bitmap.masks", bitmap_mask_words(f_)},
@@ -262,13 +251,10 @@ class BitmapTcEmitter : public Emitter {
     sig.launch.dynamic_shared_bytes = smem_.total;
     sig.b_alignment = 16;  // 16-byte cp.async of B rows
     if (atomic_) {
-      LaunchShape elementwise;
-      elementwise.grid_x = (p_.m * p_.n + 255) / 256;
-      elementwise.grid_y = 1;
-      elementwise.block_threads = 256;
-      sig.prologue = {opt_.kernel_name + "_init_ws", {ws, c, beta}, elementwise};
-      sig.epilogue = {opt_.kernel_name + "_store_ws", {c, ws}, elementwise};
-      sig.workspace_bytes = p_.m * p_.n * static_cast<int64_t>(sizeof(float));
+      sig.params.push_back(ws);
+      // M·N fp32 sums, then one counter per row block (bitmap_tc_split_finish); zero between runs.
+      sig.workspace_bytes = 4 * counters_offset() + (sig.launch.grid_x * 4 + 15) / 16 * 16;
+      sig.workspace_zeroed = true;
     }
     return sig;
   }

@@ -21,9 +21,10 @@
 // Dynamic shared memory (LaunchShape::dynamic_shared_bytes = bitmap_tc_shared_bytes): the tile
 // pointers, then per stage the B tile (64 rows of bitmap_tc_b_row_bytes) and every warp's masks
 // (32 words) and values (max_tile_values slots, 16-byte rounded) per row tile.
-// ksplit > 1 (OutputMode::Atomic): the kernel takes an fp32 workspace `ws` instead of C and adds
-// alpha·acc into it; a prologue sets ws = beta·C and an epilogue rounds ws into C (as the general
-// family's atomic kernels do).
+// ksplit > 1 (OutputMode::Atomic): the kernel also takes the fp32 workspace `ws` (M·N sums, then a
+// counter per row block); each block adds alpha·acc into ws, and the last block of a row block
+// to finish (sg::bitmap_tc_split_finish) stores C = ws + beta·C and re-zeroes ws and its counter.
+// KernelSignature::workspace_zeroed asks the runtime to zero the workspace once at allocation.
 #pragma once
 
 #include "codegen/general_sparse.h"
@@ -35,9 +36,9 @@ namespace sparsegen::codegen {
 
 // Precondition: schedule.family() == BitmapTc and validate(problem, schedule) is empty;
 // f = pack_bitmap_tiles(a) for the problem's matrix. Parameters: values (Values: f.values in the
-// dtype), B, C (or ws), alpha, beta, masks (U32Table: f.masks as little-endian 32-bit halves),
-// tile_ptr (I32Table). grid = (bitmap_tc_grid_x, ksplit). Throws UserError for fp32 values or
-// offsets beyond 32 bits.
+// dtype), B, C, alpha, beta, masks (U32Table: f.masks as little-endian 32-bit halves),
+// tile_ptr (I32Table), then ws (Workspace) when ksplit > 1. grid = (bitmap_tc_grid_x, ksplit).
+// Throws UserError for an illegal problem (fp32, N, B layout) or offsets beyond 32 bits.
 GeneratedKernel emit_bitmap_tc(const Problem& problem, const Schedule& schedule,
                                const BitmapTileFormat& f,
                                const EmitOptions& opt = {.kernel_name = "sparsegen_bitmap_tc"});

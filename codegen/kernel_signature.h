@@ -70,6 +70,9 @@ struct KernelSignature {
   // Byte alignment the kernel needs of the B pointer (cp.async / vector loads); 1: none. Checked
   // on every run, since B is the caller's pointer.
   int b_alignment = 1;
+  // The kernel expects the workspace to be all zero at launch and leaves it so (self-cleaning
+  // split-K): the runtime zeroes it once when it allocates it.
+  bool workspace_zeroed = false;
   // True when grid_x or grid_y is 0: the caller must not launch the main kernel (prologue and
   // epilogue still run: they apply C = beta * C).
   bool empty_grid() const { return launch.grid_x == 0 || launch.grid_y == 0; }

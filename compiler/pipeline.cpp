@@ -300,9 +300,12 @@ CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild b
     k.values = upload_vector(k.build.values);
     k.col_idx = upload_vector(k.build.col_idx);
     bytes += k.values.bytes() + k.col_idx.bytes();
-    // Allocated once: every run re-initialises it in the prologue.
-    if (sig.workspace_bytes > 0)
+    // Allocated once: every run re-initialises it in the prologue, or (workspace_zeroed) the
+    // kernel returns it to zero itself, so it is zeroed here once.
+    if (sig.workspace_bytes > 0) {
       k.workspace = cuda::DeviceBuffer(static_cast<size_t>(sig.workspace_bytes));
+      if (sig.workspace_zeroed) k.workspace.fill_bytes(0);
+    }
     k.tables.resize(sig.params.size());
     for (size_t i = 0; i < sig.params.size(); ++i) {
       const codegen::KernelParam& prm = sig.params[i];

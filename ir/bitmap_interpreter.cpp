@@ -99,12 +99,9 @@ void interpret_bitmap_tc(const Problem& p, const BitmapTcSchedule& s, const Bitm
         }
       continue;
     }
-    // Atomic: the fp32 workspace starts at beta·C (C unread when beta == 0); each K part adds
-    // alpha·(its accumulator), parts in order; C = ws rounded once.
-    for (int64_t i = 0; i < nr; ++i)
-      for (int64_t n = 0; n < N; ++n)
-        ws[static_cast<size_t>(i * N + n)] =
-            beta == 0.0f ? 0.0f : beta * round_to(p.dtype, out(i, n));
+    // Atomic: the fp32 workspace starts at zero; each K part adds alpha·(its accumulator), parts
+    // in order; C = ws + beta·C (C unread when beta == 0), rounded once.
+    std::fill(ws.begin(), ws.end(), 0.0f);
     for (int64_t z = 0; z < s.ksplit; ++z) {
       std::fill(acc.begin(), acc.end(), 0.0f);
       const int64_t c0 = std::min(z * part, f.col_tiles);
@@ -114,8 +111,10 @@ void interpret_bitmap_tc(const Problem& p, const BitmapTcSchedule& s, const Bitm
         ws[static_cast<size_t>(i)] += alpha * acc[static_cast<size_t>(i)];
     }
     for (int64_t i = 0; i < nr; ++i)
-      for (int64_t n = 0; n < N; ++n)
-        out(i, n) = round_to(p.dtype, ws[static_cast<size_t>(i * N + n)]);
+      for (int64_t n = 0; n < N; ++n) {
+        const float sum = ws[static_cast<size_t>(i * N + n)];
+        out(i, n) = round_to(p.dtype, beta == 0.0f ? sum : sum + beta * round_to(p.dtype, out(i, n)));
+      }
   }
 }
 

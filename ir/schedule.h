@@ -206,8 +206,9 @@ struct MackoSchedule {
 // shared memory (cp.async, `stages` buffers in flight, shared by the block's warps). Products are
 // accumulated in fp32 registers (N/8 n8 tiles per row tile). The K range is cut into `ksplit`
 // parts (grid.y): with ksplit = 1 each row is finished by one warp and stored (alpha·acc +
-// beta·C); with ksplit > 1 the parts add into an fp32 workspace (OutputMode::Atomic: prologue
-// ws = beta·C, epilogue C = ws). Needs fp16/bf16, row-major B and N a multiple of 8 (<= 128).
+// beta·C); with ksplit > 1 the parts add into an fp32 workspace (OutputMode::Atomic) and the
+// last block of each row block to finish stores C = ws + beta·C and re-zeroes ws (no extra
+// kernels: the workspace is zeroed once at allocation and left zero by every run). Needs fp16/bf16, row-major B and N a multiple of 8 (<= 128).
 // Known limitation (dense compute): an absent entry is a 0 in the mma, so where B holds ±Inf or
 // NaN, every row whose tile spans that B row gets NaN, also rows with no entry in that column
 // (CSR arithmetic would skip the product). Finite inputs are unaffected.

@@ -229,4 +229,34 @@ __device__ __forceinline__ void bitmap_tc_finish(T* __restrict__ C, float* __res
   }
 }
 
+// Split K (ksplit > 1), once per block after its bitmap_tc_finish<..., 1> adds: the block that
+// completes a row block last (a counter per blockIdx.x, in the workspace after the M·N floats)
+// rounds the row block's sums into C (C = ws + beta·C, C not read when beta == 0) and leaves ws
+// and the counter at zero for the next run, so no extra kernel initialises or reads out the
+// workspace (the runtime zeroes it once when it allocates it). Every block of the grid must call
+// it, also one whose K part is empty. ROWS rows from row0, N columns.
+template <typename T, int N, int ROWS, int THREADS>
+__device__ __forceinline__ void bitmap_tc_split_finish(T* __restrict__ C, float* __restrict__ ws,
+                                                       unsigned* counters, int row0, int M,
+                                                       int row_stride, int col_stride, float beta,
+                                                       int ksplit, int tid) {
+  __shared__ int s_last;
+  __threadfence();  // this block's adds are visible before it is counted
+  __syncthreads();
+  if (tid == 0) s_last = atomicAdd(counters + blockIdx.x, 1u) == static_cast<unsigned>(ksplit - 1);
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();
+  for (int i = tid; i < ROWS * N; i += THREADS) {
+    const int r = row0 + i / N, c = i - (i / N) * N;
+    if (r >= M) break;  // rows ascend with i
+    const long long e =
+        static_cast<long long>(r) * row_stride + static_cast<long long>(c) * col_stride;
+    float v = atomicExch(ws + e, 0.0f);  // read the sum at L2 and zero it in one step
+    if (beta != 0.0f) v += beta * detail::Cvt<T>::to_f32(C[e]);
+    C[e] = detail::Cvt<T>::from_f32(v);
+  }
+  if (tid == 0) counters[blockIdx.x] = 0u;
+}
+
 }  // namespace sg

@@ -144,8 +144,8 @@ TEST(BitmapTcCodegen, MultiTileSteps) {
   EXPECT_TRUE(has(k4.source, "sg::cp_async_wait<1>();"));
 }
 
-// ksplit > 1: the kernel adds into an fp32 workspace; ws = beta·C before it and C = ws after it
-// come from two aux kernels of the same module.
+// ksplit > 1: the kernel adds into an fp32 workspace (its last parameter) and the last block of
+// each row block stores C = ws + beta·C through bitmap_tc_split_finish; no aux kernels.
 TEST(BitmapTcCodegen, SplitKUsesWorkspace) {
   const CsrMatrix a = odd_matrix();
   const BitmapTileFormat f = pack_bitmap_tiles(a);
@@ -154,21 +154,18 @@ TEST(BitmapTcCodegen, SplitKUsesWorkspace) {
     const GeneratedKernel k =
         emit_bitmap_tc(p, parse_schedule("bitmap_tc;warps=4;mt=1;ksplit=3;stages=2"), f);
     const std::string& src = k.source;
-    EXPECT_TRUE(has(src, "    float* __restrict__ ws,\n"));
-    EXPECT_FALSE(has(src, "T* __restrict__ C,\n    float alpha"));
-    EXPECT_TRUE(has(src,
-                    "extern \"C\" __global__ void sparsegen_bitmap_tc_init_ws(float* "
-                    "__restrict__ ws, const T* __restrict__ C, float beta)"));
-    EXPECT_TRUE(has(src,
-                    "extern \"C\" __global__ void sparsegen_bitmap_tc_store_ws(T* "
-                    "__restrict__ C, const float* __restrict__ ws)"));
-    EXPECT_EQ(count(src, "__global__"), 3u);
-    EXPECT_TRUE(has(src, "if (i < 2368LL)"));  // M·N = 37 · 64
-    EXPECT_TRUE(has(src, "sg::bitmap_tc_finish<T, 8, 1>(static_cast<T*>(nullptr), ws,"));
-    // 4 column tiles in 3 parts of 2: the third part is empty and returns before any barrier.
+    EXPECT_TRUE(has(src, "    const int* __restrict__ tile_ptr,\n    float* __restrict__ ws) {"));
+    EXPECT_TRUE(has(src, "T* __restrict__ C,\n    float alpha"));
+    EXPECT_EQ(count(src, "__global__"), 1u);
+    EXPECT_TRUE(has(src, "sg::bitmap_tc_finish<T, 8, 1>(C, ws,"));
+    // Counters after the M·N = 37·64 = 2368 floats; 64 rows per block (4 warps x 1 row tile).
+    EXPECT_TRUE(has(src, "sg::bitmap_tc_split_finish<T, 64, 64, 128>(C, ws, "
+                         "reinterpret_cast<unsigned*>(ws + 2368), blockIdx.x * 64, 37,"));
+    // 4 column tiles in 3 parts of 2: the third part is empty, adds nothing, but is counted.
     EXPECT_TRUE(has(src, "const int ct0 = blockIdx.y * 2;"));
     EXPECT_TRUE(has(src, "const int tiles = min(4 - ct0, 2);"));
-    EXPECT_TRUE(has(src, "if (tiles <= 0) return;"));
+    EXPECT_TRUE(has(src, "if (tiles > 0) {"));
+    EXPECT_FALSE(has(src, "return;"));
     // C strides: row-major (r·N + c), column-major (r + c·M).
     const std::string strides = c == Layout::RowMajor ? ", 37, 64, 1, alpha, beta, lane);"
                                                       : ", 37, 1, 37, alpha, beta, lane);";
@@ -188,20 +185,19 @@ TEST(BitmapTcCodegen, Signature) {
     const GeneratedKernel k = emit_bitmap_tc(p, Schedule(b), f);
     const KernelSignature& sig = k.signature;
     EXPECT_EQ(sig.kernel_name, "sparsegen_bitmap_tc");
-    ASSERT_EQ(sig.params.size(), 7u);
-    const char* names[] = {"values", "B",       ksplit > 1 ? "ws" : "C", "alpha", "beta",
-                           "masks",  "tile_ptr"};
-    const ParamKind kinds[] = {
-        ParamKind::Values,  ParamKind::B,    ksplit > 1 ? ParamKind::Workspace : ParamKind::C,
-        ParamKind::Alpha,   ParamKind::Beta, ParamKind::U32Table,
-        ParamKind::I32Table};
-    for (size_t i = 0; i < 7; ++i) {
+    const size_t np = ksplit > 1 ? 8 : 7;
+    ASSERT_EQ(sig.params.size(), np);
+    const char* names[] = {"values", "B", "C", "alpha", "beta", "masks", "tile_ptr", "ws"};
+    const ParamKind kinds[] = {ParamKind::Values,   ParamKind::B,        ParamKind::C,
+                               ParamKind::Alpha,    ParamKind::Beta,     ParamKind::U32Table,
+                               ParamKind::I32Table, ParamKind::Workspace};
+    for (size_t i = 0; i < np; ++i) {
       EXPECT_EQ(sig.params[i].name, names[i]) << i;
       EXPECT_EQ(sig.params[i].kind, kinds[i]) << i;
       // The parameters appear in the source in this order.
       if (i == 0) continue;
       EXPECT_LT(k.source.find(" " + sig.params[i - 1].name + ",\n"),
-                k.source.find(" " + sig.params[i].name + (i == 6 ? ")" : ",\n")))
+                k.source.find(" " + sig.params[i].name + (i + 1 == np ? ")" : ",\n")))
           << sig.params[i].name;
     }
     // Masks: two 32-bit words (low half first) per 64-bit row mask, 16 per tile.
@@ -231,22 +227,11 @@ TEST(BitmapTcCodegen, Signature) {
       EXPECT_TRUE(sig.prologue.name.empty());
       EXPECT_TRUE(sig.epilogue.name.empty());
     } else {
-      EXPECT_EQ(sig.workspace_bytes, 37 * 40 * 4);
-      EXPECT_EQ(sig.prologue.name, "sparsegen_bitmap_tc_init_ws");
-      EXPECT_EQ(sig.epilogue.name, "sparsegen_bitmap_tc_store_ws");
-      ASSERT_EQ(sig.prologue.params.size(), 3u);
-      EXPECT_EQ(sig.prologue.params[0].kind, ParamKind::Workspace);
-      EXPECT_EQ(sig.prologue.params[1].kind, ParamKind::C);
-      EXPECT_EQ(sig.prologue.params[2].kind, ParamKind::Beta);
-      ASSERT_EQ(sig.epilogue.params.size(), 2u);
-      EXPECT_EQ(sig.epilogue.params[0].kind, ParamKind::C);
-      EXPECT_EQ(sig.epilogue.params[1].kind, ParamKind::Workspace);
-      for (const AuxKernel* aux : {&sig.prologue, &sig.epilogue}) {
-        EXPECT_EQ(aux->launch.grid_x * aux->launch.block_threads >= 37 * 40, true);
-        EXPECT_EQ(aux->launch.grid_x, (37 * 40 + 255) / 256);
-        EXPECT_EQ(aux->launch.grid_y, 1);
-        EXPECT_TRUE(has(k.source, "void " + aux->name + "("));
-      }
+      // 37·40 sums (a multiple of 4) and one counter per row block, rounded to 16 bytes.
+      EXPECT_EQ(sig.workspace_bytes, 37 * 40 * 4 + 16);
+      EXPECT_TRUE(sig.workspace_zeroed);
+      EXPECT_TRUE(sig.prologue.name.empty());
+      EXPECT_TRUE(sig.epilogue.name.empty());
     }
   }
   // Many rows: grid.x counts blocks of rows_per_block rows.
@@ -378,13 +363,10 @@ TEST(BitmapTcCodegen, CompilesForSm90) {
       total_ms += r.compile_ms;
       EXPECT_TRUE(r.is_cubin);
       EXPECT_TRUE(image_has(r.image, "sparsegen_bitmap_tc")) << to_string(s);
-      if (c.ksplit > 1) {
-        EXPECT_TRUE(image_has(r.image, "sparsegen_bitmap_tc_init_ws")) << to_string(s);
-        EXPECT_TRUE(image_has(r.image, "sparsegen_bitmap_tc_store_ws")) << to_string(s);
-      }
+
       // ptxas -v: "0 bytes spill stores, 0 bytes spill loads" for every function.
       EXPECT_FALSE(has(r.log, "error")) << r.log;
-      EXPECT_EQ(count(r.log, "bytes spill stores"), c.ksplit > 1 ? 3u : 1u) << r.log;
+      EXPECT_EQ(count(r.log, "bytes spill stores"), 1u) << r.log;
       EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
           << to_string(p) << " " << to_string(s) << "\n"
           << r.log;

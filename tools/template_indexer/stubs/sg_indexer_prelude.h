@@ -39,3 +39,6 @@ __device__ unsigned __byte_perm(unsigned, unsigned, unsigned);
 __device__ unsigned __dp4a(unsigned, unsigned, unsigned);
 // sg_bitmap_tc.cuh: shared-memory addresses for cp.async / ldmatrix.
 __device__ unsigned long long __cvta_generic_to_shared(const void*);
+__device__ void __threadfence();
+__device__ unsigned atomicAdd(unsigned*, unsigned);
+__device__ float atomicExch(float*, float);
