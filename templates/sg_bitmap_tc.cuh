@@ -246,15 +246,20 @@ __device__ __forceinline__ void bitmap_tc_split_finish(T* __restrict__ C, float*
   if (tid == 0) s_last = atomicAdd(counters + blockIdx.x, 1u) == static_cast<unsigned>(ksplit - 1);
   __syncthreads();
   if (!s_last) return;
-  __threadfence();
+  __threadfence();  // the other blocks' adds (fenced before their count) are visible from here
+  // Plain L2 loads (__ldcg: where the atomics were performed), unrolled so that several are in
+  // flight per thread; atomicExch would wait one L2 round trip per element.
+#pragma unroll 4
   for (int i = tid; i < ROWS * N; i += THREADS) {
     const int r = row0 + i / N, c = i - (i / N) * N;
-    if (r >= M) break;  // rows ascend with i
-    const long long e =
-        static_cast<long long>(r) * row_stride + static_cast<long long>(c) * col_stride;
-    float v = atomicExch(ws + e, 0.0f);  // read the sum at L2 and zero it in one step
-    if (beta != 0.0f) v += beta * detail::Cvt<T>::to_f32(C[e]);
-    C[e] = detail::Cvt<T>::from_f32(v);
+    if (r < M) {
+      const long long e =
+          static_cast<long long>(r) * row_stride + static_cast<long long>(c) * col_stride;
+      float v = __ldcg(ws + e);
+      ws[e] = 0.0f;
+      if (beta != 0.0f) v += beta * detail::Cvt<T>::to_f32(C[e]);
+      C[e] = detail::Cvt<T>::from_f32(v);
+    }
   }
   if (tid == 0) counters[blockIdx.x] = 0u;
 }

@@ -42,3 +42,4 @@ __device__ unsigned long long __cvta_generic_to_shared(const void*);
 __device__ void __threadfence();
 __device__ unsigned atomicAdd(unsigned*, unsigned);
 __device__ float atomicExch(float*, float);
+template <class T> __device__ T __ldcg(const T*);
