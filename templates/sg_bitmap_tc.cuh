@@ -241,24 +241,38 @@ __device__ __forceinline__ void bitmap_tc_split_finish(T* __restrict__ C, float*
                                                        int row_stride, int col_stride, float beta,
                                                        int ksplit, int tid) {
   __shared__ int s_last;
-  __threadfence();  // this block's adds are visible before it is counted
+  // Release/acquire fences (cheaper than __threadfence's sequentially consistent one): this
+  // block's adds are visible before it is counted.
+  asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
   __syncthreads();
   if (tid == 0) s_last = atomicAdd(counters + blockIdx.x, 1u) == static_cast<unsigned>(ksplit - 1);
   __syncthreads();
   if (!s_last) return;
-  __threadfence();  // the other blocks' adds (fenced before their count) are visible from here
-  // Plain L2 loads (__ldcg: where the atomics were performed), unrolled so that several are in
-  // flight per thread; atomicExch would wait one L2 round trip per element.
-#pragma unroll 4
-  for (int i = tid; i < ROWS * N; i += THREADS) {
-    const int r = row0 + i / N, c = i - (i / N) * N;
-    if (r < M) {
-      const long long e =
-          static_cast<long long>(r) * row_stride + static_cast<long long>(c) * col_stride;
-      float v = __ldcg(ws + e);
-      ws[e] = 0.0f;
-      if (beta != 0.0f) v += beta * detail::Cvt<T>::to_f32(C[e]);
-      C[e] = detail::Cvt<T>::from_f32(v);
+  asm volatile("fence.acq_rel.gpu;\n" ::: "memory");  // the other blocks' adds are visible now
+  // One block finishes ROWS·N elements: its loads must overlap, or the kernel's tail grows by an
+  // L2 round trip per element per thread. So each batch first loads (plain L2 loads, __ldcg:
+  // where the atomics were performed; and C when beta != 0) and only then stores.
+  constexpr int kPer = (ROWS * N + THREADS - 1) / THREADS;
+  constexpr int kBatch = kPer < 16 ? kPer : 16;
+  for (int j0 = 0; j0 < kPer; j0 += kBatch) {
+    float v[kBatch], old[kBatch];
+    long long e[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int i = (j0 + j) * THREADS + tid;
+      const int r = row0 + i / N, c = i - (i / N) * N;
+      e[j] = -1;
+      if (j0 + j < kPer && i < ROWS * N && r < M) {
+        e[j] = static_cast<long long>(r) * row_stride + static_cast<long long>(c) * col_stride;
+        v[j] = __ldcg(ws + e[j]);
+        old[j] = beta != 0.0f ? detail::Cvt<T>::to_f32(C[e[j]]) : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      if (e[j] < 0) continue;
+      ws[e[j]] = 0.0f;
+      C[e[j]] = detail::Cvt<T>::from_f32(beta != 0.0f ? v[j] + beta * old[j] : v[j]);
     }
   }
   if (tid == 0) counters[blockIdx.x] = 0u;
