@@ -58,6 +58,8 @@ SANITIZER_RUNS=(
   "runtime_gpu|tests/runtime_tests '--gtest_filter=Gpu.*:-Gpu.InvalidLaunchConfigNamesTheCall:Gpu.MissingKernelAndBadImageNameTheCall'"
   "gpu_smoke|tools/sparsegen gpu-smoke --n 200003 --repeats 2"
   "gpu_tests_sample|tests/gpu_tests '--gtest_filter=GpuSample.*:GpuPipeline.*'"
+  # bitmap_tc kernels (cp.async, ldmatrix, the split-K workspace): one config per edge matrix.
+  "bitmap_tc_edge|tests/gpu_tests '--gtest_filter=GpuBitmapTc.Edge'"
 )
 # gpu_tests (tests/gpu, run by ctest above) write one JSON summary per GpuCorrectness test here;
 # it lies inside BENCH_DIR, so bench.tar.gz carries it when benchmarks run.
@@ -254,6 +256,8 @@ if [ -x "$SG" ] && has_step smoke; then
 fi
 log "gpu-smoke rc=$SMOKE_RC"
 
+# The sanitizer's GPU-test runs take one config per collection matrix (memcheck is slow).
+export SPARSEGEN_GPU_TEST_CONFIGS=1
 # ---- compute-sanitizer -----------------------------------------------------------------------
 SAN_SUMMARY=()
 : >"$OUT/sanitizer.log"
