@@ -97,7 +97,7 @@ struct Args {
   std::string dtype;
   std::string schedule;
   std::string family;  // --family: only this schedule family's candidates (exploration runs)
-  int best_of = 0;  // 0: not given
+  int best_of = 0;     // 0: not given
   std::string suite;
   bool quick = false;
   std::string json;

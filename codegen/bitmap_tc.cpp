@@ -24,8 +24,12 @@ using tmpl::ptr_t;
 using tmpl::targs;
 using tmpl::TypeArg;
 
-tmpl::Expr<tmpl::Kind::kPtrU32> ptr_u32(std::string s) { return {std::move(s)}; }
-tmpl::Expr<tmpl::Kind::kConstPtrU32> cptr_u32(std::string s) { return {std::move(s)}; }
+tmpl::Expr<tmpl::Kind::kPtrU32> ptr_u32(std::string s) {
+  return {std::move(s)};
+}
+tmpl::Expr<tmpl::Kind::kConstPtrU32> cptr_u32(std::string s) {
+  return {std::move(s)};
+}
 
 class BitmapTcEmitter : public Emitter {
  public:
@@ -36,13 +40,13 @@ class BitmapTcEmitter : public Emitter {
   GeneratedKernel run() {
     const auto why = validate_bitmap_tc(p_, s_);
     if (!why.empty())
-      throw UserError(fmt::format("codegen: bitmap_tc cannot run {}: {}", to_string(p_),
-                                  fmt::join(why, "; ")));
+      throw UserError(
+          fmt::format("codegen: bitmap_tc cannot run {}: {}", to_string(p_), fmt::join(why, "; ")));
     if (f_.slots() > INT_MAX / 2 || f_.tiles() > INT_MAX / 32 || p_.m > INT_MAX / 2 ||
         p_.k > INT_MAX / 2 || p_.m * p_.n > INT_MAX)
-      throw UserError(fmt::format(
-          "codegen: {} with {} bitmap values exceeds the kernel's 32-bit offsets", to_string(p_),
-          f_.slots()));
+      throw UserError(
+          fmt::format("codegen: {} with {} bitmap values exceeds the kernel's 32-bit offsets",
+                      to_string(p_), f_.slots()));
     SG_ASSERT(f_.rows == p_.m && f_.cols == p_.k,
               "emit_bitmap_tc: the format does not match the problem");
     NT_ = static_cast<int>(p_.n / 8);
@@ -51,9 +55,9 @@ class BitmapTcEmitter : public Emitter {
     CT_ = f_.col_tiles;
     PT_ = bitmap_tc_part_tiles(CT_, s_.ksplit);
     atomic_ = s_.output() == OutputMode::Atomic;
-    for (const char* n : {"values", "B", "C", "ws", "alpha", "beta", "masks", "tile_ptr", "lane",
-                          "warp", "tid", "T", "sg_smem", "s_tp", "ct0", "tiles", "acc", "issue",
-                          "steps", "k_end"})
+    for (const char* n : {"values",   "B",     "C",    "ws",    "alpha", "beta",    "masks",
+                          "tile_ptr", "lane",  "warp", "tid",   "T",     "sg_smem", "s_tp",
+                          "ct0",      "tiles", "acc",  "issue", "steps", "k_end"})
       reserve(n);
     decl(fmt::format("// sparsegen bitmap_tc kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -85,7 +89,8 @@ class BitmapTcEmitter : public Emitter {
     const int MT = s_.m_tiles;
     line("extern __shared__ __align__(16) unsigned sg_smem[];");
     line("const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;");
-    comment("this block's K part: column tiles ct0 .. ct0 + tiles - 1 (the last part may be empty)");
+    comment(
+        "this block's K part: column tiles ct0 .. ct0 + tiles - 1 (the last part may be empty)");
     line(fmt::format("const int ct0 = blockIdx.y * {};", PT_));
     line(fmt::format("const int tiles = min({} - ct0, {});", CT_, PT_));
     comment("tiles may be 0 (K = 0, or an empty last K part): no step runs, and the block still");
@@ -95,18 +100,20 @@ class BitmapTcEmitter : public Emitter {
     comment("B rows past the part are zero-filled: the next part's tiles are not this block's");
     line(fmt::format("const int k_end = min({}, (ct0 + tiles) * {});", p_.k, kBitmapTileCols));
     line("int* s_tp = reinterpret_cast<int*>(sg_smem);");
-    call_stmt(tmpl::bitmap_tc_load_tile_ptrs, targs(IntArg{RTB_}, IntArg{PT_}, IntArg{CT_},
-                                                    IntArg{THREADS_}),
-              ptr_i32("s_tp"), cptr_i32("tile_ptr"), i32(fmt::format("blockIdx.x * {}", RTB_)),
+    call_stmt(tmpl::bitmap_tc_load_tile_ptrs,
+              targs(IntArg{RTB_}, IntArg{PT_}, IntArg{CT_}, IntArg{THREADS_}), ptr_i32("s_tp"),
+              cptr_i32("tile_ptr"), i32(fmt::format("blockIdx.x * {}", RTB_)),
               i32(std::to_string(f_.row_tiles)), i32("ct0"), i32("tiles"), i32("tid"));
     line("__syncthreads();");
     line(fmt::format("float acc[{}];", MT * NT_ * 4));
     line("#pragma unroll");
     line(fmt::format("for (int i = 0; i < {}; ++i) acc[i] = 0.0f;", MT * NT_ * 4));
-    comment(fmt::format("issue(i): cp.async copies of step i (column tiles ct0 + {0}i .. ct0 + {0}i + "
-                        "{1}) into",
-                        KT, KT - 1));
-    comment("buffer i % stages: the B rows (all threads) and each warp's A tiles (masks + values);");
+    comment(
+        fmt::format("issue(i): cp.async copies of step i (column tiles ct0 + {0}i .. ct0 + {0}i + "
+                    "{1}) into",
+                    KT, KT - 1));
+    comment(
+        "buffer i % stages: the B rows (all threads) and each warp's A tiles (masks + values);");
     comment("tiles past the part are copied as empty (zero masks)");
     {
       auto fn = block("auto issue = [&](int i)", ";");
@@ -129,8 +136,8 @@ class BitmapTcEmitter : public Emitter {
       call_stmt(tmpl::bitmap_tc_issue_a, targs(TypeArg{"T"}),
                 ptr_u32(a_masks("buf", fmt::format("rtl * {} + u", KT))),
                 ptr_u32(a_values("buf", fmt::format("rtl * {} + u", KT))), cptr_u32("masks"),
-                cptr_t("values"), i32(fmt::format("rt * {} + ct0 + j", CT_)),
-                i32("ok ? tp[0] : 0"), i32("ok ? tp[1] : 0"), i32("ok"), i32("lane"));
+                cptr_t("values"), i32(fmt::format("rt * {} + ct0 + j", CT_)), i32("ok ? tp[0] : 0"),
+                i32("ok ? tp[1] : 0"), i32("ok"), i32("lane"));
     }
     line(fmt::format("for (int i = 0; i < {}; ++i) {{", s_.stages - 1));
     line("  if (i < steps) issue(i);");
@@ -172,8 +179,7 @@ class BitmapTcEmitter : public Emitter {
         comment("B rows 16·uq .. 16·uq + 15 of the step");
         call_stmt(tmpl::bitmap_tc_mma_quarter,
                   targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{bitmap_tc_b_row_bytes(p_)}),
-                  cptr_u32(stage_b("buf")), i32("uq"), i32("lane"), cptr_u32("a"),
-                  ptr_f32("acc"));
+                  cptr_u32(stage_b("buf")), i32("uq"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
       }
       comment("the buffer is refilled by the next step's issue()");
       line("__syncthreads();");
@@ -191,8 +197,7 @@ class BitmapTcEmitter : public Emitter {
                 ptr_t("C"), ptr_f32(atomic_ ? "ws" : "static_cast<float*>(nullptr)"),
                 tmpl::cptr_f32(fmt::format("acc + mt * {}", NT_ * 4)),
                 i32(fmt::format("(blockIdx.x * {} + warp * {} + mt) * 16", RTB_, MT)),
-                i32(std::to_string(p_.m)), i32(rs), i32(cs), f32("alpha"), f32("beta"),
-                i32("lane"))
+                i32(std::to_string(p_.m)), i32(rs), i32(cs), f32("alpha"), f32("beta"), i32("lane"))
                .text +
            ";");
     }

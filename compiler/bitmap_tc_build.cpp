@@ -36,9 +36,8 @@ KernelBuild build_bitmap_tc_kernel(const CsrMatrix& a, const Problem& p, const S
   {
     PipelineStep st(4, "pack", &b.step_log);
     f = pack_bitmap_tiles(a);
-    st.finish(fmt::format("{} tiles of {}x{}, {} value slots ({} real), largest tile {}",
-                          f.tiles(), kBitmapTileRows, kBitmapTileCols, f.slots(), f.nnz,
-                          f.max_tile_values));
+    st.finish(fmt::format("{} tiles of {}x{}, {} value slots ({} real), largest tile {}", f.tiles(),
+                          kBitmapTileRows, kBitmapTileCols, f.slots(), f.nnz, f.max_tile_values));
   }
   {
     PipelineStep st(5, "values", &b.step_log);

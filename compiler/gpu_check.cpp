@@ -8,10 +8,10 @@
 #include <limits>
 #include <thread>
 
+#include "ir/bitmap_interpreter.h"
 #include "ir/dtype.h"
 #include "ir/format.h"
 #include "ir/interpreter.h"
-#include "ir/bitmap_interpreter.h"
 #include "ir/macko_interpreter.h"
 
 namespace sparsegen {

@@ -404,10 +404,11 @@ void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
   const codegen::KernelSignature& sig = k.build.kernel.signature;
   if (p.m == 0 || p.n == 0) return;  // C has no elements
   if (sig.b_alignment > 1 && b % static_cast<CUdeviceptr>(sig.b_alignment) != 0)
-    throw UserError(fmt::format("B at device address 0x{:x} is not {}-byte aligned, which the "
-                                "kernel '{}' needs (its loads of B are {}-byte copies)",
-                                static_cast<unsigned long long>(b), sig.b_alignment,
-                                to_string(k.build.schedule), sig.b_alignment));
+    throw UserError(
+        fmt::format("B at device address 0x{:x} is not {}-byte aligned, which the "
+                    "kernel '{}' needs (its loads of B are {}-byte copies)",
+                    static_cast<unsigned long long>(b), sig.b_alignment,
+                    to_string(k.build.schedule), sig.b_alignment));
   RunArgs a;
   a.values = k.values.ptr();
   a.col_idx = k.col_idx.ptr();

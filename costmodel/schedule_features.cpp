@@ -6,8 +6,8 @@
 #include <cmath>
 #include <functional>
 
-#include "ir/macko_format.h"
 #include "ir/bitmap_tc_schedule.h"
+#include "ir/macko_format.h"
 #include "ir/macko_schedule.h"
 
 namespace sparsegen {

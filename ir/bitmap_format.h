@@ -36,13 +36,13 @@ inline constexpr int64_t kBitmapValueAlign = 8;
 struct BitmapTileFormat {
   int64_t rows = 0;
   int64_t cols = 0;
-  int64_t row_tiles = 0;  // ceil(rows / 16)
-  int64_t col_tiles = 0;  // ceil(cols / 64)
-  int64_t nnz = 0;        // stored entries (explicit zeros included)
-  int64_t max_tile_values = 0;   // largest tile's value count, rounded up to kBitmapValueAlign
-  std::vector<uint64_t> masks;   // row_tiles * col_tiles * 16
-  std::vector<int64_t> tile_ptr; // row_tiles * col_tiles + 1 value-slot offsets
-  std::vector<float> values;     // slots() entries (fp32 master; alignment fill = 0)
+  int64_t row_tiles = 0;          // ceil(rows / 16)
+  int64_t col_tiles = 0;          // ceil(cols / 64)
+  int64_t nnz = 0;                // stored entries (explicit zeros included)
+  int64_t max_tile_values = 0;    // largest tile's value count, rounded up to kBitmapValueAlign
+  std::vector<uint64_t> masks;    // row_tiles * col_tiles * 16
+  std::vector<int64_t> tile_ptr;  // row_tiles * col_tiles + 1 value-slot offsets
+  std::vector<float> values;      // slots() entries (fp32 master; alignment fill = 0)
 
   int64_t tiles() const { return row_tiles * col_tiles; }
   int64_t slots() const { return static_cast<int64_t>(values.size()); }

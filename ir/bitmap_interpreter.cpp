@@ -113,7 +113,8 @@ void interpret_bitmap_tc(const Problem& p, const BitmapTcSchedule& s, const Bitm
     for (int64_t i = 0; i < nr; ++i)
       for (int64_t n = 0; n < N; ++n) {
         const float sum = ws[static_cast<size_t>(i * N + n)];
-        out(i, n) = round_to(p.dtype, beta == 0.0f ? sum : sum + beta * round_to(p.dtype, out(i, n)));
+        out(i, n) =
+            round_to(p.dtype, beta == 0.0f ? sum : sum + beta * round_to(p.dtype, out(i, n)));
       }
   }
 }

@@ -26,7 +26,9 @@ int parse_int(std::string_view field, std::string_view v, int lo, int hi) {
   return x;
 }
 
-int64_t col_tiles_of(const Problem& p) { return (p.k + kBitmapTileCols - 1) / kBitmapTileCols; }
+int64_t col_tiles_of(const Problem& p) {
+  return (p.k + kBitmapTileCols - 1) / kBitmapTileCols;
+}
 
 }  // namespace
 
@@ -34,8 +36,7 @@ std::vector<std::string> validate(const BitmapTcSchedule& s) {
   std::vector<std::string> why;
   auto bad = [&](std::string m) { why.push_back(std::move(m)); };
   const int w = s.warps_per_block;
-  if (w != 1 && w != 2 && w != 4 && w != 8)
-    bad(fmt::format("warps={} must be 1, 2, 4 or 8", w));
+  if (w != 1 && w != 2 && w != 4 && w != 8) bad(fmt::format("warps={} must be 1, 2, 4 or 8", w));
   if (s.m_tiles != 1 && s.m_tiles != 2) bad(fmt::format("mt={} must be 1 or 2", s.m_tiles));
   if (s.k_tiles != 1 && s.k_tiles != 2 && s.k_tiles != 4)
     bad(fmt::format("kt={} must be 1, 2 or 4", s.k_tiles));
@@ -47,17 +48,17 @@ std::vector<std::string> validate(const BitmapTcSchedule& s) {
 std::vector<std::string> validate_bitmap_tc(const Problem& p, const BitmapTcSchedule& s) {
   std::vector<std::string> why;
   if (p.dtype != DType::F16 && p.dtype != DType::BF16)
-    why.push_back(fmt::format("bitmap_tc runs on fp16/bf16 tensor cores, not {}",
-                              to_string(p.dtype)));
+    why.push_back(
+        fmt::format("bitmap_tc runs on fp16/bf16 tensor cores, not {}", to_string(p.dtype)));
   if (p.b_layout != Layout::RowMajor)
     why.push_back("bitmap_tc needs a row-major B (ldmatrix.trans reads 16-byte rows of B)");
   if (p.n % 8 != 0 || p.n < 8 || p.n > 128)
-    why.push_back(fmt::format("bitmap_tc needs n a multiple of 8 in 8..128 (mma n8 tiles), not {}",
-                              p.n));
+    why.push_back(
+        fmt::format("bitmap_tc needs n a multiple of 8 in 8..128 (mma n8 tiles), not {}", p.n));
   const int64_t tiles = col_tiles_of(p);
   if (p.k > 0 && s.ksplit > tiles)
-    why.push_back(fmt::format("ksplit={} exceeds the {} column tiles of k={}", s.ksplit, tiles,
-                              p.k));
+    why.push_back(
+        fmt::format("ksplit={} exceeds the {} column tiles of k={}", s.ksplit, tiles, p.k));
   return why;
 }
 
@@ -120,7 +121,9 @@ int64_t bitmap_tc_grid_x(const Problem& p, const BitmapTcSchedule& s) {
   return (p.m + s.rows_per_block() - 1) / s.rows_per_block();
 }
 
-int64_t bitmap_tc_grid_y(const Problem&, const BitmapTcSchedule& s) { return s.ksplit; }
+int64_t bitmap_tc_grid_y(const Problem&, const BitmapTcSchedule& s) {
+  return s.ksplit;
+}
 
 int64_t bitmap_tc_b_row_bytes(const Problem& p) {
   const int64_t units = (p.n * 2 + 15) / 16;

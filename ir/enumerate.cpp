@@ -4,8 +4,8 @@
 #include <cmath>
 #include <set>
 
-#include "ir/format.h"
 #include "ir/bitmap_tc_schedule.h"
+#include "ir/format.h"
 #include "ir/macko_schedule.h"
 #include "ir/verifier.h"
 
@@ -31,9 +31,12 @@ RowLengthStats row_length_stats(const CsrMatrix& a) {
 
 ReductionRule choose_reduction_levels(const RowLengthStats& st) {
   ReductionRule r;
-  if (st.mean < 8 && st.cv <= 1) r.finish_level = Level::Thread;
-  else if (st.mean >= 32.0 * 32.0) r.finish_level = Level::Block;
-  else r.finish_level = Level::Warp;
+  if (st.mean < 8 && st.cv <= 1)
+    r.finish_level = Level::Thread;
+  else if (st.mean >= 32.0 * 32.0)
+    r.finish_level = Level::Block;
+  else
+    r.finish_level = Level::Warp;
   r.prefer_nnz_split = st.cv > 1 || (st.mean > 0 && double(st.max) > 32 * st.mean);
   return r;
 }
@@ -42,9 +45,12 @@ bool matches_rule(const ReductionRule& r, const GeneralSchedule& s) {
   const WorkSplit b = s.at(Level::Block).kind, w = s.at(Level::Warp).kind;
   if (r.prefer_nnz_split) return b == WorkSplit::Nnz;
   switch (r.finish_level) {
-    case Level::Thread: return b == WorkSplit::Rows && w == WorkSplit::Rows;
-    case Level::Warp: return b == WorkSplit::Rows && w == WorkSplit::Row;
-    case Level::Block: return b == WorkSplit::Row;
+    case Level::Thread:
+      return b == WorkSplit::Rows && w == WorkSplit::Rows;
+    case Level::Warp:
+      return b == WorkSplit::Rows && w == WorkSplit::Row;
+    case Level::Block:
+      return b == WorkSplit::Row;
   }
   return false;
 }
@@ -181,8 +187,7 @@ std::vector<Schedule> enumerate_schedules(const Problem& p, const CsrMatrix& a,
   }
   first.insert(first.end(), std::make_move_iterator(rest.begin()),
                std::make_move_iterator(rest.end()));
-  if (opt.include_specialised)
-  {
+  if (opt.include_specialised) {
     for (Schedule& s : enumerate_macko_schedules(p, a, opt.device)) first.push_back(std::move(s));
     for (Schedule& s : enumerate_bitmap_tc_schedules(p, a, opt.device))
       first.push_back(std::move(s));

@@ -52,30 +52,30 @@ struct OffsetArray {
 struct LevelArrays {
   Level level = Level::Block;
   int64_t tasks = 0;
-  OffsetArray nz_begin;     // tasks + 1
-  OffsetArray row_begin;    // tasks + 1
-  OffsetArray child_begin;  // tasks + 1 (Block, Warp); empty for Thread
+  OffsetArray nz_begin;          // tasks + 1
+  OffsetArray row_begin;         // tasks + 1
+  OffsetArray child_begin;       // tasks + 1 (Block, Warp); empty for Thread
   std::vector<uint32_t> bitmap;  // tasks, for a Bitmap reduction at this level; else empty
 };
 
 // Cheap O(rows) summary for the verifier and the enumerator (no arrays built).
 struct FormatStats {
-  int64_t rows = 0;           // packed rows (empty rows excluded for block split Nnz)
-  int64_t nnz = 0;            // real nonzeros
-  int64_t nnz_padded = 0;     // packed sequence length (>= nnz)
-  int64_t block_tasks = 0;    // grid.x
-  int64_t col_tiles = 0;      // grid.y = ceil(N / block_cols)
-  int64_t max_row_length = 0; // of the original matrix
+  int64_t rows = 0;             // packed rows (empty rows excluded for block split Nnz)
+  int64_t nnz = 0;              // real nonzeros
+  int64_t nnz_padded = 0;       // packed sequence length (>= nnz)
+  int64_t block_tasks = 0;      // grid.x
+  int64_t col_tiles = 0;        // grid.y = ceil(N / block_cols)
+  int64_t max_row_length = 0;   // of the original matrix
   int64_t max_tile_values = 0;  // bitmap_tc: the largest tile's value slots (bitmap_format.h)
   double pad_overhead() const { return nnz == 0 ? 0.0 : double(nnz_padded - nnz) / double(nnz); }
 };
 
 struct PackedFormat {
   FormatStats stats;
-  OffsetArray perm;              // packed row -> original row (rows entries)
-  OffsetArray row_ptr;           // rows + 1 logical positions
-  std::vector<int32_t> col_idx;  // nnz_padded, storage order
-  std::vector<float> values;     // nnz_padded, storage order, fp32 master (padding = 0)
+  OffsetArray perm;                      // packed row -> original row (rows entries)
+  OffsetArray row_ptr;                   // rows + 1 logical positions
+  std::vector<int32_t> col_idx;          // nnz_padded, storage order
+  std::vector<float> values;             // nnz_padded, storage order, fp32 master (padding = 0)
   std::vector<uint32_t> row_start_bits;  // (nnz_padded + 31) / 32 words, or empty
   std::array<LevelArrays, 3> levels;     // indexed by Level
   OutputMode output = OutputMode::Store;

@@ -3,17 +3,21 @@
 #include <algorithm>
 #include <numeric>
 
+#include "ir/bitmap_tc_schedule.h"
 #include "ir/diagnostics.h"
 #include "ir/format.h"
-#include "ir/bitmap_tc_schedule.h"
 #include "ir/macko_schedule.h"
 
 namespace sparsegen {
 
 namespace {
 
-int64_t round_up(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
-int64_t ceil_div(int64_t x, int64_t m) { return (x + m - 1) / m; }
+int64_t round_up(int64_t x, int64_t m) {
+  return (x + m - 1) / m * m;
+}
+int64_t ceil_div(int64_t x, int64_t m) {
+  return (x + m - 1) / m;
+}
 
 void check_shape(const CsrMatrix& a, const Problem& p) {
   if (a.rows != p.m || a.cols != p.k)
@@ -88,7 +92,8 @@ FormatStats compute_format_stats(const CsrMatrix& a, const Problem& p, const Sch
     st.nnz_padded = ms.slots;
     st.block_tasks = macko_grid_x(p, sch.macko());
     st.col_tiles = macko_grid_y(p, sch.macko());
-    for (int64_t r = 0; r < a.rows; ++r) st.max_row_length = std::max(st.max_row_length, a.row_length(r));
+    for (int64_t r = 0; r < a.rows; ++r)
+      st.max_row_length = std::max(st.max_row_length, a.row_length(r));
     return st;
   }
   if (sch.family() == ScheduleFamily::BitmapTc) {  // bitmap_tc packs with pack_bitmap_tiles
@@ -117,7 +122,8 @@ FormatStats compute_format_stats(const CsrMatrix& a, const Problem& p, const Sch
   }
   st.nnz_padded = round_up(st.nnz_padded, tail_multiple(s));
   const LevelSplit& b = s.at(Level::Block);
-  st.block_tasks = b.kind == WorkSplit::Nnz ? st.nnz_padded / b.amount : ceil_div(st.rows, b.amount);
+  st.block_tasks =
+      b.kind == WorkSplit::Nnz ? st.nnz_padded / b.amount : ceil_div(st.rows, b.amount);
   st.col_tiles = ceil_div(p.n, s.block_cols);
   return st;
 }
@@ -135,16 +141,16 @@ PackedFormat pack_format(const CsrMatrix& a, const Problem& p, const Schedule& s
   for (int64_t r = 0; r < a.rows; ++r)
     if (!skip_empty || a.row_length(r) > 0) order.push_back(r);
   if (s.sort_rows)
-    std::stable_sort(order.begin(), order.end(), [&](int64_t x, int64_t y) {
-      return a.row_length(x) > a.row_length(y);
-    });
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int64_t x, int64_t y) { return a.row_length(x) > a.row_length(y); });
   const int64_t R = static_cast<int64_t>(order.size());
   SG_ASSERT(R == f.stats.rows, "packed row count disagrees with format stats");
 
   std::vector<int64_t> row_ptr(static_cast<size_t>(R + 1), 0);
   for (int64_t i = 0; i < R; ++i)
     row_ptr[static_cast<size_t>(i + 1)] =
-        row_ptr[static_cast<size_t>(i)] + round_up(a.row_length(order[static_cast<size_t>(i)]), s.pad);
+        row_ptr[static_cast<size_t>(i)] +
+        round_up(a.row_length(order[static_cast<size_t>(i)]), s.pad);
   // Tail padding (nonzero splits) belongs to the last row.
   const int64_t total = f.stats.nnz_padded;
   SG_ASSERT(R > 0 ? total >= row_ptr.back() : total == 0, "tail padding");
@@ -157,8 +163,8 @@ PackedFormat pack_format(const CsrMatrix& a, const Problem& p, const Schedule& s
     const int64_t src = order[static_cast<size_t>(i)];
     int64_t pos = row_ptr[static_cast<size_t>(i)];
     int32_t last_col = 0;
-    for (int64_t e = a.row_ptr[static_cast<size_t>(src)]; e < a.row_ptr[static_cast<size_t>(src + 1)];
-         ++e, ++pos) {
+    for (int64_t e = a.row_ptr[static_cast<size_t>(src)];
+         e < a.row_ptr[static_cast<size_t>(src + 1)]; ++e, ++pos) {
       const int64_t sp = storage_pos(s, f, pos);
       last_col = a.col_idx[static_cast<size_t>(e)];
       f.col_idx[static_cast<size_t>(sp)] = last_col;
@@ -214,7 +220,8 @@ PackedFormat pack_format(const CsrMatrix& a, const Problem& p, const Schedule& s
         const int64_t c1 = out.child_begin.values[static_cast<size_t>(k + 1)];
         SG_ASSERT(c1 - c0 <= 32, "bitmap level with more than 32 children");
         for (int64_t c = c0; c < c1; ++c)
-          if (c == c0 || ch.row_begin[static_cast<size_t>(c)] != ch.row_begin[static_cast<size_t>(c - 1)])
+          if (c == c0 ||
+              ch.row_begin[static_cast<size_t>(c)] != ch.row_begin[static_cast<size_t>(c - 1)])
             out.bitmap[static_cast<size_t>(k)] |= 1u << (c - c0);
       }
     }

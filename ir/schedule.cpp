@@ -5,8 +5,8 @@
 #include <charconv>
 #include <map>
 
-#include "ir/diagnostics.h"
 #include "ir/bitmap_tc_schedule.h"
+#include "ir/diagnostics.h"
 #include "ir/macko_schedule.h"
 
 namespace sparsegen {
@@ -31,7 +31,8 @@ std::optional<E> lookup(const std::string_view (&names)[N], std::string_view s) 
 template <size_t N>
 std::string alternatives(const std::string_view (&names)[N]) {
   std::string out;
-  for (size_t i = 0; i < N; ++i) out += (i ? (i + 1 == N ? " or " : ", ") : "") + std::string(names[i]);
+  for (size_t i = 0; i < N; ++i)
+    out += (i ? (i + 1 == N ? " or " : ", ") : "") + std::string(names[i]);
   return out;
 }
 
@@ -47,20 +48,36 @@ using W = WorkSplit;
 
 }  // namespace
 
-std::string_view to_string(Level l) { return kLevelNames[static_cast<int>(l)]; }
-std::optional<Level> parse_level(std::string_view s) { return lookup<Level>(kLevelNames, s); }
-std::string_view to_string(WorkSplit s) { return kSplitNames[static_cast<int>(s)]; }
+std::string_view to_string(Level l) {
+  return kLevelNames[static_cast<int>(l)];
+}
+std::optional<Level> parse_level(std::string_view s) {
+  return lookup<Level>(kLevelNames, s);
+}
+std::string_view to_string(WorkSplit s) {
+  return kSplitNames[static_cast<int>(s)];
+}
 std::optional<WorkSplit> parse_work_split(std::string_view s) {
   return lookup<WorkSplit>(kSplitNames, s);
 }
-std::string_view to_string(ReductionKind r) { return kReduceNames[static_cast<int>(r)]; }
+std::string_view to_string(ReductionKind r) {
+  return kReduceNames[static_cast<int>(r)];
+}
 std::optional<ReductionKind> parse_reduction(std::string_view s) {
   return lookup<ReductionKind>(kReduceNames, s);
 }
-std::string_view to_string(OutputMode m) { return kOutputNames[static_cast<int>(m)]; }
-std::string_view to_string(BStage b) { return kBStageNames[static_cast<int>(b)]; }
-std::optional<BStage> parse_bstage(std::string_view s) { return lookup<BStage>(kBStageNames, s); }
-std::string_view to_string(ScheduleFamily f) { return kFamilyNames[static_cast<int>(f)]; }
+std::string_view to_string(OutputMode m) {
+  return kOutputNames[static_cast<int>(m)];
+}
+std::string_view to_string(BStage b) {
+  return kBStageNames[static_cast<int>(b)];
+}
+std::optional<BStage> parse_bstage(std::string_view s) {
+  return lookup<BStage>(kBStageNames, s);
+}
+std::string_view to_string(ScheduleFamily f) {
+  return kFamilyNames[static_cast<int>(f)];
+}
 std::optional<ScheduleFamily> parse_family(std::string_view s) {
   return lookup<ScheduleFamily>(kFamilyNames, s);
 }
@@ -72,9 +89,12 @@ std::string to_string(const LevelSplit& s) {
 
 int GeneralSchedule::children(Level l) const {
   switch (l) {
-    case Level::Block: return warps_per_block;
-    case Level::Warp: return groups_per_warp();
-    case Level::Thread: return 0;
+    case Level::Block:
+      return warps_per_block;
+    case Level::Warp:
+      return groups_per_warp();
+    case Level::Thread:
+      return 0;
   }
   return 0;
 }
@@ -127,8 +147,8 @@ std::vector<std::string> validate(const GeneralSchedule& s) {
                     to_string(got), list, because));
   };
 
-  const std::string nest = fmt::format("{}/{}/{}", to_string(b.kind), to_string(w.kind),
-                                       to_string(t.kind));
+  const std::string nest =
+      fmt::format("{}/{}/{}", to_string(b.kind), to_string(w.kind), to_string(t.kind));
   if (b.kind == W::Row && w.kind == W::Nnz && t.kind == W::Nnz) {
     if (w.amount != G * t.amount)
       bad(fmt::format("warp nnz:{} must equal groups per warp ({}) x thread nnz:{} = {}", w.amount,
@@ -140,8 +160,7 @@ std::vector<std::string> validate(const GeneralSchedule& s) {
     want(Level::Thread, {R::Total}, "thread chunks lie in the warp's one row");
     want(Level::Warp, {R::Total}, "all groups work on the warp's one row");
     want(Level::Block, {R::None}, "each warp finishes whole rows");
-  } else if (b.kind == W::Rows && w.kind == W::Rows &&
-             (t.kind == W::Row || t.kind == W::Rows)) {
+  } else if (b.kind == W::Rows && w.kind == W::Rows && (t.kind == W::Row || t.kind == W::Rows)) {
     want(Level::Thread, {R::Total}, "each thread-group sums whole rows");
     want(Level::Warp, {R::None}, "each thread-group finishes whole rows");
     want(Level::Block, {R::None}, "each thread-group finishes whole rows");
@@ -153,14 +172,16 @@ std::vector<std::string> validate(const GeneralSchedule& s) {
       bad(fmt::format("block nnz:{} must equal warps ({}) x warp nnz:{} = {}", b.amount, Wn,
                       w.amount, Wn * w.amount));
     if (rt == R::Total && s.pad % t.amount != 0)
-      bad(fmt::format("thread reduction total needs pad ({}) to be a multiple of thread nnz:{} "
+      bad(
+          fmt::format("thread reduction total needs pad ({}) to be a multiple of thread nnz:{} "
                       "so that no thread chunk crosses a row; use bitmap",
                       s.pad, t.amount));
     want(Level::Thread, {R::Total, R::Bitmap}, "thread chunks of a nonzero split");
     if (rt == R::Total) {
       want(Level::Warp, {R::Total, R::Bitmap}, "thread total hands up one partial per group");
       if (rw == R::Total && s.pad % w.amount != 0)
-        bad(fmt::format("warp reduction total needs pad ({}) to be a multiple of warp nnz:{}; "
+        bad(
+            fmt::format("warp reduction total needs pad ({}) to be a multiple of warp nnz:{}; "
                         "use bitmap",
                         s.pad, w.amount));
     } else if (rt == R::Bitmap) {
@@ -169,14 +190,16 @@ std::vector<std::string> validate(const GeneralSchedule& s) {
     if (rw == R::Total) {
       want(Level::Block, {R::Total, R::Bitmap}, "warp total hands up one partial per warp");
       if (rb == R::Total && s.pad % b.amount != 0)
-        bad(fmt::format("block reduction total needs pad ({}) to be a multiple of block nnz:{}; "
+        bad(
+            fmt::format("block reduction total needs pad ({}) to be a multiple of block nnz:{}; "
                         "use bitmap",
                         s.pad, b.amount));
     } else if (rw == R::Bitmap || rw == R::Segment) {
       want(Level::Block, {R::Segment}, "warp bitmap/segment hands up head/tail partials");
     }
   } else {
-    bad(fmt::format("split nesting block/warp/thread = {} is illegal: legal are row/nnz/nnz, "
+    bad(
+        fmt::format("split nesting block/warp/thread = {} is illegal: legal are row/nnz/nnz, "
                     "rows/row/nnz, rows/rows/row, rows/rows/rows and nnz/nnz/nnz",
                     nest));
   }
@@ -202,7 +225,8 @@ std::vector<std::string> validate(const GeneralSchedule& s) {
       if (G < 2) bad("interleave needs at least 2 groups per warp (group < 32)");
       const int64_t round = G * t.amount;
       if (b.kind != W::Nnz && s.pad % round != 0)
-        bad(fmt::format("interleave needs pad ({}) to be a multiple of a warp round "
+        bad(
+            fmt::format("interleave needs pad ({}) to be a multiple of a warp round "
                         "(groups {} x thread nnz:{} = {}) so every round is full",
                         s.pad, G, t.amount, round));
     }
@@ -228,8 +252,8 @@ std::vector<std::string> validate(const Problem& p, const Schedule& s) {
     why.push_back(fmt::format("tcols={} leaves half of each thread's columns beyond n={}",
                               g.thread_cols, p.n));
   if (p.n > 0 && g.warp_cols() - g.thread_cols >= p.n && g.group_threads > 1)
-    why.push_back(fmt::format("group={} x tcols={} leaves whole lanes beyond n={}",
-                              g.group_threads, g.thread_cols, p.n));
+    why.push_back(fmt::format("group={} x tcols={} leaves whole lanes beyond n={}", g.group_threads,
+                              g.thread_cols, p.n));
   return why;
 }
 
@@ -243,12 +267,14 @@ Schedule::Schedule(ScheduleBody body) : body_(std::move(body)) {
 }
 
 ScheduleFamily Schedule::family() const {
-  return std::visit([](const auto& b) -> ScheduleFamily {
-    using T = std::decay_t<decltype(b)>;
-    if constexpr (std::is_same_v<T, GeneralSchedule>) return ScheduleFamily::General;
-    if constexpr (std::is_same_v<T, MackoSchedule>) return ScheduleFamily::Macko;
-    if constexpr (std::is_same_v<T, BitmapTcSchedule>) return ScheduleFamily::BitmapTc;
-  }, body_);
+  return std::visit(
+      [](const auto& b) -> ScheduleFamily {
+        using T = std::decay_t<decltype(b)>;
+        if constexpr (std::is_same_v<T, GeneralSchedule>) return ScheduleFamily::General;
+        if constexpr (std::is_same_v<T, MackoSchedule>) return ScheduleFamily::Macko;
+        if constexpr (std::is_same_v<T, BitmapTcSchedule>) return ScheduleFamily::BitmapTc;
+      },
+      body_);
 }
 
 std::string to_string(const Schedule& sch) {
@@ -290,8 +316,8 @@ namespace {
 
 [[noreturn]] void spec_error(std::string_view field, std::string_view expected,
                              std::string_view found) {
-  throw UserError(fmt::format("--schedule: field '{}': expected {}, found '{}'", field, expected,
-                              found));
+  throw UserError(
+      fmt::format("--schedule: field '{}': expected {}, found '{}'", field, expected, found));
 }
 
 int64_t parse_int(std::string_view field, std::string_view v, int64_t lo, int64_t hi) {

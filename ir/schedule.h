@@ -208,13 +208,13 @@ struct MackoSchedule {
 // parts (grid.y): with ksplit = 1 each row is finished by one warp and stored (alpha·acc +
 // beta·C); with ksplit > 1 the parts add into an fp32 workspace (OutputMode::Atomic) and the
 // last block of each row block to finish stores C = ws + beta·C and re-zeroes ws (no extra
-// kernels: the workspace is zeroed once at allocation and left zero by every run). Needs fp16/bf16, row-major B and N a multiple of 8 (<= 128).
-// Known limitation (dense compute): an absent entry is a 0 in the mma, so where B holds ±Inf or
-// NaN, every row whose tile spans that B row gets NaN, also rows with no entry in that column
-// (CSR arithmetic would skip the product). Finite inputs are unaffected.
-// A pipeline step covers `k_tiles` column tiles (64·k_tiles columns): one barrier pair and one
-// cp.async wait per step, and k_tiles independent decode chains per warp to overlap.
-// SPEC: bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2
+// kernels: the workspace is zeroed once at allocation and left zero by every run). Needs fp16/bf16,
+// row-major B and N a multiple of 8 (<= 128). Known limitation (dense compute): an absent entry is
+// a 0 in the mma, so where B holds ±Inf or NaN, every row whose tile spans that B row gets NaN,
+// also rows with no entry in that column (CSR arithmetic would skip the product). Finite inputs are
+// unaffected. A pipeline step covers `k_tiles` column tiles (64·k_tiles columns): one barrier pair
+// and one cp.async wait per step, and k_tiles independent decode chains per warp to overlap. SPEC:
+// bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2
 struct BitmapTcSchedule {
   int warps_per_block = 4;  // 1, 2, 4, 8: the block's row tiles are warps x m_tiles
   int m_tiles = 1;          // 16-row tiles per warp: 1, 2 (B fragments reused across them)

@@ -65,7 +65,8 @@ std::vector<std::string> verify(const Problem& p, const Schedule& s, const Forma
     why.push_back(fmt::format("{} bytes of shared memory exceed {} on {}", smem,
                               dev.max_shared_per_block, dev.name));
   if (st.block_tasks > dev.max_grid_x)
-    why.push_back(fmt::format("grid.x = {} block tasks exceeds {}", st.block_tasks, dev.max_grid_x));
+    why.push_back(
+        fmt::format("grid.x = {} block tasks exceeds {}", st.block_tasks, dev.max_grid_x));
   if (st.col_tiles > dev.max_grid_y)
     why.push_back(fmt::format("grid.y = {} column tiles exceeds {}", st.col_tiles, dev.max_grid_y));
   return why;

@@ -39,13 +39,16 @@ __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_b
 
 __device__ __forceinline__ int popc64_below(unsigned lo, unsigned hi, int bit) {
   // Set bits of the 64-bit mask (hi:lo) strictly below `bit` (0..63).
-  return bit < 32 ? __popc(lo & ((1u << bit) - 1u)) : __popc(lo) + __popc(hi & ((1u << (bit - 32)) - 1u));
+  return bit < 32 ? __popc(lo & ((1u << bit) - 1u))
+                  : __popc(lo) + __popc(hi & ((1u << (bit - 32)) - 1u));
 }
 
 }  // namespace detail
 
 // Commits the cp.async copies issued so far as one group.
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::);
+}
 
 // Waits until at most PENDING groups of this thread's cp.async copies are still in flight.
 template <int PENDING>
@@ -57,9 +60,10 @@ __device__ __forceinline__ void cp_async_wait() {
 // this K part: s_tp[r·(PT + 1) + j] = tile_ptr[(rt0 + r)·CT + ct0 + j] for j = 0 .. tiles (the
 // value range of step j is s_tp[j] .. s_tp[j + 1]); row tiles at or beyond row_tiles get 0.
 template <int RTB, int PT, int CT, int THREADS>
-__device__ __forceinline__ void bitmap_tc_load_tile_ptrs(int* s_tp, const int* __restrict__ tile_ptr,
-                                                         int rt0, int row_tiles, int ct0,
-                                                         int tiles, int tid) {
+__device__ __forceinline__ void bitmap_tc_load_tile_ptrs(int* s_tp,
+                                                         const int* __restrict__ tile_ptr, int rt0,
+                                                         int row_tiles, int ct0, int tiles,
+                                                         int tid) {
   for (int i = tid; i < RTB * (tiles + 1); i += THREADS) {
     const int r = i / (tiles + 1), j = i - r * (tiles + 1);
     s_tp[r * (PT + 1) + j] = rt0 + r < row_tiles ? tile_ptr[(rt0 + r) * CT + ct0 + j] : 0;
@@ -78,8 +82,7 @@ __device__ __forceinline__ void bitmap_tc_issue_b(unsigned* s_b, const T* __rest
     const int r = c / NT, j = c - r * NT;
     const int k = k0 + r;
     const T* src = k < k_end ? B + static_cast<long long>(k) * (NT * 8) + j * 8 : B;
-    detail::cp_async16(reinterpret_cast<char*>(s_b) + r * B_ROW + j * 16, src,
-                       k < k_end ? 16 : 0);
+    detail::cp_async16(reinterpret_cast<char*>(s_b) + r * B_ROW + j * 16, src, k < k_end ? 16 : 0);
   }
 }
 
@@ -92,7 +95,8 @@ __device__ __forceinline__ void bitmap_tc_issue_a(unsigned* s_masks, unsigned* s
                                                   const T* __restrict__ values, int tile, int v0,
                                                   int v1, int valid, int lane) {
   if (lane < 8)
-    detail::cp_async16(s_masks + lane * 4, masks + (valid ? static_cast<long long>(tile) * 32 + lane * 4 : 0),
+    detail::cp_async16(s_masks + lane * 4,
+                       masks + (valid ? static_cast<long long>(tile) * 32 + lane * 4 : 0),
                        valid ? 16 : 0);
   if (!valid) return;
   for (int c = lane; c < (v1 - v0) / 8; c += 32)
@@ -131,12 +135,11 @@ __device__ __forceinline__ void bitmap_tc_tile_rows(const unsigned* s_masks, int
 // base[r] + set bits of the row's mask below c. Absent entries are 0.
 template <typename T>
 __device__ __forceinline__ void bitmap_tc_a_quarter(const unsigned* s_vals, const unsigned* m,
-                                                    const int* base, int q, int lane,
-                                                    unsigned* a) {
+                                                    const int* base, int q, int lane, unsigned* a) {
   const unsigned short* v = reinterpret_cast<const unsigned short*>(s_vals);
   const int t = lane & 3;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {      // row g, then row g + 8
+  for (int half = 0; half < 2; ++half) {  // row g, then row g + 8
     const unsigned lo = m[2 * half], hi = m[2 * half + 1];
 #pragma unroll
     for (int cpair = 0; cpair < 2; ++cpair) {  // columns 2t, 2t+1, then 2t+8, 2t+9
@@ -206,9 +209,9 @@ __device__ __forceinline__ void bitmap_tc_mma_quarter(const unsigned* s_b, int q
 // at r·row_stride + c·col_stride of C (or ws); rows at or beyond M are skipped.
 template <typename T, int NT, int ATOMIC>
 __device__ __forceinline__ void bitmap_tc_finish(T* __restrict__ C, float* __restrict__ ws,
-                                                 const float* acc, int row0, int M,
-                                                 int row_stride, int col_stride, float alpha,
-                                                 float beta, int lane) {
+                                                 const float* acc, int row0, int M, int row_stride,
+                                                 int col_stride, float alpha, float beta,
+                                                 int lane) {
   const int g = lane >> 2, t = lane & 3;
 #pragma unroll
   for (int j = 0; j < NT; ++j) {
@@ -217,7 +220,8 @@ __device__ __forceinline__ void bitmap_tc_finish(T* __restrict__ C, float* __res
       const int r = row0 + g + (e >> 1) * 8;
       const int c = 8 * j + 2 * t + (e & 1);
       if (r >= M) continue;
-      const long long i = static_cast<long long>(r) * row_stride + static_cast<long long>(c) * col_stride;
+      const long long i =
+          static_cast<long long>(r) * row_stride + static_cast<long long>(c) * col_stride;
       if constexpr (ATOMIC) {
         atomicAdd(ws + i, alpha * acc[j * 4 + e]);
       } else {

@@ -3,7 +3,8 @@
 // matrix (the first enumerated schedule when --schedule is absent); --signature prints the launch
 // description (kernel name, launch shape, parameters in order) instead.
 // `sparsegen schedules FILE -n N [--dtype ...] [--limit K] [--long]`: lists the valid schedule
-// space (one SPEC per line, or the multi-line form with --long), rule-preferred schedules first.
+// space the tuner searches (one SPEC per line, or the multi-line form with --long): the general
+// family, rule-preferred schedules first, then MACKO and bitmap_tc where they apply.
 //
 // Exit codes (main.cpp): 0 success; 1 bad file, bad flag value or illegal schedule.
 #include <cstdio>
@@ -12,16 +13,16 @@
 
 #include <fmt/format.h>
 
-#include "codegen/general_sparse.h"
 #include "codegen/bitmap_tc.h"
+#include "codegen/general_sparse.h"
 #include "codegen/macko.h"
 #include "ir/bitmap_format.h"
-#include "ir/macko_format.h"
 #include "ir/diagnostics.h"
 #include "ir/dtype.h"
 #include "ir/enumerate.h"
 #include "ir/format.h"
 #include "ir/io/load.h"
+#include "ir/macko_format.h"
 #include "ir/problem.h"
 #include "ir/schedule.h"
 #include "tools/commands.h"
@@ -110,7 +111,9 @@ void run_emit(const EmitArgs& a) {
 void run_schedules(const SchedulesArgs& a) {
   const CsrMatrix m = load(a);
   const Problem p = make_problem(a, m);
-  const auto all = enumerate_schedules(p, m);
+  EnumerateOptions eo;
+  eo.include_specialised = true;  // the space `sparsegen tune` searches: MACKO and bitmap_tc too
+  const auto all = enumerate_schedules(p, m, eo);
   std::printf("# %s: %zu valid schedules\n", to_string(p).c_str(), all.size());
   int64_t shown = 0;
   for (const Schedule& s : all) {
@@ -138,7 +141,7 @@ void register_emit(CLI::App& app) {
 
   auto sched = std::make_shared<SchedulesArgs>();
   CLI::App* list =
-      app.add_subcommand("schedules", "List the valid GeneralSparse schedules for a matrix and N");
+      app.add_subcommand("schedules", "List the valid schedules of every family for a matrix and N");
   add_problem_options(list, *sched);
   list->add_option("--limit", sched->limit, "print at most this many (0 = all)");
   list->add_flag("--long", sched->long_form, "multi-line form of each schedule");

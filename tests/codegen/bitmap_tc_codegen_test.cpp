@@ -159,8 +159,9 @@ TEST(BitmapTcCodegen, SplitKUsesWorkspace) {
     EXPECT_EQ(count(src, "__global__"), 1u);
     EXPECT_TRUE(has(src, "sg::bitmap_tc_finish<T, 8, 1>(C, ws,"));
     // Counters after the M·N = 37·64 = 2368 floats; 64 rows per block (4 warps x 1 row tile).
-    EXPECT_TRUE(has(src, "sg::bitmap_tc_split_finish<T, 64, 64, 128>(C, ws, "
-                         "reinterpret_cast<unsigned*>(ws + 2368), blockIdx.x * 64, 37,"));
+    EXPECT_TRUE(has(src,
+                    "sg::bitmap_tc_split_finish<T, 64, 64, 128>(C, ws, "
+                    "reinterpret_cast<unsigned*>(ws + 2368), blockIdx.x * 64, 37,"));
     // 4 column tiles in 3 parts of 2: the third part is empty, adds nothing, but is counted.
     EXPECT_TRUE(has(src, "const int ct0 = blockIdx.y * 2;"));
     EXPECT_TRUE(has(src, "const int tiles = min(4 - ct0, 2);"));

@@ -59,11 +59,11 @@
 
 #include "compiler/gpu_check.h"
 #include "compiler/pipeline.h"
+#include "ir/bitmap_tc_schedule.h"
 #include "ir/enumerate.h"
 #include "ir/format.h"
 #include "ir/gen/pruning.h"
 #include "ir/io/load.h"
-#include "ir/bitmap_tc_schedule.h"
 #include "ir/macko_schedule.h"
 #include "sparsegen/sparsegen.h"
 #include "tests/test_support.h"
@@ -123,7 +123,7 @@ std::vector<std::string> features(const Schedule& s) {
   }
   if (s.family() == ScheduleFamily::Macko) {
     const MackoSchedule& m = s.macko();
-    return {fmt::format("b{}", m.delta_bits), fmt::format("u{}", m.unroll),
+    return {fmt::format("b{}", m.delta_bits),      fmt::format("u{}", m.unroll),
             fmt::format("w{}", m.warps_per_block), fmt::format("r{}", m.warps_per_row),
             fmt::format("rpw{}", m.rows_per_warp), fmt::format("sort{}", m.sort_rows)};
   }
@@ -278,10 +278,10 @@ class Campaign {
       const Problem p = make_problem(*a, req);
       EnumerateOptions eo;
       eo.device = target_.limits;
-      const auto all = family_ == ScheduleFamily::Macko ? enumerate_macko_schedules(p, *a, eo.device)
-                       : family_ == ScheduleFamily::BitmapTc
-                           ? enumerate_bitmap_tc_schedules(p, *a, eo.device)
-                           : enumerate_schedules(p, *a, eo);
+      const auto all =
+          family_ == ScheduleFamily::Macko      ? enumerate_macko_schedules(p, *a, eo.device)
+          : family_ == ScheduleFamily::BitmapTc ? enumerate_bitmap_tc_schedules(p, *a, eo.device)
+                                                : enumerate_schedules(p, *a, eo);
       std::map<std::string, std::vector<Schedule>> by_kind;
       for (const Schedule& s : all) by_kind[kind_of(s)].push_back(s);
       auto cfg = std::make_unique<Config>();
@@ -620,7 +620,8 @@ void run_collection(const std::string& folder, int collection_offset, int config
   }
   std::sort(files.begin(), files.end());
   ASSERT_FALSE(files.empty());
-  const std::string prefix = family == ScheduleFamily::General ? "" : std::string(to_string(family)) + "_";
+  const std::string prefix =
+      family == ScheduleFamily::General ? "" : std::string(to_string(family)) + "_";
   Campaign camp(prefix + folder, family);
   const int t_per_matrix = std::max(1, env_int("SPARSEGEN_GPU_TEST_CONFIGS", configs));
   int next_config = collection_offset;
