@@ -146,7 +146,7 @@ std::string tiny_matrix() {
 
 TEST(BenchCli, BadFlagsExit2) {
   for (const char* args : {"--no-such-flag", "", "--suite llm --schedule x", "m.mtx --suite llm",
-                           "--repeats abc --suite llm"}) {
+                           "--repeats abc --suite llm", "--family nope --suite llm"}) {
     const BenchRun r = bench(args);
     EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
   }

@@ -322,6 +322,21 @@ TEST_F(Cli, BundledExampleInspects) {
   EXPECT_EQ(j["nnz"], 13107);  // round(0.2 * 512 * 128)
 }
 
+// `sparsegen schedules` lists the space the tuner searches: for fp16 and N = 8 the general family,
+// MACKO and bitmap_tc; for fp32 the general family only.
+TEST_F(Cli, SchedulesListEveryFamily) {
+  const std::string ex =
+      std::string(SPARSEGEN_SOURCE_DIR) + "/examples/llm_512x128_magnitude80.mtx";
+  const CliRun h = run("schedules " + ex + " -n 8 --dtype fp16");
+  ASSERT_EQ(h.rc, 0) << h.out;
+  for (const char* family : {"\ngeneral;", "\nmacko;", "\nbitmap_tc;"})
+    EXPECT_NE(h.out.find(family), std::string::npos) << family << "\n" << h.out.substr(0, 400);
+  const CliRun f = run("schedules " + ex + " -n 8 --dtype fp32");
+  ASSERT_EQ(f.rc, 0) << f.out;
+  EXPECT_EQ(f.out.find("bitmap_tc;"), std::string::npos);
+  EXPECT_EQ(f.out.find("macko;"), std::string::npos);
+}
+
 // Offline (an explicit --arch: no GPU is used even where one exists) the ranking says that no GPU
 // is present and which device's shipped model ranks; nothing claims "this device is" some GPU.
 TEST_F(Cli, OfflineTuneClaimsNoDevice) {
