@@ -151,39 +151,35 @@ class BitmapTcEmitter : public Emitter {
       call_stmt(tmpl::cp_async_wait, targs(IntArg{s_.stages - 1}));
       line("__syncthreads();");
       line(fmt::format("const int buf = i % {};", s_.stages));
-      if (s_.expand) {
-        emit_expand_step();
-      } else {
-        comment("row masks and value bases of every A tile first: independent chains overlap");
-        line(fmt::format("unsigned m[{}], a[{}];", 4 * MT * KT, 4 * MT));
-        line(fmt::format("int base[{}];", 2 * MT * KT));
+      comment("row masks and value bases of every A tile first: independent chains overlap");
+      line(fmt::format("unsigned m[{}], a[{}];", 4 * MT * KT, 4 * MT));
+      line(fmt::format("int base[{}];", 2 * MT * KT));
+      line("#pragma unroll");
+      line(fmt::format("for (int t = 0; t < {}; ++t)", MT * KT));
+      line("  " +
+           call(tmpl::bitmap_tc_tile_rows,
+                cptr_u32(a_masks("buf", fmt::format("warp * {} + t", MT * KT))), i32("lane"),
+                ptr_u32("m + 4 * t"), ptr_i32("base + 2 * t"))
+               .text +
+           ";");
+      line("#pragma unroll");
+      {
+        auto uq = block(fmt::format("for (int uq = 0; uq < {}; ++uq)", 4 * KT));
+        line("const int u = uq >> 2, q = uq & 3;  // tile of the step, quarter of the tile");
         line("#pragma unroll");
-        line(fmt::format("for (int t = 0; t < {}; ++t)", MT * KT));
+        line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
         line("  " +
-             call(tmpl::bitmap_tc_tile_rows,
-                  cptr_u32(a_masks("buf", fmt::format("warp * {} + t", MT * KT))), i32("lane"),
-                  ptr_u32("m + 4 * t"), ptr_i32("base + 2 * t"))
+             call(tmpl::bitmap_tc_a_quarter, targs(TypeArg{"T"}),
+                  cptr_u32(a_values("buf", fmt::format("(warp * {} + mt) * {} + u", MT, KT))),
+                  cptr_u32(fmt::format("m + 4 * (mt * {} + u)", KT)),
+                  cptr_i32(fmt::format("base + 2 * (mt * {} + u)", KT)), i32("q"), i32("lane"),
+                  ptr_u32("a + 4 * mt"))
                  .text +
              ";");
-        line("#pragma unroll");
-        {
-          auto uq = block(fmt::format("for (int uq = 0; uq < {}; ++uq)", 4 * KT));
-          line("const int u = uq >> 2, q = uq & 3;  // tile of the step, quarter of the tile");
-          line("#pragma unroll");
-          line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
-          line("  " +
-               call(tmpl::bitmap_tc_a_quarter, targs(TypeArg{"T"}),
-                    cptr_u32(a_values("buf", fmt::format("(warp * {} + mt) * {} + u", MT, KT))),
-                    cptr_u32(fmt::format("m + 4 * (mt * {} + u)", KT)),
-                    cptr_i32(fmt::format("base + 2 * (mt * {} + u)", KT)), i32("q"), i32("lane"),
-                    ptr_u32("a + 4 * mt"))
-                   .text +
-               ";");
-          comment("B rows 16·uq .. 16·uq + 15 of the step");
-          call_stmt(tmpl::bitmap_tc_mma_quarter,
-                    targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{bitmap_tc_b_row_bytes(p_)}),
-                    cptr_u32(stage_b("buf")), i32("uq"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
-        }
+        comment("B rows 16·uq .. 16·uq + 15 of the step");
+        call_stmt(tmpl::bitmap_tc_mma_quarter,
+                  targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{bitmap_tc_b_row_bytes(p_)}),
+                  cptr_u32(stage_b("buf")), i32("uq"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
       }
       comment("the buffer is refilled by the next step's issue()");
       line("__syncthreads();");
@@ -213,41 +209,6 @@ class BitmapTcEmitter : public Emitter {
               ptr_u32(fmt::format("reinterpret_cast<unsigned*>(ws + {})", counters_offset())),
               i32(fmt::format("blockIdx.x * {}", RTB_ * 16)), i32(std::to_string(p_.m)), i32(rs),
               i32(cs), f32("beta"), i32(std::to_string(s_.ksplit)), i32("tid"));
-  }
-
-  // expand = 1: every A tile of the step becomes a dense shared tile, then ldmatrix operands.
-  //   for t < mt·kt: sg::bitmap_tc_expand(dense t, masks, values, lane);
-  //   for uq: for mt: sg::bitmap_tc_a_quarter_dense(dense (mt·kt + u), q, lane, a + 4·mt);
-  //           sg::bitmap_tc_mma_quarter<...>(B rows of uq, ...);
-  void emit_expand_step() {
-    const int MT = s_.m_tiles, KT = s_.k_tiles;
-    const std::string dense_base =
-        fmt::format("sg_smem + {} + warp * {}", (smem_.tile_ptrs + s_.stages * smem_.stage) / 4,
-                    MT * KT * smem_.a_dense / 4);
-    line(fmt::format("unsigned a[{}];", 4 * MT));
-    line("#pragma unroll");
-    line(fmt::format("for (int t = 0; t < {}; ++t)", MT * KT));
-    line("  " +
-         call(tmpl::bitmap_tc_expand, ptr_u32(fmt::format("{} + t * {}", dense_base,
-                                                          smem_.a_dense / 4)),
-              cptr_u32(a_masks("buf", fmt::format("warp * {} + t", MT * KT))),
-              cptr_u32(a_values("buf", fmt::format("warp * {} + t", MT * KT))), i32("lane"))
-             .text +
-         ";");
-    line("#pragma unroll");
-    auto uq = block(fmt::format("for (int uq = 0; uq < {}; ++uq)", 4 * KT));
-    line("const int u = uq >> 2, q = uq & 3;  // tile of the step, quarter of the tile");
-    line("#pragma unroll");
-    line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
-    line("  " +
-         call(tmpl::bitmap_tc_a_quarter_dense,
-              cptr_u32(fmt::format("{} + (mt * {} + u) * {}", dense_base, KT, smem_.a_dense / 4)),
-              i32("q"), i32("lane"), ptr_u32("a + 4 * mt"))
-             .text +
-         ";");
-    call_stmt(tmpl::bitmap_tc_mma_quarter,
-              targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{bitmap_tc_b_row_bytes(p_)}),
-              cptr_u32(stage_b("buf")), i32("uq"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
   }
 
   // Floats before the per-row-block counters in the workspace: M·N, rounded to 4 (16 bytes).

@@ -63,9 +63,8 @@ std::vector<std::string> validate_bitmap_tc(const Problem& p, const BitmapTcSche
 }
 
 std::string bitmap_tc_spec(const BitmapTcSchedule& s) {
-  return fmt::format("bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};expand={}",
-                     s.warps_per_block, s.m_tiles, s.k_tiles, s.ksplit, s.stages,
-                     s.expand ? 1 : 0);
+  return fmt::format("bitmap_tc;warps={};mt={};kt={};ksplit={};stages={}", s.warps_per_block,
+                     s.m_tiles, s.k_tiles, s.ksplit, s.stages);
 }
 
 std::string print_bitmap_tc(const BitmapTcSchedule& s) {
@@ -76,8 +75,6 @@ std::string print_bitmap_tc(const BitmapTcSchedule& s) {
                      s.warps_per_block, s.rows_per_block(), s.m_tiles);
   out += fmt::format("  k     : ksplit={} parts, {} column tile{} per step, cp.async stages={}\n",
                      s.ksplit, s.k_tiles, s.k_tiles == 1 ? "" : "s", s.stages);
-  out += fmt::format("  A     : {}\n", s.expand ? "expanded to a dense shared tile, ldmatrix"
-                                                 : "fragments gathered by popcount");
   out += "  math  : mma.m16n8k16, fp32 accumulate\n";
   out += fmt::format("  output: {}\n", to_string(s.output()));
   return out;
@@ -104,10 +101,8 @@ BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
       s.ksplit = parse_int(key, v, 1, 1024);
     else if (key == "stages")
       s.stages = parse_int(key, v, 1, 16);
-    else if (key == "expand")
-      s.expand = parse_int(key, v, 0, 1) == 1;
     else
-      spec_error(key, "one of warps, mt, kt, ksplit, stages, expand (family bitmap_tc)", key);
+      spec_error(key, "one of warps, mt, kt, ksplit, stages (family bitmap_tc)", key);
   }
   const auto why = validate(s);
   if (!why.empty()) {
@@ -145,9 +140,7 @@ BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t
   m.a_values = round16(2 * max_tile_values);
   m.a_tile = kBitmapTileRows * 8 + m.a_values;
   m.stage = s.k_tiles * (m.b_tile + row_tiles * m.a_tile);
-  m.a_dense = s.expand ? kBitmapDenseTileBytes : 0;
-  m.total = m.tile_ptrs + s.stages * m.stage +
-            int64_t{s.warps_per_block} * s.m_tiles * s.k_tiles * m.a_dense;
+  m.total = m.tile_ptrs + s.stages * m.stage;
   return m;
 }
 
@@ -201,7 +194,6 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
   if (!validate_bitmap_tc(p, probe).empty()) return out;
   const BitmapTileStats st = bitmap_tile_stats(a);
   const int64_t tiles = col_tiles_of(p);
-  const bool sparse_enough = double(a.nnz()) <= 0.32 * double(p.m) * double(p.k);
   // A warp's steps are latency-bound (decode -> mma chains), so the grid wants several blocks
   // per multiprocessor: K parts double while the grid is short of four waves of one block per
   // multiprocessor. 3 stages measured no faster than 2 on the H200 (first bitmap_tc run), so
@@ -220,13 +212,6 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
           if (kt > bitmap_tc_part_tiles(tiles, ks)) continue;  // a step longer than the part
           if (!verify_bitmap_tc(p, s, st, dev).empty()) continue;
           out.emplace_back(s);
-          // At 70% sparsity and above the expand path's per-value cost can undercut the gather's
-          // per-position cost. Its twin comes right after it: the cost model has no feature that
-          // tells them apart, so they rank side by side and the tuner measures both.
-          if (sparse_enough) {
-            s.expand = true;
-            if (verify_bitmap_tc(p, s, st, dev).empty()) out.emplace_back(s);
-          }
         }
       }
     }

@@ -40,19 +40,13 @@ int64_t bitmap_tc_b_row_bytes(const Problem& p);
 // Dynamic shared memory of the kernel, in bytes (all multiples of 16):
 //   [tile pointers: rows_per_block/16 row tiles x (part tiles + 1) ints]
 //   stages x k_tiles x [B tile: 64 x b_row | per row tile of the block: 16 masks (128) | values]
-//   [expand: per warp, mt x kt dense A tiles of 16 rows x 144 bytes (64 values + 16 bytes pad)]
-// A dense A tile of the expand path: 16 rows of 64 2-byte values, rows 144 bytes apart (an odd
-// number of 16-byte units, so ldmatrix's eight rows fall in distinct banks).
-inline constexpr int64_t kBitmapDenseRowBytes = 144;
-inline constexpr int64_t kBitmapDenseTileBytes = 16 * kBitmapDenseRowBytes;
 struct BitmapTcSmem {
   int64_t tile_ptrs = 0;  // bytes of the tile-pointer table
   int64_t b_tile = 0;     // 64 rows x bitmap_tc_b_row_bytes
   int64_t a_values = 0;   // one row tile's value buffer: max_tile_values x 2, rounded to 16
   int64_t a_tile = 0;     // 128 mask bytes + a_values
   int64_t stage = 0;      // k_tiles x (b_tile + (row tiles per block) x a_tile)
-  int64_t a_dense = 0;    // expand: one dense tile (kBitmapDenseTileBytes); else 0
-  int64_t total = 0;      // tile_ptrs + stages x stage + warps x mt x kt x a_dense
+  int64_t total = 0;      // tile_ptrs + stages x stage
 };
 BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t max_tile_values);
 int64_t bitmap_tc_shared_bytes(const Problem& p, const BitmapTcSchedule& s,
@@ -65,8 +59,7 @@ std::vector<std::string> verify_bitmap_tc(const Problem& p, const BitmapTcSchedu
 
 // Every legal, verified bitmap_tc schedule for the problem (empty unless fp16/bf16, row-major B
 // and N a multiple of 8 in 8..128): warps {4, 8} x mt {1, 2} x kt {1, 2, 4} x ksplit from 1
-// doubling while the grid is smaller than four waves of dev.multiprocessors blocks; stages 2;
-// each also with expand = 1 (right after it) where at most 32% of A is stored.
+// doubling while the grid is smaller than four waves of dev.multiprocessors blocks; stages 2.
 std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrMatrix& a,
                                                     const DeviceLimits& dev);
 

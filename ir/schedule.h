@@ -214,18 +214,13 @@ struct MackoSchedule {
 // also rows with no entry in that column (CSR arithmetic would skip the product). Finite inputs are
 // unaffected. A pipeline step covers `k_tiles` column tiles (64·k_tiles columns): one barrier pair
 // and one cp.async wait per step, and k_tiles independent decode chains per warp to overlap. SPEC:
-// bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2;expand=0
+// bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2
 struct BitmapTcSchedule {
   int warps_per_block = 4;  // 1, 2, 4, 8: the block's row tiles are warps x m_tiles
   int m_tiles = 1;          // 16-row tiles per warp: 1, 2 (B fragments reused across them)
   int k_tiles = 1;          // 64-column tiles per pipeline step: 1, 2, 4
   int ksplit = 1;           // K parts (grid.y): 1..64
   int stages = 2;           // shared-memory buffers of the cp.async pipeline: 2, 3
-  // How a warp gets its A operands. 0: each lane gathers its fragment's values by popcount
-  // (cost per dense position). 1: the warp first expands each tile into a dense 16x64 tile in
-  // shared memory, one store per stored value (cost falls with density), then reads the operands
-  // with ldmatrix.
-  bool expand = false;
 
   int rows_per_block() const { return warps_per_block * m_tiles * 16; }
   int threads_per_block() const { return warps_per_block * kWarpSize; }

@@ -155,52 +155,6 @@ __device__ __forceinline__ void bitmap_tc_a_quarter(const unsigned* s_vals, cons
   }
 }
 
-// expand = 1: writes a staged A tile (masks + values) as a dense 16 x 64 tile into s_dense (rows
-// 144 bytes apart, absent entries 0). Lane (row lane / 2, half lane % 2) walks the set bits of
-// its 32-column half of the row mask and stores one value per bit, so the cost is the tile's
-// largest half-row count, not 64 positions. Called by all 32 lanes; ends with __syncwarp().
-__device__ __forceinline__ void bitmap_tc_expand(unsigned* s_dense, const unsigned* s_masks,
-                                                 const unsigned* s_vals, int lane) {
-  uint4* d4 = reinterpret_cast<uint4*>(s_dense);
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {  // 16 rows x 8 chunks of 16 bytes (the 16-byte pad untouched)
-    const int i = lane + 32 * j;
-    d4[(i >> 3) * 9 + (i & 7)] = make_uint4(0u, 0u, 0u, 0u);
-  }
-  const int r = lane >> 1, h = lane & 1;
-  unsigned m = s_masks[2 * r + h];
-  const int own = __popc(m);
-  const int other = __shfl_xor_sync(0xffffffffu, own, 1);
-  const int row_total = own + other;
-  int x = row_total;  // inclusive scan over rows (two lanes per row)
-#pragma unroll
-  for (int d = 2; d < 32; d <<= 1) {
-    const int y = __shfl_up_sync(0xffffffffu, x, d);
-    if (lane >= d) x += y;
-  }
-  int idx = x - row_total + (h ? other : 0);
-  __syncwarp();
-  const unsigned short* v = reinterpret_cast<const unsigned short*>(s_vals);
-  unsigned short* row = reinterpret_cast<unsigned short*>(s_dense) + r * 72 + h * 32;
-  while (m != 0u) {
-    const int c = __ffs(static_cast<int>(m)) - 1;
-    m &= m - 1u;
-    row[c] = v[idx++];
-  }
-  __syncwarp();
-}
-
-// expand = 1: the A operand (4 x b32) of quarter q from a dense tile, by ldmatrix.x4.
-__device__ __forceinline__ void bitmap_tc_a_quarter_dense(const unsigned* s_dense, int q, int lane,
-                                                          unsigned* a) {
-  const char* base = reinterpret_cast<const char*>(s_dense);
-  const unsigned addr =
-      detail::smem_addr(base + (lane & 15) * 144 + (16 * q + (lane >> 4) * 8) * 2);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-               : "r"(addr));
-}
-
 // acc (MT row tiles x NT n8 tiles x 4 floats) += A (MT x 4 b32) x B rows 16q .. 16q+15 of the
 // staged tile, all NT·8 columns; B fragments come from ldmatrix.trans (two n8 tiles per x4).
 template <typename T, int NT, int MT, int B_ROW>

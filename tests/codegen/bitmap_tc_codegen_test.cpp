@@ -244,33 +244,6 @@ TEST(BitmapTcCodegen, Signature) {
   EXPECT_EQ(kt.signature.launch.block_threads, 256);
 }
 
-// expand = 1: each step first writes every A tile of the warp as a dense shared tile (after the
-// stages in shared memory), then reads the operands with ldmatrix; it compiles without spills.
-TEST(BitmapTcCodegen, ExpandPathUsesDenseTilesAndLdmatrix) {
-  const CsrMatrix a = odd_matrix();
-  const BitmapTileFormat f = pack_bitmap_tiles(a);
-  for (DType dt : {DType::F16, DType::BF16}) {
-    const Problem p = Problem::spmm(a.rows, a.cols, 24, dt, Layout::RowMajor, Layout::ColMajor);
-    const Schedule s = parse_schedule("bitmap_tc;warps=2;mt=2;kt=2;ksplit=2;expand=1");
-    ASSERT_TRUE(s.bitmap_tc().expand);
-    const GeneratedKernel k = emit_bitmap_tc(p, s, f);
-    const BitmapTcSmem m = bitmap_tc_smem(p, s.bitmap_tc(), f.max_tile_values);
-    EXPECT_EQ(m.a_dense, kBitmapDenseTileBytes);
-    EXPECT_EQ(m.total, m.tile_ptrs + 2 * m.stage + 2 * 2 * 2 * kBitmapDenseTileBytes);
-    EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, m.total);
-    EXPECT_TRUE(has(k.source, "sg::bitmap_tc_expand(")) << k.source;
-    EXPECT_TRUE(has(k.source, "sg::bitmap_tc_a_quarter_dense(")) << k.source;
-    EXPECT_FALSE(has(k.source, "sg::bitmap_tc_a_quarter<T>(")) << k.source;
-    EXPECT_FALSE(has(k.source, "sg::bitmap_tc_tile_rows(")) << k.source;
-    nvrtc::CompileOptions o;
-    o.arch = "sm_90";
-    o.headers = k.headers;
-    o.extra_options = {"--ptxas-options=-v"};
-    const auto r = nvrtc::compile(k.source, o);
-    EXPECT_TRUE(has(r.log, " 0 bytes spill stores")) << r.log;
-  }
-}
-
 TEST(BitmapTcCodegen, MaskWordsAreLowHalfFirst) {
   BitmapTileFormat f;
   f.masks = {0x8000000100000002ULL, 0xffffffffffffffffULL, 0};

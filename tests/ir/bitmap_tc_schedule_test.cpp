@@ -86,7 +86,7 @@ TEST(BitmapTcSchedule, SpecRoundTrip) {
     EXPECT_EQ(to_string(back), spec);
   }
   EXPECT_EQ(to_string(Schedule(make(8, 2, 3, 3, 2))),
-            "bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=3;expand=0");
+            "bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=3");
   // Omitted fields keep the defaults; any order; a trailing ';' is tolerated.
   EXPECT_EQ(parse_schedule("bitmap_tc"), Schedule(BitmapTcSchedule{}));
   EXPECT_EQ(parse_schedule("bitmap_tc;stages=3;ksplit=3;kt=4;mt=2;warps=8;"),
@@ -100,7 +100,6 @@ TEST(BitmapTcSchedule, GoldenPrint) {
             "  format: bitmap tiles 16x64 (64-bit row masks, packed values)\n"
             "  block : warps=8 rows_per_block=256 (mt=2 row tiles per warp)\n"
             "  k     : ksplit=3 parts, 2 column tiles per step, cp.async stages=3\n"
-            "  A     : fragments gathered by popcount\n"
             "  math  : mma.m16n8k16, fp32 accumulate\n"
             "  output: atomic\n");
   const std::string def = print_schedule(Schedule(BitmapTcSchedule{}));

@@ -43,4 +43,3 @@ __device__ void __threadfence();
 __device__ unsigned atomicAdd(unsigned*, unsigned);
 __device__ float atomicExch(float*, float);
 template <class T> __device__ T __ldcg(const T*);
-__device__ void __syncwarp(unsigned = 0xffffffffu);
