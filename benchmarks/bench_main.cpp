@@ -715,22 +715,6 @@ void write_json_file(const std::string& path, const nlohmann::json& doc) {
 
 // ---------------------------------------------------------------- --exhaustive: search quality
 
-// A fault inside a kernel is sticky: the context cannot run anything after it.
-bool sticky(const CudaError& e) {
-  switch (e.code()) {
-    case CUDA_ERROR_ILLEGAL_ADDRESS:
-    case CUDA_ERROR_LAUNCH_FAILED:
-    case CUDA_ERROR_MISALIGNED_ADDRESS:
-    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-    case CUDA_ERROR_HARDWARE_STACK_ERROR:
-    case CUDA_ERROR_INVALID_PC:
-    case CUDA_ERROR_LAUNCH_TIMEOUT:
-      return true;
-    default:
-      return false;
-  }
-}
-
 // The fastest few screened kernels (and the search's pick), kept loaded for the final round.
 struct Kept {
   size_t index = 0;  // into the enumeration
@@ -874,7 +858,7 @@ ExhaustivePass exhaustive_pass(Gpu& g, const CsrMatrix& m, const Problem& p,
           }
         }
       } catch (const CudaError& e) {
-        if (sticky(e)) throw;
+        if (e.sticky()) throw;
         fail(idx, std::string("GPU: ") + e.what());
       } catch (const std::exception& e) {  // e.g. a non-finite event time
         fail(idx, std::string("measure: ") + e.what());
@@ -934,7 +918,7 @@ SearchCase exhaustive_case(Gpu& g, const Args& a, const MatrixSpec& spec, const 
   try {
     tr = tune(m, req, g.target, to);
   } catch (const CudaError& e) {
-    if (sticky(e)) throw;
+    if (e.sticky()) throw;
     sc.error = std::string("search failed: ") + e.what();
   } catch (const std::exception& e) {
     sc.error = std::string("search failed: ") + e.what();

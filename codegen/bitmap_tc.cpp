@@ -15,21 +15,16 @@ namespace {
 
 using tmpl::cptr_i32;
 using tmpl::cptr_t;
+using tmpl::cptr_u32;
 using tmpl::f32;
 using tmpl::i32;
 using tmpl::IntArg;
 using tmpl::ptr_f32;
 using tmpl::ptr_i32;
 using tmpl::ptr_t;
+using tmpl::ptr_u32;
 using tmpl::targs;
 using tmpl::TypeArg;
-
-tmpl::Expr<tmpl::Kind::kPtrU32> ptr_u32(std::string s) {
-  return {std::move(s)};
-}
-tmpl::Expr<tmpl::Kind::kConstPtrU32> cptr_u32(std::string s) {
-  return {std::move(s)};
-}
 
 class BitmapTcEmitter : public Emitter {
  public:
@@ -215,26 +210,12 @@ class BitmapTcEmitter : public Emitter {
   int64_t counters_offset() const { return (p_.m * p_.n + 3) / 4 * 4; }
 
   std::string assemble() const {
-    std::string src;
-    for (const auto& h : used_headers()) src += fmt::format("#include \"{}\"\n", h);
-    if (used_headers().count("sg_dtype.cuh") == 0) src += "#include \"sg_dtype.cuh\"\n";
-    src += fmt::format("\n{}\n", declarations());
-    src += fmt::format(
+    return kernel_source(fmt::format(
         "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
         "    const T* __restrict__ values,\n    const T* __restrict__ B,\n"
         "    T* __restrict__ C,\n    float alpha,\n    float beta,\n"
         "    const unsigned* __restrict__ masks,\n    const int* __restrict__ tile_ptr{}) {{\n",
-        THREADS_, opt_.kernel_name, atomic_ ? ",\n    float* __restrict__ ws" : "");
-    const std::string b = body();
-    size_t start = 0;
-    while (start < b.size()) {
-      const size_t end = b.find('\n', start);
-      const std::string l = b.substr(start, end - start);
-      src += (l.empty() ? "" : "  ") + l + "\n";
-      if (end == std::string::npos) break;
-      start = end + 1;
-    }
-    return src + "}\n";
+        THREADS_, opt_.kernel_name, atomic_ ? ",\n    float* __restrict__ ws" : ""));
   }
 
   KernelSignature signature() const {

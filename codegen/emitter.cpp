@@ -100,6 +100,26 @@ std::string Emitter::source() const {
   return s;
 }
 
+std::string Emitter::kernel_source(const std::string& head) const {
+  std::string src;
+  for (const auto& h : headers_) src += "#include \"" + h + "\"\n";
+  if (headers_.count("sg_dtype.cuh") == 0) src += "#include \"sg_dtype.cuh\"\n";
+  src.push_back('\n');  // appends, not operator+: GCC 12 warns falsely (-Wrestrict) on the chain
+  src.append(decls_.str()).push_back('\n');
+  src.append(head);
+  const std::string b = body_.str();
+  size_t start = 0;
+  while (start < b.size()) {
+    const size_t end = b.find('\n', start);
+    const std::string l = b.substr(start, end - start);
+    if (!l.empty()) src.append("  ").append(l);
+    src.push_back('\n');
+    if (end == std::string::npos) break;
+    start = end + 1;
+  }
+  return src + "}\n";
+}
+
 std::map<std::string, std::string> Emitter::header_sources() const {
   // The used headers and, transitively, the template headers they #include (NVRTC sees only
   // the sources it is given).

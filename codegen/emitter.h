@@ -84,6 +84,10 @@ class Emitter {
 
   // The whole translation unit: #includes of used helpers, declarations, then the body.
   std::string source() const;
+  // The translation unit of one kernel: #includes of the used helpers (sg_dtype.cuh always), a
+  // blank line, the declarations, a blank line, then `head` (the kernel's signature, ending in
+  // "{\n"), the body indented one level, and the closing brace.
+  std::string kernel_source(const std::string& head) const;
   std::string body() const { return body_.str(); }
   std::string declarations() const { return decls_.str(); }
 

@@ -243,8 +243,9 @@ class GeneralSparseEmitter : public Emitter {
                        call(tmpl::bitmap_reduce_sum, targs(IntArg{GT_}),
                             f32(fmt::format("{}[{}]", acc_, i)), u32(heads), i32("lane"))
                            .text));
-    emit_finish("row", "has_task && " +
-                           call(tmpl::is_run_head, targs(IntArg{GT_}), u32(heads), i32("lane")).text);
+    emit_finish(
+        "row",
+        "has_task && " + call(tmpl::is_run_head, targs(IntArg{GT_}), u32(heads), i32("lane")).text);
   }
 
   void emit_finish(const std::string& row, const std::string& cond) {
@@ -543,21 +544,7 @@ class GeneralSparseEmitter : public Emitter {
     const auto ps = params();
     for (size_t i = 0; i < ps.size(); ++i)
       head += "    " + param_decl(ps[i]) + (i + 1 < ps.size() ? ",\n" : ") {\n");
-    std::string src;
-    for (const auto& h : used_headers()) src += "#include \"" + h + "\"\n";
-    if (used_headers().count("sg_dtype.cuh") == 0) src += "#include \"sg_dtype.cuh\"\n";
-    src += "\n" + declarations() + "\n";
-    std::string b = body();
-    std::string indented;
-    size_t start = 0;
-    while (start < b.size()) {
-      const size_t end = b.find('\n', start);
-      const std::string l = b.substr(start, end - start);
-      indented += (l.empty() ? "" : "  ") + l + "\n";
-      if (end == std::string::npos) break;
-      start = end + 1;
-    }
-    return src + head + indented + "}\n";
+    return kernel_source(head);
   }
 
   KernelSignature signature() const {

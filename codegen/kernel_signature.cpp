@@ -48,9 +48,8 @@ std::string describe(const KernelSignature& sig) {
   std::string s = describe_aux("prologue", sig.prologue);
   if (sig.workspace_bytes > 0)
     s += fmt::format("workspace {} bytes (fp32 accumulation, C's layout)\n", sig.workspace_bytes);
-  s += fmt::format("kernel {} grid=({},{}) block={} shared={}B", sig.kernel_name,
-                   sig.launch.grid_x, sig.launch.grid_y, sig.launch.block_threads,
-                   sig.launch.shared_bytes);
+  s += fmt::format("kernel {} grid=({},{}) block={} shared={}B", sig.kernel_name, sig.launch.grid_x,
+                   sig.launch.grid_y, sig.launch.block_threads, sig.launch.shared_bytes);
   if (sig.launch.dynamic_shared_bytes > 0)
     s += fmt::format(" dynamic_shared={}B", sig.launch.dynamic_shared_bytes);
   s += "\n";

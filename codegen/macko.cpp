@@ -13,18 +13,13 @@
 namespace sparsegen::codegen {
 namespace {
 
+using tmpl::cptr_u32;
 using tmpl::f32;
 using tmpl::i32;
 using tmpl::IntArg;
+using tmpl::ptr_u32;
 using tmpl::targs;
 using tmpl::TypeArg;
-
-tmpl::Expr<tmpl::Kind::kPtrU32> ptr_u32(std::string s) {
-  return {std::move(s)};
-}
-tmpl::Expr<tmpl::Kind::kConstPtrU32> cptr_u32(std::string s) {
-  return {std::move(s)};
-}
 
 class MackoEmitter : public Emitter {
  public:
@@ -447,27 +442,12 @@ class MackoEmitter : public Emitter {
   }
 
   std::string assemble() const {
-    std::string src;
-    for (const auto& h : used_headers()) src += fmt::format("#include \"{}\"\n", h);
-    if (used_headers().count("sg_dtype.cuh") == 0) src += "#include \"sg_dtype.cuh\"\n";
-    src += fmt::format("\n{}\n", declarations());
-    src += fmt::format(
+    return kernel_source(fmt::format(
         "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
         "    const T* __restrict__ values,\n    const T* __restrict__ B,\n"
         "    T* __restrict__ C,\n    float alpha,\n    float beta,\n"
         "    const unsigned* __restrict__ deltas,\n    const int* __restrict__ row_ptr{}) {{\n",
-        NT_, opt_.kernel_name, s_.sort_rows ? ",\n    const int* __restrict__ row_order" : "");
-    const std::string b = body();
-    size_t start = 0;
-    while (start < b.size()) {
-      const size_t end = b.find('\n', start);
-      const std::string l = b.substr(start, end - start);
-      if (!l.empty()) src.append("  ").append(l);
-      src.push_back('\n');
-      if (end == std::string::npos) break;
-      start = end + 1;
-    }
-    return src + "}\n";
+        NT_, opt_.kernel_name, s_.sort_rows ? ",\n    const int* __restrict__ row_order" : ""));
   }
 
   // Rows by decreasing length (stable: equal rows keep their order).

@@ -99,6 +99,12 @@ inline Expr<Kind::kPtrI32> ptr_i32(std::string s) {
 inline Expr<Kind::kConstPtrI32> cptr_i32(std::string s) {
   return {std::move(s)};
 }
+inline Expr<Kind::kPtrU32> ptr_u32(std::string s) {
+  return {std::move(s)};
+}
+inline Expr<Kind::kConstPtrU32> cptr_u32(std::string s) {
+  return {std::move(s)};
+}
 inline Expr<Kind::kPtrT> ptr_t(std::string s) {
   return {std::move(s)};
 }

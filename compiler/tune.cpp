@@ -451,19 +451,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
         c.times_ms = t.samples_ms;
       } catch (const CudaError& e) {
         c.error = fmt::format("measurement failed: {}", e.what());
-        // A fault inside a kernel is sticky: the context cannot run anything after it.
-        switch (e.code()) {
-          case CUDA_ERROR_ILLEGAL_ADDRESS:
-          case CUDA_ERROR_LAUNCH_FAILED:
-          case CUDA_ERROR_MISALIGNED_ADDRESS:
-          case CUDA_ERROR_ILLEGAL_INSTRUCTION:
-          case CUDA_ERROR_HARDWARE_STACK_ERROR:
-          case CUDA_ERROR_INVALID_PC:
-          case CUDA_ERROR_LAUNCH_TIMEOUT:
-            throw;
-          default:
-            break;
-        }
+        if (e.sticky()) throw;             // the context cannot run anything after a fault
       } catch (const std::exception& e) {  // e.g. a non-finite event time from timing.h
         c.error = fmt::format("measurement failed: {}", e.what());
       }

@@ -2,29 +2,14 @@
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <climits>
-#include <map>
 
 #include "ir/diagnostics.h"
+#include "ir/spec_fields.h"
 
 namespace sparsegen {
 
 namespace {
-
-[[noreturn]] void spec_error(std::string_view field, std::string_view expected,
-                             std::string_view found) {
-  throw UserError(
-      fmt::format("--schedule: field '{}': expected {}, found '{}'", field, expected, found));
-}
-
-int parse_int(std::string_view field, std::string_view v, int lo, int hi) {
-  int x = 0;
-  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (ec != std::errc() || ptr != v.data() + v.size() || x < lo || x > hi)
-    spec_error(field, fmt::format("an integer in {}..{}", lo, hi), v);
-  return x;
-}
 
 int64_t col_tiles_of(const Problem& p) {
   return (p.k + kBitmapTileCols - 1) / kBitmapTileCols;
@@ -83,33 +68,22 @@ std::string print_bitmap_tc(const BitmapTcSchedule& s) {
 BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
                                         const std::vector<std::string_view>& parts) {
   BitmapTcSchedule s;
-  std::map<std::string_view, int> seen;
-  for (size_t i = 1; i < parts.size(); ++i) {
-    std::string_view part = parts[i];
-    if (part.empty()) continue;
-    const auto eq = part.find('=');
-    if (eq == std::string_view::npos) spec_error(part, "KEY=VALUE", part);
-    const std::string_view key = part.substr(0, eq), v = part.substr(eq + 1);
-    if (seen[key]++) spec_error(key, "the field once", "a second occurrence");
+  spec_fields::for_each_field(parts, [&](std::string_view key, std::string_view v) {
+    auto num = [&](int64_t hi) { return static_cast<int>(spec_fields::parse_int(key, v, 1, hi)); };
     if (key == "warps")
-      s.warps_per_block = parse_int(key, v, 1, 32);
+      s.warps_per_block = num(32);
     else if (key == "mt")
-      s.m_tiles = parse_int(key, v, 1, 16);
+      s.m_tiles = num(16);
     else if (key == "kt")
-      s.k_tiles = parse_int(key, v, 1, 64);
+      s.k_tiles = num(64);
     else if (key == "ksplit")
-      s.ksplit = parse_int(key, v, 1, 1024);
+      s.ksplit = num(1024);
     else if (key == "stages")
-      s.stages = parse_int(key, v, 1, 16);
+      s.stages = num(16);
     else
-      spec_error(key, "one of warps, mt, kt, ksplit, stages (family bitmap_tc)", key);
-  }
-  const auto why = validate(s);
-  if (!why.empty()) {
-    std::string msg = fmt::format("--schedule '{}' is illegal:", spec);
-    for (const auto& w : why) msg += "\n  " + w;
-    throw UserError(msg);
-  }
+      spec_fields::error(key, "one of warps, mt, kt, ksplit, stages (family bitmap_tc)", key);
+  });
+  spec_fields::check_legal(spec, validate(s));
   return s;
 }
 

@@ -8,6 +8,7 @@
 #include <map>
 
 #include "ir/diagnostics.h"
+#include "ir/spec_fields.h"
 
 namespace sparsegen {
 
@@ -15,20 +16,6 @@ namespace {
 
 bool pow2_in(int64_t v, int64_t lo, int64_t hi) {
   return v >= lo && v <= hi && (v & (v - 1)) == 0;
-}
-
-[[noreturn]] void spec_error(std::string_view field, std::string_view expected,
-                             std::string_view found) {
-  throw UserError(
-      fmt::format("--schedule: field '{}': expected {}, found '{}'", field, expected, found));
-}
-
-int parse_int(std::string_view field, std::string_view v, int lo, int hi) {
-  int x = 0;
-  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (ec != std::errc() || ptr != v.data() + v.size() || x < lo || x > hi)
-    spec_error(field, fmt::format("an integer in {}..{}", lo, hi), v);
-  return x;
 }
 
 int pow2_ceil(int64_t x) {
@@ -115,46 +102,40 @@ std::string print_macko(const MackoSchedule& s) {
 MackoSchedule parse_macko_fields(std::string_view spec,
                                  const std::vector<std::string_view>& parts) {
   MackoSchedule s;
-  std::map<std::string_view, int> seen;
-  for (size_t i = 1; i < parts.size(); ++i) {
-    std::string_view part = parts[i];
-    if (part.empty()) continue;
-    const auto eq = part.find('=');
-    if (eq == std::string_view::npos) spec_error(part, "KEY=VALUE", part);
-    const std::string_view key = part.substr(0, eq), v = part.substr(eq + 1);
-    if (seen[key]++) spec_error(key, "the field once", "a second occurrence");
-    if (key == "delta")
-      s.delta_bits = parse_int(key, v, 1, 64);
-    else if (key == "wpr")
-      s.warps_per_row = parse_int(key, v, 1, 32);
-    else if (key == "warps")
-      s.warps_per_block = parse_int(key, v, 1, 32);
-    else if (key == "unroll")
-      s.unroll = parse_int(key, v, 1, 16);
-    else if (key == "cols")
-      s.cols = parse_int(key, v, 1, 8);
-    else if (key == "vec")
-      s.vector_bytes = parse_int(key, v, 1, 64);
-    else if (key == "stage") {
+  bool warps_given = false;
+  spec_fields::for_each_field(parts, [&](std::string_view key, std::string_view v) {
+    auto num = [&](int64_t lo, int64_t hi) {
+      return static_cast<int>(spec_fields::parse_int(key, v, lo, hi));
+    };
+    if (key == "delta") {
+      s.delta_bits = num(1, 64);
+    } else if (key == "wpr") {
+      s.warps_per_row = num(1, 32);
+    } else if (key == "warps") {
+      s.warps_per_block = num(1, 32);
+      warps_given = true;
+    } else if (key == "unroll") {
+      s.unroll = num(1, 16);
+    } else if (key == "cols") {
+      s.cols = num(1, 8);
+    } else if (key == "vec") {
+      s.vector_bytes = num(1, 64);
+    } else if (key == "stage") {
       const auto b = parse_bstage(v);
-      if (!b) spec_error(key, "global, shared or shared_f32", v);
+      if (!b) spec_fields::error(key, "global, shared or shared_f32", v);
       s.stage = *b;
-    } else if (key == "rpw")
-      s.rows_per_warp = parse_int(key, v, 1, 1024);
-    else if (key == "sort")
-      s.sort_rows = parse_int(key, v, 0, 1) == 1;
-    else
-      spec_error(
+    } else if (key == "rpw") {
+      s.rows_per_warp = num(1, 1024);
+    } else if (key == "sort") {
+      s.sort_rows = num(0, 1) == 1;
+    } else {
+      spec_fields::error(
           key, "one of delta, wpr, warps, unroll, cols, vec, stage, rpw, sort (family macko)", key);
-  }
+    }
+  });
   // A split-row SPEC may leave warps out: it follows wpr.
-  if (s.warps_per_row > 1 && seen.count("warps") == 0) s.warps_per_block = s.warps_per_row;
-  const auto why = validate(s);
-  if (!why.empty()) {
-    std::string msg = fmt::format("--schedule '{}' is illegal:", spec);
-    for (const auto& w : why) msg += "\n  " + w;
-    throw UserError(msg);
-  }
+  if (s.warps_per_row > 1 && !warps_given) s.warps_per_block = s.warps_per_row;
+  spec_fields::check_legal(spec, validate(s));
   return s;
 }
 

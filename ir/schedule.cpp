@@ -8,6 +8,7 @@
 #include "ir/bitmap_tc_schedule.h"
 #include "ir/diagnostics.h"
 #include "ir/macko_schedule.h"
+#include "ir/spec_fields.h"
 
 namespace sparsegen {
 
@@ -314,18 +315,10 @@ std::string print_schedule(const Schedule& sch) {
 
 namespace {
 
+using spec_fields::parse_int;
 [[noreturn]] void spec_error(std::string_view field, std::string_view expected,
                              std::string_view found) {
-  throw UserError(
-      fmt::format("--schedule: field '{}': expected {}, found '{}'", field, expected, found));
-}
-
-int64_t parse_int(std::string_view field, std::string_view v, int64_t lo, int64_t hi) {
-  int64_t x = 0;
-  auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-  if (ec != std::errc() || ptr != v.data() + v.size() || x < lo || x > hi)
-    spec_error(field, fmt::format("an integer in {}..{}", lo, hi), v);
-  return x;
+  spec_fields::error(field, expected, found);
 }
 
 bool parse_bool(std::string_view field, std::string_view v) {
@@ -365,14 +358,7 @@ Schedule parse_schedule(std::string_view spec) {
     throw UserError(fmt::format("--schedule: family '{}' is not implemented yet", parts[0]));
 
   GeneralSchedule s;
-  std::map<std::string_view, int> seen;
-  for (size_t i = 1; i < parts.size(); ++i) {
-    std::string_view part = parts[i];
-    if (part.empty()) continue;  // tolerate a trailing ';'
-    auto eq = part.find('=');
-    if (eq == std::string_view::npos) spec_error(part, "KEY=VALUE", part);
-    std::string_view key = part.substr(0, eq), v = part.substr(eq + 1);
-    if (seen[key]++) spec_error(key, "the field once", "a second occurrence");
+  spec_fields::for_each_field(parts, [&](std::string_view key, std::string_view v) {
     if (auto lvl = parse_level(key)) {
       s.split[static_cast<int>(*lvl)] = parse_split(key, v);
     } else if (key == "warps") {
@@ -410,13 +396,8 @@ Schedule parse_schedule(std::string_view spec) {
                  "interleave, vec",
                  key);
     }
-  }
-  auto why = validate(s);
-  if (!why.empty()) {
-    std::string msg = fmt::format("--schedule '{}' is illegal:", spec);
-    for (const auto& w : why) msg += "\n  " + w;
-    throw UserError(msg);
-  }
+  });
+  spec_fields::check_legal(spec, validate(s));
   return Schedule(s);
 }
 

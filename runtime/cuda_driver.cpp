@@ -20,7 +20,7 @@ namespace {
 // one (calling it that way failed with CUDA_ERROR_CONTEXT_IS_DESTROYED on an H200). Each pointer
 // has the cudaTypedefs.h type of that version, and a static_assert checks it is the signature
 // <cuda.h> declares for the macro-mapped name (cuMemAlloc -> cuMemAlloc_v2, ...).
-#define SPARSEGEN_CU_FUNCTIONS(X) \
+#define SPARSEGEN_CU_FUNCTIONS(X)     \
   X(cuInit, 2000)                     \
   X(cuDriverGetVersion, 2020)         \
   X(cuGetErrorName, 6000)             \
@@ -56,8 +56,8 @@ namespace {
   X(cuEventElapsedTime, 12080)        \
   X(cuLaunchKernel, 4000)
 
-#define SPARSEGEN_CU_CHECK_TYPE(name, version)                                      \
-  static_assert(std::is_same_v<PFN_##name##_v##version, decltype(&::name)>,        \
+#define SPARSEGEN_CU_CHECK_TYPE(name, version)                              \
+  static_assert(std::is_same_v<PFN_##name##_v##version, decltype(&::name)>, \
                 #name " v" #version " is not the signature <cuda.h> declares");
 SPARSEGEN_CU_FUNCTIONS(SPARSEGEN_CU_CHECK_TYPE)
 #undef SPARSEGEN_CU_CHECK_TYPE
@@ -111,8 +111,7 @@ void load_driver() {
     return;
   }
   // cuGetProcAddress_v2 exists since driver 12.0; older drivers cannot run cubins from this NVRTC.
-  auto get_proc = reinterpret_cast<decltype(&cuGetProcAddress)>(
-      dlsym(lib, "cuGetProcAddress_v2"));
+  auto get_proc = reinterpret_cast<decltype(&cuGetProcAddress)>(dlsym(lib, "cuGetProcAddress_v2"));
   if (!get_proc) {
     s.why = "the CUDA driver is too old (no cuGetProcAddress_v2; need a CUDA 12+ driver)";
     return;
@@ -123,10 +122,10 @@ void load_driver() {
   if (!missing) {                                                                              \
     void* p = nullptr;                                                                         \
     CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;              \
-    CUresult r = get_proc(#name, &p, version, CU_GET_PROC_ADDRESS_DEFAULT, &status);          \
-    if (r != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !p) {                   \
-      s.why = fmt::format("the CUDA driver has no {} (ABI {}; CUresult {}, status {})",         \
-                          #name, version, static_cast<int>(r), static_cast<int>(status));       \
+    CUresult r = get_proc(#name, &p, version, CU_GET_PROC_ADDRESS_DEFAULT, &status);           \
+    if (r != CUDA_SUCCESS || status != CU_GET_PROC_ADDRESS_SUCCESS || !p) {                    \
+      s.why = fmt::format("the CUDA driver has no {} (ABI {}; CUresult {}, status {})", #name, \
+                          version, static_cast<int>(r), static_cast<int>(status));             \
       missing = true;                                                                          \
     } else {                                                                                   \
       d.name = reinterpret_cast<decltype(d.name)>(p);                                          \
@@ -190,6 +189,7 @@ int attribute_or_zero(CUdevice dev, CUdevice_attribute attr) {
 
 }  // namespace
 
+
 bool driver_available(std::string* why) {
   LoadState& s = state();
   std::call_once(s.once, load_driver);
@@ -227,8 +227,8 @@ DeviceInfo query_device(int ordinal) {
       attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, "max threads per block");
   info.max_shared_memory_per_block =
       attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, "shared memory per block");
-  info.max_shared_memory_per_block_optin = attribute(
-      dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "opt-in shared memory");
+  info.max_shared_memory_per_block_optin =
+      attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, "opt-in shared memory");
   info.max_shared_memory_per_sm = attribute(
       dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, "shared memory per SM");
   info.max_registers_per_block =
@@ -288,9 +288,13 @@ Context& Context::operator=(Context&& other) noexcept {
   return *this;
 }
 
-void Context::make_current() const { check(drv().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent"); }
+void Context::make_current() const {
+  check(drv().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+}
 
-void Context::synchronize() const { check(drv().cuCtxSynchronize(), "cuCtxSynchronize"); }
+void Context::synchronize() const {
+  check(drv().cuCtxSynchronize(), "cuCtxSynchronize");
+}
 
 // ---- Module ----
 
@@ -371,9 +375,9 @@ DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
 namespace {
 void check_size(std::size_t bytes, std::size_t capacity, const char* call) {
   if (bytes > capacity) {
-    throw CudaError(fmt::format("{}: {} bytes do not fit a buffer of {} bytes", call, bytes,
-                                capacity),
-                    call, static_cast<int>(CUDA_ERROR_INVALID_VALUE), "CUDA_ERROR_INVALID_VALUE");
+    throw CudaError(
+        fmt::format("{}: {} bytes do not fit a buffer of {} bytes", call, bytes, capacity), call,
+        static_cast<int>(CUDA_ERROR_INVALID_VALUE), "CUDA_ERROR_INVALID_VALUE");
   }
 }
 }  // namespace
@@ -429,7 +433,9 @@ void DeviceBuffer::fill_bytes_async(unsigned char value, CUstream stream) {
 
 // ---- Stream ----
 
-Stream::Stream() { check(drv().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate"); }
+Stream::Stream() {
+  check(drv().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+}
 
 Stream::~Stream() {
   if (stream_) drv().cuStreamDestroy(stream_);
@@ -445,11 +451,15 @@ Stream& Stream::operator=(Stream&& other) noexcept {
   return *this;
 }
 
-void Stream::synchronize() const { check(drv().cuStreamSynchronize(stream_), "cuStreamSynchronize"); }
+void Stream::synchronize() const {
+  check(drv().cuStreamSynchronize(stream_), "cuStreamSynchronize");
+}
 
 // ---- Event ----
 
-Event::Event() { check(drv().cuEventCreate(&event_, CU_EVENT_DEFAULT), "cuEventCreate"); }
+Event::Event() {
+  check(drv().cuEventCreate(&event_, CU_EVENT_DEFAULT), "cuEventCreate");
+}
 
 Event::~Event() {
   if (event_) drv().cuEventDestroy(event_);
@@ -465,9 +475,13 @@ Event& Event::operator=(Event&& other) noexcept {
   return *this;
 }
 
-void Event::record(CUstream stream) { check(drv().cuEventRecord(event_, stream), "cuEventRecord"); }
+void Event::record(CUstream stream) {
+  check(drv().cuEventRecord(event_, stream), "cuEventRecord");
+}
 
-void Event::synchronize() const { check(drv().cuEventSynchronize(event_), "cuEventSynchronize"); }
+void Event::synchronize() const {
+  check(drv().cuEventSynchronize(event_), "cuEventSynchronize");
+}
 
 float Event::elapsed_ms(const Event& start, const Event& end) {
   end.synchronize();
@@ -487,3 +501,22 @@ void launch(CUfunction f, const LaunchConfig& c, void** params) {
 }
 
 }  // namespace sparsegen::cuda
+
+namespace sparsegen {
+
+bool CudaError::sticky() const {
+  switch (code_) {
+    case CUDA_ERROR_ILLEGAL_ADDRESS:
+    case CUDA_ERROR_LAUNCH_FAILED:
+    case CUDA_ERROR_MISALIGNED_ADDRESS:
+    case CUDA_ERROR_ILLEGAL_INSTRUCTION:
+    case CUDA_ERROR_HARDWARE_STACK_ERROR:
+    case CUDA_ERROR_INVALID_PC:
+    case CUDA_ERROR_LAUNCH_TIMEOUT:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace sparsegen

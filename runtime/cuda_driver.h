@@ -37,6 +37,9 @@ class CudaError : public std::runtime_error {
   const std::string& call() const { return call_; }
   int code() const { return code_; }
   const std::string& code_name() const { return code_name_; }
+  // A fault inside a kernel (illegal address, launch failure, ...) is sticky: the context cannot
+  // run anything after it, so callers stop instead of trying the next kernel.
+  bool sticky() const;
 
  private:
   std::string call_;
