@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "codegen/bitmap_tc.h"
 #include "compiler/pipeline_steps.h"
 #include "ir/bitmap_format.h"
@@ -16,14 +14,7 @@ KernelBuild build_bitmap_tc_kernel(const CsrMatrix& a, const Problem& p, const S
                                    const CompileTarget& target, bool line_info) {
   SG_ASSERT(s.family() == ScheduleFamily::BitmapTc,
             "build_bitmap_tc_kernel needs a bitmap_tc schedule");
-  KernelBuild b;
-  b.problem = p;
-  b.schedule = s;
-  b.target = target;
-  b.nnz = a.nnz();
-  if (a.rows != p.m || a.cols != p.k)
-    throw UserError(fmt::format("{}: matrix is {}x{} but the problem expects m={} k={}",
-                                a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m, p.k));
+  KernelBuild b = start_build(a, p, s, target);
   {
     PipelineStep st(3, "verify", &b.step_log);
     const auto reasons = verify_bitmap_tc(p, s.bitmap_tc(), bitmap_tile_stats(a), target.limits);
@@ -39,19 +30,8 @@ KernelBuild build_bitmap_tc_kernel(const CsrMatrix& a, const Problem& p, const S
     st.finish(fmt::format("{} tiles of {}x{}, {} value slots ({} real), largest tile {}", f.tiles(),
                           kBitmapTileRows, kBitmapTileCols, f.slots(), f.nnz, f.max_tile_values));
   }
-  {
-    PipelineStep st(5, "values", &b.step_log);
-    check_value_range(a, p.dtype);
-    b.values = to_device_values(f.values, p.dtype);
-    st.finish(fmt::format("{} bytes of {}", b.values.size(), to_string(p.dtype)));
-  }
-  {
-    PipelineStep st(6, "emit", &b.step_log);
-    b.kernel = codegen::emit_bitmap_tc(p, s, f);
-    st.finish(fmt::format("{} lines, {} parameters",
-                          std::count(b.kernel.source.begin(), b.kernel.source.end(), '\n'),
-                          b.kernel.signature.params.size()));
-  }
+  values_step(b, a, f.values);
+  emit_step(b, [&] { return codegen::emit_bitmap_tc(p, s, f); });
   compile_step(b, target, "sparsegen_bitmap_tc.cu", line_info);
   return b;
 }

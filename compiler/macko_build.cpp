@@ -3,34 +3,18 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <cstring>
-
 #include "codegen/macko.h"
 #include "ir/diagnostics.h"
 #include "ir/macko_format.h"
 #include "ir/macko_schedule.h"
 
 namespace sparsegen {
-namespace {
-
-
-}  // namespace
 
 KernelBuild build_macko_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
                                const CompileTarget& target, bool line_info) {
   SG_ASSERT(s.family() == ScheduleFamily::Macko, "build_macko_kernel needs a MACKO schedule");
   const MackoSchedule& m = s.macko();
-  KernelBuild b;
-  b.problem = p;
-  b.schedule = s;
-  b.target = target;
-  b.nnz = a.nnz();
-  if (a.rows != p.m || a.cols != p.k)
-    throw UserError(fmt::format("{}: matrix is {}x{} but the problem expects m={} k={}",
-                                a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m, p.k));
+  KernelBuild b = start_build(a, p, s, target);
   {
     PipelineStep st(3, "verify", &b.step_log);
     const auto reasons = verify_macko(p, m, macko_stats(a, m.delta_bits), target.limits);
@@ -43,22 +27,11 @@ KernelBuild build_macko_kernel(const CsrMatrix& a, const Problem& p, const Sched
   {
     PipelineStep st(4, "pack", &b.step_log);
     f = pack_macko(a, m.delta_bits);
-    st.finish(fmt::format("{} MACKO slots ({} real, {} padding), b={}", f.slots(), f.nnz,
-                          f.padding, f.delta_bits));
+    st.finish(fmt::format("{} MACKO slots ({} real, {} padding), b={}", f.slots(), f.nnz, f.padding,
+                          f.delta_bits));
   }
-  {
-    PipelineStep st(5, "values", &b.step_log);
-    check_value_range(a, p.dtype);
-    b.values = to_device_values(f.values, p.dtype);
-    st.finish(fmt::format("{} bytes of {}", b.values.size(), to_string(p.dtype)));
-  }
-  {
-    PipelineStep st(6, "emit", &b.step_log);
-    b.kernel = codegen::emit_macko(p, s, f);
-    st.finish(fmt::format("{} lines, {} parameters",
-                          std::count(b.kernel.source.begin(), b.kernel.source.end(), '\n'),
-                          b.kernel.signature.params.size()));
-  }
+  values_step(b, a, f.values);
+  emit_step(b, [&] { return codegen::emit_macko(p, s, f); });
   compile_step(b, target, "sparsegen_macko.cu", line_info);
   return b;
 }

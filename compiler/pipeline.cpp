@@ -188,23 +188,13 @@ KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s
                           f.stats.nnz, f.stats.block_tasks, packed != nullptr ? " (given)" : ""));
   }
   const PackedFormat& f = packed != nullptr ? *packed : own;
-  {
-    PipelineStep st(5, "values", &b.step_log);
-    check_value_range(a, p.dtype);
-    b.values = to_device_values(f.values, p.dtype);
-    if (packed != nullptr)
-      b.col_idx = f.col_idx;
-    else
-      b.col_idx = std::move(own.col_idx);  // emit does not read col_idx
-    st.finish(fmt::format("{} bytes of {}", b.values.size(), to_string(p.dtype)));
-  }
-  {
-    PipelineStep st(6, "emit", &b.step_log);
-    b.kernel = codegen::emit_general_sparse(p, s, f);
-    st.finish(fmt::format("{} lines, {} parameters",
-                          std::count(b.kernel.source.begin(), b.kernel.source.end(), '\n'),
-                          b.kernel.signature.params.size()));
-  }
+  values_step(b, a, f.values);
+  emit_step(b, [&] { return codegen::emit_general_sparse(p, s, f); });
+  // After the emit, which does not read col_idx: the general kernels upload it as a parameter.
+  if (packed != nullptr)
+    b.col_idx = f.col_idx;
+  else
+    b.col_idx = std::move(own.col_idx);
   compile_step(b, target, "sparsegen_general.cu", line_info);
   return b;
 }

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <utility>
@@ -35,6 +36,34 @@ std::vector<char> to_device_values(const std::vector<float>& v, DType dtype) {
   out.resize(bits.size() * sizeof(uint16_t));
   if (!bits.empty()) std::memcpy(out.data(), bits.data(), out.size());
   return out;
+}
+
+KernelBuild start_build(const CsrMatrix& a, const Problem& p, const Schedule& s,
+                        const CompileTarget& target) {
+  if (a.rows != p.m || a.cols != p.k)
+    throw UserError(fmt::format("{}: matrix is {}x{} but the problem expects m={} k={}",
+                                a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m, p.k));
+  KernelBuild b;
+  b.problem = p;
+  b.schedule = s;
+  b.target = target;
+  b.nnz = a.nnz();
+  return b;
+}
+
+void values_step(KernelBuild& b, const CsrMatrix& a, const std::vector<float>& packed) {
+  PipelineStep st(5, "values", &b.step_log);
+  check_value_range(a, b.problem.dtype);
+  b.values = to_device_values(packed, b.problem.dtype);
+  st.finish(fmt::format("{} bytes of {}", b.values.size(), to_string(b.problem.dtype)));
+}
+
+void emit_step(KernelBuild& b, const std::function<codegen::GeneratedKernel()>& emit) {
+  PipelineStep st(6, "emit", &b.step_log);
+  b.kernel = emit();
+  st.finish(fmt::format("{} lines, {} parameters",
+                        std::count(b.kernel.source.begin(), b.kernel.source.end(), '\n'),
+                        b.kernel.signature.params.size()));
 }
 
 void compile_step(KernelBuild& b, const CompileTarget& target, std::string_view program_name,

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,6 +33,18 @@ class PipelineStep {
 // Step 5: packed fp32 master values as the bytes of `dtype` the kernel reads. Precondition:
 // check_value_range() accepted these values (padding is 0).
 std::vector<char> to_device_values(const std::vector<float>& v, DType dtype);
+
+// The start of a family builder (macko_build.cpp, bitmap_tc_build.cpp): a KernelBuild for
+// (p, s, target) after checking that the matrix has the problem's shape (UserError naming both).
+KernelBuild start_build(const CsrMatrix& a, const Problem& p, const Schedule& s,
+                        const CompileTarget& target);
+
+// Step 5: check_value_range() of the matrix, then the packed fp32 values as the bytes of the
+// problem's dtype in b.values; logged with their size.
+void values_step(KernelBuild& b, const CsrMatrix& a, const std::vector<float>& packed);
+
+// Step 6: b.kernel = emit(), logged with the source's line and parameter counts.
+void emit_step(KernelBuild& b, const std::function<codegen::GeneratedKernel()>& emit);
 
 // Step 7: NVRTC for `target` on b.kernel; fills b.compiled and logs the step into b.step_log.
 void compile_step(KernelBuild& b, const CompileTarget& target, std::string_view program_name,
