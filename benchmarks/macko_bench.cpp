@@ -5,8 +5,8 @@
 //   - dense baseline: the fastest cuBLAS candidate (GEMM, and GEMV for N = 1) on the dense copy
 //     (zeros included; its time does not depend on the sparsity, so it is measured once per shape
 //     and N);
-//   - MACKO: up to --max-schedules (14) enumerated MACKO schedules (staged-B ones first, then the
-//     B-from-global warp-per-row and split-row kernels), compiled on a thread pool; each timed;
+//   - MACKO: up to --max-schedules (96) enumerated MACKO schedules (pick_schedules: staged-B
+//     ones, else B-from-global warp-per-row and split-row kernels), compiled in parallel; each timed;
 //     the fastest is checked against the CPU reference (gpu_check: poisoned output, per-element
 //     bounds) and reported.
 // Timing: same process, L2 flushed before every run (runtime/timing.h), 3 warm-up + 20 timed runs,
@@ -58,10 +58,13 @@ struct Shape {
   int64_t m, k;
 };
 
-// At most `limit` schedules, most promising first: staged B with b = 4 (every block shape, rows
-// per warp and unroll), the first staged b = 8 and b = 2 ones; where B cannot be staged (the
-// enumeration then has no staged ones) B-from-global warp-per-row and b = 4 split-row ones.
-std::vector<Schedule> pick_schedules(const std::vector<Schedule>& all, size_t limit) {
+// At most `limit` schedules. Staged B: the block shapes that won somewhere on the H200 on
+// 2026-11-22 (8 warps x unroll 2, 16 warps x unroll 2 and 4) at 1 and 2 rows per warp and at the
+// one-wave count (ir/macko_schedule.h), every b_Δ, staging and row order the enumeration offers.
+// Where B cannot be staged (the enumeration then has no staged ones): B-from-global warp-per-row
+// and b = 4 split-row ones.
+std::vector<Schedule> pick_schedules(const Problem& p, const std::vector<Schedule>& all,
+                                     const DeviceLimits& dev, size_t limit) {
   std::vector<Schedule> out;
   auto add = [&](auto pred, size_t most) {
     size_t added = 0;
@@ -72,14 +75,17 @@ std::vector<Schedule> pick_schedules(const std::vector<Schedule>& all, size_t li
         ++added;
       }
   };
-  const auto staged = [](const MackoSchedule& m) { return m.staged(); };
-  add([&](const MackoSchedule& m) { return staged(m) && m.delta_bits == 4 && !m.sort_rows; }, 6);
-  add([&](const MackoSchedule& m) { return staged(m) && m.delta_bits == 4 && m.sort_rows; }, 4);
-  add([&](const MackoSchedule& m) { return staged(m) && m.delta_bits == 8; }, 3);
-  add([&](const MackoSchedule& m) { return staged(m) && m.delta_bits == 2; }, 1);
   add(
       [&](const MackoSchedule& m) {
-        return !staged(m) && m.delta_bits == 4 && m.warps_per_row == 1 && m.unroll == 2;
+        const bool shape = (m.warps_per_block == 8 && m.unroll == 2) || m.warps_per_block == 16;
+        const bool rows = m.rows_per_warp <= 2 ||
+                          m.rows_per_warp == macko_one_wave_rows_per_warp(p, m, dev);
+        return m.staged() && shape && rows;
+      },
+      limit);
+  add(
+      [&](const MackoSchedule& m) {
+        return !m.staged() && m.delta_bits == 4 && m.warps_per_row == 1 && m.unroll == 2;
       },
       2);
   add([&](const MackoSchedule& m) { return m.delta_bits == 4 && m.warps_per_row > 1; }, 1);
@@ -169,7 +175,7 @@ int run(const std::string& out_path, bool quick, const std::vector<int64_t>& ns,
           const auto all = enumerate_macko_schedules(
               n == 1 ? Problem::spmv(sh.m, sh.k, DType::F16) : p, a, target.limits);
           const Problem pm = n == 1 ? Problem::spmv(sh.m, sh.k, DType::F16) : p;
-          const auto picks = pick_schedules(all, max_schedules);
+          const auto picks = pick_schedules(pm, all, target.limits, max_schedules);
           // Build (pack, emit, NVRTC) on a pool; time in order on the GPU.
           std::vector<std::future<std::optional<KernelBuild>>> builds;
           std::vector<std::string> build_errors(picks.size());
@@ -306,7 +312,7 @@ int main(int argc, char** argv) {
   std::string out = std::string(bench_dir != nullptr ? bench_dir : ".") + "/macko.json";
   bool quick = false;
   std::vector<int64_t> ns = {1};
-  size_t max_schedules = 14;
+  size_t max_schedules = 96;
   app.add_option("--out", out, "JSON output (default $BENCH_DIR/macko.json)");
   app.add_flag("--quick", quick, "only the two smallest shapes");
   app.add_option("--ns", ns, "dense columns N (1..8), e.g. --ns 1 2 4 8")->check(CLI::Range(1, 8));

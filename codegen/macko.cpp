@@ -290,7 +290,7 @@ class MackoEmitter : public Emitter {
     line("int row = warp;");
     line("int s0 = 0, s1 = 0;");
     if (sorted) {
-      comment("the block's rows in row_order (longest first): start, end and original index");
+      comment("the block's rows in row_order (balanced blocks, longest first): start, end, row");
       line(fmt::format("for (int t = threadIdx.x; t < nb; t += {}) {{", NT_));
       line("  const int o = row_order[b0 + t];");
       line("  s_rows[t] = row_ptr[o];");
@@ -450,16 +450,9 @@ class MackoEmitter : public Emitter {
         NT_, opt_.kernel_name, s_.sort_rows ? ",\n    const int* __restrict__ row_order" : ""));
   }
 
-  // Rows by decreasing length (stable: equal rows keep their order).
+  // Rows dealt to blocks by length, balanced (ir/macko_schedule.h).
   std::vector<int64_t> row_order() const {
-    std::vector<int64_t> order(static_cast<size_t>(f_.rows));
-    for (int64_t r = 0; r < f_.rows; ++r) order[static_cast<size_t>(r)] = r;
-    auto len = [&](int64_t r) {
-      return f_.row_ptr[static_cast<size_t>(r + 1)] - f_.row_ptr[static_cast<size_t>(r)];
-    };
-    std::stable_sort(order.begin(), order.end(),
-                     [&](int64_t x, int64_t y) { return len(x) > len(y); });
-    return order;
+    return macko_row_order(f_.row_ptr, s_.rows_per_block());
   }
 
   KernelSignature signature() const {

@@ -53,6 +53,10 @@ DeviceLimits device_limits(const cuda::DeviceInfo& info) {
   if (info.max_grid_dim_x > 0) d.max_grid_x = info.max_grid_dim_x;
   if (info.max_grid_dim_y > 0) d.max_grid_y = info.max_grid_dim_y;
   if (info.sm_count > 0) d.multiprocessors = info.sm_count;
+  if (info.max_threads_per_sm > 0) d.max_threads_per_multiprocessor = info.max_threads_per_sm;
+  if (info.max_shared_memory_per_sm > 0)
+    d.max_shared_per_multiprocessor = info.max_shared_memory_per_sm;
+  if (info.max_registers_per_sm > 0) d.registers_per_multiprocessor = info.max_registers_per_sm;
   return d;
 }
 

@@ -16,12 +16,20 @@ struct DeviceLimits {
   int64_t max_grid_x = 2147483647;
   int64_t max_grid_y = 65535;
   int multiprocessors = 132;  // H100 SXM / H200; sizes grids that stage data once per block
+  // Per multiprocessor, for how many blocks of a shape are resident at once (one-wave grids).
+  int max_threads_per_multiprocessor = 2048;
+  int64_t max_shared_per_multiprocessor = 228 * 1024;
+  int64_t shared_reserved_per_block = 1024;  // the driver's own share of each block's
+  int registers_per_multiprocessor = 65536;
+  int max_blocks_per_multiprocessor = 32;
 
   static DeviceLimits sm90() { return {}; }
   static DeviceLimits sm80() {
     DeviceLimits d;
     d.name = "sm_80";
     d.max_shared_per_block = 163 * 1024;
+    d.max_shared_per_multiprocessor = 164 * 1024;
+    d.multiprocessors = 108;
     return d;
   }
 };

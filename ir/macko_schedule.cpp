@@ -2,10 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <climits>
 #include <cmath>
 #include <map>
+#include <queue>
 
 #include "ir/diagnostics.h"
 #include "ir/spec_fields.h"
@@ -39,8 +41,8 @@ std::vector<std::string> validate(const MackoSchedule& s) {
   if (!pow2_in(s.cols, 1, 8)) bad(fmt::format("cols={} must be 1, 2, 4 or 8", s.cols));
   if (s.vector_bytes != 16)
     bad(fmt::format("vec={} must be 16 (aligned 16-byte value vectors)", s.vector_bytes));
-  if (!pow2_in(s.rows_per_warp, 1, 16))
-    bad(fmt::format("rpw={} must be 1, 2, 4, 8 or 16", s.rows_per_warp));
+  if (s.rows_per_warp < 1 || s.rows_per_warp > kMackoMaxRowsPerWarp)
+    bad(fmt::format("rpw={} must be in 1..{}", s.rows_per_warp, kMackoMaxRowsPerWarp));
   if (s.stage == BStage::Global && s.rows_per_warp != 1)
     bad(fmt::format("rpw={} needs a staged B (rows per warp amortise the copy)", s.rows_per_warp));
   if (s.stage == BStage::SharedF32 && s.cols != 1)
@@ -125,7 +127,7 @@ MackoSchedule parse_macko_fields(std::string_view spec,
       if (!b) spec_fields::error(key, "global, shared or shared_f32", v);
       s.stage = *b;
     } else if (key == "rpw") {
-      s.rows_per_warp = num(1, 1024);
+      s.rows_per_warp = num(1, 1 << 20);
     } else if (key == "sort") {
       s.sort_rows = num(0, 1) == 1;
     } else {
@@ -139,6 +141,33 @@ MackoSchedule parse_macko_fields(std::string_view spec,
   return s;
 }
 
+std::vector<int64_t> macko_row_order(const std::vector<int64_t>& row_ptr, int64_t rows_per_block) {
+  SG_ASSERT(rows_per_block > 0 && !row_ptr.empty(), "macko_row_order: empty shape");
+  const int64_t m = static_cast<int64_t>(row_ptr.size()) - 1;
+  const int64_t blocks = (m + rows_per_block - 1) / rows_per_block;
+  auto len = [&](int64_t r) {
+    return row_ptr[static_cast<size_t>(r + 1)] - row_ptr[static_cast<size_t>(r)];
+  };
+  std::vector<int64_t> rows(static_cast<size_t>(m));
+  for (int64_t r = 0; r < m; ++r) rows[static_cast<size_t>(r)] = r;
+  std::stable_sort(rows.begin(), rows.end(), [&](int64_t x, int64_t y) { return len(x) > len(y); });
+  // Min-heap of (slots so far, block) over the blocks with room left.
+  using Load = std::pair<int64_t, int64_t>;
+  std::priority_queue<Load, std::vector<Load>, std::greater<>> open;
+  std::vector<int64_t> filled(static_cast<size_t>(blocks), 0);
+  for (int64_t b = 0; b < blocks; ++b) open.emplace(0, b);
+  std::vector<int64_t> order(static_cast<size_t>(m));
+  for (int64_t r : rows) {
+    const auto [load, b] = open.top();
+    open.pop();
+    const int64_t cap = std::min(rows_per_block, m - b * rows_per_block);
+    int64_t& i = filled[static_cast<size_t>(b)];
+    order[static_cast<size_t>(b * rows_per_block + i)] = r;
+    if (++i < cap) open.emplace(load + len(r), b);
+  }
+  return order;
+}
+
 int64_t macko_grid_x(const Problem& p, const MackoSchedule& s) {
   const int64_t rpb = s.rows_per_block();
   return (p.m + rpb - 1) / rpb;
@@ -149,11 +178,41 @@ int64_t macko_grid_y(const Problem& p, const MackoSchedule& s) {
 }
 
 int macko_registers(const MackoSchedule& s) {
-  // Staged: two steps of raw words in flight (this one and the next) and 2 delta planes per
-  // vector. Global: per vector 4 raw value words, up to 2 delta words, 8 prefix sums. Plus the
+  // Staged: two steps of raw words in flight (this one and the next), delta planes, the
+  // accumulators; fitted to ptxas on sm_90 (N = 1: 47 registers at unroll 2, 72 at unroll 4,
+  // results/2026-11-22_nvidia-h200/macko.json), rounded up to the allocation unit of 8.
+  // Global: per vector 4 raw value words, up to 2 delta words, 8 prefix sums, plus the
   // accumulators and a fixed base for row bounds, carry, addresses and loop state.
-  if (s.staged()) return 32 + s.unroll * (2 * (4 + 2) + 2 + 2) + s.cols;
+  if (s.staged()) return (24 + 12 * s.unroll + s.cols + 7) / 8 * 8;
   return 32 + s.unroll * (4 + 2 + 8) + s.cols;
+}
+
+int macko_blocks_per_sm(const Problem& p, const MackoSchedule& s, const DeviceLimits& dev) {
+  const int threads = s.threads_per_block();
+  int64_t bps = std::min(dev.max_blocks_per_multiprocessor,
+                         dev.max_threads_per_multiprocessor / std::max(1, threads));
+  bps = std::min<int64_t>(bps, dev.registers_per_multiprocessor /
+                                   std::max<int64_t>(1, int64_t{macko_registers(s)} * threads));
+  const int64_t smem =
+      macko_stage_bytes(p, s) + macko_shared_bytes(s) + dev.shared_reserved_per_block;
+  bps = std::min(bps, dev.max_shared_per_multiprocessor / smem);
+  return static_cast<int>(std::max<int64_t>(1, bps));
+}
+
+int macko_one_wave_rows_per_warp(const Problem& p, const MackoSchedule& s,
+                                 const DeviceLimits& dev) {
+  if (!s.staged() || p.m <= 0) return 1;
+  MackoSchedule t = s;
+  t.rows_per_warp = 1;
+  // The row bounds grow with the rows per block and can cost a resident block: a few rounds.
+  for (int round = 0; round < 4; ++round) {
+    const int64_t wave = int64_t{dev.multiprocessors} * macko_blocks_per_sm(p, t, dev) *
+                         (t.warps_per_block / t.warps_per_row);
+    const int64_t rpw = std::clamp<int64_t>((p.m + wave - 1) / wave, 1, kMackoMaxRowsPerWarp);
+    if (rpw == t.rows_per_warp) break;
+    t.rows_per_warp = static_cast<int>(rpw);
+  }
+  return t.rows_per_warp;
 }
 
 int64_t macko_stage_offset(const MackoSchedule& s) {
@@ -229,15 +288,26 @@ std::vector<Schedule> enumerate_macko_schedules(const Problem& p, const CsrMatri
         if (stage == BStage::SharedF32 && cols != 1) continue;
         for (int warps : {8, 16}) {
           for (int unroll : {2, 4}) {
+            MackoSchedule s0;
+            s0.delta_bits = bits;
+            s0.warps_per_block = warps;
+            s0.unroll = unroll;
+            s0.cols = cols;
+            s0.stage = stage;
+            std::vector<int> rpws;
             for (int rpw = 1; rpw <= 16; rpw *= 2) {
-              MackoSchedule s;
-              s.delta_bits = bits;
-              s.warps_per_block = warps;
-              s.unroll = unroll;
-              s.cols = cols;
-              s.stage = stage;
+              s0.rows_per_warp = rpw;
+              if (rpw > 1 && macko_grid_x(p, s0) < dev.multiprocessors) break;
+              rpws.push_back(rpw);
+            }
+            // One wave: with a whole B per block, a grid of more blocks than fit at once copies
+            // B again for every later wave, and a last partial wave leaves multiprocessors idle
+            // (12288 rows, N = 8, 16 warps: 1 block per SM, rpw 4 gives 192 blocks = 1.45 waves).
+            const int wave = macko_one_wave_rows_per_warp(p, s0, dev);
+            if (std::find(rpws.begin(), rpws.end(), wave) == rpws.end()) rpws.push_back(wave);
+            for (int rpw : rpws) {
+              MackoSchedule s = s0;
               s.rows_per_warp = rpw;
-              if (rpw > 1 && macko_grid_x(p, s) < dev.multiprocessors) break;
               if (!validate(s).empty() || !validate_macko(p, s).empty() ||
                   !verify_macko(p, s, st, dev).empty())
                 continue;

@@ -31,10 +31,29 @@ std::string print_macko(const MackoSchedule& s);
 // UserError naming the field, or listing the validation reasons.
 MackoSchedule parse_macko_fields(std::string_view spec, const std::vector<std::string_view>& parts);
 
+// Rows per warp of a staged schedule: any count up to this (the block's row bounds live in
+// shared memory, which the verifier checks).
+inline constexpr int kMackoMaxRowsPerWarp = 1024;
+
+// The row-order table of sort_rows: position b·rows_per_block + i holds the i-th row of block b
+// (the last block may have fewer). Rows are taken longest first (ties: lower index first) and
+// each goes to the block with the fewest slots so far that still has room (ties: lower block),
+// so the blocks' work is balanced and each block's rows appear longest first. row_ptr: M + 1
+// slot offsets (any format's; only the lengths matter).
+std::vector<int64_t> macko_row_order(const std::vector<int64_t>& row_ptr, int64_t rows_per_block);
+
 // Launch-shape facts shared by the verifier, the emitter and the interpreter.
 int64_t macko_grid_x(const Problem& p, const MackoSchedule& s);  // ceil(M / rows_per_block)
 int64_t macko_grid_y(const Problem& p, const MackoSchedule& s);  // ceil(N / cols)
 int macko_registers(const MackoSchedule& s);                     // per-thread estimate
+// Blocks of this schedule resident on one multiprocessor at once (threads, registers by
+// macko_registers, shared memory incl. the staged B), at least 1.
+int macko_blocks_per_sm(const Problem& p, const MackoSchedule& s, const DeviceLimits& dev);
+// The fewest rows per warp at which the staged grid fits in one wave (every block resident at
+// once, each copying B exactly once): ceil(M / (warps x multiprocessors x blocks per SM)), with
+// the row-bounds words of that many rows counted in the shared memory. 1 for stage=global.
+int macko_one_wave_rows_per_warp(const Problem& p, const MackoSchedule& s,
+                                 const DeviceLimits& dev);
 int64_t macko_shared_bytes(const MackoSchedule& s);              // split row: carries + partials
 // Zero rows of B staged before and after B (stage=shared). Masked slots step their column by 1:
 // a row's leading ones reach column -7, its trailing ones K + 6, and the lanes past the row's end
@@ -56,7 +75,8 @@ std::vector<std::string> verify_macko(const Problem& p, const MackoSchedule& s,
 // 1 <= N <= 8). Where B can be staged (N in {1, 2, 4, 8}, row-major B, K small enough for shared
 // memory) only staged-B ones: b_Δ in {4, 8} x shared (and shared_f32 for N = 1) x 8 or 16 warps x
 // unroll {2, 4} x rows per warp 1, 2, 4, ... while the grid keeps at least dev.multiprocessors
-// blocks, each also with sort=1 when row lengths are uneven (CV >= 0.25). Elsewhere the
+// blocks, plus the one-wave rows per warp (macko_one_wave_rows_per_warp) where that is not one of
+// them, each also with sort=1 when row lengths are uneven (CV >= 0.25). Elsewhere the
 // B-from-global ones: b_Δ in {4, 2, 8} x (warp per row with 4 or 8 warps
 // per block, split row with 2, 4 or 8 warps) x unroll {2, 4}, one column tiling (cols = N rounded
 // up to a power of two); split row only when the mean row spans at least two full steps of the

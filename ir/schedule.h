@@ -172,8 +172,9 @@ struct GeneralSchedule {
 // shared memory, with zero guard rows before and after, then its warps take the block's
 // warps x rows_per_warp rows one at a time from a shared counter (rows of uneven length balance
 // out within the block), so the copy is paid once per block. With sort_rows the rows are dealt
-// to blocks in order of decreasing length (a row-order table; C is stored at the original row),
-// so a block's rows are alike and the longest ones start first.
+// to blocks longest first, each to the block with the fewest slots so far (macko_row_order: a
+// row-order table; C is stored at the original row), so blocks carry equal work and within a
+// block the longest rows start first.
 // Its loop decodes columns without per-slot masks: slots outside the row get a zero value and a
 // zero delta, which keeps their columns inside the guards.
 // SPEC: macko;delta=4;wpr=1;warps=4;unroll=2;cols=1;vec=16;stage=global;rpw=1
@@ -185,8 +186,8 @@ struct MackoSchedule {
   int cols = 1;             // dense columns per thread: 1, 2, 4, 8
   int vector_bytes = 16;    // bytes per value load (16 only)
   BStage stage = BStage::Global;  // shared: warp per row only
-  int rows_per_warp = 1;          // rows each warp handles in turn: 1, 2, 4, 8, 16
-  bool sort_rows = false;         // staged: blocks take rows longest first (a row-order table)
+  int rows_per_warp = 1;          // rows per warp on average (the block's warps share its rows)
+  bool sort_rows = false;         // staged: rows dealt to blocks by length (a row-order table)
 
   bool staged() const { return stage != BStage::Global; }
   // Bytes of one staged row of B: cols 2-byte values, or one fp32.

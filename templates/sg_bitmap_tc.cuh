@@ -12,6 +12,7 @@
 //   C (4 x f32): c0, c1 = row g cols 2t, 2t+1   c2, c3 = row g+8 cols 2t, 2t+1
 #pragma once
 
+#include "sg_async_copy.cuh"
 #include "sg_dtype.cuh"
 
 namespace sg {
@@ -27,16 +28,6 @@ struct IsHalf<__half> {
   static constexpr bool value = true;
 };
 
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
-  return static_cast<unsigned>(__cvta_generic_to_shared(p));
-}
-
-// 16-byte asynchronous copy global -> shared; src_bytes 0 zero-fills the destination.
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(src_bytes));
-}
-
 __device__ __forceinline__ int popc64_below(unsigned lo, unsigned hi, int bit) {
   // Set bits of the 64-bit mask (hi:lo) strictly below `bit` (0..63).
   return bit < 32 ? __popc(lo & ((1u << bit) - 1u))
@@ -44,17 +35,6 @@ __device__ __forceinline__ int popc64_below(unsigned lo, unsigned hi, int bit) {
 }
 
 }  // namespace detail
-
-// Commits the cp.async copies issued so far as one group.
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-
-// Waits until at most PENDING groups of this thread's cp.async copies are still in flight.
-template <int PENDING>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(PENDING));
-}
 
 // Block-cooperative load, once per block, of the tile pointers of the block's RTB row tiles over
 // this K part: s_tp[r·(PT + 1) + j] = tile_ptr[(rt0 + r)·CT + ct0 + j] for j = 0 .. tiles (the

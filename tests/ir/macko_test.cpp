@@ -2,6 +2,8 @@
 // enumeration, and the interpreter against reference_spmm.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <climits>
 #include <random>
 #include <vector>
 
@@ -191,7 +193,9 @@ TEST(MackoSchedule, SpecRoundTripAndErrors) {
   EXPECT_NE(err("macko;tcols=2").find("field 'tcols'"), std::string::npos);
   EXPECT_NE(err("macko;stage=texture").find("global, shared or shared_f32"), std::string::npos);
   EXPECT_NE(err("macko;rpw=4").find("needs a staged B"), std::string::npos);
-  EXPECT_NE(err("macko;stage=shared;rpw=3").find("rpw=3"), std::string::npos);
+  EXPECT_NE(err("macko;stage=shared;rpw=2000").find("rpw=2000 must be in 1..1024"),
+            std::string::npos);
+  EXPECT_EQ(parse_schedule("macko;stage=shared;rpw=3").macko().rows_per_warp, 3);
   EXPECT_NE(err("macko;stage=shared;wpr=2").find("needs wpr=1"), std::string::npos);
   EXPECT_NE(err("macko;stage=shared_f32;cols=2").find("cols=2 must be 1"), std::string::npos);
   EXPECT_NE(err("macko;sort=1").find("sort=1 needs a staged B"), std::string::npos);
@@ -278,8 +282,13 @@ TEST(MackoSchedule, EnumerationAndVerifier) {
   int max_rpw = 0;
   for (const Schedule& s : enumerate_macko_schedules(pt, tall, DeviceLimits::sm90()))
     if (s.macko().staged()) {
-      max_rpw = std::max(max_rpw, s.macko().rows_per_warp);
-      EXPECT_GE(macko_grid_x(pt, s.macko()), 132);
+      const MackoSchedule& m = s.macko();
+      // Powers of two while every multiprocessor gets a block; the one-wave count may give fewer
+      // blocks (16 warps of 80 registers: one block per multiprocessor, 8192 / (16 x 132) -> 4).
+      if (m.rows_per_warp != macko_one_wave_rows_per_warp(pt, m, DeviceLimits::sm90())) {
+        max_rpw = std::max(max_rpw, m.rows_per_warp);
+        EXPECT_GE(macko_grid_x(pt, m), 132);
+      }
     }
   EXPECT_EQ(max_rpw, 4);  // 8192 rows / (8 warps x 4) = 256 blocks; rpw 8 would give 128
   const Problem wide = Problem::spmm(4, 20000, 8, DType::F16);  // 8 x 2 B x 20032 rows > 227 KiB
@@ -299,6 +308,75 @@ TEST(MackoSchedule, EnumerationAndVerifier) {
   DeviceLimits small = DeviceLimits::sm90();
   small.max_grid_x = 4;
   EXPECT_FALSE(verify_macko(p, all.front().macko(), macko_stats(a, 4), small).empty());
+}
+
+// The one-wave rows per warp: every block resident at once, each copying B once.
+TEST(MackoSchedule, OneWaveRowsPerWarp) {
+  const DeviceLimits dev = DeviceLimits::sm90();
+  // N = 8, K = 12288: 12288 x 16 B of staged B (~197 KiB) leaves room for one block per
+  // multiprocessor, so 16 warps take ceil(12288 / (16 x 132)) = 6 rows each: 128 blocks.
+  const Problem p8 = Problem::spmm(12288, 12288, 8, DType::F16);
+  MackoSchedule s;
+  s.stage = BStage::Shared;
+  s.cols = 8;
+  s.warps_per_block = 16;
+  s.unroll = 4;
+  EXPECT_EQ(macko_blocks_per_sm(p8, s, dev), 1);
+  EXPECT_EQ(macko_one_wave_rows_per_warp(p8, s, dev), 6);
+  s.rows_per_warp = 6;
+  EXPECT_EQ(macko_grid_x(p8, s), 128);
+  // N = 1 staged as fp32 (~48 KiB): four blocks of 8 warps fit (shared memory), so 3 rows each.
+  const Problem p1 = Problem::spmv(12288, 12288, DType::F16);
+  MackoSchedule f;
+  f.stage = BStage::SharedF32;
+  f.warps_per_block = 8;
+  EXPECT_EQ(macko_blocks_per_sm(p1, f, dev), 4);
+  EXPECT_EQ(macko_one_wave_rows_per_warp(p1, f, dev), 3);
+  // B from global memory is not copied per block.
+  EXPECT_EQ(macko_one_wave_rows_per_warp(p1, MackoSchedule{}, dev), 1);
+  // The enumeration offers it next to the powers of two: for 12288 rows at N = 8 and 16 warps,
+  // rpw 1, 2, 4 (8 would leave multiprocessors without a block) and 6.
+  const CsrMatrix a = random_matrix(12288, 64, 0.2, 9);
+  const Problem small_k = Problem::spmm(12288, 64, 8, DType::F16);
+  std::vector<int> rpws;
+  for (const Schedule& c : enumerate_macko_schedules(small_k, a, dev)) {
+    const MackoSchedule& m = c.macko();
+    if (m.delta_bits == 4 && m.warps_per_block == 8 && m.unroll == 2 && !m.sort_rows)
+      rpws.push_back(m.rows_per_warp);
+  }
+  // K = 64: a small B, so registers bound residency: 4 blocks of 8 warps (56 registers x 256
+  // threads), 12288 / (8 x 132 x 4) -> 3 rows per warp.
+  EXPECT_EQ(rpws, (std::vector<int>{1, 2, 4, 8, 3}));
+}
+
+// sort=1's row order: longest first, each row to the least-loaded block with room.
+TEST(MackoSchedule, RowOrderBalancesBlocks) {
+  // Lengths 9 7 5 4 3 2 1 0 (rows 0..7, shuffled below), 3 rows per block: 3 blocks (3, 3, 2).
+  const std::vector<int64_t> len = {4, 0, 9, 2, 7, 1, 5, 3};
+  std::vector<int64_t> ptr = {0};
+  for (int64_t l : len) ptr.push_back(ptr.back() + l);
+  const std::vector<int64_t> order = macko_row_order(ptr, 3);
+  // 9 -> b0, 7 -> b1, 5 -> b2, 4 -> b2 (full), 3 -> b1, 2 -> b0, 1 -> b1 (full), 0 -> b0:
+  // b0 {9, 2, 0}, b1 {7, 3, 1}, b2 {5, 4}: loads 11, 11, 9.
+  EXPECT_EQ(order, (std::vector<int64_t>{2, 3, 1, 4, 7, 5, 6, 0}));
+  std::vector<int64_t> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  for (int64_t r = 0; r < 8; ++r) EXPECT_EQ(sorted[static_cast<size_t>(r)], r);  // a permutation
+  // Many rows of random length: block loads within one longest row of each other.
+  std::mt19937_64 g(7);
+  std::vector<int64_t> big = {0};
+  for (int i = 0; i < 10000; ++i) big.push_back(big.back() + static_cast<int64_t>(g() % 1000));
+  const std::vector<int64_t> o = macko_row_order(big, 64);
+  int64_t lo = INT64_MAX, hi = 0;
+  for (size_t b = 0; b * 64 < o.size(); ++b) {
+    if ((b + 1) * 64 > o.size()) break;  // the last, partial block
+    int64_t load = 0;
+    for (size_t i = b * 64; i < (b + 1) * 64; ++i)
+      load += big[static_cast<size_t>(o[i]) + 1] - big[static_cast<size_t>(o[i])];
+    lo = std::min(lo, load);
+    hi = std::max(hi, load);
+  }
+  EXPECT_LE(hi - lo, 1000);
 }
 
 TEST(MackoInterpreter, MatchesReferenceOnTestMatrices) {
