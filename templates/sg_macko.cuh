@@ -4,7 +4,6 @@
 // scan that turns the lanes' sums into column carries. See ir/macko_format.h for the layout.
 #pragma once
 
-#include "sg_async_copy.cuh"
 #include "sg_dtype.cuh"
 #include "sg_vector.cuh"
 
@@ -93,10 +92,11 @@ __device__ __forceinline__ int macko_warp_scan(int v, int lane) {
 
 // Copies B (k rows of NC columns, row-major and contiguous: N == NC) into dst (16-byte aligned)
 // and zeroes the guard rows. Every thread of the block must call it; the caller then runs
-// __syncthreads(). A copy in the dtype goes by cp.async, every 16-byte piece in flight at once
-// (a block's copy is one L2 round trip plus its bytes at the multiprocessor's L2 bandwidth: N = 8
-// copies up to ~200 KB per block); the fp32 copy converts in registers, 8 loads in flight per
-// thread before any store.
+// __syncthreads(). Four 16-byte loads per thread are issued before any store, so the copy costs
+// about one L2 round trip per 64 bytes x block size, not one per 16. Plain cached loads, not
+// cp.async: a cp.async.cg copy (L2 only, every piece in flight) measured 24% slower over 189
+// staged-fp16 kernels on the H200 (results/2026-11-24_nvidia-h200/README.md), probably because
+// it skips L1, where a multiprocessor's later blocks can find B.
 template <typename T, int NC, int F32, int GUARD>
 __device__ __forceinline__ void macko_stage_b(const T* __restrict__ B, int k, unsigned* dst) {
   static_assert(NC == 1 || NC == 2 || NC == 4 || NC == 8, "staged columns: 1, 2, 4 or 8");
@@ -105,7 +105,7 @@ __device__ __forceinline__ void macko_stage_b(const T* __restrict__ B, int k, un
   constexpr int GW = GUARD * ES / 4;  // 32-bit words per guard (B starts 16-byte aligned)
   constexpr int GH = GUARD * ES / 2;  // 2-byte units per guard (the trailing one may start at
                                       // any even byte: ES = 2 and k odd)
-  constexpr int Q = 8;                // fp32 copy: loads in flight per thread
+  constexpr int Q = 4;                // loads in flight per thread
   unsigned short* h = reinterpret_cast<unsigned short*>(dst);
   for (int w = threadIdx.x; w < 2 * GH; w += blockDim.x)
     h[w < GH ? w : GH + k * (ES / 2) + (w - GH)] = 0;
@@ -113,17 +113,16 @@ __device__ __forceinline__ void macko_stage_b(const T* __restrict__ B, int k, un
   const int elems = k * NC;                    // 2-byte elements of B
   const int chunks = aligned ? elems / 8 : 0;  // 16-byte chunks
   const int step = static_cast<int>(blockDim.x);
-  if constexpr (F32) {
-    for (int c0 = threadIdx.x; c0 < chunks; c0 += Q * step) {
-      uint4 r[Q];
+  for (int c0 = threadIdx.x; c0 < chunks; c0 += Q * step) {
+    uint4 r[Q];
 #pragma unroll
-      for (int q = 0; q < Q; ++q)
-        if (c0 + q * step < chunks)
-          r[q] = __ldg(reinterpret_cast<const uint4*>(B) + c0 + q * step);
+    for (int q = 0; q < Q; ++q)
+      if (c0 + q * step < chunks) r[q] = __ldg(reinterpret_cast<const uint4*>(B) + c0 + q * step);
 #pragma unroll
-      for (int q = 0; q < Q; ++q) {
-        const int c = c0 + q * step;
-        if (c >= chunks) break;
+    for (int q = 0; q < Q; ++q) {
+      const int c = c0 + q * step;
+      if (c >= chunks) break;
+      if constexpr (F32) {
         detail::Pack<8, T> p;
         p.raw = r[q];
         float f[8];
@@ -132,13 +131,10 @@ __device__ __forceinline__ void macko_stage_b(const T* __restrict__ B, int k, un
         float4* o = reinterpret_cast<float4*>(dst + GW) + 2 * c;
         o[0] = make_float4(f[0], f[1], f[2], f[3]);
         o[1] = make_float4(f[4], f[5], f[6], f[7]);
+      } else {
+        reinterpret_cast<uint4*>(dst + GW)[c] = r[q];
       }
     }
-  } else {
-    for (int c = threadIdx.x; c < chunks; c += step)
-      detail::cp_async16(reinterpret_cast<uint4*>(dst + GW) + c, reinterpret_cast<const uint4*>(B) + c,
-                 16);
-    cp_async_commit();
   }
   // The tail (or everything, when B is not 16-byte aligned), one element at a time.
   for (int e = chunks * 8 + static_cast<int>(threadIdx.x); e < elems; e += step) {
@@ -149,7 +145,6 @@ __device__ __forceinline__ void macko_stage_b(const T* __restrict__ B, int k, un
           __ldg(reinterpret_cast<const unsigned short*>(B) + e);
     }
   }
-  if constexpr (!F32) cp_async_wait<0>();
 }
 
 // Zeroes the value and the delta of every slot of a vector outside [lo, hi) (0 <= lo, hi <= 8):

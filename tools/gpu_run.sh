@@ -85,9 +85,9 @@ BENCH_RUNS=(
   # by default) picks. Packing/compiling 8 candidates per case makes it ~300-400 s.
   "bench_quick|tools/sparsegen-bench --suite all --quick --best-of 8 --time-limit 420 --no-cache --json $BENCH_DIR/bench_quick.json"
   # MACKO vs dense cuBLAS (issue 5): 5 LLM shapes x random/magnitude x 50/70/90 %, fp16, N = 1
-  # and 8, up to 96 MACKO schedules each (pick_schedules; best reported, checked), L2 flushed
-  # medians, bandwidth. Expected ~200-300 s on an H200 host (pruning/packing of up to
-  # 205M-element weights, ~70 NVRTC builds per matrix).
+  # and 8, up to 48 MACKO schedules each (pick_schedules; best reported, checked), L2 flushed
+  # medians, bandwidth. Expected ~250 s on an H200 host (pruning/packing of up to 205M-element
+  # weights, ~48 NVRTC builds per matrix at N = 1, 24 at N = 8).
   "macko|timeout 400 tools/sparsegen-macko-bench --ns 1 8 --out $BENCH_DIR/macko.json"
   # bitmap_tc first look (issue 4, N = 8-64): tune's pick vs cuBLAS / cuSPARSE on 4096x4096,
   # magnitude 50/70/90 % + random 70 %, N = 8, 32, 64. Expected ~60-120 s.
