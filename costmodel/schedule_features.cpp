@@ -360,10 +360,6 @@ void stream_features(ScheduleFeatures& f, const StreamParams& q, const Problem& 
   f.blocks = double(fs.block_tasks) * tiles;
   f.threads_per_block = std::max(1, q.warps_per_block) * 32;
   f.registers_estimate = std::min(255, (32 + 2 * cols + 4 * q.unroll + 7) / 8 * 8);
-  // A staged B fills shared memory: K + 32 guard rows plus the block's row bounds.
-  if (q.staged)
-    f.shared_bytes = double(p.k + 32) * q.stage_row_bytes +
-                     4.0 * (3.0 * std::max(1, q.warps_per_block) * rpw + 2.0);
 }
 
 // A bitmap-tile tensor-core kernel: every warp walks its row tiles' 64-column tiles (dense-shaped
@@ -510,12 +506,7 @@ void finish_features(ScheduleFeatures& f, const GeneralSchedule& g, const Proble
   const int regs = f.registers_estimate;
   const int by_threads = dev.max_threads_per_sm / std::max(1, f.threads_per_block);
   const int by_regs = dev.registers_per_sm / std::max(1, regs * f.threads_per_block);
-  const int by_smem =
-      f.shared_bytes > 0
-          ? static_cast<int>(double(dev.shared_per_sm) /
-                             (f.shared_bytes + double(dev.shared_reserved_per_block)))
-          : dev.max_blocks_per_sm;
-  f.blocks_per_sm = std::max(1, std::min({dev.max_blocks_per_sm, by_threads, by_regs, by_smem}));
+  f.blocks_per_sm = std::max(1, std::min({dev.max_blocks_per_sm, by_threads, by_regs}));
   const double max_warps_sm = dev.max_threads_per_sm / 32.0;
   f.occupancy = std::min(1.0, f.blocks_per_sm * g.warps_per_block / max_warps_sm);
   f.waves = f.blocks / (double(dev.sm_count) * f.blocks_per_sm);

@@ -55,8 +55,6 @@ struct DeviceProfile {
   int max_threads_per_sm = 2048;
   int max_blocks_per_sm = 32;
   int registers_per_sm = 65536;
-  int64_t shared_per_sm = 228 * 1024;
-  int64_t shared_reserved_per_block = 1024;
 
   static DeviceProfile h100_sxm() { return {}; }
   // "sm_90" for cc 9.0.
@@ -109,7 +107,6 @@ struct ScheduleFeatures {
   double blocks = 0;  // grid.x x grid.y
   int threads_per_block = 0;
   int registers_estimate = 0;
-  double shared_bytes = 0;  // per block (staged B and its row bounds); limits blocks_per_sm
   int blocks_per_sm = 0;
   double occupancy = 0;  // resident warps per SM / (max_threads_per_sm / 32)
   double waves = 0;      // blocks / (SMs x blocks_per_sm)
