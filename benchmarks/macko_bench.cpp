@@ -6,9 +6,9 @@
 //     (zeros included; its time does not depend on the sparsity, so it is measured once per shape
 //     and N);
 //   - MACKO: up to --max-schedules (48) enumerated MACKO schedules (pick_schedules: staged-B
-//     ones, else B-from-global warp-per-row and split-row kernels), compiled in parallel; each timed;
-//     the fastest is checked against the CPU reference (gpu_check: poisoned output, per-element
-//     bounds) and reported.
+//     ones, else B-from-global warp-per-row and split-row kernels), compiled in parallel; each
+//     timed; the fastest is checked against the CPU reference (gpu_check: poisoned output,
+//     per-element bounds) and reported.
 // Timing: same process, L2 flushed before every run (runtime/timing.h), 3 warm-up + 20 timed runs,
 // medians. Achieved bandwidth = bytes the kernel must move / median time: MACKO A bytes (values,
 // packed deltas, row pointers) + B + C; dense M·K·2 + B + C.
@@ -78,8 +78,8 @@ std::vector<Schedule> pick_schedules(const Problem& p, const std::vector<Schedul
   add(
       [&](const MackoSchedule& m) {
         const bool shape = m.unroll == 2 && (m.warps_per_block == 8 || m.warps_per_block == 16);
-        const bool rows = m.rows_per_warp <= 2 ||
-                          m.rows_per_warp == macko_one_wave_rows_per_warp(p, m, dev);
+        const bool rows =
+            m.rows_per_warp <= 2 || m.rows_per_warp == macko_one_wave_rows_per_warp(p, m, dev);
         return m.staged() && shape && rows;
       },
       limit);

@@ -30,8 +30,8 @@
 // slots outside the row (the first and last vector only) instead of testing every slot, and
 // gathers B with one LDS per slot whose constant part is folded into the instruction. Comment
 // above emit_staged_body() in macko.cpp shows the loop.
-// Extra parameter with sort = 1: row_order (I32Table, macko_row_order: balanced blocks). Extra launch
-// field: LaunchShape::dynamic_shared_bytes = macko_stage_bytes(problem, schedule).
+// Extra parameter with sort = 1: row_order (I32Table, macko_row_order: balanced blocks). Extra
+// launch field: LaunchShape::dynamic_shared_bytes = macko_stage_bytes(problem, schedule).
 #pragma once
 
 #include "codegen/general_sparse.h"

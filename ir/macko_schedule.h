@@ -52,9 +52,8 @@ int macko_blocks_per_sm(const Problem& p, const MackoSchedule& s, const DeviceLi
 // The fewest rows per warp at which the staged grid fits in one wave (every block resident at
 // once, each copying B exactly once): ceil(M / (warps x multiprocessors x blocks per SM)), with
 // the row-bounds words of that many rows counted in the shared memory. 1 for stage=global.
-int macko_one_wave_rows_per_warp(const Problem& p, const MackoSchedule& s,
-                                 const DeviceLimits& dev);
-int64_t macko_shared_bytes(const MackoSchedule& s);              // split row: carries + partials
+int macko_one_wave_rows_per_warp(const Problem& p, const MackoSchedule& s, const DeviceLimits& dev);
+int64_t macko_shared_bytes(const MackoSchedule& s);  // split row: carries + partials
 // Zero rows of B staged before and after B (stage=shared). Masked slots step their column by 1:
 // a row's leading ones reach column -7, its trailing ones K + 6, and the lanes past the row's end
 // (zero deltas, in a step that still has live lanes) up to K + 14. 16 rows cover both sides.

@@ -14,8 +14,8 @@ __device__ __forceinline__ unsigned smem_addr(const void* p) {
 // 16-byte asynchronous copy global -> shared (both 16-byte aligned); src_bytes 0 zero-fills the
 // destination without reading src.
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)),
-               "l"(src), "r"(src_bytes));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(src_bytes));
 }
 
 }  // namespace detail

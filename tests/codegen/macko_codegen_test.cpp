@@ -110,8 +110,8 @@ TEST(MackoCodegen, StagedSpecVariantsCompile) {
       {8, DType::F16, "macko;delta=8;warps=16;unroll=1;cols=8;stage=shared;rpw=4;sort=1"},
   };
   for (const Case& c : cases) {
-    const Problem p = c.n == 1 ? Problem::spmv(a.rows, a.cols, c.dt)
-                               : Problem::spmm(a.rows, a.cols, c.n, c.dt);
+    const Problem p =
+        c.n == 1 ? Problem::spmv(a.rows, a.cols, c.dt) : Problem::spmm(a.rows, a.cols, c.n, c.dt);
     const Schedule s = parse_schedule(c.spec);
     const GeneratedKernel k = emit_macko(p, s, pack_macko(a, s.macko().delta_bits));
     nvrtc::CompileOptions o;
