@@ -288,12 +288,11 @@ std::vector<Schedule> enumerate_macko_schedules(const Problem& p, const CsrMatri
         if (stage == BStage::SharedF32 && cols != 1) continue;
         for (int warps : {8, 16}) {
           for (int unroll : {2, 4}) {
-            MackoSchedule s0;
-            s0.delta_bits = bits;
-            s0.warps_per_block = warps;
-            s0.unroll = unroll;
-            s0.cols = cols;
-            s0.stage = stage;
+            MackoSchedule s0{.delta_bits = bits,
+                             .warps_per_block = warps,
+                             .unroll = unroll,
+                             .cols = cols,
+                             .stage = stage};
             std::vector<int> rpws;
             for (int rpw = 1; rpw <= 16; rpw *= 2) {
               s0.rows_per_warp = rpw;
