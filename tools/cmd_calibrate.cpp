@@ -1,5 +1,6 @@
 // `sparsegen calibrate [--budget-seconds S] [--out MODEL.json] [--samples SAMPLES.json]
-//  [--from-samples SAMPLES.json] [--schedules-per-case K] [--max-data-matrices D]`:
+//  [--from-samples SAMPLES.json]... [--schedules-per-case K] [--max-data-matrices D]
+//  [--large-shapes RxC,...]`:
 // measures a training corpus on this machine's GPU, fits the cost model (costmodel/linear_model.h)
 // and reports its quality on matrices it was not fitted on.
 //
@@ -7,9 +8,17 @@
 // 3072x4096; magnitude, random and row-magnitude pruning at 50/70/90% and 2:4), plus the
 // $SPARSEGEN_DATA suitesparse/dlmc matrices with at least 2000 nonzeros (largest first, at most
 // D). Cases = (matrix, N in {1, 8, 32, 64}, dtype fp16 | fp32), interleaved over the matrices;
-// per case K schedules spread over the strategy families. Every kernel is checked once on the GPU
-// (beta = 0, poisoned C; compiler/gpu_check.h) and skipped when wrong, then timed with the L2
-// flushed before each run (runtime/timing.h: 1 warm-up, median of 5).
+// per case K schedules spread over the strategy families.
+//
+// Large tier (--large-shapes; default 14336x4096, 4096x14336, 8192x8192: LLM projections that are
+// not the benchmark suite's shapes): magnitude and random pruning at 50/70/90%, fp16, N in
+// {1, 8, 32}; 2K schedules per case, plus K staged-MACKO ones where MACKO applies. Without it the
+// model sees only a few waves of blocks and extrapolates badly to full-size weights: it ranked the
+// one-wave staged MACKO grids, which win on 12288x12288, below 8-warp grids 1.4x slower.
+//
+// Every kernel is checked once on the GPU (beta = 0, poisoned C; compiler/gpu_check.h) and skipped
+// when wrong, then timed with the L2 flushed before each run (runtime/timing.h: 1 warm-up, median
+// of 5).
 //
 // Time: NVRTC compilation (plus packing) dominates, so kernels are built on a thread pool while
 // the main thread measures them in order. Nothing new is started after the budget minus a reserve
@@ -29,11 +38,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -69,9 +80,10 @@ struct CalibrateArgs {
   double budget_s = 240;
   std::string out;
   std::string samples;
-  std::string from_samples;
+  std::vector<std::string> from_samples;  // merged in order
   int per_case = 24;
   int max_data = 24;
+  std::string large_shapes = "14336x4096,4096x14336,8192x8192";
   std::string command;
 };
 
@@ -84,6 +96,7 @@ struct Mat {
   std::shared_ptr<const CsrMatrix> a;
   MatrixFeatures mf;
   RowProfile rows;
+  bool large = false;  // the large tier: fp16, N in {1, 8, 32}, twice the schedules per case
 };
 
 struct Case {
@@ -137,6 +150,26 @@ std::vector<Schedule> spread(const std::vector<Schedule>& all, size_t k) {
     for (const auto& o : order)
       if (r < o.size() && out.size() < k) out.push_back(*o[r]), any = true;
     if (!any) break;
+  }
+  return out;
+}
+
+// "RxC,RxC,..." (--large-shapes); empty: none.
+std::vector<std::pair<int64_t, int64_t>> parse_shapes(const std::string& text) {
+  std::vector<std::pair<int64_t, int64_t>> out;
+  static const std::regex item("([0-9]{1,6})x([0-9]{1,6})");
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find(',', start), text.size());
+    const std::string s = text.substr(start, end - start);
+    std::smatch m;
+    if (!std::regex_match(s, m, item) || std::stoll(m[1]) < 64 || std::stoll(m[2]) < 64)
+      throw UserError(fmt::format(
+          "--large-shapes: expected ROWSxCOLS items (each at least 64) separated by commas, found "
+          "'{}'",
+          s));
+    out.emplace_back(std::stoll(m[1]), std::stoll(m[2]));
+    start = end + 1;
   }
   return out;
 }
@@ -199,6 +232,24 @@ std::vector<Mat> corpus(const CalibrateArgs& a, double deadline_s, Clock::time_p
                    [](const auto& x, const auto& y) { return x.first > y.first; });
   for (size_t i = 0; i < data.size() && static_cast<int>(i) < a.max_data; ++i)
     out.push_back(std::move(data[i].second));
+  // The large tier: one weight per shape, each pruning on its own thread (prune only reads it).
+  for (const auto& [r, c] : parse_shapes(a.large_shapes)) {
+    if (since(t0) > deadline_s) break;
+    const DenseMatrix w = make_llm_weight(r, c, seed++);
+    std::vector<std::future<Mat>> jobs;
+    for (double sp : {0.5, 0.7, 0.9})
+      for (PruneMethod m : {PruneMethod::Magnitude, PruneMethod::Random})
+        jobs.push_back(std::async(std::launch::async, [&w, r = r, c = c, sp, m, s = seed] {
+          PruneSpec spec;
+          spec.method = m;
+          spec.sparsity = sp;
+          spec.seed = s;
+          auto pruned = std::make_shared<CsrMatrix>(prune(w, spec));
+          pruned->source = fmt::format("gen{}x{}_{}{}", r, c, to_string(m), int(sp * 100 + 0.5));
+          return Mat{pruned->source, pruned, {}, {}, true};
+        }));
+    for (auto& j : jobs) out.push_back(j.get());
+  }
   for (Mat& m : out) {
     m.mf = compute_features(*m.a);
     m.rows = row_profile(*m.a);
@@ -300,12 +351,40 @@ void run_calibrate(const CalibrateArgs& a) {
   if (a.budget_s <= 0) throw UserError("--budget-seconds: expected > 0");
   if (a.per_case < 2) throw UserError("--schedules-per-case: expected >= 2");
   const auto t0 = Clock::now();
+  parse_shapes(a.large_shapes);  // a bad flag fails before any GPU work
   if (!a.from_samples.empty()) {
-    SampleFile f = read_samples(a.from_samples);
-    std::printf("calibrate: %zu samples from %s (device %s)\n", f.samples.size(),
-                a.from_samples.c_str(), f.device.name.c_str());
-    nlohmann::json doc;
-    fit_and_report(f.samples, f.device, a, doc);
+    // Several files merge in order; they must come from one device and one feature definition
+    // (a sample stores feature values, not the kernel it measured).
+    std::vector<Sample> merged;
+    std::optional<SampleFile> first;
+    for (const std::string& path : a.from_samples) {
+      SampleFile f = read_samples(path);
+      std::printf("calibrate: %zu samples from %s (device %s)\n", f.samples.size(), path.c_str(),
+                  f.device.name.c_str());
+      if (f.meta.contains("feature_names") &&
+          f.meta["feature_names"] != nlohmann::json(ScheduleFeatures::names()))
+        throw UserError(fmt::format(
+            "{}: its samples use other schedule features than this sparsegen ({}); refit from "
+            "a fresh calibration",
+            path, fmt::join(ScheduleFeatures::names(), ",")));
+      if (first && f.device.name != first->device.name)
+        throw UserError(
+            fmt::format("{}: samples from {}, but {} has samples from {}: one model "
+                        "is fitted per device",
+                        path, f.device.name, a.from_samples.front(), first->device.name));
+      merged.insert(merged.end(), f.samples.begin(), f.samples.end());
+      if (!first) first = std::move(f);
+    }
+    nlohmann::json doc = first->meta;
+    fit_and_report(merged, first->device, a, doc);
+    if (!a.samples.empty()) {
+      doc["command"] = a.command;
+      doc["samples"] = nlohmann::json::array();
+      for (const Sample& s : merged) doc["samples"].push_back(to_json(s));
+      write_json(a.samples, doc);
+      std::printf("calibrate: %zu merged samples written to %s\n", merged.size(),
+                  a.samples.c_str());
+    }
     return;
   }
   // SPARSEGEN_CALIBRATE_DRY=1: no GPU; kernels are built (PTX) but not run, and the "measured"
@@ -339,17 +418,21 @@ void run_calibrate(const CalibrateArgs& a) {
   std::printf("calibrate: %zu matrices ready in %.1f s\n", mats.size(), since(t0));
 
   // Cases, interleaved: config c of every matrix before config c+1 of any.
-  const std::pair<int64_t, DType> configs[] = {{8, DType::F16},  {1, DType::F32}, {32, DType::F16},
-                                               {64, DType::F32}, {1, DType::F16}, {8, DType::F32},
-                                               {64, DType::F16}, {32, DType::F32}};
+  using Config = std::pair<int64_t, DType>;
+  const std::vector<Config> configs = {{8, DType::F16},  {1, DType::F32}, {32, DType::F16},
+                                       {64, DType::F32}, {1, DType::F16}, {8, DType::F32},
+                                       {64, DType::F16}, {32, DType::F32}};
+  const std::vector<Config> large_configs = {{1, DType::F16}, {8, DType::F16}, {32, DType::F16}};
   std::vector<std::unique_ptr<Case>> cases;
   std::vector<Job> jobs;
   EnumerateOptions eo;
   eo.device = target.limits;
   eo.include_specialised = true;
-  for (size_t ci = 0; ci < std::size(configs); ++ci) {
+  for (size_t ci = 0; ci < configs.size(); ++ci) {
     for (size_t mi = 0; mi < mats.size(); ++mi) {
-      const auto& [n, dt] = configs[(ci + mi) % std::size(configs)];
+      const std::vector<Config>& mine = mats[mi].large ? large_configs : configs;
+      if (ci >= mine.size()) continue;
+      const auto& [n, dt] = mine[(ci + mi) % mine.size()];
       const CsrMatrix& m = *mats[mi].a;
       KernelRequest req;
       req.n = n;
@@ -367,8 +450,21 @@ void run_calibrate(const CalibrateArgs& a) {
       c->problem = p;
       c->id = fmt::format("{} n={} {}", mats[mi].name, n, to_string(dt));
       c->in = make_check_inputs(p, 1000 + cases.size(), 1.0f, 0.0f);
-      for (Schedule& s : spread(all, static_cast<size_t>(a.per_case)))
-        jobs.push_back({cases.size(), std::move(s)});
+      const size_t per_case = static_cast<size_t>(a.per_case) * (mats[mi].large ? 2 : 1);
+      std::vector<Schedule> chosen = spread(all, per_case);
+      if (mats[mi].large) {
+        // K more staged-MACKO grids: the family that wins at N <= 8 on full-size weights, whose
+        // grid choice (warps, rows per warp, one wave) only shows at that size.
+        std::set<std::string> have;
+        for (const Schedule& s : chosen) have.insert(to_string(s));
+        std::vector<Schedule> staged;
+        for (const Schedule& s : all)
+          if (strategy_family(s) == "macko/shared" && !have.count(to_string(s)))
+            staged.push_back(s);
+        for (Schedule& s : spread(staged, static_cast<size_t>(a.per_case)))
+          chosen.push_back(std::move(s));
+      }
+      for (Schedule& s : chosen) jobs.push_back({cases.size(), std::move(s)});
       cases.push_back(std::move(c));
     }
   }
@@ -575,7 +671,10 @@ void register_calibrate(CLI::App& app) {
                   "costmodel/models/)");
   cmd->add_option("--samples", args->samples, "write every measurement (and the quality) as JSON");
   cmd->add_option("--from-samples", args->from_samples,
-                  "fit from a samples file written earlier (no GPU needed)");
+                  "fit from samples files written earlier, merged (repeatable; no GPU needed)");
+  cmd->add_option("--large-shapes", args->large_shapes,
+                  "large generated weights, ROWSxCOLS,... ('' for none; default "
+                  "14336x4096,4096x14336,8192x8192)");
   cmd->add_option("--schedules-per-case", args->per_case, "schedules measured per case (24)");
   cmd->add_option("--max-data-matrices", args->max_data,
                   "largest $SPARSEGEN_DATA matrices used (24)");
@@ -587,7 +686,8 @@ void register_calibrate(CLI::App& app) {
         a.budget_s, a.per_case, a.max_data);
     if (!a.out.empty()) a.command += " --out " + a.out;
     if (!a.samples.empty()) a.command += " --samples " + a.samples;
-    if (!a.from_samples.empty()) a.command += " --from-samples " + a.from_samples;
+    for (const std::string& f : a.from_samples) a.command += " --from-samples " + f;
+    a.command += fmt::format(" --large-shapes '{}'", a.large_shapes);
     run_calibrate(a);
   });
 }

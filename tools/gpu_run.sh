@@ -95,12 +95,15 @@ BENCH_RUNS=(
   # bitmap_tc exploration: every bitmap_tc schedule (up to 64) screened on two shapes, fp16,
   # N = 8, 64, the best reported. Expected ~120-200 s.
   "bitmap_all|timeout 260 tools/sparsegen-bench --suite llm --quick -n 8,64 --filter 4096x4096 --family bitmap_tc --best-of 64 --time-limit 100 --no-cache --json $BENCH_DIR/bitmap_all_4096.json; timeout 200 tools/sparsegen-bench --suite llm --quick -n 8,64 --filter 12288x12288 --family bitmap_tc --best-of 64 --time-limit 120 --no-cache --json $BENCH_DIR/bitmap_all_12288.json"
-  # sparsegen calibrate (issue 4): measures ~5000-9000 kernels (generated 1024-4096-row LLM
-  # weights + SPARSEGEN_DATA matrices; N = 1, 8, 32, 64; fp16/fp32; each gpu_check'ed once, then
-  # timed L2-flushed, median of 5), fits the cost model, prints its held-out quality; writes the
-  # model and every sample. Expected ~205-215 s (budget 200 s + startup; timeout 260 as a cap).
-  # Ship the model: cp $BENCH_DIR/model_h200.json costmodel/models/<model_file_name()>.json
-  "calibrate|timeout 170 tools/sparsegen calibrate --budget-seconds 120 --out $BENCH_DIR/model_h200.json --samples $BENCH_DIR/calib_samples.json"
+  # sparsegen calibrate (issue 4): measures generated 1024-4096-row LLM weights + SPARSEGEN_DATA
+  # matrices (N = 1, 8, 32, 64; fp16/fp32) and the large tier (14336x4096, 4096x14336, 8192x8192,
+  # magnitude/random 50/70/90 %, fp16, N = 1, 8, 32, 72 schedules per case with 24 extra staged
+  # MACKO grids); each kernel gpu_check'ed once, then timed L2-flushed, median of 5; fits the cost
+  # model, prints its held-out quality; writes the model and every sample. Budget 330 s (the large
+  # tier's packing is CPU-bound: ~0.5-1 s per build of a 30M-nonzero weight); timeout 400 as a cap.
+  # Ship the model: merge with earlier samples (calibrate --from-samples A --from-samples B), then
+  # cp the model to costmodel/models/<model_file_name()>.json
+  "calibrate|timeout 400 tools/sparsegen calibrate --budget-seconds 330 --out $BENCH_DIR/model_h200.json --samples $BENCH_DIR/calib_samples.json"
   # sparsegen-bench --exhaustive (issue 4, search quality): per case, `sparsegen tune`'s search
   # (top-k 8, cache off; its wall time is the "search s" figure) against measuring EVERY
   # enumerated schedule (MACKO included; each built on 16 threads, checked, screened with 5
