@@ -13,8 +13,9 @@
 // larger than L (default 400) is sampled (an even spread of L plus the top k) and labelled capped.
 //
 // For every case (matrix, N, dtype): our kernel (compiler/pipeline.h; the given --schedule, or the
-// cost model's top pick, or with --best-of K the fastest measured of the model's top K), cuBLAS
-// dense (GEMM; for N = 1 also GEMV, the faster kept) and cuSPARSE CSR (every SpMM/SpMV CSR
+// cost model's top pick, or with --best-of K the fastest measured of the model's top K and of
+// --refine R more near the fastest of them, R = K / 2 by default: `sparsegen tune`'s search),
+// cuBLAS dense (GEMM; for N = 1 also GEMV, the faster kept) and cuSPARSE CSR (every SpMM/SpMV CSR
 // algorithm and dense layout, the fastest kept). Every output is checked once against the CPU
 // reference (compiler/gpu_check.h) before it is timed; a failing one is reported and not timed.
 // Timing: runtime/timing.h (L2 flushed before every run, events, median of --repeats runs after
@@ -98,6 +99,7 @@ struct Args {
   std::string schedule;
   std::string family;  // --family: only this schedule family's candidates (exploration runs)
   int best_of = 0;     // 0: not given
+  int refine = -1;     // second-round candidates (tune's --refine); -1: best_of / 2
   std::string suite;
   bool quick = false;
   std::string json;
@@ -172,6 +174,8 @@ void validate(const Args& a) {
     if (n < 1 || n > 4096) throw UserError(fmt::format("-n: expected 1..4096, found {}", n));
   }
   if (!a.dtype.empty()) (void)parse_dtype_flag(a.dtype);
+  if (a.refine < -1 || a.refine > 1000)
+    throw UserError(fmt::format("--refine: expected 0..1000, found {}", a.refine));
   if (a.best_of < 0 || a.best_of > 1000) {
     throw UserError(fmt::format("--best-of: expected 1..1000, found {}", a.best_of));
   }
@@ -390,9 +394,16 @@ double packed_a_bytes(const KernelBuild& b) {
 // enumerated space (MACKO included, as tune searches it) as ranked by the shipped cost model for
 // this device (the same ranking `sparsegen tune` uses before it measures; the roofline estimate
 // when no model matches).
+// The ranked space of one problem, kept for the second round (refine_ours).
+struct SearchSpace {
+  std::vector<Schedule> all;
+  std::vector<size_t> order;   // the model's ranking, into all
+  std::vector<size_t> chosen;  // the first round, into all
+};
+
 std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMatrix& a,
                                                    const Args& args, const CompileTarget& target,
-                                                   int best_of) {
+                                                   int best_of, SearchSpace& space) {
   if (!args.schedule.empty()) return {parse_schedule(args.schedule)};
   EnumerateOptions eo;
   eo.device = target.limits;
@@ -417,7 +428,10 @@ std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMa
   std::vector<size_t> order;
   for (const Ranked& r : ranked) order.push_back(r.index);
   std::vector<std::optional<Schedule>> out;
-  for (size_t i : select_for_measurement(order, all, best_of)) out.push_back(all[i]);
+  space.chosen = select_for_measurement(order, all, best_of);
+  for (size_t i : space.chosen) out.push_back(all[i]);
+  space.order = std::move(order);
+  space.all = std::move(all);
   return out;
 }
 
@@ -657,6 +671,39 @@ void measure_ours(Gpu& g, const CsrMatrix& a, CaseInputs& ci, std::vector<OurBui
   }
   r.extra = {{"candidates", tried}};
   if (!screened.is_null()) r.extra["screen_ms"] = screened;
+}
+
+// The search's second round, as `sparsegen tune` runs it (compiler/tune.h,
+// refine_for_measurement): up to `extra` schedules near the fastest of the first round are built
+// and measured; the faster of the two rounds' winners is ours. Every candidate is listed, the
+// second round's with "round": 2.
+void refine_ours(Gpu& g, const CsrMatrix& a, CaseInputs& ci, const SearchSpace& space,
+                 const Args& args, int extra, CaseResult& cr) {
+  if (extra <= 0 || space.all.empty() || !cr.ours.ok()) return;
+  size_t winner = space.all.size();
+  for (size_t i : space.chosen)
+    if (to_string(space.all[i]) == cr.ours.impl) winner = i;
+  if (winner == space.all.size()) return;
+  std::vector<BuildJob> jobs;
+  for (size_t i : refine_for_measurement(space.order, space.all, winner, space.chosen, extra))
+    jobs.push_back({ci.problem.n, ci.problem, space.all[i]});
+  cr.ours.extra["refined"] = jobs.size();
+  if (jobs.empty()) return;
+  std::vector<OurBuild> builds = build_all(a, jobs, args, ci.problem.dtype, g.target);
+  CaseResult second;
+  measure_ours(g, a, ci, builds, second);
+  nlohmann::json tried = cr.ours.extra["candidates"];
+  for (nlohmann::json t : second.ours.extra["candidates"]) {
+    t["round"] = 2;
+    tried.push_back(std::move(t));
+  }
+  if (second.ours.ok() && second.ours.median_ms < cr.ours.median_ms) {
+    nlohmann::json first_screen = cr.ours.extra.value("screen_ms", nlohmann::json());
+    cr.ours = std::move(second.ours);
+    cr.ours.extra["first_round_screen_ms"] = std::move(first_screen);
+  }
+  cr.ours.extra["candidates"] = std::move(tried);
+  cr.ours.extra["refined"] = jobs.size();
 }
 
 void measure_baseline(Gpu& g, std::vector<Candidate> cands, DType t, CaseInputs& ci, double a_bytes,
@@ -1222,7 +1269,10 @@ int run(const Args& a) {
   doc["best_of"] = best_of;
   doc["ours_selection"] =
       !a.schedule.empty() ? "given --schedule"
-      : best_of > 1 ? fmt::format("fastest measured of the cost model's top {} schedules", best_of)
+      : best_of > 1       ? fmt::format(
+                                "fastest measured of the cost model's top {} schedules and of {} more "
+                                      "near the fastest of them (sparsegen tune's search)",
+                                best_of, a.refine >= 0 ? a.refine : best_of / 2)
                     : "the cost model's top-ranked schedule";
   doc["skipped"] = skipped;
 
@@ -1279,6 +1329,7 @@ int run(const Args& a) {
     const auto t_build = Clock::now();
     std::vector<BuildJob> jobs;
     std::vector<std::pair<size_t, size_t>> range;  // per N: [first, last) into jobs
+    std::vector<SearchSpace> spaces(spec.ns.size());
     for (int64_t n : spec.ns) {
       KernelRequest req;
       req.n = n;
@@ -1286,7 +1337,8 @@ int run(const Args& a) {
       const Problem p = make_problem(m, req);
       const size_t first = jobs.size();
       try {
-        for (auto& s : schedules_for(p, m, a, g.target, best_of)) jobs.push_back({n, p, s});
+        for (auto& s : schedules_for(p, m, a, g.target, best_of, spaces[range.size()]))
+          jobs.push_back({n, p, s});
       } catch (const std::exception&) {
         jobs.push_back({n, p, std::nullopt});  // the build reports the error
       }
@@ -1342,6 +1394,8 @@ int run(const Args& a) {
       const double ref_s = seconds_since(t_case);
 
       measure_ours(g, m, ci, mine, cr);
+      if (best_of > 1)
+        refine_ours(g, m, ci, spaces[ni], a, a.refine >= 0 ? a.refine : best_of / 2, cr);
       if (dense) {
         measure_baseline(g, dense->candidates(n, ci.b_row.ptr(), ci.c.ptr()), spec.dtype, ci,
                          static_cast<double>(dense->a_bytes()), cr.cublas);
@@ -1407,6 +1461,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"general", "macko", "bitmap_tc"}));
   auto* best = app.add_option("--best-of", a.best_of,
                               "measure the cost model's top K schedules, keep the fastest");
+  app.add_option("--refine", a.refine,
+                 "with --best-of K: R more schedules near the fastest of the K (default K / 2, as "
+                 "sparsegen tune; 0 = none)");
   auto* suite = app.add_option("--suite", a.suite, "run a suite: llm, suitesparse, all");
   app.add_flag("--quick", a.quick, "the short suite preset (device runs)");
   app.add_option("--json", a.json, "write results as JSON to this file");

@@ -129,6 +129,7 @@ struct Candidate {
   std::string error;
   std::optional<double> measured_ms;
   std::vector<double> times_ms;
+  int round = 1;  // CandidateReport::round
 };
 
 kdb::KernelRecord record_of(const Candidate& c, const kdb::KeyParts& base) {
@@ -254,6 +255,41 @@ std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
   return out;
 }
 
+int spec_distance(const Schedule& a, const Schedule& b) {
+  if (a.family() != b.family()) return -1;
+  auto fields = [](const Schedule& s) {
+    std::vector<std::string> out;
+    std::string text = to_string(s);
+    size_t start = 0;
+    for (size_t end; (end = text.find(';', start)) != std::string::npos; start = end + 1)
+      out.push_back(text.substr(start, end - start));
+    out.push_back(text.substr(start));
+    return out;
+  };
+  const std::vector<std::string> x = fields(a), y = fields(b);
+  if (x.size() != y.size()) return -1;
+  int d = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t ex = x[i].find('='), ey = y[i].find('=');
+    if (x[i].substr(0, ex) != y[i].substr(0, ey)) return -1;  // another shape of SPEC
+    d += x[i] != y[i];
+  }
+  return d;
+}
+
+std::vector<size_t> refine_for_measurement(const std::vector<size_t>& order,
+                                           const std::vector<Schedule>& all, size_t winner,
+                                           const std::vector<size_t>& measured, int extra) {
+  std::vector<size_t> out;
+  for (size_t i : order) {
+    if (static_cast<int>(out.size()) >= extra) break;
+    if (std::find(measured.begin(), measured.end(), i) != measured.end()) continue;
+    const int d = spec_distance(all[winner], all[i]);
+    if (d >= 1 && d <= kRefineFields) out.push_back(i);
+  }
+  return out;
+}
+
 TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarget& target,
                 const TuneOptions& opt) {
   const auto t0 = Clock::now();
@@ -337,6 +373,8 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
 
   // ---- enumerate and rank --------------------------------------------------------------------
   std::vector<Candidate> cands;
+  std::vector<Schedule> all;  // the search space (empty for an explicit schedule)
+  Ranking r;
   if (given) {
     Candidate c;
     c.schedule = *given;
@@ -348,7 +386,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     EnumerateOptions eo;
     eo.device = target.limits;
     eo.include_specialised = true;  // the tuner is family-aware: MACKO competes where it applies
-    const std::vector<Schedule> all = enumerate_schedules(p, a, eo);
+    all = enumerate_schedules(p, a, eo);
     progress("enumerate", 1, 1);
     if (all.empty())
       throw UserError(fmt::format("{}: no valid schedule for {} on {}",
@@ -358,7 +396,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     progress("rank", 0, 1);
     std::optional<cuda::DeviceInfo> info;
     if (target.has_gpu) info = opt.ctx ? opt.ctx->info() : cuda::query_device(0);
-    const Ranking r = rank_candidates(p, a, all, target, info ? &*info : nullptr);
+    r = rank_candidates(p, a, all, target, info ? &*info : nullptr);
     progress("rank", 1, 1);
     res.ranking = r.how;
     if (!r.warning.empty()) res.warnings.push_back(r.warning);
@@ -371,15 +409,17 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     }
   }
 
-  // ---- compile (thread pool) -----------------------------------------------------------------
-  {
+  // ---- compile (thread pool): cands[from ..] -------------------------------------------------
+  auto compile_from = [&](size_t from) {
+    const size_t count = cands.size() - from;
+    if (count == 0) return;
     const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const int threads = std::min(static_cast<int>(cands.size()),
-                                 opt.compile_threads > 0 ? opt.compile_threads : hw);
-    std::atomic<size_t> next{0};
+    const int threads =
+        std::min(static_cast<int>(count), opt.compile_threads > 0 ? opt.compile_threads : hw);
+    std::atomic<size_t> next{from};
     std::atomic<int> done{0};
     std::mutex progress_mu;
-    progress("compile", 0, static_cast<int>(cands.size()));
+    progress("compile", 0, static_cast<int>(count));
     auto worker = [&] {
       for (size_t i = next++; i < cands.size(); i = next++) {
         Candidate& c = cands[i];
@@ -404,21 +444,25 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
         }
         const int d = ++done;
         std::lock_guard<std::mutex> lock(progress_mu);
-        progress("compile", d, static_cast<int>(cands.size()));
+        progress("compile", d, static_cast<int>(count));
       }
     };
     std::vector<std::thread> pool;
     for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
     worker();
     for (auto& t : pool) t.join();
-  }
-  std::vector<Candidate*> ok;
-  for (auto& c : cands)
-    if (c.build) ok.push_back(&c);
-  if (ok.empty()) std::rethrow_exception(cands.front().failure);  // nothing is cached
+  };
+  compile_from(0);
+  auto compiled = [&] {
+    std::vector<size_t> ok;  // into cands
+    for (size_t i = 0; i < cands.size(); ++i)
+      if (cands[i].build) ok.push_back(i);
+    return ok;
+  };
+  if (compiled().empty()) std::rethrow_exception(cands.front().failure);  // nothing is cached
 
-  // ---- measure (k > 0) -----------------------------------------------------------------------
-  Candidate* winner = ok.front();
+  // ---- measure (k > 0), refine, check ---------------------------------------------------------
+  Candidate* winner = &cands[compiled().front()];
   if (opt.top_k > 0) {
     std::shared_ptr<cuda::Context> ctx = opt.ctx ? opt.ctx : std::make_shared<cuda::Context>(0);
     ctx->make_current();
@@ -437,56 +481,85 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     to.max_total_ms = 200;  // bounds the search on a slow candidate
     to.stream = stream.get();
     to.flusher = &flusher;
-    int done = 0;
-    progress("measure", 0, static_cast<int>(ok.size()));
-    std::vector<std::unique_ptr<CompiledKernel>> loaded(ok.size());
-    for (size_t i = 0; i < ok.size(); ++i) {
-      Candidate& c = *ok[i];
-      try {
-        loaded[i] = std::make_unique<CompiledKernel>(ctx, KernelBuild(*c.build));
-        const CompiledKernel& k = *loaded[i];
-        const TimingResult t =
-            measure([&](CUstream s) { k.run(db_b.ptr(), db_c.ptr(), 1.0f, 0.0f, s); }, to);
-        c.measured_ms = t.median_ms;
-        c.times_ms = t.samples_ms;
-      } catch (const CudaError& e) {
-        c.error = fmt::format("measurement failed: {}", e.what());
-        if (e.sticky()) throw;             // the context cannot run anything after a fault
-      } catch (const std::exception& e) {  // e.g. a non-finite event time from timing.h
-        c.error = fmt::format("measurement failed: {}", e.what());
+    std::vector<std::unique_ptr<CompiledKernel>> loaded;  // by candidate
+    auto measure_from = [&](size_t from) {
+      loaded.resize(cands.size());
+      const std::vector<size_t> ok = compiled();
+      const int total = static_cast<int>(
+          std::count_if(ok.begin(), ok.end(), [&](size_t i) { return i >= from; }));
+      int done = 0;
+      progress("measure", 0, total);
+      for (size_t i : ok) {
+        if (i < from) continue;
+        Candidate& c = cands[i];
+        try {
+          loaded[i] = std::make_unique<CompiledKernel>(ctx, KernelBuild(*c.build));
+          const CompiledKernel& k = *loaded[i];
+          const TimingResult t =
+              measure([&](CUstream s) { k.run(db_b.ptr(), db_c.ptr(), 1.0f, 0.0f, s); }, to);
+          c.measured_ms = t.median_ms;
+          c.times_ms = t.samples_ms;
+        } catch (const CudaError& e) {
+          c.error = fmt::format("measurement failed: {}", e.what());
+          if (e.sticky()) throw;             // the context cannot run anything after a fault
+        } catch (const std::exception& e) {  // e.g. a non-finite event time from timing.h
+          c.error = fmt::format("measurement failed: {}", e.what());
+        }
+        progress("measure", ++done, total);
       }
-      progress("measure", ++done, static_cast<int>(ok.size()));
+    };
+    auto by_time = [&] {
+      std::vector<size_t> order;
+      for (size_t i : compiled())
+        if (cands[i].measured_ms) order.push_back(i);
+      std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
+        return *cands[x].measured_ms < *cands[y].measured_ms;
+      });
+      return order;
+    };
+    measure_from(0);
+    const int extra = opt.refine >= 0 ? opt.refine : opt.top_k / 2;
+    if (!given && extra > 0 && !by_time().empty()) {
+      std::vector<size_t> measured;
+      for (const Candidate& c : cands) measured.push_back(c.index);
+      const size_t first_new = cands.size();
+      for (size_t idx :
+           refine_for_measurement(r.order, all, cands[by_time().front()].index, measured, extra)) {
+        Candidate c;
+        c.index = idx;
+        c.schedule = all[idx];
+        c.predicted_ms = r.predicted_ms[idx];
+        c.round = 2;
+        cands.push_back(std::move(c));
+      }
+      res.refined = static_cast<int>(cands.size() - first_new);
+      compile_from(first_new);
+      measure_from(first_new);
     }
-    std::vector<size_t> by_time;
-    for (size_t i = 0; i < ok.size(); ++i)
-      if (ok[i]->measured_ms) by_time.push_back(i);
-    std::stable_sort(by_time.begin(), by_time.end(),
-                     [&](size_t x, size_t y) { return *ok[x]->measured_ms < *ok[y]->measured_ms; });
     winner = nullptr;
     progress("check", 0, 1);
-    for (size_t i : by_time) {
+    for (size_t i : by_time()) {
       const GpuCheckPair chk = gpu_check(*loaded[i], a, opt.seed);
       if (chk.passed()) {
-        winner = ok[i];
+        winner = &cands[i];
         res.check_passed = true;
         break;
       }
-      ok[i]->error = "failed the correctness check: " + chk.error();
-      ok[i]->measured_ms.reset();  // never cache a wrong kernel as measured-best
+      cands[i].error = "failed the correctness check: " + chk.error();
+      cands[i].measured_ms.reset();  // never cache a wrong kernel as measured-best
       res.check_passed = false;
     }
     progress("check", 1, 1);
     if (winner == nullptr)
-      throw UserError(
-          fmt::format("{}: no measured candidate for {} passed the correctness check "
-                      "(first failure: {})",
-                      a.source.empty() ? "matrix" : a.source, to_string(p), ok.front()->error));
+      throw UserError(fmt::format(
+          "{}: no measured candidate for {} passed the correctness check (first failure: {})",
+          a.source.empty() ? "matrix" : a.source, to_string(p), cands[compiled().front()].error));
   }
 
   for (const Candidate& c : cands)
     res.candidates.push_back(CandidateReport{to_string(c.schedule), c.predicted_ms, c.measured_ms,
-                                             c.build ? c.build->compiled.compile_ms : 0.0,
-                                             c.error});
+                                             c.build ? c.build->compiled.compile_ms : 0.0, c.error,
+                                             c.round});
   res.schedule = to_string(winner->schedule);
   res.predicted_ms = winner->predicted_ms;
   res.measured_ms = winner->measured_ms;
@@ -494,9 +567,9 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     res.reason = given_reason;
   else if (opt.top_k > 0)
     res.reason = fmt::format(
-        "fastest of {} measured (of {} enumerated; ranked by {}), checked "
-        "against the CPU reference",
-        ok.size(), res.enumerated, res.ranking);
+        "fastest of {} measured ({} of them near the first round's best; of {} enumerated; "
+        "ranked by {}), checked against the CPU reference",
+        compiled().size(), res.refined, res.enumerated, res.ranking);
   else
     res.reason = fmt::format("top of {} enumerated, ranked by {} (not measured: top-k 0)",
                              res.enumerated, res.ranking);
@@ -509,9 +582,9 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
   if (db) {
     progress("store", 0, 1);
     std::vector<kdb::KernelRecord> recs;
-    for (Candidate* c : ok)
+    for (size_t i : compiled())
       // A candidate whose check failed is not stored: the cache holds only kernels we trust.
-      if (c->error.empty()) recs.push_back(record_of(*c, base));
+      if (cands[i].error.empty()) recs.push_back(record_of(cands[i], base));
     std::optional<kdb::TuningRecord> tr;
     if (!given) {
       tr.emplace();

@@ -5,8 +5,10 @@
 //   compile    the top max(k, 1): emit + NVRTC, on a thread pool (a candidate that fails to
 //              compile is skipped and reported; when all fail the first error is thrown and
 //              nothing is cached)
-//   measure    k > 0: each on the GPU (runtime/timing.h: L2 flushed before every run, median),
-//              then the fastest that passes gpu_check (compiler/gpu_check.h) wins
+//   measure    k > 0: each on the GPU (runtime/timing.h: L2 flushed before every run, median)
+//   refine     k > 0: compile and measure up to k / 2 more, near the fastest so far
+//              (refine_for_measurement), then the fastest that passes gpu_check
+//              (compiler/gpu_check.h) wins
 //   record     every compiled candidate (schedule, source, cubin, times, prediction) and the
 //              tuning decision, in one database transaction (runtime/kernel_db.h)
 //
@@ -41,10 +43,13 @@ namespace sparsegen {
 // Version of the code generator's output, part of every key. Bump it when emitted kernels change
 // meaning, or when the search space changes so that a cached decision may no longer be the one a
 // new search would make (macko-2: staged-B MACKO schedules, and the per-family measured set;
-// bitmap_tc-1: the tensor-core bitmap-tile family joins the search for N a multiple of 8);
+// bitmap_tc-1: the tensor-core bitmap-tile family joins the search for N a multiple of 8;
+// refine-1: a second measured round near the first round's best, and the model refitted with
+// full-size weights);
 // the cache also re-emits on use and compares sources, so a forgotten bump costs a recompile,
 // never a wrong kernel.
-inline constexpr const char* kGeneratorVersion = "sparsegen-0.2.0/general-1/macko-2/bitmap_tc-1";
+inline constexpr const char* kGeneratorVersion =
+    "sparsegen-0.2.0/general-1/macko-2/bitmap_tc-1/refine-1";
 
 struct TuneProgress {
   std::string phase;  // "enumerate", "rank", "compile", "measure", "check", "store"
@@ -54,6 +59,7 @@ struct TuneProgress {
 
 struct TuneOptions {
   int top_k = 0;            // candidates measured on the GPU; 0: model only (no GPU needed)
+  int refine = -1;          // second-round candidates near the winner; -1: top_k / 2
   std::string cache_dir;    // empty: kdb::default_cache_dir()
   bool use_cache = true;    // false: neither read nor write the database
   bool force = false;       // ignore a cached tuning (the new one replaces it)
@@ -74,6 +80,7 @@ struct CandidateReport {
   std::optional<double> measured_ms;  // median
   double compile_ms = 0;
   std::string error;  // why it was skipped (compile or check failure); empty otherwise
+  int round = 1;      // 1: the model's top k; 2: the refinement near the first round's best
 };
 
 struct TuneResult {
@@ -86,6 +93,7 @@ struct TuneResult {
   std::optional<double> measured_ms;
   int enumerated = 0;                       // schedules in the space
   int top_k = 0;                            // candidates measured (0: model only)
+  int refined = 0;                          // of them, second-round candidates
   std::vector<CandidateReport> candidates;  // compiled ones, in rank order (empty on a hit)
   double search_ms = 0;                     // wall time of this call
   double original_search_ms = 0;            // on a hit: what the cached search took
@@ -115,6 +123,20 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
 // model, decides between families.
 std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
                                            const std::vector<Schedule>& all, int k);
+
+// The second round of the search: schedules near the measured winner `winner` (same family,
+// SPEC differing in at most kRefineFields fields), not in `measured`, in the model's order
+// `order`, at most max(extra, 0). The model ranks well inside a region of the space but can
+// misplace a whole region it has seen little of (on the H200: staged MACKO grids of 16 warps with
+// one wave of blocks, on 28672-row weights), so one round around the measured best corrects the
+// first round's bet at the price of `extra` more builds.
+inline constexpr int kRefineFields = 2;
+std::vector<size_t> refine_for_measurement(const std::vector<size_t>& order,
+                                           const std::vector<Schedule>& all, size_t winner,
+                                           const std::vector<size_t>& measured, int extra);
+
+// How many SPEC fields of a and b differ; -1 when they are of different families or shapes.
+int spec_distance(const Schedule& a, const Schedule& b);
 
 // The database key parts of a kernel for this matrix and problem on `target`.
 kdb::KeyParts key_parts(const CsrMatrix& a, const Problem& p, const CompileTarget& target,

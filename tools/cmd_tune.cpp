@@ -1,6 +1,7 @@
-// `sparsegen tune FILE -n N [--dtype fp32|fp16|bf16] [--top-k K] [--arch sm_XY] [--cache-dir D]
-//  [--force] [--json]`: the main job. Finds the best kernel for the matrix (compiler/tune.h:
-// enumerate, rank with the cost model, measure the top K on the GPU, check the winner), stores it
+// `sparsegen tune FILE -n N [--dtype fp32|fp16|bf16] [--top-k K] [--refine R] [--arch sm_XY]
+//  [--cache-dir D] [--force] [--json]`: the main job. Finds the best kernel for the matrix
+// (compiler/tune.h: enumerate, rank with the cost model, measure the top K on the GPU, then R more
+// near the fastest of them, check the winner), stores it
 // in the kernel database, and says what was chosen, the predicted and measured times and how long
 // the search took. A second tune of the same matrix structure, N, dtype and device is a cache hit.
 //
@@ -39,7 +40,8 @@ struct TuneArgs {
   std::string b_layout = "row";
   std::string c_layout = "row";
   std::string tensor;
-  int top_k = -1;  // auto
+  int top_k = -1;   // auto
+  int refine = -1;  // auto: top_k / 2
   std::string arch;
   std::string cache_dir;
   bool force = false;
@@ -88,6 +90,8 @@ void run_tune(const TuneArgs& a) {
   req.b_layout = layout_flag(a.b_layout, "--layout-b");
   req.c_layout = layout_flag(a.c_layout, "--layout-c");
   if (a.top_k < -1) throw UserError(fmt::format("--top-k: expected 0 or more, found {}", a.top_k));
+  if (a.refine < -1)
+    throw UserError(fmt::format("--refine: expected 0 or more, found {}", a.refine));
 
   CompileTarget target;
   std::string note;
@@ -106,6 +110,7 @@ void run_tune(const TuneArgs& a) {
   if (a.top_k < 0 && !target.has_gpu)
     note = a.arch.empty() ? "no GPU here: model only (top-k 0), compiled for " + target.arch
                           : "--arch given: model only (top-k 0)";
+  o.refine = a.refine;
   o.cache_dir = a.cache_dir;
   o.use_cache = !a.no_cache;
   o.force = a.force;
@@ -138,6 +143,7 @@ void run_tune(const TuneArgs& a) {
     j["measured_ms"] = opt_json(r.measured_ms);
     j["check_passed"] = r.check_passed ? nlohmann::json(*r.check_passed) : nlohmann::json(nullptr);
     j["top_k"] = r.top_k;
+    j["refined"] = r.refined;
     j["enumerated"] = r.enumerated;
     j["search_ms"] = r.search_ms;
     j["original_search_ms"] = r.original_search_ms;
@@ -154,6 +160,7 @@ void run_tune(const TuneArgs& a) {
                        {"predicted_ms", opt_json(c.predicted_ms)},
                        {"measured_ms", opt_json(c.measured_ms)},
                        {"compile_ms", c.compile_ms},
+                       {"round", c.round},
                        {"error", c.error}});
     j["candidates"] = cands;
     std::printf("%s\n", j.dump(2).c_str());
@@ -171,8 +178,9 @@ void run_tune(const TuneArgs& a) {
     std::printf("search     cache hit in %.1f ms (the original search took %.1f ms)\n", r.search_ms,
                 r.original_search_ms);
   else
-    std::printf("search     %.1f ms: %d enumerated, %zu compiled, %d measured\n", r.search_ms,
-                r.enumerated, r.candidates.size(), r.top_k);
+    std::printf(
+        "search     %.1f ms: %d enumerated, %zu compiled, %d measured (+%d near the best)\n",
+        r.search_ms, r.enumerated, r.candidates.size(), r.top_k, r.refined);
   std::printf("device     %s, %s\n", r.device.c_str(), r.arch.c_str());
   if (!r.db_path.empty())
     std::printf("cache      %s  key %s\n", r.db_path.c_str(), r.kernel_key.substr(0, 16).c_str());
@@ -193,6 +201,9 @@ void register_tune(CLI::App& app) {
   cmd->add_option("--top-k", args->top_k,
                   "candidates measured on the GPU (0 = cost model only; default 8 with a GPU, "
                   "0 without)");
+  cmd->add_option("--refine", args->refine,
+                  "second-round candidates, near the fastest of the top K (default K / 2; 0 = "
+                  "none)");
   cmd->add_option("--arch", args->arch,
                   "compile offline for this architecture (sm_XY cubin or compute_XY PTX)");
   cmd->add_option("--cache-dir", args->cache_dir,

@@ -15,6 +15,7 @@
 
 #include "compiler/fingerprint.h"
 #include "compiler/tune.h"
+#include "ir/schedule.h"
 #include "runtime/kernel_db.h"
 #include "runtime/nvrtc_compiler.h"
 #include "sparsegen/sparsegen.h"
@@ -138,6 +139,33 @@ TEST(Tune, MeasurementSetKeepsEveryFamily) {
   std::vector<size_t> mixed = {10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12};
   EXPECT_EQ(select_for_measurement(mixed, all, 4), (std::vector<size_t>{10, 0, 11, 1}));
   EXPECT_EQ(select_for_measurement(order, all, 100).size(), all.size());
+}
+
+// The second round: same family, at most kRefineFields SPEC fields away from the winner, not
+// measured yet, in the model's order.
+TEST(Tune, RefinementStaysNearTheMeasuredBest) {
+  const std::string base = "macko;delta=4;wpr=1;warps=16;unroll=4;cols=1;vec=16;stage=shared_f32;";
+  std::vector<Schedule> all = {
+      parse_schedule(base + "rpw=14;sort=1"),  // 0: the first round's best
+      parse_schedule(base + "rpw=8;sort=1"),   // 1: one field away, measured already
+      parse_schedule("macko;delta=4;wpr=1;warps=16;unroll=2;cols=1;vec=16;stage=shared_f32;"
+                     "rpw=7;sort=1"),  // 2: two fields away (unroll, rpw)
+      parse_schedule("macko;delta=8;wpr=1;warps=8;unroll=2;cols=1;vec=16;stage=shared;"
+                     "rpw=7;sort=0"),          // 3: six fields away
+      parse_schedule(base + "rpw=14;sort=0"),  // 4: one field away
+      parse_schedule(base + "rpw=2;sort=0"),   // 5: two fields away
+      Schedule(GeneralSchedule{}),             // 6: another family
+  };
+  EXPECT_EQ(spec_distance(all[0], all[0]), 0);
+  EXPECT_EQ(spec_distance(all[0], all[2]), 2);
+  EXPECT_EQ(spec_distance(all[2], all[0]), 2);
+  EXPECT_EQ(spec_distance(all[0], all[3]), 6);
+  EXPECT_EQ(spec_distance(all[0], all[6]), -1);
+  const std::vector<size_t> order = {6, 3, 5, 1, 0, 2, 4};  // the model's ranking
+  const std::vector<size_t> measured = {0, 1, 6};
+  EXPECT_EQ(refine_for_measurement(order, all, 0, measured, 8), (std::vector<size_t>{5, 2, 4}));
+  EXPECT_EQ(refine_for_measurement(order, all, 0, measured, 2), (std::vector<size_t>{5, 2}));
+  EXPECT_TRUE(refine_for_measurement(order, all, 0, measured, 0).empty());
 }
 
 TEST(Tune, KeyFollowsStructure) {
