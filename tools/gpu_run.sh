@@ -60,6 +60,8 @@ SANITIZER_RUNS=(
   "gpu_tests_sample|tests/gpu_tests '--gtest_filter=GpuSample.*:GpuPipeline.*'"
   # bitmap_tc kernels (cp.async, ldmatrix, the split-K workspace): one config per edge matrix.
   "bitmap_tc_edge|tests/gpu_tests '--gtest_filter=GpuBitmapTc.Edge'"
+  # MACKO kernels (staged B, one-wave rows per warp, the balanced row order): the DLMC matrices.
+  "macko_dlmc|tests/gpu_tests '--gtest_filter=GpuMacko.Dlmc'"
 )
 # gpu_tests (tests/gpu, run by ctest above) write one JSON summary per GpuCorrectness test here;
 # it lies inside BENCH_DIR, so bench.tar.gz carries it when benchmarks run.
