@@ -10,8 +10,18 @@
 
 namespace sparsegen {
 
+MackoPacked pack_macko_values(const CsrMatrix& a, int delta_bits, DType dtype) {
+  MackoPacked m;
+  m.format = pack_macko(a, delta_bits);
+  m.dtype = dtype;
+  check_value_range(a, dtype);
+  m.values = to_device_values(m.format.values, dtype);
+  return m;
+}
+
 KernelBuild build_macko_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
-                               const CompileTarget& target, bool line_info) {
+                               const CompileTarget& target, bool line_info,
+                               const MackoPacked* packed) {
   SG_ASSERT(s.family() == ScheduleFamily::Macko, "build_macko_kernel needs a MACKO schedule");
   const MackoSchedule& m = s.macko();
   KernelBuild b = start_build(a, p, s, target);
@@ -22,6 +32,18 @@ KernelBuild build_macko_kernel(const CsrMatrix& a, const Problem& p, const Sched
       throw UserError(fmt::format("schedule '{}' does not fit {} for {}: {}", to_string(s),
                                   target.limits.name, to_string(p), fmt::join(reasons, "; ")));
     st.finish(target.limits.name);
+  }
+  if (packed != nullptr) {
+    SG_ASSERT(packed->format.delta_bits == m.delta_bits && packed->dtype == p.dtype &&
+                  packed->format.rows == p.m && packed->format.cols == p.k,
+              "build_macko_kernel: the shared format is for another delta width, dtype or shape");
+    PipelineStep st(4, "pack", &b.step_log);
+    b.values = packed->values;
+    st.finish(fmt::format("shared: {} MACKO slots, b={}, {} bytes of {}", packed->format.slots(),
+                          packed->format.delta_bits, b.values.size(), to_string(p.dtype)));
+    emit_step(b, [&] { return codegen::emit_macko(p, s, packed->format); });
+    compile_step(b, target, "sparsegen_macko.cu", line_info);
+    return b;
   }
   MackoFormat f;
   {

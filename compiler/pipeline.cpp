@@ -136,8 +136,7 @@ Schedule choose_schedule(const Problem& p, const CsrMatrix& a, const KernelReque
 
 void check_value_range(const CsrMatrix& a, DType dtype) {
   if (dtype == DType::F32 || a.values.empty()) return;
-  ConversionReport rep;
-  (void)convert_values(a.values, dtype, &rep);
+  const ConversionReport rep = check_range(a.values, dtype);
   if (rep.out_of_range == 0) return;
   const int64_t r = row_of(a, rep.first_index);
   const int64_t c = a.col_idx[static_cast<size_t>(rep.first_index)];

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstring>
 #include <exception>
+#include <future>
 #include <map>
 #include <mutex>
 #include <regex>
@@ -19,6 +20,7 @@
 #include "codegen/general_sparse.h"
 #include "compiler/fingerprint.h"
 #include "compiler/gpu_check.h"
+#include "compiler/macko_build.h"
 #include "costmodel/features.h"
 #include "costmodel/linear_model.h"
 #include "costmodel/model_registry.h"
@@ -410,6 +412,29 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
   }
 
   // ---- compile (thread pool): cands[from ..] -------------------------------------------------
+  // MACKO candidates share one packed format per delta width: the first worker to need a width
+  // packs it, the others wait for it (both rounds).
+  std::mutex pack_mu;
+  std::map<int, std::shared_future<std::shared_ptr<const MackoPacked>>> packs;
+  auto macko_pack = [&](int bits) {
+    std::promise<std::shared_ptr<const MackoPacked>> mine;
+    std::shared_future<std::shared_ptr<const MackoPacked>> f;
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(pack_mu);
+      auto it = packs.find(bits);
+      first = it == packs.end();
+      f = first ? (packs[bits] = mine.get_future().share()) : it->second;
+    }
+    if (first) {
+      try {
+        mine.set_value(std::make_shared<const MackoPacked>(pack_macko_values(a, bits, p.dtype)));
+      } catch (...) {
+        mine.set_exception(std::current_exception());
+      }
+    }
+    return f.get();
+  };
   auto compile_from = [&](size_t from) {
     const size_t count = cands.size() - from;
     if (count == 0) return;
@@ -434,6 +459,9 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
             o.line_info = req.line_info;
             b.compiled = nvrtc::compile(b.kernel.source, o);
             c.build = std::move(b);
+          } else if (c.schedule.family() == ScheduleFamily::Macko) {
+            const auto packed = macko_pack(c.schedule.macko().delta_bits);
+            c.build = build_macko_kernel(a, p, c.schedule, target, req.line_info, packed.get());
           } else {
             // The pipeline's own steps 3-7, whatever the schedule family.
             c.build = build_kernel(a, p, c.schedule, target, req.line_info);

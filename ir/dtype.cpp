@@ -1,5 +1,7 @@
 #include "ir/dtype.h"
 
+#include "ir/diagnostics.h"
+
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -18,10 +20,14 @@ constexpr DTypeInfo kDTypes[] = {
     {DType::F16, "fp16", 2, 65504.0},
     {DType::BF16, "bf16", 2, 3.3895313892515355e38},
 };
-const DTypeInfo& info(DType t) { return kDTypes[static_cast<int>(t)]; }
+const DTypeInfo& info(DType t) {
+  return kDTypes[static_cast<int>(t)];
+}
 }  // namespace
 
-std::string_view to_string(DType t) { return info(t).name; }
+std::string_view to_string(DType t) {
+  return info(t).name;
+}
 
 std::optional<DType> parse_dtype(std::string_view name) {
   for (const auto& d : kDTypes)
@@ -29,8 +35,12 @@ std::optional<DType> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
-int dtype_bytes(DType t) { return info(t).bytes; }
-double dtype_max(DType t) { return info(t).max; }
+int dtype_bytes(DType t) {
+  return info(t).bytes;
+}
+double dtype_max(DType t) {
+  return info(t).max;
+}
 
 uint16_t float_to_half_bits(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);
@@ -87,19 +97,63 @@ uint16_t float_to_bf16_bits(float f) {
   return static_cast<uint16_t>((x + rounding) >> 16);
 }
 
-float bf16_bits_to_float(uint16_t h) { return std::bit_cast<float>(static_cast<uint32_t>(h) << 16); }
+float bf16_bits_to_float(uint16_t h) {
+  return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
+}
+
+float overflow_threshold(DType target) {
+  SG_ASSERT(target != DType::F32, "overflow_threshold is for a 16-bit type");
+  auto overflows = [target](uint32_t bits) {
+    const float v = std::bit_cast<float>(bits);
+    return !std::isfinite(target == DType::F16 ? half_bits_to_float(float_to_half_bits(v))
+                                               : bf16_bits_to_float(float_to_bf16_bits(v)));
+  };
+  // Rounding is monotone in |v|: binary search over the positive finite bit patterns.
+  uint32_t lo = 0, hi = 0x7f800000u;  // overflows(hi) (infinity); !overflows(lo) (zero)
+  while (hi - lo > 1) {
+    const uint32_t mid = lo + (hi - lo) / 2;
+    (overflows(mid) ? hi : lo) = mid;
+  }
+  return std::bit_cast<float>(hi);
+}
+
+namespace {
+float cached_threshold(DType t) {
+  static const float f16 = overflow_threshold(DType::F16);
+  static const float bf16 = overflow_threshold(DType::BF16);
+  return t == DType::F16 ? f16 : bf16;
+}
+}  // namespace
+
+ConversionReport check_range(std::span<const float> values, DType target) {
+  ConversionReport r;
+  if (target == DType::F32) return r;
+  const float thr = cached_threshold(target);
+  for (size_t i = 0; i < values.size(); ++i) {
+    const float v = values[i];
+    // NaN fails the comparison and infinity is not "out of range" (reported at load).
+    if (std::fabs(v) >= thr && std::isfinite(v)) {
+      if (r.out_of_range == 0) {
+        r.first_index = static_cast<int64_t>(i);
+        r.first_value = v;
+      }
+      ++r.out_of_range;
+    }
+  }
+  return r;
+}
 
 std::vector<uint16_t> convert_values(std::span<const float> values, DType target,
                                      ConversionReport* report) {
   SG_ASSERT(target != DType::F32, "convert_values targets a 16-bit type");
   const float maxv = static_cast<float>(dtype_max(target));
+  const float thr = cached_threshold(target);
   std::vector<uint16_t> out(values.size());
   ConversionReport local;
   for (size_t i = 0; i < values.size(); ++i) {
     float v = values[i];
     uint16_t bits = target == DType::F16 ? float_to_half_bits(v) : float_to_bf16_bits(v);
-    float back = target == DType::F16 ? half_bits_to_float(bits) : bf16_bits_to_float(bits);
-    if (std::isfinite(v) && !std::isfinite(back)) {
+    if (std::fabs(v) >= thr && std::isfinite(v)) {  // rounds to infinity (no back conversion)
       if (local.out_of_range == 0) {
         local.first_index = static_cast<int64_t>(i);
         local.first_value = v;

@@ -41,4 +41,11 @@ struct ConversionReport {
 std::vector<uint16_t> convert_values(std::span<const float> values, DType target,
                                      ConversionReport* report);
 
+// What convert_values would report, without converting: one comparison per value.
+ConversionReport check_range(std::span<const float> values, DType target);
+
+// The smallest positive float that fp16 / bf16 rounding (to nearest even) turns into infinity:
+// 65520 for fp16, 0x1.fefp127 (bits 0x7f7f8000) for bf16.
+float overflow_threshold(DType target);
+
 }  // namespace sparsegen

@@ -51,8 +51,7 @@ RangeCheck check_range(const CsrMatrix& m, DType target) {
   for (int part = 0; part < 2; ++part) {
     const std::vector<float>& v = part == 0 ? m.values : m.imag;
     if (v.empty()) continue;
-    ConversionReport rep;
-    convert_values(std::span<const float>(v), target, &rep);
+    const ConversionReport rep = sparsegen::check_range(std::span<const float>(v), target);
     rc.count += rep.out_of_range;
     // First in entry order; for a tie the real part comes first.
     if (rep.out_of_range > 0 && (first < 0 || rep.first_index < first)) {

@@ -119,6 +119,10 @@ BENCH_RUNS=(
   # schedule, overlaps; 8 searches ~1-2 s each); --time-limit 140 stops claiming new schedules
   # (such a case says time_limited, never exhaustive); timeout 180 is the hard cap.
   "exhaustive|timeout 180 tools/sparsegen-bench --suite llm --quick -n 1,8 --filter 4096x4096 --exhaustive --exhaustive-limit 600 --time-limit 140 --no-cache --json $BENCH_DIR/exhaustive.json"
+  # sparsegen tune on full-size weights (issue 4, search time): 28672x7168 magnitude 50 % (103M
+  # nonzeros) and 12288x12288 magnitude 90 %, fp16, N = 1 and 8, top-k 8 (+ 4 refined), cache
+  # off; search_ms in tune_large_*.json. The weights are deleted after use (not carried back).
+  'tune_large|for spec in "28672x7168 0.5" "12288x12288 0.9"; do set -- $spec; W=$BENCH_DIR/w_$1.safetensors; timeout 90 tools/sparsegen gen --shape $1 --method magnitude --sparsity $2 --seed 5 -o $W >/dev/null || exit 1; for n in 1 8; do timeout 150 tools/sparsegen tune $W -n $n --dtype fp16 --top-k 8 --no-cache --json >$BENCH_DIR/tune_large_$1_n$n.json || exit 1; done; rm -f $W; done'
   # sparsegen tune (issue 4): the bundled example, fp16, N = 8 and 32, top-k 8 (compile, time with
   # L2 flushed, check the winner, cache), then the same again (cache hits), then the C++ example
   # (through the same cache). Expected ~10-20 s on an H100/H200 (NVRTC of 8 candidates per tune).
