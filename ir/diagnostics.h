@@ -62,7 +62,7 @@ class Diagnostics {
   int64_t count(WarningKind kind) const;
   const std::map<WarningKind, Tally>& tallies() const { return tallies_; }
   bool empty() const { return tallies_.empty(); }
-  // One line per kind: "warning: FILE:LINE: 3 duplicate entries (first: ...)".
+  // One line per kind: "warning: FILE:LINE: 3 x duplicate_entries (first: ...)".
   std::string format() const;
 
  private:

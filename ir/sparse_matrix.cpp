@@ -10,10 +10,14 @@ namespace sparsegen {
 
 std::string_view to_string(ValueField f) {
   switch (f) {
-    case ValueField::Real: return "real";
-    case ValueField::Integer: return "integer";
-    case ValueField::Complex: return "complex";
-    case ValueField::Pattern: return "pattern";
+    case ValueField::Real:
+      return "real";
+    case ValueField::Integer:
+      return "integer";
+    case ValueField::Complex:
+      return "complex";
+    case ValueField::Pattern:
+      return "pattern";
   }
   return "unknown";
 }
@@ -48,11 +52,11 @@ void CsrMatrix::check_canonical() const {
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t k = row_ptr[r]; k < row_ptr[r + 1]; ++k) {
       if (col_idx[k] < 0 || col_idx[k] >= cols)
-        throw UserError(loc, fmt::format("row {}: column index {} outside [0, {})", r,
-                                         col_idx[k], cols));
+        throw UserError(
+            loc, fmt::format("row {}: column index {} outside [0, {})", r, col_idx[k], cols));
       if (k > row_ptr[r] && col_idx[k] <= col_idx[k - 1])
-        throw UserError(loc, fmt::format("row {}: column indices not strictly increasing at {}",
-                                         r, col_idx[k]));
+        throw UserError(loc, fmt::format("row {}: column indices not strictly increasing at {}", r,
+                                         col_idx[k]));
     }
   }
 }
@@ -69,13 +73,21 @@ void Triplets::reserve(size_t n, bool complex) {
 // buffer. The first duplicate's input position is found by one rescan, only when there is one, so
 // no per-entry position is stored.
 CsrMatrix canonicalize(Triplets&& t, ValueField field, DuplicatePolicy policy,
-                            const EntryLocator& locate, Diagnostics& diag) {
+                       const EntryLocator& locate, Diagnostics& diag) {
   const size_t n = t.size();
   const bool complex = !t.imag.empty();
   CsrMatrix m;
   m.rows = t.rows;
   m.cols = t.cols;
   m.field = field;
+  // Readers check indices as they parse; this guards every other producer of Triplets (a bad row
+  // would otherwise scatter out of bounds below).
+  for (size_t i = 0; i < n; ++i) {
+    if (t.row[i] < 0 || t.row[i] >= t.rows || t.col[i] < 0 || t.col[i] >= t.cols)
+      throw UserError(locate ? locate(i) : SourceLoc{},
+                      fmt::format("entry ({}, {}) lies outside the {} x {} matrix (0-based)",
+                                  t.row[i], t.col[i], t.rows, t.cols));
+  }
 
   // 1. Bucket by row, stable in input order. A direct scatter into millions of rows misses the
   // cache on every entry when the file is not row-ordered, so rows are first partitioned into at
@@ -200,8 +212,9 @@ CsrMatrix canonicalize(Triplets&& t, ValueField field, DuplicatePolicy policy,
       throw UserError(locate(first), fmt::format("duplicate entry ({}, {}) (1-based); --strict "
                                                  "forbids duplicates",
                                                  dup_row + 1, dup_col + 1));
-    diag.warn_n(WarningKind::DuplicateEntry, dup_count, locate(first),
-                fmt::format("entry ({}, {}) listed again; values summed", dup_row + 1, dup_col + 1));
+    diag.warn_n(
+        WarningKind::DuplicateEntry, dup_count, locate(first),
+        fmt::format("entry ({}, {}) listed again; values summed", dup_row + 1, dup_col + 1));
   }
   m.col_idx.resize(static_cast<size_t>(out));
   m.col_idx.shrink_to_fit();
@@ -234,9 +247,9 @@ void synthesize_pattern_values(CsrMatrix& m, uint64_t seed, Diagnostics& diag) {
   }
   m.pattern_only = true;
   if (m.nnz() > 0)
-    diag.warn_n(WarningKind::PatternValues, m.nnz(), SourceLoc{m.source},
-                fmt::format("pattern-only matrix: values drawn from +-U[0.5,1) with seed {:#x}",
-                            seed));
+    diag.warn_n(
+        WarningKind::PatternValues, m.nnz(), SourceLoc{m.source},
+        fmt::format("pattern-only matrix: values drawn from +-U[0.5,1) with seed {:#x}", seed));
 }
 
 float to_master_value(double v, const SourceLoc& loc, Diagnostics& diag) {
@@ -245,9 +258,9 @@ float to_master_value(double v, const SourceLoc& loc, Diagnostics& diag) {
     return static_cast<float>(v);
   }
   if (std::fabs(v) > 3.4028234663852886e38) {
-    diag.warn(WarningKind::OutOfRange, loc,
-              fmt::format("value {:g} exceeds the fp32 range; stored as {}", v,
-                          v > 0 ? "+inf" : "-inf"));
+    diag.warn(
+        WarningKind::OutOfRange, loc,
+        fmt::format("value {:g} exceeds the fp32 range; stored as {}", v, v > 0 ? "+inf" : "-inf"));
     return v > 0 ? INFINITY : -INFINITY;
   }
   return static_cast<float>(v);
