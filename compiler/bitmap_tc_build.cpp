@@ -10,8 +10,13 @@
 
 namespace sparsegen {
 
+BitmapPacked pack_bitmap_values(const CsrMatrix& a, DType dtype) {
+  return share_pack(pack_bitmap_tiles(a), a, dtype);
+}
+
 KernelBuild build_bitmap_tc_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
-                                   const CompileTarget& target, bool line_info) {
+                                   const CompileTarget& target, bool line_info,
+                                   const BitmapPacked* packed) {
   SG_ASSERT(s.family() == ScheduleFamily::BitmapTc,
             "build_bitmap_tc_kernel needs a bitmap_tc schedule");
   KernelBuild b = start_build(a, p, s, target);
@@ -22,6 +27,17 @@ KernelBuild build_bitmap_tc_kernel(const CsrMatrix& a, const Problem& p, const S
       throw UserError(fmt::format("schedule '{}' does not fit {} for {}: {}", to_string(s),
                                   target.limits.name, to_string(p), fmt::join(reasons, "; ")));
     st.finish(target.limits.name);
+  }
+  if (packed != nullptr) {
+    SG_ASSERT(packed->dtype == p.dtype && packed->format.rows == p.m && packed->format.cols == p.k,
+              "build_bitmap_tc_kernel: the shared tiles are for another dtype or shape");
+    PipelineStep st(4, "pack", &b.step_log);
+    b.values = packed->values;
+    st.finish(fmt::format("shared: {} tiles, {} bytes of {}", packed->format.tiles(),
+                          b.values.size(), to_string(p.dtype)));
+    emit_step(b, [&] { return codegen::emit_bitmap_tc(p, s, packed->format); });
+    compile_step(b, target, "sparsegen_bitmap_tc.cu", line_info);
+    return b;
   }
   BitmapTileFormat f;
   {

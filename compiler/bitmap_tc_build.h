@@ -5,10 +5,18 @@
 #pragma once
 
 #include "compiler/pipeline.h"
+#include "compiler/shared_pack.h"
+#include "ir/bitmap_format.h"
 
 namespace sparsegen {
 
+// The bitmap-tile format with its values (compiler/shared_pack.h): one for every schedule.
+using BitmapPacked = SharedPack<BitmapTileFormat>;
+BitmapPacked pack_bitmap_values(const CsrMatrix& a, DType dtype);
+
+// packed: optional, the matrix's tiles in p's dtype (taken, not re-packed).
 KernelBuild build_bitmap_tc_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
-                                   const CompileTarget& target, bool line_info);
+                                   const CompileTarget& target, bool line_info,
+                                   const BitmapPacked* packed = nullptr);
 
 }  // namespace sparsegen

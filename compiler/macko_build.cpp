@@ -11,12 +11,7 @@
 namespace sparsegen {
 
 MackoPacked pack_macko_values(const CsrMatrix& a, int delta_bits, DType dtype) {
-  MackoPacked m;
-  m.format = pack_macko(a, delta_bits);
-  m.dtype = dtype;
-  check_value_range(a, dtype);
-  m.values = to_device_values(m.format.values, dtype);
-  return m;
+  return share_pack(pack_macko(a, delta_bits), a, dtype);
 }
 
 KernelBuild build_macko_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,

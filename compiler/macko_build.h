@@ -4,22 +4,14 @@
 // the deltas and row pointers travel as the signature's table parameters; col_idx stays empty.
 #pragma once
 
-#include <vector>
-
 #include "compiler/pipeline.h"
+#include "compiler/shared_pack.h"
 #include "ir/macko_format.h"
 
 namespace sparsegen {
 
-// What every MACKO schedule of one delta width shares: the packed format and its values in the
-// problem's dtype. Packing and converting a 100M-nonzero weight takes seconds, so the tuner packs
-// once per width (compiler/tune.cpp) instead of once per candidate.
-struct MackoPacked {
-  MackoFormat format;
-  DType dtype = DType::F16;
-  std::vector<char> values;  // format.values in dtype
-};
-// Steps 4-5 (pack, values) alone. Throws UserError for values outside dtype's range.
+// The MACKO format of one delta width with its values (compiler/shared_pack.h).
+using MackoPacked = SharedPack<MackoFormat>;
 MackoPacked pack_macko_values(const CsrMatrix& a, int delta_bits, DType dtype);
 
 // packed: optional, the matrix's format for s's delta width and p's dtype (taken, not re-packed).

@@ -18,6 +18,7 @@
 #include <utility>
 
 #include "codegen/general_sparse.h"
+#include "compiler/bitmap_tc_build.h"
 #include "compiler/fingerprint.h"
 #include "compiler/gpu_check.h"
 #include "compiler/macko_build.h"
@@ -121,6 +122,37 @@ std::vector<char> to_bytes(const std::vector<float>& v, DType dtype) {
   }
   return out;
 }
+
+// Values made once per key by the first caller that needs one; later callers wait for it. A
+// failure reaches every caller of that key.
+template <class K, class V>
+class OnceMap {
+ public:
+  template <class Make>
+  std::shared_ptr<const V> get(const K& key, Make&& make) {
+    std::promise<std::shared_ptr<const V>> mine;
+    std::shared_future<std::shared_ptr<const V>> f;
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = map_.find(key);
+      first = it == map_.end();
+      f = first ? (map_[key] = mine.get_future().share()) : it->second;
+    }
+    if (first) {
+      try {
+        mine.set_value(std::make_shared<const V>(make()));
+      } catch (...) {
+        mine.set_exception(std::current_exception());
+      }
+    }
+    return f.get();
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<K, std::shared_future<std::shared_ptr<const V>>> map_;
+};
 
 struct Candidate {
   size_t index = 0;  // into the enumeration
@@ -412,29 +444,10 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
   }
 
   // ---- compile (thread pool): cands[from ..] -------------------------------------------------
-  // MACKO candidates share one packed format per delta width: the first worker to need a width
-  // packs it, the others wait for it (both rounds).
-  std::mutex pack_mu;
-  std::map<int, std::shared_future<std::shared_ptr<const MackoPacked>>> packs;
-  auto macko_pack = [&](int bits) {
-    std::promise<std::shared_ptr<const MackoPacked>> mine;
-    std::shared_future<std::shared_ptr<const MackoPacked>> f;
-    bool first = false;
-    {
-      std::lock_guard<std::mutex> lock(pack_mu);
-      auto it = packs.find(bits);
-      first = it == packs.end();
-      f = first ? (packs[bits] = mine.get_future().share()) : it->second;
-    }
-    if (first) {
-      try {
-        mine.set_value(std::make_shared<const MackoPacked>(pack_macko_values(a, bits, p.dtype)));
-      } catch (...) {
-        mine.set_exception(std::current_exception());
-      }
-    }
-    return f.get();
-  };
+  // Candidates that pack alike share one packed format (MACKO: per delta width; bitmap_tc: one):
+  // the first worker to need it packs, the others wait for it (both rounds).
+  OnceMap<int, MackoPacked> macko_packs;
+  OnceMap<int, BitmapPacked> bitmap_packs;
   auto compile_from = [&](size_t from) {
     const size_t count = cands.size() - from;
     if (count == 0) return;
@@ -460,8 +473,13 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
             b.compiled = nvrtc::compile(b.kernel.source, o);
             c.build = std::move(b);
           } else if (c.schedule.family() == ScheduleFamily::Macko) {
-            const auto packed = macko_pack(c.schedule.macko().delta_bits);
+            const int bits = c.schedule.macko().delta_bits;
+            const auto packed =
+                macko_packs.get(bits, [&] { return pack_macko_values(a, bits, p.dtype); });
             c.build = build_macko_kernel(a, p, c.schedule, target, req.line_info, packed.get());
+          } else if (c.schedule.family() == ScheduleFamily::BitmapTc) {
+            const auto packed = bitmap_packs.get(0, [&] { return pack_bitmap_values(a, p.dtype); });
+            c.build = build_bitmap_tc_kernel(a, p, c.schedule, target, req.line_info, packed.get());
           } else {
             // The pipeline's own steps 3-7, whatever the schedule family.
             c.build = build_kernel(a, p, c.schedule, target, req.line_info);

@@ -288,45 +288,49 @@ TEST(Tune, OfflineRuntimeGoesThroughTheCache) {
   fs::remove_all(dir);
 }
 
-// On the GPU machine: a measured search with MACKO in it. The second round adds candidates near
-// the first round's best, MACKO candidates of one delta width share one packed format (the build
-// log says so), every candidate compiles, and the winner is the fastest measured one that passed.
-TEST(GpuTune, MeasuredSearchRefinesAndSharesMackoPacks) {
+// On the GPU machine: measured searches with MACKO (N = 1) and bitmap_tc (N = 8) in them. The
+// second round adds candidates near the first round's best, candidates that pack alike share one
+// packed format (the build log says so), every candidate compiles, and the winner is the fastest
+// measured one that passed.
+TEST(GpuTune, MeasuredSearchRefinesAndSharesPacks) {
   std::string why;
   if (!cuda::driver_available(&why)) GTEST_SKIP() << "no GPU: " << why;
   const fs::path dir = temp_dir("gpu_refine");
-  CsrMatrix a = make_matrix(5, 2048, 1024);  // fp16 N = 1: MACKO competes
-  TuneOptions o;
-  o.cache_dir = dir.string();
-  o.top_k = 8;
-  o.repetitions = 5;
-  o.want_build = true;
-  KernelRequest req;
-  req.n = 1;
-  req.dtype = DType::F16;
-  const TuneResult r = tune(a, req, detect_target(0), o);
-  ASSERT_TRUE(r.check_passed.has_value());
-  EXPECT_TRUE(*r.check_passed);
-  EXPECT_EQ(r.top_k, 8);
-  EXPECT_GE(r.refined, 1);
-  EXPECT_LE(r.refined, 4);
-  int second = 0, macko = 0;
-  for (const CandidateReport& c : r.candidates) {
-    EXPECT_TRUE(c.error.empty()) << c.schedule << ": " << c.error;
-    second += c.round == 2;
-    macko += c.schedule.rfind("macko;", 0) == 0;
-    if (c.measured_ms) {
-      EXPECT_LE(*r.measured_ms, *c.measured_ms) << c.schedule;
+  const CsrMatrix a = make_matrix(5, 2048, 1024);
+  for (int64_t n : {1, 8}) {
+    SCOPED_TRACE(n);
+    TuneOptions o;
+    o.cache_dir = dir.string();
+    o.top_k = 8;
+    o.repetitions = 5;
+    o.want_build = true;
+    KernelRequest req;
+    req.n = n;
+    req.dtype = DType::F16;
+    const TuneResult r = tune(a, req, detect_target(0), o);
+    ASSERT_TRUE(r.check_passed.has_value());
+    EXPECT_TRUE(*r.check_passed);
+    EXPECT_EQ(r.top_k, 8);
+    EXPECT_GE(r.refined, 1);
+    EXPECT_LE(r.refined, 4);
+    int second = 0, specialised = 0;
+    for (const CandidateReport& c : r.candidates) {
+      EXPECT_TRUE(c.error.empty()) << c.schedule << ": " << c.error;
+      second += c.round == 2;
+      specialised += c.schedule.rfind("macko;", 0) == 0 || c.schedule.rfind("bitmap_tc;", 0) == 0;
+      if (c.measured_ms) {
+        EXPECT_LE(*r.measured_ms, *c.measured_ms) << c.schedule;
+      }
     }
-  }
-  EXPECT_EQ(second, r.refined);
-  EXPECT_GE(macko, 2);
-  ASSERT_TRUE(r.build.has_value());
-  if (r.schedule.rfind("macko;", 0) == 0) {
-    bool shared = false;
-    for (const std::string& line : r.build->step_log)
-      shared |= line.find("shared:") != std::string::npos;
-    EXPECT_TRUE(shared) << "the MACKO winner was packed on its own";
+    EXPECT_EQ(second, r.refined);
+    EXPECT_GE(specialised, 2);
+    ASSERT_TRUE(r.build.has_value());
+    if (r.schedule.rfind("general;", 0) != 0) {
+      bool shared = false;
+      for (const std::string& line : r.build->step_log)
+        shared |= line.find("shared:") != std::string::npos;
+      EXPECT_TRUE(shared) << r.schedule << " was packed on its own";
+    }
   }
   fs::remove_all(dir);
 }
