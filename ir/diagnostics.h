@@ -38,11 +38,11 @@ class UserError : public std::runtime_error {
 
 // Kinds of legal but suspicious input. The name table is reused by `inspect` and its JSON.
 enum class WarningKind {
-  DuplicateEntry,   // the same (row, col) listed more than once; summed
-  NonFinite,        // NaN or Inf value
-  OutOfRange,       // a value outside the range of the precision it was converted to
-  PrecisionLoss,    // an integer value that the fp32 master copy cannot hold exactly
-  PatternValues,    // values synthesized for a pattern-only matrix
+  DuplicateEntry,  // the same (row, col) listed more than once; summed
+  NonFinite,       // NaN or Inf value
+  OutOfRange,      // a value outside the range of the precision it was converted to
+  PrecisionLoss,   // an integer value that the fp32 master copy cannot hold exactly
+  PatternValues,   // values synthesized for a pattern-only matrix
 };
 std::string_view to_string(WarningKind kind);
 
