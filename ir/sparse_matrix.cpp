@@ -85,8 +85,8 @@ CsrMatrix canonicalize(Triplets&& t, ValueField field, DuplicatePolicy policy,
   for (size_t i = 0; i < n; ++i) {
     if (t.row[i] < 0 || t.row[i] >= t.rows || t.col[i] < 0 || t.col[i] >= t.cols)
       throw UserError(locate ? locate(i) : SourceLoc{},
-                      fmt::format("entry ({}, {}) lies outside the {} x {} matrix (0-based)",
-                                  t.row[i], t.col[i], t.rows, t.cols));
+                      fmt::format("entry ({}, {}) (1-based) lies outside the {} x {} matrix",
+                                  int64_t{t.row[i]} + 1, int64_t{t.col[i]} + 1, t.rows, t.cols));
   }
 
   // 1. Bucket by row, stable in input order. A direct scatter into millions of rows misses the
