@@ -219,6 +219,7 @@ TEST(BenchCli, ExhaustiveFlagsAreValidated) {
       {" -n 8 --exhaustive --exhaustive-limit 100001", "--exhaustive-limit"},
       {" -n 8 --exhaustive --top-k -1", "--top-k"},
       {" -n 8 --exhaustive --top-k 1001", "--top-k"},
+      {" -n 8 --best-of 4 --refine -2", "--refine"},
   };
   for (const auto& [args, flag] : cases) {
     const BenchRun r = bench(m + args);

@@ -156,6 +156,18 @@ TEST_F(Cli, BadFlagValuesAreUserErrorsNamingTheFlag) {
     EXPECT_EQ(r.rc, 1) << c.args << "\n" << r.out;
     EXPECT_NE(r.out.find(c.needle), std::string::npos) << c.args << "\n" << r.out;
   }
+  const std::string ex =
+      std::string(SPARSEGEN_SOURCE_DIR) + "/examples/llm_512x128_magnitude80.mtx";
+  for (const Case& c : std::vector<Case>{
+           {"tune " + ex + " -n 8 --refine -2", "--refine"},
+           {"calibrate --large-shapes 12x3", "--large-shapes"},
+           {"calibrate --large-shapes 4096x", "--large-shapes"},
+           {"calibrate --from-samples " + path("none.json"), "none.json"},
+       }) {
+    CliRun r = run(c.args);
+    EXPECT_EQ(r.rc, 1) << c.args << "\n" << r.out;
+    EXPECT_NE(r.out.find(c.needle), std::string::npos) << c.args << "\n" << r.out;
+  }
   CliRun r = run("gen --shape 8x8 --method nm --nm 2:4 -o " + path("x.bin"));
   EXPECT_EQ(r.rc, 1);
   EXPECT_NE(r.out.find("x.bin"), std::string::npos) << r.out;
