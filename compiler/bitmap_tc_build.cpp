@@ -29,12 +29,7 @@ KernelBuild build_bitmap_tc_kernel(const CsrMatrix& a, const Problem& p, const S
     st.finish(target.limits.name);
   }
   if (packed != nullptr) {
-    SG_ASSERT(packed->dtype == p.dtype && packed->format.rows == p.m && packed->format.cols == p.k,
-              "build_bitmap_tc_kernel: the shared tiles are for another dtype or shape");
-    PipelineStep st(4, "pack", &b.step_log);
-    b.values = packed->values;
-    st.finish(fmt::format("shared: {} tiles, {} bytes of {}", packed->format.tiles(),
-                          b.values.size(), to_string(p.dtype)));
+    shared_pack_step(b, *packed, fmt::format("{} tiles", packed->format.tiles()));
     emit_step(b, [&] { return codegen::emit_bitmap_tc(p, s, packed->format); });
     compile_step(b, target, "sparsegen_bitmap_tc.cu", line_info);
     return b;

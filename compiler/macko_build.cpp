@@ -29,13 +29,10 @@ KernelBuild build_macko_kernel(const CsrMatrix& a, const Problem& p, const Sched
     st.finish(target.limits.name);
   }
   if (packed != nullptr) {
-    SG_ASSERT(packed->format.delta_bits == m.delta_bits && packed->dtype == p.dtype &&
-                  packed->format.rows == p.m && packed->format.cols == p.k,
-              "build_macko_kernel: the shared format is for another delta width, dtype or shape");
-    PipelineStep st(4, "pack", &b.step_log);
-    b.values = packed->values;
-    st.finish(fmt::format("shared: {} MACKO slots, b={}, {} bytes of {}", packed->format.slots(),
-                          packed->format.delta_bits, b.values.size(), to_string(p.dtype)));
+    SG_ASSERT(packed->format.delta_bits == m.delta_bits,
+              "build_macko_kernel: the shared format is for another delta width");
+    shared_pack_step(b, *packed,
+                     fmt::format("{} MACKO slots, b={}", packed->format.slots(), m.delta_bits));
     emit_step(b, [&] { return codegen::emit_macko(p, s, packed->format); });
     compile_step(b, target, "sparsegen_macko.cu", line_info);
     return b;

@@ -4,11 +4,15 @@
 // key instead of once per candidate, and the family builders take the result.
 #pragma once
 
+#include <string>
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "compiler/pipeline.h"
 #include "compiler/pipeline_steps.h"
+#include "ir/diagnostics.h"
 #include "ir/dtype.h"
 
 namespace sparsegen {
@@ -30,6 +34,19 @@ SharedPack<Format> share_pack(Format format, const CsrMatrix& a, DType dtype) {
   s.format = std::move(format);
   s.dtype = dtype;
   return s;
+}
+
+// Step 4 for a build that takes a shared pack: checks it fits the build's problem (dtype, shape),
+// copies its values into b.values and logs "shared: DETAIL, N bytes of DTYPE".
+template <class Format>
+void shared_pack_step(KernelBuild& b, const SharedPack<Format>& s, const std::string& detail) {
+  SG_ASSERT(
+      s.dtype == b.problem.dtype && s.format.rows == b.problem.m && s.format.cols == b.problem.k,
+      "the shared pack is for another dtype or shape");
+  PipelineStep st(4, "pack", &b.step_log);
+  b.values = s.values;
+  st.finish(fmt::format("shared: {}, {} bytes of {}", detail, b.values.size(),
+                        to_string(b.problem.dtype)));
 }
 
 }  // namespace sparsegen

@@ -565,12 +565,13 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     };
     measure_from(0);
     const int extra = opt.refine >= 0 ? opt.refine : opt.top_k / 2;
-    if (!given && extra > 0 && !by_time().empty()) {
+    const std::vector<size_t> first_round = by_time();
+    if (!given && extra > 0 && !first_round.empty()) {
       std::vector<size_t> measured;
       for (const Candidate& c : cands) measured.push_back(c.index);
       const size_t first_new = cands.size();
-      for (size_t idx :
-           refine_for_measurement(r.order, all, cands[by_time().front()].index, measured, extra)) {
+      for (size_t idx : refine_for_measurement(r.order, all, cands[first_round.front()].index,
+                                               measured, extra)) {
         Candidate c;
         c.index = idx;
         c.schedule = all[idx];

@@ -1,4 +1,4 @@
-// Shared helpers for the test suites: where the data lives, and the GPU gate.
+// Shared helpers for the test suites: where the data lives, running commands, error messages.
 #pragma once
 
 #include <sys/wait.h>
@@ -7,6 +7,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+
+#include "ir/diagnostics.h"
 
 namespace sparsegen::testing {
 
@@ -37,6 +39,17 @@ inline CommandRun run_command(const std::string& cmd) {
   const int status = pclose(p);
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// The message of the UserError that f() throws, or "<no error>".
+template <typename F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const UserError& e) {
+    return e.what();
+  }
+  return "<no error>";
 }
 
 }  // namespace sparsegen::testing

@@ -174,7 +174,11 @@ std::vector<std::pair<int64_t, int64_t>> parse_shapes(const std::string& text) {
   return out;
 }
 
-std::vector<Mat> corpus(const CalibrateArgs& a, double deadline_s, Clock::time_point t0) {
+using Shapes = std::vector<std::pair<int64_t, int64_t>>;
+
+// large: the parsed --large-shapes.
+std::vector<Mat> corpus(const CalibrateArgs& a, const Shapes& large, double deadline_s,
+                        Clock::time_point t0) {
   std::vector<Mat> out;
   // Generated LLM-shaped weights: one weight per shape, pruned several ways.
   const std::pair<int64_t, int64_t> shapes[] = {
@@ -233,7 +237,7 @@ std::vector<Mat> corpus(const CalibrateArgs& a, double deadline_s, Clock::time_p
   for (size_t i = 0; i < data.size() && static_cast<int>(i) < a.max_data; ++i)
     out.push_back(std::move(data[i].second));
   // The large tier: one weight per shape, each pruning on its own thread (prune only reads it).
-  for (const auto& [r, c] : parse_shapes(a.large_shapes)) {
+  for (const auto& [r, c] : large) {
     if (since(t0) > deadline_s) break;
     const DenseMatrix w = make_llm_weight(r, c, seed++);
     std::vector<std::future<Mat>> jobs;
@@ -351,7 +355,7 @@ void run_calibrate(const CalibrateArgs& a) {
   if (a.budget_s <= 0) throw UserError("--budget-seconds: expected > 0");
   if (a.per_case < 2) throw UserError("--schedules-per-case: expected >= 2");
   const auto t0 = Clock::now();
-  parse_shapes(a.large_shapes);  // a bad flag fails before any GPU work
+  const Shapes large = parse_shapes(a.large_shapes);  // a bad flag fails before any GPU work
   if (!a.from_samples.empty()) {
     // Several files merge in order; they must come from one device and one feature definition
     // (a sample stores feature values, not the kernel it measured).
@@ -414,7 +418,7 @@ void run_calibrate(const CalibrateArgs& a) {
   const double reserve_s = std::min(20.0, 0.1 * a.budget_s);
   const double stop_s = a.budget_s - reserve_s;
 
-  const std::vector<Mat> mats = corpus(a, a.budget_s / 3, t0);
+  const std::vector<Mat> mats = corpus(a, large, a.budget_s / 3, t0);
   std::printf("calibrate: %zu matrices ready in %.1f s\n", mats.size(), since(t0));
 
   // Cases, interleaved: config c of every matrix before config c+1 of any.

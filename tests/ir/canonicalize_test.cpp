@@ -11,6 +11,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/test_support.h"
+
 namespace sparsegen {
 namespace {
 
@@ -46,15 +48,7 @@ CsrMatrix canon(int64_t rows, int64_t cols, const std::vector<Entry>& entries, D
   return canonicalize(triplets_of(rows, cols, entries), field, policy, locate_line, diag);
 }
 
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using sparsegen::testing::error_of;
 
 // A valid 3x4 matrix to break by hand.
 CsrMatrix valid_3x4() {

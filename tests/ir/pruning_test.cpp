@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/test_support.h"
+
 namespace sparsegen {
 namespace {
 
@@ -32,16 +34,7 @@ bool same(const CsrMatrix& a, const CsrMatrix& b) {
          a.values == b.values;
 }
 
-// Expected message fragment for a UserError.
-template <typename F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const UserError& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
+using sparsegen::testing::error_of;
 
 TEST(PruneMethodNames, RoundTrip) {
   for (const char* name : {"random", "magnitude", "row-magnitude", "nm", "block"}) {
