@@ -39,6 +39,7 @@
 #include "benchmarks/baselines.h"
 #include "compiler/gpu_check.h"
 #include "compiler/pipeline.h"
+#include "ir/diagnostics.h"
 #include "ir/gen/pruning.h"
 #include "ir/macko_format.h"
 #include "ir/macko_schedule.h"
@@ -97,8 +98,60 @@ std::vector<uint16_t> half_bits(const std::vector<float>& v) {
   return convert_values(v, DType::F16, &rep);
 }
 
-int run(const std::string& out_path, bool quick, const std::vector<int64_t>& ns,
-        size_t max_schedules, const std::string& command) {
+// Which cases to run and what to add to each: the defaults are the issue's full grid.
+struct BenchOptions {
+  std::string out_path;
+  bool quick = false;
+  std::vector<int64_t> ns = {1};
+  size_t max_schedules = 48;
+  std::vector<std::string> shapes;      // "MxK"; empty = the five LLM shapes
+  std::vector<std::string> methods;     // random / magnitude; empty = both
+  std::vector<double> sparsities;       // empty = 0.5, 0.7, 0.9
+  std::vector<std::string> schedules;   // extra SPECs measured where valid for the case
+};
+
+Shape parse_shape(const std::string& text) {
+  long long m = 0, k = 0;
+  char x = 0, tail = 0;
+  if (std::sscanf(text.c_str(), "%lld%c%lld%c", &m, &x, &k, &tail) != 3 || x != 'x' || m < 1 ||
+      k < 1)
+    throw UserError(fmt::format("--shapes: expected MxK (e.g. 4096x4096), found '{}'", text));
+  return {m, k};
+}
+
+int run(const BenchOptions& o, const std::string& command) {
+  const bool quick = o.quick;
+  const std::vector<int64_t>& ns = o.ns;
+  const size_t max_schedules = o.max_schedules;
+  const std::string& out_path = o.out_path;
+  std::vector<Schedule> extra;
+  for (const std::string& spec : o.schedules) {
+    const Schedule s = parse_schedule(spec);
+    if (s.family() != ScheduleFamily::Macko)
+      throw UserError(fmt::format("--schedule: '{}' is not a MACKO schedule", spec));
+    extra.push_back(s);
+  }
+  std::vector<Shape> shapes = {
+      {4096, 4096}, {11008, 4096}, {4096, 11008}, {12288, 12288}, {28672, 7168}};
+  if (quick) shapes.resize(2);
+  if (!o.shapes.empty()) {
+    shapes.clear();
+    for (const std::string& t : o.shapes) shapes.push_back(parse_shape(t));
+  }
+  std::vector<PruneMethod> methods = {PruneMethod::Random, PruneMethod::Magnitude};
+  if (!o.methods.empty()) {
+    methods.clear();
+    for (const std::string& t : o.methods) {
+      if (t == "random")
+        methods.push_back(PruneMethod::Random);
+      else if (t == "magnitude")
+        methods.push_back(PruneMethod::Magnitude);
+      else
+        throw UserError(fmt::format("--methods: expected random or magnitude, found '{}'", t));
+    }
+  }
+  std::vector<double> sparsities = {0.5, 0.7, 0.9};
+  if (!o.sparsities.empty()) sparsities = o.sparsities;
   std::string why;
   if (!cuda::driver_available(&why)) {
     std::fprintf(stderr, "sparsegen-macko-bench: no GPU: %s\n", why.c_str());
@@ -115,11 +168,6 @@ int run(const std::string& out_path, bool quick, const std::vector<int64_t>& ns,
   topt.flusher = &flusher;
   topt.stream = stream.get();
 
-  std::vector<Shape> shapes = {
-      {4096, 4096}, {11008, 4096}, {4096, 11008}, {12288, 12288}, {28672, 7168}};
-  if (quick) shapes.resize(2);
-  const PruneMethod methods[] = {PruneMethod::Random, PruneMethod::Magnitude};
-  const double sparsities[] = {0.5, 0.7, 0.9};
   const unsigned hw = std::max(2u, std::thread::hardware_concurrency());
 
   nlohmann::json rows = nlohmann::json::array();
@@ -175,7 +223,10 @@ int run(const std::string& out_path, bool quick, const std::vector<int64_t>& ns,
           const auto all = enumerate_macko_schedules(
               n == 1 ? Problem::spmv(sh.m, sh.k, DType::F16) : p, a, target.limits);
           const Problem pm = n == 1 ? Problem::spmv(sh.m, sh.k, DType::F16) : p;
-          const auto picks = pick_schedules(pm, all, target.limits, max_schedules);
+          auto picks = pick_schedules(pm, all, target.limits, max_schedules);
+          for (const Schedule& s : extra)
+            if (validate(pm, s).empty() && std::find(picks.begin(), picks.end(), s) == picks.end())
+              picks.push_back(s);
           // Build (pack, emit, NVRTC) on a pool; time in order on the GPU.
           std::vector<std::future<std::optional<KernelBuild>>> builds;
           std::vector<std::string> build_errors(picks.size());
@@ -310,18 +361,25 @@ int main(int argc, char** argv) {
   CLI::App app{"MACKO kernels vs dense cuBLAS on pruned LLM-shaped weights (issue 5)"};
   const char* bench_dir = std::getenv("BENCH_DIR");
   std::string out = std::string(bench_dir != nullptr ? bench_dir : ".") + "/macko.json";
-  bool quick = false;
-  std::vector<int64_t> ns = {1};
-  size_t max_schedules = 48;
-  app.add_option("--out", out, "JSON output (default $BENCH_DIR/macko.json)");
-  app.add_flag("--quick", quick, "only the two smallest shapes");
-  app.add_option("--ns", ns, "dense columns N (1..8), e.g. --ns 1 2 4 8")->check(CLI::Range(1, 8));
-  app.add_option("--max-schedules", max_schedules, "MACKO schedules tried per matrix");
+  sparsegen::BenchOptions o;
+  o.out_path = out;
+  app.add_option("--out", o.out_path, "JSON output (default $BENCH_DIR/macko.json)");
+  app.add_flag("--quick", o.quick, "only the two smallest shapes");
+  app.add_option("--ns", o.ns, "dense columns N (1..8), e.g. --ns 1 2 4 8")
+      ->check(CLI::Range(1, 8));
+  app.add_option("--max-schedules", o.max_schedules, "MACKO schedules tried per matrix");
+  app.add_option("--shapes", o.shapes, "weight shapes MxK (default: the five LLM shapes)");
+  app.add_option("--methods", o.methods, "pruning methods: random, magnitude (default both)");
+  app.add_option("--sparsities", o.sparsities, "sparsities in (0, 1) (default 0.5 0.7 0.9)")
+      ->check(CLI::Range(0.0, 0.9999));
+  app.add_option("--schedule", o.schedules,
+                 "extra MACKO schedule SPEC measured where valid (repeatable)");
   CLI11_PARSE(app, argc, argv);
   std::string command;
   for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
   try {
-    return sparsegen::run(out, quick, ns, std::max<size_t>(1, max_schedules), command);
+    o.max_schedules = std::max<size_t>(1, o.max_schedules);
+    return sparsegen::run(o, command);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sparsegen-macko-bench: %s\n", e.what());
     return 1;

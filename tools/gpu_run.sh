@@ -91,6 +91,12 @@ BENCH_RUNS=(
   # medians, bandwidth. Expected ~250 s on an H200 host (pruning/packing of up to 205M-element
   # weights, ~48 NVRTC builds per matrix at N = 1, 24 at N = 8).
   "macko|timeout 400 tools/sparsegen-macko-bench --ns 1 8 --out $BENCH_DIR/macko.json"
+  # Probes while iterating on a kernel (they do nothing unless their variable is set).
+  # macko_probe: the MACKO bench on chosen cases, e.g.
+  #   MACKO_PROBE_ARGS="--shapes 4096x4096 28672x7168 --sparsities 0.9 --schedule 'macko;...'"
+  'macko_probe|[ -n "${MACKO_PROBE_ARGS:-}" ] || exit 0; eval "timeout 400 tools/sparsegen-macko-bench $MACKO_PROBE_ARGS --out $BENCH_DIR/macko_probe.json"'
+  # ncu: Nsight Compute reports of single kernels (tools/gpu_profile.sh; cases in NCU_CASES).
+  'ncu|[ -n "${NCU_CASES:-}" ] || exit 0; bash "$REPO_ROOT/tools/gpu_profile.sh"'
   # bitmap_tc first look (issue 4, N = 8-64): tune's pick vs cuBLAS / cuSPARSE on 4096x4096,
   # magnitude 50/70/90 % + random 70 %, N = 8, 32, 64. Expected ~60-120 s.
   "bitmap|timeout 200 tools/sparsegen-bench --suite llm --quick -n 8,32,64 --filter 4096x4096 --best-of 8 --time-limit 150 --no-cache --json $BENCH_DIR/bitmap.json"
