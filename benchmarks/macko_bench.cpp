@@ -5,7 +5,7 @@
 //   - dense baseline: the fastest cuBLAS candidate (GEMM, and GEMV for N = 1) on the dense copy
 //     (zeros included; its time does not depend on the sparsity, so it is measured once per shape
 //     and N);
-//   - MACKO: up to --max-schedules (64) enumerated MACKO schedules (pick_schedules: staged-B
+//   - MACKO: up to --max-schedules (48) enumerated MACKO schedules (pick_schedules: staged-B
 //     ones, else B-from-global warp-per-row and split-row kernels), compiled in parallel; each
 //     timed; the fastest is checked against the CPU reference (gpu_check: poisoned output,
 //     per-element bounds) and reported.
@@ -59,52 +59,31 @@ struct Shape {
   int64_t m, k;
 };
 
-// At most `limit` schedules. Staged B: the register kernels' block shapes that won most cases on
-// the H200 (8 or 16 warps, unroll 2) at 1 and 2 rows per warp and at the one-wave count
-// (ir/macko_schedule.h), then the piped (cp.async ring) kernels at 1 row per warp and the
-// one-wave count, taken from each b_Δ in turn so that both widths are measured; every staging
-// and row order the enumeration offers. Where B cannot be staged (the enumeration then has no
-// staged ones): B-from-global warp-per-row and b = 4 split-row ones.
+// At most `limit` schedules. Staged B: the block shapes that won most cases on the H200
+// (8 or 16 warps, unroll 2) at 1 and 2 rows per warp and at the one-wave count
+// (ir/macko_schedule.h), every b_Δ, staging and row order the enumeration offers.
+// Where B cannot be staged (the enumeration then has no staged ones): B-from-global warp-per-row
+// and b = 4 split-row ones.
 std::vector<Schedule> pick_schedules(const Problem& p, const std::vector<Schedule>& all,
                                      const DeviceLimits& dev, size_t limit) {
   std::vector<Schedule> out;
-  auto fits = [&](const Schedule& s) {
-    return out.size() < limit && std::find(out.begin(), out.end(), s) == out.end();
-  };
   auto add = [&](auto pred, size_t most) {
     size_t added = 0;
     for (const Schedule& s : all)
-      if (added < most && pred(s.macko()) && fits(s)) {
+      if (out.size() < limit && added < most && pred(s.macko()) &&
+          std::find(out.begin(), out.end(), s) == out.end()) {
         out.push_back(s);
         ++added;
       }
   };
-  auto wave = [&](const MackoSchedule& m) {
-    return m.rows_per_warp == macko_one_wave_rows_per_warp(p, m, dev);
-  };
   add(
       [&](const MackoSchedule& m) {
         const bool shape = m.unroll == 2 && (m.warps_per_block == 8 || m.warps_per_block == 16);
-        return m.staged() && m.pipe == 0 && shape && (m.rows_per_warp <= 2 || wave(m));
+        const bool rows =
+            m.rows_per_warp <= 2 || m.rows_per_warp == macko_one_wave_rows_per_warp(p, m, dev);
+        return m.staged() && shape && rows;
       },
-      limit / 2);
-  // Piped: round-robin over b_Δ.
-  std::map<int, std::vector<Schedule>> piped;
-  for (const Schedule& s : all) {
-    const MackoSchedule& m = s.macko();
-    if (m.pipe > 0 && (m.warps_per_block == 8 || m.warps_per_block == 16) &&
-        (m.rows_per_warp == 1 || wave(m)))
-      piped[m.delta_bits].push_back(s);
-  }
-  for (size_t i = 0;; ++i) {
-    bool any = false;
-    for (const auto& [bits, v] : piped)
-      if (i < v.size()) {
-        any = true;
-        if (fits(v[i])) out.push_back(v[i]);
-      }
-    if (!any || out.size() >= limit) break;
-  }
+      limit);
   add(
       [&](const MackoSchedule& m) {
         return !m.staged() && m.delta_bits == 4 && m.warps_per_row == 1 && m.unroll == 2;
@@ -124,7 +103,7 @@ struct BenchOptions {
   std::string out_path;
   bool quick = false;
   std::vector<int64_t> ns = {1};
-  size_t max_schedules = 64;
+  size_t max_schedules = 48;
   std::vector<std::string> shapes;      // "MxK"; empty = the five LLM shapes
   std::vector<std::string> methods;     // random / magnitude; empty = both
   std::vector<double> sparsities;       // empty = 0.5, 0.7, 0.9

@@ -48,9 +48,7 @@ class MackoEmitter : public Emitter {
     decl(fmt::format("// sparsegen MACKO kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
     decl(fmt::format("using T = {};", p_.dtype == DType::F16 ? "__half" : "__nv_bfloat16"));
-    if (s_.pipe > 0)
-      emit_piped_body();
-    else if (s_.staged())
+    if (s_.staged())
       emit_staged_body();
     else
       emit_body();
@@ -238,6 +236,7 @@ class MackoEmitter : public Emitter {
                   macko_stage_offset(s_) % 16 == 0,
               "staged MACKO: warp per row, cols == n, row-major B");
     const int dw = s_.delta_bits == 8 ? 2 : 1;
+    const int es = s_.stage_row_bytes();
     emit_staged_first_row();
     line(fmt::format("unsigned raw[2][{}][4], dw[2][{}][{}];", U_, U_, dw));
     comment("the first step's loads are issued before B is staged, so both are in flight");
@@ -245,11 +244,14 @@ class MackoEmitter : public Emitter {
     call_stmt(tmpl::macko_stage_b,
               targs(TypeArg{"T"}, IntArg{NC_}, IntArg{staged_f32()}, IntArg{kMackoStageGuard}),
               tmpl::cptr_t("B"), i32(std::to_string(p_.k)),
-              ptr_u32(fmt::format("sg_smem + {}", macko_b_offset(s_) / 4)));
+              ptr_u32(fmt::format("sg_smem + {}", macko_stage_offset(s_) / 4)));
     line("__syncthreads();");
     comment("warp-uniform from here on: no block barrier follows");
     line("if (row >= nb) return;");
-    emit_b_address();
+    comment("shared address of B's row 0 (the zero guard rows lie below and above it)");
+    line(fmt::format(
+        "const unsigned sb = static_cast<unsigned>(__cvta_generic_to_shared(sg_smem)) + {};",
+        macko_stage_offset(s_) + kMackoStageGuard * es));
     line(fmt::format("float acc[{}];", NC_));
     line("#pragma unroll");
     line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
@@ -268,133 +270,6 @@ class MackoEmitter : public Emitter {
       line("s1 = ns1;");
       line("v1 = nv1;");
     }
-    shared_bytes_ = 0;
-    dynamic_shared_bytes_ = macko_stage_bytes(p_, s_);
-  }
-
-  // sb: the shared address of B's row 0 (the zero guard rows lie below and above it).
-  void emit_b_address() {
-    comment("shared address of B's row 0 (the zero guard rows lie below and above it)");
-    line(fmt::format(
-        "const unsigned sb = static_cast<unsigned>(__cvta_generic_to_shared(sg_smem)) + {};",
-        macko_b_offset(s_) + kMackoStageGuard * s_.stage_row_bytes()));
-  }
-
-  // Staged B with A streamed through a cp.async ring per warp (pipe = P stages). The warp's rows
-  // are the block's rows w, w + warps, ... so a producer cursor (prow, pbase) can run P steps
-  // ahead of the consumer (row, base); both walk the same sequence of (row, step). Each lane
-  // reads back only the bytes it copied itself, so cp.async.wait_group suffices (no warp
-  // barrier). The shape (U = unroll, D = delta bytes per vector):
-  //   s_rows = the block's row bounds;  __syncthreads();
-  //   for p < P: copy step (prow, pbase) into ring slot p; commit; advance the producer
-  //   stage B;  __syncthreads();
-  //   for (slot = 0;; slot = (slot + 1) % P) {
-  //     wait until at most P - 1 groups are in flight; raw, dw = ring slot (LDS.128, LDS.D)
-  //     compute the step as the register kernel does; at the row's end store C, next row
-  //     copy the producer's next step into this slot; commit; advance the producer
-  //   }
-  void emit_piped_body() {
-    SG_ASSERT(R_ == 1 && p_.n == NC_ && p_.b_layout == Layout::RowMajor &&
-                  (s_.delta_bits == 4 || s_.delta_bits == 8) && macko_b_offset(s_) % 16 == 0,
-              "piped MACKO: warp per row, cols == n, row-major B, b = 4 or 8");
-    const int P = s_.pipe;
-    const int db = s_.delta_bits;  // delta bytes per 8-slot vector
-    const int dw = db / 4;
-    const int W = s_.warps_per_block;
-    const int64_t ring = int64_t{P} * U_ * kWarpSize;  // vectors per warp ring
-    emit_staged_first_row();
-    comment("the row bounds are read from shared memory from here on, by the producer too");
-    line("__syncthreads();");
-    line(fmt::format("const int re = {};", s_.sort_rows ? s_.rows_per_block() : 1));
-    comment("this warp's ring: values (16 bytes per vector), then deltas");
-    line(fmt::format("const unsigned ring_v = static_cast<unsigned>(__cvta_generic_to_shared("
-                     "sg_smem)) + {} + warp * {};",
-                     macko_stage_offset(s_), ring * (16 + db)));
-    line(fmt::format("const unsigned ring_d = ring_v + {};", ring * 16));
-    line("int prow = row, pbase = base, pv1 = v1;");
-    {
-      comment("the producer: copy step (prow, pbase) into `slot`, then step on (next row at its end)");
-      auto lam = block("auto produce = [&](int slot)", ";");
-      line("#pragma unroll");
-      {
-        auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
-        line("const int vec = pbase + u * 32 + lane;");
-        line("const bool live = prow < nb && vec < pv1;");
-        line(fmt::format("const int at = (slot * {} + u) * 32 + lane;", U_));
-        call_stmt(tmpl::macko_copy_vector, targs(IntArg{db}, TypeArg{"T"}), tmpl::cptr_t("values"),
-                  cptr_u32("deltas"), i32("live ? vec : 0"), i32("live ? 1 : 0"),
-                  tmpl::u32("ring_v + at * 16"), tmpl::u32(fmt::format("ring_d + at * {}", db)));
-      }
-      call_stmt(tmpl::cp_async_commit);
-      line(fmt::format("pbase += {};", kWarpSize * U_));
-      auto end = block("if (pbase >= pv1)");
-      line(fmt::format("prow += {};", W));
-      auto next = block("if (prow < nb)");
-      line("pbase = s_rows[prow] >> 3;");
-      line("pv1 = (s_rows[prow + re] + 7) >> 3;");
-    }
-    line("#pragma unroll");
-    line(fmt::format("for (int p = 0; p < {}; ++p) produce(p);", P));
-    call_stmt(tmpl::macko_stage_b,
-              targs(TypeArg{"T"}, IntArg{NC_}, IntArg{staged_f32()}, IntArg{kMackoStageGuard}),
-              tmpl::cptr_t("B"), i32(std::to_string(p_.k)),
-              ptr_u32(fmt::format("sg_smem + {}", macko_b_offset(s_) / 4)));
-    line("__syncthreads();");
-    {
-      comment("warp-uniform: a warp without rows lets its (zero-fill) copies land, then leaves");
-      auto g = block("if (row >= nb)");
-      call_stmt(tmpl::cp_async_wait, targs(IntArg{0}));
-      line("return;");
-    }
-    emit_b_address();
-    line(fmt::format("float acc[{}];", NC_));
-    line("#pragma unroll");
-    line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
-    line("int carry = -1 - (s0 & 7);");
-    line(fmt::format("unsigned raw[1][{}][4], dw[1][{}][{}];", U_, U_, dw));
-    {
-    auto loop = block(fmt::format("for (int slot = 0;; slot = slot + 1 == {} ? 0 : slot + 1)", P));
-    call_stmt(tmpl::cp_async_wait, targs(IntArg{P - 1}));
-    line("#pragma unroll");
-    {
-      auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
-      line(fmt::format("const int at = (slot * {} + u) * 32 + lane;", U_));
-      call_stmt(tmpl::macko_ring_read, targs(IntArg{db}), tmpl::u32("ring_v + at * 16"),
-                tmpl::u32(fmt::format("ring_d + at * {}", db)), ptr_u32("raw[0][u]"),
-                ptr_u32("dw[0][u]"));
-    }
-    line(fmt::format("const int nbase = base + {};", kWarpSize * U_));
-    line("const bool row_end = nbase >= v1;");
-    emit_staged_step(0);
-    {
-      auto g = block("if (row_end)");
-      line("#pragma unroll");
-      line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = {};", NC_,
-                       call(tmpl::warp_reduce_sum, targs(IntArg{32}), f32("acc[c]")).text));
-      {
-        auto st = block("if (lane == 0)");
-        for (int c = 0; c < NC_; ++c)
-          call_stmt(tmpl::store_axpby, targs(TypeArg{"T"}),
-                    tmpl::ptr_t(c_ptr(s_.sort_rows ? "orow" : "b0 + row", std::to_string(c))),
-                    f32(fmt::format("acc[{}]", c)), f32("alpha"), f32("beta"));
-      }
-      line(fmt::format("row += {};", W));
-      line("if (row >= nb) break;");
-      line("s0 = s_rows[row];");
-      line("s1 = s_rows[row + re];");
-      if (s_.sort_rows) line(fmt::format("orow = s_rows[{} + row];", 2 * s_.rows_per_block()));
-      line("base = s0 >> 3;");
-      line("v1 = (s1 + 7) >> 3;");
-      line("carry = -1 - (s0 & 7);");
-      line("#pragma unroll");
-      line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
-    }
-    line("else base = nbase;");
-    comment("this slot's data is in registers now: refill it with the producer's next step");
-    line("produce(slot);");
-    }
-    comment("no copy may land after the block's shared memory is handed on");
-    call_stmt(tmpl::cp_async_wait, targs(IntArg{0}));
     shared_bytes_ = 0;
     dynamic_shared_bytes_ = macko_stage_bytes(p_, s_);
   }

@@ -49,11 +49,6 @@ std::vector<std::string> validate(const MackoSchedule& s) {
     bad(fmt::format("stage=shared_f32 stages one fp32 column: cols={} must be 1", s.cols));
   if (s.sort_rows && !s.staged())
     bad("sort=1 needs a staged B (the row order is dealt to blocks of the staged kernel)");
-  if (s.pipe != 0 && (s.pipe < 2 || s.pipe > 4))
-    bad(fmt::format("pipe={} must be 0 (registers) or 2, 3, 4 ring stages", s.pipe));
-  if (s.pipe != 0 && !s.staged()) bad("pipe needs a staged B (the ring is the staged kernel's)");
-  if (s.pipe != 0 && s.delta_bits == 2)
-    bad("pipe needs delta=4 or 8 (cp.async copies 4, 8 or 16 bytes; b = 2 packs 2 per vector)");
   if (s.staged() && s.warps_per_row != 1)
     bad(fmt::format("a staged B needs wpr=1 (warp per row), not wpr={}", s.warps_per_row));
   if (why.empty() && s.warps_per_row > 1 && s.warps_per_block != s.warps_per_row)
@@ -82,10 +77,9 @@ std::vector<std::string> validate_macko(const Problem& p, const MackoSchedule& s
 
 std::string macko_spec(const MackoSchedule& s) {
   return fmt::format(
-      "macko;delta={};wpr={};warps={};unroll={};cols={};vec={};stage={};rpw={};sort={}{}",
+      "macko;delta={};wpr={};warps={};unroll={};cols={};vec={};stage={};rpw={};sort={}",
       s.delta_bits, s.warps_per_row, s.warps_per_block, s.unroll, s.cols, s.vector_bytes,
-      to_string(s.stage), s.rows_per_warp, s.sort_rows ? 1 : 0,
-      s.pipe > 0 ? fmt::format(";pipe={}", s.pipe) : std::string());
+      to_string(s.stage), s.rows_per_warp, s.sort_rows ? 1 : 0);
 }
 
 std::string print_macko(const MackoSchedule& s) {
@@ -103,8 +97,6 @@ std::string print_macko(const MackoSchedule& s) {
                          ? fmt::format(" (staged once per block, {} rows per warp{})",
                                        s.rows_per_warp, s.sort_rows ? ", longest rows first" : "")
                          : std::string(" (gathered through L1)"));
-  if (s.pipe > 0)
-    out += fmt::format("  A     : cp.async ring of {} steps per warp, rows round-robin\n", s.pipe);
   out += "  output: store\n";
   return out;
 }
@@ -138,12 +130,9 @@ MackoSchedule parse_macko_fields(std::string_view spec,
       s.rows_per_warp = num(1, 1 << 20);
     } else if (key == "sort") {
       s.sort_rows = num(0, 1) == 1;
-    } else if (key == "pipe") {
-      s.pipe = num(0, 16);
     } else {
       spec_fields::error(
-          key, "one of delta, wpr, warps, unroll, cols, vec, stage, rpw, sort, pipe (family macko)",
-          key);
+          key, "one of delta, wpr, warps, unroll, cols, vec, stage, rpw, sort (family macko)", key);
     }
   });
   // A split-row SPEC may leave warps out: it follows wpr.
@@ -194,8 +183,6 @@ int macko_registers(const MackoSchedule& s) {
   // results/2026-11-22_nvidia-h200/macko.json), rounded up to the allocation unit of 8.
   // Global: per vector 4 raw value words, up to 2 delta words, 8 prefix sums, plus the
   // accumulators and a fixed base for row bounds, carry, addresses and loop state.
-  // Piped: one step of raw words (the ring holds the rest), about 8 fewer per unrolled vector.
-  if (s.pipe > 0) return (24 + 6 * s.unroll + s.cols + 7) / 8 * 8;
   if (s.staged()) return (24 + 12 * s.unroll + s.cols + 7) / 8 * 8;
   return 32 + s.unroll * (4 + 2 + 8) + s.cols;
 }
@@ -235,18 +222,9 @@ int64_t macko_stage_offset(const MackoSchedule& s) {
   return (int64_t{4} * (bounds + 1) + 15) / 16 * 16;
 }
 
-int64_t macko_ring_bytes(const MackoSchedule& s) {
-  // Per stage and warp: unroll x 32 lanes x (16 value bytes + delta_bits delta bytes).
-  return int64_t{s.pipe} * s.warps_per_block * s.unroll * kWarpSize * (16 + s.delta_bits);
-}
-
-int64_t macko_b_offset(const MackoSchedule& s) {
-  return macko_stage_offset(s) + macko_ring_bytes(s);
-}
-
 int64_t macko_stage_bytes(const Problem& p, const MackoSchedule& s) {
   if (!s.staged()) return 0;
-  return macko_b_offset(s) + (p.k + 2 * kMackoStageGuard) * s.stage_row_bytes();
+  return macko_stage_offset(s) + (p.k + 2 * kMackoStageGuard) * s.stage_row_bytes();
 }
 
 int64_t macko_shared_bytes(const MackoSchedule& s) {
@@ -308,17 +286,13 @@ std::vector<Schedule> enumerate_macko_schedules(const Problem& p, const CsrMatri
     if (p.b_layout == Layout::RowMajor && cols == p.n && bits != 2) {
       for (BStage stage : {BStage::Shared, BStage::SharedF32}) {
         if (stage == BStage::SharedF32 && cols != 1) continue;
-        // (unroll, pipe): the register kernel at unroll 2 and 4, and the cp.async ring of 3
-        // and 4 steps at unroll 1 and 2.
-        const std::pair<int, int> steps[] = {{2, 0}, {4, 0}, {1, 3}, {1, 4}, {2, 3}};
         for (int warps : {8, 16}) {
-          for (const auto& [unroll, pipe] : steps) {
+          for (int unroll : {2, 4}) {
             MackoSchedule s0{.delta_bits = bits,
                              .warps_per_block = warps,
                              .unroll = unroll,
                              .cols = cols,
-                             .stage = stage,
-                             .pipe = pipe};
+                             .stage = stage};
             std::vector<int> rpws;
             for (int rpw = 1; rpw <= 16; rpw *= 2) {
               s0.rows_per_warp = rpw;

@@ -7,7 +7,6 @@
 //     warps  warps per block                            unroll  16-byte vectors per thread per step
 //     cols   dense columns per thread (grid.y tiles N)  vec     bytes per value load (16)
 //     stage  B gathered from global or shared memory    rpw     rows per warp (stage=shared: 1..16)
-//     pipe   staged: cp.async ring stages per warp (0: register double buffer; printed when > 0)
 #pragma once
 
 #include <string>
@@ -63,12 +62,7 @@ inline constexpr int64_t kMackoStageGuard = 16;
 // sort_rows a start, an end and the original row index per row) and the counter the warps take rows
 // from, rounded up to 16 (B's copy is 16-byte aligned).
 int64_t macko_stage_offset(const MackoSchedule& s);
-// Bytes of the piped kernel's cp.async rings (pipe x warps x unroll x 32 vectors of 16 value
-// bytes and delta_bits delta bytes), after the row bounds; 0 for pipe=0.
-int64_t macko_ring_bytes(const MackoSchedule& s);
-// Where the staged B's leading guard starts: macko_stage_offset + macko_ring_bytes (16-aligned).
-int64_t macko_b_offset(const MackoSchedule& s);
-// Dynamic shared memory of a staged B: macko_b_offset + (K + 2 guards) rows of
+// Dynamic shared memory of a staged B: macko_stage_offset + (K + 2 guards) rows of
 // stage_row_bytes. 0 for stage=global.
 int64_t macko_stage_bytes(const Problem& p, const MackoSchedule& s);
 

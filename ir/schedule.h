@@ -177,12 +177,7 @@ struct GeneralSchedule {
 // block the longest rows start first.
 // Its loop decodes columns without per-slot masks: slots outside the row get a zero value and a
 // zero delta, which keeps their columns inside the guards.
-// Piped (pipe=P > 0, staged only): each warp streams its steps through a ring of P stages in
-// shared memory filled by cp.async, so P steps of A are in flight per warp without holding
-// registers (the register kernel has one step in flight); the warps then take the block's rows
-// round-robin (w, w + warps, ...), which lets a warp run ahead into its next rows.
-// SPEC: macko;delta=4;wpr=1;warps=4;unroll=2;cols=1;vec=16;stage=global;rpw=1 (;pipe=P only
-// when P > 0, so the SPECs of register kernels read as before)
+// SPEC: macko;delta=4;wpr=1;warps=4;unroll=2;cols=1;vec=16;stage=global;rpw=1
 struct MackoSchedule {
   int delta_bits = 4;       // b_Δ: 2, 4, 8
   int warps_per_row = 1;    // 1, 2, 4, 8
@@ -193,7 +188,6 @@ struct MackoSchedule {
   BStage stage = BStage::Global;  // shared: warp per row only
   int rows_per_warp = 1;          // rows per warp on average (the block's warps share its rows)
   bool sort_rows = false;         // staged: rows dealt to blocks by length (a row-order table)
-  int pipe = 0;                   // staged: cp.async ring stages per warp (0: registers)
 
   bool staged() const { return stage != BStage::Global; }
   // Bytes of one staged row of B: cols 2-byte values, or one fp32.

@@ -4,7 +4,6 @@
 // scan that turns the lanes' sums into column carries. See ir/macko_format.h for the layout.
 #pragma once
 
-#include "sg_async_copy.cuh"
 #include "sg_dtype.cuh"
 #include "sg_vector.cuh"
 
@@ -250,39 +249,6 @@ __device__ __forceinline__ void macko_stage_fma_at(unsigned addr, float a, float
     }
 #pragma unroll
     for (int i = 0; i < NC; ++i) acc[i] = fmaf(a, detail::Cvt<T>::to_f32(p.elem[i]), acc[i]);
-  }
-}
-
-// ─── Piped staged kernels (pipe = P): A through a cp.async ring per warp ───────────────────────
-
-// Copies vector `vec` of A (16 value bytes, DB = 4 or 8 delta bytes) into a ring slot at shared
-// addresses dst_v / dst_d without registers (cp.async: values .cg, L2 only, as they are streamed
-// once; deltas .ca, which copies 4 or 8 bytes). live == 0 zero-fills both without reading A.
-template <int DB, typename T>
-__device__ __forceinline__ void macko_copy_vector(const T* __restrict__ values,
-                                                  const unsigned* __restrict__ deltas, int vec,
-                                                  int live, unsigned dst_v, unsigned dst_d) {
-  static_assert(DB == 4 || DB == 8, "ring delta bytes: 4 or 8");
-  const unsigned char* v = reinterpret_cast<const unsigned char*>(values) + 16ll * vec;
-  const unsigned char* d = reinterpret_cast<const unsigned char*>(deltas) + 1ll * DB * vec;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst_v), "l"(v),
-               "r"(live ? 16 : 0));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(dst_d), "l"(d), "n"(DB),
-               "r"(live ? DB : 0));
-}
-
-// Reads a ring slot back (the calling lane's own copy, after cp_async_wait): 4 value words and
-// DB / 4 delta words.
-template <int DB>
-__device__ __forceinline__ void macko_ring_read(unsigned src_v, unsigned src_d, unsigned* raw,
-                                                unsigned* d) {
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(raw[0]), "=r"(raw[1]), "=r"(raw[2]), "=r"(raw[3])
-               : "r"(src_v));
-  if constexpr (DB == 4) {
-    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(d[0]) : "r"(src_d));
-  } else {
-    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(d[0]), "=r"(d[1]) : "r"(src_d));
   }
 }
 

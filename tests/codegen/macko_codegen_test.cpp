@@ -116,9 +116,6 @@ TEST(MackoCodegen, StagedSpecVariantsCompile) {
       {2, DType::F16, "macko;delta=4;warps=4;unroll=2;cols=2;stage=shared;rpw=2"},
       {4, DType::BF16, "macko;delta=2;warps=8;unroll=2;cols=4;stage=shared;sort=1"},
       {8, DType::F16, "macko;delta=8;warps=16;unroll=1;cols=8;stage=shared;rpw=4;sort=1"},
-      {1, DType::F16, "macko;delta=4;warps=8;unroll=2;cols=1;stage=shared_f32;pipe=2"},
-      {2, DType::BF16, "macko;delta=8;warps=4;unroll=1;cols=2;stage=shared;rpw=3;pipe=4"},
-      {8, DType::F16, "macko;delta=4;warps=16;unroll=2;cols=8;stage=shared;sort=1;pipe=3"},
   };
   for (const Case& c : cases) {
     const Problem p =
@@ -130,34 +127,6 @@ TEST(MackoCodegen, StagedSpecVariantsCompile) {
     o.headers = k.headers;
     EXPECT_NO_THROW(nvrtc::compile(k.source, o)) << c.spec << "\n" << k.source;
   }
-}
-
-// The piped kernel: per-warp rings after the row bounds, B after the rings, rows round-robin.
-TEST(MackoCodegen, PipedKernelShape) {
-  const CsrMatrix a = long_rows();
-  const Problem p = Problem::spmv(a.rows, a.cols, DType::F16);
-  const Schedule s =
-      parse_schedule("macko;delta=8;warps=8;unroll=1;cols=1;stage=shared_f32;pipe=3");
-  EXPECT_EQ(to_string(s),
-            "macko;delta=8;wpr=1;warps=8;unroll=1;cols=1;vec=16;stage=shared_f32;rpw=1;sort=0;"
-            "pipe=3");
-  const GeneratedKernel k = emit_macko(p, s, pack_macko(a, 8));
-  // Rings: 3 stages x 32 vectors x (16 + 8) bytes = 2304 per warp, after 48 bytes of bounds.
-  EXPECT_EQ(macko_ring_bytes(s.macko()), 8 * 2304);
-  EXPECT_TRUE(has(k.source, "__cvta_generic_to_shared(sg_smem)) + 48 + warp * 2304;"));
-  EXPECT_TRUE(has(k.source, "const unsigned ring_d = ring_v + 1536;"));
-  EXPECT_TRUE(has(k.source, "sg::macko_copy_vector<8, T>(values, deltas, live ? vec : 0,"));
-  EXPECT_TRUE(has(k.source, "sg::cp_async_wait<2>();"));
-  EXPECT_TRUE(has(k.source, "sg::macko_ring_read<8>(ring_v + at * 16, ring_d + at * 8,"));
-  EXPECT_TRUE(has(k.source, "row += 8;"));
-  EXPECT_FALSE(has(k.source, "atomicAdd"));
-  // B (and its leading guard) after the rings.
-  EXPECT_EQ(macko_b_offset(s.macko()), 48 + 8 * 2304);
-  EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, 48 + 8 * 2304 + (8192 + 32) * 4);
-  nvrtc::CompileOptions o;
-  o.arch = "compute_90";
-  o.headers = k.headers;
-  EXPECT_NO_THROW(nvrtc::compile(k.source, o));
 }
 
 TEST(MackoCodegen, DeltaWordsAreLittleEndian) {

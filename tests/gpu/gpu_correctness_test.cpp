@@ -105,7 +105,6 @@ std::string kind_of(const Schedule& s) {
   if (s.family() == ScheduleFamily::BitmapTc)
     return s.bitmap_tc().ksplit > 1 ? "bitmap_tc split-K" : "bitmap_tc";
   if (s.family() == ScheduleFamily::Macko) {
-    if (s.macko().pipe > 0) return "macko staged-B piped";
     if (s.macko().staged()) return "macko staged-B";
     return s.macko().warps_per_row == 1 ? "macko warp-per-row" : "macko split-row";
   }
@@ -126,8 +125,7 @@ std::vector<std::string> features(const Schedule& s) {
     const MackoSchedule& m = s.macko();
     return {fmt::format("b{}", m.delta_bits),      fmt::format("u{}", m.unroll),
             fmt::format("w{}", m.warps_per_block), fmt::format("r{}", m.warps_per_row),
-            fmt::format("rpw{}", m.rows_per_warp), fmt::format("sort{}", m.sort_rows),
-            fmt::format("p{}", m.pipe)};
+            fmt::format("rpw{}", m.rows_per_warp), fmt::format("sort{}", m.sort_rows)};
   }
   const GeneralSchedule& g = s.general();
   return {fmt::format("w{}", g.warps_per_block),

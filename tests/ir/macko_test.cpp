@@ -255,7 +255,7 @@ TEST(MackoSchedule, EnumerationAndVerifier) {
       EXPECT_EQ(s.macko().rows_per_warp, 1);
       const int es = s.macko().stage == BStage::SharedF32 ? 4 : 2;
       EXPECT_EQ(macko_stage_bytes(p, s.macko()),
-                macko_b_offset(s.macko()) + (8192 + 2 * kMackoStageGuard) * es);
+                macko_stage_offset(s.macko()) + (8192 + 2 * kMackoStageGuard) * es);
       EXPECT_EQ(macko_stage_offset(s.macko()) % 16, 0);
     }
   EXPECT_EQ(staged, static_cast<int>(all.size()));
@@ -341,8 +341,7 @@ TEST(MackoSchedule, OneWaveRowsPerWarp) {
   std::vector<int> rpws;
   for (const Schedule& c : enumerate_macko_schedules(small_k, a, dev)) {
     const MackoSchedule& m = c.macko();
-    if (m.delta_bits == 4 && m.warps_per_block == 8 && m.unroll == 2 && !m.sort_rows &&
-        m.pipe == 0)
+    if (m.delta_bits == 4 && m.warps_per_block == 8 && m.unroll == 2 && !m.sort_rows)
       rpws.push_back(m.rows_per_warp);
   }
   // K = 64: a small B, so registers bound residency: 4 blocks of 8 warps (56 registers x 256
