@@ -216,31 +216,26 @@ class MackoEmitter : public Emitter {
   }
 
   // Staged B, warp per row; the block's rows_per_block rows are taken one at a time from a
-  // shared counter. Two register buffers alternate: each half of the loop computes on one while
-  // the next step's loads land in the other, so no copy between them. The shape (U = unroll,
-  // ES = bytes per staged row of B):
-  //   extern __shared__ unsigned sg_smem[];  // [row bounds | counter | 16 zero rows | B | 16 zero]
-  //   s_rows[t] = row_ptr[b0 + t];  row = warp;  load step 0 of the row into buffer 0
+  // shared counter. The shape (U = unroll, ES = bytes per staged row of B, G = guard rows):
+  //   extern __shared__ unsigned sg_smem[];  // [row bounds | counter | G zero rows | B | G zero]
+  //   s_rows[t] = row_ptr[b0 + t];  row = warp;  load step 0 of the row (values + deltas)
   //   stage B;  __syncthreads();
   //   for (;;) {
-  //     half 0: next position (at the row's last step: next row = atomicAdd(counter, 1));
-  //             load it into buffer 1; compute buffer 0:
-  //               mask the row's edge vectors; delta sums; one warp scan for two u;
-  //               cb = address of B[column before the lane's first slot];
-  //               for u, j: cb += step(j); acc += value(j) * LDS[cb + (j + 1) * ES]
-  //             at the row's end: warp sum, lane 0 stores C, next row (or exit)
-  //     half 1: the same with the buffers swapped
+  //     at the row's last step: next row = atomicAdd(counter, 1)
+  //     load the next step (of this row or the next)  // in flight while this step computes
+  //     mask the row's edge vectors; lane totals; one warp scan (two u packed in one int)
+  //     for u, j: cb += step(j); acc += value(j) * B_smem[cb + (G + j + 1) * ES]
+  //     at the row's end: warp sum, lane 0 stores C[b0 + row]
   //   }
   void emit_staged_body() {
     SG_ASSERT(R_ == 1 && p_.n == NC_ && p_.b_layout == Layout::RowMajor &&
                   macko_stage_offset(s_) % 16 == 0,
               "staged MACKO: warp per row, cols == n, row-major B");
     const int dw = s_.delta_bits == 8 ? 2 : 1;
-    const int es = s_.stage_row_bytes();
     emit_staged_first_row();
-    line(fmt::format("unsigned raw[2][{}][4], dw[2][{}][{}];", U_, U_, dw));
+    line(fmt::format("unsigned raw[{}][4], dw[{}][{}];", U_, U_, dw));
     comment("the first step's loads are issued before B is staged, so both are in flight");
-    emit_staged_loads(0, "base", "v1", "row < nb");
+    emit_staged_loads("raw", "dw", "base", "v1", "row < nb");
     call_stmt(tmpl::macko_stage_b,
               targs(TypeArg{"T"}, IntArg{NC_}, IntArg{staged_f32()}, IntArg{kMackoStageGuard}),
               tmpl::cptr_t("B"), i32(std::to_string(p_.k)),
@@ -248,22 +243,26 @@ class MackoEmitter : public Emitter {
     line("__syncthreads();");
     comment("warp-uniform from here on: no block barrier follows");
     line("if (row >= nb) return;");
-    comment("shared address of B's row 0 (the zero guard rows lie below and above it)");
-    line(fmt::format(
-        "const unsigned sb = static_cast<unsigned>(__cvta_generic_to_shared(sg_smem)) + {};",
-        macko_stage_offset(s_) + kMackoStageGuard * es));
     line(fmt::format("float acc[{}];", NC_));
     line("#pragma unroll");
     line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
     comment("the row's first vector starts s0 & 7 slots early: those slots step from column -1");
     line("int carry = -1 - (s0 & 7);");
-    auto loop = block("for (;;)");
-    for (int cur = 0; cur < 2; ++cur) {
-      auto half = block();
+    {
+      auto loop = block("for (;;)");
       emit_staged_next_position();
-      emit_staged_loads(1 - cur, "nbase", "nv1", "nrow < nb");
-      emit_staged_step(cur);
+      line(fmt::format("unsigned nraw[{}][4], ndw[{}][{}];", U_, U_, dw));
+      emit_staged_loads("nraw", "ndw", "nbase", "nv1", "nrow < nb");
+      emit_staged_step();
       emit_staged_row_end();
+      line("#pragma unroll");
+      {
+        auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
+        line("#pragma unroll");
+        line("for (int w = 0; w < 4; ++w) raw[u][w] = nraw[u][w];");
+        line("#pragma unroll");
+        line(fmt::format("for (int w = 0; w < {}; ++w) dw[u][w] = ndw[u][w];", dw));
+      }
       line("base = nbase;");
       line("row = nrow;");
       line("s0 = ns0;");
@@ -318,9 +317,9 @@ class MackoEmitter : public Emitter {
     line("int v1 = (s1 + 7) >> 3;");
   }
 
-  // One step's loads into buffer `buf`: vectors b + u * 32 + lane below `end` (zeros elsewhere).
-  void emit_staged_loads(int buf, const std::string& b, const std::string& end,
-                         const std::string& live) {
+  // One step's loads into rw/dws: vectors b + u * 32 + lane below `end` (zeros elsewhere).
+  void emit_staged_loads(const std::string& rw, const std::string& dws, const std::string& b,
+                         const std::string& end, const std::string& live) {
     const int dw = s_.delta_bits == 8 ? 2 : 1;
     line("#pragma unroll");
     auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
@@ -328,15 +327,15 @@ class MackoEmitter : public Emitter {
     {
       auto g = block(fmt::format("if ({} && vec < {})", live, end));
       call_stmt(tmpl::macko_load_values, targs(TypeArg{"T"}), tmpl::cptr_t("values"), i32("vec"),
-                ptr_u32(fmt::format("raw[{}][u]", buf)));
+                ptr_u32(rw + "[u]"));
       call_stmt(tmpl::macko_load_deltas, targs(IntArg{s_.delta_bits}), cptr_u32("deltas"),
-                i32("vec"), ptr_u32(fmt::format("dw[{}][u]", buf)));
+                i32("vec"), ptr_u32(dws + "[u]"));
     }
     auto e = block("else");
     line("#pragma unroll");
-    line(fmt::format("for (int w = 0; w < 4; ++w) raw[{}][u][w] = 0u;", buf));
+    line(fmt::format("for (int w = 0; w < 4; ++w) {}[u][w] = 0u;", rw));
     line("#pragma unroll");
-    line(fmt::format("for (int w = 0; w < {}; ++w) dw[{}][u][w] = 0u;", dw, buf));
+    line(fmt::format("for (int w = 0; w < {}; ++w) {}[u][w] = 0u;", dw, dws));
   }
 
   // Where the next step starts: further along this row, or at a row end the next row taken from
@@ -357,72 +356,69 @@ class MackoEmitter : public Emitter {
     line("nv1 = (ns1 + 7) >> 3;");
   }
 
-  // This step on buffer `buf`: mask the row's edge vectors, delta sums, warp scan, then per slot
-  // one staged-B gather and the FMAs. A lane's first column is carry + (the deltas of the lanes
-  // before it) + 8 per lane before it (the "+1"s); lanes past the row's end read the leading
-  // guard rows (their values are zero).
-  void emit_staged_step(int buf) {
+  // This step: mask the row's edge vectors, lane totals, warp scan, then per slot one staged-B
+  // gather and the FMAs.
+  void emit_staged_step() {
     const int bits = s_.delta_bits;
     const int es = s_.stage_row_bytes();
-    const std::string r = fmt::format("raw[{}][u]", buf);
-    const std::string d = fmt::format("dw[{}][u]", buf);
-    line(fmt::format("int dsum[{}], inc[{}];", U_, U_));
+    const int64_t b_off = macko_stage_offset(s_) + kMackoStageGuard * es;
+    // Two unrolled vectors' lane totals share one scan when a warp's total fits in 16 bits.
+    const bool pack = bits <= 4 && U_ >= 2;
+    line(fmt::format("int tot[{}], inc[{}];", U_, U_));
     line(fmt::format("unsigned pl[{}][2];", U_));
     line("#pragma unroll");
     {
       auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
       line("const int vec = base + u * 32 + lane;");
       line("const int first = vec * 8;");
-      line("dsum[u] = 0;");
+      line("tot[u] = 0;");
       {
         auto g = block("if (vec < v1)");
         comment("only a row's first and last vectors hold other rows' slots");
         line("if (first < s0 || first + 8 > s1)");
-        line(fmt::format("  {};", call(tmpl::macko_mask, targs(IntArg{bits}), ptr_u32(r),
-                                       ptr_u32(d), i32("max(s0 - first, 0)"),
-                                       i32("min(s1 - first, 8)"))
-                                      .text));
-        line(fmt::format("dsum[u] = {};",
-                         call(tmpl::macko_delta_sum, targs(IntArg{bits}), cptr_u32(d)).text));
+        line(fmt::format(
+            "  {};", call(tmpl::macko_mask, targs(IntArg{bits}), ptr_u32("raw[u]"),
+                          ptr_u32("dw[u]"), i32("max(s0 - first, 0)"), i32("min(s1 - first, 8)"))
+                         .text));
+        line(
+            fmt::format("tot[u] = {};",
+                        call(tmpl::macko_lane_total, targs(IntArg{bits}), cptr_u32("dw[u]")).text));
       }
-      call_stmt(tmpl::macko_planes, targs(IntArg{bits}, IntArg{es}), cptr_u32(d),
+      call_stmt(tmpl::macko_planes, targs(IntArg{bits}, IntArg{es}), cptr_u32("dw[u]"),
                 ptr_u32("pl[u]"));
     }
-    if (U_ >= 2) {
-      comment("two delta sums per scan: a warp's sum of one u is at most 32 * 2040 < 2^16");
+    if (pack) {
+      comment("two lane totals per scan: a warp's total of one u is at most 32 * 128 < 2^16");
       line("#pragma unroll");
       auto q = block(fmt::format("for (int u = 0; u < {}; u += 2)", U_));
       line(fmt::format(
           "const int both = {};",
-          call(tmpl::macko_warp_scan, i32("dsum[u] | (dsum[u + 1] << 16)"), i32("lane")).text));
+          call(tmpl::macko_warp_scan, i32("tot[u] | (tot[u + 1] << 16)"), i32("lane")).text));
       line("inc[u] = both & 0xffff;");
       line("inc[u + 1] = both >> 16;");
     } else {
-      line(fmt::format("inc[0] = {};",
-                       call(tmpl::macko_warp_scan, i32("dsum[0]"), i32("lane")).text));
+      line("#pragma unroll");
+      line(fmt::format("for (int u = 0; u < {}; ++u) inc[u] = {};", U_,
+                       call(tmpl::macko_warp_scan, i32("tot[u]"), i32("lane")).text));
     }
     line("#pragma unroll");
     auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
     {
-      comment("skipped when the whole warp is past the row's end");
+      comment("lanes past the row's end have nothing; skipped when the whole warp is past it");
       auto g = block("if (base + u * 32 < v1)");
-      line(fmt::format(
-          "unsigned cb = sb + static_cast<unsigned>((base + u * 32 + lane < v1 ? carry + inc[u] - "
-          "dsum[u] + 8 * lane : -{}) * {});",
-          kMackoStageGuard, es));
+      line(fmt::format("int cb = (carry + inc[u] - tot[u]) * {};", es));
       line("#pragma unroll");
       auto j = block("for (int j = 0; j < 8; ++j)");
-      line(fmt::format(
-          "cb += {};",
-          call(tmpl::macko_step, targs(IntArg{bits}, IntArg{es}), cptr_u32("pl[u]"), i32("j"))
-              .text));
-      call_stmt(tmpl::macko_stage_fma_at, targs(TypeArg{"T"}, IntArg{NC_}, IntArg{staged_f32()}),
-                tmpl::u32(fmt::format("cb + (j + 1) * {}", es)),
-                f32(call(tmpl::macko_value, targs(TypeArg{"T"}), cptr_u32(r), i32("j")).text),
-                tmpl::ptr_f32("acc"));
+      line(fmt::format("cb += {};", call(tmpl::macko_step, targs(IntArg{bits}, IntArg{es}),
+                                         cptr_u32("pl[u]"), i32("j"))
+                                        .text));
+      call_stmt(
+          tmpl::macko_stage_fma, targs(TypeArg{"T"}, IntArg{NC_}, IntArg{staged_f32()}),
+          cptr_u32("sg_smem"), i32(fmt::format("cb + {} + (j + 1) * {}", b_off, es)),
+          f32(call(tmpl::macko_value, targs(TypeArg{"T"}), cptr_u32("raw[u]"), i32("j")).text),
+          tmpl::ptr_f32("acc"));
     }
-    comment("the next step of the row follows 32 full lanes: their deltas plus 8 each");
-    line("carry += __shfl_sync(0xffffffffu, inc[u], 31) + 256;");
+    line("carry += __shfl_sync(0xffffffffu, inc[u], 31);");
   }
 
   // At a row's end: the warp's sum, lane 0 stores C, then the next row's start (or the exit).
@@ -438,7 +434,7 @@ class MackoEmitter : public Emitter {
                   tmpl::ptr_t(c_ptr(s_.sort_rows ? "orow" : "b0 + row", std::to_string(c))),
                   f32(fmt::format("acc[{}]", c)), f32("alpha"), f32("beta"));
     }
-    line("if (nrow >= nb) return;");
+    line("if (nrow >= nb) break;");
     line("#pragma unroll");
     line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
     line("carry = -1 - (ns0 & 7);");

@@ -147,44 +147,38 @@ __device__ __forceinline__ void macko_stage_b(const T* __restrict__ B, int k, un
   }
 }
 
-// Zeroes the value and the delta of every slot of a vector outside [lo, hi) (0 <= lo < hi <= 8):
+// Zeroes the value and the delta of every slot of a vector outside [lo, hi) (0 <= lo, hi <= 8):
 // such a slot then adds 0 * (a guard or an in-row B entry) and steps its column by exactly 1.
-// About 25 instructions, run only by warps holding a row's first or last vector: a byte mask of
-// the kept slots (k0: slots 0-3, k1: slots 4-7) from clamped funnel shifts, each value word's
-// mask from it by one byte permute (word w holds slots 2w and 2w + 1, 16 bits each), and the
-// deltas' mask likewise (b = 8: the byte mask itself; b = 4 and 2: a bit range).
 template <int BITS>
 __device__ __forceinline__ void macko_mask(unsigned* raw, unsigned* d, int lo, int hi) {
-  // __funnelshift_lc(0, ~0, s) = ~0 << s and __funnelshift_rc(~0, 0, s) = ~0 >> s, s clamped to
-  // 32 (so a shift by 32 or more gives 0, where a plain shift would be undefined).
-  const unsigned k0 = __funnelshift_lc(0u, 0xffffffffu, static_cast<unsigned>(8 * lo)) &
-                      __funnelshift_rc(0xffffffffu, 0u, static_cast<unsigned>(max(32 - 8 * hi, 0)));
-  const unsigned k1 = __funnelshift_lc(0u, 0xffffffffu, static_cast<unsigned>(max(8 * lo - 32, 0))) &
-                      __funnelshift_rc(0xffffffffu, 0u, static_cast<unsigned>(64 - 8 * hi));
-  raw[0] &= __byte_perm(k0, k1, 0x1100u);
-  raw[1] &= __byte_perm(k0, k1, 0x3322u);
-  raw[2] &= __byte_perm(k0, k1, 0x5544u);
-  raw[3] &= __byte_perm(k0, k1, 0x7766u);
-  if constexpr (BITS == 8) {
-    d[0] &= k0;
-    d[1] &= k1;
-  } else {
-    d[0] &= __funnelshift_lc(0u, 0xffffffffu, static_cast<unsigned>(BITS * lo)) &
-            __funnelshift_rc(0xffffffffu, 0u, static_cast<unsigned>(32 - BITS * hi));
+  const unsigned keep = (0xFFu >> (8 - hi)) & (0xFFu << lo);
+#pragma unroll
+  for (int w = 0; w < 4; ++w)
+    raw[w] &= (((keep >> (2 * w)) & 1u) ? 0x0000FFFFu : 0u) |
+              (((keep >> (2 * w + 1)) & 1u) ? 0xFFFF0000u : 0u);
+  unsigned m[2] = {0u, 0u};
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const unsigned f = ((keep >> j) & 1u) ? (1u << BITS) - 1u : 0u;
+    if (BITS == 8)
+      m[j / 4] |= f << (8 * (j % 4));
+    else
+      m[0] |= f << (BITS * j);
   }
+  d[0] &= m[0];
+  if (BITS == 8) d[1] &= m[1];
 }
 
-// Sum of the vector's 8 deltas (its column steps minus the 8 "+1"s). At most 8 * 255 = 2040, so
-// two vectors' sums share one 32-bit warp scan (32 lanes * 2040 < 2^16).
+// Column steps of the vector's 8 slots: 8 (the "+1"s) plus the sum of the deltas.
 template <int BITS>
-__device__ __forceinline__ int macko_delta_sum(const unsigned* d) {
+__device__ __forceinline__ int macko_lane_total(const unsigned* d) {
   if constexpr (BITS == 2) {
-    return __popc(d[0] & 0x5555u) + 2 * __popc(d[0] & 0xAAAAu);
+    return 8 + __popc(d[0] & 0x5555u) + 2 * __popc(d[0] & 0xAAAAu);
   } else if constexpr (BITS == 4) {
     const unsigned x = (d[0] & 0x0F0F0F0Fu) + ((d[0] >> 4) & 0x0F0F0F0Fu);
-    return static_cast<int>(__dp4a(x, 0x01010101u, 0u));
+    return 8 + static_cast<int>(__dp4a(x, 0x01010101u, 0u));
   } else {
-    return static_cast<int>(__dp4a(d[1], 0x01010101u, __dp4a(d[0], 0x01010101u, 0u)));
+    return 8 + static_cast<int>(__dp4a(d[1], 0x01010101u, __dp4a(d[0], 0x01010101u, 0u)));
   }
 }
 
@@ -217,38 +211,15 @@ __device__ __forceinline__ int macko_step(const unsigned* pl, int j) {
   }
 }
 
-// acc[i] += a * B[row][i] for the staged row at shared-memory address `addr` (a 32-bit shared
-// window address, __cvta_generic_to_shared). The kernel keeps its running column as such an
-// address, so each gather is one LDS with the slot's constant in its immediate; through a
-// generic pointer the compiler adds the shared window base to every address (one more
-// instruction per slot). volatile: the loads must stay after the barrier that completes B.
+// acc[i] += a * B[row][i], the staged row at byte offset `off` of smem.
 template <typename T, int NC, int F32>
-__device__ __forceinline__ void macko_stage_fma_at(unsigned addr, float a, float* acc) {
-  static_assert(NC == 1 || NC == 2 || NC == 4 || NC == 8, "staged columns: 1, 2, 4 or 8");
+__device__ __forceinline__ void macko_stage_fma(const unsigned* smem, int off, float a,
+                                                float* acc) {
+  const unsigned char* p = reinterpret_cast<const unsigned char*>(smem) + off;
   if constexpr (F32) {
-    int b;
-    asm volatile("ld.shared.b32 %0, [%1];" : "=r"(b) : "r"(addr));
-    acc[0] = fmaf(a, __int_as_float(b), acc[0]);
-  } else if constexpr (NC == 1) {
-    unsigned h;  // PTX loads the 16 bits into a 32-bit register, zero-extended
-    asm volatile("ld.shared.u16 %0, [%1];" : "=r"(h) : "r"(addr));
-    detail::Pack<1, T> p;
-    p.raw = static_cast<unsigned short>(h);
-    acc[0] = fmaf(a, detail::Cvt<T>::to_f32(p.elem[0]), acc[0]);
+    acc[0] = fmaf(a, *reinterpret_cast<const float*>(p), acc[0]);
   } else {
-    detail::Pack<NC, T> p;
-    unsigned* w = reinterpret_cast<unsigned*>(&p.raw);
-    if constexpr (NC == 2) {
-      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(w[0]) : "r"(addr));
-    } else if constexpr (NC == 4) {
-      asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(w[0]), "=r"(w[1]) : "r"(addr));
-    } else {
-      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
-                   : "r"(addr));
-    }
-#pragma unroll
-    for (int i = 0; i < NC; ++i) acc[i] = fmaf(a, detail::Cvt<T>::to_f32(p.elem[i]), acc[i]);
+    fma_vec_f32<NC, T>(reinterpret_cast<const T*>(p), a, acc);
   }
 }
 

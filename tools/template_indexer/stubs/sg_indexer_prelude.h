@@ -37,11 +37,6 @@ __device__ float4 make_float4(float, float, float, float);
 template <class T> __device__ T __ldg(const T*);
 __device__ unsigned __byte_perm(unsigned, unsigned, unsigned);
 __device__ unsigned __dp4a(unsigned, unsigned, unsigned);
-// sg_macko.cuh, edge masks and staged-B gathers by shared address.
-__device__ unsigned __funnelshift_lc(unsigned, unsigned, unsigned);
-__device__ unsigned __funnelshift_rc(unsigned, unsigned, unsigned);
-__device__ int max(int, int);
-__device__ float __int_as_float(int);
 // sg_bitmap_tc.cuh: shared-memory addresses for cp.async / ldmatrix.
 __device__ unsigned long long __cvta_generic_to_shared(const void*);
 __device__ void __threadfence();
