@@ -104,10 +104,10 @@ struct BenchOptions {
   bool quick = false;
   std::vector<int64_t> ns = {1};
   size_t max_schedules = 48;
-  std::vector<std::string> shapes;      // "MxK"; empty = the five LLM shapes
-  std::vector<std::string> methods;     // random / magnitude; empty = both
-  std::vector<double> sparsities;       // empty = 0.5, 0.7, 0.9
-  std::vector<std::string> schedules;   // extra SPECs measured where valid for the case
+  std::vector<std::string> shapes;     // "MxK"; empty = the five LLM shapes
+  std::vector<std::string> methods;    // random / magnitude; empty = both
+  std::vector<double> sparsities;      // empty = 0.5, 0.7, 0.9
+  std::vector<std::string> schedules;  // extra SPECs measured where valid for the case
 };
 
 Shape parse_shape(const std::string& text) {

@@ -178,6 +178,30 @@ TEST(BenchCli, BadValuesExit1NamingTheFlag) {
   fs::remove(m);
 }
 
+// sparsegen-macko-bench checks its case flags before it looks for a GPU: a bad value exits 1 and
+// names the flag on any machine.
+TEST(MackoBenchCli, BadCaseFlagsExit1NamingTheFlag) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--shapes 4096", "--shapes"},
+      {"--shapes 4096x", "--shapes"},
+      {"--shapes 0x4096", "--shapes"},
+      {"--methods nm", "--methods"},
+      {"--schedule not-a-schedule", "not-a-schedule"},
+      {"--schedule 'bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2'", "--schedule"},
+  };
+  for (const auto& [args, flag] : cases) {
+    const BenchRun r = sparsegen::testing::run_command(std::string("'") + SPARSEGEN_MACKO_BENCH +
+                                                       "' " + args + " 2>&1");
+    EXPECT_EQ(r.rc, 1) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(flag), std::string::npos) << args << "\n" << r.out;
+  }
+  // CLI11 range check: a sparsity of 1 is a usage error (exit 2, the flag named).
+  const BenchRun r = sparsegen::testing::run_command(std::string("'") + SPARSEGEN_MACKO_BENCH +
+                                                     "' --sparsities 1 2>&1");
+  EXPECT_NE(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("--sparsities"), std::string::npos) << r.out;
+}
+
 TEST(BenchCli, WithoutGpuExits3WithAClearMessage) {
   std::string why;
   if (cuda::driver_available(&why)) GTEST_SKIP() << "a GPU is present (GpuBench covers it)";
