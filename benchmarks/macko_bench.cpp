@@ -9,6 +9,8 @@
 //     ones, else B-from-global warp-per-row and split-row kernels), compiled in parallel; each
 //     timed; the fastest is checked against the CPU reference (gpu_check: poisoned output,
 //     per-element bounds) and reported.
+// --shapes, --methods and --sparsities narrow that grid; --schedule SPEC (repeatable) adds
+// MACKO schedules to each case's picks where they are valid (probes while iterating on a kernel).
 // Timing: same process, L2 flushed before every run (runtime/timing.h), 3 warm-up + 20 timed runs,
 // medians. Achieved bandwidth = bytes the kernel must move / median time: MACKO A bytes (values,
 // packed deltas, row pointers) + B + C; dense M·K·2 + B + C.
