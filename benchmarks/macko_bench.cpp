@@ -47,6 +47,7 @@
 #include "ir/macko_schedule.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/timing.h"
+#include "tools/flags.h"
 
 namespace sparsegen {
 namespace {
@@ -112,20 +113,7 @@ struct BenchOptions {
   std::vector<std::string> schedules;  // extra SPECs measured where valid for the case
 };
 
-Shape parse_shape(const std::string& text) {
-  long long m = 0, k = 0;
-  char x = 0, tail = 0;
-  if (std::sscanf(text.c_str(), "%lld%c%lld%c", &m, &x, &k, &tail) != 3 || x != 'x' || m < 1 ||
-      k < 1)
-    throw UserError(fmt::format("--shapes: expected MxK (e.g. 4096x4096), found '{}'", text));
-  return {m, k};
-}
-
 int run(const BenchOptions& o, const std::string& command) {
-  const bool quick = o.quick;
-  const std::vector<int64_t>& ns = o.ns;
-  const size_t max_schedules = o.max_schedules;
-  const std::string& out_path = o.out_path;
   std::vector<Schedule> extra;
   for (const std::string& spec : o.schedules) {
     const Schedule s = parse_schedule(spec);
@@ -135,10 +123,13 @@ int run(const BenchOptions& o, const std::string& command) {
   }
   std::vector<Shape> shapes = {
       {4096, 4096}, {11008, 4096}, {4096, 11008}, {12288, 12288}, {28672, 7168}};
-  if (quick) shapes.resize(2);
+  if (o.quick) shapes.resize(2);
   if (!o.shapes.empty()) {
     shapes.clear();
-    for (const std::string& t : o.shapes) shapes.push_back(parse_shape(t));
+    for (const std::string& t : o.shapes) {
+      const auto [m, k] = cli::shape_flag(t, "--shapes");
+      shapes.push_back({m, k});
+    }
   }
   std::vector<PruneMethod> methods = {PruneMethod::Random, PruneMethod::Magnitude};
   if (!o.methods.empty()) {
@@ -199,7 +190,7 @@ int run(const BenchOptions& o, const std::string& command) {
                 static_cast<long long>(sh.m), static_cast<long long>(sh.k), since(t_shape));
     std::fflush(stdout);
 
-    for (int64_t n : ns) {
+    for (int64_t n : o.ns) {
       // Dense baseline (once per shape and N).
       const Problem p = Problem::spmm(sh.m, sh.k, n, DType::F16);
       const CheckInputs in = make_check_inputs(p, 5, 1.0f, 0.0f);
@@ -225,7 +216,7 @@ int run(const BenchOptions& o, const std::string& command) {
           const auto all = enumerate_macko_schedules(
               n == 1 ? Problem::spmv(sh.m, sh.k, DType::F16) : p, a, target.limits);
           const Problem pm = n == 1 ? Problem::spmv(sh.m, sh.k, DType::F16) : p;
-          auto picks = pick_schedules(pm, all, target.limits, max_schedules);
+          auto picks = pick_schedules(pm, all, target.limits, o.max_schedules);
           for (const Schedule& s : extra)
             if (validate(pm, s).empty() && std::find(picks.begin(), picks.end(), s) == picks.end())
               picks.push_back(s);
@@ -350,8 +341,8 @@ int run(const BenchOptions& o, const std::string& command) {
                       {"summary", summary},
                       {"failures", failures},
                       {"wall_s", since(t_start)}};
-  std::ofstream(out_path) << j.dump(2) << "\n";
-  std::printf("[macko-bench] wrote %s (%.1f s, %d failures)\n", out_path.c_str(), since(t_start),
+  std::ofstream(o.out_path) << j.dump(2) << "\n";
+  std::printf("[macko-bench] wrote %s (%.1f s, %d failures)\n", o.out_path.c_str(), since(t_start),
               failures);
   return failures == 0 ? 0 : 1;
 }

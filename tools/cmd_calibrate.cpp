@@ -44,7 +44,6 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
-#include <regex>
 #include <set>
 #include <string>
 #include <thread>
@@ -69,6 +68,7 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/timing.h"
 #include "tools/commands.h"
+#include "tools/flags.h"
 
 namespace sparsegen::cli {
 namespace {
@@ -157,18 +157,17 @@ std::vector<Schedule> spread(const std::vector<Schedule>& all, size_t k) {
 // "RxC,RxC,..." (--large-shapes); empty: none.
 std::vector<std::pair<int64_t, int64_t>> parse_shapes(const std::string& text) {
   std::vector<std::pair<int64_t, int64_t>> out;
-  static const std::regex item("([0-9]{1,6})x([0-9]{1,6})");
   size_t start = 0;
   while (start < text.size()) {
     const size_t end = std::min(text.find(',', start), text.size());
     const std::string s = text.substr(start, end - start);
-    std::smatch m;
-    if (!std::regex_match(s, m, item) || std::stoll(m[1]) < 64 || std::stoll(m[2]) < 64)
+    const auto shape = cli::shape_flag(s, "--large-shapes");
+    if (shape.first < 64 || shape.second < 64)
       throw UserError(fmt::format(
           "--large-shapes: expected ROWSxCOLS items (each at least 64) separated by commas, found "
           "'{}'",
           s));
-    out.emplace_back(std::stoll(m[1]), std::stoll(m[2]));
+    out.push_back(shape);
     start = end + 1;
   }
   return out;

@@ -4,7 +4,6 @@
 //
 // Exit codes (main.cpp): 0 written; 1 bad flag value, bad input file or unwritable output;
 // 2 usage error (unknown flag, missing --method / -o / --sparsity, --shape with --rows).
-#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -20,6 +19,7 @@
 #include "ir/io/load.h"
 #include "ir/io/matrix_market.h"
 #include "tools/commands.h"
+#include "tools/flags.h"
 
 namespace sparsegen::cli {
 namespace {
@@ -150,27 +150,12 @@ void note_explicit_zeros(const CsrMatrix& m) {
                  static_cast<long long>(z));
 }
 
-std::pair<int64_t, int64_t> parse_shape(const std::string& text) {
-  auto fail = [&]() -> std::pair<int64_t, int64_t> {
-    throw UserError(fmt::format("--shape {}: expected ROWSxCOLS, e.g. 4096x11008", text));
-  };
-  const size_t x = text.find_first_of("xX");
-  if (x == std::string::npos) return fail();
-  int64_t r = 0, c = 0;
-  const char* b = text.data();
-  const char* e = text.data() + text.size();
-  auto [p1, ec1] = std::from_chars(b, b + x, r);
-  auto [p2, ec2] = std::from_chars(b + x + 1, e, c);
-  if (ec1 != std::errc() || p1 != b + x || ec2 != std::errc() || p2 != e || x == 0) return fail();
-  return {r, c};
-}
-
 void run_gen(const GenArgs& a) {
   const OutKind kind = out_kind(a.p.out);
   const PruneSpec spec = spec_from(a.p);
   int64_t rows = 0, cols = 0;
   if (!a.shape.empty()) {
-    std::tie(rows, cols) = parse_shape(a.shape);
+    std::tie(rows, cols) = cli::shape_flag(a.shape, "--shape");
   } else {
     if (!a.rows || !a.cols) throw CLI::RequiredError("--shape or both --rows and --cols");
     rows = *a.rows;

@@ -232,6 +232,26 @@ std::vector<float> mixed_values() {
   };
 }
 
+// convert_values on mixed_values() reports what check_range reported (the report starts with
+// junk, which must be overwritten) and gives `expected` bit for bit; index 6 (NaN) only needs to be
+// a NaN.
+void expect_conversion_matches(const std::vector<float>& v, DType dt,
+                               const ConversionReport& checked,
+                               const std::vector<uint16_t>& expected, bool (*is_nan)(uint16_t)) {
+  ConversionReport converted{99, 99, 99.0f};
+  const std::vector<uint16_t> bits = convert_values(v, dt, &converted);
+  EXPECT_EQ(converted.out_of_range, checked.out_of_range);
+  EXPECT_EQ(converted.first_index, checked.first_index);
+  EXPECT_EQ(to_bits(converted.first_value), to_bits(checked.first_value));
+  ASSERT_EQ(bits.size(), v.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (i == 6)
+      EXPECT_TRUE(is_nan(bits[i])) << std::hex << bits[i];
+    else
+      EXPECT_EQ(bits[i], expected[i]) << "index " << i;
+  }
+}
+
 TEST(DType, CheckRangeAndConvertAgreeF16) {
   const std::vector<float> v = mixed_values();
   const ConversionReport checked = check_range(v, DType::F16);
@@ -239,22 +259,11 @@ TEST(DType, CheckRangeAndConvertAgreeF16) {
   EXPECT_EQ(checked.first_index, 2);
   EXPECT_EQ(checked.first_value, 65520.0f);
 
-  ConversionReport converted{99, 99, 99.0f};  // overwritten
-  const std::vector<uint16_t> bits = convert_values(v, DType::F16, &converted);
-  EXPECT_EQ(converted.out_of_range, checked.out_of_range);
-  EXPECT_EQ(converted.first_index, checked.first_index);
-  EXPECT_EQ(converted.first_value, checked.first_value);
-
-  ASSERT_EQ(bits.size(), v.size());
   // Out-of-range finite values saturate to +-65504 (0x7bff / 0xfbff); inf and NaN pass through.
-  const std::vector<uint16_t> expected = {0x3c00,      0x7bff, 0x7bff, 0xfbff, 0x7c00, 0xfc00,
-                                          0 /* NaN */, 0x7bff, 0x7bff, 0xfbff, 0xfbff, 0x0000};
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i == 6)
-      EXPECT_TRUE(half_is_nan(bits[i])) << std::hex << bits[i];
-    else
-      EXPECT_EQ(bits[i], expected[i]) << "index " << i;
-  }
+  expect_conversion_matches(v, DType::F16, checked,
+                            {0x3c00, 0x7bff, 0x7bff, 0xfbff, 0x7c00, 0xfc00, 0 /* NaN */, 0x7bff,
+                             0x7bff, 0xfbff, 0xfbff, 0x0000},
+                            half_is_nan);
 }
 
 TEST(DType, CheckRangeAndConvertAgreeBf16) {
@@ -264,22 +273,11 @@ TEST(DType, CheckRangeAndConvertAgreeBf16) {
   EXPECT_EQ(checked.first_index, 8);
   EXPECT_EQ(to_bits(checked.first_value), 0x7f7f8000u);
 
-  ConversionReport converted;
-  const std::vector<uint16_t> bits = convert_values(v, DType::BF16, &converted);
-  EXPECT_EQ(converted.out_of_range, checked.out_of_range);
-  EXPECT_EQ(converted.first_index, checked.first_index);
-  EXPECT_EQ(to_bits(converted.first_value), to_bits(checked.first_value));
-
-  ASSERT_EQ(bits.size(), v.size());
   // 65519.996 and 65520 round to 65536 (0x4780) in bf16; -70000 is 0xc789.
-  const std::vector<uint16_t> expected = {0x3f80,      0x4780, 0x4780, 0xc789, 0x7f80, 0xff80,
-                                          0 /* NaN */, 0x7f7f, 0x7f7f, 0xff7f, 0xc780, 0x0000};
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (i == 6)
-      EXPECT_TRUE(bf16_is_nan(bits[i])) << std::hex << bits[i];
-    else
-      EXPECT_EQ(bits[i], expected[i]) << "index " << i;
-  }
+  expect_conversion_matches(v, DType::BF16, checked,
+                            {0x3f80, 0x4780, 0x4780, 0xc789, 0x7f80, 0xff80, 0 /* NaN */, 0x7f7f,
+                             0x7f7f, 0xff7f, 0xc780, 0x0000},
+                            bf16_is_nan);
 }
 
 TEST(DType, ConvertWithoutReportAndEmptyInput) {
