@@ -333,6 +333,15 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
   if (opt.top_k < 0)
     throw UserError(fmt::format("top-k: expected 0 (model only) or more, found {}", opt.top_k));
   TuneResult res;
+  // Closes the phase that began at the previous mark: recorded in res.phases_ms, and logged.
+  auto mark = t0;
+  auto phase_done = [&](const char* name) {
+    const auto now = Clock::now();
+    const double ms = std::chrono::duration<double, std::milli>(now - mark).count();
+    mark = now;
+    res.phases_ms.emplace_back(name, ms);
+    if (debug_logging()) std::fprintf(stderr, "sparsegen: [tune] %-9s %10.2f ms\n", name, ms);
+  };
   res.problem = make_problem(a, req);
   const Problem& p = res.problem;
   check_value_range(a, p.dtype);
@@ -399,10 +408,12 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
           b->schedule_reason = res.reason;
           res.build = std::move(b);
         }
+        phase_done("lookup");
         res.search_ms = ms_since(t0);
         return res;
       }
     }
+    phase_done("lookup");
   }
 
   // ---- enumerate and rank --------------------------------------------------------------------
@@ -422,6 +433,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     eo.include_specialised = true;  // the tuner is family-aware: MACKO competes where it applies
     all = enumerate_schedules(p, a, eo);
     progress("enumerate", 1, 1);
+    phase_done("enumerate");
     if (all.empty())
       throw UserError(fmt::format("{}: no valid schedule for {} on {}",
                                   a.source.empty() ? "matrix" : a.source, to_string(p),
@@ -432,6 +444,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     if (target.has_gpu) info = opt.ctx ? opt.ctx->info() : cuda::query_device(0);
     r = rank_candidates(p, a, all, target, info ? &*info : nullptr);
     progress("rank", 1, 1);
+    phase_done("rank");
     res.ranking = r.how;
     if (!r.warning.empty()) res.warnings.push_back(r.warning);
     for (size_t idx : select_for_measurement(r.order, all, opt.top_k)) {
@@ -499,6 +512,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     for (auto& t : pool) t.join();
   };
   compile_from(0);
+  phase_done("compile");
   auto compiled = [&] {
     std::vector<size_t> ok;  // into cands
     for (size_t i = 0; i < cands.size(); ++i)
@@ -564,6 +578,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
       return order;
     };
     measure_from(0);
+    phase_done("measure");
     const int extra = opt.refine >= 0 ? opt.refine : opt.top_k / 2;
     const std::vector<size_t> first_round = by_time();
     if (!given && extra > 0 && !first_round.empty()) {
@@ -582,6 +597,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
       res.refined = static_cast<int>(cands.size() - first_new);
       compile_from(first_new);
       measure_from(first_new);
+      phase_done("refine");
     }
     winner = nullptr;
     progress("check", 0, 1);
@@ -597,6 +613,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
       res.check_passed = false;
     }
     progress("check", 1, 1);
+    phase_done("check");
     if (winner == nullptr)
       throw UserError(fmt::format(
           "{}: no measured candidate for {} passed the correctness check (first failure: {})",
@@ -645,6 +662,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     }
     with_db([&] { db->put(recs, tr); });
     progress("store", 1, 1);
+    phase_done("store");
   }
   if (opt.want_build) {
     winner->build->schedule_reason = res.reason;

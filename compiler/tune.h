@@ -96,6 +96,9 @@ struct TuneResult {
   int refined = 0;                          // of them, second-round candidates
   std::vector<CandidateReport> candidates;  // compiled ones, in rank order (empty on a hit)
   double search_ms = 0;                     // wall time of this call
+  // Wall time of each phase of the search, in order (lookup, enumerate, rank, compile, measure,
+  // refine, check, store; phases that did not run are absent); logged with SPARSEGEN_DEBUG=1.
+  std::vector<std::pair<std::string, double>> phases_ms;
   double original_search_ms = 0;            // on a hit: what the cached search took
   std::optional<bool> check_passed;         // gpu_check of the winner (k > 0)
   std::string kernel_key;

@@ -147,6 +147,9 @@ void run_tune(const TuneArgs& a) {
     j["enumerated"] = r.enumerated;
     j["search_ms"] = r.search_ms;
     j["original_search_ms"] = r.original_search_ms;
+    nlohmann::json phases = nlohmann::json::object();
+    for (const auto& [name, ms] : r.phases_ms) phases[name] = ms;
+    j["phases_ms"] = phases;
     j["kernel_key"] = r.kernel_key;
     j["tuning_key"] = r.tuning_key;
     j["cache"] = r.db_path;

@@ -13,6 +13,7 @@ set -uo pipefail
 : "${NCU_CASES:?NCU_CASES must list the cases}"
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 SECTIONS=(--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats
+          --section ComputeWorkloadAnalysis --section InstructionStats
           --section SchedulerStats --section Occupancy --section LaunchStats)
 status=0
 i=0
