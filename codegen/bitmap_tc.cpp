@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "codegen/emitter.h"
@@ -25,6 +26,7 @@ using tmpl::ptr_t;
 using tmpl::ptr_u32;
 using tmpl::targs;
 using tmpl::TypeArg;
+using tmpl::u32;
 
 class BitmapTcEmitter : public Emitter {
  public:
@@ -146,15 +148,15 @@ class BitmapTcEmitter : public Emitter {
       call_stmt(tmpl::cp_async_wait, targs(IntArg{s_.stages - 1}));
       line("__syncthreads();");
       line(fmt::format("const int buf = i % {};", s_.stages));
-      comment("row masks and value bases of every A tile first: independent chains overlap");
-      line(fmt::format("unsigned m[{}], a[{}];", 4 * MT * KT, 4 * MT));
-      line(fmt::format("int base[{}];", 2 * MT * KT));
+      comment("lane words and value starts of every A tile first: independent scans overlap");
+      line(fmt::format("unsigned w[{}], addr[{}], a[{}];", MT * KT, MT * KT, 4 * MT));
       line("#pragma unroll");
       line(fmt::format("for (int t = 0; t < {}; ++t)", MT * KT));
       line("  " +
-           call(tmpl::bitmap_tc_tile_rows,
-                cptr_u32(a_masks("buf", fmt::format("warp * {} + t", MT * KT))), i32("lane"),
-                ptr_u32("m + 4 * t"), ptr_i32("base + 2 * t"))
+           call(tmpl::bitmap_tc_lane,
+                cptr_u32(a_masks("buf", fmt::format("warp * {} + t", MT * KT))),
+                cptr_u32(a_values("buf", fmt::format("warp * {} + t", MT * KT))), i32("lane"),
+                ptr_u32("w + t"), ptr_u32("addr + t"))
                .text +
            ";");
       line("#pragma unroll");
@@ -164,11 +166,8 @@ class BitmapTcEmitter : public Emitter {
         line("#pragma unroll");
         line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
         line("  " +
-             call(tmpl::bitmap_tc_a_quarter, targs(TypeArg{"T"}),
-                  cptr_u32(a_values("buf", fmt::format("(warp * {} + mt) * {} + u", MT, KT))),
-                  cptr_u32(fmt::format("m + 4 * (mt * {} + u)", KT)),
-                  cptr_i32(fmt::format("base + 2 * (mt * {} + u)", KT)), i32("q"), i32("lane"),
-                  ptr_u32("a + 4 * mt"))
+             call(tmpl::bitmap_tc_a_quarter, u32(fmt::format("w[mt * {} + u]", KT)), i32("q"),
+                  ptr_u32(fmt::format("addr + mt * {} + u", KT)), ptr_u32("a + 4 * mt"))
                  .text +
              ";");
         comment("B rows 16·uq .. 16·uq + 15 of the step");
@@ -258,10 +257,10 @@ class BitmapTcEmitter : public Emitter {
 }  // namespace
 
 std::vector<int64_t> bitmap_mask_words(const BitmapTileFormat& f) {
-  std::vector<int64_t> words(2 * f.masks.size());
-  for (size_t i = 0; i < f.masks.size(); ++i) {
-    words[2 * i] = static_cast<int64_t>(f.masks[i] & 0xffffffffu);
-    words[2 * i + 1] = static_cast<int64_t>(f.masks[i] >> 32);
+  std::vector<int64_t> words(static_cast<size_t>(f.tiles() * kBitmapLanes));
+  for (int64_t t = 0; t < f.tiles(); ++t) {
+    const auto w = bitmap_lane_words(f, t);
+    std::copy(w.begin(), w.end(), words.begin() + t * kBitmapLanes);
   }
   return words;
 }

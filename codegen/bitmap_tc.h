@@ -10,8 +10,8 @@
 //     issue(0); commit;                                 // B tile + each warp's A tile, cp.async
 //     for (i = 0; i < tiles; ++i) {
 //       if (i + 1 < tiles) issue(i + 1);  commit;  wait<1>;  __syncthreads();
-//       sg::bitmap_tc_tile_rows(masks of buffer i % 2, lane, m, base);   // popcount row bases
-//       for q < 4: sg::bitmap_tc_a_quarter<T>(vals, m, base, q, lane, a);  // 16 x 16 A operand
+//       sg::bitmap_tc_lane(lane words of buffer i % 2, lane, &w, &next);  // scan: value start
+//       for q < 4: sg::bitmap_tc_a_quarter(vals, w, q, &next, a);         // 16 x 16 A operand
 //                  sg::bitmap_tc_mma_quarter<T, 8, 1, B_ROW>(B tile, q, lane, a, acc);
 //       __syncthreads();
 //     }
@@ -36,14 +36,14 @@ namespace sparsegen::codegen {
 
 // Precondition: schedule.family() == BitmapTc and validate(problem, schedule) is empty;
 // f = pack_bitmap_tiles(a) for the problem's matrix. Parameters: values (Values: f.values in the
-// dtype), B, C, alpha, beta, masks (U32Table: f.masks as little-endian 32-bit halves),
+// dtype), B, C, alpha, beta, masks (U32Table: bitmap_mask_words, 32 lane words per tile),
 // tile_ptr (I32Table), then ws (Workspace) when ksplit > 1. grid = (bitmap_tc_grid_x, ksplit).
 // Throws UserError for an illegal problem (fp32, N, B layout) or offsets beyond 32 bits.
 GeneratedKernel emit_bitmap_tc(const Problem& problem, const Schedule& schedule,
                                const BitmapTileFormat& f,
                                const EmitOptions& opt = {.kernel_name = "sparsegen_bitmap_tc"});
 
-// f.masks as 32-bit words (low half first), as the kernel reads them.
+// The kernel's mask table: per tile its 32 lane words (bitmap_lane_words), tiles in order.
 std::vector<int64_t> bitmap_mask_words(const BitmapTileFormat& f);
 
 }  // namespace sparsegen::codegen

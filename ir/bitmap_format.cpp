@@ -84,6 +84,38 @@ BitmapTileStats stats_of(const CsrMatrix& a) {
 
 }  // namespace
 
+BitmapFragmentSlot bitmap_fragment_slot(int row, int col) {
+  SG_ASSERT(row >= 0 && row < kBitmapTileRows && col >= 0 && col < kBitmapTileCols,
+            "bitmap_fragment_slot: position outside the tile");
+  const int q = col / 16, c = col % 16;
+  const int r = row / 8 + 2 * (c / 8);  // register: row half, then column half of the quarter
+  return {4 * (row % 8) + (c % 8) / 2, 8 * q + 2 * r + c % 2};
+}
+
+std::pair<int, int> bitmap_fragment_position(int lane, int bit) {
+  SG_ASSERT(lane >= 0 && lane < kBitmapLanes && bit >= 0 && bit < 32,
+            "bitmap_fragment_position: lane or bit out of range");
+  const int q = bit / 8, r = (bit / 2) % 4, e = bit % 2;
+  return {lane / 4 + 8 * (r % 2), 16 * q + 8 * (r / 2) + 2 * (lane % 4) + e};
+}
+
+std::array<uint32_t, kBitmapLanes> bitmap_lane_words(const BitmapTileFormat& f, int64_t tile) {
+  std::array<uint32_t, kBitmapLanes> w{};
+  const uint64_t* masks = &f.masks[static_cast<size_t>(tile * kBitmapTileRows)];
+  for (int i = 0; i < kBitmapTileRows; ++i)
+    for (uint64_t m = masks[i]; m != 0; m &= m - 1) {
+      const BitmapFragmentSlot s = bitmap_fragment_slot(i, std::countr_zero(m));
+      w[static_cast<size_t>(s.lane)] |= uint32_t{1} << s.bit;
+    }
+  return w;
+}
+
+std::array<int, kBitmapLanes + 1> bitmap_lane_starts(const std::array<uint32_t, kBitmapLanes>& w) {
+  std::array<int, kBitmapLanes + 1> start{};
+  for (size_t l = 0; l < w.size(); ++l) start[l + 1] = start[l] + std::popcount(w[l]);
+  return start;
+}
+
 int64_t BitmapTileStats::bytes() const {
   return slots * 2 + tiles * kBitmapTileRows * 8 + (tiles + 1) * 4;
 }
@@ -120,12 +152,21 @@ BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a) {
     // Empty tiles before this one start (and end) where the previous tile ended.
     for (; next <= tile; ++next) f.tile_ptr[static_cast<size_t>(next)] = slot;
     uint64_t* masks = &f.masks[static_cast<size_t>(tile * kBitmapTileRows)];
-    int64_t v = slot;
+    for (size_t i = 0; i < kBitmapTileRows; ++i)
+      for (int64_t e = t.begin[i]; e < t.end[i]; ++e)
+        masks[i] |= uint64_t{1} << (a.col_idx[static_cast<size_t>(e)] - ct * kBitmapTileCols);
+    // Values in fragment order: the slot of an entry is its lane's start plus its rank in the
+    // lane word.
+    const auto words = bitmap_lane_words(f, tile);
+    const auto start = bitmap_lane_starts(words);
     for (size_t i = 0; i < kBitmapTileRows; ++i)
       for (int64_t e = t.begin[i]; e < t.end[i]; ++e) {
-        const int64_t c = a.col_idx[static_cast<size_t>(e)] - ct * kBitmapTileCols;
-        masks[i] |= uint64_t{1} << c;
-        f.values[static_cast<size_t>(v++)] = a.values[static_cast<size_t>(e)];
+        const auto c = static_cast<int>(a.col_idx[static_cast<size_t>(e)] - ct * kBitmapTileCols);
+        const BitmapFragmentSlot fs = bitmap_fragment_slot(static_cast<int>(i), c);
+        const uint32_t w = words[static_cast<size_t>(fs.lane)];
+        const int64_t v = slot + start[static_cast<size_t>(fs.lane)] +
+                          std::popcount(w & ((uint32_t{1} << fs.bit) - 1));
+        f.values[static_cast<size_t>(v)] = a.values[static_cast<size_t>(e)];
       }
     slot += round_up(t.count, kBitmapValueAlign);  // the fill slots stay 0
   });
@@ -161,22 +202,37 @@ CsrMatrix unpack_bitmap_tiles(const BitmapTileFormat& f) {
   const int64_t expect = std::clamp<int64_t>(f.nnz, 0, f.slots());
   a.col_idx.reserve(static_cast<size_t>(expect));
   a.values.reserve(static_cast<size_t>(expect));
-  // next[ct]: the value slot of the next entry of column tile ct in the current row tile.
-  std::vector<int64_t> next(static_cast<size_t>(f.col_tiles));
+  // Per row tile, the lane words and lane starts of each of its non-empty column tiles.
+  struct TileOrder {
+    std::array<uint32_t, kBitmapLanes> words;
+    std::array<int, kBitmapLanes + 1> start;
+  };
+  std::vector<TileOrder> order(static_cast<size_t>(f.col_tiles));
   for (int64_t rt = 0; rt < f.row_tiles; ++rt) {
-    for (int64_t ct = 0; ct < f.col_tiles; ++ct)
-      next[static_cast<size_t>(ct)] = f.tile_ptr[static_cast<size_t>(rt * f.col_tiles + ct)];
+    for (int64_t ct = 0; ct < f.col_tiles; ++ct) {
+      TileOrder& o = order[static_cast<size_t>(ct)];
+      o.words = bitmap_lane_words(f, rt * f.col_tiles + ct);
+      o.start = bitmap_lane_starts(o.words);
+    }
     for (int64_t i = 0; i < kBitmapTileRows; ++i) {
       const int64_t r = rt * kBitmapTileRows + i;
       for (int64_t ct = 0; ct < f.col_tiles; ++ct) {
-        uint64_t m = f.masks[static_cast<size_t>((rt * f.col_tiles + ct) * kBitmapTileRows + i)];
+        const int64_t t = rt * f.col_tiles + ct;
+        uint64_t m = f.masks[static_cast<size_t>(t * kBitmapTileRows + i)];
         if (m != 0 && r >= f.rows) broken(fmt::format("bits set in row {} beyond {}", r, f.rows));
+        const TileOrder& o = order[static_cast<size_t>(ct)];
         for (; m != 0; m &= m - 1) {
-          const int64_t c = ct * kBitmapTileCols + std::countr_zero(m);
+          const int bit = std::countr_zero(m);
+          const int64_t c = ct * kBitmapTileCols + bit;
           if (c >= f.cols)
             broken(fmt::format("row {}: bit set at column {} beyond {}", r, c, f.cols));
+          const BitmapFragmentSlot fs = bitmap_fragment_slot(static_cast<int>(i), bit);
+          const uint32_t w = o.words[static_cast<size_t>(fs.lane)];
+          const int64_t v = f.tile_ptr[static_cast<size_t>(t)] +
+                            o.start[static_cast<size_t>(fs.lane)] +
+                            std::popcount(w & ((uint32_t{1} << fs.bit) - 1));
           a.col_idx.push_back(static_cast<int32_t>(c));
-          a.values.push_back(f.values[static_cast<size_t>(next[static_cast<size_t>(ct)]++)]);
+          a.values.push_back(f.values[static_cast<size_t>(v)]);
         }
       }
       if (r < f.rows) a.row_ptr[static_cast<size_t>(r + 1)] = a.nnz();

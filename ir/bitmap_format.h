@@ -2,26 +2,36 @@
 // BitmapTcSchedule). A is cut into tiles of kBitmapTileRows x kBitmapTileCols (16 x 64: one
 // mma.m16n8k16 row block by four k16 steps). Per tile:
 //   masks   16 x 64-bit words, word r has bit c set when A[16·rt + r][64·ct + c] is stored
-//   values  the stored entries of the tile, row by row, columns ascending, then zero-filled up to a
+//   values  the stored entries of the tile in fragment order (below), then zero-filled up to a
 //           multiple of kBitmapValueAlign slots so that every tile starts 16-byte aligned
 // Tiles are numbered row-tile major: t = rt · col_tiles + ct. tile_ptr[t] is the first value slot
 // of tile t (tiles + 1 entries, tile_ptr[tiles] = slots). Rows beyond M and columns beyond K
 // (the last row / column tile) have no bits set.
 //
+// Fragment order: lane L of a warp holds, in the A operand of mma.m16n8k16 (4 x b32 per k16
+// quarter, PTX ISA layout), 32 positions of the tile: bit p = 8q + 2r + e is quarter q, register
+// r, half e, i.e. row (L / 4) + 8·(r & 1), column 16q + 8·(r / 2) + 2·(L % 4) + e
+// (bitmap_fragment_position). A tile's values are lane 0's entries by bit, then lane 1's, ...
+// So a lane finds its values from its 32-bit lane word (bitmap_lane_words) and one prefix sum
+// over the lanes, then walks them in register order: the decode costs a few instructions per
+// position and no per-position popcount (templates/sg_bitmap_tc.cuh).
+//
 // Why a bitmap and not column indices: one bit per dense position is 1/16 of a dense fp16 value,
 // so the format's bytes relative to dense fp16 are d + 1/16 (+ alignment): 0.56 at 50% sparsity,
 // 0.36 at 70%, 0.16 at 90% — below MACKO's d·(16+b_Δ)/16 up to ~75% sparsity. Every tile is
-// independently addressable, so a warp can start at any column tile (split K) and decode a
-// 16 x 16 mma operand with popcounts alone.
+// independently addressable, so a warp can start at any column tile (split K).
 //
 // Example, one 16 x 64 tile, row 0 = {(0, 1.0), (5, 2.0)}, row 2 = {(63, 3.0)}:
 //   masks[0] = 0x21, masks[1] = 0, masks[2] = 1 << 63, other rows 0
+//   fragment slots: (0, 0) lane 0 bit 0; (0, 5) lane 2 bit 1; (2, 63) lane 11 bit 29
 //   values = 1.0 2.0 3.0 0 0 0 0 0 (3 entries, zero-filled to 8), tile_ptr = 0 8
 // Explicit zeros of the input are stored entries (their bit is set), so unpack restores the CSR
 // exactly.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "ir/sparse_matrix.h"
@@ -32,6 +42,17 @@ inline constexpr int64_t kBitmapTileRows = 16;
 inline constexpr int64_t kBitmapTileCols = 64;
 // Value slots per 16-byte vector of 2-byte values; every tile's values start at a multiple.
 inline constexpr int64_t kBitmapValueAlign = 8;
+// Lanes of a warp, and positions of a tile per lane (16 · 64 / 32).
+inline constexpr int kBitmapLanes = 32;
+
+// The lane and lane-word bit of tile position (row, col), 0 <= row < 16, 0 <= col < 64.
+struct BitmapFragmentSlot {
+  int lane = 0;
+  int bit = 0;
+};
+BitmapFragmentSlot bitmap_fragment_slot(int row, int col);
+// The inverse: {row, col} of lane `lane`'s bit `bit`.
+std::pair<int, int> bitmap_fragment_position(int lane, int bit);
 
 struct BitmapTileFormat {
   int64_t rows = 0;
@@ -67,5 +88,14 @@ BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a);
 
 // Exact inverse of pack_bitmap_tiles (structure, values, explicit zeros).
 CsrMatrix unpack_bitmap_tiles(const BitmapTileFormat& f);
+
+// The 32 lane words of tile t (word L bit p: bitmap_fragment_position(L, p) is stored), from the
+// tile's row masks; what the kernel reads.
+std::array<uint32_t, kBitmapLanes> bitmap_lane_words(const BitmapTileFormat& f, int64_t tile);
+
+// The fragment-order value slot, relative to the tile's first slot, of every stored position of
+// a tile with lane words `w`: slot of (lane, bit) = entries of the lanes below + set bits of the
+// lane's word below `bit`. lane_start[L] = entries of lanes 0 .. L-1 (33 entries).
+std::array<int, kBitmapLanes + 1> bitmap_lane_starts(const std::array<uint32_t, kBitmapLanes>& w);
 
 }  // namespace sparsegen

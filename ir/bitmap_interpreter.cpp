@@ -59,7 +59,9 @@ void interpret_bitmap_tc(const Problem& p, const BitmapTcSchedule& s, const Bitm
     const int64_t v0 = f.tile_ptr[static_cast<size_t>(t)];
     const int64_t v1 = f.tile_ptr[static_cast<size_t>(t + 1)];
     const uint64_t* masks = &f.masks[static_cast<size_t>(t * R)];
-    int64_t before = 0;  // entries of the earlier rows of the tile
+    // The kernel's decode: fragment order, a lane's start plus the rank in its lane word.
+    const auto words = bitmap_lane_words(f, t);
+    const auto start = bitmap_lane_starts(words);
     for (int64_t i = 0; i < R; ++i) {
       const uint64_t m = masks[i];
       const int64_t r = rt * R + i;
@@ -70,8 +72,10 @@ void interpret_bitmap_tc(const Problem& p, const BitmapTcSchedule& s, const Bitm
         const int64_t col = ct * kBitmapTileCols + bit;
         if (col >= p.k)
           broken(fmt::format("tile {} row {}: bit set at column {} beyond K = {}", t, r, col, p.k));
-        // The kernel's decode: rank of the bit among the row's set bits.
-        const int64_t v = v0 + before + std::popcount(m & ((uint64_t{1} << bit) - 1));
+        const BitmapFragmentSlot fs = bitmap_fragment_slot(static_cast<int>(i), bit);
+        const int64_t v =
+            v0 + start[static_cast<size_t>(fs.lane)] +
+            std::popcount(words[static_cast<size_t>(fs.lane)] & ((uint32_t{1} << fs.bit) - 1));
         if (v >= v1)
           broken(fmt::format("tile {} row {} column {}: value index {} outside [{}, {})", t, r, col,
                              v, v0, v1));
@@ -79,7 +83,6 @@ void interpret_bitmap_tc(const Problem& p, const BitmapTcSchedule& s, const Bitm
         float* ac = &acc[static_cast<size_t>(i * N)];
         for (int64_t n = 0; n < N; ++n) ac[n] += a * bq[static_cast<size_t>(p.b_index(col, n))];
       }
-      before += std::popcount(m);
     }
   };
 

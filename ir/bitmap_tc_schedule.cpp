@@ -54,7 +54,7 @@ std::string bitmap_tc_spec(const BitmapTcSchedule& s) {
 
 std::string print_bitmap_tc(const BitmapTcSchedule& s) {
   std::string out = "schedule bitmap_tc\n";
-  out += fmt::format("  format: bitmap tiles {}x{} (64-bit row masks, packed values)\n",
+  out += fmt::format("  format: bitmap tiles {}x{} (64-bit row masks, values in fragment order)\n",
                      kBitmapTileRows, kBitmapTileCols);
   out += fmt::format("  block : warps={} rows_per_block={} (mt={} row tiles per warp)\n",
                      s.warps_per_block, s.rows_per_block(), s.m_tiles);

@@ -39,7 +39,8 @@ int64_t bitmap_tc_grid_y(const Problem& p, const BitmapTcSchedule& s);  // kspli
 int64_t bitmap_tc_b_row_bytes(const Problem& p);
 // Dynamic shared memory of the kernel, in bytes (all multiples of 16):
 //   [tile pointers: rows_per_block/16 row tiles x (part tiles + 1) ints]
-//   stages x k_tiles x [B tile: 64 x b_row | per row tile of the block: 16 masks (128) | values]
+//   stages x k_tiles x [B tile: 64 x b_row | per row tile of the block: 32 lane words (128) |
+//   values]
 struct BitmapTcSmem {
   int64_t tile_ptrs = 0;  // bytes of the tile-pointer table
   int64_t b_tile = 0;     // 64 rows x bitmap_tc_b_row_bytes

@@ -1,9 +1,10 @@
 // bitmap_tc device helpers: "load as sparse, compute as dense" on the tensor cores. A is stored
-// as 16 x 64 bitmap tiles (ir/bitmap_format.h: a 64-bit mask per tile row, the tile's values
-// packed row by row). Per 64-column step the block copies, with cp.async, one B tile (64 rows of
-// B, zero rows beyond K) and each warp's A tiles (masks + values) into shared memory; a warp then
-// turns each 16 x 16 quarter of its tile into the A operand of mma.m16n8k16 with popcounts
-// (no dense copy of A is ever written), and multiplies it with B fragments read by ldmatrix.trans.
+// as 16 x 64 bitmap tiles (ir/bitmap_format.h); the kernel reads each tile as 32 lane words (one
+// per lane: which of its fragment positions are stored) and the values in fragment order. Per
+// 64-column step the block copies, with cp.async, one B tile (64 rows of B, zero rows beyond K) and
+// each warp's A tiles (lane words + values) into shared memory; each lane then walks its own values
+// into the A operand of mma.m16n8k16, quarter by quarter (no dense copy of A is ever written), and
+// multiplies it with B fragments read by ldmatrix.trans.
 //
 // Fragment layouts (PTX ISA, mma.m16n8k16 with 16-bit inputs; g = lane / 4, t = lane % 4):
 //   A (4 x b32): a0 = row g   cols 2t, 2t+1     a1 = row g+8 cols 2t, 2t+1
@@ -27,12 +28,6 @@ template <>
 struct IsHalf<__half> {
   static constexpr bool value = true;
 };
-
-__device__ __forceinline__ int popc64_below(unsigned lo, unsigned hi, int bit) {
-  // Set bits of the 64-bit mask (hi:lo) strictly below `bit` (0..63).
-  return bit < 32 ? __popc(lo & ((1u << bit) - 1u))
-                  : __popc(lo) + __popc(hi & ((1u << (bit - 32)) - 1u));
-}
 
 }  // namespace detail
 
@@ -83,56 +78,45 @@ __device__ __forceinline__ void bitmap_tc_issue_a(unsigned* s_masks, unsigned* s
     detail::cp_async16(s_vals + c * 4, values + v0 + c * 8, 16);
 }
 
-// Reads the masks of rows g and g+8 of a staged tile (m[0..1] = row g lo/hi, m[2..3] = row g+8)
-// and the first value index of each of the two rows within the tile (base[0], base[1]): the
-// popcounts of the rows above, by a scan over the 8 lane groups.
-__device__ __forceinline__ void bitmap_tc_tile_rows(const unsigned* s_masks, int lane, unsigned* m,
-                                                    int* base) {
-  const int g = lane >> 2;
-  m[0] = s_masks[2 * g];
-  m[1] = s_masks[2 * g + 1];
-  m[2] = s_masks[2 * (g + 8)];
-  m[3] = s_masks[2 * (g + 8) + 1];
-  const int c0 = __popc(m[0]) + __popc(m[1]);
-  const int c1 = __popc(m[2]) + __popc(m[3]);
-  int x0 = c0, x1 = c1;
+// Lane word of a staged tile (bit p: this lane's fragment position p is stored; see
+// ir/bitmap_format.h) and the shared-window address of the lane's first value in the tile's
+// fragment-ordered values: the entries of the lanes below, by a warp scan of the popcounts.
+__device__ __forceinline__ void bitmap_tc_lane(const unsigned* s_masks, const unsigned* s_vals,
+                                               int lane, unsigned* w, unsigned* addr) {
+  *w = s_masks[lane];
+  const int c = __popc(*w);
+  int x = c;
 #pragma unroll
-  for (int d = 4; d < 32; d <<= 1) {
-    const int y0 = __shfl_up_sync(0xffffffffu, x0, d);
-    const int y1 = __shfl_up_sync(0xffffffffu, x1, d);
-    if (lane >= d) {
-      x0 += y0;
-      x1 += y1;
-    }
+  for (int d = 1; d < 32; d <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, x, d);
+    if (lane >= d) x += y;
   }
-  const int top = __shfl_sync(0xffffffffu, x0, 31);  // entries of rows 0..7
-  base[0] = x0 - c0;
-  base[1] = top + x1 - c1;
+  *addr = detail::smem_addr(s_vals) + 2u * static_cast<unsigned>(x - c);
 }
 
-// The A operand (4 x b32, layout above) of quarter q (columns 16q .. 16q+15 of the tile) from the
-// row masks and first value indices of bitmap_tc_tile_rows: value index of column c in row r =
-// base[r] + set bits of the row's mask below c. Absent entries are 0.
-template <typename T>
-__device__ __forceinline__ void bitmap_tc_a_quarter(const unsigned* s_vals, const unsigned* m,
-                                                    const int* base, int q, int lane, unsigned* a) {
-  const unsigned short* v = reinterpret_cast<const unsigned short*>(s_vals);
-  const int t = lane & 3;
+// The A operand (4 x b32, layout above) of quarter q (columns 16q .. 16q+15 of the tile): bits
+// 8q .. 8q+7 of the lane word w, in register order. The lane's values are consecutive, so each
+// set bit takes the next one: *addr advances past the quarter's entries. Absent entries are 0.
+// No popcounts: per position a predicated load and a predicated address step (SASS: @P LDS.U16,
+// @P IADD), per pair one permute.
+__device__ __forceinline__ void bitmap_tc_a_quarter(unsigned w, int q, unsigned* addr,
+                                                    unsigned* a) {
+  const unsigned m = w >> (8 * q);
+  unsigned p = *addr;
 #pragma unroll
-  for (int half = 0; half < 2; ++half) {  // row g, then row g + 8
-    const unsigned lo = m[2 * half], hi = m[2 * half + 1];
-#pragma unroll
-    for (int cpair = 0; cpair < 2; ++cpair) {  // columns 2t, 2t+1, then 2t+8, 2t+9
-      const int c = 16 * q + 2 * t + 8 * cpair;
-      const unsigned word = c < 32 ? lo : hi;
-      const int sh = c & 31;
-      const int i0 = base[half] + detail::popc64_below(lo, hi, c);
-      const unsigned b0 = (word >> sh) & 1u, b1 = (word >> (sh + 1)) & 1u;
-      const unsigned e0 = b0 ? v[i0] : 0u;
-      const unsigned e1 = b1 ? v[i0 + static_cast<int>(b0)] : 0u;
-      a[2 * cpair + half] = e0 | (e1 << 16);
+  for (int r = 0; r < 4; ++r) {
+    unsigned lo = 0u, hi = 0u;
+    if (m & (1u << (2 * r))) {
+      asm volatile("ld.shared.u16 %0, [%1];\n" : "=r"(lo) : "r"(p));
+      p += 2u;
     }
+    if (m & (2u << (2 * r))) {
+      asm volatile("ld.shared.u16 %0, [%1];\n" : "=r"(hi) : "r"(p));
+      p += 2u;
+    }
+    a[r] = __byte_perm(lo, hi, 0x5410);
   }
+  *addr = p;
 }
 
 // acc (MT row tiles x NT n8 tiles x 4 floats) += A (MT x 4 b32) x B rows 16q .. 16q+15 of the

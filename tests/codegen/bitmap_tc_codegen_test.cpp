@@ -70,8 +70,8 @@ TEST(BitmapTcCodegen, EmittedKernelShape) {
   EXPECT_TRUE(has(src, "const int k_end = min(200, (ct0 + tiles) * 64);"));
   EXPECT_TRUE(has(src, "const int steps = (tiles + 0) / 1;"));
   EXPECT_TRUE(has(src, "sg::bitmap_tc_issue_a<T>("));
-  EXPECT_TRUE(has(src, "sg::bitmap_tc_tile_rows("));
-  EXPECT_TRUE(has(src, "sg::bitmap_tc_a_quarter<T>("));
+  EXPECT_TRUE(has(src, "sg::bitmap_tc_lane("));
+  EXPECT_TRUE(has(src, "sg::bitmap_tc_a_quarter("));
   EXPECT_TRUE(has(src, "sg::bitmap_tc_mma_quarter<T, 3, 2, 48>("));
   EXPECT_TRUE(has(src, "sg::cp_async_commit();"));
   EXPECT_TRUE(has(src, "sg::cp_async_wait<2>();"));  // stages - 1 groups in flight
@@ -121,8 +121,8 @@ TEST(BitmapTcCodegen, MultiTileSteps) {
   EXPECT_TRUE(has(src, "for (int u = 0; u < 2; ++u)"));
   EXPECT_TRUE(has(src, "const bool ok = rt < 3 && j < tiles;"));
   EXPECT_TRUE(has(src, "for (int t = 0; t < 4; ++t)"));  // mt x kt A tiles per warp
-  EXPECT_TRUE(has(src, "unsigned m[16], a[8];"));
-  EXPECT_TRUE(has(src, "int base[8];"));
+  EXPECT_TRUE(has(src, "unsigned w[4], a[8];"));         // a lane word per A tile, mt x 4 registers
+  EXPECT_TRUE(has(src, "int next[4];"));
   EXPECT_TRUE(has(src, "for (int uq = 0; uq < 8; ++uq)"));
   EXPECT_TRUE(has(src, "sg::bitmap_tc_mma_quarter<T, 3, 2, 48>("));
   EXPECT_TRUE(has(src, "sg::cp_async_wait<2>();"));
@@ -201,16 +201,13 @@ TEST(BitmapTcCodegen, Signature) {
                 k.source.find(" " + sig.params[i].name + (i + 1 == np ? ")" : ",\n")))
           << sig.params[i].name;
     }
-    // Masks: two 32-bit words (low half first) per 64-bit row mask, 16 per tile.
+    // Masks: the 32 lane words of every tile, tiles in order.
     const std::vector<int64_t>& words = sig.params[5].data;
-    ASSERT_EQ(words.size(), 2 * f.masks.size());
-    EXPECT_EQ(words.size(), static_cast<size_t>(2 * 16 * f.tiles()));
-    for (size_t i = 0; i < f.masks.size(); ++i) {
-      EXPECT_EQ(
-          static_cast<uint64_t>(words[2 * i]) | (static_cast<uint64_t>(words[2 * i + 1]) << 32),
-          f.masks[i]);
-      EXPECT_GE(words[2 * i], 0);
-      EXPECT_LE(words[2 * i + 1], int64_t{0xffffffff});
+    ASSERT_EQ(words.size(), static_cast<size_t>(32 * f.tiles()));
+    for (int64_t t = 0; t < f.tiles(); ++t) {
+      const auto w = bitmap_lane_words(f, t);
+      for (size_t l = 0; l < 32; ++l)
+        EXPECT_EQ(words[static_cast<size_t>(t * 32) + l], static_cast<int64_t>(w[l]));
     }
     EXPECT_EQ(words, bitmap_mask_words(f));
     EXPECT_EQ(sig.params[6].data, f.tile_ptr);
@@ -244,11 +241,21 @@ TEST(BitmapTcCodegen, Signature) {
   EXPECT_EQ(kt.signature.launch.block_threads, 256);
 }
 
-TEST(BitmapTcCodegen, MaskWordsAreLowHalfFirst) {
+TEST(BitmapTcCodegen, MaskWordsAreLaneWords) {
+  // One 16 x 64 tile: row 0 = columns 1 and 32, row 1 = every column, other rows empty.
   BitmapTileFormat f;
-  f.masks = {0x8000000100000002ULL, 0xffffffffffffffffULL, 0};
-  EXPECT_EQ(bitmap_mask_words(f),
-            (std::vector<int64_t>{0x2, 0x80000001LL, 0xffffffffLL, 0xffffffffLL, 0, 0}));
+  f.rows = 16;
+  f.cols = 64;
+  f.row_tiles = f.col_tiles = 1;
+  f.masks.assign(16, 0);
+  f.masks[0] = 0x0000000100000002ULL;
+  f.masks[1] = ~uint64_t{0};
+  std::vector<int64_t> expect(32, 0);
+  // (0, 1): lane 0 bit 1; (0, 32): quarter 2, lane 0, bit 16. Row 1 is g = 1: lanes 4..7, the
+  // bits of registers a0 and a2 (row g) of every quarter: 0x33333333.
+  expect[0] = (1 << 1) | (1 << 16);
+  for (int l = 4; l < 8; ++l) expect[static_cast<size_t>(l)] = 0x33333333;
+  EXPECT_EQ(bitmap_mask_words(f), expect);
 }
 
 TEST(BitmapTcCodegen, IllegalProblemsThrowUserError) {

@@ -2,6 +2,7 @@
 // the bitmap_tc CPU interpreter against a double-precision CSR reference.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <limits>
@@ -209,7 +210,72 @@ TEST(BitmapFormat, FullyDenseTile) {
   EXPECT_EQ(f.masks, std::vector<uint64_t>(16, ~uint64_t{0}));
   EXPECT_EQ(f.tile_ptr, (std::vector<int64_t>{0, 1024}));
   EXPECT_EQ(f.max_tile_values, 1024);
-  EXPECT_EQ(f.values, a.values);  // row by row, columns ascending: CSR order, no fill
+  // Fragment order, no fill: lane L's 32 values by bit, i.e. quarter by quarter, the A registers
+  // a0..a3 (row g, g+8, then the same rows 8 columns on), two columns each.
+  ASSERT_EQ(f.values.size(), 1024u);
+  for (int lane = 0; lane < 32; ++lane)
+    for (int bit = 0; bit < 32; ++bit) {
+      const auto [r, c] = bitmap_fragment_position(lane, bit);
+      EXPECT_EQ(f.values[static_cast<size_t>(lane * 32 + bit)], 0.5f + 0.001f * float(r * 64 + c))
+          << "lane " << lane << " bit " << bit;
+    }
+  // Lane 5 (g = 1, t = 1): bits 0..7 are (1, 2) (1, 3) (9, 2) (9, 3) (1, 10) (1, 11) (9, 10) (9,
+  // 11).
+  const std::pair<int, int> q0[8] = {{1, 2},  {1, 3},  {9, 2},  {9, 3},
+                                     {1, 10}, {1, 11}, {9, 10}, {9, 11}};
+  for (int bit = 0; bit < 8; ++bit) EXPECT_EQ(bitmap_fragment_position(5, bit), q0[bit]) << bit;
+  EXPECT_EQ(bitmap_fragment_position(5, 8), (std::pair<int, int>{1, 18}));  // next quarter
+  round_trip(a);
+}
+
+TEST(BitmapFormat, FragmentSlotsAreABijection) {
+  std::vector<int> seen(16 * 64, 0);
+  for (int lane = 0; lane < 32; ++lane)
+    for (int bit = 0; bit < 32; ++bit) {
+      const auto [r, c] = bitmap_fragment_position(lane, bit);
+      ASSERT_TRUE(r >= 0 && r < 16 && c >= 0 && c < 64) << lane << " " << bit;
+      ++seen[static_cast<size_t>(r * 64 + c)];
+      const BitmapFragmentSlot s = bitmap_fragment_slot(r, c);
+      EXPECT_EQ(s.lane, lane);
+      EXPECT_EQ(s.bit, bit);
+    }
+  EXPECT_EQ(seen, std::vector<int>(16 * 64, 1));
+}
+
+TEST(BitmapFormat, HeaderExampleInFragmentOrder) {
+  // The header's example: (0, 0) lane 0 bit 0, (0, 5) lane 2 bit 1, (2, 63) lane 11 bit 29.
+  EXPECT_EQ(bitmap_fragment_slot(0, 5).lane, 2);
+  EXPECT_EQ(bitmap_fragment_slot(0, 5).bit, 1);
+  EXPECT_EQ(bitmap_fragment_slot(2, 63).lane, 11);
+  EXPECT_EQ(bitmap_fragment_slot(2, 63).bit, 29);
+  std::vector<Row> rows(16);
+  rows[0] = {{0, 1.0f}, {5, 2.0f}};
+  rows[2] = {{63, 3.0f}};
+  const BitmapTileFormat f = pack_bitmap_tiles(from_rows(64, rows));
+  const auto w = bitmap_lane_words(f, 0);
+  std::array<uint32_t, 32> expect{};
+  expect[0] = 1u;
+  expect[2] = 2u;
+  expect[11] = 1u << 29;
+  EXPECT_EQ(w, expect);
+  const auto start = bitmap_lane_starts(w);
+  EXPECT_EQ(start[0], 0);
+  EXPECT_EQ(start[2], 1);
+  EXPECT_EQ(start[11], 2);
+  EXPECT_EQ(start[32], 3);
+  // Values in lane order; here also row order: (0, 0) < (0, 5) < (2, 63) by lane.
+  EXPECT_EQ(f.values, (std::vector<float>{1, 2, 3, 0, 0, 0, 0, 0}));
+}
+
+TEST(BitmapFormat, ValuesFollowLanesNotRows) {
+  // (0, 8) is lane 0 bit 4, (1, 0) is lane 4 bit 0, (0, 2) is lane 1 bit 0: the value order is
+  // (0, 0) [lane 0 bit 0], (0, 8) [lane 0 bit 4], (0, 2) [lane 1], (1, 0) [lane 4].
+  std::vector<Row> rows(2);
+  rows[0] = {{0, 1.5f}, {2, 2.5f}, {8, 3.5f}};
+  rows[1] = {{0, 4.5f}};
+  const CsrMatrix a = from_rows(64, rows);
+  const BitmapTileFormat f = pack_bitmap_tiles(a);
+  EXPECT_EQ(f.values, (std::vector<float>{1.5f, 3.5f, 2.5f, 4.5f, 0, 0, 0, 0}));
   round_trip(a);
 }
 

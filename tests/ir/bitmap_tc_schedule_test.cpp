@@ -97,7 +97,7 @@ TEST(BitmapTcSchedule, SpecRoundTrip) {
 TEST(BitmapTcSchedule, GoldenPrint) {
   EXPECT_EQ(print_schedule(Schedule(make(8, 2, 3, 3, 2))),
             "schedule bitmap_tc\n"
-            "  format: bitmap tiles 16x64 (64-bit row masks, packed values)\n"
+            "  format: bitmap tiles 16x64 (64-bit row masks, values in fragment order)\n"
             "  block : warps=8 rows_per_block=256 (mt=2 row tiles per warp)\n"
             "  k     : ksplit=3 parts, 2 column tiles per step, cp.async stages=3\n"
             "  math  : mma.m16n8k16, fp32 accumulate\n"
