@@ -99,8 +99,8 @@ struct TuneResult {
   // Wall time of each phase of the search, in order (lookup, enumerate, rank, compile, measure,
   // refine, check, store; phases that did not run are absent); logged with SPARSEGEN_DEBUG=1.
   std::vector<std::pair<std::string, double>> phases_ms;
-  double original_search_ms = 0;            // on a hit: what the cached search took
-  std::optional<bool> check_passed;         // gpu_check of the winner (k > 0)
+  double original_search_ms = 0;     // on a hit: what the cached search took
+  std::optional<bool> check_passed;  // gpu_check of the winner (k > 0)
   std::string kernel_key;
   std::string tuning_key;
   std::string db_path;  // empty when use_cache is false

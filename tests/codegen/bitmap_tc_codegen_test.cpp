@@ -121,8 +121,8 @@ TEST(BitmapTcCodegen, MultiTileSteps) {
   EXPECT_TRUE(has(src, "for (int u = 0; u < 2; ++u)"));
   EXPECT_TRUE(has(src, "const bool ok = rt < 3 && j < tiles;"));
   EXPECT_TRUE(has(src, "for (int t = 0; t < 4; ++t)"));  // mt x kt A tiles per warp
-  EXPECT_TRUE(has(src, "unsigned w[4], a[8];"));         // a lane word per A tile, mt x 4 registers
-  EXPECT_TRUE(has(src, "int next[4];"));
+  // A lane word and a value address per A tile (mt x kt), mt x 4 operand registers.
+  EXPECT_TRUE(has(src, "unsigned w[4], addr[4], a[8];"));
   EXPECT_TRUE(has(src, "for (int uq = 0; uq < 8; ++uq)"));
   EXPECT_TRUE(has(src, "sg::bitmap_tc_mma_quarter<T, 3, 2, 48>("));
   EXPECT_TRUE(has(src, "sg::cp_async_wait<2>();"));
