@@ -130,7 +130,10 @@ class BitmapTcEmitter : public Emitter {
       line(fmt::format("const int j = i * {} + u;", KT));
       line(fmt::format("const bool ok = rt < {} && j < tiles;", f_.row_tiles));
       line(fmt::format("const int* tp = s_tp + rtl * {} + j;", PT_ + 1));
-      call_stmt(tmpl::bitmap_tc_issue_a, targs(TypeArg{"T"}),
+      // Value copies per lane: the largest tile's 16-byte chunks over 32 lanes (at least 1).
+      const int64_t a_iters =
+          std::max<int64_t>(1, (f_.max_tile_values / kBitmapValueAlign + 31) / 32);
+      call_stmt(tmpl::bitmap_tc_issue_a, targs(TypeArg{"T"}, IntArg{a_iters}),
                 ptr_u32(a_masks("buf", fmt::format("rtl * {} + u", KT))),
                 ptr_u32(a_values("buf", fmt::format("rtl * {} + u", KT))), cptr_u32("masks"),
                 cptr_t("values"), i32(fmt::format("rt * {} + ct0 + j", CT_)), i32("ok ? tp[0] : 0"),

@@ -53,7 +53,13 @@ template <typename T, int NT, int B_ROW, int THREADS, int ROWS>
 __device__ __forceinline__ void bitmap_tc_issue_b(unsigned* s_b, const T* __restrict__ B, int k0,
                                                   int k_end, int tid) {
   constexpr int kChunks = ROWS * NT;  // 16-byte pieces of the tile
-  for (int c = tid; c < kChunks; c += THREADS) {
+  // A compile-time trip count: a runtime-bounded loop here compiled to an unrolled loop with a
+  // remainder path, dozens of instructions per step for one or two copies per thread.
+  constexpr int kIters = (kChunks + THREADS - 1) / THREADS;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    const int c = tid + it * THREADS;
+    if (kChunks % THREADS != 0 && c >= kChunks) break;
     const int r = c / NT, j = c - r * NT;
     const int k = k0 + r;
     const T* src = k < k_end ? B + static_cast<long long>(k) * (NT * 8) + j * 8 : B;
@@ -61,10 +67,12 @@ __device__ __forceinline__ void bitmap_tc_issue_b(unsigned* s_b, const T* __rest
   }
 }
 
-// Issues the copy of one A tile (its 16 masks, 128 bytes, and values v0 .. v1, a multiple of 8)
-// into a warp's buffers. valid = 0 (a row tile beyond M): the masks are zero-filled and no value
-// is copied. Called by all 32 lanes of the warp.
-template <typename T>
+// Issues the copy of one A tile (its 32 lane words, 128 bytes, and values v0 .. v1, a multiple
+// of 8) into a warp's buffers. valid = 0 (a row tile beyond M): the words are zero-filled and no
+// value is copied. ITERS bounds the 16-byte value copies per lane (the largest tile's, known when
+// the kernel is emitted), so the loop is unrolled with a guard instead of a runtime loop. Called
+// by all 32 lanes of the warp.
+template <typename T, int ITERS>
 __device__ __forceinline__ void bitmap_tc_issue_a(unsigned* s_masks, unsigned* s_vals,
                                                   const unsigned* __restrict__ masks,
                                                   const T* __restrict__ values, int tile, int v0,
@@ -74,8 +82,12 @@ __device__ __forceinline__ void bitmap_tc_issue_a(unsigned* s_masks, unsigned* s
                        masks + (valid ? static_cast<long long>(tile) * 32 + lane * 4 : 0),
                        valid ? 16 : 0);
   if (!valid) return;
-  for (int c = lane; c < (v1 - v0) / 8; c += 32)
-    detail::cp_async16(s_vals + c * 4, values + v0 + c * 8, 16);
+  const int chunks = (v1 - v0) / 8;
+#pragma unroll
+  for (int it = 0; it < ITERS; ++it) {
+    const int c = lane + 32 * it;
+    if (c < chunks) detail::cp_async16(s_vals + c * 4, values + v0 + c * 8, 16);
+  }
 }
 
 // Lane word of a staged tile (bit p: this lane's fragment position p is stored; see

@@ -1,6 +1,7 @@
 // bitmap_tc emitter (codegen/bitmap_tc.h): the emitted CUDA's shape (pattern checks), the kernel
 // signature (tables, launch shape, workspace), and NVRTC compilation for sm_90 over dtypes, N,
 // m_tiles, ksplit and stages (no GPU needed).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -69,7 +70,9 @@ TEST(BitmapTcCodegen, EmittedKernelShape) {
   EXPECT_TRUE(has(src, "sg::bitmap_tc_issue_b<T, 3, 48, 128, 64>("));
   EXPECT_TRUE(has(src, "const int k_end = min(200, (ct0 + tiles) * 64);"));
   EXPECT_TRUE(has(src, "const int steps = (tiles + 0) / 1;"));
-  EXPECT_TRUE(has(src, "sg::bitmap_tc_issue_a<T>("));
+  // Value copies per lane: the largest tile, 16-byte chunks over 32 lanes, at least one.
+  EXPECT_TRUE(has(src, fmt::format("sg::bitmap_tc_issue_a<T, {}>(",
+                                   std::max<int64_t>(1, (f.max_tile_values / 8 + 31) / 32))));
   EXPECT_TRUE(has(src, "sg::bitmap_tc_lane("));
   EXPECT_TRUE(has(src, "sg::bitmap_tc_a_quarter("));
   EXPECT_TRUE(has(src, "sg::bitmap_tc_mma_quarter<T, 3, 2, 48>("));
