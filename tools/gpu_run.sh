@@ -99,6 +99,10 @@ BENCH_RUNS=(
   # weights, e.g. BITMAP_PROBE_CASES="28672x7168 magnitude 0.7 8,64|4096x4096 random 0.9 8"
   # (FAMILY, default bitmap_tc; BEST_OF, default 12). One JSON per case: probe_<i>.json.
   'bitmap_probe|[ -n "${BITMAP_PROBE_CASES:-}" ] || exit 0; i=0; IFS="|" read -r -a cs <<<"$BITMAP_PROBE_CASES"; for c in "${cs[@]}"; do read -r sh me sp ns <<<"$c"; W=$BENCH_DIR/wp_$i.safetensors; timeout 90 tools/sparsegen gen --shape $sh --method $me --sparsity $sp --seed 5 -o $W >/dev/null || exit 1; timeout 300 tools/sparsegen-bench $W -n $ns --dtype fp16 --family ${FAMILY:-bitmap_tc} --best-of ${BEST_OF:-12} --json $BENCH_DIR/probe_$i.json || exit 1; rm -f $W; i=$((i+1)); done'
+  # sched_probe: given schedules against cuBLAS/cuSPARSE, e.g.
+  # SCHED_PROBE_CASES="28672x7168 magnitude 0.7 8 bitmap_tc;warps=8;b=part|..." (one JSON per
+  # case: sched_<i>.json; weights made once per shape/method/sparsity).
+  'sched_probe|[ -n "${SCHED_PROBE_CASES:-}" ] || exit 0; i=0; IFS="|" read -r -a cs <<<"$SCHED_PROBE_CASES"; for c in "${cs[@]}"; do read -r sh me sp n sc <<<"$c"; W=$BENCH_DIR/ws_${sh}_${me}_${sp}.safetensors; [ -f $W ] || timeout 90 tools/sparsegen gen --shape $sh --method $me --sparsity $sp --seed 5 -o $W >/dev/null || exit 1; timeout 120 tools/sparsegen-bench $W -n $n --dtype fp16 --schedule "$sc" --json $BENCH_DIR/sched_$i.json || exit 1; i=$((i+1)); done; rm -f $BENCH_DIR/ws_*.safetensors'
   # ncu: Nsight Compute reports of single kernels (tools/gpu_profile.sh; cases in NCU_CASES).
   'ncu|[ -n "${NCU_CASES:-}" ] || exit 0; bash "$REPO_ROOT/tools/gpu_profile.sh"'
   # bitmap_tc first look (issue 4, N = 8-64): tune's pick vs cuBLAS / cuSPARSE on 4096x4096,
