@@ -68,20 +68,14 @@ class BitmapTcEmitter : public Emitter {
   }
 
  private:
-  bool part() const { return s_.b_load == BitmapBLoad::Part; }
-  // Word offsets (sg_smem is unsigned[]) of the B rows a step reads (b = step: stage `buf`'s B
-  // tile; b = part: the step's rows of the block's B part) and of A tile `idx` of stage `buf`
-  // (idx = (row tile of the block) x k_tiles + tile of the step): its lane words, then values.
-  std::string step_b(const std::string& buf) const {
-    if (part())
-      return fmt::format("sg_smem + {} + i * {}", smem_.tile_ptrs / 4,
-                         s_.k_tiles * smem_.b_tile / 4);
+  // Word offsets (sg_smem is unsigned[]) of stage `buf`'s B tile and of row tile `rtl`'s masks
+  // and values.
+  std::string stage_b(const std::string& buf) const {
     return fmt::format("sg_smem + {} + ({}) * {}", smem_.tile_ptrs / 4, buf, smem_.stage / 4);
   }
+  // A tile number `idx` of a stage: (row tile of the block) x k_tiles + tile of the step.
   std::string a_masks(const std::string& buf, const std::string& idx) const {
-    const int64_t stage0 =
-        (smem_.tile_ptrs + smem_.b_part) / 4 + (part() ? 0 : s_.k_tiles * smem_.b_tile / 4);
-    return fmt::format("sg_smem + {} + ({}) * {} + ({}) * {}", stage0, buf, smem_.stage / 4, idx,
+    return fmt::format("{} + {} + ({}) * {}", stage_b(buf), s_.k_tiles * smem_.b_tile / 4, idx,
                        smem_.a_tile / 4);
   }
   std::string a_values(const std::string& buf, const std::string& idx) const {
@@ -111,35 +105,22 @@ class BitmapTcEmitter : public Emitter {
     line(fmt::format("float acc[{}];", MT * NT_ * 4));
     line("#pragma unroll");
     line(fmt::format("for (int i = 0; i < {}; ++i) acc[i] = 0.0f;", MT * NT_ * 4));
-    if (part()) {
-      comment("b = part: the block's K part of B, once, as the first cp.async group; after it");
-      comment("every warp runs its own ring of A tiles (no block barrier but the first)");
-      call_stmt(
-          tmpl::bitmap_tc_issue_b_part,
-          targs(TypeArg{"T"}, IntArg{NT_}, IntArg{bitmap_tc_b_row_bytes(p_)}, IntArg{THREADS_}),
-          ptr_u32(fmt::format("sg_smem + {}", smem_.tile_ptrs / 4)), cptr_t("B"),
-          i32(fmt::format("ct0 * {}", kBitmapTileCols)),
-          i32(fmt::format("tiles * {}", kBitmapTileCols)), i32("k_end"), i32("tid"));
-      call_stmt(tmpl::cp_async_commit);
-    }
     comment(
         fmt::format("issue(i): cp.async copies of step i (column tiles ct0 + {0}i .. ct0 + {0}i + "
                     "{1}) into",
                     KT, KT - 1));
-    comment(part() ? "buffer i % stages: this warp's A tiles (lane words + values);"
-                   : "buffer i % stages: the B rows (all threads) and each warp's A tiles (lane "
-                     "words + values);");
-    comment("tiles past the part are copied as empty (zero words)");
+    comment(
+        "buffer i % stages: the B rows (all threads) and each warp's A tiles (masks + values);");
+    comment("tiles past the part are copied as empty (zero masks)");
     {
       auto fn = block("auto issue = [&](int i)", ";");
       line(fmt::format("const int buf = i % {};", s_.stages));
-      if (!part())
-        call_stmt(tmpl::bitmap_tc_issue_b,
-                  targs(TypeArg{"T"}, IntArg{NT_}, IntArg{bitmap_tc_b_row_bytes(p_)},
-                        IntArg{THREADS_}, IntArg{kBitmapTileCols * KT}),
-                  ptr_u32(step_b("buf")), cptr_t("B"),
-                  i32(fmt::format("(ct0 + i * {}) * {}", KT, kBitmapTileCols)), i32("k_end"),
-                  i32("tid"));
+      call_stmt(tmpl::bitmap_tc_issue_b,
+                targs(TypeArg{"T"}, IntArg{NT_}, IntArg{bitmap_tc_b_row_bytes(p_)},
+                      IntArg{THREADS_}, IntArg{kBitmapTileCols * KT}),
+                ptr_u32(stage_b("buf")), cptr_t("B"),
+                i32(fmt::format("(ct0 + i * {}) * {}", KT, kBitmapTileCols)), i32("k_end"),
+                i32("tid"));
       line("#pragma unroll");
       auto mt = block(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
       line(fmt::format("const int rtl = warp * {} + mt;", MT));
@@ -168,12 +149,7 @@ class BitmapTcEmitter : public Emitter {
       comment("one group per step, also when empty, so the wait count below stays exact");
       call_stmt(tmpl::cp_async_commit);
       call_stmt(tmpl::cp_async_wait, targs(IntArg{s_.stages - 1}));
-      if (part()) {
-        comment("the first step also waits for B (the oldest group), copied by every thread");
-        line("if (i == 0) __syncthreads(); else __syncwarp();");
-      } else {
-        line("__syncthreads();");
-      }
+      line("__syncthreads();");
       line(fmt::format("const int buf = i % {};", s_.stages));
       comment("lane words and value starts of every A tile first: independent scans overlap");
       line(fmt::format("unsigned w[{}], addr[{}], a[{}];", MT * KT, MT * KT, 4 * MT));
@@ -200,10 +176,10 @@ class BitmapTcEmitter : public Emitter {
         comment("B rows 16·uq .. 16·uq + 15 of the step");
         call_stmt(tmpl::bitmap_tc_mma_quarter,
                   targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{bitmap_tc_b_row_bytes(p_)}),
-                  cptr_u32(step_b("buf")), i32("uq"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
+                  cptr_u32(stage_b("buf")), i32("uq"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
       }
-      comment("the buffer is refilled by a later step's issue()");
-      line(part() ? "__syncwarp();" : "__syncthreads();");
+      comment("the buffer is refilled by the next step's issue()");
+      line("__syncthreads();");
     }
     const bool row_major = p_.c_layout == Layout::RowMajor;
     const std::string rs = std::to_string(row_major ? p_.n : 1);

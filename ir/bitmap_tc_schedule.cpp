@@ -26,7 +26,7 @@ std::vector<std::string> validate(const BitmapTcSchedule& s) {
   if (s.k_tiles != 1 && s.k_tiles != 2 && s.k_tiles != 4)
     bad(fmt::format("kt={} must be 1, 2 or 4", s.k_tiles));
   if (s.ksplit < 1 || s.ksplit > 64) bad(fmt::format("ksplit={} must be in 1..64", s.ksplit));
-  if (s.stages < 2 || s.stages > 4) bad(fmt::format("stages={} must be 2, 3 or 4", s.stages));
+  if (s.stages != 2 && s.stages != 3) bad(fmt::format("stages={} must be 2 or 3", s.stages));
   return why;
 }
 
@@ -48,8 +48,8 @@ std::vector<std::string> validate_bitmap_tc(const Problem& p, const BitmapTcSche
 }
 
 std::string bitmap_tc_spec(const BitmapTcSchedule& s) {
-  return fmt::format("bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};b={}", s.warps_per_block,
-                     s.m_tiles, s.k_tiles, s.ksplit, s.stages, to_string(s.b_load));
+  return fmt::format("bitmap_tc;warps={};mt={};kt={};ksplit={};stages={}", s.warps_per_block,
+                     s.m_tiles, s.k_tiles, s.ksplit, s.stages);
 }
 
 std::string print_bitmap_tc(const BitmapTcSchedule& s) {
@@ -60,9 +60,6 @@ std::string print_bitmap_tc(const BitmapTcSchedule& s) {
                      s.warps_per_block, s.rows_per_block(), s.m_tiles);
   out += fmt::format("  k     : ksplit={} parts, {} column tile{} per step, cp.async stages={}\n",
                      s.ksplit, s.k_tiles, s.k_tiles == 1 ? "" : "s", s.stages);
-  out += fmt::format("  b     : {}\n", s.b_load == BitmapBLoad::Step
-                                           ? "step (each step's rows, block barriers)"
-                                           : "part (the K part once, a cp.async ring per warp)");
   out += "  math  : mma.m16n8k16, fp32 accumulate\n";
   out += fmt::format("  output: {}\n", to_string(s.output()));
   return out;
@@ -83,12 +80,8 @@ BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
       s.ksplit = num(1024);
     else if (key == "stages")
       s.stages = num(16);
-    else if (key == "b") {
-      const auto b = parse_bitmap_b_load(v);
-      if (!b) spec_fields::error(key, "step or part", v);
-      s.b_load = *b;
-    } else
-      spec_fields::error(key, "one of warps, mt, kt, ksplit, stages, b (family bitmap_tc)", key);
+    else
+      spec_fields::error(key, "one of warps, mt, kt, ksplit, stages (family bitmap_tc)", key);
   });
   spec_fields::check_legal(spec, validate(s));
   return s;
@@ -120,13 +113,8 @@ BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t
   m.b_tile = kBitmapTileCols * bitmap_tc_b_row_bytes(p);
   m.a_values = round16(2 * max_tile_values);
   m.a_tile = kBitmapTileRows * 8 + m.a_values;
-  if (s.b_load == BitmapBLoad::Step) {
-    m.stage = s.k_tiles * (m.b_tile + row_tiles * m.a_tile);
-  } else {
-    m.b_part = part * m.b_tile;  // the K part's rows of B, loaded once
-    m.stage = s.k_tiles * row_tiles * m.a_tile;
-  }
-  m.total = m.tile_ptrs + m.b_part + s.stages * m.stage;
+  m.stage = s.k_tiles * (m.b_tile + row_tiles * m.a_tile);
+  m.total = m.tile_ptrs + s.stages * m.stage;
   return m;
 }
 
@@ -182,28 +170,22 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
   const int64_t tiles = col_tiles_of(p);
   // A warp's steps are latency-bound (decode -> mma chains), so the grid wants several blocks
   // per multiprocessor: K parts double while the grid is short of four waves of one block per
-  // multiprocessor. With B per step, 3 stages measured no faster than 2 on the H200 (first
-  // bitmap_tc run), so the enumeration keeps 2; a warp's private ring (B per part) has no block
-  // barrier to hide, so it gets 3 stages, and kt 1-2 (its B part already takes shared memory).
-  for (BitmapBLoad b : {BitmapBLoad::Step, BitmapBLoad::Part}) {
-    for (int warps : {4, 8}) {
-      for (int mt : {1, 2}) {
-        for (int kt : {1, 2, 4}) {
-          if (b == BitmapBLoad::Part && kt == 4) continue;
-          for (int ks = 1; ks <= 64 && ks <= tiles; ks *= 2) {
-            BitmapTcSchedule s;
-            s.warps_per_block = warps;
-            s.m_tiles = mt;
-            s.k_tiles = kt;
-            s.ksplit = ks;
-            s.b_load = b;
-            s.stages = b == BitmapBLoad::Step ? 2 : 3;
-            if (ks > 1 && bitmap_tc_grid_x(p, s) * (ks / 2) >= 4 * int64_t{dev.multiprocessors})
-              break;
-            if (kt > bitmap_tc_part_tiles(tiles, ks)) continue;  // a step longer than the part
-            if (!verify_bitmap_tc(p, s, st, dev).empty()) continue;
-            out.emplace_back(s);
-          }
+  // multiprocessor. 3 stages measured no faster than 2 on the H200 (first bitmap_tc run), so
+  // the enumeration keeps 2.
+  for (int warps : {4, 8}) {
+    for (int mt : {1, 2}) {
+      for (int kt : {1, 2, 4}) {
+        for (int ks = 1; ks <= 64 && ks <= tiles; ks *= 2) {
+          BitmapTcSchedule s;
+          s.warps_per_block = warps;
+          s.m_tiles = mt;
+          s.k_tiles = kt;
+          s.ksplit = ks;
+          if (ks > 1 && bitmap_tc_grid_x(p, s) * (ks / 2) >= 4 * int64_t{dev.multiprocessors})
+            break;
+          if (kt > bitmap_tc_part_tiles(tiles, ks)) continue;  // a step longer than the part
+          if (!verify_bitmap_tc(p, s, st, dev).empty()) continue;
+          out.emplace_back(s);
         }
       }
     }

@@ -2,11 +2,10 @@
 // launch-shape facts, the verifier's limits and the enumeration (the struct itself lives in
 // ir/schedule.h; schedule.cpp, verifier.cpp and enumerate.cpp dispatch here).
 //
-//   bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2;b=step
+//   bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2
 //     warps   warps per block (1, 2, 4, 8)          mt      16-row tiles per warp (1, 2)
 //     kt      64-column tiles per step (1, 2, 4)    ksplit  K parts, grid.y (1..64)
-//     stages  cp.async buffers in flight (2..4)     b       B per step, or the K part once
-//                                                           (BitmapBLoad: step, part)
+//     stages  cp.async buffers in flight (2, 3)
 #pragma once
 
 #include <string>
@@ -40,17 +39,15 @@ int64_t bitmap_tc_grid_y(const Problem& p, const BitmapTcSchedule& s);  // kspli
 int64_t bitmap_tc_b_row_bytes(const Problem& p);
 // Dynamic shared memory of the kernel, in bytes (all multiples of 16):
 //   [tile pointers: rows_per_block/16 row tiles x (part tiles + 1) ints]
-//   b = step: stages x k_tiles x [B tile: 64 x b_row | per row tile of the block: 32 lane words
-//             (128) | values]
-//   b = part: [B part: part tiles x B tile] stages x k_tiles x [per row tile: words | values]
+//   stages x k_tiles x [B tile: 64 x b_row | per row tile of the block: 32 lane words (128) |
+//   values]
 struct BitmapTcSmem {
   int64_t tile_ptrs = 0;  // bytes of the tile-pointer table
   int64_t b_tile = 0;     // 64 rows x bitmap_tc_b_row_bytes
-  int64_t b_part = 0;     // b = part: the K part's B tiles; 0 for b = step
   int64_t a_values = 0;   // one row tile's value buffer: max_tile_values x 2, rounded to 16
   int64_t a_tile = 0;     // 128 mask bytes + a_values
-  int64_t stage = 0;      // k_tiles x (b_tile (b = step only) + (row tiles per block) x a_tile)
-  int64_t total = 0;      // tile_ptrs + b_part + stages x stage
+  int64_t stage = 0;      // k_tiles x (b_tile + (row tiles per block) x a_tile)
+  int64_t total = 0;      // tile_ptrs + stages x stage
 };
 BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t max_tile_values);
 int64_t bitmap_tc_shared_bytes(const Problem& p, const BitmapTcSchedule& s,
@@ -62,9 +59,8 @@ std::vector<std::string> verify_bitmap_tc(const Problem& p, const BitmapTcSchedu
                                           const BitmapTileStats& st, const DeviceLimits& dev);
 
 // Every legal, verified bitmap_tc schedule for the problem (empty unless fp16/bf16, row-major B
-// and N a multiple of 8 in 8..128): b = step with warps {4, 8} x mt {1, 2} x kt {1, 2, 4} x
-// ksplit from 1 doubling while the grid is smaller than four waves of dev.multiprocessors
-// blocks, stages 2; and b = part likewise with kt {1, 2} and stages 3, where the part fits.
+// and N a multiple of 8 in 8..128): warps {4, 8} x mt {1, 2} x kt {1, 2, 4} x ksplit from 1
+// doubling while the grid is smaller than four waves of dev.multiprocessors blocks; stages 2.
 std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrMatrix& a,
                                                     const DeviceLimits& dev);
 

@@ -19,7 +19,6 @@ constexpr std::string_view kSplitNames[] = {"row", "rows", "nnz"};
 constexpr std::string_view kReduceNames[] = {"none", "total", "bitmap", "segment"};
 constexpr std::string_view kOutputNames[] = {"store", "atomic"};
 constexpr std::string_view kBStageNames[] = {"global", "shared", "shared_f32"};
-constexpr std::string_view kBitmapBLoadNames[] = {"step", "part"};
 constexpr std::string_view kFamilyNames[] = {"general", "macko", "slidesparse", "twell",
                                              "bitmap_tc"};
 
@@ -76,12 +75,6 @@ std::string_view to_string(BStage b) {
 }
 std::optional<BStage> parse_bstage(std::string_view s) {
   return lookup<BStage>(kBStageNames, s);
-}
-std::string_view to_string(BitmapBLoad b) {
-  return kBitmapBLoadNames[static_cast<int>(b)];
-}
-std::optional<BitmapBLoad> parse_bitmap_b_load(std::string_view s) {
-  return lookup<BitmapBLoad>(kBitmapBLoadNames, s);
 }
 std::string_view to_string(ScheduleFamily f) {
   return kFamilyNames[static_cast<int>(f)];

@@ -111,14 +111,6 @@ enum class BStage { Global, Shared, SharedF32 };
 std::string_view to_string(BStage b);  // "global", "shared", "shared_f32"
 std::optional<BStage> parse_bstage(std::string_view s);
 
-// How a bitmap_tc block gets B: per pipeline step, the step's 64·kt rows with the A tiles, all
-// warps in step behind block barriers; or its whole K part once, after which every warp streams
-// its own A tiles through a private cp.async ring (warp barriers only). Part needs the K part's
-// rows of B in shared memory: small N, or enough K parts.
-enum class BitmapBLoad { Step, Part };
-std::string_view to_string(BitmapBLoad b);  // "step", "part"
-std::optional<BitmapBLoad> parse_bitmap_b_load(std::string_view s);
-
 enum class ScheduleFamily { General, Macko, SlideSparse, TwELL, BitmapTc };
 // "general", "macko", "slidesparse", "twell", "bitmap_tc"
 std::string_view to_string(ScheduleFamily f);
@@ -229,8 +221,7 @@ struct BitmapTcSchedule {
   int m_tiles = 1;          // 16-row tiles per warp: 1, 2 (B fragments reused across them)
   int k_tiles = 1;          // 64-column tiles per pipeline step: 1, 2, 4
   int ksplit = 1;           // K parts (grid.y): 1..64
-  int stages = 2;           // shared-memory buffers of the cp.async pipeline: 2, 3, 4
-  BitmapBLoad b_load = BitmapBLoad::Step;  // B per step, or the block's K part once
+  int stages = 2;           // shared-memory buffers of the cp.async pipeline: 2, 3
 
   int rows_per_block() const { return warps_per_block * m_tiles * 16; }
   int threads_per_block() const { return warps_per_block * kWarpSize; }

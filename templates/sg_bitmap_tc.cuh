@@ -67,20 +67,6 @@ __device__ __forceinline__ void bitmap_tc_issue_b(unsigned* s_b, const T* __rest
   }
 }
 
-// b = part: issues the copy, once per block, of B rows k0 .. k0 + rows - 1 (the block's K part)
-// into s_b, rows B_ROW bytes apart, zero-filling rows at or beyond k_end as
-// bitmap_tc_issue_b does. All THREADS threads of the block call it.
-template <typename T, int NT, int B_ROW, int THREADS>
-__device__ __forceinline__ void bitmap_tc_issue_b_part(unsigned* s_b, const T* __restrict__ B,
-                                                       int k0, int rows, int k_end, int tid) {
-  for (int c = tid; c < rows * NT; c += THREADS) {
-    const int r = c / NT, j = c - r * NT;
-    const int k = k0 + r;
-    const T* src = k < k_end ? B + static_cast<long long>(k) * (NT * 8) + j * 8 : B;
-    detail::cp_async16(reinterpret_cast<char*>(s_b) + r * B_ROW + j * 16, src, k < k_end ? 16 : 0);
-  }
-}
-
 // Issues the copy of one A tile (its 32 lane words, 128 bytes, and values v0 .. v1, a multiple
 // of 8) into a warp's buffers. valid = 0 (a row tile beyond M): the words are zero-filled and no
 // value is copied. ITERS bounds the 16-byte value copies per lane (the largest tile's, known when

@@ -44,10 +44,8 @@ CsrMatrix odd_matrix() {
   return testing::csr_with_lengths(lengths, 200, 17);
 }
 
-BitmapTcSchedule make(int warps, int mt, int ksplit, int stages, int kt = 1,
-                      BitmapBLoad b = BitmapBLoad::Step) {
+BitmapTcSchedule make(int warps, int mt, int ksplit, int stages, int kt = 1) {
   BitmapTcSchedule s;
-  s.b_load = b;
   s.warps_per_block = warps;
   s.m_tiles = mt;
   s.k_tiles = kt;
@@ -139,9 +137,7 @@ TEST(BitmapTcCodegen, MultiTileSteps) {
   EXPECT_EQ(m.stage, 2 * (3072 + 8 * m.a_tile));
   const std::string stage = "sg_smem + 40 + (buf) * " + std::to_string(m.stage / 4);
   EXPECT_TRUE(has(src, stage + ", B,")) << src;
-  EXPECT_TRUE(has(src, "sg_smem + " + std::to_string(40 + 1536) + " + (buf) * " +
-                           std::to_string(m.stage / 4) + " + (rtl * 2 + u) * " +
-                           std::to_string(m.a_tile / 4) + ","))
+  EXPECT_TRUE(has(src, stage + " + 1536 + (rtl * 2 + u) * " + std::to_string(m.a_tile / 4) + ","))
       << src;
 
   const GeneratedKernel k4 = emit_bitmap_tc(p, Schedule(make(2, 1, 1, 2, 4)), f);
@@ -149,38 +145,6 @@ TEST(BitmapTcCodegen, MultiTileSteps) {
   EXPECT_TRUE(has(k4.source, "sg::bitmap_tc_issue_b<T, 3, 48, 64, 256>("));
   EXPECT_TRUE(has(k4.source, "for (int uq = 0; uq < 16; ++uq)"));
   EXPECT_TRUE(has(k4.source, "sg::cp_async_wait<1>();"));
-}
-
-// b = part: B's K part is copied once (the first cp.async group) and every warp runs its own
-// ring of A tiles: the loop has one block barrier (step 0, for B) and otherwise warp barriers.
-TEST(BitmapTcCodegen, BPartOnceAndWarpRings) {
-  const CsrMatrix a = odd_matrix();
-  const BitmapTileFormat f = pack_bitmap_tiles(a);
-  const Problem p = Problem::spmm(a.rows, a.cols, 24, DType::F16);
-  const BitmapTcSchedule b = make(4, 2, 1, 3, 2, BitmapBLoad::Part);
-  const GeneratedKernel k = emit_bitmap_tc(p, Schedule(b), f);
-  const std::string& src = k.source;
-  const BitmapTcSmem m = bitmap_tc_smem(p, b, f.max_tile_values);
-  // The part: 4 column tiles (K = 200) of 64 rows x 48 bytes; a stage holds only A tiles.
-  EXPECT_EQ(m.b_part, 4 * 64 * 48);
-  EXPECT_EQ(m.stage, 2 * 8 * m.a_tile);
-  EXPECT_EQ(m.total, m.tile_ptrs + m.b_part + 3 * m.stage);
-  EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, m.total);
-  EXPECT_TRUE(has(src,
-                  "sg::bitmap_tc_issue_b_part<T, 3, 48, 128>(sg_smem + 40, B, ct0 * 64, "
-                  "tiles * 64, k_end, tid);"))
-      << src;
-  EXPECT_FALSE(has(src, "sg::bitmap_tc_issue_b<"));
-  EXPECT_EQ(count(src, "sg::cp_async_commit();"), 3u);  // B, the ring's prologue, each step
-  EXPECT_TRUE(has(src, "if (i == 0) __syncthreads(); else __syncwarp();"));
-  EXPECT_EQ(count(src, "__syncthreads();"), 2u);  // tile pointers, and B at step 0
-  // The step's B rows: i x kt x 64 rows of 48 bytes into the part.
-  EXPECT_TRUE(has(src, "sg::bitmap_tc_mma_quarter<T, 3, 2, 48>(sg_smem + 40 + i * 1536, uq,"))
-      << src;
-  // A tiles after the part.
-  EXPECT_TRUE(has(src, "sg_smem + " + std::to_string((m.tile_ptrs + m.b_part) / 4) + " + (buf) * " +
-                           std::to_string(m.stage / 4) + " + (rtl * 2 + u) * "))
-      << src;
 }
 
 // ksplit > 1: the kernel adds into an fp32 workspace (its last parameter) and the last block of

@@ -20,10 +20,8 @@
 namespace sparsegen {
 namespace {
 
-BitmapTcSchedule make(int warps, int mt, int ksplit, int stages, int kt = 1,
-                      BitmapBLoad b = BitmapBLoad::Step) {
+BitmapTcSchedule make(int warps, int mt, int ksplit, int stages, int kt = 1) {
   BitmapTcSchedule s;
-  s.b_load = b;
   s.warps_per_block = warps;
   s.m_tiles = mt;
   s.k_tiles = kt;
@@ -74,9 +72,9 @@ void expect_one_reason(const Problem& p, const BitmapTcSchedule& s,
 }
 
 TEST(BitmapTcSchedule, SpecRoundTrip) {
-  const std::vector<BitmapTcSchedule> all = {
-      make(4, 1, 1, 2),    make(8, 2, 3, 3),    make(1, 1, 64, 2, 4),
-      make(2, 2, 7, 3, 2), make(8, 1, 2, 2, 4), make(4, 2, 8, 3, 2, BitmapBLoad::Part)};
+  const std::vector<BitmapTcSchedule> all = {make(4, 1, 1, 2), make(8, 2, 3, 3),
+                                             make(1, 1, 64, 2, 4), make(2, 2, 7, 3, 2),
+                                             make(8, 1, 2, 2, 4)};
   for (const auto& b : all) {
     const Schedule s(b);
     EXPECT_EQ(s.family(), ScheduleFamily::BitmapTc);
@@ -88,12 +86,7 @@ TEST(BitmapTcSchedule, SpecRoundTrip) {
     EXPECT_EQ(to_string(back), spec);
   }
   EXPECT_EQ(to_string(Schedule(make(8, 2, 3, 3, 2))),
-            "bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=3;b=step");
-  EXPECT_EQ(to_string(Schedule(make(8, 2, 3, 4, 1, BitmapBLoad::Part))),
-            "bitmap_tc;warps=8;mt=2;kt=1;ksplit=3;stages=4;b=part");
-  // SPECs written before the b field parse as b = step.
-  EXPECT_EQ(parse_schedule("bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=3"),
-            Schedule(make(8, 2, 3, 3, 2)));
+            "bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=3");
   // Omitted fields keep the defaults; any order; a trailing ';' is tolerated.
   EXPECT_EQ(parse_schedule("bitmap_tc"), Schedule(BitmapTcSchedule{}));
   EXPECT_EQ(parse_schedule("bitmap_tc;stages=3;ksplit=3;kt=4;mt=2;warps=8;"),
@@ -107,12 +100,8 @@ TEST(BitmapTcSchedule, GoldenPrint) {
             "  format: bitmap tiles 16x64 (64-bit row masks, values in fragment order)\n"
             "  block : warps=8 rows_per_block=256 (mt=2 row tiles per warp)\n"
             "  k     : ksplit=3 parts, 2 column tiles per step, cp.async stages=3\n"
-            "  b     : step (each step's rows, block barriers)\n"
             "  math  : mma.m16n8k16, fp32 accumulate\n"
             "  output: atomic\n");
-  EXPECT_NE(print_schedule(Schedule(make(8, 2, 3, 3, 2, BitmapBLoad::Part)))
-                .find("  b     : part (the K part once, a cp.async ring per warp)\n"),
-            std::string::npos);
   const std::string def = print_schedule(Schedule(BitmapTcSchedule{}));
   EXPECT_NE(def.find("  output: store\n"), std::string::npos) << def;
   EXPECT_NE(def.find(" 1 column tile per step,"), std::string::npos) << def;
@@ -137,7 +126,7 @@ TEST(BitmapTcSchedule, DerivedQuantities) {
 TEST(BitmapTcSchedule, ParseErrorsNameTheField) {
   auto parse = [](const char* spec) { return [spec] { (void)parse_schedule(spec); }; };
   // Unknown key.
-  expect_user_error(parse("bitmap_tc;foo=1"), {"field 'foo'", "warps, mt, kt, ksplit, stages, b"},
+  expect_user_error(parse("bitmap_tc;foo=1"), {"field 'foo'", "warps, mt, kt, ksplit, stages"},
                     "unknown key");
   // A general-family key is unknown here.
   expect_user_error(parse("bitmap_tc;tcols=2"), {"field 'tcols'"}, "general key");
@@ -155,8 +144,7 @@ TEST(BitmapTcSchedule, ParseErrorsNameTheField) {
   expect_user_error(parse("bitmap_tc;warps=3"), {"warps=3 must be 1, 2, 4 or 8"}, "warps=3");
   expect_user_error(parse("bitmap_tc;mt=3"), {"mt=3 must be 1 or 2"}, "mt=3");
   expect_user_error(parse("bitmap_tc;ksplit=65"), {"ksplit=65 must be in 1..64"}, "ksplit=65");
-  expect_user_error(parse("bitmap_tc;stages=5"), {"stages=5 must be 2, 3 or 4"}, "stages=5");
-  expect_user_error(parse("bitmap_tc;b=tile"), {"field 'b'", "step or part", "'tile'"}, "b=tile");
+  expect_user_error(parse("bitmap_tc;stages=4"), {"stages=4 must be 2 or 3"}, "stages=4");
   expect_user_error(parse("bitmap_tc;kt=3"), {"kt=3 must be 1, 2 or 4"}, "kt=3");
   // Duplicate key.
   expect_user_error(parse("bitmap_tc;warps=4;mt=1;warps=8"), {"field 'warps'", "second occurrence"},
@@ -340,27 +328,23 @@ TEST(BitmapTcSchedule, EnumerateOnlyVerifiedSchedules) {
         // A small grid (1-2 blocks) is far from the wave bound: ksplit doubles up to the 5 tiles.
         EXPECT_EQ(ksplits, (std::set<int>{1, 2, 4})) << to_string(p);
         // Complete: every (warps {4, 8}, mt {1, 2}, kt {1, 2, 4}, ksplit {1, 2, 4}) point of the
-        // space with b = step (stages 2), and with b = part (stages 3, kt {1, 2}), whose step
-        // fits its part (parts of 5, 3, 2 tiles) and that verifies. With n <= 24 all fit: per
-        // (warps, mt), b = step: kt 1 and 2 x 3 ksplits + kt 4 x ksplit 1 = 7; b = part: 6.
+        // space (stages 2) whose step fits its part (parts of 5, 3, 2 tiles) and that verifies.
+        // With n <= 24 all fit: per (warps, mt) kt 1 and 2 x 3 ksplits + kt 4 x ksplit 1 = 7.
         size_t expect = 0;
-        for (BitmapBLoad bl : {BitmapBLoad::Step, BitmapBLoad::Part})
-          for (int w : {4, 8})
-            for (int mt : {1, 2})
-              for (int kt : {1, 2, 4})
-                for (int ks : {1, 2, 4}) {
-                  const bool step = bl == BitmapBLoad::Step;
-                  if (!step && kt == 4) continue;
-                  const BitmapTcSchedule b = make(w, mt, ks, step ? 2 : 3, kt, bl);
-                  if (kt > bitmap_tc_part_tiles(5, ks) || !verify_bitmap_tc(p, b, st, dev).empty())
-                    continue;
-                  ++expect;
-                  EXPECT_EQ(specs.count(to_string(Schedule(b))), 1u)
-                      << "missing " << to_string(Schedule(b));
-                }
+        for (int w : {4, 8})
+          for (int mt : {1, 2})
+            for (int kt : {1, 2, 4})
+              for (int ks : {1, 2, 4}) {
+                const BitmapTcSchedule b = make(w, mt, ks, 2, kt);
+                if (kt > bitmap_tc_part_tiles(5, ks) || !verify_bitmap_tc(p, b, st, dev).empty())
+                  continue;
+                ++expect;
+                EXPECT_EQ(specs.count(to_string(Schedule(b))), 1u)
+                    << "missing " << to_string(Schedule(b));
+              }
         EXPECT_EQ(all.size(), expect) << to_string(p);
         if (n <= 24) {
-          EXPECT_EQ(all.size(), 52u) << to_string(p);
+          EXPECT_EQ(all.size(), 28u) << to_string(p);
         }
       }
   // A device whose shared memory holds none of them: nothing is offered.
