@@ -102,10 +102,8 @@ double seconds_since(Clock::time_point t0) {
 
 // "rows/row/nnz red=total>total>none": splits block/warp/thread, reductions thread>warp>block.
 std::string kind_of(const Schedule& s) {
-  if (s.family() == ScheduleFamily::BitmapTc) {
-    const BitmapTcSchedule& b = s.bitmap_tc();
-    return fmt::format("bitmap_tc b={}{}", to_string(b.b_load), b.ksplit > 1 ? " split-K" : "");
-  }
+  if (s.family() == ScheduleFamily::BitmapTc)
+    return s.bitmap_tc().ksplit > 1 ? "bitmap_tc split-K" : "bitmap_tc";
   if (s.family() == ScheduleFamily::Macko) {
     if (s.macko().staged()) return "macko staged-B";
     return s.macko().warps_per_row == 1 ? "macko warp-per-row" : "macko split-row";
