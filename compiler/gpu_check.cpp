@@ -6,13 +6,13 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <thread>
 
 #include "ir/bitmap_interpreter.h"
 #include "ir/dtype.h"
 #include "ir/format.h"
 #include "ir/interpreter.h"
 #include "ir/macko_interpreter.h"
+#include "ir/parallel.h"
 
 namespace sparsegen {
 namespace {
@@ -54,25 +54,6 @@ double tiny(DType t) {
     default:
       return std::ldexp(1.0, -149);
   }
-}
-
-// Runs f(begin, end) over [0, n) on up to hardware_concurrency threads when `parallel`.
-template <class F>
-void parallel_rows(int64_t n, bool parallel, F&& f) {
-  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  const int threads =
-      parallel ? static_cast<int>(std::min<int64_t>(hw, std::max<int64_t>(n, 1))) : 1;
-  if (threads <= 1) {
-    f(int64_t{0}, n);
-    return;
-  }
-  std::vector<std::thread> pool;
-  const int64_t chunk = (n + threads - 1) / threads;
-  for (int t = 0; t < threads; ++t) {
-    const int64_t b = std::min(n, t * chunk), e = std::min(n, b + chunk);
-    if (b < e) pool.emplace_back([&f, b, e] { f(b, e); });
-  }
-  for (auto& th : pool) th.join();
 }
 
 std::vector<char> to_dtype_bytes(const std::vector<float>& v, DType t) {
@@ -166,7 +147,7 @@ std::vector<Reference> compute_references(const CsrMatrix& a,
     brow = b_rows.data();
   }
   const size_t n = static_cast<size_t>(p.n);
-  parallel_rows(p.m, work > (int64_t{1} << 22), [&](int64_t r0, int64_t r1) {
+  parallel_for(p.m, work, [&](int64_t r0, int64_t r1) {
     std::vector<double> acc(n), mag(n), fin(n);
     for (int64_t r = r0; r < r1; ++r) {
       std::fill(acc.begin(), acc.end(), 0.0);

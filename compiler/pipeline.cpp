@@ -15,6 +15,7 @@
 #include "ir/diagnostics.h"
 #include "ir/enumerate.h"
 #include "ir/format.h"
+#include "ir/parallel.h"
 #include "ir/verifier.h"
 
 namespace sparsegen {
@@ -26,10 +27,17 @@ int64_t row_of(const CsrMatrix& a, int64_t e) {
   return static_cast<int64_t>(it - a.row_ptr.begin()) - 1;
 }
 
+// A table's int64 host data in the kind's width, for the upload (in parallel: tables of the
+// MACKO and bitmap kernels hold one entry per 32-bit word of the matrix's deltas or masks).
 template <class T>
 std::vector<T> narrow_table(const std::vector<int64_t>& data) {
-  std::vector<T> out(data.size());
-  for (size_t i = 0; i < data.size(); ++i) out[i] = static_cast<T>(data[i]);
+  std::vector<T> out;
+  resize_prefaulted(out, data.size());
+  const auto n = static_cast<int64_t>(data.size());
+  parallel_for(n, n, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i)
+      out[static_cast<size_t>(i)] = static_cast<T>(data[static_cast<size_t>(i)]);
+  });
   return out;
 }
 
@@ -230,6 +238,8 @@ KernelBuild build_kernel(const CsrMatrix& a, const KernelRequest& req,
 struct CompiledKernel::Impl {
   // Declaration order = reverse destruction order: the context outlives module and buffers.
   std::shared_ptr<cuda::Context> ctx;
+  // The build without its host arrays (values, column indices, image, tables' data), which are
+  // on the device: problem, schedule, source and signature for the queries and run().
   KernelBuild build;
   std::unique_ptr<cuda::Module> module;
   CUfunction kernel = nullptr;
@@ -240,6 +250,10 @@ struct CompiledKernel::Impl {
   cuda::DeviceBuffer workspace;            // fp32 accumulation (Atomic output, 16-bit dtypes)
   std::vector<cuda::DeviceBuffer> tables;  // one per parameter (empty for non-tables)
   int registers = 0;
+
+  // Steps 8-9 from `src` (k.build when the build was moved in, else the caller's build); steps
+  // are logged into build.step_log.
+  void load_and_upload(const KernelBuild& src);
 };
 
 namespace {
@@ -266,66 +280,129 @@ cuda::LaunchConfig config_of(const codegen::LaunchShape& s, CUstream stream) {
   return c;
 }
 
+bool is_table(codegen::ParamKind k) {
+  return k == codegen::ParamKind::I32Table || k == codegen::ParamKind::I16Table ||
+         k == codegen::ParamKind::I8Table || k == codegen::ParamKind::U32Table;
+}
+
+// `s` without its tables' data (hundreds of MB for a large matrix; on the device once uploaded).
+// Lists KernelSignature's members (codegen/kernel_signature.h): keep it in step with them.
+codegen::KernelSignature without_table_data(const codegen::KernelSignature& s) {
+  codegen::KernelSignature out;
+  out.kernel_name = s.kernel_name;
+  out.params.reserve(s.params.size());
+  for (const codegen::KernelParam& prm : s.params) {
+    codegen::KernelParam light;
+    light.name = prm.name;
+    light.kind = prm.kind;
+    light.source = prm.source;
+    if (!is_table(prm.kind)) light.data = prm.data;
+    out.params.push_back(std::move(light));
+  }
+  out.launch = s.launch;
+  out.prologue = s.prologue;
+  out.epilogue = s.epilogue;
+  out.workspace_bytes = s.workspace_bytes;
+  out.b_alignment = s.b_alignment;
+  out.workspace_zeroed = s.workspace_zeroed;
+  return out;
+}
+
+// `b` without the arrays that go to the device: what a CompiledKernel keeps.
+KernelBuild without_host_arrays(const KernelBuild& b) {
+  KernelBuild out;
+  out.problem = b.problem;
+  out.schedule = b.schedule;
+  out.schedule_reason = b.schedule_reason;
+  out.target = b.target;
+  out.kernel.source = b.kernel.source;
+  out.kernel.headers = b.kernel.headers;
+  out.kernel.signature = without_table_data(b.kernel.signature);
+  out.compiled.is_cubin = b.compiled.is_cubin;
+  out.compiled.arch = b.compiled.arch;
+  out.compiled.log = b.compiled.log;
+  out.compiled.lowered_names = b.compiled.lowered_names;
+  out.compiled.options = b.compiled.options;
+  out.compiled.compile_ms = b.compiled.compile_ms;
+  out.nnz = b.nnz;
+  out.step_log = b.step_log;
+  return out;
+}
+
 }  // namespace
 
-CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild build)
-    : impl_(std::make_unique<Impl>()) {
-  Impl& k = *impl_;
-  k.ctx = std::move(ctx);
-  k.build = std::move(build);
-  const codegen::KernelSignature& sig = k.build.kernel.signature;
+void CompiledKernel::Impl::load_and_upload(const KernelBuild& src) {
+  const codegen::KernelSignature& sig = src.kernel.signature;
   {
-    PipelineStep st(8, "load", &k.build.step_log);
-    k.module = std::make_unique<cuda::Module>(k.build.compiled.image);
-    k.kernel = k.module->function(sig.kernel_name);
-    if (sig.prologue.present()) k.prologue = k.module->function(sig.prologue.name);
-    if (sig.epilogue.present()) k.epilogue = k.module->function(sig.epilogue.name);
-    k.registers = cuda::function_attribute(k.kernel, CU_FUNC_ATTRIBUTE_NUM_REGS);
+    PipelineStep st(8, "load", &build.step_log);
+    module = std::make_unique<cuda::Module>(src.compiled.image);
+    kernel = module->function(sig.kernel_name);
+    if (sig.prologue.present()) prologue = module->function(sig.prologue.name);
+    if (sig.epilogue.present()) epilogue = module->function(sig.epilogue.name);
+    registers = cuda::function_attribute(kernel, CU_FUNC_ATTRIBUTE_NUM_REGS);
     // Above the default 48 KiB a function must opt in to its dynamic shared memory.
     if (sig.launch.dynamic_shared_bytes > 48 * 1024)
-      cuda::set_max_dynamic_shared_memory(k.kernel,
+      cuda::set_max_dynamic_shared_memory(kernel,
                                           static_cast<int>(sig.launch.dynamic_shared_bytes));
-    st.finish(fmt::format("{} registers/thread", k.registers));
+    st.finish(fmt::format("{} registers/thread", registers));
   }
   {
-    PipelineStep st(9, "upload", &k.build.step_log);
+    PipelineStep st(9, "upload", &build.step_log);
     size_t bytes = 0;
-    k.values = upload_vector(k.build.values);
-    k.col_idx = upload_vector(k.build.col_idx);
-    bytes += k.values.bytes() + k.col_idx.bytes();
+    values = upload_vector(src.values);
+    col_idx = upload_vector(src.col_idx);
+    bytes += values.bytes() + col_idx.bytes();
     // Allocated once: every run re-initialises it in the prologue, or (workspace_zeroed) the
     // kernel returns it to zero itself, so it is zeroed here once.
     if (sig.workspace_bytes > 0) {
-      k.workspace = cuda::DeviceBuffer(static_cast<size_t>(sig.workspace_bytes));
-      if (sig.workspace_zeroed) k.workspace.fill_bytes(0);
+      workspace = cuda::DeviceBuffer(static_cast<size_t>(sig.workspace_bytes));
+      if (sig.workspace_zeroed) workspace.fill_bytes(0);
     }
-    k.tables.resize(sig.params.size());
+    tables.resize(sig.params.size());
     for (size_t i = 0; i < sig.params.size(); ++i) {
       const codegen::KernelParam& prm = sig.params[i];
       switch (prm.kind) {
         case codegen::ParamKind::I32Table:
-          k.tables[i] = upload_vector(narrow_table<int32_t>(prm.data));
+          tables[i] = upload_vector(narrow_table<int32_t>(prm.data));
           break;
         case codegen::ParamKind::I16Table:
-          k.tables[i] = upload_vector(narrow_table<int16_t>(prm.data));
+          tables[i] = upload_vector(narrow_table<int16_t>(prm.data));
           break;
         case codegen::ParamKind::I8Table:
-          k.tables[i] = upload_vector(narrow_table<int8_t>(prm.data));
+          tables[i] = upload_vector(narrow_table<int8_t>(prm.data));
           break;
         case codegen::ParamKind::U32Table:
-          k.tables[i] = upload_vector(narrow_table<uint32_t>(prm.data));
+          tables[i] = upload_vector(narrow_table<uint32_t>(prm.data));
           break;
         default:
           break;
       }
-      bytes += k.tables[i].bytes();
+      bytes += tables[i].bytes();
     }
     st.finish(fmt::format("{} bytes, workspace {} bytes", bytes, sig.workspace_bytes));
   }
-  // The host copies are on the device now; keep the signature (tables) and source for queries.
+}
+
+CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild&& build)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& k = *impl_;
+  k.ctx = std::move(ctx);
+  k.build = std::move(build);
+  k.load_and_upload(k.build);
+  // The host copies are on the device now; keep the rest for queries.
   k.build.values = {};
   k.build.col_idx = {};
   k.build.compiled.image = {};
+  for (codegen::KernelParam& prm : k.build.kernel.signature.params)
+    if (is_table(prm.kind)) prm.data = {};
+}
+
+CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, const KernelBuild& build)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& k = *impl_;
+  k.ctx = std::move(ctx);
+  k.build = without_host_arrays(build);
+  k.load_and_upload(build);
 }
 
 CompiledKernel::~CompiledKernel() = default;

@@ -115,8 +115,12 @@ KernelBuild build_kernel(const CsrMatrix& a, const KernelRequest& req, const Com
 // under to be current on the calling thread (cuda::Context::make_current()).
 class CompiledKernel {
  public:
-  // Precondition: build.target.arch is one this device can load (detect_target()).
-  CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild build);
+  // Precondition: build.target.arch is one this device can load (detect_target()). The build's
+  // host arrays (values, column indices, image, the tables' data) are uploaded and then dropped.
+  CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild&& build);
+  // The same from a build the caller keeps (e.g. the tuner, which stores it in the cache later):
+  // uploads straight from `build`'s arrays and copies only what the kernel keeps, not the arrays.
+  CompiledKernel(std::shared_ptr<cuda::Context> ctx, const KernelBuild& build);
   ~CompiledKernel();
   CompiledKernel(CompiledKernel&&) noexcept;
   CompiledKernel& operator=(CompiledKernel&&) noexcept;
@@ -134,6 +138,7 @@ class CompiledKernel {
   const Problem& problem() const;
   const Schedule& schedule() const;
   const std::string& schedule_reason() const;
+  // The signature; its table parameters' data is empty (the tables are on the device).
   const codegen::KernelSignature& signature() const;
   const std::string& source() const;
   const CompileTarget& target() const;

@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <span>
 #include <utility>
 
 #include "ir/diagnostics.h"
+#include "ir/parallel.h"
 
 namespace sparsegen {
 
@@ -24,17 +26,18 @@ void PipelineStep::finish(const std::string& detail) {
 }
 
 std::vector<char> to_device_values(const std::vector<float>& v, DType dtype) {
+  // One buffer, its pages faulted in on all cores, filled in parallel: no intermediate vector.
   std::vector<char> out;
+  resize_prefaulted(out, v.size() * static_cast<size_t>(dtype_bytes(dtype)));
   if (dtype == DType::F32) {
-    out.resize(v.size() * sizeof(float));
-    if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());
+    parallel_for(static_cast<int64_t>(v.size()), static_cast<int64_t>(v.size()),
+                 [&](int64_t b, int64_t e) {
+                   std::memcpy(out.data() + 4 * b, v.data() + b, static_cast<size_t>(e - b) * 4);
+                 });
     return out;
   }
-  ConversionReport rep;
-  const std::vector<uint16_t> bits = convert_values(v, dtype, &rep);
+  const ConversionReport rep = convert_values_to(v, dtype, std::as_writable_bytes(std::span(out)));
   SG_ASSERT(rep.out_of_range == 0, "packed values out of range after the range check");
-  out.resize(bits.size() * sizeof(uint16_t));
-  if (!bits.empty()) std::memcpy(out.data(), bits.data(), out.size());
   return out;
 }
 

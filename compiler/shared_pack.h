@@ -4,6 +4,8 @@
 // key instead of once per candidate, and the family builders take the result.
 #pragma once
 
+#include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,6 +16,7 @@
 #include "compiler/pipeline_steps.h"
 #include "ir/diagnostics.h"
 #include "ir/dtype.h"
+#include "ir/parallel.h"
 
 namespace sparsegen {
 
@@ -44,7 +47,14 @@ void shared_pack_step(KernelBuild& b, const SharedPack<Format>& s, const std::st
       s.dtype == b.problem.dtype && s.format.rows == b.problem.m && s.format.cols == b.problem.k,
       "the shared pack is for another dtype or shape");
   PipelineStep st(4, "pack", &b.step_log);
-  b.values = s.values;
+  // A copy per candidate (hundreds of MB for a large weight): pages faulted in and bytes copied
+  // on all cores.
+  b.values.clear();
+  resize_prefaulted(b.values, s.values.size());
+  const auto n = static_cast<int64_t>(s.values.size());
+  parallel_for(n, n / 8, [&](int64_t i0, int64_t i1) {
+    std::memcpy(b.values.data() + i0, s.values.data() + i0, static_cast<size_t>(i1 - i0));
+  });
   st.finish(fmt::format("shared: {}, {} bytes of {}", detail, b.values.size(),
                         to_string(b.problem.dtype)));
 }

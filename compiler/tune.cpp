@@ -553,7 +553,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
         if (i < from) continue;
         Candidate& c = cands[i];
         try {
-          loaded[i] = std::make_unique<CompiledKernel>(ctx, KernelBuild(*c.build));
+          loaded[i] = std::make_unique<CompiledKernel>(ctx, *c.build);  // uploads, no copy
           const CompiledKernel& k = *loaded[i];
           const TimingResult t =
               measure([&](CUstream s) { k.run(db_b.ptr(), db_c.ptr(), 1.0f, 0.0f, s); }, to);

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/parallel.h"
+
 namespace sparsegen {
 
 namespace {
@@ -42,14 +44,31 @@ void row_stats(const CsrMatrix& m, MatrixFeatures& f) {
   f.row_p99 = percentile(len, 99);
 }
 
+// Row ranges of about equal numbers of nonzeros for a parallel pass over m (ir/parallel.h).
+std::vector<int64_t> row_chunks(const CsrMatrix& m) {
+  return balanced_split(m.row_ptr, parallel_chunks(m.nnz() + m.rows));
+}
+
 void col_stats(const CsrMatrix& m, MatrixFeatures& f) {
   if (m.cols == 0) return;
   // Nonzero counts of the columns that have any. Counting needs `cols` counters; when cols is far
   // larger than nnz (a huge, nearly empty matrix) a sorted copy of the indices is cheaper.
   std::vector<int64_t> counts;
   if (m.cols <= std::max<int64_t>(m.nnz(), int64_t{1} << 24)) {
-    std::vector<int64_t> per_col(static_cast<size_t>(m.cols), 0);
-    for (int32_t c : m.col_idx) ++per_col[c];
+    // One histogram per chunk, summed; few enough chunks that each counts at least 8 nonzeros
+    // per counter (zeroing and summing the histograms stays cheap).
+    const auto chunks = static_cast<int>(
+        std::min<int64_t>(parallel_chunks(m.nnz()), std::max<int64_t>(m.nnz() / (8 * m.cols), 1)));
+    const std::vector<int64_t> bounds = even_split(m.nnz(), chunks);
+    std::vector<std::vector<int64_t>> per_chunk(bounds.size() - 1);
+    run_chunks(bounds, [&](int c, int64_t b, int64_t e) {
+      std::vector<int64_t>& h = per_chunk[static_cast<size_t>(c)];
+      h.assign(static_cast<size_t>(m.cols), 0);
+      for (int64_t k = b; k < e; ++k) ++h[static_cast<size_t>(m.col_idx[static_cast<size_t>(k)])];
+    });
+    std::vector<int64_t>& per_col = per_chunk.front();
+    for (size_t c = 1; c < per_chunk.size(); ++c)
+      for (size_t j = 0; j < per_col.size(); ++j) per_col[j] += per_chunk[c][j];
     for (int64_t c : per_col)
       if (c > 0) counts.push_back(c);
   } else {
@@ -74,49 +93,75 @@ void col_stats(const CsrMatrix& m, MatrixFeatures& f) {
   f.col_cv = mean > 0 ? sd / mean : 0.0;
 }
 
-void locality(const CsrMatrix& m, MatrixFeatures& f) {
+// Integer sums of locality() over a range of rows (exact, so the chunks add up to the same
+// result in any split).
+struct LocalitySums {
   int64_t segments = 0, min_segments = 0, nonempty = 0, pairs = 0, consecutive = 0;
   int64_t max_in_seg = 0;  // the N of N:32 (nm_structure reads it)
-  double gap_sum = 0;
-  for (int64_t r = 0; r < m.rows; ++r) {
+  int64_t gap_sum = 0;     // at most cols per row
+};
+
+LocalitySums locality_of_rows(const CsrMatrix& m, int64_t r0, int64_t r1) {
+  LocalitySums s;
+  for (int64_t r = r0; r < r1; ++r) {
     const int64_t b = m.row_ptr[r], e = m.row_ptr[r + 1];
     if (b == e) continue;
-    ++nonempty;
-    min_segments += (e - b + kSegmentCols - 1) / kSegmentCols;
+    ++s.nonempty;
+    s.min_segments += (e - b + kSegmentCols - 1) / kSegmentCols;
     int64_t last_seg = -1, in_seg = 0;
     for (int64_t k = b; k < e; ++k) {
       const int64_t seg = m.col_idx[k] / kSegmentCols;
-      segments += seg != last_seg;
+      s.segments += seg != last_seg;
       in_seg = seg == last_seg ? in_seg + 1 : 1;
-      max_in_seg = std::max(max_in_seg, in_seg);
+      s.max_in_seg = std::max(s.max_in_seg, in_seg);
       last_seg = seg;
       if (k > b) {
         const int64_t gap = int64_t{m.col_idx[k]} - m.col_idx[k - 1];
-        gap_sum += static_cast<double>(gap);
-        consecutive += gap == 1;
-        ++pairs;
+        s.gap_sum += gap;
+        s.consecutive += gap == 1;
+        ++s.pairs;
       }
     }
   }
-  if (nonempty > 0) f.segments_per_row = static_cast<double>(segments) / double(nonempty);
-  if (min_segments > 0) f.segment_ratio = static_cast<double>(segments) / double(min_segments);
+  return s;
+}
+
+void locality(const CsrMatrix& m, MatrixFeatures& f) {
+  const std::vector<int64_t> bounds = row_chunks(m);
+  std::vector<LocalitySums> parts(bounds.size() - 1);
+  run_chunks(bounds, [&](int c, int64_t r0, int64_t r1) {
+    parts[static_cast<size_t>(c)] = locality_of_rows(m, r0, r1);
+  });
+  LocalitySums s;
+  for (const LocalitySums& p : parts) {
+    s.segments += p.segments;
+    s.min_segments += p.min_segments;
+    s.nonempty += p.nonempty;
+    s.pairs += p.pairs;
+    s.consecutive += p.consecutive;
+    s.max_in_seg = std::max(s.max_in_seg, p.max_in_seg);
+    s.gap_sum += p.gap_sum;
+  }
+  if (s.nonempty > 0) f.segments_per_row = static_cast<double>(s.segments) / double(s.nonempty);
+  if (s.min_segments > 0)
+    f.segment_ratio = static_cast<double>(s.segments) / double(s.min_segments);
   f.nm_max_per_group.assign(kNmGroupWidths.size(), 0);
   for (size_t i = 0; i < kNmGroupWidths.size(); ++i)
-    if (kNmGroupWidths[i] == kSegmentCols) f.nm_max_per_group[i] = static_cast<int>(max_in_seg);
-  if (pairs > 0) {
-    f.mean_col_gap = gap_sum / static_cast<double>(pairs);
-    f.consecutive_fraction = static_cast<double>(consecutive) / static_cast<double>(pairs);
+    if (kNmGroupWidths[i] == kSegmentCols) f.nm_max_per_group[i] = static_cast<int>(s.max_in_seg);
+  if (s.pairs > 0) {
+    f.mean_col_gap = static_cast<double>(s.gap_sum) / static_cast<double>(s.pairs);
+    f.consecutive_fraction = static_cast<double>(s.consecutive) / static_cast<double>(s.pairs);
   }
 }
 
 // Largest number of nonzeros in one aligned group of W columns of one row. W is a template
 // parameter so the division by it compiles to a multiply.
 template <int32_t W>
-int max_per_group(const CsrMatrix& m) {
+int64_t max_per_group_of_rows(const CsrMatrix& m, int64_t r0, int64_t r1) {
   int64_t best = 0;
   // Stops once a full group is seen: nothing can exceed W (unstructured matrices get there in the
   // first rows).
-  for (int64_t r = 0; r < m.rows && best < W; ++r) {
+  for (int64_t r = r0; r < r1 && best < W; ++r) {
     if (m.row_length(r) <= best) continue;
     int32_t group = -1;
     int64_t count = 0;
@@ -127,7 +172,22 @@ int max_per_group(const CsrMatrix& m) {
       best = std::max(best, count);
     }
   }
-  return static_cast<int>(best);
+  return best;
+}
+
+template <int32_t W>
+int max_per_group(const CsrMatrix& m) {
+  // The first rows usually settle it (a full group): try them alone before a parallel pass.
+  const int64_t head = std::min<int64_t>(m.rows, 64);
+  int64_t best = max_per_group_of_rows<W>(m, 0, head);
+  if (best >= W || head == m.rows) return static_cast<int>(best);
+  const std::vector<int64_t> bounds = row_chunks(m);
+  std::vector<int64_t> parts(bounds.size() - 1, 0);
+  run_chunks(bounds, [&](int c, int64_t r0, int64_t r1) {
+    parts[static_cast<size_t>(c)] = max_per_group_of_rows<W>(m, std::max(r0, head), r1);
+  });
+  for (int64_t p : parts) best = std::max(best, p);
+  return static_cast<int>(std::min<int64_t>(best, W));
 }
 
 int max_per_group(const CsrMatrix& m, int w) {

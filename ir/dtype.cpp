@@ -1,9 +1,11 @@
 #include "ir/dtype.h"
 
 #include "ir/diagnostics.h"
+#include "ir/parallel.h"
 
 #include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 
 namespace sparsegen {
@@ -42,7 +44,10 @@ double dtype_max(DType t) {
   return info(t).max;
 }
 
-uint16_t float_to_half_bits(float f) {
+namespace {
+
+// The conversions, inlined into the bulk loops below (the public functions call them).
+inline uint16_t half_bits(float f) {
   uint32_t x = std::bit_cast<uint32_t>(f);
   uint32_t sign = (x >> 16) & 0x8000u;
   uint32_t exp = (x >> 23) & 0xffu;
@@ -64,6 +69,19 @@ uint16_t float_to_half_bits(float f) {
   uint32_t rem = mant & 0x1fffu;
   if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;  // may carry into exponent: ok
   return static_cast<uint16_t>(half);
+}
+
+inline uint16_t bf16_bits(float f) {
+  uint32_t x = std::bit_cast<uint32_t>(f);
+  if (std::isnan(f)) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
+  return static_cast<uint16_t>((x + rounding) >> 16);
+}
+
+}  // namespace
+
+uint16_t float_to_half_bits(float f) {
+  return half_bits(f);
 }
 
 float half_bits_to_float(uint16_t h) {
@@ -91,10 +109,7 @@ float half_bits_to_float(uint16_t h) {
 }
 
 uint16_t float_to_bf16_bits(float f) {
-  uint32_t x = std::bit_cast<uint32_t>(f);
-  if (std::isnan(f)) return static_cast<uint16_t>((x >> 16) | 0x40u);
-  uint32_t rounding = 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>((x + rounding) >> 16);
+  return bf16_bits(f);
 }
 
 float bf16_bits_to_float(uint16_t h) {
@@ -118,53 +133,101 @@ float overflow_threshold(DType target) {
 }
 
 namespace {
+
 float cached_threshold(DType t) {
   static const float f16 = overflow_threshold(DType::F16);
   static const float bf16 = overflow_threshold(DType::BF16);
   return t == DType::F16 ? f16 : bf16;
 }
+
+// Merges per-chunk reports in chunk order: the same report as one pass over all values.
+ConversionReport merge_reports(const std::vector<ConversionReport>& parts,
+                               const std::vector<int64_t>& bounds) {
+  ConversionReport r;
+  for (size_t c = 0; c < parts.size(); ++c) {
+    if (parts[c].out_of_range == 0) continue;
+    if (r.out_of_range == 0) {
+      r.first_index = bounds[c] + parts[c].first_index;
+      r.first_value = parts[c].first_value;
+    }
+    r.out_of_range += parts[c].out_of_range;
+  }
+  return r;
+}
+
+// Counts (and locates the first of) the finite values at or above thr in magnitude, which round to
+// infinity: NaN fails the comparison and infinity is not "out of range" (reported at load).
+inline void note_range(float v, float thr, int64_t i, ConversionReport& r) {
+  if (std::fabs(v) >= thr && std::isfinite(v)) {
+    if (r.out_of_range == 0) {
+      r.first_index = i;
+      r.first_value = v;
+    }
+    ++r.out_of_range;
+  }
+}
+
+// values[b, e) to 16-bit words at out + 2 * (i - b) (unaligned, host byte order), saturating what
+// would overflow; the report's first_index is relative to b.
+template <DType T>
+ConversionReport convert_chunk(const float* values, int64_t n, float thr, std::byte* out) {
+  const float maxv = static_cast<float>(dtype_max(T));
+  ConversionReport r;
+  for (int64_t i = 0; i < n; ++i) {
+    const float v = values[i];
+    uint16_t bits = T == DType::F16 ? half_bits(v) : bf16_bits(v);
+    if (std::fabs(v) >= thr && std::isfinite(v)) [[unlikely]] {  // rounds to infinity
+      note_range(v, thr, i, r);
+      const float sat = std::copysign(maxv, v);
+      bits = T == DType::F16 ? half_bits(sat) : bf16_bits(sat);
+    }
+    std::memcpy(out + 2 * i, &bits, 2);
+  }
+  return r;
+}
+
 }  // namespace
 
 ConversionReport check_range(std::span<const float> values, DType target) {
-  ConversionReport r;
-  if (target == DType::F32) return r;
+  if (target == DType::F32) return {};
   const float thr = cached_threshold(target);
-  for (size_t i = 0; i < values.size(); ++i) {
-    const float v = values[i];
-    // NaN fails the comparison and infinity is not "out of range" (reported at load).
-    if (std::fabs(v) >= thr && std::isfinite(v)) {
-      if (r.out_of_range == 0) {
-        r.first_index = static_cast<int64_t>(i);
-        r.first_value = v;
-      }
-      ++r.out_of_range;
-    }
-  }
-  return r;
+  const int64_t n = static_cast<int64_t>(values.size());
+  const std::vector<int64_t> bounds = even_split(n, parallel_chunks(n));
+  std::vector<ConversionReport> parts(bounds.size() - 1);
+  run_chunks(bounds, [&](int c, int64_t b, int64_t e) {
+    ConversionReport r;
+    for (int64_t i = b; i < e; ++i) note_range(values[static_cast<size_t>(i)], thr, i - b, r);
+    parts[static_cast<size_t>(c)] = r;
+  });
+  return merge_reports(parts, bounds);
+}
+
+ConversionReport convert_values_to(std::span<const float> values, DType target,
+                                   std::span<std::byte> out) {
+  SG_ASSERT(target != DType::F32, "convert_values targets a 16-bit type");
+  SG_ASSERT(out.size() == 2 * values.size(), "convert_values_to: output is not 2 bytes per value");
+  const float thr = cached_threshold(target);
+  const int64_t n = static_cast<int64_t>(values.size());
+  const std::vector<int64_t> bounds = even_split(n, parallel_chunks(n));
+  std::vector<ConversionReport> parts(bounds.size() - 1);
+  run_chunks(bounds, [&](int c, int64_t b, int64_t e) {
+    const float* v = values.data() + b;
+    std::byte* o = out.data() + 2 * b;
+    parts[static_cast<size_t>(c)] = target == DType::F16
+                                        ? convert_chunk<DType::F16>(v, e - b, thr, o)
+                                        : convert_chunk<DType::BF16>(v, e - b, thr, o);
+  });
+  return merge_reports(parts, bounds);
 }
 
 std::vector<uint16_t> convert_values(std::span<const float> values, DType target,
                                      ConversionReport* report) {
   SG_ASSERT(target != DType::F32, "convert_values targets a 16-bit type");
-  const float maxv = static_cast<float>(dtype_max(target));
-  const float thr = cached_threshold(target);
-  std::vector<uint16_t> out(values.size());
-  ConversionReport local;
-  for (size_t i = 0; i < values.size(); ++i) {
-    float v = values[i];
-    uint16_t bits = target == DType::F16 ? float_to_half_bits(v) : float_to_bf16_bits(v);
-    if (std::fabs(v) >= thr && std::isfinite(v)) {  // rounds to infinity (no back conversion)
-      if (local.out_of_range == 0) {
-        local.first_index = static_cast<int64_t>(i);
-        local.first_value = v;
-      }
-      ++local.out_of_range;
-      float sat = std::copysign(maxv, v);
-      bits = target == DType::F16 ? float_to_half_bits(sat) : float_to_bf16_bits(sat);
-    }
-    out[i] = bits;
-  }
-  if (report) *report = local;
+  std::vector<uint16_t> out;
+  resize_prefaulted(out, values.size());
+  const ConversionReport r =
+      convert_values_to(values, target, std::as_writable_bytes(std::span(out)));
+  if (report) *report = r;
   return out;
 }
 

@@ -1,6 +1,7 @@
 // Value precisions. One name table, reused by the printer, the CLI and the cache key.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -40,8 +41,14 @@ struct ConversionReport {
 // value *and* reported; NaN/Inf inputs stay NaN/Inf (they were reported at load).
 std::vector<uint16_t> convert_values(std::span<const float> values, DType target,
                                      ConversionReport* report);
+// convert_values into `out` (2 bytes per value, the host's byte order, any alignment), e.g. the
+// byte buffer a kernel's values are uploaded from, without an intermediate vector. Multithreaded
+// for large inputs (ir/parallel.h); the result does not depend on the thread count.
+ConversionReport convert_values_to(std::span<const float> values, DType target,
+                                   std::span<std::byte> out);
 
-// What convert_values would report, without converting: one comparison per value.
+// What convert_values would report, without converting: one comparison per value (multithreaded
+// for large inputs, like the conversion).
 ConversionReport check_range(std::span<const float> values, DType target);
 
 // The smallest positive float that fp16 / bf16 rounding (to nearest even) turns into infinity:

@@ -7,6 +7,7 @@
 #include "ir/diagnostics.h"
 #include "ir/format.h"
 #include "ir/macko_schedule.h"
+#include "ir/parallel.h"
 
 namespace sparsegen {
 
@@ -156,24 +157,27 @@ PackedFormat pack_format(const CsrMatrix& a, const Problem& p, const Schedule& s
   SG_ASSERT(R > 0 ? total >= row_ptr.back() : total == 0, "tail padding");
   row_ptr.back() = total;
 
-  // Entries in logical order, then scattered to storage order.
-  f.col_idx.assign(static_cast<size_t>(total), 0);
-  f.values.assign(static_cast<size_t>(total), 0.0f);
-  for (int64_t i = 0; i < R; ++i) {
-    const int64_t src = order[static_cast<size_t>(i)];
-    int64_t pos = row_ptr[static_cast<size_t>(i)];
-    int32_t last_col = 0;
-    for (int64_t e = a.row_ptr[static_cast<size_t>(src)];
-         e < a.row_ptr[static_cast<size_t>(src + 1)]; ++e, ++pos) {
-      const int64_t sp = storage_pos(s, f, pos);
-      last_col = a.col_idx[static_cast<size_t>(e)];
-      f.col_idx[static_cast<size_t>(sp)] = last_col;
-      f.values[static_cast<size_t>(sp)] = a.values[static_cast<size_t>(e)];
+  // Entries in logical order, then scattered to storage order (a bijection: packed rows fill
+  // disjoint positions, so row ranges run in parallel).
+  resize_prefaulted(f.col_idx, static_cast<size_t>(total));
+  resize_prefaulted(f.values, static_cast<size_t>(total));
+  run_chunks(balanced_split(row_ptr, parallel_chunks(total + R)), [&](int, int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; ++i) {
+      const int64_t src = order[static_cast<size_t>(i)];
+      int64_t pos = row_ptr[static_cast<size_t>(i)];
+      int32_t last_col = 0;
+      for (int64_t e = a.row_ptr[static_cast<size_t>(src)];
+           e < a.row_ptr[static_cast<size_t>(src + 1)]; ++e, ++pos) {
+        const int64_t sp = storage_pos(s, f, pos);
+        last_col = a.col_idx[static_cast<size_t>(e)];
+        f.col_idx[static_cast<size_t>(sp)] = last_col;
+        f.values[static_cast<size_t>(sp)] = a.values[static_cast<size_t>(e)];
+      }
+      // Padding: value 0, a column the row already reads (stays in bounds, same cache line).
+      for (; pos < row_ptr[static_cast<size_t>(i + 1)]; ++pos)
+        f.col_idx[static_cast<size_t>(storage_pos(s, f, pos))] = last_col;
     }
-    // Padding: value 0, a column the row already reads (stays in bounds, same cache line).
-    for (; pos < row_ptr[static_cast<size_t>(i + 1)]; ++pos)
-      f.col_idx[static_cast<size_t>(storage_pos(s, f, pos))] = last_col;
-  }
+  });
 
   if (s.reduction(Level::Thread) == ReductionKind::Bitmap) {
     f.row_start_bits.assign(static_cast<size_t>((total + 31) / 32), 0u);

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "ir/parallel.h"
+
 namespace sparsegen {
 
 std::string_view to_string(ValueField f) {
@@ -40,15 +42,20 @@ void CsrMatrix::check_canonical() const {
     throw UserError(loc, fmt::format("{} values for {} column indices", values.size(), nnz()));
   if (!imag.empty() && imag.size() != col_idx.size())
     throw UserError(loc, "imaginary parts do not match the number of entries");
-  // Fast pass without early exits (vectorizes); the slow loop below only runs to name the first
-  // violation.
-  bool ok = true;
-  for (int64_t r = 0; r < rows; ++r) {
-    const int64_t b = row_ptr[r], e = row_ptr[r + 1];
-    if (b < e) ok &= (col_idx[b] >= 0) & (col_idx[e - 1] < cols);
-    for (int64_t k = b + 1; k < e; ++k) ok &= col_idx[k] > col_idx[k - 1];
-  }
-  if (ok) return;
+  // Fast pass without early exits (vectorizes; row ranges in parallel); the slow loop below only
+  // runs to name the first violation.
+  const std::vector<int64_t> bounds = balanced_split(row_ptr, parallel_chunks(nnz() + rows));
+  std::vector<char> chunk_ok(bounds.size() - 1, 0);
+  run_chunks(bounds, [&](int c, int64_t r0, int64_t r1) {
+    bool ok = true;
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t b = row_ptr[r], e = row_ptr[r + 1];
+      if (b < e) ok &= (col_idx[b] >= 0) & (col_idx[e - 1] < cols);
+      for (int64_t k = b + 1; k < e; ++k) ok &= col_idx[k] > col_idx[k - 1];
+    }
+    chunk_ok[static_cast<size_t>(c)] = ok;
+  });
+  if (std::all_of(chunk_ok.begin(), chunk_ok.end(), [](char ok) { return ok != 0; })) return;
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t k = row_ptr[r]; k < row_ptr[r + 1]; ++k) {
       if (col_idx[k] < 0 || col_idx[k] >= cols)

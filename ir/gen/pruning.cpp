@@ -7,11 +7,11 @@
 #include <cmath>
 #include <cstring>
 #include <numbers>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "ir/parallel.h"
 
 namespace sparsegen {
 
@@ -100,31 +100,6 @@ void check_no_nan(const DenseMatrix& w) {
                                   r, c));
     }
   }
-}
-
-// Runs fn(r0, r1) over row ranges on up to hardware_concurrency threads (small jobs: inline).
-template <typename Fn>
-void parallel_rows(int64_t rows, int64_t cols, Fn&& fn) {
-  const int64_t work = rows * cols;
-  const int64_t hw = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  const int64_t threads =
-      std::clamp<int64_t>(work / (int64_t{1} << 20), 1, std::min<int64_t>(hw, 32));
-  if (threads == 1) {
-    fn(int64_t{0}, rows);
-    return;
-  }
-  std::vector<std::thread> pool;
-  pool.reserve(static_cast<size_t>(threads));
-  const int64_t chunk = (rows + threads - 1) / threads;
-  for (int64_t r0 = 0; r0 < rows; r0 += chunk) {
-    const int64_t r1 = std::min(rows, r0 + chunk);
-    try {
-      pool.emplace_back([&fn, r0, r1] { fn(r0, r1); });
-    } catch (const std::system_error&) {
-      fn(r0, r1);  // no thread available: do this range here
-    }
-  }
-  for (auto& t : pool) t.join();
 }
 
 int64_t round_keep(double density, int64_t total) {
@@ -493,7 +468,7 @@ DenseMatrix make_llm_weight(int64_t rows, int64_t cols, uint64_t seed) {
       }
     }
   };
-  parallel_rows(rows, cols, fill_rows);
+  parallel_for(rows, rows * cols, fill_rows);
   return w;
 }
 

@@ -10,9 +10,11 @@
 
 #include "compiler/gpu_check.h"
 #include "compiler/pipeline.h"
+#include "compiler/pipeline_steps.h"
 #include "ir/enumerate.h"
 #include "ir/format.h"
 #include "ir/interpreter.h"
+#include "ir/parallel.h"
 #include "sparsegen/sparsegen.h"
 
 namespace sparsegen {
@@ -228,6 +230,34 @@ std::vector<uint32_t> bits_of(const std::vector<float>& v, DType t) {
       bits[i] = t == DType::F16 ? float_to_half_bits(v[i]) : float_to_bf16_bits(v[i]);
   }
   return bits;
+}
+
+// Step 5 writes the dtype's bytes straight into the upload buffer, in parallel for large inputs:
+// the same bytes as the value-by-value conversion, with any number of threads.
+TEST(Pipeline, DeviceValuesAreTheDtypesBytes) {
+  std::vector<float> v(5003);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = 0.001f * static_cast<float>(i) - 2.0f;
+  const ParallelConfig saved = parallel_config();
+  for (int threads : {1, 6}) {
+    set_parallel_config({threads, 1});
+    for (DType t : {DType::F32, DType::F16, DType::BF16}) {
+      const std::vector<char> bytes = to_device_values(v, t);
+      ASSERT_EQ(bytes.size(), v.size() * static_cast<size_t>(dtype_bytes(t)));
+      for (size_t i = 0; i < v.size(); ++i) {
+        if (t == DType::F32) {
+          float x;
+          std::memcpy(&x, bytes.data() + 4 * i, 4);
+          ASSERT_EQ(x, v[i]) << i;
+        } else {
+          uint16_t h;
+          std::memcpy(&h, bytes.data() + 2 * i, 2);
+          ASSERT_EQ(h, t == DType::F16 ? float_to_half_bits(v[i]) : float_to_bf16_bits(v[i]))
+              << to_string(t) << " " << i;
+        }
+      }
+    }
+  }
+  set_parallel_config(saved);
 }
 
 TEST(CheckHost, InputsAreSeededNonIntegerAndRepresentable) {

@@ -1,11 +1,13 @@
 #include "costmodel/features.h"
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "ir/gen/pruning.h"
+#include "ir/parallel.h"
 
 namespace sparsegen {
 namespace {
@@ -222,6 +224,31 @@ TEST(Features, JsonAndTableHaveEveryField) {
   const std::string t = format_table(f);
   EXPECT_NE(t.find("2 x 8"), std::string::npos) << t;
   EXPECT_NE(t.find("N:M structure"), std::string::npos) << t;
+}
+
+// The features are integer sums and maxima per row range (ir/parallel.h): split into many chunks,
+// also inside N:M groups' long scans, they are exactly the serial ones.
+TEST(Features, IndependentOfThreads) {
+  const DenseMatrix w = make_llm_weight(300, 256, 4);
+  std::vector<PruneSpec> specs(3);
+  specs[0].method = PruneMethod::Magnitude;
+  specs[0].sparsity = 0.7;
+  specs[1].method = PruneMethod::NM;  // no full group: max_per_group scans every row
+  specs[1].n = 2;
+  specs[1].m = 4;
+  specs[2].method = PruneMethod::NM;
+  specs[2].n = 6;
+  specs[2].m = 8;
+  const ParallelConfig saved = parallel_config();
+  for (const PruneSpec& spec : specs) {
+    const CsrMatrix m = prune(w, spec);
+    set_parallel_config({1, 1});
+    const std::string serial = to_json(compute_features(m)).dump();
+    set_parallel_config({11, 1});
+    const std::string split = to_json(compute_features(m)).dump();
+    set_parallel_config(saved);
+    EXPECT_EQ(serial, split) << to_string(spec.method);
+  }
 }
 
 }  // namespace

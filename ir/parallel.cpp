@@ -1,0 +1,132 @@
+#include "ir/parallel.h"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <system_error>
+#include <thread>
+
+namespace sparsegen {
+
+namespace {
+
+std::atomic<int> g_max_threads{0};
+std::atomic<int64_t> g_min_work{kParallelMinWork};
+
+int hardware_threads() {
+  static const int hw = static_cast<int>(
+      std::clamp<unsigned>(std::thread::hardware_concurrency(), 1u, 32u));  // 0 = unknown
+  return hw;
+}
+
+}  // namespace
+
+void set_parallel_config(const ParallelConfig& c) {
+  g_max_threads = std::max(c.max_threads, 0);
+  g_min_work = std::max<int64_t>(c.min_work, 1);
+}
+
+ParallelConfig parallel_config() {
+  return ParallelConfig{g_max_threads.load(), g_min_work.load()};
+}
+
+int parallel_chunks(int64_t work) {
+  const int max_threads = g_max_threads > 0 ? g_max_threads.load() : hardware_threads();
+  const int64_t chunks = std::max<int64_t>(work, 0) / g_min_work;
+  return static_cast<int>(std::clamp<int64_t>(chunks, 1, max_threads));
+}
+
+std::vector<int64_t> even_split(int64_t n, int chunks) {
+  chunks = std::max(chunks, 1);
+  std::vector<int64_t> b(static_cast<size_t>(chunks) + 1);
+  for (int c = 0; c <= chunks; ++c)  // n * c / chunks without overflowing n * c
+    b[static_cast<size_t>(c)] = n / chunks * c + n % chunks * c / chunks;
+  return b;
+}
+
+std::vector<int64_t> balanced_split(std::span<const int64_t> offsets, int chunks) {
+  chunks = std::max(chunks, 1);
+  const int64_t rows = offsets.empty() ? 0 : static_cast<int64_t>(offsets.size()) - 1;
+  if (rows == 0) return std::vector<int64_t>(static_cast<size_t>(chunks) + 1, 0);
+  // Entries plus rows, so that empty rows (and loops with a per-row cost) count too.
+  const int64_t base = offsets.front(), total = offsets.back() - base + rows;
+  const std::vector<int64_t> goal = even_split(total, chunks);
+  std::vector<int64_t> b(goal.size());
+  b.front() = 0;
+  b.back() = rows;
+  auto at = [&](int64_t r) { return offsets[static_cast<size_t>(r)] - base + r; };  // monotone
+  for (size_t c = 1; c + 1 < goal.size(); ++c) {
+    // The row start nearest to goal[c]: first r with at(r) >= goal[c], or the one before it.
+    int64_t lo = b[c - 1], hi = rows;
+    while (lo < hi) {
+      const int64_t mid = lo + (hi - lo) / 2;
+      if (at(mid) >= goal[c])
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    if (lo > b[c - 1] && goal[c] - at(lo - 1) < at(lo) - goal[c]) --lo;
+    b[c] = lo;
+  }
+  return b;
+}
+
+void run_chunks(const std::vector<int64_t>& bounds,
+                const std::function<void(int, int64_t, int64_t)>& fn) {
+  const int chunks = static_cast<int>(bounds.size()) - 1;
+  if (chunks <= 0) return;
+  if (chunks == 1) {
+    fn(0, bounds[0], bounds[1]);
+    return;
+  }
+  std::vector<std::exception_ptr> errors(static_cast<size_t>(chunks));
+  auto body = [&](int c) {
+    try {
+      fn(c, bounds[static_cast<size_t>(c)], bounds[static_cast<size_t>(c) + 1]);
+    } catch (...) {
+      errors[static_cast<size_t>(c)] = std::current_exception();
+    }
+  };
+  std::vector<std::thread> pool;
+  std::vector<int> inline_chunks;  // chunks no thread could be started for
+  pool.reserve(static_cast<size_t>(chunks) - 1);
+  for (int c = 1; c < chunks; ++c) {
+    try {
+      pool.emplace_back(body, c);
+    } catch (const std::system_error&) {
+      inline_chunks.push_back(c);
+    }
+  }
+  body(0);
+  for (int c : inline_chunks) body(c);
+  for (auto& t : pool) t.join();
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
+}
+
+void parallel_for(int64_t n, int64_t work, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  run_chunks(even_split(n, parallel_chunks(work)), [&](int, int64_t b, int64_t e) { fn(b, e); });
+}
+
+void prefault(void* p, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  constexpr uintptr_t kPage = 4096;
+  if (p == nullptr || bytes < (size_t{1} << 20)) return;  // small: the first write does it
+  const uintptr_t b = reinterpret_cast<uintptr_t>(p) & ~(kPage - 1);
+  const uintptr_t e = (reinterpret_cast<uintptr_t>(p) + bytes + kPage - 1) & ~(kPage - 1);
+  const auto pages = static_cast<int64_t>((e - b) / kPage);
+  // A page fault zeroes 4 KiB: about the cost of 1000 simple loop steps.
+  parallel_for(pages, pages * 1024, [b](int64_t p0, int64_t p1) {
+    ::madvise(reinterpret_cast<void*>(b + static_cast<uintptr_t>(p0) * kPage),
+              static_cast<size_t>(p1 - p0) * kPage, MADV_POPULATE_WRITE);
+  });
+#else
+  (void)p;
+  (void)bytes;
+#endif
+}
+
+}  // namespace sparsegen

@@ -1,0 +1,74 @@
+// Data-parallel loops for the O(nnz) host passes (loading, packing, value conversion, statistics,
+// the CPU reference). A 100M-nonzero weight takes seconds per pass on one core; these helpers split
+// such a pass into contiguous, ordered chunks, one thread per chunk, and leave small inputs on the
+// calling thread (threads cost tens of microseconds each).
+//
+// Results must not depend on the number of threads: callers write disjoint outputs per chunk, or
+// keep one partial result per chunk and merge the partials in chunk order afterwards.
+//
+//   const std::vector<int64_t> bounds = even_split(n, parallel_chunks(n));
+//   std::vector<int64_t> partial(bounds.size() - 1);
+//   run_chunks(bounds, [&](int c, int64_t b, int64_t e) { for (...) partial[c] += ...; });
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <vector>
+
+namespace sparsegen {
+
+// Work units (steps of a simple loop) below which a chunk is not worth a thread of its own.
+inline constexpr int64_t kParallelMinWork = int64_t{1} << 18;
+
+// Process-wide limits of the parallel passes. Tests set max_threads 1 and then several, with
+// min_work 1 so that small matrices are split too, and compare the results byte for byte.
+struct ParallelConfig {
+  int max_threads = 0;                  // 0: hardware_concurrency, at most 32
+  int64_t min_work = kParallelMinWork;  // work units per chunk, at least
+};
+void set_parallel_config(const ParallelConfig& c);
+ParallelConfig parallel_config();
+
+// Chunks to split a pass of `work` units into: work / min_work, between 1 and max_threads.
+int parallel_chunks(int64_t work);
+
+// Bounds 0 = b[0] <= b[1] <= ... <= b[chunks] = n of `chunks` ranges of [0, n), of equal size.
+std::vector<int64_t> even_split(int64_t n, int chunks);
+
+// Row bounds of `chunks` row ranges of a CSR-style offset array (rows + 1 entries, non-decreasing)
+// holding about equal numbers of entries, so long rows do not pile up in one chunk.
+std::vector<int64_t> balanced_split(std::span<const int64_t> offsets, int chunks);
+
+// Runs fn(c, bounds[c], bounds[c + 1]) for every chunk c (chunk 0 on the calling thread, the others
+// on threads of their own; when no thread can be started, on the calling thread). Returns when all
+// have finished; then rethrows the exception of the lowest chunk that threw, if any.
+void run_chunks(const std::vector<int64_t>& bounds,
+                const std::function<void(int chunk, int64_t begin, int64_t end)>& fn);
+
+// fn(begin, end) over [0, n) in parallel_chunks(work) chunks of equal size. `work`: the cost of
+// the whole loop in simple steps (n when each index is one).
+void parallel_for(int64_t n, int64_t work, const std::function<void(int64_t, int64_t)>& fn);
+
+// Faults in the pages of [p, p + bytes) on several threads (madvise MADV_POPULATE_WRITE where the
+// kernel has it; otherwise nothing). Fresh pages are zeroed by the kernel on first touch, one page
+// fault per 4 KiB: for a buffer of hundreds of MB that costs more than the loop that fills it, so
+// it is worth doing in parallel before the buffer's first write. A hint: errors are ignored.
+void prefault(void* p, size_t bytes);
+
+// v.resize(n) (new elements value-initialised) with the new storage faulted in by prefault()
+// first, so that the zero-fill runs at memory speed instead of one page fault per 4 KiB.
+template <class T>
+void resize_prefaulted(std::vector<T>& v, size_t n) {
+  if (n > v.capacity()) {
+    std::vector<T> fresh;
+    fresh.reserve(n);
+    prefault(fresh.data(), n * sizeof(T));
+    fresh.assign(v.begin(), v.end());
+    v.swap(fresh);
+  }
+  v.resize(n);
+}
+
+}  // namespace sparsegen
