@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "ir/diagnostics.h"
+#include "ir/parallel.h"
 
 namespace sparsegen {
 
@@ -31,12 +32,12 @@ struct TileRows {
 // and nothing of size col_tiles, so a wide matrix with few entries costs no more than its entries.
 // fn(rt, ct, const TileRows&). Terminates for any row_ptr-consistent input (every visit advances at
 // least one row), even with unsorted columns.
+// Row tiles rt0 .. rt1 - 1 only.
 template <typename Fn>
-void for_each_nonempty_tile(const CsrMatrix& a, Fn&& fn) {
-  const int64_t row_tiles = ceil_div(a.rows, kBitmapTileRows);
+void for_each_nonempty_tile(const CsrMatrix& a, int64_t rt0, int64_t rt1, Fn&& fn) {
   std::array<int64_t, kBitmapTileRows> cur{}, stop{};
   TileRows t;
-  for (int64_t rt = 0; rt < row_tiles; ++rt) {
+  for (int64_t rt = rt0; rt < rt1; ++rt) {
     const int64_t r0 = rt * kBitmapTileRows;
     const int64_t nr = std::min(kBitmapTileRows, a.rows - r0);
     for (int64_t i = 0; i < kBitmapTileRows; ++i) {
@@ -64,17 +65,44 @@ void for_each_nonempty_tile(const CsrMatrix& a, Fn&& fn) {
   }
 }
 
+// Chunks of row tiles holding about equal numbers of entries (ir/parallel.h): bounds in row
+// tiles, rt_bounds[c] .. rt_bounds[c + 1].
+std::vector<int64_t> row_tile_chunks(const CsrMatrix& a) {
+  const int64_t row_tiles = ceil_div(a.rows, kBitmapTileRows);
+  std::vector<int64_t> offsets(static_cast<size_t>(row_tiles + 1));
+  for (int64_t rt = 0; rt <= row_tiles; ++rt)
+    offsets[static_cast<size_t>(rt)] =
+        a.row_ptr[static_cast<size_t>(std::min(rt * kBitmapTileRows, a.rows))];
+  return balanced_split(offsets, parallel_chunks(a.nnz()));
+}
+
+// Value slots and the largest tile of each chunk of row tiles.
+struct ChunkSlots {
+  int64_t slots = 0, max_tile_values = 0;
+};
+std::vector<ChunkSlots> chunk_slots(const CsrMatrix& a, const std::vector<int64_t>& bounds) {
+  std::vector<ChunkSlots> out(bounds.size() - 1);
+  run_chunks(bounds, [&](int c, int64_t rt0, int64_t rt1) {
+    ChunkSlots& cs = out[static_cast<size_t>(c)];
+    for_each_nonempty_tile(a, rt0, rt1, [&](int64_t, int64_t, const TileRows& t) {
+      const int64_t slots = round_up(t.count, kBitmapValueAlign);
+      cs.slots += slots;
+      cs.max_tile_values = std::max(cs.max_tile_values, slots);
+    });
+  });
+  return out;
+}
+
 BitmapTileStats stats_of(const CsrMatrix& a) {
   BitmapTileStats st;
   st.rows = a.rows;
   st.cols = a.cols;
   st.nnz = a.nnz();
   st.tiles = ceil_div(a.rows, kBitmapTileRows) * ceil_div(a.cols, kBitmapTileCols);
-  for_each_nonempty_tile(a, [&](int64_t, int64_t, const TileRows& t) {
-    const int64_t slots = round_up(t.count, kBitmapValueAlign);
-    st.slots += slots;
-    st.max_tile_values = std::max(st.max_tile_values, slots);
-  });
+  for (const ChunkSlots& cs : chunk_slots(a, row_tile_chunks(a))) {
+    st.slots += cs.slots;
+    st.max_tile_values = std::max(st.max_tile_values, cs.max_tile_values);
+  }
   return st;
 }
 
@@ -133,45 +161,57 @@ BitmapTileStats bitmap_tile_stats(const CsrMatrix& a) {
 
 BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a) {
   a.check_canonical();
-  const BitmapTileStats st = stats_of(a);
   BitmapTileFormat f;
   f.rows = a.rows;
   f.cols = a.cols;
   f.row_tiles = ceil_div(a.rows, kBitmapTileRows);
   f.col_tiles = ceil_div(a.cols, kBitmapTileCols);
-  f.nnz = st.nnz;
-  f.max_tile_values = st.max_tile_values;
+  f.nnz = a.nnz();
+  // Chunks of row tiles are packed in parallel: a first walk counts each chunk's value slots, so
+  // every chunk knows where its values start.
+  const std::vector<int64_t> bounds = row_tile_chunks(a);
+  const std::vector<ChunkSlots> counts = chunk_slots(a, bounds);
+  std::vector<int64_t> first_slot(counts.size() + 1, 0);
+  for (size_t c = 0; c < counts.size(); ++c) {
+    first_slot[c + 1] = first_slot[c] + counts[c].slots;
+    f.max_tile_values = std::max(f.max_tile_values, counts[c].max_tile_values);
+  }
   const int64_t tiles = f.tiles();
   f.masks.assign(static_cast<size_t>(tiles * kBitmapTileRows), 0);
   f.tile_ptr.assign(static_cast<size_t>(tiles + 1), 0);
-  f.values.assign(static_cast<size_t>(st.slots), 0.0f);
-  int64_t slot = 0;
-  int64_t next = 0;  // first tile whose tile_ptr is not yet written
-  for_each_nonempty_tile(a, [&](int64_t rt, int64_t ct, const TileRows& t) {
-    const int64_t tile = rt * f.col_tiles + ct;
-    // Empty tiles before this one start (and end) where the previous tile ended.
-    for (; next <= tile; ++next) f.tile_ptr[static_cast<size_t>(next)] = slot;
-    uint64_t* masks = &f.masks[static_cast<size_t>(tile * kBitmapTileRows)];
-    for (size_t i = 0; i < kBitmapTileRows; ++i)
-      for (int64_t e = t.begin[i]; e < t.end[i]; ++e)
-        masks[i] |= uint64_t{1} << (a.col_idx[static_cast<size_t>(e)] - ct * kBitmapTileCols);
-    // Values in fragment order: the slot of an entry is its lane's start plus its rank in the
-    // lane word.
-    const auto words = bitmap_lane_words(f, tile);
-    const auto start = bitmap_lane_starts(words);
-    for (size_t i = 0; i < kBitmapTileRows; ++i)
-      for (int64_t e = t.begin[i]; e < t.end[i]; ++e) {
-        const auto c = static_cast<int>(a.col_idx[static_cast<size_t>(e)] - ct * kBitmapTileCols);
-        const BitmapFragmentSlot fs = bitmap_fragment_slot(static_cast<int>(i), c);
-        const uint32_t w = words[static_cast<size_t>(fs.lane)];
-        const int64_t v = slot + start[static_cast<size_t>(fs.lane)] +
-                          std::popcount(w & ((uint32_t{1} << fs.bit) - 1));
-        f.values[static_cast<size_t>(v)] = a.values[static_cast<size_t>(e)];
-      }
-    slot += round_up(t.count, kBitmapValueAlign);  // the fill slots stay 0
+  f.values.assign(static_cast<size_t>(first_slot.back()), 0.0f);
+  run_chunks(bounds, [&](int chunk, int64_t rt0, int64_t rt1) {
+    int64_t slot = first_slot[static_cast<size_t>(chunk)];
+    int64_t next = rt0 * f.col_tiles;  // first tile of the chunk whose tile_ptr is not written
+    for_each_nonempty_tile(a, rt0, rt1, [&](int64_t rt, int64_t ct, const TileRows& t) {
+      const int64_t tile = rt * f.col_tiles + ct;
+      // Empty tiles before this one start (and end) where the previous tile ended.
+      for (; next <= tile; ++next) f.tile_ptr[static_cast<size_t>(next)] = slot;
+      uint64_t* masks = &f.masks[static_cast<size_t>(tile * kBitmapTileRows)];
+      for (size_t i = 0; i < kBitmapTileRows; ++i)
+        for (int64_t e = t.begin[i]; e < t.end[i]; ++e)
+          masks[i] |= uint64_t{1} << (a.col_idx[static_cast<size_t>(e)] - ct * kBitmapTileCols);
+      // Values in fragment order: the slot of an entry is its lane's start plus its rank in the
+      // lane word.
+      const auto words = bitmap_lane_words(f, tile);
+      const auto start = bitmap_lane_starts(words);
+      for (size_t i = 0; i < kBitmapTileRows; ++i)
+        for (int64_t e = t.begin[i]; e < t.end[i]; ++e) {
+          const auto c = static_cast<int>(a.col_idx[static_cast<size_t>(e)] - ct * kBitmapTileCols);
+          const BitmapFragmentSlot fs = bitmap_fragment_slot(static_cast<int>(i), c);
+          const uint32_t w = words[static_cast<size_t>(fs.lane)];
+          const int64_t v = slot + start[static_cast<size_t>(fs.lane)] +
+                            std::popcount(w & ((uint32_t{1} << fs.bit) - 1));
+          f.values[static_cast<size_t>(v)] = a.values[static_cast<size_t>(e)];
+        }
+      slot += round_up(t.count, kBitmapValueAlign);  // the fill slots stay 0
+    });
+    // The chunk's trailing empty tiles.
+    for (; next < rt1 * f.col_tiles; ++next) f.tile_ptr[static_cast<size_t>(next)] = slot;
+    SG_ASSERT(slot == first_slot[static_cast<size_t>(chunk) + 1],
+              "bitmap-tile packer: a chunk's slots disagree with its count");
   });
-  for (; next <= tiles; ++next) f.tile_ptr[static_cast<size_t>(next)] = slot;
-  SG_ASSERT(slot == st.slots, "bitmap-tile packer: slot count disagrees with bitmap_tile_stats");
+  f.tile_ptr[static_cast<size_t>(tiles)] = first_slot.back();
   return f;
 }
 

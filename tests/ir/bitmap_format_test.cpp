@@ -5,6 +5,7 @@
 #include <array>
 #include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <stdexcept>
@@ -14,6 +15,7 @@
 #include "ir/bitmap_interpreter.h"
 #include "ir/diagnostics.h"
 #include "ir/interpreter.h"
+#include "ir/parallel.h"
 #include "ir/schedule.h"
 
 namespace sparsegen {
@@ -467,6 +469,33 @@ TEST(BitmapInterpreter, CorruptedFormatThrows) {
     f.masks.resize(16);
     expect_broken(f, "short masks");
   }
+}
+
+// The packer splits row tiles into chunks packed in parallel: any split gives the serial result,
+// byte for byte, also with empty chunks and chunk bounds between tile rows of different lengths.
+TEST(BitmapFormat, PackingIsIndependentOfThreads) {
+  const ParallelConfig saved = parallel_config();
+  for (uint64_t seed : {4u, 5u}) {
+    // 16·13 + 5 rows: a partial last row tile; 3 column tiles, the last partial.
+    const CsrMatrix a = random_matrix(16 * 13 + 5, 150, seed == 4 ? 0.3 : 0.02, seed);
+    set_parallel_config({1, 1});
+    const BitmapTileFormat one = pack_bitmap_tiles(a);
+    const BitmapTileStats st1 = bitmap_tile_stats(a);
+    for (int chunks : {2, 5, 31}) {
+      set_parallel_config({chunks, 1});
+      const BitmapTileFormat many = pack_bitmap_tiles(a);
+      EXPECT_EQ(many.masks, one.masks) << chunks;
+      EXPECT_EQ(many.tile_ptr, one.tile_ptr) << chunks;
+      EXPECT_EQ(many.max_tile_values, one.max_tile_values);
+      ASSERT_EQ(many.values.size(), one.values.size());
+      EXPECT_EQ(
+          0, std::memcmp(many.values.data(), one.values.data(), one.values.size() * sizeof(float)));
+      const BitmapTileStats st = bitmap_tile_stats(a);
+      EXPECT_EQ(st.slots, st1.slots);
+      EXPECT_EQ(st.max_tile_values, st1.max_tile_values);
+    }
+  }
+  set_parallel_config(saved);
 }
 
 }  // namespace
