@@ -44,6 +44,20 @@ std::string describe_aux(const char* what, const AuxKernel& k) {
 
 }  // namespace
 
+bool is_table(ParamKind k) {
+  return k == ParamKind::I32Table || k == ParamKind::I16Table || k == ParamKind::I8Table ||
+         k == ParamKind::U32Table;
+}
+
+KernelSignature KernelSignature::without_table_data() const {
+  std::vector<KernelParam> light;
+  light.reserve(params.size());
+  for (const KernelParam& p : params)
+    light.push_back({p.name, p.kind, p.source, is_table(p.kind) ? std::vector<int64_t>{} : p.data});
+  return {kernel_name, std::move(light), launch,      prologue,
+          epilogue,    workspace_bytes,  b_alignment, workspace_zeroed};
+}
+
 std::string describe(const KernelSignature& sig) {
   std::string s = describe_aux("prologue", sig.prologue);
   if (sig.workspace_bytes > 0)

@@ -35,6 +35,9 @@ struct KernelParam {
   std::vector<int64_t> data;  // table contents (tables only), converted to the kind's width
 };
 
+// True for the kinds whose KernelParam::data is a table uploaded to the device.
+bool is_table(ParamKind k);
+
 struct LaunchShape {
   int64_t grid_x = 0;
   int64_t grid_y = 0;
@@ -76,6 +79,10 @@ struct KernelSignature {
   // True when grid_x or grid_y is 0: the caller must not launch the main kernel (prologue and
   // epilogue still run: they apply C = beta * C).
   bool empty_grid() const { return launch.grid_x == 0 || launch.grid_y == 0; }
+  // A copy without the tables' data (hundreds of MB for a large matrix), for a kernel whose
+  // tables are on the device already. Positional aggregate initialisation inside: a field added
+  // above and not handled there fails the -Wextra build (missing-field-initializers).
+  KernelSignature without_table_data() const;
 };
 
 // Human-readable list of the parameters, one per line ("values  const T*  packed A values").

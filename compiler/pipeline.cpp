@@ -235,6 +235,20 @@ KernelBuild build_kernel(const CsrMatrix& a, const KernelRequest& req,
 
 // ---- CompiledKernel ------------------------------------------------------------------------
 
+KernelBuild KernelBuild::without_host_arrays() const {
+  const nvrtc::CompileResult& c = compiled;
+  return {problem,
+          schedule,
+          schedule_reason,
+          target,
+          {kernel.source, kernel.headers, kernel.signature.without_table_data()},
+          {},
+          {},
+          {{}, c.is_cubin, c.arch, c.log, c.lowered_names, c.options, c.compile_ms},
+          nnz,
+          step_log};
+}
+
 struct CompiledKernel::Impl {
   // Declaration order = reverse destruction order: the context outlives module and buffers.
   std::shared_ptr<cuda::Context> ctx;
@@ -278,55 +292,6 @@ cuda::LaunchConfig config_of(const codegen::LaunchShape& s, CUstream stream) {
   c.shared_bytes = static_cast<unsigned>(s.dynamic_shared_bytes);
   c.stream = stream;
   return c;
-}
-
-bool is_table(codegen::ParamKind k) {
-  return k == codegen::ParamKind::I32Table || k == codegen::ParamKind::I16Table ||
-         k == codegen::ParamKind::I8Table || k == codegen::ParamKind::U32Table;
-}
-
-// `s` without its tables' data (hundreds of MB for a large matrix; on the device once uploaded).
-// Lists KernelSignature's members (codegen/kernel_signature.h): keep it in step with them.
-codegen::KernelSignature without_table_data(const codegen::KernelSignature& s) {
-  codegen::KernelSignature out;
-  out.kernel_name = s.kernel_name;
-  out.params.reserve(s.params.size());
-  for (const codegen::KernelParam& prm : s.params) {
-    codegen::KernelParam light;
-    light.name = prm.name;
-    light.kind = prm.kind;
-    light.source = prm.source;
-    if (!is_table(prm.kind)) light.data = prm.data;
-    out.params.push_back(std::move(light));
-  }
-  out.launch = s.launch;
-  out.prologue = s.prologue;
-  out.epilogue = s.epilogue;
-  out.workspace_bytes = s.workspace_bytes;
-  out.b_alignment = s.b_alignment;
-  out.workspace_zeroed = s.workspace_zeroed;
-  return out;
-}
-
-// `b` without the arrays that go to the device: what a CompiledKernel keeps.
-KernelBuild without_host_arrays(const KernelBuild& b) {
-  KernelBuild out;
-  out.problem = b.problem;
-  out.schedule = b.schedule;
-  out.schedule_reason = b.schedule_reason;
-  out.target = b.target;
-  out.kernel.source = b.kernel.source;
-  out.kernel.headers = b.kernel.headers;
-  out.kernel.signature = without_table_data(b.kernel.signature);
-  out.compiled.is_cubin = b.compiled.is_cubin;
-  out.compiled.arch = b.compiled.arch;
-  out.compiled.log = b.compiled.log;
-  out.compiled.lowered_names = b.compiled.lowered_names;
-  out.compiled.options = b.compiled.options;
-  out.compiled.compile_ms = b.compiled.compile_ms;
-  out.nnz = b.nnz;
-  out.step_log = b.step_log;
-  return out;
 }
 
 }  // namespace
@@ -394,14 +359,14 @@ CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild&&
   k.build.col_idx = {};
   k.build.compiled.image = {};
   for (codegen::KernelParam& prm : k.build.kernel.signature.params)
-    if (is_table(prm.kind)) prm.data = {};
+    if (codegen::is_table(prm.kind)) prm.data = {};
 }
 
 CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, const KernelBuild& build)
     : impl_(std::make_unique<Impl>()) {
   Impl& k = *impl_;
   k.ctx = std::move(ctx);
-  k.build = without_host_arrays(build);
+  k.build = build.without_host_arrays();
   k.load_and_upload(build);
 }
 

@@ -98,6 +98,11 @@ struct KernelBuild {
   nvrtc::CompileResult compiled;      // cubin or PTX
   int64_t nnz = 0;                    // real nonzeros of A
   std::vector<std::string> step_log;  // "verify 0.02 ms", one per step
+
+  // A copy without what goes to the device (values, column indices, the image, the tables'
+  // data): what a CompiledKernel keeps. Positional aggregate initialisation inside: a field added
+  // above and not handled there fails the -Wextra build (missing-field-initializers).
+  KernelBuild without_host_arrays() const;
 };
 
 // Steps 1-7 with a given schedule (no enumeration). `packed` (GeneralSparse; ignored otherwise): a

@@ -102,6 +102,48 @@ TEST(Pipeline, GivenScheduleIsUsedVerbatim) {
   EXPECT_EQ(b.schedule_reason, "given by schedule");
 }
 
+// What a CompiledKernel keeps of a build it uploads from (the tuner's measured candidates): all
+// but the host arrays, which went to the device.
+TEST(Pipeline, WithoutHostArraysKeepsAllButTheUploads) {
+  const CsrMatrix a = make_matrix({3, 0, 5, 1, 7}, 40);
+  const Problem p = Problem::spmm(a.rows, a.cols, 8, DType::F16);
+  const KernelBuild b = build_kernel(a, p, parse_schedule("macko;delta=4"), ptx_target());
+  ASSERT_FALSE(b.values.empty());
+  ASSERT_FALSE(b.compiled.image.empty());
+  const KernelBuild k = b.without_host_arrays();
+  EXPECT_TRUE(k.values.empty());
+  EXPECT_TRUE(k.col_idx.empty());
+  EXPECT_TRUE(k.compiled.image.empty());
+  EXPECT_EQ(k.problem, b.problem);
+  EXPECT_EQ(k.schedule, b.schedule);
+  EXPECT_EQ(k.kernel.source, b.kernel.source);
+  EXPECT_EQ(k.kernel.headers, b.kernel.headers);
+  EXPECT_EQ(k.compiled.arch, b.compiled.arch);
+  EXPECT_EQ(k.compiled.options, b.compiled.options);
+  EXPECT_EQ(k.nnz, b.nnz);
+  EXPECT_EQ(k.step_log, b.step_log);
+  const codegen::KernelSignature& s = k.kernel.signature;
+  EXPECT_EQ(s.kernel_name, b.kernel.signature.kernel_name);
+  EXPECT_EQ(s.launch.grid_x, b.kernel.signature.launch.grid_x);
+  EXPECT_EQ(s.workspace_bytes, b.kernel.signature.workspace_bytes);
+  ASSERT_EQ(s.params.size(), b.kernel.signature.params.size());
+  int tables = 0;
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    const codegen::KernelParam& x = s.params[i];
+    const codegen::KernelParam& y = b.kernel.signature.params[i];
+    EXPECT_EQ(x.name, y.name);
+    EXPECT_EQ(x.kind, y.kind);
+    EXPECT_EQ(x.source, y.source);
+    if (codegen::is_table(x.kind)) {
+      ++tables;
+      EXPECT_TRUE(x.data.empty()) << x.name;
+    } else {
+      EXPECT_EQ(x.data, y.data) << x.name;
+    }
+  }
+  EXPECT_GT(tables, 0);  // MACKO's row pointers and delta words
+}
+
 TEST(PublicApi, BadScheduleSpecNamesTheField) {
   const CsrMatrix a = make_matrix({1, 2, 3}, 8);
   const Runtime rt = Runtime::offline();
