@@ -17,6 +17,7 @@
 #include "ir/interpreter.h"
 #include "ir/parallel.h"
 #include "ir/schedule.h"
+#include "tests/ir/schedule_test_util.h"
 
 namespace sparsegen {
 namespace {
@@ -41,23 +42,12 @@ CsrMatrix from_rows(int64_t cols, const std::vector<Row>& rows) {
 // Each position stored with probability `density`; about 5% of the stored values are explicit
 // zeros (one in four of them -0.0), the rest non-integer in (-1, 1).
 CsrMatrix random_matrix(int64_t rows, int64_t cols, double density, uint64_t seed) {
-  std::mt19937_64 g(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  CsrMatrix a;
-  a.rows = rows;
-  a.cols = cols;
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c)
-      if (u(g) < density) {
-        a.col_idx.push_back(static_cast<int32_t>(c));
-        const double z = u(g);
-        a.values.push_back(z < 0.0125 ? -0.0f
-                                      : (z < 0.05 ? 0.0f : static_cast<float>(u(g) * 2 - 1)));
-      }
-    a.row_ptr.push_back(a.nnz());
-  }
-  a.check_canonical();
-  return a;
+  return testing::bernoulli_csr(
+      rows, cols, seed, [&](int64_t) { return density; },
+      [](auto&& draw) {
+        const double z = draw();
+        return z < 0.0125 ? -0.0f : (z < 0.05 ? 0.0f : static_cast<float>(draw() * 2 - 1));
+      });
 }
 
 void expect_same(const CsrMatrix& a, const CsrMatrix& b) {

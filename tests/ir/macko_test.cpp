@@ -14,6 +14,7 @@
 #include "ir/macko_interpreter.h"
 #include "ir/macko_schedule.h"
 #include "ir/schedule.h"
+#include "tests/ir/schedule_test_util.h"
 
 namespace sparsegen {
 namespace {
@@ -35,23 +36,14 @@ CsrMatrix from_rows(int64_t cols, const std::vector<std::vector<std::pair<int32_
 }
 
 CsrMatrix random_matrix(int64_t rows, int64_t cols, double density, uint64_t seed) {
-  std::mt19937_64 g(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  CsrMatrix a;
-  a.rows = rows;
-  a.cols = cols;
-  for (int64_t r = 0; r < rows; ++r) {
-    // Vary the density per row (some rows empty, some dense).
-    const double d = r % 7 == 3 ? 0.0 : (r % 5 == 1 ? std::min(1.0, density * 6) : density);
-    for (int64_t c = 0; c < cols; ++c)
-      if (u(g) < d) {
-        a.col_idx.push_back(static_cast<int32_t>(c));
-        // Explicit zeros too: they are real entries and must survive the round trip.
-        a.values.push_back(u(g) < 0.05 ? 0.0f : static_cast<float>(u(g) * 2 - 1));
-      }
-    a.row_ptr.push_back(a.nnz());
-  }
-  return a;
+  return testing::bernoulli_csr(
+      rows, cols, seed,
+      // Vary the density per row (some rows empty, some dense).
+      [&](int64_t r) {
+        return r % 7 == 3 ? 0.0 : (r % 5 == 1 ? std::min(1.0, density * 6) : density);
+      },
+      // Explicit zeros too: they are real entries and must survive the round trip.
+      [](auto&& draw) { return draw() < 0.05 ? 0.0f : static_cast<float>(draw() * 2 - 1); });
 }
 
 void expect_same(const CsrMatrix& a, const CsrMatrix& b) {

@@ -20,6 +20,7 @@
 #include "ir/macko_format.h"
 #include "ir/problem.h"
 #include "ir/sparse_matrix.h"
+#include "tests/ir/schedule_test_util.h"
 #include "tests/test_support.h"
 
 namespace sparsegen {
@@ -40,23 +41,15 @@ auto serial_and_split(int chunks, F&& f) {
 // Rows of very different lengths (empty rows, one long row, long column gaps for MACKO padding),
 // explicit zeros and values beyond the fp16 range.
 CsrMatrix mixed_matrix(int64_t rows, int64_t cols, uint64_t seed) {
-  std::mt19937_64 g(seed);
-  std::uniform_real_distribution<double> u(0, 1);
-  CsrMatrix a;
-  a.rows = rows;
-  a.cols = cols;
-  for (int64_t r = 0; r < rows; ++r) {
-    const double d = r % 7 == 3 ? 0.0 : r == rows / 2 ? 0.9 : r % 5 == 1 ? 0.003 : 0.08;
-    for (int64_t c = 0; c < cols; ++c) {
-      if (u(g) >= d) continue;
-      a.col_idx.push_back(static_cast<int32_t>(c));
-      const double x = u(g);
-      a.values.push_back(x < 0.05 ? 0.0f : x > 0.98 ? 1e5f : static_cast<float>(x * 2 - 1));
-    }
-    a.row_ptr.push_back(a.nnz());
-  }
-  a.check_canonical();
-  return a;
+  return testing::bernoulli_csr(
+      rows, cols, seed,
+      [&](int64_t r) {
+        return r % 7 == 3 ? 0.0 : r == rows / 2 ? 0.9 : r % 5 == 1 ? 0.003 : 0.08;
+      },
+      [](auto&& draw) {
+        const double x = draw();
+        return x < 0.05 ? 0.0f : x > 0.98 ? 1e5f : static_cast<float>(x * 2 - 1);
+      });
 }
 
 TEST(Parallel, EvenSplitCoversTheRangeInOrder) {

@@ -50,4 +50,31 @@ inline std::vector<float> random_dense(int64_t count, uint64_t seed) {
   return v;
 }
 
+// A seeded random CSR matrix: position (r, c) is stored when a uniform draw in [0, 1) is below
+// row_density(r) (one draw per position, also in rows of density 0, so the sequence of draws does
+// not depend on the densities); a stored entry's value is value(draw), where draw() returns the
+// next uniform number. Shared by the format tests, which differ in the shapes and values they
+// want.
+template <class RowDensity, class Value>
+CsrMatrix bernoulli_csr(int64_t rows, int64_t cols, uint64_t seed, RowDensity&& row_density,
+                        Value&& value) {
+  std::mt19937_64 g(seed);
+  std::uniform_real_distribution<double> u(0, 1);
+  auto draw = [&] { return u(g); };
+  CsrMatrix a;
+  a.rows = rows;
+  a.cols = cols;
+  for (int64_t r = 0; r < rows; ++r) {
+    const double d = row_density(r);
+    for (int64_t c = 0; c < cols; ++c) {
+      if (draw() >= d) continue;
+      a.col_idx.push_back(static_cast<int32_t>(c));
+      a.values.push_back(value(draw));
+    }
+    a.row_ptr.push_back(a.nnz());
+  }
+  a.check_canonical();
+  return a;
+}
+
 }  // namespace sparsegen::testing
