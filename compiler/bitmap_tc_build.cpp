@@ -22,7 +22,9 @@ KernelBuild build_bitmap_tc_kernel(const CsrMatrix& a, const Problem& p, const S
   KernelBuild b = start_build(a, p, s, target);
   {
     PipelineStep st(3, "verify", &b.step_log);
-    const auto reasons = verify_bitmap_tc(p, s.bitmap_tc(), bitmap_tile_stats(a), target.limits);
+    const BitmapTileStats bs =
+        packed != nullptr ? bitmap_tile_stats(packed->format) : bitmap_tile_stats(a);
+    const auto reasons = verify_bitmap_tc(p, s.bitmap_tc(), bs, target.limits);
     if (!reasons.empty())
       throw UserError(fmt::format("schedule '{}' does not fit {} for {}: {}", to_string(s),
                                   target.limits.name, to_string(p), fmt::join(reasons, "; ")));

@@ -22,7 +22,10 @@ KernelBuild build_macko_kernel(const CsrMatrix& a, const Problem& p, const Sched
   KernelBuild b = start_build(a, p, s, target);
   {
     PipelineStep st(3, "verify", &b.step_log);
-    const auto reasons = verify_macko(p, m, macko_stats(a, m.delta_bits), target.limits);
+    // With a shared pack its figures are at hand; without, one walk of the matrix.
+    const MackoStats ms =
+        packed != nullptr ? macko_stats(packed->format) : macko_stats(a, m.delta_bits);
+    const auto reasons = verify_macko(p, m, ms, target.limits);
     if (!reasons.empty())
       throw UserError(fmt::format("schedule '{}' does not fit {} for {}: {}", to_string(s),
                                   target.limits.name, to_string(p), fmt::join(reasons, "; ")));

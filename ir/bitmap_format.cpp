@@ -159,6 +159,17 @@ BitmapTileStats bitmap_tile_stats(const CsrMatrix& a) {
   return stats_of(a);
 }
 
+BitmapTileStats bitmap_tile_stats(const BitmapTileFormat& f) {
+  BitmapTileStats st;
+  st.rows = f.rows;
+  st.cols = f.cols;
+  st.nnz = f.nnz;
+  st.tiles = f.tiles();
+  st.slots = f.slots();
+  st.max_tile_values = f.max_tile_values;
+  return st;
+}
+
 BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a) {
   a.check_canonical();
   BitmapTileFormat f;

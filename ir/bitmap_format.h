@@ -82,6 +82,8 @@ struct BitmapTileStats {
 };
 
 BitmapTileStats bitmap_tile_stats(const CsrMatrix& a);
+// The same figures read off a packed format (O(1)).
+BitmapTileStats bitmap_tile_stats(const BitmapTileFormat& f);
 
 // Packs canonical CSR. Throws UserError for a non-canonical matrix.
 BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a);

@@ -112,6 +112,17 @@ MackoStats macko_stats(const CsrMatrix& a, int delta_bits) {
   return st;
 }
 
+MackoStats macko_stats(const MackoFormat& f) {
+  MackoStats st;
+  st.rows = f.rows;
+  st.cols = f.cols;
+  st.delta_bits = f.delta_bits;
+  st.nnz = f.nnz;
+  st.padding = f.padding;
+  st.slots = f.slots();
+  return st;
+}
+
 // Two parallel passes over row ranges: slots per row (entries + padding), whose prefix sums are
 // row_ptr, then each range fills its own slots. Only the first delta byte and padding word of a
 // range can be shared with the previous range (ChunkBits).

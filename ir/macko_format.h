@@ -52,11 +52,11 @@ struct MackoFormat {
   int64_t rows = 0;
   int64_t cols = 0;
   int delta_bits = 4;
-  int64_t nnz = 0;                // real entries (input nonzeros, explicit zeros included)
-  int64_t padding = 0;            // zero-valued padding slots inserted for long gaps
-  std::vector<int64_t> row_ptr;   // rows + 1 slot offsets
-  std::vector<float> values;      // slots() entries
-  std::vector<uint8_t> deltas;    // slots() * delta_bits / 8 bytes
+  int64_t nnz = 0;                   // real entries (input nonzeros, explicit zeros included)
+  int64_t padding = 0;               // zero-valued padding slots inserted for long gaps
+  std::vector<int64_t> row_ptr;      // rows + 1 slot offsets
+  std::vector<float> values;         // slots() entries
+  std::vector<uint8_t> deltas;       // slots() * delta_bits / 8 bytes
   std::vector<uint64_t> is_padding;  // host only: bit s set when slot s is padding
 
   int64_t used_slots() const { return nnz + padding; }
@@ -78,6 +78,9 @@ struct MackoStats {
 };
 
 MackoStats macko_stats(const CsrMatrix& a, int delta_bits);
+// The same figures read off a packed format (O(1)): what a build with a shared pack verifies
+// against instead of walking the matrix again.
+MackoStats macko_stats(const MackoFormat& f);
 
 // Packs canonical CSR. Throws UserError for bad delta_bits or a non-canonical matrix.
 MackoFormat pack_macko(const CsrMatrix& a, int delta_bits);

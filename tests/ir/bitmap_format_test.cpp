@@ -488,5 +488,19 @@ TEST(BitmapFormat, PackingIsIndependentOfThreads) {
   set_parallel_config(saved);
 }
 
+// A build with a shared pack verifies against the format's own figures: they are the matrix's.
+TEST(BitmapFormat, StatsOfTheFormatAreTheMatrixs) {
+  for (const double d : {0.0, 0.02, 0.3, 1.0}) {
+    const CsrMatrix a = random_matrix(16 * 5 + 3, 200, d, 11);
+    const BitmapTileStats m = bitmap_tile_stats(a), f = bitmap_tile_stats(pack_bitmap_tiles(a));
+    EXPECT_EQ(f.rows, m.rows);
+    EXPECT_EQ(f.cols, m.cols);
+    EXPECT_EQ(f.nnz, m.nnz) << d;
+    EXPECT_EQ(f.tiles, m.tiles);
+    EXPECT_EQ(f.slots, m.slots) << d;
+    EXPECT_EQ(f.max_tile_values, m.max_tile_values) << d;
+  }
+}
+
 }  // namespace
 }  // namespace sparsegen

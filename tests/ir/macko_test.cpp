@@ -411,5 +411,19 @@ TEST(MackoInterpreter, MatchesReferenceOnTestMatrices) {
         }
 }
 
+// A build with a shared pack verifies against the format's own figures: they are the matrix's.
+TEST(MackoFormat, StatsOfTheFormatAreTheMatrixs) {
+  const CsrMatrix a = random_matrix(61, 700, 0.05, 12);
+  for (int bits : {2, 4, 8}) {
+    const MackoStats m = macko_stats(a, bits), f = macko_stats(pack_macko(a, bits));
+    EXPECT_EQ(f.rows, m.rows);
+    EXPECT_EQ(f.cols, m.cols);
+    EXPECT_EQ(f.delta_bits, m.delta_bits);
+    EXPECT_EQ(f.nnz, m.nnz) << bits;
+    EXPECT_EQ(f.padding, m.padding) << bits;
+    EXPECT_EQ(f.slots, m.slots) << bits;
+  }
+}
+
 }  // namespace
 }  // namespace sparsegen
