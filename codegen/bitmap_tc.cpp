@@ -53,9 +53,9 @@ class BitmapTcEmitter : public Emitter {
     CT_ = f_.col_tiles;
     PT_ = bitmap_tc_part_tiles(CT_, s_.ksplit);
     atomic_ = s_.output() == OutputMode::Atomic;
-    for (const char* n : {"values",   "B",     "C",    "ws",    "alpha", "beta",    "masks",
-                          "tile_ptr", "lane",  "warp", "tid",   "T",     "sg_smem", "s_tp",
-                          "ct0",      "tiles", "acc",  "issue", "steps", "k_end"})
+    for (const char* n : {"values",   "B",    "C",     "ws",  "alpha", "beta",    "masks",
+                          "tile_ptr", "lane", "warp",  "tid", "T",     "sg_smem", "s_tp",
+                          "s_stage0", "ct0",  "tiles", "acc", "issue", "steps",   "k_end"})
       reserve(n);
     decl(fmt::format("// sparsegen bitmap_tc kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -69,18 +69,15 @@ class BitmapTcEmitter : public Emitter {
   }
 
  private:
-  // Word offsets (sg_smem is unsigned[]) of stage `buf`'s B tile and of row tile `rtl`'s masks
-  // and values.
+  // Shared-window addresses (32-bit, from s_stage0 = the first stage buffer) of stage `buf`'s B
+  // tile and of its A tile number `idx` (row tile of the block x k_tiles + tile of the step):
+  // 32 lane words, then the values.
   std::string stage_b(const std::string& buf) const {
-    return fmt::format("sg_smem + {} + ({}) * {}", smem_.tile_ptrs / 4, buf, smem_.stage / 4);
+    return fmt::format("s_stage0 + ({}) * {}", buf, smem_.stage);
   }
-  // A tile number `idx` of a stage: (row tile of the block) x k_tiles + tile of the step.
-  std::string a_masks(const std::string& buf, const std::string& idx) const {
-    return fmt::format("{} + {} + ({}) * {}", stage_b(buf), s_.k_tiles * smem_.b_tile / 4, idx,
-                       smem_.a_tile / 4);
-  }
-  std::string a_values(const std::string& buf, const std::string& idx) const {
-    return fmt::format("{} + {}", a_masks(buf, idx), kBitmapTileRows * 8 / 4);
+  std::string a_tile(const std::string& buf, const std::string& idx) const {
+    return fmt::format("{} + {} + ({}) * {}", stage_b(buf), s_.k_tiles * smem_.b_tile, idx,
+                       smem_.a_tile);
   }
 
   void emit_body() {
@@ -98,6 +95,9 @@ class BitmapTcEmitter : public Emitter {
     comment("B rows past the part are zero-filled: the next part's tiles are not this block's");
     line(fmt::format("const int k_end = min({}, (ct0 + tiles) * {});", p_.k, kBitmapTileCols));
     line("int* s_tp = reinterpret_cast<int*>(sg_smem);");
+    comment("stage buffers as 32-bit shared addresses: the copies' address math stays 32-bit");
+    line(fmt::format("const unsigned s_stage0 = {} + {};",
+                     call(tmpl::smem_addr, cptr_u32("sg_smem")).text, smem_.tile_ptrs));
     call_stmt(tmpl::bitmap_tc_load_tile_ptrs,
               targs(IntArg{RTB_}, IntArg{PT_}, IntArg{CT_}, IntArg{THREADS_}), ptr_i32("s_tp"),
               cptr_i32("tile_ptr"), i32(fmt::format("blockIdx.x * {}", RTB_)),
@@ -119,7 +119,7 @@ class BitmapTcEmitter : public Emitter {
       call_stmt(tmpl::bitmap_tc_issue_b,
                 targs(TypeArg{"T"}, IntArg{NT_}, IntArg{bitmap_tc_b_row_bytes(p_)},
                       IntArg{THREADS_}, IntArg{kBitmapTileCols * KT}),
-                ptr_u32(stage_b("buf")), cptr_t("B"),
+                u32(stage_b("buf")), cptr_t("B"),
                 i32(fmt::format("(ct0 + i * {}) * {}", KT, kBitmapTileCols)), i32("k_end"),
                 i32("tid"));
       line("#pragma unroll");
@@ -135,8 +135,7 @@ class BitmapTcEmitter : public Emitter {
       const int64_t a_iters =
           std::max<int64_t>(1, (f_.max_tile_values / kBitmapValueAlign + 31) / 32);
       call_stmt(tmpl::bitmap_tc_issue_a, targs(TypeArg{"T"}, IntArg{a_iters}),
-                ptr_u32(a_masks("buf", fmt::format("rtl * {} + u", KT))),
-                ptr_u32(a_values("buf", fmt::format("rtl * {} + u", KT))), cptr_u32("masks"),
+                u32(a_tile("buf", fmt::format("rtl * {} + u", KT))), cptr_u32("masks"),
                 cptr_t("values"), i32(fmt::format("rt * {} + ct0 + j", CT_)), i32("ok ? tp[0] : 0"),
                 i32("ok ? tp[1] : 0"), i32("ok"), i32("lane"));
     }
@@ -152,17 +151,11 @@ class BitmapTcEmitter : public Emitter {
       call_stmt(tmpl::cp_async_wait, targs(IntArg{s_.stages - 1}));
       line("__syncthreads();");
       line(fmt::format("const int buf = i % {};", s_.stages));
-      comment("lane words and value starts of every A tile first: independent scans overlap");
+      comment("lane words and value starts of the warp's A tiles first: the scans overlap");
       line(fmt::format("unsigned w[{}], addr[{}], a[{}];", MT * KT, MT * KT, 4 * MT));
-      line("#pragma unroll");
-      line(fmt::format("for (int t = 0; t < {}; ++t)", MT * KT));
-      line("  " +
-           call(tmpl::bitmap_tc_lane,
-                cptr_u32(a_masks("buf", fmt::format("warp * {} + t", MT * KT))),
-                cptr_u32(a_values("buf", fmt::format("warp * {} + t", MT * KT))), i32("lane"),
-                ptr_u32("w + t"), ptr_u32("addr + t"))
-               .text +
-           ";");
+      call_stmt(tmpl::bitmap_tc_lanes, targs(IntArg{MT * KT}, IntArg{smem_.a_tile}),
+                u32(a_tile("buf", fmt::format("warp * {}", MT * KT))), i32("lane"), ptr_u32("w"),
+                ptr_u32("addr"));
       line("#pragma unroll");
       {
         auto uq = block(fmt::format("for (int uq = 0; uq < {}; ++uq)", 4 * KT));
@@ -177,7 +170,7 @@ class BitmapTcEmitter : public Emitter {
         comment("B rows 16·uq .. 16·uq + 15 of the step");
         call_stmt(tmpl::bitmap_tc_mma_quarter,
                   targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{bitmap_tc_b_row_bytes(p_)}),
-                  cptr_u32(stage_b("buf")), i32("uq"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
+                  u32(stage_b("buf")), i32("uq"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
       }
       comment("the buffer is refilled by the next step's issue()");
       line("__syncthreads();");

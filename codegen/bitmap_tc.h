@@ -7,11 +7,12 @@
 //     ct0 = blockIdx.y * PT;  tiles = min(CT - ct0, PT);  if (tiles <= 0) return;  // K part
 //     sg::bitmap_tc_load_tile_ptrs<4, PT, CT, 128>(s_tp, tile_ptr, ...);  __syncthreads();
 //     float acc[1 * 8 * 4] = {0};
+//     s_stage0 = sg::smem_addr(sg_smem) + TP;       // stage buffers as 32-bit shared addresses
 //     issue(0); commit;                                 // B tile + each warp's A tile, cp.async
 //     for (i = 0; i < tiles; ++i) {
 //       if (i + 1 < tiles) issue(i + 1);  commit;  wait<1>;  __syncthreads();
-//       sg::bitmap_tc_lane(lane words of buffer i % 2, lane, &w, &next);  // scan: value start
-//       for q < 4: sg::bitmap_tc_a_quarter(vals, w, q, &next, a);         // 16 x 16 A operand
+//       sg::bitmap_tc_lanes<1, A_TILE>(warp's A tiles of buffer i % 2, lane, w, next);  // scan
+//       for q < 4: sg::bitmap_tc_a_quarter(w, q, &next, a);                // 16 x 16 A operand
 //                  sg::bitmap_tc_mma_quarter<T, 8, 1, B_ROW>(B tile, q, lane, a, acc);
 //       __syncthreads();
 //     }

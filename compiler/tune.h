@@ -45,12 +45,14 @@ namespace sparsegen {
 // new search would make (macko-2: staged-B MACKO schedules, and the per-family measured set;
 // bitmap_tc-1: the tensor-core bitmap-tile family joins the search for N a multiple of 8;
 // bitmap_tc-2: values in fragment order (every bitmap_tc kernel changed);
+// bitmap_tc-3: copies issued from 32-bit shared addresses, one scan per two A tiles (faster
+// steps, so the best bitmap_tc schedule may differ);
 // refine-1: a second measured round near the first round's best, and the model refitted with
 // full-size weights);
 // the cache also re-emits on use and compares sources, so a forgotten bump costs a recompile,
 // never a wrong kernel.
 inline constexpr const char* kGeneratorVersion =
-    "sparsegen-0.2.0/general-1/macko-2/bitmap_tc-2/refine-1";
+    "sparsegen-0.2.0/general-1/macko-2/bitmap_tc-3/refine-1";
 
 struct TuneProgress {
   std::string phase;  // "enumerate", "rank", "compile", "measure", "check", "store"

@@ -5,17 +5,30 @@
 #pragma once
 
 namespace sg {
-namespace detail {
 
-__device__ __forceinline__ unsigned smem_addr(const void* p) {
+// The 32-bit shared-window address of a pointer into shared memory: kernels keep their staging
+// buffers as such addresses, so per-copy address math stays 32-bit.
+__device__ __forceinline__ unsigned smem_addr(const unsigned* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-// 16-byte asynchronous copy global -> shared (both 16-byte aligned); src_bytes 0 zero-fills the
-// destination without reading src.
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_addr(dst)), "l"(src),
+namespace detail {
+
+// 16-byte asynchronous copy global -> shared, to a 32-bit shared-window address (both 16-byte
+// aligned); src_bytes 0 zero-fills the destination without reading src.
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                "r"(src_bytes));
+}
+
+// The same copy, or with skip = true 16 zero bytes without reading src (the PTX ignore-src
+// operand), so src may be computed past the end of its array: no select of a fallback address
+// per copy, and the copy keeps src's immediate offset.
+__device__ __forceinline__ void cp_async16_or_zero(unsigned dst, const void* src, bool skip) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
+      " cp.async.cg.shared.global [%0], [%1], 16, p;\n}\n" ::"r"(dst),
+      "l"(src), "r"(static_cast<int>(skip)));
 }
 
 }  // namespace detail

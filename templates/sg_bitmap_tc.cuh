@@ -45,65 +45,99 @@ __device__ __forceinline__ void bitmap_tc_load_tile_ptrs(int* s_tp,
   }
 }
 
-// Issues the copy of B rows k0 .. k0 + ROWS - 1 (NT·8 columns, row-major, N = NT·8) into s_b,
-// whose rows are B_ROW bytes apart; rows at or beyond k_end (K, or the end of this block's K part)
-// are zero-filled: their mask bits are zero, and 0 times a stale Inf would still be NaN. All
-// THREADS threads of the block call it.
+// Issues the copy of B rows k0 .. k0 + ROWS - 1 (NT·8 columns, row-major, N = NT·8) into the
+// staged tile at shared address s_b, whose rows are B_ROW bytes apart; rows at or beyond k_end (K,
+// or the end of this block's K part) are zero-filled: their mask bits are zero, and 0 times a
+// stale Inf would still be NaN. All THREADS threads of the block call it.
+// The rows are contiguous in B, so when NT divides THREADS each thread copies the same column
+// chunk of every (THREADS/NT)-th row: one base address per step, and per copy an immediate offset
+// and one row test (the general path recomputed 64-bit addresses per copy: ~100 instructions per
+// step at N = 64).
 template <typename T, int NT, int B_ROW, int THREADS, int ROWS>
-__device__ __forceinline__ void bitmap_tc_issue_b(unsigned* s_b, const T* __restrict__ B, int k0,
+__device__ __forceinline__ void bitmap_tc_issue_b(unsigned s_b, const T* __restrict__ B, int k0,
                                                   int k_end, int tid) {
   constexpr int kChunks = ROWS * NT;  // 16-byte pieces of the tile
   // A compile-time trip count: a runtime-bounded loop here compiled to an unrolled loop with a
   // remainder path, dozens of instructions per step for one or two copies per thread.
   constexpr int kIters = (kChunks + THREADS - 1) / THREADS;
+  if constexpr (THREADS % NT == 0) {
+    constexpr int kRowStep = THREADS / NT;
+    const int r0 = tid / NT;
+    const int left = k_end - k0 - r0;  // rows of this thread's chunks still inside the part
+    const unsigned dst = s_b + r0 * B_ROW + (tid - r0 * NT) * 16;
+    const T* src = B + static_cast<long long>(k0) * (NT * 8) + tid * 8;
 #pragma unroll
-  for (int it = 0; it < kIters; ++it) {
-    const int c = tid + it * THREADS;
-    if (kChunks % THREADS != 0 && c >= kChunks) break;
-    const int r = c / NT, j = c - r * NT;
-    const int k = k0 + r;
-    const T* src = k < k_end ? B + static_cast<long long>(k) * (NT * 8) + j * 8 : B;
-    detail::cp_async16(reinterpret_cast<char*>(s_b) + r * B_ROW + j * 16, src, k < k_end ? 16 : 0);
+    for (int it = 0; it < kIters; ++it) {
+      if (kChunks % THREADS != 0 && tid + it * THREADS >= kChunks) break;
+      detail::cp_async16_or_zero(dst + it * kRowStep * B_ROW, src + it * THREADS * 8,
+                                 it * kRowStep >= left);
+    }
+  } else {
+#pragma unroll
+    for (int it = 0; it < kIters; ++it) {
+      const int c = tid + it * THREADS;
+      if (kChunks % THREADS != 0 && c >= kChunks) break;
+      const int r = c / NT, j = c - r * NT;
+      const int k = k0 + r;
+      const T* src = k < k_end ? B + static_cast<long long>(k) * (NT * 8) + j * 8 : B;
+      detail::cp_async16(s_b + r * B_ROW + j * 16, src, k < k_end ? 16 : 0);
+    }
   }
 }
 
 // Issues the copy of one A tile (its 32 lane words, 128 bytes, and values v0 .. v1, a multiple
-// of 8) into a warp's buffers. valid = 0 (a row tile beyond M): the words are zero-filled and no
-// value is copied. ITERS bounds the 16-byte value copies per lane (the largest tile's, known when
-// the kernel is emitted), so the loop is unrolled with a guard instead of a runtime loop. Called
-// by all 32 lanes of the warp.
+// of 8) into a warp's buffer at shared address s_tile (lane words, then values). valid = 0 (a row
+// tile beyond M, or a step past the part): the words are zero-filled and no value is copied.
+// ITERS bounds the 16-byte value copies per lane (the largest tile's, known when the kernel is
+// emitted), so the loop is unrolled with a guard instead of a runtime loop. Called by all 32
+// lanes of the warp.
 template <typename T, int ITERS>
-__device__ __forceinline__ void bitmap_tc_issue_a(unsigned* s_masks, unsigned* s_vals,
+__device__ __forceinline__ void bitmap_tc_issue_a(unsigned s_tile,
                                                   const unsigned* __restrict__ masks,
                                                   const T* __restrict__ values, int tile, int v0,
                                                   int v1, int valid, int lane) {
   if (lane < 8)
-    detail::cp_async16(s_masks + lane * 4,
-                       masks + (valid ? static_cast<long long>(tile) * 32 + lane * 4 : 0),
+    detail::cp_async16(s_tile + lane * 16,
+                       valid ? masks + static_cast<long long>(tile) * 32 + lane * 4 : masks,
                        valid ? 16 : 0);
   if (!valid) return;
-  const int chunks = (v1 - v0) / 8;
+  const int chunks = (v1 - v0) >> 3;
+  const T* src = values + v0 + lane * 8;
+  const unsigned dst = s_tile + 128 + lane * 16;
 #pragma unroll
-  for (int it = 0; it < ITERS; ++it) {
-    const int c = lane + 32 * it;
-    if (c < chunks) detail::cp_async16(s_vals + c * 4, values + v0 + c * 8, 16);
-  }
+  for (int it = 0; it < ITERS; ++it)
+    if (lane + 32 * it < chunks) detail::cp_async16(dst + it * 512, src + it * 256, 16);
 }
 
-// Lane word of a staged tile (bit p: this lane's fragment position p is stored; see
-// ir/bitmap_format.h) and the shared-window address of the lane's first value in the tile's
-// fragment-ordered values: the entries of the lanes below, by a warp scan of the popcounts.
-__device__ __forceinline__ void bitmap_tc_lane(const unsigned* s_masks, const unsigned* s_vals,
-                                               int lane, unsigned* w, unsigned* addr) {
-  *w = s_masks[lane];
-  const int c = __popc(*w);
-  int x = c;
+// Lane words of a warp's TILES staged tiles (tile t at shared address s_tiles + t·A_TILE: 32
+// lane words, then the values; bit p of a word: this lane's fragment position p is stored, see
+// ir/bitmap_format.h) and the shared address of the lane's first value in each tile's
+// fragment-ordered values: the entries of the lanes below, by a warp scan of the popcounts. A
+// lane holds at most 32 entries per tile, so a warp's sums stay below 2^16 and two tiles share
+// one scan, one per 16-bit half.
+template <int TILES, int A_TILE>
+__device__ __forceinline__ void bitmap_tc_lanes(unsigned s_tiles, int lane, unsigned* w,
+                                                unsigned* addr) {
+  int c[TILES];
 #pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const int y = __shfl_up_sync(0xffffffffu, x, d);
-    if (lane >= d) x += y;
+  for (int t = 0; t < TILES; ++t) {
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(w[t]) : "r"(s_tiles + t * A_TILE + lane * 4));
+    c[t] = __popc(w[t]);
   }
-  *addr = detail::smem_addr(s_vals) + 2u * static_cast<unsigned>(x - c);
+#pragma unroll
+  for (int t = 0; t < TILES; t += 2) {
+    const int own = c[t] | (t + 1 < TILES ? c[t + 1] << 16 : 0);
+    int x = own;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int y = __shfl_up_sync(0xffffffffu, x, d);
+      if (lane >= d) x += y;
+    }
+    const int before = x - own;  // exclusive sums; neither half borrows
+    addr[t] = s_tiles + t * A_TILE + 128 + 2u * static_cast<unsigned>(before & 0xffff);
+    if (t + 1 < TILES)
+      addr[t + 1] = s_tiles + (t + 1) * A_TILE + 128 + 2u * static_cast<unsigned>(before >> 16);
+  }
 }
 
 // The A operand (4 x b32, layout above) of quarter q (columns 16q .. 16q+15 of the tile): bits
@@ -132,23 +166,23 @@ __device__ __forceinline__ void bitmap_tc_a_quarter(unsigned w, int q, unsigned*
 }
 
 // acc (MT row tiles x NT n8 tiles x 4 floats) += A (MT x 4 b32) x B rows 16q .. 16q+15 of the
-// staged tile, all NT·8 columns; B fragments come from ldmatrix.trans (two n8 tiles per x4).
+// staged tile at shared address s_b, all NT·8 columns; B fragments come from ldmatrix.trans (two n8
+// tiles per x4).
 template <typename T, int NT, int MT, int B_ROW>
-__device__ __forceinline__ void bitmap_tc_mma_quarter(const unsigned* s_b, int q, int lane,
+__device__ __forceinline__ void bitmap_tc_mma_quarter(unsigned s_b, int q, int lane,
                                                       const unsigned* a, float* acc) {
-  const char* base = reinterpret_cast<const char*>(s_b);
   // Lane l addresses row (l & 15) of the quarter; lanes 16..31 the next n8 tile.
-  const int row = 16 * q + (lane & 15);
+  const unsigned row = s_b + (16 * q + (lane & 15)) * B_ROW;
 #pragma unroll
   for (int j = 0; j < NT; j += 2) {
     unsigned b[4];
     if (j + 1 < NT) {
-      const unsigned addr = detail::smem_addr(base + row * B_ROW + (j + (lane >> 4)) * 16);
+      const unsigned addr = row + (j + (lane >> 4)) * 16;
       asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                    : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
                    : "r"(addr));
     } else {
-      const unsigned addr = detail::smem_addr(base + row * B_ROW + j * 16);
+      const unsigned addr = row + j * 16;
       asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
                    : "=r"(b[0]), "=r"(b[1])
                    : "r"(addr));
