@@ -153,7 +153,9 @@ class BitmapTcEmitter : public Emitter {
       line(fmt::format("const int buf = i % {};", s_.stages));
       comment("lane words and value starts of the warp's A tiles first: the scans overlap");
       line(fmt::format("unsigned w[{}], addr[{}], a[{}];", MT * KT, MT * KT, 4 * MT));
-      call_stmt(tmpl::bitmap_tc_lanes, targs(IntArg{MT * KT}, IntArg{smem_.a_tile}),
+      // one scan per two k tiles of a row tile (see bitmap_tc_lanes for the measurements)
+      call_stmt(tmpl::bitmap_tc_lanes,
+                targs(IntArg{MT * KT}, IntArg{smem_.a_tile}, IntArg{KT >= 2 ? 1 : 0}),
                 u32(a_tile("buf", fmt::format("warp * {}", MT * KT))), i32("lane"), ptr_u32("w"),
                 ptr_u32("addr"));
       line("#pragma unroll");

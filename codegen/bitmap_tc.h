@@ -11,7 +11,7 @@
 //     issue(0); commit;                                 // B tile + each warp's A tile, cp.async
 //     for (i = 0; i < tiles; ++i) {
 //       if (i + 1 < tiles) issue(i + 1);  commit;  wait<1>;  __syncthreads();
-//       sg::bitmap_tc_lanes<1, A_TILE>(warp's A tiles of buffer i % 2, lane, w, next);  // scan
+//       sg::bitmap_tc_lanes<1, A_TILE, 0>(warp's A tiles of buffer i % 2, lane, w, next);  // scan
 //       for q < 4: sg::bitmap_tc_a_quarter(w, q, &next, a);                // 16 x 16 A operand
 //                  sg::bitmap_tc_mma_quarter<T, 8, 1, B_ROW>(B tile, q, lane, a, acc);
 //       __syncthreads();

@@ -45,7 +45,7 @@ namespace sparsegen {
 // new search would make (macko-2: staged-B MACKO schedules, and the per-family measured set;
 // bitmap_tc-1: the tensor-core bitmap-tile family joins the search for N a multiple of 8;
 // bitmap_tc-2: values in fragment order (every bitmap_tc kernel changed);
-// bitmap_tc-3: copies issued from 32-bit shared addresses, one scan per two A tiles (faster
+// bitmap_tc-3: copies issued from 32-bit shared addresses, one scan per two k tiles (faster
 // steps, so the best bitmap_tc schedule may differ);
 // refine-1: a second measured round near the first round's best, and the model refitted with
 // full-size weights);

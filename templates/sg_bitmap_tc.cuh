@@ -112,12 +112,15 @@ __device__ __forceinline__ void bitmap_tc_issue_a(unsigned s_tile,
 // Lane words of a warp's TILES staged tiles (tile t at shared address s_tiles + t·A_TILE: 32
 // lane words, then the values; bit p of a word: this lane's fragment position p is stored, see
 // ir/bitmap_format.h) and the shared address of the lane's first value in each tile's
-// fragment-ordered values: the entries of the lanes below, by a warp scan of the popcounts. A
-// lane holds at most 32 entries per tile, so a warp's sums stay below 2^16 and two tiles share
-// one scan, one per 16-bit half.
-template <int TILES, int A_TILE>
+// fragment-ordered values: the entries of the lanes below, by a warp scan of the popcounts.
+// PAIRS = 1: a lane holds at most 32 entries per tile, so a warp's sums stay below 2^16 and tiles
+// 2i, 2i + 1 share one scan, one per 16-bit half. The emitter pairs the k tiles of one row tile
+// (kt >= 2: 1.5 % faster at N = 32 on the H200); pairing the two row tiles of mt = 2 measured
+// 17 % slower at N = 64 (results/2026-11-24_nvidia-h200, fifth session), so those scan apart.
+template <int TILES, int A_TILE, int PAIRS>
 __device__ __forceinline__ void bitmap_tc_lanes(unsigned s_tiles, int lane, unsigned* w,
                                                 unsigned* addr) {
+  constexpr int kStep = PAIRS ? 2 : 1;
   int c[TILES];
 #pragma unroll
   for (int t = 0; t < TILES; ++t) {
@@ -125,8 +128,9 @@ __device__ __forceinline__ void bitmap_tc_lanes(unsigned s_tiles, int lane, unsi
     c[t] = __popc(w[t]);
   }
 #pragma unroll
-  for (int t = 0; t < TILES; t += 2) {
-    const int own = c[t] | (t + 1 < TILES ? c[t + 1] << 16 : 0);
+  for (int t = 0; t < TILES; t += kStep) {
+    const bool two = PAIRS && t + 1 < TILES;
+    const int own = c[t] | (two ? c[t + 1] << 16 : 0);
     int x = own;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
@@ -135,7 +139,7 @@ __device__ __forceinline__ void bitmap_tc_lanes(unsigned s_tiles, int lane, unsi
     }
     const int before = x - own;  // exclusive sums; neither half borrows
     addr[t] = s_tiles + t * A_TILE + 128 + 2u * static_cast<unsigned>(before & 0xffff);
-    if (t + 1 < TILES)
+    if (two)
       addr[t + 1] = s_tiles + (t + 1) * A_TILE + 128 + 2u * static_cast<unsigned>(before >> 16);
   }
 }

@@ -75,8 +75,8 @@ TEST(BitmapTcCodegen, EmittedKernelShape) {
                                    std::max<int64_t>(1, (f.max_tile_values / 8 + 31) / 32))));
   // Stage buffers as 32-bit shared addresses after the tile pointers.
   EXPECT_TRUE(has(src, "const unsigned s_stage0 = sg::smem_addr(sg_smem) + "));
-  // mt = 2 A tiles per warp: their lane words and value starts, one packed scan.
-  EXPECT_TRUE(has(src, fmt::format("sg::bitmap_tc_lanes<2, {}>(",
+  // mt = 2 A tiles per warp (kt = 1): their lane words and value starts, a scan per row tile.
+  EXPECT_TRUE(has(src, fmt::format("sg::bitmap_tc_lanes<2, {}, 0>(",
                                    bitmap_tc_smem(p, s.bitmap_tc(), f.max_tile_values).a_tile)));
   EXPECT_TRUE(has(src, "sg::bitmap_tc_a_quarter("));
   EXPECT_TRUE(has(src, "sg::bitmap_tc_mma_quarter<T, 3, 2, 48>("));
@@ -143,7 +143,8 @@ TEST(BitmapTcCodegen, MultiTileSteps) {
   EXPECT_TRUE(has(src, stage + ", B,")) << src;
   EXPECT_TRUE(has(src, stage + " + 6144 + (rtl * 2 + u) * " + std::to_string(m.a_tile) + ","))
       << src;
-  EXPECT_TRUE(has(src, fmt::format("sg::bitmap_tc_lanes<4, {}>({} + 6144 + (warp * 4) * {},",
+  // kt = 2: the two k tiles of a row tile share a scan.
+  EXPECT_TRUE(has(src, fmt::format("sg::bitmap_tc_lanes<4, {}, 1>({} + 6144 + (warp * 4) * {},",
                                    m.a_tile, stage, m.a_tile)))
       << src;
 
