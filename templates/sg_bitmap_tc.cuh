@@ -51,8 +51,8 @@ __device__ __forceinline__ void bitmap_tc_load_tile_ptrs(int* s_tp,
 // stale Inf would still be NaN. All THREADS threads of the block call it.
 // The rows are contiguous in B, so when NT divides THREADS each thread copies the same column
 // chunk of every (THREADS/NT)-th row: one base address per step, and per copy an immediate offset
-// and one row test (the general path recomputed 64-bit addresses per copy: ~100 instructions per
-// step at N = 64).
+// and one row test (the general path recomputes 64-bit addresses per copy: 73 more SASS
+// instructions per step at N = 64, mt = 2, and 7 % slower on the H200).
 template <typename T, int NT, int B_ROW, int THREADS, int ROWS>
 __device__ __forceinline__ void bitmap_tc_issue_b(unsigned s_b, const T* __restrict__ B, int k0,
                                                   int k_end, int tid) {
