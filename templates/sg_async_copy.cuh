@@ -1,7 +1,7 @@
 // Asynchronous global -> shared copies (cp.async, sm_80 and later): 16-byte pieces that need no
 // registers and no instruction per piece on arrival, so a thread can keep all of its pieces in
 // flight at once instead of a few loads per round trip. Used by the bitmap_tc B/A tile pipeline
-// and by the staged-B MACKO kernels' copy of B.
+// (the staged-B MACKO kernels copy B with plain loads: see sg_macko.cuh).
 #pragma once
 
 namespace sg {
@@ -14,17 +14,11 @@ __device__ __forceinline__ unsigned smem_addr(const unsigned* p) {
 
 namespace detail {
 
-// 16-byte asynchronous copy global -> shared, to a 32-bit shared-window address (both 16-byte
-// aligned); src_bytes 0 zero-fills the destination without reading src.
-__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes));
-}
-
-// The same copy, or with skip = true 16 zero bytes without reading src (the PTX ignore-src
-// operand), so src may be computed past the end of its array: no select of a fallback address
-// per copy, and the copy keeps src's immediate offset.
-__device__ __forceinline__ void cp_async16_or_zero(unsigned dst, const void* src, bool skip) {
+// 16-byte asynchronous copy global -> shared (both 16-byte aligned), to a 32-bit shared-window
+// address; with skip = true, 16 zero bytes without reading src (the PTX ignore-src operand), so
+// src may then point past the end of its array: callers pass the address they would copy from,
+// with no select of a fallback address per copy, and the copy keeps src's immediate offset.
+__device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool skip) {
   asm volatile(
       "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n"
       " cp.async.cg.shared.global [%0], [%1], 16, p;\n}\n" ::"r"(dst),

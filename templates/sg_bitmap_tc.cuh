@@ -69,8 +69,8 @@ __device__ __forceinline__ void bitmap_tc_issue_b(unsigned s_b, const T* __restr
 #pragma unroll
     for (int it = 0; it < kIters; ++it) {
       if (kChunks % THREADS != 0 && tid + it * THREADS >= kChunks) break;
-      detail::cp_async16_or_zero(dst + it * kRowStep * B_ROW, src + it * THREADS * 8,
-                                 it * kRowStep >= left);
+      detail::cp_async16(dst + it * kRowStep * B_ROW, src + it * THREADS * 8,
+                         it * kRowStep >= left);
     }
   } else {
 #pragma unroll
@@ -79,8 +79,8 @@ __device__ __forceinline__ void bitmap_tc_issue_b(unsigned s_b, const T* __restr
       if (kChunks % THREADS != 0 && c >= kChunks) break;
       const int r = c / NT, j = c - r * NT;
       const int k = k0 + r;
-      const T* src = k < k_end ? B + static_cast<long long>(k) * (NT * 8) + j * 8 : B;
-      detail::cp_async16(s_b + r * B_ROW + j * 16, src, k < k_end ? 16 : 0);
+      detail::cp_async16(s_b + r * B_ROW + j * 16, B + static_cast<long long>(k) * (NT * 8) + j * 8,
+                         k >= k_end);
     }
   }
 }
@@ -97,16 +97,15 @@ __device__ __forceinline__ void bitmap_tc_issue_a(unsigned s_tile,
                                                   const T* __restrict__ values, int tile, int v0,
                                                   int v1, int valid, int lane) {
   if (lane < 8)
-    detail::cp_async16(s_tile + lane * 16,
-                       valid ? masks + static_cast<long long>(tile) * 32 + lane * 4 : masks,
-                       valid ? 16 : 0);
+    detail::cp_async16(s_tile + lane * 16, masks + static_cast<long long>(tile) * 32 + lane * 4,
+                       !valid);
   if (!valid) return;
   const int chunks = (v1 - v0) >> 3;
   const T* src = values + v0 + lane * 8;
   const unsigned dst = s_tile + 128 + lane * 16;
 #pragma unroll
   for (int it = 0; it < ITERS; ++it)
-    if (lane + 32 * it < chunks) detail::cp_async16(dst + it * 512, src + it * 256, 16);
+    if (lane + 32 * it < chunks) detail::cp_async16(dst + it * 512, src + it * 256, false);
 }
 
 // Lane words of a warp's TILES staged tiles (tile t at shared address s_tiles + t·A_TILE: 32
