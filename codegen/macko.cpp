@@ -42,8 +42,9 @@ class MackoEmitter : public Emitter {
     U_ = s_.unroll;
     NC_ = s_.cols;
     NT_ = s_.threads_per_block();
-    for (const char* n : {"values", "B", "C", "alpha", "beta", "deltas", "row_ptr", "lane", "warp",
-                          "T", "sg_smem", "s_rows", "s_next", "row_order", "orow"})
+    for (const char* n :
+         {"values", "B", "C", "alpha", "beta", "deltas", "row_ptr", "items", "lane", "warp", "T",
+          "sg_smem", "s_items", "s_part", "s_next", "b_items", "item", "i0", "nitems"})
       reserve(n);
     decl(fmt::format("// sparsegen MACKO kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -215,46 +216,43 @@ class MackoEmitter : public Emitter {
     shared_bytes_ = macko_shared_bytes(s_);
   }
 
-  // Staged B, warp per row; the block's rows_per_block rows are taken one at a time from a
-  // shared counter. The shape (U = unroll, ES = bytes per staged row of B, G = guard rows):
-  //   extern __shared__ unsigned sg_smem[];  // [row bounds | counter | G zero rows | B | G zero]
-  //   s_rows[t] = row_ptr[b0 + t];  row = warp;  load step 0 of the row (values + deltas)
-  //   stage B;  __syncthreads();
-  //   for (;;) {
-  //     at the row's last step: next row = atomicAdd(counter, 1)
-  //     load the next step (of this row or the next)  // in flight while this step computes
-  //     mask the row's edge vectors; lane totals; one warp scan (two u packed in one int)
+  // Staged B, warp per row; the block's work items (its rows, long ones cut into segments:
+  // ir/macko_schedule.h, macko_items) are taken one at a time from a shared counter. The shape
+  // (U = unroll, ES = bytes per staged row of B, G = guard rows, IPB = items per block):
+  //   extern __shared__ unsigned sg_smem[];  // [items | partial sums | counter | G zero | B | G
+  //   zero] s_items[t] = items[blockIdx.x * IPB + t];  item = warp;  load step 0 of the item stage
+  //   B;  __syncthreads(); for (;;) {
+  //     at the item's last step: next item = atomicAdd(counter, 1)
+  //     load the next step (of this item or the next)  // in flight while this step computes
+  //     mask the item's edge vectors; lane totals; one warp scan (two u packed in one int)
   //     for u, j: cb += step(j); acc += value(j) * B_smem[cb + (G + j + 1) * ES]
-  //     at the row's end: warp sum, lane 0 stores C[b0 + row]
+  //     at the item's end: warp sum, lane 0 writes the item's partial sum to shared memory
   //   }
+  //   __syncthreads();  per item that ends a row: C[row] = alpha * (its row's partials) + beta * C
   void emit_staged_body() {
     SG_ASSERT(R_ == 1 && p_.n == NC_ && p_.b_layout == Layout::RowMajor &&
                   macko_stage_offset(s_) % 16 == 0,
               "staged MACKO: warp per row, cols == n, row-major B");
     const int dw = s_.delta_bits == 8 ? 2 : 1;
-    emit_staged_first_row();
+    emit_staged_first_item();
     line(fmt::format("unsigned raw[{}][4], dw[{}][{}];", U_, U_, dw));
     comment("the first step's loads are issued before B is staged, so both are in flight");
-    emit_staged_loads("raw", "dw", "base", "v1", "row < nb");
+    emit_staged_loads("raw", "dw", "base", "v1", "");
     call_stmt(tmpl::macko_stage_b,
               targs(TypeArg{"T"}, IntArg{NC_}, IntArg{staged_f32()}, IntArg{kMackoStageGuard}),
               tmpl::cptr_t("B"), i32(std::to_string(p_.k)),
               ptr_u32(fmt::format("sg_smem + {}", macko_stage_offset(s_) / 4)));
     line("__syncthreads();");
-    comment("warp-uniform from here on: no block barrier follows");
-    line("if (row >= nb) return;");
     line(fmt::format("float acc[{}];", NC_));
     line("#pragma unroll");
     line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
-    comment("the row's first vector starts s0 & 7 slots early: those slots step from column -1");
-    line("int carry = -1 - (s0 & 7);");
     {
       auto loop = block("for (;;)");
       emit_staged_next_position();
       line(fmt::format("unsigned nraw[{}][4], ndw[{}][{}];", U_, U_, dw));
-      emit_staged_loads("nraw", "ndw", "nbase", "nv1", "nrow < nb");
+      emit_staged_loads("nraw", "ndw", "nbase", "nv1", "nitem < nitems && ");
       emit_staged_step();
-      emit_staged_row_end();
+      emit_staged_item_end();
       line("#pragma unroll");
       {
         auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
@@ -264,55 +262,41 @@ class MackoEmitter : public Emitter {
         line(fmt::format("for (int w = 0; w < {}; ++w) dw[u][w] = ndw[u][w];", dw));
       }
       line("base = nbase;");
-      line("row = nrow;");
+      line("item = nitem;");
       line("s0 = ns0;");
       line("s1 = ns1;");
       line("v1 = nv1;");
     }
+    emit_staged_store_rows();
     shared_bytes_ = 0;
     dynamic_shared_bytes_ = macko_stage_bytes(p_, s_);
   }
 
   int staged_f32() const { return s_.stage == BStage::SharedF32 ? 1 : 0; }
+  int ipb() const { return macko_items_per_block(s_); }
 
-  // Shared row words, the block's rows, and the warp's first row (its bounds read from global
-  // memory: the shared copy is complete only after the barrier).
-  void emit_staged_first_row() {
-    const int rpb = s_.rows_per_block();
-    const bool sorted = s_.sort_rows;
+  // Shared item words, partial sums and counter; the warp's first item (read from global memory:
+  // the shared copy is complete only after the barrier). The block has `warps` spare items, so
+  // every warp has a first one (perhaps empty).
+  void emit_staged_first_item() {
     line("extern __shared__ __align__(16) unsigned sg_smem[];");
-    line("int* const s_rows = reinterpret_cast<int*>(sg_smem);");
-    line(fmt::format("int* const s_next = s_rows + {};", sorted ? 3 * rpb : rpb + 1));
+    line("int4* const s_items = reinterpret_cast<int4*>(sg_smem);");
+    line(fmt::format("float* const s_part = reinterpret_cast<float*>(s_items + {});", ipb()));
+    line(fmt::format("int* const s_next = reinterpret_cast<int*>(s_part + {});", ipb() * NC_));
     line("const int lane = threadIdx.x % 32;");
     line("const int warp = threadIdx.x / 32;");
-    line(fmt::format("const int b0 = blockIdx.x * {};", rpb));
-    line(fmt::format("const int nb = min({}, {} - b0);", rpb, p_.m));
-    line("int row = warp;");
-    line("int s0 = 0, s1 = 0;");
-    if (sorted) {
-      comment("the block's rows in row_order (balanced blocks, longest first): start, end, row");
-      line(fmt::format("for (int t = threadIdx.x; t < nb; t += {}) {{", NT_));
-      line("  const int o = row_order[b0 + t];");
-      line("  s_rows[t] = row_ptr[o];");
-      line(fmt::format("  s_rows[{} + t] = row_ptr[o + 1];", rpb));
-      line(fmt::format("  s_rows[{} + t] = o;", 2 * rpb));
-      line("}");
-      line("int orow = 0;");
-      line("if (row < nb) {");
-      line("  orow = row_order[b0 + row];");
-      line("  s0 = row_ptr[orow];");
-      line("  s1 = row_ptr[orow + 1];");
-      line("}");
-    } else {
-      comment("the block's row bounds, for the rows taken after the first");
-      line(fmt::format("for (int t = threadIdx.x; t <= nb; t += {}) s_rows[t] = row_ptr[b0 + t];",
-                       NT_));
-      line("if (row < nb) {");
-      line("  s0 = row_ptr[b0 + row];");
-      line("  s1 = row_ptr[b0 + row + 1];");
-      line("}");
-    }
+    comment("the block's items: first slot, end slot, column carry, row (-1: not a row's last)");
+    line(fmt::format(
+        "const int4* const b_items = reinterpret_cast<const int4*>(items) + blockIdx.x * {};",
+        ipb()));
+    line(fmt::format("for (int t = threadIdx.x; t < {}; t += {}) s_items[t] = b_items[t];", ipb(),
+                     NT_));
     line(fmt::format("if (threadIdx.x == 0) *s_next = {};", s_.warps_per_block));
+    comment("the header (last item) counts the real ones; a warp past them starts on an empty one");
+    line(fmt::format("const int nitems = b_items[{}].x;", ipb() - 1));
+    line("int item = warp;");
+    line("const int4 i0 = b_items[warp];");
+    line("int s0 = i0.x, s1 = i0.y, carry = i0.z;");
     line("int base = s0 >> 3;");
     line("int v1 = (s1 + 7) >> 3;");
   }
@@ -325,7 +309,7 @@ class MackoEmitter : public Emitter {
     auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
     line(fmt::format("const int vec = {} + u * 32 + lane;", b));
     {
-      auto g = block(fmt::format("if ({} && vec < {})", live, end));
+      auto g = block(fmt::format("if ({}vec < {})", live, end));
       call_stmt(tmpl::macko_load_values, targs(TypeArg{"T"}), tmpl::cptr_t("values"), i32("vec"),
                 ptr_u32(rw + "[u]"));
       call_stmt(tmpl::macko_load_deltas, targs(IntArg{s_.delta_bits}), cptr_u32("deltas"),
@@ -338,25 +322,26 @@ class MackoEmitter : public Emitter {
     line(fmt::format("for (int w = 0; w < {}; ++w) {}[u][w] = 0u;", dw, dws));
   }
 
-  // Where the next step starts: further along this row, or at a row end the next row taken from
+  // Where the next step starts: further along this item, or at its end the next item taken from
   // the block's counter.
   void emit_staged_next_position() {
     line(fmt::format("int nbase = base + {};", kWarpSize * U_));
-    line("int nrow = row, ns0 = s0, ns1 = s1, nv1 = v1;");
-    line("const bool row_end = nbase >= v1;");
-    auto g = block("if (row_end)");
+    line("int nitem = item, ns0 = s0, ns1 = s1, nv1 = v1, ncarry = carry;");
+    line("const bool item_end = nbase >= v1;");
+    auto g = block("if (item_end)");
     line("int t = 0;");
     line("if (lane == 0) t = atomicAdd(s_next, 1);");
-    line("nrow = __shfl_sync(0xffffffffu, t, 0);");
-    auto h = block("if (nrow < nb)");
-    line("ns0 = s_rows[nrow];");
-    line(s_.sort_rows ? fmt::format("ns1 = s_rows[{} + nrow];", s_.rows_per_block())
-                      : std::string("ns1 = s_rows[nrow + 1];"));
+    line("nitem = __shfl_sync(0xffffffffu, t, 0);");
+    auto h = block("if (nitem < nitems)");
+    line("const int4 n = s_items[nitem];");
+    line("ns0 = n.x;");
+    line("ns1 = n.y;");
+    line("ncarry = n.z;");
     line("nbase = ns0 >> 3;");
     line("nv1 = (ns1 + 7) >> 3;");
   }
 
-  // This step: mask the row's edge vectors, lane totals, warp scan, then per slot one staged-B
+  // This step: mask the item's edge vectors, lane totals, warp scan, then per slot one staged-B
   // gather and the FMAs.
   void emit_staged_step() {
     const int bits = s_.delta_bits;
@@ -374,7 +359,7 @@ class MackoEmitter : public Emitter {
       line("tot[u] = 0;");
       {
         auto g = block("if (vec < v1)");
-        comment("only a row's first and last vectors hold other rows' slots");
+        comment("only an item's first and last vectors hold slots of other items");
         line("if (first < s0 || first + 8 > s1)");
         line(fmt::format(
             "  {};", call(tmpl::macko_mask, targs(IntArg{bits}), ptr_u32("raw[u]"),
@@ -404,7 +389,7 @@ class MackoEmitter : public Emitter {
     line("#pragma unroll");
     auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", U_));
     {
-      comment("lanes past the row's end have nothing; skipped when the whole warp is past it");
+      comment("lanes past the item's end have nothing; skipped when the whole warp is past it");
       auto g = block("if (base + u * 32 < v1)");
       line(fmt::format("int cb = (carry + inc[u] - tot[u]) * {};", es));
       line("#pragma unroll");
@@ -421,24 +406,40 @@ class MackoEmitter : public Emitter {
     line("carry += __shfl_sync(0xffffffffu, inc[u], 31);");
   }
 
-  // At a row's end: the warp's sum, lane 0 stores C, then the next row's start (or the exit).
-  void emit_staged_row_end() {
-    auto g = block("if (row_end)");
+  // At an item's end: the warp's sum, lane 0 writes the item's partial sum, then the next item's
+  // start (or the exit).
+  void emit_staged_item_end() {
+    auto g = block("if (item_end)");
     line("#pragma unroll");
     line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = {};", NC_,
                      call(tmpl::warp_reduce_sum, targs(IntArg{32}), f32("acc[c]")).text));
-    {
-      auto st = block("if (lane == 0)");
-      for (int c = 0; c < NC_; ++c)
-        call_stmt(tmpl::store_axpby, targs(TypeArg{"T"}),
-                  tmpl::ptr_t(c_ptr(s_.sort_rows ? "orow" : "b0 + row", std::to_string(c))),
-                  f32(fmt::format("acc[{}]", c)), f32("alpha"), f32("beta"));
-    }
-    line("if (nrow >= nb) break;");
+    line("#pragma unroll");
+    line(fmt::format("for (int c = 0; c < {}; ++c) if (lane == 0) s_part[item * {} + c] = acc[c];",
+                     NC_, NC_));
+    line("if (nitem >= nitems) break;");
     line("#pragma unroll");
     line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
-    line("carry = -1 - (ns0 & 7);");
-    if (s_.sort_rows) line(fmt::format("orow = s_rows[{} + nrow];", 2 * s_.rows_per_block()));
+    line("carry = ncarry;");
+  }
+
+  // After every warp's last item: each item that ends a row adds the row's earlier segments
+  // (the items just before it, from the last back) and stores C once.
+  void emit_staged_store_rows() {
+    line("__syncthreads();");
+    auto t = block(fmt::format("for (int t = threadIdx.x; t < nitems; t += {})", NT_));
+    line("const int r = s_items[t].w;");
+    line("if (r < 0) continue;");
+    line(fmt::format("float sum[{}];", NC_));
+    line("#pragma unroll");
+    line(fmt::format("for (int c = 0; c < {}; ++c) sum[c] = s_part[t * {} + c];", NC_, NC_));
+    {
+      auto i = block("for (int i = t - 1; i >= 0 && s_items[i].w < 0; --i)");
+      line("#pragma unroll");
+      line(fmt::format("for (int c = 0; c < {}; ++c) sum[c] += s_part[i * {} + c];", NC_, NC_));
+    }
+    for (int c = 0; c < NC_; ++c)
+      call_stmt(tmpl::store_axpby, targs(TypeArg{"T"}), tmpl::ptr_t(c_ptr("r", std::to_string(c))),
+                f32(fmt::format("sum[{}]", c)), f32("alpha"), f32("beta"));
   }
 
   std::string assemble() const {
@@ -446,27 +447,22 @@ class MackoEmitter : public Emitter {
         "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
         "    const T* __restrict__ values,\n    const T* __restrict__ B,\n"
         "    T* __restrict__ C,\n    float alpha,\n    float beta,\n"
-        "    const unsigned* __restrict__ deltas,\n    const int* __restrict__ row_ptr{}) {{\n",
-        NT_, opt_.kernel_name, s_.sort_rows ? ",\n    const int* __restrict__ row_order" : ""));
-  }
-
-  // Rows dealt to blocks by length, balanced (ir/macko_schedule.h).
-  std::vector<int64_t> row_order() const {
-    return macko_row_order(f_.row_ptr, s_.rows_per_block());
+        "    const unsigned* __restrict__ deltas,\n    const int* __restrict__ {}) {{\n",
+        NT_, opt_.kernel_name, s_.staged() ? "items" : "row_ptr"));
   }
 
   KernelSignature signature() const {
     KernelSignature sig;
     sig.kernel_name = opt_.kernel_name;
-    sig.params = {{"values", ParamKind::Values, "macko.values", {}},
-                  {"B", ParamKind::B, "B", {}},
-                  {"C", ParamKind::C, "C", {}},
-                  {"alpha", ParamKind::Alpha, "alpha", {}},
-                  {"beta", ParamKind::Beta, "beta", {}},
-                  {"deltas", ParamKind::U32Table, "macko.deltas", macko_delta_words(f_)},
-                  {"row_ptr", ParamKind::I32Table, "macko.row_ptr", f_.row_ptr}};
-    if (s_.sort_rows)
-      sig.params.push_back({"row_order", ParamKind::I32Table, "macko.row_order", row_order()});
+    sig.params = {
+        {"values", ParamKind::Values, "macko.values", {}},
+        {"B", ParamKind::B, "B", {}},
+        {"C", ParamKind::C, "C", {}},
+        {"alpha", ParamKind::Alpha, "alpha", {}},
+        {"beta", ParamKind::Beta, "beta", {}},
+        {"deltas", ParamKind::U32Table, "macko.deltas", macko_delta_words(f_)},
+        s_.staged() ? KernelParam{"items", ParamKind::I32Table, "macko.items", macko_items(f_, s_)}
+                    : KernelParam{"row_ptr", ParamKind::I32Table, "macko.row_ptr", f_.row_ptr}};
     sig.launch.grid_x = macko_grid_x(p_, s_);
     sig.launch.grid_y = macko_grid_y(p_, s_);
     sig.launch.block_threads = NT_;

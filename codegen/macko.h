@@ -24,14 +24,16 @@
 // are combined through shared memory at the end (warp order, fixed).
 //
 // Staged B (stage = shared | shared_f32, warp per row; the shape tuned where N is 1, 2, 4 or 8):
-// dynamic shared memory holds the block's row words, then B with 16 zero guard rows either side.
-// Each warp takes rows from a shared counter (sort = 1: in a longest-first row order), keeps the
-// next step's 16-byte loads in flight while it decodes this one, zeroes the value and delta of
-// slots outside the row (the first and last vector only) instead of testing every slot, and
-// gathers B with one LDS per slot whose constant part is folded into the instruction. Comment
-// above emit_staged_body() in macko.cpp shows the loop.
-// Extra parameter with sort = 1: row_order (I32Table, macko_row_order: balanced blocks). Extra
-// launch field: LaunchShape::dynamic_shared_bytes = macko_stage_bytes(problem, schedule).
+// dynamic shared memory holds the block's work items (macko_items: its rows, long ones cut into
+// segments of whole steps), one partial sum per item and column, then B with 16 zero guard rows
+// either side. Each warp takes items from a shared counter, keeps the next step's 16-byte loads
+// in flight while it decodes this one, zeroes the value and delta of slots outside the item (the
+// first and last vector only) instead of testing every slot, gathers B with one LDS per slot
+// whose constant part is folded into the instruction, and leaves the item's sum in shared memory;
+// after a barrier, each row's last item adds the row's segments and stores C. Comment above
+// emit_staged_body() in macko.cpp shows the loop. The staged kernel's last parameter is `items`
+// (I32Table, macko_items) instead of row_ptr. Extra launch field:
+// LaunchShape::dynamic_shared_bytes = macko_stage_bytes(problem, schedule).
 #pragma once
 
 #include "codegen/general_sparse.h"
@@ -43,7 +45,8 @@ namespace sparsegen::codegen {
 
 // Precondition: schedule.family() == Macko; f = pack_macko(a, schedule.macko().delta_bits) for
 // the problem's matrix. Parameters: values (Values: f.values in the dtype), B, C, alpha, beta,
-// deltas (U32Table: f.deltas as little-endian 32-bit words), row_ptr (I32Table). Store output;
+// deltas (U32Table: f.deltas as little-endian 32-bit words), row_ptr (I32Table; staged: items).
+// Store output;
 // grid = (ceil(M / rows_per_block), ceil(N / cols)). Throws UserError for fp32 values or slot
 // positions beyond 32 bits.
 GeneratedKernel emit_macko(const Problem& problem, const Schedule& schedule, const MackoFormat& f,

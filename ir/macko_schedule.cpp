@@ -216,10 +216,83 @@ int macko_one_wave_rows_per_warp(const Problem& p, const MackoSchedule& s,
 }
 
 int64_t macko_stage_offset(const MackoSchedule& s) {
-  // Row bounds: rows_per_block + 1 starts, or with sort_rows a start, an end and the original
-  // row index per row.
-  const int64_t bounds = s.sort_rows ? 3 * int64_t{s.rows_per_block()} : s.rows_per_block() + 1;
-  return (int64_t{4} * (bounds + 1) + 15) / 16 * 16;
+  const int64_t items = macko_items_per_block(s);
+  return (items * 4 * kMackoItemInts + items * 4 * s.cols + 4 + 15) / 16 * 16;
+}
+
+int macko_items_per_block(const MackoSchedule& s) {
+  return s.rows_per_block() + s.warps_per_block + 1;
+}
+
+std::vector<int64_t> macko_items(const MackoFormat& f, const MackoSchedule& s) {
+  SG_ASSERT(s.staged() && s.warps_per_row == 1, "macko_items: a staged, warp-per-row schedule");
+  SG_ASSERT(static_cast<int64_t>(f.row_ptr.size()) == f.rows + 1, "macko_items: row_ptr size");
+  const int64_t m = f.rows, rpb = s.rows_per_block(), ipb = macko_items_per_block(s);
+  const int64_t blocks = m > 0 ? (m + rpb - 1) / rpb : 0;
+  const int64_t step = int64_t{kWarpSize} * s.unroll;  // vectors per warp step
+  const std::vector<int64_t> order =
+      s.sort_rows && m > 0 ? macko_row_order(f.row_ptr, rpb) : std::vector<int64_t>{};
+  auto start = [&](int64_t r) { return f.row_ptr[static_cast<size_t>(r)]; };
+  auto end = [&](int64_t r) { return f.row_ptr[static_cast<size_t>(r + 1)]; };
+  auto vectors = [&](int64_t r) {
+    return end(r) > start(r) ? (end(r) + 7) / 8 - start(r) / 8 : int64_t{0};
+  };
+  auto round_up = [](int64_t x, int64_t q) { return (x + q - 1) / q * q; };
+  std::vector<int64_t> items(static_cast<size_t>(blocks * ipb * kMackoItemInts), 0);
+  std::vector<int64_t> rows, pieces, by_length;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const int64_t nb = std::min(rpb, m - b * rpb);
+    rows.resize(static_cast<size_t>(nb));
+    for (int64_t i = 0; i < nb; ++i)
+      rows[static_cast<size_t>(i)] =
+          s.sort_rows ? order[static_cast<size_t>(b * rpb + i)] : b * rpb + i;
+    // A segment is the block's even share of vectors per warp in whole steps; a row of at least
+    // 1.5 segments is cut (longest first) while spare items last.
+    int64_t total = 0;
+    for (int64_t r : rows) total += vectors(r);
+    const int64_t seg =
+        std::max(step, round_up((total + s.warps_per_block - 1) / s.warps_per_block, step));
+    pieces.assign(static_cast<size_t>(nb), 1);
+    by_length.resize(static_cast<size_t>(nb));
+    for (int64_t i = 0; i < nb; ++i) by_length[static_cast<size_t>(i)] = i;
+    std::stable_sort(by_length.begin(), by_length.end(), [&](int64_t x, int64_t y) {
+      return vectors(rows[static_cast<size_t>(x)]) > vectors(rows[static_cast<size_t>(y)]);
+    });
+    int64_t spare = ipb - 1 - nb;
+    for (int64_t i : by_length) {
+      const int64_t v = vectors(rows[static_cast<size_t>(i)]);
+      if (spare == 0 || 2 * v < 3 * seg) break;
+      const int64_t k = std::min((v + seg - 1) / seg, 1 + spare);
+      pieces[static_cast<size_t>(i)] = k;
+      spare -= k - 1;
+    }
+    int64_t* out = items.data() + b * ipb * kMackoItemInts;
+    int64_t used = 0;
+    for (int64_t i = 0; i < nb; ++i) {
+      const int64_t r = rows[static_cast<size_t>(i)], s0 = start(r), s1 = end(r);
+      // Equal segments of whole steps (vectors from s0's); the last one takes the rest.
+      const int64_t k = pieces[static_cast<size_t>(i)];
+      const int64_t len = std::max(step, round_up((vectors(r) + k - 1) / k, step));
+      int64_t col = -1;  // the column of the slot before the segment
+      int64_t e = s0;
+      for (int64_t j = 0; j == 0 || e < s1; ++j) {
+        const int64_t a = std::max(s0, (s0 / 8 + j * len) * 8);
+        e = std::min(s1, (s0 / 8 + (j + 1) * len) * 8);
+        SG_ASSERT(used < ipb - 1, "macko_items: more segments than items");
+        int64_t* it = out + used * kMackoItemInts;
+        it[0] = a;
+        it[1] = e;
+        it[2] = col - a % 8;
+        it[3] = e == s1 ? r : -1;
+        ++used;
+        if (k > 1)  // only a later segment needs the column
+          for (int64_t t = a; t < e; ++t) col += f.delta(t) + 1;
+      }
+    }
+    for (int64_t i = used; i < ipb; ++i) out[i * kMackoItemInts + 3] = -1;
+    out[(ipb - 1) * kMackoItemInts] = used;  // the header: how many items are real
+  }
+  return items;
 }
 
 int64_t macko_stage_bytes(const Problem& p, const MackoSchedule& s) {

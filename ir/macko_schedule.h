@@ -42,6 +42,22 @@ inline constexpr int kMackoMaxRowsPerWarp = 1024;
 // slot offsets (any format's; only the lengths matter).
 std::vector<int64_t> macko_row_order(const std::vector<int64_t>& row_ptr, int64_t rows_per_block);
 
+// Work items of a staged schedule: block b owns items [b, b + 1) x macko_items_per_block(s), each
+// kMackoItemInts ints {first slot, end slot, carry, row}. They are the block's rows (sort_rows:
+// macko_row_order's order; else natural), except that a row much longer than the block's even
+// share per warp (rounded up to whole warp steps) is cut at vector boundaries into segments of
+// whole steps, listed consecutively, so several warps share it. Segments take the spare items
+// (warps of them), longest rows first. Unused items are {0, 0, 0, -1}; the block's last item is a
+// header {items used, 0, 0, -1}. carry = the column before the first slot, less the slots of its
+// first vector before it (the kernel steps every slot of that vector by delta + 1, with the
+// leading ones masked to a step of 1): -1 - (first % 8) for a row's start. row = the output row
+// on a row's last segment and -1 elsewhere: the block sums a row's segments and stores the row
+// once. Why: on magnitude-pruned weights the longest rows are ~6x the mean, and one warp walking
+// such a row step by step was the critical path of small grids.
+inline constexpr int kMackoItemInts = 4;
+int macko_items_per_block(const MackoSchedule& s);
+std::vector<int64_t> macko_items(const MackoFormat& f, const MackoSchedule& s);
+
 // Launch-shape facts shared by the verifier, the emitter and the interpreter.
 int64_t macko_grid_x(const Problem& p, const MackoSchedule& s);  // ceil(M / rows_per_block)
 int64_t macko_grid_y(const Problem& p, const MackoSchedule& s);  // ceil(N / cols)
@@ -58,9 +74,9 @@ int64_t macko_shared_bytes(const MackoSchedule& s);  // split row: carries + par
 // a row's leading ones reach column -7, its trailing ones K + 6, and the lanes past the row's end
 // (zero deltas, in a step that still has live lanes) up to K + 14. 16 rows cover both sides.
 inline constexpr int64_t kMackoStageGuard = 16;
-// Bytes in front of the staged B: the block's row bounds (rows_per_block + 1 starts; with
-// sort_rows a start, an end and the original row index per row) and the counter the warps take rows
-// from, rounded up to 16 (B's copy is 16-byte aligned).
+// Bytes in front of the staged B: the block's work items (16 bytes each), one fp32 partial sum per
+// item and column, and the counter the warps take items from, rounded up to 16 (B's copy is
+// 16-byte aligned).
 int64_t macko_stage_offset(const MackoSchedule& s);
 // Dynamic shared memory of a staged B: macko_stage_offset + (K + 2 guards) rows of
 // stage_row_bytes. 0 for stage=global.

@@ -54,8 +54,8 @@ TEST(MackoCodegen, EmittedKernelShape) {
   EXPECT_THROW(emit_macko(Problem::spmv(a.rows, a.cols, DType::F32), s, f), UserError);
 }
 
-// Staged B: dynamic shared memory for [row words | guards + B], the rows taken from a shared
-// counter, and with sort=1 a row-order table (longest row first) whose entries C is stored at.
+// Staged B: dynamic shared memory for [items | partial sums | counter | guards + B], the items
+// taken from a shared counter, and after a barrier one store per row from its last item.
 TEST(MackoCodegen, StagedKernelShape) {
   const CsrMatrix a = long_rows();
   const Problem p = Problem::spmv(a.rows, a.cols, DType::F16);
@@ -63,30 +63,30 @@ TEST(MackoCodegen, StagedKernelShape) {
   const Schedule s = parse_schedule("macko;delta=4;warps=8;unroll=2;cols=1;stage=shared_f32");
   const GeneratedKernel k = emit_macko(p, s, f);
   EXPECT_TRUE(has(k.source, "extern __shared__ __align__(16) unsigned sg_smem[];"));
-  EXPECT_TRUE(has(k.source, "sg::macko_stage_b<T, 1, 1, 16>(B, 8192, sg_smem + 12);"));
+  // 8 rows + 8 spare + 1 header = 17 items: 17 x 16 + 17 x 4 + 4 = 344 bytes, rounded to 352.
+  EXPECT_TRUE(has(k.source, "sg::macko_stage_b<T, 1, 1, 16>(B, 8192, sg_smem + 88);"));
   EXPECT_TRUE(has(k.source, "t = atomicAdd(s_next, 1);"));
-  EXPECT_TRUE(has(k.source, "sg::macko_stage_fma<T, 1, 1>(sg_smem, cb + 112 + (j + 1) * 4,"));
-  // 8 rows per block: 8 + 1 starts + the counter = 40 bytes, rounded up to 48.
-  EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, 48 + (8192 + 32) * 4);
-  EXPECT_EQ(k.signature.params.size(), 7u);
-  EXPECT_TRUE(has(k.source, "C + static_cast<long long>(b0 + row) * 1 + 0"));
+  EXPECT_TRUE(has(k.source, "const int nitems = b_items[16].x;"));
+  EXPECT_TRUE(has(k.source, "sg::macko_stage_fma<T, 1, 1>(sg_smem, cb + 416 + (j + 1) * 4,"));
+  EXPECT_TRUE(has(k.source, "if (lane == 0) s_part[item * 1 + c] = acc[c];"));
+  EXPECT_TRUE(has(k.source, "for (int i = t - 1; i >= 0 && s_items[i].w < 0; --i)"));
+  EXPECT_TRUE(has(k.source, "C + static_cast<long long>(r) * 1 + 0"));
+  EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, 352 + (8192 + 32) * 4);
+  ASSERT_EQ(k.signature.params.size(), 7u);
+  EXPECT_EQ(k.signature.params[6].name, "items");
+  EXPECT_EQ(k.signature.params[6].data, macko_items(f, s.macko()));
+  EXPECT_TRUE(has(k.source, "const int* __restrict__ items) {"));
 
+  // sort=1 only changes the table: the rows in macko_row_order's order (longest first).
   const Schedule so = parse_schedule("macko;delta=4;warps=8;unroll=2;cols=1;stage=shared;sort=1");
   const GeneratedKernel ks = emit_macko(p, so, f);
-  ASSERT_EQ(ks.signature.params.size(), 8u);
-  EXPECT_EQ(ks.signature.params[7].name, "row_order");
-  const std::vector<int64_t>& order = ks.signature.params[7].data;
-  ASSERT_EQ(order.size(), static_cast<size_t>(a.rows));
+  ASSERT_EQ(ks.signature.params.size(), 7u);
+  const std::vector<int64_t>& items = ks.signature.params[6].data;
+  const std::vector<int64_t> order = macko_row_order(f.row_ptr, 8);
   EXPECT_EQ(order.front(), 23);  // the longest row (700 + 131 * 23 nonzeros)
-  // The table is macko_row_order's over the packed slots: within each block of 8 rows, longest
-  // first.
-  EXPECT_EQ(order, macko_row_order(f.row_ptr, 8));
-  for (size_t i = 1; i < order.size(); ++i) {
-    if (i % 8 == 0) continue;  // a block's first row
-    EXPECT_GE(a.row_length(order[i - 1]), a.row_length(order[i]));
-  }
-  EXPECT_TRUE(has(ks.source, "const int* __restrict__ row_order) {"));
-  EXPECT_TRUE(has(ks.source, "C + static_cast<long long>(orow) * 1 + 0"));
+  // Block 0's first item is row 23 from its first slot (or its first segment).
+  EXPECT_EQ(items[0], f.row_ptr[23]);
+  EXPECT_EQ(items[2], -1 - f.row_ptr[23] % 8);
   nvrtc::CompileOptions o;
   o.arch = "compute_90";
   o.headers = ks.headers;

@@ -64,6 +64,7 @@
 #include "ir/format.h"
 #include "ir/gen/pruning.h"
 #include "ir/io/load.h"
+#include "ir/macko_format.h"
 #include "ir/macko_schedule.h"
 #include "sparsegen/sparsegen.h"
 #include "tests/test_support.h"
@@ -884,6 +885,51 @@ TEST(GpuMacko, Pruned) {
   run_pruned(ScheduleFamily::Macko, 0.5);
   run_pruned(ScheduleFamily::Macko, 0.7);
   run_pruned(ScheduleFamily::Macko, 0.9);
+}
+
+// Staged MACKO with long rows cut into segments (macko_items): rows of 5000-6000 nonzeros among
+// short and empty ones, so several warps share a row and the block adds its segments; schedules
+// with and without the row order, N 1/2/8, fp16 and bf16.
+TEST(GpuMacko, CutRows) {
+  SKIP_WITHOUT_GPU();
+  if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
+  auto ctx = std::make_shared<cuda::Context>(0);
+  const CompileTarget target = detect_target(0);
+  std::vector<int64_t> lengths;
+  for (int r = 0; r < 150; ++r)
+    lengths.push_back(r % 37 == 5 ? 6000 - r : (r % 11 == 3 ? 0 : 30 + (r * 7) % 90));
+  const CsrMatrix a = lengths_matrix(lengths, 6100, 13);
+  const char* specs[] = {
+      "macko;delta=4;warps=4;unroll=1;rpw=1;sort=0",
+      "macko;delta=8;warps=8;unroll=2;rpw=2;sort=1",
+      "macko;delta=4;warps=16;unroll=4;rpw=1;sort=1",
+  };
+  int checked = 0, cut = 0;
+  for (int64_t n : {1, 2, 8})
+    for (const char* spec : specs)
+      for (DType dt : {DType::F16, DType::BF16}) {
+        const Problem p =
+            n == 1 ? Problem::spmv(a.rows, a.cols, dt) : Problem::spmm(a.rows, a.cols, n, dt);
+        // N = 1 in bf16 stages B as fp32.
+        const Schedule s = parse_schedule(fmt::format(
+            "{};cols={};stage={}", spec, n, n == 1 && dt == DType::BF16 ? "shared_f32" : "shared"));
+        SCOPED_TRACE(fmt::format("{} {}", to_string(p), to_string(s)));
+        const MackoFormat f = pack_macko(a, s.macko().delta_bits);
+        const std::vector<int64_t> it = macko_items(f, s.macko());
+        const int64_t ipb = macko_items_per_block(s.macko());
+        for (size_t h = static_cast<size_t>(ipb - 1) * kMackoItemInts; h < it.size();
+             h += static_cast<size_t>(ipb) * kMackoItemInts) {
+          const int64_t rows_here = std::min<int64_t>(s.macko().rows_per_block(), a.rows);
+          cut += it[h] > rows_here ? 1 : 0;
+        }
+        const CompiledKernel k(ctx, build_kernel(a, p, s, target));
+        const GpuCheckPair r = gpu_check(k, a, 7 + static_cast<uint64_t>(checked));
+        EXPECT_TRUE(r.passed()) << r.error();
+        ++checked;
+      }
+  ctx->synchronize();
+  EXPECT_EQ(checked, 18);
+  EXPECT_GT(cut, 0);
 }
 
 // bitmap_tc: fp16 and bf16, N in {8, 24, 64, 128} (config c: dtype c % 2, N (c / 2) % 4), B

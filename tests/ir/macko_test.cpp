@@ -1,5 +1,6 @@
 // MACKO format (packer round trip, padding rules, effective density), schedule SPEC/validation/
 // enumeration, and the interpreter against reference_spmm.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -195,7 +196,8 @@ TEST(MackoSchedule, SpecRoundTripAndErrors) {
   EXPECT_TRUE(sorted.macko().sort_rows);
   EXPECT_EQ(parse_schedule(to_string(sorted)), sorted);
   // 16 rows per block: 3 x 16 row words + the counter, rounded up to 16 bytes.
-  EXPECT_EQ(macko_stage_offset(sorted.macko()), 208);
+  // 16 rows + 8 spare items + a header: 25 x (16 + 4) + 4 bytes, rounded up to 16.
+  EXPECT_EQ(macko_stage_offset(sorted.macko()), 512);
   EXPECT_NE(print_schedule(sorted).find("longest rows first"), std::string::npos);
   const Schedule staged = parse_schedule("macko;warps=32;stage=shared;rpw=4");
   EXPECT_EQ(staged.macko().rows_per_block(), 128);
@@ -409,6 +411,102 @@ TEST(MackoInterpreter, MatchesReferenceOnTestMatrices) {
                 }
               }
         }
+}
+
+// Staged work items: rows at least 1.5 segments long (a segment = the block's even share of
+// vectors per warp, in whole steps) are cut at vector boundaries; the columns carried into a
+// segment are the row's own; one header per block counts the items; the rest are empty.
+TEST(MackoSchedule, ItemsCutLongRows) {
+  // 9 rows: row 4 has 3000 nonzeros (375 vectors), the others 40 (5-6 vectors); 4 warps,
+  // unroll 1 (32-vector steps), 3 rows per warp: blocks of 12 rows hold all 9.
+  std::vector<std::vector<std::pair<int32_t, float>>> rows(9);
+  for (int r = 0; r < 9; ++r)
+    for (int32_t c = 0; c < (r == 4 ? 3000 : 40); ++c)
+      rows[static_cast<size_t>(r)].push_back({r == 4 ? c : 7 * c + r, 0.25f + float(c % 5)});
+  const CsrMatrix a = from_rows(3000, rows);
+  const MackoFormat f = pack_macko(a, 4);
+  const MackoSchedule s = parse_schedule("macko;warps=4;unroll=1;stage=shared;rpw=3").macko();
+  ASSERT_EQ(macko_items_per_block(s), 12 + 4 + 1);
+  const std::vector<int64_t> it = macko_items(f, s);
+  ASSERT_EQ(it.size(), 17u * 4);
+  // 375 + 8 x 5-6 vectors over 4 warps: a share of ~105 -> a segment of 128 vectors, so row 4 is
+  // cut into 3 segments (128, 128, 119 vectors): 8 + 3 = 11 items.
+  EXPECT_EQ(it[16 * 4], 11);
+  for (int64_t t = 11; t < 16; ++t)
+    EXPECT_EQ(std::vector<int64_t>(it.begin() + t * 4, it.begin() + t * 4 + 4),
+              (std::vector<int64_t>{0, 0, 0, -1}));
+  int64_t seg = 0;
+  for (int64_t t = 0; t < 11; ++t) {
+    const int64_t s0 = it[static_cast<size_t>(t * 4)], s1 = it[static_cast<size_t>(t * 4 + 1)];
+    const int64_t carry = it[static_cast<size_t>(t * 4 + 2)],
+                  row = it[static_cast<size_t>(t * 4 + 3)];
+    if (s0 < f.row_ptr[4] || s0 >= f.row_ptr[5]) continue;
+    ++seg;
+    EXPECT_EQ(row, s1 == f.row_ptr[5] ? 4 : -1);
+    if (s0 != f.row_ptr[4]) {
+      EXPECT_EQ(s0 % 8, 0);  // later segments start on a vector
+      EXPECT_EQ(carry, a.col_idx[static_cast<size_t>(a.row_ptr[4] + (s0 - f.row_ptr[4]) - 1)]);
+    } else {
+      EXPECT_EQ(carry, -1 - s0 % 8);
+    }
+    if (s1 != f.row_ptr[5]) {
+      EXPECT_EQ((s1 - s0 + s0 % 8) % (128 * 8), 0);  // whole 128-vector segments
+    }
+  }
+  EXPECT_EQ(seg, 3);
+  // Uniform rows: nothing is cut, one item per row, in row order.
+  const MackoFormat g = pack_macko(random_matrix(50, 700, 0.3, 5), 4);
+  const MackoSchedule w = parse_schedule("macko;warps=8;unroll=2;stage=shared;rpw=4").macko();
+  const std::vector<int64_t> u = macko_items(g, w);
+  const int64_t ipb = macko_items_per_block(w);
+  EXPECT_EQ(u[static_cast<size_t>((ipb - 1) * 4)], 32);
+  EXPECT_EQ(u[static_cast<size_t>(ipb * 4 + (ipb - 1) * 4)], 18);
+  for (int64_t r = 0; r < 32; ++r) EXPECT_EQ(u[static_cast<size_t>(r * 4 + 3)], r);
+}
+
+// Staged schedules: the interpreter walks the kernel's items (segments summed apart, then per row).
+TEST(MackoInterpreter, StagedItemsMatchReference) {
+  std::vector<std::vector<std::pair<int32_t, float>>> rows(30);
+  for (int32_t c = 0; c < 6000; c += 1) rows[2].push_back({c, 0.5f + float(c % 7) / 8});
+  for (int32_t c = 5; c < 6000; c += 2) rows[17].push_back({c, -0.25f - float(c % 3) / 4});
+  rows[9] = {{5999, -1.25f}};
+  for (int r = 20; r < 30; ++r)
+    for (int32_t c = r; c < 6000; c += 37 * r) rows[static_cast<size_t>(r)].push_back({c, 0.75f});
+  const std::vector<CsrMatrix> mats = {from_rows(6000, rows), random_matrix(70, 900, 0.3, 8),
+                                       from_rows(16, {{}, {}, {}})};
+  std::mt19937 gen(3);
+  std::uniform_real_distribution<float> d(-1.5f, 1.5f);
+  int cut = 0;
+  for (const CsrMatrix& a : mats)
+    for (int64_t n : {1, 2, 8}) {
+      const Problem p = Problem::spmm(a.rows, a.cols, n, DType::F16);
+      std::vector<float> b(static_cast<size_t>(p.k * p.n)), c0(static_cast<size_t>(p.m * p.n));
+      for (float& x : b) x = round_to(p.dtype, d(gen));
+      for (float& x : c0) x = round_to(p.dtype, d(gen));
+      for (int bits : {4, 8})
+        for (const char* shape : {"warps=4;unroll=1;rpw=1", "warps=8;unroll=2;rpw=2",
+                                  "warps=2;unroll=4;rpw=5", "warps=16;unroll=1;rpw=3"})
+          for (int sort : {0, 1}) {
+            const Schedule s = parse_schedule(fmt::format(
+                "macko;delta={};{};cols={};stage=shared;sort={}", bits, shape, n, sort));
+            const MackoFormat f = pack_macko(a, bits);
+            const std::vector<int64_t> it = macko_items(f, s.macko());
+            const int64_t ipb = macko_items_per_block(s.macko());
+            for (size_t h = static_cast<size_t>(ipb - 1) * 4; h < it.size();
+                 h += static_cast<size_t>(ipb) * 4) {
+              cut += it[h] > std::min<int64_t>(s.macko().rows_per_block(), a.rows) ? 1 : 0;
+            }
+            for (float beta : {0.0f, -1.5f}) {
+              std::vector<float> want = c0, got = c0;
+              reference_spmm(p, a, b, want, 0.75f, beta);
+              interpret_macko(p, s.macko(), f, b, got, 0.75f, beta);
+              for (size_t i = 0; i < want.size(); ++i)
+                ASSERT_NEAR(got[i], want[i], 0.02 * (1.0 + std::fabs(want[i])))
+                    << to_string(s) << " at " << i;
+            }
+          }
+    }
+  EXPECT_GT(cut, 0);  // some blocks did cut rows
 }
 
 // A build with a shared pack verifies against the format's own figures: they are the matrix's.
