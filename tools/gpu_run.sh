@@ -62,6 +62,8 @@ SANITIZER_RUNS=(
   "bitmap_tc_edge|tests/gpu_tests '--gtest_filter=GpuBitmapTc.Edge'"
   # MACKO kernels (staged B, one-wave rows per warp, the balanced row order): the DLMC matrices.
   "macko_dlmc|tests/gpu_tests '--gtest_filter=GpuMacko.Dlmc'"
+  # MACKO work items: long rows cut into segments that several warps share.
+  "macko_cut_rows|tests/gpu_tests '--gtest_filter=GpuMacko.CutRows'"
 )
 # gpu_tests (tests/gpu, run by ctest above) write one JSON summary per GpuCorrectness test here;
 # it lies inside BENCH_DIR, so bench.tar.gz carries it when benchmarks run.
@@ -294,6 +296,8 @@ elif ! has_step sanitizer; then
 else
   for entry in "${SANITIZER_RUNS[@]}"; do
     name=${entry%%|*}; cmd=${entry#*|}
+    # SANITIZER_ONLY="a b": only those runs (memcheck is slow).
+    if [ -n "${SANITIZER_ONLY:-}" ] && [[ " $SANITIZER_ONLY " != *" $name "* ]]; then continue; fi
     echo "=== $name: compute-sanitizer --tool memcheck $cmd" >>"$OUT/sanitizer.log"
     (cd "$BUILD_DIR" && eval "timeout $SANITIZER_BUDGET_S compute-sanitizer --tool memcheck --error-exitcode 99 $cmd") \
       >>"$OUT/sanitizer.log" 2>&1
