@@ -42,9 +42,9 @@ class MackoEmitter : public Emitter {
     U_ = s_.unroll;
     NC_ = s_.cols;
     NT_ = s_.threads_per_block();
-    for (const char* n :
-         {"values", "B", "C", "alpha", "beta", "deltas", "row_ptr", "items", "lane", "warp", "T",
-          "sg_smem", "s_items", "s_part", "s_next", "b_items", "item", "i0", "nitems"})
+    for (const char* n : {"values", "B",       "C",    "alpha", "beta",    "deltas",  "row_ptr",
+                          "items",  "lane",    "warp", "T",     "sg_smem", "s_items", "s_part",
+                          "s_next", "b_items", "item", "i0",    "nitems",  "hdr",     "orow"})
       reserve(n);
     decl(fmt::format("// sparsegen MACKO kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -226,9 +226,10 @@ class MackoEmitter : public Emitter {
   //     load the next step (of this item or the next)  // in flight while this step computes
   //     mask the item's edge vectors; lane totals; one warp scan (two u packed in one int)
   //     for u, j: cb += step(j); acc += value(j) * B_smem[cb + (G + j + 1) * ES]
-  //     at the item's end: warp sum, lane 0 writes the item's partial sum to shared memory
+  //     at the item's end: warp sum; lane 0 stores a whole row's C, or leaves a cut row's
+  //     segment sum in shared memory
   //   }
-  //   __syncthreads();  per item that ends a row: C[row] = alpha * (its row's partials) + beta * C
+  //   blocks with a cut row: __syncthreads(); per cut row: C = alpha * (its segments) + beta * C
   void emit_staged_body() {
     SG_ASSERT(R_ == 1 && p_.n == NC_ && p_.b_layout == Layout::RowMajor &&
                   macko_stage_offset(s_) % 16 == 0,
@@ -292,11 +293,15 @@ class MackoEmitter : public Emitter {
     line(fmt::format("for (int t = threadIdx.x; t < {}; t += {}) s_items[t] = b_items[t];", ipb(),
                      NT_));
     line(fmt::format("if (threadIdx.x == 0) *s_next = {};", s_.warps_per_block));
-    comment("the header (last item) counts the real ones; a warp past them starts on an empty one");
-    line(fmt::format("const int nitems = b_items[{}].x;", ipb() - 1));
+    comment("the header (last item): how many are real, whether a row was cut; a warp past them");
+    comment("starts on an empty item");
+    line(fmt::format("const int4 hdr = b_items[{}];", ipb() - 1));
+    line("const int nitems = hdr.x;");
     line("int item = warp;");
     line("const int4 i0 = b_items[warp];");
     line("int s0 = i0.x, s1 = i0.y, carry = i0.z;");
+    comment("a whole row (its first segment, carry < 0, and its last, row >= 0) is stored at once");
+    line("int orow = i0.z < 0 ? i0.w : -1;");
     line("int base = s0 >> 3;");
     line("int v1 = (s1 + 7) >> 3;");
   }
@@ -326,7 +331,7 @@ class MackoEmitter : public Emitter {
   // the block's counter.
   void emit_staged_next_position() {
     line(fmt::format("int nbase = base + {};", kWarpSize * U_));
-    line("int nitem = item, ns0 = s0, ns1 = s1, nv1 = v1, ncarry = carry;");
+    line("int nitem = item, ns0 = s0, ns1 = s1, nv1 = v1, ncarry = carry, norow = orow;");
     line("const bool item_end = nbase >= v1;");
     auto g = block("if (item_end)");
     line("int t = 0;");
@@ -337,6 +342,7 @@ class MackoEmitter : public Emitter {
     line("ns0 = n.x;");
     line("ns1 = n.y;");
     line("ncarry = n.z;");
+    line("norow = n.z < 0 ? n.w : -1;");
     line("nbase = ns0 >> 3;");
     line("nv1 = (ns1 + 7) >> 3;");
   }
@@ -406,34 +412,48 @@ class MackoEmitter : public Emitter {
     line("carry += __shfl_sync(0xffffffffu, inc[u], 31);");
   }
 
-  // At an item's end: the warp's sum, lane 0 writes the item's partial sum, then the next item's
-  // start (or the exit).
+  // At an item's end: the warp's sum; lane 0 stores a whole row, or leaves a segment's sum in
+  // shared memory; then the next item's start (or the exit).
   void emit_staged_item_end() {
     auto g = block("if (item_end)");
     line("#pragma unroll");
     line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = {};", NC_,
                      call(tmpl::warp_reduce_sum, targs(IntArg{32}), f32("acc[c]")).text));
-    line("#pragma unroll");
-    line(fmt::format("for (int c = 0; c < {}; ++c) if (lane == 0) s_part[item * {} + c] = acc[c];",
-                     NC_, NC_));
+    {
+      auto st = block("if (lane == 0 && orow >= 0)");
+      for (int c = 0; c < NC_; ++c)
+        call_stmt(tmpl::store_axpby, targs(TypeArg{"T"}),
+                  tmpl::ptr_t(c_ptr("orow", std::to_string(c))), f32(fmt::format("acc[{}]", c)),
+                  f32("alpha"), f32("beta"));
+    }
+    {
+      auto part = block("else if (lane == 0)");
+      line("#pragma unroll");
+      line(fmt::format("for (int c = 0; c < {}; ++c) s_part[item * {} + c] = acc[c];", NC_, NC_));
+    }
     line("if (nitem >= nitems) break;");
     line("#pragma unroll");
     line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
     line("carry = ncarry;");
+    line("orow = norow;");
   }
 
-  // After every warp's last item: each item that ends a row adds the row's earlier segments
-  // (the items just before it, from the last back) and stores C once.
+  // Blocks with a cut row only (hdr.y, block-uniform), after every warp's last item: each row's
+  // last segment adds the segments before it, back to the row's first (carry < 0), and stores C.
   void emit_staged_store_rows() {
+    comment("blocks without a cut row stored every row in the loop: no barrier");
+    line("if (hdr.y == 0) return;");
     line("__syncthreads();");
     auto t = block(fmt::format("for (int t = threadIdx.x; t < nitems; t += {})", NT_));
-    line("const int r = s_items[t].w;");
-    line("if (r < 0) continue;");
+    line("const int4 last = s_items[t];");
+    line("const int r = last.w;");
+    line("if (r < 0 || last.z < 0) continue;");
     line(fmt::format("float sum[{}];", NC_));
     line("#pragma unroll");
     line(fmt::format("for (int c = 0; c < {}; ++c) sum[c] = s_part[t * {} + c];", NC_, NC_));
     {
-      auto i = block("for (int i = t - 1; i >= 0 && s_items[i].w < 0; --i)");
+      auto i = block("for (int i = t; s_items[i].z >= 0;)");
+      line("--i;");
       line("#pragma unroll");
       line(fmt::format("for (int c = 0; c < {}; ++c) sum[c] += s_part[i * {} + c];", NC_, NC_));
     }

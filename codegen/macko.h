@@ -29,8 +29,9 @@
 // either side. Each warp takes items from a shared counter, keeps the next step's 16-byte loads
 // in flight while it decodes this one, zeroes the value and delta of slots outside the item (the
 // first and last vector only) instead of testing every slot, gathers B with one LDS per slot
-// whose constant part is folded into the instruction, and leaves the item's sum in shared memory;
-// after a barrier, each row's last item adds the row's segments and stores C. Comment above
+// whose constant part is folded into the instruction, and stores a whole row's C; a cut row's
+// segments leave their sums in shared memory, and in blocks with a cut row, after a barrier, the
+// row's last segment adds them and stores C. Comment above
 // emit_staged_body() in macko.cpp shows the loop. The staged kernel's last parameter is `items`
 // (I32Table, macko_items) instead of row_ptr. Extra launch field:
 // LaunchShape::dynamic_shared_bytes = macko_stage_bytes(problem, schedule).

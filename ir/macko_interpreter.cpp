@@ -111,17 +111,21 @@ void interpret_items(const Problem& p, const MackoSchedule& s, const MackoFormat
       for (int64_t n = 0; n < p.n; ++n)
         part[static_cast<size_t>(t * p.n + n)] = reduce(s, acc, p.n, n);
     }
+    // Whole rows (carry < 0, row >= 0) are stored at once; a cut row by its last segment, adding
+    // the segments before it back to the first (carry < 0).
+    bool any_cut = false;
     for (int64_t t = 0; t < used; ++t) {
       const int64_t r = it[t * I + 3];
       if (r < 0) continue;
       if (r >= p.m) broken(fmt::format("block {} item {} stores row {}", b, t, r));
       int64_t first = t, cov = covered[static_cast<size_t>(t)];
-      while (first > 0 && it[(first - 1) * I + 3] < 0) {
-        if (it[(first - 1) * I + 1] != it[first * I])
-          broken(fmt::format("row {}: segments {} and {} are not contiguous", r, first - 1, first));
+      while (it[first * I + 2] >= 0) {
+        if (first == 0 || it[(first - 1) * I + 3] >= 0 || it[(first - 1) * I + 1] != it[first * I])
+          broken(fmt::format("row {}: segment {} has no contiguous one before it", r, first));
         --first;
         cov += covered[static_cast<size_t>(first)];
       }
+      any_cut |= first != t;
       const int64_t s0 = f.row_ptr[static_cast<size_t>(r)],
                     s1 = f.row_ptr[static_cast<size_t>(r + 1)];
       if (it[first * I] != s0 || it[t * I + 1] != s1 || cov != s1 - s0)
@@ -133,6 +137,8 @@ void interpret_items(const Problem& p, const MackoSchedule& s, const MackoFormat
         store(p, c, r, n, sum, alpha, beta);
       }
     }
+    if (any_cut != (it[(ipb - 1) * I + 1] != 0))
+      broken(fmt::format("block {}: the header's cut flag is wrong", b));
   }
   for (int64_t r = 0; r < p.m; ++r)
     if (stored[static_cast<size_t>(r)] != 1)

@@ -290,7 +290,8 @@ std::vector<int64_t> macko_items(const MackoFormat& f, const MackoSchedule& s) {
       }
     }
     for (int64_t i = used; i < ipb; ++i) out[i * kMackoItemInts + 3] = -1;
-    out[(ipb - 1) * kMackoItemInts] = used;  // the header: how many items are real
+    out[(ipb - 1) * kMackoItemInts] = used;  // the header: how many items are real,
+    out[(ipb - 1) * kMackoItemInts + 1] = used > nb ? 1 : 0;  // and whether a row was cut
   }
   return items;
 }

@@ -48,12 +48,15 @@ std::vector<int64_t> macko_row_order(const std::vector<int64_t>& row_ptr, int64_
 // share per warp (rounded up to whole warp steps) is cut at vector boundaries into segments of
 // whole steps, listed consecutively, so several warps share it. Segments take the spare items
 // (warps of them), longest rows first. Unused items are {0, 0, 0, -1}; the block's last item is a
-// header {items used, 0, 0, -1}. carry = the column before the first slot, less the slots of its
-// first vector before it (the kernel steps every slot of that vector by delta + 1, with the
-// leading ones masked to a step of 1): -1 - (first % 8) for a row's start. row = the output row
-// on a row's last segment and -1 elsewhere: the block sums a row's segments and stores the row
-// once. Why: on magnitude-pruned weights the longest rows are ~6x the mean, and one warp walking
-// such a row step by step was the critical path of small grids.
+// header {items used, 1 if a row was cut else 0, 0, -1}. carry = the column before the first
+// slot, less the slots of its first vector before it (the kernel steps every slot of that vector
+// by delta + 1, with the leading ones masked to a step of 1): -1 - (first % 8) < 0 for a row's
+// first segment, >= 0 for the others. row = the output row on a row's last segment and -1
+// elsewhere. A whole row (carry < 0, row >= 0) is stored by its warp; a cut row's segments leave
+// their sums in shared memory, and after a barrier (only in blocks with a cut) the last segment
+// adds them back to the first and stores the row. Why: on magnitude-pruned weights the longest rows
+// are ~6x the mean, and one warp walking such a row step by step was the critical path of small
+// grids.
 inline constexpr int kMackoItemInts = 4;
 int macko_items_per_block(const MackoSchedule& s);
 std::vector<int64_t> macko_items(const MackoFormat& f, const MackoSchedule& s);

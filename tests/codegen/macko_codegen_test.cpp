@@ -66,10 +66,15 @@ TEST(MackoCodegen, StagedKernelShape) {
   // 8 rows + 8 spare + 1 header = 17 items: 17 x 16 + 17 x 4 + 4 = 344 bytes, rounded to 352.
   EXPECT_TRUE(has(k.source, "sg::macko_stage_b<T, 1, 1, 16>(B, 8192, sg_smem + 88);"));
   EXPECT_TRUE(has(k.source, "t = atomicAdd(s_next, 1);"));
-  EXPECT_TRUE(has(k.source, "const int nitems = b_items[16].x;"));
+  EXPECT_TRUE(has(k.source, "const int4 hdr = b_items[16];"));
   EXPECT_TRUE(has(k.source, "sg::macko_stage_fma<T, 1, 1>(sg_smem, cb + 416 + (j + 1) * 4,"));
-  EXPECT_TRUE(has(k.source, "if (lane == 0) s_part[item * 1 + c] = acc[c];"));
-  EXPECT_TRUE(has(k.source, "for (int i = t - 1; i >= 0 && s_items[i].w < 0; --i)"));
+  // A whole row is stored by its warp; a cut row's segments meet after a barrier that only
+  // blocks with a cut row reach.
+  EXPECT_TRUE(has(k.source, "if (lane == 0 && orow >= 0) {"));
+  EXPECT_TRUE(has(k.source, "C + static_cast<long long>(orow) * 1 + 0"));
+  EXPECT_TRUE(has(k.source, "for (int c = 0; c < 1; ++c) s_part[item * 1 + c] = acc[c];"));
+  EXPECT_TRUE(has(k.source, "if (hdr.y == 0) return;\n  __syncthreads();"));
+  EXPECT_TRUE(has(k.source, "for (int i = t; s_items[i].z >= 0;) {"));
   EXPECT_TRUE(has(k.source, "C + static_cast<long long>(r) * 1 + 0"));
   EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, 352 + (8192 + 32) * 4);
   ASSERT_EQ(k.signature.params.size(), 7u);

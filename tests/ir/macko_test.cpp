@@ -432,6 +432,7 @@ TEST(MackoSchedule, ItemsCutLongRows) {
   // 375 + 8 x 5-6 vectors over 4 warps: a share of ~105 -> a segment of 128 vectors, so row 4 is
   // cut into 3 segments (128, 128, 119 vectors): 8 + 3 = 11 items.
   EXPECT_EQ(it[16 * 4], 11);
+  EXPECT_EQ(it[16 * 4 + 1], 1);  // a row was cut
   for (int64_t t = 11; t < 16; ++t)
     EXPECT_EQ(std::vector<int64_t>(it.begin() + t * 4, it.begin() + t * 4 + 4),
               (std::vector<int64_t>{0, 0, 0, -1}));
@@ -460,6 +461,7 @@ TEST(MackoSchedule, ItemsCutLongRows) {
   const std::vector<int64_t> u = macko_items(g, w);
   const int64_t ipb = macko_items_per_block(w);
   EXPECT_EQ(u[static_cast<size_t>((ipb - 1) * 4)], 32);
+  EXPECT_EQ(u[static_cast<size_t>((ipb - 1) * 4 + 1)], 0);  // nothing cut
   EXPECT_EQ(u[static_cast<size_t>(ipb * 4 + (ipb - 1) * 4)], 18);
   for (int64_t r = 0; r < 32; ++r) EXPECT_EQ(u[static_cast<size_t>(r * 4 + 3)], r);
 }
