@@ -44,7 +44,7 @@ class MackoEmitter : public Emitter {
     NT_ = s_.threads_per_block();
     for (const char* n : {"values", "B",       "C",    "alpha", "beta",    "deltas",  "row_ptr",
                           "items",  "lane",    "warp", "T",     "sg_smem", "s_items", "s_part",
-                          "s_next", "b_items", "item", "i0",    "nitems",  "hdr",     "orow"})
+                          "s_next", "b_items", "item", "i0",    "nitems",  "orow"})
       reserve(n);
     decl(fmt::format("// sparsegen MACKO kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -219,9 +219,10 @@ class MackoEmitter : public Emitter {
   // Staged B, warp per row; the block's work items (its rows, long ones cut into segments:
   // ir/macko_schedule.h, macko_items) are taken one at a time from a shared counter. The shape
   // (U = unroll, ES = bytes per staged row of B, G = guard rows, IPB = items per block):
-  //   extern __shared__ unsigned sg_smem[];  // [items | partial sums | counter | G zero | B | G
-  //   zero] s_items[t] = items[blockIdx.x * IPB + t];  item = warp;  load step 0 of the item stage
-  //   B;  __syncthreads(); for (;;) {
+  //   extern __shared__ unsigned sg_smem[];  // [counter | G zero | B | G zero | items | sums]
+  //   s_items[t] = items[blockIdx.x * IPB + t];  item = warp;  load step 0 of the item
+  //   stage B;  __syncthreads();
+  //   for (;;) {
   //     at the item's last step: next item = atomicAdd(counter, 1)
   //     load the next step (of this item or the next)  // in flight while this step computes
   //     mask the item's edge vectors; lane totals; one warp scan (two u packed in one int)
@@ -281,9 +282,10 @@ class MackoEmitter : public Emitter {
   // every warp has a first one (perhaps empty).
   void emit_staged_first_item() {
     line("extern __shared__ __align__(16) unsigned sg_smem[];");
-    line("int4* const s_items = reinterpret_cast<int4*>(sg_smem);");
+    line("int* const s_next = reinterpret_cast<int*>(sg_smem);");
+    line(fmt::format("int4* const s_items = reinterpret_cast<int4*>(sg_smem + {});",
+                     macko_items_offset(p_, s_) / 4));
     line(fmt::format("float* const s_part = reinterpret_cast<float*>(s_items + {});", ipb()));
-    line(fmt::format("int* const s_next = reinterpret_cast<int*>(s_part + {});", ipb() * NC_));
     line("const int lane = threadIdx.x % 32;");
     line("const int warp = threadIdx.x / 32;");
     comment("the block's items: first slot, end slot, column carry, row (-1: not a row's last)");
@@ -295,8 +297,7 @@ class MackoEmitter : public Emitter {
     line(fmt::format("if (threadIdx.x == 0) *s_next = {};", s_.warps_per_block));
     comment("the header (last item): how many are real, whether a row was cut; a warp past them");
     comment("starts on an empty item");
-    line(fmt::format("const int4 hdr = b_items[{}];", ipb() - 1));
-    line("const int nitems = hdr.x;");
+    line(fmt::format("const int nitems = b_items[{}].x;", ipb() - 1));
     line("int item = warp;");
     line("const int4 i0 = b_items[warp];");
     line("int s0 = i0.x, s1 = i0.y, carry = i0.z;");
@@ -331,7 +332,7 @@ class MackoEmitter : public Emitter {
   // the block's counter.
   void emit_staged_next_position() {
     line(fmt::format("int nbase = base + {};", kWarpSize * U_));
-    line("int nitem = item, ns0 = s0, ns1 = s1, nv1 = v1, ncarry = carry, norow = orow;");
+    line("int nitem = item, ns0 = s0, ns1 = s1, nv1 = v1;");
     line("const bool item_end = nbase >= v1;");
     auto g = block("if (item_end)");
     line("int t = 0;");
@@ -341,8 +342,6 @@ class MackoEmitter : public Emitter {
     line("const int4 n = s_items[nitem];");
     line("ns0 = n.x;");
     line("ns1 = n.y;");
-    line("ncarry = n.z;");
-    line("norow = n.z < 0 ? n.w : -1;");
     line("nbase = ns0 >> 3;");
     line("nv1 = (ns1 + 7) >> 3;");
   }
@@ -434,15 +433,18 @@ class MackoEmitter : public Emitter {
     line("if (nitem >= nitems) break;");
     line("#pragma unroll");
     line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
-    line("carry = ncarry;");
-    line("orow = norow;");
+    comment("read again rather than held in registers through the step");
+    line("const int4 n = s_items[nitem];");
+    line("carry = n.z;");
+    line("orow = n.z < 0 ? n.w : -1;");
   }
 
-  // Blocks with a cut row only (hdr.y, block-uniform), after every warp's last item: each row's
-  // last segment adds the segments before it, back to the row's first (carry < 0), and stores C.
+  // Blocks with a cut row only (the header's flag, block-uniform), after every warp's last item:
+  // each row's last segment adds the segments before it, back to the row's first (carry < 0), and
+  // stores C.
   void emit_staged_store_rows() {
     comment("blocks without a cut row stored every row in the loop: no barrier");
-    line("if (hdr.y == 0) return;");
+    line(fmt::format("if (s_items[{}].y == 0) return;", ipb() - 1));
     line("__syncthreads();");
     auto t = block(fmt::format("for (int t = threadIdx.x; t < nitems; t += {})", NT_));
     line("const int4 last = s_items[t];");

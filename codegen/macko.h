@@ -24,17 +24,17 @@
 // are combined through shared memory at the end (warp order, fixed).
 //
 // Staged B (stage = shared | shared_f32, warp per row; the shape tuned where N is 1, 2, 4 or 8):
-// dynamic shared memory holds the block's work items (macko_items: its rows, long ones cut into
-// segments of whole steps), one partial sum per item and column, then B with 16 zero guard rows
-// either side. Each warp takes items from a shared counter, keeps the next step's 16-byte loads
-// in flight while it decodes this one, zeroes the value and delta of slots outside the item (the
-// first and last vector only) instead of testing every slot, gathers B with one LDS per slot
-// whose constant part is folded into the instruction, and stores a whole row's C; a cut row's
-// segments leave their sums in shared memory, and in blocks with a cut row, after a barrier, the
-// row's last segment adds them and stores C. Comment above
-// emit_staged_body() in macko.cpp shows the loop. The staged kernel's last parameter is `items`
-// (I32Table, macko_items) instead of row_ptr. Extra launch field:
-// LaunchShape::dynamic_shared_bytes = macko_stage_bytes(problem, schedule).
+// dynamic shared memory holds the counter, B with 16 zero guard rows either side, then the
+// block's work items (macko_items: its rows, long ones cut into segments of whole steps) and one
+// partial sum per item and column. Each warp takes items from a shared counter, keeps the next
+// step's 16-byte loads in flight while it decodes this one, zeroes the value and delta of slots
+// outside the item (the first and last vector only) instead of testing every slot, gathers B with
+// one LDS per slot whose constant part is folded into the instruction, and stores a whole row's C;
+// a cut row's segments leave their sums in shared memory, and in blocks with a cut row, after a
+// barrier, the row's last segment adds them and stores C. Comment above emit_staged_body() in
+// macko.cpp shows the loop. The staged kernel's last parameter is `items` (I32Table, macko_items)
+// instead of row_ptr. Extra launch field: LaunchShape::dynamic_shared_bytes =
+// macko_stage_bytes(problem, schedule).
 #pragma once
 
 #include "codegen/general_sparse.h"

@@ -215,9 +215,13 @@ int macko_one_wave_rows_per_warp(const Problem& p, const MackoSchedule& s,
   return t.rows_per_warp;
 }
 
-int64_t macko_stage_offset(const MackoSchedule& s) {
-  const int64_t items = macko_items_per_block(s);
-  return (items * 4 * kMackoItemInts + items * 4 * s.cols + 4 + 15) / 16 * 16;
+int64_t macko_stage_offset(const MackoSchedule&) {
+  return 16;  // the counter, then B (16-byte aligned)
+}
+
+int64_t macko_items_offset(const Problem& p, const MackoSchedule& s) {
+  return (macko_stage_offset(s) + (p.k + 2 * kMackoStageGuard) * s.stage_row_bytes() + 15) / 16 *
+         16;
 }
 
 int macko_items_per_block(const MackoSchedule& s) {
@@ -298,7 +302,8 @@ std::vector<int64_t> macko_items(const MackoFormat& f, const MackoSchedule& s) {
 
 int64_t macko_stage_bytes(const Problem& p, const MackoSchedule& s) {
   if (!s.staged()) return 0;
-  return macko_stage_offset(s) + (p.k + 2 * kMackoStageGuard) * s.stage_row_bytes();
+  const int64_t items = macko_items_per_block(s);
+  return macko_items_offset(p, s) + items * 4 * kMackoItemInts + items * 4 * s.cols;
 }
 
 int64_t macko_shared_bytes(const MackoSchedule& s) {

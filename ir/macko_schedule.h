@@ -77,12 +77,14 @@ int64_t macko_shared_bytes(const MackoSchedule& s);  // split row: carries + par
 // a row's leading ones reach column -7, its trailing ones K + 6, and the lanes past the row's end
 // (zero deltas, in a step that still has live lanes) up to K + 14. 16 rows cover both sides.
 inline constexpr int64_t kMackoStageGuard = 16;
-// Bytes in front of the staged B: the block's work items (16 bytes each), one fp32 partial sum per
-// item and column, and the counter the warps take items from, rounded up to 16 (B's copy is
-// 16-byte aligned).
+// Dynamic shared memory of a staged schedule: the counter the warps take items from (16 bytes),
+// the (K + 2 guards) staged rows of B from macko_stage_offset, then from macko_items_offset the
+// block's work items (16 bytes each) and one fp32 partial sum per item and column. The items sit
+// behind B: placed in front (B 6 KB further in), the 28672x7168 N = 8 kernel measured 11 % slower
+// on the H200, and so did the old kernel with B moved as far (results/2026-11-24_nvidia-h200).
 int64_t macko_stage_offset(const MackoSchedule& s);
-// Dynamic shared memory of a staged B: macko_stage_offset + (K + 2 guards) rows of
-// stage_row_bytes. 0 for stage=global.
+int64_t macko_items_offset(const Problem& p, const MackoSchedule& s);
+// Total bytes (0 for stage=global).
 int64_t macko_stage_bytes(const Problem& p, const MackoSchedule& s);
 
 // Hardware limits and 32-bit slot positions. Empty = runs.

@@ -63,20 +63,22 @@ TEST(MackoCodegen, StagedKernelShape) {
   const Schedule s = parse_schedule("macko;delta=4;warps=8;unroll=2;cols=1;stage=shared_f32");
   const GeneratedKernel k = emit_macko(p, s, f);
   EXPECT_TRUE(has(k.source, "extern __shared__ __align__(16) unsigned sg_smem[];"));
-  // 8 rows + 8 spare + 1 header = 17 items: 17 x 16 + 17 x 4 + 4 = 344 bytes, rounded to 352.
-  EXPECT_TRUE(has(k.source, "sg::macko_stage_b<T, 1, 1, 16>(B, 8192, sg_smem + 88);"));
+  // [counter (16 bytes) | 16 + 8192 + 16 fp32 rows of B | 17 items (8 rows, 8 spare, the header)
+  // x 16 bytes | 17 partial sums x 4 bytes].
+  EXPECT_TRUE(has(k.source, "sg::macko_stage_b<T, 1, 1, 16>(B, 8192, sg_smem + 4);"));
+  EXPECT_TRUE(has(k.source, "int4* const s_items = reinterpret_cast<int4*>(sg_smem + 8228);"));
   EXPECT_TRUE(has(k.source, "t = atomicAdd(s_next, 1);"));
-  EXPECT_TRUE(has(k.source, "const int4 hdr = b_items[16];"));
-  EXPECT_TRUE(has(k.source, "sg::macko_stage_fma<T, 1, 1>(sg_smem, cb + 416 + (j + 1) * 4,"));
+  EXPECT_TRUE(has(k.source, "const int nitems = b_items[16].x;"));
+  EXPECT_TRUE(has(k.source, "sg::macko_stage_fma<T, 1, 1>(sg_smem, cb + 80 + (j + 1) * 4,"));
   // A whole row is stored by its warp; a cut row's segments meet after a barrier that only
   // blocks with a cut row reach.
   EXPECT_TRUE(has(k.source, "if (lane == 0 && orow >= 0) {"));
   EXPECT_TRUE(has(k.source, "C + static_cast<long long>(orow) * 1 + 0"));
   EXPECT_TRUE(has(k.source, "for (int c = 0; c < 1; ++c) s_part[item * 1 + c] = acc[c];"));
-  EXPECT_TRUE(has(k.source, "if (hdr.y == 0) return;\n  __syncthreads();"));
+  EXPECT_TRUE(has(k.source, "if (s_items[16].y == 0) return;\n  __syncthreads();"));
   EXPECT_TRUE(has(k.source, "for (int i = t; s_items[i].z >= 0;) {"));
   EXPECT_TRUE(has(k.source, "C + static_cast<long long>(r) * 1 + 0"));
-  EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, 352 + (8192 + 32) * 4);
+  EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, 16 + (8192 + 32) * 4 + 17 * 16 + 17 * 4);
   ASSERT_EQ(k.signature.params.size(), 7u);
   EXPECT_EQ(k.signature.params[6].name, "items");
   EXPECT_EQ(k.signature.params[6].data, macko_items(f, s.macko()));

@@ -196,8 +196,11 @@ TEST(MackoSchedule, SpecRoundTripAndErrors) {
   EXPECT_TRUE(sorted.macko().sort_rows);
   EXPECT_EQ(parse_schedule(to_string(sorted)), sorted);
   // 16 rows per block: 3 x 16 row words + the counter, rounded up to 16 bytes.
-  // 16 rows + 8 spare items + a header: 25 x (16 + 4) + 4 bytes, rounded up to 16.
-  EXPECT_EQ(macko_stage_offset(sorted.macko()), 512);
+  // The counter, then B; behind B 16 rows + 8 spare items + a header: 25 x (16 + 4) bytes.
+  EXPECT_EQ(macko_stage_offset(sorted.macko()), 16);
+  const Problem p100 = Problem::spmv(4, 100, DType::F16);
+  EXPECT_EQ(macko_items_offset(p100, sorted.macko()), 288);  // 16 + 132 x 2, rounded to 16
+  EXPECT_EQ(macko_stage_bytes(p100, sorted.macko()), 288 + 25 * 20);
   EXPECT_NE(print_schedule(sorted).find("longest rows first"), std::string::npos);
   const Schedule staged = parse_schedule("macko;warps=32;stage=shared;rpw=4");
   EXPECT_EQ(staged.macko().rows_per_block(), 128);
@@ -248,8 +251,10 @@ TEST(MackoSchedule, EnumerationAndVerifier) {
       ++staged;
       EXPECT_EQ(s.macko().rows_per_warp, 1);
       const int es = s.macko().stage == BStage::SharedF32 ? 4 : 2;
-      EXPECT_EQ(macko_stage_bytes(p, s.macko()),
+      EXPECT_EQ(macko_items_offset(p, s.macko()),
                 macko_stage_offset(s.macko()) + (8192 + 2 * kMackoStageGuard) * es);
+      EXPECT_EQ(macko_stage_bytes(p, s.macko()),
+                macko_items_offset(p, s.macko()) + macko_items_per_block(s.macko()) * (16 + 4));
       EXPECT_EQ(macko_stage_offset(s.macko()) % 16, 0);
     }
   EXPECT_EQ(staged, static_cast<int>(all.size()));
