@@ -42,6 +42,7 @@ class MackoEmitter : public Emitter {
     U_ = s_.unroll;
     NC_ = s_.cols;
     NT_ = s_.threads_per_block();
+    items_ = macko_uses_items(s_);
     for (const char* n : {"values", "B",       "C",    "alpha", "beta",    "deltas",  "row_ptr",
                           "items",  "lane",    "warp", "T",     "sg_smem", "s_items", "s_part",
                           "s_next", "b_items", "item", "i0",    "nitems",  "orow"})
@@ -277,11 +278,16 @@ class MackoEmitter : public Emitter {
   int staged_f32() const { return s_.stage == BStage::SharedF32 ? 1 : 0; }
   int ipb() const { return macko_items_per_block(s_); }
 
-  // Shared item words, partial sums and counter; the warp's first item (read from global memory:
-  // the shared copy is complete only after the barrier). The block has `warps` spare items, so
-  // every warp has a first one (perhaps empty).
+  // Items mode (macko_uses_items): the counter, then B, then the block's items (first slot, end
+  // slot, carry, row) and the cut rows' partial sums. The warp's first item is read from global
+  // memory (the shared copy is complete only after the barrier); the block has `warps` spare
+  // items, so every warp has a first one (perhaps empty).
   void emit_staged_first_item() {
     line("extern __shared__ __align__(16) unsigned sg_smem[];");
+    if (!items_) {
+      emit_staged_first_row();
+      return;
+    }
     line("int* const s_next = reinterpret_cast<int*>(sg_smem);");
     line(fmt::format("int4* const s_items = reinterpret_cast<int4*>(sg_smem + {});",
                      macko_items_offset(p_, s_) / 4));
@@ -303,6 +309,49 @@ class MackoEmitter : public Emitter {
     line("int s0 = i0.x, s1 = i0.y, carry = i0.z;");
     comment("a whole row (its first segment, carry < 0, and its last, row >= 0) is stored at once");
     line("int orow = i0.z < 0 ? i0.w : -1;");
+    line("int base = s0 >> 3;");
+    line("int v1 = (s1 + 7) >> 3;");
+  }
+
+  // Rows mode: the block's row bounds in front of B (rows_per_block + 1 starts; with sort_rows a
+  // start, an end and the row per row), and the counter; every item is a whole row.
+  void emit_staged_first_row() {
+    const int rpb = s_.rows_per_block();
+    const bool sorted = s_.sort_rows;
+    line("int* const s_rows = reinterpret_cast<int*>(sg_smem);");
+    line(fmt::format("int* const s_next = s_rows + {};", sorted ? 3 * rpb : rpb + 1));
+    line("const int lane = threadIdx.x % 32;");
+    line("const int warp = threadIdx.x / 32;");
+    line(fmt::format("const int b0 = blockIdx.x * {};", rpb));
+    line(fmt::format("const int nitems = min({}, {} - b0);", rpb, p_.m));
+    line("int item = warp;");
+    line("int s0 = 0, s1 = 0, orow = -1;");
+    if (sorted) {
+      comment("the block's rows in row_order (balanced blocks, longest first): start, end, row");
+      line(fmt::format("for (int t = threadIdx.x; t < nitems; t += {}) {{", NT_));
+      line("  const int o = row_order[b0 + t];");
+      line("  s_rows[t] = row_ptr[o];");
+      line(fmt::format("  s_rows[{} + t] = row_ptr[o + 1];", rpb));
+      line(fmt::format("  s_rows[{} + t] = o;", 2 * rpb));
+      line("}");
+      line("if (item < nitems) {");
+      line("  orow = row_order[b0 + item];");
+      line("  s0 = row_ptr[orow];");
+      line("  s1 = row_ptr[orow + 1];");
+      line("}");
+    } else {
+      comment("the block's row bounds, for the rows taken after the first");
+      line(fmt::format(
+          "for (int t = threadIdx.x; t <= nitems; t += {}) s_rows[t] = row_ptr[b0 + t];", NT_));
+      line("if (item < nitems) {");
+      line("  orow = b0 + item;");
+      line("  s0 = row_ptr[orow];");
+      line("  s1 = row_ptr[orow + 1];");
+      line("}");
+    }
+    line(fmt::format("if (threadIdx.x == 0) *s_next = {};", s_.warps_per_block));
+    comment("the row's first vector starts s0 & 7 slots early: those slots step from column -1");
+    line("int carry = -1 - (s0 & 7);");
     line("int base = s0 >> 3;");
     line("int v1 = (s1 + 7) >> 3;");
   }
@@ -339,9 +388,15 @@ class MackoEmitter : public Emitter {
     line("if (lane == 0) t = atomicAdd(s_next, 1);");
     line("nitem = __shfl_sync(0xffffffffu, t, 0);");
     auto h = block("if (nitem < nitems)");
-    line("const int4 n = s_items[nitem];");
-    line("ns0 = n.x;");
-    line("ns1 = n.y;");
+    if (items_) {
+      line("const int4 n = s_items[nitem];");
+      line("ns0 = n.x;");
+      line("ns1 = n.y;");
+    } else {
+      line("ns0 = s_rows[nitem];");
+      line(s_.sort_rows ? fmt::format("ns1 = s_rows[{} + nitem];", s_.rows_per_block())
+                        : std::string("ns1 = s_rows[nitem + 1];"));
+    }
     line("nbase = ns0 >> 3;");
     line("nv1 = (ns1 + 7) >> 3;");
   }
@@ -425,7 +480,7 @@ class MackoEmitter : public Emitter {
                   tmpl::ptr_t(c_ptr("orow", std::to_string(c))), f32(fmt::format("acc[{}]", c)),
                   f32("alpha"), f32("beta"));
     }
-    {
+    if (items_) {
       auto part = block("else if (lane == 0)");
       line("#pragma unroll");
       line(fmt::format("for (int c = 0; c < {}; ++c) s_part[item * {} + c] = acc[c];", NC_, NC_));
@@ -433,16 +488,23 @@ class MackoEmitter : public Emitter {
     line("if (nitem >= nitems) break;");
     line("#pragma unroll");
     line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = 0.0f;", NC_));
-    comment("read again rather than held in registers through the step");
-    line("const int4 n = s_items[nitem];");
-    line("carry = n.z;");
-    line("orow = n.z < 0 ? n.w : -1;");
+    if (items_) {
+      comment("read again rather than held in registers through the step");
+      line("const int4 n = s_items[nitem];");
+      line("carry = n.z;");
+      line("orow = n.z < 0 ? n.w : -1;");
+    } else {
+      line("carry = -1 - (ns0 & 7);");
+      line(s_.sort_rows ? fmt::format("orow = s_rows[{} + nitem];", 2 * s_.rows_per_block())
+                        : std::string("orow = b0 + nitem;"));
+    }
   }
 
   // Blocks with a cut row only (the header's flag, block-uniform), after every warp's last item:
   // each row's last segment adds the segments before it, back to the row's first (carry < 0), and
   // stores C.
   void emit_staged_store_rows() {
+    if (!items_) return;
     comment("blocks without a cut row stored every row in the loop: no barrier");
     line(fmt::format("if (s_items[{}].y == 0) return;", ipb() - 1));
     line("__syncthreads();");
@@ -470,7 +532,9 @@ class MackoEmitter : public Emitter {
         "    const T* __restrict__ values,\n    const T* __restrict__ B,\n"
         "    T* __restrict__ C,\n    float alpha,\n    float beta,\n"
         "    const unsigned* __restrict__ deltas,\n    const int* __restrict__ {}) {{\n",
-        NT_, opt_.kernel_name, s_.staged() ? "items" : "row_ptr"));
+        NT_, opt_.kernel_name,
+        items_ ? "items"
+               : (s_.sort_rows ? "row_ptr,\n    const int* __restrict__ row_order" : "row_ptr")));
   }
 
   KernelSignature signature() const {
@@ -483,8 +547,11 @@ class MackoEmitter : public Emitter {
         {"alpha", ParamKind::Alpha, "alpha", {}},
         {"beta", ParamKind::Beta, "beta", {}},
         {"deltas", ParamKind::U32Table, "macko.deltas", macko_delta_words(f_)},
-        s_.staged() ? KernelParam{"items", ParamKind::I32Table, "macko.items", macko_items(f_, s_)}
-                    : KernelParam{"row_ptr", ParamKind::I32Table, "macko.row_ptr", f_.row_ptr}};
+        items_ ? KernelParam{"items", ParamKind::I32Table, "macko.items", macko_items(f_, s_)}
+               : KernelParam{"row_ptr", ParamKind::I32Table, "macko.row_ptr", f_.row_ptr}};
+    if (!items_ && s_.sort_rows)
+      sig.params.push_back({"row_order", ParamKind::I32Table, "macko.row_order",
+                            macko_row_order(f_.row_ptr, s_.rows_per_block())});
     sig.launch.grid_x = macko_grid_x(p_, s_);
     sig.launch.grid_y = macko_grid_y(p_, s_);
     sig.launch.block_threads = NT_;
@@ -498,6 +565,7 @@ class MackoEmitter : public Emitter {
   const MackoFormat& f_;
   const EmitOptions& opt_;
   int R_ = 1, U_ = 2, NC_ = 1, NT_ = 128;
+  bool items_ = false;  // staged in items mode (macko_uses_items), else rows mode
   int64_t shared_bytes_ = 0;
   int64_t dynamic_shared_bytes_ = 0;
 };

@@ -156,7 +156,7 @@ void interpret_macko(const Problem& p, const MackoSchedule& s, const MackoFormat
   if (p.m == 0 || p.n == 0) return;
   std::vector<float> bq(static_cast<size_t>(p.k * p.n));
   for (size_t i = 0; i < bq.size(); ++i) bq[i] = round_to(p.dtype, b[i]);
-  if (s.staged()) {
+  if (macko_uses_items(s)) {
     interpret_items(p, s, f, bq, c, alpha, beta);
     return;
   }

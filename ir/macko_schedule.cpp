@@ -215,8 +215,14 @@ int macko_one_wave_rows_per_warp(const Problem& p, const MackoSchedule& s,
   return t.rows_per_warp;
 }
 
-int64_t macko_stage_offset(const MackoSchedule&) {
-  return 16;  // the counter, then B (16-byte aligned)
+bool macko_uses_items(const MackoSchedule& s) {
+  return s.staged() && s.cols <= 2 && s.rows_per_warp <= 3;
+}
+
+int64_t macko_stage_offset(const MackoSchedule& s) {
+  if (macko_uses_items(s)) return 16;  // the counter, then B (16-byte aligned)
+  const int64_t bounds = s.sort_rows ? 3 * int64_t{s.rows_per_block()} : s.rows_per_block() + 1;
+  return (int64_t{4} * (bounds + 1) + 15) / 16 * 16;
 }
 
 int64_t macko_items_offset(const Problem& p, const MackoSchedule& s) {
@@ -229,7 +235,7 @@ int macko_items_per_block(const MackoSchedule& s) {
 }
 
 std::vector<int64_t> macko_items(const MackoFormat& f, const MackoSchedule& s) {
-  SG_ASSERT(s.staged() && s.warps_per_row == 1, "macko_items: a staged, warp-per-row schedule");
+  SG_ASSERT(macko_uses_items(s), "macko_items: a schedule in items mode");
   SG_ASSERT(static_cast<int64_t>(f.row_ptr.size()) == f.rows + 1, "macko_items: row_ptr size");
   const int64_t m = f.rows, rpb = s.rows_per_block(), ipb = macko_items_per_block(s);
   const int64_t blocks = m > 0 ? (m + rpb - 1) / rpb : 0;
@@ -302,6 +308,8 @@ std::vector<int64_t> macko_items(const MackoFormat& f, const MackoSchedule& s) {
 
 int64_t macko_stage_bytes(const Problem& p, const MackoSchedule& s) {
   if (!s.staged()) return 0;
+  if (!macko_uses_items(s))
+    return macko_stage_offset(s) + (p.k + 2 * kMackoStageGuard) * s.stage_row_bytes();
   const int64_t items = macko_items_per_block(s);
   return macko_items_offset(p, s) + items * 4 * kMackoItemInts + items * 4 * s.cols;
 }

@@ -58,6 +58,12 @@ std::vector<int64_t> macko_row_order(const std::vector<int64_t>& row_ptr, int64_
 // are ~6x the mean, and one warp walking such a row step by step was the critical path of small
 // grids.
 inline constexpr int kMackoItemInts = 4;
+// Items mode: staged, at most 2 columns and at most 3 rows per warp, where the long rows of a
+// small grid are the critical path and the items' 16 bytes per row of shared memory cost no
+// residency. Elsewhere (rows mode) the kernel takes whole rows from the row bounds in front of B:
+// with items, 28672x7168 N = 8 (16 warps, 7 rows per warp) lost its second resident block (2 x
+// 113 KiB of B fit in 228 KiB, with 6 KiB of items they did not) and ran 11 % slower on the H200.
+bool macko_uses_items(const MackoSchedule& s);
 int macko_items_per_block(const MackoSchedule& s);
 std::vector<int64_t> macko_items(const MackoFormat& f, const MackoSchedule& s);
 
@@ -77,11 +83,11 @@ int64_t macko_shared_bytes(const MackoSchedule& s);  // split row: carries + par
 // a row's leading ones reach column -7, its trailing ones K + 6, and the lanes past the row's end
 // (zero deltas, in a step that still has live lanes) up to K + 14. 16 rows cover both sides.
 inline constexpr int64_t kMackoStageGuard = 16;
-// Dynamic shared memory of a staged schedule: the counter the warps take items from (16 bytes),
-// the (K + 2 guards) staged rows of B from macko_stage_offset, then from macko_items_offset the
-// block's work items (16 bytes each) and one fp32 partial sum per item and column. The items sit
-// behind B: placed in front (B 6 KB further in), the 28672x7168 N = 8 kernel measured 11 % slower
-// on the H200, and so did the old kernel with B moved as far (results/2026-11-24_nvidia-h200).
+// Dynamic shared memory of a staged schedule. Rows mode: the block's row bounds (rows_per_block + 1
+// starts; with sort_rows a start, an end and the row per row) and the counter, rounded up to 16,
+// then the (K + 2 guards) staged rows of B from macko_stage_offset. Items mode: the counter (16
+// bytes), B from macko_stage_offset, then from macko_items_offset the block's items (16 bytes
+// each) and one fp32 partial sum per item and column.
 int64_t macko_stage_offset(const MackoSchedule& s);
 int64_t macko_items_offset(const Problem& p, const MackoSchedule& s);
 // Total bytes (0 for stage=global).

@@ -98,6 +98,29 @@ TEST(MackoCodegen, StagedKernelShape) {
   o.arch = "compute_90";
   o.headers = ks.headers;
   EXPECT_NO_THROW(nvrtc::compile(ks.source, o));
+
+  // Rows mode (4 rows per warp, or N = 4 and 8): whole rows from the bounds in front of B, and
+  // with sort=1 the row-order table.
+  const Schedule r = parse_schedule("macko;delta=4;warps=8;unroll=2;cols=1;stage=shared;rpw=4");
+  ASSERT_FALSE(macko_uses_items(r.macko()));
+  const GeneratedKernel kr = emit_macko(p, r, f);
+  EXPECT_TRUE(has(kr.source, "int* const s_rows = reinterpret_cast<int*>(sg_smem);"));
+  EXPECT_TRUE(has(kr.source, "ns1 = s_rows[nitem + 1];"));
+  EXPECT_TRUE(has(kr.source, "orow = b0 + nitem;"));
+  EXPECT_FALSE(has(kr.source, "__syncthreads();\n  for (int t"));
+  ASSERT_EQ(kr.signature.params.size(), 7u);
+  EXPECT_EQ(kr.signature.params[6].data, f.row_ptr);
+  // 32 rows + 1 starts + the counter = 136 bytes, rounded to 144.
+  EXPECT_EQ(kr.signature.launch.dynamic_shared_bytes, 144 + (8192 + 32) * 2);
+  const Schedule rs =
+      parse_schedule("macko;delta=4;warps=8;unroll=2;cols=1;stage=shared;rpw=4;sort=1");
+  const GeneratedKernel krs = emit_macko(p, rs, f);
+  ASSERT_EQ(krs.signature.params.size(), 8u);
+  EXPECT_EQ(krs.signature.params[7].name, "row_order");
+  EXPECT_EQ(krs.signature.params[7].data, macko_row_order(f.row_ptr, 32));
+  EXPECT_TRUE(has(krs.source, "orow = s_rows[64 + nitem];"));
+  o.headers = krs.headers;
+  EXPECT_NO_THROW(nvrtc::compile(krs.source, o));
 }
 
 // Staged variants the enumerator does not offer but a SPEC may ask for (b = 2, unroll 1, N = 2

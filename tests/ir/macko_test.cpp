@@ -462,7 +462,7 @@ TEST(MackoSchedule, ItemsCutLongRows) {
   EXPECT_EQ(seg, 3);
   // Uniform rows: nothing is cut, one item per row, in row order.
   const MackoFormat g = pack_macko(random_matrix(50, 700, 0.3, 5), 4);
-  const MackoSchedule w = parse_schedule("macko;warps=8;unroll=2;stage=shared;rpw=4").macko();
+  const MackoSchedule w = parse_schedule("macko;warps=16;unroll=2;stage=shared;rpw=2").macko();
   const std::vector<int64_t> u = macko_items(g, w);
   const int64_t ipb = macko_items_per_block(w);
   EXPECT_EQ(u[static_cast<size_t>((ipb - 1) * 4)], 32);
@@ -471,7 +471,8 @@ TEST(MackoSchedule, ItemsCutLongRows) {
   for (int64_t r = 0; r < 32; ++r) EXPECT_EQ(u[static_cast<size_t>(r * 4 + 3)], r);
 }
 
-// Staged schedules: the interpreter walks the kernel's items (segments summed apart, then per row).
+// Staged schedules: in items mode the interpreter walks the kernel's items (segments summed
+// apart, then per row); in rows mode whole rows.
 TEST(MackoInterpreter, StagedItemsMatchReference) {
   std::vector<std::vector<std::pair<int32_t, float>>> rows(30);
   for (int32_t c = 0; c < 6000; c += 1) rows[2].push_back({c, 0.5f + float(c % 7) / 8});
@@ -497,11 +498,13 @@ TEST(MackoInterpreter, StagedItemsMatchReference) {
             const Schedule s = parse_schedule(fmt::format(
                 "macko;delta={};{};cols={};stage=shared;sort={}", bits, shape, n, sort));
             const MackoFormat f = pack_macko(a, bits);
-            const std::vector<int64_t> it = macko_items(f, s.macko());
-            const int64_t ipb = macko_items_per_block(s.macko());
-            for (size_t h = static_cast<size_t>(ipb - 1) * 4; h < it.size();
-                 h += static_cast<size_t>(ipb) * 4) {
-              cut += it[h] > std::min<int64_t>(s.macko().rows_per_block(), a.rows) ? 1 : 0;
+            // Items mode (N <= 2, rpw <= 3) cuts rows; rows mode (N = 8 or rpw = 5) does not.
+            if (macko_uses_items(s.macko())) {
+              const std::vector<int64_t> it = macko_items(f, s.macko());
+              const int64_t ipb = macko_items_per_block(s.macko());
+              for (size_t h = static_cast<size_t>(ipb - 1) * 4 + 1; h < it.size();
+                   h += static_cast<size_t>(ipb) * 4)
+                cut += static_cast<int>(it[h]);
             }
             for (float beta : {0.0f, -1.5f}) {
               std::vector<float> want = c0, got = c0;
