@@ -59,10 +59,11 @@ std::vector<int64_t> macko_row_order(const std::vector<int64_t>& row_ptr, int64_
 // grids.
 inline constexpr int kMackoItemInts = 4;
 // Items mode: staged, at most 2 columns and at most 3 rows per warp, where the long rows of a
-// small grid are the critical path and the items' 16 bytes per row of shared memory cost no
-// residency. Elsewhere (rows mode) the kernel takes whole rows from the row bounds in front of B:
-// with items, 28672x7168 N = 8 (16 warps, 7 rows per warp) lost its second resident block (2 x
-// 113 KiB of B fit in 228 KiB, with 6 KiB of items they did not) and ran 11 % slower on the H200.
+// small grid are the critical path and the items' shared memory (16 + 4 x N bytes each) is small
+// next to B's. Elsewhere (rows mode) the kernel takes whole rows from the row bounds in front of
+// B: with items, 28672x7168 N = 8 (16 warps, 7 rows per warp) ran 11 % slower on the H200, and so
+// did the rows kernel given as much more shared memory; by the occupancy arithmetic it lost its
+// second resident block (2 x 114 KiB fit in 228 KiB; with 6 KiB of items they do not).
 bool macko_uses_items(const MackoSchedule& s);
 int macko_items_per_block(const MackoSchedule& s);
 std::vector<int64_t> macko_items(const MackoFormat& f, const MackoSchedule& s);
