@@ -43,9 +43,10 @@ class MackoEmitter : public Emitter {
     NC_ = s_.cols;
     NT_ = s_.threads_per_block();
     items_ = macko_uses_items(s_);
-    for (const char* n : {"values", "B",       "C",    "alpha", "beta",    "deltas",  "row_ptr",
-                          "items",  "lane",    "warp", "T",     "sg_smem", "s_items", "s_part",
-                          "s_next", "b_items", "item", "i0",    "nitems",  "orow"})
+    for (const char* n :
+         {"values",    "B",       "C",    "alpha", "beta",    "deltas",  "row_ptr", "items",
+          "row_order", "lane",    "warp", "T",     "sg_smem", "s_items", "s_part",  "s_rows",
+          "s_next",    "b_items", "b0",   "item",  "i0",      "nitems",  "orow"})
       reserve(n);
     decl(fmt::format("// sparsegen MACKO kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -232,6 +233,8 @@ class MackoEmitter : public Emitter {
   //     segment sum in shared memory
   //   }
   //   blocks with a cut row: __syncthreads(); per cut row: C = alpha * (its segments) + beta * C
+  // Rows mode (the other staged schedules) is the same loop over whole rows: the row bounds sit in
+  // front of B ([row bounds | counter | G zero | B | G zero]), every item is a row, no barrier.
   void emit_staged_body() {
     SG_ASSERT(R_ == 1 && p_.n == NC_ && p_.b_layout == Layout::RowMajor &&
                   macko_stage_offset(s_) % 16 == 0,

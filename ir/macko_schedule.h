@@ -42,21 +42,21 @@ inline constexpr int kMackoMaxRowsPerWarp = 1024;
 // slot offsets (any format's; only the lengths matter).
 std::vector<int64_t> macko_row_order(const std::vector<int64_t>& row_ptr, int64_t rows_per_block);
 
-// Work items of a staged schedule: block b owns items [b, b + 1) x macko_items_per_block(s), each
-// kMackoItemInts ints {first slot, end slot, carry, row}. They are the block's rows (sort_rows:
-// macko_row_order's order; else natural), except that a row much longer than the block's even
-// share per warp (rounded up to whole warp steps) is cut at vector boundaries into segments of
-// whole steps, listed consecutively, so several warps share it. Segments take the spare items
-// (warps of them), longest rows first. Unused items are {0, 0, 0, -1}; the block's last item is a
-// header {items used, 1 if a row was cut else 0, 0, -1}. carry = the column before the first
-// slot, less the slots of its first vector before it (the kernel steps every slot of that vector
-// by delta + 1, with the leading ones masked to a step of 1): -1 - (first % 8) < 0 for a row's
-// first segment, >= 0 for the others. row = the output row on a row's last segment and -1
-// elsewhere. A whole row (carry < 0, row >= 0) is stored by its warp; a cut row's segments leave
-// their sums in shared memory, and after a barrier (only in blocks with a cut) the last segment
-// adds them back to the first and stores the row. Why: on magnitude-pruned weights the longest rows
-// are ~6x the mean, and one warp walking such a row step by step was the critical path of small
-// grids.
+// Work items of a schedule in items mode (macko_uses_items): block b owns items [b, b + 1) x
+// macko_items_per_block(s), each kMackoItemInts ints {first slot, end slot, carry, row}. They are
+// the block's rows (sort_rows: macko_row_order's order; else natural), except that a row much
+// longer than the block's even share per warp (rounded up to whole warp steps) is cut at vector
+// boundaries into segments of whole steps, listed consecutively, so several warps share it.
+// Segments take the spare items (warps of them), longest rows first. Unused items are {0, 0, 0,
+// -1}; the block's last item is a header {items used, 1 if a row was cut else 0, 0, -1}. carry =
+// the column before the first slot, less the slots of its first vector before it (the kernel steps
+// every slot of that vector by delta + 1, with the leading ones masked to a step of 1): -1 - (first
+// % 8) < 0 for a row's first segment, >= 0 for the others. row = the output row on a row's last
+// segment and -1 elsewhere. A whole row (carry < 0, row >= 0) is stored by its warp; a cut row's
+// segments leave their sums in shared memory, and after a barrier (only in blocks with a cut) the
+// last segment adds them back to the first and stores the row. Why: on magnitude-pruned weights the
+// longest rows are ~6x the mean, and one warp walking such a row step by step was the critical path
+// of small grids.
 inline constexpr int kMackoItemInts = 4;
 // Items mode: staged, at most 2 columns and at most 3 rows per warp, where the long rows of a
 // small grid are the critical path and the items' shared memory (16 + 4 x N bytes each) is small
