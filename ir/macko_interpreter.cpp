@@ -17,15 +17,16 @@ namespace {
   throw std::logic_error("MACKO interpreter: plan invariant broken: " + msg);
 }
 
-// One warp group's walk over slots [s0, s1) (a row, or a staged item): steps of aligned 8-slot
-// vectors, lane totals, carries in (warp, u, lane) order from `col` (the column before s0), fp32
-// products into acc[w][l][n]. Returns the slots covered.
+// One warp group's walk over slots [s0, s1) (a row, or an item of items mode): steps of aligned
+// 8-slot vectors, lane totals, carries in (warp, u, lane) order from `col0` (the column before s0),
+// fp32 products into acc[w][l][n]. Returns the slots covered. `kind` and `id` ("row" 5, "item" 17)
+// name the walk in an error; the message is formatted only then.
 int64_t walk(const Problem& p, const MackoSchedule& s, const MackoFormat& f,
              const std::vector<float>& bq, int64_t s0, int64_t s1, int64_t col0,
-             std::vector<float>& acc, std::vector<int64_t>& tot, const std::string& what) {
+             std::vector<float>& acc, std::vector<int64_t>& tot, const char* kind, int64_t id) {
   const int64_t V = kMackoVectorSlots, L = kWarpSize, U = s.unroll, R = s.warps_per_row;
   const int64_t per_step = R * L * U;  // vectors per step of the warps
-  if (s0 > s1 || s1 > f.slots()) broken(fmt::format("{} slots [{}, {})", what, s0, s1));
+  if (s0 > s1 || s1 > f.slots()) broken(fmt::format("{} {} slots [{}, {})", kind, id, s0, s1));
   const int64_t v0 = s0 / V, v1 = (s1 + V - 1) / V;
   std::fill(acc.begin(), acc.end(), 0.0f);
   int64_t carry = col0 + 1, covered = 0;
@@ -53,7 +54,8 @@ int64_t walk(const Problem& p, const MackoSchedule& s, const MackoFormat& f,
             if (slot < s0 || slot >= s1) continue;
             col += f.delta(slot) + 1;
             if (col < 0 || col >= p.k)
-              broken(fmt::format("{} slot {} decodes to column {} of {}", what, slot, col, p.k));
+              broken(fmt::format("{} {} slot {} decodes to column {} of {}", kind, id, slot, col,
+                                 p.k));
             const float a = round_to(p.dtype, f.values[static_cast<size_t>(slot)]);
             float* ac = &acc[static_cast<size_t>((w * L + l) * p.n)];
             for (int64_t n = 0; n < p.n; ++n)
@@ -89,7 +91,7 @@ void store(const Problem& p, std::span<float> c, int64_t r, int64_t n, float tot
   out = round_to(p.dtype, alpha * total + old);
 }
 
-// Staged schedules follow the kernel's work items (macko_items): each item's sum, then per row
+// Items-mode schedules follow the kernel's work items (macko_items): each item's sum, then per row
 // its segments added from the last back, as the block does after its barrier.
 void interpret_items(const Problem& p, const MackoSchedule& s, const MackoFormat& f,
                      const std::vector<float>& bq, std::span<float> c, float alpha, float beta) {
@@ -106,8 +108,8 @@ void interpret_items(const Problem& p, const MackoSchedule& s, const MackoFormat
     std::vector<int64_t> covered(static_cast<size_t>(used));
     for (int64_t t = 0; t < used; ++t) {
       const int64_t a = it[t * I], e = it[t * I + 1];
-      covered[static_cast<size_t>(t)] = walk(p, s, f, bq, a, e, it[t * I + 2] + a % 8, acc, tot,
-                                             fmt::format("block {} item {}", b, t));
+      covered[static_cast<size_t>(t)] =
+          walk(p, s, f, bq, a, e, it[t * I + 2] + a % 8, acc, tot, "item", b * ipb + t);
       for (int64_t n = 0; n < p.n; ++n)
         part[static_cast<size_t>(t * p.n + n)] = reduce(s, acc, p.n, n);
     }
@@ -165,7 +167,7 @@ void interpret_macko(const Problem& p, const MackoSchedule& s, const MackoFormat
   for (int64_t r = 0; r < p.m; ++r) {
     const int64_t s0 = f.row_ptr[static_cast<size_t>(r)],
                   s1 = f.row_ptr[static_cast<size_t>(r + 1)];
-    const int64_t covered = walk(p, s, f, bq, s0, s1, -1, acc, tot, fmt::format("row {}", r));
+    const int64_t covered = walk(p, s, f, bq, s0, s1, -1, acc, tot, "row", r);
     if (covered != s1 - s0)
       broken(fmt::format("row {} covered {} of its {} slots", r, covered, s1 - s0));
     for (int64_t n = 0; n < p.n; ++n) store(p, c, r, n, reduce(s, acc, p.n, n), alpha, beta);
