@@ -44,9 +44,9 @@ class MackoEmitter : public Emitter {
     NT_ = s_.threads_per_block();
     items_ = macko_uses_items(s_);
     for (const char* n :
-         {"values",    "B",       "C",    "alpha", "beta",    "deltas",  "row_ptr", "items",
-          "row_order", "lane",    "warp", "T",     "sg_smem", "s_items", "s_part",  "s_rows",
-          "s_next",    "b_items", "b0",   "item",  "i0",      "nitems",  "orow"})
+         {"values", "B",    "C",  "alpha",   "beta",    "deltas", "row_ptr", "items",  "row_order",
+          "lane",   "warp", "T",  "sg_smem", "s_items", "s_part", "s_rows",  "s_next", "b_items",
+          "b0",     "item", "i0", "nitems",  "orow",    "sc",     "sum",     "fc"})
       reserve(n);
     decl(fmt::format("// sparsegen MACKO kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -92,6 +92,14 @@ class MackoEmitter : public Emitter {
     }
   }
 
+  // C[row][col0 + col] = alpha * v + beta * C, for a column inside N.
+  void emit_guarded_store(const std::string& col, const std::string& v) {
+    const std::string c = fmt::format("col0 + {}", col);
+    auto g = NC_ == 1 || p_.n % NC_ == 0 ? block() : block(fmt::format("if ({} < {})", c, p_.n));
+    call_stmt(tmpl::store_axpby, targs(TypeArg{"T"}), tmpl::ptr_t(c_ptr("row", c)), f32(v),
+              f32("alpha"), f32("beta"));
+  }
+
   void emit_body() {
     const int rpb = s_.rows_per_block();
     const int step = R_ * kWarpSize * U_;  // vectors per step of the row's warps
@@ -99,6 +107,7 @@ class MackoEmitter : public Emitter {
     const int bits = s_.delta_bits;
     line("const int lane = threadIdx.x % 32;");
     line("const int warp = threadIdx.x / 32;");
+    emit_scatter_col();
     line(fmt::format("const int row = blockIdx.x * {} + warp / {};", rpb, R_));
     line(fmt::format("const int wr = warp % {};", R_));
     line("(void)wr;");
@@ -189,31 +198,22 @@ class MackoEmitter : public Emitter {
       }
       if (R_ == 1) line("carry = c;");
     }
-    comment("row total: lanes (shuffles), then warps (shared memory, fixed order)");
-    line("#pragma unroll");
-    line(fmt::format("for (int i = 0; i < {}; ++i) acc[i] = {};", NC_,
-                     call(tmpl::warp_reduce_sum, targs(IntArg{32}), f32("acc[i]")).text));
+    comment("row total: lanes (a reduce-scatter: column sc on its group's lanes), then warps");
+    comment("(shared memory, fixed order)");
+    emit_scatter_sum("acc");
     if (R_ > 1) {
-      line("#pragma unroll");
-      line(fmt::format("for (int i = 0; i < {}; ++i) if (lane == 0) part[wr][i] = acc[i];", NC_));
+      line(fmt::format("if ({}) part[wr][{}] = sum;", scatter_writer(), scatter_col()));
       line("__syncthreads();");
-      line("if (threadIdx.x != 0) return;");
+      comment("thread fc < NC finishes column fc");
+      line("const int fc = threadIdx.x;");
+      line(fmt::format("if (fc >= {}) return;", NC_));
+      line("float t = 0.0f;");
       line("#pragma unroll");
-      {
-        auto i = block(fmt::format("for (int i = 0; i < {}; ++i)", NC_));
-        line("float t = 0.0f;");
-        line("#pragma unroll");
-        line(fmt::format("for (int w = 0; w < {}; ++w) t += part[w][i];", R_));
-        line("acc[i] = t;");
-      }
+      line(fmt::format("for (int w = 0; w < {}; ++w) t += part[w][fc];", R_));
+      emit_guarded_store("fc", "t");
     } else {
-      line("if (lane != 0) return;");
-    }
-    for (int i = 0; i < NC_; ++i) {
-      const std::string c = fmt::format("col0 + {}", i);
-      auto g = i == 0 ? block() : block(fmt::format("if ({} < {})", c, p_.n));
-      call_stmt(tmpl::store_axpby, targs(TypeArg{"T"}), tmpl::ptr_t(c_ptr("row", c)),
-                f32(fmt::format("acc[{}]", i)), f32("alpha"), f32("beta"));
+      line(fmt::format("if ({}) return;", scatter_writer(false)));
+      emit_guarded_store(scatter_col(), "sum");
     }
     shared_bytes_ = macko_shared_bytes(s_);
   }
@@ -229,8 +229,9 @@ class MackoEmitter : public Emitter {
   //     load the next step (of this item or the next)  // in flight while this step computes
   //     mask the item's edge vectors; lane totals; one warp scan (two u packed in one int)
   //     for u, j: cb += step(j); acc += value(j) * B_smem[cb + (G + j + 1) * ES]
-  //     at the item's end: warp sum; lane 0 stores a whole row's C, or leaves a cut row's
-  //     segment sum in shared memory
+  //     at the item's end: warp reduce-scatter (column sc on lanes sc * 32 / NC ...); the first
+  //     lane of each column stores a whole row's C, or leaves a cut row's segment sum in shared
+  //     memory
   //   }
   //   blocks with a cut row: __syncthreads(); per cut row: C = alpha * (its segments) + beta * C
   // Rows mode (the other staged schedules) is the same loop over whole rows: the row bounds sit in
@@ -278,6 +279,28 @@ class MackoEmitter : public Emitter {
     dynamic_shared_bytes_ = macko_stage_bytes(p_, s_);
   }
 
+  // `const float sum = ...`: the warp's sum of column scatter_col() of acc (NC_ columns), on
+  // every lane (sg::warp_reduce_scatter_sum; acc is clobbered).
+  void emit_scatter_sum(const std::string& acc) {
+    line(fmt::format(
+        "const float sum = {};",
+        call(tmpl::warp_reduce_scatter_sum, targs(IntArg{NC_}), tmpl::ptr_f32(acc), i32("lane"))
+            .text));
+  }
+  // The column a lane holds after emit_scatter_sum, and whether it is its group's first lane
+  // (the one that stores it; is = false: the test that it is not).
+  std::string scatter_col() const { return NC_ == 1 ? "0" : "sc"; }
+  std::string scatter_writer(bool is = true) const {
+    const char* op = is ? "==" : "!=";
+    return NC_ == 1 ? fmt::format("lane {} 0", op)
+                    : fmt::format("(lane & {}) {} 0", kWarpSize / NC_ - 1, op);
+  }
+  void emit_scatter_col() {
+    if (NC_ > 1)
+      line(fmt::format("const int sc = {};",
+                       call(tmpl::warp_scatter_col, targs(IntArg{NC_}), i32("lane")).text));
+  }
+
   int staged_f32() const { return s_.stage == BStage::SharedF32 ? 1 : 0; }
   int ipb() const { return macko_items_per_block(s_); }
 
@@ -297,6 +320,7 @@ class MackoEmitter : public Emitter {
     line(fmt::format("float* const s_part = reinterpret_cast<float*>(s_items + {});", ipb()));
     line("const int lane = threadIdx.x % 32;");
     line("const int warp = threadIdx.x / 32;");
+    emit_scatter_col();
     comment("the block's items: first slot, end slot, column carry, row (-1: not a row's last)");
     line(fmt::format(
         "const int4* const b_items = reinterpret_cast<const int4*>(items) + blockIdx.x * {};",
@@ -325,6 +349,7 @@ class MackoEmitter : public Emitter {
     line(fmt::format("int* const s_next = s_rows + {};", sorted ? 3 * rpb : rpb + 1));
     line("const int lane = threadIdx.x % 32;");
     line("const int warp = threadIdx.x / 32;");
+    emit_scatter_col();
     line(fmt::format("const int b0 = blockIdx.x * {};", rpb));
     line(fmt::format("const int nitems = min({}, {} - b0);", rpb, p_.m));
     line("int item = warp;");
@@ -469,24 +494,20 @@ class MackoEmitter : public Emitter {
     line("carry += __shfl_sync(0xffffffffu, inc[u], 31);");
   }
 
-  // At an item's end: the warp's sum; lane 0 stores a whole row, or leaves a segment's sum in
-  // shared memory; then the next item's start (or the exit).
+  // At an item's end: the warp's sum, scattered so that column c lands on the lanes of column
+  // c's group (warp_reduce_scatter_sum); the first lane of each group stores a whole row's column,
+  // or leaves a segment's sum in shared memory; then the next item's start (or the exit).
   void emit_staged_item_end() {
     auto g = block("if (item_end)");
-    line("#pragma unroll");
-    line(fmt::format("for (int c = 0; c < {}; ++c) acc[c] = {};", NC_,
-                     call(tmpl::warp_reduce_sum, targs(IntArg{32}), f32("acc[c]")).text));
+    emit_scatter_sum("acc");
     {
-      auto st = block("if (lane == 0 && orow >= 0)");
-      for (int c = 0; c < NC_; ++c)
-        call_stmt(tmpl::store_axpby, targs(TypeArg{"T"}),
-                  tmpl::ptr_t(c_ptr("orow", std::to_string(c))), f32(fmt::format("acc[{}]", c)),
-                  f32("alpha"), f32("beta"));
+      auto st = block(fmt::format("if ({} && orow >= 0)", scatter_writer()));
+      call_stmt(tmpl::store_axpby, targs(TypeArg{"T"}), tmpl::ptr_t(c_ptr("orow", scatter_col())),
+                f32("sum"), f32("alpha"), f32("beta"));
     }
     if (items_) {
-      auto part = block("else if (lane == 0)");
-      line("#pragma unroll");
-      line(fmt::format("for (int c = 0; c < {}; ++c) s_part[item * {} + c] = acc[c];", NC_, NC_));
+      auto part = block(fmt::format("else if ({})", scatter_writer()));
+      line(fmt::format("s_part[item * {} + {}] = sum;", NC_, scatter_col()));
     }
     line("if (nitem >= nitems) break;");
     line("#pragma unroll");

@@ -15,8 +15,11 @@
 //                  for j < 8: if slot valid: acc += value(raw[u], j) * B[ex + pre[u][j]];
 //                  carry += shfl(incl[u], 31);
 //     }
-//     acc = sg::warp_reduce_sum<32>(acc);  lane 0: sg::store_axpby<T>(C + row, acc, alpha, beta);
+//     sum = sg::warp_reduce_scatter_sum<1>(acc, lane);
+//     lane 0: sg::store_axpby<T>(C + row, sum, alpha, beta);
 //   }
+// With NC = cols > 1 columns per lane the reduce-scatter leaves column sc = lane / (32 / NC) on
+// lanes whose lane % (32 / NC) == 0, and those NC lanes store the row's columns side by side.
 //
 // Split row (wpr = R > 1): the block is one row's R warps; warp w takes the w-th 32·unroll
 // vectors of each step of R·32·unroll; the warps' slot totals meet in shared memory (double
@@ -30,11 +33,11 @@
 // step's 16-byte loads in flight while it decodes this one, zeroes the value and delta of slots
 // outside the item (the first and last vector only) instead of testing every slot, gathers B with
 // one LDS per slot whose constant part is folded into the instruction, and stores a whole row's C;
-// a cut row's segments leave their sums in shared memory, and in blocks with a cut row, after a
-// barrier, the row's last segment adds them and stores C. Comment above emit_staged_body() in
-// macko.cpp shows the loop. The staged kernel's last parameter is `items` (I32Table, macko_items)
-// instead of row_ptr. Extra launch field: LaunchShape::dynamic_shared_bytes =
-// macko_stage_bytes(problem, schedule).
+// a cut row's segments leave their sums in shared memory (per column, from the reduce-scatter), and
+// in blocks with a cut row, after a barrier, the row's last segment adds them and stores C. Comment
+// above emit_staged_body() in macko.cpp shows the loop. The staged kernel's last parameter is
+// `items` (I32Table, macko_items) instead of row_ptr. Extra launch field:
+// LaunchShape::dynamic_shared_bytes = macko_stage_bytes(problem, schedule).
 #pragma once
 
 #include "codegen/general_sparse.h"

@@ -15,6 +15,8 @@ NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 SECTIONS=(--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats
           --section ComputeWorkloadAnalysis --section InstructionStats
           --section SchedulerStats --section Occupancy --section LaunchStats)
+# NCU_SECTIONS adds sections, e.g. "MemoryWorkloadAnalysis_Tables" (shared-memory bank conflicts).
+for s in ${NCU_SECTIONS:-}; do SECTIONS+=(--section "$s"); done
 status=0
 i=0
 IFS='|' read -r -a cases <<<"$NCU_CASES"

@@ -72,9 +72,10 @@ TEST(MackoCodegen, StagedKernelShape) {
   EXPECT_TRUE(has(k.source, "sg::macko_stage_fma<T, 1, 1>(sg_smem, cb + 80 + (j + 1) * 4,"));
   // A whole row is stored by its warp; a cut row's segments meet after a barrier that only
   // blocks with a cut row reach.
+  EXPECT_TRUE(has(k.source, "const float sum = sg::warp_reduce_scatter_sum<1>(acc, lane);"));
   EXPECT_TRUE(has(k.source, "if (lane == 0 && orow >= 0) {"));
-  EXPECT_TRUE(has(k.source, "C + static_cast<long long>(orow) * 1 + 0"));
-  EXPECT_TRUE(has(k.source, "for (int c = 0; c < 1; ++c) s_part[item * 1 + c] = acc[c];"));
+  EXPECT_TRUE(has(k.source, "C + static_cast<long long>(orow) * 1 + 0, sum, alpha, beta"));
+  EXPECT_TRUE(has(k.source, "else if (lane == 0) {\n        s_part[item * 1 + 0] = sum;"));
   EXPECT_TRUE(has(k.source, "if (s_items[16].y == 0) return;\n  __syncthreads();"));
   EXPECT_TRUE(has(k.source, "for (int i = t; s_items[i].z >= 0;) {"));
   EXPECT_TRUE(has(k.source, "C + static_cast<long long>(r) * 1 + 0"));
@@ -121,6 +122,19 @@ TEST(MackoCodegen, StagedKernelShape) {
   EXPECT_TRUE(has(krs.source, "orow = s_rows[64 + nitem];"));
   o.headers = krs.headers;
   EXPECT_NO_THROW(nvrtc::compile(krs.source, o));
+
+  // N = 8: one reduce-scatter per row (column sc on lanes 4 sc .. 4 sc + 3), and the first lane of
+  // each column's group stores it: 8 lanes, one 16-byte row of C.
+  const Problem p8 = Problem::spmm(a.rows, a.cols, 8, DType::F16);
+  const Schedule r8 = parse_schedule("macko;delta=4;warps=8;unroll=2;cols=8;stage=shared;rpw=4");
+  const GeneratedKernel k8 = emit_macko(p8, r8, pack_macko(a, 4));
+  EXPECT_TRUE(has(k8.source, "const int sc = sg::warp_scatter_col<8>(lane);"));
+  EXPECT_TRUE(has(k8.source, "const float sum = sg::warp_reduce_scatter_sum<8>(acc, lane);"));
+  EXPECT_TRUE(has(k8.source, "if ((lane & 3) == 0 && orow >= 0) {"));
+  EXPECT_TRUE(has(k8.source, "C + static_cast<long long>(orow) * 8 + sc, sum, alpha, beta"));
+  EXPECT_FALSE(has(k8.source, "warp_reduce_sum<"));
+  o.headers = k8.headers;
+  EXPECT_NO_THROW(nvrtc::compile(k8.source, o));
 }
 
 // Staged variants the enumerator does not offer but a SPEC may ask for (b = 2, unroll 1, N = 2
