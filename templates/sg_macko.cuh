@@ -128,15 +128,9 @@ __device__ __forceinline__ void macko_stage_b(const T* __restrict__ B, int k, un
         float f[8];
 #pragma unroll
         for (int e = 0; e < 8; ++e) f[e] = detail::Cvt<T>::to_f32(p.elem[e]);
-        // Chunk c fills float4s 2c and 2c + 1. Threads 4..7 of each 8 write their upper half
-        // first, so the 8 stores of a quarter warp land in 8 different bank groups (written in
-        // plain order, two threads share each group: twice the store wavefronts).
         float4* o = reinterpret_cast<float4*>(dst + GW) + 2 * c;
-        const float4 lo = make_float4(f[0], f[1], f[2], f[3]);
-        const float4 hi = make_float4(f[4], f[5], f[6], f[7]);
-        const bool swap = (threadIdx.x & 4) != 0;
-        o[swap ? 1 : 0] = swap ? hi : lo;
-        o[swap ? 0 : 1] = swap ? lo : hi;
+        o[0] = make_float4(f[0], f[1], f[2], f[3]);
+        o[1] = make_float4(f[4], f[5], f[6], f[7]);
       } else {
         reinterpret_cast<uint4*>(dst + GW)[c] = r[q];
       }
