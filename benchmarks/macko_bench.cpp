@@ -15,7 +15,8 @@
 //     included, with the vendor's kernel in the same harness: dense_ms / floor_ms is the ratio a
 //     MACKO kernel as efficient as cuBLAS per byte would reach, so where it is under the target
 //     the shortfall is start-up cost, not the format. Also once per N: cuBLAS on 8 rows of K (a
-//     launch with almost no bytes: the harness's fixed cost).
+//     launch with almost no bytes) and a 4-byte memset (the harness's fixed cost: flush, events,
+//     one launch).
 // --shapes, --methods and --sparsities narrow that grid; --schedule SPEC (repeatable) adds
 // MACKO schedules to each case's picks where they are valid (probes while iterating on a kernel).
 // Timing: same process, L2 flushed before every run (runtime/timing.h), 3 warm-up + 20 timed runs,
@@ -235,6 +236,9 @@ int run(const BenchOptions& o, const std::string& command) {
       db.upload(half_bits(in.b));
       const auto [dense_ms, dense_name] = fastest_dense(mats[0], n, db.ptr(), dc.ptr(), topt);
       const double launch_ms = fastest_dense(leading_rows(w, 8), n, db.ptr(), dc.ptr(), topt).first;
+      cuda::DeviceBuffer word(4);
+      const double memset_ms =
+          measure([&](CUstream s) { word.fill_bytes_async(0x3c, s); }, topt).median_ms;
       const double dense_bytes =
           double(p.m) * double(p.k) * 2 + double(p.k * n) * 2 + double(p.m * n) * 2;
       size_t mi = 0;
@@ -321,6 +325,7 @@ int run(const BenchOptions& o, const std::string& command) {
             row["floor_ms"] = floor_ms;
             row["speedup_bound"] = dense_ms / floor_ms;
             row["launch_ms"] = launch_ms;
+            row["memset_ms"] = memset_ms;
             row["check_passed"] = cr.passed;
             if (!cr.passed) row["check_error"] = cr.error;
             std::printf(
