@@ -435,8 +435,12 @@ class MackoEmitter : public Emitter {
     const int bits = s_.delta_bits;
     const int es = s_.stage_row_bytes();
     const int64_t b_off = macko_stage_offset(s_) + kMackoStageGuard * es;
-    // Two unrolled vectors' lane totals share one scan when a warp's total fits in 16 bits.
-    const bool pack = bits <= 4 && U_ >= 2;
+    // Two unrolled vectors' lane totals share one scan when a warp's total fits in 16 bits: with
+    // b_delta <= 4 a lane's total is at most 8 * 16; with 8 bits, the valid slots of one u are of
+    // one row (an item is a row or a segment of one), so their steps add up to at most K, and the
+    // masked ones (at most 7 on each side) step by 1. (Below 2^15, so that the packed int stays
+    // positive through the scan.)
+    const bool pack = U_ >= 2 && (bits <= 4 || p_.k + 14 < (int64_t{1} << 15));
     line(fmt::format("int tot[{}], inc[{}];", U_, U_));
     line(fmt::format("unsigned pl[{}][2];", U_));
     line("#pragma unroll");
@@ -461,7 +465,9 @@ class MackoEmitter : public Emitter {
                 ptr_u32("pl[u]"));
     }
     if (pack) {
-      comment("two lane totals per scan: a warp's total of one u is at most 32 * 128 < 2^16");
+      comment(bits <= 4
+                  ? "two lane totals per scan: a warp's total of one u is at most 32 * 128 < 2^16"
+                  : "two lane totals per scan: a warp's total of one u is at most K + 14 < 2^15");
       line("#pragma unroll");
       auto q = block(fmt::format("for (int u = 0; u < {}; u += 2)", U_));
       line(fmt::format(

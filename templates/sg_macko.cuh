@@ -149,24 +149,37 @@ __device__ __forceinline__ void macko_stage_b(const T* __restrict__ B, int k, un
 
 // Zeroes the value and the delta of every slot of a vector outside [lo, hi) (0 <= lo, hi <= 8):
 // such a slot then adds 0 * (a guard or an in-row B entry) and steps its column by exactly 1.
+// Every item's first and last vectors pass here, so on short rows it runs on most steps: the
+// masks are built a byte per slot with one multiply (about 20 instructions, not the 60 of a
+// per-slot loop).
 template <int BITS>
 __device__ __forceinline__ void macko_mask(unsigned* raw, unsigned* d, int lo, int hi) {
   const unsigned keep = (0xFFu >> (8 - hi)) & (0xFFu << lo);
-#pragma unroll
-  for (int w = 0; w < 4; ++w)
-    raw[w] &= (((keep >> (2 * w)) & 1u) ? 0x0000FFFFu : 0u) |
-              (((keep >> (2 * w + 1)) & 1u) ? 0xFFFF0000u : 0u);
-  unsigned m[2] = {0u, 0u};
-#pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    const unsigned f = ((keep >> j) & 1u) ? (1u << BITS) - 1u : 0u;
-    if (BITS == 8)
-      m[j / 4] |= f << (8 * (j % 4));
-    else
-      m[0] |= f << (BITS * j);
+  // 0xFF in byte i where slot i (k0) or 4 + i (k1) is kept: the multiply moves bit i of a nibble
+  // to bit 8i without carries, and times 0xFF fills each byte.
+  const unsigned k0 = ((keep & 0xFu) * 0x00204081u & 0x01010101u) * 0xFFu;
+  const unsigned k1 = ((keep >> 4) * 0x00204081u & 0x01010101u) * 0xFFu;
+  // word w of the values holds slots 2w (low half) and 2w + 1
+  raw[0] &= __byte_perm(k0, 0u, 0x1100u);
+  raw[1] &= __byte_perm(k0, 0u, 0x3322u);
+  raw[2] &= __byte_perm(k1, 0u, 0x1100u);
+  raw[3] &= __byte_perm(k1, 0u, 0x3322u);
+  if constexpr (BITS == 8) {
+    d[0] &= k0;
+    d[1] &= k1;
+  } else if constexpr (BITS == 4) {
+    // byte i holds slot 2i in its low nibble and slot 2i + 1 in its high one
+    const unsigned even = __byte_perm(k0, k1, 0x6420u);
+    const unsigned odd = __byte_perm(k0, k1, 0x7531u);
+    d[0] &= (even & 0x0F0F0F0Fu) | (odd & 0xF0F0F0F0u);
+  } else {
+    // slot j's 2 bits are bits 2j, 2j + 1: spread keep's bits to the even positions
+    unsigned x = keep;
+    x = (x | (x << 4)) & 0x0F0Fu;
+    x = (x | (x << 2)) & 0x3333u;
+    x = (x | (x << 1)) & 0x5555u;
+    d[0] &= x * 3u;
   }
-  d[0] &= m[0];
-  if (BITS == 8) d[1] &= m[1];
 }
 
 // Column steps of the vector's 8 slots: 8 (the "+1"s) plus the sum of the deltas.

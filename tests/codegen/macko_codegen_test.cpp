@@ -165,6 +165,26 @@ TEST(MackoCodegen, StagedSpecVariantsCompile) {
   }
 }
 
+// Two unrolled vectors share one warp scan when a warp's total of one u fits in 15 bits: always
+// with 4-bit deltas, with 8-bit ones while K + 14 < 2^15 (the valid steps of one u span at most
+// one row's K columns).
+TEST(MackoCodegen, PackedScanBound) {
+  const char* spec = "macko;delta=8;warps=8;unroll=2;cols=1;stage=shared";
+  const char* packed = "sg::macko_warp_scan(tot[u] | (tot[u + 1] << 16), lane)";
+  for (const int64_t k : {int64_t{32753}, int64_t{32754}}) {
+    const CsrMatrix a = testing::csr_with_lengths({3, 0, 1, 9, 40, 17}, k, 5);
+    const GeneratedKernel g = emit_macko(Problem::spmv(a.rows, a.cols, DType::F16),
+                                         parse_schedule(spec), pack_macko(a, 8));
+    EXPECT_EQ(has(g.source, packed), k == 32753) << "K = " << k;
+    EXPECT_EQ(has(g.source, "sg::macko_warp_scan(tot[u], lane)"), k == 32754) << "K = " << k;
+  }
+  const CsrMatrix a = testing::csr_with_lengths({3, 0, 1, 9, 40, 17}, 40000, 5);
+  const GeneratedKernel g4 = emit_macko(
+      Problem::spmv(a.rows, a.cols, DType::F16),
+      parse_schedule("macko;delta=4;warps=8;unroll=2;cols=1;stage=shared"), pack_macko(a, 4));
+  EXPECT_TRUE(has(g4.source, packed));
+}
+
 TEST(MackoCodegen, DeltaWordsAreLittleEndian) {
   MackoFormat f;
   f.deltas = {0x21, 0x43, 0x65, 0x87, 0x09};
