@@ -53,9 +53,11 @@ class BitmapTcEmitter : public Emitter {
     CT_ = f_.col_tiles;
     PT_ = bitmap_tc_part_tiles(CT_, s_.ksplit);
     atomic_ = s_.output() == OutputMode::Atomic;
-    for (const char* n : {"values",   "B",    "C",     "ws",  "alpha", "beta",    "masks",
-                          "tile_ptr", "lane", "warp",  "tid", "T",     "sg_smem", "s_tp",
-                          "s_stage0", "ct0",  "tiles", "acc", "issue", "steps",   "k_end"})
+    wgmma_ = s_.mma == MmaKind::Wgmma;
+    for (const char* n :
+         {"values", "B",    "C",     "ws",    "alpha",   "beta", "masks",    "tile_ptr",
+          "lane",   "warp", "tid",   "T",     "sg_smem", "s_tp", "s_stage0", "ct0",
+          "tiles",  "acc",  "issue", "steps", "k_end",   "aq"})
       reserve(n);
     decl(fmt::format("// sparsegen bitmap_tc kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -65,6 +67,7 @@ class BitmapTcEmitter : public Emitter {
     k.source = assemble();
     k.headers = header_sources();
     k.signature = signature();
+    k.arch_specific = wgmma_;  // wgmma exists on sm_90a only
     return k;
   }
 
@@ -116,12 +119,19 @@ class BitmapTcEmitter : public Emitter {
     {
       auto fn = block("auto issue = [&](int i)", ";");
       line(fmt::format("const int buf = i % {};", s_.stages));
-      call_stmt(tmpl::bitmap_tc_issue_b,
-                targs(TypeArg{"T"}, IntArg{NT_}, IntArg{bitmap_tc_b_row_bytes(p_)},
-                      IntArg{THREADS_}, IntArg{kBitmapTileCols * KT}),
-                u32(stage_b("buf")), cptr_t("B"),
-                i32(fmt::format("(ct0 + i * {}) * {}", KT, kBitmapTileCols)), i32("k_end"),
-                i32("tid"));
+      if (wgmma_)
+        call_stmt(tmpl::bitmap_tc_issue_b_groups,
+                  targs(TypeArg{"T"}, IntArg{NT_}, IntArg{THREADS_}, IntArg{kBitmapTileCols * KT}),
+                  u32(stage_b("buf")), cptr_t("B"),
+                  i32(fmt::format("(ct0 + i * {}) * {}", KT, kBitmapTileCols)), i32("k_end"),
+                  i32("tid"));
+      else
+        call_stmt(tmpl::bitmap_tc_issue_b,
+                  targs(TypeArg{"T"}, IntArg{NT_}, IntArg{bitmap_tc_b_row_bytes(p_, s_)},
+                        IntArg{THREADS_}, IntArg{kBitmapTileCols * KT}),
+                  u32(stage_b("buf")), cptr_t("B"),
+                  i32(fmt::format("(ct0 + i * {}) * {}", KT, kBitmapTileCols)), i32("k_end"),
+                  i32("tid"));
       line("#pragma unroll");
       auto mt = block(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
       line(fmt::format("const int rtl = warp * {} + mt;", MT));
@@ -149,10 +159,17 @@ class BitmapTcEmitter : public Emitter {
       comment("one group per step, also when empty, so the wait count below stays exact");
       call_stmt(tmpl::cp_async_commit);
       call_stmt(tmpl::cp_async_wait, targs(IntArg{s_.stages - 1}));
+      if (wgmma_) {
+        comment("B reaches the tensor cores through the async proxy");
+        call_stmt(tmpl::fence_proxy_async);
+      }
       line("__syncthreads();");
       line(fmt::format("const int buf = i % {};", s_.stages));
       comment("lane words and value starts of the warp's A tiles first: the scans overlap");
-      line(fmt::format("unsigned w[{}], addr[{}], a[{}];", MT * KT, MT * KT, 4 * MT));
+      // wgmma: two A arrays, alternating by quarter (a quarter's registers stay read until its
+      // multiply completes)
+      line(fmt::format("unsigned w[{}], addr[{}], a[{}];", MT * KT, MT * KT,
+                       (wgmma_ ? 2 : 1) * 4 * MT));
       // one scan per two k tiles of a row tile (see bitmap_tc_lanes for the measurements)
       call_stmt(tmpl::bitmap_tc_lanes,
                 targs(IntArg{MT * KT}, IntArg{smem_.a_tile}, IntArg{KT >= 2 ? 1 : 0}),
@@ -162,17 +179,29 @@ class BitmapTcEmitter : public Emitter {
       {
         auto uq = block(fmt::format("for (int uq = 0; uq < {}; ++uq)", 4 * KT));
         line("const int u = uq >> 2, q = uq & 3;  // tile of the step, quarter of the tile");
+        if (wgmma_) line(fmt::format("unsigned* const aq = a + (uq & 1) * {};", 4 * MT));
+        const std::string aq = wgmma_ ? "aq" : "a";
         line("#pragma unroll");
         line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
         line("  " +
              call(tmpl::bitmap_tc_a_quarter, u32(fmt::format("w[mt * {} + u]", KT)), i32("q"),
-                  ptr_u32(fmt::format("addr + mt * {} + u", KT)), ptr_u32("a + 4 * mt"))
+                  ptr_u32(fmt::format("addr + mt * {} + u", KT)), ptr_u32(aq + " + 4 * mt"))
                  .text +
              ";");
         comment("B rows 16·uq .. 16·uq + 15 of the step");
-        call_stmt(tmpl::bitmap_tc_mma_quarter,
-                  targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{bitmap_tc_b_row_bytes(p_)}),
-                  u32(stage_b("buf")), i32("uq"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
+        if (wgmma_)
+          call_stmt(tmpl::bitmap_tc_wgmma_quarter,
+                    targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{kBitmapTileCols * KT}),
+                    u32(stage_b("buf")), i32("uq"), cptr_u32(aq), ptr_f32("acc"));
+        else
+          call_stmt(
+              tmpl::bitmap_tc_mma_quarter,
+              targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{bitmap_tc_b_row_bytes(p_, s_)}),
+              u32(stage_b("buf")), i32("uq"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
+      }
+      if (wgmma_) {
+        comment("the step's multiplies read B until they complete");
+        call_stmt(tmpl::wgmma_wait, targs(IntArg{0}));
       }
       comment("the buffer is refilled by the next step's issue()");
       line("__syncthreads();");
@@ -251,6 +280,7 @@ class BitmapTcEmitter : public Emitter {
   int NT_ = 1, RTB_ = 1, THREADS_ = 128;
   int64_t CT_ = 1, PT_ = 1;
   bool atomic_ = false;
+  bool wgmma_ = false;
 };
 
 }  // namespace

@@ -22,6 +22,9 @@ struct GeneratedKernel {
   std::string source;                          // one translation unit
   std::map<std::string, std::string> headers;  // the templates/*.cuh it includes, name -> content
   KernelSignature signature;
+  // Uses instructions of the arch-specific target only (wgmma: sm_90a, not sm_90): compiled for
+  // the target's "a" variant (nvrtc::arch_specific_variant).
+  bool arch_specific = false;
 };
 
 struct EmitOptions {

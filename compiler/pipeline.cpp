@@ -65,6 +65,7 @@ DeviceLimits device_limits(const cuda::DeviceInfo& info) {
   if (info.max_shared_memory_per_sm > 0)
     d.max_shared_per_multiprocessor = info.max_shared_memory_per_sm;
   if (info.max_registers_per_sm > 0) d.registers_per_multiprocessor = info.max_registers_per_sm;
+  d.wgmma = info.cc_major == 9 && info.cc_minor == 0;  // the sm_90a target only
   return d;
 }
 

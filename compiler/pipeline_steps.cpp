@@ -73,7 +73,7 @@ void compile_step(KernelBuild& b, const CompileTarget& target, std::string_view 
                   bool line_info) {
   PipelineStep st(7, "nvrtc", &b.step_log);
   nvrtc::CompileOptions o;
-  o.arch = target.arch;
+  o.arch = b.kernel.arch_specific ? nvrtc::arch_specific_variant(target.arch) : target.arch;
   o.headers = b.kernel.headers;
   o.program_name = std::string(program_name);
   o.line_info = line_info;

@@ -479,7 +479,8 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
             KernelBuild b = prepare_kernel(a, p, c.schedule, target);
             opt.source_hook(b.kernel.source);
             nvrtc::CompileOptions o;
-            o.arch = target.arch;
+            o.arch =
+                b.kernel.arch_specific ? nvrtc::arch_specific_variant(target.arch) : target.arch;
             o.headers = b.kernel.headers;
             o.program_name = "sparsegen_general.cu";
             o.line_info = req.line_info;

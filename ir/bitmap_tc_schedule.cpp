@@ -27,6 +27,8 @@ std::vector<std::string> validate(const BitmapTcSchedule& s) {
     bad(fmt::format("kt={} must be 1, 2 or 4", s.k_tiles));
   if (s.ksplit < 1 || s.ksplit > 64) bad(fmt::format("ksplit={} must be in 1..64", s.ksplit));
   if (s.stages != 2 && s.stages != 3) bad(fmt::format("stages={} must be 2 or 3", s.stages));
+  if (s.mma == MmaKind::Wgmma && w % 4 != 0)
+    bad(fmt::format("mma=wgmma needs whole warpgroups: warps={} must be 4 or 8", w));
   return why;
 }
 
@@ -40,6 +42,8 @@ std::vector<std::string> validate_bitmap_tc(const Problem& p, const BitmapTcSche
   if (p.n % 8 != 0 || p.n < 8 || p.n > 128)
     why.push_back(
         fmt::format("bitmap_tc needs n a multiple of 8 in 8..128 (mma n8 tiles), not {}", p.n));
+  if (s.mma == MmaKind::Wgmma && p.n != 8 && p.n != 16 && p.n != 32 && p.n != 64)
+    why.push_back(fmt::format("mma=wgmma is emitted for n in {{8, 16, 32, 64}}, not {}", p.n));
   const int64_t tiles = col_tiles_of(p);
   if (p.k > 0 && s.ksplit > tiles)
     why.push_back(
@@ -48,8 +52,8 @@ std::vector<std::string> validate_bitmap_tc(const Problem& p, const BitmapTcSche
 }
 
 std::string bitmap_tc_spec(const BitmapTcSchedule& s) {
-  return fmt::format("bitmap_tc;warps={};mt={};kt={};ksplit={};stages={}", s.warps_per_block,
-                     s.m_tiles, s.k_tiles, s.ksplit, s.stages);
+  return fmt::format("bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};mma={}", s.warps_per_block,
+                     s.m_tiles, s.k_tiles, s.ksplit, s.stages, to_string(s.mma));
 }
 
 std::string print_bitmap_tc(const BitmapTcSchedule& s) {
@@ -60,7 +64,10 @@ std::string print_bitmap_tc(const BitmapTcSchedule& s) {
                      s.warps_per_block, s.rows_per_block(), s.m_tiles);
   out += fmt::format("  k     : ksplit={} parts, {} column tile{} per step, cp.async stages={}\n",
                      s.ksplit, s.k_tiles, s.k_tiles == 1 ? "" : "s", s.stages);
-  out += "  math  : mma.m16n8k16, fp32 accumulate\n";
+  out += s.mma == MmaKind::Wgmma
+             ? "  math  : wgmma.m64nNk16 per warpgroup (A from registers, B from shared), fp32 "
+               "accumulate\n"
+             : "  math  : mma.m16n8k16 per warp, fp32 accumulate\n";
   out += fmt::format("  output: {}\n", to_string(s.output()));
   return out;
 }
@@ -80,8 +87,12 @@ BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
       s.ksplit = num(1024);
     else if (key == "stages")
       s.stages = num(16);
-    else
-      spec_fields::error(key, "one of warps, mt, kt, ksplit, stages (family bitmap_tc)", key);
+    else if (key == "mma") {
+      const auto m = parse_mma(v);
+      if (!m) spec_fields::error(key, "sync or wgmma", v);
+      s.mma = *m;
+    } else
+      spec_fields::error(key, "one of warps, mt, kt, ksplit, stages, mma (family bitmap_tc)", key);
   });
   spec_fields::check_legal(spec, validate(s));
   return s;
@@ -99,9 +110,9 @@ int64_t bitmap_tc_grid_y(const Problem&, const BitmapTcSchedule& s) {
   return s.ksplit;
 }
 
-int64_t bitmap_tc_b_row_bytes(const Problem& p) {
+int64_t bitmap_tc_b_row_bytes(const Problem& p, const BitmapTcSchedule& s) {
   const int64_t units = (p.n * 2 + 15) / 16;
-  return 16 * (units | 1);
+  return s.mma == MmaKind::Wgmma ? 16 * units : 16 * (units | 1);
 }
 
 BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t max_tile_values) {
@@ -110,7 +121,7 @@ BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t
   const int64_t part = bitmap_tc_part_tiles(col_tiles_of(p), s.ksplit);
   BitmapTcSmem m;
   m.tile_ptrs = round16(row_tiles * (part + 1) * 4);
-  m.b_tile = kBitmapTileCols * bitmap_tc_b_row_bytes(p);
+  m.b_tile = kBitmapTileCols * bitmap_tc_b_row_bytes(p, s);
   m.a_values = round16(2 * max_tile_values);
   m.a_tile = kBitmapTileRows * 8 + m.a_values;
   m.stage = s.k_tiles * (m.b_tile + row_tiles * m.a_tile);
@@ -151,6 +162,8 @@ std::vector<std::string> verify_bitmap_tc(const Problem& p, const BitmapTcSchedu
   if (bitmap_tc_grid_x(p, s) > dev.max_grid_x)
     why.push_back(
         fmt::format("grid.x = {} blocks exceeds {}", bitmap_tc_grid_x(p, s), dev.max_grid_x));
+  if (s.mma == MmaKind::Wgmma && !dev.wgmma)
+    why.push_back(fmt::format("mma=wgmma needs an sm_90 device (wgmma, sm_90a), not {}", dev.name));
   if (bitmap_tc_grid_y(p, s) > dev.max_grid_y)
     why.push_back(fmt::format("grid.y = {} exceeds {}", bitmap_tc_grid_y(p, s), dev.max_grid_y));
   // Value offsets and tile indices are 32-bit in the kernel.
@@ -172,20 +185,24 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
   // per multiprocessor: K parts double while the grid is short of four waves of one block per
   // multiprocessor. 3 stages measured no faster than 2 on the H200 (first bitmap_tc run), so
   // the enumeration keeps 2.
-  for (int warps : {4, 8}) {
-    for (int mt : {1, 2}) {
-      for (int kt : {1, 2, 4}) {
-        for (int ks = 1; ks <= 64 && ks <= tiles; ks *= 2) {
-          BitmapTcSchedule s;
-          s.warps_per_block = warps;
-          s.m_tiles = mt;
-          s.k_tiles = kt;
-          s.ksplit = ks;
-          if (ks > 1 && bitmap_tc_grid_x(p, s) * (ks / 2) >= 4 * int64_t{dev.multiprocessors})
-            break;
-          if (kt > bitmap_tc_part_tiles(tiles, ks)) continue;  // a step longer than the part
-          if (!verify_bitmap_tc(p, s, st, dev).empty()) continue;
-          out.emplace_back(s);
+  for (MmaKind mma : {MmaKind::Sync, MmaKind::Wgmma}) {
+    for (int warps : {4, 8}) {
+      for (int mt : {1, 2}) {
+        for (int kt : {1, 2, 4}) {
+          for (int ks = 1; ks <= 64 && ks <= tiles; ks *= 2) {
+            BitmapTcSchedule s;
+            s.warps_per_block = warps;
+            s.m_tiles = mt;
+            s.k_tiles = kt;
+            s.ksplit = ks;
+            s.mma = mma;
+            if (ks > 1 && bitmap_tc_grid_x(p, s) * (ks / 2) >= 4 * int64_t{dev.multiprocessors})
+              break;
+            if (kt > bitmap_tc_part_tiles(tiles, ks)) continue;  // a step longer than the part
+            if (!validate_bitmap_tc(p, s).empty()) continue;     // wgmma: N outside {8, 16, 32, 64}
+            if (!verify_bitmap_tc(p, s, st, dev).empty()) continue;
+            out.emplace_back(s);
+          }
         }
       }
     }

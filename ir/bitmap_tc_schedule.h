@@ -2,10 +2,10 @@
 // launch-shape facts, the verifier's limits and the enumeration (the struct itself lives in
 // ir/schedule.h; schedule.cpp, verifier.cpp and enumerate.cpp dispatch here).
 //
-//   bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2
+//   bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2;mma=sync
 //     warps   warps per block (1, 2, 4, 8)          mt      16-row tiles per warp (1, 2)
 //     kt      64-column tiles per step (1, 2, 4)    ksplit  K parts, grid.y (1..64)
-//     stages  cp.async buffers in flight (2, 3)
+//     stages  cp.async buffers in flight (2, 3)     mma     sync (mma.sync) or wgmma (sm_90a)
 #pragma once
 
 #include <string>
@@ -20,8 +20,8 @@
 
 namespace sparsegen {
 
-// Problem-dependent legality: fp16/bf16, row-major B, N a multiple of 8 in 8..128, ksplit no
-// more than the column tiles.
+// Problem-dependent legality: fp16/bf16, row-major B, N a multiple of 8 in 8..128 (mma=wgmma:
+// 8, 16, 32 or 64), ksplit no more than the column tiles.
 std::vector<std::string> validate_bitmap_tc(const Problem& p, const BitmapTcSchedule& s);
 
 std::string bitmap_tc_spec(const BitmapTcSchedule& s);
@@ -34,9 +34,10 @@ BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
 int64_t bitmap_tc_part_tiles(int64_t col_tiles, int ksplit);
 int64_t bitmap_tc_grid_x(const Problem& p, const BitmapTcSchedule& s);  // ceil(M / rows_per_block)
 int64_t bitmap_tc_grid_y(const Problem& p, const BitmapTcSchedule& s);  // ksplit
-// Padded row of a staged B tile in bytes: an odd number of 16-byte units >= N·2, so the eight
-// rows an ldmatrix reads fall in distinct banks.
-int64_t bitmap_tc_b_row_bytes(const Problem& p);
+// Bytes per row of a staged B tile. mma=sync: an odd number of 16-byte units >= N·2, so the
+// eight rows an ldmatrix reads fall in distinct banks. mma=wgmma: N·2, no padding (the tile is
+// stored in 16-byte column groups, see sg_wgmma.cuh; only its size is counted here).
+int64_t bitmap_tc_b_row_bytes(const Problem& p, const BitmapTcSchedule& s);
 // Dynamic shared memory of the kernel, in bytes (all multiples of 16):
 //   [tile pointers: rows_per_block/16 row tiles x (part tiles + 1) ints]
 //   stages x k_tiles x [B tile: 64 x b_row | per row tile of the block: 32 lane words (128) |
@@ -54,13 +55,14 @@ int64_t bitmap_tc_shared_bytes(const Problem& p, const BitmapTcSchedule& s,
                                int64_t max_tile_values);
 int bitmap_tc_registers(const Problem& p, const BitmapTcSchedule& s);  // per-thread estimate
 
-// Hardware limits (shared memory, 32-bit value offsets). Empty = runs.
+// Hardware limits (shared memory, 32-bit value offsets, wgmma only on sm_90). Empty = runs.
 std::vector<std::string> verify_bitmap_tc(const Problem& p, const BitmapTcSchedule& s,
                                           const BitmapTileStats& st, const DeviceLimits& dev);
 
 // Every legal, verified bitmap_tc schedule for the problem (empty unless fp16/bf16, row-major B
-// and N a multiple of 8 in 8..128): warps {4, 8} x mt {1, 2} x kt {1, 2, 4} x ksplit from 1
-// doubling while the grid is smaller than four waves of dev.multiprocessors blocks; stages 2.
+// and N a multiple of 8 in 8..128): mma {sync, wgmma (sm_90, N in 8/16/32/64)} x warps {4, 8} x
+// mt {1, 2} x kt {1, 2, 4} x ksplit from 1 doubling while the grid is smaller than four waves of
+// dev.multiprocessors blocks; stages 2.
 std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrMatrix& a,
                                                     const DeviceLimits& dev);
 

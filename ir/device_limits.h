@@ -22,6 +22,7 @@ struct DeviceLimits {
   int64_t shared_reserved_per_block = 1024;  // the driver's own share of each block's
   int registers_per_multiprocessor = 65536;
   int max_blocks_per_multiprocessor = 32;
+  bool wgmma = true;  // warpgroup MMA (compute capability 9.0 exactly: the sm_90a target)
 
   static DeviceLimits sm90() { return {}; }
   static DeviceLimits sm80() {
@@ -30,6 +31,7 @@ struct DeviceLimits {
     d.max_shared_per_block = 163 * 1024;
     d.max_shared_per_multiprocessor = 164 * 1024;
     d.multiprocessors = 108;
+    d.wgmma = false;
     return d;
   }
 };

@@ -19,6 +19,7 @@ constexpr std::string_view kSplitNames[] = {"row", "rows", "nnz"};
 constexpr std::string_view kReduceNames[] = {"none", "total", "bitmap", "segment"};
 constexpr std::string_view kOutputNames[] = {"store", "atomic"};
 constexpr std::string_view kBStageNames[] = {"global", "shared", "shared_f32"};
+constexpr std::string_view kMmaNames[] = {"sync", "wgmma"};
 constexpr std::string_view kFamilyNames[] = {"general", "macko", "slidesparse", "twell",
                                              "bitmap_tc"};
 
@@ -75,6 +76,12 @@ std::string_view to_string(BStage b) {
 }
 std::optional<BStage> parse_bstage(std::string_view s) {
   return lookup<BStage>(kBStageNames, s);
+}
+std::string_view to_string(MmaKind m) {
+  return kMmaNames[static_cast<int>(m)];
+}
+std::optional<MmaKind> parse_mma(std::string_view s) {
+  return lookup<MmaKind>(kMmaNames, s);
 }
 std::string_view to_string(ScheduleFamily f) {
   return kFamilyNames[static_cast<int>(f)];

@@ -111,6 +111,12 @@ enum class BStage { Global, Shared, SharedF32 };
 std::string_view to_string(BStage b);  // "global", "shared", "shared_f32"
 std::optional<BStage> parse_bstage(std::string_view s);
 
+// Which tensor-core instruction a bitmap_tc kernel multiplies with: mma.sync per warp (sm_80 on),
+// or wgmma per warpgroup of four warps (sm_90a: B read from shared memory once per warpgroup).
+enum class MmaKind { Sync, Wgmma };
+std::string_view to_string(MmaKind m);  // "sync", "wgmma"
+std::optional<MmaKind> parse_mma(std::string_view s);
+
 enum class ScheduleFamily { General, Macko, SlideSparse, TwELL, BitmapTc };
 // "general", "macko", "slidesparse", "twell", "bitmap_tc"
 std::string_view to_string(ScheduleFamily f);
@@ -215,13 +221,14 @@ struct MackoSchedule {
 // also rows with no entry in that column (CSR arithmetic would skip the product). Finite inputs are
 // unaffected. A pipeline step covers `k_tiles` column tiles (64·k_tiles columns): one barrier pair
 // and one cp.async wait per step, and k_tiles independent decode chains per warp to overlap. SPEC:
-// bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2
+// bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2;mma=sync
 struct BitmapTcSchedule {
-  int warps_per_block = 4;  // 1, 2, 4, 8: the block's row tiles are warps x m_tiles
-  int m_tiles = 1;          // 16-row tiles per warp: 1, 2 (B fragments reused across them)
-  int k_tiles = 1;          // 64-column tiles per pipeline step: 1, 2, 4
-  int ksplit = 1;           // K parts (grid.y): 1..64
-  int stages = 2;           // shared-memory buffers of the cp.async pipeline: 2, 3
+  int warps_per_block = 4;      // 1, 2, 4, 8: the block's row tiles are warps x m_tiles
+  int m_tiles = 1;              // 16-row tiles per warp: 1, 2 (B fragments reused across them)
+  int k_tiles = 1;              // 64-column tiles per pipeline step: 1, 2, 4
+  int ksplit = 1;               // K parts (grid.y): 1..64
+  int stages = 2;               // shared-memory buffers of the cp.async pipeline: 2, 3
+  MmaKind mma = MmaKind::Sync;  // wgmma: warps 4 or 8, N in {8, 16, 32, 64}, sm_90 only
 
   int rows_per_block() const { return warps_per_block * m_tiles * 16; }
   int threads_per_block() const { return warps_per_block * kWarpSize; }

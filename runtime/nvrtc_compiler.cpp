@@ -92,8 +92,8 @@ std::string source_excerpt(std::string_view source, int line) {
     std::size_t end = source.find('\n', start);
     if (end == std::string_view::npos) end = source.size();
     if (n >= from) {
-      out += fmt::format("{}{:5} | {}\n", n == line ? ">" : " ", n,
-                         source.substr(start, end - start));
+      out +=
+          fmt::format("{}{:5} | {}\n", n == line ? ">" : " ", n, source.substr(start, end - start));
     }
     if (end == source.size()) break;
     start = end + 1;
@@ -149,6 +149,14 @@ std::string compute_arch_for(int major, int minor, bool arch_specific) {
   return arch_name("compute_", major, minor, arch_specific);
 }
 
+std::string arch_specific_variant(const std::string& arch) {
+  parse_arch(arch);  // throws for a malformed name
+  const char last = arch.back();
+  if (last == 'a') return arch;
+  if (last == 'f') return arch.substr(0, arch.size() - 1) + "a";
+  return arch + "a";
+}
+
 CompileResult compile(std::string_view source, const CompileOptions& opt) {
   CompileResult result;
   result.arch = opt.arch;
@@ -201,11 +209,11 @@ CompileResult compile(std::string_view source, const CompileOptions& opt) {
     std::string options;
     for (const std::string& s : o) options += " " + s;
     int line = first_error_line(log, opt.program_name);
-    std::string msg = fmt::format(
-        "NVRTC could not compile {} for {} ({}).\noptions:{}\nlog:\n{}\nsource {}:\n{}",
-        opt.program_name, opt.arch, nvrtcGetErrorString(compiled), options, log,
-        line > 0 ? fmt::format("around line {}", line) : std::string("(first lines)"),
-        source_excerpt(src, line));
+    std::string msg =
+        fmt::format("NVRTC could not compile {} for {} ({}).\noptions:{}\nlog:\n{}\nsource {}:\n{}",
+                    opt.program_name, opt.arch, nvrtcGetErrorString(compiled), options, log,
+                    line > 0 ? fmt::format("around line {}", line) : std::string("(first lines)"),
+                    source_excerpt(src, line));
     throw NvrtcError(msg, "nvrtcCompileProgram", static_cast<int>(compiled),
                      nvrtcGetErrorString(compiled), log);
   }

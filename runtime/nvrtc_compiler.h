@@ -83,6 +83,11 @@ std::string sm_arch_for(int major, int minor, bool arch_specific = false);
 // "compute_90" for (9, 0); "compute_90a" when arch_specific.
 std::string compute_arch_for(int major, int minor, bool arch_specific = false);
 
+// The arch-specific variant of a target (for kernels that use wgmma and the like): "sm_90" ->
+// "sm_90a", "compute_90" -> "compute_90a"; an "a" target is returned as it is. Throws NvrtcError
+// for a malformed name.
+std::string arch_specific_variant(const std::string& arch);
+
 // The CUDA toolkit include directories given to NVRTC: $SPARSEGEN_CUDA_INCLUDE (':'-separated)
 // when set, else the ones CMake found at build time.
 std::vector<std::string> cuda_include_dirs();

@@ -15,22 +15,9 @@
 
 #include "sg_async_copy.cuh"
 #include "sg_dtype.cuh"
+#include "sg_wgmma.cuh"
 
 namespace sg {
-namespace detail {
-
-// fp16 or bf16 tensor-core inputs.
-template <typename T>
-struct IsHalf {
-  static constexpr bool value = false;
-};
-template <>
-struct IsHalf<__half> {
-  static constexpr bool value = true;
-};
-
-}  // namespace detail
-
 // Block-cooperative load, once per block, of the tile pointers of the block's RTB row tiles over
 // this K part: s_tp[r·(PT + 1) + j] = tile_ptr[(rt0 + r)·CT + ct0 + j] for j = 0 .. tiles (the
 // value range of step j is s_tp[j] .. s_tp[j + 1]); row tiles at or beyond row_tiles get 0.
@@ -82,6 +69,32 @@ __device__ __forceinline__ void bitmap_tc_issue_b(unsigned s_b, const T* __restr
       detail::cp_async16(s_b + r * B_ROW + j * 16, B + static_cast<long long>(k) * (NT * 8) + j * 8,
                          k >= k_end);
     }
+  }
+}
+
+// mma=wgmma: the copy of B rows k0 .. k0 + ROWS - 1 (N = NT·8 columns) into the staged tile at
+// shared address s_b in 16-byte column groups (sg_wgmma.cuh): the piece of row r, columns
+// 8j .. 8j+7 goes to s_b + j·ROWS·16 + r·16, so the group's rows are contiguous and every 8 rows
+// form one core matrix. Rows at or beyond k_end are zero-filled (as bitmap_tc_issue_b).
+// Eight consecutive threads take eight consecutive rows of one column group: their 16-byte writes
+// cover 128 contiguous bytes (no bank conflict), and a warp's reads cover 32-byte sectors whole.
+template <typename T, int NT, int THREADS, int ROWS>
+__device__ __forceinline__ void bitmap_tc_issue_b_groups(unsigned s_b, const T* __restrict__ B,
+                                                         int k0, int k_end, int tid) {
+  static_assert(THREADS % (8 * NT) == 0 && ROWS % 8 == 0,
+                "bitmap_tc_issue_b_groups: whole 8-row runs per thread group");
+  constexpr int kRowStep = THREADS / NT;  // a multiple of 8
+  constexpr int kIters = (ROWS + kRowStep - 1) / kRowStep;
+  const int j = (tid >> 3) % NT;
+  const int r0 = (tid / (8 * NT)) * 8 + (tid & 7);
+  const int left = k_end - k0 - r0;
+  const unsigned dst = s_b + j * (ROWS * 16) + r0 * 16;
+  const T* src = B + static_cast<long long>(k0 + r0) * (NT * 8) + j * 8;
+#pragma unroll
+  for (int it = 0; it < kIters; ++it) {
+    if (ROWS % kRowStep != 0 && r0 + it * kRowStep >= ROWS) break;  // N = 8: half the threads
+    detail::cp_async16(dst + it * kRowStep * 16, src + it * kRowStep * (NT * 8),
+                       it * kRowStep >= left);
   }
 }
 
@@ -214,6 +227,25 @@ __device__ __forceinline__ void bitmap_tc_mma_quarter(unsigned s_b, int q, int l
       }
     }
   }
+}
+
+// mma=wgmma: acc (MT row tiles x NT n8 tiles x 4 floats) += A (MT x 4 b32) x B rows
+// 16q .. 16q+15 of the step's staged tile at s_b (column groups of ROWS rows, as
+// bitmap_tc_issue_b_groups wrote them), one m64nNk16 per row tile for the warpgroup: row tile mt
+// of warp w is rows 16w .. 16w+15 of the mt-th multiply. A's registers stay in use until the
+// multiply completes, so the caller alternates two A arrays between quarters: after the commit,
+// wait until only this quarter's group runs, which frees the other array for the next quarter.
+template <typename T, int NT, int MT, int ROWS>
+__device__ __forceinline__ void bitmap_tc_wgmma_quarter(unsigned s_b, int q, const unsigned* a,
+                                                        float* acc) {
+  // LBO: the next 8 rows of K (the next core matrix of the group); SBO: the next column group.
+  const unsigned long long desc = detail::wgmma_desc_nmajor(s_b + q * 256, 128, ROWS * 16);
+  wgmma_fence();
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt)
+    detail::wgmma_m64k16<T, NT * 8>(acc + mt * NT * 4, a + 4 * mt, desc);
+  wgmma_commit();
+  wgmma_wait<1>();
 }
 
 // Finishes one row tile (rows row0 .. row0+15, all NT·8 columns) from the accumulators (layout

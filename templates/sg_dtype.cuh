@@ -34,6 +34,16 @@ struct Cvt<__nv_bfloat16> {
   }
 };
 
+// fp16 (true) or bf16 (false) tensor-core inputs: they name their operand type in the PTX.
+template <typename T>
+struct IsHalf {
+  static constexpr bool value = false;
+};
+template <>
+struct IsHalf<__half> {
+  static constexpr bool value = true;
+};
+
 }  // namespace detail
 
 // Reads p[0] and widens it to fp32.

@@ -44,13 +44,15 @@ CsrMatrix odd_matrix() {
   return testing::csr_with_lengths(lengths, 200, 17);
 }
 
-BitmapTcSchedule make(int warps, int mt, int ksplit, int stages, int kt = 1) {
+BitmapTcSchedule make(int warps, int mt, int ksplit, int stages, int kt = 1,
+                      MmaKind mma = MmaKind::Sync) {
   BitmapTcSchedule s;
   s.warps_per_block = warps;
   s.m_tiles = mt;
   s.k_tiles = kt;
   s.ksplit = ksplit;
   s.stages = stages;
+  s.mma = mma;
   return s;
 }
 
@@ -395,6 +397,70 @@ TEST(BitmapTcCodegen, CompilesForSm90) {
     }
   }
   std::printf("[ NVRTC    ] %zu bitmap_tc kernels for sm_90 in %.0f ms\n", combos.size(), total_ms);
+}
+
+// mma=wgmma: the emitted source stages B in 16-byte column groups and multiplies per warpgroup;
+// it is flagged arch-specific, and NVRTC compiles it for sm_90a (PTX: the wgmma shape of N, the
+// fences, N-major B; cubin: no spills) over N {8, 16, 32, 64} x warps {4, 8} x mt {1, 2} x
+// kt {1, 2, 4} x ksplit {1, 3}, fp16 and bf16 alternating. The plain sm_90 target refuses it.
+TEST(BitmapTcCodegen, WgmmaCompilesForSm90a) {
+  const CsrMatrix a = odd_matrix();
+  const BitmapTileFormat f = pack_bitmap_tiles(a);
+  const Problem p64 = Problem::spmm(a.rows, a.cols, 64, DType::F16);
+  const BitmapTcSchedule wg = make(4, 1, 1, 2, 1, MmaKind::Wgmma);
+  const GeneratedKernel k = emit_bitmap_tc(p64, Schedule(wg), f);
+  EXPECT_TRUE(k.arch_specific);
+  EXPECT_FALSE(emit_bitmap_tc(p64, Schedule(make(4, 1, 1, 2)), f).arch_specific);
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_issue_b_groups<T, 8, 128, 64>("));
+  EXPECT_TRUE(has(k.source, "sg::fence_proxy_async();"));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_quarter<T, 8, 1, 64>("));
+  EXPECT_TRUE(has(k.source, "sg::wgmma_wait<0>();"));
+  EXPECT_FALSE(has(k.source, "bitmap_tc_mma_quarter"));
+  {
+    nvrtc::CompileOptions o;
+    o.arch = "compute_90a";
+    o.headers = k.headers;
+    const auto r = nvrtc::compile(k.source, o);
+    const std::string ptx(r.image.data());
+    EXPECT_TRUE(has(ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16")) << ptx;
+    EXPECT_TRUE(has(ptx, "wgmma.fence.sync.aligned"));
+    EXPECT_TRUE(has(ptx, "wgmma.commit_group.sync.aligned"));
+    EXPECT_TRUE(has(ptx, "wgmma.wait_group.sync.aligned 1"));
+    EXPECT_TRUE(has(ptx, "fence.proxy.async.shared::cta"));
+    EXPECT_FALSE(has(ptx, "ldmatrix"));
+    EXPECT_FALSE(has(ptx, "mma.sync"));
+    o.arch = "sm_90";
+    EXPECT_THROW(nvrtc::compile(k.source, o), NvrtcError);
+  }
+  int i = 0;
+  double total_ms = 0;
+  for (int64_t n : {8, 16, 32, 64})
+    for (int warps : {4, 8})
+      for (int mt : {1, 2})
+        for (int kt : {1, 2, 4}) {
+          const DType dt = i % 2 == 0 ? DType::F16 : DType::BF16;
+          const int ks = i % 3 == 0 ? 3 : 1;
+          ++i;
+          if (kt > bitmap_tc_part_tiles(f.col_tiles, ks)) continue;
+          const Problem p = Problem::spmm(a.rows, a.cols, n, dt);
+          const Schedule s(make(warps, mt, ks, 2, kt, MmaKind::Wgmma));
+          const GeneratedKernel kk = emit_bitmap_tc(p, s, f);
+          nvrtc::CompileOptions o;
+          o.arch = "sm_90a";
+          o.headers = kk.headers;
+          o.extra_options = {"--ptxas-options=-v"};
+          try {
+            const auto r = nvrtc::compile(kk.source, o);
+            total_ms += r.compile_ms;
+            EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
+                << to_string(p) << " " << to_string(s) << "\n"
+                << r.log;
+            EXPECT_FALSE(has(r.log, "serialized")) << to_string(s) << "\n" << r.log;
+          } catch (const std::exception& e) {
+            ADD_FAILURE() << to_string(p) << " " << to_string(s) << "\n" << e.what();
+          }
+        }
+  std::printf("[ NVRTC    ] %d wgmma bitmap_tc kernels for sm_90a in %.0f ms\n", i, total_ms);
 }
 
 // Degenerate shapes (Problem: "valid, the result is C = beta·C"). M = 0: an empty grid, nothing

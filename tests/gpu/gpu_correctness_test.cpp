@@ -103,8 +103,11 @@ double seconds_since(Clock::time_point t0) {
 
 // "rows/row/nnz red=total>total>none": splits block/warp/thread, reductions thread>warp>block.
 std::string kind_of(const Schedule& s) {
-  if (s.family() == ScheduleFamily::BitmapTc)
-    return s.bitmap_tc().ksplit > 1 ? "bitmap_tc split-K" : "bitmap_tc";
+  if (s.family() == ScheduleFamily::BitmapTc) {
+    const BitmapTcSchedule& b = s.bitmap_tc();
+    return fmt::format("bitmap_tc{}{}", b.mma == MmaKind::Wgmma ? " wgmma" : "",
+                       b.ksplit > 1 ? " split-K" : "");
+  }
   if (s.family() == ScheduleFamily::Macko) {
     if (s.macko().staged()) return "macko staged-B";
     return s.macko().warps_per_row == 1 ? "macko warp-per-row" : "macko split-row";
@@ -120,8 +123,8 @@ std::vector<std::string> features(const Schedule& s) {
   if (s.family() == ScheduleFamily::BitmapTc) {
     const BitmapTcSchedule& b = s.bitmap_tc();
     return {fmt::format("w{}", b.warps_per_block), fmt::format("mt{}", b.m_tiles),
-            fmt::format("ks{}", b.ksplit), fmt::format("st{}", b.stages),
-            fmt::format("kt{}", b.k_tiles)};
+            fmt::format("ks{}", b.ksplit),         fmt::format("st{}", b.stages),
+            fmt::format("kt{}", b.k_tiles),        std::string(to_string(b.mma))};
   }
   if (s.family() == ScheduleFamily::Macko) {
     const MackoSchedule& m = s.macko();
@@ -950,6 +953,50 @@ TEST(GpuBitmapTc, Edge) {
 TEST(GpuBitmapTc, Dlmc) {
   SKIP_WITHOUT_GPU();
   run_collection("dlmc", 5, 2, ScheduleFamily::BitmapTc);
+}
+
+// bitmap_tc with wgmma (sm_90 only): every N the emitter takes (8, 16, 32, 64), fp16 and bf16, on
+// 333 x 1000 (the last warpgroup's rows and the last column tile partial, empty rows, a dense
+// row, a 900-long row) and on a magnitude-pruned 1024 x 4096 weight; schedules over warps, mt, kt,
+// ksplit and stages, each against the CPU reference (gpu_check: poisoned C, two betas).
+TEST(GpuBitmapTc, Wgmma) {
+  SKIP_WITHOUT_GPU();
+  if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
+  auto ctx = std::make_shared<cuda::Context>(0);
+  const CompileTarget target = detect_target(0);
+  if (!target.limits.wgmma) GTEST_SKIP() << "wgmma needs an sm_90 device";
+  std::vector<int64_t> lengths;
+  for (int r = 0; r < 333; ++r) lengths.push_back(r % 9 == 4 ? 0 : 5 + (r * 37) % 200);
+  lengths[100] = 1000;
+  lengths[200] = 900;
+  const CsrMatrix odd = lengths_matrix(lengths, 1000, 21);
+  PruneSpec spec;
+  spec.method = PruneMethod::Magnitude;
+  spec.sparsity = 0.7;
+  const CsrMatrix pruned = prune(make_llm_weight(1024, 4096, 7), spec);
+  const char* specs[] = {
+      "bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2;mma=wgmma",
+      "bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=2;mma=wgmma",
+      "bitmap_tc;warps=4;mt=2;kt=4;ksplit=1;stages=3;mma=wgmma",
+      "bitmap_tc;warps=8;mt=1;kt=2;ksplit=4;stages=3;mma=wgmma",
+  };
+  int checked = 0;
+  for (const CsrMatrix* a : {&odd, &pruned})
+    for (int64_t n : {8, 16, 32, 64})
+      for (DType dt : {DType::F16, DType::BF16}) {
+        const char* sp = specs[static_cast<size_t>(checked) % 4];
+        const Problem p = Problem::spmm(a->rows, a->cols, n, dt);
+        const Schedule s = parse_schedule(sp);
+        SCOPED_TRACE(fmt::format("{} {}", to_string(p), sp));
+        const KernelBuild b = build_kernel(*a, p, s, target);
+        EXPECT_EQ(b.compiled.arch.back(), 'a');  // sm_90a
+        const CompiledKernel k(ctx, b);
+        const GpuCheckPair r = gpu_check(k, *a, 31 + static_cast<uint64_t>(checked));
+        EXPECT_TRUE(r.passed()) << r.error();
+        ++checked;
+      }
+  ctx->synchronize();
+  EXPECT_EQ(checked, 16);
 }
 
 TEST(GpuBitmapTc, Pruned) {

@@ -20,13 +20,15 @@
 namespace sparsegen {
 namespace {
 
-BitmapTcSchedule make(int warps, int mt, int ksplit, int stages, int kt = 1) {
+BitmapTcSchedule make(int warps, int mt, int ksplit, int stages, int kt = 1,
+                      MmaKind mma = MmaKind::Sync) {
   BitmapTcSchedule s;
   s.warps_per_block = warps;
   s.m_tiles = mt;
   s.k_tiles = kt;
   s.ksplit = ksplit;
   s.stages = stages;
+  s.mma = mma;
   return s;
 }
 
@@ -72,9 +74,9 @@ void expect_one_reason(const Problem& p, const BitmapTcSchedule& s,
 }
 
 TEST(BitmapTcSchedule, SpecRoundTrip) {
-  const std::vector<BitmapTcSchedule> all = {make(4, 1, 1, 2), make(8, 2, 3, 3),
-                                             make(1, 1, 64, 2, 4), make(2, 2, 7, 3, 2),
-                                             make(8, 1, 2, 2, 4)};
+  const std::vector<BitmapTcSchedule> all = {
+      make(4, 1, 1, 2),    make(8, 2, 3, 3),    make(1, 1, 64, 2, 4),
+      make(2, 2, 7, 3, 2), make(8, 1, 2, 2, 4), make(4, 2, 2, 2, 2, MmaKind::Wgmma)};
   for (const auto& b : all) {
     const Schedule s(b);
     EXPECT_EQ(s.family(), ScheduleFamily::BitmapTc);
@@ -86,7 +88,12 @@ TEST(BitmapTcSchedule, SpecRoundTrip) {
     EXPECT_EQ(to_string(back), spec);
   }
   EXPECT_EQ(to_string(Schedule(make(8, 2, 3, 3, 2))),
-            "bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=3");
+            "bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=3;mma=sync");
+  EXPECT_EQ(to_string(Schedule(make(8, 1, 1, 2, 1, MmaKind::Wgmma))),
+            "bitmap_tc;warps=8;mt=1;kt=1;ksplit=1;stages=2;mma=wgmma");
+  // Specs written before the mma field (cache keys, results JSON) still parse, as mma=sync.
+  EXPECT_EQ(parse_schedule("bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=3"),
+            Schedule(make(8, 2, 3, 3, 2)));
   // Omitted fields keep the defaults; any order; a trailing ';' is tolerated.
   EXPECT_EQ(parse_schedule("bitmap_tc"), Schedule(BitmapTcSchedule{}));
   EXPECT_EQ(parse_schedule("bitmap_tc;stages=3;ksplit=3;kt=4;mt=2;warps=8;"),
@@ -100,8 +107,16 @@ TEST(BitmapTcSchedule, GoldenPrint) {
             "  format: bitmap tiles 16x64 (64-bit row masks, values in fragment order)\n"
             "  block : warps=8 rows_per_block=256 (mt=2 row tiles per warp)\n"
             "  k     : ksplit=3 parts, 2 column tiles per step, cp.async stages=3\n"
-            "  math  : mma.m16n8k16, fp32 accumulate\n"
+            "  math  : mma.m16n8k16 per warp, fp32 accumulate\n"
             "  output: atomic\n");
+  EXPECT_EQ(print_schedule(Schedule(make(4, 1, 1, 2, 1, MmaKind::Wgmma))),
+            "schedule bitmap_tc\n"
+            "  format: bitmap tiles 16x64 (64-bit row masks, values in fragment order)\n"
+            "  block : warps=4 rows_per_block=64 (mt=1 row tiles per warp)\n"
+            "  k     : ksplit=1 parts, 1 column tile per step, cp.async stages=2\n"
+            "  math  : wgmma.m64nNk16 per warpgroup (A from registers, B from shared), fp32 "
+            "accumulate\n"
+            "  output: store\n");
   const std::string def = print_schedule(Schedule(BitmapTcSchedule{}));
   EXPECT_NE(def.find("  output: store\n"), std::string::npos) << def;
   EXPECT_NE(def.find(" 1 column tile per step,"), std::string::npos) << def;
@@ -126,8 +141,10 @@ TEST(BitmapTcSchedule, DerivedQuantities) {
 TEST(BitmapTcSchedule, ParseErrorsNameTheField) {
   auto parse = [](const char* spec) { return [spec] { (void)parse_schedule(spec); }; };
   // Unknown key.
-  expect_user_error(parse("bitmap_tc;foo=1"), {"field 'foo'", "warps, mt, kt, ksplit, stages"},
+  expect_user_error(parse("bitmap_tc;foo=1"), {"field 'foo'", "warps, mt, kt, ksplit, stages, mma"},
                     "unknown key");
+  expect_user_error(parse("bitmap_tc;mma=hmma"), {"field 'mma'", "sync or wgmma", "'hmma'"},
+                    "mma=hmma");
   // A general-family key is unknown here.
   expect_user_error(parse("bitmap_tc;tcols=2"), {"field 'tcols'"}, "general key");
   // Out of the parser's range / not an integer.
@@ -146,6 +163,8 @@ TEST(BitmapTcSchedule, ParseErrorsNameTheField) {
   expect_user_error(parse("bitmap_tc;ksplit=65"), {"ksplit=65 must be in 1..64"}, "ksplit=65");
   expect_user_error(parse("bitmap_tc;stages=4"), {"stages=4 must be 2 or 3"}, "stages=4");
   expect_user_error(parse("bitmap_tc;kt=3"), {"kt=3 must be 1, 2 or 4"}, "kt=3");
+  expect_user_error(parse("bitmap_tc;warps=2;mma=wgmma"), {"warpgroups", "warps=2"},
+                    "wgmma, 2 warps");
   // Duplicate key.
   expect_user_error(parse("bitmap_tc;warps=4;mt=1;warps=8"), {"field 'warps'", "second occurrence"},
                     "duplicate warps");
@@ -177,6 +196,12 @@ TEST(BitmapTcSchedule, ValidateAgainstProblem) {
   expect_one_reason(Problem::spmm(64, 256, 8, DType::F16), make(4, 1, 5, 2),
                     {"ksplit=5", "4 column tiles", "k=256"});
   EXPECT_TRUE(validate(Problem::spmm(64, 257, 8, DType::F16), Schedule(make(4, 1, 5, 2))).empty());
+  // wgmma: N of 8, 16, 32 or 64 only (one emitted instruction shape per N).
+  const BitmapTcSchedule wg = make(4, 1, 1, 2, 1, MmaKind::Wgmma);
+  for (int64_t n : {8, 16, 32, 64})
+    EXPECT_TRUE(validate(Problem::spmm(100, 130, n, DType::BF16), Schedule(wg)).empty()) << n;
+  expect_one_reason(Problem::spmm(64, 256, 24, DType::F16), wg, {"mma=wgmma", "not 24"});
+  expect_one_reason(Problem::spmm(64, 256, 128, DType::F16), wg, {"mma=wgmma", "not 128"});
   // Every reason at once.
   const auto why =
       validate(Problem::spmm(64, 64, 7, DType::F32, Layout::ColMajor), Schedule(make(4, 1, 2, 2)));
@@ -220,15 +245,21 @@ TEST(BitmapTcSchedule, SharedMemoryWorkedExample) {
   EXPECT_EQ(small.a_values, 16);
   EXPECT_EQ(small.total, 2352);
   // Padded B rows: an odd number of 16-byte units (8 rows of an ldmatrix hit distinct banks).
-  EXPECT_EQ(bitmap_tc_b_row_bytes(Problem::spmm(1, 1, 8, DType::F16)), 16);
-  EXPECT_EQ(bitmap_tc_b_row_bytes(Problem::spmm(1, 1, 16, DType::F16)), 48);
-  EXPECT_EQ(bitmap_tc_b_row_bytes(Problem::spmm(1, 1, 64, DType::F16)), 144);
-  EXPECT_EQ(bitmap_tc_b_row_bytes(Problem::spmm(1, 1, 128, DType::F16)), 272);
+  const BitmapTcSchedule sync;
+  EXPECT_EQ(bitmap_tc_b_row_bytes(Problem::spmm(1, 1, 8, DType::F16), sync), 16);
+  EXPECT_EQ(bitmap_tc_b_row_bytes(Problem::spmm(1, 1, 16, DType::F16), sync), 48);
+  EXPECT_EQ(bitmap_tc_b_row_bytes(Problem::spmm(1, 1, 64, DType::F16), sync), 144);
+  EXPECT_EQ(bitmap_tc_b_row_bytes(Problem::spmm(1, 1, 128, DType::F16), sync), 272);
   for (int64_t n = 8; n <= 128; n += 8) {
-    const int64_t row = bitmap_tc_b_row_bytes(Problem::spmm(1, 1, n, DType::F16));
+    const int64_t row = bitmap_tc_b_row_bytes(Problem::spmm(1, 1, n, DType::F16), sync);
     EXPECT_GE(row, 2 * n);
     EXPECT_EQ(row % 32, 16) << n;
   }
+  // wgmma reads B in 16-byte column groups (no ldmatrix): rows are not padded.
+  BitmapTcSchedule wg;
+  wg.mma = MmaKind::Wgmma;
+  for (int64_t n : {8, 16, 32, 64})
+    EXPECT_EQ(bitmap_tc_b_row_bytes(Problem::spmm(1, 1, n, DType::F16), wg), 2 * n);
   // Every part of the layout is a multiple of 16 bytes (cp.async / ldmatrix alignment).
   for (int64_t mtv : {8, 96, 1024})
     for (const auto& s : {make(1, 1, 1, 2), make(8, 2, 7, 3), make(2, 1, 3, 2, 4)}) {
@@ -276,6 +307,12 @@ TEST(BitmapTcSchedule, VerifyHardwareLimits) {
   small.max_grid_x = 0;
   small.max_threads_per_block = 128;
   EXPECT_EQ(verify_bitmap_tc(p, s, stats_with(64), small).size(), 2u);
+  // wgmma needs the sm_90a target: refused on an sm_80 device, with the device named.
+  const BitmapTcSchedule wg = make(4, 1, 1, 2, 1, MmaKind::Wgmma);
+  EXPECT_TRUE(verify_bitmap_tc(p, wg, stats_with(64), dev).empty());
+  const auto no = verify_bitmap_tc(p, wg, stats_with(64), DeviceLimits::sm80());
+  ASSERT_EQ(no.size(), 1u);
+  EXPECT_NE(no[0].find("sm_80"), std::string::npos) << no[0];
   // Problem legality comes first (and alone).
   const auto bad =
       verify_bitmap_tc(Problem::spmm(256, 512, 64, DType::F32), s, stats_with(64), dev);
@@ -327,25 +364,33 @@ TEST(BitmapTcSchedule, EnumerateOnlyVerifiedSchedules) {
         }
         // A small grid (1-2 blocks) is far from the wave bound: ksplit doubles up to the 5 tiles.
         EXPECT_EQ(ksplits, (std::set<int>{1, 2, 4})) << to_string(p);
-        // Complete: every (warps {4, 8}, mt {1, 2}, kt {1, 2, 4}, ksplit {1, 2, 4}) point of the
-        // space (stages 2) whose step fits its part (parts of 5, 3, 2 tiles) and that verifies.
-        // With n <= 24 all fit: per (warps, mt) kt 1 and 2 x 3 ksplits + kt 4 x ksplit 1 = 7.
+        // Complete: every (mma, warps {4, 8}, mt {1, 2}, kt {1, 2, 4}, ksplit {1, 2, 4}) point
+        // of the space (stages 2) whose step fits its part (parts of 5, 3, 2 tiles) and that
+        // verifies (wgmma: n = 8 only of these three). With n <= 24 all fit: per (warps, mt)
+        // kt 1 and 2 x 3 ksplits + kt 4 x ksplit 1 = 7.
         size_t expect = 0;
-        for (int w : {4, 8})
-          for (int mt : {1, 2})
-            for (int kt : {1, 2, 4})
-              for (int ks : {1, 2, 4}) {
-                const BitmapTcSchedule b = make(w, mt, ks, 2, kt);
-                if (kt > bitmap_tc_part_tiles(5, ks) || !verify_bitmap_tc(p, b, st, dev).empty())
-                  continue;
-                ++expect;
-                EXPECT_EQ(specs.count(to_string(Schedule(b))), 1u)
-                    << "missing " << to_string(Schedule(b));
-              }
+        for (MmaKind mma : {MmaKind::Sync, MmaKind::Wgmma})
+          for (int w : {4, 8})
+            for (int mt : {1, 2})
+              for (int kt : {1, 2, 4})
+                for (int ks : {1, 2, 4}) {
+                  const BitmapTcSchedule b = make(w, mt, ks, 2, kt, mma);
+                  if (kt > bitmap_tc_part_tiles(5, ks) || !validate_bitmap_tc(p, b).empty() ||
+                      !verify_bitmap_tc(p, b, st, dev).empty())
+                    continue;
+                  ++expect;
+                  EXPECT_EQ(specs.count(to_string(Schedule(b))), 1u)
+                      << "missing " << to_string(Schedule(b));
+                }
         EXPECT_EQ(all.size(), expect) << to_string(p);
-        if (n <= 24) {
+        if (n == 8) {
+          EXPECT_EQ(all.size(), 56u) << to_string(p);
+        } else if (n == 24) {
           EXPECT_EQ(all.size(), 28u) << to_string(p);
         }
+        // No device but sm_90 runs wgmma.
+        for (const Schedule& s : enumerate_bitmap_tc_schedules(p, a, DeviceLimits::sm80()))
+          EXPECT_EQ(s.bitmap_tc().mma, MmaKind::Sync) << to_string(s);
       }
   // A device whose shared memory holds none of them: nothing is offered.
   DeviceLimits tiny = dev;

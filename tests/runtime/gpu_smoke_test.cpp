@@ -64,6 +64,12 @@ TEST(NvrtcCpu, ArchNames) {
   EXPECT_EQ(nvrtc::compute_arch_for(8, 0), "compute_80");
   EXPECT_THROW(nvrtc::sm_arch_for(-1, 0), NvrtcError);
   EXPECT_THROW(nvrtc::sm_arch_for(9, 12), NvrtcError);
+  // The arch-specific variant a wgmma kernel is compiled for.
+  EXPECT_EQ(nvrtc::arch_specific_variant("sm_90"), "sm_90a");
+  EXPECT_EQ(nvrtc::arch_specific_variant("compute_90"), "compute_90a");
+  EXPECT_EQ(nvrtc::arch_specific_variant("sm_90a"), "sm_90a");
+  EXPECT_EQ(nvrtc::arch_specific_variant("sm_100f"), "sm_100a");
+  EXPECT_THROW(nvrtc::arch_specific_variant("sm90"), NvrtcError);
 }
 
 TEST(NvrtcCpu, CompilesToPtx) {
@@ -86,7 +92,11 @@ TEST(NvrtcCpu, CompilesToCubin) {
     nvrtc::CompileResult r = nvrtc::compile(kKernel, options_for(arch));
     EXPECT_TRUE(r.is_cubin);
     ASSERT_GE(r.image.size(), 4u);
-    EXPECT_EQ(std::memcmp(r.image.data(), "\x7f" "ELF", 4), 0);  // a cubin is an ELF file
+    EXPECT_EQ(std::memcmp(r.image.data(),
+                          "\x7f"
+                          "ELF",
+                          4),
+              0);  // a cubin is an ELF file
     EXPECT_NE(image_text(r).find("scale_add"), std::string::npos);
     EXPECT_EQ(r.options.front(), std::string("--gpu-architecture=") + arch);
   }
@@ -151,7 +161,7 @@ TEST(NvrtcCpu, SyntaxErrorThrowsWithLogAndSourceLine) {
   const char* bad =
       "extern \"C\" __global__ void k(float* y) {\n"
       "  y[threadIdx.x] = 1.0f\n"  // line 2: missing ';'
-      "  int oops = ;\n"            // line 3
+      "  int oops = ;\n"           // line 3
       "}\n";
   nvrtc::CompileOptions o;
   o.arch = "sm_90";
@@ -167,7 +177,7 @@ TEST(NvrtcCpu, SyntaxErrorThrowsWithLogAndSourceLine) {
     EXPECT_NE(what.find("sm_90"), std::string::npos);
     EXPECT_NE(what.find("int oops = ;"), std::string::npos) << what;  // the source is shown
     EXPECT_NE(what.find("around line 3"), std::string::npos) << what;
-    EXPECT_NE(what.find(e.log()), std::string::npos);                 // so is the whole log
+    EXPECT_NE(what.find(e.log()), std::string::npos);  // so is the whole log
   }
 }
 
@@ -280,7 +290,9 @@ void run_scale_add(const std::string& arch_override) {
   EXPECT_LT(std::sqrt(err2 / ref2), 1e-6);
 }
 
-TEST_F(Gpu, CubinForDeviceArchRunsCorrectly) { run_scale_add(""); }
+TEST_F(Gpu, CubinForDeviceArchRunsCorrectly) {
+  run_scale_add("");
+}
 
 TEST_F(Gpu, PtxIsJitCompiledByTheDriver) {
   cuda::Context ctx(0);
@@ -302,9 +314,8 @@ TEST_F(Gpu, SmokeCheckPassesAndWritesEveryOutput) {
 
 TEST_F(Gpu, InvalidLaunchConfigNamesTheCall) {
   cuda::Context ctx(0);
-  nvrtc::CompileResult compiled =
-      nvrtc::compile(kKernel, options_for(nvrtc::sm_arch_for(ctx.info().cc_major,
-                                                             ctx.info().cc_minor)));
+  nvrtc::CompileResult compiled = nvrtc::compile(
+      kKernel, options_for(nvrtc::sm_arch_for(ctx.info().cc_major, ctx.info().cc_minor)));
   cuda::Module module(compiled.image);
   CUfunction fn = module.function("scale_add");
   cuda::DeviceBuffer dx(1024), dy(1024);
