@@ -166,10 +166,10 @@ class BitmapTcEmitter : public Emitter {
       line("__syncthreads();");
       line(fmt::format("const int buf = i % {};", s_.stages));
       comment("lane words and value starts of the warp's A tiles first: the scans overlap");
-      // wgmma: two A arrays, alternating by quarter (a quarter's registers stay read until its
-      // multiply completes)
+      // wgmma: every quarter's A of the step first, then the step's multiplies back to back (a
+      // wgmma is a warpgroup barrier: one per step, not one per quarter)
       line(fmt::format("unsigned w[{}], addr[{}], a[{}];", MT * KT, MT * KT,
-                       (wgmma_ ? 2 : 1) * 4 * MT));
+                       (wgmma_ ? 4 * KT : 1) * 4 * MT));
       // one scan per two k tiles of a row tile (see bitmap_tc_lanes for the measurements)
       call_stmt(tmpl::bitmap_tc_lanes,
                 targs(IntArg{MT * KT}, IntArg{smem_.a_tile}, IntArg{KT >= 2 ? 1 : 0}),
@@ -179,8 +179,7 @@ class BitmapTcEmitter : public Emitter {
       {
         auto uq = block(fmt::format("for (int uq = 0; uq < {}; ++uq)", 4 * KT));
         line("const int u = uq >> 2, q = uq & 3;  // tile of the step, quarter of the tile");
-        if (wgmma_) line(fmt::format("unsigned* const aq = a + (uq & 1) * {};", 4 * MT));
-        const std::string aq = wgmma_ ? "aq" : "a";
+        const std::string aq = wgmma_ ? fmt::format("a + uq * {}", 4 * MT) : "a";
         line("#pragma unroll");
         line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
         line("  " +
@@ -188,20 +187,19 @@ class BitmapTcEmitter : public Emitter {
                   ptr_u32(fmt::format("addr + mt * {} + u", KT)), ptr_u32(aq + " + 4 * mt"))
                  .text +
              ";");
-        comment("B rows 16·uq .. 16·uq + 15 of the step");
-        if (wgmma_)
-          call_stmt(tmpl::bitmap_tc_wgmma_quarter,
-                    targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{kBitmapTileCols * KT}),
-                    u32(stage_b("buf")), i32("uq"), cptr_u32(aq), ptr_f32("acc"));
-        else
+        if (!wgmma_) {
+          comment("B rows 16·uq .. 16·uq + 15 of the step");
           call_stmt(
               tmpl::bitmap_tc_mma_quarter,
               targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{bitmap_tc_b_row_bytes(p_, s_)}),
               u32(stage_b("buf")), i32("uq"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
+        }
       }
       if (wgmma_) {
-        comment("the step's multiplies read B until they complete");
-        call_stmt(tmpl::wgmma_wait, targs(IntArg{0}));
+        comment("the step's 4·kt quarters x mt multiplies; they have completed when it returns");
+        call_stmt(tmpl::bitmap_tc_wgmma_step,
+                  targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{4 * KT}), u32(stage_b("buf")),
+                  cptr_u32("a"), ptr_f32("acc"));
       }
       comment("the buffer is refilled by the next step's issue()");
       line("__syncthreads();");

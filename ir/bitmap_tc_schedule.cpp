@@ -139,7 +139,9 @@ int bitmap_tc_registers(const Problem& p, const BitmapTcSchedule& s) {
   // two n8 tiles, and a base for masks, offsets, addresses and loop state.
   const int ntiles = static_cast<int>((p.n + 7) / 8);
   // ptxas: 235 for warps=8, mt=2, N=128, kt=1 (this gives 228).
-  return 72 + s.m_tiles * (4 * ntiles + 4 + 6 * s.k_tiles) + 4;
+  // wgmma holds every quarter's A operand of a step at once (4·kt quarters of 4 registers).
+  const int a_regs = s.mma == MmaKind::Wgmma ? 16 * s.k_tiles : 4;
+  return 72 + s.m_tiles * (4 * ntiles + a_regs + 6 * s.k_tiles) + 4;
 }
 
 std::vector<std::string> verify_bitmap_tc(const Problem& p, const BitmapTcSchedule& s,
