@@ -413,8 +413,8 @@ TEST(BitmapTcCodegen, WgmmaCompilesForSm90a) {
   EXPECT_FALSE(emit_bitmap_tc(p64, Schedule(make(4, 1, 1, 2)), f).arch_specific);
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_issue_b_groups<T, 8, 128, 64>("));
   EXPECT_TRUE(has(k.source, "sg::fence_proxy_async();"));
-  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_quarter<T, 8, 1, 64>("));
-  EXPECT_TRUE(has(k.source, "sg::wgmma_wait<0>();"));
+  EXPECT_TRUE(has(k.source, "unsigned w[1], addr[1], a[16];"));  // the step's 4 quarters of A
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_step<T, 8, 1, 4>("));
   EXPECT_FALSE(has(k.source, "bitmap_tc_mma_quarter"));
   {
     nvrtc::CompileOptions o;
@@ -425,7 +425,9 @@ TEST(BitmapTcCodegen, WgmmaCompilesForSm90a) {
     EXPECT_TRUE(has(ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16")) << ptx;
     EXPECT_TRUE(has(ptx, "wgmma.fence.sync.aligned"));
     EXPECT_TRUE(has(ptx, "wgmma.commit_group.sync.aligned"));
-    EXPECT_TRUE(has(ptx, "wgmma.wait_group.sync.aligned 1"));
+    EXPECT_EQ(count(ptx, "wgmma.mma_async"), 4u);  // one per quarter, one group per step
+    EXPECT_EQ(count(ptx, "wgmma.commit_group"), 1u);
+    EXPECT_TRUE(has(ptx, "wgmma.wait_group.sync.aligned 0"));
     EXPECT_TRUE(has(ptx, "fence.proxy.async.shared::cta"));
     EXPECT_FALSE(has(ptx, "ldmatrix"));
     EXPECT_FALSE(has(ptx, "mma.sync"));
