@@ -79,8 +79,7 @@ class BitmapTcEmitter : public Emitter {
     return fmt::format("s_stage0 + ({}) * {}", buf, smem_.stage);
   }
   std::string a_tile(const std::string& buf, const std::string& idx) const {
-    return fmt::format("{} + {} + ({}) * {}", stage_b(buf), s_.k_tiles * smem_.b_tile, idx,
-                       smem_.a_tile);
+    return fmt::format("{} + {} + ({}) * {}", stage_b(buf), smem_.b_step, idx, smem_.a_tile);
   }
 
   void emit_body() {

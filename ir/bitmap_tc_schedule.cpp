@@ -124,7 +124,10 @@ BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t
   m.b_tile = kBitmapTileCols * bitmap_tc_b_row_bytes(p, s);
   m.a_values = round16(2 * max_tile_values);
   m.a_tile = kBitmapTileRows * 8 + m.a_values;
-  m.stage = s.k_tiles * (m.b_tile + row_tiles * m.a_tile);
+  // wgmma: the step's B column groups are 16 bytes apart beyond their rows (bitmap_tc_b_group):
+  // one pad per column group and step.
+  m.b_step = s.k_tiles * m.b_tile + (s.mma == MmaKind::Wgmma ? 16 * ((p.n + 7) / 8) : 0);
+  m.stage = m.b_step + s.k_tiles * row_tiles * m.a_tile;
   m.total = m.tile_ptrs + s.stages * m.stage;
   return m;
 }

@@ -47,7 +47,8 @@ struct BitmapTcSmem {
   int64_t b_tile = 0;     // 64 rows x bitmap_tc_b_row_bytes
   int64_t a_values = 0;   // one row tile's value buffer: max_tile_values x 2, rounded to 16
   int64_t a_tile = 0;     // 128 mask bytes + a_values
-  int64_t stage = 0;      // k_tiles x (b_tile + (row tiles per block) x a_tile)
+  int64_t b_step = 0;     // a step's B rows: k_tiles x b_tile (+ 16 per column group, wgmma)
+  int64_t stage = 0;      // b_step + k_tiles x (row tiles per block) x a_tile
   int64_t total = 0;      // tile_ptrs + stages x stage
 };
 BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t max_tile_values);

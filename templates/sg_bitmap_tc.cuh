@@ -72,12 +72,21 @@ __device__ __forceinline__ void bitmap_tc_issue_b(unsigned s_b, const T* __restr
   }
 }
 
+// mma=wgmma: bytes from one 16-byte column group of a staged B step (ROWS rows) to the next: its
+// rows plus 16, so the 8 groups of an N = 64 operand start in 8 different bank quads (ROWS·16
+// alone is a multiple of 128 bytes: every group would start in the same banks).
+template <int ROWS>
+__device__ __forceinline__ constexpr unsigned bitmap_tc_b_group() {
+  return ROWS * 16 + 16;
+}
+
 // mma=wgmma: the copy of B rows k0 .. k0 + ROWS - 1 (N = NT·8 columns) into the staged tile at
 // shared address s_b in 16-byte column groups (sg_wgmma.cuh): the piece of row r, columns
-// 8j .. 8j+7 goes to s_b + j·ROWS·16 + r·16, so the group's rows are contiguous and every 8 rows
-// form one core matrix. Rows at or beyond k_end are zero-filled (as bitmap_tc_issue_b).
-// Eight consecutive threads take eight consecutive rows of one column group: their 16-byte writes
-// cover 128 contiguous bytes (no bank conflict), and a warp's reads cover 32-byte sectors whole.
+// 8j .. 8j+7 goes to s_b + j·bitmap_tc_b_group<ROWS>() + r·16, so the group's rows are contiguous
+// and every 8 rows form one core matrix. Rows at or beyond k_end are zero-filled (as
+// bitmap_tc_issue_b). Eight consecutive threads take eight consecutive rows of one column group:
+// their 16-byte writes cover 128 contiguous bytes (no bank conflict), and a warp's reads cover
+// 32-byte sectors whole.
 template <typename T, int NT, int THREADS, int ROWS>
 __device__ __forceinline__ void bitmap_tc_issue_b_groups(unsigned s_b, const T* __restrict__ B,
                                                          int k0, int k_end, int tid) {
@@ -88,7 +97,7 @@ __device__ __forceinline__ void bitmap_tc_issue_b_groups(unsigned s_b, const T* 
   const int j = (tid >> 3) % NT;
   const int r0 = (tid / (8 * NT)) * 8 + (tid & 7);
   const int left = k_end - k0 - r0;
-  const unsigned dst = s_b + j * (ROWS * 16) + r0 * 16;
+  const unsigned dst = s_b + j * bitmap_tc_b_group<ROWS>() + r0 * 16;
   const T* src = B + static_cast<long long>(k0 + r0) * (NT * 8) + j * 8;
 #pragma unroll
   for (int it = 0; it < kIters; ++it) {
@@ -240,7 +249,7 @@ __device__ __forceinline__ void bitmap_tc_mma_quarter(unsigned s_b, int q, int l
 // alternating A arrays, was 1.39x slower than mma.sync at N = 64; see results.)
 template <typename T, int NT, int MT, int QUARTERS>
 __device__ __forceinline__ void bitmap_tc_wgmma_step(unsigned s_b, const unsigned* a, float* acc) {
-  constexpr unsigned kGroup = QUARTERS * 16 * 16;  // bytes of one column group (8 columns)
+  constexpr unsigned kGroup = bitmap_tc_b_group<QUARTERS * 16>();  // the next 8 columns
   wgmma_fence();
 #pragma unroll
   for (int uq = 0; uq < QUARTERS; ++uq) {

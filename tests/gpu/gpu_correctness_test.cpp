@@ -977,7 +977,7 @@ TEST(GpuBitmapTc, Wgmma) {
   const char* specs[] = {
       "bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2;mma=wgmma",
       "bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=2;mma=wgmma",
-      "bitmap_tc;warps=4;mt=2;kt=4;ksplit=1;stages=3;mma=wgmma",
+      "bitmap_tc;warps=4;mt=2;kt=2;ksplit=1;stages=3;mma=wgmma",
       "bitmap_tc;warps=8;mt=1;kt=2;ksplit=4;stages=3;mma=wgmma",
   };
   int checked = 0;
