@@ -364,33 +364,28 @@ TEST(BitmapTcSchedule, EnumerateOnlyVerifiedSchedules) {
         }
         // A small grid (1-2 blocks) is far from the wave bound: ksplit doubles up to the 5 tiles.
         EXPECT_EQ(ksplits, (std::set<int>{1, 2, 4})) << to_string(p);
-        // Complete: every (mma, warps {4, 8}, mt {1, 2}, kt {1, 2, 4}, ksplit {1, 2, 4}) point
-        // of the space (stages 2) whose step fits its part (parts of 5, 3, 2 tiles) and that
-        // verifies (wgmma: n = 8 only of these three). With n <= 24 all fit: per (warps, mt)
-        // kt 1 and 2 x 3 ksplits + kt 4 x ksplit 1 = 7.
+        // Complete: every (warps {4, 8}, mt {1, 2}, kt {1, 2, 4}, ksplit {1, 2, 4}) point of the
+        // space (stages 2, mma=sync) whose step fits its part (parts of 5, 3, 2 tiles) and that
+        // verifies. With n <= 24 all fit: per (warps, mt) kt 1 and 2 x 3 ksplits + kt 4 x
+        // ksplit 1 = 7.
         size_t expect = 0;
-        for (MmaKind mma : {MmaKind::Sync, MmaKind::Wgmma})
-          for (int w : {4, 8})
-            for (int mt : {1, 2})
-              for (int kt : {1, 2, 4})
-                for (int ks : {1, 2, 4}) {
-                  const BitmapTcSchedule b = make(w, mt, ks, 2, kt, mma);
-                  if (kt > bitmap_tc_part_tiles(5, ks) || !validate_bitmap_tc(p, b).empty() ||
-                      !verify_bitmap_tc(p, b, st, dev).empty())
-                    continue;
-                  ++expect;
-                  EXPECT_EQ(specs.count(to_string(Schedule(b))), 1u)
-                      << "missing " << to_string(Schedule(b));
-                }
+        for (int w : {4, 8})
+          for (int mt : {1, 2})
+            for (int kt : {1, 2, 4})
+              for (int ks : {1, 2, 4}) {
+                const BitmapTcSchedule b = make(w, mt, ks, 2, kt);
+                if (kt > bitmap_tc_part_tiles(5, ks) || !verify_bitmap_tc(p, b, st, dev).empty())
+                  continue;
+                ++expect;
+                EXPECT_EQ(specs.count(to_string(Schedule(b))), 1u)
+                    << "missing " << to_string(Schedule(b));
+              }
         EXPECT_EQ(all.size(), expect) << to_string(p);
-        if (n == 8) {
-          EXPECT_EQ(all.size(), 56u) << to_string(p);
-        } else if (n == 24) {
+        if (n <= 24) {
           EXPECT_EQ(all.size(), 28u) << to_string(p);
         }
-        // No device but sm_90 runs wgmma.
-        for (const Schedule& s : enumerate_bitmap_tc_schedules(p, a, DeviceLimits::sm80()))
-          EXPECT_EQ(s.bitmap_tc().mma, MmaKind::Sync) << to_string(s);
+        // wgmma is legal but not offered (measured slower than mma.sync on the H200).
+        for (const Schedule& s : all) EXPECT_EQ(s.bitmap_tc().mma, MmaKind::Sync) << to_string(s);
       }
   // A device whose shared memory holds none of them: nothing is offered.
   DeviceLimits tiny = dev;
