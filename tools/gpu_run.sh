@@ -60,6 +60,8 @@ SANITIZER_RUNS=(
   "gpu_tests_sample|tests/gpu_tests '--gtest_filter=GpuSample.*:GpuPipeline.*'"
   # bitmap_tc kernels (cp.async, ldmatrix, the split-K workspace): one config per edge matrix.
   "bitmap_tc_edge|tests/gpu_tests '--gtest_filter=GpuBitmapTc.Edge'"
+  # bitmap_tc on wgmma (sm_90a: warpgroup multiplies reading B from shared memory).
+  "bitmap_tc_wgmma|tests/gpu_tests '--gtest_filter=GpuBitmapTc.Wgmma'"
   # MACKO kernels (staged B, one-wave rows per warp, the balanced row order): the DLMC matrices.
   "macko_dlmc|tests/gpu_tests '--gtest_filter=GpuMacko.Dlmc'"
   # MACKO work items: long rows cut into segments that several warps share.
