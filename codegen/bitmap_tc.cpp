@@ -54,10 +54,9 @@ class BitmapTcEmitter : public Emitter {
     PT_ = bitmap_tc_part_tiles(CT_, s_.ksplit);
     atomic_ = s_.output() == OutputMode::Atomic;
     wgmma_ = s_.mma == MmaKind::Wgmma;
-    for (const char* n :
-         {"values", "B",    "C",     "ws",    "alpha",   "beta", "masks",    "tile_ptr",
-          "lane",   "warp", "tid",   "T",     "sg_smem", "s_tp", "s_stage0", "ct0",
-          "tiles",  "acc",  "issue", "steps", "k_end",   "aq"})
+    for (const char* n : {"values",   "B",    "C",     "ws",  "alpha", "beta",    "masks",
+                          "tile_ptr", "lane", "warp",  "tid", "T",     "sg_smem", "s_tp",
+                          "s_stage0", "ct0",  "tiles", "acc", "issue", "steps",   "k_end"})
       reserve(n);
     decl(fmt::format("// sparsegen bitmap_tc kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));

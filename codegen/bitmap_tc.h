@@ -19,6 +19,9 @@
 //     sg::bitmap_tc_finish<T, 8, 0>(C, ws, acc, row0, M, N, 1, alpha, beta, lane);
 //   }
 //
+// mma=wgmma (sm_90a): B is copied in 16-byte column groups (sg::bitmap_tc_issue_b_groups), each
+// warp decodes all 4·kt quarters of the step into registers, and sg::bitmap_tc_wgmma_step issues
+// one wgmma.m64nNk16 per quarter and row tile for the warpgroup and waits for them.
 // Dynamic shared memory (LaunchShape::dynamic_shared_bytes = bitmap_tc_shared_bytes): the tile
 // pointers, then per stage the B tile (64 rows of bitmap_tc_b_row_bytes) and every warp's masks
 // (32 words) and values (max_tile_values slots, 16-byte rounded) per row tile.

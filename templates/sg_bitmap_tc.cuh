@@ -245,8 +245,9 @@ __device__ __forceinline__ void bitmap_tc_mma_quarter(unsigned s_b, int q, int l
 // (quarter, row tile) for the warpgroup (row tile mt of warp w is rows 16w .. 16w+15 of its
 // multiply), all issued back to back after one fence, in one group that is waited for before
 // returning: B's buffer and a may be reused after the call.
-// (Measured on the H200, 28672x7168 70 %: a fence, commit and wait per quarter instead, with two
-// alternating A arrays, was 1.39x slower than mma.sync at N = 64; see results.)
+// Measured on the H200 (28672x7168 70 %, N = 64): 1.39x slower than mma.sync, as was a fence,
+// commit and wait per quarter with two alternating A arrays; so the tuner does not offer it
+// (results/2026-11-24_nvidia-h200, tenth session).
 template <typename T, int NT, int MT, int QUARTERS>
 __device__ __forceinline__ void bitmap_tc_wgmma_step(unsigned s_b, const unsigned* a, float* acc) {
   constexpr unsigned kGroup = bitmap_tc_b_group<QUARTERS * 16>();  // the next 8 columns
