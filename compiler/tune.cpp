@@ -478,13 +478,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
           if (opt.source_hook) {
             KernelBuild b = prepare_kernel(a, p, c.schedule, target);
             opt.source_hook(b.kernel.source);
-            nvrtc::CompileOptions o;
-            o.arch =
-                b.kernel.arch_specific ? nvrtc::arch_specific_variant(target.arch) : target.arch;
-            o.headers = b.kernel.headers;
-            o.program_name = "sparsegen_general.cu";
-            o.line_info = req.line_info;
-            b.compiled = nvrtc::compile(b.kernel.source, o);
+            compile_step(b, target, "sparsegen_general.cu", req.line_info);
             c.build = std::move(b);
           } else if (c.schedule.family() == ScheduleFamily::Macko) {
             const int bits = c.schedule.macko().delta_bits;

@@ -290,6 +290,15 @@ TEST(BitmapTcCodegen, IllegalProblemsThrowUserError) {
                UserError);  // 4 column tiles
 }
 
+// NVRTC to a cubin for `arch` with ptxas -v, whose report (registers, spills) lands in the log.
+nvrtc::CompileResult compile_verbose(const GeneratedKernel& k, const std::string& arch) {
+  nvrtc::CompileOptions o;
+  o.arch = arch;
+  o.headers = k.headers;
+  o.extra_options = {"--ptxas-options=-v"};
+  return nvrtc::compile(k.source, o);
+}
+
 bool image_has(const std::vector<char>& image, const std::string& what) {
   return std::search(image.begin(), image.end(), what.begin(), what.end()) != image.end();
 }
@@ -376,12 +385,8 @@ TEST(BitmapTcCodegen, CompilesForSm90) {
     const Problem p = Problem::spmm(a.rows, a.cols, c.n, c.dt, Layout::RowMajor, c.c);
     const Schedule s(make(c.warps, c.mt, c.ksplit, c.stages, c.kt));
     const GeneratedKernel k = emit_bitmap_tc(p, s, f);
-    nvrtc::CompileOptions o;
-    o.arch = "sm_90";
-    o.headers = k.headers;
-    o.extra_options = {"--ptxas-options=-v"};
     try {
-      const auto r = nvrtc::compile(k.source, o);
+      const auto r = compile_verbose(k, "sm_90");
       total_ms += r.compile_ms;
       EXPECT_TRUE(r.is_cubin);
       EXPECT_TRUE(image_has(r.image, "sparsegen_bitmap_tc")) << to_string(s);
@@ -446,13 +451,8 @@ TEST(BitmapTcCodegen, WgmmaCompilesForSm90a) {
           if (kt > bitmap_tc_part_tiles(f.col_tiles, ks)) continue;
           const Problem p = Problem::spmm(a.rows, a.cols, n, dt);
           const Schedule s(make(warps, mt, ks, 2, kt, MmaKind::Wgmma));
-          const GeneratedKernel kk = emit_bitmap_tc(p, s, f);
-          nvrtc::CompileOptions o;
-          o.arch = "sm_90a";
-          o.headers = kk.headers;
-          o.extra_options = {"--ptxas-options=-v"};
           try {
-            const auto r = nvrtc::compile(kk.source, o);
+            const auto r = compile_verbose(emit_bitmap_tc(p, s, f), "sm_90a");
             total_ms += r.compile_ms;
             EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
                 << to_string(p) << " " << to_string(s) << "\n"
