@@ -18,7 +18,9 @@
 //     N: cuBLAS on 8 rows of K (a launch with almost no bytes) and a 4-byte memset (the harness's
 //     fixed cost: flush, events, one launch); and once per shape the row-chain floor
 //     (templates/sg_probe.cuh: per row only a cold start load, one dependent 128-byte load and a
-//     store), what any row-wise SpMV of M rows pays before it streams a byte of its format.
+//     store), what any row-wise SpMV of M rows pays before it streams a byte of its format;
+//   - per case the streaming floors (StreamProbes): the winner's byte count read with almost no
+//     work per byte, by warps with plain loads and by blocks with bulk copies.
 // --shapes, --methods and --sparsities narrow that grid; --schedule SPEC (repeatable) adds
 // MACKO schedules to each case's picks where they are valid (probes while iterating on a kernel).
 // Timing: same process, L2 flushed before every run (runtime/timing.h), 3 warm-up + 20 timed runs,
@@ -179,6 +181,83 @@ double row_chain_ms(const CompileTarget& target, int64_t rows, const TimingOptio
       .median_ms;
 }
 
+// The streaming floors (templates/sg_probe.cuh): read a weight's compressed bytes with almost no
+// work per byte, as warps on contiguous shares with plain loads (8 blocks of 8 warps per SM, full
+// occupancy) and as blocks of bulk copies through a shared-memory ring (16 KiB x 4 stages and
+// 2 blocks per SM; 8 KiB x 4 and 4 per SM). Compiled once; each time is a median in the same
+// harness as the kernels. Set next to a MACKO kernel of the same bytes they say how much of its
+// time is the reading itself, and whether bulk requests read faster than per-warp loads.
+class StreamProbes {
+ public:
+  StreamProbes(const CompileTarget& target, int sm_count) : sms_(sm_count) {
+    nvrtc::CompileOptions co;
+    co.arch = target.arch;
+    co.program_name = "sg_stream_probes.cu";
+    for (const EmbeddedHeader& h : embedded_template_headers())
+      if (h.name == "sg_probe.cuh") co.headers.emplace(std::string(h.name), std::string(h.content));
+    const nvrtc::CompileResult cr = nvrtc::compile(
+        "#include \"sg_probe.cuh\"\n"
+        "extern \"C\" __global__ void __launch_bounds__(256) sg_stream_warps(\n"
+        "    const unsigned* src, int vecs, unsigned* out) {\n"
+        "  sg::probe_stream_warps(src, vecs, out);\n"
+        "}\n"
+        "extern \"C\" __global__ void __launch_bounds__(256) sg_stream_bulk16(\n"
+        "    const unsigned* src, int vecs, unsigned* out) {\n"
+        "  extern __shared__ __align__(128) unsigned ring[];\n"
+        "  sg::probe_stream_bulk<16384, 4>(src, vecs, out, ring);\n"
+        "}\n"
+        "extern \"C\" __global__ void __launch_bounds__(256) sg_stream_bulk8(\n"
+        "    const unsigned* src, int vecs, unsigned* out) {\n"
+        "  extern __shared__ __align__(128) unsigned ring[];\n"
+        "  sg::probe_stream_bulk<8192, 4>(src, vecs, out, ring);\n"
+        "}\n",
+        co);
+    mod_.emplace(cr.image);
+    warps_ = mod_->function("sg_stream_warps");
+    bulk16_ = mod_->function("sg_stream_bulk16");
+    bulk8_ = mod_->function("sg_stream_bulk8");
+    cuda::set_max_dynamic_shared_memory(bulk16_, 4 * 16384);
+    cuda::set_max_dynamic_shared_memory(bulk8_, 4 * 8192);
+  }
+
+  struct Times {
+    double warps_ms = 0, bulk16_ms = 0, bulk8_ms = 0;
+  };
+
+  Times measure_bytes(int64_t bytes, const TimingOptions& topt) const {
+    int vecs = static_cast<int>((bytes + 15) / 16);
+    cuda::DeviceBuffer src(static_cast<size_t>(vecs) * 16), out(static_cast<size_t>(sms_) * 64 * 4);
+    std::vector<uint32_t> words(static_cast<size_t>(vecs) * 4);
+    for (size_t i = 0; i < words.size(); ++i) words[i] = static_cast<uint32_t>(i * 2654435761u);
+    src.upload(words);
+    CUdeviceptr ps = src.ptr(), po = out.ptr();
+    auto time = [&](CUfunction f, unsigned blocks, unsigned smem) {
+      cuda::LaunchConfig cfg;
+      cfg.grid = {blocks, 1, 1};
+      cfg.block = {256, 1, 1};
+      cfg.shared_bytes = smem;
+      return measure(
+                 [&](CUstream s) {
+                   cfg.stream = s;
+                   cuda::launch_kernel(f, cfg, ps, vecs, po);
+                 },
+                 topt)
+          .median_ms;
+    };
+    Times t;
+    const unsigned sms = static_cast<unsigned>(sms_);
+    t.warps_ms = time(warps_, 8 * sms, 0);
+    t.bulk16_ms = time(bulk16_, 2 * sms, 4 * 16384);
+    t.bulk8_ms = time(bulk8_, 4 * sms, 4 * 8192);
+    return t;
+  }
+
+ private:
+  int sms_;
+  std::optional<cuda::Module> mod_;
+  CUfunction warps_ = nullptr, bulk16_ = nullptr, bulk8_ = nullptr;
+};
+
 // Which cases to run and what to add to each: the defaults are the full grid.
 struct BenchOptions {
   std::string out_path;
@@ -238,6 +317,7 @@ int run(const BenchOptions& o, const std::string& command) {
   TimingOptions topt;
   topt.flusher = &flusher;
   topt.stream = stream.get();
+  const StreamProbes probes(target, info.sm_count);
 
   const unsigned hw = std::max(2u, std::thread::hardware_concurrency());
 
@@ -372,17 +452,22 @@ int run(const BenchOptions& o, const std::string& command) {
             row["launch_ms"] = launch_ms;
             row["memset_ms"] = memset_ms;
             row["row_chain_ms"] = chain_ms;
+            const StreamProbes::Times pt = probes.measure_bytes(st.bytes(), topt);
+            row["stream_warps_ms"] = pt.warps_ms;
+            row["stream_bulk16_ms"] = pt.bulk16_ms;
+            row["stream_bulk8_ms"] = pt.bulk8_ms;
             row["check_passed"] = cr.passed;
             if (!cr.passed) row["check_error"] = cr.error;
             std::printf(
                 "[macko-bench] %5lldx%-5lld n=%lld %-9s %2.0f%%  dense %.4f ms (%4.0f GB/s)  "
                 "macko %.4f ms (%4.0f GB/s, eff. density %.3f)  speedup %.2fx (floor %.4f ms: "
-                "%.2fx, row chain %.4f ms)  %s%s\n",
+                "%.2fx, row chain %.4f ms; stream warps/bulk16/bulk8 %.4f/%.4f/%.4f ms)  %s%s\n",
                 static_cast<long long>(sh.m), static_cast<long long>(sh.k),
                 static_cast<long long>(n), std::string(to_string(meth)).c_str(), sp * 100, dense_ms,
                 dense_bytes / (dense_ms * 1e6), best_ms, bytes / (best_ms * 1e6),
                 st.effective_density(), speedup, floor_ms, dense_ms / floor_ms, chain_ms,
-                to_string(best->schedule()).c_str(), cr.passed ? "" : "  CHECK FAILED");
+                pt.warps_ms, pt.bulk16_ms, pt.bulk8_ms, to_string(best->schedule()).c_str(),
+                cr.passed ? "" : "  CHECK FAILED");
           } else {
             std::printf("[macko-bench] %lldx%lld %s %.0f%%: no MACKO kernel built\n",
                         static_cast<long long>(sh.m), static_cast<long long>(sh.k),
