@@ -31,7 +31,8 @@ namespace sg {
 
 // `words`: 16-byte aligned, `vecs` 16-byte vectors of them.
 // Warp pattern: warp w of the grid reads the w-th contiguous share with plain 16-byte streaming
-// loads, 4 per lane in flight (like a MACKO warp walking its rows), and stores one word.
+// loads, Q per lane in flight (like a MACKO warp walking its rows), and stores one word.
+template <int Q>
 __device__ __forceinline__ void probe_stream_warps(const unsigned* __restrict__ words, int vecs,
                                                    unsigned* __restrict__ out) {
   const uint4* __restrict__ src = reinterpret_cast<const uint4*>(words);
@@ -43,13 +44,13 @@ __device__ __forceinline__ void probe_stream_warps(const unsigned* __restrict__ 
   const long long v0 = w * share;
   const long long v1 = v0 + share < vecs ? v0 + share : vecs;
   unsigned x = 0;
-  for (long long v = v0 + lane; v < v1; v += 4 * 32) {
-    uint4 r[4];
+  for (long long v = v0 + lane; v < v1; v += Q * 32) {
+    uint4 r[Q];
 #pragma unroll
-    for (int q = 0; q < 4; ++q)
+    for (int q = 0; q < Q; ++q)
       r[q] = v + q * 32 < v1 ? __ldcs(src + v + q * 32) : make_uint4(0u, 0u, 0u, 0u);
 #pragma unroll
-    for (int q = 0; q < 4; ++q) x ^= r[q].x ^ r[q].y ^ r[q].z ^ r[q].w;
+    for (int q = 0; q < Q; ++q) x ^= r[q].x ^ r[q].y ^ r[q].z ^ r[q].w;
   }
 #pragma unroll
   for (int off = 16; off > 0; off >>= 1) x ^= __shfl_xor_sync(0xffffffffu, x, off);
