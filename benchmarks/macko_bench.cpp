@@ -53,6 +53,7 @@
 #include <vector>
 
 #include "benchmarks/baselines.h"
+#include "benchmarks/floor_probes.h"
 #include "codegen/template_library.h"
 #include "compiler/gpu_check.h"
 #include "compiler/pipeline.h"
@@ -148,20 +149,11 @@ std::pair<double, std::string> fastest_dense(const CsrMatrix& a, int64_t n, CUde
 // start, then one dependent 128-byte line, and stores one value; 8 warps a block. Its median
 // (ms), in the same harness (L2 flushed) as every other time here.
 double row_chain_ms(const CompileTarget& target, int64_t rows, const TimingOptions& topt) {
-  nvrtc::CompileOptions co;
-  co.arch = target.arch;
-  co.program_name = "sg_row_chain.cu";
-  for (const EmbeddedHeader& h : embedded_template_headers())
-    if (h.name == "sg_probe.cuh") co.headers.emplace(std::string(h.name), std::string(h.content));
-  const nvrtc::CompileResult cr = nvrtc::compile(
-      "#include \"sg_probe.cuh\"\n"
-      "extern \"C\" __global__ void __launch_bounds__(256) sg_row_chain(\n"
-      "    const int* starts, const float* lines, float* out, int rows) {\n"
-      "  sg::probe_row_chain(starts, lines, out, rows);\n"
-      "}\n",
-      co);
+  const bench::ProbeProgram prog = bench::row_chain_program();
+  const nvrtc::CompileResult cr =
+      nvrtc::compile(prog.source, bench::probe_compile_options(target.arch, "sg_row_chain.cu"));
   const cuda::Module mod(cr.image);
-  const CUfunction f = mod.function("sg_row_chain");
+  const CUfunction f = mod.function(prog.kernels.front());
   std::vector<int> starts(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) starts[r] = static_cast<int>(r * 32);
   std::vector<float> lines(static_cast<size_t>(rows) * 32);
@@ -194,34 +186,16 @@ double row_chain_ms(const CompileTarget& target, int64_t rows, const TimingOptio
 class StreamProbes {
  public:
   StreamProbes(const CompileTarget& target, int sm_count) : sms_(sm_count) {
-    nvrtc::CompileOptions co;
-    co.arch = target.arch;
-    co.program_name = "sg_stream_probes.cu";
-    for (const EmbeddedHeader& h : embedded_template_headers())
-      if (h.name == "sg_probe.cuh") co.headers.emplace(std::string(h.name), std::string(h.content));
-    std::string src = "#include \"sg_probe.cuh\"\n";
-    for (int q : kLoads)
-      src += fmt::format(
-          "extern \"C\" __global__ void __launch_bounds__(256) sg_stream_warps{0}(\n"
-          "    const unsigned* src, int vecs, unsigned* out) {{\n"
-          "  sg::probe_stream_warps<{0}>(src, vecs, out);\n"
-          "}}\n",
-          q);
-    for (int kib : {16, 8})
-      src += fmt::format(
-          "extern \"C\" __global__ void __launch_bounds__(256) sg_stream_bulk{0}(\n"
-          "    const unsigned* src, int vecs, unsigned* out) {{\n"
-          "  extern __shared__ __align__(128) unsigned ring[];\n"
-          "  sg::probe_stream_bulk<{0} * 1024, 4>(src, vecs, out, ring);\n"
-          "}}\n",
-          kib);
-    const nvrtc::CompileResult cr = nvrtc::compile(src, co);
+    const bench::ProbeProgram prog = bench::stream_program();
+    const nvrtc::CompileResult cr = nvrtc::compile(
+        prog.source, bench::probe_compile_options(target.arch, "sg_stream_probes.cu"));
     mod_.emplace(cr.image);
-    for (int q : kLoads) warps_.push_back(mod_->function(fmt::format("sg_stream_warps{}", q)));
-    bulk16_ = mod_->function("sg_stream_bulk16");
-    bulk8_ = mod_->function("sg_stream_bulk8");
-    cuda::set_max_dynamic_shared_memory(bulk16_, 4 * 16384);
-    cuda::set_max_dynamic_shared_memory(bulk8_, 4 * 8192);
+    for (int q : bench::kStreamLoads)
+      warps_.push_back(mod_->function(bench::stream_warps_kernel(q)));
+    for (int kib : bench::kStreamBulkKib) {
+      bulk_.push_back(mod_->function(bench::stream_bulk_kernel(kib)));
+      cuda::set_max_dynamic_shared_memory(bulk_.back(), 4 * kib * 1024);
+    }
   }
 
   struct Times {
@@ -257,22 +231,27 @@ class StreamProbes {
         const double ms = time(warps_[i], per_sm * sms, 0);
         if (t.warps_ms == 0 || ms < t.warps_ms) {
           t.warps_ms = ms;
-          t.warps_config = fmt::format("{} loads/lane, {} blocks of 8 warps/SM", kLoads[i], per_sm);
+          t.warps_config =
+              fmt::format("{} loads/lane, {} blocks of 8 warps/SM", bench::kStreamLoads[i], per_sm);
         }
       }
-    const double b16 = time(bulk16_, 2 * sms, 4 * 16384);
-    const double b8 = time(bulk8_, 4 * sms, 4 * 8192);
-    t.bulk_ms = std::min(b16, b8);
-    t.bulk_config = b16 <= b8 ? "16 KiB x 4 stages, 2 blocks/SM" : "8 KiB x 4 stages, 4 blocks/SM";
+    // 64 KiB of stages a block: two blocks per SM with 16 KiB stages, four with 8 KiB ones.
+    for (size_t i = 0; i < bulk_.size(); ++i) {
+      const int kib = bench::kStreamBulkKib[i];
+      const unsigned per_sm = static_cast<unsigned>(32 / kib);
+      const double ms = time(bulk_[i], per_sm * sms, static_cast<unsigned>(4 * kib * 1024));
+      if (t.bulk_ms == 0 || ms < t.bulk_ms) {
+        t.bulk_ms = ms;
+        t.bulk_config = fmt::format("{} KiB x 4 stages, {} blocks/SM", kib, per_sm);
+      }
+    }
     return t;
   }
 
  private:
-  static constexpr int kLoads[3] = {2, 4, 8};
   int sms_;
   std::optional<cuda::Module> mod_;
-  std::vector<CUfunction> warps_;
-  CUfunction bulk16_ = nullptr, bulk8_ = nullptr;
+  std::vector<CUfunction> warps_, bulk_;
 };
 
 // Which cases to run and what to add to each: the defaults are the full grid.

@@ -19,10 +19,6 @@ __device__ __forceinline__ void probe_row_chain(const int* __restrict__ starts,
   if (lane == 0) out[row] = v;
 }
 
-}  // namespace sg
-
-namespace sg {
-
 // ─── Streaming floors (sparsegen-macko-bench's stream_*_ms) ─────────────────────────────────────
 // How long reading `vecs` 16-byte vectors of a compressed weight takes with almost no work per
 // byte, in two read patterns. Set next to a MACKO kernel of the same byte count, the difference is
