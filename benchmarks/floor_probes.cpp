@@ -23,28 +23,30 @@ std::string stream_bulk_kernel(int kib) {
   return fmt::format("sg_stream_bulk{}", kib);
 }
 
+namespace {
+
+// Adds the kernel `name`(const unsigned* src, int vecs, unsigned* out) with `body` to `p`.
+void add_stream_kernel(ProbeProgram& p, const std::string& name, const std::string& body) {
+  p.source += fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__(256) {}(\n"
+      "    const unsigned* src, int vecs, unsigned* out) {{\n{}}}\n",
+      name, body);
+  p.kernels.push_back(name);
+}
+
+}  // namespace
+
 ProbeProgram stream_program() {
   ProbeProgram p;
   p.source = "#include \"sg_probe.cuh\"\n";
-  for (int q : kStreamLoads) {
-    p.source += fmt::format(
-        "extern \"C\" __global__ void __launch_bounds__(256) {1}(\n"
-        "    const unsigned* src, int vecs, unsigned* out) {{\n"
-        "  sg::probe_stream_warps<{0}>(src, vecs, out);\n"
-        "}}\n",
-        q, stream_warps_kernel(q));
-    p.kernels.push_back(stream_warps_kernel(q));
-  }
-  for (int kib : kStreamBulkKib) {
-    p.source += fmt::format(
-        "extern \"C\" __global__ void __launch_bounds__(256) {1}(\n"
-        "    const unsigned* src, int vecs, unsigned* out) {{\n"
-        "  extern __shared__ __align__(128) unsigned ring[];\n"
-        "  sg::probe_stream_bulk<{0} * 1024, 4>(src, vecs, out, ring);\n"
-        "}}\n",
-        kib, stream_bulk_kernel(kib));
-    p.kernels.push_back(stream_bulk_kernel(kib));
-  }
+  for (int q : kStreamLoads)
+    add_stream_kernel(p, stream_warps_kernel(q),
+                      fmt::format("  sg::probe_stream_warps<{}>(src, vecs, out);\n", q));
+  for (int kib : kStreamBulkKib)
+    add_stream_kernel(p, stream_bulk_kernel(kib),
+                      fmt::format("  extern __shared__ __align__(128) unsigned ring[];\n"
+                                  "  sg::probe_stream_bulk<{} * 1024, 4>(src, vecs, out, ring);\n",
+                                  kib));
   return p;
 }
 
