@@ -2,7 +2,7 @@
 // measure the top k, as `sparsegen tune` does) comes to the best schedule found by measuring the
 // whole enumeration, and how long the search took. Pure host code (no CUDA), tested in CI.
 //
-// Issue 4's target: the pick is >= 90% as fast as the exhaustive best (ratio = best_ms / pick_ms
+// The tuner's target: the pick is >= 90% as fast as the exhaustive best (ratio = best_ms / pick_ms
 // >= 0.9) on >= 90% of the suite, in under 10 s of search per matrix.
 //
 //   std::vector<size_t> sel = spread_selection(all.size(), 400, top_k_indices);
@@ -44,7 +44,7 @@ struct SearchCase : CaseKey {
   bool time_limited = false;      // --time-limit stopped the measuring before all were attempted
   std::string best;               // fastest measured schedule
   std::optional<double> best_ms;  // its full measurement (median)
-  std::optional<double> pick_ms;  // the pick's full measurement, same method, same session
+  std::optional<double> pick_ms;  // the pick's full measurement, same method, same process
   bool best_in_top_k = false;     // the best is one of the schedules tune measured
   std::string error;              // why there is no ratio
   nlohmann::json extra;           // timings of the phases, failures, screening details

@@ -188,12 +188,11 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
   const int64_t tiles = col_tiles_of(p);
   // A warp's steps are latency-bound (decode -> mma chains), so the grid wants several blocks
   // per multiprocessor: K parts double while the grid is short of four waves of one block per
-  // multiprocessor. 3 stages measured no faster than 2 on the H200 (first bitmap_tc run), so
-  // the enumeration keeps 2.
-  // mma=wgmma is not offered: on the H200 it was slower than mma.sync in every case measured
+  // multiprocessor. 3 stages measured no faster than 2 on an H200, so the enumeration keeps 2.
+  // mma=wgmma is not offered: on an H200 it was slower than mma.sync in every case measured
   // (28672x7168 70 %: 1.39x slower at N = 64, 1.18x at N = 32, about even at N = 8; 4096x4096
-  // 50 %, N = 64: 1.37x; results, tenth session). It stays a legal schedule for --schedule,
-  // tested on the GPU (GpuBitmapTc.Wgmma).
+  // 50 %, N = 64: 1.37x). It stays a legal schedule for --schedule, tested on the GPU
+  // (GpuBitmapTc.Wgmma).
   for (int warps : {4, 8}) {
     for (int mt : {1, 2}) {
       for (int kt : {1, 2, 4}) {

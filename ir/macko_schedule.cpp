@@ -179,8 +179,8 @@ int64_t macko_grid_y(const Problem& p, const MackoSchedule& s) {
 
 int macko_registers(const MackoSchedule& s) {
   // Staged: two steps of raw words in flight (this one and the next), delta planes, the
-  // accumulators; fitted to ptxas on sm_90 (N = 1: 47 registers at unroll 2, 72 at unroll 4,
-  // results/2026-11-22_nvidia-h200/macko.json), rounded up to the allocation unit of 8.
+  // accumulators; fitted to ptxas on sm_90 (N = 1: 47 registers at unroll 2, 72 at unroll 4, as
+  // sparsegen-macko-bench reports them), rounded up to the allocation unit of 8.
   // Global: per vector 4 raw value words, up to 2 delta words, 8 prefix sums, plus the
   // accumulators and a fixed base for row bounds, carry, addresses and loop state.
   if (s.staged()) return (24 + 12 * s.unroll + s.cols + 7) / 8 * 8;
@@ -427,8 +427,8 @@ std::vector<Schedule> enumerate_macko_schedules(const Problem& p, const CsrMatri
     }
   }
   // Where B can be staged, the staged kernels won every one of the 30 shapes x prunings x
-  // sparsities of sparsegen-macko-bench on the H200 (results/2026-11-22_nvidia-h200/macko.json),
-  // so the B-from-global ones are offered only where staging is impossible.
+  // sparsities of sparsegen-macko-bench on an H200, so the B-from-global ones are offered only
+  // where staging is impossible.
   return staged.empty() ? global : staged;
 }
 

@@ -136,8 +136,8 @@ __device__ __forceinline__ void bitmap_tc_issue_a(unsigned s_tile,
 // fragment-ordered values: the entries of the lanes below, by a warp scan of the popcounts.
 // PAIRS = 1: a lane holds at most 32 entries per tile, so a warp's sums stay below 2^16 and tiles
 // 2i, 2i + 1 share one scan, one per 16-bit half. The emitter pairs the k tiles of one row tile
-// (kt >= 2: 1.5 % faster at N = 32 on the H200); pairing the two row tiles of mt = 2 measured
-// 17 % slower at N = 64 (results/2026-11-24_nvidia-h200, fifth session), so those scan apart.
+// (kt >= 2: 1.5 % faster at N = 32 on an H200); pairing the two row tiles of mt = 2 measured
+// 17 % slower at N = 64 there, so those scan apart.
 template <int TILES, int A_TILE, int PAIRS>
 __device__ __forceinline__ void bitmap_tc_lanes(unsigned s_tiles, int lane, unsigned* w,
                                                 unsigned* addr) {
@@ -245,9 +245,8 @@ __device__ __forceinline__ void bitmap_tc_mma_quarter(unsigned s_b, int q, int l
 // (quarter, row tile) for the warpgroup (row tile mt of warp w is rows 16w .. 16w+15 of its
 // multiply), all issued back to back after one fence, in one group that is waited for before
 // returning: B's buffer and a may be reused after the call.
-// Measured on the H200 (28672x7168 70 %, N = 64): 1.39x slower than mma.sync, as was a fence,
-// commit and wait per quarter with two alternating A arrays; so the tuner does not offer it
-// (results/2026-11-24_nvidia-h200, tenth session).
+// Measured on an H200 (28672x7168 70 %, N = 64): 1.39x slower than mma.sync, as was a fence,
+// commit and wait per quarter with two alternating A arrays; so the tuner does not offer it.
 template <typename T, int NT, int MT, int QUARTERS>
 __device__ __forceinline__ void bitmap_tc_wgmma_step(unsigned s_b, const unsigned* a, float* acc) {
   constexpr unsigned kGroup = bitmap_tc_b_group<QUARTERS * 16>();  // the next 8 columns

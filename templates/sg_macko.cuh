@@ -95,8 +95,8 @@ __device__ __forceinline__ int macko_warp_scan(int v, int lane) {
 // __syncthreads(). Four 16-byte loads per thread are issued before any store, so the copy costs
 // about one L2 round trip per 64 bytes x block size, not one per 16. Plain cached loads, not
 // cp.async: a cp.async.cg copy (L2 only, every piece in flight) measured 24% slower over 189
-// staged-fp16 kernels on the H200 (results/2026-11-24_nvidia-h200/README.md), probably because
-// it skips L1, where a multiprocessor's later blocks can find B.
+// staged-fp16 kernels on an H200, probably because it skips L1, where a multiprocessor's later
+// blocks can find B.
 template <typename T, int NC, int F32, int GUARD>
 __device__ __forceinline__ void macko_stage_b(const T* __restrict__ B, int k, unsigned* dst) {
   static_assert(NC == 1 || NC == 2 || NC == 4 || NC == 8, "staged columns: 1, 2, 4 or 8");

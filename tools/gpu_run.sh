@@ -33,8 +33,8 @@
 set -uo pipefail
 
 # Which steps to run (comma list of tests,smoke,sanitizer,bench) and which benchmarks (space list
-# of BENCH_RUNS names; empty = all): one 600 s device call rarely fits everything, so a session
-# splits the work, e.g. STEPS=tests,smoke,sanitizer then STEPS=bench BENCH_ONLY="bench_quick macko".
+# of BENCH_RUNS names; empty = all): one 600 s device call rarely fits everything, so split the
+# work over calls, e.g. STEPS=tests,smoke,sanitizer then STEPS=bench BENCH_ONLY="bench_quick macko".
 STEPS=${STEPS:-tests,smoke,sanitizer,bench}
 BENCH_ONLY=${BENCH_ONLY:-}
 has_step() { [[ ",$STEPS," == *",$1,"* ]]; }
@@ -75,12 +75,12 @@ export SPARSEGEN_RESULTS_DIR=${SPARSEGEN_RESULTS_DIR:-/tmp/sparsegen-bench/gpu_t
 #   EXTRA_CMAKE_ARGS=(-DSPARSEGEN_TEMPLATE_INDEX=$PWD/.gpudata/template_index.h)
 # once templates/CMakeLists.txt supports such an option.
 EXTRA_CMAKE_ARGS=()
-# ---------------------------- BENCHMARKS (issue 3 and later) ---------------------------------
+# ---------------------------- BENCHMARKS ----------------------------------------------------
 # "name|command": run from the build dir after the tests, each with BENCH_DIR exported (write
 # JSON there: device, date, command are added by summary.json). Example:
 #   "spmm_llm|tools/sparsegen bench --suite llm --json $BENCH_DIR/spmm_llm.json"
 BENCH_RUNS=(
-  # sparsegen-bench --quick (issue 4): SuiteSparse matrices with >= 10^4 nonzeros in fp32 at
+  # sparsegen-bench --quick: SuiteSparse matrices with >= 10^4 nonzeros in fp32 at
   # N = 8, 32, 64, then 5 LLM shapes x 50/70/90 % magnitude (+ random 70 % for two shapes) x
   # N = 1, 8, 32, 64 in fp16: ~110 cases, each checked then timed (ours: the pipeline's schedule;
   # cuBLAS; cuSPARSE best CSR). Expected ~100-150 s on an H100/H200, mostly CPU (pruning, packing
@@ -90,12 +90,12 @@ BENCH_RUNS=(
   # --best-of 8: ours is the fastest measured of the model's top 8, what `sparsegen tune` (top-k 8
   # by default) picks. Packing/compiling 8 candidates per case makes it ~300-400 s.
   "bench_quick|tools/sparsegen-bench --suite all --quick --best-of 8 --time-limit 420 --no-cache --json $BENCH_DIR/bench_quick.json"
-  # The rest of the full suite (issue 4), as bench_quick (--best-of 8): bench_random, the random
+  # The rest of the full suite, as bench_quick (--best-of 8): bench_random, the random
   # 50/70/90 % cases of the five LLM shapes (quick has magnitude and random 70 % of two shapes),
   # 60 cases, ~300 s; bench_suitesparse, every shared SuiteSparse matrix from 1000 nonzeros.
   "bench_random|tools/sparsegen-bench --suite llm --filter random --best-of 8 --time-limit 480 --no-cache --json $BENCH_DIR/bench_random.json"
   "bench_suitesparse|tools/sparsegen-bench --suite suitesparse --best-of 8 --time-limit 420 --no-cache --json $BENCH_DIR/bench_suitesparse.json"
-  # MACKO vs dense cuBLAS (issue 5): 5 LLM shapes x random/magnitude x 50/70/90 %, fp16, N = 1
+  # MACKO vs dense cuBLAS: 5 LLM shapes x random/magnitude x 50/70/90 %, fp16, N = 1
   # and 8, up to 48 MACKO schedules each (pick_schedules; best reported, checked), L2 flushed
   # medians, bandwidth. Expected ~250 s on an H200 host (pruning/packing of up to 205M-element
   # weights, ~48 NVRTC builds per matrix at N = 1, 24 at N = 8).
@@ -114,13 +114,14 @@ BENCH_RUNS=(
   'sched_probe|[ -n "${SCHED_PROBE_CASES:-}" ] || exit 0; i=0; IFS="|" read -r -a cs <<<"$SCHED_PROBE_CASES"; for c in "${cs[@]}"; do read -r sh me sp n sc <<<"$c"; W=$BENCH_DIR/ws_${sh}_${me}_${sp}.safetensors; [ -f $W ] || timeout 90 tools/sparsegen gen --shape $sh --method $me --sparsity $sp --seed 5 -o $W >/dev/null || exit 1; timeout 120 tools/sparsegen-bench $W -n $n --dtype fp16 --schedule "$sc" --json $BENCH_DIR/sched_$i.json || exit 1; i=$((i+1)); done; rm -f $BENCH_DIR/ws_*.safetensors'
   # ncu: Nsight Compute reports of single kernels (tools/gpu_profile.sh; cases in NCU_CASES).
   'ncu|[ -n "${NCU_CASES:-}" ] || exit 0; bash "$REPO_ROOT/tools/gpu_profile.sh"'
-  # bitmap_tc first look (issue 4, N = 8-64): tune's pick vs cuBLAS / cuSPARSE on 4096x4096,
-  # magnitude 50/70/90 % + random 70 %, N = 8, 32, 64. Expected ~60-120 s.
+  # bitmap: where the tensor-core family competes (N = 8-64), tune's pick (every family) vs
+  # cuBLAS / cuSPARSE on 4096x4096, magnitude 50/70/90 % + random 70 %, N = 8, 32, 64.
+  # Expected ~60-120 s.
   "bitmap|timeout 200 tools/sparsegen-bench --suite llm --quick -n 8,32,64 --filter 4096x4096 --best-of 8 --time-limit 150 --no-cache --json $BENCH_DIR/bitmap.json"
   # bitmap_tc exploration: every bitmap_tc schedule (up to 64) screened on two shapes, fp16,
   # N = 8, 64, the best reported. Expected ~120-200 s.
   "bitmap_all|timeout 260 tools/sparsegen-bench --suite llm --quick -n 8,64 --filter 4096x4096 --family bitmap_tc --best-of 64 --time-limit 100 --no-cache --json $BENCH_DIR/bitmap_all_4096.json; timeout 200 tools/sparsegen-bench --suite llm --quick -n 8,64 --filter 12288x12288 --family bitmap_tc --best-of 64 --time-limit 120 --no-cache --json $BENCH_DIR/bitmap_all_12288.json"
-  # sparsegen calibrate (issue 4): measures generated 1024-4096-row LLM weights + SPARSEGEN_DATA
+  # sparsegen calibrate: measures generated 1024-4096-row LLM weights + SPARSEGEN_DATA
   # matrices (N = 1, 8, 32, 64; fp16/fp32) and the large tier (14336x4096, 4096x14336, 8192x8192,
   # magnitude/random 50/70/90 %, fp16, N = 1, 8, 32, 72 schedules per case with 24 extra staged
   # MACKO grids); each kernel gpu_check'ed once, then timed L2-flushed, median of 5; fits the cost
@@ -129,7 +130,7 @@ BENCH_RUNS=(
   # Ship the model: merge with earlier samples (calibrate --from-samples A --from-samples B), then
   # cp the model to costmodel/models/<model_file_name()>.json
   "calibrate|timeout 400 tools/sparsegen calibrate --budget-seconds 330 --out $BENCH_DIR/model_h200.json --samples $BENCH_DIR/calib_samples.json"
-  # sparsegen-bench --exhaustive (issue 4, search quality): per case, `sparsegen tune`'s search
+  # sparsegen-bench --exhaustive (search quality): per case, `sparsegen tune`'s search
   # (top-k 8, cache off; its wall time is the "search s" figure) against measuring EVERY
   # enumerated schedule (MACKO included; each built on 16 threads, checked, screened with 5
   # L2-flushed runs; fastest 3 + the pick re-measured with 20): ratio = best / pick, JSON
@@ -142,11 +143,11 @@ BENCH_RUNS=(
   # schedule, overlaps; 8 searches ~1-2 s each); --time-limit 140 stops claiming new schedules
   # (such a case says time_limited, never exhaustive); timeout 180 is the hard cap.
   "exhaustive|timeout 180 tools/sparsegen-bench --suite llm --quick -n 1,8 --filter 4096x4096 --exhaustive --exhaustive-limit 600 --time-limit 140 --no-cache --json $BENCH_DIR/exhaustive.json"
-  # sparsegen tune on full-size weights (issue 4, search time): 28672x7168 magnitude 50 % (103M
+  # sparsegen tune on full-size weights (search time): 28672x7168 magnitude 50 % (103M
   # nonzeros) and 12288x12288 magnitude 90 %, fp16, N = 1 and 8, top-k 8 (+ 4 refined), cache
   # off; search_ms in tune_large_*.json. The weights are deleted after use (not carried back).
   'tune_large|for spec in "28672x7168 0.5" "12288x12288 0.9"; do set -- $spec; W=$BENCH_DIR/w_$1.safetensors; timeout 90 tools/sparsegen gen --shape $1 --method magnitude --sparsity $2 --seed 5 -o $W >/dev/null || exit 1; for n in 1 8; do timeout 150 tools/sparsegen tune $W -n $n --dtype fp16 --top-k 8 --no-cache --json >$BENCH_DIR/tune_large_$1_n$n.json || exit 1; done; rm -f $W; done'
-  # sparsegen tune (issue 4): the bundled example, fp16, N = 8 and 32, top-k 8 (compile, time with
+  # sparsegen tune: the bundled example, fp16, N = 8 and 32, top-k 8 (compile, time with
   # L2 flushed, check the winner, cache), then the same again (cache hits), then the C++ example
   # (through the same cache). Expected ~10-20 s on an H100/H200 (NVRTC of 8 candidates per tune).
   'tune|EX=$(sed -n "s/^CMAKE_HOME_DIRECTORY:INTERNAL=//p" CMakeCache.txt)/examples/llm_512x128_magnitude80.mtx; for n in 8 32; do for pass in first second; do timeout 120 tools/sparsegen tune $EX -n $n --dtype fp16 --top-k 8 --cache-dir $BENCH_DIR/kcache --json >$BENCH_DIR/tune_n${n}_$pass.json || exit 1; done; done; SPARSEGEN_CACHE_DIR=$BENCH_DIR/kcache timeout 120 examples/spmm_example && timeout 60 tools/sparsegen cache list --cache-dir $BENCH_DIR/kcache --json >$BENCH_DIR/tune_cache_list.json'

@@ -852,7 +852,7 @@ TEST(GpuPipeline, PublicApiRunsOnDevicePointers) {
   EXPECT_TRUE(r.passed) << r.error;
 }
 
-// ---- MACKO (issue 5): the same checks for the MACKO family ---------------------------------
+// ---- MACKO: the same checks for the MACKO family -------------------------------------------
 // fp16 and bf16, N in {1, 2, 7, 8} (config c: dtype c % 2, N (c / 2) % 4, layouts rotating),
 // every MACKO kind (warp per row, split row where rows are long) per config, the schedule
 // rotating over b = 2/4/8, unroll and block shape. Expected on an H100 host: ~500 kernels,
