@@ -9,6 +9,7 @@
 
 #include "ir/bitmap_interpreter.h"
 #include "ir/dtype.h"
+#include "ir/error_bound.h"
 #include "ir/format.h"
 #include "ir/interpreter.h"
 #include "ir/macko_interpreter.h"
@@ -31,29 +32,6 @@ float draw(uint64_t& state, DType t) {
   const float mag = static_cast<float>(0.5 + u);
   const float v = (r & 1) != 0 ? -mag : mag;
   return round_to(t, v);
-}
-
-double unit_roundoff(DType t) {
-  switch (t) {
-    case DType::F16:
-      return std::ldexp(1.0, -11);
-    case DType::BF16:
-      return std::ldexp(1.0, -8);
-    default:
-      return std::ldexp(1.0, -24);
-  }
-}
-
-// Spacing of the dtype's subnormals (absolute error of a rounding near zero).
-double tiny(DType t) {
-  switch (t) {
-    case DType::F16:
-      return std::ldexp(1.0, -24);
-    case DType::BF16:
-      return std::ldexp(1.0, -133);
-    default:
-      return std::ldexp(1.0, -149);
-  }
 }
 
 std::vector<char> to_dtype_bytes(const std::vector<float>& v, DType t) {
@@ -204,7 +182,6 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
   const Problem& p = in.problem;
   CheckResult res;
   res.elements = p.m * p.n;
-  const double u = std::ldexp(1.0, -24), ud = unit_roundoff(p.dtype), td = tiny(p.dtype);
   const double dmax = dtype_max(p.dtype);
   const uint32_t poison = poison_bits(p.dtype);
   // Atomic output: at most one fp32 add per warp task crossing the row, plus the prologue's.
@@ -228,9 +205,14 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
     for (int64_t c = 0; c < p.n; ++c) {
       const size_t i = static_cast<size_t>(p.c_index(r, c));
       const double e = ref.exact[i], o = out[i];
-      const double S = ref.scale[i];
-      const double tol = 2.0 * (double(len + 4 + adds) * u * S + ud * std::fabs(e)) +
-                         double(adds) * tiny(DType::F32) + td;
+      // The tight bound (ir/error_bound.h); scale = |alpha|·Σ|a·b| + |beta·c0|.
+      ElementBoundTerms bt;
+      bt.row_length = len;
+      bt.atomic_adds = adds;
+      bt.abs_beta_c0 = in.beta == 0.0f ? 0.0 : std::fabs(double(in.beta) * double(in.c0[i]));
+      bt.sum_abs_products = std::max(0.0, ref.scale[i] - bt.abs_beta_c0);
+      bt.abs_exact = std::fabs(e);
+      const double tol = spmm_error_bound(p.dtype, bt);
       if (in.beta == 0.0f && out_bits[i] == poison) {
         ++res.unwritten;
         fail(r, c, "never written (poison still there)");

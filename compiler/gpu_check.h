@@ -15,18 +15,16 @@
 // schedule's own division and reduction on the host) are compared with the GPU result too, each
 // within twice the bound (both sides are within the bound of `exact`).
 //
-// The per-element bound (first-order rounding-error analysis; u_d the unit roundoff of the dtype:
-// 2^-24 fp32, 2^-11 fp16, 2^-8 bf16, u = 2^-24 for the fp32 accumulation):
-//   S_i   = |alpha|·sum_j |a_ij·b_j| + |beta|·|c_i|     (magnitude of what is summed)
-//   tol_i = 2·[ (L_i + 4 + adds_i)·u·S_i                 fp32 products and sums in any order,
-//                                                        L_i = nonzeros of the row, adds_i = the
-//                                                        Atomic output's fp32 adds (0 for Store)
-//             + u_d·|exact_i| ]                          the one final rounding to dtype
-//           + tiny_d + adds_i·tiny_fp32                  subnormal spacings
-// (factor 2 for safety). Atomic outputs add partial rows in fp32 (into C for fp32, into an fp32
+// The per-element bound is the tight one of ir/error_bound.h (spmm_error_bound), documented and
+// derived there:
+//   tol_i = (L_i + adds_i + 4)·2^-23·S_i + (1 + max(1, adds_i))·2^-24·|beta·c_i|
+//           + (L_i + adds_i + 4)·2^-126 + ½ ulp_dtype(|exact_i| + those terms)
+// with S_i = |alpha|·sum_j |a_ij·b_j| (scale_i − |beta·c_i|), L_i the nonzeros of the row and
+// adds_i the fp32 atomic adds of partial rows of an Atomic GeneralSparse output (0 for Store and
+// the other families). Atomic outputs add partial rows in fp32 (into C for fp32, into an fp32
 // workspace rounded once for fp16/bf16), so they round to the dtype once, like Store outputs. A
 // gross error (a missing or doubled nonzero, a wrong column, a wrong row) is about
-// |a·b| ~ S_i / L_i, far above (L_i + 4)·u·S_i for every row length the data has.
+// |a·b| ~ S_i / L_i, far above (L_i + 4)·2^-23·S_i for every row length the data has.
 // Plus a global relative error ||out - exact||_2 / ||exact||_2 below rel_bound: fp32 1e-5 (grows
 // with sqrt of the longest row beyond ~10^4 nonzeros, the random-walk growth of fp32 sums),
 // fp16 1e-2 (~20 u_d), bf16 2e-2 (~5 u_d). Any NaN where exact is finite, any unwritten element,
