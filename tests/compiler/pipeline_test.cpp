@@ -14,8 +14,10 @@
 #include "ir/enumerate.h"
 #include "ir/format.h"
 #include "ir/interpreter.h"
+#include "ir/io/load.h"
 #include "ir/parallel.h"
 #include "sparsegen/sparsegen.h"
+#include "tests/test_support.h"
 
 namespace sparsegen {
 namespace {
@@ -462,6 +464,50 @@ TEST(CheckHost, PoisonPatternsAreNaNs) {
   EXPECT_NE(poison_bits(DType::F32), 0x7FFFFFFFu);
   EXPECT_NE(poison_bits(DType::F16), 0x7FFFu);
   EXPECT_NE(poison_bits(DType::BF16), 0x7FFFu);
+}
+
+// The GPU check's tight bound (ir/error_bound.h) on the host: the interpreters of an Atomic
+// GeneralSparse, a split-K and a ksplit = 1 bitmap_tc schedule on the first 512 rows of the DLMC
+// ffn_conv1 weight (tests/gpu/data), fp16, N = 64, alpha = 1, beta = 0.5 and 0, pass
+// compare_output; a result rounded to fp16 twice (alpha·acc, then + beta·C₀) does not.
+TEST(GpuCheck, TightBoundOnTheHostFfnConv1) {
+  CsrMatrix a = load_matrix((testing::source_dir() / "tests/gpu/data" /
+                             "body_encoder_layer_0_ffn_conv1_fully_connected.smtx")
+                                .string())
+                    .matrix;
+  a.rows = 512;
+  a.row_ptr.resize(513);
+  a.col_idx.resize(static_cast<size_t>(a.row_ptr.back()));
+  a.values.resize(static_cast<size_t>(a.row_ptr.back()));
+  const Problem p = Problem::spmm(a.rows, a.cols, 64, DType::F16);
+  for (const char* spec :
+       {"general;block=nnz:128;warp=nnz:32;thread=nnz:16;warps=4;group=16;tcols=4;bcols=64;"
+        "red=total,total,bitmap;sort=0;pad=32;interleave=0;vec=4",
+        "bitmap_tc;warps=4;mt=1;kt=1;ksplit=4;stages=2;mma=sync",
+        "bitmap_tc;warps=4;mt=1;kt=4;ksplit=1;stages=2;mma=sync"}) {
+    const Schedule s = parse_schedule(spec);
+    for (float beta : {0.5f, 0.0f}) {
+      const CheckInputs in = make_check_inputs(p, 7, 1.0f, beta);
+      const Reference ref = compute_reference(a, in, /*with_reference_spmm=*/false);
+      const std::vector<float> out = interpreter_output(a, s, in);
+      ASSERT_EQ(out.size(), in.c0.size()) << spec;
+      const CheckResult r = compare_output(a, s, in, ref, out, bits_of(out, p.dtype), nullptr);
+      EXPECT_TRUE(r.passed) << spec << " beta " << beta << ": " << r.error;
+      EXPECT_GT(r.max_ratio, 0.5) << spec;  // tight: the fp16 rounding dominates
+      if (beta == 0.0f) continue;
+      // Rounded twice: alpha·acc to fp16 (the beta = 0 result), then + beta·C₀, rounded again.
+      const CheckInputs in0 = make_check_inputs(p, 7, 1.0f, 0.0f);
+      std::vector<float> twice = interpreter_output(a, s, in0);
+      for (size_t i = 0; i < twice.size(); ++i)
+        twice[i] = round_to(p.dtype, twice[i] + beta * in.c0[i]);
+      const CheckResult rt = compare_output(a, s, in, ref, twice, bits_of(twice, p.dtype), nullptr);
+      EXPECT_FALSE(rt.passed) << spec;
+      EXPECT_GT(rt.max_ratio, 1.5) << spec;
+      std::printf(
+          "[ bound    ] %s: max |out - exact| / bound %.3f (beta 0.5), rounded twice %.3f\n", spec,
+          r.max_ratio, rt.max_ratio);
+    }
+  }
 }
 
 }  // namespace

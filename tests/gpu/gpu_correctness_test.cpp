@@ -852,6 +852,65 @@ TEST(GpuPipeline, PublicApiRunsOnDevicePointers) {
   EXPECT_TRUE(r.passed) << r.error;
 }
 
+// Through the public API with exact-size fp16 buffers, as a new user runs it: the DLMC
+// ffn_conv1 weight (random pruning 90 %, 2048 x 512, carried in tests/gpu/data), N = 64,
+// alpha = 1, beta = 0.5 (and beta = 0 with C poisoned), one Atomic GeneralSparse, one split-K and
+// one ksplit = 1 bitmap_tc schedule. Every element must be within the tight bound of
+// ir/error_bound.h (compare_output uses it): one fp32 value alpha·acc + beta·C₀ rounded to fp16
+// once.
+TEST(GpuPipeline, TightBoundFp16BetaHalfFfnConv1) {
+  SKIP_WITHOUT_GPU();
+  if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
+  const fs::path path = testing::source_dir() / "tests/gpu/data" /
+                        "body_encoder_layer_0_ffn_conv1_fully_connected.smtx";
+  const CsrMatrix a = load_matrix(path.string()).matrix;
+  ASSERT_EQ(a.rows, 2048);
+  ASSERT_EQ(a.cols, 512);
+  Runtime rt;
+  cuda::Stream stream;
+  for (const char* spec :
+       {"general;block=nnz:128;warp=nnz:32;thread=nnz:16;warps=4;group=16;tcols=4;bcols=64;"
+        "red=total,total,bitmap;sort=0;pad=32;interleave=0;vec=4",
+        "bitmap_tc;warps=4;mt=1;kt=1;ksplit=4;stages=2;mma=sync",
+        "bitmap_tc;warps=4;mt=1;kt=4;ksplit=1;stages=2;mma=sync"}) {
+    SpmmOptions o;
+    o.dtype = DType::F16;
+    o.schedule = spec;
+    o.top_k = 0;
+    o.use_cache = false;
+    const Kernel k = rt.spmm(a, 64, o);
+    const Schedule s = parse_schedule(k.schedule());
+    ASSERT_EQ(s, parse_schedule(spec));
+    for (float beta : {0.5f, 0.0f}) {
+      const CheckInputs in = make_check_inputs(k.problem(), 7, 1.0f, beta);
+      const Reference ref = compute_reference(a, in);
+      std::vector<uint16_t> hb(in.b.size()), hc(in.c0.size());
+      for (size_t i = 0; i < hb.size(); ++i) hb[i] = float_to_half_bits(in.b[i]);
+      for (size_t i = 0; i < hc.size(); ++i)
+        hc[i] = beta == 0.0f ? static_cast<uint16_t>(poison_bits(DType::F16))
+                             : float_to_half_bits(in.c0[i]);
+      cuda::DeviceBuffer db(hb.size() * 2), dc(hc.size() * 2);  // exactly B's and C's size
+      db.upload(hb);
+      dc.upload(hc);
+      k.run(reinterpret_cast<const void*>(db.ptr()), reinterpret_cast<void*>(dc.ptr()), 1.0f, beta,
+            stream.get());
+      stream.synchronize();
+      dc.download(hc);
+      std::vector<float> out(hc.size());
+      std::vector<uint32_t> bits(hc.size());
+      for (size_t i = 0; i < hc.size(); ++i) {
+        out[i] = half_bits_to_float(hc[i]);
+        bits[i] = hc[i];
+      }
+      const CheckResult r = compare_output(a, s, in, ref, out, bits, nullptr);
+      std::printf("[ bound    ] %s beta=%g: max |out - exact| / tight bound %.3f\n", spec, beta,
+                  r.max_ratio);
+      EXPECT_TRUE(r.passed) << spec << " beta " << beta << ": " << r.error;
+      EXPECT_LE(r.max_ratio, 1.0) << spec << " beta " << beta;
+    }
+  }
+}
+
 // ---- MACKO: the same checks for the MACKO family -------------------------------------------
 // fp16 and bf16, N in {1, 2, 7, 8} (config c: dtype c % 2, N (c / 2) % 4, layouts rotating),
 // every MACKO kind (warp per row, split row where rows are long) per config, the schedule

@@ -12,6 +12,7 @@
 #include "ir/io/load.h"
 #include "tests/test_support.h"
 #include "tests/ir/schedule_test_util.h"
+#include "tests/ir/tight_bound_check.h"
 
 namespace sparsegen {
 namespace {
@@ -19,13 +20,10 @@ namespace {
 using testing::matrix_with_lengths;
 using testing::random_dense;
 
-// Relative bound: two roundings to dtype plus fp32 accumulation of |terms|.
-double tolerance(DType t, double magnitude) {
-  const double eps = t == DType::F32 ? 1.2e-7 : t == DType::F16 ? 9.8e-4 : 7.9e-3;
-  return 4 * eps * magnitude + 1e-6 * magnitude + 1e-30;
-}
-
-// Runs schedule s and compares with the reference; returns "" or the first mismatch.
+// Runs schedule s; the interpreter and reference_spmm must both be within the tight bound
+// (ir/error_bound.h) of the exact result. Returns "" or the first element beyond it. Atomic
+// outputs count the partial rows added into the fp32 workspace: at most one per nonzero, so the
+// row length bounds them.
 std::string check(const CsrMatrix& a, const Problem& p, const Schedule& s, float alpha,
                   float beta, uint64_t seed) {
   const std::vector<float> b = random_dense(p.k * p.n, seed);
@@ -36,18 +34,12 @@ std::string check(const CsrMatrix& a, const Problem& p, const Schedule& s, float
   reference_spmm(p, a, b, want, alpha, beta);
   PackedFormat f = pack_format(a, p, s);
   interpret(p, s, f, b, got, alpha, beta);
-  for (int64_t r = 0; r < p.m; ++r)
-    for (int64_t col = 0; col < p.n; ++col) {
-      double mag = std::abs(beta) * std::abs(c0[static_cast<size_t>(p.c_index(r, col))]);
-      for (int64_t e = a.row_ptr[static_cast<size_t>(r)]; e < a.row_ptr[static_cast<size_t>(r + 1)]; ++e)
-        mag += std::abs(alpha) * std::abs(a.values[static_cast<size_t>(e)]) *
-               std::abs(b[static_cast<size_t>(p.b_index(a.col_idx[static_cast<size_t>(e)], col))]);
-      const float w = want[static_cast<size_t>(p.c_index(r, col))];
-      const float g = got[static_cast<size_t>(p.c_index(r, col))];
-      if (!(std::abs(double(w) - double(g)) <= tolerance(p.dtype, mag)))
-        return fmt::format("C[{},{}] = {} but reference {} ({})", r, col, g, w, to_string(p));
-    }
-  return "";
+  const bool atomic = f.output == OutputMode::Atomic;
+  const std::string err = testing::tight_bound_violation(
+      p, a, b, c0, alpha, beta, got, [&](int64_t r) { return atomic ? a.row_length(r) : 0; });
+  if (!err.empty()) return "interpreter: " + err;
+  const std::string ref_err = testing::tight_bound_violation(p, a, b, c0, alpha, beta, want);
+  return ref_err.empty() ? "" : "reference_spmm: " + ref_err;
 }
 
 struct NamedMatrix {
@@ -138,6 +130,26 @@ TEST(Interpreter, AllDtypesOnASampleOfSchedules) {
     for (size_t i = 0; i < all.size(); i += 7)
       ASSERT_EQ(check(a, p, all[i], 0.5f, 2.0f, 77 + i), "") << to_string(all[i]);
   }
+}
+
+// beta != 0 in the 16-bit dtypes: alpha·acc + beta·C₀ is one fp32 value rounded once, within the
+// tight bound, for Store and Atomic schedules alike (beta = 0.5, and the GPU check's -1.5).
+TEST(Interpreter, TightBoundWithBetaInHalfAndBf16) {
+  const CsrMatrix a = test_matrices()[3].a;  // llm_256x512
+  size_t atomic = 0, runs = 0;
+  for (DType t : {DType::F16, DType::BF16}) {
+    const Problem p = Problem::spmm(a.rows, a.cols, 8, t);
+    const auto all = enumerate_schedules(p, a);
+    for (size_t i = 0; i < all.size(); i += 5)
+      for (const auto& [alpha, beta] : {std::pair{1.0f, 0.5f}, std::pair{0.75f, -1.5f}}) {
+        ASSERT_EQ(check(a, p, all[i], alpha, beta, 300 + i), "")
+            << to_string(all[i]) << " beta " << beta;
+        atomic += pack_format(a, p, all[i]).output == OutputMode::Atomic;
+        ++runs;
+      }
+  }
+  EXPECT_GT(atomic, 0u);
+  EXPECT_GT(runs, atomic);
 }
 
 TEST(Interpreter, DegenerateProblems) {
