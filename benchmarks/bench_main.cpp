@@ -73,6 +73,8 @@
 #include "ir/diagnostics.h"
 #include "ir/dtype.h"
 #include "ir/enumerate.h"
+#include "ir/family.h"
+#include "ir/parallel.h"
 #include "ir/gen/pruning.h"
 #include "ir/io/csr_container.h"
 #include "ir/io/load.h"
@@ -405,28 +407,19 @@ std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMa
                                                    const Args& args, const CompileTarget& target,
                                                    int best_of, SearchSpace& space) {
   if (!args.schedule.empty()) return {parse_schedule(args.schedule)};
+  // The same candidates and ranking as `sparsegen tune` (compiler/tune.h).
+  std::optional<cuda::DeviceInfo> info;
+  if (target.has_gpu) info = cuda::query_device(0);
   EnumerateOptions eo;
   eo.device = target.limits;
-  eo.include_specialised = true;  // the same candidates as `sparsegen tune`: MACKO where it applies
+  eo.include_specialised = true;
   std::vector<Schedule> all = enumerate_schedules(p, a, eo);
   if (!args.family.empty())
-    std::erase_if(all, [&](const Schedule& s) { return to_string(s.family()) != args.family; });
+    std::erase_if(all, [&](const Schedule& s) { return s.family_name() != args.family; });
   if (all.empty()) return {std::nullopt};  // let the pipeline say why nothing is valid
-  DeviceProfile d = DeviceProfile::h100_sxm();
-  if (target.has_gpu) {
-    const cuda::DeviceInfo info = cuda::query_device(0);
-    d = device_profile(info.name, info.cc_major, info.cc_minor, info.sm_count, info.l2_cache_bytes,
-                       info.clock_rate_khz, info.max_threads_per_sm, info.max_registers_per_sm);
-  }
-  static std::mutex mu;
-  static std::optional<ModelChoice> model;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (!model) model = default_model(d);
-  }
-  const std::vector<Ranked> ranked = rank_schedules(p, all, a, compute_features(a), model->model);
-  std::vector<size_t> order;
-  for (const Ranked& r : ranked) order.push_back(r.index);
+  RankedSpace ranked = rank_space(a, p, target, std::move(all), info ? &*info : nullptr);
+  all = std::move(ranked.all);
+  std::vector<size_t> order = std::move(ranked.order);
   std::vector<std::optional<Schedule>> out;
   space.chosen = select_for_measurement(order, all, best_of);
   for (size_t i : space.chosen) out.push_back(all[i]);
@@ -445,37 +438,29 @@ struct BuildJob {
 std::vector<OurBuild> build_all(const CsrMatrix& a, const std::vector<BuildJob>& jobs,
                                 const Args& args, DType dtype, const CompileTarget& target) {
   std::vector<OurBuild> out(jobs.size());
-  std::atomic<size_t> next{0};
-  auto worker = [&] {
-    for (size_t i; (i = next++) < jobs.size();) {
-      const auto t0 = Clock::now();
-      OurBuild& b = out[i];
-      try {
-        if (jobs[i].schedule) {
-          b.build = build_kernel(a, jobs[i].problem, *jobs[i].schedule, target);
-        } else {
-          KernelRequest req;
-          req.n = jobs[i].n;
-          req.dtype = dtype;
-          req.schedule = args.schedule;
-          req.schedule_flag = "--schedule";
-          b.build = build_kernel(a, req, target);
-        }
-        b.schedule_text = to_string(b.build->schedule);
-        b.a_bytes = packed_a_bytes(*b.build);
-      } catch (const std::exception& e) {
-        b.error = e.what();
-        if (jobs[i].schedule) b.schedule_text = to_string(*jobs[i].schedule);
+  // Up to 16 builds at once (NVRTC is the long step; more threads only contend).
+  for_each_task(jobs.size(), 16, [&](size_t i) {
+    const auto t0 = Clock::now();
+    OurBuild& b = out[i];
+    try {
+      if (jobs[i].schedule) {
+        b.build = build_kernel(a, jobs[i].problem, *jobs[i].schedule, target);
+      } else {
+        KernelRequest req;
+        req.n = jobs[i].n;
+        req.dtype = dtype;
+        req.schedule = args.schedule;
+        req.schedule_flag = "--schedule";
+        b.build = build_kernel(a, req, target);
       }
-      b.build_ms = seconds_since(t0) * 1e3;
+      b.schedule_text = to_string(b.build->schedule);
+      b.a_bytes = packed_a_bytes(*b.build);
+    } catch (const std::exception& e) {
+      b.error = e.what();
+      if (jobs[i].schedule) b.schedule_text = to_string(*jobs[i].schedule);
     }
-  };
-  const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const size_t threads = std::min<size_t>(std::min(hw, 16u), jobs.size());
-  std::vector<std::thread> pool;
-  for (size_t t = 1; t < threads; ++t) pool.emplace_back(worker);
-  worker();
-  for (auto& t : pool) t.join();
+    b.build_ms = seconds_since(t0) * 1e3;
+  });
   return out;
 }
 
@@ -1456,9 +1441,11 @@ int main(int argc, char** argv) {
                  "value dtype: fp32, fp16, bf16 (default fp32 for files and suitesparse, fp16 "
                  "for llm)");
   auto* sched = app.add_option("--schedule", a.schedule, "our schedule SPEC (single matrix only)");
+  std::vector<std::string> families;
+  for (const IrFamily* f : ir_families()) families.emplace_back(f->name());
   app.add_option("--family", a.family,
-                 "only this family's schedules (general, macko, bitmap_tc): exploration runs")
-      ->check(CLI::IsMember({"general", "macko", "bitmap_tc"}));
+                 "only this family's schedules (" + ir_family_names() + "): exploration runs")
+      ->check(CLI::IsMember(families));
   auto* best = app.add_option("--best-of", a.best_of,
                               "measure the cost model's top K schedules, keep the fastest");
   app.add_option("--refine", a.refine,

@@ -91,7 +91,7 @@ std::vector<Schedule> pick_schedules(const Problem& p, const std::vector<Schedul
   auto add = [&](auto pred, size_t most) {
     size_t added = 0;
     for (const Schedule& s : all)
-      if (out.size() < limit && added < most && pred(s.macko()) &&
+      if (out.size() < limit && added < most && pred(s.as<MackoSchedule>()) &&
           std::find(out.begin(), out.end(), s) == out.end()) {
         out.push_back(s);
         ++added;
@@ -271,7 +271,7 @@ int run(const BenchOptions& o, const std::string& command) {
   std::vector<Schedule> extra;
   for (const std::string& spec : o.schedules) {
     const Schedule s = parse_schedule(spec);
-    if (s.family() != ScheduleFamily::Macko)
+    if (s.family_name() != "macko")
       throw UserError(fmt::format("--schedule: '{}' is not a MACKO schedule", spec));
     extra.push_back(s);
   }
@@ -423,7 +423,7 @@ int run(const BenchOptions& o, const std::string& command) {
                                 {"dense_gb_s", dense_bytes / (dense_ms * 1e6)},
                                 {"tried", tried}};
           if (best) {
-            const MackoSchedule& ms = best->schedule().macko();
+            const MackoSchedule& ms = best->schedule().as<MackoSchedule>();
             const MackoStats st = macko_stats(a, ms.delta_bits);
             const double bytes = double(st.bytes()) + double(p.k * n) * 2 + double(p.m * n) * 2;
             const CheckInputs cin = make_check_inputs(best->problem(), 9, 1.0f, 0.0f);

@@ -295,10 +295,29 @@ std::vector<int64_t> bitmap_mask_words(const BitmapTileFormat& f) {
 
 GeneratedKernel emit_bitmap_tc(const Problem& problem, const Schedule& schedule,
                                const BitmapTileFormat& f, const EmitOptions& opt) {
-  SG_ASSERT(schedule.family() == ScheduleFamily::BitmapTc,
-            "emit_bitmap_tc needs a bitmap_tc schedule");
-  BitmapTcEmitter e(problem, schedule.bitmap_tc(), f, opt);
+  // The schedule's own accessor asserts its family.
+  EmitOptions o = opt;
+  if (o.kernel_name.empty()) o.kernel_name = "sparsegen_bitmap_tc";
+  BitmapTcEmitter e(problem, schedule.as<BitmapTcSchedule>(), f, o);
   return e.run();
+}
+
+namespace {
+
+class BitmapTcCodegen final : public CodegenFamily {
+ public:
+  std::string_view name() const override { return BitmapTcSchedule::kFamily; }
+  GeneratedKernel emit(const Problem& p, const Schedule& s, const PackedMatrix& packed,
+                       const EmitOptions& opt) const override {
+    return emit_bitmap_tc(p, s, packed_format<BitmapTileFormat>(packed), opt);
+  }
+};
+
+}  // namespace
+
+const CodegenFamily& bitmap_tc_codegen_family() {
+  static const BitmapTcCodegen f;
+  return f;
 }
 
 }  // namespace sparsegen::codegen

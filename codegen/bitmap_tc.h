@@ -31,21 +31,21 @@
 // KernelSignature::workspace_zeroed asks the runtime to zero the workspace once at allocation.
 #pragma once
 
-#include "codegen/general_sparse.h"
+#include "codegen/family.h"
 #include "ir/bitmap_format.h"
 #include "ir/problem.h"
 #include "ir/schedule.h"
 
 namespace sparsegen::codegen {
 
-// Precondition: schedule.family() == BitmapTc and validate(problem, schedule) is empty;
+// Precondition: schedule is a bitmap_tc one and validate(problem, schedule) is empty;
 // f = pack_bitmap_tiles(a) for the problem's matrix. Parameters: values (Values: f.values in the
 // dtype), B, C, alpha, beta, masks (U32Table: bitmap_mask_words, 32 lane words per tile),
 // tile_ptr (I32Table), then ws (Workspace) when ksplit > 1. grid = (bitmap_tc_grid_x, ksplit).
 // Throws UserError for an illegal problem (fp32, N, B layout) or offsets beyond 32 bits.
 GeneratedKernel emit_bitmap_tc(const Problem& problem, const Schedule& schedule,
                                const BitmapTileFormat& f,
-                               const EmitOptions& opt = {.kernel_name = "sparsegen_bitmap_tc"});
+                               const EmitOptions& opt = {});
 
 // The kernel's mask table: per tile its 32 lane words (bitmap_lane_words), tiles in order.
 std::vector<int64_t> bitmap_mask_words(const BitmapTileFormat& f);

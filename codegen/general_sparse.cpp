@@ -584,10 +584,29 @@ class GeneralSparseEmitter : public Emitter {
 
 GeneratedKernel emit_general_sparse(const Problem& problem, const Schedule& schedule,
                                     const PackedFormat& f, const EmitOptions& opt) {
-  SG_ASSERT(schedule.family() == ScheduleFamily::General,
-            "emit_general_sparse needs a GeneralSparse schedule");
-  GeneralSparseEmitter e(problem, schedule.general(), f, opt);
+  // The schedule's own accessor asserts its family.
+  EmitOptions o = opt;
+  if (o.kernel_name.empty()) o.kernel_name = "sparsegen_general";
+  GeneralSparseEmitter e(problem, schedule.as<GeneralSchedule>(), f, o);
   return e.run();
+}
+
+namespace {
+
+class GeneralSparseCodegen final : public CodegenFamily {
+ public:
+  std::string_view name() const override { return GeneralSchedule::kFamily; }
+  GeneratedKernel emit(const Problem& p, const Schedule& s, const PackedMatrix& packed,
+                       const EmitOptions& opt) const override {
+    return emit_general_sparse(p, s, packed_format<PackedFormat>(packed), opt);
+  }
+};
+
+}  // namespace
+
+const CodegenFamily& general_codegen_family() {
+  static const GeneralSparseCodegen f;
+  return f;
 }
 
 }  // namespace sparsegen::codegen

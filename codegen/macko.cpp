@@ -611,9 +611,29 @@ std::vector<int64_t> macko_delta_words(const MackoFormat& f) {
 
 GeneratedKernel emit_macko(const Problem& problem, const Schedule& schedule, const MackoFormat& f,
                            const EmitOptions& opt) {
-  SG_ASSERT(schedule.family() == ScheduleFamily::Macko, "emit_macko needs a MACKO schedule");
-  MackoEmitter e(problem, schedule.macko(), f, opt);
+  // The schedule's own accessor asserts its family.
+  EmitOptions o = opt;
+  if (o.kernel_name.empty()) o.kernel_name = "sparsegen_macko";
+  MackoEmitter e(problem, schedule.as<MackoSchedule>(), f, o);
   return e.run();
+}
+
+namespace {
+
+class MackoCodegen final : public CodegenFamily {
+ public:
+  std::string_view name() const override { return MackoSchedule::kFamily; }
+  GeneratedKernel emit(const Problem& p, const Schedule& s, const PackedMatrix& packed,
+                       const EmitOptions& opt) const override {
+    return emit_macko(p, s, packed_format<MackoFormat>(packed), opt);
+  }
+};
+
+}  // namespace
+
+const CodegenFamily& macko_codegen_family() {
+  static const MackoCodegen f;
+  return f;
 }
 
 }  // namespace sparsegen::codegen

@@ -40,21 +40,21 @@
 // LaunchShape::dynamic_shared_bytes = macko_stage_bytes(problem, schedule).
 #pragma once
 
-#include "codegen/general_sparse.h"
+#include "codegen/family.h"
 #include "ir/macko_format.h"
 #include "ir/problem.h"
 #include "ir/schedule.h"
 
 namespace sparsegen::codegen {
 
-// Precondition: schedule.family() == Macko; f = pack_macko(a, schedule.macko().delta_bits) for
+// Precondition: schedule is a MACKO one; f = pack_macko(a, schedule.as<MackoSchedule>().delta_bits) for
 // the problem's matrix. Parameters: values (Values: f.values in the dtype), B, C, alpha, beta,
 // deltas (U32Table: f.deltas as little-endian 32-bit words), row_ptr (I32Table; staged: items).
 // Store output;
 // grid = (ceil(M / rows_per_block), ceil(N / cols)). Throws UserError for fp32 values or slot
 // positions beyond 32 bits.
 GeneratedKernel emit_macko(const Problem& problem, const Schedule& schedule, const MackoFormat& f,
-                           const EmitOptions& opt = {.kernel_name = "sparsegen_macko"});
+                           const EmitOptions& opt = {});
 
 // f.deltas as little-endian 32-bit words (zero-filled to a whole word), as the kernel reads them.
 std::vector<int64_t> macko_delta_words(const MackoFormat& f);

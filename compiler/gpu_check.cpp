@@ -7,23 +7,16 @@
 #include <cstring>
 #include <limits>
 
-#include "ir/bitmap_interpreter.h"
 #include "ir/dtype.h"
 #include "ir/error_bound.h"
-#include "ir/format.h"
+#include "ir/family.h"
 #include "ir/interpreter.h"
-#include "ir/macko_interpreter.h"
 #include "ir/parallel.h"
+#include "ir/random.h"
 
 namespace sparsegen {
 namespace {
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 // Uniform magnitude in [0.5, 1.5) with a random sign, rounded to dtype.
 float draw(uint64_t& state, DType t) {
@@ -184,12 +177,9 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
   res.elements = p.m * p.n;
   const double dmax = dtype_max(p.dtype);
   const uint32_t poison = poison_bits(p.dtype);
-  // Atomic output: at most one fp32 add per warp task crossing the row, plus the prologue's.
-  // Other families (MACKO) store every row once, like a Store GeneralSparse schedule.
-  const bool general = s.family() == ScheduleFamily::General;
-  const GeneralSchedule g = general ? s.general() : GeneralSchedule{};
-  const bool atomic = general && g.output() == OutputMode::Atomic;
-  const int64_t zw = g.at(Level::Warp).kind == WorkSplit::Nnz ? g.at(Level::Warp).amount : 1;
+  // fp32 adds a row's partial results go through after its products (atomics, split K): the
+  // family says (IrFamily::output_adds).
+  const IrFamily& family = s.family();
   const bool have_indeterminate = ref.indeterminate.size() == ref.exact.size();
   double err2 = 0, ref2 = 0;
   std::string first;
@@ -200,8 +190,7 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
   res.compared_interpreter = interp != nullptr;
   for (int64_t r = 0; r < p.m; ++r) {
     const int64_t len = a.row_length(r);
-    const int64_t padded = (len + g.pad - 1) / g.pad * g.pad;
-    const int64_t adds = atomic ? (padded + zw - 1) / zw + 2 : 0;
+    const int64_t adds = family.output_adds(p, s, len);
     for (int64_t c = 0; c < p.n; ++c) {
       const size_t i = static_cast<size_t>(p.c_index(r, c));
       const double e = ref.exact[i], o = out[i];
@@ -300,24 +289,16 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
 }
 
 std::vector<float> interpreter_output(const CsrMatrix& a, const Schedule& s, const CheckInputs& in,
-                                      const PackedFormat* packed) {
+                                      const PackedMatrix* packed) {
   const Problem& p = in.problem;
   if (a.nnz() * p.n > kInterpreterLimit) return {};
-  if (s.family() == ScheduleFamily::BitmapTc) {
-    std::vector<float> out = in.c0;
-    interpret_bitmap_tc(p, s.bitmap_tc(), pack_bitmap_tiles(a), in.b, out, in.alpha, in.beta);
-    return out;
+  std::shared_ptr<const PackedMatrix> own;
+  if (packed == nullptr) {
+    own = s.family().pack(a, p, s);
+    packed = own.get();
   }
-  if (s.family() == ScheduleFamily::Macko) {
-    std::vector<float> out = in.c0;
-    interpret_macko(p, s.macko(), pack_macko(a, s.macko().delta_bits), in.b, out, in.alpha,
-                    in.beta);
-    return out;
-  }
-  PackedFormat own;
-  if (packed == nullptr) own = pack_format(a, p, s);
   std::vector<float> out = in.c0;
-  interpret(p, s, packed != nullptr ? *packed : own, in.b, out, in.alpha, in.beta);
+  s.family().interpret(p, s, *packed, in.b, out, in.alpha, in.beta);
   return out;
 }
 

@@ -52,7 +52,7 @@
 #include <vector>
 
 #include "compiler/pipeline.h"
-#include "ir/format.h"
+#include "ir/family.h"
 #include "ir/problem.h"
 #include "ir/schedule.h"
 #include "ir/sparse_matrix.h"
@@ -135,9 +135,10 @@ CheckResult gpu_check(const CompiledKernel& k, const CsrMatrix& a, const CheckIn
 
 // The interpreter's output for inputs `in` (C starting from in.c0), or empty when nnz·N exceeds
 // kInterpreterLimit. Throws std::logic_error when the plan breaks an invariant. `packed`
-// (GeneralSparse; optional): pack_format(a, in.problem, s), to save packing again.
+// (optional): s.family().pack(a, in.problem, s) (or a pack with the same pack_key), to save
+// packing again.
 std::vector<float> interpreter_output(const CsrMatrix& a, const Schedule& s, const CheckInputs& in,
-                                      const PackedFormat* packed = nullptr);
+                                      const PackedMatrix* packed = nullptr);
 
 // Both a beta == 0 run (poisoned C) and a beta != 0 run, seeded; alpha = 0.75, beta = -1.5 (exact
 // in every dtype). `passed` only when both pass; `error` names which run failed.

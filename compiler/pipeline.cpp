@@ -9,8 +9,7 @@
 #include <cstring>
 #include <utility>
 
-#include "compiler/bitmap_tc_build.h"
-#include "compiler/macko_build.h"
+#include "compiler/family.h"
 #include "compiler/pipeline_steps.h"
 #include "ir/diagnostics.h"
 #include "ir/enumerate.h"
@@ -118,8 +117,8 @@ Schedule choose_schedule(const Problem& p, const CsrMatrix& a, const KernelReque
     }
     reason = fmt::format("given by {}", req.schedule_flag);
   } else {
-    // The cost model ranks the space in a later issue; until then the enumeration order decides:
-    // schedules matching the row-length rule come first.
+    // No cost model here (`sparsegen tune` ranks and measures): the enumeration order decides
+    // (each family lists its preferred schedules first).
     EnumerateOptions o;
     o.device = target.limits;
     const auto all = enumerate_schedules(p, a, o);
@@ -128,12 +127,10 @@ Schedule choose_schedule(const Problem& p, const CsrMatrix& a, const KernelReque
                                   a.source.empty() ? "matrix" : a.source, to_string(p),
                                   target.limits.name));
     s = all.front();
-    const ReductionRule rule = choose_reduction_levels(row_length_stats(a));
     reason = fmt::format(
-        "first of {} enumerated schedules (no cost model yet); row-length rule: "
-        "finish rows at {} level{}",
-        all.size(), to_string(rule.finish_level),
-        rule.prefer_nnz_split ? ", nonzero splits first (irregular rows)" : "");
+        "first of {} enumerated schedules ({}'s preferred order, not ranked: `sparsegen tune` "
+        "ranks and measures)",
+        all.size(), s.family_name());
   }
   const auto illegal = validate(p, s);
   if (!illegal.empty())
@@ -157,58 +154,15 @@ void check_value_range(const CsrMatrix& a, DType dtype) {
 }
 
 KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
-                         const CompileTarget& target, bool line_info, const PackedFormat* packed) {
-  if (s.family() == ScheduleFamily::Macko) return build_macko_kernel(a, p, s, target, line_info);
-  if (s.family() == ScheduleFamily::BitmapTc)
-    return build_bitmap_tc_kernel(a, p, s, target, line_info);
-  KernelBuild b;
-  b.problem = p;
-  b.schedule = s;
-  b.target = target;
-  b.nnz = a.nnz();
-  FormatStats stats;
-  {
-    PipelineStep st(3, "verify", &b.step_log);
-    const auto illegal = validate(p, s);
-    if (!illegal.empty())
-      throw UserError(fmt::format("schedule '{}' is illegal for {}: {}", to_string(s), to_string(p),
-                                  fmt::join(illegal, "; ")));
-    stats = compute_format_stats(a, p, s);
-    const auto reasons = verify(p, s, stats, target.limits);
-    if (!reasons.empty())
-      throw UserError(fmt::format("schedule '{}' does not fit {} for {}: {}", to_string(s),
-                                  target.limits.name, to_string(p), fmt::join(reasons, "; ")));
-    st.finish(target.limits.name);
-  }
-  PackedFormat own;
-  {
-    PipelineStep st(4, "pack", &b.step_log);
-    if (packed != nullptr) {
-      const FormatStats& g = packed->stats;
-      if (g.rows != stats.rows || g.nnz != stats.nnz || g.nnz_padded != stats.nnz_padded ||
-          g.block_tasks != stats.block_tasks || g.col_tiles != stats.col_tiles ||
-          packed->col_idx.size() != static_cast<size_t>(stats.nnz_padded))
-        throw UserError(
-            fmt::format("build_kernel: the given packed format is not schedule '{}' "
-                        "of this matrix for {}",
-                        to_string(s), to_string(p)));
-    } else {
-      own = pack_format(a, p, s);
-    }
-    const PackedFormat& f = packed != nullptr ? *packed : own;
-    st.finish(fmt::format("{} packed nonzeros ({} real), {} block tasks{}", f.stats.nnz_padded,
-                          f.stats.nnz, f.stats.block_tasks, packed != nullptr ? " (given)" : ""));
-  }
-  const PackedFormat& f = packed != nullptr ? *packed : own;
-  values_step(b, a, f.values);
-  emit_step(b, [&] { return codegen::emit_general_sparse(p, s, f); });
-  // After the emit, which does not read col_idx: the general kernels upload it as a parameter.
-  if (packed != nullptr)
-    b.col_idx = f.col_idx;
-  else
-    b.col_idx = std::move(own.col_idx);
-  compile_step(b, target, "sparsegen_general.cu", line_info);
-  return b;
+                         const CompileTarget& target, const BuildOptions& opt) {
+  return compiler_family(s).build(a, p, s, target, opt);
+}
+
+KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
+                         const CompileTarget& target, bool line_info) {
+  BuildOptions o;
+  o.line_info = line_info;
+  return build_kernel(a, p, s, target, o);
 }
 
 KernelBuild build_kernel(const CsrMatrix& a, const KernelRequest& req,

@@ -3,10 +3,10 @@
 //   1 problem     (matrix, N, dtype, layouts) -> Problem          make_problem
 //   2 schedule    --schedule SPEC, else the first enumerated one   choose_schedule
 //   3 verify      hardware limits of the target device             (reasons -> UserError)
-//   4 pack        PackedFormat (offsets, padded values, bitmaps)   pack_format
+//   4 pack        the family's format (CSR tasks, MACKO deltas, ...)  IrFamily::pack
 //   5 values      fp32 master -> problem dtype; out-of-range values are a UserError naming the
 //                 count and the first (row, col), never a silent inf
-//   6 emit        CUDA source + KernelSignature                    emit_general_sparse
+//   6 emit        CUDA source + KernelSignature                    codegen::emit_kernel
 //   7 nvrtc       cubin for the device's own sm_XY (PTX for compute_90 without a GPU)
 //   --- steps 1-7 need no GPU (build_kernel); steps 8-9 do (CompiledKernel) ---
 //   8 load        module load, function lookup
@@ -30,10 +30,9 @@
 #include <string>
 #include <vector>
 
-#include "codegen/general_sparse.h"
+#include "codegen/family.h"
 #include "ir/device_limits.h"
 #include "ir/dtype.h"
-#include "ir/format.h"
 #include "ir/problem.h"
 #include "ir/schedule.h"
 #include "ir/sparse_matrix.h"
@@ -63,7 +62,7 @@ struct KernelRequest {
   Layout b_layout = Layout::RowMajor;
   Layout c_layout = Layout::RowMajor;
   // Schedule SPEC (ir/schedule.h). Empty: the first schedule of the enumeration (the reduction
-  // rule's pick comes first). The cost model replaces this default in a later issue.
+  // rule's pick comes first); `sparsegen tune` (compiler/tune.h) ranks and measures instead.
   std::string schedule;
   // Names the flag in messages ("--schedule"): API callers get "schedule".
   std::string schedule_flag = "schedule";
@@ -75,7 +74,7 @@ struct KernelRequest {
 Problem make_problem(const CsrMatrix& a, const KernelRequest& req);
 
 // Step 2 (+3): the schedule for the problem. `why` (optional) receives a short explanation
-// ("given by --schedule", "first of 212 enumerated; the row-length rule prefers ..."). Throws
+// ("given by --schedule", "first of 212 enumerated schedules (general's preferred order ...)"). Throws
 // UserError naming the field of a bad SPEC, the reasons an illegal one is refused, or saying that
 // no schedule is valid.
 Schedule choose_schedule(const Problem& p, const CsrMatrix& a, const KernelRequest& req,
@@ -105,13 +104,13 @@ struct KernelBuild {
   KernelBuild without_host_arrays() const;
 };
 
-// Steps 1-7 with a given schedule (no enumeration). `packed` (GeneralSparse; ignored otherwise): a
-// pack_format(a, q, s) result to build from instead of packing again, e.g. one pack shared by the
-// kernels of several dtypes or layouts; valid for every problem q with the same M, K and number
-// of column tiles ceil(N / block_cols) (checked: UserError otherwise). It is copied, not moved.
+// Steps 1-7 with a given schedule (no enumeration), through the schedule's family
+// (compiler/family.h: BuildOptions carries a shared pack, the line-info flag, a source hook).
+struct BuildOptions;
 KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
-                         const CompileTarget& target, bool line_info = false,
-                         const PackedFormat* packed = nullptr);
+                         const CompileTarget& target, const BuildOptions& opt);
+KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
+                         const CompileTarget& target, bool line_info = false);
 // Steps 1-7: problem and schedule from the request.
 KernelBuild build_kernel(const CsrMatrix& a, const KernelRequest& req, const CompileTarget& target);
 

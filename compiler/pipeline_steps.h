@@ -1,5 +1,5 @@
-// Pieces shared by the per-family kernel builders (pipeline.cpp for GeneralSparse, macko_build.cpp
-// for MACKO) and the tuner's cached-build path (tune.cpp), so each step has one implementation.
+// Pieces shared by the family builds (compiler/family.h: CompilerFamily::build and any family
+// override) and the tuner (tune.cpp), so each step has one implementation.
 // Internal to compiler/: not part of the public API.
 #pragma once
 
@@ -34,7 +34,7 @@ class PipelineStep {
 // check_value_range() accepted these values (padding is 0).
 std::vector<char> to_device_values(const std::vector<float>& v, DType dtype);
 
-// The start of a family builder (macko_build.cpp, bitmap_tc_build.cpp): a KernelBuild for
+// The start of a family build: a KernelBuild for
 // (p, s, target) after checking that the matrix has the problem's shape (UserError naming both).
 KernelBuild start_build(const CsrMatrix& a, const Problem& p, const Schedule& s,
                         const CompileTarget& target);

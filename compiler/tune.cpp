@@ -17,18 +17,16 @@
 #include <tuple>
 #include <utility>
 
-#include "codegen/general_sparse.h"
-#include "compiler/bitmap_tc_build.h"
+#include "compiler/family.h"
 #include "compiler/fingerprint.h"
 #include "compiler/gpu_check.h"
-#include "compiler/macko_build.h"
 #include "costmodel/features.h"
 #include "costmodel/linear_model.h"
 #include "costmodel/model_registry.h"
 #include "costmodel/schedule_features.h"
 #include "ir/diagnostics.h"
 #include "ir/enumerate.h"
-#include "ir/format.h"
+#include "ir/parallel.h"
 #include "ir/verifier.h"
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/timing.h"
@@ -57,13 +55,6 @@ auto with_db(F&& f) -> decltype(f()) {
 // device to match: offline_model picks the model shipped for the target's compute capability and
 // says so, without a device-mismatch warning; the profile is costmodel/'s H100 SXM default with
 // that compute capability (the limits of the offline arch still bound the enumeration).
-struct Ranking {
-  std::vector<size_t> order;
-  std::vector<std::optional<double>> predicted_ms;  // by candidate index
-  std::string how;
-  std::string warning;
-};
-
 const ModelChoice& model_for(const DeviceProfile& d, bool offline) {
   static std::mutex mu;
   static std::map<std::string, std::unique_ptr<ModelChoice>> cache;
@@ -83,30 +74,6 @@ std::pair<int, int> offline_cc(const std::string& arch) {
   return {v / 10, v % 10};
 }
 
-Ranking rank_candidates(const Problem& p, const CsrMatrix& a, const std::vector<Schedule>& all,
-                        const CompileTarget& target, const cuda::DeviceInfo* info) {
-  DeviceProfile d = DeviceProfile::h100_sxm();
-  const bool offline = !(target.has_gpu && info != nullptr);
-  if (!offline)
-    d = device_profile(info->name, info->cc_major, info->cc_minor, info->sm_count,
-                       info->l2_cache_bytes, info->clock_rate_khz, info->max_threads_per_sm,
-                       info->max_registers_per_sm);
-  else
-    std::tie(d.cc_major, d.cc_minor) = offline_cc(target.arch);
-  const ModelChoice& mc = model_for(d, offline);
-  const std::vector<Ranked> ranked = rank_schedules(p, all, a, compute_features(a), mc.model);
-  Ranking r;
-  r.predicted_ms.assign(all.size(), std::nullopt);
-  for (const Ranked& x : ranked) {
-    r.order.push_back(x.index);
-    r.predicted_ms[x.index] = x.predicted_us / 1000.0;
-  }
-  SG_ASSERT(r.order.size() == all.size(), "rank_schedules dropped candidates");
-  // Offline the note names the model and says that no GPU is present.
-  r.how = offline ? mc.note : "cost model: " + mc.note;
-  r.warning = mc.warning;
-  return r;
-}
 
 // Host bytes of `v` in `dtype` (B for the timing runs).
 std::vector<char> to_bytes(const std::vector<float>& v, DType dtype) {
@@ -210,6 +177,44 @@ std::optional<KernelBuild> build_from_record(const CsrMatrix& a, const Problem& 
 
 }  // namespace
 
+DeviceProfile profile_of(const cuda::DeviceInfo& info, bool* bandwidth_guessed) {
+  return device_profile(info.name, info.cc_major, info.cc_minor, info.sm_count,
+                        info.l2_cache_bytes, info.clock_rate_khz, info.max_threads_per_sm,
+                        info.max_registers_per_sm, bandwidth_guessed);
+}
+
+RankedSpace rank_space(const CsrMatrix& a, const Problem& p, const CompileTarget& target,
+                       std::vector<Schedule> all, const cuda::DeviceInfo* info) {
+  DeviceProfile d = DeviceProfile::h100_sxm();
+  const bool offline = !(target.has_gpu && info != nullptr);
+  if (!offline)
+    d = profile_of(*info);
+  else
+    std::tie(d.cc_major, d.cc_minor) = offline_cc(target.arch);
+  const ModelChoice& mc = model_for(d, offline);
+  const std::vector<Ranked> ranked = rank_schedules(p, all, a, compute_features(a), mc.model);
+  RankedSpace r;
+  r.predicted_ms.assign(all.size(), std::nullopt);
+  for (const Ranked& x : ranked) {
+    r.order.push_back(x.index);
+    r.predicted_ms[x.index] = x.predicted_us / 1000.0;
+  }
+  SG_ASSERT(r.order.size() == all.size(), "rank_schedules dropped candidates");
+  // Offline the note names the model and says that no GPU is present.
+  r.how = offline ? mc.note : "cost model: " + mc.note;
+  r.warning = mc.warning;
+  r.all = std::move(all);
+  return r;
+}
+
+RankedSpace rank_space(const CsrMatrix& a, const Problem& p, const CompileTarget& target,
+                       const cuda::DeviceInfo* info) {
+  EnumerateOptions eo;
+  eo.device = target.limits;
+  eo.include_specialised = true;  // the tuner is family-aware: every family competes
+  return rank_space(a, p, target, enumerate_schedules(p, a, eo), info);
+}
+
 CompileTarget offline_target(const std::string& arch) {
   static const std::regex re("(sm|compute)_([0-9]{2,3})a?");
   std::smatch m;
@@ -246,28 +251,9 @@ kdb::KeyParts key_parts(const CsrMatrix& a, const Problem& p, const CompileTarge
 
 KernelBuild prepare_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
                            const CompileTarget& target) {
-  // Steps 3-6 are split out of the pipeline only for GeneralSparse; other families (MACKO) go
-  // through the whole pipeline, NVRTC included.
-  if (s.family() != ScheduleFamily::General) return build_kernel(a, p, s, target);
-  KernelBuild b;
-  b.problem = p;
-  b.schedule = s;
-  b.target = target;
-  b.nnz = a.nnz();
-  const auto illegal = validate(p, s);
-  if (!illegal.empty())
-    throw UserError(fmt::format("schedule '{}' is illegal for {}: {}", to_string(s), to_string(p),
-                                fmt::join(illegal, "; ")));
-  const auto reasons = verify(p, s, compute_format_stats(a, p, s), target.limits);
-  if (!reasons.empty())
-    throw UserError(fmt::format("schedule '{}' does not fit {} for {}: {}", to_string(s),
-                                target.limits.name, to_string(p), fmt::join(reasons, "; ")));
-  PackedFormat f = pack_format(a, p, s);
-  check_value_range(a, p.dtype);
-  b.values = to_device_values(f.values, p.dtype);
-  b.col_idx = std::move(f.col_idx);
-  b.kernel = codegen::emit_general_sparse(p, s, f);
-  return b;
+  BuildOptions o;
+  o.compile = false;
+  return build_kernel(a, p, s, target, o);
 }
 
 std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
@@ -277,9 +263,9 @@ std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
   size_t n = 0;
   if (k >= 4) {
     const int per_family = k / 4;
-    std::map<ScheduleFamily, int> seen;
+    std::map<std::string_view, int> seen;
     for (size_t i = 0; i < order.size(); ++i)
-      if (seen[all[order[i]].family()]++ < per_family) chosen[i] = true, ++n;
+      if (seen[all[order[i]].family_name()]++ < per_family) chosen[i] = true, ++n;
   }
   for (size_t i = 0; i < order.size() && n < take; ++i)
     if (!chosen[i]) chosen[i] = true, ++n;
@@ -290,7 +276,7 @@ std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
 }
 
 int spec_distance(const Schedule& a, const Schedule& b) {
-  if (a.family() != b.family()) return -1;
+  if (a.family_name() != b.family_name()) return -1;
   auto fields = [](const Schedule& s) {
     std::vector<std::string> out;
     std::string text = to_string(s);
@@ -419,7 +405,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
   // ---- enumerate and rank --------------------------------------------------------------------
   std::vector<Candidate> cands;
   std::vector<Schedule> all;  // the search space (empty for an explicit schedule)
-  Ranking r;
+  RankedSpace r;
   if (given) {
     Candidate c;
     c.schedule = *given;
@@ -430,7 +416,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     progress("enumerate", 0, 1);
     EnumerateOptions eo;
     eo.device = target.limits;
-    eo.include_specialised = true;  // the tuner is family-aware: MACKO competes where it applies
+    eo.include_specialised = true;  // the tuner is family-aware: every family competes
     all = enumerate_schedules(p, a, eo);
     progress("enumerate", 1, 1);
     phase_done("enumerate");
@@ -442,7 +428,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     progress("rank", 0, 1);
     std::optional<cuda::DeviceInfo> info;
     if (target.has_gpu) info = opt.ctx ? opt.ctx->info() : cuda::query_device(0);
-    r = rank_candidates(p, a, all, target, info ? &*info : nullptr);
+    r = rank_space(a, p, target, all, info ? &*info : nullptr);
     progress("rank", 1, 1);
     phase_done("rank");
     res.ranking = r.how;
@@ -457,54 +443,36 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
   }
 
   // ---- compile (thread pool): cands[from ..] -------------------------------------------------
-  // Candidates that pack alike share one packed format (MACKO: per delta width; bitmap_tc: one):
-  // the first worker to need it packs, the others wait for it (both rounds).
-  OnceMap<int, MackoPacked> macko_packs;
-  OnceMap<int, BitmapPacked> bitmap_packs;
+  // Candidates that pack alike (IrFamily::pack_key: MACKO per delta width, bitmap_tc one) share
+  // one prepared pack: the first worker to need it packs, the others wait for it (both rounds).
+  OnceMap<std::string, PreparedPack> packs;
   auto compile_from = [&](size_t from) {
     const size_t count = cands.size() - from;
     if (count == 0) return;
-    const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const int threads =
-        std::min(static_cast<int>(count), opt.compile_threads > 0 ? opt.compile_threads : hw);
-    std::atomic<size_t> next{from};
     std::atomic<int> done{0};
     std::mutex progress_mu;
     progress("compile", 0, static_cast<int>(count));
-    auto worker = [&] {
-      for (size_t i = next++; i < cands.size(); i = next++) {
-        Candidate& c = cands[i];
-        try {
-          if (opt.source_hook) {
-            KernelBuild b = prepare_kernel(a, p, c.schedule, target);
-            opt.source_hook(b.kernel.source);
-            compile_step(b, target, "sparsegen_general.cu", req.line_info);
-            c.build = std::move(b);
-          } else if (c.schedule.family() == ScheduleFamily::Macko) {
-            const int bits = c.schedule.macko().delta_bits;
-            const auto packed =
-                macko_packs.get(bits, [&] { return pack_macko_values(a, bits, p.dtype); });
-            c.build = build_macko_kernel(a, p, c.schedule, target, req.line_info, packed.get());
-          } else if (c.schedule.family() == ScheduleFamily::BitmapTc) {
-            const auto packed = bitmap_packs.get(0, [&] { return pack_bitmap_values(a, p.dtype); });
-            c.build = build_bitmap_tc_kernel(a, p, c.schedule, target, req.line_info, packed.get());
-          } else {
-            // The pipeline's own steps 3-7, whatever the schedule family.
-            c.build = build_kernel(a, p, c.schedule, target, req.line_info);
-          }
-        } catch (const std::exception& e) {
-          c.failure = std::current_exception();
-          c.error = e.what();
+    for_each_task(count, opt.compile_threads, [&](size_t k) {
+      Candidate& c = cands[from + k];
+      try {
+        BuildOptions o;
+        o.line_info = req.line_info;
+        o.source_hook = opt.source_hook;
+        std::shared_ptr<const PreparedPack> shared;
+        if (const auto key = c.schedule.family().pack_key(c.schedule)) {
+          shared = packs.get(std::string(c.schedule.family_name()) + ";" + *key,
+                             [&] { return prepare_pack(a, p, c.schedule); });
+          o.pack = shared.get();
         }
-        const int d = ++done;
-        std::lock_guard<std::mutex> lock(progress_mu);
-        progress("compile", d, static_cast<int>(count));
+        c.build = build_kernel(a, p, c.schedule, target, o);
+      } catch (const std::exception& e) {
+        c.failure = std::current_exception();
+        c.error = e.what();
       }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 1; t < threads; ++t) pool.emplace_back(worker);
-    worker();
-    for (auto& t : pool) t.join();
+      const int d = ++done;
+      std::lock_guard<std::mutex> lock(progress_mu);
+      progress("compile", d, static_cast<int>(count));
+    });
   };
   compile_from(0);
   phase_done("compile");

@@ -32,6 +32,7 @@
 #include <vector>
 
 #include "compiler/pipeline.h"
+#include "costmodel/schedule_features.h"
 #include "ir/problem.h"
 #include "ir/schedule.h"
 #include "ir/sparse_matrix.h"
@@ -151,10 +152,28 @@ kdb::KeyParts key_parts(const CsrMatrix& a, const Problem& p, const CompileTarge
                         const std::string& schedule);
 
 // Pipeline steps 3-6 (verify, pack, values, emit) without NVRTC: what a cached image needs to be
-// loaded (KernelBuild::compiled is left empty). GeneralSparse only: for another schedule family
-// this runs the whole pipeline (build_kernel), NVRTC included.
+// loaded (KernelBuild::compiled is left empty).
 KernelBuild prepare_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,
                            const CompileTarget& target);
+
+// The cost model's profile of a queried device (costmodel/ does not depend on runtime/).
+DeviceProfile profile_of(const cuda::DeviceInfo& info, bool* bandwidth_guessed = nullptr);
+
+// The search space as tune() ranks it: every registered family's schedules (specialised ones
+// included) for the target, ordered by the cost model for the device (`info`: its query; null:
+// offline, the model of the target's compute capability). `how` says which model ranked.
+struct RankedSpace {
+  std::vector<Schedule> all;
+  std::vector<size_t> order;                        // ranking, into all
+  std::vector<std::optional<double>> predicted_ms;  // by index into all
+  std::string how;
+  std::string warning;
+};
+RankedSpace rank_space(const CsrMatrix& a, const Problem& p, const CompileTarget& target,
+                       const cuda::DeviceInfo* info);
+// The same over a given candidate list.
+RankedSpace rank_space(const CsrMatrix& a, const Problem& p, const CompileTarget& target,
+                       std::vector<Schedule> all, const cuda::DeviceInfo* info);
 
 // The compile target for an explicit --arch without a GPU: "sm_80" -> sm_80 limits, any other
 // sm_XY / compute_XY -> sm_90 limits named after it. Throws UserError for another spelling.

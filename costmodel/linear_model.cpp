@@ -329,10 +329,10 @@ std::vector<Ranked> rank_schedules(const Problem& p, const std::vector<Schedule>
                                    const RowProfile& rows, const CostModel& m) {
   std::vector<Ranked> out;
   out.reserve(candidates.size());
-  std::map<int, FormatStats> macko_cache;
+  std::map<std::string, FormatStats> stats_cache;
   for (size_t i = 0; i < candidates.size(); ++i) {
     const Schedule& s = candidates[i];
-    const FormatStats fs = candidate_format_stats(a, p, s, &macko_cache);
+    const FormatStats fs = candidate_format_stats(a, p, s, &stats_cache);
     const ScheduleFeatures f = schedule_features(p, s, fs, mf, rows, m.device);
     Ranked r;
     r.index = i;

@@ -10,7 +10,8 @@
 //     ... f.values() (named by ScheduleFeatures::names()), f.roofline_us ...
 //   }
 //
-// The quantities (GeneralSparse; see ir/schedule.h for the vocabulary):
+// The quantities (the general family's, costmodel/general_features.cpp; see ir/general_schedule.h;
+// the other families fill the same fields their own way, costmodel/*_features.cpp):
 //   - bytes: A's packed values + int32 column indices (padding included) read once per column
 //     tile (grid.y), offset tables (8 bytes per task per level, an upper bound: compressed ones
 //     cost nothing), B (unique bytes from DRAM; gathered sectors from L2), C written once (Store)
@@ -34,7 +35,7 @@
 #include <vector>
 
 #include "costmodel/features.h"
-#include "ir/format.h"
+#include "ir/family.h"
 #include "ir/problem.h"
 #include "ir/schedule.h"
 #include "ir/sparse_matrix.h"
@@ -80,7 +81,7 @@ RowProfile row_profile(std::vector<int64_t> lengths);
 
 // The strategy family of a schedule: the (block, warp, thread) split and the reduction chain
 // (thread > warp > block), the grouping tests/gpu/gpu_correctness_test.cpp calls "kinds", e.g.
-// "rows/row/nnz red=total>total>none". Non-general families: their family name ("macko").
+// "rows/row/nnz red=total>total>none"; each family names its own (CostFamily::strategy).
 std::string strategy_family(const Schedule& s);
 
 struct ScheduleFeatures {
@@ -120,11 +121,11 @@ struct ScheduleFeatures {
 // Version of the feature vector: a model fitted on another version is not used.
 inline constexpr int kScheduleFeatureVersion = 1;
 
-// FormatStats of any family: compute_format_stats for GeneralSparse; for MACKO, rows = M,
-// nnz_padded = stored slots (macko_stats), block_tasks x col_tiles = its grid. `macko_cache`
-// (optional) keeps macko_stats per delta width across calls on the same matrix (O(nnz) each).
+// FormatStats of any family's schedule (IrFamily::format_stats). `cache` (optional, one per
+// matrix and problem) keeps them per family and pack key, so schedules that pack alike (MACKO: one
+// delta width; bitmap_tc: all) walk the matrix once; the others only re-derive their grid.
 FormatStats candidate_format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s,
-                                   std::map<int, FormatStats>* macko_cache = nullptr);
+                                   std::map<std::string, FormatStats>* cache = nullptr);
 
 // Precondition: the schedule is legal for p and fs = candidate_format_stats(a, p, s) of the
 // matrix that `rows` and `mf` describe.

@@ -8,18 +8,13 @@
 #include <stdexcept>
 
 #include "ir/diagnostics.h"
+#include "ir/int_math.h"
 #include "ir/parallel.h"
 
 namespace sparsegen {
 
 namespace {
 
-int64_t round_up(int64_t x, int64_t m) {
-  return (x + m - 1) / m * m;
-}
-int64_t ceil_div(int64_t x, int64_t m) {
-  return (x + m - 1) / m;
-}
 
 // The entries of one tile, per tile row: [begin[i], end[i]) into the CSR arrays.
 struct TileRows {

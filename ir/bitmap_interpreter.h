@@ -17,7 +17,7 @@
 
 #include "ir/bitmap_format.h"
 #include "ir/problem.h"
-#include "ir/schedule.h"
+#include "ir/bitmap_tc_schedule.h"
 
 namespace sparsegen {
 

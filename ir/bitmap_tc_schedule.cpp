@@ -15,7 +15,16 @@ int64_t col_tiles_of(const Problem& p) {
   return (p.k + kBitmapTileCols - 1) / kBitmapTileCols;
 }
 
+constexpr std::string_view kMmaNames[] = {"sync", "wgmma"};
+
 }  // namespace
+
+std::string_view to_string(MmaKind m) {
+  return kMmaNames[static_cast<int>(m)];
+}
+std::optional<MmaKind> parse_mma(std::string_view s) {
+  return spec_fields::lookup<MmaKind>(kMmaNames, s);
+}
 
 std::vector<std::string> validate(const BitmapTcSchedule& s) {
   std::vector<std::string> why;

@@ -1,6 +1,5 @@
 // bitmap_tc schedule family helpers: validation against a problem, the SPEC text and its parser,
-// launch-shape facts, the verifier's limits and the enumeration (the struct itself lives in
-// ir/schedule.h; schedule.cpp, verifier.cpp and enumerate.cpp dispatch here).
+// launch-shape facts, the verifier's limits and the enumeration (its IrFamily is in ir/bitmap_tc_family.cpp).
 //
 //   bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2;mma=sync
 //     warps   warps per block (1, 2, 4, 8)          mt      16-row tiles per warp (1, 2)
@@ -8,6 +7,7 @@
 //     stages  cp.async buffers in flight (2, 3)     mma     sync (mma.sync) or wgmma (sm_90a)
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -20,6 +20,48 @@
 
 namespace sparsegen {
 
+// Which tensor-core instruction a bitmap_tc kernel multiplies with: mma.sync per warp (sm_80 on),
+// or wgmma per warpgroup of four warps (sm_90a: B read from shared memory once per warpgroup).
+enum class MmaKind { Sync, Wgmma };
+std::string_view to_string(MmaKind m);  // "sync", "wgmma"
+std::optional<MmaKind> parse_mma(std::string_view s);
+
+// ─── Bitmap tiles on tensor cores (family "bitmap_tc") ───────────────────────────────────────
+// Over the bitmap-tile format (ir/bitmap_format.h: 16 x 64 tiles, a 64-bit mask per tile row and
+// the tile's values packed): "load as sparse, compute as dense". A warp owns `m_tiles` row tiles
+// (16 rows each) and walks its block's column range one 64-column tile at a time; per tile it
+// expands each 16 x 16 quarter into an mma.m16n8k16 A operand straight from the mask and the
+// values (popcounts, no dense copy), and multiplies it with B fragments that the block staged in
+// shared memory (cp.async, `stages` buffers in flight, shared by the block's warps). Products are
+// accumulated in fp32 registers (N/8 n8 tiles per row tile). The K range is cut into `ksplit`
+// parts (grid.y): with ksplit = 1 each row is finished by one warp and stored (alpha·acc +
+// beta·C); with ksplit > 1 the parts add into an fp32 workspace (OutputMode::Atomic) and the
+// last block of each row block to finish stores C = ws + beta·C and re-zeroes ws (no extra
+// kernels: the workspace is zeroed once at allocation and left zero by every run). Needs fp16/bf16,
+// row-major B and N a multiple of 8 (<= 128). Known limitation (dense compute): an absent entry is
+// a 0 in the mma, so where B holds ±Inf or NaN, every row whose tile spans that B row gets NaN,
+// also rows with no entry in that column (CSR arithmetic would skip the product). Finite inputs are
+// unaffected. A pipeline step covers `k_tiles` column tiles (64·k_tiles columns): one barrier pair
+// and one cp.async wait per step, and k_tiles independent decode chains per warp to overlap. SPEC:
+// bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2;mma=sync
+struct BitmapTcSchedule {
+  static constexpr std::string_view kFamily = "bitmap_tc";
+
+  int warps_per_block = 4;      // 1, 2, 4, 8: the block's row tiles are warps x m_tiles
+  int m_tiles = 1;              // 16-row tiles per warp: 1, 2 (B fragments reused across them)
+  int k_tiles = 1;              // 64-column tiles per pipeline step: 1, 2, 4
+  int ksplit = 1;               // K parts (grid.y): 1..64
+  int stages = 2;               // shared-memory buffers of the cp.async pipeline: 2, 3
+  MmaKind mma = MmaKind::Sync;  // wgmma: warps 4 or 8, N in {8, 16, 32, 64}, sm_90 only
+
+  int rows_per_block() const { return warps_per_block * m_tiles * 16; }
+  int threads_per_block() const { return warps_per_block * kWarpSize; }
+  OutputMode output() const { return ksplit > 1 ? OutputMode::Atomic : OutputMode::Store; }
+  bool operator==(const BitmapTcSchedule&) const = default;
+};
+
+// Problem-independent legality of a body: every reason it is illegal (empty = legal).
+std::vector<std::string> validate(const BitmapTcSchedule& s);
 // Problem-dependent legality: fp16/bf16, row-major B, N a multiple of 8 in 8..128 (mma=wgmma:
 // 8, 16, 32 or 64), ksplit no more than the column tiles.
 std::vector<std::string> validate_bitmap_tc(const Problem& p, const BitmapTcSchedule& s);

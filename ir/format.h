@@ -1,4 +1,4 @@
-// Packed format: the arrays a GeneralSparse schedule needs at launch, built from a CsrMatrix for a
+// Packed format of the general family: the arrays a GeneralSparse schedule needs at launch, built from a CsrMatrix for a
 // (Problem, Schedule) by pack_format(). Everything the kernel indexes is here; the codegen reads
 // the offset arrays' compression and emits arithmetic for the compressed ones.
 //
@@ -36,6 +36,8 @@
 #include <string>
 #include <vector>
 
+#include "ir/family.h"
+#include "ir/general_schedule.h"
 #include "ir/offset_compression.h"
 #include "ir/problem.h"
 #include "ir/schedule.h"
@@ -58,18 +60,6 @@ struct LevelArrays {
   std::vector<uint32_t> bitmap;  // tasks, for a Bitmap reduction at this level; else empty
 };
 
-// Cheap O(rows) summary for the verifier and the enumerator (no arrays built).
-struct FormatStats {
-  int64_t rows = 0;             // packed rows (empty rows excluded for block split Nnz)
-  int64_t nnz = 0;              // real nonzeros
-  int64_t nnz_padded = 0;       // packed sequence length (>= nnz)
-  int64_t block_tasks = 0;      // grid.x
-  int64_t col_tiles = 0;        // grid.y = ceil(N / block_cols)
-  int64_t max_row_length = 0;   // of the original matrix
-  int64_t max_tile_values = 0;  // bitmap_tc: the largest tile's value slots (bitmap_format.h)
-  double pad_overhead() const { return nnz == 0 ? 0.0 : double(nnz_padded - nnz) / double(nnz); }
-};
-
 struct PackedFormat {
   FormatStats stats;
   OffsetArray perm;                      // packed row -> original row (rows entries)
@@ -86,7 +76,8 @@ struct PackedFormat {
 // Storage position of logical position p under schedule s (identity unless interleaved).
 int64_t storage_pos(const GeneralSchedule& s, const PackedFormat& f, int64_t p);
 
-// O(rows). Precondition: s is legal (Schedule's constructor checked it); m matches p (rows == M).
+// O(rows). Precondition: s is a legal general schedule (Schedule's constructor checked it); m
+// matches p (rows == M).
 FormatStats compute_format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s);
 
 // Builds every array and classifies every OffsetArray. Throws UserError when the matrix does

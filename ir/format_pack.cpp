@@ -3,22 +3,15 @@
 #include <algorithm>
 #include <numeric>
 
-#include "ir/bitmap_tc_schedule.h"
+#include "ir/int_math.h"
 #include "ir/diagnostics.h"
 #include "ir/format.h"
-#include "ir/macko_schedule.h"
 #include "ir/parallel.h"
 
 namespace sparsegen {
 
 namespace {
 
-int64_t round_up(int64_t x, int64_t m) {
-  return (x + m - 1) / m * m;
-}
-int64_t ceil_div(int64_t x, int64_t m) {
-  return (x + m - 1) / m;
-}
 
 void check_shape(const CsrMatrix& a, const Problem& p) {
   if (a.rows != p.m || a.cols != p.k)
@@ -85,32 +78,7 @@ int64_t storage_pos(const GeneralSchedule& s, const PackedFormat&, int64_t p) {
 
 FormatStats compute_format_stats(const CsrMatrix& a, const Problem& p, const Schedule& sch) {
   check_shape(a, p);
-  if (sch.family() == ScheduleFamily::Macko) {  // MACKO packs with pack_macko (macko_format.h)
-    const MackoStats ms = macko_stats(a, sch.macko().delta_bits);
-    FormatStats st;
-    st.rows = a.rows;
-    st.nnz = ms.nnz;
-    st.nnz_padded = ms.slots;
-    st.block_tasks = macko_grid_x(p, sch.macko());
-    st.col_tiles = macko_grid_y(p, sch.macko());
-    for (int64_t r = 0; r < a.rows; ++r)
-      st.max_row_length = std::max(st.max_row_length, a.row_length(r));
-    return st;
-  }
-  if (sch.family() == ScheduleFamily::BitmapTc) {  // bitmap_tc packs with pack_bitmap_tiles
-    const BitmapTileStats bs = bitmap_tile_stats(a);
-    FormatStats st;
-    st.rows = a.rows;
-    st.nnz = bs.nnz;
-    st.nnz_padded = bs.slots;
-    st.block_tasks = bitmap_tc_grid_x(p, sch.bitmap_tc());
-    st.col_tiles = bitmap_tc_grid_y(p, sch.bitmap_tc());
-    st.max_tile_values = bs.max_tile_values;
-    for (int64_t r = 0; r < a.rows; ++r)
-      st.max_row_length = std::max(st.max_row_length, a.row_length(r));
-    return st;
-  }
-  const GeneralSchedule& s = sch.general();
+  const GeneralSchedule& s = sch.as<GeneralSchedule>();
   const bool skip_empty = s.at(Level::Block).kind == WorkSplit::Nnz;
   FormatStats st;
   st.nnz = a.nnz();
@@ -130,7 +98,7 @@ FormatStats compute_format_stats(const CsrMatrix& a, const Problem& p, const Sch
 }
 
 PackedFormat pack_format(const CsrMatrix& a, const Problem& p, const Schedule& sch) {
-  const GeneralSchedule& s = sch.general();
+  const GeneralSchedule& s = sch.as<GeneralSchedule>();
   PackedFormat f;
   f.stats = compute_format_stats(a, p, sch);
   f.output = s.output();

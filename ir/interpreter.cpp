@@ -307,7 +307,7 @@ void interpret(const Problem& p, const Schedule& s, const PackedFormat& f,
   if (static_cast<int64_t>(b.size()) < p.k * p.n || static_cast<int64_t>(c.size()) < p.m * p.n)
     throw std::invalid_argument("interpret: B or C smaller than the problem");
   if (p.m == 0 || p.n == 0) return;
-  Interp(p, s.general(), f, b, c, alpha, beta).run();
+  Interp(p, s.as<GeneralSchedule>(), f, b, c, alpha, beta).run();
 }
 
 }  // namespace sparsegen

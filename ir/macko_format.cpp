@@ -6,15 +6,13 @@
 #include <numeric>
 
 #include "ir/diagnostics.h"
+#include "ir/int_math.h"
 #include "ir/parallel.h"
 
 namespace sparsegen {
 
 namespace {
 
-int64_t round_up(int64_t x, int64_t m) {
-  return (x + m - 1) / m * m;
-}
 
 void check_bits(int bits) {
   if (!valid_macko_delta_bits(bits))

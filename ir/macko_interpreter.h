@@ -16,7 +16,7 @@
 
 #include "ir/macko_format.h"
 #include "ir/problem.h"
-#include "ir/schedule.h"
+#include "ir/macko_schedule.h"
 
 namespace sparsegen {
 

@@ -10,6 +10,7 @@
 #include <queue>
 
 #include "ir/diagnostics.h"
+#include "ir/int_math.h"
 #include "ir/spec_fields.h"
 
 namespace sparsegen {
@@ -26,7 +27,16 @@ int pow2_ceil(int64_t x) {
   return p;
 }
 
+constexpr std::string_view kBStageNames[] = {"global", "shared", "shared_f32"};
+
 }  // namespace
+
+std::string_view to_string(BStage b) {
+  return kBStageNames[static_cast<int>(b)];
+}
+std::optional<BStage> parse_bstage(std::string_view s) {
+  return spec_fields::lookup<BStage>(kBStageNames, s);
+}
 
 std::vector<std::string> validate(const MackoSchedule& s) {
   std::vector<std::string> why;
@@ -247,7 +257,6 @@ std::vector<int64_t> macko_items(const MackoFormat& f, const MackoSchedule& s) {
   auto vectors = [&](int64_t r) {
     return end(r) > start(r) ? (end(r) + 7) / 8 - start(r) / 8 : int64_t{0};
   };
-  auto round_up = [](int64_t x, int64_t q) { return (x + q - 1) / q * q; };
   std::vector<int64_t> items(static_cast<size_t>(blocks * ipb * kMackoItemInts), 0);
   std::vector<int64_t> rows, pieces, by_length;
   for (int64_t b = 0; b < blocks; ++b) {

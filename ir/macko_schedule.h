@@ -1,6 +1,5 @@
 // MACKO schedule family helpers: validation, the SPEC text and its parser, the verifier's limits
-// and the enumeration (the struct itself lives in ir/schedule.h; schedule.cpp, verifier.cpp and
-// enumerate.cpp dispatch here for family "macko").
+// and the enumeration (its IrFamily is in ir/macko_family.cpp).
 //
 //   macko;delta=4;wpr=1;warps=4;unroll=2;cols=1;vec=16;stage=global;rpw=1
 //     delta  b_Δ bits per column delta (2, 4, 8)        wpr     warps per row (1, 2, 4, 8)
@@ -9,6 +8,7 @@
 //     stage  B gathered from global or shared memory    rpw     rows per warp (stage=shared: 1..16)
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +21,57 @@
 
 namespace sparsegen {
 
+// Where a MACKO kernel gathers the dense operand B from: global memory (through L1), or a copy
+// of B (zero guard rows around it) that each block stages in shared memory, in the value dtype
+// (2 bytes per element) or, for one column, in fp32 (twice the bytes, no conversion per slot).
+enum class BStage { Global, Shared, SharedF32 };
+std::string_view to_string(BStage b);  // "global", "shared", "shared_f32"
+std::optional<BStage> parse_bstage(std::string_view s);
+
+// ─── The MACKO model (family "macko") ───────────────────────────────────────────────────────
+// Over the MACKO format (ir/macko_format.h: values + b_Δ-bit column deltas, rows back to back):
+// each row is processed by `warps_per_row` warps (1: warp per row; 2..8: split row, where the
+// block is the row's warps and a cross-warp step combines column carries and partial sums).
+// A warp step reads, per lane, `unroll` aligned 16-byte vectors of values (8 slots each) and their
+// packed deltas; lane l's vector u of warp w in step i is vector
+//   v0 + i·(warps_per_row·32·unroll) + w·32·unroll + u·32 + l      (v0 = first vector of the row)
+// Columns come from a warp inclusive scan of (delta + 1) with a running carry. Every thread
+// accumulates `cols` dense columns in fp32 (grid.y = ceil(N / cols)); a row's partials are summed
+// over the lanes (and warps) and stored once: alpha·acc + beta·C. Output mode: Store.
+// Staged B (stage=shared or shared_f32, warp per row only): each block first copies B into
+// shared memory, with zero guard rows before and after, then its warps take the block's
+// warps x rows_per_warp rows one at a time from a shared counter (rows of uneven length balance
+// out within the block), so the copy is paid once per block. With sort_rows the rows are dealt
+// to blocks longest first, each to the block with the fewest slots so far (macko_row_order: a
+// row-order table; C is stored at the original row), so blocks carry equal work and within a
+// block the longest rows start first.
+// Its loop decodes columns without per-slot masks: slots outside the row get a zero value and a
+// zero delta, which keeps their columns inside the guards.
+// SPEC: macko;delta=4;wpr=1;warps=4;unroll=2;cols=1;vec=16;stage=global;rpw=1
+struct MackoSchedule {
+  static constexpr std::string_view kFamily = "macko";
+
+  int delta_bits = 4;       // b_Δ: 2, 4, 8
+  int warps_per_row = 1;    // 1, 2, 4, 8
+  int warps_per_block = 4;  // warp per row: 1..32 (rows per block); split row: == warps_per_row
+  int unroll = 2;           // 16-byte value vectors in flight per thread per step: 1, 2, 4
+  int cols = 1;             // dense columns per thread: 1, 2, 4, 8
+  int vector_bytes = 16;    // bytes per value load (16 only)
+  BStage stage = BStage::Global;  // shared: warp per row only
+  int rows_per_warp = 1;          // rows per warp on average (the block's warps share its rows)
+  bool sort_rows = false;         // staged: rows dealt to blocks by length (a row-order table)
+
+  bool staged() const { return stage != BStage::Global; }
+  // Bytes of one staged row of B: cols 2-byte values, or one fp32.
+  int stage_row_bytes() const { return stage == BStage::SharedF32 ? 4 : 2 * cols; }
+  // Rows one block covers.
+  int rows_per_block() const { return warps_per_block / warps_per_row * rows_per_warp; }
+  int threads_per_block() const { return warps_per_block * kWarpSize; }
+  bool operator==(const MackoSchedule&) const = default;
+};
+
+// Problem-independent legality of a body: every reason it is illegal (empty = legal).
+std::vector<std::string> validate(const MackoSchedule& s);
 // Problem-dependent legality: 2-byte values (fp16/bf16), columns per thread against N.
 std::vector<std::string> validate_macko(const Problem& p, const MackoSchedule& s);
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <mutex>
 #include <system_error>
 #include <thread>
 
@@ -127,6 +128,36 @@ void prefault(void* p, size_t bytes) {
   (void)p;
   (void)bytes;
 #endif
+}
+
+void for_each_task(size_t count, int threads, const std::function<void(size_t)>& fn) {
+  if (count == 0) return;
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const size_t n = std::min(count, static_cast<size_t>(threads > 0 ? threads : hw));
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  std::exception_ptr first;
+  auto worker = [&] {
+    for (size_t i; (i = next++) < count;) {
+      try {
+        fn(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (!first) first = std::current_exception();
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < n; ++t) {
+    try {
+      pool.emplace_back(worker);
+    } catch (const std::system_error&) {
+      break;  // fewer threads: the ones running take the rest
+    }
+  }
+  worker();
+  for (auto& t : pool) t.join();
+  if (first) std::rethrow_exception(first);
 }
 
 }  // namespace sparsegen

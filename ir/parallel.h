@@ -51,6 +51,12 @@ void run_chunks(const std::vector<int64_t>& bounds,
 // the whole loop in simple steps (n when each index is one).
 void parallel_for(int64_t n, int64_t work, const std::function<void(int64_t, int64_t)>& fn);
 
+// A work queue: fn(i) for every i in [0, count), on min(count, threads) threads (threads <= 0:
+// hardware concurrency), the calling thread one of them; each takes the next index in order, so
+// long tasks do not hold up the rest. Tasks are independent: an exception in one does not stop
+// the others; the first is rethrown once all have finished.
+void for_each_task(size_t count, int threads, const std::function<void(size_t)>& fn);
+
 // Faults in the pages of [p, p + bytes) on several threads (madvise MADV_POPULATE_WRITE where the
 // kernel has it; otherwise nothing). Fresh pages are zeroed by the kernel on first touch, one page
 // fault per 4 KiB: for a buffer of hundreds of MB that costs more than the loop that fills it, so

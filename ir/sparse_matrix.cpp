@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "ir/parallel.h"
+#include "ir/random.h"
 
 namespace sparsegen {
 
@@ -234,15 +235,6 @@ CsrMatrix canonicalize(Triplets&& t, ValueField field, DuplicatePolicy policy,
   t = Triplets{};
   return m;
 }
-
-namespace {
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
-}  // namespace
 
 void synthesize_pattern_values(CsrMatrix& m, uint64_t seed, Diagnostics& diag) {
   uint64_t state = seed;

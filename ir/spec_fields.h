@@ -4,7 +4,9 @@
 //   --schedule: field 'warps': expected an integer in 1..32, found 'x'
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <functional>
 #include <string>
 #include <string_view>
@@ -24,6 +26,21 @@ void for_each_field(
     const std::vector<std::string_view>& parts,
     const std::function<void(std::string_view key, std::string_view value)>& on_field);
 
+// A name table's entry for s as the enum E (entry i is E(i)), or nullopt.
+template <typename E, size_t N>
+std::optional<E> lookup(const std::string_view (&names)[N], std::string_view s) {
+  for (size_t i = 0; i < N; ++i)
+    if (names[i] == s) return static_cast<E>(i);
+  return std::nullopt;
+}
+// "a, b or c": a name table's entries for messages.
+template <size_t N>
+std::string alternatives(const std::string_view (&names)[N]) {
+  std::string out;
+  for (size_t i = 0; i < N; ++i)
+    out += (i ? (i + 1 == N ? " or " : ", ") : "") + std::string(names[i]);
+  return out;
+}
 // Throws UserError "--schedule 'SPEC' is illegal:" with one line per reason, when there are any.
 void check_legal(std::string_view spec, const std::vector<std::string>& why);
 

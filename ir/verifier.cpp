@@ -1,75 +1,22 @@
 #include "ir/verifier.h"
 
-#include <fmt/format.h>
-
-#include "ir/bitmap_tc_schedule.h"
-#include "ir/macko_schedule.h"
+#include "ir/family.h"
 
 namespace sparsegen {
 
-int estimate_registers(const Problem& p, const Schedule& sch) {
-  if (sch.family() == ScheduleFamily::Macko) return macko_registers(sch.macko());
-  if (sch.family() == ScheduleFamily::BitmapTc) return bitmap_tc_registers(p, sch.bitmap_tc());
-  const GeneralSchedule& s = sch.general();
-  const bool segments = s.reduction(Level::Thread) == ReductionKind::Bitmap ||
-                        s.reduction(Level::Warp) == ReductionKind::Segment;
-  // fp32 accumulators (plus head/tail partials when segments are carried), one column index and
-  // one value per vector lane, and a fixed base for offsets, loop bounds and addresses.
-  const int acc = s.thread_cols * (segments ? 3 : 1);
-  return 24 + acc + 2 * s.vector_width + (s.interleave ? 2 : 0);
+int estimate_registers(const Problem& p, const Schedule& s) {
+  return s.family().registers(p, s);
 }
 
-int64_t estimate_shared_bytes(const Problem&, const Schedule& sch) {
-  if (sch.family() == ScheduleFamily::Macko) return macko_shared_bytes(sch.macko());
-  if (sch.family() == ScheduleFamily::BitmapTc) return 0;  // dynamic: bitmap_tc_shared_bytes
-  const GeneralSchedule& s = sch.general();
-  const ReductionKind rb = s.reduction(Level::Block);
-  if (rb == ReductionKind::None || s.warps_per_block == 1) return 0;
-  // One fp32 partial per warp and warp column (two for head/tail segments) plus its row.
-  const int64_t per_warp = int64_t{4} * s.warp_cols() * (rb == ReductionKind::Segment ? 2 : 1) +
-                           (rb == ReductionKind::Total ? 0 : 16);
-  return per_warp * s.warps_per_block;
+int64_t estimate_shared_bytes(const Problem& p, const Schedule& s) {
+  return s.family().shared_bytes(p, s);
 }
 
 std::vector<std::string> verify(const Problem& p, const Schedule& s, const FormatStats& st,
                                 const DeviceLimits& dev) {
   std::vector<std::string> why = validate(p, s);
   if (!why.empty()) return why;
-  if (s.family() == ScheduleFamily::Macko) {  // slot counts: verify_macko with MackoStats
-    MackoStats ms;
-    ms.slots = st.nnz_padded;
-    return verify_macko(p, s.macko(), ms, dev);
-  }
-  if (s.family() == ScheduleFamily::BitmapTc) {  // tile sizes: verify_bitmap_tc
-    BitmapTileStats bs;
-    bs.slots = st.nnz_padded;
-    bs.tiles = ((p.m + kBitmapTileRows - 1) / kBitmapTileRows) *
-               ((p.k + kBitmapTileCols - 1) / kBitmapTileCols);
-    bs.max_tile_values = st.max_tile_values;
-    return verify_bitmap_tc(p, s.bitmap_tc(), bs, dev);
-  }
-  const GeneralSchedule& g = s.general();
-  const int threads = g.threads_per_block();
-  if (threads > dev.max_threads_per_block)
-    why.push_back(fmt::format("{} threads per block exceed {} on {}", threads,
-                              dev.max_threads_per_block, dev.name));
-  const int regs = estimate_registers(p, s);
-  if (regs > dev.max_registers_per_thread)
-    why.push_back(fmt::format("about {} registers per thread exceed {} on {}", regs,
-                              dev.max_registers_per_thread, dev.name));
-  else if (int64_t{regs} * threads > dev.registers_per_block)
-    why.push_back(fmt::format("about {} registers x {} threads exceed {} per block on {}", regs,
-                              threads, dev.registers_per_block, dev.name));
-  const int64_t smem = estimate_shared_bytes(p, s);
-  if (smem > dev.max_shared_per_block)
-    why.push_back(fmt::format("{} bytes of shared memory exceed {} on {}", smem,
-                              dev.max_shared_per_block, dev.name));
-  if (st.block_tasks > dev.max_grid_x)
-    why.push_back(
-        fmt::format("grid.x = {} block tasks exceeds {}", st.block_tasks, dev.max_grid_x));
-  if (st.col_tiles > dev.max_grid_y)
-    why.push_back(fmt::format("grid.y = {} column tiles exceeds {}", st.col_tiles, dev.max_grid_y));
-  return why;
+  return s.family().verify(p, s, st, dev);
 }
 
 }  // namespace sparsegen

@@ -54,6 +54,7 @@
 
 #include "compiler/gpu_check.h"
 #include "compiler/pipeline.h"
+#include "compiler/tune.h"
 #include "costmodel/features.h"
 #include "costmodel/linear_model.h"
 #include "costmodel/model_quality.h"
@@ -407,9 +408,7 @@ void run_calibrate(const CalibrateArgs& a) {
   bool guessed = false;
   const DeviceProfile dev =
       dry ? DeviceProfile::h100_sxm()
-          : device_profile(info.name, info.cc_major, info.cc_minor, info.sm_count,
-                           info.l2_cache_bytes, info.clock_rate_khz, info.max_threads_per_sm,
-                           info.max_registers_per_sm, &guessed);
+          : profile_of(info, &guessed);
   std::printf("calibrate: %s (%s, %d SMs, %.0f GB/s%s), target %s, budget %.0f s\n",
               dev.name.c_str(), dev.arch().c_str(), dev.sm_count, dev.dram_gbs,
               guessed ? " guessed" : "", target.arch.c_str(), a.budget_s);

@@ -13,16 +13,12 @@
 
 #include <fmt/format.h>
 
-#include "codegen/bitmap_tc.h"
-#include "codegen/general_sparse.h"
-#include "codegen/macko.h"
-#include "ir/bitmap_format.h"
+#include "codegen/family.h"
 #include "ir/diagnostics.h"
 #include "ir/dtype.h"
 #include "ir/enumerate.h"
-#include "ir/format.h"
+#include "ir/family.h"
 #include "ir/io/load.h"
-#include "ir/macko_format.h"
 #include "ir/problem.h"
 #include "ir/schedule.h"
 #include "tools/commands.h"
@@ -90,16 +86,7 @@ void run_emit(const EmitArgs& a) {
   const auto why = validate(p, s);
   if (!why.empty())
     throw UserError(fmt::format("--schedule: illegal for {}: {}", to_string(p), why.front()));
-  const codegen::GeneratedKernel k = [&] {
-    switch (s.family()) {
-      case ScheduleFamily::Macko:
-        return codegen::emit_macko(p, s, pack_macko(m, s.macko().delta_bits));
-      case ScheduleFamily::BitmapTc:
-        return codegen::emit_bitmap_tc(p, s, pack_bitmap_tiles(m));
-      default:
-        return codegen::emit_general_sparse(p, s, pack_format(m, p, s));
-    }
-  }();
+  const codegen::GeneratedKernel k = codegen::emit_kernel(p, s, *s.family().pack(m, p, s));
   if (a.signature) {
     std::printf("# %s\n# %s\n%s", to_string(p).c_str(), to_string(s).c_str(),
                 codegen::describe(k.signature).c_str());

@@ -14,10 +14,9 @@
 #include <nlohmann/json.hpp>
 
 #include "costmodel/features.h"
-#include "ir/bitmap_format.h"
 #include "ir/dtype.h"
 #include "ir/io/load.h"
-#include "ir/macko_format.h"
+#include "ir/family.h"
 #include "tools/commands.h"
 
 namespace sparsegen::cli {
@@ -86,19 +85,15 @@ nlohmann::json report_json(const InspectArgs& args, const LoadedMatrix& lm, cons
   j["nnz"] = m.nnz();
   j["density"] = f.density;
   j["features"] = to_json(f);
-  if (m.field != ValueField::Complex) {  // MACKO (issue 5) at b = 4: bytes vs dense fp16
-    const MackoStats ms = macko_stats(m, 4);
-    j["macko"] = {{"delta_bits", 4},
-                  {"padding_slots", ms.padding},
-                  {"bytes", ms.bytes()},
-                  {"effective_density", ms.effective_density()}};
-    // Bitmap tiles (bitmap_tc): 16 x 64 tiles, a 64-bit mask per tile row, values 8-aligned.
-    const BitmapTileStats bs = bitmap_tile_stats(m);
-    j["bitmap_tiles"] = {{"tiles", bs.tiles},
-                         {"value_slots", bs.slots},
-                         {"max_tile_values", bs.max_tile_values},
-                         {"bytes", bs.bytes()},
-                         {"effective_density", bs.effective_density()}};
+  if (m.field != ValueField::Complex) {  // each family's format figures
+    for (const IrFamily* fam : ir_families()) {
+      const auto sum = fam->summarize(m);
+      if (!sum) continue;
+      nlohmann::json o = nlohmann::json::object();
+      for (const auto& [name, value] : sum->fields)
+        std::visit([&, &name = name](auto v) { o[name] = v; }, value);
+      j[sum->key] = o;
+    }
   }
   nlohmann::json conv = nlohmann::json::object();
   for (const RangeCheck& rc : ranges) {
@@ -137,13 +132,8 @@ std::string report_text(const InspectArgs& args, const LoadedMatrix& lm, const M
   line("pattern-only", m.pattern_only ? "yes (values synthesized)" : "no");
   s += format_table(f);
   if (m.field != ValueField::Complex) {
-    const MackoStats ms = macko_stats(m, 4);
-    line("MACKO (b=4)", fmt::format("effective density {:.4f} ({} bytes, {} padding slots)",
-                                    ms.effective_density(), ms.bytes(), ms.padding));
-    const BitmapTileStats bs = bitmap_tile_stats(m);
-    line("bitmap tiles (16x64)",
-         fmt::format("effective density {:.4f} ({} bytes, {} tiles, {} value slots)",
-                     bs.effective_density(), bs.bytes(), bs.tiles, bs.slots));
+    for (const IrFamily* fam : ir_families())
+      if (const auto sum = fam->summarize(m)) line(sum->label, sum->text);
   }
   for (const RangeCheck& rc : ranges) {
     std::string v = fmt::format("{} out of range", rc.count);

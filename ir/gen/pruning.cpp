@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "ir/parallel.h"
+#include "ir/random.h"
 
 namespace sparsegen {
 
@@ -21,12 +22,6 @@ namespace {
 // Random streams. SplitMix64 seeds xoshiro256**; both are fixed algorithms, so a seed gives the
 // same matrix with any compiler and standard library.
 
-uint64_t splitmix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-  return z ^ (z >> 31);
-}
 
 class Xoshiro256 {
  public:

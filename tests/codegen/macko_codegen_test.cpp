@@ -82,7 +82,7 @@ TEST(MackoCodegen, StagedKernelShape) {
   EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, 16 + (8192 + 32) * 4 + 17 * 16 + 17 * 4);
   ASSERT_EQ(k.signature.params.size(), 7u);
   EXPECT_EQ(k.signature.params[6].name, "items");
-  EXPECT_EQ(k.signature.params[6].data, macko_items(f, s.macko()));
+  EXPECT_EQ(k.signature.params[6].data, macko_items(f, s.as<MackoSchedule>()));
   EXPECT_TRUE(has(k.source, "const int* __restrict__ items) {"));
 
   // sort=1 only changes the table: the rows in macko_row_order's order (longest first).
@@ -103,7 +103,7 @@ TEST(MackoCodegen, StagedKernelShape) {
   // Rows mode (4 rows per warp, or N = 4 and 8): whole rows from the bounds in front of B, and
   // with sort=1 the row-order table.
   const Schedule r = parse_schedule("macko;delta=4;warps=8;unroll=2;cols=1;stage=shared;rpw=4");
-  ASSERT_FALSE(macko_uses_items(r.macko()));
+  ASSERT_FALSE(macko_uses_items(r.as<MackoSchedule>()));
   const GeneratedKernel kr = emit_macko(p, r, f);
   EXPECT_TRUE(has(kr.source, "int* const s_rows = reinterpret_cast<int*>(sg_smem);"));
   EXPECT_TRUE(has(kr.source, "ns1 = s_rows[nitem + 1];"));
@@ -157,7 +157,7 @@ TEST(MackoCodegen, StagedSpecVariantsCompile) {
     const Problem p =
         c.n == 1 ? Problem::spmv(a.rows, a.cols, c.dt) : Problem::spmm(a.rows, a.cols, c.n, c.dt);
     const Schedule s = parse_schedule(c.spec);
-    const GeneratedKernel k = emit_macko(p, s, pack_macko(a, s.macko().delta_bits));
+    const GeneratedKernel k = emit_macko(p, s, pack_macko(a, s.as<MackoSchedule>().delta_bits));
     nvrtc::CompileOptions o;
     o.arch = "compute_90";
     o.headers = k.headers;
@@ -212,7 +212,7 @@ TEST(MackoCodegen, EveryEnumeratedScheduleCompiles) {
           if (!first && std::getenv("SPARSEGEN_NVRTC_ALL") == nullptr && all.size() > 2)
             all = {all.front(), all.back()};
           for (const Schedule& s : all) {
-            const GeneratedKernel k = emit_macko(p, s, pack_macko(a, s.macko().delta_bits));
+            const GeneratedKernel k = emit_macko(p, s, pack_macko(a, s.as<MackoSchedule>().delta_bits));
             nvrtc::CompileOptions o;
             o.arch = "compute_90";
             o.headers = k.headers;

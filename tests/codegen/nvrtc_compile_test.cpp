@@ -42,7 +42,7 @@ std::vector<Case> all_cases() {
 
 // Structural key: the parts of a schedule that change the emitted code's shape.
 std::string shape_key(const Case& c) {
-  const GeneralSchedule& g = c.schedule.general();
+  const GeneralSchedule& g = c.schedule.as<GeneralSchedule>();
   std::string k;
   for (int l = 0; l < 3; ++l)
     k += std::string(to_string(g.split[static_cast<size_t>(l)].kind)) + "/" +

@@ -15,6 +15,8 @@
 
 #include "compiler/fingerprint.h"
 #include "compiler/tune.h"
+#include "ir/general_schedule.h"
+#include "ir/macko_schedule.h"
 #include "ir/schedule.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/kernel_db.h"

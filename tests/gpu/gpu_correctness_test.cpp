@@ -57,6 +57,7 @@
 #include <tuple>
 #include <vector>
 
+#include "compiler/family.h"
 #include "compiler/gpu_check.h"
 #include "compiler/pipeline.h"
 #include "ir/bitmap_tc_schedule.h"
@@ -103,16 +104,16 @@ double seconds_since(Clock::time_point t0) {
 
 // "rows/row/nnz red=total>total>none": splits block/warp/thread, reductions thread>warp>block.
 std::string kind_of(const Schedule& s) {
-  if (s.family() == ScheduleFamily::BitmapTc) {
-    const BitmapTcSchedule& b = s.bitmap_tc();
+  if (s.family_name() == "bitmap_tc") {
+    const BitmapTcSchedule& b = s.as<BitmapTcSchedule>();
     return fmt::format("bitmap_tc{}{}", b.mma == MmaKind::Wgmma ? " wgmma" : "",
                        b.ksplit > 1 ? " split-K" : "");
   }
-  if (s.family() == ScheduleFamily::Macko) {
-    if (s.macko().staged()) return "macko staged-B";
-    return s.macko().warps_per_row == 1 ? "macko warp-per-row" : "macko split-row";
+  if (s.family_name() == "macko") {
+    if (s.as<MackoSchedule>().staged()) return "macko staged-B";
+    return s.as<MackoSchedule>().warps_per_row == 1 ? "macko warp-per-row" : "macko split-row";
   }
-  const GeneralSchedule& g = s.general();
+  const GeneralSchedule& g = s.as<GeneralSchedule>();
   return fmt::format("{}/{}/{} red={}>{}>{}", to_string(g.at(Level::Block).kind),
                      to_string(g.at(Level::Warp).kind), to_string(g.at(Level::Thread).kind),
                      to_string(g.reduction(Level::Thread)), to_string(g.reduction(Level::Warp)),
@@ -120,19 +121,19 @@ std::string kind_of(const Schedule& s) {
 }
 
 std::vector<std::string> features(const Schedule& s) {
-  if (s.family() == ScheduleFamily::BitmapTc) {
-    const BitmapTcSchedule& b = s.bitmap_tc();
+  if (s.family_name() == "bitmap_tc") {
+    const BitmapTcSchedule& b = s.as<BitmapTcSchedule>();
     return {fmt::format("w{}", b.warps_per_block), fmt::format("mt{}", b.m_tiles),
             fmt::format("ks{}", b.ksplit),         fmt::format("st{}", b.stages),
             fmt::format("kt{}", b.k_tiles),        std::string(to_string(b.mma))};
   }
-  if (s.family() == ScheduleFamily::Macko) {
-    const MackoSchedule& m = s.macko();
+  if (s.family_name() == "macko") {
+    const MackoSchedule& m = s.as<MackoSchedule>();
     return {fmt::format("b{}", m.delta_bits),      fmt::format("u{}", m.unroll),
             fmt::format("w{}", m.warps_per_block), fmt::format("r{}", m.warps_per_row),
             fmt::format("rpw{}", m.rows_per_warp), fmt::format("sort{}", m.sort_rows)};
   }
-  const GeneralSchedule& g = s.general();
+  const GeneralSchedule& g = s.as<GeneralSchedule>();
   return {fmt::format("w{}", g.warps_per_block),
           fmt::format("g{}", g.group_threads),
           fmt::format("tc{}", g.thread_cols),
@@ -189,7 +190,7 @@ struct Config {
 // freed when its last job is done.
 struct PackSlot {
   std::once_flag once;
-  std::shared_ptr<const PackedFormat> f;
+  std::shared_ptr<const PreparedPack> f;  // the family pack; values converted per build
   std::string error;
   double pack_s = 0;
   std::atomic<int> users{0};
@@ -227,8 +228,8 @@ class Campaign {
  public:
   // family Macko: configs over (fp16, bf16) x N in {1, 2, 7, 8} and the MACKO schedules only;
   // BitmapTc: (fp16, bf16) x N in {8, 24, 64, 128}, row-major B, the bitmap_tc schedules only.
-  explicit Campaign(std::string name, ScheduleFamily family = ScheduleFamily::General)
-      : name_(std::move(name)), family_(family) {
+  explicit Campaign(std::string name, std::string family = "general")
+      : name_(std::move(name)), family_(std::move(family)) {
     dry_ = env_flag("SPARSEGEN_GPU_TEST_DRY");
     if (!dry_) {
       ctx_ = std::make_shared<cuda::Context>(0);
@@ -257,14 +258,14 @@ class Campaign {
     matrices_.push_back(a);
     for (int t = 0; t < configs; ++t) {
       const int c = first_config + t;
-      const bool two_byte = family_ != ScheduleFamily::General;
+      const bool two_byte = family_ != "general";
       const DType dt = two_byte ? kMackoDtypes[c % 2] : kDtypes[c % 3];
-      const int64_t n = family_ == ScheduleFamily::Macko      ? kMackoNs[(c / 2) % 4]
-                        : family_ == ScheduleFamily::BitmapTc ? kBitmapNs[(c / 2) % 4]
+      const int64_t n = family_ == "macko"     ? kMackoNs[(c / 2) % 4]
+                        : family_ == "bitmap_tc"? kBitmapNs[(c / 2) % 4]
                                                               : kNs[(c / 3) % 7];
       // bitmap_tc reads row-major B only: its configs rotate over the pairs with B row-major.
       const int pair = (all_pairs ? c / 3 : c / 21) % 4;
-      const auto& lp = kLayoutPairs[family_ == ScheduleFamily::BitmapTc ? 2 * (pair % 2) : pair];
+      const auto& lp = kLayoutPairs[family_ == "bitmap_tc"? 2 * (pair % 2) : pair];
       KernelRequest req;
       req.n = n;
       req.dtype = dt;
@@ -283,10 +284,7 @@ class Campaign {
       const Problem p = make_problem(*a, req);
       EnumerateOptions eo;
       eo.device = target_.limits;
-      const auto all =
-          family_ == ScheduleFamily::Macko      ? enumerate_macko_schedules(p, *a, eo.device)
-          : family_ == ScheduleFamily::BitmapTc ? enumerate_bitmap_tc_schedules(p, *a, eo.device)
-                                                : enumerate_schedules(p, *a, eo);
+      const auto all = find_ir_family(family_)->enumerate(p, *a, eo);
       std::map<std::string, std::vector<Schedule>> by_kind;
       for (const Schedule& s : all) by_kind[kind_of(s)].push_back(s);
       auto cfg = std::make_unique<Config>();
@@ -362,14 +360,19 @@ class Campaign {
           cfg.ensure_references(a);
           b.ref_s = seconds_since(t);
           // The shared pack (GeneralSparse); other families (MACKO) pack inside build_kernel.
-          std::shared_ptr<const PackedFormat> f;
+          std::shared_ptr<const PreparedPack> f;
           if (job.pack) {
             PackSlot& slot = *job.pack;
             std::call_once(slot.once, [&] {
               const auto tp = Clock::now();
               try {
-                slot.f =
-                    std::make_shared<const PackedFormat>(pack_format(a, cfg.problem, job.schedule));
+                auto pk = std::make_shared<PreparedPack>();
+                pk->family = job.schedule.family_name();
+                pk->key = to_string(job.schedule);
+                pk->rows = a.rows;
+                pk->cols = a.cols;
+                pk->packed = job.schedule.family().pack(a, cfg.problem, job.schedule);
+                slot.f = std::move(pk);
               } catch (const std::exception& e) {
                 slot.error = e.what();
               }
@@ -379,11 +382,14 @@ class Campaign {
             f = slot.f;
             if (!f) throw std::runtime_error("pack: " + slot.error);
           }
-          b.build = build_kernel(a, cfg.problem, job.schedule, target_, false, f.get());
+          BuildOptions bo;
+          bo.pack = f.get();
+          b.build = build_kernel(a, cfg.problem, job.schedule, target_, bo);
           b.nvrtc_s = b.build->compiled.compile_ms / 1000.0;
           t = Clock::now();
           for (int k = 0; k < 2; ++k)
-            b.interp[k] = interpreter_output(a, job.schedule, cfg.inputs[k], f.get());
+            b.interp[k] = interpreter_output(a, job.schedule, cfg.inputs[k],
+                                             f ? f->packed.get() : nullptr);
           b.interp_s = seconds_since(t);
         } catch (const std::exception& e) {
           b.error = e.what();
@@ -564,7 +570,7 @@ class Campaign {
   }
 
   std::string name_;
-  ScheduleFamily family_ = ScheduleFamily::General;
+  std::string family_ = "general";
   bool dry_ = false;
   std::string filter_;
   std::shared_ptr<cuda::Context> ctx_;
@@ -589,7 +595,7 @@ class Campaign {
   // Null for families other than GeneralSparse.
   std::shared_ptr<PackSlot> pack_slot(size_t matrix, const Schedule& s, const Problem& p,
                                       const CsrMatrix& a) {
-    if (s.family() != ScheduleFamily::General) return nullptr;
+    if (s.family_name() != "general") return nullptr;
     const int64_t tiles = compute_format_stats(a, p, s).col_tiles;
     auto& slot = packs_[{matrix, to_string(s), tiles}];
     if (!slot) {
@@ -614,7 +620,7 @@ bool gpu_usable(std::string* why) {
 // Every real, integer and pattern matrix of one data folder (complex ones are noted and skipped:
 // the kernels are real-valued).
 void run_collection(const std::string& folder, int collection_offset, int configs,
-                    ScheduleFamily family = ScheduleFamily::General) {
+                    const std::string& family = "general") {
   const fs::path root = testing::data_dir() / folder;
   ASSERT_TRUE(fs::is_directory(root)) << root;
   std::vector<fs::path> files;
@@ -626,7 +632,7 @@ void run_collection(const std::string& folder, int collection_offset, int config
   std::sort(files.begin(), files.end());
   ASSERT_FALSE(files.empty());
   const std::string prefix =
-      family == ScheduleFamily::General ? "" : std::string(to_string(family)) + "_";
+      family == "general" ? "" : family + "_";
   Campaign camp(prefix + folder, family);
   const int t_per_matrix = std::max(1, env_int("SPARSEGEN_GPU_TEST_CONFIGS", configs));
   int next_config = collection_offset;
@@ -916,9 +922,9 @@ TEST(GpuPipeline, TightBoundFp16BetaHalfFfnConv1) {
 // every MACKO kind (warp per row, split row where rows are long) per config, the schedule
 // rotating over b = 2/4/8, unroll and block shape. Expected on an H100 host: ~500 kernels,
 // 20-40 s (NVRTC on 16 threads dominates).
-void run_pruned(ScheduleFamily family, double sparsity) {
+void run_pruned(const std::string& family, double sparsity) {
   const std::string name =
-      fmt::format("{}_pruned{}", to_string(family), static_cast<int>(sparsity * 100 + 0.5));
+      fmt::format("{}_pruned{}", family, static_cast<int>(sparsity * 100 + 0.5));
   Campaign camp(name, family);
   if (!camp.wanted(name)) GTEST_SKIP() << "filtered out";
   const DenseMatrix w = make_llm_weight(4096, 11008, 42);
@@ -934,19 +940,19 @@ void run_pruned(ScheduleFamily family, double sparsity) {
 
 TEST(GpuMacko, SuiteSparse) {
   SKIP_WITHOUT_GPU();
-  run_collection("suitesparse", 0, 2, ScheduleFamily::Macko);
+  run_collection("suitesparse", 0, 2, "macko");
 }
 
 TEST(GpuMacko, Dlmc) {
   SKIP_WITHOUT_GPU();
-  run_collection("dlmc", 5, 2, ScheduleFamily::Macko);
+  run_collection("dlmc", 5, 2, "macko");
 }
 
 TEST(GpuMacko, Pruned) {
   SKIP_WITHOUT_GPU();
-  run_pruned(ScheduleFamily::Macko, 0.5);
-  run_pruned(ScheduleFamily::Macko, 0.7);
-  run_pruned(ScheduleFamily::Macko, 0.9);
+  run_pruned("macko", 0.5);
+  run_pruned("macko", 0.7);
+  run_pruned("macko", 0.9);
 }
 
 // Staged MACKO with long rows cut into segments (items mode, macko_items): rows of 5000-6000
@@ -977,11 +983,11 @@ TEST(GpuMacko, CutRows) {
         const Schedule s = parse_schedule(fmt::format(
             "{};cols={};stage={}", spec, n, n == 1 && dt == DType::BF16 ? "shared_f32" : "shared"));
         SCOPED_TRACE(fmt::format("{} {}", to_string(p), to_string(s)));
-        EXPECT_EQ(macko_uses_items(s.macko()), n <= 2);
-        if (macko_uses_items(s.macko())) {
-          const MackoFormat f = pack_macko(a, s.macko().delta_bits);
-          const std::vector<int64_t> it = macko_items(f, s.macko());
-          const int64_t ipb = macko_items_per_block(s.macko());
+        EXPECT_EQ(macko_uses_items(s.as<MackoSchedule>()), n <= 2);
+        if (macko_uses_items(s.as<MackoSchedule>())) {
+          const MackoFormat f = pack_macko(a, s.as<MackoSchedule>().delta_bits);
+          const std::vector<int64_t> it = macko_items(f, s.as<MackoSchedule>());
+          const int64_t ipb = macko_items_per_block(s.as<MackoSchedule>());
           for (size_t h = static_cast<size_t>(ipb - 1) * kMackoItemInts + 1; h < it.size();
                h += static_cast<size_t>(ipb) * kMackoItemInts)
             cut += static_cast<int>(it[h]);  // the header's cut flag
@@ -1001,17 +1007,17 @@ TEST(GpuMacko, CutRows) {
 // workspace), the schedule rotating over warps, row tiles per warp and stages.
 TEST(GpuBitmapTc, SuiteSparse) {
   SKIP_WITHOUT_GPU();
-  run_collection("suitesparse", 0, 2, ScheduleFamily::BitmapTc);
+  run_collection("suitesparse", 0, 2, "bitmap_tc");
 }
 
 TEST(GpuBitmapTc, Edge) {
   SKIP_WITHOUT_GPU();
-  run_collection("edge", 7, 2, ScheduleFamily::BitmapTc);
+  run_collection("edge", 7, 2, "bitmap_tc");
 }
 
 TEST(GpuBitmapTc, Dlmc) {
   SKIP_WITHOUT_GPU();
-  run_collection("dlmc", 5, 2, ScheduleFamily::BitmapTc);
+  run_collection("dlmc", 5, 2, "bitmap_tc");
 }
 
 // bitmap_tc with wgmma (sm_90 only): every N the emitter takes (8, 16, 32, 64), fp16 and bf16, on
@@ -1060,8 +1066,8 @@ TEST(GpuBitmapTc, Wgmma) {
 
 TEST(GpuBitmapTc, Pruned) {
   SKIP_WITHOUT_GPU();
-  run_pruned(ScheduleFamily::BitmapTc, 0.5);
-  run_pruned(ScheduleFamily::BitmapTc, 0.9);
+  run_pruned("bitmap_tc", 0.5);
+  run_pruned("bitmap_tc", 0.9);
 }
 
 }  // namespace

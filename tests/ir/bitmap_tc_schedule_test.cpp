@@ -11,6 +11,7 @@
 
 #include "ir/bitmap_format.h"
 #include "ir/bitmap_tc_schedule.h"
+#include "ir/family.h"
 #include "ir/diagnostics.h"
 #include "ir/enumerate.h"
 #include "ir/format.h"
@@ -79,12 +80,12 @@ TEST(BitmapTcSchedule, SpecRoundTrip) {
       make(2, 2, 7, 3, 2), make(8, 1, 2, 2, 4), make(4, 2, 2, 2, 2, MmaKind::Wgmma)};
   for (const auto& b : all) {
     const Schedule s(b);
-    EXPECT_EQ(s.family(), ScheduleFamily::BitmapTc);
+    EXPECT_EQ(s.family_name(), "bitmap_tc");
     const std::string spec = to_string(s);
     EXPECT_EQ(spec.rfind("bitmap_tc;", 0), 0u) << spec;
     const Schedule back = parse_schedule(spec);
     EXPECT_EQ(back, s) << spec;
-    EXPECT_EQ(back.bitmap_tc(), b) << spec;
+    EXPECT_EQ(back.as<BitmapTcSchedule>(), b) << spec;
     EXPECT_EQ(to_string(back), spec);
   }
   EXPECT_EQ(to_string(Schedule(make(8, 2, 3, 3, 2))),
@@ -320,15 +321,15 @@ TEST(BitmapTcSchedule, VerifyHardwareLimits) {
   EXPECT_NE(bad[0].find("fp32"), std::string::npos);
 }
 
-// The family-agnostic verifier, over compute_format_stats, agrees with verify_bitmap_tc.
+// The family-agnostic verifier, over the family's format_stats, agrees with verify_bitmap_tc.
 TEST(BitmapTcSchedule, GenericVerifierAgrees) {
   const CsrMatrix a = random_matrix(70, 333, 0.3, 7);
   const Problem p = Problem::spmm(a.rows, a.cols, 32, DType::BF16);
   const BitmapTileStats bs = bitmap_tile_stats(a);
   for (const auto& b : {make(4, 1, 1, 2), make(8, 2, 3, 3)}) {
     const Schedule s(b);
-    const FormatStats fs = compute_format_stats(a, p, s);
-    EXPECT_EQ(fs.max_tile_values, bs.max_tile_values);
+    const FormatStats fs = s.family().format_stats(a, p, s);
+    EXPECT_EQ(fs.nnz_padded, bs.slots);
     EXPECT_EQ(fs.block_tasks, bitmap_tc_grid_x(p, b));
     EXPECT_EQ(fs.col_tiles, b.ksplit);
     DeviceLimits dev = DeviceLimits::sm90();
@@ -352,8 +353,8 @@ TEST(BitmapTcSchedule, EnumerateOnlyVerifiedSchedules) {
         std::set<std::string> specs;
         std::set<int> ksplits;
         for (const Schedule& s : all) {
-          ASSERT_EQ(s.family(), ScheduleFamily::BitmapTc);
-          const BitmapTcSchedule& b = s.bitmap_tc();
+          ASSERT_EQ(s.family_name(), "bitmap_tc");
+          const BitmapTcSchedule& b = s.as<BitmapTcSchedule>();
           EXPECT_TRUE(validate(p, s).empty()) << to_string(s);
           EXPECT_TRUE(verify_bitmap_tc(p, b, st, dev).empty()) << to_string(s);
           EXPECT_LE(b.ksplit, 5);
@@ -385,7 +386,7 @@ TEST(BitmapTcSchedule, EnumerateOnlyVerifiedSchedules) {
           EXPECT_EQ(all.size(), 28u) << to_string(p);
         }
         // wgmma is legal but not offered (measured slower than mma.sync on the H200).
-        for (const Schedule& s : all) EXPECT_EQ(s.bitmap_tc().mma, MmaKind::Sync) << to_string(s);
+        for (const Schedule& s : all) EXPECT_EQ(s.as<BitmapTcSchedule>().mma, MmaKind::Sync) << to_string(s);
       }
   // A device whose shared memory holds none of them: nothing is offered.
   DeviceLimits tiny = dev;
@@ -398,7 +399,7 @@ TEST(BitmapTcSchedule, EnumerateOnlyVerifiedSchedules) {
   const Problem p16 = Problem::spmm(a.rows, a.cols, 16, DType::F16);
   size_t bitmap = 0;
   for (const Schedule& s : enumerate_schedules(p16, a, opt))
-    bitmap += s.family() == ScheduleFamily::BitmapTc ? 1 : 0;
+    bitmap += s.family_name() == "bitmap_tc" ? 1 : 0;
   EXPECT_EQ(bitmap, enumerate_bitmap_tc_schedules(p16, a, dev).size());
   EXPECT_GT(bitmap, 0u);
 }
@@ -420,7 +421,7 @@ TEST(BitmapTcSchedule, EnumerateEmptyWhereTheFamilyDoesNotApply) {
       enumerate_bitmap_tc_schedules(Problem::spmm(0, 200, 8, DType::F16), none, dev).empty());
   // Default enumerate_schedules leaves the specialised families out.
   for (const Schedule& s : enumerate_schedules(Problem::spmm(a.rows, a.cols, 8, DType::F16), a))
-    EXPECT_NE(s.family(), ScheduleFamily::BitmapTc);
+    EXPECT_NE(s.family_name(), "bitmap_tc");
 }
 
 // Many row blocks: ksplit stops doubling once the previous split already had four waves of
@@ -432,16 +433,16 @@ TEST(BitmapTcSchedule, EnumerateStopsSplittingLargeGrids) {
   const Problem p = Problem::spmm(a.rows, a.cols, 8, DType::F16);
   const auto all = enumerate_bitmap_tc_schedules(p, a, dev);
   for (const Schedule& s : all) {
-    const BitmapTcSchedule& b = s.bitmap_tc();
+    const BitmapTcSchedule& b = s.as<BitmapTcSchedule>();
     if (b.ksplit > 1) {
       EXPECT_LT(bitmap_tc_grid_x(p, b) * (b.ksplit / 2), 4 * dev.multiprocessors) << to_string(s);
     }
   }
   std::set<int> ks;
   for (const Schedule& s : all)
-    if (s.bitmap_tc().warps_per_block == 4 && s.bitmap_tc().m_tiles == 1 &&
-        s.bitmap_tc().k_tiles == 1)
-      ks.insert(s.bitmap_tc().ksplit);
+    if (s.as<BitmapTcSchedule>().warps_per_block == 4 && s.as<BitmapTcSchedule>().m_tiles == 1 &&
+        s.as<BitmapTcSchedule>().k_tiles == 1)
+      ks.insert(s.as<BitmapTcSchedule>().ksplit);
   // grid 66: ksplit 1, 2 (66), 4 (132), 8 (264 < 528), 16 (528: stop).
   EXPECT_EQ(ks, (std::set<int>{1, 2, 4, 8}));
 }

@@ -164,14 +164,14 @@ TEST(MackoSchedule, SpecRoundTripAndErrors) {
   m.unroll = 4;
   m.cols = 2;
   const Schedule s(m);
-  EXPECT_EQ(s.family(), ScheduleFamily::Macko);
+  EXPECT_EQ(s.family_name(), "macko");
   EXPECT_EQ(to_string(s),
             "macko;delta=8;wpr=4;warps=4;unroll=4;cols=2;vec=16;stage=global;rpw=1;sort=0");
   // SPECs written before stage/rpw existed still parse (the fields default).
   EXPECT_EQ(parse_schedule("macko;delta=8;wpr=4;warps=4;unroll=4;cols=2;vec=16"), s);
   EXPECT_EQ(parse_schedule(to_string(s)), s);
-  EXPECT_EQ(parse_schedule("macko").macko(), MackoSchedule{});
-  EXPECT_EQ(parse_schedule("macko;wpr=2").macko().warps_per_block, 2);
+  EXPECT_EQ(parse_schedule("macko").as<MackoSchedule>(), MackoSchedule{});
+  EXPECT_EQ(parse_schedule("macko;wpr=2").as<MackoSchedule>().warps_per_block, 2);
   EXPECT_NE(print_schedule(s).find("split-row"), std::string::npos);
   auto err = [](const char* spec) {
     try {
@@ -189,22 +189,22 @@ TEST(MackoSchedule, SpecRoundTripAndErrors) {
   EXPECT_NE(err("macko;rpw=4").find("needs a staged B"), std::string::npos);
   EXPECT_NE(err("macko;stage=shared;rpw=2000").find("rpw=2000 must be in 1..1024"),
             std::string::npos);
-  EXPECT_EQ(parse_schedule("macko;stage=shared;rpw=3").macko().rows_per_warp, 3);
+  EXPECT_EQ(parse_schedule("macko;stage=shared;rpw=3").as<MackoSchedule>().rows_per_warp, 3);
   EXPECT_NE(err("macko;stage=shared;wpr=2").find("needs wpr=1"), std::string::npos);
   EXPECT_NE(err("macko;stage=shared_f32;cols=2").find("cols=2 must be 1"), std::string::npos);
   EXPECT_NE(err("macko;sort=1").find("sort=1 needs a staged B"), std::string::npos);
   const Schedule sorted = parse_schedule("macko;warps=8;stage=shared;rpw=2;sort=1");
-  EXPECT_TRUE(sorted.macko().sort_rows);
+  EXPECT_TRUE(sorted.as<MackoSchedule>().sort_rows);
   EXPECT_EQ(parse_schedule(to_string(sorted)), sorted);
   // 16 rows per block: 3 x 16 row words + the counter, rounded up to 16 bytes.
   // The counter, then B; behind B 16 rows + 8 spare items + a header: 25 x (16 + 4) bytes.
-  EXPECT_EQ(macko_stage_offset(sorted.macko()), 16);
+  EXPECT_EQ(macko_stage_offset(sorted.as<MackoSchedule>()), 16);
   const Problem p100 = Problem::spmv(4, 100, DType::F16);
-  EXPECT_EQ(macko_items_offset(p100, sorted.macko()), 288);  // 16 + 132 x 2, rounded to 16
-  EXPECT_EQ(macko_stage_bytes(p100, sorted.macko()), 288 + 25 * 20);
+  EXPECT_EQ(macko_items_offset(p100, sorted.as<MackoSchedule>()), 288);  // 16 + 132 x 2, rounded to 16
+  EXPECT_EQ(macko_stage_bytes(p100, sorted.as<MackoSchedule>()), 288 + 25 * 20);
   EXPECT_NE(print_schedule(sorted).find("longest rows first"), std::string::npos);
   const Schedule staged = parse_schedule("macko;warps=32;stage=shared;rpw=4");
-  EXPECT_EQ(staged.macko().rows_per_block(), 128);
+  EXPECT_EQ(staged.as<MackoSchedule>().rows_per_block(), 128);
   EXPECT_EQ(parse_schedule(to_string(staged)), staged);
   EXPECT_NE(print_schedule(staged).find("B     : shared (staged once per block, 4 rows per warp)"),
             std::string::npos);
@@ -232,12 +232,12 @@ TEST(MackoSchedule, EnumerationAndVerifier) {
   const Problem p3 = Problem::spmm(64, 8192, 3, DType::F16);
   const auto global = enumerate_macko_schedules(p3, a, DeviceLimits::sm90());
   ASSERT_GE(global.size(), 12u);
-  EXPECT_EQ(global.front().macko().delta_bits, 4);
+  EXPECT_EQ(global.front().as<MackoSchedule>().delta_bits, 4);
   bool split = false;
   for (const Schedule& s : global) {
     EXPECT_TRUE(validate(p3, s).empty());
-    EXPECT_FALSE(s.macko().staged());
-    split |= s.macko().warps_per_row > 1;
+    EXPECT_FALSE(s.as<MackoSchedule>().staged());
+    split |= s.as<MackoSchedule>().warps_per_row > 1;
   }
   EXPECT_TRUE(split);  // ~4000-slot rows are long enough to split
   // N = 1: only staged B (b = 4 first), with rows per warp only while every multiprocessor still
@@ -245,24 +245,24 @@ TEST(MackoSchedule, EnumerationAndVerifier) {
   const Problem p = Problem::spmv(64, 8192, DType::F16);
   const auto all = enumerate_macko_schedules(p, a, DeviceLimits::sm90());
   ASSERT_GE(all.size(), 8u);
-  EXPECT_EQ(all.front().macko().delta_bits, 4);
+  EXPECT_EQ(all.front().as<MackoSchedule>().delta_bits, 4);
   int staged = 0;
   for (const Schedule& s : all)
-    if (s.macko().staged()) {
+    if (s.as<MackoSchedule>().staged()) {
       ++staged;
-      EXPECT_EQ(s.macko().rows_per_warp, 1);
-      const int es = s.macko().stage == BStage::SharedF32 ? 4 : 2;
-      EXPECT_EQ(macko_items_offset(p, s.macko()),
-                macko_stage_offset(s.macko()) + (8192 + 2 * kMackoStageGuard) * es);
-      EXPECT_EQ(macko_stage_bytes(p, s.macko()),
-                macko_items_offset(p, s.macko()) + macko_items_per_block(s.macko()) * (16 + 4));
-      EXPECT_EQ(macko_stage_offset(s.macko()) % 16, 0);
+      EXPECT_EQ(s.as<MackoSchedule>().rows_per_warp, 1);
+      const int es = s.as<MackoSchedule>().stage == BStage::SharedF32 ? 4 : 2;
+      EXPECT_EQ(macko_items_offset(p, s.as<MackoSchedule>()),
+                macko_stage_offset(s.as<MackoSchedule>()) + (8192 + 2 * kMackoStageGuard) * es);
+      EXPECT_EQ(macko_stage_bytes(p, s.as<MackoSchedule>()),
+                macko_items_offset(p, s.as<MackoSchedule>()) + macko_items_per_block(s.as<MackoSchedule>()) * (16 + 4));
+      EXPECT_EQ(macko_stage_offset(s.as<MackoSchedule>()) % 16, 0);
     }
   EXPECT_EQ(staged, static_cast<int>(all.size()));
   // Uneven rows (every 7th empty, every 5th six times denser) also get the longest-first order;
   // rows of equal length do not.
   bool sorted = false;
-  for (const Schedule& s : all) sorted |= s.macko().sort_rows;
+  for (const Schedule& s : all) sorted |= s.as<MackoSchedule>().sort_rows;
   EXPECT_TRUE(sorted);
   CsrMatrix even;
   even.rows = 64;
@@ -276,13 +276,13 @@ TEST(MackoSchedule, EnumerationAndVerifier) {
   }
   for (const Schedule& s :
        enumerate_macko_schedules(Problem::spmv(64, 512, DType::F16), even, DeviceLimits::sm90()))
-    EXPECT_FALSE(s.macko().sort_rows);
+    EXPECT_FALSE(s.as<MackoSchedule>().sort_rows);
   const CsrMatrix tall = random_matrix(8192, 256, 0.5, 4);
   const Problem pt = Problem::spmv(8192, 256, DType::F16);
   int max_rpw = 0;
   for (const Schedule& s : enumerate_macko_schedules(pt, tall, DeviceLimits::sm90()))
-    if (s.macko().staged()) {
-      const MackoSchedule& m = s.macko();
+    if (s.as<MackoSchedule>().staged()) {
+      const MackoSchedule& m = s.as<MackoSchedule>();
       // Powers of two while every multiprocessor gets a block; the one-wave count may give fewer
       // blocks (16 warps of 80 registers: one block per multiprocessor, 8192 / (16 x 132) -> 4).
       if (m.rows_per_warp != macko_one_wave_rows_per_warp(pt, m, DeviceLimits::sm90())) {
@@ -304,10 +304,10 @@ TEST(MackoSchedule, EnumerationAndVerifier) {
   o.include_specialised = true;
   const auto with = enumerate_schedules(p, a, o);
   EXPECT_EQ(with.size(), plain.size() + all.size());
-  EXPECT_EQ(with.back().family(), ScheduleFamily::Macko);
+  EXPECT_EQ(with.back().family_name(), "macko");
   DeviceLimits small = DeviceLimits::sm90();
   small.max_grid_x = 4;
-  EXPECT_FALSE(verify_macko(p, all.front().macko(), macko_stats(a, 4), small).empty());
+  EXPECT_FALSE(verify_macko(p, all.front().as<MackoSchedule>(), macko_stats(a, 4), small).empty());
 }
 
 // The one-wave rows per warp: every block resident at once, each copying B once.
@@ -340,7 +340,7 @@ TEST(MackoSchedule, OneWaveRowsPerWarp) {
   const Problem small_k = Problem::spmm(12288, 64, 8, DType::F16);
   std::vector<int> rpws;
   for (const Schedule& c : enumerate_macko_schedules(small_k, a, dev)) {
-    const MackoSchedule& m = c.macko();
+    const MackoSchedule& m = c.as<MackoSchedule>();
     if (m.delta_bits == 4 && m.warps_per_block == 8 && m.unroll == 2 && !m.sort_rows)
       rpws.push_back(m.rows_per_warp);
   }
@@ -429,7 +429,7 @@ TEST(MackoSchedule, ItemsCutLongRows) {
       rows[static_cast<size_t>(r)].push_back({r == 4 ? c : 7 * c + r, 0.25f + float(c % 5)});
   const CsrMatrix a = from_rows(3000, rows);
   const MackoFormat f = pack_macko(a, 4);
-  const MackoSchedule s = parse_schedule("macko;warps=4;unroll=1;stage=shared;rpw=3").macko();
+  const MackoSchedule s = parse_schedule("macko;warps=4;unroll=1;stage=shared;rpw=3").as<MackoSchedule>();
   ASSERT_EQ(macko_items_per_block(s), 12 + 4 + 1);
   const std::vector<int64_t> it = macko_items(f, s);
   ASSERT_EQ(it.size(), 17u * 4);
@@ -461,7 +461,7 @@ TEST(MackoSchedule, ItemsCutLongRows) {
   EXPECT_EQ(seg, 3);
   // Uniform rows: nothing is cut, one item per row, in row order.
   const MackoFormat g = pack_macko(random_matrix(50, 700, 0.3, 5), 4);
-  const MackoSchedule w = parse_schedule("macko;warps=16;unroll=2;stage=shared;rpw=2").macko();
+  const MackoSchedule w = parse_schedule("macko;warps=16;unroll=2;stage=shared;rpw=2").as<MackoSchedule>();
   const std::vector<int64_t> u = macko_items(g, w);
   const int64_t ipb = macko_items_per_block(w);
   EXPECT_EQ(u[static_cast<size_t>((ipb - 1) * 4)], 32);
@@ -498,16 +498,16 @@ TEST(MackoInterpreter, StagedItemsMatchReference) {
                 "macko;delta={};{};cols={};stage=shared;sort={}", bits, shape, n, sort));
             const MackoFormat f = pack_macko(a, bits);
             // Items mode (N <= 2, rpw <= 3) cuts rows; rows mode (N = 8 or rpw = 5) does not.
-            if (macko_uses_items(s.macko())) {
-              const std::vector<int64_t> it = macko_items(f, s.macko());
-              const int64_t ipb = macko_items_per_block(s.macko());
+            if (macko_uses_items(s.as<MackoSchedule>())) {
+              const std::vector<int64_t> it = macko_items(f, s.as<MackoSchedule>());
+              const int64_t ipb = macko_items_per_block(s.as<MackoSchedule>());
               for (size_t h = static_cast<size_t>(ipb - 1) * 4 + 1; h < it.size();
                    h += static_cast<size_t>(ipb) * 4)
                 cut += static_cast<int>(it[h]);
             }
             for (float beta : {0.0f, -1.5f}) {
               std::vector<float> got = c0;
-              interpret_macko(p, s.macko(), f, b, got, 0.75f, beta);
+              interpret_macko(p, s.as<MackoSchedule>(), f, b, got, 0.75f, beta);
               ASSERT_EQ(testing::tight_bound_violation(p, a, b, c0, 0.75f, beta, got), "")
                   << to_string(s);
             }

@@ -85,9 +85,9 @@ TEST(PackedFormat, PaddingInterleaveAndOffsets) {
   PackedFormat fi = pack_format(a, p, si);
   EXPECT_EQ(fi.perm.values, (std::vector<int64_t>{2, 0, 1}));
   // logical j of group q at (j/2*2 + q)*2 + j%2: group 1's entries 0,1 sit at 2,3.
-  EXPECT_EQ(storage_pos(si.general(), fi, 4), 2);
-  EXPECT_EQ(storage_pos(si.general(), fi, 5), 3);
-  EXPECT_EQ(storage_pos(si.general(), fi, 2), 4);
+  EXPECT_EQ(storage_pos(si.as<GeneralSchedule>(), fi, 4), 2);
+  EXPECT_EQ(storage_pos(si.as<GeneralSchedule>(), fi, 5), 3);
+  EXPECT_EQ(storage_pos(si.as<GeneralSchedule>(), fi, 2), 4);
   EXPECT_EQ(fi.values[2], a.values[3 + 4]);
 }
 
@@ -111,7 +111,7 @@ TEST(PackedFormat, NonzeroSplitSkipsEmptyRowsAndPadsTail) {
 
 TEST(PackedFormat, ShapeMismatchIsAUserError) {
   CsrMatrix a = testing::matrix_with_lengths(8, {1, 2}, 3);
-  EXPECT_THROW(pack_format(a, Problem::spmm(3, 8, 1, DType::F32), Schedule()), UserError);
+  EXPECT_THROW(pack_format(a, Problem::spmm(3, 8, 1, DType::F32), Schedule(GeneralSchedule{})), UserError);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "ir/enumerate.h"
+#include "ir/general_enumerate.h"
+#include "ir/format.h"
 #include "ir/verifier.h"
 #include "tests/ir/schedule_test_util.h"
 
@@ -78,7 +80,7 @@ TEST(Enumerate, DeterministicRuleFirstAndVerified) {
   ASSERT_EQ(s1, s2);
   ASSERT_FALSE(s1.empty());
   // Short regular rows: thread-group-per-row schedules first.
-  EXPECT_EQ(s1.front().general().at(Level::Warp).kind, WorkSplit::Rows);
+  EXPECT_EQ(s1.front().as<GeneralSchedule>().at(Level::Warp).kind, WorkSplit::Rows);
   for (const Schedule& s : s1)
     EXPECT_TRUE(verify(p, s, compute_format_stats(a, p, s), DeviceLimits::sm90()).empty());
 }

@@ -1,12 +1,10 @@
-#include "ir/enumerate.h"
+#include "ir/general_enumerate.h"
 
 #include <algorithm>
 #include <cmath>
 #include <set>
 
-#include "ir/bitmap_tc_schedule.h"
 #include "ir/format.h"
-#include "ir/macko_schedule.h"
 #include "ir/verifier.h"
 
 namespace sparsegen {
@@ -86,8 +84,8 @@ std::vector<Cols> column_options(const Problem& p) {
 
 }  // namespace
 
-std::vector<Schedule> enumerate_schedules(const Problem& p, const CsrMatrix& a,
-                                          const EnumerateOptions& opt) {
+std::vector<Schedule> enumerate_general_schedules(const Problem& p, const CsrMatrix& a,
+                                                  const EnumerateOptions& opt) {
   using R = ReductionKind;
   std::vector<GeneralSchedule> cands;
   std::vector<int> warp_opts;
@@ -187,11 +185,6 @@ std::vector<Schedule> enumerate_schedules(const Problem& p, const CsrMatrix& a,
   }
   first.insert(first.end(), std::make_move_iterator(rest.begin()),
                std::make_move_iterator(rest.end()));
-  if (opt.include_specialised) {
-    for (Schedule& s : enumerate_macko_schedules(p, a, opt.device)) first.push_back(std::move(s));
-    for (Schedule& s : enumerate_bitmap_tc_schedules(p, a, opt.device))
-      first.push_back(std::move(s));
-  }
   return first;
 }
 
