@@ -53,6 +53,10 @@ cudaDataType cuda_type(DType t) {
       return CUDA_R_16F;
     case DType::BF16:
       return CUDA_R_16BF;
+    case DType::I8:
+      return CUDA_R_8I;
+    case DType::F8E4M3:
+      return CUDA_R_8F_E4M3;
   }
   return CUDA_R_32F;
 }
@@ -190,6 +194,10 @@ std::vector<Candidate> CublasDense::candidates(int64_t n64, CUdeviceptr b, CUdev
                                           static_cast<__nv_bfloat16*>(ptr(c)), 1, 0, 1),
               "cublasTSTgemvStridedBatched");
           break;
+        case DType::I8:
+        case DType::F8E4M3:
+          throw UserError(fmt::format("dense baseline: {} gemv is not measured here",
+                                      to_string(s->dtype)));
         case DType::F32:
           check_cublas(cublasSgemv(s->handle, CUBLAS_OP_T, s->k, s->m, &alpha,
                                    static_cast<const float*>(ptr(s->a.ptr())), s->k,

@@ -486,7 +486,12 @@ class GeneralSparseEmitter : public Emitter {
       case ParamKind::U32Table:
         return "const unsigned* __restrict__ " + prm.name;
       case ParamKind::Workspace:
+      case ParamKind::TokenScales:
         return "float* __restrict__ " + prm.name;
+      case ParamKind::F32Table:
+        return "const float* __restrict__ " + prm.name;
+      case ParamKind::BWork:  // the family that transforms B declares its element type
+        return "void* __restrict__ " + prm.name;
     }
     return "";
   }

@@ -28,6 +28,12 @@ std::string_view to_string(ParamKind k) {
       return "u32[]";
     case ParamKind::Workspace:
       return "f32 ws";
+    case ParamKind::BWork:
+      return "B work";
+    case ParamKind::TokenScales:
+      return "f32 token scales";
+    case ParamKind::F32Table:
+      return "f32[]";
   }
   return "?";
 }
@@ -46,7 +52,7 @@ std::string describe_aux(const char* what, const AuxKernel& k) {
 
 bool is_table(ParamKind k) {
   return k == ParamKind::I32Table || k == ParamKind::I16Table || k == ParamKind::I8Table ||
-         k == ParamKind::U32Table;
+         k == ParamKind::U32Table || k == ParamKind::F32Table;
 }
 
 KernelSignature KernelSignature::without_table_data() const {
@@ -54,12 +60,16 @@ KernelSignature KernelSignature::without_table_data() const {
   light.reserve(params.size());
   for (const KernelParam& p : params)
     light.push_back({p.name, p.kind, p.source, is_table(p.kind) ? std::vector<int64_t>{} : p.data});
-  return {kernel_name, std::move(light), launch,      prologue,
-          epilogue,    workspace_bytes,  b_alignment, workspace_zeroed};
+  return {kernel_name,      std::move(light), launch,      prologue,     epilogue,
+          workspace_bytes,  b_alignment,      workspace_zeroed, b_transform, b_work_bytes,
+          token_scales};
 }
 
 std::string describe(const KernelSignature& sig) {
-  std::string s = describe_aux("prologue", sig.prologue);
+  std::string s = describe_aux("b_transform", sig.b_transform);
+  if (sig.b_work_bytes > 0) s += fmt::format("B work {} bytes\n", sig.b_work_bytes);
+  if (sig.token_scales > 0) s += fmt::format("token scales {} floats\n", sig.token_scales);
+  s += describe_aux("prologue", sig.prologue);
   if (sig.workspace_bytes > 0)
     s += fmt::format("workspace {} bytes (fp32 accumulation, C's layout)\n", sig.workspace_bytes);
   s += fmt::format("kernel {} grid=({},{}) block={} shared={}B", sig.kernel_name, sig.launch.grid_x,

@@ -25,6 +25,16 @@ enum class ParamKind {
   // float* fp32 accumulation workspace: M*N floats in C's layout, KernelSignature::workspace_bytes
   // of device memory the caller owns (one per compiled kernel; runs using it must not overlap).
   Workspace,
+  // The transformed dense operand (e.g. B lifted into sliding windows and quantized):
+  // KernelSignature::b_work_bytes of device memory the runtime owns, written by the b_transform
+  // kernel and read by the main kernel in place of B.
+  BWork,
+  // float* one fp32 scale per column of B (per token), KernelSignature::token_scales of them,
+  // runtime-owned: written by b_transform (e.g. the per-token quantization scale), read after.
+  TokenScales,
+  // const float* per-row fp32 weight scales of A (quantized types): a table whose data holds the
+  // floats' bit patterns (uploaded as 32-bit words).
+  F32Table,
 };
 std::string_view to_string(ParamKind k);
 
@@ -48,16 +58,19 @@ struct LaunchShape {
   int64_t dynamic_shared_bytes = 0;
 };
 
-// A helper kernel of the same module (elementwise over C), launched around the main kernel.
+// A helper kernel of the same module, launched around the main kernel: elementwise over C
+// (prologue, epilogue) or a transform of B into the BWork buffer (b_transform).
 struct AuxKernel {
   std::string name;                 // extern "C"; empty: no such kernel
-  std::vector<KernelParam> params;  // in declaration order (kinds C, Workspace, Beta)
+  std::vector<KernelParam> params;  // in declaration order (no table kinds)
   LaunchShape launch;
   bool present() const { return !name.empty(); }
 };
 
-// Launch order on one stream: prologue (when present), the main kernel (unless empty_grid()),
-// epilogue (when present). Used when rows are finished with atomic adds (OutputMode::Atomic):
+// Launch order on one stream: b_transform (when present), prologue (when present), the main
+// kernel (unless empty_grid()), epilogue (when present). b_transform reads B (and may write
+// TokenScales) and writes BWork, which the later kernels read instead of B: a kernel on B, e.g.
+// the activation lifting and per-token quantization of a sliding-window sparse GEMM. Used when rows are finished with atomic adds (OutputMode::Atomic):
 //   fp32:       prologue C = beta*C; the kernel atomically adds alpha*partial into C.
 //   fp16/bf16:  prologue ws = beta*C in fp32; the kernel atomically adds alpha*partial into ws
 //               (fp32 atomics: no 16-bit rounding or overflow of partial sums); epilogue
@@ -76,6 +89,9 @@ struct KernelSignature {
   // The kernel expects the workspace to be all zero at launch and leaves it so (self-cleaning
   // split-K): the runtime zeroes it once when it allocates it.
   bool workspace_zeroed = false;
+  AuxKernel b_transform;      // B -> BWork (and TokenScales), before everything else
+  int64_t b_work_bytes = 0;   // device memory for the BWork parameter; 0: none
+  int64_t token_scales = 0;   // floats of the TokenScales parameter (N); 0: none
   // True when grid_x or grid_y is 0: the caller must not launch the main kernel (prologue and
   // epilogue still run: they apply C = beta * C).
   bool empty_grid() const { return launch.grid_x == 0 || launch.grid_y == 0; }

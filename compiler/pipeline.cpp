@@ -214,9 +214,12 @@ struct CompiledKernel::Impl {
   CUfunction kernel = nullptr;
   CUfunction prologue = nullptr;
   CUfunction epilogue = nullptr;
+  CUfunction b_transform = nullptr;
   cuda::DeviceBuffer values;
   cuda::DeviceBuffer col_idx;
   cuda::DeviceBuffer workspace;            // fp32 accumulation (Atomic output, 16-bit dtypes)
+  cuda::DeviceBuffer b_work;               // B transformed by b_transform
+  cuda::DeviceBuffer token_scales;         // one fp32 per column of B, written by b_transform
   std::vector<cuda::DeviceBuffer> tables;  // one per parameter (empty for non-tables)
   int registers = 0;
 
@@ -259,6 +262,7 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src) {
     kernel = module->function(sig.kernel_name);
     if (sig.prologue.present()) prologue = module->function(sig.prologue.name);
     if (sig.epilogue.present()) epilogue = module->function(sig.epilogue.name);
+    if (sig.b_transform.present()) b_transform = module->function(sig.b_transform.name);
     registers = cuda::function_attribute(kernel, CU_FUNC_ATTRIBUTE_NUM_REGS);
     // Above the default 48 KiB a function must opt in to its dynamic shared memory.
     if (sig.launch.dynamic_shared_bytes > 48 * 1024)
@@ -278,6 +282,9 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src) {
       workspace = cuda::DeviceBuffer(static_cast<size_t>(sig.workspace_bytes));
       if (sig.workspace_zeroed) workspace.fill_bytes(0);
     }
+    if (sig.b_work_bytes > 0) b_work = cuda::DeviceBuffer(static_cast<size_t>(sig.b_work_bytes));
+    if (sig.token_scales > 0)
+      token_scales = cuda::DeviceBuffer(static_cast<size_t>(sig.token_scales) * sizeof(float));
     tables.resize(sig.params.size());
     for (size_t i = 0; i < sig.params.size(); ++i) {
       const codegen::KernelParam& prm = sig.params[i];
@@ -292,6 +299,7 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src) {
           tables[i] = upload_vector(narrow_table<int8_t>(prm.data));
           break;
         case codegen::ParamKind::U32Table:
+        case codegen::ParamKind::F32Table:  // float bit patterns
           tables[i] = upload_vector(narrow_table<uint32_t>(prm.data));
           break;
         default:
@@ -333,7 +341,7 @@ namespace {
 
 // What a run binds to parameters by kind.
 struct RunArgs {
-  CUdeviceptr values = 0, col_idx = 0, workspace = 0, b = 0, c = 0;
+  CUdeviceptr values = 0, col_idx = 0, workspace = 0, b = 0, c = 0, b_work = 0, token_scales = 0;
   float alpha = 1.0f, beta = 0.0f;
   const std::vector<cuda::DeviceBuffer>* tables = nullptr;  // main kernel's, by parameter index
 };
@@ -364,6 +372,16 @@ void launch_bound(CUfunction f, const std::vector<codegen::KernelParam>& params,
                                         " needs a workspace that was not allocated");
         ptrs[i] = a.workspace;
         break;
+      case codegen::ParamKind::BWork:
+        SG_ASSERT(a.b_work != 0, "kernel parameter " + params[i].name +
+                                     " needs a B work buffer that was not allocated");
+        ptrs[i] = a.b_work;
+        break;
+      case codegen::ParamKind::TokenScales:
+        SG_ASSERT(a.token_scales != 0, "kernel parameter " + params[i].name +
+                                           " needs token scales that were not allocated");
+        ptrs[i] = a.token_scales;
+        break;
       case codegen::ParamKind::Alpha:
         args[i] = &a.alpha;
         continue;
@@ -374,6 +392,7 @@ void launch_bound(CUfunction f, const std::vector<codegen::KernelParam>& params,
       case codegen::ParamKind::I16Table:
       case codegen::ParamKind::I8Table:
       case codegen::ParamKind::U32Table:
+      case codegen::ParamKind::F32Table:
         // Tables belong to the main kernel: its parameter i has its upload at tables[i].
         SG_ASSERT(with_tables && a.tables != nullptr && i < a.tables->size(),
                   "table parameter " + params[i].name + " outside the main kernel");
@@ -408,6 +427,10 @@ void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
   a.alpha = alpha;
   a.beta = beta;
   a.tables = &k.tables;
+  a.b_work = k.b_work.ptr();
+  a.token_scales = k.token_scales.ptr();
+  if (k.b_transform != nullptr)
+    launch_bound(k.b_transform, sig.b_transform.params, sig.b_transform.launch, a, false, stream);
   if (k.prologue != nullptr)
     launch_bound(k.prologue, sig.prologue.params, sig.prologue.launch, a, false, stream);
   if (sig.empty_grid()) {

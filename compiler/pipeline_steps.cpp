@@ -36,6 +36,18 @@ std::vector<char> to_device_values(const std::vector<float>& v, DType dtype) {
                  });
     return out;
   }
+  if (is_quantized(dtype)) {  // the family's packer quantized them: exact in the type
+    parallel_for(static_cast<int64_t>(v.size()), static_cast<int64_t>(v.size()),
+                 [&](int64_t b, int64_t e) {
+                   for (int64_t i = b; i < e; ++i) {
+                     const float x = v[static_cast<size_t>(i)];
+                     out[static_cast<size_t>(i)] =
+                         dtype == DType::I8 ? static_cast<char>(float_to_int8(x))
+                                            : static_cast<char>(float_to_e4m3_bits(x));
+                   }
+                 });
+    return out;
+  }
   const ConversionReport rep = convert_values_to(v, dtype, std::as_writable_bytes(std::span(out)));
   SG_ASSERT(rep.out_of_range == 0, "packed values out of range after the range check");
   return out;

@@ -43,6 +43,9 @@ std::vector<std::string> validate(const BitmapTcSchedule& s) {
 
 std::vector<std::string> validate_bitmap_tc(const Problem& p, const BitmapTcSchedule& s) {
   std::vector<std::string> why;
+  if (!p.sparse_weight())
+    why.push_back(fmt::format("bitmap_tc computes SpMM/SpMV with a static sparse weight, not {}",
+                              to_string(p.op)));
   if (p.dtype != DType::F16 && p.dtype != DType::BF16)
     why.push_back(
         fmt::format("bitmap_tc runs on fp16/bf16 tensor cores, not {}", to_string(p.dtype)));

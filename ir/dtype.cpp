@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <limits>
+#include <algorithm>
 
 namespace sparsegen {
 
@@ -21,6 +23,8 @@ constexpr DTypeInfo kDTypes[] = {
     {DType::F32, "fp32", 4, 3.4028234663852886e38},
     {DType::F16, "fp16", 2, 65504.0},
     {DType::BF16, "bf16", 2, 3.3895313892515355e38},
+    {DType::I8, "int8", 1, 127.0},
+    {DType::F8E4M3, "fp8_e4m3", 1, 448.0},
 };
 const DTypeInfo& info(DType t) {
   return kDTypes[static_cast<int>(t)];
@@ -42,6 +46,48 @@ int dtype_bytes(DType t) {
 }
 double dtype_max(DType t) {
   return info(t).max;
+}
+bool is_quantized(DType t) {
+  return t == DType::I8 || t == DType::F8E4M3;
+}
+
+uint8_t float_to_e4m3_bits(float f) {
+  if (std::isnan(f)) return 0x7f;
+  const uint8_t sign = std::signbit(f) ? 0x80 : 0x00;
+  float a = std::fabs(f);
+  if (a >= 448.0f) return static_cast<uint8_t>(sign | 0x7e);  // saturate: 1.75 * 2^8
+  // Subnormals: spacing 2^-9 below 2^-6.
+  if (a < 0.015625f) {
+    const float q = std::nearbyint(a * 512.0f);  // round half to even (default rounding mode)
+    return static_cast<uint8_t>(sign | static_cast<uint8_t>(q));  // q = 8 is the first normal
+  }
+  int e = 0;
+  const float m = std::frexp(a, &e);  // a = m * 2^e, m in [0.5, 1)
+  // a = 1.f * 2^(e-1); three mantissa bits: scale the significand to [8, 16) and round.
+  float sig = std::nearbyint(m * 16.0f);  // in [8, 16]
+  int exp = e - 1;
+  if (sig == 16.0f) {
+    sig = 8.0f;
+    ++exp;
+  }
+  const int biased = exp + 7;
+  if (biased > 15 || (biased == 15 && sig > 14.0f))
+    return static_cast<uint8_t>(sign | 0x7e);  // beyond 448 after rounding
+  return static_cast<uint8_t>(sign | (biased << 3) | (static_cast<int>(sig) - 8));
+}
+
+float e4m3_bits_to_float(uint8_t b) {
+  const float sign = (b & 0x80) ? -1.0f : 1.0f;
+  const int exp = (b >> 3) & 0xf, man = b & 0x7;
+  if (exp == 0xf && man == 0x7) return std::numeric_limits<float>::quiet_NaN();
+  if (exp == 0) return sign * std::ldexp(static_cast<float>(man), -9);
+  return sign * std::ldexp(1.0f + static_cast<float>(man) / 8.0f, exp - 7);
+}
+
+int8_t float_to_int8(float f) {
+  if (std::isnan(f)) return 0;
+  const float r = std::nearbyint(std::clamp(f, -127.0f, 127.0f));
+  return static_cast<int8_t>(r);
 }
 
 namespace {
@@ -189,7 +235,8 @@ ConversionReport convert_chunk(const float* values, int64_t n, float thr, std::b
 }  // namespace
 
 ConversionReport check_range(std::span<const float> values, DType target) {
-  if (target == DType::F32) return {};
+  // fp32 holds every master value; quantized types are reached through scales chosen to fit.
+  if (target == DType::F32 || is_quantized(target)) return {};
   const float thr = cached_threshold(target);
   const int64_t n = static_cast<int64_t>(values.size());
   const std::vector<int64_t> bounds = even_split(n, parallel_chunks(n));

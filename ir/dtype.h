@@ -12,21 +12,34 @@
 
 namespace sparsegen {
 
-enum class DType { F32, F16, BF16 };
+// Value types. F32/F16/BF16 are floating values used as they are; I8 and F8E4M3 are quantized
+// storage types (int8, and fp8 e4m3fn: 1 sign, 4 exponent, 3 mantissa bits, bias 7, no infinity,
+// largest finite 448) that a problem pairs with fp32 scales and a 16-bit output type
+// (ir/problem.h).
+enum class DType { F32, F16, BF16, I8, F8E4M3 };
 
-// "fp32", "fp16", "bf16".
+// "fp32", "fp16", "bf16", "int8", "fp8_e4m3".
 std::string_view to_string(DType t);
 // Inverse of to_string; nullopt for unknown names (the caller names the flag in its error).
 std::optional<DType> parse_dtype(std::string_view name);
 int dtype_bytes(DType t);
 // Largest finite magnitude the precision can hold.
 double dtype_max(DType t);
+// True for the quantized storage types (I8, F8E4M3): values are used with scales.
+bool is_quantized(DType t);
 
 // IEEE binary16 / bfloat16 bit patterns, round-to-nearest-even.
 uint16_t float_to_half_bits(float f);
 float half_bits_to_float(uint16_t h);
 uint16_t float_to_bf16_bits(float f);
 float bf16_bits_to_float(uint16_t h);
+// fp8 e4m3fn (OCP FP8, the type of sm_89+ tensor cores), round-to-nearest-even; magnitudes beyond
+// 448 saturate to 448 (the format has no infinity), NaN stays NaN (0x7f).
+uint8_t float_to_e4m3_bits(float f);
+float e4m3_bits_to_float(uint8_t b);
+// int8 by round-to-nearest-even, saturating to [-127, 127] (symmetric, as per-row quantization
+// uses it); NaN becomes 0.
+int8_t float_to_int8(float f);
 
 // Result of converting fp32 master values to a narrower precision. Values whose magnitude exceeds
 // the target's range are counted and the first is located; the conversion never turns a finite

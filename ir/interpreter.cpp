@@ -13,6 +13,8 @@ float round_to(DType t, float v) {
     case DType::F32: return v;
     case DType::F16: return half_bits_to_float(float_to_half_bits(v));
     case DType::BF16: return bf16_bits_to_float(float_to_bf16_bits(v));
+    case DType::I8: return static_cast<float>(float_to_int8(v));
+    case DType::F8E4M3: return e4m3_bits_to_float(float_to_e4m3_bits(v));
   }
   return v;
 }

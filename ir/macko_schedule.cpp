@@ -69,6 +69,9 @@ std::vector<std::string> validate(const MackoSchedule& s) {
 
 std::vector<std::string> validate_macko(const Problem& p, const MackoSchedule& s) {
   std::vector<std::string> why;
+  if (!p.sparse_weight())
+    why.push_back(fmt::format("MACKO computes SpMM/SpMV with a static sparse weight, not {}",
+                              to_string(p.op)));
   if (p.dtype != DType::F16 && p.dtype != DType::BF16)
     why.push_back(
         fmt::format("MACKO needs 2-byte values (fp16 or bf16), not {}", to_string(p.dtype)));

@@ -8,17 +8,19 @@
 namespace sparsegen {
 
 namespace {
-constexpr std::string_view kOpNames[] = {"spmm", "spmv"};
+constexpr std::string_view kOpNames[] = {"spmm", "spmv", "gated_ffn"};
+constexpr std::string_view kScalesNames[] = {"none", "row_token"};
 constexpr std::string_view kLayoutNames[] = {"row", "col"};
 }  // namespace
 
 std::string_view to_string(Op op) { return kOpNames[static_cast<int>(op)]; }
 std::optional<Op> parse_op(std::string_view name) {
-  for (int i = 0; i < 2; ++i)
+  for (int i = 0; i < 3; ++i)
     if (kOpNames[i] == name) return static_cast<Op>(i);
   return std::nullopt;
 }
 
+std::string_view to_string(Scales s) { return kScalesNames[static_cast<int>(s)]; }
 std::string_view to_string(Layout l) { return kLayoutNames[static_cast<int>(l)]; }
 std::optional<Layout> parse_layout(std::string_view name) {
   for (int i = 0; i < 2; ++i)
@@ -38,6 +40,20 @@ std::string validate(const Problem& p) {
     if (auto e = dim(name, v); !e.empty()) return e;
   if (p.op == Op::SpMV && p.n != 1)
     return fmt::format("problem: spmv needs n = 1, found n = {}", p.n);
+  const bool q = is_quantized(p.dtype);
+  if (q && p.out_dtype != DType::F16 && p.out_dtype != DType::BF16)
+    return fmt::format("problem: {} values need an fp16 or bf16 output, found {}",
+                       to_string(p.dtype), to_string(p.out_dtype));
+  if (q != (p.scales == Scales::RowAndToken))
+    return fmt::format("problem: {} values {} scales", to_string(p.dtype),
+                       q ? "need row and token" : "take no");
+  if (p.op == Op::GatedFfn) {
+    if (p.dtype != DType::F16 && p.dtype != DType::BF16)
+      return fmt::format("problem: a gated FFN runs in fp16 or bf16, found {}",
+                         to_string(p.dtype));
+    if (p.b_layout != Layout::RowMajor || p.c_layout != Layout::RowMajor)
+      return "problem: a gated FFN takes row-major x and y";
+  }
   return {};
 }
 
@@ -53,9 +69,32 @@ Problem Problem::spmv(int64_t m, int64_t k, DType dtype) {
   return p;
 }
 
+Problem Problem::quantized_spmm(int64_t m, int64_t k, int64_t n, DType dtype, DType out,
+                                Layout b, Layout c) {
+  Problem p{Op::SpMM, m, k, n, dtype, b, c, out, Scales::RowAndToken};
+  if (!is_quantized(dtype))
+    throw UserError(fmt::format("problem: quantized_spmm takes int8 or fp8_e4m3, found {}",
+                                to_string(dtype)));
+  if (auto e = validate(p); !e.empty()) throw UserError(e);
+  return p;
+}
+
+Problem Problem::gated_ffn(int64_t m, int64_t k, int64_t n, DType dtype, bool gated) {
+  Problem p{Op::GatedFfn, m, k, n, dtype, Layout::RowMajor, Layout::RowMajor};
+  p.gated = gated;
+  if (auto e = validate(p); !e.empty()) throw UserError(e);
+  return p;
+}
+
 std::string to_string(const Problem& p) {
-  return fmt::format("{} m={} k={} n={} dtype={} b={} c={}", to_string(p.op), p.m, p.k, p.n,
-                     to_string(p.dtype), to_string(p.b_layout), to_string(p.c_layout));
+  std::string s = fmt::format("{} m={} k={} n={} dtype={} b={} c={}", to_string(p.op), p.m, p.k,
+                              p.n, to_string(p.dtype), to_string(p.b_layout),
+                              to_string(p.c_layout));
+  // Only what differs from a plain floating SpMM, so existing keys stay as they were.
+  if (is_quantized(p.dtype))
+    s += fmt::format(" out={} scales={}", to_string(p.out_dtype), to_string(p.scales));
+  if (p.op == Op::GatedFfn) s += fmt::format(" gated={}", p.gated ? 1 : 0);
+  return s;
 }
 
 }  // namespace sparsegen

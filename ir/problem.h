@@ -14,6 +14,17 @@
 // SpMV is the N = 1 case with its own op tag (so a cache key and the enumerator can tell them
 // apart); Problem::spmv(M, K, dtype).
 //
+// Quantized value types (int8, fp8 e4m3): A and B hold `dtype` values; each row of A has an fp32
+// weight scale and each column of B (a token) an fp32 activation scale, and
+//   C = alpha · diag(ws) · A · B · diag(as) + beta · C,  stored as `out_dtype` (fp16 or bf16)
+// with integer (int8) or fp32 (fp8) accumulation of A·B. Problem::quantized_spmm builds one.
+// For floating types C holds dtype values and there are no scales.
+//
+// Gated FFN (TwELL): the sparsity appears at run time, there is no static A. With x the M×K
+// tokens (model width K) and weights W_g, W_u: K×N, W_d: N×K (hidden width N),
+//   gated:      y = (ReLU(x·W_g) ⊙ (x·W_u)) · W_d        non-gated: y = ReLU(x·W_u) · W_d
+// in `dtype` (fp16/bf16) with fp32 accumulation; Problem::gated_ffn(M, K, N, dtype, gated).
+//
 // Degenerate problems (M, K, N or nnz = 0) are valid: the result is C = beta·C (M×N), and callers
 // must not launch an empty grid.
 #pragma once
@@ -27,8 +38,8 @@
 
 namespace sparsegen {
 
-enum class Op { SpMM, SpMV };
-// "spmm", "spmv".
+enum class Op { SpMM, SpMV, GatedFfn };
+// "spmm", "spmv", "gated_ffn".
 std::string_view to_string(Op op);
 std::optional<Op> parse_op(std::string_view name);
 
@@ -39,6 +50,11 @@ enum class Layout { RowMajor, ColMajor };
 std::string_view to_string(Layout l);
 std::optional<Layout> parse_layout(std::string_view name);
 
+// Scales of a quantized problem (see the top comment).
+enum class Scales { None, RowAndToken };
+// "none", "row_token".
+std::string_view to_string(Scales s);
+
 struct Problem {
   Op op = Op::SpMM;
   int64_t m = 0;  // rows of A and C
@@ -47,12 +63,21 @@ struct Problem {
   DType dtype = DType::F32;
   Layout b_layout = Layout::RowMajor;
   Layout c_layout = Layout::RowMajor;
+  // C's type for a quantized dtype (fp16 or bf16); ignored otherwise (C holds dtype values).
+  DType out_dtype = DType::F16;
+  Scales scales = Scales::None;  // RowAndToken exactly when dtype is quantized
+  bool gated = true;             // GatedFfn: gated (W_g ⊙ W_u) or plain ReLU(x·W_u)
 
   // Validating constructors: throw UserError naming the bad field (negative sizes, sizes above
   // kMaxDimension, SpMV with n != 1).
   static Problem spmm(int64_t m, int64_t k, int64_t n, DType dtype,
                       Layout b = Layout::RowMajor, Layout c = Layout::RowMajor);
   static Problem spmv(int64_t m, int64_t k, DType dtype);
+  // int8 / fp8 e4m3 A and B with per-row and per-token fp32 scales, C in out (fp16/bf16).
+  static Problem quantized_spmm(int64_t m, int64_t k, int64_t n, DType dtype, DType out,
+                                Layout b = Layout::RowMajor, Layout c = Layout::RowMajor);
+  // M tokens, model width K, hidden width N (see the top comment); x, y row-major.
+  static Problem gated_ffn(int64_t m, int64_t k, int64_t n, DType dtype, bool gated = true);
 
   // Index of element (r, c) of B (K×N) / C (M×N) in its flat storage.
   int64_t b_index(int64_t r, int64_t c) const {
@@ -62,11 +87,16 @@ struct Problem {
     return c_layout == Layout::RowMajor ? r * n + c : c * m + r;
   }
   bool degenerate() const { return m == 0 || k == 0 || n == 0; }
+  // The type C is stored in.
+  DType c_dtype() const { return is_quantized(dtype) ? out_dtype : dtype; }
+  // A static sparse weight times a dense operand (SpMM or SpMV), as opposed to a gated FFN.
+  bool sparse_weight() const { return op == Op::SpMM || op == Op::SpMV; }
 
   bool operator==(const Problem&) const = default;
 };
 
-// One line, stable (used in cache keys and logs): "spmm m=4 k=5 n=8 dtype=fp16 b=row c=col".
+// One line, stable (used in cache keys and logs): "spmm m=4 k=5 n=8 dtype=fp16 b=row c=col";
+// quantized problems add " out=fp16 scales=row_token", gated FFNs " gated=1".
 std::string to_string(const Problem& p);
 
 // Checks the problem itself; empty when valid.

@@ -11,6 +11,11 @@ namespace sparsegen::cli {
 DType dtype_flag(const std::string& value, const char* flag) {
   const auto dt = parse_dtype(value);
   if (!dt) throw UserError(fmt::format("{}: expected fp32, fp16 or bf16, found '{}'", flag, value));
+  if (is_quantized(*dt))
+    throw UserError(fmt::format(
+        "{}: {} needs per-row and per-token scales (Problem::quantized_spmm); no registered "
+        "schedule family runs quantized problems yet: use fp32, fp16 or bf16",
+        flag, value));
   return *dt;
 }
 

@@ -242,15 +242,20 @@ TEST_P(FamilyConformance, IllegalSchedulesGetReasons) {
             }
           }
         }
-        // Other problems: either legal or refused with non-empty reasons.
-        for (DType other : kDtypes) {
-          for (int64_t n2 : {int64_t{1}, int64_t{3}, int64_t{200}}) {
-            const Problem q = Problem::spmm(m.a.rows, m.a.cols, n2, other, Layout::ColMajor,
-                                            Layout::RowMajor);
-            for (const std::string& why : validate(q, s)) {
-              EXPECT_FALSE(why.empty()) << spec;
-              ++problem_reasons;
-            }
+        // Other problems (dtypes, N, layouts, quantized types, a gated FFN): either legal or
+        // refused with non-empty reasons.
+        std::vector<Problem> others;
+        for (DType other : kDtypes)
+          for (int64_t n2 : {int64_t{1}, int64_t{3}, int64_t{200}})
+            others.push_back(Problem::spmm(m.a.rows, m.a.cols, n2, other, Layout::ColMajor,
+                                           Layout::RowMajor));
+        for (DType q : {DType::I8, DType::F8E4M3})
+          others.push_back(Problem::quantized_spmm(m.a.rows, m.a.cols, 16, q, DType::F16));
+        others.push_back(Problem::gated_ffn(m.a.rows, m.a.cols, 64, DType::BF16));
+        for (const Problem& q : others) {
+          for (const std::string& why : validate(q, s)) {
+            EXPECT_FALSE(why.empty()) << spec << " for " << to_string(q);
+            ++problem_reasons;
           }
         }
         // A device too small for any kernel.

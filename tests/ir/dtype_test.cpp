@@ -1,4 +1,7 @@
 #include "ir/dtype.h"
+#include "ir/diagnostics.h"
+#include "ir/problem.h"
+#include "tests/test_support.h"
 
 #include <bit>
 #include <cmath>
@@ -319,6 +322,94 @@ TEST(DType, InRangeValuesConvertLikeTheScalarFunctions) {
     EXPECT_EQ(h[i], float_to_half_bits(v[i])) << i;
     EXPECT_EQ(b[i], float_to_bf16_bits(v[i])) << i;
   }
+}
+
+}  // namespace
+}  // namespace sparsegen
+
+namespace sparsegen {
+namespace {
+
+TEST(QuantizedDType, NamesBytesAndMax) {
+  for (auto [t, name] : {std::pair{DType::I8, "int8"}, std::pair{DType::F8E4M3, "fp8_e4m3"}}) {
+    EXPECT_EQ(to_string(t), name);
+    EXPECT_EQ(parse_dtype(name), t);
+    EXPECT_EQ(dtype_bytes(t), 1);
+    EXPECT_TRUE(is_quantized(t));
+  }
+  EXPECT_FALSE(is_quantized(DType::F16));
+  EXPECT_EQ(dtype_max(DType::I8), 127.0);
+  EXPECT_EQ(dtype_max(DType::F8E4M3), 448.0);
+  EXPECT_EQ(static_cast<double>(e4m3_bits_to_float(0x7e)), dtype_max(DType::F8E4M3));
+}
+
+TEST(QuantizedDType, E4m3ExactCasesAndRounding) {
+  EXPECT_EQ(float_to_e4m3_bits(1.0f), 0x38);
+  EXPECT_EQ(float_to_e4m3_bits(0.5f), 0x30);
+  EXPECT_EQ(float_to_e4m3_bits(-2.0f), 0xc0);
+  EXPECT_EQ(float_to_e4m3_bits(448.0f), 0x7e);
+  EXPECT_EQ(float_to_e4m3_bits(1e6f), 0x7e);    // saturates: the format has no infinity
+  EXPECT_EQ(float_to_e4m3_bits(-1e6f), 0xfe);
+  EXPECT_EQ(float_to_e4m3_bits(std::ldexp(1.0f, -9)), 0x01);  // smallest subnormal
+  EXPECT_EQ(float_to_e4m3_bits(std::ldexp(1.0f, -6)), 0x08);  // smallest normal
+  EXPECT_EQ(float_to_e4m3_bits(1.0625f), 0x38);  // tie: to even (1.0)
+  EXPECT_EQ(float_to_e4m3_bits(1.1875f), 0x3a);  // tie: to even (1.25)
+  EXPECT_EQ(float_to_e4m3_bits(std::nanf("")), 0x7f);
+  EXPECT_TRUE(std::isnan(e4m3_bits_to_float(0x7f)));
+  EXPECT_TRUE(std::isnan(e4m3_bits_to_float(0xff)));
+  // Every finite code round-trips.
+  for (int b = 0; b < 256; ++b) {
+    if ((b & 0x7f) == 0x7f) continue;
+    const float f = e4m3_bits_to_float(static_cast<uint8_t>(b));
+    EXPECT_EQ(float_to_e4m3_bits(f), b == 0x80 ? 0x80 : b) << b << " = " << f;
+  }
+  // Midpoints between neighbouring positive codes round to the even code.
+  for (int b = 0; b < 0x7e; ++b) {
+    const float lo = e4m3_bits_to_float(static_cast<uint8_t>(b));
+    const float hi = e4m3_bits_to_float(static_cast<uint8_t>(b + 1));
+    const uint8_t got = float_to_e4m3_bits((lo + hi) / 2);
+    EXPECT_EQ(got, (b % 2 == 0) ? b : b + 1) << "between codes " << b << " and " << b + 1;
+  }
+}
+
+TEST(QuantizedDType, Int8RoundsHalfToEvenAndSaturates) {
+  EXPECT_EQ(float_to_int8(2.5f), 2);
+  EXPECT_EQ(float_to_int8(3.5f), 4);
+  EXPECT_EQ(float_to_int8(-2.5f), -2);
+  EXPECT_EQ(float_to_int8(126.6f), 127);
+  EXPECT_EQ(float_to_int8(300.0f), 127);
+  EXPECT_EQ(float_to_int8(-300.0f), -127);
+  EXPECT_EQ(float_to_int8(std::nanf("")), 0);
+}
+
+TEST(QuantizedDType, RangeChecksNeverRefuseQuantizedTargets) {
+  // Quantized values come through scales chosen to fit: nothing is out of range.
+  const std::vector<float> v = {1e30f, -5.0f, 0.25f};
+  EXPECT_EQ(check_range(v, DType::I8).out_of_range, 0);
+  EXPECT_EQ(check_range(v, DType::F8E4M3).out_of_range, 0);
+}
+
+TEST(ProblemKinds, QuantizedAndGatedFfnDescriptions) {
+  // Existing problems print exactly as before (cache keys).
+  EXPECT_EQ(to_string(Problem::spmm(4, 5, 8, DType::F16, Layout::RowMajor, Layout::ColMajor)),
+            "spmm m=4 k=5 n=8 dtype=fp16 b=row c=col");
+  const Problem q = Problem::quantized_spmm(4096, 4096, 16, DType::F8E4M3, DType::BF16);
+  EXPECT_EQ(to_string(q), "spmm m=4096 k=4096 n=16 dtype=fp8_e4m3 b=row c=row out=bf16 "
+                          "scales=row_token");
+  EXPECT_EQ(q.c_dtype(), DType::BF16);
+  EXPECT_TRUE(q.sparse_weight());
+  EXPECT_EQ(Problem::spmm(2, 2, 2, DType::F16).c_dtype(), DType::F16);
+  const Problem f = Problem::gated_ffn(64, 2048, 5632, DType::BF16);
+  EXPECT_EQ(to_string(f), "gated_ffn m=64 k=2048 n=5632 dtype=bf16 b=row c=row gated=1");
+  EXPECT_FALSE(f.sparse_weight());
+  EXPECT_EQ(parse_op("gated_ffn"), Op::GatedFfn);
+  EXPECT_EQ(validate(f), "");
+  // Bad combinations name what is wrong.
+  EXPECT_THROW(Problem::quantized_spmm(4, 4, 4, DType::F16, DType::F16), UserError);
+  EXPECT_THROW(Problem::quantized_spmm(4, 4, 4, DType::I8, DType::F32), UserError);
+  EXPECT_THROW(Problem::gated_ffn(4, 4, 4, DType::F32), UserError);
+  EXPECT_NE(testing::error_of([] { Problem::spmm(4, 4, 4, DType::I8); }).find("scales"),
+            std::string::npos);  // int8 without scales
 }
 
 }  // namespace
