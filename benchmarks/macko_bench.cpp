@@ -65,7 +65,6 @@
 #include "runtime/cuda_driver.h"
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/timing.h"
-#include "tools/flags.h"
 
 namespace sparsegen {
 namespace {
@@ -281,8 +280,10 @@ int run(const BenchOptions& o, const std::string& command) {
   if (!o.shapes.empty()) {
     shapes.clear();
     for (const std::string& t : o.shapes) {
-      const auto [m, k] = cli::shape_flag(t, "--shapes");
-      shapes.push_back({m, k});
+      const auto shape = parse_shape(t);
+      if (!shape)
+        throw UserError(fmt::format("--shapes {}: expected ROWSxCOLS, e.g. 4096x11008", t));
+      shapes.push_back({shape->first, shape->second});
     }
   }
   std::vector<PruneMethod> methods = {PruneMethod::Random, PruneMethod::Magnitude};

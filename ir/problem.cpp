@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
+
 #include "ir/diagnostics.h"
 #include "ir/sparse_matrix.h"
 
@@ -84,6 +86,19 @@ Problem Problem::gated_ffn(int64_t m, int64_t k, int64_t n, DType dtype, bool ga
   p.gated = gated;
   if (auto e = validate(p); !e.empty()) throw UserError(e);
   return p;
+}
+
+std::optional<std::pair<int64_t, int64_t>> parse_shape(std::string_view text) {
+  const size_t x = text.find_first_of("xX");
+  if (x == std::string_view::npos || x == 0) return std::nullopt;
+  int64_t r = 0, c = 0;
+  const char* b = text.data();
+  const char* e = b + text.size();
+  const auto [p1, ec1] = std::from_chars(b, b + x, r);
+  const auto [p2, ec2] = std::from_chars(b + x + 1, e, c);
+  if (ec1 != std::errc() || p1 != b + x || ec2 != std::errc() || p2 != e || r < 1 || c < 1)
+    return std::nullopt;
+  return std::pair{r, c};
 }
 
 std::string to_string(const Problem& p) {

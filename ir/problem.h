@@ -33,6 +33,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "ir/dtype.h"
 
@@ -94,6 +95,10 @@ struct Problem {
 
   bool operator==(const Problem&) const = default;
 };
+
+// "4096x11008" (or "4096X11008") as (rows, cols), both >= 1; nullopt for anything else. The one
+// spelling of a matrix shape on every command line.
+std::optional<std::pair<int64_t, int64_t>> parse_shape(std::string_view text);
 
 // One line, stable (used in cache keys and logs): "spmm m=4 k=5 n=8 dtype=fp16 b=row c=col";
 // quantized problems add " out=fp16 scales=row_token", gated FFNs " gated=1".

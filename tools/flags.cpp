@@ -26,18 +26,10 @@ Layout layout_flag(const std::string& value, const char* flag) {
 }
 
 std::pair<int64_t, int64_t> shape_flag(const std::string& value, const char* flag) {
-  const size_t x = value.find_first_of("xX");
-  int64_t r = 0, c = 0;
-  bool ok = x != std::string::npos && x > 0;
-  if (ok) {
-    const char* b = value.data();
-    const char* e = b + value.size();
-    const auto [p1, ec1] = std::from_chars(b, b + x, r);
-    const auto [p2, ec2] = std::from_chars(b + x + 1, e, c);
-    ok = ec1 == std::errc() && p1 == b + x && ec2 == std::errc() && p2 == e && r >= 1 && c >= 1;
-  }
-  if (!ok) throw UserError(fmt::format("{} {}: expected ROWSxCOLS, e.g. 4096x11008", flag, value));
-  return {r, c};
+  const auto shape = parse_shape(value);
+  if (!shape)
+    throw UserError(fmt::format("{} {}: expected ROWSxCOLS, e.g. 4096x11008", flag, value));
+  return *shape;
 }
 
 }  // namespace sparsegen::cli
