@@ -69,6 +69,12 @@ class BitmapTcIrFamily final : public IrFamily {
                                   const EnumerateOptions& opt) const override {
     return enumerate_bitmap_tc_schedules(p, a, opt.device);
   }
+  std::vector<std::string> why_not(const Problem& p, const CsrMatrix&) const override {
+    std::vector<std::string> why;  // what no schedule can change: op, dtype, layout, N
+    for (std::string& w : validate_bitmap_tc(p, BitmapTcSchedule{}))
+      if (w.find("ksplit") == std::string::npos) why.push_back(std::move(w));
+    return why;
+  }
   // One bitmap-tile packing serves every schedule.
   std::optional<std::string> pack_key(const Schedule&) const override { return ""; }
   FormatStats format_stats(const CsrMatrix& a, const Problem& p,

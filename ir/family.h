@@ -105,6 +105,10 @@ class IrFamily {
   // opt.verify), in the family's preferred order; empty when the problem does not fit it.
   virtual std::vector<Schedule> enumerate(const Problem& p, const CsrMatrix& a,
                                           const EnumerateOptions& opt) const = 0;
+  // Why the family has no schedule at all for this problem and matrix (the op, the dtype, N, a
+  // matrix without the structure it needs, with the first place that breaks it); empty when it
+  // may have some (enumerate decides). What `sparsegen schedules` prints for a missing family.
+  virtual std::vector<std::string> why_not(const Problem& p, const CsrMatrix& a) const = 0;
 
   // Schedules with equal keys pack the matrix identically (share stats and packs); e.g. MACKO's
   // delta width. Compared only within one family. nullopt: the packing depends on the whole

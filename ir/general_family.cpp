@@ -45,6 +45,14 @@ class GeneralIrFamily final : public IrFamily {
                                   const EnumerateOptions& opt) const override {
     return enumerate_general_schedules(p, a, opt);
   }
+  std::vector<std::string> why_not(const Problem& p, const CsrMatrix&) const override {
+    std::vector<std::string> why;
+    for (std::string& w : validate_general(p, GeneralSchedule{}))  // op and dtype only
+      if (w.find("bcols") == std::string::npos && w.find("tcols") == std::string::npos &&
+          w.find("group") == std::string::npos)
+        why.push_back(std::move(w));
+    return why;
+  }
   // Every field shapes the packing (order, padding, task tables): no two schedules share one.
   std::optional<std::string> pack_key(const Schedule&) const override { return std::nullopt; }
   FormatStats format_stats(const CsrMatrix& a, const Problem& p,

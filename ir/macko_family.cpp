@@ -57,6 +57,17 @@ class MackoIrFamily final : public IrFamily {
                                   const EnumerateOptions& opt) const override {
     return enumerate_macko_schedules(p, a, opt.device);
   }
+  std::vector<std::string> why_not(const Problem& p, const CsrMatrix&) const override {
+    std::vector<std::string> why;
+    if (!p.sparse_weight())
+      why.push_back(fmt::format("MACKO computes SpMM/SpMV with a static sparse weight, not {}",
+                                to_string(p.op)));
+    if (p.dtype != DType::F16 && p.dtype != DType::BF16)
+      why.push_back(fmt::format("MACKO needs fp16 or bf16 values, not {}", to_string(p.dtype)));
+    if (p.n < 1 || p.n > 8)
+      why.push_back(fmt::format("MACKO serves N from 1 to 8, not {}", p.n));
+    return why;
+  }
   // One packing per delta width.
   std::optional<std::string> pack_key(const Schedule& s) const override {
     return fmt::format("delta={}", s.as<MackoSchedule>().delta_bits);

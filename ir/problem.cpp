@@ -43,9 +43,9 @@ std::string validate(const Problem& p) {
   if (p.op == Op::SpMV && p.n != 1)
     return fmt::format("problem: spmv needs n = 1, found n = {}", p.n);
   const bool q = is_quantized(p.dtype);
-  if (q && p.out_dtype != DType::F16 && p.out_dtype != DType::BF16)
-    return fmt::format("problem: {} values need an fp16 or bf16 output, found {}",
-                       to_string(p.dtype), to_string(p.out_dtype));
+  if (q && p.io_dtype != DType::F16 && p.io_dtype != DType::BF16)
+    return fmt::format("problem: {} values need fp16 or bf16 activations and output (io), found {}",
+                       to_string(p.dtype), to_string(p.io_dtype));
   if (q != (p.scales == Scales::RowAndToken))
     return fmt::format("problem: {} values {} scales", to_string(p.dtype),
                        q ? "need row and token" : "take no");
@@ -107,7 +107,7 @@ std::string to_string(const Problem& p) {
                               to_string(p.c_layout));
   // Only what differs from a plain floating SpMM, so existing keys stay as they were.
   if (is_quantized(p.dtype))
-    s += fmt::format(" out={} scales={}", to_string(p.out_dtype), to_string(p.scales));
+    s += fmt::format(" io={} scales={}", to_string(p.io_dtype), to_string(p.scales));
   if (p.op == Op::GatedFfn) s += fmt::format(" gated={}", p.gated ? 1 : 0);
   return s;
 }

@@ -14,11 +14,12 @@
 // SpMV is the N = 1 case with its own op tag (so a cache key and the enumerator can tell them
 // apart); Problem::spmv(M, K, dtype).
 //
-// Quantized value types (int8, fp8 e4m3): A and B hold `dtype` values; each row of A has an fp32
-// weight scale and each column of B (a token) an fp32 activation scale, and
-//   C = alpha · diag(ws) · A · B · diag(as) + beta · C,  stored as `out_dtype` (fp16 or bf16)
-// with integer (int8) or fp32 (fp8) accumulation of A·B. Problem::quantized_spmm builds one.
-// For floating types C holds dtype values and there are no scales.
+// Quantized value types (int8, fp8 e4m3): A is stored as `dtype` values with one fp32 scale per
+// row; the caller's B and C hold `io_dtype` values (fp16 or bf16), and the kernel quantizes B to
+// `dtype` with one fp32 scale per column (per token) before the product:
+//   C = alpha · diag(ws) · Aq · Bq · diag(as) + beta · C,   Bq·diag(as) ≈ B
+// with integer (int8) or fp32 (fp8) accumulation of Aq·Bq. Problem::quantized_spmm builds one.
+// For floating types B and C hold dtype values and there are no scales.
 //
 // Gated FFN (TwELL): the sparsity appears at run time, there is no static A. With x the M×K
 // tokens (model width K) and weights W_g, W_u: K×N, W_d: N×K (hidden width N),
@@ -64,8 +65,8 @@ struct Problem {
   DType dtype = DType::F32;
   Layout b_layout = Layout::RowMajor;
   Layout c_layout = Layout::RowMajor;
-  // C's type for a quantized dtype (fp16 or bf16); ignored otherwise (C holds dtype values).
-  DType out_dtype = DType::F16;
+  // The type of the caller's B and C for a quantized dtype (fp16 or bf16); ignored otherwise.
+  DType io_dtype = DType::F16;
   Scales scales = Scales::None;  // RowAndToken exactly when dtype is quantized
   bool gated = true;             // GatedFfn: gated (W_g ⊙ W_u) or plain ReLU(x·W_u)
 
@@ -74,7 +75,7 @@ struct Problem {
   static Problem spmm(int64_t m, int64_t k, int64_t n, DType dtype,
                       Layout b = Layout::RowMajor, Layout c = Layout::RowMajor);
   static Problem spmv(int64_t m, int64_t k, DType dtype);
-  // int8 / fp8 e4m3 A and B with per-row and per-token fp32 scales, C in out (fp16/bf16).
+  // int8 / fp8 e4m3 A (per-row scales) times B quantized per token; B and C in `io` (fp16/bf16).
   static Problem quantized_spmm(int64_t m, int64_t k, int64_t n, DType dtype, DType out,
                                 Layout b = Layout::RowMajor, Layout c = Layout::RowMajor);
   // M tokens, model width K, hidden width N (see the top comment); x, y row-major.
@@ -88,8 +89,9 @@ struct Problem {
     return c_layout == Layout::RowMajor ? r * n + c : c * m + r;
   }
   bool degenerate() const { return m == 0 || k == 0 || n == 0; }
-  // The type C is stored in.
-  DType c_dtype() const { return is_quantized(dtype) ? out_dtype : dtype; }
+  // The types of the caller's B and C.
+  DType b_dtype() const { return is_quantized(dtype) ? io_dtype : dtype; }
+  DType c_dtype() const { return b_dtype(); }
   // A static sparse weight times a dense operand (SpMM or SpMV), as opposed to a gated FFN.
   bool sparse_weight() const { return op == Op::SpMM || op == Op::SpMV; }
 
@@ -101,7 +103,7 @@ struct Problem {
 std::optional<std::pair<int64_t, int64_t>> parse_shape(std::string_view text);
 
 // One line, stable (used in cache keys and logs): "spmm m=4 k=5 n=8 dtype=fp16 b=row c=col";
-// quantized problems add " out=fp16 scales=row_token", gated FFNs " gated=1".
+// quantized problems add " io=fp16 scales=row_token", gated FFNs " gated=1".
 std::string to_string(const Problem& p);
 
 // Checks the problem itself; empty when valid.

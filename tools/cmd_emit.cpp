@@ -7,6 +7,7 @@
 // family, rule-preferred schedules first, then MACKO and bitmap_tc where they apply.
 //
 // Exit codes (main.cpp): 0 success; 1 bad file, bad flag value or illegal schedule.
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -102,6 +103,16 @@ void run_schedules(const SchedulesArgs& a) {
   eo.include_specialised = true;  // the space `sparsegen tune` searches: MACKO and bitmap_tc too
   const auto all = enumerate_schedules(p, m, eo);
   std::printf("# %s: %zu valid schedules\n", to_string(p).c_str(), all.size());
+  // Families with none say why (their first reasons).
+  for (const IrFamily* f : ir_families()) {
+    if (std::any_of(all.begin(), all.end(),
+                    [&](const Schedule& s) { return s.family_name() == f->name(); }))
+      continue;
+    const auto why = f->why_not(p, m);
+    std::printf("# %s: none (%s)\n", std::string(f->name()).c_str(),
+                why.empty() ? "no schedule fits this matrix on the device"
+                            : fmt::format("{}", fmt::join(why, "; ")).c_str());
+  }
   int64_t shown = 0;
   for (const Schedule& s : all) {
     if (a.limit > 0 && shown >= a.limit) break;

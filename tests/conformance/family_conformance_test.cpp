@@ -2,7 +2,8 @@
 // the same checks, with no family-specific code here. A new family joins by registering.
 //
 //   Registered     every layer has the family (codegen, costmodel, compiler)
-//   SpecRoundTrip  every enumerated schedule prints and parses back to itself
+//   SpecRoundTrip  every enumerated schedule prints and parses back to itself; a family that says
+//                  why it has no schedule (why_not) enumerates none
 //   Reasons        illegal schedules (bad SPEC fields, unsupported problems, a tiny device) are
 //                  refused with non-empty reasons, never accepted silently or crashed on
 //   Interpreter    the family's CPU interpreter of its packed format equals the CSR reference
@@ -168,7 +169,15 @@ TEST_P(FamilyConformance, EnumeratesSomewhereAndSpecRoundTrips) {
       for (int64_t n : kNs) {
         const Problem p = n == 1 ? Problem::spmv(m.a.rows, m.a.cols, dt)
                                  : Problem::spmm(m.a.rows, m.a.cols, n, dt);
-        for (const Schedule& s : enumerate(p, m.a)) {
+        const auto all = enumerate(p, m.a);
+        // A family that says why it has nothing has nothing; a reason is never empty.
+        const auto why_not = family().why_not(p, m.a);
+        for (const std::string& w : why_not) ASSERT_FALSE(w.empty()) << to_string(p);
+        if (!why_not.empty()) {
+          ASSERT_TRUE(all.empty()) << GetParam() << " enumerates for " << to_string(p)
+                                   << " although: " << why_not.front();
+        }
+        for (const Schedule& s : all) {
           ++total;
           ASSERT_EQ(s.family_name(), GetParam());
           const std::string spec = to_string(s);

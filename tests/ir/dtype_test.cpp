@@ -394,9 +394,10 @@ TEST(ProblemKinds, QuantizedAndGatedFfnDescriptions) {
   EXPECT_EQ(to_string(Problem::spmm(4, 5, 8, DType::F16, Layout::RowMajor, Layout::ColMajor)),
             "spmm m=4 k=5 n=8 dtype=fp16 b=row c=col");
   const Problem q = Problem::quantized_spmm(4096, 4096, 16, DType::F8E4M3, DType::BF16);
-  EXPECT_EQ(to_string(q), "spmm m=4096 k=4096 n=16 dtype=fp8_e4m3 b=row c=row out=bf16 "
+  EXPECT_EQ(to_string(q), "spmm m=4096 k=4096 n=16 dtype=fp8_e4m3 b=row c=row io=bf16 "
                           "scales=row_token");
   EXPECT_EQ(q.c_dtype(), DType::BF16);
+  EXPECT_EQ(q.b_dtype(), DType::BF16);
   EXPECT_TRUE(q.sparse_weight());
   EXPECT_EQ(Problem::spmm(2, 2, 2, DType::F16).c_dtype(), DType::F16);
   const Problem f = Problem::gated_ffn(64, 2048, 5632, DType::BF16);

@@ -347,6 +347,13 @@ TEST_F(Cli, SchedulesListEveryFamily) {
   ASSERT_EQ(f.rc, 0) << f.out;
   EXPECT_EQ(f.out.find("bitmap_tc;"), std::string::npos);
   EXPECT_EQ(f.out.find("macko;"), std::string::npos);
+  // The missing families say why.
+  EXPECT_NE(f.out.find("# macko: none (MACKO needs fp16 or bf16 values, not fp32"),
+            std::string::npos)
+      << f.out.substr(0, 400);
+  EXPECT_NE(f.out.find("# bitmap_tc: none (bitmap_tc runs on fp16/bf16 tensor cores, not fp32"),
+            std::string::npos)
+      << f.out.substr(0, 400);
 }
 
 // Offline (an explicit --arch: no GPU is used even where one exists) the ranking says that no GPU
