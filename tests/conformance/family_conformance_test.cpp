@@ -14,6 +14,9 @@
 //                  (no GPU needed)
 //   Features       cost features of every enumerated schedule are finite
 //   KeySensitive   the kernel database key changes when any schedule field changes
+//   Gpu            (GpuFamilyConformance, skipped without a GPU) every family's best few
+//                  schedules by the tuner's ranking run on the device within the same tight
+//                  bound, beta 0 (C poisoned) and beta != 0
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -29,6 +32,7 @@
 
 #include "codegen/family.h"
 #include "compiler/family.h"
+#include "compiler/gpu_check.h"
 #include "compiler/tune.h"
 #include "costmodel/family.h"
 #include "costmodel/features.h"
@@ -38,6 +42,7 @@
 #include "ir/family.h"
 #include "ir/io/load.h"
 #include "ir/verifier.h"
+#include "runtime/cuda_driver.h"
 #include "runtime/kernel_db.h"
 #include "tests/ir/schedule_test_util.h"
 #include "tests/ir/tight_bound_check.h"
@@ -422,6 +427,48 @@ TEST_P(FamilyConformance, DatabaseKeyChangesWithEveryScheduleField) {
     }
   }
   EXPECT_GT(edits, 0);
+}
+
+// On the device: for every registered family, its 3 best schedules by the tuner's ranking
+// (compiler/tune.h rank_space) on three generated matrices, fp32/fp16/bf16 and N = 1, 8, 64,
+// checked by gpu_check (the tight bound; beta 0 with C poisoned and beta != 0).
+TEST(GpuFamilyConformance, BestSchedulesOfEveryFamilyWithinTightBound) {
+  std::string why;
+  if (!cuda::driver_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+  auto ctx = std::make_shared<cuda::Context>(0);
+  const CompileTarget target = detect_target(0);
+  const cuda::DeviceInfo info = ctx->info();
+  std::map<std::string, int> checked;
+  uint64_t seed = 500;
+  for (const IrFamily* fam : ir_families()) {
+    for (size_t mi : {size_t{0}, size_t{1}, size_t{2}}) {
+      const NamedMatrix& m = matrices()[mi];
+      for (DType dt : kDtypes) {
+        for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{64}}) {
+          const Problem p = n == 1 ? Problem::spmv(m.a.rows, m.a.cols, dt)
+                                   : Problem::spmm(m.a.rows, m.a.cols, n, dt);
+          EnumerateOptions o;
+          o.device = target.limits;
+          o.include_specialised = true;
+          std::vector<Schedule> all = fam->enumerate(p, m.a, o);
+          if (all.empty()) continue;
+          const RankedSpace ranked = rank_space(m.a, p, target, std::move(all), &info);
+          for (size_t i = 0; i < std::min<size_t>(3, ranked.order.size()); ++i) {
+            const Schedule& s = ranked.all[ranked.order[i]];
+            SCOPED_TRACE(m.name + " " + to_string(p) + " " + to_string(s));
+            const CompiledKernel k(ctx, build_kernel(m.a, p, s, target));
+            const GpuCheckPair r = gpu_check(k, m.a, ++seed);
+            EXPECT_TRUE(r.passed()) << r.error();
+            ++checked[std::string(fam->name())];
+          }
+        }
+      }
+    }
+    EXPECT_GT(checked[std::string(fam->name())], 0) << fam->name() << " ran nothing on the GPU";
+  }
+  ctx->synchronize();
+  for (const auto& [name, count] : checked)
+    std::printf("%s: %d kernels checked on %s\n", name.c_str(), count, info.name.c_str());
 }
 
 INSTANTIATE_TEST_SUITE_P(Registered, FamilyConformance, ::testing::ValuesIn(family_names()),
