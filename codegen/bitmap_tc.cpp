@@ -302,21 +302,8 @@ GeneratedKernel emit_bitmap_tc(const Problem& problem, const Schedule& schedule,
   return e.run();
 }
 
-namespace {
-
-class BitmapTcCodegen final : public CodegenFamily {
- public:
-  std::string_view name() const override { return BitmapTcSchedule::kFamily; }
-  GeneratedKernel emit(const Problem& p, const Schedule& s, const PackedMatrix& packed,
-                       const EmitOptions& opt) const override {
-    return emit_bitmap_tc(p, s, packed_format<BitmapTileFormat>(packed), opt);
-  }
-};
-
-}  // namespace
-
 const CodegenFamily& bitmap_tc_codegen_family() {
-  static const BitmapTcCodegen f;
+  static const EmitFunction<BitmapTcSchedule, BitmapTileFormat, emit_bitmap_tc> f;
   return f;
 }
 

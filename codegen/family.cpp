@@ -20,9 +20,7 @@ const std::vector<const CodegenFamily*>& codegen_families() {
 }
 
 const CodegenFamily& codegen_family(const Schedule& s) {
-  for (const CodegenFamily* f : codegen_families())
-    if (f->name() == s.family_name()) return *f;
-  throw UserError(fmt::format("schedule family '{}' has no code generator", s.family_name()));
+  return registered_for(codegen_families(), s.family_name(), "code generator");
 }
 
 GeneratedKernel emit_kernel(const Problem& p, const Schedule& s, const PackedMatrix& packed,

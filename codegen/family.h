@@ -59,4 +59,22 @@ const T& packed_format(const PackedMatrix& packed) {
   return dynamic_cast<const Packed<T>&>(packed).format;
 }
 
+// The CodegenFamily of a family whose emitter is one function of its schedule body's family and
+// packed format `Format`, e.g.
+//   const CodegenFamily& macko_codegen_family() {
+//     static const EmitFunction<MackoSchedule, MackoFormat, emit_macko> f;
+//     return f;
+//   }
+template <class Body, class Format,
+          GeneratedKernel (*Emit)(const Problem&, const Schedule&, const Format&,
+                                  const EmitOptions&)>
+class EmitFunction final : public CodegenFamily {
+ public:
+  std::string_view name() const override { return Body::kFamily; }
+  GeneratedKernel emit(const Problem& p, const Schedule& s, const PackedMatrix& packed,
+                       const EmitOptions& opt) const override {
+    return Emit(p, s, packed_format<Format>(packed), opt);
+  }
+};
+
 }  // namespace sparsegen::codegen

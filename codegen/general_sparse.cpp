@@ -596,21 +596,8 @@ GeneratedKernel emit_general_sparse(const Problem& problem, const Schedule& sche
   return e.run();
 }
 
-namespace {
-
-class GeneralSparseCodegen final : public CodegenFamily {
- public:
-  std::string_view name() const override { return GeneralSchedule::kFamily; }
-  GeneratedKernel emit(const Problem& p, const Schedule& s, const PackedMatrix& packed,
-                       const EmitOptions& opt) const override {
-    return emit_general_sparse(p, s, packed_format<PackedFormat>(packed), opt);
-  }
-};
-
-}  // namespace
-
 const CodegenFamily& general_codegen_family() {
-  static const GeneralSparseCodegen f;
+  static const EmitFunction<GeneralSchedule, PackedFormat, emit_general_sparse> f;
   return f;
 }
 

@@ -618,21 +618,8 @@ GeneratedKernel emit_macko(const Problem& problem, const Schedule& schedule, con
   return e.run();
 }
 
-namespace {
-
-class MackoCodegen final : public CodegenFamily {
- public:
-  std::string_view name() const override { return MackoSchedule::kFamily; }
-  GeneratedKernel emit(const Problem& p, const Schedule& s, const PackedMatrix& packed,
-                       const EmitOptions& opt) const override {
-    return emit_macko(p, s, packed_format<MackoFormat>(packed), opt);
-  }
-};
-
-}  // namespace
-
 const CodegenFamily& macko_codegen_family() {
-  static const MackoCodegen f;
+  static const EmitFunction<MackoSchedule, MackoFormat, emit_macko> f;
   return f;
 }
 

@@ -1,19 +1,11 @@
-// The bitmap_tc family's compiler/ layer: one emitted kernel, built by the shared steps.
+// The bitmap_tc family's compiler/ layer: one emitted kernel, built by the default steps.
 #include "compiler/family.h"
 #include "ir/bitmap_tc_schedule.h"
 
 namespace sparsegen {
-namespace {
-
-class BitmapTcCompiler final : public CompilerFamily {
- public:
-  std::string_view name() const override { return BitmapTcSchedule::kFamily; }
-};
-
-}  // namespace
 
 const CompilerFamily& bitmap_tc_compiler_family() {
-  static const BitmapTcCompiler f;
+  static const DefaultBuild<BitmapTcSchedule> f;
   return f;
 }
 

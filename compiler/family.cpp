@@ -26,9 +26,7 @@ const std::vector<const CompilerFamily*>& compiler_families() {
 }
 
 const CompilerFamily& compiler_family(const Schedule& s) {
-  for (const CompilerFamily* f : compiler_families())
-    if (f->name() == s.family_name()) return *f;
-  throw UserError(fmt::format("schedule family '{}' has no build registered", s.family_name()));
+  return registered_for(compiler_families(), s.family_name(), "build registered");
 }
 
 PreparedPack prepare_pack(const CsrMatrix& a, const Problem& p, const Schedule& s) {

@@ -57,6 +57,14 @@ class CompilerFamily {
                             const CompileTarget& target, const BuildOptions& opt) const;
 };
 
+// The CompilerFamily of a family whose build is the default one (one emitted kernel): what
+// `const CompilerFamily& foo_compiler_family()` returns for such a family.
+template <class Body>
+class DefaultBuild final : public CompilerFamily {
+ public:
+  std::string_view name() const override { return Body::kFamily; }
+};
+
 // The registered builds (compiler/families.def).
 const std::vector<const CompilerFamily*>& compiler_families();
 // The build of s's family; throws UserError when none is registered.

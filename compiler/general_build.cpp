@@ -1,19 +1,11 @@
-// The general family's compiler/ layer: one emitted kernel, built by the shared steps.
+// The general family's compiler/ layer: one emitted kernel, built by the default steps.
 #include "compiler/family.h"
 #include "ir/general_schedule.h"
 
 namespace sparsegen {
-namespace {
-
-class GeneralCompiler final : public CompilerFamily {
- public:
-  std::string_view name() const override { return GeneralSchedule::kFamily; }
-};
-
-}  // namespace
 
 const CompilerFamily& general_compiler_family() {
-  static const GeneralCompiler f;
+  static const DefaultBuild<GeneralSchedule> f;
   return f;
 }
 

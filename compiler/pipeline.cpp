@@ -368,20 +368,18 @@ void launch_bound(CUfunction f, const std::vector<codegen::KernelParam>& params,
         ptrs[i] = a.c;
         break;
       case codegen::ParamKind::Workspace:
-        SG_ASSERT(a.workspace != 0, "kernel parameter " + params[i].name +
-                                        " needs a workspace that was not allocated");
-        ptrs[i] = a.workspace;
-        break;
       case codegen::ParamKind::BWork:
-        SG_ASSERT(a.b_work != 0, "kernel parameter " + params[i].name +
-                                     " needs a B work buffer that was not allocated");
-        ptrs[i] = a.b_work;
+      case codegen::ParamKind::TokenScales: {
+        // Runtime-owned buffers, allocated at upload when the signature asks for them.
+        const CUdeviceptr buf = params[i].kind == codegen::ParamKind::Workspace ? a.workspace
+                                : params[i].kind == codegen::ParamKind::BWork   ? a.b_work
+                                                                                : a.token_scales;
+        SG_ASSERT(buf != 0, "kernel parameter " + params[i].name + " needs a " +
+                                std::string(codegen::to_string(params[i].kind)) +
+                                " buffer that was not allocated");
+        ptrs[i] = buf;
         break;
-      case codegen::ParamKind::TokenScales:
-        SG_ASSERT(a.token_scales != 0, "kernel parameter " + params[i].name +
-                                           " needs token scales that were not allocated");
-        ptrs[i] = a.token_scales;
-        break;
+      }
       case codegen::ParamKind::Alpha:
         args[i] = &a.alpha;
         continue;

@@ -235,9 +235,7 @@ const std::vector<const CostFamily*>& cost_families() {
 }
 
 const CostFamily& cost_family(const Schedule& s) {
-  for (const CostFamily* f : cost_families())
-    if (f->name() == s.family_name()) return *f;
-  throw UserError(fmt::format("schedule family '{}' has no cost description", s.family_name()));
+  return registered_for(cost_families(), s.family_name(), "cost description");
 }
 
 }  // namespace sparsegen

@@ -1,5 +1,8 @@
 #include "ir/family.h"
 
+#include <fmt/format.h>
+
+#include "ir/diagnostics.h"
 #include "ir/enumerate.h"
 
 namespace sparsegen {
@@ -15,6 +18,10 @@ const std::vector<const IrFamily*>& ir_families() {
 #undef SPARSEGEN_IR_FAMILY
   };
   return all;
+}
+
+void throw_unregistered(std::string_view family, std::string_view what) {
+  throw UserError(fmt::format("schedule family '{}' has no {}", family, what));
 }
 
 const IrFamily* find_ir_family(std::string_view name) {

@@ -149,6 +149,17 @@ class IrFamily {
                               int64_t row_length) const = 0;
 };
 
+[[noreturn]] void throw_unregistered(std::string_view family, std::string_view what);
+// The entry of a layer's registry (`all`, each with a name()) serving family `name`; throws
+// UserError "schedule family 'x' has no <what>" when the layer has none registered.
+template <class Layer>
+const Layer& registered_for(const std::vector<const Layer*>& all, std::string_view name,
+                            std::string_view what) {
+  for (const Layer* l : all)
+    if (l->name() == name) return *l;
+  throw_unregistered(name, what);
+}
+
 // The registered families, in registration order (ir/families.def).
 const std::vector<const IrFamily*>& ir_families();
 // The family named `name`, or null.

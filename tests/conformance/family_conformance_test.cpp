@@ -126,6 +126,11 @@ const std::vector<NamedMatrix>& matrices() {
 }
 
 constexpr DType kDtypes[] = {DType::F32, DType::F16, DType::BF16};
+
+// SpMV for N = 1 (row-major B and C), else SpMM.
+Problem problem_for(const CsrMatrix& a, DType dt, int64_t n) {
+  return n == 1 ? Problem::spmv(a.rows, a.cols, dt) : Problem::spmm(a.rows, a.cols, n, dt);
+}
 constexpr int64_t kNs[] = {1, 2, 7, 8, 32, 64};
 
 // At most `most` schedules spread over the enumeration (first, last, evenly in between).
@@ -172,8 +177,7 @@ TEST_P(FamilyConformance, EnumeratesSomewhereAndSpecRoundTrips) {
   for (const NamedMatrix& m : matrices()) {
     for (DType dt : kDtypes) {
       for (int64_t n : kNs) {
-        const Problem p = n == 1 ? Problem::spmv(m.a.rows, m.a.cols, dt)
-                                 : Problem::spmm(m.a.rows, m.a.cols, n, dt);
+        const Problem p = problem_for(m.a, dt, n);
         const auto all = enumerate(p, m.a);
         // A family that says why it has nothing has nothing; a reason is never empty.
         const auto why_not = family().why_not(p, m.a);
@@ -294,8 +298,7 @@ TEST_P(FamilyConformance, InterpreterMatchesReferenceWithinTightBound) {
   for (const NamedMatrix& m : matrices()) {
     for (DType dt : kDtypes) {
       for (int64_t n : kNs) {
-        const Problem p = n == 1 ? Problem::spmv(m.a.rows, m.a.cols, dt)
-                                 : Problem::spmm(m.a.rows, m.a.cols, n, dt);
+        const Problem p = problem_for(m.a, dt, n);
         const auto all = enumerate(p, m.a);
         if (all.empty()) continue;
         // Inputs rounded to the dtype, as the kernels read them.
@@ -336,8 +339,7 @@ TEST_P(FamilyConformance, KernelsCompileForSm80AndSm90) {
     const CompileTarget target = offline_target(arch);
     for (DType dt : {DType::F16, DType::F32}) {
       for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{64}}) {
-        const Problem p = n == 1 ? Problem::spmv(m.a.rows, m.a.cols, dt)
-                                 : Problem::spmm(m.a.rows, m.a.cols, n, dt);
+        const Problem p = problem_for(m.a, dt, n);
         for (const Schedule& s : sample(enumerate(p, m.a, target.limits), 2)) {
           const KernelBuild b = build_kernel(m.a, p, s, target);
           EXPECT_FALSE(b.compiled.image.empty()) << to_string(s) << " " << arch;
@@ -358,8 +360,7 @@ TEST_P(FamilyConformance, CostFeaturesAreFinite) {
     std::map<std::string, FormatStats> cache;
     for (DType dt : {DType::F32, DType::F16}) {
       for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{64}}) {
-        const Problem p = n == 1 ? Problem::spmv(m.a.rows, m.a.cols, dt)
-                                 : Problem::spmm(m.a.rows, m.a.cols, n, dt);
+        const Problem p = problem_for(m.a, dt, n);
         for (const Schedule& s : enumerate(p, m.a)) {
           const FormatStats fs = candidate_format_stats(m.a, p, s, &cache);
           const ScheduleFeatures f =
@@ -384,8 +385,7 @@ TEST_P(FamilyConformance, DatabaseKeyChangesWithEveryScheduleField) {
   int64_t edits = 0;
   for (DType dt : {DType::F32, DType::F16}) {
     for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{64}}) {
-      const Problem p = n == 1 ? Problem::spmv(m.a.rows, m.a.cols, dt)
-                               : Problem::spmm(m.a.rows, m.a.cols, n, dt);
+      const Problem p = problem_for(m.a, dt, n);
       const auto all = enumerate(p, m.a);
       std::map<std::string, std::string> key_of;  // kernel key -> spec
       for (const Schedule& s : all) {
@@ -445,8 +445,7 @@ TEST(GpuFamilyConformance, BestSchedulesOfEveryFamilyWithinTightBound) {
       const NamedMatrix& m = matrices()[mi];
       for (DType dt : kDtypes) {
         for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{64}}) {
-          const Problem p = n == 1 ? Problem::spmv(m.a.rows, m.a.cols, dt)
-                                   : Problem::spmm(m.a.rows, m.a.cols, n, dt);
+          const Problem p = problem_for(m.a, dt, n);
           EnumerateOptions o;
           o.device = target.limits;
           o.include_specialised = true;
