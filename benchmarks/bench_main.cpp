@@ -39,12 +39,10 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
-#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -755,8 +753,9 @@ struct Kept {
 };
 
 // Builds the selected schedules on a thread pool while this thread checks and screens each one
-// on the GPU as soon as it is built; at most `max_in_flight` builds (packed matrix + image) exist
-// at once. Stops claiming new schedules when `stop_now()` says so (the time limit).
+// on the GPU as soon as it is built (produce_in_order); at most `max_in_flight` builds (packed
+// matrix + image) exist at once. Stops claiming new schedules when `stop_now()` says so (the time
+// limit; polled by the builders before each claim); what was claimed is still screened.
 struct ExhaustivePass {
   int attempted = 0, measured = 0, failed = 0;
   nlohmann::json failures = nlohmann::json::array();
@@ -779,7 +778,6 @@ ExhaustivePass exhaustive_pass(Gpu& g, const CsrMatrix& m, const Problem& p,
     std::string error;
     double build_s = 0;
   };
-  std::vector<Slot> slots(sel.size());
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
   const size_t threads = std::max<size_t>(1, std::min<size_t>(std::min(hw, 16u), sel.size()));
   out.threads = static_cast<int>(threads);
@@ -790,119 +788,65 @@ ExhaustivePass exhaustive_pass(Gpu& g, const CsrMatrix& m, const Problem& p,
   const size_t max_in_flight = std::clamp<size_t>(
       static_cast<size_t>(8.0 * (1ull << 30) / build_bytes), threads, 4 * threads);
 
-  std::mutex mu;
-  std::condition_variable space, ready_cv;
-  size_t next = 0, in_flight = 0;
-  bool stop = false;
-  std::deque<size_t> ready;
-
-  auto worker = [&] {
-    for (;;) {
-      size_t i;
-      {
-        std::unique_lock lk(mu);
-        space.wait(lk, [&] { return stop || next >= sel.size() || in_flight < max_in_flight; });
-        if (stop || next >= sel.size()) return;
-        i = next++;
-        ++in_flight;
-      }
-      const auto t0 = Clock::now();
-      Slot& s = slots[i];
-      try {
-        s.build = build_kernel(m, p, all[sel[i]], g.target);
-      } catch (const std::exception& e) {
-        s.error = e.what();
-      } catch (...) {
-        s.error = "unknown build failure";
-      }
-      s.build_s = seconds_since(t0);
-      {
-        std::lock_guard lk(mu);
-        ready.push_back(i);
-      }
-      ready_cv.notify_one();
-    }
-  };
-  std::vector<std::thread> pool;
-  struct Joiner {  // on every exit, exceptions included: no thread outlives the pass
-    std::mutex& mu;
-    bool& stop;
-    std::condition_variable& space;
-    std::vector<std::thread>& pool;
-    ~Joiner() {
-      {
-        std::lock_guard lk(mu);
-        stop = true;
-      }
-      space.notify_all();
-      for (auto& t : pool)
-        if (t.joinable()) t.join();
-    }
-  } joiner{mu, stop, space, pool};
-  for (size_t t = 0; t < threads; ++t) pool.emplace_back(worker);
-
   auto fail = [&](size_t idx, const std::string& why) {
     ++out.failed;
     if (out.failures.size() < 25)
       out.failures.push_back({{"schedule", to_string(all[idx])}, {"error", why}});
   };
   const CUdeviceptr bp = ci.b_row.ptr(), cp = ci.c.ptr();
-  size_t consumed = 0;
-  for (;;) {
-    size_t i;
-    {
-      std::unique_lock lk(mu);
-      if (!stop && stop_now()) stop = true;  // stop claiming; finish what is claimed
-      ready_cv.wait(
-          lk, [&] { return !ready.empty() || ((stop || next >= sel.size()) && consumed == next); });
-      if (ready.empty()) break;
-      i = ready.front();
-      ready.pop_front();
+  // Screened as each build finishes; stop_now() stops the starts, what started is screened.
+  auto make = [&](size_t i) {
+    const auto t0 = Clock::now();
+    Slot s;
+    try {
+      s.build = build_kernel(m, p, all[sel[i]], g.target);
+    } catch (const std::exception& e) {
+      s.error = e.what();
+    } catch (...) {
+      s.error = "unknown build failure";
     }
-    ++consumed;
+    s.build_s = seconds_since(t0);
+    return s;
+  };
+  auto consume = [&](size_t i, Slot&& s) {
     ++out.attempted;
-    Slot& s = slots[i];
     out.build_thread_s += s.build_s;
     const size_t idx = sel[i];
     if (!s.build) {
       fail(idx, "build: " + s.error);
-    } else {
-      try {
-        auto k = std::make_unique<CompiledKernel>(g.ctx, std::move(*s.build));
-        s.build.reset();
-        const CheckResult chk = gpu_check(*k, m, ci.in, ci.ref, g.stream->get(), nullptr, false);
-        if (!chk.passed) {
-          fail(idx, "check: " + chk.error);
-        } else {
-          const CompiledKernel* kp = k.get();
-          const TimingResult t =
-              measure([kp, bp, cp](CUstream st) { kp->run(bp, cp, 1.0f, 0.0f, st); }, g.screen);
-          ++out.measured;
-          out.screened.emplace_back(t.median_ms, idx);
-          if (idx == pick_index) {
-            out.pick = Kept{idx, t.median_ms, std::move(k)};
-          } else if (out.kept.size() < kKeep || t.median_ms < out.kept.back().screen_ms) {
-            out.kept.push_back(Kept{idx, t.median_ms, std::move(k)});
-            std::stable_sort(out.kept.begin(), out.kept.end(), [](const Kept& x, const Kept& y) {
-              return x.screen_ms < y.screen_ms;
-            });
-            if (out.kept.size() > kKeep) out.kept.pop_back();
-          }
+      return true;
+    }
+    try {
+      auto k = std::make_unique<CompiledKernel>(g.ctx, std::move(*s.build));
+      s.build.reset();
+      const CheckResult chk = gpu_check(*k, m, ci.in, ci.ref, g.stream->get(), nullptr, false);
+      if (!chk.passed) {
+        fail(idx, "check: " + chk.error);
+      } else {
+        const CompiledKernel* kp = k.get();
+        const TimingResult t =
+            measure([kp, bp, cp](CUstream st) { kp->run(bp, cp, 1.0f, 0.0f, st); }, g.screen);
+        ++out.measured;
+        out.screened.emplace_back(t.median_ms, idx);
+        if (idx == pick_index) {
+          out.pick = Kept{idx, t.median_ms, std::move(k)};
+        } else if (out.kept.size() < kKeep || t.median_ms < out.kept.back().screen_ms) {
+          out.kept.push_back(Kept{idx, t.median_ms, std::move(k)});
+          std::stable_sort(out.kept.begin(), out.kept.end(),
+                           [](const Kept& x, const Kept& y) { return x.screen_ms < y.screen_ms; });
+          if (out.kept.size() > kKeep) out.kept.pop_back();
         }
-      } catch (const CudaError& e) {
-        if (e.sticky()) throw;
-        fail(idx, std::string("GPU: ") + e.what());
-      } catch (const std::exception& e) {  // e.g. a non-finite event time
-        fail(idx, std::string("measure: ") + e.what());
       }
+    } catch (const CudaError& e) {
+      if (e.sticky()) throw;  // produce_in_order joins the builders on the way out
+      fail(idx, std::string("GPU: ") + e.what());
+    } catch (const std::exception& e) {  // e.g. a non-finite event time
+      fail(idx, std::string("measure: ") + e.what());
     }
-    s.build.reset();
-    {
-      std::lock_guard lk(mu);
-      --in_flight;
-    }
-    space.notify_one();
-  }
+    return true;
+  };
+  produce_in_order(sel.size(), static_cast<int>(threads), max_in_flight, make, consume,
+                   ConsumeOrder::finished, stop_now);
   return out;
 }
 

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <exception>
 #include <mutex>
 #include <system_error>
@@ -159,5 +161,132 @@ void for_each_task(size_t count, int threads, const std::function<void(size_t)>&
   for (auto& t : pool) t.join();
   if (first) std::rethrow_exception(first);
 }
+
+namespace detail {
+
+void run_pipeline(size_t count, int threads, size_t window, const std::function<void(size_t)>& make,
+                  const std::function<bool(size_t)>& consume, ConsumeOrder order,
+                  const std::function<bool()>& stop_starting) {
+  if (count == 0) return;
+  const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const size_t producers = std::min(count, static_cast<size_t>(threads > 0 ? threads : hw));
+  window = std::max<size_t>(window, 1);
+  const bool by_index = order == ConsumeOrder::index;
+
+  // All under mu. Items [0, next) have started; `taken` of them have been handed to consume();
+  // in_flight: started and not through consume() yet (the window counts these).
+  std::mutex mu;
+  std::condition_variable space;  // producers: in_flight fell, or stopped
+  std::condition_variable ready;  // the consumer: an item is made, or nothing more will start
+  size_t next = 0, taken = 0, in_flight = 0;
+  bool stopped = false;           // start nothing more
+  std::vector<char> made;         // ConsumeOrder::index: made[i] once make(i) returned
+  std::deque<size_t> made_order;  // ConsumeOrder::finished: made, not yet taken
+  std::vector<std::exception_ptr> errors(count);  // written by make(i)'s thread before made
+  std::exception_ptr stop_error;                  // from stop_starting
+  if (by_index) made.assign(count, 0);
+
+  auto producer = [&] {
+    for (;;) {
+      size_t i;
+      {
+        std::unique_lock lk(mu);
+        space.wait(lk, [&] { return stopped || next >= count || in_flight < window; });
+        if (stopped || next >= count) return;
+        if (stop_starting) {
+          bool stop = true;
+          try {
+            stop = stop_starting();
+          } catch (...) {
+            stop_error = std::current_exception();
+          }
+          if (stop) {
+            stopped = true;
+            lk.unlock();
+            space.notify_all();
+            ready.notify_all();
+            return;
+          }
+        }
+        i = next++;
+        ++in_flight;
+      }
+      try {
+        make(i);
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+      {
+        std::lock_guard lk(mu);
+        if (by_index)
+          made[i] = 1;
+        else
+          made_order.push_back(i);
+      }
+      ready.notify_one();
+    }
+  };
+
+  std::vector<std::thread> pool;
+  struct Joiner {  // on every exit, exceptions included: no producer outlives the pipeline
+    std::mutex& mu;
+    bool& stopped;
+    std::condition_variable& space;
+    std::vector<std::thread>& pool;
+    ~Joiner() {
+      {
+        std::lock_guard lk(mu);
+        stopped = true;
+      }
+      space.notify_all();
+      for (std::thread& t : pool) t.join();
+    }
+  } joiner{mu, stopped, space, pool};
+  pool.reserve(producers);
+  for (size_t t = 0; t < producers; ++t) {
+    try {
+      pool.emplace_back(producer);
+    } catch (const std::system_error&) {
+      break;  // fewer producers: the ones running take the rest
+    }
+  }
+
+  if (pool.empty()) {  // no thread at all: one item at a time on this thread
+    for (size_t i = 0; i < count; ++i) {
+      if (stop_starting && stop_starting()) return;
+      make(i);
+      if (!consume(i)) return;
+    }
+    return;
+  }
+
+  auto have_item = [&] { return by_index ? taken < next && made[taken] : !made_order.empty(); };
+  for (;;) {
+    size_t i;
+    {
+      std::unique_lock lk(mu);
+      ready.wait(lk, [&] { return have_item() || ((stopped || next >= count) && taken == next); });
+      if (!have_item()) break;  // everything started has been consumed, and nothing will start
+      if (by_index) {
+        i = taken;
+      } else {
+        i = made_order.front();
+        made_order.pop_front();
+      }
+      ++taken;
+    }
+    if (errors[i]) std::rethrow_exception(errors[i]);  // the joiner stops the producers first
+    if (!consume(i)) break;
+    {
+      std::lock_guard lk(mu);
+      --in_flight;
+    }
+    space.notify_one();
+  }
+  std::lock_guard lk(mu);
+  if (stop_error) std::rethrow_exception(stop_error);
+}
+
+}  // namespace detail
 
 }  // namespace sparsegen

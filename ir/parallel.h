@@ -9,12 +9,18 @@
 //   const std::vector<int64_t> bounds = even_split(n, parallel_chunks(n));
 //   std::vector<int64_t> partial(bounds.size() - 1);
 //   run_chunks(bounds, [&](int c, int64_t b, int64_t e) { for (...) partial[c] += ...; });
+//
+// Also the shared task helpers: a work queue (for_each_task) and a producer/consumer pipeline
+// with backpressure (produce_in_order: kernels built on a pool while the caller measures them).
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace sparsegen {
@@ -56,6 +62,65 @@ void parallel_for(int64_t n, int64_t work, const std::function<void(int64_t, int
 // long tasks do not hold up the rest. Tasks are independent: an exception in one does not stop
 // the others; the first is rethrown once all have finished.
 void for_each_task(size_t count, int threads, const std::function<void(size_t)>& fn);
+
+// Order in which produce_in_order() hands the made items to `consume`.
+enum class ConsumeOrder {
+  index,     // 0, 1, 2, ...: item i waits for every item before it
+  finished,  // as each make() returns (first finished, first consumed)
+};
+
+namespace detail {
+// produce_in_order() without the item type: make(i) stores item i, consume(i) takes it.
+void run_pipeline(size_t count, int threads, size_t window, const std::function<void(size_t)>& make,
+                  const std::function<bool(size_t)>& consume, ConsumeOrder order,
+                  const std::function<bool()>& stop_starting);
+}  // namespace detail
+
+// A producer/consumer pipeline with backpressure: make(i) runs for i = 0, 1, ... (started in
+// index order) on min(count, threads) threads of its own (threads <= 0: hardware concurrency),
+// while the calling thread hands each made item to consume(i, T&&), in index order or, with
+// ConsumeOrder::finished, in the order the items are made. For building kernel candidates on the
+// CPU while the calling thread measures them on the GPU:
+//
+//   produce_in_order(jobs.size(), 8, 16,
+//                    [&](size_t i) { return build(jobs[i]); },  // T: a build, or its error
+//                    [&](size_t i, Built&& b) { measure(jobs[i], b); return true; });
+//
+// - Backpressure: at most `window` items (0 counts as 1) are alive at once, an item counting from
+//   the start of its make() until its consume() has returned (the item is destroyed right then),
+//   so the memory the items hold stays bounded when the consumer is slower than the producers.
+// - consume() returning false stops the pipeline: no item starts after it, the ones running
+//   finish and are dropped unconsumed.
+// - stop_starting (optional) is polled by a producer, under the pipeline's lock (keep it cheap),
+//   before it starts each item. Once it says true no item starts any more, but the items already
+//   started are still made and consumed (a time budget). An exception from it counts as true and
+//   is rethrown once those are consumed.
+// - Errors: an exception thrown by make(i) is rethrown here when item i's turn to be consumed
+//   comes; to record per-item errors and go on, catch inside make() and return the error in T.
+//   An exception from consume() is rethrown as is.
+// - On every exit (normal, early stop, exception) every producer thread has been joined before
+//   this returns or throws. count 0: nothing runs. When no thread can be started, the items are
+//   made and consumed one by one on the calling thread, in index order.
+template <class Make, class Consume>
+void produce_in_order(size_t count, int threads, size_t window, Make&& make, Consume&& consume,
+                      ConsumeOrder order = ConsumeOrder::index,
+                      const std::function<bool()>& stop_starting = {}) {
+  using T = std::decay_t<std::invoke_result_t<Make&, size_t>>;
+  static_assert(std::is_move_constructible_v<T>, "make(i) must return a movable item");
+  static_assert(std::is_convertible_v<std::invoke_result_t<Consume&, size_t, T&&>, bool>,
+                "consume(i, T&&) must return bool: false stops the pipeline");
+  std::vector<std::optional<T>> items(count);
+  detail::run_pipeline(
+      count, threads, window, [&](size_t i) { items[i].emplace(make(i)); },
+      [&](size_t i) {
+        struct Release {  // the item goes as soon as consume() is done with it, even on a throw
+          std::optional<T>& item;
+          ~Release() { item.reset(); }
+        } release{items[i]};
+        return static_cast<bool>(consume(i, std::move(*items[i])));
+      },
+      order, stop_starting);
+}
 
 // Faults in the pages of [p, p + bytes) on several threads (madvise MADV_POPULATE_WRITE where the
 // kernel has it; otherwise nothing). Fresh pages are zeroed by the kernel on first touch, one page

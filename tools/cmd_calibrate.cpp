@@ -31,9 +31,7 @@
 //
 // Exit codes (main.cpp): 0 success, 1 bad flag / file, 3 no GPU or CUDA error.
 #include <algorithm>
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -66,6 +64,7 @@
 #include "ir/format.h"
 #include "ir/gen/pruning.h"
 #include "ir/io/load.h"
+#include "ir/parallel.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/timing.h"
 #include "tools/commands.h"
@@ -118,7 +117,6 @@ struct Built {
   std::optional<KernelBuild> build;
   ScheduleFeatures features;
   std::string error;
-  bool ready = false;
 };
 
 // FNV-1a: the train/test split must not depend on the standard library's hash.
@@ -477,46 +475,26 @@ void run_calibrate(const CalibrateArgs& a) {
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads = std::max(1, std::min(hw - 1, 15));
   const size_t window = static_cast<size_t>(threads) * 2;
-  std::vector<Built> built(jobs.size());
-  std::mutex mu;
-  std::condition_variable cv;
-  size_t next = 0, consumed = 0;
-  std::atomic<bool> stop{false};
-  auto worker = [&] {
-    for (;;) {
-      size_t i;
-      {
-        std::unique_lock lk(mu);
-        cv.wait(lk, [&] { return stop || next >= jobs.size() || next < consumed + window; });
-        if (stop || next >= jobs.size() || since(t0) > stop_s) {
-          stop = true;
-          cv.notify_all();
-          return;
-        }
-        i = next++;
-      }
-      Built b;
-      const Job& job = jobs[i];
-      Case& c = *cases[job.c];
-      const Mat& m = mats[c.matrix];
-      try {
-        if (!dry) std::call_once(c.ref_once, [&] { c.ref = compute_reference(*m.a, c.in, false); });
-        b.features = schedule_features(c.problem, job.schedule,
-                                       candidate_format_stats(*m.a, c.problem, job.schedule), m.mf,
-                                       m.rows, dev);
-        b.build = build_kernel(*m.a, c.problem, job.schedule, target);
-      } catch (const std::exception& e) {
-        b.error = e.what();
-        b.build.reset();
-      }
-      std::lock_guard lk(mu);
-      built[i] = std::move(b);
-      built[i].ready = true;
-      cv.notify_all();
+  // Features and builds on the pool while this thread measures them, in job order. No job starts
+  // once the corpus' time is up (stop_s), and none is measured after it.
+  auto make = [&](size_t i) {
+    Built b;
+    const Job& job = jobs[i];
+    Case& c = *cases[job.c];
+    const Mat& m = mats[c.matrix];
+    try {
+      if (!dry) std::call_once(c.ref_once, [&] { c.ref = compute_reference(*m.a, c.in, false); });
+      b.features = schedule_features(c.problem, job.schedule,
+                                     candidate_format_stats(*m.a, c.problem, job.schedule), m.mf,
+                                     m.rows, dev);
+      b.build = build_kernel(*m.a, c.problem, job.schedule, target);
+    } catch (const std::exception& e) {
+      b.error = e.what();
+      b.build.reset();
     }
+    return b;
   };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
+  auto out_of_time = [&] { return since(t0) > stop_s; };
 
   std::vector<Sample> samples;
   int64_t build_fail = 0, check_fail = 0, gpu_fail = 0;
@@ -532,18 +510,8 @@ void run_calibrate(const CalibrateArgs& a) {
   std::unique_ptr<cuda::DeviceBuffer> db, dc;
   size_t measured_jobs = 0;
   std::string abort_reason;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    Built b;
-    {
-      std::unique_lock lk(mu);
-      cv.wait(lk, [&] { return built[i].ready || (stop && next <= i); });
-      if (!built[i].ready) break;  // never started: the budget ran out
-      b = std::move(built[i]);
-      built[i] = Built{};
-      consumed = i + 1;
-      cv.notify_all();
-    }
-    if (since(t0) > stop_s) break;
+  auto consume = [&](size_t i, Built&& b) {
+    if (out_of_time()) return false;
     const Job& job = jobs[i];
     Case& c = *cases[job.c];
     const Mat& m = mats[c.matrix];
@@ -551,7 +519,7 @@ void run_calibrate(const CalibrateArgs& a) {
       if (++build_fail <= 5)
         std::fprintf(stderr, "calibrate: build failed (%s, %s): %s\n", c.id.c_str(),
                      to_string(job.schedule).c_str(), b.error.substr(0, 300).c_str());
-      continue;
+      return true;
     }
     if (dry) {
       Sample s;
@@ -564,7 +532,7 @@ void run_calibrate(const CalibrateArgs& a) {
       s.time_us = s.roofline_us * (0.5 + double(fnv(s.schedule + s.case_id) % 1000) / 1000.0);
       ++per_family[s.family];
       samples.push_back(std::move(s));
-      continue;
+      return true;
     }
     try {
       const CompiledKernel k(ctx, std::move(*b.build));
@@ -573,7 +541,7 @@ void run_calibrate(const CalibrateArgs& a) {
         if (++check_fail <= 5)
           std::fprintf(stderr, "calibrate: GPU check failed (%s, %s): %s\n", c.id.c_str(),
                        to_string(job.schedule).c_str(), r.error.substr(0, 300).c_str());
-        continue;
+        return true;
       }
       if (buf_case != job.c) {
         const std::vector<char> bb = to_dtype_bytes(c.in.b, c.problem.dtype);
@@ -615,16 +583,14 @@ void run_calibrate(const CalibrateArgs& a) {
           what.find("LAUNCH_FAILED") != std::string::npos ||
           what.find("ASSERT") != std::string::npos || what.find("EXCEPTION") != std::string::npos) {
         abort_reason = "sticky CUDA error: " + what;
-        break;  // the context is unusable; fit what was measured
+        return false;  // the context is unusable; fit what was measured
       }
     }
-  }
-  {
-    std::lock_guard lk(mu);
-    stop = true;
-    cv.notify_all();
-  }
-  for (auto& t : pool) t.join();
+    return true;
+  };
+  // + 1: the pipeline's window counts the build being measured too; `window` builds stay ahead.
+  produce_in_order(jobs.size(), threads, window + 1, make, consume, ConsumeOrder::index,
+                   out_of_time);
   const double measure_s = since(t0);
   std::printf(
       "calibrate: measured %zu kernels of %zu planned in %.1f s on %d build threads (%lld build "

@@ -41,7 +41,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -67,6 +66,7 @@
 #include "ir/io/load.h"
 #include "ir/macko_format.h"
 #include "ir/macko_schedule.h"
+#include "ir/parallel.h"
 #include "sparsegen/sparsegen.h"
 #include "tests/test_support.h"
 
@@ -211,7 +211,6 @@ struct Built {
   double build_s = 0;
   // CPU-side phases (seconds on the worker thread).
   double ref_s = 0, pack_s = 0, nvrtc_s = 0, interp_s = 0;
-  bool ready = false;
 };
 
 struct KindStats {
@@ -337,87 +336,62 @@ class Campaign {
     const int64_t per_job = 32 * max_nnz;
     const size_t window = static_cast<size_t>(
         std::clamp<int64_t>((int64_t{8} << 30) / per_job, 2, static_cast<int64_t>(threads) * 2));
-    std::vector<Built> built(jobs_.size());
-    std::mutex mu;
-    std::condition_variable cv;
-    size_t next = 0, consumed = 0;
-    auto worker = [&] {
-      for (;;) {
-        size_t i;
-        {
-          std::unique_lock lk(mu);
-          cv.wait(lk, [&] { return next >= jobs_.size() || next < consumed + window; });
-          if (next >= jobs_.size()) return;
-          i = next++;
-        }
-        Built b;
-        const auto tb = Clock::now();
-        const Job& job = jobs_[i];
-        Config& cfg = *configs_[job.config];
-        const CsrMatrix& a = *matrices_[cfg.matrix];
-        try {
-          auto t = Clock::now();
-          cfg.ensure_references(a);
-          b.ref_s = seconds_since(t);
-          // The shared pack (GeneralSparse); other families (MACKO) pack inside build_kernel.
-          std::shared_ptr<const PreparedPack> f;
-          if (job.pack) {
-            PackSlot& slot = *job.pack;
-            std::call_once(slot.once, [&] {
-              const auto tp = Clock::now();
-              try {
-                auto pk = std::make_shared<PreparedPack>();
-                pk->family = job.schedule.family_name();
-                pk->key = to_string(job.schedule);
-                pk->rows = a.rows;
-                pk->cols = a.cols;
-                pk->packed = job.schedule.family().pack(a, cfg.problem, job.schedule);
-                slot.f = std::move(pk);
-              } catch (const std::exception& e) {
-                slot.error = e.what();
-              }
-              slot.pack_s = seconds_since(tp);
-              b.pack_s = slot.pack_s;  // counted once, by the job that packed
-            });
-            f = slot.f;
-            if (!f) throw std::runtime_error("pack: " + slot.error);
-          }
-          BuildOptions bo;
-          bo.pack = f.get();
-          b.build = build_kernel(a, cfg.problem, job.schedule, target_, bo);
-          b.nvrtc_s = b.build->compiled.compile_ms / 1000.0;
-          t = Clock::now();
-          for (int k = 0; k < 2; ++k)
-            b.interp[k] = interpreter_output(a, job.schedule, cfg.inputs[k],
-                                             f ? f->packed.get() : nullptr);
-          b.interp_s = seconds_since(t);
-        } catch (const std::exception& e) {
-          b.error = e.what();
-          b.build.reset();
-        }
-        if (job.pack && --job.pack->users == 0) {
-          std::lock_guard lk(mu);  // the last job of this pack: free it
-          job.pack->f.reset();
-        }
-        b.build_s = seconds_since(tb);
-        std::lock_guard lk(mu);
-        built[i] = std::move(b);
-        built[i].ready = true;
-        cv.notify_all();
-      }
-    };
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) pool.emplace_back(worker);
-    for (size_t i = 0; i < jobs_.size(); ++i) {
+    // Built on the pool, checked on this thread in job order; an abort (the context is unusable)
+    // stops the builders and reports what ran.
+    auto make = [&](size_t i) {
       Built b;
-      {
-        std::unique_lock lk(mu);
-        cv.wait(lk, [&] { return built[i].ready; });
-        b = std::move(built[i]);
-        built[i] = Built{};
-        consumed = i + 1;
-        cv.notify_all();
+      const auto tb = Clock::now();
+      const Job& job = jobs_[i];
+      Config& cfg = *configs_[job.config];
+      const CsrMatrix& a = *matrices_[cfg.matrix];
+      try {
+        auto t = Clock::now();
+        cfg.ensure_references(a);
+        b.ref_s = seconds_since(t);
+        // The shared pack (GeneralSparse); other families (MACKO) pack inside build_kernel.
+        std::shared_ptr<const PreparedPack> f;
+        if (job.pack) {
+          PackSlot& slot = *job.pack;
+          std::call_once(slot.once, [&] {
+            const auto tp = Clock::now();
+            try {
+              auto pk = std::make_shared<PreparedPack>();
+              pk->family = job.schedule.family_name();
+              pk->key = to_string(job.schedule);
+              pk->rows = a.rows;
+              pk->cols = a.cols;
+              pk->packed = job.schedule.family().pack(a, cfg.problem, job.schedule);
+              slot.f = std::move(pk);
+            } catch (const std::exception& e) {
+              slot.error = e.what();
+            }
+            slot.pack_s = seconds_since(tp);
+            b.pack_s = slot.pack_s;  // counted once, by the job that packed
+          });
+          f = slot.f;
+          if (!f) throw std::runtime_error("pack: " + slot.error);
+        }
+        BuildOptions bo;
+        bo.pack = f.get();
+        b.build = build_kernel(a, cfg.problem, job.schedule, target_, bo);
+        b.nvrtc_s = b.build->compiled.compile_ms / 1000.0;
+        t = Clock::now();
+        for (int k = 0; k < 2; ++k)
+          b.interp[k] =
+              interpreter_output(a, job.schedule, cfg.inputs[k], f ? f->packed.get() : nullptr);
+        b.interp_s = seconds_since(t);
+      } catch (const std::exception& e) {
+        b.error = e.what();
+        b.build.reset();
       }
+      // The last job of this pack frees it (every other job has taken its copy of f before
+      // counting itself out).
+      if (job.pack && --job.pack->users == 0) job.pack->f.reset();
+      b.build_s = seconds_since(tb);
+      return b;
+    };
+    // + 1: the pipeline's window counts the build being checked too; `window` builds stay ahead.
+    produce_in_order(jobs_.size(), threads, window + 1, make, [&](size_t i, Built&& b) {
       cpu_.ref += b.ref_s;
       cpu_.pack += b.pack_s;
       cpu_.nvrtc += b.nvrtc_s;
@@ -426,15 +400,8 @@ class Campaign {
       const auto tg = Clock::now();
       check_one(jobs_[i], b);
       cpu_.gpu += seconds_since(tg);
-      if (aborted_) {  // the context is unusable: stop the workers, report what ran
-        std::lock_guard lk(mu);
-        next = jobs_.size();
-        consumed = jobs_.size();
-        cv.notify_all();
-        break;
-      }
-    }
-    for (auto& t : pool) t.join();
+      return !aborted_;
+    });
     wall_s_ = seconds_since(t0);
     threads_ = threads;
   }

@@ -5,13 +5,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ir/dtype.h"
@@ -124,6 +128,236 @@ TEST(Parallel, ResizePrefaultedKeepsContentsAndZeroFills) {
   for (size_t i = 3; i < v.size(); ++i) ASSERT_EQ(v[i], 0) << i;
   resize_prefaulted(v, 2);
   EXPECT_EQ(v, (std::vector<int32_t>{1, 2}));
+}
+
+// Counts the items of a produce_in_order() run alive at once (from the start of make() to the
+// end of consume()) and the make() calls still running.
+struct PipelineProbe {
+  std::atomic<int> alive{0}, max_alive{0}, running{0}, started{0};
+  void start() {
+    ++started;
+    ++running;
+    const int now = ++alive;
+    int seen = max_alive.load();
+    while (now > seen && !max_alive.compare_exchange_weak(seen, now)) {
+    }
+  }
+  void made() { --running; }
+  void consumed() { --alive; }
+};
+
+// A few microseconds of work of varying length, so that items finish out of index order.
+void jitter(size_t i) {
+  std::this_thread::sleep_for(std::chrono::microseconds((i * 7919) % 13 * 50));
+}
+
+TEST(ParallelPipeline, ConsumesEveryItemInIndexOrder) {
+  for (int threads : {1, 3, 8})
+    for (size_t window : {1, 2, 5}) {
+      PipelineProbe probe;
+      std::vector<size_t> order;
+      produce_in_order(
+          60, threads, window,
+          [&](size_t i) {
+            probe.start();
+            jitter(i);
+            probe.made();
+            return std::make_unique<size_t>(i * i);  // a move-only item
+          },
+          [&](size_t i, std::unique_ptr<size_t>&& v) {
+            EXPECT_EQ(*v, i * i);
+            if (i % 3 == 0) jitter(i + 1);  // a consumer slower than the producers at times
+            order.push_back(i);
+            probe.consumed();
+            return true;
+          });
+      ASSERT_EQ(order.size(), 60u) << threads << " " << window;
+      for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], i);
+      EXPECT_LE(probe.max_alive.load(), static_cast<int>(window)) << threads << " " << window;
+      EXPECT_EQ(probe.running.load(), 0);
+    }
+}
+
+TEST(ParallelPipeline, FinishedOrderHandsOverEachItemOnceAsItIsMade) {
+  // make(0) waits until another item has been consumed: only possible in finished order.
+  std::atomic<bool> other_consumed{false};
+  PipelineProbe probe;
+  std::vector<size_t> order;
+  const size_t window = 4;
+  produce_in_order(
+      40, 3, window,
+      [&](size_t i) {
+        probe.start();
+        if (i == 0) {
+          const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+          while (!other_consumed && std::chrono::steady_clock::now() < give_up)
+            std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        jitter(i);
+        probe.made();
+        return i;
+      },
+      [&](size_t i, size_t&& v) {
+        EXPECT_EQ(v, i);
+        if (i != 0) other_consumed = true;
+        order.push_back(i);
+        probe.consumed();
+        return true;
+      },
+      ConsumeOrder::finished);
+  ASSERT_EQ(order.size(), 40u);
+  EXPECT_NE(order.front(), 0u);
+  std::vector<size_t> sorted = order;
+  std::sort(sorted.begin(), sorted.end());
+  for (size_t i = 0; i < sorted.size(); ++i) EXPECT_EQ(sorted[i], i);
+  EXPECT_LE(probe.max_alive.load(), static_cast<int>(window));
+}
+
+TEST(ParallelPipeline, ConsumeFalseStopsStartingAndJoinsEveryProducer) {
+  for (ConsumeOrder o : {ConsumeOrder::index, ConsumeOrder::finished}) {
+    PipelineProbe probe;
+    size_t consumed = 0;
+    const size_t window = 6;
+    produce_in_order(
+        1000, 4, window,
+        [&](size_t i) {
+          probe.start();
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          jitter(i);
+          probe.made();
+          return i;
+        },
+        [&](size_t, size_t&&) {
+          probe.consumed();
+          return ++consumed < 10;
+        },
+        o);
+    EXPECT_EQ(consumed, 10u);
+    // Returned: no make() is running (every producer joined) and none starts later.
+    EXPECT_EQ(probe.running.load(), 0);
+    const int started = probe.started.load();
+    EXPECT_LE(started, static_cast<int>(10 + window - 1));  // the window bounds what started
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    EXPECT_EQ(probe.started.load(), started);
+  }
+}
+
+TEST(ParallelPipeline, StopStartingConsumesWhatStarted) {
+  for (ConsumeOrder o : {ConsumeOrder::index, ConsumeOrder::finished}) {
+    PipelineProbe probe;
+    std::vector<size_t> order;
+    int polls = 0;  // stop_starting runs under the pipeline's lock, once before each start
+    produce_in_order(
+        500, 3, 4,
+        [&](size_t i) {
+          probe.start();
+          jitter(i);
+          probe.made();
+          return i;
+        },
+        [&](size_t i, size_t&&) {
+          order.push_back(i);
+          probe.consumed();
+          return true;
+        },
+        o, [&] { return ++polls > 25; });
+    EXPECT_EQ(probe.started.load(), 25);
+    ASSERT_EQ(order.size(), 25u);  // everything started was consumed: items 0-24
+    std::sort(order.begin(), order.end());
+    for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], i);
+    EXPECT_EQ(probe.running.load(), 0);
+  }
+}
+
+TEST(ParallelPipeline, ExceptionsDoNotHangAndAreRethrown) {
+  for (ConsumeOrder o : {ConsumeOrder::index, ConsumeOrder::finished}) {
+    // From make(7): items 0-6 are consumed first in index order, then its turn rethrows it.
+    PipelineProbe probe;
+    std::vector<size_t> order;
+    try {
+      produce_in_order(
+          300, 4, 3,
+          [&](size_t i) {
+            probe.start();
+            jitter(i);
+            probe.made();
+            if (i == 7) throw std::runtime_error("make 7");
+            return i;
+          },
+          [&](size_t i, size_t&&) {
+            order.push_back(i);
+            return true;
+          },
+          o);
+      ADD_FAILURE() << "no exception";
+    } catch (const std::runtime_error& e) {
+      EXPECT_STREQ(e.what(), "make 7");
+    }
+    EXPECT_EQ(probe.running.load(), 0);
+    EXPECT_LT(probe.started.load(), 300);
+    if (o == ConsumeOrder::index) {
+      EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6}));
+    }
+    // From consume(): rethrown as is, every producer joined.
+    PipelineProbe probe2;
+    EXPECT_THROW(produce_in_order(
+                     300, 4, 5,
+                     [&](size_t i) {
+                       probe2.start();
+                       jitter(i);
+                       probe2.made();
+                       return i;
+                     },
+                     [&](size_t i, size_t&&) -> bool {
+                       if (i == 3) throw std::logic_error("consume 3");
+                       return true;
+                     },
+                     o),
+                 std::logic_error);
+    EXPECT_EQ(probe2.running.load(), 0);
+    // From stop_starting: counts as a stop; what started is consumed, then it is rethrown.
+    std::atomic<size_t> consumed{0};
+    EXPECT_THROW(produce_in_order(
+                     50, 2, 2, [&](size_t i) { return i; },
+                     [&](size_t, size_t&&) {
+                       ++consumed;
+                       return true;
+                     },
+                     o,
+                     [&]() -> bool {
+                       if (consumed >= 5) throw std::out_of_range("budget");
+                       return false;
+                     }),
+                 std::out_of_range);
+    EXPECT_GE(consumed.load(), 5u);
+    EXPECT_LT(consumed.load(), 50u);
+  }
+}
+
+TEST(ParallelPipeline, NoItemsAndMoreThreadsThanItems) {
+  int calls = 0;
+  produce_in_order(
+      0, 4, 2,
+      [&](size_t) {
+        ++calls;
+        return 0;
+      },
+      [&](size_t, int&&) {
+        ++calls;
+        return true;
+      });
+  EXPECT_EQ(calls, 0);
+  for (int threads : {0, 16}) {
+    std::vector<size_t> order;
+    produce_in_order(
+        3, threads, 8, [&](size_t i) { return std::to_string(i); },
+        [&](size_t i, std::string&& s) {
+          EXPECT_EQ(s, std::to_string(i));
+          order.push_back(i);
+          return true;
+        });
+    EXPECT_EQ(order, (std::vector<size_t>{0, 1, 2})) << threads;
+  }
 }
 
 TEST(ParallelPasses, MackoPackingIsIndependentOfThreads) {
