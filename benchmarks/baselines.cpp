@@ -196,8 +196,8 @@ std::vector<Candidate> CublasDense::candidates(int64_t n64, CUdeviceptr b, CUdev
           break;
         case DType::I8:
         case DType::F8E4M3:
-          throw UserError(fmt::format("dense baseline: {} gemv is not measured here",
-                                      to_string(s->dtype)));
+          throw UserError(
+              fmt::format("dense baseline: {} gemv is not measured here", to_string(s->dtype)));
         case DType::F32:
           check_cublas(cublasSgemv(s->handle, CUBLAS_OP_T, s->k, s->m, &alpha,
                                    static_cast<const float*>(ptr(s->a.ptr())), s->k,

@@ -44,8 +44,7 @@ namespace sparsegen::codegen {
 // tile_ptr (I32Table), then ws (Workspace) when ksplit > 1. grid = (bitmap_tc_grid_x, ksplit).
 // Throws UserError for an illegal problem (fp32, N, B layout) or offsets beyond 32 bits.
 GeneratedKernel emit_bitmap_tc(const Problem& problem, const Schedule& schedule,
-                               const BitmapTileFormat& f,
-                               const EmitOptions& opt = {});
+                               const BitmapTileFormat& f, const EmitOptions& opt = {});
 
 // The kernel's mask table: per tile its 32 lane words (bitmap_lane_words), tiles in order.
 std::vector<int64_t> bitmap_mask_words(const BitmapTileFormat& f);

@@ -1,6 +1,7 @@
-// GeneralSparse emitter: CUDA source for a GeneralSchedule (ir/general_schedule.h) over its PackedFormat
-// (ir/format.h). The kernel mirrors the schedule's block -> warp -> thread task hierarchy; offset
-// arrays that classify_offsets() compressed become arithmetic, the rest become table parameters.
+// GeneralSparse emitter: CUDA source for a GeneralSchedule (ir/general_schedule.h) over its
+// PackedFormat (ir/format.h). The kernel mirrors the schedule's block -> warp -> thread task
+// hierarchy; offset arrays that classify_offsets() compressed become arithmetic, the rest become
+// table parameters.
 //
 //   PackedFormat f = pack_format(a, problem, schedule);
 //   GeneratedKernel k = emit_general_sparse(problem, schedule, f);

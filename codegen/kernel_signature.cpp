@@ -60,9 +60,8 @@ KernelSignature KernelSignature::without_table_data() const {
   light.reserve(params.size());
   for (const KernelParam& p : params)
     light.push_back({p.name, p.kind, p.source, is_table(p.kind) ? std::vector<int64_t>{} : p.data});
-  return {kernel_name,      std::move(light), launch,      prologue,     epilogue,
-          workspace_bytes,  b_alignment,      workspace_zeroed, b_transform, b_work_bytes,
-          token_scales};
+  return {kernel_name, std::move(light), launch,      prologue,     epilogue,    workspace_bytes,
+          b_alignment, workspace_zeroed, b_transform, b_work_bytes, token_scales};
 }
 
 std::string describe(const KernelSignature& sig) {

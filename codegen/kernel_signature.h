@@ -70,7 +70,8 @@ struct AuxKernel {
 // Launch order on one stream: b_transform (when present), prologue (when present), the main
 // kernel (unless empty_grid()), epilogue (when present). b_transform reads B (and may write
 // TokenScales) and writes BWork, which the later kernels read instead of B: a kernel on B, e.g.
-// the activation lifting and per-token quantization of a sliding-window sparse GEMM. Used when rows are finished with atomic adds (OutputMode::Atomic):
+// the activation lifting and per-token quantization of a sliding-window sparse GEMM. Used when rows
+// are finished with atomic adds (OutputMode::Atomic):
 //   fp32:       prologue C = beta*C; the kernel atomically adds alpha*partial into C.
 //   fp16/bf16:  prologue ws = beta*C in fp32; the kernel atomically adds alpha*partial into ws
 //               (fp32 atomics: no 16-bit rounding or overflow of partial sums); epilogue
@@ -89,9 +90,9 @@ struct KernelSignature {
   // The kernel expects the workspace to be all zero at launch and leaves it so (self-cleaning
   // split-K): the runtime zeroes it once when it allocates it.
   bool workspace_zeroed = false;
-  AuxKernel b_transform;      // B -> BWork (and TokenScales), before everything else
-  int64_t b_work_bytes = 0;   // device memory for the BWork parameter; 0: none
-  int64_t token_scales = 0;   // floats of the TokenScales parameter (N); 0: none
+  AuxKernel b_transform;     // B -> BWork (and TokenScales), before everything else
+  int64_t b_work_bytes = 0;  // device memory for the BWork parameter; 0: none
+  int64_t token_scales = 0;  // floats of the TokenScales parameter (N); 0: none
   // True when grid_x or grid_y is 0: the caller must not launch the main kernel (prologue and
   // epilogue still run: they apply C = beta * C).
   bool empty_grid() const { return launch.grid_x == 0 || launch.grid_y == 0; }

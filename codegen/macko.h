@@ -47,8 +47,8 @@
 
 namespace sparsegen::codegen {
 
-// Precondition: schedule is a MACKO one; f = pack_macko(a, schedule.as<MackoSchedule>().delta_bits) for
-// the problem's matrix. Parameters: values (Values: f.values in the dtype), B, C, alpha, beta,
+// Precondition: schedule is a MACKO one; f = pack_macko(a, schedule.as<MackoSchedule>().delta_bits)
+// for the problem's matrix. Parameters: values (Values: f.values in the dtype), B, C, alpha, beta,
 // deltas (U32Table: f.deltas as little-endian 32-bit words), row_ptr (I32Table; staged: items).
 // Store output;
 // grid = (ceil(M / rows_per_block), ceil(N / cols)). Throws UserError for fp32 values or slot

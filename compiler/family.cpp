@@ -85,8 +85,8 @@ KernelBuild CompilerFamily::build(const CsrMatrix& a, const Problem& p, const Sc
       throw UserError(fmt::format("schedule '{}' is illegal for {}: {}", to_string(s), to_string(p),
                                   fmt::join(illegal, "; ")));
     // With a shared pack its figures are at hand; without, the family's walk of the matrix.
-    const FormatStats stats = shared != nullptr ? fam.restat(shared->packed->stats(), p, s)
-                                                : fam.format_stats(a, p, s);
+    const FormatStats stats =
+        shared != nullptr ? fam.restat(shared->packed->stats(), p, s) : fam.format_stats(a, p, s);
     const auto reasons = fam.verify(p, s, stats, target.limits);
     if (!reasons.empty())
       throw UserError(fmt::format("schedule '{}' does not fit {} for {}: {}", to_string(s),

@@ -24,12 +24,12 @@ namespace sparsegen {
 // other dtypes convert the pack's master values).
 // Packing and converting a 100M-nonzero weight takes seconds, so the tuner packs once per key.
 struct PreparedPack {
-  std::string family;                         // IrFamily::name()
-  std::string key;                            // IrFamily::pack_key()
+  std::string family;  // IrFamily::name()
+  std::string key;     // IrFamily::pack_key()
   DType dtype = DType::F32;
-  int64_t rows = 0, cols = 0;                 // the matrix's shape
+  int64_t rows = 0, cols = 0;  // the matrix's shape
   std::shared_ptr<const PackedMatrix> packed;
-  std::vector<char> values;                   // packed->master_values() in dtype, or empty
+  std::vector<char> values;  // packed->master_values() in dtype, or empty
 };
 
 // Steps 4-5 for schedule s: its family's pack, then the range check and the conversion of the

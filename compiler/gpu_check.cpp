@@ -17,7 +17,6 @@
 namespace sparsegen {
 namespace {
 
-
 // Uniform magnitude in [0.5, 1.5) with a random sign, rounded to dtype.
 float draw(uint64_t& state, DType t) {
   const uint64_t r = splitmix64(state);

@@ -74,9 +74,9 @@ struct KernelRequest {
 Problem make_problem(const CsrMatrix& a, const KernelRequest& req);
 
 // Step 2 (+3): the schedule for the problem. `why` (optional) receives a short explanation
-// ("given by --schedule", "first of 212 enumerated schedules (general's preferred order ...)"). Throws
-// UserError naming the field of a bad SPEC, the reasons an illegal one is refused, or saying that
-// no schedule is valid.
+// ("given by --schedule", "first of 212 enumerated schedules (general's preferred order ...)").
+// Throws UserError naming the field of a bad SPEC, the reasons an illegal one is refused, or saying
+// that no schedule is valid.
 Schedule choose_schedule(const Problem& p, const CsrMatrix& a, const KernelRequest& req,
                          const CompileTarget& target, std::string* why = nullptr);
 

@@ -41,9 +41,9 @@ std::vector<char> to_device_values(const std::vector<float>& v, DType dtype) {
                  [&](int64_t b, int64_t e) {
                    for (int64_t i = b; i < e; ++i) {
                      const float x = v[static_cast<size_t>(i)];
-                     out[static_cast<size_t>(i)] =
-                         dtype == DType::I8 ? static_cast<char>(float_to_int8(x))
-                                            : static_cast<char>(float_to_e4m3_bits(x));
+                     out[static_cast<size_t>(i)] = dtype == DType::I8
+                                                       ? static_cast<char>(float_to_int8(x))
+                                                       : static_cast<char>(float_to_e4m3_bits(x));
                    }
                  });
     return out;

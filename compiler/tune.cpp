@@ -74,7 +74,6 @@ std::pair<int, int> offline_cc(const std::string& arch) {
   return {v / 10, v % 10};
 }
 
-
 // Host bytes of `v` in `dtype` (B for the timing runs).
 std::vector<char> to_bytes(const std::vector<float>& v, DType dtype) {
   const size_t w = static_cast<size_t>(dtype_bytes(dtype));
@@ -178,9 +177,9 @@ std::optional<KernelBuild> build_from_record(const CsrMatrix& a, const Problem& 
 }  // namespace
 
 DeviceProfile profile_of(const cuda::DeviceInfo& info, bool* bandwidth_guessed) {
-  return device_profile(info.name, info.cc_major, info.cc_minor, info.sm_count,
-                        info.l2_cache_bytes, info.clock_rate_khz, info.max_threads_per_sm,
-                        info.max_registers_per_sm, bandwidth_guessed);
+  return device_profile(info.name, info.cc_major, info.cc_minor, info.sm_count, info.l2_cache_bytes,
+                        info.clock_rate_khz, info.max_threads_per_sm, info.max_registers_per_sm,
+                        bandwidth_guessed);
 }
 
 RankedSpace rank_space(const CsrMatrix& a, const Problem& p, const CompileTarget& target,

@@ -123,80 +123,80 @@ class GeneralCost final : public CostFamily {
   // The (block, warp, thread) split and the reduction chain (thread > warp > block), the grouping
   // tests/gpu/gpu_correctness_test.cpp calls "kinds", e.g. "rows/row/nnz red=total>total>none".
   std::string strategy(const Schedule& s) const override {
-  const GeneralSchedule& g = s.as<GeneralSchedule>();
-  return fmt::format("{}/{}/{} red={}>{}>{}", to_string(g.at(Level::Block).kind),
-                     to_string(g.at(Level::Warp).kind), to_string(g.at(Level::Thread).kind),
-                     to_string(g.reduction(Level::Thread)), to_string(g.reduction(Level::Warp)),
-                     to_string(g.reduction(Level::Block)));
+    const GeneralSchedule& g = s.as<GeneralSchedule>();
+    return fmt::format("{}/{}/{} red={}>{}>{}", to_string(g.at(Level::Block).kind),
+                       to_string(g.at(Level::Warp).kind), to_string(g.at(Level::Thread).kind),
+                       to_string(g.reduction(Level::Thread)), to_string(g.reduction(Level::Warp)),
+                       to_string(g.reduction(Level::Block)));
   }
   KernelShape features(ScheduleFeatures& f, const Problem& p, const Schedule& s,
                        const FormatStats& fs, const MatrixFeatures& mf,
                        const RowProfile& rows) const override {
     const GeneralSchedule& g = s.as<GeneralSchedule>();
-  const double db = dtype_bytes(p.dtype);
-  const double n = double(std::max<int64_t>(p.n, 1));
-  const double tiles = double(std::max<int64_t>(fs.col_tiles, 1));
-  const int wc = g.warp_cols();
-  const double passes = double(std::max(1, g.block_cols / std::max(1, wc)));
-  const bool atomic = g.output() == OutputMode::Atomic;
+    const double db = dtype_bytes(p.dtype);
+    const double n = double(std::max<int64_t>(p.n, 1));
+    const double tiles = double(std::max<int64_t>(fs.col_tiles, 1));
+    const int wc = g.warp_cols();
+    const double passes = double(std::max(1, g.block_cols / std::max(1, wc)));
+    const bool atomic = g.output() == OutputMode::Atomic;
 
-  // Packed row lengths, in packed order (empty rows dropped for block Nnz, as the packer does).
-  std::vector<int64_t> packed;
-  const std::vector<int64_t>& src = g.sort_rows ? rows.sorted : rows.lengths;
-  packed.reserve(src.size());
-  const bool skip_empty = g.at(Level::Block).kind == WorkSplit::Nnz;
-  for (int64_t L : src)
-    if (!skip_empty || L > 0) packed.push_back(round_up(L, g.pad));
-  const Work w = simulate(g, fs, packed);
+    // Packed row lengths, in packed order (empty rows dropped for block Nnz, as the packer does).
+    std::vector<int64_t> packed;
+    const std::vector<int64_t>& src = g.sort_rows ? rows.sorted : rows.lengths;
+    packed.reserve(src.size());
+    const bool skip_empty = g.at(Level::Block).kind == WorkSplit::Nnz;
+    for (int64_t L : src)
+      if (!skip_empty || L > 0) packed.push_back(round_up(L, g.pad));
+    const Work w = simulate(g, fs, packed);
 
-  const double nnz = double(fs.nnz), nnzp = double(fs.nnz_padded);
-  f.nnz = nnz;
-  f.pad_overhead = fs.pad_overhead();
-  f.a_bytes = nnzp * (db + 4.0) * tiles;
-  f.table_bytes = 8.0 * (double(fs.block_tasks) + w.warp_tasks + double(fs.rows)) +
-                  (g.reduction(Level::Thread) == ReductionKind::Bitmap ? nnzp / 8.0 : 0.0);
-  f.b_unique_bytes = double(p.k) * n * db;
-  // B gathers: a group reads min(warp_cols, N) columns of one B row (row-major: contiguous, whole
-  // 32-byte sectors; neighbouring nonzeros share a sector only when N*dtype*gap < 32) or, column-
-  // major, one sector per column unless the column gap packs neighbours into a sector.
-  const double gap = mf.mean_col_gap > 0 ? mf.mean_col_gap : 32.0;
-  const double wc_eff = std::min<double>(wc, n);
-  const double col_visits = nnzp * passes * tiles;  // (nonzero, pass) pairs
-  if (p.b_layout == Layout::RowMajor) {
-    const double contiguous = wc_eff * db;
-    const double sectors = std::ceil(contiguous / 32.0) * 32.0;
-    f.b_sector_bytes = col_visits * std::max(contiguous, std::min(sectors, n * db * gap));
-  } else {
-    f.b_sector_bytes = col_visits * wc_eff * std::min(32.0, std::max(db, gap * db));
-  }
-  f.c_bytes = double(p.m) * n * db * (atomic ? 2.0 : 1.0);
-  f.dram_bytes = f.a_bytes + f.table_bytes + f.b_unique_bytes + f.c_bytes;
-  f.l2_bytes = f.a_bytes + f.table_bytes + f.b_sector_bytes + f.c_bytes;
+    const double nnz = double(fs.nnz), nnzp = double(fs.nnz_padded);
+    f.nnz = nnz;
+    f.pad_overhead = fs.pad_overhead();
+    f.a_bytes = nnzp * (db + 4.0) * tiles;
+    f.table_bytes = 8.0 * (double(fs.block_tasks) + w.warp_tasks + double(fs.rows)) +
+                    (g.reduction(Level::Thread) == ReductionKind::Bitmap ? nnzp / 8.0 : 0.0);
+    f.b_unique_bytes = double(p.k) * n * db;
+    // B gathers: a group reads min(warp_cols, N) columns of one B row (row-major: contiguous, whole
+    // 32-byte sectors; neighbouring nonzeros share a sector only when N*dtype*gap < 32) or, column-
+    // major, one sector per column unless the column gap packs neighbours into a sector.
+    const double gap = mf.mean_col_gap > 0 ? mf.mean_col_gap : 32.0;
+    const double wc_eff = std::min<double>(wc, n);
+    const double col_visits = nnzp * passes * tiles;  // (nonzero, pass) pairs
+    if (p.b_layout == Layout::RowMajor) {
+      const double contiguous = wc_eff * db;
+      const double sectors = std::ceil(contiguous / 32.0) * 32.0;
+      f.b_sector_bytes = col_visits * std::max(contiguous, std::min(sectors, n * db * gap));
+    } else {
+      f.b_sector_bytes = col_visits * wc_eff * std::min(32.0, std::max(db, gap * db));
+    }
+    f.c_bytes = double(p.m) * n * db * (atomic ? 2.0 : 1.0);
+    f.dram_bytes = f.a_bytes + f.table_bytes + f.b_unique_bytes + f.c_bytes;
+    f.l2_bytes = f.a_bytes + f.table_bytes + f.b_sector_bytes + f.c_bytes;
 
-  f.warp_workers = w.workers * tiles;
-  f.warp_iters_total = w.total * passes * tiles;
-  f.warp_iters_max = w.max * passes;
-  f.warp_iters_mean = f.warp_workers > 0 ? f.warp_iters_total / f.warp_workers : 0.0;
-  const double slots = w.total * double(g.groups_per_warp());
-  f.lane_efficiency = slots > 0 ? std::min(1.0, nnz / slots) : 1.0;
-  f.column_efficiency = n / (tiles * double(std::max(1, g.block_cols)));
+    f.warp_workers = w.workers * tiles;
+    f.warp_iters_total = w.total * passes * tiles;
+    f.warp_iters_max = w.max * passes;
+    f.warp_iters_mean = f.warp_workers > 0 ? f.warp_iters_total / f.warp_workers : 0.0;
+    const double slots = w.total * double(g.groups_per_warp());
+    f.lane_efficiency = slots > 0 ? std::min(1.0, nnz / slots) : 1.0;
+    f.column_efficiency = n / (tiles * double(std::max(1, g.block_cols)));
 
-  int64_t nonempty_rows = 0;
-  for (int64_t L : rows.lengths) nonempty_rows += L > 0;
-  f.atomics = atomic ? (double(nonempty_rows) + double(fs.block_tasks)) * n : 0.0;
-  f.shuffles = w.warp_tasks * log2i(g.groups_per_warp()) * g.thread_cols * passes * tiles *
-               reduction_factor(g.reduction(Level::Warp));
-  f.block_syncs = g.reduction(Level::Block) != ReductionKind::None && g.warps_per_block > 1
-                      ? double(fs.block_tasks) * tiles * passes
-                      : 0.0;
-  f.blocks = double(fs.block_tasks) * tiles;
+    int64_t nonempty_rows = 0;
+    for (int64_t L : rows.lengths) nonempty_rows += L > 0;
+    f.atomics = atomic ? (double(nonempty_rows) + double(fs.block_tasks)) * n : 0.0;
+    f.shuffles = w.warp_tasks * log2i(g.groups_per_warp()) * g.thread_cols * passes * tiles *
+                 reduction_factor(g.reduction(Level::Warp));
+    f.block_syncs = g.reduction(Level::Block) != ReductionKind::None && g.warps_per_block > 1
+                        ? double(fs.block_tasks) * tiles * passes
+                        : 0.0;
+    f.blocks = double(fs.block_tasks) * tiles;
 
-  // Registers from accumulators, vector loads and the reduction state.
-  f.threads_per_block = g.threads_per_block();
-  int regs = 24 + 2 * g.thread_cols + 2 * g.vector_width +
-             (g.reduction(Level::Thread) == ReductionKind::Bitmap ? 8 : 0) +
-             (g.reduction(Level::Warp) == ReductionKind::Segment ? 8 : 0);
-  f.registers_estimate = std::min(255, (regs + 7) / 8 * 8);
+    // Registers from accumulators, vector loads and the reduction state.
+    f.threads_per_block = g.threads_per_block();
+    int regs = 24 + 2 * g.thread_cols + 2 * g.vector_width +
+               (g.reduction(Level::Thread) == ReductionKind::Bitmap ? 8 : 0) +
+               (g.reduction(Level::Warp) == ReductionKind::Segment ? 8 : 0);
+    f.registers_estimate = std::min(255, (regs + 7) / 8 * 8);
 
     KernelShape k;
     k.warps_per_block = g.warps_per_block;

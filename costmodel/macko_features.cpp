@@ -43,7 +43,7 @@ class MackoCost final : public CostFamily {
     const double gap = mf.mean_col_gap > 0 ? mf.mean_col_gap : 32.0;
     // Staged: gathers hit shared memory; L2 instead serves one copy of B per block.
     f.b_sector_bytes = m.staged() ? double(fs.block_tasks) * double(p.k) * m.stage_row_bytes()
-                                : nnzp * tiles * cols * std::min(32.0, std::max(db, gap * db));
+                                  : nnzp * tiles * cols * std::min(32.0, std::max(db, gap * db));
     f.c_bytes = double(p.m) * n * db;
     f.dram_bytes = f.a_bytes + f.table_bytes + f.b_unique_bytes + f.c_bytes;
     f.l2_bytes = f.a_bytes + f.table_bytes + f.b_sector_bytes + f.c_bytes;

@@ -142,9 +142,7 @@ const std::vector<std::string>& ScheduleFeatures::names() {
   return n;
 }
 
-namespace {
-
-}  // namespace
+namespace {}  // namespace
 
 ScheduleFeatures schedule_features(const Problem& p, const Schedule& s, const FormatStats& fs,
                                    const MatrixFeatures& mf, const RowProfile& rows,

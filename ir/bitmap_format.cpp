@@ -15,7 +15,6 @@ namespace sparsegen {
 
 namespace {
 
-
 // The entries of one tile, per tile row: [begin[i], end[i]) into the CSR arrays.
 struct TileRows {
   std::array<int64_t, kBitmapTileRows> begin{}, end{};

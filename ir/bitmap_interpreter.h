@@ -16,8 +16,8 @@
 #include <span>
 
 #include "ir/bitmap_format.h"
-#include "ir/problem.h"
 #include "ir/bitmap_tc_schedule.h"
+#include "ir/problem.h"
 
 namespace sparsegen {
 

@@ -41,8 +41,8 @@ struct PackedBitmap final : Packed<BitmapTileFormat> {
   FormatStats stats() const override { return to_format_stats(bitmap_tile_stats(format), 0); }
   std::string describe() const override {
     return fmt::format("{} tiles of {}x{}, {} value slots ({} real), largest tile {}",
-                       format.tiles(), kBitmapTileRows, kBitmapTileCols, format.slots(),
-                       format.nnz, format.max_tile_values);
+                       format.tiles(), kBitmapTileRows, kBitmapTileCols, format.slots(), format.nnz,
+                       format.max_tile_values);
   }
 };
 
@@ -77,8 +77,7 @@ class BitmapTcIrFamily final : public IrFamily {
   }
   // One bitmap-tile packing serves every schedule.
   std::optional<std::string> pack_key(const Schedule&) const override { return ""; }
-  FormatStats format_stats(const CsrMatrix& a, const Problem& p,
-                           const Schedule& s) const override {
+  FormatStats format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s) const override {
     int64_t longest = 0;
     for (int64_t r = 0; r < a.rows; ++r) longest = std::max(longest, a.row_length(r));
     return restat(to_format_stats(bitmap_tile_stats(a), longest), p, s);

@@ -1,5 +1,6 @@
 // bitmap_tc schedule family helpers: validation against a problem, the SPEC text and its parser,
-// launch-shape facts, the verifier's limits and the enumeration (its IrFamily is in ir/bitmap_tc_family.cpp).
+// launch-shape facts, the verifier's limits and the enumeration (its IrFamily is in
+// ir/bitmap_tc_family.cpp).
 //
 //   bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2;mma=sync
 //     warps   warps per block (1, 2, 4, 8)          mt      16-row tiles per warp (1, 2)

@@ -3,12 +3,12 @@
 #include "ir/diagnostics.h"
 #include "ir/parallel.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
 #include <limits>
-#include <algorithm>
 
 namespace sparsegen {
 
@@ -20,10 +20,8 @@ struct DTypeInfo {
   double max;
 };
 constexpr DTypeInfo kDTypes[] = {
-    {DType::F32, "fp32", 4, 3.4028234663852886e38},
-    {DType::F16, "fp16", 2, 65504.0},
-    {DType::BF16, "bf16", 2, 3.3895313892515355e38},
-    {DType::I8, "int8", 1, 127.0},
+    {DType::F32, "fp32", 4, 3.4028234663852886e38},  {DType::F16, "fp16", 2, 65504.0},
+    {DType::BF16, "bf16", 2, 3.3895313892515355e38}, {DType::I8, "int8", 1, 127.0},
     {DType::F8E4M3, "fp8_e4m3", 1, 448.0},
 };
 const DTypeInfo& info(DType t) {

@@ -94,7 +94,8 @@ class IrFamily {
   virtual std::string print(const Schedule& s) const = 0;
   // Parses the KEY=VALUE fields after the family name (parts[0] is the name). Throws UserError
   // naming the bad field, or listing the reasons an illegal combination is refused.
-  virtual Schedule parse(std::string_view spec, const std::vector<std::string_view>& parts) const = 0;
+  virtual Schedule parse(std::string_view spec,
+                         const std::vector<std::string_view>& parts) const = 0;
 
   // Problem-independent legality of the schedule's body; empty = legal.
   virtual std::vector<std::string> validate(const Schedule& s) const = 0;
@@ -124,8 +125,7 @@ class IrFamily {
   // Hardware limits for the target (threads, registers, shared memory, grid, 32-bit offsets).
   // Reasons, never throws. Precondition: validate(p, s) is empty.
   virtual std::vector<std::string> verify(const Problem& p, const Schedule& s,
-                                          const FormatStats& st,
-                                          const DeviceLimits& dev) const = 0;
+                                          const FormatStats& st, const DeviceLimits& dev) const = 0;
   // Per-thread register estimate and static shared memory of the main kernel.
   virtual int registers(const Problem& p, const Schedule& s) const = 0;
   virtual int64_t shared_bytes(const Problem& p, const Schedule& s) const = 0;
@@ -145,8 +145,7 @@ class IrFamily {
   virtual std::optional<FormatSummary> summarize(const CsrMatrix& a) const = 0;
   // fp32 additions a row's partial results go through after its products are summed (atomic
   // adds of split rows or split K parts, a workspace prologue): part of the error bound's L.
-  virtual int64_t output_adds(const Problem& p, const Schedule& s,
-                              int64_t row_length) const = 0;
+  virtual int64_t output_adds(const Problem& p, const Schedule& s, int64_t row_length) const = 0;
 };
 
 [[noreturn]] void throw_unregistered(std::string_view family, std::string_view what);

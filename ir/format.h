@@ -1,6 +1,7 @@
-// Packed format of the general family: the arrays a GeneralSparse schedule needs at launch, built from a CsrMatrix for a
-// (Problem, Schedule) by pack_format(). Everything the kernel indexes is here; the codegen reads
-// the offset arrays' compression and emits arithmetic for the compressed ones.
+// Packed format of the general family: the arrays a GeneralSparse schedule needs at launch, built
+// from a CsrMatrix for a (Problem, Schedule) by pack_format(). Everything the kernel indexes is
+// here; the codegen reads the offset arrays' compression and emits arithmetic for the compressed
+// ones.
 //
 // Positions. "Logical position" p in [0, nnz_padded) numbers the packed nonzeros row by row (rows
 // in packed order, each padded to a multiple of schedule.pad; for block split Nnz the sequence is

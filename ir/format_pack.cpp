@@ -3,15 +3,14 @@
 #include <algorithm>
 #include <numeric>
 
-#include "ir/int_math.h"
 #include "ir/diagnostics.h"
 #include "ir/format.h"
+#include "ir/int_math.h"
 #include "ir/parallel.h"
 
 namespace sparsegen {
 
 namespace {
-
 
 void check_shape(const CsrMatrix& a, const Problem& p) {
   if (a.rows != p.m || a.cols != p.k)

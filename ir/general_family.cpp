@@ -1,9 +1,9 @@
 // The general family's ir/ layer: GeneralSparse schedules over the padded CSR of ir/format.h.
 #include <fmt/format.h>
 
-#include "ir/general_enumerate.h"
 #include "ir/family.h"
 #include "ir/format.h"
+#include "ir/general_enumerate.h"
 #include "ir/general_schedule.h"
 #include "ir/general_verifier.h"
 #include "ir/interpreter.h"
@@ -55,8 +55,7 @@ class GeneralIrFamily final : public IrFamily {
   }
   // Every field shapes the packing (order, padding, task tables): no two schedules share one.
   std::optional<std::string> pack_key(const Schedule&) const override { return std::nullopt; }
-  FormatStats format_stats(const CsrMatrix& a, const Problem& p,
-                           const Schedule& s) const override {
+  FormatStats format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s) const override {
     return compute_format_stats(a, p, s);
   }
   FormatStats restat(const FormatStats& shared, const Problem&, const Schedule&) const override {

@@ -174,8 +174,8 @@ std::vector<std::string> validate_general(const Problem& p, const GeneralSchedul
     why.push_back(fmt::format("general computes SpMM/SpMV with a static sparse weight, not {}",
                               to_string(p.op)));
   if (p.dtype != DType::F32 && p.dtype != DType::F16 && p.dtype != DType::BF16)
-    why.push_back(fmt::format("general kernels take fp32, fp16 or bf16 values, not {}",
-                              to_string(p.dtype)));
+    why.push_back(
+        fmt::format("general kernels take fp32, fp16 or bf16 values, not {}", to_string(p.dtype)));
   // A block column tile whose last pass is entirely beyond N is only wasted work.
   if (p.n > 0 && g.block_cols - g.warp_cols() >= p.n)
     why.push_back(fmt::format("bcols={} leaves a pass of {} columns entirely beyond n={}",

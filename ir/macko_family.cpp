@@ -4,9 +4,9 @@
 
 #include <algorithm>
 
+#include "ir/diagnostics.h"
 #include "ir/enumerate.h"
 #include "ir/family.h"
-#include "ir/diagnostics.h"
 #include "ir/macko_format.h"
 #include "ir/macko_interpreter.h"
 #include "ir/macko_schedule.h"
@@ -41,9 +41,7 @@ class MackoIrFamily final : public IrFamily {
   std::string_view name() const override { return MackoSchedule::kFamily; }
   bool general_purpose() const override { return false; }
   std::string spec(const Schedule& s) const override { return macko_spec(s.as<MackoSchedule>()); }
-  std::string print(const Schedule& s) const override {
-    return print_macko(s.as<MackoSchedule>());
-  }
+  std::string print(const Schedule& s) const override { return print_macko(s.as<MackoSchedule>()); }
   Schedule parse(std::string_view spec, const std::vector<std::string_view>& parts) const override {
     return Schedule(parse_macko_fields(spec, parts));
   }
@@ -64,16 +62,14 @@ class MackoIrFamily final : public IrFamily {
                                 to_string(p.op)));
     if (p.dtype != DType::F16 && p.dtype != DType::BF16)
       why.push_back(fmt::format("MACKO needs fp16 or bf16 values, not {}", to_string(p.dtype)));
-    if (p.n < 1 || p.n > 8)
-      why.push_back(fmt::format("MACKO serves N from 1 to 8, not {}", p.n));
+    if (p.n < 1 || p.n > 8) why.push_back(fmt::format("MACKO serves N from 1 to 8, not {}", p.n));
     return why;
   }
   // One packing per delta width.
   std::optional<std::string> pack_key(const Schedule& s) const override {
     return fmt::format("delta={}", s.as<MackoSchedule>().delta_bits);
   }
-  FormatStats format_stats(const CsrMatrix& a, const Problem& p,
-                           const Schedule& s) const override {
+  FormatStats format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s) const override {
     const MackoStats ms = macko_stats(a, s.as<MackoSchedule>().delta_bits);
     FormatStats fs;
     fs.rows = a.rows;
@@ -114,8 +110,8 @@ class MackoIrFamily final : public IrFamily {
   void interpret(const Problem& p, const Schedule& s, const PackedMatrix& packed,
                  std::span<const float> b, std::span<float> c, float alpha,
                  float beta) const override {
-    interpret_macko(p, s.as<MackoSchedule>(), dynamic_cast<const PackedMacko&>(packed).format, b,
-                    c, alpha, beta);
+    interpret_macko(p, s.as<MackoSchedule>(), dynamic_cast<const PackedMacko&>(packed).format, b, c,
+                    alpha, beta);
   }
   // At b = 4: bytes against the dense fp16 matrix.
   std::optional<FormatSummary> summarize(const CsrMatrix& a) const override {

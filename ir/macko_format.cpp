@@ -13,7 +13,6 @@ namespace sparsegen {
 
 namespace {
 
-
 void check_bits(int bits) {
   if (!valid_macko_delta_bits(bits))
     throw UserError(fmt::format("MACKO: delta bits {} must be 2, 4 or 8", bits));

@@ -15,8 +15,8 @@
 #include <span>
 
 #include "ir/macko_format.h"
-#include "ir/problem.h"
 #include "ir/macko_schedule.h"
+#include "ir/problem.h"
 
 namespace sparsegen {
 

@@ -85,8 +85,8 @@ bool Schedule::operator==(const Schedule& o) const {
 }
 
 void Schedule::bad_access(std::string_view wanted) const {
-  SG_ASSERT(false, fmt::format("schedule of family '{}' read as a '{}' schedule", family_name(),
-                               wanted));
+  SG_ASSERT(false,
+            fmt::format("schedule of family '{}' read as a '{}' schedule", family_name(), wanted));
   std::abort();
 }
 

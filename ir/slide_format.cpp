@@ -35,8 +35,7 @@ SlidePattern detect_slide_pattern(const CsrMatrix& a) {
 }
 
 int64_t SlideFormat::bytes(int value_bytes) const {
-  return static_cast<int64_t>(values.size()) * value_bytes +
-         static_cast<int64_t>(meta.size()) * 4;
+  return static_cast<int64_t>(values.size()) * value_bytes + static_cast<int64_t>(meta.size()) * 4;
 }
 
 int64_t slide_lifted_column(int n, int64_t c, int w) {
@@ -49,15 +48,16 @@ int64_t slide_lifted_column(int n, int64_t c, int w) {
 
 SlideFormat pack_slide(const CsrMatrix& a, int n) {
   if (n < kSlideMinN || n > kSlideMaxN)
-    throw UserError(fmt::format("slidesparse: N = {} is outside {} … {} ((2N−2):2N from 2:4 to "
-                                "14:16)",
-                                n, kSlideMinN, kSlideMaxN));
+    throw UserError(
+        fmt::format("slidesparse: N = {} is outside {} … {} ((2N−2):2N from 2:4 to "
+                    "14:16)",
+                    n, kSlideMinN, kSlideMaxN));
   a.check_canonical();
   if (const auto v = slide_violation(a, n))
     throw UserError(fmt::format(
         "{}: not {}:{}: row {}, columns {}–{} hold {} nonzeros (at most {})",
-        a.source.empty() ? "matrix" : a.source, 2 * n - 2, 2 * n, v->row + 1,
-        v->group * 2 * n + 1, std::min(a.cols, (v->group + 1) * 2 * n), v->count, 2 * n - 2));
+        a.source.empty() ? "matrix" : a.source, 2 * n - 2, 2 * n, v->row + 1, v->group * 2 * n + 1,
+        std::min(a.cols, (v->group + 1) * 2 * n), v->count, 2 * n - 2));
   const int64_t width = 2 * int64_t{n};
   SlideFormat f;
   f.n = n;
@@ -69,9 +69,9 @@ SlideFormat pack_slide(const CsrMatrix& a, int n) {
   const int64_t win = f.windows_per_row(), words = f.meta_words_per_row();
   f.values.assign(static_cast<size_t>(f.rows * win * 2), 0.0f);
   f.meta.assign(static_cast<size_t>(f.rows * words), 0u);
-  std::vector<int> used(static_cast<size_t>(n - 1));           // nonzeros per window of a group
-  std::vector<int> pos(static_cast<size_t>(2 * (n - 1)));      // their positions p
-  std::vector<float> val(static_cast<size_t>(2 * (n - 1)));    // and values
+  std::vector<int> used(static_cast<size_t>(n - 1));         // nonzeros per window of a group
+  std::vector<int> pos(static_cast<size_t>(2 * (n - 1)));    // their positions p
+  std::vector<float> val(static_cast<size_t>(2 * (n - 1)));  // and values
   for (int64_t r = 0; r < a.rows; ++r) {
     const int64_t b = a.row_ptr[static_cast<size_t>(r)], e = a.row_ptr[static_cast<size_t>(r) + 1];
     for (int64_t i = b; i < e;) {
@@ -84,9 +84,9 @@ SlideFormat pack_slide(const CsrMatrix& a, int n) {
         int w = std::max(0, local / 2 - 1);
         if (w > n - 2) w = n - 2;
         while (w <= n - 2 && w <= local / 2 && used[static_cast<size_t>(w)] == 2) ++w;
-        SG_ASSERT(w <= n - 2 && local >= 2 * w && local <= 2 * w + 3 &&
-                      used[static_cast<size_t>(w)] < 2,
-                  "sliding-window assignment failed on a (2N-2):2N group");
+        SG_ASSERT(
+            w <= n - 2 && local >= 2 * w && local <= 2 * w + 3 && used[static_cast<size_t>(w)] < 2,
+            "sliding-window assignment failed on a (2N-2):2N group");
         const size_t slot = static_cast<size_t>(2 * w + used[static_cast<size_t>(w)]++);
         pos[slot] = local - 2 * w;
         val[slot] = a.values[static_cast<size_t>(j)];

@@ -67,12 +67,12 @@ struct SlidePattern {
 SlidePattern detect_slide_pattern(const CsrMatrix& a);
 
 struct SlideFormat {
-  int n = 0;                 // (2N−2):2N
-  int64_t rows = 0;          // M
-  int64_t cols = 0;          // K (original)
-  int64_t padded_cols = 0;   // Kp, a multiple of 2N
-  int64_t lifted_cols = 0;   // K' = (Kp / 2N)·4(N−1)
-  int64_t nnz = 0;           // real nonzeros
+  int n = 0;                // (2N−2):2N
+  int64_t rows = 0;         // M
+  int64_t cols = 0;         // K (original)
+  int64_t padded_cols = 0;  // Kp, a multiple of 2N
+  int64_t lifted_cols = 0;  // K' = (Kp / 2N)·4(N−1)
+  int64_t nnz = 0;          // real nonzeros
   // Compressed 2:4 values: rows × (K' / 2), row-major; fp32 master (zero fill where a window has
   // fewer than 2 nonzeros).
   std::vector<float> values;

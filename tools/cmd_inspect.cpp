@@ -15,8 +15,8 @@
 
 #include "costmodel/features.h"
 #include "ir/dtype.h"
-#include "ir/io/load.h"
 #include "ir/family.h"
+#include "ir/io/load.h"
 #include "tools/commands.h"
 
 namespace sparsegen::cli {

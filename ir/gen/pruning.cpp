@@ -22,7 +22,6 @@ namespace {
 // Random streams. SplitMix64 seeds xoshiro256**; both are fixed algorithms, so a seed gives the
 // same matrix with any compiler and standard library.
 
-
 class Xoshiro256 {
  public:
   // `stream` separates independent streams drawn from one user seed (rows, scales, selection).

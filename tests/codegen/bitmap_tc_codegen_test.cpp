@@ -78,8 +78,9 @@ TEST(BitmapTcCodegen, EmittedKernelShape) {
   // Stage buffers as 32-bit shared addresses after the tile pointers.
   EXPECT_TRUE(has(src, "const unsigned s_stage0 = sg::smem_addr(sg_smem) + "));
   // mt = 2 A tiles per warp (kt = 1): their lane words and value starts, a scan per row tile.
-  EXPECT_TRUE(has(src, fmt::format("sg::bitmap_tc_lanes<2, {}, 0>(",
-                                   bitmap_tc_smem(p, s.as<BitmapTcSchedule>(), f.max_tile_values).a_tile)));
+  EXPECT_TRUE(
+      has(src, fmt::format("sg::bitmap_tc_lanes<2, {}, 0>(",
+                           bitmap_tc_smem(p, s.as<BitmapTcSchedule>(), f.max_tile_values).a_tile)));
   EXPECT_TRUE(has(src, "sg::bitmap_tc_a_quarter("));
   EXPECT_TRUE(has(src, "sg::bitmap_tc_mma_quarter<T, 3, 2, 48>("));
   EXPECT_TRUE(has(src, "sg::cp_async_commit();"));

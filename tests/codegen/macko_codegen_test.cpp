@@ -212,7 +212,8 @@ TEST(MackoCodegen, EveryEnumeratedScheduleCompiles) {
           if (!first && std::getenv("SPARSEGEN_NVRTC_ALL") == nullptr && all.size() > 2)
             all = {all.front(), all.back()};
           for (const Schedule& s : all) {
-            const GeneratedKernel k = emit_macko(p, s, pack_macko(a, s.as<MackoSchedule>().delta_bits));
+            const GeneratedKernel k =
+                emit_macko(p, s, pack_macko(a, s.as<MackoSchedule>().delta_bits));
             nvrtc::CompileOptions o;
             o.arch = "compute_90";
             o.headers = k.headers;

@@ -265,8 +265,8 @@ TEST_P(FamilyConformance, IllegalSchedulesGetReasons) {
         std::vector<Problem> others;
         for (DType other : kDtypes)
           for (int64_t n2 : {int64_t{1}, int64_t{3}, int64_t{200}})
-            others.push_back(Problem::spmm(m.a.rows, m.a.cols, n2, other, Layout::ColMajor,
-                                           Layout::RowMajor));
+            others.push_back(
+                Problem::spmm(m.a.rows, m.a.cols, n2, other, Layout::ColMajor, Layout::RowMajor));
         for (DType q : {DType::I8, DType::F8E4M3})
           others.push_back(Problem::quantized_spmm(m.a.rows, m.a.cols, 16, q, DType::F16));
         others.push_back(Problem::gated_ffn(m.a.rows, m.a.cols, 64, DType::BF16));
@@ -320,8 +320,8 @@ TEST_P(FamilyConformance, InterpreterMatchesReferenceWithinTightBound) {
             const std::string err = testing::tight_bound_violation(
                 p, m.a, b, c0, alpha, beta, got,
                 [&](int64_t r) { return family().output_adds(p, s, m.a.row_length(r)); });
-            ASSERT_EQ(err, "") << m.name << " " << to_string(s) << " alpha " << alpha
-                               << " beta " << beta;
+            ASSERT_EQ(err, "") << m.name << " " << to_string(s) << " alpha " << alpha << " beta "
+                               << beta;
             ++checked;
           }
         }

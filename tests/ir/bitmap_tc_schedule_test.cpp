@@ -11,9 +11,9 @@
 
 #include "ir/bitmap_format.h"
 #include "ir/bitmap_tc_schedule.h"
-#include "ir/family.h"
 #include "ir/diagnostics.h"
 #include "ir/enumerate.h"
+#include "ir/family.h"
 #include "ir/format.h"
 #include "ir/schedule.h"
 #include "ir/verifier.h"
@@ -386,7 +386,8 @@ TEST(BitmapTcSchedule, EnumerateOnlyVerifiedSchedules) {
           EXPECT_EQ(all.size(), 28u) << to_string(p);
         }
         // wgmma is legal but not offered (measured slower than mma.sync on the H200).
-        for (const Schedule& s : all) EXPECT_EQ(s.as<BitmapTcSchedule>().mma, MmaKind::Sync) << to_string(s);
+        for (const Schedule& s : all)
+          EXPECT_EQ(s.as<BitmapTcSchedule>().mma, MmaKind::Sync) << to_string(s);
       }
   // A device whose shared memory holds none of them: nothing is offered.
   DeviceLimits tiny = dev;

@@ -348,12 +348,12 @@ TEST(QuantizedDType, E4m3ExactCasesAndRounding) {
   EXPECT_EQ(float_to_e4m3_bits(0.5f), 0x30);
   EXPECT_EQ(float_to_e4m3_bits(-2.0f), 0xc0);
   EXPECT_EQ(float_to_e4m3_bits(448.0f), 0x7e);
-  EXPECT_EQ(float_to_e4m3_bits(1e6f), 0x7e);    // saturates: the format has no infinity
+  EXPECT_EQ(float_to_e4m3_bits(1e6f), 0x7e);  // saturates: the format has no infinity
   EXPECT_EQ(float_to_e4m3_bits(-1e6f), 0xfe);
   EXPECT_EQ(float_to_e4m3_bits(std::ldexp(1.0f, -9)), 0x01);  // smallest subnormal
   EXPECT_EQ(float_to_e4m3_bits(std::ldexp(1.0f, -6)), 0x08);  // smallest normal
-  EXPECT_EQ(float_to_e4m3_bits(1.0625f), 0x38);  // tie: to even (1.0)
-  EXPECT_EQ(float_to_e4m3_bits(1.1875f), 0x3a);  // tie: to even (1.25)
+  EXPECT_EQ(float_to_e4m3_bits(1.0625f), 0x38);               // tie: to even (1.0)
+  EXPECT_EQ(float_to_e4m3_bits(1.1875f), 0x3a);               // tie: to even (1.25)
   EXPECT_EQ(float_to_e4m3_bits(std::nanf("")), 0x7f);
   EXPECT_TRUE(std::isnan(e4m3_bits_to_float(0x7f)));
   EXPECT_TRUE(std::isnan(e4m3_bits_to_float(0xff)));
@@ -394,8 +394,9 @@ TEST(ProblemKinds, QuantizedAndGatedFfnDescriptions) {
   EXPECT_EQ(to_string(Problem::spmm(4, 5, 8, DType::F16, Layout::RowMajor, Layout::ColMajor)),
             "spmm m=4 k=5 n=8 dtype=fp16 b=row c=col");
   const Problem q = Problem::quantized_spmm(4096, 4096, 16, DType::F8E4M3, DType::BF16);
-  EXPECT_EQ(to_string(q), "spmm m=4096 k=4096 n=16 dtype=fp8_e4m3 b=row c=row io=bf16 "
-                          "scales=row_token");
+  EXPECT_EQ(to_string(q),
+            "spmm m=4096 k=4096 n=16 dtype=fp8_e4m3 b=row c=row io=bf16 "
+            "scales=row_token");
   EXPECT_EQ(q.c_dtype(), DType::BF16);
   EXPECT_EQ(q.b_dtype(), DType::BF16);
   EXPECT_TRUE(q.sparse_weight());

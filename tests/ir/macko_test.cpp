@@ -200,7 +200,8 @@ TEST(MackoSchedule, SpecRoundTripAndErrors) {
   // The counter, then B; behind B 16 rows + 8 spare items + a header: 25 x (16 + 4) bytes.
   EXPECT_EQ(macko_stage_offset(sorted.as<MackoSchedule>()), 16);
   const Problem p100 = Problem::spmv(4, 100, DType::F16);
-  EXPECT_EQ(macko_items_offset(p100, sorted.as<MackoSchedule>()), 288);  // 16 + 132 x 2, rounded to 16
+  EXPECT_EQ(macko_items_offset(p100, sorted.as<MackoSchedule>()),
+            288);  // 16 + 132 x 2, rounded to 16
   EXPECT_EQ(macko_stage_bytes(p100, sorted.as<MackoSchedule>()), 288 + 25 * 20);
   EXPECT_NE(print_schedule(sorted).find("longest rows first"), std::string::npos);
   const Schedule staged = parse_schedule("macko;warps=32;stage=shared;rpw=4");
@@ -255,7 +256,8 @@ TEST(MackoSchedule, EnumerationAndVerifier) {
       EXPECT_EQ(macko_items_offset(p, s.as<MackoSchedule>()),
                 macko_stage_offset(s.as<MackoSchedule>()) + (8192 + 2 * kMackoStageGuard) * es);
       EXPECT_EQ(macko_stage_bytes(p, s.as<MackoSchedule>()),
-                macko_items_offset(p, s.as<MackoSchedule>()) + macko_items_per_block(s.as<MackoSchedule>()) * (16 + 4));
+                macko_items_offset(p, s.as<MackoSchedule>()) +
+                    macko_items_per_block(s.as<MackoSchedule>()) * (16 + 4));
       EXPECT_EQ(macko_stage_offset(s.as<MackoSchedule>()) % 16, 0);
     }
   EXPECT_EQ(staged, static_cast<int>(all.size()));
@@ -429,7 +431,8 @@ TEST(MackoSchedule, ItemsCutLongRows) {
       rows[static_cast<size_t>(r)].push_back({r == 4 ? c : 7 * c + r, 0.25f + float(c % 5)});
   const CsrMatrix a = from_rows(3000, rows);
   const MackoFormat f = pack_macko(a, 4);
-  const MackoSchedule s = parse_schedule("macko;warps=4;unroll=1;stage=shared;rpw=3").as<MackoSchedule>();
+  const MackoSchedule s =
+      parse_schedule("macko;warps=4;unroll=1;stage=shared;rpw=3").as<MackoSchedule>();
   ASSERT_EQ(macko_items_per_block(s), 12 + 4 + 1);
   const std::vector<int64_t> it = macko_items(f, s);
   ASSERT_EQ(it.size(), 17u * 4);
@@ -461,7 +464,8 @@ TEST(MackoSchedule, ItemsCutLongRows) {
   EXPECT_EQ(seg, 3);
   // Uniform rows: nothing is cut, one item per row, in row order.
   const MackoFormat g = pack_macko(random_matrix(50, 700, 0.3, 5), 4);
-  const MackoSchedule w = parse_schedule("macko;warps=16;unroll=2;stage=shared;rpw=2").as<MackoSchedule>();
+  const MackoSchedule w =
+      parse_schedule("macko;warps=16;unroll=2;stage=shared;rpw=2").as<MackoSchedule>();
   const std::vector<int64_t> u = macko_items(g, w);
   const int64_t ipb = macko_items_per_block(w);
   EXPECT_EQ(u[static_cast<size_t>((ipb - 1) * 4)], 32);

@@ -2,8 +2,8 @@
 #include <gtest/gtest.h>
 
 #include "ir/enumerate.h"
-#include "ir/general_enumerate.h"
 #include "ir/format.h"
+#include "ir/general_enumerate.h"
 #include "ir/verifier.h"
 #include "tests/ir/schedule_test_util.h"
 

@@ -71,9 +71,9 @@ void expect_exact(const CsrMatrix& a, int n, uint64_t seed) {
   // Metadata: two distinct increasing positions per window.
   for (int64_t r = 0; r < f.rows; ++r)
     for (int64_t win = 0; win < f.windows_per_row(); ++win) {
-      const uint32_t code = (f.meta[static_cast<size_t>(r * f.meta_words_per_row() + win / 8)] >>
-                             (4 * (win % 8))) &
-                            0xfu;
+      const uint32_t code =
+          (f.meta[static_cast<size_t>(r * f.meta_words_per_row() + win / 8)] >> (4 * (win % 8))) &
+          0xfu;
       ASSERT_LT(code & 3u, code >> 2) << "row " << r << " window " << win;
     }
   const int64_t cols_x = 3;
@@ -111,11 +111,11 @@ TEST(SlideFormat, AdversarialGroups) {
     const int64_t w = 2 * n, cols = 3 * w + 1;  // three full groups and a one-column tail
     std::vector<std::vector<int64_t>> rows;
     std::vector<int64_t> left, right, full_mid, none, one_last, tail;
-    for (int64_t c = 0; c < w - 2; ++c) left.push_back(c);         // all at the start
-    for (int64_t c = 2; c < w; ++c) right.push_back(w + c);         // all at the end
+    for (int64_t c = 0; c < w - 2; ++c) left.push_back(c);              // all at the start
+    for (int64_t c = 2; c < w; ++c) right.push_back(w + c);             // all at the end
     for (int64_t c = 1; c < w - 1; ++c) full_mid.push_back(2 * w + c);  // exactly 2N−2, inside
-    one_last.push_back(w - 1);                                      // fewer: one, at the end
-    tail.push_back(cols - 1);                                       // the padded group
+    one_last.push_back(w - 1);                                          // fewer: one, at the end
+    tail.push_back(cols - 1);                                           // the padded group
     rows = {left, right, full_mid, none, one_last, tail};
     // Alternating pairs at both ends of every group.
     std::vector<int64_t> ends;
