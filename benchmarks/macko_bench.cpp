@@ -537,7 +537,7 @@ int run(const BenchOptions& o, const std::string& command) {
 }  // namespace sparsegen
 
 int main(int argc, char** argv) {
-  CLI::App app{"MACKO kernels vs dense cuBLAS on pruned LLM-shaped weights (issue 5)"};
+  CLI::App app{"MACKO kernels vs dense cuBLAS on pruned LLM-shaped weights"};
   const char* bench_dir = std::getenv("BENCH_DIR");
   std::string out = std::string(bench_dir != nullptr ? bench_dir : ".") + "/macko.json";
   sparsegen::BenchOptions o;

@@ -160,7 +160,7 @@ std::optional<KernelBuild> build_from_record(const CsrMatrix& a, const Problem& 
   if (b.kernel.source != rec.source || rec.arch != target.arch) {
     if (debug_logging())
       std::fprintf(stderr,
-                   "sparsegen: [tune] cached kernel %.12s differs from today's emitter; "
+                   "sparsegen: [tune] cached kernel %.12s differs from the current emitter; "
                    "recompiling\n",
                    rec.key.c_str());
     return std::nullopt;
