@@ -468,11 +468,11 @@ TEST(CheckHost, PoisonPatternsAreNaNs) {
 
 // The GPU check's tight bound (ir/error_bound.h) on the host: the interpreters of an Atomic
 // GeneralSparse, a split-K and a ksplit = 1 bitmap_tc schedule on the first 512 rows of the DLMC
-// ffn_conv1 weight (tests/gpu/data), fp16, N = 64, alpha = 1, beta = 0.5 and 0, pass
+// ffn_conv1 weight (../shared/data/dlmc), fp16, N = 64, alpha = 1, beta = 0.5 and 0, pass
 // compare_output; a result rounded to fp16 twice (alpha·acc, then + beta·C₀) does not.
 TEST(GpuCheck, TightBoundOnTheHostFfnConv1) {
-  CsrMatrix a = load_matrix((testing::source_dir() / "tests/gpu/data" /
-                             "body_encoder_layer_0_ffn_conv1_fully_connected.smtx")
+  CsrMatrix a = load_matrix((testing::data_dir() / "dlmc/transformer/random_pruning/0.9" /
+                                 "body_encoder_layer_0_ffn_conv1_fully_connected.smtx")
                                 .string())
                     .matrix;
   a.rows = 512;

@@ -826,7 +826,7 @@ TEST(GpuPipeline, PublicApiRunsOnDevicePointers) {
 }
 
 // Through the public API with exact-size fp16 buffers, as a new user runs it: the DLMC
-// ffn_conv1 weight (random pruning 90 %, 2048 x 512, carried in tests/gpu/data), N = 64,
+// ffn_conv1 weight (random pruning 90 %, 2048 x 512, from ../shared/data/dlmc), N = 64,
 // alpha = 1, beta = 0.5 (and beta = 0 with C poisoned), one Atomic GeneralSparse, one split-K and
 // one ksplit = 1 bitmap_tc schedule. Every element must be within the tight bound of
 // ir/error_bound.h (compare_output uses it): one fp32 value alpha·acc + beta·C₀ rounded to fp16
@@ -834,8 +834,8 @@ TEST(GpuPipeline, PublicApiRunsOnDevicePointers) {
 TEST(GpuPipeline, TightBoundFp16BetaHalfFfnConv1) {
   SKIP_WITHOUT_GPU();
   if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
-  const fs::path path = testing::source_dir() / "tests/gpu/data" /
-                        "body_encoder_layer_0_ffn_conv1_fully_connected.smtx";
+  const fs::path path = testing::data_dir() / "dlmc/transformer/random_pruning/0.9" /
+                            "body_encoder_layer_0_ffn_conv1_fully_connected.smtx";
   const CsrMatrix a = load_matrix(path.string()).matrix;
   ASSERT_EQ(a.rows, 2048);
   ASSERT_EQ(a.cols, 512);

@@ -89,8 +89,8 @@ TEST(ErrorBound, Terms) {
 // bound. Rounding alpha·acc to fp16 before adding beta·C₀ (a second rounding) exceeds it by about
 // 2.6x on this matrix.
 TEST(ErrorBound, SingleRoundingPassesDoubleRoundingFailsOnFfnConv1) {
-  const auto path = testing::source_dir() / "tests/gpu/data" /
-                    "body_encoder_layer_0_ffn_conv1_fully_connected.smtx";
+  const auto path = testing::data_dir() / "dlmc/transformer/random_pruning/0.9" /
+                        "body_encoder_layer_0_ffn_conv1_fully_connected.smtx";
   const CsrMatrix a = load_matrix(path.string()).matrix;
   ASSERT_EQ(a.rows, 2048);
   ASSERT_EQ(a.cols, 512);
