@@ -67,6 +67,7 @@
 #include "ir/macko_format.h"
 #include "ir/macko_schedule.h"
 #include "ir/parallel.h"
+#include "runtime/nvrtc_compiler.h"
 #include "sparsegen/sparsegen.h"
 #include "tests/test_support.h"
 
@@ -774,6 +775,101 @@ TEST(GpuPipeline, DegenerateProblems) {
   }
   ctx->synchronize();
   EXPECT_GT(checked, 10);
+}
+
+// A kernel signature with a B transform (the hook activation lifting and per-token quantization
+// use): the runtime allocates the B work buffer and the token scales, launches b_transform first
+// and binds BWork / TokenScales / F32Table by kind. Hand-written kernels: b_transform writes
+// W = 2·B and scales 0.5 per column, the main kernel computes
+// C = alpha · diag(row_scale) · A · W · diag(scale) + beta · C with row_scale = 1 + r/8, checked in
+// double against the same formula on the host.
+TEST(GpuPipeline, BTransformRunsFirstAndFeedsTheKernel) {
+  SKIP_WITHOUT_GPU();
+  if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
+  constexpr int M = 5, K = 7, N = 3;
+  auto ctx = std::make_shared<cuda::Context>(0);
+  KernelBuild b;
+  b.problem = Problem::spmm(M, K, N, DType::F32);
+  b.target = detect_target(0);
+  b.kernel.source = fmt::format(R"(
+extern "C" __global__ void t_lift(const float* __restrict__ B, float* __restrict__ W,
+                                  float* __restrict__ S) {{
+  const int i = threadIdx.x;
+  if (i < {0} * {1}) W[i] = 2.0f * B[i];
+  if (i < {1}) S[i] = 0.5f;
+}}
+extern "C" __global__ void t_main(const float* __restrict__ A, const float* __restrict__ W,
+                                  const float* __restrict__ S, const float* __restrict__ rs,
+                                  float* __restrict__ C, float alpha, float beta) {{
+  const int i = threadIdx.x;
+  if (i >= {2} * {1}) return;
+  const int r = i / {1}, j = i % {1};
+  float acc = 0.0f;
+  for (int c = 0; c < {0}; ++c) acc += A[r * {0} + c] * W[c * {1} + j];
+  const float y = alpha * rs[r] * acc * S[j];
+  C[i] = beta == 0.0f ? y : y + beta * C[i];
+}}
+)",
+                                K, N, M);
+  using codegen::KernelParam;
+  using codegen::ParamKind;
+  codegen::KernelSignature& sig = b.kernel.signature;
+  sig.kernel_name = "t_main";
+  std::vector<int64_t> row_scales;
+  for (int r = 0; r < M; ++r) {
+    const float v = 1.0f + static_cast<float>(r) / 8.0f;
+    uint32_t bits = 0;
+    std::memcpy(&bits, &v, 4);
+    row_scales.push_back(bits);
+  }
+  sig.params = {KernelParam{"A", ParamKind::Values, "values", {}},
+                KernelParam{"W", ParamKind::BWork, "B work", {}},
+                KernelParam{"S", ParamKind::TokenScales, "token scales", {}},
+                KernelParam{"rs", ParamKind::F32Table, "row scales", row_scales},
+                KernelParam{"C", ParamKind::C, "C", {}},
+                KernelParam{"alpha", ParamKind::Alpha, "alpha", {}},
+                KernelParam{"beta", ParamKind::Beta, "beta", {}}};
+  sig.launch = {1, 1, 32, 0, 0};
+  sig.b_transform.name = "t_lift";
+  sig.b_transform.params = {KernelParam{"B", ParamKind::B, "B", {}},
+                            KernelParam{"W", ParamKind::BWork, "B work", {}},
+                            KernelParam{"S", ParamKind::TokenScales, "token scales", {}}};
+  sig.b_transform.launch = {1, 1, 32, 0, 0};
+  sig.b_work_bytes = int64_t{K} * N * 4;
+  sig.token_scales = N;
+  EXPECT_NE(codegen::describe(sig).find("b_transform t_lift(B, W, S)"), std::string::npos)
+      << codegen::describe(sig);
+  std::vector<float> a(static_cast<size_t>(M * K));
+  for (size_t i = 0; i < a.size(); ++i) a[i] = (static_cast<float>(i % 11) - 5.25f) / 4.0f;
+  b.values.resize(a.size() * 4);
+  std::memcpy(b.values.data(), a.data(), b.values.size());
+  nvrtc::CompileOptions co;
+  co.arch = b.target.arch;
+  co.program_name = "b_transform_test.cu";
+  b.compiled = nvrtc::compile(b.kernel.source, co);
+  const CompiledKernel k(ctx, std::move(b));
+  std::vector<float> hb(static_cast<size_t>(K * N)), hc(static_cast<size_t>(M * N));
+  for (size_t i = 0; i < hb.size(); ++i) hb[i] = (static_cast<float>(i % 7) - 2.5f) / 2.0f;
+  for (size_t i = 0; i < hc.size(); ++i) hc[i] = 0.75f - static_cast<float>(i) / 16.0f;
+  cuda::DeviceBuffer db(hb.size() * 4), dc(hc.size() * 4);
+  db.upload(hb);
+  dc.upload(hc);
+  const float alpha = 0.75f, beta = -1.5f;
+  k.run(db.ptr(), dc.ptr(), alpha, beta);
+  ctx->synchronize();
+  std::vector<float> out(hc.size());
+  dc.download(out);
+  for (int r = 0; r < M; ++r)
+    for (int j = 0; j < N; ++j) {
+      double acc = 0;  // W·diag(S) = 2·B·0.5 = B
+      for (int c = 0; c < K; ++c)
+        acc += double(a[static_cast<size_t>(r * K + c)]) *
+               double(hb[static_cast<size_t>(c * N + j)]);
+      const double want =
+          alpha * (1.0 + r / 8.0) * acc + beta * double(hc[static_cast<size_t>(r * N + j)]);
+      EXPECT_NEAR(out[static_cast<size_t>(r * N + j)], want, 1e-5 * (1.0 + std::fabs(want)))
+          << "C(" << r << ", " << j << ")";
+    }
 }
 
 // One compile serves many runs: different B, C, alpha, beta, on a user stream.
