@@ -1,5 +1,5 @@
-// bitmap_tc emitter: CUDA source for a BitmapTcSchedule (ir/schedule.h) over a BitmapTileFormat
-// (ir/bitmap_format.h). The kernel, for fp16, warps = 4, mt = 1, N = 64 (NT = 8 n8 tiles), 2
+// bitmap_tc emitter: CUDA source for a BitmapTcSchedule (ir/bitmap_tc_schedule.h) over a
+// BitmapTileFormat (ir/bitmap_format.h). The kernel, for fp16, warps = 4, mt = 1, N = 64 (NT = 8 n8 tiles), 2
 // stages, ksplit = 1:
 //
 //   extern "C" __global__ void __launch_bounds__(128) sparsegen_bitmap_tc(const T* values,

@@ -1,4 +1,4 @@
-// MACKO emitter: CUDA source for a MackoSchedule (ir/schedule.h) over a MackoFormat
+// MACKO emitter: CUDA source for a MackoSchedule (ir/macko_schedule.h) over a MackoFormat
 // (ir/macko_format.h). The kernel, for warp per row (wpr = 1), fp16, b_Δ = 4, unroll 2, N = 1:
 //
 //   extern "C" __global__ void __launch_bounds__(128) sparsegen_macko(const T* values,

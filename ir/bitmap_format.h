@@ -1,5 +1,5 @@
-// Bitmap-tile format: the packer for the tensor-core schedule family "bitmap_tc" (ir/schedule.h,
-// BitmapTcSchedule). A is cut into tiles of kBitmapTileRows x kBitmapTileCols (16 x 64: one
+// Bitmap-tile format: the packer for the tensor-core schedule family "bitmap_tc"
+// (ir/bitmap_tc_schedule.h, BitmapTcSchedule). A is cut into tiles of kBitmapTileRows x kBitmapTileCols (16 x 64: one
 // mma.m16n8k16 row block by four k16 steps). Per tile:
 //   masks   16 x 64-bit words, word r has bit c set when A[16·rt + r][64·ct + c] is stored
 //   values  the stored entries of the tile in fragment order (below), then zero-filled up to a

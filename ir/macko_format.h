@@ -1,5 +1,5 @@
 // MACKO format (Macko & Boža): unstructured-sparse weights whose structure costs b_Δ bits per
-// stored value. The packer for the MACKO schedule family (ir/schedule.h, MackoSchedule).
+// stored value. The packer for the MACKO schedule family (ir/macko_schedule.h, MackoSchedule).
 //
 // Per row, the values are stored in column order in one SLOT each; for every slot the number of
 // zero columns skipped since the previous slot of the row (the "delta", b_Δ bits, b_Δ ∈ {2, 4, 8})
