@@ -4,7 +4,9 @@
 # prepared under .ab/NAME (see tools/gpu_ab.sh for the preparation). Run it for two trees in
 # successive calls on the same warm machine and compare here:
 #   python3 tools/compare_quick.py OLD.json NEW.json
-# A tree is built first unless its build-gpu already has sparsegen-bench (a warm machine).
+# A tree is built first unless its build-gpu already has sparsegen-bench (a warm machine). The
+# bench JSON records SPARSEGEN_GIT_COMMIT: for "new" pass it in the environment; for a prepared
+# tree put its commit in .ab/NAME/.commit (e.g. `git rev-parse 7be1ff5 > .ab/old/.commit`).
 # Output: $OUT/quick_<NAME>.json (the bench JSON, cuBLAS/cuSPARSE of the same process in each
 # case) and $OUT/quick_<NAME>.log.
 set -u
@@ -19,6 +21,9 @@ if [ ! -d /tmp/sparsegen-data/data ] && [ -f .gpudata/data.tar.xz ]; then
   mkdir -p /tmp/sparsegen-data && tar -xJf .gpudata/data.tar.xz -C /tmp/sparsegen-data
 fi
 export SPARSEGEN_DATA=${SPARSEGEN_DATA:-/tmp/sparsegen-data/data}
+if [ "$v" != new ] && [ -f "$dir/.commit" ]; then
+  export SPARSEGEN_GIT_COMMIT=$(cat "$dir/.commit")
+fi
 t0=$(date +%s)
 timeout "${AB_TIMEOUT:-520}" "$dir/build-gpu/tools/sparsegen-bench" --suite all --quick \
   --best-of "${AB_BEST_OF:-8}" --time-limit "${AB_TIME_LIMIT:-400}" --no-cache \
