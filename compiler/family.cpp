@@ -94,6 +94,7 @@ KernelBuild CompilerFamily::build(const CsrMatrix& a, const Problem& p, const Sc
     st.finish(target.limits.name);
   }
   std::shared_ptr<const PackedMatrix> packed;
+  std::shared_ptr<PackedMatrix> own;  // this build's pack: its column indices are moved out
   if (shared != nullptr) {
     {
       PipelineStep st(4, "pack", &b.step_log);
@@ -110,15 +111,19 @@ KernelBuild CompilerFamily::build(const CsrMatrix& a, const Problem& p, const Sc
   } else {
     {
       PipelineStep st(4, "pack", &b.step_log);
-      packed = fam.pack(a, p, s);
+      own = fam.pack(a, p, s);
+      packed = own;
       st.finish(packed->describe());
     }
     values_step(b, a, packed->master_values());
   }
   emit_step(b, [&] { return codegen::emit_kernel(p, s, *packed); });
   // After the emit, which does not read them: kernels that index a plain column array take it
-  // as a parameter.
-  parallel_copy(b.col_idx, packed->column_indices());
+  // as a parameter (moved out of this build's own pack, copied from a shared one).
+  if (own != nullptr)
+    b.col_idx = own->take_column_indices();
+  else
+    parallel_copy(b.col_idx, packed->column_indices());
   if (opt.source_hook) opt.source_hook(b.kernel.source);
   if (opt.compile)
     compile_step(b, target, fmt::format("sparsegen_{}.cu", fam.name()), opt.line_info);

@@ -38,6 +38,7 @@ struct PackedBitmap final : Packed<BitmapTileFormat> {
     static const std::vector<int32_t> none;  // columns travel as tile masks (tables)
     return none;
   }
+  std::vector<int32_t> take_column_indices() override { return {}; }
   FormatStats stats() const override { return to_format_stats(bitmap_tile_stats(format), 0); }
   std::string describe() const override {
     return fmt::format("{} tiles of {}x{}, {} value slots ({} real), largest tile {}",
@@ -100,13 +101,13 @@ class BitmapTcIrFamily final : public IrFamily {
   }
   // All of the kernel's shared memory is dynamic (bitmap_tc_shared_bytes, checked by verify).
   int64_t shared_bytes(const Problem&, const Schedule&) const override { return 0; }
-  std::shared_ptr<const PackedMatrix> pack(const CsrMatrix& a, const Problem& p,
+  std::shared_ptr<PackedMatrix> pack(const CsrMatrix& a, const Problem& p,
                                            const Schedule&) const override {
     if (a.rows != p.m || a.cols != p.k)
       throw UserError(fmt::format("{}: matrix is {}x{} but the problem expects m={} k={}",
                                   a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m,
                                   p.k));
-    return std::make_shared<const PackedBitmap>(pack_bitmap_tiles(a));
+    return std::make_shared<PackedBitmap>(pack_bitmap_tiles(a));
   }
   void interpret(const Problem& p, const Schedule& s, const PackedMatrix& packed,
                  std::span<const float> b, std::span<float> c, float alpha,

@@ -59,6 +59,8 @@ struct PackedMatrix {
   virtual ~PackedMatrix() = default;
   virtual const std::vector<float>& master_values() const = 0;
   virtual const std::vector<int32_t>& column_indices() const = 0;
+  // Moves the column indices out (the pack's owner, once it needs them no more).
+  virtual std::vector<int32_t> take_column_indices() = 0;
   virtual FormatStats stats() const = 0;
   virtual std::string describe() const = 0;
 };
@@ -132,7 +134,7 @@ class IrFamily {
 
   // Packs canonical CSR into the family's format. Throws UserError for a matrix that does not
   // match the problem or the format.
-  virtual std::shared_ptr<const PackedMatrix> pack(const CsrMatrix& a, const Problem& p,
+  virtual std::shared_ptr<PackedMatrix> pack(const CsrMatrix& a, const Problem& p,
                                                    const Schedule& s) const = 0;
   // Executes the schedule over the packed format on the host, with the kernel's arithmetic
   // (fp32 products and sums, fp32 alpha·acc + beta·C, one rounding to the dtype):

@@ -15,6 +15,7 @@ struct PackedGeneral final : Packed<PackedFormat> {
   using Packed::Packed;
   const std::vector<float>& master_values() const override { return format.values; }
   const std::vector<int32_t>& column_indices() const override { return format.col_idx; }
+  std::vector<int32_t> take_column_indices() override { return std::move(format.col_idx); }
   FormatStats stats() const override { return format.stats; }
   std::string describe() const override {
     return fmt::format("{} packed nonzeros ({} real), {} block tasks", format.stats.nnz_padded,
@@ -71,9 +72,9 @@ class GeneralIrFamily final : public IrFamily {
   int64_t shared_bytes(const Problem&, const Schedule& s) const override {
     return general_shared_bytes(s.as<GeneralSchedule>());
   }
-  std::shared_ptr<const PackedMatrix> pack(const CsrMatrix& a, const Problem& p,
+  std::shared_ptr<PackedMatrix> pack(const CsrMatrix& a, const Problem& p,
                                            const Schedule& s) const override {
-    return std::make_shared<const PackedGeneral>(pack_format(a, p, s));
+    return std::make_shared<PackedGeneral>(pack_format(a, p, s));
   }
   void interpret(const Problem& p, const Schedule& s, const PackedMatrix& packed,
                  std::span<const float> b, std::span<float> c, float alpha,

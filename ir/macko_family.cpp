@@ -21,6 +21,7 @@ struct PackedMacko final : Packed<MackoFormat> {
     static const std::vector<int32_t> none;  // columns travel as packed deltas (tables)
     return none;
   }
+  std::vector<int32_t> take_column_indices() override { return {}; }
   FormatStats stats() const override {
     FormatStats fs;
     fs.rows = format.rows;
@@ -99,13 +100,13 @@ class MackoIrFamily final : public IrFamily {
   int64_t shared_bytes(const Problem&, const Schedule& s) const override {
     return macko_shared_bytes(s.as<MackoSchedule>());
   }
-  std::shared_ptr<const PackedMatrix> pack(const CsrMatrix& a, const Problem& p,
+  std::shared_ptr<PackedMatrix> pack(const CsrMatrix& a, const Problem& p,
                                            const Schedule& s) const override {
     if (a.rows != p.m || a.cols != p.k)
       throw UserError(fmt::format("{}: matrix is {}x{} but the problem expects m={} k={}",
                                   a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m,
                                   p.k));
-    return std::make_shared<const PackedMacko>(pack_macko(a, s.as<MackoSchedule>().delta_bits));
+    return std::make_shared<PackedMacko>(pack_macko(a, s.as<MackoSchedule>().delta_bits));
   }
   void interpret(const Problem& p, const Schedule& s, const PackedMatrix& packed,
                  std::span<const float> b, std::span<float> c, float alpha,
