@@ -12,6 +12,7 @@
 #include "ir/family.h"
 #include "ir/interpreter.h"
 #include "ir/parallel.h"
+#include "ir/quantize.h"
 #include "ir/random.h"
 
 namespace sparsegen {
@@ -81,9 +82,9 @@ CheckInputs make_check_inputs(const Problem& p, uint64_t seed, float alpha, floa
   in.beta = beta;
   uint64_t state = seed * 0x2545F4914F6CDD1DULL + 1;
   in.b.resize(static_cast<size_t>(p.k * p.n));
-  for (float& v : in.b) v = draw(state, p.dtype);
+  for (float& v : in.b) v = draw(state, p.b_dtype());
   in.c0.resize(static_cast<size_t>(p.m * p.n));
-  for (float& v : in.c0) v = draw(state, p.dtype);
+  for (float& v : in.c0) v = draw(state, p.c_dtype());
   return in;
 }
 
@@ -94,6 +95,32 @@ std::vector<Reference> compute_references(const CsrMatrix& a,
   if (ins.empty()) return refs;
   const CheckInputs& in0 = *ins.front();
   const Problem& p = in0.problem;
+  if (is_quantized(p.dtype)) {
+    // The reference over the quantized inputs (ir/quantize.h): A and B dequantized (one fp32
+    // product each, inside the bound's spare operations), then the fp32 problem's reference.
+    CsrMatrix aq = a;
+    const RowQuantized rq = quantize_rows(a, p.dtype);
+    for (int64_t r = 0; r < a.rows; ++r)
+      for (int64_t e = a.row_ptr[static_cast<size_t>(r)]; e < a.row_ptr[static_cast<size_t>(r + 1)];
+           ++e)
+        aq.values[static_cast<size_t>(e)] =
+            rq.q[static_cast<size_t>(e)] * rq.scales[static_cast<size_t>(r)];
+    const TokenQuantized tq = quantize_tokens(p, in0.b);
+    std::vector<CheckInputs> fins;
+    for (const CheckInputs* in : ins) {
+      CheckInputs f = *in;
+      f.problem = Problem::spmm(p.m, p.k, p.n, DType::F32, p.b_layout, p.c_layout);
+      for (int64_t k = 0; k < p.k; ++k)
+        for (int64_t c = 0; c < p.n; ++c) {
+          const size_t i = static_cast<size_t>(p.b_index(k, c));
+          f.b[i] = tq.q[i] * tq.scales[static_cast<size_t>(c)];
+        }
+      fins.push_back(std::move(f));
+    }
+    std::vector<const CheckInputs*> ptrs;
+    for (const CheckInputs& f : fins) ptrs.push_back(&f);
+    return compute_references(aq, ptrs, with_reference_spmm);
+  }
   for (const CheckInputs* in : ins)
     SG_ASSERT(in->problem == p && in->b == in0.b,
               "compute_references: the inputs must share the problem and B");
@@ -174,8 +201,8 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
   const Problem& p = in.problem;
   CheckResult res;
   res.elements = p.m * p.n;
-  const double dmax = dtype_max(p.dtype);
-  const uint32_t poison = poison_bits(p.dtype);
+  const double dmax = dtype_max(p.c_dtype());
+  const uint32_t poison = poison_bits(p.c_dtype());
   // fp32 adds a row's partial results go through after its products (atomics, split K): the
   // family says (IrFamily::output_adds).
   const IrFamily& family = s.family();
@@ -200,7 +227,7 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
       bt.abs_beta_c0 = in.beta == 0.0f ? 0.0 : std::fabs(double(in.beta) * double(in.c0[i]));
       bt.sum_abs_products = std::max(0.0, ref.scale[i] - bt.abs_beta_c0);
       bt.abs_exact = std::fabs(e);
-      const double tol = spmm_error_bound(p.dtype, bt);
+      const double tol = spmm_error_bound(p.c_dtype(), bt);
       if (in.beta == 0.0f && out_bits[i] == poison) {
         ++res.unwritten;
         fail(r, c, "never written (poison still there)");
@@ -269,8 +296,8 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
   int64_t max_len = 0;
   for (int64_t r = 0; r < a.rows; ++r) max_len = std::max(max_len, a.row_length(r));
   double base = 1e-5;
-  if (p.dtype == DType::F16) base = 1e-2;
-  if (p.dtype == DType::BF16) base = 2e-2;
+  if (p.c_dtype() == DType::F16) base = 1e-2;
+  if (p.c_dtype() == DType::BF16) base = 2e-2;
   if (p.dtype == DType::F32) base = std::max(base, 1e-7 * std::sqrt(double(max_len)));
   // Atomic adds are fp32 (16-bit dtypes accumulate in an fp32 workspace and round once), so the
   // global bound does not grow with the number of adds.
@@ -307,15 +334,15 @@ CheckResult gpu_check(const CompiledKernel& k, const CsrMatrix& a, const CheckIn
   const Problem& p = k.problem();
   SG_ASSERT(p == in.problem, "gpu_check: inputs for another problem");
   const size_t mn = static_cast<size_t>(p.m * p.n);
-  const size_t w = p.dtype == DType::F32 ? 4 : 2;
-  std::vector<char> b_bytes = to_dtype_bytes(in.b, p.dtype);
+  const size_t w = p.c_dtype() == DType::F32 ? 4 : 2;
+  std::vector<char> b_bytes = to_dtype_bytes(in.b, p.b_dtype());
   std::vector<char> c_bytes;
   if (in.beta == 0.0f) {
     c_bytes.resize(mn * w);
-    const uint32_t pz = poison_bits(p.dtype);
+    const uint32_t pz = poison_bits(p.c_dtype());
     for (size_t i = 0; i < mn; ++i) std::memcpy(c_bytes.data() + w * i, &pz, w);
   } else {
-    c_bytes = to_dtype_bytes(in.c0, p.dtype);
+    c_bytes = to_dtype_bytes(in.c0, p.c_dtype());
   }
   // One spare element each, so that empty operands still get a valid (unused) allocation.
   CheckBuffers local;
@@ -336,7 +363,7 @@ CheckResult gpu_check(const CompiledKernel& k, const CsrMatrix& a, const CheckIn
   if (!back.empty()) dc.download(back.data(), back.size());
   std::vector<float> out;
   std::vector<uint32_t> bits;
-  from_dtype_bytes(back, p.dtype, out, bits);
+  from_dtype_bytes(back, p.c_dtype(), out, bits);
 
   std::vector<float> own;
   if (interp == nullptr && run_interpreter) {

@@ -236,8 +236,11 @@ kdb::KeyParts key_parts(const CsrMatrix& a, const Problem& p, const CompileTarge
       fmt::format("{} b={} c={}", to_string(p.op), to_string(p.b_layout), to_string(p.c_layout));
   k.matrix = to_string(fingerprint(a), p.dtype);
   k.n = p.n;
-  const std::string_view d = to_string(p.dtype);
-  k.dtypes = fmt::format("a={0} b={0} c={0} acc=fp32", d);
+  // Floating problems: "a=fp16 b=fp16 c=fp16 acc=fp32"; quantized ones name the io type, the
+  // integer accumulator of int8 and the scales.
+  k.dtypes = fmt::format("a={} b={} c={} acc={}{}", to_string(p.dtype), to_string(p.b_dtype()),
+                         to_string(p.c_dtype()), p.dtype == DType::I8 ? "int32" : "fp32",
+                         is_quantized(p.dtype) ? " scales=row_token" : "");
   k.schedule = schedule;
   // The arch is part of the device: an offline sm_90 cubin and PTX are different kernels.
   k.device = target.has_gpu
@@ -489,8 +492,8 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     std::shared_ptr<cuda::Context> ctx = opt.ctx ? opt.ctx : std::make_shared<cuda::Context>(0);
     ctx->make_current();
     const CheckInputs in = make_check_inputs(p, opt.seed, 1.0f, 0.0f);
-    const std::vector<char> hb = to_bytes(in.b, p.dtype);
-    const size_t w = static_cast<size_t>(dtype_bytes(p.dtype));
+    const std::vector<char> hb = to_bytes(in.b, p.b_dtype());
+    const size_t w = static_cast<size_t>(dtype_bytes(p.c_dtype()));
     cuda::DeviceBuffer db_b(hb.size() + w), db_c(static_cast<size_t>(p.m * p.n) * w + w);
     if (!hb.empty()) db_b.upload(hb.data(), hb.size());
     db_c.fill_bytes(0);

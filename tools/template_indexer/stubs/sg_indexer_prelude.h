@@ -43,3 +43,10 @@ __device__ void __threadfence();
 __device__ unsigned atomicAdd(unsigned*, unsigned);
 __device__ float atomicExch(float*, float);
 template <class T> __device__ T __ldcg(const T*);
+// sg_slide.cuh: quantization and accumulator bit moves.
+__device__ float fminf(float, float);
+__device__ float fmaxf(float, float);
+__device__ float fabsf(float);
+__device__ int __float2int_rn(float);
+__device__ float __int_as_float(int);
+__device__ int __float_as_int(float);

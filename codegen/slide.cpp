@@ -1,0 +1,198 @@
+#include "codegen/slide.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "codegen/emitter.h"
+#include "codegen/template_types.h"
+#include "ir/diagnostics.h"
+#include "ir/slide_schedule.h"
+#include "templates/template_index.h"
+
+namespace sparsegen::codegen {
+namespace {
+
+using tmpl::cptr_f32;
+using tmpl::cptr_t;
+using tmpl::cptr_u32;
+using tmpl::f32;
+using tmpl::i32;
+using tmpl::IntArg;
+using tmpl::ptr_f32;
+using tmpl::ptr_t;
+using tmpl::ptr_u32;
+using tmpl::targs;
+using tmpl::TypeArg;
+
+constexpr int kLiftThreads = 256;
+
+int kind_of(DType t) {
+  switch (t) {
+    case DType::F16:
+      return 0;
+    case DType::BF16:
+      return 1;
+    case DType::I8:
+      return 2;
+    default:
+      return 3;
+  }
+}
+
+class SlideEmitter : public Emitter {
+ public:
+  SlideEmitter(const Problem& p, const SlideSchedule& s, const SlideTcFormat& f,
+               const EmitOptions& opt)
+      : p_(p), s_(s), f_(f), opt_(opt) {}
+
+  GeneratedKernel run() {
+    const auto why = validate_slide(p_, s_);
+    if (!why.empty())
+      throw UserError(
+          fmt::format("codegen: slide cannot run {}: {}", to_string(p_), fmt::join(why, "; ")));
+    SG_ASSERT(f_.rows == p_.m && f_.cols == p_.k && f_.n == s_.pattern && f_.dtype == p_.dtype,
+              "emit_slide: the format does not match the problem and schedule");
+    if (f_.row_tiles * f_.chunks * 32 * 4 > INT32_MAX || p_.m * p_.n > INT32_MAX ||
+        p_.k * p_.n > INT32_MAX || slide_b_work_bytes(p_, s_.pattern) / 4 > INT32_MAX)
+      throw UserError(fmt::format("codegen: {} exceeds the slide kernel's 32-bit offsets",
+                                  to_string(p_)));
+    quant_ = is_quantized(p_.dtype);
+    for (const char* n : {"values", "B", "C", "alpha", "beta", "meta", "row_scales", "bw",
+                          "token_scales", "T", "sg_smem"})
+      reserve(n);
+    decl(fmt::format("// sparsegen slide kernel\n// {}\n// {}", to_string(p_),
+                     to_string(Schedule(s_))));
+    decl(fmt::format("using T = {};", p_.b_dtype() == DType::F16 ? "__half" : "__nv_bfloat16"));
+    emit_lift();
+    emit_main();
+    GeneratedKernel k;
+    k.source = assemble();
+    k.headers = header_sources();
+    k.signature = signature();
+    return k;
+  }
+
+ private:
+  bool vec_b() const {
+    return p_.b_layout == Layout::ColMajor && p_.k % 8 == 0;
+  }
+  std::string lift_name() const { return opt_.kernel_name + "_lift"; }
+
+  // b_transform: one call of sg::slide_lift in its own kernel (declared before the main one).
+  void emit_lift() {
+    const bool row_b = p_.b_layout == Layout::RowMajor;
+    const auto c = call(tmpl::slide_lift,
+                        targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.pattern},
+                              IntArg{kLiftThreads}, IntArg{quant_ ? 1 : 0},
+                              IntArg{quant_ && vec_b() ? 1 : 0}),
+                        cptr_t("B"), ptr_u32("bw"),
+                        ptr_f32(quant_ ? "token_scales" : "static_cast<float*>(nullptr)"),
+                        i32(std::to_string(p_.k)), i32(std::to_string(p_.n)),
+                        i32(row_b ? std::to_string(p_.n) : "1"),
+                        i32(row_b ? "1" : std::to_string(p_.k)),
+                        i32(std::to_string(f_.chunks)),
+                        i32(std::to_string(slide_col_tiles(p_))));
+    decl(fmt::format(
+        "// b_transform: B lifted into the sliding windows{}, in mma.sp B fragment order\n"
+        "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
+        "    const T* __restrict__ B,\n    unsigned* __restrict__ bw{}) {{\n  {};\n}}",
+        quant_ ? " and quantized per token" : "", kLiftThreads, lift_name(),
+        quant_ ? ",\n    float* __restrict__ token_scales" : "", c.text));
+  }
+
+  void emit_main() {
+    line("extern __shared__ __align__(16) float sg_smem[];");
+    comment(fmt::format("{} row tile(s) x {} column tile(s) per block; {} warps split the {} chunks",
+                        s_.m_tiles, s_.n_tiles, s_.warps, f_.chunks));
+    const bool row_c = p_.c_layout == Layout::RowMajor;
+    call_stmt(tmpl::slide_spmm,
+              targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.m_tiles},
+                    IntArg{s_.n_tiles}, IntArg{s_.unroll}, IntArg{s_.warps},
+                    IntArg{quant_ ? 1 : 0}),
+              cptr_u32("values"), cptr_u32("meta"), cptr_u32("bw"), ptr_t("C"),
+              cptr_f32(quant_ ? "row_scales" : "static_cast<const float*>(nullptr)"),
+              cptr_f32(quant_ ? "token_scales" : "static_cast<const float*>(nullptr)"),
+              ptr_f32("sg_smem"), f32("alpha"), f32("beta"), i32(std::to_string(p_.m)),
+              i32(std::to_string(p_.n)), i32(std::to_string(f_.row_tiles)),
+              i32(std::to_string(slide_col_tiles(p_))), i32(std::to_string(f_.chunks)),
+              i32(row_c ? std::to_string(p_.n) : "1"), i32(row_c ? "1" : std::to_string(p_.m)));
+  }
+
+  std::string assemble() const {
+    return kernel_source(fmt::format(
+        "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
+        "    const unsigned* __restrict__ values,\n    T* __restrict__ C,\n    float alpha,\n"
+        "    float beta,\n    const unsigned* __restrict__ meta,\n{}"
+        "    const unsigned* __restrict__ bw{}) {{\n",
+        s_.threads_per_block(), opt_.kernel_name,
+        quant_ ? "    const float* __restrict__ row_scales,\n" : "",
+        quant_ ? ",\n    const float* __restrict__ token_scales" : ""));
+  }
+
+  KernelSignature signature() const {
+    KernelSignature sig;
+    sig.kernel_name = opt_.kernel_name;
+    std::vector<int64_t> meta(f_.meta.begin(), f_.meta.end());
+    sig.params = {{"values", ParamKind::Values, "slide.values", {}},
+                  {"C", ParamKind::C, "C", {}},
+                  {"alpha", ParamKind::Alpha, "alpha", {}},
+                  {"beta", ParamKind::Beta, "beta", {}},
+                  {"meta", ParamKind::U32Table, "slide.meta", std::move(meta)}};
+    if (quant_) {
+      std::vector<int64_t> bits;
+      bits.reserve(f_.row_scales.size());
+      for (float v : f_.row_scales) {
+        uint32_t u = 0;
+        std::memcpy(&u, &v, 4);
+        bits.push_back(u);
+      }
+      sig.params.push_back({"row_scales", ParamKind::F32Table, "slide.row_scales", std::move(bits)});
+    }
+    sig.params.push_back({"bw", ParamKind::BWork, "lifted B", {}});
+    if (quant_) sig.params.push_back({"token_scales", ParamKind::TokenScales, "token scales", {}});
+    sig.launch.grid_x = slide_grid_x(p_, s_);
+    sig.launch.grid_y = slide_grid_y(p_, s_);
+    sig.launch.block_threads = s_.threads_per_block();
+    sig.launch.dynamic_shared_bytes = slide_shared_bytes(p_, s_);
+    sig.b_alignment = quant_ && vec_b() ? 16 : 4;
+    sig.b_work_bytes = slide_b_work_bytes(p_, s_.pattern);
+    if (quant_) sig.token_scales = p_.n;
+    // b_transform: x = column tiles, y = enough blocks for about 1024 in all.
+    AuxKernel& t = sig.b_transform;
+    t.name = lift_name();
+    t.params = {{"B", ParamKind::B, "B", {}}, {"bw", ParamKind::BWork, "lifted B", {}}};
+    if (quant_) t.params.push_back({"token_scales", ParamKind::TokenScales, "token scales", {}});
+    const int64_t tiles = slide_col_tiles(p_);
+    const int64_t units = f_.chunks * 32;
+    const int64_t want = std::max<int64_t>(1, 1024 / std::max<int64_t>(tiles, 1));
+    t.launch.grid_x = tiles;
+    t.launch.grid_y = std::clamp<int64_t>((units + kLiftThreads - 1) / kLiftThreads, 1, want);
+    t.launch.block_threads = kLiftThreads;
+    return sig;
+  }
+
+  const Problem& p_;
+  const SlideSchedule& s_;
+  const SlideTcFormat& f_;
+  const EmitOptions& opt_;
+  bool quant_ = false;
+};
+
+}  // namespace
+
+GeneratedKernel emit_slide(const Problem& problem, const Schedule& schedule, const SlideTcFormat& f,
+                           const EmitOptions& opt) {
+  EmitOptions o = opt;
+  if (o.kernel_name.empty()) o.kernel_name = "sparsegen_slide";
+  SlideEmitter e(problem, schedule.as<SlideSchedule>(), f, o);
+  return e.run();
+}
+
+const CodegenFamily& slide_codegen_family() {
+  static const EmitFunction<SlideSchedule, SlideTcFormat, emit_slide> f;
+  return f;
+}
+
+}  // namespace sparsegen::codegen

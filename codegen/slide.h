@@ -1,0 +1,33 @@
+// slide emitter: CUDA source for a SlideSchedule (ir/slide_schedule.h) over a SlideTcFormat
+// (ir/slide_fragments.h): the b_transform kernel that lifts B and the mma.sp kernel. For fp16,
+// 6:8, warps = 4, mt = 1, nt = 1, unroll = 2, N = 8:
+//
+//   using T = __half;
+//   extern "C" __global__ void __launch_bounds__(256) sparsegen_slide_lift(const T* B,
+//       unsigned* bw, float* token_scales) {
+//     sg::slide_lift<T, 0, 4, 256, 0, 0>(B, bw, token_scales, K, N, b_ks, b_ns, chunks, tiles);
+//   }
+//   extern "C" __global__ void __launch_bounds__(128) sparsegen_slide(const unsigned* values,
+//       T* C, float alpha, float beta, const unsigned* meta, const unsigned* bw) {
+//     extern __shared__ __align__(16) float sg_smem[];
+//     sg::slide_spmm<T, 0, 1, 1, 2, 4, 0>(values, meta, bw, C, nullptr, nullptr, sg_smem, alpha,
+//                                        beta, M, N, row_tiles, col_tiles, chunks, c_rs, c_ns);
+//   }
+//
+// Quantized types add the row scales (F32Table) to the main kernel and the token scales
+// (TokenScales) to both; T is then the problem's io type (the caller's B and C).
+#pragma once
+
+#include "codegen/family.h"
+#include "ir/slide_fragments.h"
+
+namespace sparsegen::codegen {
+
+// Precondition: schedule is a slide one, validate(problem, schedule) is empty and
+// f = pack_slide_tc(a, pattern, problem.dtype). Parameters of the main kernel: values (Values),
+// C, alpha, beta, meta (U32Table), [row_scales (F32Table)], bw (BWork), [token_scales
+// (TokenScales)]; b_transform: B, bw, [token_scales].
+GeneratedKernel emit_slide(const Problem& problem, const Schedule& schedule,
+                           const SlideTcFormat& f, const EmitOptions& opt = {});
+
+}  // namespace sparsegen::codegen

@@ -1,0 +1,60 @@
+// The slide family's device layout: a SlideFormat (canonical 2:4 windows) reordered so that each
+// lane of a warp loads its mma.sp A fragment with one 16-byte load and its metadata with one
+// 32-bit load, chunk after chunk (PTX ISA, "Matrix fragments for mma.sp"; g = lane / 4,
+// t = lane % 4, E = elements per 32-bit register: 2 for 16-bit types, 4 for 8-bit ones):
+//
+//   A   register r, element e of lane (g, t):  row g + 8·(r & 1) of the 16-row tile,
+//       compressed column (r >> 1)·4E + E·t + e of the chunk (2 per window: window cc / 2,
+//       slot cc % 2 of its two kept values)
+//   E   (metadata) lane (g, t) with t < meta_lanes reads word g·meta_lanes + t: bits 4i … 4i + 3
+//       hold the code p0 | p1 << 2 of window 4t + i of row g, bits 16 + 4i … of row g + 8
+//       (lanes t >= meta_lanes read the word of t % meta_lanes: the same content whichever
+//       lanes the instruction takes it from)
+//   B   register r, element e of lane (g, t): lifted row r·4E + E·t + e of the chunk, column g of
+//       the 8-column tile (the b_transform kernel writes B that way; templates/sg_slide.cuh)
+//
+// Arrays, row tile-major then chunk-major: values [row tile][chunk][lane][4E] (rows past M and
+// windows past K' hold zeros with code 0b0100), metadata [row tile][chunk][8·meta_lanes].
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "ir/dtype.h"
+#include "ir/problem.h"
+#include "ir/slide_format.h"
+#include "ir/slide_schedule.h"
+#include "ir/sparse_matrix.h"
+
+namespace sparsegen {
+
+struct SlideTcFormat {
+  int n = 0;                // (2N−2):2N
+  DType dtype = DType::F16;  // the value type the fragments are laid out for
+  int64_t rows = 0, cols = 0, lifted_cols = 0, nnz = 0;
+  int64_t row_tiles = 0, chunks = 0;
+  std::vector<float> values;     // fragment order; quantized types: the quantized values
+  std::vector<uint32_t> meta;    // fragment order
+  std::vector<float> row_scales;  // quantized types: one per row (ir/quantize.h); else empty
+
+  // Bytes the main kernel reads for A: values in the dtype, metadata, scales.
+  int64_t bytes() const;
+};
+
+// Φ (pack_slide), then the fragment order for `dtype` (fp16, bf16, int8 or e4m3; int8 / e4m3
+// quantize the rows first). Throws UserError as pack_slide does, or for non-finite weights of a
+// quantized type.
+SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype);
+
+// The lifted weight W' (rows × chunks·chunk, row-major, fp32) decoded from the fragment arrays
+// with the PTX mapping above: what the tensor cores see. For the interpreter and the tests.
+std::vector<float> decode_slide_tc(const SlideTcFormat& f);
+
+// The kernels' arithmetic on the host: B lifted (and quantized per token for int8 / e4m3) as the
+// b_transform kernel does, the products summed in fp32 (int64 for int8), then
+// C = alpha·acc·(row scale · token scale) + beta·C (beta == 0: C not read), in p's layouts.
+void interpret_slide_tc(const Problem& p, const SlideTcFormat& f, std::span<const float> b,
+                        std::span<float> c, float alpha, float beta);
+
+}  // namespace sparsegen

@@ -1,0 +1,217 @@
+#include "ir/slide_schedule.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "ir/diagnostics.h"
+#include "ir/int_math.h"
+#include "ir/spec_fields.h"
+
+namespace sparsegen {
+namespace {
+
+// "sm_90" -> 90 (0 when the name carries no number).
+int sm_of(const DeviceLimits& dev) {
+  int v = 0;
+  for (char c : dev.name)
+    if (std::isdigit(static_cast<unsigned char>(c))) v = v * 10 + (c - '0');
+  return v;
+}
+
+bool slide_dtype(DType t) {
+  return t == DType::F16 || t == DType::BF16 || t == DType::I8 || t == DType::F8E4M3;
+}
+
+}  // namespace
+
+SlideMma slide_mma(DType dtype) {
+  SG_ASSERT(slide_dtype(dtype), "slide_mma: not a 2:4 tensor-core type");
+  SlideMma m;
+  if (dtype_bytes(dtype) == 1) {
+    m.elem_bytes = 1;
+    m.chunk = 64;
+    m.per_reg = 4;
+    m.meta_lanes = 4;
+  }
+  return m;
+}
+
+std::vector<std::string> validate(const SlideSchedule& s) {
+  std::vector<std::string> why;
+  auto one_of = [&](const char* name, int v, std::initializer_list<int> ok) {
+    if (std::find(ok.begin(), ok.end(), v) == ok.end()) {
+      std::string list;
+      for (int o : ok) list += (list.empty() ? "" : ", ") + std::to_string(o);
+      why.push_back(fmt::format("{}={} must be one of {}", name, v, list));
+    }
+  };
+  if (s.pattern < kSlideMinN || s.pattern > kSlideMaxN)
+    why.push_back(fmt::format("pattern N={} must be in {} … {} (2:4 … 14:16)", s.pattern,
+                              kSlideMinN, kSlideMaxN));
+  one_of("warps", s.warps, {1, 2, 4, 8});
+  one_of("mt", s.m_tiles, {1, 2, 4});
+  one_of("nt", s.n_tiles, {1, 2, 4, 8});
+  one_of("unroll", s.unroll, {1, 2, 4});
+  return why;
+}
+
+std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s) {
+  std::vector<std::string> why;
+  if (!p.sparse_weight())
+    why.push_back(fmt::format("slide computes SpMM/SpMV with a static sparse weight, not {}",
+                              to_string(p.op)));
+  if (!slide_dtype(p.dtype))
+    why.push_back(fmt::format(
+        "slide runs on the 2:4 sparse tensor cores in fp16, bf16, int8 or fp8_e4m3, not {}",
+        to_string(p.dtype)));
+  if (is_quantized(p.dtype) && p.io_dtype != DType::F16 && p.io_dtype != DType::BF16)
+    why.push_back(fmt::format("slide writes fp16 or bf16 outputs, not {}", to_string(p.io_dtype)));
+  const int64_t tiles = slide_col_tiles(p);
+  if (s.n_tiles > 1 && s.n_tiles > tiles)
+    why.push_back(fmt::format("nt={} exceeds the {} 8-column tiles of n={}", s.n_tiles, tiles, p.n));
+  return why;
+}
+
+std::string slide_spec(const SlideSchedule& s) {
+  return fmt::format("slide;pattern={}:{};warps={};mt={};nt={};unroll={}", 2 * s.pattern - 2,
+                     2 * s.pattern, s.warps, s.m_tiles, s.n_tiles, s.unroll);
+}
+
+std::string print_slide(const SlideSchedule& s) {
+  std::string out = "schedule slide\n";
+  out += fmt::format(
+      "  format: {}:{} as 2:4 sliding windows (gamma {:.3f}), mma.sp fragment order\n",
+      2 * s.pattern - 2, 2 * s.pattern, 2.0 - 2.0 / s.pattern);
+  out += fmt::format("  block : {} row tile{} x {} column tile{}, warps={} splitting K\n", s.m_tiles,
+                     s.m_tiles == 1 ? "" : "s", s.n_tiles, s.n_tiles == 1 ? "" : "s", s.warps);
+  out += fmt::format("  k     : unroll={} chunks per load step, partial sums added in shared memory\n",
+                     s.unroll);
+  out += "  b     : lifted (and quantized per token) by the b_transform kernel\n";
+  out += "  math  : mma.sp m16n8k32 (16-bit) / m16n8k64 (8-bit) per warp\n";
+  return out;
+}
+
+SlideSchedule parse_slide_fields(std::string_view spec, const std::vector<std::string_view>& parts) {
+  SlideSchedule s;
+  spec_fields::for_each_field(parts, [&](std::string_view key, std::string_view v) {
+    auto num = [&](int64_t hi) { return static_cast<int>(spec_fields::parse_int(key, v, 1, hi)); };
+    if (key == "pattern") {
+      // "6:8" (2N−2):2N
+      const size_t colon = v.find(':');
+      const auto bad = [&] { spec_fields::error(key, "(2N-2):2N such as 2:4, 4:6, 6:8 … 14:16", v); };
+      if (colon == std::string_view::npos) bad();
+      int a = 0, b = 0;
+      try {
+        a = static_cast<int>(spec_fields::parse_int(key, v.substr(0, colon), 0, 64));
+        b = static_cast<int>(spec_fields::parse_int(key, v.substr(colon + 1), 1, 64));
+      } catch (const UserError&) {
+        bad();
+      }
+      if (b % 2 != 0 || a != b - 2) bad();
+      s.pattern = b / 2;
+    } else if (key == "warps")
+      s.warps = num(64);
+    else if (key == "mt")
+      s.m_tiles = num(64);
+    else if (key == "nt")
+      s.n_tiles = num(64);
+    else if (key == "unroll")
+      s.unroll = num(64);
+    else
+      spec_fields::error(key, "one of pattern, warps, mt, nt, unroll (family slide)", key);
+  });
+  spec_fields::check_legal(spec, validate(s));
+  return s;
+}
+
+int64_t slide_row_tiles(const Problem& p) { return (p.m + 15) / 16; }
+int64_t slide_col_tiles(const Problem& p) { return (p.n + 7) / 8; }
+
+int64_t slide_chunks(const Problem& p, int pattern) {
+  const int64_t width = 2 * int64_t{pattern};
+  const int64_t lifted = (p.k + width - 1) / width * 4 * (pattern - 1);
+  const int chunk = slide_mma(p.dtype).chunk;
+  return (lifted + chunk - 1) / chunk;
+}
+
+int64_t slide_grid_x(const Problem& p, const SlideSchedule& s) {
+  return (slide_row_tiles(p) + s.m_tiles - 1) / s.m_tiles;
+}
+int64_t slide_grid_y(const Problem& p, const SlideSchedule& s) {
+  return (slide_col_tiles(p) + s.n_tiles - 1) / s.n_tiles;
+}
+
+int64_t slide_shared_bytes(const Problem&, const SlideSchedule& s) {
+  // warps 1 … warps−1 leave their mt·nt·4 sums per lane for warp 0.
+  return int64_t{s.warps - 1} * s.m_tiles * s.n_tiles * 4 * 32 * 4;
+}
+
+int slide_registers(const Problem&, const SlideSchedule& s) {
+  const int acc = s.m_tiles * s.n_tiles * 4;
+  const int loads = s.unroll * (s.m_tiles * 5 + s.n_tiles * 4);
+  return acc + loads + 32;
+}
+
+int64_t slide_b_work_bytes(const Problem& p, int pattern) {
+  const SlideMma m = slide_mma(p.dtype);
+  return slide_chunks(p, pattern) * slide_col_tiles(p) * 32 * 4 * m.per_reg * m.elem_bytes;
+}
+
+std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
+                                      const DeviceLimits& dev) {
+  std::vector<std::string> why;
+  const int sm = sm_of(dev);
+  if (sm != 0 && sm < 80)
+    why.push_back(fmt::format("{} has no 2:4 sparse tensor cores (mma.sp needs sm_80)", dev.name));
+  if (p.dtype == DType::F8E4M3 && sm != 0 && sm < 89)
+    why.push_back(fmt::format("fp8 e4m3 mma.sp needs sm_89 or newer, not {}", dev.name));
+  if (s.threads_per_block() > dev.max_threads_per_block)
+    why.push_back(fmt::format("{} threads per block exceed {}'s {}", s.threads_per_block(),
+                              dev.name, dev.max_threads_per_block));
+  const int64_t smem = slide_shared_bytes(p, s);
+  if (smem > dev.max_shared_per_block)
+    why.push_back(fmt::format("{} bytes of shared memory exceed {}'s {}", smem, dev.name,
+                              dev.max_shared_per_block));
+  if (slide_registers(p, s) > dev.max_registers_per_thread)
+    why.push_back(fmt::format("about {} registers per thread exceed {}", slide_registers(p, s),
+                              dev.max_registers_per_thread));
+  if (slide_grid_x(p, s) > dev.max_grid_x || slide_grid_y(p, s) > dev.max_grid_y)
+    why.push_back(fmt::format("grid {} x {} exceeds {}'s limits", slide_grid_x(p, s),
+                              slide_grid_y(p, s), dev.name));
+  // 32-bit offsets into the fragment arrays and the lifted B.
+  const int64_t frag_words = slide_row_tiles(p) * slide_chunks(p, s.pattern) * 32 * 4;
+  if (frag_words > INT32_MAX || slide_b_work_bytes(p, s.pattern) / 4 > INT32_MAX ||
+      p.m * p.n > INT32_MAX || p.k * p.n > INT32_MAX)
+    why.push_back("the operands exceed the kernel's 32-bit offsets");
+  return why;
+}
+
+std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatrix& a,
+                                                const DeviceLimits& dev) {
+  std::vector<Schedule> out;
+  if (!validate_slide(p, SlideSchedule{}).empty()) return out;
+  const SlidePattern pat = detect_slide_pattern(a);
+  if (pat.n == 0) return out;
+  const int64_t tiles = slide_col_tiles(p);
+  for (int warps : {2, 4, 8})
+    for (int mt : {1, 2})
+      for (int nt : {1, 2, 4, 8}) {
+        if (nt > 1 && nt > tiles) continue;
+        for (int unroll : {1, 2, 4}) {
+          SlideSchedule s;
+          s.pattern = pat.n;
+          s.warps = warps;
+          s.m_tiles = mt;
+          s.n_tiles = nt;
+          s.unroll = unroll;
+          if (slide_registers(p, s) > 160 || slide_shared_bytes(p, s) > 48 * 1024) continue;
+          if (!validate_slide(p, s).empty() || !verify_slide(p, s, dev).empty()) continue;
+          out.emplace_back(s);
+        }
+      }
+  return out;
+}
+
+}  // namespace sparsegen

@@ -1,0 +1,90 @@
+// slide schedule family: SlideSparse weights ((2N−2):2N, ir/slide_format.h) on the 2:4 sparse
+// tensor cores (mma.sp). Its IrFamily is in ir/slide_family.cpp.
+//
+//   slide;pattern=6:8;warps=4;mt=1;nt=1;unroll=2
+//     pattern  (2N−2):2N of the weight (2:4 … 14:16)   warps   warps per block, splitting K (1..8)
+//     mt       16-row tiles per block (1, 2, 4)         nt      8-column tiles of N per block
+//     unroll   K chunks a warp loads before it multiplies (1, 2, 4)
+//
+// Two kernels per run:
+//   b_transform  lifts B into the sliding windows (Ψ) and, for int8 / fp8, quantizes it per token
+//                (ir/quantize.h), writing it in the mma.sp B fragment order (BWork); the token
+//                scales go to TokenScales.
+//   main         block (x, y) owns row tiles x·mt … and column tiles y·nt …; its warps take the
+//                K chunks in turn (warp w: chunks w·unroll …, then + warps·unroll), each chunk one
+//                mma.sp per row tile and column tile, A values and metadata read straight from
+//                the fragment-ordered pack (16 bytes + one word per lane); the warps' fp32 (int32
+//                for int8) sums are added in shared memory and warp 0 stores
+//                C = alpha·acc·(row scale · token scale) + beta·C.
+//
+// Value types: fp16, bf16 (mma.sp m16n8k32, 32 lifted columns per chunk) and int8, fp8 e4m3
+// (m16n8k64, 64 per chunk; e4m3 needs sm_89 or newer), B and C in the problem's layouts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/device_limits.h"
+#include "ir/problem.h"
+#include "ir/schedule.h"
+#include "ir/slide_format.h"
+#include "ir/sparse_matrix.h"
+
+namespace sparsegen {
+
+struct SlideSchedule {
+  static constexpr std::string_view kFamily = "slide";
+
+  int pattern = 4;  // N of (2N−2):2N: 2 … 8
+  int warps = 4;    // 1, 2, 4, 8: all on the block's rows, splitting K
+  int m_tiles = 1;  // 16-row tiles per block: 1, 2, 4
+  int n_tiles = 1;  // 8-column tiles of N per block: 1, 2, 4, 8
+  int unroll = 2;   // chunks in flight per warp: 1, 2, 4
+
+  int threads_per_block() const { return warps * kWarpSize; }
+  bool operator==(const SlideSchedule&) const = default;
+};
+
+// The mma.sp shape of a value type: lifted columns per chunk (one mma), elements per 32-bit
+// register, lanes per quad that supply metadata.
+struct SlideMma {
+  int elem_bytes = 2;
+  int chunk = 32;       // 32 (16-bit types, m16n8k32) or 64 (8-bit types, m16n8k64)
+  int per_reg = 2;      // elements per 32-bit fragment register
+  int meta_lanes = 2;   // lanes t of each quad whose metadata word the instruction reads
+  int meta_words() const { return 8 * meta_lanes; }  // per 16-row tile and chunk
+};
+// Precondition: dtype is fp16, bf16, int8 or e4m3.
+SlideMma slide_mma(DType dtype);
+
+std::vector<std::string> validate(const SlideSchedule& s);
+// fp16/bf16/int8/e4m3 SpMM or SpMV with a static weight; nt no more than N's 8-column tiles.
+std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s);
+
+std::string slide_spec(const SlideSchedule& s);
+std::string print_slide(const SlideSchedule& s);
+SlideSchedule parse_slide_fields(std::string_view spec, const std::vector<std::string_view>& parts);
+
+int64_t slide_row_tiles(const Problem& p);                         // ceil(M / 16)
+int64_t slide_col_tiles(const Problem& p);                         // ceil(N / 8)
+int64_t slide_chunks(const Problem& p, int pattern);               // lifted K / chunk, rounded up
+int64_t slide_grid_x(const Problem& p, const SlideSchedule& s);    // ceil(row tiles / mt)
+int64_t slide_grid_y(const Problem& p, const SlideSchedule& s);    // ceil(col tiles / nt)
+int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s);  // the warps' partial sums
+int slide_registers(const Problem& p, const SlideSchedule& s);
+// Bytes of the lifted B in fragment order (BWork).
+int64_t slide_b_work_bytes(const Problem& p, int pattern);
+
+// Hardware limits: mma.sp (sm_80+), e4m3 (sm_89+), threads, shared memory, registers, grid.
+std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
+                                      const DeviceLimits& dev);
+
+// Every legal schedule for the matrix's smallest pattern (none when it has none: why_not says
+// where it breaks): warps {2, 4, 8} x mt {1, 2} x nt {1, 2, 4, 8 up to N's tiles} x unroll
+// {1, 2, 4}, within 160 registers and 48 KiB of shared memory.
+std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatrix& a,
+                                                const DeviceLimits& dev);
+
+}  // namespace sparsegen

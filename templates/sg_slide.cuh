@@ -1,0 +1,274 @@
+// slide device helpers: SlideSparse weights on the 2:4 sparse tensor cores (mma.sp). The weight
+// arrives in fragment order (ir/slide_fragments.h): per 16-row tile and chunk of lifted columns,
+// 16 bytes of values and one metadata word per lane. B is lifted into the sliding windows (and
+// quantized per token for 8-bit types) by slide_lift, which writes it in the mma.sp B fragment
+// order, 16 bytes per lane per chunk and 8-column tile; slide_spmm multiplies.
+//
+// KIND: 0 fp16, 1 bf16 (mma.sp m16n8k32, fp32 accumulate), 2 int8 (m16n8k64, int32
+// accumulate), 3 fp8 e4m3 (m16n8k64, fp32 accumulate; sm_89+).
+// Fragments (PTX ISA; g = lane / 4, t = lane % 4, E = 2 for 16-bit and 4 for 8-bit types):
+//   A reg r, element e: row g + 8(r & 1), compressed column (r >> 1)·4E + E·t + e
+//   B reg r, element e: chunk row r·4E + E·t + e, column g
+//   C (4 x 32-bit): c0, c1 = row g, columns 2t, 2t+1; c2, c3 = row g + 8
+#pragma once
+
+#include "sg_dtype.cuh"
+
+namespace sg {
+namespace detail {
+
+template <bool B, typename X, typename Y>
+struct SlideCond {
+  using type = X;
+};
+template <typename X, typename Y>
+struct SlideCond<false, X, Y> {
+  using type = Y;
+};
+
+template <int KIND>
+struct SlideKind {
+  static constexpr int kPerReg = KIND >= 2 ? 4 : 2;     // elements per 32-bit register
+  static constexpr int kChunk = KIND >= 2 ? 64 : 32;    // lifted columns per mma
+  static constexpr int kMetaLanes = KIND >= 2 ? 4 : 2;  // metadata lanes per quad
+  using Acc = typename SlideCond<KIND == 2, int, float>::type;
+};
+
+// d += A(sparse) · B for one 16 x 8 tile; sparsity selector 0.
+template <int KIND, typename Acc>
+__device__ __forceinline__ void slide_mma(Acc* d, const uint4& a, const uint4& b, unsigned e) {
+  if constexpr (KIND == 0) {
+    asm volatile(
+        "mma.sp.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, 0x0;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y), "r"(b.z), "r"(b.w), "r"(e));
+  } else if constexpr (KIND == 1) {
+    asm volatile(
+        "mma.sp.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, 0x0;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y), "r"(b.z), "r"(b.w), "r"(e));
+  } else if constexpr (KIND == 2) {
+    asm volatile(
+        "mma.sp.sync.aligned.m16n8k64.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, 0x0;\n"
+        : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y), "r"(b.z), "r"(b.w), "r"(e));
+  } else {
+    asm volatile(
+        "mma.sp.sync.aligned.m16n8k64.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, 0x0;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y), "r"(b.z), "r"(b.w), "r"(e));
+  }
+}
+
+// One B element (fp32) as the operand type's bits: 16-bit types round to nearest even; int8
+// quantizes Q(x · inv) (ir/quantize.h: round to nearest even, saturate to ±127, NaN -> 0); e4m3
+// converts x · inv with saturation (cvt.rn.satfinite).
+template <int KIND, typename T>
+__device__ __forceinline__ unsigned slide_operand_bits(float x, float inv) {
+  if constexpr (KIND == 0) {
+    return static_cast<unsigned>(__half_as_ushort(__float2half_rn(x)));
+  } else if constexpr (KIND == 1) {
+    return static_cast<unsigned>(__bfloat16_as_ushort(__float2bfloat16_rn(x)));
+  } else if constexpr (KIND == 2) {
+    const float y = x * inv;
+    const int q = y != y ? 0 : __float2int_rn(fminf(fmaxf(y, -127.0f), 127.0f));
+    return static_cast<unsigned>(q) & 0xffu;
+  } else {
+    const float y = x * inv;
+    unsigned pair;
+    asm("{\n .reg .b16 t;\n cvt.rn.satfinite.e4m3x2.f32 t, %1, %2;\n cvt.u32.u16 %0, t;\n}\n"
+        : "=r"(pair)
+        : "f"(0.0f), "f"(y));
+    return pair & 0xffu;
+  }
+}
+
+}  // namespace detail
+
+// b_transform: lifts B (K x N, element (k, n) at B[k·b_ks + n·b_ns]) into the sliding windows of
+// (2P−2):2P (Ψ: lifted column g·4(P−1) + 4w + p copies column g·2P + 2w + p, zeros past K) and
+// writes it in B fragment order: bw[((chunk · col_tiles + tile) · 32 + lane) · 4 + r]. For 8-bit
+// types (QUANT = 1) each block first finds the largest |B| of its tile's 8 tokens over all of K
+// (VEC = 1: column-major B with K % 8 == 0 and 16-byte aligned, read 8 values per load) and
+// quantizes with inv = qmax / max (ir/quantize.h); blocks with blockIdx.y == 0 store the token
+// scales. Grid: x = column tiles, y = any; THREADS threads; the (chunk, lane) units are strided
+// over y.
+template <typename T, int KIND, int P, int THREADS, int QUANT, int VEC>
+__device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __restrict__ bw,
+                                           float* __restrict__ token_scales, int K, int N,
+                                           int b_ks, int b_ns, int chunks, int col_tiles) {
+  using K_ = detail::SlideKind<KIND>;
+  constexpr int E = K_::kPerReg;
+  constexpr int kWarps = THREADS / 32;
+  __shared__ float s_part[kWarps][8];
+  __shared__ float s_inv[8];
+  const int tile = blockIdx.x, tid = threadIdx.x;
+  if constexpr (QUANT) {
+    const int lane = tid & 31, warp = tid >> 5;
+    float mx[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) mx[j] = 0.0f;
+    if constexpr (VEC) {
+      // 8 tokens x (K / 8) 16-byte loads, independent across tokens and iterations.
+      for (int i = tid; i < K / 8; i += THREADS) {
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          if (tile * 8 + j >= N) continue;
+          const uint4 v = __ldg(reinterpret_cast<const uint4*>(B + (tile * 8 + j) * b_ns) + i);
+          const T* h = reinterpret_cast<const T*>(&v);
+#pragma unroll
+          for (int e = 0; e < 8; ++e) mx[j] = fmaxf(mx[j], fabsf(detail::Cvt<T>::to_f32(h[e])));
+        }
+      }
+    } else {
+#pragma unroll 4
+      for (int k = tid; k < K; k += THREADS)
+#pragma unroll
+        for (int j = 0; j < 8; ++j)
+          if (tile * 8 + j < N)
+            mx[j] = fmaxf(mx[j], fabsf(detail::Cvt<T>::to_f32(B[k * b_ks + (tile * 8 + j) * b_ns])));
+    }
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+#pragma unroll
+      for (int o = 16; o > 0; o >>= 1) mx[j] = fmaxf(mx[j], __shfl_xor_sync(0xffffffffu, mx[j], o));
+      if (lane == 0) s_part[warp][j] = mx[j];
+    }
+    __syncthreads();
+    if (tid < 8) {
+      float m = 0.0f;
+      for (int w = 0; w < kWarps; ++w) m = fmaxf(m, s_part[w][tid]);
+      const int n = tile * 8 + tid;
+      const float qmax = KIND == 2 ? 127.0f : 448.0f;
+      const bool ok = m > 0.0f && m <= 3.402823466e38f;  // finite and non-zero
+      s_inv[tid] = ok ? qmax / m : 0.0f;
+      if (blockIdx.y == 0 && n < N) token_scales[n] = ok ? m / qmax : 1.0f;
+    }
+    __syncthreads();
+  }
+  const int units = chunks * 32;
+  for (int u = blockIdx.y * THREADS + tid; u < units; u += gridDim.y * THREADS) {
+    const int kc = u >> 5, lane = u & 31, g = lane >> 2, t = lane & 3;
+    const int n = tile * 8 + g;
+    const float inv = QUANT ? s_inv[g] : 0.0f;
+    unsigned r32[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      unsigned word = 0;
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const int lc = kc * K_::kChunk + r * 4 * E + E * t + e;  // lifted column
+        const int grp = lc / (4 * (P - 1)), rest = lc - grp * (4 * (P - 1));
+        const int col = grp * 2 * P + 2 * (rest >> 2) + (rest & 3);
+        const float x = n < N && col < K ? detail::Cvt<T>::to_f32(B[col * b_ks + n * b_ns]) : 0.0f;
+        word |= detail::slide_operand_bits<KIND, T>(x, inv) << (e * (32 / E));
+      }
+      r32[r] = word;
+    }
+    reinterpret_cast<uint4*>(bw)[kc * col_tiles * 32 + tile * 32 + lane] =
+        make_uint4(r32[0], r32[1], r32[2], r32[3]);
+  }
+}
+
+// The main kernel: block (x, y) computes row tiles x·MT … x·MT + MT − 1 and column tiles
+// y·NT … y·NT + NT − 1; warp w multiplies chunks w·U … w·U + U − 1, then w·U + WARPS·U …,
+// loading all U chunks' A values, metadata and B before their mma.sp. The warps' sums meet in
+// shared memory (smem: (WARPS − 1) · MT·NT·4·32 words) and warp 0 stores
+//   C[r, n] = alpha · acc · (QUANT ? row_scales[r] · token_scales[n] : 1) + beta · C[r, n]
+// (beta == 0: C not read), C element (r, n) at C[r·c_rs + n·c_ns].
+template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT>
+__device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
+                                           const unsigned* __restrict__ meta,
+                                           const unsigned* __restrict__ bw, T* __restrict__ C,
+                                           const float* __restrict__ row_scales,
+                                           const float* __restrict__ token_scales, float* smem,
+                                           float alpha, float beta, int M, int N, int row_tiles,
+                                           int col_tiles, int chunks, int c_rs, int c_ns) {
+  using K_ = detail::SlideKind<KIND>;
+  using Acc = typename K_::Acc;
+  constexpr int ML = K_::kMetaLanes;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int rt0 = blockIdx.x * MT, ct0 = blockIdx.y * NT;
+  Acc acc[MT * NT * 4];
+#pragma unroll
+  for (int i = 0; i < MT * NT * 4; ++i) acc[i] = 0;
+  const uint4* a4 = reinterpret_cast<const uint4*>(a);
+  const uint4* b4 = reinterpret_cast<const uint4*>(bw);
+  const int meta_lane = g * ML + (t % ML);
+  for (int kc0 = warp * U; kc0 < chunks; kc0 += WARPS * U) {
+    uint4 av[U][MT], bv[U][NT];
+    unsigned ev[U][MT];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int kc = kc0 + u;
+      const bool in = kc < chunks;
+#pragma unroll
+      for (int i = 0; i < MT; ++i) {
+        const int rt = rt0 + i;
+        const bool ok = in && rt < row_tiles;
+        const int tc = rt * chunks + kc;
+        av[u][i] = ok ? __ldcs(a4 + tc * 32 + lane) : make_uint4(0u, 0u, 0u, 0u);
+        ev[u][i] = ok ? __ldcs(meta + tc * (8 * ML) + meta_lane) : 0x44444444u;
+      }
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const int ct = ct0 + j;
+        bv[u][j] = in && ct < col_tiles ? __ldg(b4 + (kc * col_tiles + ct) * 32 + lane)
+                                        : make_uint4(0u, 0u, 0u, 0u);
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int i = 0; i < MT; ++i)
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+          detail::slide_mma<KIND>(acc + (i * NT + j) * 4, av[u][i], bv[u][j], ev[u][i]);
+  }
+  if constexpr (WARPS > 1) {
+    constexpr int kWords = MT * NT * 4;
+    if (warp > 0) {
+#pragma unroll
+      for (int i = 0; i < kWords; ++i)
+        if constexpr (KIND == 2)
+          smem[((warp - 1) * kWords + i) * 32 + lane] = __int_as_float(acc[i]);
+        else
+          smem[((warp - 1) * kWords + i) * 32 + lane] = acc[i];
+    }
+    __syncthreads();
+    if (warp > 0) return;
+#pragma unroll
+    for (int w = 1; w < WARPS; ++w)
+#pragma unroll
+      for (int i = 0; i < kWords; ++i) {
+        const float v = smem[((w - 1) * kWords + i) * 32 + lane];
+        if constexpr (KIND == 2)
+          acc[i] += __float_as_int(v);
+        else
+          acc[i] += v;
+      }
+  }
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int r = (rt0 + i) * 16 + g + 8 * (q >> 1);
+        const int n = (ct0 + j) * 8 + 2 * t + (q & 1);
+        if (r >= M || n >= N) continue;
+        float v = static_cast<float>(acc[(i * NT + j) * 4 + q]);
+        if constexpr (QUANT) v *= row_scales[r] * token_scales[n];
+        T* p = C + r * c_rs + n * c_ns;
+        float out = alpha * v;
+        if (beta != 0.0f) out += beta * detail::Cvt<T>::to_f32(*p);
+        *p = detail::Cvt<T>::from_f32(out);
+      }
+}
+
+}  // namespace sg

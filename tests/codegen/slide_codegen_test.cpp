@@ -1,0 +1,70 @@
+// slide emitter: the emitted source's shape (pattern checks) and NVRTC cubins for every value
+// type on sm_90 (fp16 / bf16 / int8 also on sm_80), no GPU needed.
+#include <gtest/gtest.h>
+
+#include "codegen/slide.h"
+#include "ir/gen/pruning.h"
+#include "ir/slide_schedule.h"
+#include "runtime/nvrtc_compiler.h"
+
+namespace sparsegen::codegen {
+namespace {
+
+CsrMatrix weight_6_8(int64_t m, int64_t k) {
+  PruneSpec spec;
+  spec.method = PruneMethod::NM;
+  spec.n = 6;
+  spec.m = 8;
+  return prune(make_llm_weight(m, k, 9), spec);
+}
+
+TEST(SlideCodegen, SourceShapeAndSignature) {
+  const CsrMatrix a = weight_6_8(64, 100);
+  SlideSchedule s;
+  s.warps = 4;
+  s.n_tiles = 2;
+  const Problem p = Problem::quantized_spmm(64, 100, 16, DType::I8, DType::F16, Layout::ColMajor,
+                                            Layout::ColMajor);
+  const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::I8));
+  EXPECT_NE(k.source.find("sg::slide_lift<T, 2, 4, 256, 1, 0>(B, bw, token_scales, 100, 16, 1, 100"),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("sg::slide_spmm<T, 2, 1, 2, 2, 4, 1>(values, meta, bw, C, row_scales, "
+                          "token_scales, sg_smem"),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("using T = __half;"), std::string::npos);
+  ASSERT_EQ(k.headers.count("sg_slide.cuh"), 1u);
+  EXPECT_NE(k.headers.at("sg_slide.cuh").find("mma.sp.sync.aligned.m16n8k64.row.col.s32.s8.s8.s32"),
+            std::string::npos);
+  const KernelSignature& sig = k.signature;
+  EXPECT_EQ(sig.b_transform.name, "sparsegen_slide_lift");
+  EXPECT_EQ(sig.token_scales, 16);
+  EXPECT_EQ(sig.launch.grid_x, 4);  // 64 rows / 16
+  EXPECT_EQ(sig.launch.grid_y, 1);  // 2 column tiles / nt 2
+  EXPECT_EQ(sig.launch.dynamic_shared_bytes, 3 * 1 * 2 * 4 * 32 * 4);
+  EXPECT_GT(sig.b_work_bytes, 0);
+  EXPECT_NE(describe(sig).find("row_scales"), std::string::npos);
+}
+
+TEST(SlideCodegen, CompilesForEveryValueType) {
+  const CsrMatrix a = weight_6_8(48, 130);
+  for (DType dt : {DType::F16, DType::BF16, DType::I8, DType::F8E4M3})
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      if (dt == DType::F8E4M3 && std::string(arch) == "sm_80") continue;  // e4m3 mma.sp: sm_89+
+      SlideSchedule s;
+      s.unroll = 4;
+      s.m_tiles = 2;
+      const Problem p = is_quantized(dt) ? Problem::quantized_spmm(48, 130, 8, dt, DType::BF16)
+                                         : Problem::spmm(48, 130, 8, dt);
+      const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, dt));
+      nvrtc::CompileOptions o;
+      o.arch = arch;
+      o.headers = k.headers;
+      const auto r = nvrtc::compile(k.source, o);
+      EXPECT_FALSE(r.image.empty()) << to_string(dt) << " " << arch;
+    }
+}
+
+}  // namespace
+}  // namespace sparsegen::codegen

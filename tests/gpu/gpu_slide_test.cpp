@@ -1,0 +1,94 @@
+// slide family on the device (skipped without a GPU): every pattern and value type, the lift
+// kernel and the mma.sp kernel together, against the reference of compiler/gpu_check.h (the
+// tight bound; int8 / e4m3 against the reference over the quantized inputs, ir/quantize.h), with
+// C poisoned (beta 0) and beta -1.5, B and C in both layouts, K not a multiple of 2N.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "compiler/family.h"
+#include "compiler/gpu_check.h"
+#include "compiler/pipeline.h"
+#include "ir/enumerate.h"
+#include "ir/family.h"
+#include "ir/gen/pruning.h"
+#include "ir/slide_schedule.h"
+#include "runtime/cuda_driver.h"
+
+namespace sparsegen {
+namespace {
+
+CsrMatrix slide_weight(int64_t m, int64_t k, int p, uint64_t seed) {
+  PruneSpec spec;
+  spec.method = PruneMethod::NM;
+  spec.n = 2 * p - 2;
+  spec.m = 2 * p;
+  return prune(make_llm_weight(m, k, seed), spec);
+}
+
+Problem problem_of(DType dt, int64_t m, int64_t k, int64_t n, int variant) {
+  const Layout bl = variant % 2 == 0 ? Layout::ColMajor : Layout::RowMajor;
+  const Layout cl = variant % 3 == 0 ? Layout::ColMajor : Layout::RowMajor;
+  if (is_quantized(dt))
+    return Problem::quantized_spmm(m, k, n, dt, variant % 2 == 0 ? DType::BF16 : DType::F16, bl,
+                                   cl);
+  return Problem::spmm(m, k, n, dt, bl, cl);
+}
+
+class GpuSlide : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!cuda::driver_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+    ctx_ = std::make_shared<cuda::Context>(0);
+    target_ = detect_target(0);
+  }
+  // Runs one schedule (a different one of the enumeration per call) and checks it.
+  void check(const CsrMatrix& a, const Problem& p, uint64_t seed) {
+    EnumerateOptions o;
+    o.device = target_.limits;
+    o.include_specialised = true;
+    const auto all = find_ir_family("slide")->enumerate(p, a, o);
+    ASSERT_FALSE(all.empty()) << to_string(p);
+    const Schedule& s = all[seed % all.size()];
+    SCOPED_TRACE(to_string(p) + " " + to_string(s));
+    const CompiledKernel k(ctx_, build_kernel(a, p, s, target_));
+    const GpuCheckPair r = gpu_check(k, a, seed);
+    EXPECT_TRUE(r.passed()) << r.error();
+    ++checked_;
+  }
+  std::shared_ptr<cuda::Context> ctx_;
+  CompileTarget target_;
+  int checked_ = 0;
+};
+
+// 6:8 over every N of the contract, all value types.
+TEST_F(GpuSlide, SixEightEveryN) {
+  const CsrMatrix a = slide_weight(150, 8 * 37 + 5, 4, 11);
+  uint64_t seed = 1;
+  for (DType dt : {DType::F16, DType::BF16, DType::I8, DType::F8E4M3})
+    for (int64_t n : {1, 8, 16, 64, 512, 4096}) {
+      check(a, problem_of(dt, a.rows, a.cols, n, int(seed)), seed);
+      ++seed;
+    }
+  std::printf("slide 6:8: %d kernels checked\n", checked_);
+}
+
+// Every pattern from 2:4 to 14:16, all value types, N = 8 and 64.
+TEST_F(GpuSlide, EveryPattern) {
+  uint64_t seed = 100;
+  for (int pat = kSlideMinN; pat <= kSlideMaxN; ++pat) {
+    const CsrMatrix a = slide_weight(70, 2 * pat * 21 + 3, pat, 20 + pat);
+    for (DType dt : {DType::F16, DType::BF16, DType::I8, DType::F8E4M3})
+      for (int64_t n : {8, 64}) {
+        check(a, problem_of(dt, a.rows, a.cols, n, int(seed)), seed);
+        ++seed;
+      }
+  }
+  std::printf("slide patterns: %d kernels checked\n", checked_);
+}
+
+}  // namespace
+}  // namespace sparsegen

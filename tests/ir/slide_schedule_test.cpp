@@ -1,0 +1,172 @@
+// slide family, host side: the SPEC, the fragment order (decoded back it is the lifted weight of
+// ir/slide_format.h), the interpreter against an fp64 reference (floating types: W·x; int8 /
+// e4m3: the reference over the quantized inputs of ir/quantize.h), why_not and the enumeration.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "ir/diagnostics.h"
+#include "ir/enumerate.h"
+#include "ir/family.h"
+#include "ir/gen/pruning.h"
+#include "ir/interpreter.h"
+#include "ir/quantize.h"
+#include "ir/slide_fragments.h"
+#include "ir/slide_schedule.h"
+#include "tests/test_support.h"
+
+namespace sparsegen {
+namespace {
+
+// (2P−2):2P weight M x K, pruned by magnitude per group (non-integer random values).
+CsrMatrix slide_weight(int64_t m, int64_t k, int p, uint64_t seed) {
+  PruneSpec spec;
+  spec.method = PruneMethod::NM;
+  spec.n = 2 * p - 2;
+  spec.m = 2 * p;
+  return prune(make_llm_weight(m, k, seed), spec);
+}
+
+std::vector<float> random_b(int64_t count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> mag(0.25f, 2.0f);
+  std::vector<float> v(static_cast<size_t>(count));
+  for (float& x : v) x = (rng() & 1 ? -1.0f : 1.0f) * mag(rng);
+  return v;
+}
+
+TEST(SlideSchedule, SpecRoundTripAndPrint) {
+  SlideSchedule s;
+  s.pattern = 3;
+  s.warps = 8;
+  s.m_tiles = 2;
+  s.n_tiles = 4;
+  s.unroll = 1;
+  const std::string spec = to_string(Schedule(s));
+  EXPECT_EQ(spec, "slide;pattern=4:6;warps=8;mt=2;nt=4;unroll=1");
+  EXPECT_EQ(parse_schedule(spec), Schedule(s));
+  EXPECT_EQ(print_schedule(Schedule(s)),
+            "schedule slide\n"
+            "  format: 4:6 as 2:4 sliding windows (gamma 1.333), mma.sp fragment order\n"
+            "  block : 2 row tiles x 4 column tiles, warps=8 splitting K\n"
+            "  k     : unroll=1 chunks per load step, partial sums added in shared memory\n"
+            "  b     : lifted (and quantized per token) by the b_transform kernel\n"
+            "  math  : mma.sp m16n8k32 (16-bit) / m16n8k64 (8-bit) per warp\n");
+  for (const char* bad : {"slide;pattern=6:9", "slide;pattern=7:8", "slide;pattern=16:18",
+                          "slide;pattern=x", "slide;warps=3", "slide;unroll=8"})
+    EXPECT_THROW(parse_schedule(bad), UserError) << bad;
+}
+
+TEST(SlideFragments, DecodeIsTheLiftedWeightForEveryPatternAndWidth) {
+  for (int p = kSlideMinN; p <= kSlideMaxN; ++p)
+    for (DType dt : {DType::F16, DType::BF16, DType::I8, DType::F8E4M3}) {
+      // K not a multiple of 2P (nor of the chunk), M not a multiple of 16.
+      const CsrMatrix a = slide_weight(37, 2 * p * 9 + 3, p, 7 + p);
+      const SlideTcFormat f = pack_slide_tc(a, p, dt);
+      const std::vector<float> w = decode_slide_tc(f);
+      CsrMatrix aq = a;
+      if (is_quantized(dt)) aq.values = quantize_rows(a, dt).q;
+      const SlideFormat canon = pack_slide(aq, p);
+      const std::vector<float> lifted = unpack_slide_lifted(canon);
+      const int64_t width = f.chunks * slide_mma(dt).chunk;
+      ASSERT_GE(width, canon.lifted_cols);
+      for (int64_t r = 0; r < a.rows; ++r)
+        for (int64_t c = 0; c < width; ++c) {
+          const float want = c < canon.lifted_cols
+                                 ? lifted[static_cast<size_t>(r * canon.lifted_cols + c)]
+                                 : 0.0f;
+          ASSERT_EQ(w[static_cast<size_t>(r * width + c)], want)
+              << "pattern " << p << " " << to_string(dt) << " row " << r << " col " << c;
+        }
+    }
+}
+
+// Interpreter vs fp64: floating types within fp32 summation error, quantized types against the
+// reference over the quantized inputs (int8: exact integer sums).
+TEST(SlideFragments, InterpreterMatchesReference) {
+  for (DType dt : {DType::F16, DType::BF16, DType::I8, DType::F8E4M3})
+    for (int p : {2, 3, 4, 5, 8})
+      for (Layout bl : {Layout::RowMajor, Layout::ColMajor}) {
+        const int64_t m = 45, k = 2 * p * 11 + 5, n = 13;
+        const CsrMatrix a = slide_weight(m, k, p, 100 + p);
+        const Problem pr = is_quantized(dt)
+                               ? Problem::quantized_spmm(m, k, n, dt, DType::BF16, bl, Layout::ColMajor)
+                               : Problem::spmm(m, k, n, dt, bl, Layout::RowMajor);
+        std::vector<float> b = random_b(k * n, 5 + p);
+        for (float& x : b) x = round_to(pr.b_dtype(), x);
+        const SlideTcFormat f = pack_slide_tc(a, p, dt);
+        std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
+        interpret_slide_tc(pr, f, b, c, 0.75f, 0.0f);
+        // Reference operands: A and B as the tensor cores see them.
+        std::vector<double> av(a.values.begin(), a.values.end()), bv(b.begin(), b.end());
+        std::vector<double> rs(static_cast<size_t>(m), 1.0), ts(static_cast<size_t>(n), 1.0);
+        if (is_quantized(dt)) {
+          const RowQuantized rq = quantize_rows(a, dt);
+          const TokenQuantized tq = quantize_tokens(pr, b);
+          av.assign(rq.q.begin(), rq.q.end());
+          bv.assign(tq.q.begin(), tq.q.end());
+          rs.assign(rq.scales.begin(), rq.scales.end());
+          ts.assign(tq.scales.begin(), tq.scales.end());
+        } else {
+          for (double& x : av) x = round_to(dt, static_cast<float>(x));
+        }
+        for (int64_t r = 0; r < m; ++r)
+          for (int64_t j = 0; j < n; ++j) {
+            double s = 0, mag = 0;
+            for (int64_t e = a.row_ptr[static_cast<size_t>(r)]; e < a.row_ptr[static_cast<size_t>(r) + 1]; ++e) {
+              const double prod = av[static_cast<size_t>(e)] *
+                                  bv[static_cast<size_t>(pr.b_index(a.col_idx[static_cast<size_t>(e)], j))];
+              s += prod;
+              mag += std::fabs(prod);
+            }
+            const double scale = 0.75 * rs[static_cast<size_t>(r)] * ts[static_cast<size_t>(j)];
+            const double want = scale * s;
+            const double got = c[static_cast<size_t>(pr.c_index(r, j))];
+            const double tol = (double(a.row_length(r)) + 4) * 2 * std::ldexp(1.0, -24) * scale * mag +
+                               4 * std::ldexp(1.0, -24) * std::fabs(want) + 1e-30;
+            ASSERT_NEAR(got, want, tol) << to_string(pr) << " pattern " << p << " C(" << r << ", "
+                                        << j << ")";
+          }
+      }
+}
+
+TEST(SlideFamily, WhyNotNamesTheRowAndEnumerateOffersThePattern) {
+  const IrFamily& fam = *find_ir_family("slide");
+  const CsrMatrix a = slide_weight(64, 200, 4, 3);  // 6:8
+  const Problem p = Problem::spmm(64, 200, 16, DType::F16);
+  EXPECT_TRUE(fam.why_not(p, a).empty());
+  EnumerateOptions o;
+  o.include_specialised = true;
+  const auto all = fam.enumerate(p, a, o);
+  ASSERT_FALSE(all.empty());
+  for (const Schedule& s : all) EXPECT_EQ(s.as<SlideSchedule>().pattern, 4) << to_string(s);
+  const auto sum = fam.summarize(a);
+  ASSERT_TRUE(sum.has_value());
+  EXPECT_NE(sum->text.find("pattern 6:8"), std::string::npos) << sum->text;
+  // A dense row: no pattern up to 14:16; the reason names the row and columns.
+  CsrMatrix d = a;
+  d.row_ptr.assign(1, 0);
+  d.col_idx.clear();
+  d.values.clear();
+  for (int64_t r = 0; r < 64; ++r) {
+    for (int64_t c = 0; c < 200; ++c)
+      if (r != 5 || c < 16) {
+        if (r == 5 || c % 8 < 2) {
+          d.col_idx.push_back(static_cast<int32_t>(c));
+          d.values.push_back(0.5f + 0.01f * float(c));
+        }
+      }
+    d.row_ptr.push_back(static_cast<int64_t>(d.col_idx.size()));
+  }
+  const auto why = fam.why_not(p, d);
+  ASSERT_EQ(why.size(), 1u);
+  EXPECT_NE(why[0].find("row 6, columns 1-16 hold 16"), std::string::npos) << why[0];
+  EXPECT_TRUE(fam.enumerate(p, d, o).empty());
+  // fp32 is not a tensor-core type.
+  EXPECT_FALSE(fam.why_not(Problem::spmm(64, 200, 16, DType::F32), a).empty());
+}
+
+}  // namespace
+}  // namespace sparsegen
