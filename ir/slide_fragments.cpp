@@ -8,6 +8,31 @@
 #include "ir/quantize.h"
 
 namespace sparsegen {
+namespace {
+
+// Which (row half, window of the chunk) nibble i of metadata lane t describes (PTX mma.sp
+// metadata layouts, confirmed on an H100 by a probe of every candidate mapping):
+//   16-bit types (lanes t = 0, 1): nibbles 0-3 row g, 4-7 row g + 8, windows 4t + (i % 4);
+//   8-bit types (lanes t = 0 … 3): row g for even t, g + 8 for odd t, windows 8(t / 2) + i.
+struct MetaSlot {
+  int row_hi = 0;
+  int window = 0;
+};
+MetaSlot meta_slot(const SlideMma& mma, int t, int i) {
+  if (mma.elem_bytes == 2) return {i / 4, 4 * t + i % 4};
+  return {t & 1, 8 * (t >> 1) + i};
+}
+// The inverse: the lane t of the quad and nibble holding (row half, window).
+struct MetaNibble {
+  int lane_t = 0;
+  int nibble = 0;
+};
+MetaNibble meta_nibble(const SlideMma& mma, int row_hi, int window) {
+  if (mma.elem_bytes == 2) return {window / 4, 4 * row_hi + window % 4};
+  return {2 * (window / 8) + row_hi, window % 8};
+}
+
+}  // namespace
 
 int64_t SlideTcFormat::bytes() const {
   return static_cast<int64_t>(values.size()) * dtype_bytes(dtype) +
@@ -65,10 +90,9 @@ SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype) {
             }
           if (t >= mma.meta_lanes) continue;
           uint32_t word = 0;
-          for (int i = 0; i < 4; ++i) {
-            const int64_t w = kc * wpc + 4 * t + i;
-            word |= code_of(rt * 16 + g, w) << (4 * i);
-            word |= code_of(rt * 16 + g + 8, w) << (16 + 4 * i);
+          for (int i = 0; i < 8; ++i) {
+            const MetaSlot m = meta_slot(mma, t, i);
+            word |= code_of(rt * 16 + g + 8 * m.row_hi, kc * wpc + m.window) << (4 * i);
           }
           f.meta[mbase + static_cast<size_t>(g * mma.meta_lanes + t)] = word;
         }
@@ -94,10 +118,11 @@ std::vector<float> decode_slide_tc(const SlideTcFormat& f) {
             const int64_t row = rt * 16 + g + 8 * hi;
             const int cc = (r >> 1) * 4 * E + E * t + e;
             const int window = cc / 2, slot = cc % 2;
-            // The metadata word of lane (g, window / 4) names the window's two positions.
+            // The metadata nibble that names the window's two positions.
+            const MetaNibble mn = meta_nibble(mma, hi, window);
             const uint32_t word =
-                f.meta[mbase + static_cast<size_t>(g * mma.meta_lanes + window / 4)];
-            const uint32_t code = (word >> (16 * hi + 4 * (window % 4))) & 0xfu;
+                f.meta[mbase + static_cast<size_t>(g * mma.meta_lanes + mn.lane_t)];
+            const uint32_t code = (word >> (4 * mn.nibble)) & 0xfu;
             const int p = slot == 0 ? static_cast<int>(code & 3u) : static_cast<int>(code >> 2);
             const float v = f.values[vbase + static_cast<size_t>(lane * lane_vals + r * E + e)];
             if (row < f.rows) w[static_cast<size_t>(row * width + kc * mma.chunk + window * 4 + p)] += v;

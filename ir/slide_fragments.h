@@ -6,10 +6,11 @@
 //   A   register r, element e of lane (g, t):  row g + 8·(r & 1) of the 16-row tile,
 //       compressed column (r >> 1)·4E + E·t + e of the chunk (2 per window: window cc / 2,
 //       slot cc % 2 of its two kept values)
-//   E   (metadata) lane (g, t) with t < meta_lanes reads word g·meta_lanes + t: bits 4i … 4i + 3
-//       hold the code p0 | p1 << 2 of window 4t + i of row g, bits 16 + 4i … of row g + 8
-//       (lanes t >= meta_lanes read the word of t % meta_lanes: the same content whichever
-//       lanes the instruction takes it from)
+//   E   (metadata) lane (g, t) with t < meta_lanes reads word g·meta_lanes + t, eight 4-bit
+//       codes p0 | p1 << 2 (nibble i at bits 4i … 4i + 3):
+//         16-bit types: nibbles 0-3 windows 4t … 4t + 3 of row g, nibbles 4-7 the same of g + 8
+//         8-bit types:  row g (t even) or g + 8 (t odd), windows 8(t / 2) … 8(t / 2) + 7
+//       (lanes t >= meta_lanes read the word of t % meta_lanes)
 //   B   register r, element e of lane (g, t): lifted row r·4E + E·t + e of the chunk, column g of
 //       the 8-column tile (the b_transform kernel writes B that way; templates/sg_slide.cuh)
 //

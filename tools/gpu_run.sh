@@ -100,6 +100,11 @@ BENCH_RUNS=(
   # medians, bandwidth. Expected ~250 s on an H200 host (pruning/packing of up to 205M-element
   # weights, ~48 NVRTC builds per matrix at N = 1, 24 at N = 8).
   "macko|timeout 400 tools/sparsegen-macko-bench --ns 1 8 --out $BENCH_DIR/macko.json"
+  # slide (SlideSparse 6:8 on the 2:4 sparse tensor cores, lift included) vs dense cuBLASLt of
+  # the same type at decode N; the lift kernel's bandwidth against a device-to-device copy.
+  "slide|timeout 300 tools/sparsegen-slide-bench --out $BENCH_DIR/slide.json"
+  # cuSPARSELt 2:4 vs dense cuBLASLt (searched plans) on LLM shapes, N = 16 .. 16384.
+  "lt|timeout 300 tools/sparsegen-lt-bench"
   # Probes while iterating on a kernel (they do nothing unless their variable is set).
   # macko_probe: the MACKO bench on chosen cases, e.g.
   #   MACKO_PROBE_ARGS="--shapes 4096x4096 28672x7168 --sparsities 0.9 --schedule 'macko;...'"

@@ -1,0 +1,262 @@
+// sparsegen-slide-bench: the slide family (SlideSparse 6:8 / 4:6 on the 2:4 sparse tensor cores)
+// against dense cuBLASLt of the same type, in one process, on LLM linear shapes (weight M x K,
+// N tokens; B = activations N x K row-major = K x N column-major, C column-major).
+//
+// Per case: the weight is magnitude-pruned to the pattern; ours = the fastest of the tuner's
+// top-ranked slide schedules (lift + mma.sp, whole run timed); dense = cuBLASLt with its
+// heuristic's best of 8 (int8: int32 GEMM + conversion to fp16, as the caller needs). Medians of
+// L2-flushed runs. Also the lift kernel alone and its bandwidth against a device-to-device copy
+// measured in the same run. JSON to $BENCH_DIR/slide.json (or --out).
+#include <fmt/format.h>
+
+#include <cuda_runtime.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <cstring>
+#include <random>
+#include <stdexcept>
+
+#include "benchmarks/baselines.h"
+#include "benchmarks/lt_dense.h"
+#include "codegen/slide.h"
+#include "compiler/pipeline.h"
+#include "compiler/tune.h"
+#include "ir/enumerate.h"
+#include "ir/family.h"
+#include "ir/gen/pruning.h"
+#include "ir/slide_fragments.h"
+#include "runtime/cuda_driver.h"
+#include "runtime/nvrtc_compiler.h"
+#include "runtime/timing.h"
+
+using namespace sparsegen;
+using json = nlohmann::json;
+
+namespace {
+
+std::vector<char> io_values(size_t count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<char> out(count * 2);
+  for (size_t i = 0; i < count; ++i) {
+    const uint16_t h = float_to_half_bits(u(rng));
+    std::memcpy(out.data() + 2 * i, &h, 2);
+  }
+  return out;
+}
+
+// Dense copy of the pruned weight in the library's input type (int8: per-row quantized).
+std::vector<char> dense_bytes(const CsrMatrix& a, DType t) {
+  const size_t w = static_cast<size_t>(dtype_bytes(t));
+  std::vector<char> out(static_cast<size_t>(a.rows * a.cols) * w, 0);
+  for (int64_t r = 0; r < a.rows; ++r) {
+    float mx = 0;
+    for (int64_t e = a.row_ptr[size_t(r)]; e < a.row_ptr[size_t(r + 1)]; ++e)
+      mx = std::max(mx, std::fabs(a.values[size_t(e)]));
+    for (int64_t e = a.row_ptr[size_t(r)]; e < a.row_ptr[size_t(r + 1)]; ++e) {
+      const size_t i = static_cast<size_t>(r * a.cols + a.col_idx[size_t(e)]);
+      const float v = a.values[size_t(e)];
+      if (t == DType::F16) {
+        const uint16_t h = float_to_half_bits(v);
+        std::memcpy(out.data() + 2 * i, &h, 2);
+      } else if (t == DType::I8) {
+        out[i] = static_cast<char>(float_to_int8(mx > 0 ? v * 127.0f / mx : 0.0f));
+      } else {
+        out[i] = static_cast<char>(float_to_e4m3_bits(mx > 0 ? v * 448.0f / mx : 0.0f));
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"sparsegen-slide-bench: slide (SlideSparse) vs dense cuBLASLt"};
+  std::vector<std::string> shapes = {"4096x4096", "14336x4096", "4096x14336"};
+  std::vector<int64_t> ns = {1, 8, 16, 64};
+  std::vector<std::string> types = {"fp16", "int8"};
+  std::vector<std::string> patterns = {"6:8"};
+  int top = 6, reps = 20;
+  std::string out_path;
+  app.add_option("--shapes", shapes, "weight shapes MxK");
+  app.add_option("--n", ns, "token counts");
+  app.add_option("--types", types, "fp16, int8, fp8");
+  app.add_option("--patterns", patterns, "(2N-2):2N patterns");
+  app.add_option("--top", top, "slide schedules timed per case (the tuner's ranking)");
+  app.add_option("--reps", reps, "timed runs per candidate");
+  app.add_option("--out", out_path, "JSON path (default $BENCH_DIR/slide.json)");
+  CLI11_PARSE(app, argc, argv);
+  if (out_path.empty()) {
+    const char* d = std::getenv("BENCH_DIR");
+    out_path = std::string(d != nullptr ? d : ".") + "/slide.json";
+  }
+  std::string why;
+  if (!cuda::driver_available(&why)) {
+    std::fprintf(stderr, "sparsegen-slide-bench: no GPU: %s\n", why.c_str());
+    return 3;
+  }
+  auto ctx = std::make_shared<cuda::Context>(0);
+  bench::attach_cudart(0);
+  const CompileTarget target = detect_target(0);
+  const cuda::DeviceInfo info = cuda::query_device(0);
+  L2Flusher flusher(info);
+  cuda::Stream stream;
+  TimingOptions topt;
+  topt.warmup = 3;
+  topt.repetitions = reps;
+  topt.min_repetitions = reps;
+  topt.stream = stream.get();
+  topt.flusher = &flusher;
+
+  // Device-to-device copy bandwidth (256 MiB each way), the lift kernel's yardstick.
+  double copy_gbs = 0;
+  {
+    const size_t bytes = size_t{256} << 20;
+    cuda::DeviceBuffer x(bytes), y(bytes);
+    x.fill_bytes(1);
+    const TimingResult t = measure(
+        [&](CUstream s) {
+          const cudaError_t e = cudaMemcpyAsync(reinterpret_cast<void*>(y.ptr()),
+                                                reinterpret_cast<const void*>(x.ptr()), bytes,
+                                                cudaMemcpyDeviceToDevice, s);
+          if (e != cudaSuccess)
+            throw std::runtime_error(std::string("cudaMemcpyAsync: ") + cudaGetErrorString(e));
+        },
+        topt);
+    copy_gbs = 2.0 * double(bytes) / (t.median_ms * 1e6);
+  }
+  json cases = json::array();
+  int failures = 0;
+  for (const std::string& type : types) {
+    const DType dt = type == "fp16" ? DType::F16 : type == "int8" ? DType::I8 : DType::F8E4M3;
+    const cusparselt::Type lt = dt == DType::F16 ? cusparselt::Type::F16
+                                : dt == DType::I8 ? cusparselt::Type::I8
+                                                  : cusparselt::Type::E4M3;
+    for (const std::string& shape : shapes) {
+      const auto mk = parse_shape(shape);
+      if (!mk) {
+        std::fprintf(stderr, "--shapes: bad shape '%s'\n", shape.c_str());
+        return 2;
+      }
+      const auto [m, k] = *mk;
+      for (const std::string& pat : patterns) {
+        const int pn = (std::stoi(pat.substr(pat.find(':') + 1))) / 2;
+        PruneSpec spec;
+        spec.method = PruneMethod::NM;
+        spec.n = 2 * pn - 2;
+        spec.m = 2 * pn;
+        const CsrMatrix a = prune(make_llm_weight(m, k, 42), spec);
+        const std::vector<char> ha = dense_bytes(a, dt);
+        cuda::DeviceBuffer da(ha.size());
+        da.upload(ha.data(), ha.size());
+        for (const int64_t n : ns) {
+          json row = {{"type", type}, {"m", m}, {"k", k}, {"n", n}, {"pattern", pat}};
+          try {
+            const Problem p =
+                is_quantized(dt)
+                    ? Problem::quantized_spmm(m, k, n, dt, DType::F16, Layout::ColMajor,
+                                              Layout::ColMajor)
+                    : Problem::spmm(m, k, n, dt, Layout::ColMajor, Layout::ColMajor);
+            const std::vector<char> hb = io_values(static_cast<size_t>(k * n), 7 + uint64_t(n));
+            cuda::DeviceBuffer db(hb.size()), dc(static_cast<size_t>(m * n) * 2),
+                dd(static_cast<size_t>(m * n) * 2);
+            db.upload(hb.data(), hb.size());
+            // dense cuBLASLt of the same type
+            bench::LtDenseGemm dense(da.ptr(), cusparselt::Shape{m, k, n, lt, cusparselt::Type::F16});
+            row["dense_algo"] = dense.search(db.ptr(), dd.ptr(), stream.get(), 8, 3);
+            const double dense_ms =
+                measure([&](CUstream s) { dense.run(db.ptr(), dd.ptr(), 1.0f, 0.0f, s); }, topt)
+                    .median_ms;
+            row["dense_ms"] = dense_ms;
+            // ours: the tuner's top slide schedules
+            EnumerateOptions eo;
+            eo.device = target.limits;
+            eo.include_specialised = true;
+            const RankedSpace ranked = rank_space(
+                a, p, target, find_ir_family("slide")->enumerate(p, a, eo), &info);
+            double best = 0;
+            std::string best_spec;
+            json tried = json::array();
+            for (size_t i = 0; i < std::min<size_t>(size_t(top), ranked.order.size()); ++i) {
+              const Schedule& s = ranked.all[ranked.order[i]];
+              CompiledKernel kern(ctx, build_kernel(a, p, s, target));
+              const double ms =
+                  measure([&](CUstream st) { kern.run(db.ptr(), dc.ptr(), 1.0f, 0.0f, st); }, topt)
+                      .median_ms;
+              tried.push_back({{"schedule", to_string(s)}, {"ms", ms}, {"rank", i}});
+              if (best_spec.empty() || ms < best) best = ms, best_spec = to_string(s);
+            }
+            row["slide_ms"] = best;
+            row["slide_schedule"] = best_spec;
+            row["tried"] = tried;
+            row["speedup_vs_dense"] = dense_ms / best;
+            // the lift kernel alone: B read (K x N, 2 bytes) + lifted B written
+            {
+              const Schedule s = parse_schedule(best_spec);
+              const SlideTcFormat f = pack_slide_tc(a, pn, dt);
+              const codegen::GeneratedKernel g = codegen::emit_slide(p, s, f);
+              nvrtc::CompileOptions co;
+              co.arch = target.arch;
+              co.headers = g.headers;
+              const cuda::Module mod(nvrtc::compile(g.source, co).image);
+              const CUfunction lift = mod.function(g.signature.b_transform.name);
+              cuda::DeviceBuffer bw(static_cast<size_t>(g.signature.b_work_bytes) + 16),
+                  ts(static_cast<size_t>(n) * 4 + 16);
+              CUdeviceptr pb = db.ptr(), pw = bw.ptr(), pt = ts.ptr();
+              const auto& L = g.signature.b_transform.launch;
+              cuda::LaunchConfig lc;
+              lc.grid = {unsigned(L.grid_x), unsigned(L.grid_y), 1};
+              lc.block = {unsigned(L.block_threads), 1, 1};
+              const double lift_ms = measure(
+                  [&](CUstream st) {
+                    lc.stream = st;
+                    if (is_quantized(dt))
+                      cuda::launch_kernel(lift, lc, pb, pw, pt);
+                    else
+                      cuda::launch_kernel(lift, lc, pb, pw);
+                  },
+                  topt).median_ms;
+              const double lift_bytes = double(k * n * 2) + double(g.signature.b_work_bytes);
+              row["lift_ms"] = lift_ms;
+              row["lift_gbs"] = lift_bytes / (lift_ms * 1e6);
+              row["lift_vs_copy"] = lift_bytes / (lift_ms * 1e6) / copy_gbs;
+            }
+            std::printf("%-5s %5lldx%-5lld %s n=%-5lld dense %.4f ms  slide %.4f ms  %.3fx  lift %.1f%% of copy  [%s]\n",
+                        type.c_str(), (long long)m, (long long)k, pat.c_str(), (long long)n,
+                        dense_ms, best, dense_ms / best, 100.0 * row["lift_vs_copy"].get<double>(),
+                        best_spec.c_str());
+            std::fflush(stdout);
+          } catch (const std::exception& e) {
+            row["error"] = e.what();
+            ++failures;
+            std::printf("%s %lldx%lld n=%lld: %s\n", type.c_str(), (long long)m, (long long)k,
+                        (long long)n, e.what());
+          }
+          cases.push_back(row);
+        }
+      }
+    }
+  }
+  const std::time_t now = std::time(nullptr);
+  char date[32];
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  json doc = {{"device", info.name},
+              {"date", date},
+              {"cublaslt", bench::cublaslt_version()},
+              {"copy_gbs", copy_gbs},
+              {"method",
+               "medians of L2-flushed runs in one process; slide = fastest of the tuner's top "
+               "schedules, lift included; dense = cuBLASLt best of 8 heuristics, same type"},
+              {"cases", cases}};
+  std::ofstream(out_path) << doc.dump(1) << "\n";
+  std::printf("wrote %s (copy %.0f GB/s), %d failures\n", out_path.c_str(), copy_gbs, failures);
+  return failures == 0 ? 0 : 1;
+}
