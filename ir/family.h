@@ -165,7 +165,7 @@ const Layer& registered_for(const std::vector<const Layer*>& all, std::string_vi
 const std::vector<const IrFamily*>& ir_families();
 // The family named `name`, or null.
 const IrFamily* find_ir_family(std::string_view name);
-// "general, macko or bitmap_tc": for messages.
+// "general, macko, bitmap_tc or slide": for messages.
 std::string ir_family_names();
 
 }  // namespace sparsegen

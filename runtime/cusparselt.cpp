@@ -156,6 +156,18 @@ std::vector<std::string> default_paths() {
   if (const char* venv = std::getenv("VIRTUAL_ENV")) {
     sites.push_back(std::string(venv) + "/lib/python3*/site-packages");
   }
+  // Virtual environments installed under /opt (e.g. a PyTorch image's /opt/torch/.venv) and the
+  // folders of $PYTHONPATH.
+  sites.push_back("/opt/*/.venv/lib/python3*/site-packages");
+  sites.push_back("/opt/*/lib/python3*/site-packages");
+  if (const char* pp = std::getenv("PYTHONPATH")) {
+    std::string all = pp;
+    for (size_t b = 0, e; b <= all.size(); b = e + 1) {
+      e = all.find(':', b);
+      if (e == std::string::npos) e = all.size();
+      if (e > b) sites.push_back(all.substr(b, e - b));
+    }
+  }
   for (const auto& site : sites) {
     for (const char* sub :
          {"/nvidia/cu13/lib/libcusparseLt.so.0", "/nvidia/cusparselt/lib/libcusparseLt.so.0",
