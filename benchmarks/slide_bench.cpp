@@ -16,10 +16,10 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
-#include <cstring>
 #include <random>
 #include <stdexcept>
 
@@ -32,6 +32,7 @@
 #include "ir/family.h"
 #include "ir/gen/pruning.h"
 #include "ir/slide_fragments.h"
+#include "ir/slide_schedule.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/timing.h"
@@ -81,16 +82,16 @@ std::vector<char> dense_bytes(const CsrMatrix& a, DType t) {
 int main(int argc, char** argv) {
   CLI::App app{"sparsegen-slide-bench: slide (SlideSparse) vs dense cuBLASLt"};
   std::vector<std::string> shapes = {"4096x4096", "14336x4096", "4096x14336"};
-  std::vector<int64_t> ns = {1, 8, 16, 64};
+  std::vector<int64_t> ns = {1, 8, 16, 32, 64};
   std::vector<std::string> types = {"fp16", "int8"};
   std::vector<std::string> patterns = {"6:8"};
-  int top = 6, reps = 20;
+  int top = 4, reps = 20;
   std::string out_path;
   app.add_option("--shapes", shapes, "weight shapes MxK");
   app.add_option("--n", ns, "token counts");
   app.add_option("--types", types, "fp16, int8, fp8");
   app.add_option("--patterns", patterns, "(2N-2):2N patterns");
-  app.add_option("--top", top, "slide schedules timed per case (the tuner's ranking)");
+  app.add_option("--top", top, "slide schedules timed per case and warp split (the tuner's ranking)");
   app.add_option("--reps", reps, "timed runs per candidate");
   app.add_option("--out", out_path, "JSON path (default $BENCH_DIR/slide.json)");
   CLI11_PARSE(app, argc, argv);
@@ -137,7 +138,7 @@ int main(int argc, char** argv) {
   int failures = 0;
   for (const std::string& type : types) {
     const DType dt = type == "fp16" ? DType::F16 : type == "int8" ? DType::I8 : DType::F8E4M3;
-    const cusparselt::Type lt = dt == DType::F16 ? cusparselt::Type::F16
+    const cusparselt::Type lt = dt == DType::F16  ? cusparselt::Type::F16
                                 : dt == DType::I8 ? cusparselt::Type::I8
                                                   : cusparselt::Type::E4M3;
     for (const std::string& shape : shapes) {
@@ -160,17 +161,17 @@ int main(int argc, char** argv) {
         for (const int64_t n : ns) {
           json row = {{"type", type}, {"m", m}, {"k", k}, {"n", n}, {"pattern", pat}};
           try {
-            const Problem p =
-                is_quantized(dt)
-                    ? Problem::quantized_spmm(m, k, n, dt, DType::F16, Layout::ColMajor,
-                                              Layout::ColMajor)
-                    : Problem::spmm(m, k, n, dt, Layout::ColMajor, Layout::ColMajor);
+            const Problem p = is_quantized(dt)
+                                  ? Problem::quantized_spmm(m, k, n, dt, DType::F16,
+                                                            Layout::ColMajor, Layout::ColMajor)
+                                  : Problem::spmm(m, k, n, dt, Layout::ColMajor, Layout::ColMajor);
             const std::vector<char> hb = io_values(static_cast<size_t>(k * n), 7 + uint64_t(n));
             cuda::DeviceBuffer db(hb.size()), dc(static_cast<size_t>(m * n) * 2),
                 dd(static_cast<size_t>(m * n) * 2);
             db.upload(hb.data(), hb.size());
             // dense cuBLASLt of the same type
-            bench::LtDenseGemm dense(da.ptr(), cusparselt::Shape{m, k, n, lt, cusparselt::Type::F16});
+            bench::LtDenseGemm dense(da.ptr(),
+                                     cusparselt::Shape{m, k, n, lt, cusparselt::Type::F16});
             row["dense_algo"] = dense.search(db.ptr(), dd.ptr(), stream.get(), 8, 3);
             const double dense_ms =
                 measure([&](CUstream s) { dense.run(db.ptr(), dd.ptr(), 1.0f, 0.0f, s); }, topt)
@@ -180,13 +181,23 @@ int main(int argc, char** argv) {
             EnumerateOptions eo;
             eo.device = target.limits;
             eo.include_specialised = true;
-            const RankedSpace ranked = rank_space(
-                a, p, target, find_ir_family("slide")->enumerate(p, a, eo), &info);
+            const RankedSpace ranked =
+                rank_space(a, p, target, find_ir_family("slide")->enumerate(p, a, eo), &info);
             double best = 0;
             std::string best_spec;
             json tried = json::array();
-            for (size_t i = 0; i < std::min<size_t>(size_t(top), ranked.order.size()); ++i) {
-              const Schedule& s = ranked.all[ranked.order[i]];
+            // The first `top` of the ranking for each warp split.
+            std::vector<size_t> picks;
+            for (SlideSplit split : {SlideSplit::K, SlideSplit::Rows}) {
+              int taken = 0;
+              for (size_t i : ranked.order)
+                if (taken < top && ranked.all[i].as<SlideSchedule>().split == split) {
+                  picks.push_back(i);
+                  ++taken;
+                }
+            }
+            for (size_t i : picks) {
+              const Schedule& s = ranked.all[i];
               CompiledKernel kern(ctx, build_kernel(a, p, s, target));
               const double ms =
                   measure([&](CUstream st) { kern.run(db.ptr(), dc.ptr(), 1.0f, 0.0f, st); }, topt)
@@ -216,23 +227,25 @@ int main(int argc, char** argv) {
               lc.grid = {unsigned(L.grid_x), unsigned(L.grid_y), 1};
               lc.block = {unsigned(L.block_threads), 1, 1};
               const double lift_ms = measure(
-                  [&](CUstream st) {
-                    lc.stream = st;
-                    if (is_quantized(dt))
-                      cuda::launch_kernel(lift, lc, pb, pw, pt);
-                    else
-                      cuda::launch_kernel(lift, lc, pb, pw);
-                  },
-                  topt).median_ms;
+                                         [&](CUstream st) {
+                                           lc.stream = st;
+                                           if (is_quantized(dt))
+                                             cuda::launch_kernel(lift, lc, pb, pw, pt);
+                                           else
+                                             cuda::launch_kernel(lift, lc, pb, pw);
+                                         },
+                                         topt)
+                                         .median_ms;
               const double lift_bytes = double(k * n * 2) + double(g.signature.b_work_bytes);
               row["lift_ms"] = lift_ms;
               row["lift_gbs"] = lift_bytes / (lift_ms * 1e6);
               row["lift_vs_copy"] = lift_bytes / (lift_ms * 1e6) / copy_gbs;
             }
-            std::printf("%-5s %5lldx%-5lld %s n=%-5lld dense %.4f ms  slide %.4f ms  %.3fx  lift %.1f%% of copy  [%s]\n",
-                        type.c_str(), (long long)m, (long long)k, pat.c_str(), (long long)n,
-                        dense_ms, best, dense_ms / best, 100.0 * row["lift_vs_copy"].get<double>(),
-                        best_spec.c_str());
+            std::printf(
+                "%-5s %5lldx%-5lld %s n=%-5lld dense %.4f ms  slide %.4f ms  %.3fx  lift %.1f%% of "
+                "copy  [%s]\n",
+                type.c_str(), (long long)m, (long long)k, pat.c_str(), (long long)n, dense_ms, best,
+                dense_ms / best, 100.0 * row["lift_vs_copy"].get<double>(), best_spec.c_str());
             std::fflush(stdout);
           } catch (const std::exception& e) {
             row["error"] = e.what();

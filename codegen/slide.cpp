@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <tuple>
 
 #include "codegen/emitter.h"
 #include "codegen/template_types.h"
@@ -56,8 +57,8 @@ class SlideEmitter : public Emitter {
               "emit_slide: the format does not match the problem and schedule");
     if (f_.row_tiles * f_.chunks * 32 * 4 > INT32_MAX || p_.m * p_.n > INT32_MAX ||
         p_.k * p_.n > INT32_MAX || slide_b_work_bytes(p_, s_.pattern) / 4 > INT32_MAX)
-      throw UserError(fmt::format("codegen: {} exceeds the slide kernel's 32-bit offsets",
-                                  to_string(p_)));
+      throw UserError(
+          fmt::format("codegen: {} exceeds the slide kernel's 32-bit offsets", to_string(p_)));
     quant_ = is_quantized(p_.dtype);
     for (const char* n : {"values", "B", "C", "alpha", "beta", "meta", "row_scales", "bw",
                           "token_scales", "T", "sg_smem"})
@@ -75,25 +76,21 @@ class SlideEmitter : public Emitter {
   }
 
  private:
-  bool vec_b() const {
-    return p_.b_layout == Layout::ColMajor && p_.k % 8 == 0;
-  }
+  bool vec_b() const { return p_.b_layout == Layout::ColMajor && p_.k % 8 == 0; }
   std::string lift_name() const { return opt_.kernel_name + "_lift"; }
 
   // b_transform: one call of sg::slide_lift in its own kernel (declared before the main one).
   void emit_lift() {
     const bool row_b = p_.b_layout == Layout::RowMajor;
-    const auto c = call(tmpl::slide_lift,
-                        targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.pattern},
-                              IntArg{kLiftThreads}, IntArg{quant_ ? 1 : 0},
-                              IntArg{quant_ && vec_b() ? 1 : 0}),
-                        cptr_t("B"), ptr_u32("bw"),
-                        ptr_f32(quant_ ? "token_scales" : "static_cast<float*>(nullptr)"),
-                        i32(std::to_string(p_.k)), i32(std::to_string(p_.n)),
-                        i32(row_b ? std::to_string(p_.n) : "1"),
-                        i32(row_b ? "1" : std::to_string(p_.k)),
-                        i32(std::to_string(f_.chunks)),
-                        i32(std::to_string(slide_col_tiles(p_))));
+    const auto c =
+        call(tmpl::slide_lift,
+             targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.pattern},
+                   IntArg{kLiftThreads}, IntArg{quant_ ? 1 : 0}, IntArg{quant_ && vec_b() ? 1 : 0}),
+             cptr_t("B"), ptr_u32("bw"),
+             ptr_f32(quant_ ? "token_scales" : "static_cast<float*>(nullptr)"),
+             i32(std::to_string(p_.k)), i32(std::to_string(p_.n)),
+             i32(row_b ? std::to_string(p_.n) : "1"), i32(row_b ? "1" : std::to_string(p_.k)),
+             i32(std::to_string(f_.chunks)), i32(std::to_string(slide_col_tiles(p_))));
     decl(fmt::format(
         "// b_transform: B lifted into the sliding windows{}, in mma.sp B fragment order\n"
         "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
@@ -104,20 +101,35 @@ class SlideEmitter : public Emitter {
 
   void emit_main() {
     line("extern __shared__ __align__(16) float sg_smem[];");
-    comment(fmt::format("{} row tile(s) x {} column tile(s) per block; {} warps split the {} chunks",
-                        s_.m_tiles, s_.n_tiles, s_.warps, f_.chunks));
+    if (s_.split == SlideSplit::K)
+      comment(
+          fmt::format("{} row tile(s) x {} column tile(s) per block; {} warps split the {} chunks",
+                      s_.m_tiles, s_.n_tiles, s_.warps, f_.chunks));
+    else
+      comment(
+          fmt::format("{} warps x {} row tile(s), {} column tile(s) per block; B staged in "
+                      "shared memory, {} chunks",
+                      s_.warps, s_.m_tiles, s_.n_tiles, f_.chunks));
     const bool row_c = p_.c_layout == Layout::RowMajor;
-    call_stmt(tmpl::slide_spmm,
-              targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.m_tiles},
-                    IntArg{s_.n_tiles}, IntArg{s_.unroll}, IntArg{s_.warps},
-                    IntArg{quant_ ? 1 : 0}),
-              cptr_u32("values"), cptr_u32("meta"), cptr_u32("bw"), ptr_t("C"),
-              cptr_f32(quant_ ? "row_scales" : "static_cast<const float*>(nullptr)"),
-              cptr_f32(quant_ ? "token_scales" : "static_cast<const float*>(nullptr)"),
-              ptr_f32("sg_smem"), f32("alpha"), f32("beta"), i32(std::to_string(p_.m)),
-              i32(std::to_string(p_.n)), i32(std::to_string(f_.row_tiles)),
-              i32(std::to_string(slide_col_tiles(p_))), i32(std::to_string(f_.chunks)),
-              i32(row_c ? std::to_string(p_.n) : "1"), i32(row_c ? "1" : std::to_string(p_.m)));
+    const auto targ =
+        targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.m_tiles}, IntArg{s_.n_tiles},
+              IntArg{s_.unroll}, IntArg{s_.warps}, IntArg{quant_ ? 1 : 0});
+    const auto args = std::make_tuple(
+        cptr_u32("values"), cptr_u32("meta"), cptr_u32("bw"), ptr_t("C"),
+        cptr_f32(quant_ ? "row_scales" : "static_cast<const float*>(nullptr)"),
+        cptr_f32(quant_ ? "token_scales" : "static_cast<const float*>(nullptr)"),
+        ptr_f32("sg_smem"), f32("alpha"), f32("beta"), i32(std::to_string(p_.m)),
+        i32(std::to_string(p_.n)), i32(std::to_string(f_.row_tiles)),
+        i32(std::to_string(slide_col_tiles(p_))), i32(std::to_string(f_.chunks)),
+        i32(row_c ? std::to_string(p_.n) : "1"), i32(row_c ? "1" : std::to_string(p_.m)));
+    std::apply(
+        [&](const auto&... a) {
+          if (s_.split == SlideSplit::K)
+            call_stmt(tmpl::slide_spmm, targ, a...);
+          else
+            call_stmt(tmpl::slide_spmm_rows, targ, a...);
+        },
+        args);
   }
 
   std::string assemble() const {
@@ -148,7 +160,8 @@ class SlideEmitter : public Emitter {
         std::memcpy(&u, &v, 4);
         bits.push_back(u);
       }
-      sig.params.push_back({"row_scales", ParamKind::F32Table, "slide.row_scales", std::move(bits)});
+      sig.params.push_back(
+          {"row_scales", ParamKind::F32Table, "slide.row_scales", std::move(bits)});
     }
     sig.params.push_back({"bw", ParamKind::BWork, "lifted B", {}});
     if (quant_) sig.params.push_back({"token_scales", ParamKind::TokenScales, "token scales", {}});

@@ -27,7 +27,7 @@ namespace sparsegen::codegen {
 // f = pack_slide_tc(a, pattern, problem.dtype). Parameters of the main kernel: values (Values),
 // C, alpha, beta, meta (U32Table), [row_scales (F32Table)], bw (BWork), [token_scales
 // (TokenScales)]; b_transform: B, bw, [token_scales].
-GeneratedKernel emit_slide(const Problem& problem, const Schedule& schedule,
-                           const SlideTcFormat& f, const EmitOptions& opt = {});
+GeneratedKernel emit_slide(const Problem& problem, const Schedule& schedule, const SlideTcFormat& f,
+                           const EmitOptions& opt = {});
 
 }  // namespace sparsegen::codegen

@@ -42,13 +42,14 @@ class SlideCost final : public CostFamily {
     f.warp_workers = grid_x * grid_y * s.warps;
     const double mmas = row_tiles * chunks * col_tiles;
     f.warp_iters_total = mmas;
-    f.warp_iters_max = std::ceil(chunks / s.warps) * s.m_tiles * s.n_tiles;
+    f.warp_iters_max =
+        (s.split == SlideSplit::K ? std::ceil(chunks / s.warps) : chunks) * s.m_tiles * s.n_tiles;
     f.warp_iters_mean = f.warp_workers > 0 ? f.warp_iters_total / f.warp_workers : 0.0;
     f.lane_efficiency = 1.0;
     f.column_efficiency = std::min(1.0, n / (col_tiles * 8.0));
     f.atomics = 0;
     f.shuffles = 0;
-    f.block_syncs = grid_x * grid_y;
+    f.block_syncs = grid_x * grid_y * (s.split == SlideSplit::K ? 1.0 : 2.0 * chunks / s.unroll);
     f.blocks = grid_x * grid_y;
     f.threads_per_block = s.threads_per_block();
     f.registers_estimate = std::min(255, (slide_registers(p, s) + 7) / 8 * 8);

@@ -44,9 +44,10 @@ struct PackedSlide final : Packed<SlideTcFormat> {
     return fs;
   }
   std::string describe() const override {
-    return fmt::format("{}:{} sliding windows, {} lifted columns, {} row tiles x {} chunks, {} bytes",
-                       2 * format.n - 2, 2 * format.n, format.lifted_cols, format.row_tiles,
-                       format.chunks, format.bytes());
+    return fmt::format(
+        "{}:{} sliding windows, {} lifted columns, {} row tiles x {} chunks, {} bytes",
+        2 * format.n - 2, 2 * format.n, format.lifted_cols, format.row_tiles, format.chunks,
+        format.bytes());
   }
 };
 
@@ -112,8 +113,7 @@ class SlideIrFamily final : public IrFamily {
       throw UserError(fmt::format("{}: matrix is {}x{} but the problem expects m={} k={}",
                                   a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m,
                                   p.k));
-    return std::make_shared<PackedSlide>(
-        pack_slide_tc(a, s.as<SlideSchedule>().pattern, p.dtype));
+    return std::make_shared<PackedSlide>(pack_slide_tc(a, s.as<SlideSchedule>().pattern, p.dtype));
   }
   void interpret(const Problem& p, const Schedule&, const PackedMatrix& packed,
                  std::span<const float> b, std::span<float> c, float alpha,
@@ -137,9 +137,10 @@ class SlideIrFamily final : public IrFamily {
     const int64_t width = 2 * int64_t{pat.n};
     const int64_t lifted = (a.cols + width - 1) / width * 4 * (pat.n - 1);
     const int64_t rows16 = (a.rows + 15) / 16 * 16;
-    const int64_t b16 = rows16 * ((lifted + 31) / 32 * 32) / 2 * 2 + rows16 * ((lifted + 31) / 32) * 4;
-    const int64_t b8 = rows16 * ((lifted + 63) / 64 * 64) / 2 + rows16 * ((lifted + 63) / 64) * 8 +
-                       a.rows * 4;
+    const int64_t b16 =
+        rows16 * ((lifted + 31) / 32 * 32) / 2 * 2 + rows16 * ((lifted + 31) / 32) * 4;
+    const int64_t b8 =
+        rows16 * ((lifted + 63) / 64 * 64) / 2 + rows16 * ((lifted + 63) / 64) * 8 + a.rows * 4;
     const double dense16 = double(a.rows) * double(a.cols) * 2.0;
     f.text = fmt::format(
         "pattern {} (gamma {:.3f}, {} lifted columns): {} bytes at 16 bits ({:.3f} of dense), "

@@ -125,7 +125,8 @@ std::vector<float> decode_slide_tc(const SlideTcFormat& f) {
             const uint32_t code = (word >> (4 * mn.nibble)) & 0xfu;
             const int p = slot == 0 ? static_cast<int>(code & 3u) : static_cast<int>(code >> 2);
             const float v = f.values[vbase + static_cast<size_t>(lane * lane_vals + r * E + e)];
-            if (row < f.rows) w[static_cast<size_t>(row * width + kc * mma.chunk + window * 4 + p)] += v;
+            if (row < f.rows)
+              w[static_cast<size_t>(row * width + kc * mma.chunk + window * 4 + p)] += v;
           }
       }
     }

@@ -31,12 +31,12 @@
 namespace sparsegen {
 
 struct SlideTcFormat {
-  int n = 0;                // (2N−2):2N
+  int n = 0;                 // (2N−2):2N
   DType dtype = DType::F16;  // the value type the fragments are laid out for
   int64_t rows = 0, cols = 0, lifted_cols = 0, nnz = 0;
   int64_t row_tiles = 0, chunks = 0;
-  std::vector<float> values;     // fragment order; quantized types: the quantized values
-  std::vector<uint32_t> meta;    // fragment order
+  std::vector<float> values;      // fragment order; quantized types: the quantized values
+  std::vector<uint32_t> meta;     // fragment order
   std::vector<float> row_scales;  // quantized types: one per row (ir/quantize.h); else empty
 
   // Bytes the main kernel reads for A: values in the dtype, metadata, scales.

@@ -24,7 +24,16 @@ bool slide_dtype(DType t) {
   return t == DType::F16 || t == DType::BF16 || t == DType::I8 || t == DType::F8E4M3;
 }
 
+constexpr std::string_view kSplitNames[] = {"k", "rows"};
+
 }  // namespace
+
+std::string_view to_string(SlideSplit s) {
+  return kSplitNames[static_cast<int>(s)];
+}
+std::optional<SlideSplit> parse_slide_split(std::string_view s) {
+  return spec_fields::lookup<SlideSplit>(kSplitNames, s);
+}
 
 SlideMma slide_mma(DType dtype) {
   SG_ASSERT(slide_dtype(dtype), "slide_mma: not a 2:4 tensor-core type");
@@ -70,37 +79,51 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
     why.push_back(fmt::format("slide writes fp16 or bf16 outputs, not {}", to_string(p.io_dtype)));
   const int64_t tiles = slide_col_tiles(p);
   if (s.n_tiles > 1 && s.n_tiles > tiles)
-    why.push_back(fmt::format("nt={} exceeds the {} 8-column tiles of n={}", s.n_tiles, tiles, p.n));
+    why.push_back(
+        fmt::format("nt={} exceeds the {} 8-column tiles of n={}", s.n_tiles, tiles, p.n));
   return why;
 }
 
 std::string slide_spec(const SlideSchedule& s) {
-  return fmt::format("slide;pattern={}:{};warps={};mt={};nt={};unroll={}", 2 * s.pattern - 2,
-                     2 * s.pattern, s.warps, s.m_tiles, s.n_tiles, s.unroll);
+  return fmt::format("slide;pattern={}:{};split={};warps={};mt={};nt={};unroll={}",
+                     2 * s.pattern - 2, 2 * s.pattern, to_string(s.split), s.warps, s.m_tiles,
+                     s.n_tiles, s.unroll);
 }
 
 std::string print_slide(const SlideSchedule& s) {
   std::string out = "schedule slide\n";
-  out += fmt::format(
-      "  format: {}:{} as 2:4 sliding windows (gamma {:.3f}), mma.sp fragment order\n",
-      2 * s.pattern - 2, 2 * s.pattern, 2.0 - 2.0 / s.pattern);
-  out += fmt::format("  block : {} row tile{} x {} column tile{}, warps={} splitting K\n", s.m_tiles,
-                     s.m_tiles == 1 ? "" : "s", s.n_tiles, s.n_tiles == 1 ? "" : "s", s.warps);
-  out += fmt::format("  k     : unroll={} chunks per load step, partial sums added in shared memory\n",
-                     s.unroll);
+  out +=
+      fmt::format("  format: {}:{} as 2:4 sliding windows (gamma {:.3f}), mma.sp fragment order\n",
+                  2 * s.pattern - 2, 2 * s.pattern, 2.0 - 2.0 / s.pattern);
+  if (s.split == SlideSplit::K) {
+    out +=
+        fmt::format("  block : {} row tile{} x {} column tile{}, warps={} splitting K\n", s.m_tiles,
+                    s.m_tiles == 1 ? "" : "s", s.n_tiles, s.n_tiles == 1 ? "" : "s", s.warps);
+    out += fmt::format(
+        "  k     : unroll={} chunks per load step, partial sums added in shared memory\n",
+        s.unroll);
+  } else {
+    out += fmt::format("  block : warps={} x {} row tile{} each, {} column tile{}\n", s.warps,
+                       s.m_tiles, s.m_tiles == 1 ? "" : "s", s.n_tiles, s.n_tiles == 1 ? "" : "s");
+    out += fmt::format(
+        "  k     : unroll={} chunks per step, B staged in shared memory (cp.async)\n", s.unroll);
+  }
   out += "  b     : lifted (and quantized per token) by the b_transform kernel\n";
   out += "  math  : mma.sp m16n8k32 (16-bit) / m16n8k64 (8-bit) per warp\n";
   return out;
 }
 
-SlideSchedule parse_slide_fields(std::string_view spec, const std::vector<std::string_view>& parts) {
+SlideSchedule parse_slide_fields(std::string_view spec,
+                                 const std::vector<std::string_view>& parts) {
   SlideSchedule s;
   spec_fields::for_each_field(parts, [&](std::string_view key, std::string_view v) {
     auto num = [&](int64_t hi) { return static_cast<int>(spec_fields::parse_int(key, v, 1, hi)); };
     if (key == "pattern") {
       // "6:8" (2N−2):2N
       const size_t colon = v.find(':');
-      const auto bad = [&] { spec_fields::error(key, "(2N-2):2N such as 2:4, 4:6, 6:8 … 14:16", v); };
+      const auto bad = [&] {
+        spec_fields::error(key, "(2N-2):2N such as 2:4, 4:6, 6:8 … 14:16", v);
+      };
       if (colon == std::string_view::npos) bad();
       int a = 0, b = 0;
       try {
@@ -111,6 +134,10 @@ SlideSchedule parse_slide_fields(std::string_view spec, const std::vector<std::s
       }
       if (b % 2 != 0 || a != b - 2) bad();
       s.pattern = b / 2;
+    } else if (key == "split") {
+      const auto v2 = parse_slide_split(v);
+      if (!v2) spec_fields::error(key, "k or rows", v);
+      s.split = *v2;
     } else if (key == "warps")
       s.warps = num(64);
     else if (key == "mt")
@@ -120,14 +147,18 @@ SlideSchedule parse_slide_fields(std::string_view spec, const std::vector<std::s
     else if (key == "unroll")
       s.unroll = num(64);
     else
-      spec_fields::error(key, "one of pattern, warps, mt, nt, unroll (family slide)", key);
+      spec_fields::error(key, "one of pattern, split, warps, mt, nt, unroll (family slide)", key);
   });
   spec_fields::check_legal(spec, validate(s));
   return s;
 }
 
-int64_t slide_row_tiles(const Problem& p) { return (p.m + 15) / 16; }
-int64_t slide_col_tiles(const Problem& p) { return (p.n + 7) / 8; }
+int64_t slide_row_tiles(const Problem& p) {
+  return (p.m + 15) / 16;
+}
+int64_t slide_col_tiles(const Problem& p) {
+  return (p.n + 7) / 8;
+}
 
 int64_t slide_chunks(const Problem& p, int pattern) {
   const int64_t width = 2 * int64_t{pattern};
@@ -137,20 +168,24 @@ int64_t slide_chunks(const Problem& p, int pattern) {
 }
 
 int64_t slide_grid_x(const Problem& p, const SlideSchedule& s) {
-  return (slide_row_tiles(p) + s.m_tiles - 1) / s.m_tiles;
+  const int64_t per_block = s.split == SlideSplit::K ? s.m_tiles : int64_t{s.warps} * s.m_tiles;
+  return (slide_row_tiles(p) + per_block - 1) / per_block;
 }
 int64_t slide_grid_y(const Problem& p, const SlideSchedule& s) {
   return (slide_col_tiles(p) + s.n_tiles - 1) / s.n_tiles;
 }
 
 int64_t slide_shared_bytes(const Problem&, const SlideSchedule& s) {
-  // warps 1 … warps−1 leave their mt·nt·4 sums per lane for warp 0.
+  // split=k: warps 1 … warps−1 leave their mt·nt·4 sums per lane for warp 0; split=rows: two
+  // steps of B fragments (unroll chunks x nt tiles x 512 bytes).
+  if (s.split == SlideSplit::Rows) return int64_t{2} * s.unroll * s.n_tiles * 512;
   return int64_t{s.warps - 1} * s.m_tiles * s.n_tiles * 4 * 32 * 4;
 }
 
 int slide_registers(const Problem&, const SlideSchedule& s) {
   const int acc = s.m_tiles * s.n_tiles * 4;
-  const int loads = s.unroll * (s.m_tiles * 5 + s.n_tiles * 4);
+  const int loads = s.split == SlideSplit::K ? s.unroll * (s.m_tiles * 5 + s.n_tiles * 4)
+                                             : s.unroll * s.m_tiles * 5 + 4;
   return acc + loads + 32;
 }
 
@@ -195,22 +230,25 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
   const SlidePattern pat = detect_slide_pattern(a);
   if (pat.n == 0) return out;
   const int64_t tiles = slide_col_tiles(p);
-  for (int warps : {2, 4, 8})
-    for (int mt : {1, 2})
-      for (int nt : {1, 2, 4, 8}) {
-        if (nt > 1 && nt > tiles) continue;
-        for (int unroll : {1, 2, 4}) {
-          SlideSchedule s;
-          s.pattern = pat.n;
-          s.warps = warps;
-          s.m_tiles = mt;
-          s.n_tiles = nt;
-          s.unroll = unroll;
-          if (slide_registers(p, s) > 160 || slide_shared_bytes(p, s) > 48 * 1024) continue;
-          if (!validate_slide(p, s).empty() || !verify_slide(p, s, dev).empty()) continue;
-          out.emplace_back(s);
+  for (SlideSplit split : {SlideSplit::K, SlideSplit::Rows})
+    for (int warps : {2, 4, 8})
+      for (int mt : {1, 2})
+        for (int nt : {1, 2, 4, 8}) {
+          if (nt > 1 && nt > tiles) continue;
+          if (split == SlideSplit::Rows && warps == 2) continue;
+          for (int unroll : {1, 2, 4}) {
+            SlideSchedule s;
+            s.pattern = pat.n;
+            s.split = split;
+            s.warps = warps;
+            s.m_tiles = mt;
+            s.n_tiles = nt;
+            s.unroll = unroll;
+            if (slide_registers(p, s) > 160 || slide_shared_bytes(p, s) > 48 * 1024) continue;
+            if (!validate_slide(p, s).empty() || !verify_slide(p, s, dev).empty()) continue;
+            out.emplace_back(s);
+          }
         }
-      }
   return out;
 }
 

@@ -1,27 +1,33 @@
 // slide schedule family: SlideSparse weights ((2N−2):2N, ir/slide_format.h) on the 2:4 sparse
 // tensor cores (mma.sp). Its IrFamily is in ir/slide_family.cpp.
 //
-//   slide;pattern=6:8;warps=4;mt=1;nt=1;unroll=2
-//     pattern  (2N−2):2N of the weight (2:4 … 14:16)   warps   warps per block, splitting K (1..8)
-//     mt       16-row tiles per block (1, 2, 4)         nt      8-column tiles of N per block
-//     unroll   K chunks a warp loads before it multiplies (1, 2, 4)
+//   slide;pattern=6:8;split=k;warps=4;mt=1;nt=1;unroll=2
+//     pattern  (2N−2):2N of the weight (2:4 … 14:16)
+//     split    how the block's warps share the work: k (the chunks; all warps on the block's
+//              rows) or rows (each warp its own rows; B staged in shared memory per block)
+//     warps    warps per block (1, 2, 4, 8)              mt  16-row tiles per warp-row group
+//     nt       8-column tiles of N per block             unroll  chunks per load step (1, 2, 4)
 //
 // Two kernels per run:
 //   b_transform  lifts B into the sliding windows (Ψ) and, for int8 / fp8, quantizes it per token
 //                (ir/quantize.h), writing it in the mma.sp B fragment order (BWork); the token
 //                scales go to TokenScales.
-//   main         block (x, y) owns row tiles x·mt … and column tiles y·nt …; its warps take the
-//                K chunks in turn (warp w: chunks w·unroll …, then + warps·unroll), each chunk one
-//                mma.sp per row tile and column tile, A values and metadata read straight from
-//                the fragment-ordered pack (16 bytes + one word per lane); the warps' fp32 (int32
-//                for int8) sums are added in shared memory and warp 0 stores
+//   main         split=k: block (x, y) owns row tiles x·mt … and column tiles y·nt …; its warps
+//                take the K chunks in turn (warp w: chunks w·unroll …, then + warps·unroll), each
+//                chunk one mma.sp per row tile and column tile, A values and metadata read
+//                straight from the fragment-ordered pack (16 bytes + one word per lane); the
+//                warps' fp32 (int32 for int8) sums are added in shared memory and warp 0 stores
 //                C = alpha·acc·(row scale · token scale) + beta·C.
+//                split=rows: block x owns warps·mt row tiles (mt per warp), every warp walks all
+//                chunks, and the block stages each step's B fragments in shared memory
+//                (cp.async, double-buffered): B is read once per warps·mt·16 rows, not per 16.
 //
 // Value types: fp16, bf16 (mma.sp m16n8k32, 32 lifted columns per chunk) and int8, fp8 e4m3
 // (m16n8k64, 64 per chunk; e4m3 needs sm_89 or newer), B and C in the problem's layouts.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,14 +40,20 @@
 
 namespace sparsegen {
 
+// How a slide block's warps share its work (one name table: SPEC, printer, cache key).
+enum class SlideSplit { K, Rows };
+std::string_view to_string(SlideSplit s);  // "k", "rows"
+std::optional<SlideSplit> parse_slide_split(std::string_view s);
+
 struct SlideSchedule {
   static constexpr std::string_view kFamily = "slide";
 
-  int pattern = 4;  // N of (2N−2):2N: 2 … 8
-  int warps = 4;    // 1, 2, 4, 8: all on the block's rows, splitting K
-  int m_tiles = 1;  // 16-row tiles per block: 1, 2, 4
-  int n_tiles = 1;  // 8-column tiles of N per block: 1, 2, 4, 8
-  int unroll = 2;   // chunks in flight per warp: 1, 2, 4
+  int pattern = 4;                   // N of (2N−2):2N: 2 … 8
+  SlideSplit split = SlideSplit::K;  // warps split the chunks (k) or own rows (rows)
+  int warps = 4;                     // 1, 2, 4, 8
+  int m_tiles = 1;                   // 16-row tiles per block: 1, 2, 4
+  int n_tiles = 1;                   // 8-column tiles of N per block: 1, 2, 4, 8
+  int unroll = 2;                    // chunks in flight per warp: 1, 2, 4
 
   int threads_per_block() const { return warps * kWarpSize; }
   bool operator==(const SlideSchedule&) const = default;
@@ -51,9 +63,9 @@ struct SlideSchedule {
 // register, lanes per quad that supply metadata.
 struct SlideMma {
   int elem_bytes = 2;
-  int chunk = 32;       // 32 (16-bit types, m16n8k32) or 64 (8-bit types, m16n8k64)
-  int per_reg = 2;      // elements per 32-bit fragment register
-  int meta_lanes = 2;   // lanes t of each quad whose metadata word the instruction reads
+  int chunk = 32;      // 32 (16-bit types, m16n8k32) or 64 (8-bit types, m16n8k64)
+  int per_reg = 2;     // elements per 32-bit fragment register
+  int meta_lanes = 2;  // lanes t of each quad whose metadata word the instruction reads
   int meta_words() const { return 8 * meta_lanes; }  // per 16-row tile and chunk
 };
 // Precondition: dtype is fp16, bf16, int8 or e4m3.
@@ -67,11 +79,11 @@ std::string slide_spec(const SlideSchedule& s);
 std::string print_slide(const SlideSchedule& s);
 SlideSchedule parse_slide_fields(std::string_view spec, const std::vector<std::string_view>& parts);
 
-int64_t slide_row_tiles(const Problem& p);                         // ceil(M / 16)
-int64_t slide_col_tiles(const Problem& p);                         // ceil(N / 8)
-int64_t slide_chunks(const Problem& p, int pattern);               // lifted K / chunk, rounded up
-int64_t slide_grid_x(const Problem& p, const SlideSchedule& s);    // ceil(row tiles / mt)
-int64_t slide_grid_y(const Problem& p, const SlideSchedule& s);    // ceil(col tiles / nt)
+int64_t slide_row_tiles(const Problem& p);                       // ceil(M / 16)
+int64_t slide_col_tiles(const Problem& p);                       // ceil(N / 8)
+int64_t slide_chunks(const Problem& p, int pattern);             // lifted K / chunk, rounded up
+int64_t slide_grid_x(const Problem& p, const SlideSchedule& s);  // ceil(row tiles / mt)
+int64_t slide_grid_y(const Problem& p, const SlideSchedule& s);  // ceil(col tiles / nt)
 int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s);  // the warps' partial sums
 int slide_registers(const Problem& p, const SlideSchedule& s);
 // Bytes of the lifted B in fragment order (BWork).
@@ -82,8 +94,9 @@ std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
                                       const DeviceLimits& dev);
 
 // Every legal schedule for the matrix's smallest pattern (none when it has none: why_not says
-// where it breaks): warps {2, 4, 8} x mt {1, 2} x nt {1, 2, 4, 8 up to N's tiles} x unroll
-// {1, 2, 4}, within 160 registers and 48 KiB of shared memory.
+// where it breaks): split k: warps {2, 4, 8} x mt {1, 2}; split rows: warps {4, 8} x mt {1, 2};
+// each x nt {1, 2, 4, 8 up to N's tiles} x unroll {1, 2, 4}, within 160 registers and 48 KiB of
+// shared memory.
 std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev);
 

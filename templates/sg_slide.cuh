@@ -12,6 +12,7 @@
 //   C (4 x 32-bit): c0, c1 = row g, columns 2t, 2t+1; c2, c3 = row g + 8
 #pragma once
 
+#include "sg_async_copy.cuh"
 #include "sg_dtype.cuh"
 
 namespace sg {
@@ -87,6 +88,33 @@ __device__ __forceinline__ unsigned slide_operand_bits(float x, float inv) {
   }
 }
 
+// Warp epilogue: C[r, n] = alpha · acc · (QUANT ? row_scales[r] · token_scales[n] : 1)
+// + beta · C[r, n] for the warp's MT x NT tiles from row tile rt0 and column tile ct0 (beta == 0:
+// C not read).
+template <typename T, int MT, int NT, int QUANT, typename Acc>
+__device__ __forceinline__ void slide_store(const Acc* acc, T* __restrict__ C,
+                                            const float* __restrict__ row_scales,
+                                            const float* __restrict__ token_scales, float alpha,
+                                            float beta, int M, int N, int rt0, int ct0, int g,
+                                            int t, int c_rs, int c_ns) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int r = (rt0 + i) * 16 + g + 8 * (q >> 1);
+        const int n = (ct0 + j) * 8 + 2 * t + (q & 1);
+        if (r >= M || n >= N) continue;
+        float v = static_cast<float>(acc[(i * NT + j) * 4 + q]);
+        if constexpr (QUANT) v *= row_scales[r] * token_scales[n];
+        T* p = C + r * c_rs + n * c_ns;
+        float out = alpha * v;
+        if (beta != 0.0f) out += beta * Cvt<T>::to_f32(*p);
+        *p = Cvt<T>::from_f32(out);
+      }
+}
+
 }  // namespace detail
 
 // b_transform: lifts B (K x N, element (k, n) at B[k·b_ks + n·b_ns]) into the sliding windows of
@@ -99,8 +127,8 @@ __device__ __forceinline__ unsigned slide_operand_bits(float x, float inv) {
 // over y.
 template <typename T, int KIND, int P, int THREADS, int QUANT, int VEC>
 __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __restrict__ bw,
-                                           float* __restrict__ token_scales, int K, int N,
-                                           int b_ks, int b_ns, int chunks, int col_tiles) {
+                                           float* __restrict__ token_scales, int K, int N, int b_ks,
+                                           int b_ns, int chunks, int col_tiles) {
   using K_ = detail::SlideKind<KIND>;
   constexpr int E = K_::kPerReg;
   constexpr int kWarps = THREADS / 32;
@@ -130,7 +158,8 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
 #pragma unroll
         for (int j = 0; j < 8; ++j)
           if (tile * 8 + j < N)
-            mx[j] = fmaxf(mx[j], fabsf(detail::Cvt<T>::to_f32(B[k * b_ks + (tile * 8 + j) * b_ns])));
+            mx[j] =
+                fmaxf(mx[j], fabsf(detail::Cvt<T>::to_f32(B[k * b_ks + (tile * 8 + j) * b_ns])));
     }
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -253,22 +282,79 @@ __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
           acc[i] += v;
       }
   }
+  detail::slide_store<T, MT, NT, QUANT>(acc, C, row_scales, token_scales, alpha, beta, M, N, rt0,
+                                        ct0, g, t, c_rs, c_ns);
+}
+
+// split=rows: warps own rows. Block x computes row tiles x·WARPS·MT … (warp w: MT tiles from
+// (x·WARPS + w)·MT) and column tiles y·NT …; every warp walks all chunks, U per step. The block
+// stages each step's B fragments (U chunks x NT column tiles, 512 bytes each) in shared memory
+// with cp.async, two steps in flight (smem: 2·U·NT·512 bytes), so the lifted B is read once per
+// block instead of once per 16 rows; A and its metadata stream from global memory per warp.
+template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT>
+__device__ __forceinline__ void slide_spmm_rows(
+    const unsigned* __restrict__ a, const unsigned* __restrict__ meta,
+    const unsigned* __restrict__ bw, T* __restrict__ C, const float* __restrict__ row_scales,
+    const float* __restrict__ token_scales, float* smem, float alpha, float beta, int M, int N,
+    int row_tiles, int col_tiles, int chunks, int c_rs, int c_ns) {
+  using K_ = detail::SlideKind<KIND>;
+  using Acc = typename K_::Acc;
+  constexpr int ML = K_::kMetaLanes;
+  constexpr int kStep = U * NT * 32;  // 16-byte pieces of B per step
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const int rt0 = (blockIdx.x * WARPS + warp) * MT, ct0 = blockIdx.y * NT;
+  Acc acc[MT * NT * 4];
 #pragma unroll
-  for (int i = 0; i < MT; ++i)
+  for (int i = 0; i < MT * NT * 4; ++i) acc[i] = 0;
+  const uint4* a4 = reinterpret_cast<const uint4*>(a);
+  const uint4* b4 = reinterpret_cast<const uint4*>(bw);
+  const unsigned s0 = smem_addr(reinterpret_cast<const unsigned*>(smem));
+  const int meta_lane = g * ML + (t % ML);
+  const int steps = (chunks + U - 1) / U;
+  // Step i's B pieces into buffer i % 2; pieces past K' or N are zero-filled (never read from B).
+  auto issue = [&](int i) {
+    const unsigned dst = s0 + static_cast<unsigned>((i & 1) * kStep * 16);
+    for (int p = tid; p < kStep; p += WARPS * 32) {
+      const int u = p / (NT * 32), rest = p - u * (NT * 32), j = rest >> 5, l = rest & 31;
+      const int kc = i * U + u, ct = ct0 + j;
+      detail::cp_async16(dst + p * 16, b4 + (kc * col_tiles + ct) * 32 + l,
+                         kc >= chunks || ct >= col_tiles);
+    }
+  };
+  if (steps > 0) issue(0);
+  cp_async_commit();
+  for (int i = 0; i < steps; ++i) {
+    if (i + 1 < steps) issue(i + 1);
+    cp_async_commit();
+    uint4 av[U][MT];
+    unsigned ev[U][MT];
 #pragma unroll
-    for (int j = 0; j < NT; ++j)
+    for (int u = 0; u < U; ++u)
 #pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int r = (rt0 + i) * 16 + g + 8 * (q >> 1);
-        const int n = (ct0 + j) * 8 + 2 * t + (q & 1);
-        if (r >= M || n >= N) continue;
-        float v = static_cast<float>(acc[(i * NT + j) * 4 + q]);
-        if constexpr (QUANT) v *= row_scales[r] * token_scales[n];
-        T* p = C + r * c_rs + n * c_ns;
-        float out = alpha * v;
-        if (beta != 0.0f) out += beta * detail::Cvt<T>::to_f32(*p);
-        *p = detail::Cvt<T>::from_f32(out);
+      for (int m = 0; m < MT; ++m) {
+        const int kc = i * U + u, rt = rt0 + m;
+        const bool ok = kc < chunks && rt < row_tiles;
+        const int tc = rt * chunks + kc;
+        av[u][m] = ok ? __ldcs(a4 + tc * 32 + lane) : make_uint4(0u, 0u, 0u, 0u);
+        ev[u][m] = ok ? __ldcs(meta + tc * (8 * ML) + meta_lane) : 0x44444444u;
       }
+    cp_async_wait<1>();
+    __syncthreads();
+    const uint4* sb = reinterpret_cast<const uint4*>(smem) + (i & 1) * kStep;
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        const uint4 b = sb[(u * NT + j) * 32 + lane];
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+          detail::slide_mma<KIND>(acc + (m * NT + j) * 4, av[u][m], b, ev[u][m]);
+      }
+    __syncthreads();
+  }
+  detail::slide_store<T, MT, NT, QUANT>(acc, C, row_scales, token_scales, alpha, beta, M, N, rt0,
+                                        ct0, g, t, c_rs, c_ns);
 }
 
 }  // namespace sg

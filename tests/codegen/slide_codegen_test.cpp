@@ -26,14 +26,24 @@ TEST(SlideCodegen, SourceShapeAndSignature) {
   const Problem p = Problem::quantized_spmm(64, 100, 16, DType::I8, DType::F16, Layout::ColMajor,
                                             Layout::ColMajor);
   const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::I8));
-  EXPECT_NE(k.source.find("sg::slide_lift<T, 2, 4, 256, 1, 0>(B, bw, token_scales, 100, 16, 1, 100"),
-            std::string::npos)
+  EXPECT_NE(
+      k.source.find("sg::slide_lift<T, 2, 4, 256, 1, 0>(B, bw, token_scales, 100, 16, 1, 100"),
+      std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("sg::slide_spmm<T, 2, 1, 2, 2, 4, 1>(values, meta, bw, C, row_scales, "
                           "token_scales, sg_smem"),
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("using T = __half;"), std::string::npos);
+  // split=rows: the row-owning kernel, B staged in shared memory (two steps of nt x unroll x 512).
+  SlideSchedule r = s;
+  r.split = SlideSplit::Rows;
+  const GeneratedKernel kr = emit_slide(p, Schedule(r), pack_slide_tc(a, 4, DType::I8));
+  EXPECT_NE(kr.source.find("sg::slide_spmm_rows<T, 2, 1, 2, 2, 4, 1>(values, meta, bw, C"),
+            std::string::npos)
+      << kr.source;
+  EXPECT_EQ(kr.signature.launch.dynamic_shared_bytes, 2 * 2 * 2 * 512);
+  EXPECT_EQ(kr.signature.launch.grid_x, 1);  // 4 row tiles / (4 warps x 1)
   ASSERT_EQ(k.headers.count("sg_slide.cuh"), 1u);
   EXPECT_NE(k.headers.at("sg_slide.cuh").find("mma.sp.sync.aligned.m16n8k64.row.col.s32.s8.s8.s32"),
             std::string::npos);
@@ -55,6 +65,7 @@ TEST(SlideCodegen, CompilesForEveryValueType) {
       SlideSchedule s;
       s.unroll = 4;
       s.m_tiles = 2;
+      s.split = std::string(arch) == "sm_90" ? SlideSplit::Rows : SlideSplit::K;
       const Problem p = is_quantized(dt) ? Problem::quantized_spmm(48, 130, 8, dt, DType::BF16)
                                          : Problem::spmm(48, 130, 8, dt);
       const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, dt));

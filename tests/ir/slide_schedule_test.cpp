@@ -40,22 +40,23 @@ std::vector<float> random_b(int64_t count, uint64_t seed) {
 TEST(SlideSchedule, SpecRoundTripAndPrint) {
   SlideSchedule s;
   s.pattern = 3;
+  s.split = SlideSplit::Rows;
   s.warps = 8;
   s.m_tiles = 2;
   s.n_tiles = 4;
   s.unroll = 1;
   const std::string spec = to_string(Schedule(s));
-  EXPECT_EQ(spec, "slide;pattern=4:6;warps=8;mt=2;nt=4;unroll=1");
+  EXPECT_EQ(spec, "slide;pattern=4:6;split=rows;warps=8;mt=2;nt=4;unroll=1");
   EXPECT_EQ(parse_schedule(spec), Schedule(s));
   EXPECT_EQ(print_schedule(Schedule(s)),
             "schedule slide\n"
             "  format: 4:6 as 2:4 sliding windows (gamma 1.333), mma.sp fragment order\n"
-            "  block : 2 row tiles x 4 column tiles, warps=8 splitting K\n"
-            "  k     : unroll=1 chunks per load step, partial sums added in shared memory\n"
+            "  block : warps=8 x 2 row tiles each, 4 column tiles\n"
+            "  k     : unroll=1 chunks per step, B staged in shared memory (cp.async)\n"
             "  b     : lifted (and quantized per token) by the b_transform kernel\n"
             "  math  : mma.sp m16n8k32 (16-bit) / m16n8k64 (8-bit) per warp\n");
   for (const char* bad : {"slide;pattern=6:9", "slide;pattern=7:8", "slide;pattern=16:18",
-                          "slide;pattern=x", "slide;warps=3", "slide;unroll=8"})
+                          "slide;pattern=x", "slide;warps=3", "slide;unroll=8", "slide;split=cols"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
@@ -74,9 +75,8 @@ TEST(SlideFragments, DecodeIsTheLiftedWeightForEveryPatternAndWidth) {
       ASSERT_GE(width, canon.lifted_cols);
       for (int64_t r = 0; r < a.rows; ++r)
         for (int64_t c = 0; c < width; ++c) {
-          const float want = c < canon.lifted_cols
-                                 ? lifted[static_cast<size_t>(r * canon.lifted_cols + c)]
-                                 : 0.0f;
+          const float want =
+              c < canon.lifted_cols ? lifted[static_cast<size_t>(r * canon.lifted_cols + c)] : 0.0f;
           ASSERT_EQ(w[static_cast<size_t>(r * width + c)], want)
               << "pattern " << p << " " << to_string(dt) << " row " << r << " col " << c;
         }
@@ -91,9 +91,9 @@ TEST(SlideFragments, InterpreterMatchesReference) {
       for (Layout bl : {Layout::RowMajor, Layout::ColMajor}) {
         const int64_t m = 45, k = 2 * p * 11 + 5, n = 13;
         const CsrMatrix a = slide_weight(m, k, p, 100 + p);
-        const Problem pr = is_quantized(dt)
-                               ? Problem::quantized_spmm(m, k, n, dt, DType::BF16, bl, Layout::ColMajor)
-                               : Problem::spmm(m, k, n, dt, bl, Layout::RowMajor);
+        const Problem pr = is_quantized(dt) ? Problem::quantized_spmm(m, k, n, dt, DType::BF16, bl,
+                                                                      Layout::ColMajor)
+                                            : Problem::spmm(m, k, n, dt, bl, Layout::RowMajor);
         std::vector<float> b = random_b(k * n, 5 + p);
         for (float& x : b) x = round_to(pr.b_dtype(), x);
         const SlideTcFormat f = pack_slide_tc(a, p, dt);
@@ -115,19 +115,22 @@ TEST(SlideFragments, InterpreterMatchesReference) {
         for (int64_t r = 0; r < m; ++r)
           for (int64_t j = 0; j < n; ++j) {
             double s = 0, mag = 0;
-            for (int64_t e = a.row_ptr[static_cast<size_t>(r)]; e < a.row_ptr[static_cast<size_t>(r) + 1]; ++e) {
-              const double prod = av[static_cast<size_t>(e)] *
-                                  bv[static_cast<size_t>(pr.b_index(a.col_idx[static_cast<size_t>(e)], j))];
+            for (int64_t e = a.row_ptr[static_cast<size_t>(r)];
+                 e < a.row_ptr[static_cast<size_t>(r) + 1]; ++e) {
+              const double prod =
+                  av[static_cast<size_t>(e)] *
+                  bv[static_cast<size_t>(pr.b_index(a.col_idx[static_cast<size_t>(e)], j))];
               s += prod;
               mag += std::fabs(prod);
             }
             const double scale = 0.75 * rs[static_cast<size_t>(r)] * ts[static_cast<size_t>(j)];
             const double want = scale * s;
             const double got = c[static_cast<size_t>(pr.c_index(r, j))];
-            const double tol = (double(a.row_length(r)) + 4) * 2 * std::ldexp(1.0, -24) * scale * mag +
-                               4 * std::ldexp(1.0, -24) * std::fabs(want) + 1e-30;
-            ASSERT_NEAR(got, want, tol) << to_string(pr) << " pattern " << p << " C(" << r << ", "
-                                        << j << ")";
+            const double tol =
+                (double(a.row_length(r)) + 4) * 2 * std::ldexp(1.0, -24) * scale * mag +
+                4 * std::ldexp(1.0, -24) * std::fabs(want) + 1e-30;
+            ASSERT_NEAR(got, want, tol)
+                << to_string(pr) << " pattern " << p << " C(" << r << ", " << j << ")";
           }
       }
 }
