@@ -77,6 +77,34 @@ std::vector<char> dense_bytes(const CsrMatrix& a, DType t) {
   return out;
 }
 
+// Median ms of schedule s's b_transform (the lift) alone on B at b, from its own NVRTC module.
+double time_lift(const Problem& p, const Schedule& s, const SlideTcFormat& f, CUdeviceptr b,
+                 const CompileTarget& target, const TimingOptions& topt) {
+  const codegen::GeneratedKernel g = codegen::emit_slide(p, s, f);
+  nvrtc::CompileOptions co;
+  co.arch = target.arch;
+  co.headers = g.headers;
+  const cuda::Module mod(nvrtc::compile(g.source, co).image);
+  const CUfunction lift = mod.function(g.signature.b_transform.name);
+  cuda::DeviceBuffer bw(static_cast<size_t>(g.signature.b_work_bytes) + 16),
+      ts(static_cast<size_t>(p.n) * 4 + 16);
+  CUdeviceptr pb = b, pw = bw.ptr(), pt = ts.ptr();
+  const auto& L = g.signature.b_transform.launch;
+  cuda::LaunchConfig lc;
+  lc.grid = {unsigned(L.grid_x), unsigned(L.grid_y), 1};
+  lc.block = {unsigned(L.block_threads), 1, 1};
+  return measure(
+             [&](CUstream st) {
+               lc.stream = st;
+               if (is_quantized(p.dtype))
+                 cuda::launch_kernel(lift, lc, pb, pw, pt);
+               else
+                 cuda::launch_kernel(lift, lc, pb, pw);
+             },
+             topt)
+      .median_ms;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -85,13 +113,16 @@ int main(int argc, char** argv) {
   std::vector<int64_t> ns = {1, 8, 16, 32, 64};
   std::vector<std::string> types = {"fp16", "int8"};
   std::vector<std::string> patterns = {"6:8"};
+  std::vector<int64_t> lift_ns = {1024, 4096};
   int top = 4, reps = 20;
   std::string out_path;
   app.add_option("--shapes", shapes, "weight shapes MxK");
   app.add_option("--n", ns, "token counts");
   app.add_option("--types", types, "fp16, int8, fp8");
   app.add_option("--patterns", patterns, "(2N-2):2N patterns");
-  app.add_option("--top", top, "slide schedules timed per case and warp split (the tuner's ranking)");
+  app.add_option("--lift-n", lift_ns, "token counts at which the lift kernel is timed alone");
+  app.add_option("--top", top,
+                 "slide schedules timed per case and warp split (the tuner's ranking)");
   app.add_option("--reps", reps, "timed runs per candidate");
   app.add_option("--out", out_path, "JSON path (default $BENCH_DIR/slide.json)");
   CLI11_PARSE(app, argc, argv);
@@ -134,7 +165,7 @@ int main(int argc, char** argv) {
         topt);
     copy_gbs = 2.0 * double(bytes) / (t.median_ms * 1e6);
   }
-  json cases = json::array();
+  json cases = json::array(), lifts = json::array();
   int failures = 0;
   for (const std::string& type : types) {
     const DType dt = type == "fp16" ? DType::F16 : type == "int8" ? DType::I8 : DType::F8E4M3;
@@ -158,6 +189,32 @@ int main(int argc, char** argv) {
         const std::vector<char> ha = dense_bytes(a, dt);
         cuda::DeviceBuffer da(ha.size());
         da.upload(ha.data(), ha.size());
+        const SlideTcFormat f = pack_slide_tc(a, pn, dt);
+        // The lift alone at prefill sizes, where it is bandwidth-bound.
+        for (const int64_t n : lift_ns) {
+          const Problem p = is_quantized(dt)
+                                ? Problem::quantized_spmm(m, k, n, dt, DType::F16, Layout::ColMajor,
+                                                          Layout::ColMajor)
+                                : Problem::spmm(m, k, n, dt, Layout::ColMajor, Layout::ColMajor);
+          const std::vector<char> hb = io_values(static_cast<size_t>(k * n), 3 + uint64_t(n));
+          cuda::DeviceBuffer db(hb.size());
+          db.upload(hb.data(), hb.size());
+          SlideSchedule ls;
+          ls.pattern = pn;
+          const double ms = time_lift(p, Schedule(ls), f, db.ptr(), target, topt);
+          const double bytes = double(k * n * 2) + double(slide_b_work_bytes(p, pn));
+          lifts.push_back({{"type", type},
+                           {"m", m},
+                           {"k", k},
+                           {"n", n},
+                           {"pattern", pat},
+                           {"lift_ms", ms},
+                           {"lift_gbs", bytes / (ms * 1e6)},
+                           {"lift_vs_copy", bytes / (ms * 1e6) / copy_gbs}});
+          std::printf("%-5s lift k=%-5lld %s n=%-5lld %.4f ms  %.0f GB/s  %.1f%% of copy\n",
+                      type.c_str(), (long long)k, pat.c_str(), (long long)n, ms, bytes / (ms * 1e6),
+                      100.0 * bytes / (ms * 1e6) / copy_gbs);
+        }
         for (const int64_t n : ns) {
           json row = {{"type", type}, {"m", m}, {"k", k}, {"n", n}, {"pattern", pat}};
           try {
@@ -211,32 +268,9 @@ int main(int argc, char** argv) {
             row["speedup_vs_dense"] = dense_ms / best;
             // the lift kernel alone: B read (K x N, 2 bytes) + lifted B written
             {
-              const Schedule s = parse_schedule(best_spec);
-              const SlideTcFormat f = pack_slide_tc(a, pn, dt);
-              const codegen::GeneratedKernel g = codegen::emit_slide(p, s, f);
-              nvrtc::CompileOptions co;
-              co.arch = target.arch;
-              co.headers = g.headers;
-              const cuda::Module mod(nvrtc::compile(g.source, co).image);
-              const CUfunction lift = mod.function(g.signature.b_transform.name);
-              cuda::DeviceBuffer bw(static_cast<size_t>(g.signature.b_work_bytes) + 16),
-                  ts(static_cast<size_t>(n) * 4 + 16);
-              CUdeviceptr pb = db.ptr(), pw = bw.ptr(), pt = ts.ptr();
-              const auto& L = g.signature.b_transform.launch;
-              cuda::LaunchConfig lc;
-              lc.grid = {unsigned(L.grid_x), unsigned(L.grid_y), 1};
-              lc.block = {unsigned(L.block_threads), 1, 1};
-              const double lift_ms = measure(
-                                         [&](CUstream st) {
-                                           lc.stream = st;
-                                           if (is_quantized(dt))
-                                             cuda::launch_kernel(lift, lc, pb, pw, pt);
-                                           else
-                                             cuda::launch_kernel(lift, lc, pb, pw);
-                                         },
-                                         topt)
-                                         .median_ms;
-              const double lift_bytes = double(k * n * 2) + double(g.signature.b_work_bytes);
+              const double lift_ms =
+                  time_lift(p, parse_schedule(best_spec), f, db.ptr(), target, topt);
+              const double lift_bytes = double(k * n * 2) + double(slide_b_work_bytes(p, pn));
               row["lift_ms"] = lift_ms;
               row["lift_gbs"] = lift_bytes / (lift_ms * 1e6);
               row["lift_vs_copy"] = lift_bytes / (lift_ms * 1e6) / copy_gbs;
@@ -268,7 +302,8 @@ int main(int argc, char** argv) {
               {"method",
                "medians of L2-flushed runs in one process; slide = fastest of the tuner's top "
                "schedules, lift included; dense = cuBLASLt best of 8 heuristics, same type"},
-              {"cases", cases}};
+              {"cases", cases},
+              {"lift", lifts}};
   std::ofstream(out_path) << doc.dump(1) << "\n";
   std::printf("wrote %s (copy %.0f GB/s), %d failures\n", out_path.c_str(), copy_gbs, failures);
   return failures == 0 ? 0 : 1;
