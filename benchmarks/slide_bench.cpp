@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> types = {"fp16", "int8"};
   std::vector<std::string> patterns = {"6:8"};
   std::vector<int64_t> lift_ns = {1024, 4096};
-  int top = 4, reps = 20;
+  int top = 3, reps = 20;
   std::string out_path;
   app.add_option("--shapes", shapes, "weight shapes MxK");
   app.add_option("--n", ns, "token counts");
@@ -243,16 +243,19 @@ int main(int argc, char** argv) {
             double best = 0;
             std::string best_spec;
             json tried = json::array();
-            // The first `top` of the ranking for each warp split.
+            // The first `top` of the ranking for each warp split and lift placement.
             std::vector<size_t> picks;
-            for (SlideSplit split : {SlideSplit::K, SlideSplit::Rows}) {
-              int taken = 0;
-              for (size_t i : ranked.order)
-                if (taken < top && ranked.all[i].as<SlideSchedule>().split == split) {
-                  picks.push_back(i);
-                  ++taken;
+            for (SlideSplit split : {SlideSplit::K, SlideSplit::Rows})
+              for (SlideLift lift : {SlideLift::Kernel, SlideLift::Fused}) {
+                int taken = 0;
+                for (size_t i : ranked.order) {
+                  const auto& b = ranked.all[i].as<SlideSchedule>();
+                  if (taken < top && b.split == split && b.lift == lift) {
+                    picks.push_back(i);
+                    ++taken;
+                  }
                 }
-            }
+              }
             for (size_t i : picks) {
               const Schedule& s = ranked.all[i];
               CompiledKernel kern(ctx, build_kernel(a, p, s, target));

@@ -66,7 +66,8 @@ class SlideEmitter : public Emitter {
     decl(fmt::format("// sparsegen slide kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
     decl(fmt::format("using T = {};", p_.b_dtype() == DType::F16 ? "__half" : "__nv_bfloat16"));
-    emit_lift();
+    fused_ = s_.lift == SlideLift::Fused;
+    if (!fused_) emit_lift();
     emit_main();
     GeneratedKernel k;
     k.source = assemble();
@@ -122,6 +123,19 @@ class SlideEmitter : public Emitter {
         i32(std::to_string(p_.n)), i32(std::to_string(f_.row_tiles)),
         i32(std::to_string(slide_col_tiles(p_))), i32(std::to_string(f_.chunks)),
         i32(row_c ? std::to_string(p_.n) : "1"), i32(row_c ? "1" : std::to_string(p_.m)));
+    if (fused_) {
+      const bool row_b = p_.b_layout == Layout::RowMajor;
+      call_stmt(tmpl::slide_spmm_fused,
+                targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.pattern},
+                      IntArg{s_.m_tiles}, IntArg{s_.n_tiles}, IntArg{s_.unroll}, IntArg{s_.warps}),
+                cptr_u32("values"), cptr_u32("meta"), cptr_t("B"), ptr_t("C"), ptr_f32("sg_smem"),
+                f32("alpha"), f32("beta"), i32(std::to_string(p_.m)), i32(std::to_string(p_.n)),
+                i32(std::to_string(p_.k)), i32(row_b ? std::to_string(p_.n) : "1"),
+                i32(row_b ? "1" : std::to_string(p_.k)), i32(std::to_string(f_.row_tiles)),
+                i32(std::to_string(slide_col_tiles(p_))), i32(std::to_string(f_.chunks)),
+                i32(row_c ? std::to_string(p_.n) : "1"), i32(row_c ? "1" : std::to_string(p_.m)));
+      return;
+    }
     std::apply(
         [&](const auto&... a) {
           if (s_.split == SlideSplit::K)
@@ -137,9 +151,10 @@ class SlideEmitter : public Emitter {
         "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
         "    const unsigned* __restrict__ values,\n    T* __restrict__ C,\n    float alpha,\n"
         "    float beta,\n    const unsigned* __restrict__ meta,\n{}"
-        "    const unsigned* __restrict__ bw{}) {{\n",
+        "    {}{}) {{\n",
         s_.threads_per_block(), opt_.kernel_name,
         quant_ ? "    const float* __restrict__ row_scales,\n" : "",
+        fused_ ? "const T* __restrict__ B" : "const unsigned* __restrict__ bw",
         quant_ ? ",\n    const float* __restrict__ token_scales" : ""));
   }
 
@@ -163,15 +178,20 @@ class SlideEmitter : public Emitter {
       sig.params.push_back(
           {"row_scales", ParamKind::F32Table, "slide.row_scales", std::move(bits)});
     }
-    sig.params.push_back({"bw", ParamKind::BWork, "lifted B", {}});
+    if (fused_) {
+      sig.params.push_back({"B", ParamKind::B, "B", {}});
+    } else {
+      sig.params.push_back({"bw", ParamKind::BWork, "lifted B", {}});
+    }
     if (quant_) sig.params.push_back({"token_scales", ParamKind::TokenScales, "token scales", {}});
     sig.launch.grid_x = slide_grid_x(p_, s_);
     sig.launch.grid_y = slide_grid_y(p_, s_);
     sig.launch.block_threads = s_.threads_per_block();
     sig.launch.dynamic_shared_bytes = slide_shared_bytes(p_, s_);
-    sig.b_alignment = quant_ && vec_b() ? 16 : 4;
-    sig.b_work_bytes = slide_b_work_bytes(p_, s_.pattern);
+    sig.b_alignment = fused_ ? 2 : quant_ && vec_b() ? 16 : 4;
+    sig.b_work_bytes = slide_b_work_bytes(p_, s_);
     if (quant_) sig.token_scales = p_.n;
+    if (fused_) return sig;
     // b_transform: x = column tiles, y = enough blocks for about 1024 in all.
     AuxKernel& t = sig.b_transform;
     t.name = lift_name();
@@ -191,6 +211,7 @@ class SlideEmitter : public Emitter {
   const SlideTcFormat& f_;
   const EmitOptions& opt_;
   bool quant_ = false;
+  bool fused_ = false;
 };
 
 }  // namespace

@@ -34,7 +34,8 @@ class SlideCost final : public CostFamily {
     // A once per column block (grid.y re-reads it).
     f.a_bytes = row_tiles * chunks * (512.0 + 4.0 * mma.meta_words()) * grid_y;
     f.table_bytes = 0;
-    f.b_unique_bytes = double(p.k) * n * io + 2.0 * lifted_b;  // lift: read B, write and read B'
+    // lift=kernel: read B, write and read B'; fused: B only (re-read through the caches).
+    f.b_unique_bytes = double(p.k) * n * io + (s.lift == SlideLift::Kernel ? 2.0 * lifted_b : 0.0);
     f.b_sector_bytes = grid_x * lifted_b;
     f.c_bytes = double(p.m) * n * io;
     f.dram_bytes = f.a_bytes + f.b_unique_bytes + f.c_bytes;
@@ -57,7 +58,7 @@ class SlideCost final : public CostFamily {
     k.warps_per_block = s.warps;
     k.thread_cols = 8 * s.n_tiles;
     k.vector_width = 8;
-    k.prologue = true;  // the b_transform launch
+    k.prologue = s.lift == SlideLift::Kernel;  // the b_transform launch
     return k;
   }
 };

@@ -25,6 +25,7 @@ bool slide_dtype(DType t) {
 }
 
 constexpr std::string_view kSplitNames[] = {"k", "rows"};
+constexpr std::string_view kLiftNames[] = {"kernel", "fused"};
 
 }  // namespace
 
@@ -33,6 +34,13 @@ std::string_view to_string(SlideSplit s) {
 }
 std::optional<SlideSplit> parse_slide_split(std::string_view s) {
   return spec_fields::lookup<SlideSplit>(kSplitNames, s);
+}
+
+std::string_view to_string(SlideLift l) {
+  return kLiftNames[static_cast<int>(l)];
+}
+std::optional<SlideLift> parse_slide_lift(std::string_view s) {
+  return spec_fields::lookup<SlideLift>(kLiftNames, s);
 }
 
 SlideMma slide_mma(DType dtype) {
@@ -63,6 +71,8 @@ std::vector<std::string> validate(const SlideSchedule& s) {
   one_of("mt", s.m_tiles, {1, 2, 4});
   one_of("nt", s.n_tiles, {1, 2, 4, 8});
   one_of("unroll", s.unroll, {1, 2, 4});
+  if (s.lift == SlideLift::Fused && s.split != SlideSplit::K)
+    why.push_back("lift=fused needs split=k (split=rows stages lifted B fragments)");
   return why;
 }
 
@@ -77,6 +87,10 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
         to_string(p.dtype)));
   if (is_quantized(p.dtype) && p.io_dtype != DType::F16 && p.io_dtype != DType::BF16)
     why.push_back(fmt::format("slide writes fp16 or bf16 outputs, not {}", to_string(p.io_dtype)));
+  if (s.lift == SlideLift::Fused && slide_dtype(p.dtype) && dtype_bytes(p.dtype) != 2)
+    why.push_back(fmt::format(
+        "lift=fused is for fp16/bf16 (int8 and e4m3 quantize B per token first), not {}",
+        to_string(p.dtype)));
   const int64_t tiles = slide_col_tiles(p);
   if (s.n_tiles > 1 && s.n_tiles > tiles)
     why.push_back(
@@ -85,9 +99,9 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
 }
 
 std::string slide_spec(const SlideSchedule& s) {
-  return fmt::format("slide;pattern={}:{};split={};warps={};mt={};nt={};unroll={}",
-                     2 * s.pattern - 2, 2 * s.pattern, to_string(s.split), s.warps, s.m_tiles,
-                     s.n_tiles, s.unroll);
+  return fmt::format("slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}",
+                     2 * s.pattern - 2, 2 * s.pattern, to_string(s.split), to_string(s.lift),
+                     s.warps, s.m_tiles, s.n_tiles, s.unroll);
 }
 
 std::string print_slide(const SlideSchedule& s) {
@@ -108,7 +122,9 @@ std::string print_slide(const SlideSchedule& s) {
     out += fmt::format(
         "  k     : unroll={} chunks per step, B staged in shared memory (cp.async)\n", s.unroll);
   }
-  out += "  b     : lifted (and quantized per token) by the b_transform kernel\n";
+  out += s.lift == SlideLift::Kernel
+             ? "  b     : lifted (and quantized per token) by the b_transform kernel\n"
+             : "  b     : read through the lift map by the main kernel (one launch)\n";
   out += "  math  : mma.sp m16n8k32 (16-bit) / m16n8k64 (8-bit) per warp\n";
   return out;
 }
@@ -138,6 +154,10 @@ SlideSchedule parse_slide_fields(std::string_view spec,
       const auto v2 = parse_slide_split(v);
       if (!v2) spec_fields::error(key, "k or rows", v);
       s.split = *v2;
+    } else if (key == "lift") {
+      const auto v2 = parse_slide_lift(v);
+      if (!v2) spec_fields::error(key, "kernel or fused", v);
+      s.lift = *v2;
     } else if (key == "warps")
       s.warps = num(64);
     else if (key == "mt")
@@ -147,7 +167,8 @@ SlideSchedule parse_slide_fields(std::string_view spec,
     else if (key == "unroll")
       s.unroll = num(64);
     else
-      spec_fields::error(key, "one of pattern, split, warps, mt, nt, unroll (family slide)", key);
+      spec_fields::error(key, "one of pattern, split, lift, warps, mt, nt, unroll (family slide)",
+                         key);
   });
   spec_fields::check_legal(spec, validate(s));
   return s;
@@ -187,6 +208,10 @@ int slide_registers(const Problem&, const SlideSchedule& s) {
   const int loads = s.split == SlideSplit::K ? s.unroll * (s.m_tiles * 5 + s.n_tiles * 4)
                                              : s.unroll * s.m_tiles * 5 + 4;
   return acc + loads + 32;
+}
+
+int64_t slide_b_work_bytes(const Problem& p, const SlideSchedule& s) {
+  return s.lift == SlideLift::Fused ? 0 : slide_b_work_bytes(p, s.pattern);
 }
 
 int64_t slide_b_work_bytes(const Problem& p, int pattern) {
@@ -230,25 +255,29 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
   const SlidePattern pat = detect_slide_pattern(a);
   if (pat.n == 0) return out;
   const int64_t tiles = slide_col_tiles(p);
-  for (SlideSplit split : {SlideSplit::K, SlideSplit::Rows})
-    for (int warps : {2, 4, 8})
-      for (int mt : {1, 2})
-        for (int nt : {1, 2, 4, 8}) {
-          if (nt > 1 && nt > tiles) continue;
-          if (split == SlideSplit::Rows && warps == 2) continue;
-          for (int unroll : {1, 2, 4}) {
-            SlideSchedule s;
-            s.pattern = pat.n;
-            s.split = split;
-            s.warps = warps;
-            s.m_tiles = mt;
-            s.n_tiles = nt;
-            s.unroll = unroll;
-            if (slide_registers(p, s) > 160 || slide_shared_bytes(p, s) > 48 * 1024) continue;
-            if (!validate_slide(p, s).empty() || !verify_slide(p, s, dev).empty()) continue;
-            out.emplace_back(s);
+  for (SlideLift lift : {SlideLift::Kernel, SlideLift::Fused})
+    for (SlideSplit split : {SlideSplit::K, SlideSplit::Rows})
+      for (int warps : {2, 4, 8})
+        for (int mt : {1, 2})
+          for (int nt : {1, 2, 4, 8}) {
+            if (nt > 1 && nt > tiles) continue;
+            if (split == SlideSplit::Rows && warps == 2) continue;
+            if (lift == SlideLift::Fused && (split != SlideSplit::K || dtype_bytes(p.dtype) != 2))
+              continue;
+            for (int unroll : {1, 2, 4}) {
+              SlideSchedule s;
+              s.pattern = pat.n;
+              s.split = split;
+              s.lift = lift;
+              s.warps = warps;
+              s.m_tiles = mt;
+              s.n_tiles = nt;
+              s.unroll = unroll;
+              if (slide_registers(p, s) > 160 || slide_shared_bytes(p, s) > 48 * 1024) continue;
+              if (!validate_slide(p, s).empty() || !verify_slide(p, s, dev).empty()) continue;
+              out.emplace_back(s);
+            }
           }
-        }
   return out;
 }
 

@@ -1,14 +1,16 @@
 // slide schedule family: SlideSparse weights ((2N−2):2N, ir/slide_format.h) on the 2:4 sparse
 // tensor cores (mma.sp). Its IrFamily is in ir/slide_family.cpp.
 //
-//   slide;pattern=6:8;split=k;warps=4;mt=1;nt=1;unroll=2
+//   slide;pattern=6:8;split=k;lift=kernel;warps=4;mt=1;nt=1;unroll=2
 //     pattern  (2N−2):2N of the weight (2:4 … 14:16)
 //     split    how the block's warps share the work: k (the chunks; all warps on the block's
 //              rows) or rows (each warp its own rows; B staged in shared memory per block)
+//     lift     kernel (a b_transform kernel lifts B first) or fused (fp16/bf16, split=k: the
+//              main kernel reads B through the lift map itself, one launch)
 //     warps    warps per block (1, 2, 4, 8)              mt  16-row tiles per warp-row group
 //     nt       8-column tiles of N per block             unroll  chunks per load step (1, 2, 4)
 //
-// Two kernels per run:
+// Two kernels per run (one with lift=fused):
 //   b_transform  lifts B into the sliding windows (Ψ) and, for int8 / fp8, quantizes it per token
 //                (ir/quantize.h), writing it in the mma.sp B fragment order (BWork); the token
 //                scales go to TokenScales.
@@ -45,15 +47,21 @@ enum class SlideSplit { K, Rows };
 std::string_view to_string(SlideSplit s);  // "k", "rows"
 std::optional<SlideSplit> parse_slide_split(std::string_view s);
 
+// Where B is lifted into the sliding windows: a b_transform kernel, or inside the main kernel.
+enum class SlideLift { Kernel, Fused };
+std::string_view to_string(SlideLift l);  // "kernel", "fused"
+std::optional<SlideLift> parse_slide_lift(std::string_view s);
+
 struct SlideSchedule {
   static constexpr std::string_view kFamily = "slide";
 
-  int pattern = 4;                   // N of (2N−2):2N: 2 … 8
-  SlideSplit split = SlideSplit::K;  // warps split the chunks (k) or own rows (rows)
-  int warps = 4;                     // 1, 2, 4, 8
-  int m_tiles = 1;                   // 16-row tiles per block: 1, 2, 4
-  int n_tiles = 1;                   // 8-column tiles of N per block: 1, 2, 4, 8
-  int unroll = 2;                    // chunks in flight per warp: 1, 2, 4
+  int pattern = 4;                     // N of (2N−2):2N: 2 … 8
+  SlideSplit split = SlideSplit::K;    // warps split the chunks (k) or own rows (rows)
+  SlideLift lift = SlideLift::Kernel;  // a b_transform kernel, or fused into the main kernel
+  int warps = 4;                       // 1, 2, 4, 8
+  int m_tiles = 1;                     // 16-row tiles per block: 1, 2, 4
+  int n_tiles = 1;                     // 8-column tiles of N per block: 1, 2, 4, 8
+  int unroll = 2;                      // chunks in flight per warp: 1, 2, 4
 
   int threads_per_block() const { return warps * kWarpSize; }
   bool operator==(const SlideSchedule&) const = default;
@@ -86,8 +94,9 @@ int64_t slide_grid_x(const Problem& p, const SlideSchedule& s);  // ceil(row til
 int64_t slide_grid_y(const Problem& p, const SlideSchedule& s);  // ceil(col tiles / nt)
 int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s);  // the warps' partial sums
 int slide_registers(const Problem& p, const SlideSchedule& s);
-// Bytes of the lifted B in fragment order (BWork).
+// Bytes of the lifted B in fragment order (BWork); 0 for lift=fused.
 int64_t slide_b_work_bytes(const Problem& p, int pattern);
+int64_t slide_b_work_bytes(const Problem& p, const SlideSchedule& s);
 
 // Hardware limits: mma.sp (sm_80+), e4m3 (sm_89+), threads, shared memory, registers, grid.
 std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,

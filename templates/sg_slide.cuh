@@ -209,14 +209,15 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
 // shared memory (smem: (WARPS − 1) · MT·NT·4·32 words) and warp 0 stores
 //   C[r, n] = alpha · acc · (QUANT ? row_scales[r] · token_scales[n] : 1) + beta · C[r, n]
 // (beta == 0: C not read), C element (r, n) at C[r·c_rs + n·c_ns].
-template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT>
-__device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
-                                           const unsigned* __restrict__ meta,
-                                           const unsigned* __restrict__ bw, T* __restrict__ C,
-                                           const float* __restrict__ row_scales,
-                                           const float* __restrict__ token_scales, float* smem,
-                                           float alpha, float beta, int M, int N, int row_tiles,
-                                           int col_tiles, int chunks, int c_rs, int c_ns) {
+namespace detail {
+template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, typename LoadB>
+__device__ __forceinline__ void slide_k_body(const unsigned* __restrict__ a,
+                                             const unsigned* __restrict__ meta, const LoadB& load_b,
+                                             T* __restrict__ C,
+                                             const float* __restrict__ row_scales,
+                                             const float* __restrict__ token_scales, float* smem,
+                                             float alpha, float beta, int M, int N, int row_tiles,
+                                             int col_tiles, int chunks, int c_rs, int c_ns) {
   using K_ = detail::SlideKind<KIND>;
   using Acc = typename K_::Acc;
   constexpr int ML = K_::kMetaLanes;
@@ -227,7 +228,6 @@ __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
 #pragma unroll
   for (int i = 0; i < MT * NT * 4; ++i) acc[i] = 0;
   const uint4* a4 = reinterpret_cast<const uint4*>(a);
-  const uint4* b4 = reinterpret_cast<const uint4*>(bw);
   const int meta_lane = g * ML + (t % ML);
   for (int kc0 = warp * U; kc0 < chunks; kc0 += WARPS * U) {
     uint4 av[U][MT], bv[U][NT];
@@ -247,8 +247,7 @@ __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
         const int ct = ct0 + j;
-        bv[u][j] = in && ct < col_tiles ? __ldg(b4 + (kc * col_tiles + ct) * 32 + lane)
-                                        : make_uint4(0u, 0u, 0u, 0u);
+        bv[u][j] = in && ct < col_tiles ? load_b(kc, ct, lane) : make_uint4(0u, 0u, 0u, 0u);
       }
     }
 #pragma unroll
@@ -257,7 +256,7 @@ __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
       for (int i = 0; i < MT; ++i)
 #pragma unroll
         for (int j = 0; j < NT; ++j)
-          detail::slide_mma<KIND>(acc + (i * NT + j) * 4, av[u][i], bv[u][j], ev[u][i]);
+          slide_mma<KIND>(acc + (i * NT + j) * 4, av[u][i], bv[u][j], ev[u][i]);
   }
   if constexpr (WARPS > 1) {
     constexpr int kWords = MT * NT * 4;
@@ -282,8 +281,62 @@ __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
           acc[i] += v;
       }
   }
-  detail::slide_store<T, MT, NT, QUANT>(acc, C, row_scales, token_scales, alpha, beta, M, N, rt0,
-                                        ct0, g, t, c_rs, c_ns);
+  slide_store<T, MT, NT, QUANT>(acc, C, row_scales, token_scales, alpha, beta, M, N, rt0, ct0, g, t,
+                                c_rs, c_ns);
+}
+}  // namespace detail
+
+// The main kernel (split=k) reading the lifted B fragments the b_transform kernel wrote (bw).
+template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT>
+__device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
+                                           const unsigned* __restrict__ meta,
+                                           const unsigned* __restrict__ bw, T* __restrict__ C,
+                                           const float* __restrict__ row_scales,
+                                           const float* __restrict__ token_scales, float* smem,
+                                           float alpha, float beta, int M, int N, int row_tiles,
+                                           int col_tiles, int chunks, int c_rs, int c_ns) {
+  const uint4* b4 = reinterpret_cast<const uint4*>(bw);
+  auto load_b = [&](int kc, int ct, int lane) {
+    return __ldg(b4 + (kc * col_tiles + ct) * 32 + lane);
+  };
+  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, QUANT>(a, meta, load_b, C, row_scales,
+                                                         token_scales, smem, alpha, beta, M, N,
+                                                         row_tiles, col_tiles, chunks, c_rs, c_ns);
+}
+
+// lift=fused (fp16 / bf16, split=k): one kernel, no b_transform. Each lane builds its B fragment
+// straight from the caller's B (element (k, n) at B[k·b_ks + n·b_ns]) through the lift map of
+// (2P−2):2P, one 16-bit load per element: at decode sizes B is small and cached, and the saved
+// launch is worth more than the wider loads.
+template <typename T, int KIND, int P, int MT, int NT, int U, int WARPS>
+__device__ __forceinline__ void slide_spmm_fused(const unsigned* __restrict__ a,
+                                                 const unsigned* __restrict__ meta,
+                                                 const T* __restrict__ B, T* __restrict__ C,
+                                                 float* smem, float alpha, float beta, int M, int N,
+                                                 int K, int b_ks, int b_ns, int row_tiles,
+                                                 int col_tiles, int chunks, int c_rs, int c_ns) {
+  const unsigned short* b16 = reinterpret_cast<const unsigned short*>(B);
+  auto load_b = [&](int kc, int ct, int lane) {
+    const int n = ct * 8 + (lane >> 2), t = lane & 3;
+    unsigned r32[4];
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      unsigned word = 0;
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int lc = kc * 32 + r * 8 + 2 * t + e;
+        const int grp = lc / (4 * (P - 1)), rest = lc - grp * (4 * (P - 1));
+        const int col = grp * 2 * P + 2 * (rest >> 2) + (rest & 3);
+        if (n < N && col < K)
+          word |= static_cast<unsigned>(__ldg(b16 + col * b_ks + n * b_ns)) << (16 * e);
+      }
+      r32[r] = word;
+    }
+    return make_uint4(r32[0], r32[1], r32[2], r32[3]);
+  };
+  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, 0>(
+      a, meta, load_b, C, static_cast<const float*>(nullptr), static_cast<const float*>(nullptr),
+      smem, alpha, beta, M, N, row_tiles, col_tiles, chunks, c_rs, c_ns);
 }
 
 // split=rows: warps own rows. Block x computes row tiles x·WARPS·MT … (warp w: MT tiles from

@@ -102,7 +102,7 @@ BENCH_RUNS=(
   "macko|timeout 400 tools/sparsegen-macko-bench --ns 1 8 --out $BENCH_DIR/macko.json"
   # slide (SlideSparse 6:8 on the 2:4 sparse tensor cores, lift included) vs dense cuBLASLt of
   # the same type at decode N; the lift kernel's bandwidth against a device-to-device copy.
-  "slide|timeout 300 tools/sparsegen-slide-bench --out $BENCH_DIR/slide.json"
+  "slide|timeout 420 tools/sparsegen-slide-bench --out $BENCH_DIR/slide.json"
   # cuSPARSELt 2:4 vs dense cuBLASLt (searched plans) on LLM shapes, N = 16 .. 16384.
   "lt|timeout 300 tools/sparsegen-lt-bench"
   # Probes while iterating on a kernel (they do nothing unless their variable is set).

@@ -44,6 +44,19 @@ TEST(SlideCodegen, SourceShapeAndSignature) {
       << kr.source;
   EXPECT_EQ(kr.signature.launch.dynamic_shared_bytes, 2 * 2 * 2 * 512);
   EXPECT_EQ(kr.signature.launch.grid_x, 1);  // 4 row tiles / (4 warps x 1)
+  // lift=fused (fp16): one kernel reading B itself, no b_transform, no B work buffer.
+  SlideSchedule fu;
+  fu.lift = SlideLift::Fused;
+  const Problem p16 = Problem::spmm(64, 100, 16, DType::F16, Layout::ColMajor, Layout::RowMajor);
+  const GeneratedKernel kf = emit_slide(p16, Schedule(fu), pack_slide_tc(a, 4, DType::F16));
+  EXPECT_NE(kf.source.find("sg::slide_spmm_fused<T, 0, 4, 1, 1, 2, 4>(values, meta, B, C, sg_smem"),
+            std::string::npos)
+      << kf.source;
+  EXPECT_FALSE(kf.signature.b_transform.present());
+  EXPECT_EQ(kf.signature.b_work_bytes, 0);
+  // int8 / e4m3 quantize B per token first: fused is refused with a reason.
+  EXPECT_FALSE(
+      validate(Problem::quantized_spmm(64, 100, 16, DType::I8, DType::F16), Schedule(fu)).empty());
   ASSERT_EQ(k.headers.count("sg_slide.cuh"), 1u);
   EXPECT_NE(k.headers.at("sg_slide.cuh").find("mma.sp.sync.aligned.m16n8k64.row.col.s32.s8.s8.s32"),
             std::string::npos);
@@ -66,6 +79,7 @@ TEST(SlideCodegen, CompilesForEveryValueType) {
       s.unroll = 4;
       s.m_tiles = 2;
       s.split = std::string(arch) == "sm_90" ? SlideSplit::Rows : SlideSplit::K;
+      if (dtype_bytes(dt) == 2 && s.split == SlideSplit::K) s.lift = SlideLift::Fused;
       const Problem p = is_quantized(dt) ? Problem::quantized_spmm(48, 130, 8, dt, DType::BF16)
                                          : Problem::spmm(48, 130, 8, dt);
       const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, dt));

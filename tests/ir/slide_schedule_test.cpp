@@ -46,7 +46,7 @@ TEST(SlideSchedule, SpecRoundTripAndPrint) {
   s.n_tiles = 4;
   s.unroll = 1;
   const std::string spec = to_string(Schedule(s));
-  EXPECT_EQ(spec, "slide;pattern=4:6;split=rows;warps=8;mt=2;nt=4;unroll=1");
+  EXPECT_EQ(spec, "slide;pattern=4:6;split=rows;lift=kernel;warps=8;mt=2;nt=4;unroll=1");
   EXPECT_EQ(parse_schedule(spec), Schedule(s));
   EXPECT_EQ(print_schedule(Schedule(s)),
             "schedule slide\n"
@@ -56,7 +56,8 @@ TEST(SlideSchedule, SpecRoundTripAndPrint) {
             "  b     : lifted (and quantized per token) by the b_transform kernel\n"
             "  math  : mma.sp m16n8k32 (16-bit) / m16n8k64 (8-bit) per warp\n");
   for (const char* bad : {"slide;pattern=6:9", "slide;pattern=7:8", "slide;pattern=16:18",
-                          "slide;pattern=x", "slide;warps=3", "slide;unroll=8", "slide;split=cols"})
+                          "slide;pattern=x", "slide;warps=3", "slide;unroll=8", "slide;split=cols",
+                          "slide;split=rows;lift=fused", "slide;lift=inside"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
