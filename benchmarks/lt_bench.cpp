@@ -1,22 +1,28 @@
 // sparsegen-lt-bench: dense cuBLASLt against cuSPARSELt (2:4) on LLM linear-layer shapes.
 //
-// For every weight shape (M x K) in {4096x4096, 11008x4096, 4096x11008, 14336x4096, 4096x14336},
-// N (tokens) in {16, 64, 256, 1024, 4096, 16384} and input type in {fp16, int8, fp8} (fp16
-// output for all three; bf16 can be asked for with --types):
+// For every weight shape (M x K) in {4096x4096, 14336x4096, 4096x14336} (--shapes takes others,
+// e.g. 11008x4096 4096x11008), N (tokens) in {16, 64, 256, 1024, 4096, 16384} and input type in
+// {fp16, int8, fp8} (fp16 output for all three; bf16 can be asked for with --types):
 //   - a random 2:4 weight (every group of 4 along K keeps 2 random positions; seeded), random B;
 //   - dense: cuBLASLt on the same matrix (zeros included), its top-8 heuristic algorithms timed
 //     and the fastest kept (benchmarks/lt_dense.h); int8 also reports the int32 GEMM without the
 //     conversion to fp16 (dense_gemm_only_ms);
 //   - sparse: cuSPARSELt with the algorithm id / split-K found by SparseGemm::search()
-//     (runtime/cusparselt.h), the Choice is recorded;
+//     (runtime/cusparselt.h): the first --alg-ids ids (default 1), cusparseLtMatmulSearch's pick
+//     (which tries every id) and, for N <= 256, split-K 2/4/8 of the best; the Choice is recorded.
+//     Each candidate costs ~0.3 s of planning on an H100 (cuSPARSELt 0.8), so --alg-ids 64 (every
+//     id) makes a case ~20 s;
 //   - both timed with the L2 flushed before every run (runtime/timing.h): 2 warm-up and --reps
 //     (10) timed runs, medians; speedup = dense_ms / sparse_ms;
 //   - a sanity figure: the largest difference between the two outputs over the first 4 tokens,
 //     relative to the largest dense output (both compute the same product).
-// --shapes, --n and --types restrict the grid. Output: JSON (--out, default $BENCH_DIR/lt.json)
-// with device, date, library versions and every case. Exit codes: 0 done, 1 a case failed,
-// 3 no GPU. Expected run time on an H100: about 1-2 minutes for the full grid (host-side random
-// data for up to 235M-element activations is generated once per type and K).
+// --shapes, --n and --types restrict the grid; no new case starts after --time-limit seconds
+// (default 240, under the 300 s that tools/gpu_run.sh allows; the JSON then says truncated).
+// Output: JSON (--out, default $BENCH_DIR/lt.json) with device, date, library versions and every
+// case, rewritten after each case (complete: false until the end). Exit codes: 0 done, 1 a case
+// failed, 3 no GPU. Expected run time of the default grid (54 cases) on an H100: ~2-3 minutes,
+// estimated from ~0.3 s per sparse candidate (not yet measured end to end); host-side random
+// data for up to 235M-element activations is generated once per type and K.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
@@ -48,12 +54,13 @@ using cusparselt::Type;
 using json = nlohmann::json;
 
 struct Options {
-  std::vector<std::string> shapes{"4096x4096", "11008x4096", "4096x11008", "14336x4096",
-                                  "4096x14336"};
+  std::vector<std::string> shapes{"4096x4096", "14336x4096", "4096x14336"};
   std::vector<int64_t> ns{16, 64, 256, 1024, 4096, 16384};
   std::vector<std::string> types{"fp16", "int8", "fp8"};
   std::string out_path;
   int reps = 10;
+  int alg_ids = 1;  // SearchOptions::max_alg_ids (the library's own search covers every id)
+  double time_limit_s = 240;  // no new case starts after this (the JSON then says truncated)
   bool library_search = true;
   uint64_t seed = 42;
 };
@@ -171,6 +178,34 @@ int run(const Options& o, const std::string& command) {
   json cases = json::array();
   json errors = json::array();
   int failures = 0;
+  int skipped = 0;  // cases not started because of --time-limit
+  char date[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  json versions = {{"cublaslt", bench::cublaslt_version()},
+                   {"cudart", bench::cudart_version()},
+                   {"driver", cuda::driver_version()}};
+  versions["cusparselt"] = have_lt ? cusparselt::version() : "unavailable: " + lt_why;
+  // Written after every case (complete: false until the end), so that a run killed from outside
+  // still leaves the cases it finished.
+  auto write_json = [&](bool complete) {
+    const json j = {
+        {"device", info.name},
+        {"cc", fmt::format("{}.{}", info.cc_major, info.cc_minor)},
+        {"date", date},
+        {"command", command},
+        {"versions", versions},
+        {"timing", fmt::format("L2 flushed before every run, 2 warm-up + {} timed, median",
+                               topt.repetitions)},
+        {"complete", complete},
+        {"truncated", skipped > 0},
+        {"cases_skipped_time_limit", skipped},
+        {"time_limit_s", o.time_limit_s},
+        {"cases", cases},
+        {"errors", errors},
+        {"wall_s", since(t_start)}};
+    std::ofstream(o.out_path) << j.dump(2) << "\n";
+  };
   for (const std::string& type_name : o.types) {
     const Type in = parse_type(type_name);
     const Type out = in == Type::BF16 ? Type::BF16 : Type::F16;
@@ -179,6 +214,10 @@ int run(const Options& o, const std::string& command) {
     cuda::DeviceBuffer c_sparse(static_cast<size_t>(m_max * n_max) * out_w);
     std::map<int64_t, cuda::DeviceBuffer> b_by_k;  // N_max x K activations per K
     for (const auto& [m, k] : shapes) {
+      if (o.time_limit_s > 0 && since(t_start) > o.time_limit_s) {
+        skipped += static_cast<int>(ns.size());
+        continue;
+      }
       auto bit = b_by_k.find(k);
       if (bit == b_by_k.end()) {
         const std::vector<char> hb = random_values(in, static_cast<size_t>(n_max * k),
@@ -193,6 +232,10 @@ int run(const Options& o, const std::string& command) {
       cuda::DeviceBuffer a(ha.size());
       a.upload(ha.data(), ha.size());
       for (const int64_t n : ns) {
+        if (o.time_limit_s > 0 && since(t_start) > o.time_limit_s) {
+          ++skipped;
+          continue;
+        }
         json row = {{"type", cusparselt::to_string(in)},
                     {"out", cusparselt::to_string(out)},
                     {"m", m},
@@ -225,7 +268,8 @@ int run(const Options& o, const std::string& command) {
             cusparselt::SparseGemm sparse(a.ptr(), shape, stream.get());
             cusparselt::SearchOptions so;
             so.repetitions = 3;
-            so.try_split_k = n <= 1024;
+            so.max_alg_ids = o.alg_ids;
+            so.try_split_k = n <= 256;
             so.library_search = o.library_search;
             const cusparselt::Choice choice = sparse.search(b, c_sparse.ptr(), stream.get(), so);
             row["sparse_choice"] = choice.to_string();
@@ -261,36 +305,24 @@ int run(const Options& o, const std::string& command) {
         }
         row["case_s"] = since(t_case);
         std::printf(
-            "[lt-bench] %-8s %5lldx%-5lld N=%-5lld dense %8.4f ms  sparse %8.4f ms  x%.2f  %s\n",
+            "[lt-bench] %-8s %5lldx%-5lld N=%-5lld dense %8.4f ms  sparse %8.4f ms  x%.2f  %s  "
+            "(%.1f s)\n",
             type_name.c_str(), static_cast<long long>(m), static_cast<long long>(k),
             static_cast<long long>(n), dense_ms.value_or(NAN), sparse_ms.value_or(NAN),
             dense_ms && sparse_ms ? *dense_ms / *sparse_ms : NAN,
-            row.value("sparse_choice", std::string("-")).c_str());
+            row.value("sparse_choice", std::string("-")).c_str(), since(t_case));
         std::fflush(stdout);
         cases.push_back(std::move(row));
+        write_json(false);
       }
     }
   }
 
-  char date[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  json versions = {{"cublaslt", bench::cublaslt_version()},
-                   {"cudart", bench::cudart_version()},
-                   {"driver", cuda::driver_version()}};
-  versions["cusparselt"] = have_lt ? cusparselt::version() : "unavailable: " + lt_why;
-  const json j = {
-      {"device", info.name},
-      {"cc", fmt::format("{}.{}", info.cc_major, info.cc_minor)},
-      {"date", date},
-      {"command", command},
-      {"versions", versions},
-      {"timing",
-       fmt::format("L2 flushed before every run, 2 warm-up + {} timed, median", topt.repetitions)},
-      {"cases", cases},
-      {"errors", errors},
-      {"wall_s", since(t_start)}};
-  std::ofstream(o.out_path) << j.dump(2) << "\n";
+  write_json(true);
+  if (skipped > 0) {
+    std::printf("[lt-bench] --time-limit %.0f s reached: %d cases not run\n", o.time_limit_s,
+                skipped);
+  }
   std::printf("[lt-bench] wrote %s (%.1f s, %d failures)\n", o.out_path.c_str(), since(t_start),
               failures);
   return failures == 0 ? 0 : 1;
@@ -305,12 +337,21 @@ int main(int argc, char** argv) {
   sparsegen::Options o;
   o.out_path = std::string(bench_dir != nullptr ? bench_dir : ".") + "/lt.json";
   app.add_option("--out", o.out_path, "JSON output (default $BENCH_DIR/lt.json)");
-  app.add_option("--shapes", o.shapes, "weight shapes MxK (default: the five LLM shapes)");
+  app.add_option("--shapes", o.shapes,
+                 "weight shapes MxK (default 4096x4096 14336x4096 4096x14336; also e.g. "
+                 "11008x4096 4096x11008)");
   app.add_option("--n", o.ns, "token counts N (default 16 64 256 1024 4096 16384)")
       ->check(CLI::PositiveNumber);
   app.add_option("--types", o.types, "input types: fp16 bf16 int8 fp8 (default fp16 int8 fp8)");
   app.add_option("--reps", o.reps, "timed runs per measurement (default 10)")
       ->check(CLI::Range(1, 1000));
+  app.add_option("--alg-ids", o.alg_ids,
+                 "cuSPARSELt algorithm ids timed one by one besides the library's search pick "
+                 "(default 1; each costs ~0.3 s of planning)")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--time-limit", o.time_limit_s,
+                 "seconds after which no new case starts (default 240; 0: none)")
+      ->check(CLI::NonNegativeNumber);
   app.add_flag("!--no-library-search", o.library_search,
                "skip cusparseLtMatmulSearch's pick among the sparse candidates");
   app.add_option("--seed", o.seed, "random seed");

@@ -76,9 +76,8 @@ struct Api {
                          const void*, void*, void*, CUstream*, int32_t);
   Status (*SpMMAPruneCheck2)(const Handle*, const MatDescr*, int, cusparseOperation_t, const void*,
                              int*, CUstream);
-  Status (*SpMMACompressedSize2)(const Handle*, const MatDescr*, size_t*, size_t*);
-  Status (*SpMMACompress2)(const Handle*, const MatDescr*, int, cusparseOperation_t, const void*,
-                           void*, void*, CUstream);
+  Status (*SpMMACompressedSize)(const Handle*, const Plan*, size_t*, size_t*);
+  Status (*SpMMACompress)(const Handle*, const Plan*, const void*, void*, void*, CUstream);
   int major = 0, minor = 0, patch = 0;
 };
 
@@ -124,8 +123,8 @@ const Api* open_library(const std::string& path, std::string* why) {
   resolve(lib, "cusparseLtMatmul", api->Matmul, missing);
   resolve(lib, "cusparseLtMatmulSearch", api->MatmulSearch, missing);
   resolve(lib, "cusparseLtSpMMAPruneCheck2", api->SpMMAPruneCheck2, missing);
-  resolve(lib, "cusparseLtSpMMACompressedSize2", api->SpMMACompressedSize2, missing);
-  resolve(lib, "cusparseLtSpMMACompress2", api->SpMMACompress2, missing);
+  resolve(lib, "cusparseLtSpMMACompressedSize", api->SpMMACompressedSize, missing);
+  resolve(lib, "cusparseLtSpMMACompress", api->SpMMACompress, missing);
   if (!missing.empty()) {
     *why = fmt::format("missing symbols: {}", fmt::join(missing, ", "));
     return nullptr;
@@ -265,6 +264,7 @@ void* vptr(CUdeviceptr p) {
 struct DriverExtras {
   CUresult (*memcpy_dtod_async)(CUdeviceptr, CUdeviceptr, size_t, CUstream) = nullptr;
   CUresult (*ctx_get_device)(CUdevice*) = nullptr;
+  CUresult (*ctx_synchronize)() = nullptr;
   CUresult (*get_error_name)(CUresult, const char**) = nullptr;
 };
 
@@ -276,6 +276,8 @@ const DriverExtras& driver_extras() {
     e.memcpy_dtod_async =
         reinterpret_cast<decltype(e.memcpy_dtod_async)>(dlsym(lib, "cuMemcpyDtoDAsync_v2"));
     e.ctx_get_device = reinterpret_cast<decltype(e.ctx_get_device)>(dlsym(lib, "cuCtxGetDevice"));
+    e.ctx_synchronize =
+        reinterpret_cast<decltype(e.ctx_synchronize)>(dlsym(lib, "cuCtxSynchronize"));
     e.get_error_name = reinterpret_cast<decltype(e.get_error_name)>(dlsym(lib, "cuGetErrorName"));
     return e;
   }();
@@ -288,6 +290,14 @@ void check_driver(CUresult r, const char* call) {
   if (driver_extras().get_error_name) driver_extras().get_error_name(r, &name);
   throw CudaError(fmt::format("{} failed: {}", call, name ? name : "unknown CUresult"), call,
                   static_cast<int>(r), name ? name : "");
+}
+
+// Waits for all work of the current context (before a plan change rewrites the compressed weight
+// that enqueued GEMMs may still read, and after the compression, whose buffer is then freed).
+void ctx_synchronize() {
+  const auto fn = driver_extras().ctx_synchronize;
+  if (!fn) throw CudaError("cuCtxSynchronize not found in libcuda.so.1", "dlsym", 0, "");
+  check_driver(fn(), "cuCtxSynchronize");
 }
 
 void copy_async(CUdeviceptr dst, CUdeviceptr src, size_t bytes, CUstream stream) {
@@ -415,21 +425,33 @@ struct SparseGemm::Impl {
   Plan plan{};
   bool plan_ok = false;
   Choice choice;
-  cuda::DeviceBuffer compressed;
+  cuda::DeviceBuffer a_dense;     // the caller's A, kept to compress it for every plan
+  cuda::DeviceBuffer compressed;  // A compressed for the current plan
   cuda::DeviceBuffer workspace;
   cuda::DeviceBuffer b_pad, c_pad;  // only when n_eff != shape.n
   int max_id = 0;
 
   ~Impl() { release(); }
 
+  // A destroyed plan or algorithm selection is zeroed. cuSPARSELt (0.8.0, the PyTorch wheel's,
+  // on an H100) crashed with SIGSEGV inside cusparseLtMatmulPlanInit when a plan was initialized
+  // again, after cusparseLtMatmulPlanDestroy, from the same matmul descriptor and algorithm
+  // selection (its API log lists the matmul descriptor as an output of PlanInit). Every plan is
+  // therefore made from a chain initialized afresh: matmul descriptor, algorithm selection,
+  // attributes, plan, compression of A (plan_for).
   void release_plan() {
     if (plan_ok) api->MatmulPlanDestroy(&plan);
     plan_ok = false;
+    plan = Plan{};
   }
-  void release_descriptors() {
+  void release_alg() {
     release_plan();
     if (alg_ok) api->MatmulAlgSelectionDestroy(&alg);
     alg_ok = false;
+    alg = AlgSelection{};
+  }
+  void release_descriptors() {
+    release_alg();
     if (descr_ok) {
       api->MatDescriptorDestroy(&sparse);
       api->MatDescriptorDestroy(&dense);
@@ -467,34 +489,46 @@ struct SparseGemm::Impl {
       check(a, s, "cusparseLtDenseDescriptorInit (C)");
     }
     descr_ok = true;
-    const int compute = shape.in == Type::I8 ? kCompute32I : kCompute32F;
-    if (swap) {
-      check(a,
-            a.MatmulDescriptorInit(&handle, &matmul, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                   CUSPARSE_OPERATION_TRANSPOSE, &dense, &sparse, &out, &out,
-                                   compute),
-            "cusparseLtMatmulDescriptorInit");
-    } else {
-      check(a,
-            a.MatmulDescriptorInit(&handle, &matmul, CUSPARSE_OPERATION_NON_TRANSPOSE,
-                                   CUSPARSE_OPERATION_TRANSPOSE, &sparse, &dense, &out, &out,
-                                   compute),
-            "cusparseLtMatmulDescriptorInit");
-    }
-    check(a, a.MatmulAlgSelectionInit(&handle, &alg, &matmul, kAlgDefault),
-          "cusparseLtMatmulAlgSelectionInit");
-    alg_ok = true;
-    check(a, a.MatmulAlgGetAttribute(&handle, &alg, kAttrMaxId, &max_id, sizeof(max_id)),
-          "cusparseLtMatmulAlgGetAttribute(CONFIG_MAX_ID)");
     n_eff = n;
     swapped = swap;
+    init_matmul();
+    check(a, a.MatmulAlgGetAttribute(&handle, &alg, kAttrMaxId, &max_id, sizeof(max_id)),
+          "cusparseLtMatmulAlgGetAttribute(CONFIG_MAX_ID)");
     plan_for(Choice{});
   }
 
+  // (Re-)initializes the matmul descriptor and a fresh default algorithm selection for the
+  // current formulation, destroying the plan and selection made before.
+  void init_matmul() {
+    const Api& a = *api;
+    release_alg();
+    matmul = MatmulDescr{};
+    const int compute = shape.in == Type::I8 ? kCompute32I : kCompute32F;
+    check(a,
+          a.MatmulDescriptorInit(&handle, &matmul, CUSPARSE_OPERATION_NON_TRANSPOSE,
+                                 CUSPARSE_OPERATION_TRANSPOSE, swapped ? &dense : &sparse,
+                                 swapped ? &sparse : &dense, &out, &out, compute),
+          "cusparseLtMatmulDescriptorInit");
+    check(a, a.MatmulAlgSelectionInit(&handle, &alg, &matmul, kAlgDefault),
+          "cusparseLtMatmulAlgSelectionInit");
+    alg_ok = true;
+  }
+
   // Sets the algorithm attributes and creates the plan and workspace; throws on rejection.
+  // CONFIG_MAX_ID is the number of ids (valid ids are 0 .. max_id - 1); an id past it is
+  // refused here, before the library sees it. All four attributes are int-sized (the split-K
+  // mode is the enum cusparseLtSplitKMode_t); mode and buffers are set only for split-K > 1, so
+  // a split-K 1 plan keeps the fresh selection's defaults.
   void plan_for(const Choice& c) {
     const Api& a = *api;
-    release_plan();
+    if (c.alg_id < 0 || (max_id > 0 && c.alg_id >= max_id)) {
+      throw CusparseLtError(fmt::format("cuSPARSELt: algorithm id {} is outside 0..{} for this "
+                                        "shape",
+                                        c.alg_id, max_id - 1),
+                            "cusparseLtMatmulAlgSetAttribute(CONFIG_ID)",
+                            static_cast<int>(CUSPARSE_STATUS_INVALID_VALUE));
+    }
+    init_matmul();
     check(a, a.MatmulAlgSetAttribute(&handle, &alg, kAttrConfigId, &c.alg_id, sizeof(int)),
           "cusparseLtMatmulAlgSetAttribute(CONFIG_ID)");
     check(a, a.MatmulAlgSetAttribute(&handle, &alg, kAttrSplitK, &c.split_k, sizeof(int)),
@@ -515,7 +549,29 @@ struct SparseGemm::Impl {
     size_t ws = 0;
     check(a, a.MatmulGetWorkspace(&handle, &plan, &ws), "cusparseLtMatmulGetWorkspace");
     if (ws > workspace.bytes()) workspace = cuda::DeviceBuffer(ws);
+    compress_for_plan();
     choice = c;
+  }
+
+  // Compresses A for the current plan (cusparseLtSpMMACompress with the plan): the compressed
+  // layout belongs to the algorithm: with A compressed once by cusparseLtSpMMACompress2 (which
+  // knows no algorithm), some ids (e.g. the last of 52 for fp16) faulted on an H100 with
+  // cuSPARSELt 0.8.0 (CUDA_ERROR_ILLEGAL_INSTRUCTION, which ends the context); compressed per
+  // plan, all 52 ran and matched the reference. Synchronous: the
+  // context is synchronized first, as enqueued GEMMs may still read the previous compression.
+  void compress_for_plan() {
+    const Api& a = *api;
+    size_t size = 0, buffer_size = 0;
+    check(a, a.SpMMACompressedSize(&handle, &plan, &size, &buffer_size),
+          "cusparseLtSpMMACompressedSize");
+    ctx_synchronize();
+    if (size > compressed.bytes()) compressed = cuda::DeviceBuffer(size);
+    cuda::DeviceBuffer tmp(std::max<size_t>(buffer_size, 1));
+    check(a,
+          a.SpMMACompress(&handle, &plan, vptr(a_dense.ptr()), vptr(compressed.ptr()),
+                          buffer_size ? vptr(tmp.ptr()) : nullptr, nullptr),
+          "cusparseLtSpMMACompress");
+    ctx_synchronize();  // the temporary buffer is freed on return
   }
 
   // The attributes the library's search left in the algorithm selection.
@@ -546,6 +602,10 @@ struct SparseGemm::Impl {
   void matmul_raw(CUdeviceptr b, CUdeviceptr c, float alpha, float beta, CUstream stream,
                   bool search) {
     const Api& a = *api;
+    if (!plan_ok) {
+      throw CusparseLtError("cuSPARSELt GEMM: no plan (a failed re-planning left none)",
+                            "cusparseLtMatmul", -1);
+    }
     CUstream streams[1] = {stream};
     const void* first = swapped ? vptr(b) : vptr(compressed.ptr());
     const void* second = swapped ? vptr(compressed.ptr()) : vptr(b);
@@ -604,6 +664,15 @@ SparseGemm::SparseGemm(CUdeviceptr a_dev, const Shape& shape, CUstream stream)
   }
   check(a, a.Init(&s.handle), "cusparseLtInit");
   s.handle_ok = true;
+  // A private copy of A: every plan compresses it afresh (compress_for_plan).
+  const size_t a_bytes = static_cast<size_t>(shape.m * shape.k) * type_bytes(shape.in);
+  s.a_dense = cuda::DeviceBuffer(a_bytes);
+  copy_async(s.a_dense.ptr(), a_dev, a_bytes, stream);
+  {
+    cuda::Event copied;
+    copied.record(stream);
+    copied.synchronize();
+  }
 
   // The exact N first, then N padded to 32 tokens; direct formulation first, then swapped.
   const int64_t n_padded = (shape.n + 31) / 32 * 32;
@@ -657,19 +726,7 @@ SparseGemm::SparseGemm(CUdeviceptr a_dev, const Shape& shape, CUstream stream)
                     shape.m, shape.k),
         "cusparseLtSpMMAPruneCheck2", -1);
   }
-  size_t compressed_size = 0, buffer_size = 0;
-  check(a, a.SpMMACompressedSize2(&s.handle, &s.sparse, &compressed_size, &buffer_size),
-        "cusparseLtSpMMACompressedSize2");
-  s.compressed = cuda::DeviceBuffer(compressed_size);
-  cuda::DeviceBuffer tmp(std::max<size_t>(buffer_size, 1));
-  check(a,
-        a.SpMMACompress2(&s.handle, &s.sparse, is_sparse_a, op, vptr(a_dev),
-                         vptr(s.compressed.ptr()), buffer_size ? vptr(tmp.ptr()) : nullptr, stream),
-        "cusparseLtSpMMACompress2");
-  // The temporary buffer is freed on return: wait for the compression to finish with it.
-  cuda::Event done;
-  done.record(stream);
-  done.synchronize();
+  // A was compressed for the default plan by init_descriptors (plan_for).
 }
 
 SparseGemm::~SparseGemm() = default;
@@ -714,14 +771,8 @@ Choice SparseGemm::search(CUdeviceptr b, CUdeviceptr c, CUstream stream,
     return ms;
   };
 
-  const int ids = std::min(s.max_id + 1, std::max(options.max_alg_ids, 1));
+  const int ids = std::min(std::max(s.max_id, 1), std::max(options.max_alg_ids, 1));
   for (int id = 0; id < ids; ++id) time_choice(Choice{id, 1, 0, 1});
-  if (options.try_split_k && best) {
-    const int id = best->alg_id;
-    for (const int sk : {2, 4, 8}) {
-      for (const int mode : {1, 2}) time_choice(Choice{id, sk, mode, 1});
-    }
-  }
   if (options.library_search) {
     std::optional<Choice> picked;
     try {
@@ -735,6 +786,13 @@ Choice SparseGemm::search(CUdeviceptr b, CUdeviceptr c, CUstream stream,
       // The library's search is one more candidate; its failure leaves ours.
     }
     if (picked) time_choice(*picked);
+  }
+  // Split-K variants of the best so far (the library's pick included).
+  if (options.try_split_k && best && best->split_k == 1) {
+    const int id = best->alg_id;
+    for (const int sk : {2, 4, 8}) {
+      for (const int mode : {1, 2}) time_choice(Choice{id, sk, mode, 1});
+    }
   }
   if (!best) {
     s.plan_for(before);
