@@ -96,6 +96,9 @@ CompileTarget detect_target(int ordinal) {
 
 Problem make_problem(const CsrMatrix& a, const KernelRequest& req) {
   if (req.n < 0) throw UserError(fmt::format("n: expected a non-negative count, found {}", req.n));
+  if (is_quantized(req.dtype))
+    return Problem::quantized_spmm(a.rows, a.cols, req.n, req.dtype, req.io_dtype, req.b_layout,
+                                   req.c_layout);
   if (req.n == 1 && req.b_layout == Layout::RowMajor && req.c_layout == Layout::RowMajor)
     return Problem::spmv(a.rows, a.cols, req.dtype);
   return Problem::spmm(a.rows, a.cols, req.n, req.dtype, req.b_layout, req.c_layout);

@@ -59,6 +59,8 @@ DeviceLimits device_limits(const cuda::DeviceInfo& info);
 struct KernelRequest {
   int64_t n = 1;
   DType dtype = DType::F32;
+  // The type of B and C when dtype is quantized (int8, fp8_e4m3): fp16 or bf16.
+  DType io_dtype = DType::F16;
   Layout b_layout = Layout::RowMajor;
   Layout c_layout = Layout::RowMajor;
   // Schedule SPEC (ir/schedule.h). Empty: the first schedule of the enumeration (the reduction
@@ -69,7 +71,8 @@ struct KernelRequest {
   bool line_info = false;  // -lineinfo, for compute-sanitizer and profilers
 };
 
-// Step 1. N == 1 with row-major B and C is the SpMV problem; everything else SpMM. Throws
+// Step 1. N == 1 with row-major B and C is the SpMV problem; everything else SpMM; a quantized
+// dtype gives Problem::quantized_spmm with B and C in io_dtype. Throws
 // UserError naming the bad field (negative N, dimensions beyond the kernels' 32-bit indices).
 Problem make_problem(const CsrMatrix& a, const KernelRequest& req);
 

@@ -32,6 +32,7 @@ struct ProblemArgs {
   std::string file;
   int64_t n = 1;
   std::string dtype = "fp32";
+  std::string io = "fp16";
   std::string b_layout = "row";
   std::string c_layout = "row";
   std::string tensor;
@@ -50,7 +51,8 @@ struct SchedulesArgs : ProblemArgs {
 void add_problem_options(CLI::App* cmd, ProblemArgs& a) {
   cmd->add_option("file", a.file, "matrix file (.mtx, .smtx, .safetensors, .npy)")->required();
   cmd->add_option("-n", a.n, "dense columns of B and C (1 = SpMV)")->required();
-  cmd->add_option("--dtype", a.dtype, "value dtype of A, B and C: fp32, fp16, bf16");
+  cmd->add_option("--dtype", a.dtype, "value dtype of A: fp32, fp16, bf16 (also B and C), int8 or fp8_e4m3 (per-row and per-token scales; B and C in --io)");
+  cmd->add_option("--io", a.io, "B and C of an int8 / fp8_e4m3 problem: fp16 or bf16");
   cmd->add_option("--b-layout", a.b_layout, "layout of B: row or col");
   cmd->add_option("--c-layout", a.c_layout, "layout of C: row or col");
   cmd->add_option("--tensor", a.tensor, "tensor name in a .safetensors file");
@@ -61,6 +63,8 @@ Problem make_problem(const ProblemArgs& a, const CsrMatrix& m) {
   const Layout bl = layout_flag(a.b_layout, "--b-layout");
   const Layout cl = layout_flag(a.c_layout, "--c-layout");
   if (a.n < 0) throw UserError(fmt::format("-n: expected a non-negative count, found {}", a.n));
+  if (is_quantized(dt))
+    return Problem::quantized_spmm(m.rows, m.cols, a.n, dt, io_flag(a.io), bl, cl);
   if (a.n == 1 && bl == Layout::RowMajor && cl == Layout::RowMajor)
     return Problem::spmv(m.rows, m.cols, dt);
   return Problem::spmm(m.rows, m.cols, a.n, dt, bl, cl);

@@ -34,6 +34,7 @@ struct RunArgs {
   int64_t n = 1;
   std::string schedule;
   std::string dtype = "fp32";
+  std::string io = "fp16";
   std::string b_layout = "row";
   std::string c_layout = "row";
   std::string tensor;
@@ -60,6 +61,7 @@ void run_run(const RunArgs& a) {
   KernelRequest req;
   req.n = a.n;
   req.dtype = dtype_flag(a.dtype);
+  req.io_dtype = io_flag(a.io);
   req.b_layout = layout_flag(a.b_layout, "--layout-b");
   req.c_layout = layout_flag(a.c_layout, "--layout-c");
   if (a.repeats < 1) throw UserError(fmt::format("--repeats: expected >= 1, found {}", a.repeats));
@@ -87,14 +89,16 @@ void run_run(const RunArgs& a) {
 
   // Timing run: seeded B and C, beta = 0.
   const CheckInputs in = make_check_inputs(p, 1, 1.0f, 0.0f);
-  const size_t w = static_cast<size_t>(dtype_bytes(p.dtype));
+  // B and C in the caller's types (the io type of a quantized problem).
+  const DType bt = p.b_dtype();
+  const size_t w = static_cast<size_t>(dtype_bytes(bt));
   std::vector<char> bb(in.b.size() * w), cb(in.c0.size() * w, 0);
   for (size_t i = 0; i < in.b.size(); ++i) {
-    if (p.dtype == DType::F32) {
+    if (bt == DType::F32) {
       std::memcpy(bb.data() + 4 * i, &in.b[i], 4);
     } else {
       const uint16_t h =
-          p.dtype == DType::F16 ? float_to_half_bits(in.b[i]) : float_to_bf16_bits(in.b[i]);
+          bt == DType::F16 ? float_to_half_bits(in.b[i]) : float_to_bf16_bits(in.b[i]);
       std::memcpy(bb.data() + 2 * i, &h, 2);
     }
   }
@@ -170,7 +174,8 @@ void register_run(CLI::App& app) {
   cmd->add_option("-n", args->n, "dense columns of B and C (1 = SpMV)")->required();
   cmd->add_option("--schedule", args->schedule,
                   "schedule SPEC (see `sparsegen schedules`); default: the first enumerated");
-  cmd->add_option("--dtype", args->dtype, "value dtype of A, B and C: fp32, fp16, bf16");
+  cmd->add_option("--dtype", args->dtype, "value dtype of A: fp32, fp16, bf16 (also B and C), int8 or fp8_e4m3 (per-row and per-token scales; B and C in --io)");
+  cmd->add_option("--io", args->io, "B and C of an int8 / fp8_e4m3 problem: fp16 or bf16");
   cmd->add_option("--layout-b,--b-layout", args->b_layout, "layout of B: row or col");
   cmd->add_option("--layout-c,--c-layout", args->c_layout, "layout of C: row or col");
   cmd->add_option("--tensor", args->tensor, "tensor name in a .safetensors file");

@@ -37,6 +37,7 @@ struct TuneArgs {
   std::string file;
   int64_t n = 1;
   std::string dtype = "fp32";
+  std::string io = "fp16";
   std::string b_layout = "row";
   std::string c_layout = "row";
   std::string tensor;
@@ -87,6 +88,7 @@ void run_tune(const TuneArgs& a) {
   KernelRequest req;
   req.n = a.n;
   req.dtype = dtype_flag(a.dtype);
+  req.io_dtype = io_flag(a.io);
   req.b_layout = layout_flag(a.b_layout, "--layout-b");
   req.c_layout = layout_flag(a.c_layout, "--layout-c");
   if (a.top_k < -1) throw UserError(fmt::format("--top-k: expected 0 or more, found {}", a.top_k));
@@ -197,7 +199,8 @@ void register_tune(CLI::App& app) {
       "tune", "Find the fastest kernel for a matrix (search, measure, cache); the main job");
   cmd->add_option("file", args->file, "matrix file (.mtx, .smtx, .safetensors, .npy)")->required();
   cmd->add_option("-n", args->n, "dense columns of B and C (1 = SpMV)")->required();
-  cmd->add_option("--dtype", args->dtype, "value dtype of A, B and C: fp32, fp16, bf16");
+  cmd->add_option("--dtype", args->dtype, "value dtype of A: fp32, fp16, bf16 (also B and C), int8 or fp8_e4m3 (per-row and per-token scales; B and C in --io)");
+  cmd->add_option("--io", args->io, "B and C of an int8 / fp8_e4m3 problem: fp16 or bf16");
   cmd->add_option("--layout-b,--b-layout", args->b_layout, "layout of B: row or col");
   cmd->add_option("--layout-c,--c-layout", args->c_layout, "layout of C: row or col");
   cmd->add_option("--tensor", args->tensor, "tensor name in a .safetensors file");

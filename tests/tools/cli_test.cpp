@@ -356,6 +356,34 @@ TEST_F(Cli, SchedulesListEveryFamily) {
       << f.out.substr(0, 400);
 }
 
+// SlideSparse through the CLI: `gen --method nm --nm 6:8` writes a 6:8 weight; `inspect` shows the
+// pattern; `schedules` offers slide in fp16 and in int8 (B and C in --io) and says why not for a
+// matrix without a pattern; a bad --io is refused naming the flag.
+TEST_F(Cli, SlideSixEightInt8AndWhyNot) {
+  const std::string w = path("w68.mtx"), d = path("w50.mtx");
+  ASSERT_EQ(run("gen --shape 64x200 --method nm --nm 6:8 -o " + w).rc, 0);
+  ASSERT_EQ(run("gen --shape 64x200 --method magnitude --sparsity 0.5 -o " + d).rc, 0);
+  const CliRun in = run("inspect " + w);
+  ASSERT_EQ(in.rc, 0) << in.out;
+  EXPECT_NE(in.out.find("pattern 6:8 (gamma 1.500"), std::string::npos) << in.out;
+  for (const char* args : {" -n 16 --dtype fp16", " -n 16 --dtype int8 --io bf16",
+                           " -n 1 --dtype fp8_e4m3"}) {
+    const CliRun h = run("schedules " + w + args);
+    ASSERT_EQ(h.rc, 0) << args << "\n" << h.out;
+    EXPECT_NE(h.out.find("\nslide;pattern=6:8;"), std::string::npos) << args << "\n"
+                                                                      << h.out.substr(0, 400);
+  }
+  const CliRun q = run("schedules " + w + " -n 16 --dtype int8");
+  EXPECT_EQ(q.out.find("\ngeneral;"), std::string::npos) << "general runs no quantized problem";
+  const CliRun n = run("schedules " + d + " -n 16 --dtype fp16");
+  EXPECT_NE(n.out.find("# slide: none (not (2N-2):2N for any N up to 8 (14:16): row "),
+            std::string::npos)
+      << n.out.substr(0, 600);
+  const CliRun bad = run("schedules " + w + " -n 16 --dtype int8 --io fp32");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.out.find("--io: expected fp16 or bf16"), std::string::npos) << bad.out;
+}
+
 // Offline (an explicit --arch: no GPU is used even where one exists) the ranking says that no GPU
 // is present and which device's shipped model ranks; nothing claims "this device is" some GPU.
 TEST_F(Cli, OfflineTuneClaimsNoDevice) {
