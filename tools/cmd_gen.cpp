@@ -1,12 +1,16 @@
 // `sparsegen gen` (synthetic LLM-like pruned weight) and `sparsegen prune` (prune a real dense
 // weight from .safetensors / .npy). Both write OUT by its extension: .safetensors -> sparsegen CSR
 // container, .mtx -> Matrix Market. The pruning itself lives in ir/gen/pruning.h.
+// `sparsegen gen --method rmat --scale S [--edge-factor E] [--rmat A,B,C]` writes a Graph500
+// R-MAT (Kronecker) power-law matrix instead (ir/gen/rmat.h).
 //
 // Exit codes (main.cpp): 0 written; 1 bad flag value, bad input file or unwritable output;
 // 2 usage error (unknown flag, missing --method / -o / --sparsity, --shape with --rows).
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -15,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "ir/gen/pruning.h"
+#include "ir/gen/rmat.h"
 #include "ir/io/csr_container.h"
 #include "ir/io/load.h"
 #include "ir/io/matrix_market.h"
@@ -38,6 +43,10 @@ struct GenArgs {
   PruneArgs p;
   std::optional<int64_t> rows, cols;
   std::string shape;
+  // --method rmat
+  std::optional<int> scale;
+  int edge_factor = 16;
+  std::string rmat;  // "A,B,C" (D = 1 - A - B - C)
 };
 
 struct PruneCmdArgs {
@@ -150,7 +159,64 @@ void note_explicit_zeros(const CsrMatrix& m) {
                  static_cast<long long>(z));
 }
 
+// `gen --method rmat`: the Graph500 Kronecker generator; the pruning flags do not apply.
+void run_rmat(const GenArgs& a) {
+  const OutKind kind = out_kind(a.p.out);
+  if (!a.shape.empty() || a.rows || a.cols)
+    throw UserError("--method rmat: the shape is 2^scale x 2^scale (give --scale, not --shape)");
+  if (a.p.sparsity || !a.p.nm.empty() || a.p.block)
+    throw UserError(
+        "--method rmat takes --scale, --edge-factor and --rmat, not --sparsity, --nm "
+        "or --block");
+  if (!a.scale) throw CLI::RequiredError("--scale (with --method rmat)");
+  RmatSpec s;
+  s.scale = *a.scale;
+  s.edge_factor = a.edge_factor;
+  s.seed = a.p.seed;
+  if (!a.rmat.empty()) {
+    double v[3] = {0, 0, 0};
+    size_t at = 0;
+    for (int i = 0; i < 3; ++i) {
+      const size_t comma = a.rmat.find(',', at);
+      const std::string part =
+          a.rmat.substr(at, comma == std::string::npos ? std::string::npos : comma - at);
+      char* end = nullptr;
+      v[i] = std::strtod(part.c_str(), &end);
+      if (part.empty() || end == nullptr || *end != '\0' || (i < 2) == (comma == std::string::npos))
+        throw UserError(fmt::format("--rmat {}: expected A,B,C (e.g. 0.57,0.19,0.19)", a.rmat));
+      at = comma + 1;
+    }
+    s.a = v[0];
+    s.b = v[1];
+    s.c = v[2];
+  }
+  validate(s);
+  auto t0 = std::chrono::steady_clock::now();
+  CsrMatrix m = make_rmat(s);
+  const double t_gen = seconds_since(t0);
+  m.source = fmt::format(
+      "sparsegen gen --method rmat --scale {} --edge-factor {} --rmat {},{},{} "
+      "--seed {}",
+      s.scale, s.edge_factor, s.a, s.b, s.c, s.seed);
+  auto t1 = std::chrono::steady_clock::now();
+  write_out(m, a.p.out, kind);
+  int64_t longest = 0;
+  for (int64_t r = 0; r < m.rows; ++r) longest = std::max(longest, m.row_length(r));
+  std::printf("%s\n",
+              fmt::format("wrote {}: {} x {}, nnz {} ({} edges, duplicates merged), "
+                          "longest row {}, mean {:.1f}; generate {:.2f} s, write {:.2f} s",
+                          a.p.out, m.rows, m.cols, m.nnz(), int64_t{s.edge_factor} << s.scale,
+                          longest, double(m.nnz()) / double(m.rows), t_gen, seconds_since(t1))
+                  .c_str());
+}
+
 void run_gen(const GenArgs& a) {
+  if (a.p.method == "rmat") return run_rmat(a);
+  if (a.scale || a.edge_factor != 16 || !a.rmat.empty())
+    throw UserError(
+        fmt::format("--scale, --edge-factor and --rmat are for --method rmat (got "
+                    "--method {})",
+                    a.p.method));
   const OutKind kind = out_kind(a.p.out);
   const PruneSpec spec = spec_from(a.p);
   int64_t rows = 0, cols = 0;
@@ -201,7 +267,9 @@ void run_prune(const PruneCmdArgs& a) {
 }
 
 void add_prune_flags(CLI::App* cmd, PruneArgs& p) {
-  cmd->add_option("--method", p.method, "pruning method: " + prune_method_names())->required();
+  cmd->add_option("--method", p.method,
+                  "pruning method: " + prune_method_names() + " (gen also: rmat, see --scale)")
+      ->required();
   cmd->add_option("--sparsity", p.sparsity,
                   "fraction of entries removed, in [0, 1) (implied by --nm for --method nm)");
   cmd->add_option("--nm", p.nm, "N:M pattern for --method nm, e.g. 2:4, 4:6, 6:8, 8:10, 14:16");
@@ -223,6 +291,11 @@ void register_gen(CLI::App& app) {
   auto* cols = g->add_option("--cols", gen->cols, "number of columns");
   shape->excludes(rows)->excludes(cols);
   add_prune_flags(g, gen->p);
+  g->add_option("--scale", gen->scale, "--method rmat: 2^scale rows and columns (16-24 typical)");
+  g->add_option("--edge-factor", gen->edge_factor, "--method rmat: edges per vertex (default 16)");
+  g->add_option("--rmat", gen->rmat,
+                "--method rmat: quadrant probabilities A,B,C (D = 1-A-B-C; default "
+                "0.57,0.19,0.19 as Graph500)");
   g->callback([gen] { run_gen(*gen); });
 
   auto pr = std::make_shared<PruneCmdArgs>();

@@ -11,17 +11,18 @@ namespace sparsegen::cli {
 DType dtype_flag(const std::string& value, const char* flag) {
   const auto dt = parse_dtype(value);
   if (!dt)
-    throw UserError(fmt::format("{}: expected fp32, fp16, bf16, int8 or fp8_e4m3, found '{}'",
-                                flag, value));
+    throw UserError(
+        fmt::format("{}: expected fp32, fp16, bf16, int8 or fp8_e4m3, found '{}'", flag, value));
   return *dt;
 }
 
 DType io_flag(const std::string& value, const char* flag) {
   const auto dt = parse_dtype(value);
   if (!dt || (*dt != DType::F16 && *dt != DType::BF16))
-    throw UserError(fmt::format("{}: expected fp16 or bf16 (the type of B and C of an int8 / "
-                                "fp8_e4m3 problem), found '{}'",
-                                flag, value));
+    throw UserError(
+        fmt::format("{}: expected fp16 or bf16 (the type of B and C of an int8 / "
+                    "fp8_e4m3 problem), found '{}'",
+                    flag, value));
   return *dt;
 }
 

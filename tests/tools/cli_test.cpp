@@ -366,12 +366,12 @@ TEST_F(Cli, SlideSixEightInt8AndWhyNot) {
   const CliRun in = run("inspect " + w);
   ASSERT_EQ(in.rc, 0) << in.out;
   EXPECT_NE(in.out.find("pattern 6:8 (gamma 1.500"), std::string::npos) << in.out;
-  for (const char* args : {" -n 16 --dtype fp16", " -n 16 --dtype int8 --io bf16",
-                           " -n 1 --dtype fp8_e4m3"}) {
+  for (const char* args :
+       {" -n 16 --dtype fp16", " -n 16 --dtype int8 --io bf16", " -n 1 --dtype fp8_e4m3"}) {
     const CliRun h = run("schedules " + w + args);
     ASSERT_EQ(h.rc, 0) << args << "\n" << h.out;
     EXPECT_NE(h.out.find("\nslide;pattern=6:8;"), std::string::npos) << args << "\n"
-                                                                      << h.out.substr(0, 400);
+                                                                     << h.out.substr(0, 400);
   }
   const CliRun q = run("schedules " + w + " -n 16 --dtype int8");
   EXPECT_EQ(q.out.find("\ngeneral;"), std::string::npos) << "general runs no quantized problem";
@@ -382,6 +382,27 @@ TEST_F(Cli, SlideSixEightInt8AndWhyNot) {
   const CliRun bad = run("schedules " + w + " -n 16 --dtype int8 --io fp32");
   EXPECT_NE(bad.rc, 0);
   EXPECT_NE(bad.out.find("--io: expected fp16 or bf16"), std::string::npos) << bad.out;
+}
+
+// `gen --method rmat`: a Graph500 R-MAT matrix of 2^scale rows; shape and pruning flags are
+// refused.
+TEST_F(Cli, GenRmat) {
+  const std::string out = path("rmat.mtx");
+  const CliRun g = run("gen --method rmat --scale 8 --edge-factor 4 --seed 3 -o " + out);
+  ASSERT_EQ(g.rc, 0) << g.out;
+  EXPECT_NE(g.out.find("256 x 256"), std::string::npos) << g.out;
+  nlohmann::json j = parse(run("inspect --json " + out, false));
+  EXPECT_EQ(j["rows"], 256);
+  EXPECT_LE(j["nnz"].get<int64_t>(), 1024);
+  const CliRun s = run("gen --method rmat --scale 8 --sparsity 0.5 -o " + out);
+  EXPECT_NE(s.rc, 0);
+  EXPECT_NE(s.out.find("not --sparsity"), std::string::npos) << s.out;
+  const CliRun r = run("gen --method rmat --scale 8 --rmat 0.6,0.3,0.3 -o " + out);
+  EXPECT_NE(r.rc, 0);
+  EXPECT_NE(r.out.find("exceeds 1"), std::string::npos) << r.out;
+  const CliRun m = run("gen --shape 8x8 --method magnitude --sparsity 0.5 --scale 3 -o " + out);
+  EXPECT_NE(m.rc, 0);
+  EXPECT_NE(m.out.find("are for --method rmat"), std::string::npos) << m.out;
 }
 
 // Offline (an explicit --arch: no GPU is used even where one exists) the ranking says that no GPU
