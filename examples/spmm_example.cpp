@@ -8,6 +8,10 @@
 // twice to see the second call come from the cache.
 #include <sparsegen/sparsegen.h>
 
+// In-tree only: device buffers and streams of the internal driver wrapper (an installed consumer
+// uses the CUDA runtime instead; see install_consumer/).
+#include "runtime/cuda_driver.h"
+
 #include <chrono>
 #include <cmath>
 #include <cstdio>

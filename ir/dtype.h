@@ -1,32 +1,15 @@
-// Value precisions. One name table, reused by the printer, the CLI and the cache key.
+// Value precisions: the public DType (sparsegen/dtype.h) and the host conversions between them.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <optional>
 #include <span>
-#include <string_view>
 #include <vector>
 
 #include "ir/diagnostics.h"
+#include "sparsegen/dtype.h"
 
 namespace sparsegen {
-
-// Value types. F32/F16/BF16 are floating values used as they are; I8 and F8E4M3 are quantized
-// storage types (int8, and fp8 e4m3fn: 1 sign, 4 exponent, 3 mantissa bits, bias 7, no infinity,
-// largest finite 448) that a problem pairs with fp32 scales and a 16-bit output type
-// (ir/problem.h).
-enum class DType { F32, F16, BF16, I8, F8E4M3 };
-
-// "fp32", "fp16", "bf16", "int8", "fp8_e4m3".
-std::string_view to_string(DType t);
-// Inverse of to_string; nullopt for unknown names (the caller names the flag in its error).
-std::optional<DType> parse_dtype(std::string_view name);
-int dtype_bytes(DType t);
-// Largest finite magnitude the precision can hold.
-double dtype_max(DType t);
-// True for the quantized storage types (I8, F8E4M3): values are used with scales.
-bool is_quantized(DType t);
 
 // IEEE binary16 / bfloat16 bit patterns, round-to-nearest-even.
 uint16_t float_to_half_bits(float f);

@@ -19,33 +19,11 @@
 #include <string>
 #include <vector>
 
+#include "sparsegen/errors.h"
+
 namespace sparsegen {
 
-// An error from the CUDA stack. For driver calls: code() is the CUresult, code_name() its name
-// (cuGetErrorName) and call() the failing function, e.g. "cuLaunchKernel". NvrtcError
-// (nvrtc_compiler.h) derives from it with an nvrtcResult code. When the driver cannot be loaded at
-// all, call() is "dlopen" and code() is CUDA_ERROR_SHARED_OBJECT_INIT_FAILED. The CLI maps this
-// whole family to exit code 3.
-class CudaError : public std::runtime_error {
- public:
-  CudaError(const std::string& message, std::string call, int code, std::string code_name)
-      : std::runtime_error(message),
-        call_(std::move(call)),
-        code_(code),
-        code_name_(std::move(code_name)) {}
-
-  const std::string& call() const { return call_; }
-  int code() const { return code_; }
-  const std::string& code_name() const { return code_name_; }
-  // A fault inside a kernel (illegal address, launch failure, ...) is sticky: the context cannot
-  // run anything after it, so callers stop instead of trying the next kernel.
-  bool sticky() const;
-
- private:
-  std::string call_;
-  int code_;
-  std::string code_name_;
-};
+// CudaError (every failure of the CUDA stack) is public: sparsegen/errors.h.
 
 namespace cuda {
 

@@ -41,12 +41,10 @@
 #include <optional>
 #include <string>
 
-#include "ir/diagnostics.h"       // UserError
-#include "ir/dtype.h"             // DType
-#include "ir/io/load.h"           // load_matrix, LoadOptions, LoadedMatrix
-#include "ir/problem.h"           // Problem, Layout
-#include "ir/sparse_matrix.h"     // CsrMatrix
-#include "runtime/cuda_driver.h"  // CudaError
+#include "sparsegen/dtype.h"    // DType
+#include "sparsegen/errors.h"   // UserError, CudaError
+#include "sparsegen/matrix.h"   // CsrMatrix, load_matrix, LoadOptions, LoadedMatrix
+#include "sparsegen/problem.h"  // Problem, Layout
 
 namespace sparsegen {
 

@@ -10,29 +10,14 @@
 // Dense weights become sparse matrices by keeping their nonzero entries (a pruned checkpoint).
 #pragma once
 
-#include <cstdint>
 #include <string>
 
 #include "ir/dense_matrix.h"
 #include "ir/diagnostics.h"
 #include "ir/sparse_matrix.h"
+#include "sparsegen/matrix.h"  // LoadOptions, LoadedMatrix, load_matrix (public)
 
 namespace sparsegen {
-
-struct LoadOptions {
-  DuplicatePolicy duplicates = DuplicatePolicy::Sum;  // --strict sets Error
-  std::string tensor;                                 // safetensors tensor name ("" = the only one)
-  uint64_t pattern_seed = kDefaultPatternSeed;        // values for pattern-only inputs
-};
-
-struct LoadedMatrix {
-  CsrMatrix matrix;
-  Diagnostics diag;
-  std::string format;  // "matrix-market", "smtx", "safetensors-dense", "npy", "sparsegen-csr"
-};
-
-// Throws UserError (naming the file and line/byte) on anything malformed.
-LoadedMatrix load_matrix(const std::string& path, const LoadOptions& opts = {});
 
 // Reads a dense 2-D weight from .safetensors (by tensor name) or .npy.
 DenseMatrix load_dense(const std::string& path, const std::string& tensor = "");
