@@ -32,7 +32,8 @@
 //   if (k.cache_hit()) ...;  k.measured_ms();  // median of the timed runs (nullopt: not measured)
 //
 // Installed (cmake --install), this header and the sparsegen/*.h it includes are the whole API:
-// find_package(sparsegen CONFIG) gives sparsegen::sparsegen (shared) and sparsegen::sparsegen_static.
+// find_package(sparsegen CONFIG) gives the targets sparsegen::sparsegen (shared library) and
+// sparsegen::sparsegen_static.
 //
 // Errors: UserError for bad input (a bad schedule SPEC names the field; matrix values outside the
 // dtype's range name the count and the first (row, col)); CudaError for the GPU stack (no

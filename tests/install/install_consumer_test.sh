@@ -17,7 +17,8 @@ fail() { echo "install_consumer_test: $*" >&2; exit 1; }
 "$cmake" --install "$build" --prefix "$prefix" >"$work/install.log" ||
   { cat "$work/install.log"; fail "cmake --install failed"; }
 for f in lib/libsparsegen.so lib/libsparsegen.a bin/sparsegen include/sparsegen/sparsegen.h \
-         lib/cmake/sparsegen/sparsegenConfig.cmake lib/cmake/sparsegen/sparsegenConfigVersion.cmake; do
+         lib/cmake/sparsegen/sparsegenConfig.cmake \
+         lib/cmake/sparsegen/sparsegenConfigVersion.cmake; do
   [ -e "$prefix/$f" ] || fail "not installed: $f"
 done
 
