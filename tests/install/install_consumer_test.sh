@@ -3,12 +3,13 @@
 # against it as an outside project (find_package(sparsegen CONFIG)) and runs it, with the shared
 # and, when built, the static library; then runs the installed CLI.
 #
-#   tests/install/install_consumer_test.sh BUILD_DIR SOURCE_DIR [CMAKE] [CXX_COMPILER]
+#   tests/install/install_consumer_test.sh BUILD_DIR SOURCE_DIR [CMAKE] [CXX_COMPILER] [GENERATOR]
 set -euo pipefail
 build="$1"
 source="$2"
 cmake="${3:-cmake}"
 cxx="${4:-c++}"
+generator="${5:-Ninja}"  # the build tree's: CI installs ninja, not make
 work="$(mktemp -d "${TMPDIR:-/tmp}/sg-install-test.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 prefix="$work/prefix"
@@ -40,7 +41,7 @@ done
 
 export SPARSEGEN_CACHE_DIR="$work/cache"
 consumer="$source/examples/install_consumer"
-"$cmake" -S "$consumer" -B "$work/consumer" -DCMAKE_BUILD_TYPE=Release \
+"$cmake" -S "$consumer" -B "$work/consumer" -G "$generator" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_PREFIX_PATH="$prefix" >"$work/configure.log" ||
   { cat "$work/configure.log"; fail "configuring the consumer failed"; }
 "$cmake" --build "$work/consumer" -j2
