@@ -141,12 +141,14 @@ class GeneralCost final : public CostFamily {
     const bool atomic = g.output() == OutputMode::Atomic;
 
     // Packed row lengths, in packed order (empty rows dropped for block Nnz, as the packer does).
+    // Block Nnz splits tile exactly and need no row walk (simulate returns at once).
     std::vector<int64_t> packed;
-    const std::vector<int64_t>& src = g.sort_rows ? rows.sorted : rows.lengths;
-    packed.reserve(src.size());
     const bool skip_empty = g.at(Level::Block).kind == WorkSplit::Nnz;
-    for (int64_t L : src)
-      if (!skip_empty || L > 0) packed.push_back(round_up(L, g.pad));
+    if (!skip_empty) {
+      const std::vector<int64_t>& src = g.sort_rows ? rows.sorted : rows.lengths;
+      packed.reserve(src.size());
+      for (int64_t L : src) packed.push_back(round_up(L, g.pad));
+    }
     const Work w = simulate(g, fs, packed);
 
     const double nnz = double(fs.nnz), nnzp = double(fs.nnz_padded);
@@ -182,7 +184,8 @@ class GeneralCost final : public CostFamily {
     f.column_efficiency = n / (tiles * double(std::max(1, g.block_cols)));
 
     int64_t nonempty_rows = 0;
-    for (int64_t L : rows.lengths) nonempty_rows += L > 0;
+    if (atomic)
+      for (int64_t L : rows.lengths) nonempty_rows += L > 0;
     f.atomics = atomic ? (double(nonempty_rows) + double(fs.block_tasks)) * n : 0.0;
     f.shuffles = w.warp_tasks * log2i(g.groups_per_warp()) * g.thread_cols * passes * tiles *
                  reduction_factor(g.reduction(Level::Warp));

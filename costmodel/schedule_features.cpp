@@ -97,7 +97,7 @@ RowProfile row_profile(const CsrMatrix& a) {
 FormatStats candidate_format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s,
                                    std::map<std::string, FormatStats>* cache) {
   const IrFamily& fam = s.family();
-  const std::optional<std::string> pack = fam.pack_key(s);
+  const std::optional<std::string> pack = fam.stats_key(s);
   if (cache == nullptr || !pack) return fam.format_stats(a, p, s);
   const std::string key = std::string(fam.name()) + ";" + *pack;
   if (auto it = cache->find(key); it != cache->end()) return fam.restat(it->second, p, s);

@@ -117,6 +117,11 @@ class IrFamily {
   // delta width. Compared only within one family. nullopt: the packing depends on the whole
   // schedule, there is nothing to share.
   virtual std::optional<std::string> pack_key(const Schedule& s) const = 0;
+  // Schedules with equal stats keys have the same launch-independent FormatStats (restat()
+  // derives the rest): the tuner's ranking computes format_stats once per key. Default: the pack
+  // key (equal packs have equal stats); a family whose statistics depend on fewer fields than
+  // its packing (the general family: the row padding) says so here.
+  virtual std::optional<std::string> stats_key(const Schedule& s) const { return pack_key(s); }
   // FormatStats of the schedule's packing, without building arrays where the family can.
   virtual FormatStats format_stats(const CsrMatrix& a, const Problem& p,
                                    const Schedule& s) const = 0;
@@ -135,7 +140,7 @@ class IrFamily {
   // Packs canonical CSR into the family's format. Throws UserError for a matrix that does not
   // match the problem or the format.
   virtual std::shared_ptr<PackedMatrix> pack(const CsrMatrix& a, const Problem& p,
-                                                   const Schedule& s) const = 0;
+                                             const Schedule& s) const = 0;
   // Executes the schedule over the packed format on the host, with the kernel's arithmetic
   // (fp32 products and sums, fp32 alpha·acc + beta·C, one rounding to the dtype):
   // c = alpha·A·b + beta·c, b and c in the problem's layouts.

@@ -81,6 +81,23 @@ int64_t storage_pos(const GeneralSchedule& s, const PackedFormat& f, int64_t p);
 // matches p (rows == M).
 FormatStats compute_format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s);
 
+// The O(rows) part of compute_format_stats: it depends only on the row padding and on whether
+// empty rows are skipped (block nonzero splits), so schedules that share both share it (the
+// enumeration and the tuner's ranking compute it once per pair: 400 general schedules of a
+// 4M-row matrix otherwise walk the rows 400 times).
+struct GeneralRowStats {
+  int64_t rows = 0;  // rows the kernel walks
+  int64_t nnz = 0;
+  int64_t padded_sum = 0;  // Σ round_up(row length, pad), before the block tail rounding
+  int64_t max_row_length = 0;
+};
+GeneralRowStats general_row_stats(const CsrMatrix& a, int pad, bool skip_empty);
+// The rest (tail rounding, block tasks, column tiles) for schedule s, O(1).
+FormatStats general_format_stats(const GeneralRowStats& rs, const Problem& p,
+                                 const GeneralSchedule& s);
+// The stats sharing key of s: "pad=4;skip=1".
+std::string general_stats_key(const GeneralSchedule& s);
+
 // Builds every array and classifies every OffsetArray. Throws UserError when the matrix does
 // not match the problem's shape or its CSR is not canonical.
 PackedFormat pack_format(const CsrMatrix& a, const Problem& p, const Schedule& s);

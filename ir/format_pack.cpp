@@ -75,20 +75,37 @@ int64_t storage_pos(const GeneralSchedule& s, const PackedFormat&, int64_t p) {
   return base + ((j / v) * G + q) * v + j % v;
 }
 
+GeneralRowStats general_row_stats(const CsrMatrix& a, int pad, bool skip_empty) {
+  GeneralRowStats rs;
+  rs.nnz = a.nnz();
+  for (int64_t r = 0; r < a.rows; ++r) {
+    const int64_t len = a.row_length(r);
+    rs.max_row_length = std::max(rs.max_row_length, len);
+    if (skip_empty && len == 0) continue;
+    ++rs.rows;
+    rs.padded_sum += round_up(len, pad);
+  }
+  return rs;
+}
+
+std::string general_stats_key(const GeneralSchedule& s) {
+  return fmt::format("pad={};skip={}", s.pad, s.at(Level::Block).kind == WorkSplit::Nnz ? 1 : 0);
+}
+
 FormatStats compute_format_stats(const CsrMatrix& a, const Problem& p, const Schedule& sch) {
   check_shape(a, p);
   const GeneralSchedule& s = sch.as<GeneralSchedule>();
-  const bool skip_empty = s.at(Level::Block).kind == WorkSplit::Nnz;
+  return general_format_stats(
+      general_row_stats(a, s.pad, s.at(Level::Block).kind == WorkSplit::Nnz), p, s);
+}
+
+FormatStats general_format_stats(const GeneralRowStats& rs, const Problem& p,
+                                 const GeneralSchedule& s) {
   FormatStats st;
-  st.nnz = a.nnz();
-  for (int64_t r = 0; r < a.rows; ++r) {
-    const int64_t len = a.row_length(r);
-    st.max_row_length = std::max(st.max_row_length, len);
-    if (skip_empty && len == 0) continue;
-    ++st.rows;
-    st.nnz_padded += round_up(len, s.pad);
-  }
-  st.nnz_padded = round_up(st.nnz_padded, tail_multiple(s));
+  st.nnz = rs.nnz;
+  st.rows = rs.rows;
+  st.max_row_length = rs.max_row_length;
+  st.nnz_padded = round_up(rs.padded_sum, tail_multiple(s));
   const LevelSplit& b = s.at(Level::Block);
   st.block_tasks =
       b.kind == WorkSplit::Nnz ? st.nnz_padded / b.amount : ceil_div(st.rows, b.amount);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
 
 #include "ir/format.h"
@@ -173,12 +174,22 @@ std::vector<Schedule> enumerate_general_schedules(const Problem& p, const CsrMat
   const ReductionRule rule = choose_reduction_levels(st);
   std::vector<Schedule> first, rest;
   std::set<std::string> seen;
+  std::map<std::string, GeneralRowStats> row_stats;
   for (const GeneralSchedule& g : cands) {
     if (!validate(g).empty()) continue;
     Schedule s(g);
     if (!validate(p, s).empty()) continue;
     if (!seen.insert(to_string(s)).second) continue;
-    const FormatStats fs = compute_format_stats(a, p, s);
+    if (a.rows != p.m || a.cols != p.k || a.field == ValueField::Complex)
+      (void)compute_format_stats(a, p, s);  // throws, naming the mismatch
+    // The row walk once per (padding, empty-row rule), not once per schedule.
+    const std::string key = general_stats_key(g);
+    auto it = row_stats.find(key);
+    if (it == row_stats.end())
+      it = row_stats
+               .emplace(key, general_row_stats(a, g.pad, g.at(Level::Block).kind == WorkSplit::Nnz))
+               .first;
+    const FormatStats fs = general_format_stats(it->second, p, g);
     if (fs.pad_overhead() > opt.max_pad_overhead) continue;
     if (opt.verify && !verify(p, s, fs, opt.device).empty()) continue;
     (matches_rule(rule, g) ? first : rest).push_back(std::move(s));

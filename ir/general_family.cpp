@@ -11,6 +11,11 @@
 namespace sparsegen {
 namespace {
 
+// The row walk behind a general schedule's FormatStats, shared by schedules of one stats key.
+struct GeneralRowDetail final : FamilyStats {
+  GeneralRowStats rows;
+};
+
 struct PackedGeneral final : Packed<PackedFormat> {
   using Packed::Packed;
   const std::vector<float>& master_values() const override { return format.values; }
@@ -56,11 +61,27 @@ class GeneralIrFamily final : public IrFamily {
   }
   // Every field shapes the packing (order, padding, task tables): no two schedules share one.
   std::optional<std::string> pack_key(const Schedule&) const override { return std::nullopt; }
-  FormatStats format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s) const override {
-    return compute_format_stats(a, p, s);
+  // The statistics depend on the row padding and the empty-row rule only.
+  std::optional<std::string> stats_key(const Schedule& s) const override {
+    return general_stats_key(s.as<GeneralSchedule>());
   }
-  FormatStats restat(const FormatStats& shared, const Problem&, const Schedule&) const override {
-    return shared;
+  FormatStats format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s) const override {
+    const GeneralSchedule& g = s.as<GeneralSchedule>();
+    if (a.rows != p.m || a.cols != p.k || a.field == ValueField::Complex)
+      return compute_format_stats(a, p, s);  // throws, naming the mismatch
+    auto d = std::make_shared<GeneralRowDetail>();
+    d->rows = general_row_stats(a, g.pad, g.at(Level::Block).kind == WorkSplit::Nnz);
+    FormatStats fs = general_format_stats(d->rows, p, g);
+    fs.detail = std::move(d);
+    return fs;
+  }
+  FormatStats restat(const FormatStats& shared, const Problem& p,
+                     const Schedule& s) const override {
+    const auto* d = dynamic_cast<const GeneralRowDetail*>(shared.detail.get());
+    if (d == nullptr) return shared;
+    FormatStats fs = general_format_stats(d->rows, p, s.as<GeneralSchedule>());
+    fs.detail = shared.detail;
+    return fs;
   }
   std::vector<std::string> verify(const Problem&, const Schedule& s, const FormatStats& st,
                                   const DeviceLimits& dev) const override {
@@ -73,7 +94,7 @@ class GeneralIrFamily final : public IrFamily {
     return general_shared_bytes(s.as<GeneralSchedule>());
   }
   std::shared_ptr<PackedMatrix> pack(const CsrMatrix& a, const Problem& p,
-                                           const Schedule& s) const override {
+                                     const Schedule& s) const override {
     return std::make_shared<PackedGeneral>(pack_format(a, p, s));
   }
   void interpret(const Problem& p, const Schedule& s, const PackedMatrix& packed,
