@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 PACKAGES=(cmake ninja-build g++ ccache clang-14 lld-14 libclang-rt-14-dev libclang-14-dev llvm-14-dev
-          libeigen3-dev libfmt-dev libsqlite3-dev sqlite3 libgtest-dev libcli11-dev nlohmann-json3-dev)
+          libeigen3-dev libfmt-dev libsqlite3-dev sqlite3 libgtest-dev libcli11-dev nlohmann-json3-dev
+          python3-dev python3-venv python3-pip)
 missing=()
 for p in "${PACKAGES[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if ((${#missing[@]})); then
