@@ -2,8 +2,10 @@
 # The whole test suite, as CI runs it (.ci/run calls exactly this):
 #   1. Release build, warnings as errors, all ctest suites (GPU tests report "skipped" without a GPU);
 #   2. Debug build with AddressSanitizer + UndefinedBehaviorSanitizer, all ctest suites;
-#   3. a short bounded libFuzzer run of the Matrix Market and safetensors readers.
-# FUZZ_SECONDS (default 60 per target) bounds step 3; SKIP_ASAN=1 / SKIP_FUZZ=1 skip steps.
+#   3. a short bounded libFuzzer run of the Matrix Market and safetensors readers;
+#   4. the Python package: `pip install .` into a fresh virtual environment, then its pytest suite.
+# FUZZ_SECONDS (default 60 per target) bounds step 3; SKIP_ASAN=1 / SKIP_FUZZ=1 / SKIP_PYTHON=1
+# skip steps.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup.sh
@@ -26,5 +28,9 @@ fi
 if [ "${SKIP_FUZZ:-0}" != 1 ]; then
   echo "== Fuzzing (${FUZZ_SECONDS:-60} s per target)"
   tools/fuzz.sh "${FUZZ_SECONDS:-60}"
+fi
+if [ "${SKIP_PYTHON:-0}" != 1 ]; then
+  echo "== Python package"
+  tools/python_test.sh
 fi
 echo "== all tests passed"
