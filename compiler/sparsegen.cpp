@@ -96,6 +96,7 @@ Kernel Runtime::spmm(const CsrMatrix& a, int64_t n, const SpmmOptions& options) 
   KernelRequest req;
   req.n = n;
   req.dtype = options.dtype;
+  req.io_dtype = options.io_dtype;
   req.b_layout = options.b_layout;
   req.c_layout = options.c_layout;
   req.schedule = options.schedule;

@@ -57,6 +57,9 @@ struct KernelBuild;
 
 struct SpmmOptions {
   DType dtype = DType::F32;
+  // int8 / fp8_e4m3 (per-row weight scales, per-token activation scales): the type of B and C,
+  // fp16 or bf16. Ignored for floating dtypes.
+  DType io_dtype = DType::F16;
   Layout b_layout = Layout::RowMajor;
   Layout c_layout = Layout::RowMajor;
   // A schedule SPEC (`sparsegen schedules FILE -n N` lists them); empty: tuned (see above).

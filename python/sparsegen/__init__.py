@@ -69,14 +69,16 @@ def _runtime() -> Runtime:
 
 def tune(matrix: Matrix, n: int, dtype: str = "fp16", top_k: Optional[int] = None,
          schedule: str = "", cache_dir: str = "", use_cache: bool = True,
-         b_layout: str = "row", c_layout: str = "row",
+         b_layout: str = "row", c_layout: str = "row", io: str = "fp16",
          runtime: Optional[Runtime] = None) -> Kernel:
     """The kernel for ``matrix`` times N dense columns: from the kernel database, or tuned (the
     cost model ranks the schedule space and the ``top_k`` best are measured on the GPU; default 8
-    on a GPU, 0 without one, where kernels are compiled offline and cannot run)."""
+    on a GPU, 0 without one, where kernels are compiled offline and cannot run). ``dtype`` is
+    fp32, fp16, bf16, or int8 / fp8_e4m3 with B and C in ``io`` (fp16 or bf16; per-row and
+    per-token scales, run by the slide family on (2N-2):2N weights)."""
     rt = runtime if runtime is not None else _runtime()
     return rt.spmm(matrix, int(n), dtype, -1 if top_k is None else int(top_k), schedule,
-                   cache_dir, use_cache, b_layout, c_layout)
+                   cache_dir, use_cache, b_layout, c_layout, io)
 
 
 def _device_array(x: Any, name: str, count: int, typestr: str, writable: bool) -> int:
@@ -124,7 +126,7 @@ def _stream_of(stream: Any, arrays: "tuple[Any, ...]") -> int:
 def run(kernel: Kernel, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0,
         stream: Any = None) -> None:
     """C = alpha * A @ B + beta * C on device arrays (see the module docstring)."""
-    typestr, _ = _DTYPES[kernel.dtype]
+    typestr, _ = _DTYPES[kernel.io_dtype]
     pb = _device_array(b, "b", kernel.k * kernel.n, typestr, False)
     pc = _device_array(c, "c", kernel.m * kernel.n, typestr, True)
     kernel._run(pb, pc, float(alpha), float(beta), _stream_of(stream, (b, c)))

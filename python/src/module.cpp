@@ -23,8 +23,17 @@ namespace {
 
 DType dtype_arg(const std::string& name) {
   const auto d = parse_dtype(name);
-  if (!d || (*d != DType::F32 && *d != DType::F16 && *d != DType::BF16))
-    throw UserError("dtype: expected 'fp32', 'fp16' or 'bf16', found '" + name + "'");
+  if (!d)
+    throw UserError("dtype: expected 'fp32', 'fp16', 'bf16', 'int8' or 'fp8_e4m3', found '" +
+                    name + "'");
+  return *d;
+}
+
+DType io_arg(const std::string& name) {
+  const auto d = parse_dtype(name);
+  if (!d || (*d != DType::F16 && *d != DType::BF16))
+    throw UserError("io: expected 'fp16' or 'bf16' (B and C of an int8 / fp8_e4m3 problem), found '" +
+                    name + "'");
   return *d;
 }
 
@@ -122,6 +131,9 @@ NB_MODULE(_sparsegen, m) {
       .def_prop_ro("n", [](const Kernel& k) { return k.problem().n; })
       .def_prop_ro("dtype",
                    [](const Kernel& k) { return std::string(to_string(k.problem().dtype)); })
+      .def_prop_ro("io_dtype",
+                   [](const Kernel& k) { return std::string(to_string(k.problem().b_dtype())); },
+                   "the type of B and C (the dtype, or the io type of a quantized problem)")
       .def_prop_ro("b_layout",
                    [](const Kernel& k) { return std::string(to_string(k.problem().b_layout)); })
       .def_prop_ro("c_layout",
@@ -144,9 +156,11 @@ NB_MODULE(_sparsegen, m) {
           "spmm",
           [](const Runtime& rt, const CsrMatrix& a, int64_t n, const std::string& dtype,
              int top_k, const std::string& schedule, const std::string& cache_dir,
-             bool use_cache, const std::string& b_layout, const std::string& c_layout) {
+             bool use_cache, const std::string& b_layout, const std::string& c_layout,
+             const std::string& io) {
             SpmmOptions o;
             o.dtype = dtype_arg(dtype);
+            o.io_dtype = io_arg(io);
             o.top_k = top_k;
             o.schedule = schedule;
             o.cache_dir = cache_dir;
@@ -157,5 +171,6 @@ NB_MODULE(_sparsegen, m) {
             return rt.spmm(a, n, o);
           },
           "matrix"_a, "n"_a, "dtype"_a = "fp32", "top_k"_a = -1, "schedule"_a = "",
-          "cache_dir"_a = "", "use_cache"_a = true, "b_layout"_a = "row", "c_layout"_a = "row");
+          "cache_dir"_a = "", "use_cache"_a = true, "b_layout"_a = "row", "c_layout"_a = "row",
+          "io"_a = "fp16");
 }

@@ -69,6 +69,25 @@ def test_offline_tune_reports_the_schedule(tmp_path):
         sparsegen.tune(a, 8, dtype="fp16", top_k=0, schedule="general;warps=x", runtime=rt)
 
 
+def test_offline_int8_six_eight_goes_to_slide():
+    # A 32 x 64 weight, 6 of every 8 columns kept: (2N-2):2N with N = 4.
+    rows, cols = 32, 64
+    indptr, indices, data = [0], [], []
+    for r in range(rows):
+        for c in range(cols):
+            if (c + r) % 8 not in (0, 5):
+                indices.append(c)
+                data.append(0.5 + 0.01 * ((r * cols + c) % 97))
+        indptr.append(len(indices))
+    a = sparsegen.from_csr(indptr, indices, data, (rows, cols))
+    rt = sparsegen.Runtime.offline("compute_90")
+    k = sparsegen.tune(a, 16, dtype="int8", io="bf16", top_k=0, use_cache=False, runtime=rt)
+    assert k.schedule.startswith("slide;pattern=6:8")
+    assert (k.dtype, k.io_dtype) == ("int8", "bf16")
+    with pytest.raises(sparsegen.UserError, match="io"):
+        sparsegen.tune(a, 16, dtype="int8", io="fp32", top_k=0, runtime=rt)
+
+
 def test_call_rejects_host_arrays():
     rt = sparsegen.Runtime.offline("compute_90")
     a = sparsegen.from_csr([0, 1], [0], [1.5], (1, 1))
