@@ -40,20 +40,6 @@ void check_cuda(cudaError_t e, const char* call) {
   }
 }
 
-cudaDataType lt_type(Type t) {
-  switch (t) {
-    case Type::F16:
-      return CUDA_R_16F;
-    case Type::BF16:
-      return CUDA_R_16BF;
-    case Type::I8:
-      return CUDA_R_8I;
-    case Type::E4M3:
-      return CUDA_R_8F_E4M3;
-  }
-  return CUDA_R_16F;
-}
-
 void* vptr(CUdeviceptr p) {
   return reinterpret_cast<void*>(static_cast<uintptr_t>(p));
 }
@@ -194,8 +180,8 @@ LtDenseGemm::LtDenseGemm(CUdeviceptr a_dev, const Shape& shape) : impl_(std::mak
            "cublasLtMatmulDescSetAttribute(TRANSB)");
 
   // Column-major descriptions of the arrays as they lie (see the header).
-  const cudaDataType tin = lt_type(shape.in);
-  const cudaDataType tc = i8 ? CUDA_R_32I : lt_type(shape.out);
+  const cudaDataType tin = cusparselt::cuda_data_type(shape.in);
+  const cudaDataType tc = i8 ? CUDA_R_32I : cusparselt::cuda_data_type(shape.out);
   const auto k = static_cast<uint64_t>(shape.k), m = static_cast<uint64_t>(shape.m),
              n = static_cast<uint64_t>(shape.n);
   check_lt(cublasLtMatrixLayoutCreate(&s.la, tin, k, m, shape.k), "cublasLtMatrixLayoutCreate(A)");

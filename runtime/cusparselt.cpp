@@ -241,20 +241,6 @@ void check(const Api& api, Status s, const char* call) {
   }
 }
 
-cudaDataType data_type(Type t) {
-  switch (t) {
-    case Type::F16:
-      return CUDA_R_16F;
-    case Type::BF16:
-      return CUDA_R_16BF;
-    case Type::I8:
-      return CUDA_R_8I;
-    case Type::E4M3:
-      return CUDA_R_8F_E4M3;
-  }
-  return CUDA_R_16F;
-}
-
 void* vptr(CUdeviceptr p) {
   return reinterpret_cast<void*>(static_cast<uintptr_t>(p));
 }
@@ -350,6 +336,20 @@ std::string_view to_string(Type t) {
 
 int type_bytes(Type t) {
   return t == Type::F16 || t == Type::BF16 ? 2 : 1;
+}
+
+cudaDataType cuda_data_type(Type t) {
+  switch (t) {
+    case Type::F16:
+      return CUDA_R_16F;
+    case Type::BF16:
+      return CUDA_R_16BF;
+    case Type::I8:
+      return CUDA_R_8I;
+    case Type::E4M3:
+      return CUDA_R_8F_E4M3;
+  }
+  return CUDA_R_16F;
 }
 
 int64_t mk_multiple(Type in) {
@@ -470,7 +470,7 @@ struct SparseGemm::Impl {
   void init_descriptors(int64_t n, bool swap) {
     const Api& a = *api;
     const uint32_t align = 16;
-    const cudaDataType tin = data_type(shape.in), tout = data_type(shape.out);
+    const cudaDataType tin = cuda_data_type(shape.in), tout = cuda_data_type(shape.out);
     const int64_t m = shape.m, k = shape.k;
     check(a,
           a.StructuredDescriptorInit(&handle, &sparse, m, k, k, align, tin, CUSPARSE_ORDER_ROW,

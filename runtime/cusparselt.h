@@ -25,6 +25,7 @@
 #pragma once
 
 #include <cuda.h>
+#include <library_types.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -60,6 +61,9 @@ std::string version();
 enum class Type { F16, BF16, I8, E4M3 };
 std::string_view to_string(Type t);  // "fp16", "bf16", "int8", "fp8_e4m3"
 int type_bytes(Type t);
+// The CUDA library data type of `t` (CUDA_R_16F, CUDA_R_16BF, CUDA_R_8I, CUDA_R_8F_E4M3), for
+// cuSPARSELt and cuBLASLt descriptors.
+cudaDataType cuda_data_type(Type t);
 
 // The GEMM's sizes and types. `out` is F16 or BF16; for F16/BF16 inputs it must equal `in`.
 struct Shape {
