@@ -6,16 +6,13 @@
 #include "ir/gen/pruning.h"
 #include "ir/slide_schedule.h"
 #include "runtime/nvrtc_compiler.h"
+#include "tests/ir/slide_test_weights.h"
 
 namespace sparsegen::codegen {
 namespace {
 
 CsrMatrix weight_6_8(int64_t m, int64_t k) {
-  PruneSpec spec;
-  spec.method = PruneMethod::NM;
-  spec.n = 6;
-  spec.m = 8;
-  return prune(make_llm_weight(m, k, 9), spec);
+  return testing::slide_weight(m, k, 4, 9);
 }
 
 TEST(SlideCodegen, SourceShapeAndSignature) {

@@ -18,17 +18,12 @@
 #include "ir/gen/pruning.h"
 #include "ir/slide_schedule.h"
 #include "runtime/cuda_driver.h"
+#include "tests/ir/slide_test_weights.h"
 
 namespace sparsegen {
 namespace {
 
-CsrMatrix slide_weight(int64_t m, int64_t k, int p, uint64_t seed) {
-  PruneSpec spec;
-  spec.method = PruneMethod::NM;
-  spec.n = 2 * p - 2;
-  spec.m = 2 * p;
-  return prune(make_llm_weight(m, k, seed), spec);
-}
+using testing::slide_weight;
 
 Problem problem_of(DType dt, int64_t m, int64_t k, int64_t n, int variant) {
   const Layout bl = variant % 2 == 0 ? Layout::ColMajor : Layout::RowMajor;

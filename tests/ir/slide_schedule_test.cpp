@@ -15,19 +15,13 @@
 #include "ir/quantize.h"
 #include "ir/slide_fragments.h"
 #include "ir/slide_schedule.h"
+#include "tests/ir/slide_test_weights.h"
 #include "tests/test_support.h"
 
 namespace sparsegen {
 namespace {
 
-// (2P−2):2P weight M x K, pruned by magnitude per group (non-integer random values).
-CsrMatrix slide_weight(int64_t m, int64_t k, int p, uint64_t seed) {
-  PruneSpec spec;
-  spec.method = PruneMethod::NM;
-  spec.n = 2 * p - 2;
-  spec.m = 2 * p;
-  return prune(make_llm_weight(m, k, seed), spec);
-}
+using testing::slide_weight;
 
 std::vector<float> random_b(int64_t count, uint64_t seed) {
   std::mt19937_64 rng(seed);
