@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   sparsegen::cli::register_inspect(app);
   sparsegen::cli::register_gen(app);
+  sparsegen::cli::register_gen_model(app);
   sparsegen::cli::register_smoke(app);
   sparsegen::cli::register_emit(app);
   sparsegen::cli::register_run(app);
