@@ -408,6 +408,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
   std::vector<Candidate> cands;
   std::vector<Schedule> all;  // the search space (empty for an explicit schedule)
   RankedSpace r;
+  bool restricted = false;  // opt.restrict_to applied
   if (given) {
     Candidate c;
     c.schedule = *given;
@@ -420,13 +421,27 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     eo.device = target.limits;
     eo.include_specialised = true;  // the tuner is family-aware: every family competes
     all = enumerate_schedules(p, a, eo);
+    const size_t space = all.size();
+    if (!opt.restrict_to.empty() && !all.empty()) {
+      std::vector<Schedule> kept;
+      for (const std::string& spec : opt.restrict_to)
+        for (const Schedule& sch : all)
+          if (to_string(sch) == spec) {
+            kept.push_back(sch);
+            break;
+          }
+      if (!kept.empty()) {
+        all = std::move(kept);
+        restricted = true;
+      }
+    }
     progress("enumerate", 1, 1);
     phase_done("enumerate");
     if (all.empty())
       throw UserError(fmt::format("{}: no valid schedule for {} on {}",
                                   a.source.empty() ? "matrix" : a.source, to_string(p),
                                   target.limits.name));
-    res.enumerated = static_cast<int>(all.size());
+    res.enumerated = static_cast<int>(space);
     progress("rank", 0, 1);
     std::optional<cuda::DeviceInfo> info;
     if (target.has_gpu) info = opt.ctx ? opt.ctx->info() : cuda::query_device(0);
@@ -434,8 +449,12 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     progress("rank", 1, 1);
     phase_done("rank");
     res.ranking = r.how;
+    if (restricted)
+      res.ranking += fmt::format(" over {} schedule{} ({})", all.size(), all.size() == 1 ? "" : "s",
+                                 opt.restrict_note.empty() ? "restricted" : opt.restrict_note);
     if (!r.warning.empty()) res.warnings.push_back(r.warning);
-    for (size_t idx : select_for_measurement(r.order, all, opt.top_k)) {
+    const int measure_k = restricted && opt.top_k > 0 ? static_cast<int>(all.size()) : opt.top_k;
+    for (size_t idx : select_for_measurement(r.order, all, measure_k)) {
       Candidate c;
       c.index = idx;
       c.schedule = all[c.index];
@@ -544,7 +563,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     };
     measure_from(0);
     phase_done("measure");
-    const int extra = opt.refine >= 0 ? opt.refine : opt.top_k / 2;
+    const int extra = restricted ? 0 : (opt.refine >= 0 ? opt.refine : opt.top_k / 2);
     const std::vector<size_t> first_round = by_time();
     if (!given && extra > 0 && !first_round.empty()) {
       std::vector<size_t> measured;

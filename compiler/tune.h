@@ -76,6 +76,14 @@ struct TuneOptions {
   int compile_threads = 0;  // 0: hardware concurrency
   uint64_t seed = 7;        // inputs of the timing runs and the check
   std::function<void(const TuneProgress&)> progress;
+  // Non-empty: search only these schedules (SPECs) of the enumerated space, every one of them
+  // measured when top_k > 0, with no refinement round: for a matrix whose search is known to end
+  // among them (tune-model: a tensor of the same shape and near-identical features as one already
+  // searched in full). SPECs not in this matrix's space are dropped; when none is left the full
+  // search runs. The tuning is recorded as a top-k search (the search it stands in for) with
+  // `restrict_note` added to its ranking text, so the database says how it was decided.
+  std::vector<std::string> restrict_to;
+  std::string restrict_note;
   // Test hook: edits every candidate's CUDA source before NVRTC (to inject a compile failure).
   std::function<void(std::string&)> source_hook;
 };

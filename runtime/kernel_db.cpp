@@ -577,4 +577,118 @@ void KernelDb::export_copy(const std::filesystem::path& out) {
   s.run();
 }
 
+namespace {
+
+// Read-only checks of a database to import: SQLite, ours, the current schema. Opened read-only,
+// so a file on a read-only medium imports too and nothing in it is touched.
+void check_importable(const std::filesystem::path& other) {
+  const std::string p = other.string();
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(other, ec))
+    throw KernelDbError(p, "no such file (expected a sparsegen kernel database, e.g. another "
+                           "cache's kernels.db or `sparsegen cache export` output)");
+  {
+    std::ifstream in(other, std::ios::binary);
+    char head[16] = {};
+    in.read(head, sizeof head);
+    if (in.gcount() < 16 || std::memcmp(head, "SQLite format 3\0", 16) != 0)
+      throw KernelDbError(p, "not a SQLite database, so not a sparsegen kernel database");
+  }
+  sqlite3* db = nullptr;
+  const int rc = sqlite3_open_v2(p.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  struct Close {
+    sqlite3*& db;
+    ~Close() { sqlite3_close_v2(db); }
+  } close{db};
+  if (rc != SQLITE_OK) throw KernelDbError(p, fmt::format("cannot open ({})", sqlite3_errstr(rc)));
+  std::int64_t app = 0, version = 0, tables = 0;
+  {
+    Stmt s(db, p, "PRAGMA application_id");
+    app = s.step() ? s.i64(0) : 0;
+  }
+  {
+    Stmt s(db, p, "PRAGMA user_version");
+    version = s.step() ? s.i64(0) : 0;
+  }
+  {
+    Stmt s(db, p,
+           "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('kernels', "
+           "'tunings')");
+    tables = s.step() ? s.i64(0) : 0;
+  }
+  if (app != kApplicationId)
+    throw KernelDbError(p, fmt::format("an SQLite database of another application "
+                                       "(application_id {:#x}), not a sparsegen kernel database",
+                                       app));
+  if (version != kSchemaVersion || tables != 2)
+    throw KernelDbError(p, fmt::format("kernel database schema version {} (with {} of its 2 "
+                                       "tables); this sparsegen imports version {}",
+                                       version, tables, kSchemaVersion));
+}
+
+constexpr const char* kKernelColumnList =
+    "key, tuning_key, key_text, schedule, source, arch, image, image_is_cubin, compile_ms, "
+    "predicted_ms, measured_ms, times_ms, created_at";
+constexpr const char* kTuningColumnList =
+    "tuning_key, key_text, best_key, top_k, candidates, ranking, search_ms, created_at";
+
+}  // namespace
+
+KernelDb::ImportStats KernelDb::import_from(const std::filesystem::path& other) {
+  const std::string p = path_.string();
+  std::error_code ec;
+  if (std::filesystem::equivalent(other, path_, ec))
+    throw KernelDbError(other.string(), "is the database being imported into");
+  check_importable(other);
+  {
+    Stmt s(db_, p, "ATTACH DATABASE ?1 AS src");
+    s.bind(1, other.string());
+    s.run();
+  }
+  struct Detach {
+    sqlite3* db;
+    ~Detach() { sqlite3_exec(db, "DETACH DATABASE src", nullptr, nullptr, nullptr); }
+  } detach{db_};
+  ImportStats st;
+  {
+    WriteTxn txn(db_, p);
+    auto count = [&](const std::string& sql) {
+      Stmt s(db_, p, sql.c_str());
+      return s.step() ? s.i64(0) : 0;
+    };
+    auto changes = [&](const std::string& sql) {
+      exec(db_, p, sql.c_str());
+      return static_cast<std::int64_t>(sqlite3_changes(db_));
+    };
+    const std::int64_t total = count("SELECT count(*) FROM src.kernels");
+    st.kernels_updated = changes(fmt::format(
+        "INSERT OR REPLACE INTO main.kernels({0}) SELECT s.key, s.tuning_key, s.key_text, "
+        "s.schedule, s.source, s.arch, s.image, s.image_is_cubin, s.compile_ms, s.predicted_ms, "
+        "s.measured_ms, s.times_ms, s.created_at FROM src.kernels s JOIN main.kernels m ON "
+        "m.key = s.key WHERE m.measured_ms IS NULL AND s.measured_ms IS NOT NULL",
+        kKernelColumnList));
+    st.kernels_added = changes(fmt::format(
+        "INSERT INTO main.kernels({0}) SELECT {0} FROM src.kernels WHERE key NOT IN (SELECT key "
+        "FROM main.kernels)",
+        kKernelColumnList));
+    st.kernels_kept = total - st.kernels_added - st.kernels_updated;
+    const std::int64_t tunings = count("SELECT count(*) FROM src.tunings");
+    // Only tunings whose chosen kernel is present (always, unless the other file was edited).
+    st.tunings_replaced = changes(fmt::format(
+        "INSERT OR REPLACE INTO main.tunings({0}) SELECT s.tuning_key, s.key_text, s.best_key, "
+        "s.top_k, s.candidates, s.ranking, s.search_ms, s.created_at FROM src.tunings s JOIN "
+        "main.tunings m ON m.tuning_key = s.tuning_key WHERE s.top_k > m.top_k AND EXISTS "
+        "(SELECT 1 FROM main.kernels k WHERE k.key = s.best_key)",
+        kTuningColumnList));
+    st.tunings_added = changes(fmt::format(
+        "INSERT INTO main.tunings({0}) SELECT {0} FROM src.tunings s WHERE s.tuning_key NOT IN "
+        "(SELECT tuning_key FROM main.tunings) AND EXISTS (SELECT 1 FROM main.kernels k WHERE "
+        "k.key = s.best_key)",
+        kTuningColumnList));
+    st.tunings_kept = tunings - st.tunings_added - st.tunings_replaced;
+    txn.commit();
+  }
+  return st;
+}
+
 }  // namespace sparsegen::kdb

@@ -142,6 +142,23 @@ class KernelDb {
   // A consistent copy of the whole database (VACUUM INTO); `out` must not exist.
   void export_copy(const std::filesystem::path& out);
 
+  // What import_from did.
+  struct ImportStats {
+    std::int64_t kernels_added = 0;    // keys this database lacked
+    std::int64_t kernels_updated = 0;  // present here without a measurement, measured there
+    std::int64_t kernels_kept = 0;     // present here already (same key: the same kernel)
+    std::int64_t tunings_added = 0;
+    std::int64_t tunings_replaced = 0;  // the other measured more candidates (larger top_k)
+    std::int64_t tunings_kept = 0;      // ours measured as many or more
+  };
+  // Merges another kernel database (e.g. one tuned on another host, or `cache export`'s copy)
+  // into this one, in one BEGIN IMMEDIATE transaction: kernels it has and this one lacks are
+  // added; a tuning is added when absent here and replaces ours only when it measured more
+  // candidates (a kernel key names one kernel exactly, so equal keys are the same kernel). The
+  // other file is only read. Throws KernelDbError naming the other file when it is missing, not
+  // a sparsegen kernel database, of another schema version, or this very database.
+  ImportStats import_from(const std::filesystem::path& other);
+
   const std::filesystem::path& path() const { return path_; }
   int schema_version();
 

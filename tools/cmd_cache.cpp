@@ -1,5 +1,5 @@
-// `sparsegen cache list|show KEY|clear|export FILE [--cache-dir D] [--json]`: the kernel database
-// (runtime/kernel_db.h).
+// `sparsegen cache list|show KEY|clear|export FILE|import OTHER [--cache-dir D] [--json]`:
+// the kernel database (runtime/kernel_db.h).
 //   list           one line per kernel: key prefix, best-of-a-tuning mark, arch, image size,
 //                  predicted / measured time, schedule
 //   show KEY       every field of one kernel (KEY: the full key or a unique prefix of 6+ hex
@@ -7,6 +7,9 @@
 //   clear          deletes every record
 //   export FILE    FILE ending in .json: every record as JSON (images base64); anything else: a
 //                  consistent SQLite copy (VACUUM INTO), usable as another --cache-dir's kernels.db
+//   import OTHER   merges another kernel database (an SQLite file, or a cache folder holding
+//                  kernels.db) into this one: its kernels and tunings are added, a tuning replaces
+//                  ours only when it measured more candidates (runtime/kernel_db.h)
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
@@ -215,11 +218,33 @@ void run_export(const CacheArgs& a) {
   });
 }
 
+void run_import(const CacheArgs& a) {
+  std::filesystem::path other(a.file);
+  std::error_code ec;
+  if (std::filesystem::is_directory(other, ec)) other /= "kernels.db";
+  if (other.extension() == ".json")
+    throw UserError(fmt::format("cache import {}: expected an SQLite kernel database (`cache "
+                                "export` without .json writes one), not JSON",
+                                a.file));
+  with_db(a, false, [&](kdb::KernelDb& db) {
+    const kdb::KernelDb::ImportStats st = db.import_from(other);
+    std::printf("imported %s into %s: %lld kernel%s added, %lld updated with a measurement, "
+                "%lld already present; %lld tuning%s added, %lld replaced (more candidates "
+                "measured), %lld kept\n",
+                other.string().c_str(), db.path().string().c_str(),
+                static_cast<long long>(st.kernels_added), st.kernels_added == 1 ? "" : "s",
+                static_cast<long long>(st.kernels_updated),
+                static_cast<long long>(st.kernels_kept), static_cast<long long>(st.tunings_added),
+                st.tunings_added == 1 ? "" : "s", static_cast<long long>(st.tunings_replaced),
+                static_cast<long long>(st.tunings_kept));
+  });
+}
+
 }  // namespace
 
 void register_cache(CLI::App& app) {
   auto args = std::make_shared<CacheArgs>();
-  CLI::App* cmd = app.add_subcommand("cache", "List, show, clear or export the kernel database");
+  CLI::App* cmd = app.add_subcommand("cache", "List, show, clear, export or import the kernel database");
   cmd->require_subcommand(1);
   auto add_common = [&](CLI::App* c) {
     c->add_option("--cache-dir", args->cache_dir,
@@ -246,6 +271,12 @@ void register_cache(CLI::App& app) {
   exp->add_option("file", args->file, "output file (must not exist for an SQLite copy)")
       ->required();
   exp->callback([args] { run_export(*args); });
+  CLI::App* imp = cmd->add_subcommand(
+      "import", "Merge another kernel database (SQLite file or cache folder) into this one");
+  add_common(imp);
+  imp->add_option("file", args->file, "the other database (kernels.db, an export, or its folder)")
+      ->required();
+  imp->callback([args] { run_import(*args); });
 }
 
 }  // namespace sparsegen::cli

@@ -9,6 +9,7 @@ namespace sparsegen::cli {
 void register_inspect(CLI::App& app);     // inspect FILE [--json]
 void register_gen(CLI::App& app);         // gen, prune
 void register_gen_model(CLI::App& app);   // gen-model --like NAME -o DIR
+void register_tune_model(CLI::App& app);  // tune-model CHECKPOINT [-n 1,8] [--gpus all]
 void register_smoke(CLI::App& app);       // gpu-smoke: NVRTC + driver API end-to-end check
 void register_emit(CLI::App& app);        // emit FILE -n N [--schedule SPEC]; schedules FILE -n N
 void register_run(CLI::App& app);         // run FILE -n N [--schedule SPEC] [--check] [--json]

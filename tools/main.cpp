@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
   sparsegen::cli::register_inspect(app);
   sparsegen::cli::register_gen(app);
   sparsegen::cli::register_gen_model(app);
+  sparsegen::cli::register_tune_model(app);
   sparsegen::cli::register_smoke(app);
   sparsegen::cli::register_emit(app);
   sparsegen::cli::register_run(app);

@@ -1,0 +1,326 @@
+#include "compiler/model_tune.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "ir/diagnostics.h"
+#include "ir/io/dense_to_csr.h"
+#include "ir/parallel.h"
+
+namespace sparsegen {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// In the ranking text of a shared search, before the representative's name.
+constexpr std::string_view kSharedFrom = " of similar tensor ";
+
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+nlohmann::json opt_json(const std::optional<double>& v) {
+  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
+}
+
+// A tensor read and converted, or why it could not be.
+struct LoadedTensor {
+  std::optional<CsrMatrix> matrix;
+  std::optional<MatrixFeatures> features;
+  std::string error;
+  double load_ms = 0;
+};
+
+// A group of similar tensors: the first one searched in full and its measured schedules,
+// fastest first.
+struct ShareGroup {
+  int64_t rows = 0, cols = 0, n = 0;
+  DType dtype = DType::F16;
+  MatrixFeatures features;
+  std::string tensor;
+  std::vector<std::string> fastest;
+};
+
+bool close_rel(double a, double b, double rel, double abs) {
+  return std::fabs(a - b) <= rel * std::max(std::fabs(a), std::fabs(b)) + abs;
+}
+
+std::string error_text(const CheckpointTensor& t, const Checkpoint& ck, const std::string& what) {
+  return fmt::format("{}: tensor '{}': {}", ck.shards[t.shard].source, t.name, what);
+}
+
+}  // namespace
+
+bool glob_match(std::string_view pattern, std::string_view name) {
+  return fnmatch(std::string(pattern).c_str(), std::string(name).c_str(), 0) == 0;
+}
+
+std::vector<std::string> select_tensors(const Checkpoint& ck,
+                                        const std::vector<std::string>& include,
+                                        const std::vector<std::string>& exclude) {
+  std::vector<std::string> out;
+  std::vector<bool> used(include.size(), false);
+  for (const CheckpointTensor& t : ck.tensors) {
+    if (t.tensor->shape.size() != 2) continue;
+    bool in = include.empty();
+    for (size_t i = 0; i < include.size(); ++i)
+      if (glob_match(include[i], t.name)) {
+        in = true;
+        used[i] = true;
+      }
+    if (!in) continue;
+    bool ex = false;
+    for (const std::string& e : exclude) ex = ex || glob_match(e, t.name);
+    if (!ex) out.push_back(t.name);
+  }
+  for (size_t i = 0; i < include.size(); ++i)
+    if (!used[i])
+      throw UserError(fmt::format("--include '{}': matches no 2-D tensor of {} (names look like "
+                                  "'{}')",
+                                  include[i], ck.source,
+                                  ck.tensors.empty() ? "" : ck.tensors.front().name));
+  if (out.empty())
+    throw UserError(fmt::format("--include / --exclude select no 2-D tensor of {}", ck.source));
+  return out;
+}
+
+bool similar_features(const MatrixFeatures& a, const MatrixFeatures& b) {
+  if (a.rows != b.rows || a.cols != b.cols) return false;
+  const double er_a = a.rows > 0 ? static_cast<double>(a.empty_rows) / static_cast<double>(a.rows) : 0;
+  const double er_b = b.rows > 0 ? static_cast<double>(b.empty_rows) / static_cast<double>(b.rows) : 0;
+  return std::fabs(a.density - b.density) <= 0.01 && close_rel(a.row_cv, b.row_cv, 0.1, 0.02) &&
+         close_rel(a.col_cv, b.col_cv, 0.1, 0.02) && a.nm_string() == b.nm_string() &&
+         std::fabs(er_a - er_b) <= 0.01;
+}
+
+nlohmann::json to_json(const ModelTuneItem& it) {
+  return {{"tensor", it.tensor},
+          {"shard", it.shard},
+          {"shape", {it.rows, it.cols}},
+          {"nnz", it.nnz},
+          {"density", it.rows * it.cols > 0
+                          ? static_cast<double>(it.nnz) / static_cast<double>(it.rows * it.cols)
+                          : 0.0},
+          {"n", it.n},
+          {"dtype", to_string(it.dtype)},
+          {"status", it.status},
+          {"schedule", it.schedule},
+          {"predicted_ms", opt_json(it.predicted_ms)},
+          {"measured_ms", opt_json(it.measured_ms)},
+          {"search_ms", it.search_ms},
+          {"load_ms", it.load_ms},
+          {"enumerated", it.enumerated},
+          {"measured", it.measured},
+          {"shared_from", it.shared_from},
+          {"kernel_key", it.kernel_key},
+          {"reason", it.reason},
+          {"error", it.error}};
+}
+
+nlohmann::json to_json(const ModelTuneCheck& c) {
+  return {{"tensor", c.tensor}, {"n", c.n},         {"dtype", to_string(c.dtype)},
+          {"status", c.status}, {"pick", c.pick},   {"pick_ms", c.pick_ms},
+          {"best", c.best},     {"best_ms", c.best_ms}, {"ratio", c.ratio},
+          {"error", c.error}};
+}
+
+int ModelTuneReport::errors() const {
+  return static_cast<int>(
+      std::count_if(items.begin(), items.end(), [](const auto& i) { return i.status == "error"; }));
+}
+
+ModelTuneReport tune_model(const Checkpoint& ck, const std::vector<std::string>& tensors,
+                           const CompileTarget& target, const ModelTuneOptions& o) {
+  if (o.ns.empty()) throw UserError("-n: expected at least one N");
+  if (o.dtypes.empty()) throw UserError("--dtype: expected at least one dtype");
+  for (int64_t n : o.ns)
+    if (n < 1) throw UserError(fmt::format("-n {}: expected 1 or more", n));
+  std::vector<const CheckpointTensor*> refs;
+  for (const std::string& name : tensors) {
+    const CheckpointTensor* t = ck.find(name);
+    if (t == nullptr) throw UserError(fmt::format("{}: no tensor named '{}'", ck.source, name));
+    refs.push_back(t);
+  }
+  const auto t0 = Clock::now();
+  TuneOptions base = o.tune;
+  base.progress = nullptr;
+  const bool measuring = base.top_k > 0;
+  if (measuring && !base.ctx) base.ctx = std::make_shared<cuda::Context>(0);
+  const bool share = o.share && measuring && o.share_candidates > 0;
+
+  ModelTuneReport rep;
+  std::vector<ShareGroup> groups;
+  const int total = static_cast<int>(refs.size() * o.ns.size() * o.dtypes.size());
+  int done = 0;
+
+  auto load = [&](size_t i) {
+    LoadedTensor l;
+    const auto tl = Clock::now();
+    try {
+      const DenseMatrix d = tensor_to_dense(ck.shards[refs[i]->shard], *refs[i]->tensor);
+      Diagnostics diag;
+      l.matrix = dense_to_csr(d, diag);
+      if (share) l.features = compute_features(*l.matrix);
+    } catch (const UserError& e) {
+      l.error = error_text(*refs[i], ck, e.what());
+    } catch (const std::bad_alloc&) {
+      l.error = error_text(*refs[i], ck, "out of memory while reading it");
+    }
+    l.load_ms = ms_since(tl);
+    return l;
+  };
+  auto consume = [&](size_t i, LoadedTensor&& l) {
+    const CheckpointTensor& ref = *refs[i];
+    bool first_job = true;
+    for (int64_t n : o.ns)
+      for (DType dt : o.dtypes) {
+        ModelTuneItem it;
+        it.tensor = ref.name;
+        it.shard = ck.shards[ref.shard].source;
+        it.rows = ref.tensor->shape[0];
+        it.cols = ref.tensor->shape[1];
+        it.n = n;
+        it.dtype = dt;
+        if (first_job) it.load_ms = l.load_ms;
+        first_job = false;
+        if (!l.matrix) {
+          it.status = "error";
+          it.error = l.error;
+        } else {
+          it.nnz = l.matrix->nnz();
+          KernelRequest req;
+          req.n = n;
+          req.dtype = dt;
+          TuneOptions to = base;
+          ShareGroup* group = nullptr;
+          if (share)
+            for (ShareGroup& g : groups)
+              if (g.n == n && g.dtype == dt && similar_features(g.features, *l.features)) {
+                group = &g;
+                break;
+              }
+          if (group != nullptr) {
+            to.restrict_to = group->fastest;
+            to.restrict_note = fmt::format("the {} fastest{}{}", group->fastest.size(),
+                                           kSharedFrom, group->tensor);
+          }
+          try {
+            const TuneResult r = tune(*l.matrix, req, target, to);
+            it.schedule = r.schedule;
+            it.predicted_ms = r.predicted_ms;
+            it.measured_ms = r.measured_ms;
+            it.search_ms = r.search_ms;
+            it.enumerated = r.enumerated;
+            it.kernel_key = r.kernel_key;
+            it.reason = r.reason;
+            for (const CandidateReport& c : r.candidates) it.measured += c.measured_ms.has_value();
+            if (r.cache_hit) {
+              it.status = "cached";
+              // A stored shared search says so in its ranking text (restrict_note).
+              const size_t at = r.ranking.find(kSharedFrom);
+              if (at != std::string::npos) {
+                it.shared_from = r.ranking.substr(at + kSharedFrom.size());
+                it.shared_from = it.shared_from.substr(0, it.shared_from.find(')'));
+              }
+            } else if (group != nullptr && r.ranking.find(to.restrict_note) != std::string::npos) {
+              it.status = "shared";
+              it.shared_from = group->tensor;
+            } else {
+              it.status = "tuned";
+              if (share) {  // this tensor now stands for its group (a new one, or a cached rep's)
+                std::vector<const CandidateReport*> m;
+                for (const CandidateReport& c : r.candidates)
+                  if (c.measured_ms && c.error.empty()) m.push_back(&c);
+                std::stable_sort(m.begin(), m.end(), [](const auto* a, const auto* b) {
+                  return *a->measured_ms < *b->measured_ms;
+                });
+                ShareGroup g{it.rows, it.cols, n, dt, *l.features, ref.name, {}};
+                for (size_t k = 0; k < m.size() && k < static_cast<size_t>(o.share_candidates);
+                     ++k)
+                  g.fastest.push_back(m[k]->schedule);
+                if (!g.fastest.empty()) {
+                  if (group != nullptr)
+                    *group = std::move(g);
+                  else
+                    groups.push_back(std::move(g));
+                }
+              }
+            }
+          } catch (const CudaError& e) {
+            if (e.sticky()) throw;  // the context is lost: nothing after this could run
+            it.status = "error";
+            it.error = error_text(ref, ck, e.what());
+          } catch (const std::exception& e) {
+            it.status = "error";
+            it.error = error_text(ref, ck, e.what());
+          }
+        }
+        rep.items.push_back(it);
+        ++done;
+        if (o.on_item) o.on_item(rep.items.back(), done, total);
+      }
+    return true;
+  };
+  produce_in_order(refs.size(), 1, 2, load, consume);
+
+  // Picks against a deeper search: evenly spaced over the tuned and shared items.
+  if (measuring && o.verify_sample > 0) {
+    std::vector<size_t> pool;
+    for (size_t i = 0; i < rep.items.size(); ++i)
+      if (rep.items[i].status != "error") pool.push_back(i);
+    const size_t k = std::min(pool.size(), static_cast<size_t>(o.verify_sample));
+    for (size_t s = 0; s < k; ++s) {
+      const ModelTuneItem& it = rep.items[pool[s * pool.size() / k]];
+      ModelTuneCheck c;
+      c.tensor = it.tensor;
+      c.n = it.n;
+      c.dtype = it.dtype;
+      c.status = it.shared_from.empty() ? "full search" : "shared";
+      c.pick = it.schedule;
+      try {
+        const size_t idx = static_cast<size_t>(
+            std::find(tensors.begin(), tensors.end(), it.tensor) - tensors.begin());
+        const LoadedTensor l = load(idx);
+        if (!l.matrix) throw UserError(l.error);
+        TuneOptions deep = base;
+        deep.use_cache = false;
+        deep.top_k = base.top_k * 4;
+        deep.refine = base.top_k * 2;
+        KernelRequest req;
+        req.n = it.n;
+        req.dtype = it.dtype;
+        const TuneResult best = tune(*l.matrix, req, target, deep);
+        TuneOptions one = base;
+        one.use_cache = false;
+        one.top_k = 1;
+        req.schedule = it.schedule;
+        const TuneResult pick = tune(*l.matrix, req, target, one);
+        c.best = best.schedule;
+        c.best_ms = best.measured_ms.value_or(0);
+        c.pick_ms = pick.measured_ms.value_or(0);
+        // When the deeper search measured the pick too, its own figure compares like with like.
+        for (const CandidateReport& cr : best.candidates)
+          if (cr.schedule == it.schedule && cr.measured_ms && cr.error.empty())
+            c.pick_ms = *cr.measured_ms;
+        c.ratio = c.pick_ms > 0 ? c.best_ms / c.pick_ms : 0;
+      } catch (const CudaError& e) {
+        if (e.sticky()) throw;
+        c.error = e.what();
+      } catch (const std::exception& e) {
+        c.error = e.what();
+      }
+      rep.checks.push_back(c);
+    }
+  }
+  rep.wall_s = ms_since(t0) / 1000.0;
+  return rep;
+}
+
+}  // namespace sparsegen
