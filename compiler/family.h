@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "compiler/pipeline.h"
+#include "ir/ffn.h"
 #include "ir/family.h"
 
 namespace sparsegen {
@@ -43,6 +44,9 @@ struct BuildOptions {
   const PreparedPack* pack = nullptr;
   // false: steps 3-6 only, KernelBuild::compiled left empty (a cached image is loaded instead).
   bool compile = true;
+  // The weights of a gated FFN problem (ir/ffn.h), which its family lays out as the kernel's
+  // values; null: a build for its source and image only (nothing to run).
+  const FfnWeights* ffn_weights = nullptr;
   // Test hook: edits the emitted CUDA source before NVRTC.
   std::function<void(std::string&)> source_hook;
 };

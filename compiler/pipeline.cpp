@@ -271,6 +271,9 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src) {
     if (sig.launch.dynamic_shared_bytes > 48 * 1024)
       cuda::set_max_dynamic_shared_memory(kernel,
                                           static_cast<int>(sig.launch.dynamic_shared_bytes));
+    if (b_transform != nullptr && sig.b_transform.launch.dynamic_shared_bytes > 48 * 1024)
+      cuda::set_max_dynamic_shared_memory(
+          b_transform, static_cast<int>(sig.b_transform.launch.dynamic_shared_bytes));
     st.finish(fmt::format("{} registers/thread", registers));
   }
   {

@@ -55,9 +55,17 @@ std::vector<char> to_device_values(const std::vector<float>& v, DType dtype) {
 
 KernelBuild start_build(const CsrMatrix& a, const Problem& p, const Schedule& s,
                         const CompileTarget& target) {
-  if (a.rows != p.m || a.cols != p.k)
+  if (p.op == Op::GatedFfn) {
+    // The sparse operand of a gated FFN is an activation pattern (tokens x hidden width) of
+    // any number of calibration tokens.
+    if (a.cols != p.n)
+      throw UserError(fmt::format("{}: the activation pattern has {} columns but the FFN's hidden "
+                                  "width is n={}",
+                                  a.source.empty() ? "activations" : a.source, a.cols, p.n));
+  } else if (a.rows != p.m || a.cols != p.k) {
     throw UserError(fmt::format("{}: matrix is {}x{} but the problem expects m={} k={}",
                                 a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m, p.k));
+  }
   KernelBuild b;
   b.problem = p;
   b.schedule = s;

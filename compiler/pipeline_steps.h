@@ -35,7 +35,8 @@ class PipelineStep {
 std::vector<char> to_device_values(const std::vector<float>& v, DType dtype);
 
 // The start of a family build: a KernelBuild for
-// (p, s, target) after checking that the matrix has the problem's shape (UserError naming both).
+// (p, s, target) after checking that the matrix has the problem's shape (UserError naming both;
+// for a gated FFN the matrix is an activation pattern with N columns and any number of rows).
 KernelBuild start_build(const CsrMatrix& a, const Problem& p, const Schedule& s,
                         const CompileTarget& target);
 

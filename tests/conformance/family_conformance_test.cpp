@@ -1,6 +1,10 @@
 // The family conformance suite: every registered schedule family (ir/families.def) runs through
 // the same checks, with no family-specific code here. A new family joins by registering.
 //
+// Each matrix serves its SpMM/SpMV problems and, in fp16/bf16, a gated FFN that reads it as the
+// activation pattern (tokens x hidden width): there the interpreter's down projection is checked
+// as an SpMM of the matrix, and on the device a generated FFN of that shape and sparsity.
+//
 //   Registered     every layer has the family (codegen, costmodel, compiler)
 //   SpecRoundTrip  every enumerated schedule prints and parses back to itself; a family that says
 //                  why it has no schedule (why_not) enumerates none
@@ -32,6 +36,7 @@
 
 #include "codegen/family.h"
 #include "compiler/family.h"
+#include "compiler/ffn.h"
 #include "compiler/gpu_check.h"
 #include "compiler/tune.h"
 #include "costmodel/family.h"
@@ -40,6 +45,7 @@
 #include "ir/diagnostics.h"
 #include "ir/enumerate.h"
 #include "ir/family.h"
+#include "ir/gen/activations.h"
 #include "ir/io/load.h"
 #include "ir/verifier.h"
 #include "runtime/cuda_driver.h"
@@ -131,6 +137,19 @@ constexpr DType kDtypes[] = {DType::F32, DType::F16, DType::BF16};
 Problem problem_for(const CsrMatrix& a, DType dt, int64_t n) {
   return n == 1 ? Problem::spmv(a.rows, a.cols, dt) : Problem::spmm(a.rows, a.cols, n, dt);
 }
+// The problems a matrix serves in the suite: the SpMM/SpMV above and, in fp16/bf16, a gated FFN
+// reading the matrix as its activation pattern (tokens x hidden width; model width K = n).
+std::vector<Problem> problems_for(const CsrMatrix& a, DType dt, int64_t n) {
+  std::vector<Problem> out = {problem_for(a, dt, n)};
+  if (dt == DType::F16 || dt == DType::BF16)
+    out.push_back(Problem::gated_ffn(a.rows, n, a.cols, dt));
+  return out;
+}
+// What the interpreter of a problem computes, as an SpMM of the matrix: itself, or for a gated
+// FFN the down projection over the activations (H: M x N times W_d: N x K).
+Problem interpreted_product(const Problem& p) {
+  return p.op == Op::GatedFfn ? Problem::spmm(p.m, p.n, p.k, p.dtype) : p;
+}
 constexpr int64_t kNs[] = {1, 2, 7, 8, 32, 64};
 
 // At most `most` schedules spread over the enumeration (first, last, evenly in between).
@@ -176,28 +195,28 @@ TEST_P(FamilyConformance, EnumeratesSomewhereAndSpecRoundTrips) {
   int64_t total = 0;
   for (const NamedMatrix& m : matrices()) {
     for (DType dt : kDtypes) {
-      for (int64_t n : kNs) {
-        const Problem p = problem_for(m.a, dt, n);
-        const auto all = enumerate(p, m.a);
-        // A family that says why it has nothing has nothing; a reason is never empty.
-        const auto why_not = family().why_not(p, m.a);
-        for (const std::string& w : why_not) ASSERT_FALSE(w.empty()) << to_string(p);
-        if (!why_not.empty()) {
-          ASSERT_TRUE(all.empty()) << GetParam() << " enumerates for " << to_string(p)
-                                   << " although: " << why_not.front();
+      for (int64_t n : kNs)
+        for (const Problem& p : problems_for(m.a, dt, n)) {
+          const auto all = enumerate(p, m.a);
+          // A family that says why it has nothing has nothing; a reason is never empty.
+          const auto why_not = family().why_not(p, m.a);
+          for (const std::string& w : why_not) ASSERT_FALSE(w.empty()) << to_string(p);
+          if (!why_not.empty()) {
+            ASSERT_TRUE(all.empty()) << GetParam() << " enumerates for " << to_string(p)
+                                     << " although: " << why_not.front();
+          }
+          for (const Schedule& s : all) {
+            ++total;
+            ASSERT_EQ(s.family_name(), GetParam());
+            const std::string spec = to_string(s);
+            ASSERT_EQ(spec.rfind(GetParam() + ";", 0), 0u) << spec;
+            const Schedule back = parse_schedule(spec);
+            ASSERT_EQ(back, s) << spec;
+            ASSERT_EQ(to_string(back), spec);
+            ASSERT_FALSE(print_schedule(s).empty()) << spec;
+            ASSERT_TRUE(validate(p, s).empty()) << spec << " enumerated for " << to_string(p);
+          }
         }
-        for (const Schedule& s : all) {
-          ++total;
-          ASSERT_EQ(s.family_name(), GetParam());
-          const std::string spec = to_string(s);
-          ASSERT_EQ(spec.rfind(GetParam() + ";", 0), 0u) << spec;
-          const Schedule back = parse_schedule(spec);
-          ASSERT_EQ(back, s) << spec;
-          ASSERT_EQ(to_string(back), spec);
-          ASSERT_FALSE(print_schedule(s).empty()) << spec;
-          ASSERT_TRUE(validate(p, s).empty()) << spec << " enumerated for " << to_string(p);
-        }
-      }
     }
   }
   EXPECT_GT(total, 0) << GetParam() << " enumerated nothing on any matrix and problem";
@@ -243,46 +262,46 @@ TEST_P(FamilyConformance, IllegalSchedulesGetReasons) {
   tiny.max_threads_per_block = 16;  // below one warp: nothing can run
   tiny.max_shared_per_block = 0;
   for (DType dt : kDtypes) {
-    for (int64_t n : kNs) {
-      const Problem p = Problem::spmm(m.a.rows, m.a.cols, n, dt);
-      for (const Schedule& s : sample(enumerate(p, m.a), 4)) {
-        const std::string spec = to_string(s);
-        if (!seen.insert(spec).second) continue;
-        // Bad field values: refused with a message naming the field, or a legal schedule.
-        for (const char* bad : {"0", "-3", "999999", "x", ""}) {
-          for (const std::string& t : with_field_values(spec, bad)) {
-            try {
-              const Schedule u = parse_schedule(t);
-              EXPECT_TRUE(validate(u).empty()) << t;
-            } catch (const UserError& e) {
-              EXPECT_NE(std::string(e.what()).find("--schedule"), std::string::npos) << t;
-              ++refused;
+    for (int64_t n : kNs)
+      for (const Problem& p : problems_for(m.a, dt, n)) {
+        for (const Schedule& s : sample(enumerate(p, m.a), 4)) {
+          const std::string spec = to_string(s);
+          if (!seen.insert(spec).second) continue;
+          // Bad field values: refused with a message naming the field, or a legal schedule.
+          for (const char* bad : {"0", "-3", "999999", "x", ""}) {
+            for (const std::string& t : with_field_values(spec, bad)) {
+              try {
+                const Schedule u = parse_schedule(t);
+                EXPECT_TRUE(validate(u).empty()) << t;
+              } catch (const UserError& e) {
+                EXPECT_NE(std::string(e.what()).find("--schedule"), std::string::npos) << t;
+                ++refused;
+              }
             }
           }
-        }
-        // Other problems (dtypes, N, layouts, quantized types, a gated FFN): either legal or
-        // refused with non-empty reasons.
-        std::vector<Problem> others;
-        for (DType other : kDtypes)
-          for (int64_t n2 : {int64_t{1}, int64_t{3}, int64_t{200}})
-            others.push_back(
-                Problem::spmm(m.a.rows, m.a.cols, n2, other, Layout::ColMajor, Layout::RowMajor));
-        for (DType q : {DType::I8, DType::F8E4M3})
-          others.push_back(Problem::quantized_spmm(m.a.rows, m.a.cols, 16, q, DType::F16));
-        others.push_back(Problem::gated_ffn(m.a.rows, m.a.cols, 64, DType::BF16));
-        for (const Problem& q : others) {
-          for (const std::string& why : validate(q, s)) {
-            EXPECT_FALSE(why.empty()) << spec << " for " << to_string(q);
-            ++problem_reasons;
+          // Other problems (dtypes, N, layouts, quantized types, a gated FFN): either legal or
+          // refused with non-empty reasons.
+          std::vector<Problem> others;
+          for (DType other : kDtypes)
+            for (int64_t n2 : {int64_t{1}, int64_t{3}, int64_t{200}})
+              others.push_back(
+                  Problem::spmm(m.a.rows, m.a.cols, n2, other, Layout::ColMajor, Layout::RowMajor));
+          for (DType q : {DType::I8, DType::F8E4M3})
+            others.push_back(Problem::quantized_spmm(m.a.rows, m.a.cols, 16, q, DType::F16));
+          others.push_back(Problem::gated_ffn(m.a.rows, m.a.cols, 64, DType::BF16));
+          for (const Problem& q : others) {
+            for (const std::string& why : validate(q, s)) {
+              EXPECT_FALSE(why.empty()) << spec << " for " << to_string(q);
+              ++problem_reasons;
+            }
           }
+          // A device too small for any kernel.
+          const auto why = verify(p, s, family().format_stats(m.a, p, s), tiny);
+          EXPECT_FALSE(why.empty()) << spec << " accepted on a 16-thread device";
+          for (const std::string& w : why) EXPECT_FALSE(w.empty()) << spec;
+          device_reasons += static_cast<int64_t>(why.size());
         }
-        // A device too small for any kernel.
-        const auto why = verify(p, s, family().format_stats(m.a, p, s), tiny);
-        EXPECT_FALSE(why.empty()) << spec << " accepted on a 16-thread device";
-        for (const std::string& w : why) EXPECT_FALSE(w.empty()) << spec;
-        device_reasons += static_cast<int64_t>(why.size());
       }
-    }
   }
   EXPECT_GT(refused, 0);
   EXPECT_GT(problem_reasons, 0) << GetParam() << ": no problem refused any schedule";
@@ -297,35 +316,36 @@ TEST_P(FamilyConformance, InterpreterMatchesReferenceWithinTightBound) {
   uint64_t seed = 100;
   for (const NamedMatrix& m : matrices()) {
     for (DType dt : kDtypes) {
-      for (int64_t n : kNs) {
-        const Problem p = problem_for(m.a, dt, n);
-        const auto all = enumerate(p, m.a);
-        if (all.empty()) continue;
-        // Inputs rounded to the dtype, as the kernels read them.
-        std::vector<float> b = random_values(p.k * p.n, ++seed);
-        std::vector<float> c0 = random_values(p.m * p.n, ++seed);
-        for (float& x : b) x = round_to(dt, x);
-        for (float& x : c0) x = round_to(dt, x);
-        std::map<std::string, std::shared_ptr<const PackedMatrix>> packs;
-        for (const Schedule& s : sample(all, 3)) {
-          const auto key = family().pack_key(s);
-          auto& packed = packs[key.value_or(to_string(s))];
-          if (!packed) packed = family().pack(m.a, p, s);
-          for (const auto& [alpha, beta] : {std::pair{0.75f, 0.0f}, std::pair{1.0f, 0.5f}}) {
-            std::vector<float> got = c0;
-            if (beta == 0.0f)  // poisoned: beta == 0 must never read C
-              std::fill(got.begin(), got.end(), std::numeric_limits<float>::quiet_NaN());
-            family().interpret(p, s, *packed, b, got, alpha, beta);
-            for (float& x : got) x = round_to(dt, x);  // the kernel's one output rounding
-            const std::string err = testing::tight_bound_violation(
-                p, m.a, b, c0, alpha, beta, got,
-                [&](int64_t r) { return family().output_adds(p, s, m.a.row_length(r)); });
-            ASSERT_EQ(err, "") << m.name << " " << to_string(s) << " alpha " << alpha << " beta "
-                               << beta;
-            ++checked;
+      for (int64_t n : kNs)
+        for (const Problem& p : problems_for(m.a, dt, n)) {
+          const auto all = enumerate(p, m.a);
+          if (all.empty()) continue;
+          const Problem ref = interpreted_product(p);
+          // Inputs rounded to the dtype, as the kernels read them.
+          std::vector<float> b = random_values(ref.k * ref.n, ++seed);
+          std::vector<float> c0 = random_values(ref.m * ref.n, ++seed);
+          for (float& x : b) x = round_to(dt, x);
+          for (float& x : c0) x = round_to(dt, x);
+          std::map<std::string, std::shared_ptr<const PackedMatrix>> packs;
+          for (const Schedule& s : sample(all, 3)) {
+            const auto key = family().pack_key(s);
+            auto& packed = packs[key.value_or(to_string(s))];
+            if (!packed) packed = family().pack(m.a, p, s);
+            for (const auto& [alpha, beta] : {std::pair{0.75f, 0.0f}, std::pair{1.0f, 0.5f}}) {
+              std::vector<float> got = c0;
+              if (beta == 0.0f)  // poisoned: beta == 0 must never read C
+                std::fill(got.begin(), got.end(), std::numeric_limits<float>::quiet_NaN());
+              family().interpret(p, s, *packed, b, got, alpha, beta);
+              for (float& x : got) x = round_to(dt, x);  // the kernel's one output rounding
+              const std::string err = testing::tight_bound_violation(
+                  ref, m.a, b, c0, alpha, beta, got,
+                  [&](int64_t r) { return family().output_adds(p, s, m.a.row_length(r)); });
+              ASSERT_EQ(err, "") << m.name << " " << to_string(s) << " alpha " << alpha << " beta "
+                                 << beta;
+              ++checked;
+            }
           }
         }
-      }
     }
   }
   EXPECT_GT(checked, 0);
@@ -338,15 +358,15 @@ TEST_P(FamilyConformance, KernelsCompileForSm80AndSm90) {
   for (const char* arch : {"sm_80", "sm_90"}) {
     const CompileTarget target = offline_target(arch);
     for (DType dt : {DType::F16, DType::F32}) {
-      for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{64}}) {
-        const Problem p = problem_for(m.a, dt, n);
-        for (const Schedule& s : sample(enumerate(p, m.a, target.limits), 2)) {
-          const KernelBuild b = build_kernel(m.a, p, s, target);
-          EXPECT_FALSE(b.compiled.image.empty()) << to_string(s) << " " << arch;
-          EXPECT_TRUE(b.compiled.is_cubin) << arch;
-          ++compiled;
+      for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{64}})
+        for (const Problem& p : problems_for(m.a, dt, n)) {
+          for (const Schedule& s : sample(enumerate(p, m.a, target.limits), 2)) {
+            const KernelBuild b = build_kernel(m.a, p, s, target);
+            EXPECT_FALSE(b.compiled.image.empty()) << to_string(s) << " " << arch;
+            EXPECT_TRUE(b.compiled.is_cubin) << arch;
+            ++compiled;
+          }
         }
-      }
     }
   }
   EXPECT_GT(compiled, 0);
@@ -359,21 +379,21 @@ TEST_P(FamilyConformance, CostFeaturesAreFinite) {
     const RowProfile rows = row_profile(m.a);
     std::map<std::string, FormatStats> cache;
     for (DType dt : {DType::F32, DType::F16}) {
-      for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{64}}) {
-        const Problem p = problem_for(m.a, dt, n);
-        for (const Schedule& s : enumerate(p, m.a)) {
-          const FormatStats fs = candidate_format_stats(m.a, p, s, &cache);
-          const ScheduleFeatures f =
-              schedule_features(p, s, fs, mf, rows, DeviceProfile::h100_sxm());
-          ASSERT_EQ(f.values.size(), ScheduleFeatures::names().size());
-          for (size_t i = 0; i < f.values.size(); ++i)
-            ASSERT_TRUE(std::isfinite(f.values[i]))
-                << ScheduleFeatures::names()[i] << " of " << to_string(s) << " on " << m.name;
-          ASSERT_TRUE(std::isfinite(f.roofline_us) && f.roofline_us > 0) << to_string(s);
-          ASSERT_FALSE(f.family.empty());
-          ++scored;
+      for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{64}})
+        for (const Problem& p : problems_for(m.a, dt, n)) {
+          for (const Schedule& s : enumerate(p, m.a)) {
+            const FormatStats fs = candidate_format_stats(m.a, p, s, &cache);
+            const ScheduleFeatures f =
+                schedule_features(p, s, fs, mf, rows, DeviceProfile::h100_sxm());
+            ASSERT_EQ(f.values.size(), ScheduleFeatures::names().size());
+            for (size_t i = 0; i < f.values.size(); ++i)
+              ASSERT_TRUE(std::isfinite(f.values[i]))
+                  << ScheduleFeatures::names()[i] << " of " << to_string(s) << " on " << m.name;
+            ASSERT_TRUE(std::isfinite(f.roofline_us) && f.roofline_us > 0) << to_string(s);
+            ASSERT_FALSE(f.family.empty());
+            ++scored;
+          }
         }
-      }
     }
   }
   EXPECT_GT(scored, 0);
@@ -384,47 +404,47 @@ TEST_P(FamilyConformance, DatabaseKeyChangesWithEveryScheduleField) {
   const CompileTarget target = offline_target("sm_90");
   int64_t edits = 0;
   for (DType dt : {DType::F32, DType::F16}) {
-    for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{64}}) {
-      const Problem p = problem_for(m.a, dt, n);
-      const auto all = enumerate(p, m.a);
-      std::map<std::string, std::string> key_of;  // kernel key -> spec
-      for (const Schedule& s : all) {
-        const std::string spec = to_string(s);
-        const std::string key = kdb::kernel_key(key_parts(m.a, p, target, spec));
-        const auto [it, fresh] = key_of.emplace(key, spec);
-        ASSERT_TRUE(fresh) << spec << " and " << it->second << " share a kernel key";
-      }
-      // Each field edited to every value another enumerated schedule uses for it.
-      std::map<std::string, std::set<std::string>> values;  // field -> values
-      for (const Schedule& s : all) {
-        std::stringstream ss(to_string(s));
-        std::string part;
-        std::getline(ss, part, ';');
-        while (std::getline(ss, part, ';'))
-          if (auto eq = part.find('='); eq != std::string::npos)
-            values[part.substr(0, eq)].insert(part.substr(eq + 1));
-      }
-      for (const Schedule& s : sample(all, 3)) {
-        const std::string spec = to_string(s);
-        const std::string key = kdb::kernel_key(key_parts(m.a, p, target, spec));
-        for (const auto& [field, vals] : values) {
-          for (const std::string& v : vals) {
-            const std::string t = with_field(spec, field, v);
-            if (t == spec) continue;
-            Schedule u;
-            try {
-              u = parse_schedule(t);
-            } catch (const UserError&) {
-              continue;  // an illegal combination: nothing to key
+    for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{64}})
+      for (const Problem& p : problems_for(m.a, dt, n)) {
+        const auto all = enumerate(p, m.a);
+        std::map<std::string, std::string> key_of;  // kernel key -> spec
+        for (const Schedule& s : all) {
+          const std::string spec = to_string(s);
+          const std::string key = kdb::kernel_key(key_parts(m.a, p, target, spec));
+          const auto [it, fresh] = key_of.emplace(key, spec);
+          ASSERT_TRUE(fresh) << spec << " and " << it->second << " share a kernel key";
+        }
+        // Each field edited to every value another enumerated schedule uses for it.
+        std::map<std::string, std::set<std::string>> values;  // field -> values
+        for (const Schedule& s : all) {
+          std::stringstream ss(to_string(s));
+          std::string part;
+          std::getline(ss, part, ';');
+          while (std::getline(ss, part, ';'))
+            if (auto eq = part.find('='); eq != std::string::npos)
+              values[part.substr(0, eq)].insert(part.substr(eq + 1));
+        }
+        for (const Schedule& s : sample(all, 3)) {
+          const std::string spec = to_string(s);
+          const std::string key = kdb::kernel_key(key_parts(m.a, p, target, spec));
+          for (const auto& [field, vals] : values) {
+            for (const std::string& v : vals) {
+              const std::string t = with_field(spec, field, v);
+              if (t == spec) continue;
+              Schedule u;
+              try {
+                u = parse_schedule(t);
+              } catch (const UserError&) {
+                continue;  // an illegal combination: nothing to key
+              }
+              EXPECT_NE(u, s) << spec << " -> " << t;
+              EXPECT_NE(kdb::kernel_key(key_parts(m.a, p, target, to_string(u))), key)
+                  << spec << " -> " << t;
+              ++edits;
             }
-            EXPECT_NE(u, s) << spec << " -> " << t;
-            EXPECT_NE(kdb::kernel_key(key_parts(m.a, p, target, to_string(u))), key)
-                << spec << " -> " << t;
-            ++edits;
           }
         }
       }
-    }
   }
   EXPECT_GT(edits, 0);
 }
@@ -444,23 +464,41 @@ TEST(GpuFamilyConformance, BestSchedulesOfEveryFamilyWithinTightBound) {
     for (size_t mi : {size_t{0}, size_t{1}, size_t{2}}) {
       const NamedMatrix& m = matrices()[mi];
       for (DType dt : kDtypes) {
-        for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{64}}) {
-          const Problem p = problem_for(m.a, dt, n);
-          EnumerateOptions o;
-          o.device = target.limits;
-          o.include_specialised = true;
-          std::vector<Schedule> all = fam->enumerate(p, m.a, o);
-          if (all.empty()) continue;
-          const RankedSpace ranked = rank_space(m.a, p, target, std::move(all), &info);
-          for (size_t i = 0; i < std::min<size_t>(3, ranked.order.size()); ++i) {
-            const Schedule& s = ranked.all[ranked.order[i]];
-            SCOPED_TRACE(m.name + " " + to_string(p) + " " + to_string(s));
-            const CompiledKernel k(ctx, build_kernel(m.a, p, s, target));
-            const GpuCheckPair r = gpu_check(k, m.a, ++seed);
-            EXPECT_TRUE(r.passed()) << r.error();
-            ++checked[std::string(fam->name())];
+        for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{64}})
+          for (const Problem& p : problems_for(m.a, dt, n)) {
+            EnumerateOptions o;
+            o.device = target.limits;
+            o.include_specialised = true;
+            std::vector<Schedule> all = fam->enumerate(p, m.a, o);
+            if (all.empty()) continue;
+            const RankedSpace ranked = rank_space(m.a, p, target, std::move(all), &info);
+            for (size_t i = 0; i < std::min<size_t>(3, ranked.order.size()); ++i) {
+              const Schedule& s = ranked.all[ranked.order[i]];
+              SCOPED_TRACE(m.name + " " + to_string(p) + " " + to_string(s));
+              if (p.op == Op::GatedFfn) {
+                // Weights and tokens of the problem's shape whose activations are about as
+                // sparse as the matrix (K >= 2 for the generator).
+                if (p.k < 2) continue;
+                const FfnCase c = make_ffn_case(
+                    {.m = p.m,
+                     .k = p.k,
+                     .n = p.n,
+                     .dtype = p.dtype,
+                     .mean_nnz =
+                         std::max(1.0, double(m.a.nnz()) / double(std::max<int64_t>(m.a.rows, 1))),
+                     .seed = ++seed});
+                const CompiledKernel k(ctx,
+                                       build_ffn_kernel(c.problem, s, c.weights, target, &m.a));
+                const FfnCheckResult r = check_ffn(k, c.weights, c.x, ++seed);
+                EXPECT_TRUE(r.passed) << r.error;
+              } else {
+                const CompiledKernel k(ctx, build_kernel(m.a, p, s, target));
+                const GpuCheckPair r = gpu_check(k, m.a, ++seed);
+                EXPECT_TRUE(r.passed()) << r.error();
+              }
+              ++checked[std::string(fam->name())];
+            }
           }
-        }
       }
     }
     EXPECT_GT(checked[std::string(fam->name())], 0) << fam->name() << " ran nothing on the GPU";

@@ -50,3 +50,8 @@ __device__ float fabsf(float);
 __device__ int __float2int_rn(float);
 __device__ float __int_as_float(int);
 __device__ int __float_as_int(float);
+// sg_twell.cuh: fp32 pairs, sizes and the integer minimum.
+struct float2 { float x, y; };
+__device__ float2 make_float2(float, float);
+typedef decltype(sizeof(0)) size_t;
+__device__ int min(int, int);

@@ -1,0 +1,163 @@
+#include "codegen/twell.h"
+
+#include <fmt/format.h>
+
+#include "codegen/emitter.h"
+#include "codegen/template_types.h"
+#include "ir/diagnostics.h"
+#include "ir/twell_schedule.h"
+#include "templates/template_index.h"
+
+namespace sparsegen::codegen {
+namespace {
+
+using tmpl::cptr_t;
+using tmpl::cptr_u32;
+using tmpl::f32;
+using tmpl::i32;
+using tmpl::IntArg;
+using tmpl::ptr_f32;
+using tmpl::ptr_t;
+using tmpl::ptr_u32;
+using tmpl::targs;
+using tmpl::TypeArg;
+
+std::string num(int64_t v) {
+  return std::to_string(v);
+}
+
+class TwellEmitter : public Emitter {
+ public:
+  TwellEmitter(const Problem& p, const TwellSchedule& s, const EmitOptions& opt)
+      : p_(p), s_(s), opt_(opt) {}
+
+  GeneratedKernel run() {
+    const auto why = validate_twell(p_, s_);
+    if (!why.empty())
+      throw UserError(
+          fmt::format("codegen: twell cannot run {}: {}", to_string(p_), fmt::join(why, "; ")));
+    if (twell_buffer(p_, s_).bytes / 4 > INT32_MAX || p_.m * p_.k > INT32_MAX ||
+        twell_weights_layout(p_).elements > INT32_MAX)
+      throw UserError(
+          fmt::format("codegen: {} exceeds the twell kernels' 32-bit offsets", to_string(p_)));
+    for (const char* n : {"values", "B", "C", "alpha", "beta", "bw", "T", "sg_smem"}) reserve(n);
+    decl(fmt::format("// sparsegen twell kernels\n// {}\n// {}", to_string(p_),
+                     to_string(Schedule(s_))));
+    decl(fmt::format("using T = {};", p_.dtype == DType::F16 ? "__half" : "__nv_bfloat16"));
+    emit_gate();
+    emit_down();
+    GeneratedKernel k;
+    k.source = kernel_source(fmt::format(
+        "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
+        "    const T* __restrict__ values,\n    const T* __restrict__ B,\n"
+        "    const unsigned* __restrict__ bw,\n    T* __restrict__ C,\n    float alpha,\n"
+        "    float beta) {{\n",
+        s_.warps * 32, opt_.kernel_name));
+    k.headers = header_sources();
+    k.signature = signature();
+    return k;
+  }
+
+ private:
+  bool vec_x() const { return p_.k % 8 == 0; }
+  std::string gate_name() const { return opt_.kernel_name + "_gate"; }
+  int groups() const {
+    const int64_t threads = s_.warps * 32;
+    return static_cast<int>((twell_k_padded(p_) / 8 + threads - 1) / threads);
+  }
+
+  // Kernel 1 in its own extern "C" function, declared before the main kernel.
+  void emit_gate() {
+    const TwellWeights w = twell_weights_layout(p_);
+    const TwellBuffer b = twell_buffer(p_, s_);
+    const auto c =
+        call(tmpl::twell_gate_gemm,
+             targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}, IntArg{vec_x() ? 8 : 1}),
+             cptr_t("B"), cptr_t(fmt::format("values + {}", p_.gated ? w.gate_t : w.up_t)),
+             ptr_u32("bw"), ptr_f32("sg_smem"), i32(num(p_.m)), i32(num(p_.k)),
+             i32(num(twell_k_padded(p_))), i32(num(p_.n)), i32(num(twell_tiles(p_, s_))),
+             i32(num(b.entries / 4)), i32(num(b.backup / 4)));
+    decl(fmt::format(
+        "// kernel 1: {} = x · W in {} x {} tiles on the tensor cores, ReLU, TwELL epilogue\n"
+        "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
+        "    const T* __restrict__ values,\n    const T* __restrict__ B,\n"
+        "    unsigned* __restrict__ bw) {{\n"
+        "  extern __shared__ __align__(16) float sg_smem[];\n  {};\n}}",
+        p_.gated ? "gate" : "up", kTwellGemmRows, s_.tile, kTwellGemmThreads, gate_name(), c.text));
+  }
+
+  // Kernel 2: the main kernel's body.
+  void emit_down() {
+    const TwellWeights w = twell_weights_layout(p_);
+    const TwellBuffer b = twell_buffer(p_, s_);
+    line("extern __shared__ __align__(16) float sg_smem[];");
+    comment(fmt::format(
+        "kernel 2: one block per token; {} warps; batches of {} entries; {} x 8 output columns "
+        "per thread",
+        s_.warps, kTwellBatch, groups()));
+    call_stmt(tmpl::twell_down,
+              targs(TypeArg{"T"}, IntArg{s_.warps}, IntArg{s_.tile}, IntArg{s_.cap()},
+                    IntArg{p_.gated ? 1 : 0}, IntArg{groups()}),
+              cptr_t("B"), cptr_t(fmt::format("values + {}", w.up_t)),
+              cptr_t(fmt::format("values + {}", w.down)), cptr_u32("bw"), ptr_t("C"),
+              ptr_f32("sg_smem"), f32("alpha"), f32("beta"), i32(num(p_.k)),
+              i32(num(twell_k_padded(p_))), i32(num(p_.n)), i32(num(twell_tiles(p_, s_))),
+              i32(num(b.entries / 4)), i32(num(b.backup / 4)));
+  }
+
+  KernelSignature signature() const {
+    KernelSignature sig;
+    sig.kernel_name = opt_.kernel_name;
+    sig.params = {
+        {"values", ParamKind::Values, "twell.weights", {}}, {"B", ParamKind::B, "x", {}},
+        {"bw", ParamKind::BWork, "TwELL activations", {}},  {"C", ParamKind::C, "y", {}},
+        {"alpha", ParamKind::Alpha, "alpha", {}},           {"beta", ParamKind::Beta, "beta", {}}};
+    sig.launch.grid_x = p_.m;
+    sig.launch.grid_y = 1;
+    sig.launch.block_threads = s_.warps * 32;
+    sig.launch.dynamic_shared_bytes = twell_down_shared_bytes(p_, s_);
+    sig.b_alignment = vec_x() ? 16 : 2;
+    sig.b_work_bytes = twell_buffer(p_, s_).bytes;
+    AuxKernel& t = sig.b_transform;
+    t.name = gate_name();
+    t.params = {{"values", ParamKind::Values, "twell.weights", {}},
+                {"B", ParamKind::B, "x", {}},
+                {"bw", ParamKind::BWork, "TwELL activations", {}}};
+    t.launch.grid_x = twell_tiles(p_, s_);
+    t.launch.grid_y = (p_.m + kTwellGemmRows - 1) / kTwellGemmRows;
+    t.launch.block_threads = kTwellGemmThreads;
+    t.launch.dynamic_shared_bytes = twell_gemm_shared_bytes(s_);
+    return sig;
+  }
+
+  const Problem& p_;
+  const TwellSchedule& s_;
+  const EmitOptions& opt_;
+};
+
+// The emitter needs no packed activations (they appear at run time): `packed` is ignored.
+class TwellCodegenFamily final : public CodegenFamily {
+ public:
+  std::string_view name() const override { return TwellSchedule::kFamily; }
+  GeneratedKernel emit(const Problem& p, const Schedule& s, const PackedMatrix&,
+                       const EmitOptions& opt) const override {
+    return emit_twell(p, s, opt);
+  }
+};
+
+}  // namespace
+
+GeneratedKernel emit_twell(const Problem& problem, const Schedule& schedule,
+                           const EmitOptions& opt) {
+  EmitOptions o = opt;
+  if (o.kernel_name.empty()) o.kernel_name = "sparsegen_twell";
+  TwellEmitter e(problem, schedule.as<TwellSchedule>(), o);
+  return e.run();
+}
+
+const CodegenFamily& twell_codegen_family() {
+  static const TwellCodegenFamily f;
+  return f;
+}
+
+}  // namespace sparsegen::codegen

@@ -1,0 +1,49 @@
+// The gated FFN through the compiler: a kernel for an FFN problem (ir/problem.h's GatedFfn) with
+// its weights baked in, and the check of such a kernel on the GPU against the CPU reference
+// (ir/ffn.h). Family-neutral: the schedule's family lays the weights out and emits the kernels
+// (compiler/family.h, BuildOptions::ffn_weights).
+//
+//   FfnCase c = make_ffn_case({.m = 128, .k = 512, .n = 1408, .mean_nnz = 30});
+//   const CsrMatrix h = ffn_activations(c.problem, c.weights, c.x);     // calibration pattern
+//   Schedule s = choose_ffn_schedule(c.problem, h, "", target);
+//   CompiledKernel k(ctx, build_ffn_kernel(c.problem, s, c.weights, target, &h));
+//   k.run(d_x, d_y, 1.0f, 0.0f, stream);                               // y = FFN(x)
+//   FfnCheckResult r = check_ffn(k, c.weights, c.x, /*seed=*/3);         // beta 0 and -1.5
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "compiler/pipeline.h"
+#include "ir/ffn.h"
+
+namespace sparsegen {
+
+// Steps 3-7 for an FFN problem with its weights (laid out as the kernel's values).
+// `activations`: a calibration pattern (any rows x N) for the statistics; null: none.
+KernelBuild build_ffn_kernel(const Problem& p, const Schedule& s, const FfnWeights& w,
+                             const CompileTarget& target, const CsrMatrix* activations = nullptr,
+                             bool line_info = false);
+
+// The given SPEC (parsed, validated and verified: UserError naming the field or the reasons),
+// else the first schedule every family enumerates for the problem and activation pattern.
+Schedule choose_ffn_schedule(const Problem& p, const CsrMatrix& activations,
+                             const std::string& spec, const CompileTarget& target,
+                             std::string* why = nullptr);
+
+struct FfnCheckResult {
+  bool passed = false;
+  std::string error;  // the first violation, or why nothing ran
+  int64_t rows_checked = 0;
+  double worst = 0;  // largest |y - ref| / bound over the checked elements
+};
+
+// Runs k on x (M×K, dtype-rounded) twice: alpha 0.75, beta 0 with y poisoned by a NaN pattern
+// (every element must be written, C never read), and alpha 1, beta -1.5 on seeded random y0;
+// compares up to `max_rows` rows (all for small M; else the first 16, the last and evenly spaced
+// ones) with ffn_reference within its bound.
+FfnCheckResult check_ffn(const CompiledKernel& k, const FfnWeights& w, std::span<const float> x,
+                         uint64_t seed, int64_t max_rows = 256);
+
+}  // namespace sparsegen

@@ -1,0 +1,75 @@
+// The twell family's cost description, per token of the calibration statistics scaled to the
+// problem's M: kernel 1 streams x and W_g once per 128-row block (a tensor-core GEMM, counted as
+// its bytes and as warp iterations of one mma each) and writes the TwELL words; kernel 2 reads,
+// per activation nonzero, one row of W_u^T and one of W_d (K values each) and the x row once.
+#include <algorithm>
+#include <cmath>
+
+#include "costmodel/family.h"
+#include "costmodel/schedule_features.h"
+#include "ir/twell_schedule.h"
+
+namespace sparsegen {
+namespace {
+
+class TwellCost final : public CostFamily {
+ public:
+  std::string_view name() const override { return TwellSchedule::kFamily; }
+  std::string strategy(const Schedule&) const override { return "twell"; }
+  KernelShape features(ScheduleFeatures& f, const Problem& p, const Schedule& sch,
+                       const FormatStats& fs, const MatrixFeatures&,
+                       const RowProfile&) const override {
+    const TwellSchedule& s = sch.as<TwellSchedule>();
+    const double m = double(std::max<int64_t>(p.m, 1)), k = double(p.k), n = double(p.n);
+    const double kp = double(twell_k_padded(p));
+    // Walked slots per token in the calibration batch, scaled to M tokens.
+    const double per_token = fs.rows > 0 ? double(fs.nnz_padded) / double(fs.rows) : 0.0;
+    const double walked = per_token * m;
+    const double tiles = double(twell_tiles(p, s));
+    const double row_blocks = std::ceil(m / kTwellGemmRows);
+    const double gemm_bytes = row_blocks * n * kp * 2.0 + tiles * m * kp * 2.0;
+    const double twell_bytes = m * tiles * (4.0 + 4.0 * s.cap());
+    const double down_bytes = walked * kp * 2.0 * (p.gated ? 2.0 : 1.0);
+    f.nnz = walked;
+    f.pad_overhead = fs.pad_overhead();
+    f.a_bytes = down_bytes;
+    f.table_bytes = twell_bytes;
+    f.b_unique_bytes = m * k * 2.0 + n * kp * 2.0 * (p.gated ? 3.0 : 2.0);
+    f.b_sector_bytes = gemm_bytes;
+    f.c_bytes = m * k * 2.0;
+    f.dram_bytes =
+        f.b_unique_bytes + f.table_bytes + f.c_bytes + std::min(down_bytes, 4.0 * f.b_unique_bytes);
+    f.l2_bytes = f.a_bytes + f.table_bytes + f.b_sector_bytes + f.c_bytes;
+    // Kernel 1: one mma (16 x 8 x 16) per warp iteration; kernel 2: one per nonzero and warp.
+    const double mmas = std::ceil(m / 16.0) * std::ceil(n / 8.0) * std::ceil(kp / 16.0);
+    f.warp_workers = m * s.warps + row_blocks * tiles * (kTwellGemmThreads / 32);
+    f.warp_iters_total = mmas + walked * s.warps;
+    f.warp_iters_max = std::ceil(kp / 16.0) * 2.0 * (s.tile / 16.0) +
+                       (fs.max_row_length > 0 ? double(fs.max_row_length) : per_token);
+    f.warp_iters_mean = f.warp_workers > 0 ? f.warp_iters_total / f.warp_workers : 0.0;
+    f.lane_efficiency = 1.0;
+    f.column_efficiency = std::min(1.0, n / (tiles * s.tile));
+    f.atomics = 0;
+    f.shuffles = walked * 5.0;
+    f.block_syncs = m * (2.0 + 2.0 * std::ceil(std::max(per_token, 1.0) / kTwellBatch)) +
+                    row_blocks * tiles * std::ceil(kp / 32.0);
+    f.blocks = m + row_blocks * tiles;
+    f.threads_per_block = s.warps * 32;
+    f.registers_estimate = std::min(255, (twell_registers(p, s) + 7) / 8 * 8);
+    KernelShape shape;
+    shape.warps_per_block = s.warps;
+    shape.thread_cols = 8;
+    shape.vector_width = 8;
+    shape.prologue = true;  // kernel 1 is a launch of its own
+    return shape;
+  }
+};
+
+}  // namespace
+
+const CostFamily& twell_cost_family() {
+  static const TwellCost f;
+  return f;
+}
+
+}  // namespace sparsegen

@@ -1,0 +1,60 @@
+// The gated feed-forward block of an LLM as data: its weights, and the CPU reference that every
+// FFN kernel is checked against (ir/problem.h's GatedFfn problem).
+//
+//   gated:      y = alpha · (ReLU(x·W_g) ⊙ (x·W_u)) · W_d + beta · y
+//   non-gated:  y = alpha · ReLU(x·W_u) · W_d + beta · y
+//
+// x: M×K and y: M×K row-major (tokens × model width); W_g, W_u: K×N, W_d: N×K (hidden width N).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ir/problem.h"
+#include "ir/sparse_matrix.h"
+
+namespace sparsegen {
+
+struct FfnWeights {
+  int64_t k = 0, n = 0;
+  bool gated = true;
+  std::vector<float> gate;  // K×N row-major (empty when not gated)
+  std::vector<float> up;    // K×N row-major
+  std::vector<float> down;  // N×K row-major
+  std::string source;       // where they came from, for messages
+};
+
+// Throws UserError naming the tensor whose shape does not match the problem (K, N, gated).
+void check_weights(const Problem& p, const FfnWeights& w);
+
+// The reference of some rows of the FFN, in fp64 from the inputs as given (already rounded to the
+// problem dtype), with the roundings the kernels make: the gate activation ReLU(x·W_g) rounded
+// once to the dtype (the first kernel stores it so), everything else in exact arithmetic.
+struct FfnReference {
+  std::vector<int64_t> rows;  // which rows of y
+  std::vector<double> y;      // rows.size() × K: alpha·FFN(x) + beta·y0
+  // Per element: how far a correct kernel may be from y. fp32 accumulation of the three
+  // products ((len + 4)·2⁻²³ of the absolute sums), one ulp of the dtype where the stored gate
+  // activation may round either way (including gate values within the accumulation error of
+  // zero, which may come out as 0 or positive), and the output's one rounding to the dtype; both
+  // roundings also by a subnormal step (absolute) below the dtype's normal range.
+  std::vector<double> bound;
+  // The activation pattern of these rows (rows.size() × N): the gate activations kernel 1 keeps.
+  CsrMatrix h;
+};
+// Precondition: x has p.m × p.k values, y0 p.m × p.k (read only when beta != 0).
+FfnReference ffn_reference(const Problem& p, const FfnWeights& w, std::span<const float> x,
+                           std::span<const float> y0, float alpha, float beta,
+                           const std::vector<int64_t>& rows);
+
+// The activations ReLU(x·W_g) (gated) or ReLU(x·W_u) of all rows as a sparse M×N matrix, their
+// values rounded to the dtype: what a TwELL schedule stores, for statistics and tuning.
+CsrMatrix ffn_activations(const Problem& p, const FfnWeights& w, std::span<const float> x);
+
+// "" when every element of `got` (M×K, the rows of ref) is within its bound, else a message
+// naming the first element out of it, its value, the reference and the bound.
+std::string ffn_violation(const FfnReference& ref, std::span<const float> got, int64_t k);
+
+}  // namespace sparsegen

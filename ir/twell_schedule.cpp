@@ -1,0 +1,183 @@
+#include "ir/twell_schedule.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+
+#include "ir/diagnostics.h"
+#include "ir/spec_fields.h"
+
+namespace sparsegen {
+namespace {
+
+int64_t align256(int64_t b) {
+  return (b + 255) / 256 * 256;
+}
+
+// "sm_90" -> 90 (0 when the name carries no number).
+int sm_of(const DeviceLimits& dev) {
+  int v = 0;
+  for (char c : dev.name)
+    if (std::isdigit(static_cast<unsigned char>(c))) v = v * 10 + (c - '0');
+  return v;
+}
+
+}  // namespace
+
+std::vector<std::string> validate(const TwellSchedule& s) {
+  std::vector<std::string> why;
+  if (s.tile != 64 && s.tile != 128)
+    why.push_back(fmt::format("tile={} must be 64 or 128 columns", s.tile));
+  if (s.comp != 1 && s.comp != 2 && s.comp != 4 && s.comp != 8 && s.comp != 16)
+    why.push_back(fmt::format("comp={} must be one of 1, 2, 4, 8, 16", s.comp));
+  if (s.warps != 4 && s.warps != 8) why.push_back(fmt::format("warps={} must be 4 or 8", s.warps));
+  return why;
+}
+
+std::vector<std::string> validate_twell(const Problem& p, const TwellSchedule& s) {
+  (void)s;
+  std::vector<std::string> why;
+  if (p.op != Op::GatedFfn)
+    why.push_back(fmt::format(
+        "twell computes a gated FFN whose sparsity appears at run time, not {}", to_string(p.op)));
+  if (p.dtype != DType::F16 && p.dtype != DType::BF16)
+    why.push_back(
+        fmt::format("twell runs on the tensor cores in fp16 or bf16, not {}", to_string(p.dtype)));
+  if (p.op == Op::GatedFfn && (p.k == 0 || p.n == 0))
+    why.push_back(fmt::format("twell needs K > 0 and N > 0 (got K={}, N={})", p.k, p.n));
+  if (p.op == Op::GatedFfn && p.n > 65535 * int64_t{64})
+    why.push_back(fmt::format("twell keeps tile indices below 65536 (N={})", p.n));
+  return why;
+}
+
+std::string twell_spec(const TwellSchedule& s) {
+  return fmt::format("twell;tile={};comp={};warps={}", s.tile, s.comp, s.warps);
+}
+
+std::string print_twell(const TwellSchedule& s) {
+  std::string out = "schedule twell\n";
+  out += fmt::format(
+      "  format : tile-wise ELL, {} columns per tile, room for {} entries (comp {}), dense "
+      "backup for fuller tiles\n",
+      s.tile, s.cap(), s.comp);
+  out += fmt::format(
+      "  kernel1: x·W_g on mma.sync m16n8k16, {} x {} block tile, {} warps, {} stages; "
+      "ReLU + TwELL epilogue\n",
+      kTwellGemmRows, s.tile, kTwellGemmThreads / kWarpSize, kTwellGemmStages);
+  out += fmt::format(
+      "  kernel2: one block of {} warps per token, batches of {} entries: u = x·W_u[:,n], "
+      "y += h·u·W_d[n,:]\n",
+      s.warps, kTwellBatch);
+  return out;
+}
+
+TwellSchedule parse_twell_fields(std::string_view spec,
+                                 const std::vector<std::string_view>& parts) {
+  TwellSchedule s;
+  spec_fields::for_each_field(parts, [&](std::string_view key, std::string_view v) {
+    auto num = [&](int64_t hi) { return static_cast<int>(spec_fields::parse_int(key, v, 1, hi)); };
+    if (key == "tile")
+      s.tile = num(4096);
+    else if (key == "comp")
+      s.comp = num(4096);
+    else if (key == "warps")
+      s.warps = num(64);
+    else
+      spec_fields::error(key, "one of tile, comp, warps (family twell)", key);
+  });
+  spec_fields::check_legal(spec, validate(s));
+  return s;
+}
+
+int64_t twell_k_padded(const Problem& p) {
+  return (p.k + 7) / 8 * 8;
+}
+int64_t twell_tiles(const Problem& p, const TwellSchedule& s) {
+  return (p.n + s.tile - 1) / s.tile;
+}
+
+TwellBuffer twell_buffer(const Problem& p, const TwellSchedule& s) {
+  TwellBuffer b;
+  const int64_t cells = p.m * twell_tiles(p, s);
+  b.counts = 0;
+  b.entries = align256(cells * 4);
+  b.backup = align256(b.entries + cells * s.cap() * 4);
+  b.bytes = align256(b.backup + p.m * p.n * 2);
+  return b;
+}
+
+int64_t twell_gemm_shared_bytes(const TwellSchedule& s) {
+  const int64_t stage = int64_t{kTwellGemmRows + s.tile} * 40 * 2;  // rows padded to 40 halves
+  return std::max<int64_t>(kTwellGemmStages * stage, int64_t{kTwellGemmRows} * s.tile * 2);
+}
+
+int64_t twell_down_shared_bytes(const Problem& p, const TwellSchedule& s) {
+  const int64_t tiles = twell_tiles(p, s);
+  // x row (dtype), batch columns / values / h·u, tile prefix sums, overflowing tile list.
+  return twell_k_padded(p) * 2 + kTwellBatch * 12 + (tiles + 1) * 4 + tiles * 4 + 16;
+}
+
+int twell_registers(const Problem& p, const TwellSchedule& s) {
+  // Each thread accumulates ceil(Kp / (8 · threads)) groups of 8 fp32 columns.
+  const int64_t groups = (twell_k_padded(p) / 8 + s.warps * 32 - 1) / (s.warps * 32);
+  return static_cast<int>(std::min<int64_t>(255, 40 + 8 * groups + 8 * groups / 2));
+}
+
+TwellWeights twell_weights_layout(const Problem& p) {
+  TwellWeights w;
+  const int64_t one = p.n * twell_k_padded(p);
+  w.gate_t = 0;
+  w.up_t = p.gated ? one : 0;
+  w.down = w.up_t + one;
+  w.elements = w.down + one;
+  return w;
+}
+
+std::vector<std::string> verify_twell(const Problem& p, const TwellSchedule& s,
+                                      const DeviceLimits& dev) {
+  std::vector<std::string> why;
+  const int sm = sm_of(dev);
+  if (sm != 0 && sm < 80)
+    why.push_back(fmt::format("twell uses mma.sync bf16/fp16 (sm_80+), not {}", dev.name));
+  for (int threads : {kTwellGemmThreads, s.warps * 32})
+    if (threads > dev.max_threads_per_block) {
+      why.push_back(fmt::format("a block of {} threads exceeds the device's {}", threads,
+                                dev.max_threads_per_block));
+      break;
+    }
+  const int64_t gemm = twell_gemm_shared_bytes(s), down = twell_down_shared_bytes(p, s);
+  if (gemm > dev.max_shared_per_block)
+    why.push_back(fmt::format("kernel 1 needs {} bytes of shared memory, the device has {}", gemm,
+                              dev.max_shared_per_block));
+  if (down > dev.max_shared_per_block)
+    why.push_back(fmt::format(
+        "kernel 2 keeps the token's x row in shared memory: {} bytes for K={}, the device has {}",
+        down, p.k, dev.max_shared_per_block));
+  if (twell_registers(p, s) >= dev.max_registers_per_thread)
+    why.push_back(
+        fmt::format("kernel 2 accumulates K={} columns in registers: {} threads are too "
+                    "few (more warps, or a smaller K)",
+                    p.k, s.warps * 32));
+  if ((p.m + kTwellGemmRows - 1) / kTwellGemmRows > dev.max_grid_y || p.m > dev.max_grid_x)
+    why.push_back(fmt::format("M={} tokens exceed the grid", p.m));
+  if (twell_buffer(p, s).bytes / 4 > INT32_MAX || p.m * p.k > INT32_MAX ||
+      twell_weights_layout(p).elements > INT32_MAX)
+    why.push_back(fmt::format("{} exceeds the twell kernels' 32-bit offsets", to_string(p)));
+  return why;
+}
+
+std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatrix& a,
+                                                const DeviceLimits& dev) {
+  std::vector<Schedule> out;
+  if (!validate_twell(p, TwellSchedule{}).empty() || a.cols != p.n) return out;
+  for (int tile : {128, 64})
+    for (int comp : {4, 8, 2, 16, 1})
+      for (int warps : {8, 4}) {
+        const TwellSchedule s{tile, comp, warps};
+        if (verify_twell(p, s, dev).empty()) out.emplace_back(s);
+      }
+  return out;
+}
+
+}  // namespace sparsegen

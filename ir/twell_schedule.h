@@ -1,0 +1,93 @@
+// twell schedule family: the activation-sparse gated FFN (ir/ffn.h) in two kernels, with the
+// hidden activations between them in tile-wise ELL (ir/twell_format.h). Its IrFamily is in
+// ir/twell_family.cpp.
+//
+//   twell;tile=128;comp=4;warps=8
+//     tile   T, the first kernel's N-tile and the TwELL tile: 64 or 128 columns
+//     comp   C, the compression: room for T / C entries per row and tile (1, 2, 4, 8, 16)
+//     warps  warps per block of the second kernel (4 or 8)
+//
+// Kernel 1 (b_transform, on x):  block (t, y) computes G = x[128 rows of y] · W_g[:, tile t] on
+//   the tensor cores (mma.sync m16n8k16, fp32 accumulation, cp.async 3-stage pipeline, 8 warps),
+//   then its epilogue applies ReLU, rounds to the dtype and writes each row's tile as TwELL:
+//   ballot-compacted (column, value) words and the count; a tile with more than T/C nonzeros
+//   writes its values densely to the backup row instead (never silently cut).
+// Kernel 2 (main, one block per token row m):  walks the row's entries in batches; for each
+//   nonzero n the block's warps compute u = x[m]·W_u[:, n] (gated; W_u stored transposed, N×K),
+//   then every thread adds h·u·W_d[n, its columns] into fp32 registers; the overflowing tiles'
+//   dense values follow. y[m] = alpha·acc + beta·y[m], rounded once.
+//
+// For the IR's other hooks the sparse operand `a` of a gated FFN is an activation pattern (M×N,
+// e.g. a calibration batch's ReLU(x·W_g)): enumerate and the statistics read it, pack() stores
+// it as TwELL and interpret() runs the second kernel's down projection over it (c = alpha·H·b +
+// beta·c, b = W_d, N×K).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/device_limits.h"
+#include "ir/problem.h"
+#include "ir/schedule.h"
+#include "ir/sparse_matrix.h"
+
+namespace sparsegen {
+
+struct TwellSchedule {
+  static constexpr std::string_view kFamily = "twell";
+
+  int tile = 128;  // T: 64, 128
+  int comp = 4;    // C: 1, 2, 4, 8, 16 (cap = T / C entries per row-tile)
+  int warps = 8;   // kernel 2: 4, 8
+
+  int cap() const { return tile / comp; }
+  bool operator==(const TwellSchedule&) const = default;
+};
+
+// Kernel 1's fixed shape: 128 rows per block, 8 warps (4 × 2), K steps of 32, 3 stages.
+inline constexpr int kTwellGemmRows = 128;
+inline constexpr int kTwellGemmThreads = 256;
+inline constexpr int kTwellGemmStages = 3;
+// Kernel 2's batch: entries gathered per step (u computed, then accumulated).
+inline constexpr int kTwellBatch = 64;
+
+std::vector<std::string> validate(const TwellSchedule& s);
+// A gated FFN in fp16 / bf16 with K, N > 0.
+std::vector<std::string> validate_twell(const Problem& p, const TwellSchedule& s);
+
+std::string twell_spec(const TwellSchedule& s);
+std::string print_twell(const TwellSchedule& s);
+TwellSchedule parse_twell_fields(std::string_view spec, const std::vector<std::string_view>& parts);
+
+// K rounded up to 8 (the weights' row length on the device: 16-byte rows).
+int64_t twell_k_padded(const Problem& p);
+int64_t twell_tiles(const Problem& p, const TwellSchedule& s);  // ceil(N / T)
+// Byte offsets in the TwELL buffer (BWork): counts, entries, dense backup; and its size.
+struct TwellBuffer {
+  int64_t counts = 0, entries = 0, backup = 0, bytes = 0;
+};
+TwellBuffer twell_buffer(const Problem& p, const TwellSchedule& s);
+// Dynamic shared memory of kernel 1 (pipeline stages / epilogue tile) and kernel 2 (x row, batch,
+// tile prefix sums).
+int64_t twell_gemm_shared_bytes(const TwellSchedule& s);
+int64_t twell_down_shared_bytes(const Problem& p, const TwellSchedule& s);
+int twell_registers(const Problem& p, const TwellSchedule& s);  // kernel 2's estimate
+// Weight values the device holds, in order: W_g transposed (N×Kp, gated only), W_u transposed
+// (N×Kp), W_d (N×Kp); offsets in elements.
+struct TwellWeights {
+  int64_t gate_t = 0, up_t = 0, down = 0, elements = 0;
+};
+TwellWeights twell_weights_layout(const Problem& p);
+
+// mma.sync (sm_80+), threads, shared memory, grid.
+std::vector<std::string> verify_twell(const Problem& p, const TwellSchedule& s,
+                                      const DeviceLimits& dev);
+
+// Every legal schedule: tile {128, 64} × comp {4, 8, 2, 16, 1} × warps {8, 4}; none unless the
+// problem is a gated FFN and `a` an activation pattern with N columns.
+std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatrix& a,
+                                                const DeviceLimits& dev);
+
+}  // namespace sparsegen

@@ -1,0 +1,379 @@
+// twell device helpers: the activation-sparse gated FFN in two kernels (ir/twell_schedule.h).
+//
+//   twell_gate_gemm  kernel 1: G = x · W_g for a 128-row x TILE-column block on the tensor cores
+//                    (mma.sync m16n8k16, fp32 accumulation, 3-stage cp.async pipeline, 8 warps
+//                    as 4 x 2), then ReLU, one rounding to T and the TwELL epilogue: per row of
+//                    the block, a warp ballot-compacts the tile's nonzeros into (column << 16 |
+//                    value bits) words and stores the count; a tile holding more than CAP
+//                    nonzeros stores its values densely in the backup row instead.
+//   twell_down       kernel 2: one block per token row; the row's entries in batches of 64: the
+//                    warps compute u = x·W_u[:, n] for each (gated), then every thread adds
+//                    h·u·W_d[n, its 8-column groups] in fp32 registers; the overflowing tiles'
+//                    dense values follow; y = alpha·acc + beta·y rounded once.
+//
+// TwELL buffer (32-bit words; ir/twell_format.h): counts [M][tiles] at 0, entries
+// [M][tiles][CAP] at entries_off, backup [M][N] values of T at backup_off (words).
+// Weights: W_g and W_u transposed (N x kp) and W_d (N x kp), kp = K rounded up to 8, zero padded.
+#pragma once
+
+#include "sg_async_copy.cuh"
+#include "sg_dtype.cuh"
+
+namespace sg {
+namespace detail {
+
+// The 16 bits of a T value, and back to fp32.
+template <typename T>
+__device__ __forceinline__ unsigned twell_bits(T v) {
+  return static_cast<unsigned>(*reinterpret_cast<const unsigned short*>(&v));
+}
+template <typename T>
+__device__ __forceinline__ float twell_float(unsigned bits) {
+  const unsigned short s = static_cast<unsigned short>(bits);
+  return Cvt<T>::to_f32(*reinterpret_cast<const T*>(&s));
+}
+// Two T values packed in 32 bits as fp32 (low half first).
+template <typename T>
+__device__ __forceinline__ float2 twell_pair(unsigned w) {
+  return make_float2(twell_float<T>(w & 0xffffu), twell_float<T>(w >> 16));
+}
+
+__device__ __forceinline__ void twell_ldmatrix_x4(unsigned* r, const void* p) {
+  const unsigned a = static_cast<unsigned>(__cvta_generic_to_shared(p));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(a));
+}
+
+template <typename T>
+__device__ __forceinline__ void twell_mma(float* d, const unsigned* a, const unsigned* b) {
+  if constexpr (IsHalf<T>::value) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+}
+
+__device__ __forceinline__ float twell_warp_sum(float v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+}  // namespace detail
+
+// Kernel 1 (see the top comment). Block (tile, y): rows 128·y …, columns tile·TILE …; 256
+// threads; smem: 3 stages of (128 + TILE) x 40 values. AVEC 8: x rows are 16-byte aligned
+// (K % 8 == 0) and copied with cp.async; 1: element loads.
+template <typename T, int TILE, int CAP, int AVEC>
+__device__ __forceinline__ void twell_gate_gemm(const T* __restrict__ x, const T* __restrict__ w_t,
+                                                unsigned* __restrict__ tw, float* smem_f, int m,
+                                                int k, int kp, int n, int tiles, int entries_off,
+                                                int backup_off) {
+  constexpr int BM = 128, BK = 32, LDS = 40, STAGES = 3, THREADS = 256;
+  constexpr int WN = TILE / 2, NI = WN / 8, MI = 2;
+  T* smem = reinterpret_cast<T*>(smem_f);
+  T* as = smem;
+  T* bs = smem + STAGES * BM * LDS;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp >> 1, wn = warp & 1;
+  const int tile = blockIdx.x, n0 = tile * TILE, m0 = blockIdx.y * BM;
+  const int ksteps = (kp + BK - 1) / BK;
+  const T zero = detail::Cvt<T>::from_f32(0.0f);
+
+  auto load_stage = [&](int stage, int ks) {
+    const int k0 = ks * BK;
+#pragma unroll
+    for (int c = tid; c < BM * 4; c += THREADS) {
+      const int r = c >> 2, kc = (c & 3) * 8, gm = m0 + r, gk = k0 + kc;
+      T* dst = as + (stage * BM + r) * LDS + kc;
+      if constexpr (AVEC == 8) {
+        const bool ok = gm < m && gk < k;
+        detail::cp_async16(smem_addr(reinterpret_cast<const unsigned*>(dst)),
+                           x + static_cast<size_t>(ok ? gm : 0) * k + (ok ? gk : 0), !ok);
+      } else {
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          dst[e] = gm < m && gk + e < k ? x[static_cast<size_t>(gm) * k + gk + e] : zero;
+      }
+    }
+#pragma unroll
+    for (int c = tid; c < TILE * 4; c += THREADS) {
+      const int r = c >> 2, kc = (c & 3) * 8, gn = n0 + r, gk = k0 + kc;
+      const bool ok = gn < n && gk < kp;
+      T* dst = bs + (stage * TILE + r) * LDS + kc;
+      detail::cp_async16(smem_addr(reinterpret_cast<const unsigned*>(dst)),
+                         w_t + (ok ? static_cast<size_t>(gn) * kp + gk : 0), !ok);
+    }
+  };
+
+  float acc[MI][NI][4];
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < ksteps) load_stage(s, s);
+    cp_async_commit();
+  }
+  for (int ks = 0; ks < ksteps; ++ks) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    const int nk = ks + STAGES - 1;
+    if (nk < ksteps) load_stage(nk % STAGES, nk);
+    cp_async_commit();
+    const T* a_s = as + (ks % STAGES) * BM * LDS;
+    const T* b_s = bs + (ks % STAGES) * TILE * LDS;
+#pragma unroll
+    for (int kk = 0; kk < BK; kk += 16) {
+      unsigned af[MI][4], bf[NI][2];
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+        detail::twell_ldmatrix_x4(
+            af[i], a_s + (wm * 32 + i * 16 + (lane & 15)) * LDS + kk + (lane >> 4) * 8);
+#pragma unroll
+      for (int j = 0; j < NI; j += 2) {
+        unsigned r[4];
+        detail::twell_ldmatrix_x4(r, b_s +
+                                         (wn * WN + j * 8 + (lane & 7) + ((lane >> 4) << 3)) * LDS +
+                                         kk + ((lane >> 3) & 1) * 8);
+        bf[j][0] = r[0];
+        bf[j][1] = r[1];
+        bf[j + 1][0] = r[2];
+        bf[j + 1][1] = r[3];
+      }
+#pragma unroll
+      for (int i = 0; i < MI; ++i)
+#pragma unroll
+        for (int j = 0; j < NI; ++j) detail::twell_mma<T>(acc[i][j], af[i], bf[j]);
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+
+  // Epilogue: ReLU and one rounding into a BM x TILE tile (the pipeline's buffers), then TwELL.
+  constexpr int LDC = TILE + 8;
+  T* cs = smem;
+  const int g = lane >> 2, t4 = lane & 3;
+#pragma unroll
+  for (int i = 0; i < MI; ++i)
+#pragma unroll
+    for (int j = 0; j < NI; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = wm * 32 + i * 16 + g + (e >> 1) * 8, c = wn * WN + j * 8 + 2 * t4 + (e & 1);
+        cs[r * LDC + c] = detail::Cvt<T>::from_f32(fmaxf(acc[i][j][e], 0.0f));
+      }
+  __syncthreads();
+  int* counts = reinterpret_cast<int*>(tw);
+  T* backup = reinterpret_cast<T*>(tw + backup_off);
+  for (int r = warp; r < BM; r += THREADS / 32) {
+    const int gm = m0 + r;
+    if (gm >= m) break;
+    const size_t cell = static_cast<size_t>(gm) * tiles + tile;
+    unsigned* entries = tw + entries_off + cell * CAP;
+    int count = 0;
+#pragma unroll
+    for (int c = 0; c < TILE; c += 32) {
+      const int col = c + lane;
+      const T v = cs[r * LDC + col];
+      const bool nz = detail::Cvt<T>::to_f32(v) != 0.0f && n0 + col < n;
+      const unsigned mask = __ballot_sync(0xffffffffu, nz);
+      const int slot = count + __popc(mask & ((1u << lane) - 1u));
+      if (nz && slot < CAP)
+        entries[slot] = (static_cast<unsigned>(col) << 16) | detail::twell_bits(v);
+      count += __popc(mask);
+    }
+    if (lane == 0) counts[cell] = count;
+    if (count > CAP) {  // overflow: the whole tile goes to the dense backup row
+      T* dst = backup + static_cast<size_t>(gm) * n + n0;
+      for (int col = lane; col < TILE && n0 + col < n; col += 32) dst[col] = cs[r * LDC + col];
+    }
+  }
+}
+
+// Kernel 2 (see the top comment). Block = one token row, WARPS warps; each thread accumulates G
+// groups of 8 output columns (8·(tid + g·threads) …). smem: the x row (kp values), the batch
+// (64 columns, values, h·u), tile prefix sums (tiles + 1), the overflowing tiles (tiles), 2 ints.
+template <typename T, int WARPS, int TILE, int CAP, int GATED, int G>
+__device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __restrict__ w_up_t,
+                                           const T* __restrict__ w_down,
+                                           const unsigned* __restrict__ tw, T* __restrict__ y,
+                                           float* smem_f, float alpha, float beta, int k, int kp,
+                                           int n, int tiles, int entries_off, int backup_off) {
+  constexpr int THREADS = WARPS * 32, BATCH = 64;
+  const int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  T* xs = reinterpret_cast<T*>(smem_f);
+  int* bcol = reinterpret_cast<int*>(xs + kp);
+  float* bval = reinterpret_cast<float*>(bcol + BATCH);
+  float* bhu = bval + BATCH;
+  int* prefix = reinterpret_cast<int*>(bhu + BATCH);
+  int* dense = prefix + tiles + 1;
+  int* misc = dense + tiles;  // [0] overflowing tiles, [1] a dense batch's size
+
+  const T zero = detail::Cvt<T>::from_f32(0.0f);
+  for (int i = tid; i < kp; i += THREADS)
+    xs[i] = i < k ? x[static_cast<size_t>(row) * k + i] : zero;
+  const int* counts = reinterpret_cast<const int*>(tw) + static_cast<size_t>(row) * tiles;
+  const unsigned* entries = tw + entries_off + static_cast<size_t>(row) * tiles * CAP;
+  if (warp == 0) {
+    // Exclusive prefix of the packed counts (an overflowing tile packs none) and the list of
+    // overflowing tiles, in tile order.
+    int run = 0, nd = 0;
+    for (int base = 0; base < tiles; base += 32) {
+      const int t = base + lane;
+      const int c = t < tiles ? counts[t] : 0;
+      const bool over = c > CAP;
+      const int v = over ? 0 : c;
+      int s = v;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int u = __shfl_up_sync(0xffffffffu, s, o);
+        if (lane >= o) s += u;
+      }
+      if (t < tiles) prefix[t] = run + s - v;
+      run += __shfl_sync(0xffffffffu, s, 31);
+      const unsigned om = __ballot_sync(0xffffffffu, over);
+      if (over) dense[nd + __popc(om & ((1u << lane) - 1u))] = t;
+      nd += __popc(om);
+    }
+    if (lane == 0) {
+      prefix[tiles] = run;
+      misc[0] = nd;
+    }
+  }
+  __syncthreads();
+  const int total = prefix[tiles], nd = misc[0];
+
+  float acc[G][8];
+#pragma unroll
+  for (int gi = 0; gi < G; ++gi)
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[gi][e] = 0.0f;
+
+  // One batch of cnt (column, h) pairs in bcol / bval: u per pair (gated), then the down rows.
+  auto run_batch = [&](int cnt) {
+    if constexpr (GATED != 0) {
+      for (int j = warp; j < cnt; j += WARPS) {
+        const T* wu = w_up_t + static_cast<size_t>(bcol[j]) * kp;
+        float s = 0.0f;
+        for (int i = lane * 8; i < kp; i += 256) {
+          const uint4 wv = *reinterpret_cast<const uint4*>(wu + i);
+          const uint4 xv = *reinterpret_cast<const uint4*>(xs + i);
+          const unsigned wa[4] = {wv.x, wv.y, wv.z, wv.w}, xa[4] = {xv.x, xv.y, xv.z, xv.w};
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            const float2 a = detail::twell_pair<T>(wa[q]), b = detail::twell_pair<T>(xa[q]);
+            s = fmaf(a.x, b.x, s);
+            s = fmaf(a.y, b.y, s);
+          }
+        }
+        s = detail::twell_warp_sum(s);
+        if (lane == 0) bhu[j] = bval[j] * s;
+      }
+      __syncthreads();
+    }
+    const float* hu = GATED != 0 ? bhu : bval;
+#pragma unroll 4
+    for (int j = 0; j < cnt; ++j) {
+      const float h = hu[j];
+      const T* wd = w_down + static_cast<size_t>(bcol[j]) * kp;
+#pragma unroll
+      for (int gi = 0; gi < G; ++gi) {
+        const int col = 8 * (tid + gi * THREADS);
+        if (col < kp) {
+          const uint4 v = *reinterpret_cast<const uint4*>(wd + col);
+          const unsigned va[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+          for (int q = 0; q < 4; ++q) {
+            const float2 f = detail::twell_pair<T>(va[q]);
+            acc[gi][2 * q] = fmaf(h, f.x, acc[gi][2 * q]);
+            acc[gi][2 * q + 1] = fmaf(h, f.y, acc[gi][2 * q + 1]);
+          }
+        }
+      }
+    }
+    __syncthreads();  // the next batch overwrites bcol / bval / bhu
+  };
+
+  // The packed entries, in tile order.
+  for (int b0 = 0; b0 < total; b0 += BATCH) {
+    const int cnt = min(BATCH, total - b0);
+    if (tid < cnt) {
+      const int e = b0 + tid;
+      int lo = 0, hi = tiles - 1;  // the last tile whose prefix is <= e
+      while (lo < hi) {
+        const int mid = (lo + hi + 1) >> 1;
+        if (prefix[mid] <= e)
+          lo = mid;
+        else
+          hi = mid - 1;
+      }
+      const unsigned word = entries[static_cast<size_t>(lo) * CAP + (e - prefix[lo])];
+      bcol[tid] = lo * TILE + static_cast<int>(word >> 16);
+      bval[tid] = detail::twell_float<T>(word & 0xffffu);
+    }
+    __syncthreads();
+    run_batch(cnt);
+  }
+  // The overflowing tiles: their nonzeros from the dense backup, 64 columns at a time.
+  const T* backup = reinterpret_cast<const T*>(tw + backup_off) + static_cast<size_t>(row) * n;
+  for (int d = 0; d < nd; ++d) {
+    const int t = dense[d];
+    for (int c0 = 0; c0 < TILE; c0 += BATCH) {
+      if (warp == 0) {
+        int cnt = 0;
+#pragma unroll
+        for (int h = 0; h < BATCH; h += 32) {
+          const int cc = c0 + h + lane, col = t * TILE + cc;
+          const float v = cc < TILE && col < n ? detail::Cvt<T>::to_f32(backup[col]) : 0.0f;
+          const unsigned mk = __ballot_sync(0xffffffffu, v != 0.0f);
+          const int pos = cnt + __popc(mk & ((1u << lane) - 1u));
+          if (v != 0.0f) {
+            bcol[pos] = col;
+            bval[pos] = v;
+          }
+          cnt += __popc(mk);
+        }
+        if (lane == 0) misc[1] = cnt;
+      }
+      __syncthreads();
+      run_batch(misc[1]);
+    }
+  }
+  T* yr = y + static_cast<size_t>(row) * k;
+#pragma unroll
+  for (int gi = 0; gi < G; ++gi) {
+    const int col = 8 * (tid + gi * THREADS);
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      if (col + e < k) store_axpby(yr + col + e, acc[gi][e], alpha, beta);
+  }
+}
+
+// The dense FFN's gating (the baseline, and the dense path): h = ReLU(g) ⊙ u, row-major, from
+// gu = [G | U] (M x 2N, gated) or G alone (M x N); one thread per element of h (M·N of them).
+template <typename T>
+__device__ __forceinline__ void twell_dense_gate(const T* __restrict__ gu, T* __restrict__ h, int m,
+                                                 int n, int gated) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= static_cast<long long>(m) * n) return;
+  const long long r = i / n, c = i - r * n;
+  const float g = fmaxf(detail::Cvt<T>::to_f32(gu[r * (gated ? 2 * n : n) + c]), 0.0f);
+  const float u = gated ? detail::Cvt<T>::to_f32(gu[r * 2 * n + n + c]) : 1.0f;
+  h[i] = detail::Cvt<T>::from_f32(g * u);
+}
+
+}  // namespace sg

@@ -1,0 +1,67 @@
+// twell emitter: the two kernels' calls and launch shapes (pattern checks), and NVRTC cubins for
+// sm_80 and sm_90 in bf16 and fp16, gated and not, x rows aligned (cp.async) or not; no GPU.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "codegen/twell.h"
+#include "ir/twell_schedule.h"
+#include "runtime/nvrtc_compiler.h"
+
+namespace sparsegen::codegen {
+namespace {
+
+TEST(TwellCodegen, SourceShapeAndSignature) {
+  const Problem p = Problem::gated_ffn(300, 2048, 5632, DType::BF16);
+  const TwellSchedule s{128, 4, 8};
+  const GeneratedKernel k = emit_twell(p, Schedule(s));
+  const TwellBuffer b = twell_buffer(p, s);
+  const TwellWeights w = twell_weights_layout(p);
+  EXPECT_NE(k.source.find(fmt::format("sg::twell_gate_gemm<T, 128, 32, 8>(B, values + 0, bw, "
+                                      "sg_smem, 300, 2048, 2048, 5632, 44, {}, {})",
+                                      b.entries / 4, b.backup / 4)),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find(fmt::format("sg::twell_down<T, 8, 128, 32, 1, 1>(B, values + {}, values "
+                                      "+ {}, bw, C, sg_smem, alpha, beta, 2048, 2048, 5632, 44",
+                                      w.up_t, w.down)),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("using T = __nv_bfloat16;"), std::string::npos);
+  EXPECT_EQ(k.signature.b_transform.name, "sparsegen_twell_gate");
+  EXPECT_EQ(k.signature.b_transform.launch.grid_x, 44);
+  EXPECT_EQ(k.signature.b_transform.launch.grid_y, 3);
+  EXPECT_EQ(k.signature.launch.grid_x, 300);
+  EXPECT_EQ(k.signature.launch.block_threads, 256);
+  EXPECT_EQ(k.signature.b_alignment, 16);
+  EXPECT_EQ(k.signature.b_work_bytes, b.bytes);
+  EXPECT_EQ(w.elements, 3 * 5632 * 2048);
+  // K = 100: x rows are not 16-byte aligned, element loads; weights padded to 104.
+  const Problem q = Problem::gated_ffn(5, 100, 700, DType::F16, false);
+  const GeneratedKernel kq = emit_twell(q, Schedule(TwellSchedule{64, 16, 4}));
+  EXPECT_NE(kq.source.find("sg::twell_gate_gemm<T, 64, 4, 1>(B, values + 0, bw, sg_smem, 5, 100, "
+                           "104, 700, 11,"),
+            std::string::npos)
+      << kq.source;
+  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 64, 4, 0, 1>"), std::string::npos) << kq.source;
+  EXPECT_EQ(kq.signature.b_alignment, 2);
+  EXPECT_EQ(twell_weights_layout(q).elements, 2 * 700 * 104);
+}
+
+TEST(TwellCodegen, CompilesForSm80AndSm90) {
+  for (const char* arch : {"sm_80", "sm_90"})
+    for (DType dt : {DType::BF16, DType::F16})
+      for (int variant = 0; variant < 2; ++variant) {
+        const Problem p = Problem::gated_ffn(33, variant == 0 ? 256 : 250, 1000, dt, variant == 0);
+        const GeneratedKernel k =
+            emit_twell(p, Schedule(TwellSchedule{variant == 0 ? 128 : 64, 4, 8}));
+        nvrtc::CompileOptions o;
+        o.arch = arch;
+        o.headers = k.headers;
+        const auto r = nvrtc::compile(k.source, o);
+        EXPECT_FALSE(r.image.empty()) << to_string(dt) << " " << arch;
+      }
+}
+
+}  // namespace
+}  // namespace sparsegen::codegen

@@ -1,0 +1,101 @@
+// twell family on the device (skipped without a GPU): both kernels together against the CPU
+// reference of the FFN (ir/ffn.h's bound), y poisoned (beta 0) and beta -1.5, for every schedule
+// of the space, token counts 1 … 4096, K not a multiple of 8 or of the tiles, N not a multiple
+// of the tiles, sparsity from a few nonzeros per row to rows that overflow every tile, bf16 and
+// fp16, gated and not.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <cstdio>
+
+#include "compiler/ffn.h"
+#include "compiler/pipeline.h"
+#include "ir/enumerate.h"
+#include "ir/family.h"
+#include "ir/gen/activations.h"
+#include "ir/twell_format.h"
+#include "ir/twell_schedule.h"
+#include "runtime/cuda_driver.h"
+
+namespace sparsegen {
+namespace {
+
+class GpuTwell : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!cuda::driver_available(&why)) GTEST_SKIP() << "no GPU: " << why;
+    ctx_ = std::make_shared<cuda::Context>(0);
+    target_ = detect_target(0);
+  }
+  // Builds `spec` (the first enumerated schedule when `sched` is empty) and checks it.
+  void check(const ActivationSpec& spec, const std::string& sched = "", int64_t max_rows = 256) {
+    const FfnCase c = make_ffn_case(spec);
+    const CsrMatrix h = ffn_activations(c.problem, c.weights, c.x);
+    const Schedule s = choose_ffn_schedule(c.problem, h, sched, target_);
+    const TwellSchedule& t = s.as<TwellSchedule>();
+    const TwellStats st = twell_stats(h, t.tile, t.cap());
+    SCOPED_TRACE(fmt::format("{} {} mean {} ({}; {} overflowing tiles)", to_string(c.problem),
+                             to_string(s), spec.mean_nnz, to_string(activation_stats(h)),
+                             st.overflow_tiles));
+    const CompiledKernel k(ctx_, build_ffn_kernel(c.problem, s, c.weights, target_, &h));
+    const FfnCheckResult r = check_ffn(k, c.weights, c.x, spec.seed + 100, max_rows);
+    EXPECT_TRUE(r.passed) << r.error;
+    overflow_tiles_ += st.overflow_tiles;
+    ++checked_;
+  }
+  void TearDown() override {
+    if (ctx_)
+      std::printf("%d FFN kernels checked, %lld overflowing row-tiles among their inputs\n",
+                  checked_, static_cast<long long>(overflow_tiles_));
+  }
+  std::shared_ptr<cuda::Context> ctx_;
+  CompileTarget target_;
+  int checked_ = 0;
+  int64_t overflow_tiles_ = 0;
+};
+
+TEST_F(GpuTwell, EveryScheduleOfTheSpace) {
+  const ActivationSpec spec{.m = 96, .k = 200, .n = 1000, .mean_nnz = 24, .seed = 3};
+  const FfnCase c = make_ffn_case(spec);
+  const CsrMatrix h = ffn_activations(c.problem, c.weights, c.x);
+  EnumerateOptions o;
+  o.device = target_.limits;
+  const auto all = find_ir_family("twell")->enumerate(c.problem, h, o);
+  ASSERT_EQ(all.size(), 20u);
+  for (const Schedule& s : all) check(spec, to_string(s));
+}
+
+TEST_F(GpuTwell, TokenCountsShapesAndTypes) {
+  uint64_t seed = 10;
+  for (int64_t m : {int64_t{1}, int64_t{7}, int64_t{128}, int64_t{300}})
+    for (int64_t k : {int64_t{64}, int64_t{100}, int64_t{515}})
+      for (DType dt : {DType::BF16, DType::F16}) {
+        const bool gated = (seed % 3) != 0;
+        check({.m = m,
+               .k = k,
+               .n = 1408 + 17 * static_cast<int64_t>(seed % 2),
+               .dtype = dt,
+               .gated = gated,
+               .mean_nnz = 30,
+               .seed = ++seed});
+      }
+}
+
+TEST_F(GpuTwell, FromAFewNonzerosToRowsThatOverflowEveryTile) {
+  uint64_t seed = 40;
+  for (double mean : {5.0, 30.0, 120.0, 600.0, 2000.0})
+    for (const char* sched : {"twell;tile=128;comp=4;warps=8", "twell;tile=64;comp=16;warps=4"})
+      check({.m = 200, .k = 264, .n = 2100, .mean_nnz = mean, .seed = ++seed}, sched);
+  // Every tile of every row overflows (dense activations).
+  check({.m = 64, .k = 128, .n = 700, .mean_nnz = 699, .spread = 0, .seed = 77},
+        "twell;tile=64;comp=16;warps=8");
+}
+
+TEST_F(GpuTwell, LlmShapeWithManyTokens) {
+  check({.m = 4096, .k = 2048, .n = 5632, .mean_nnz = 30, .seed = 90}, "", 48);
+}
+
+}  // namespace
+}  // namespace sparsegen
