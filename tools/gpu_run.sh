@@ -167,15 +167,6 @@ BENCH_RUNS=(
   # JSON comes back. A run cut by the timeout is resumable: call again (the generated model is
   # reused, run 1 goes on from the database; its report is then tune_model_run1_resumed.json).
   'tune_model|L=${TUNE_MODEL_LAYERS:-32}; M=/tmp/sg-llama2-7b-L$L; D=/tmp/sg-llama2-7b-L$L-kcache; S=tools/sparsegen; [ -f $M/model.safetensors.index.json ] || { [ -d $M ] && rm -rf $M; rm -rf $D; timeout 300 $S gen-model --like llama-2-7b --layers $L --method magnitude --sparsity 0.5 --seed 5 -o $M || exit 1; }; R1=$BENCH_DIR/tune_model_run1.json; [ -d $D ] && R1=$BENCH_DIR/tune_model_run1_resumed.json; timeout ${TUNE_MODEL_TIMEOUT:-420} $S tune-model $M/model.safetensors.index.json -n 1,8 --dtype fp16 --top-k 8 --cache-dir $D --report $R1 || { echo "run 1 did not finish: call again to resume"; exit 1; }; timeout 120 $S tune-model $M/model.safetensors.index.json -n 1,8 --dtype fp16 --top-k 8 --cache-dir $D --report $BENCH_DIR/tune_model_run2.json || exit 1; timeout 400 $S tune-model $M/model.safetensors.index.json -n 1,8 --dtype fp16 --top-k 8 --cache-dir $D --verify-sample ${TUNE_MODEL_VERIFY:-12} --report $BENCH_DIR/tune_model_verify.json'
-  # tune_model: `sparsegen tune-model` on a generated Llama-2-7B-shaped checkpoint (magnitude
-  # 50 %, fp16, seed 5; 224 linear weights; TUNE_MODEL_LAYERS=L for fewer layers), N = 1 and 8,
-  # fp16, top-k 8 (shared searches on): run 1 on a fresh database (wall time, tensors/minute,
-  # statuses: tune_model_run1.json), run 2 (all cache hits: tune_model_run2.json), then
-  # TUNE_MODEL_VERIFY (default 12) picks re-searched 4x deeper, ratio = best / pick
-  # (tune_model_verify.json). The checkpoint (13.5 GB) and the database stay in /tmp, only the
-  # JSON comes back. A run cut by the timeout is resumable: call again (the generated model is
-  # reused, run 1 goes on from the database; its report is then tune_model_run1_resumed.json).
-  'tune_model|L=${TUNE_MODEL_LAYERS:-32}; M=/tmp/sg-llama2-7b-L$L; D=/tmp/sg-llama2-7b-L$L-kcache; S=tools/sparsegen; [ -f $M/model.safetensors.index.json ] || { [ -d $M ] && rm -rf $M; rm -rf $D; timeout 300 $S gen-model --like llama-2-7b --layers $L --method magnitude --sparsity 0.5 --seed 5 -o $M || exit 1; }; R1=$BENCH_DIR/tune_model_run1.json; [ -d $D ] && R1=$BENCH_DIR/tune_model_run1_resumed.json; timeout ${TUNE_MODEL_TIMEOUT:-420} $S tune-model $M/model.safetensors.index.json -n 1,8 --dtype fp16 --top-k 8 --cache-dir $D --report $R1 || { echo "run 1 did not finish: call again to resume"; exit 1; }; timeout 120 $S tune-model $M/model.safetensors.index.json -n 1,8 --dtype fp16 --top-k 8 --cache-dir $D --report $BENCH_DIR/tune_model_run2.json || exit 1; timeout 400 $S tune-model $M/model.safetensors.index.json -n 1,8 --dtype fp16 --top-k 8 --cache-dir $D --verify-sample ${TUNE_MODEL_VERIFY:-12} --report $BENCH_DIR/tune_model_verify.json'
   'tune|EX=$(sed -n "s/^CMAKE_HOME_DIRECTORY:INTERNAL=//p" CMakeCache.txt)/examples/llm_512x128_magnitude80.mtx; for n in 8 32; do for pass in first second; do timeout 120 tools/sparsegen tune $EX -n $n --dtype fp16 --top-k 8 --cache-dir $BENCH_DIR/kcache --json >$BENCH_DIR/tune_n${n}_$pass.json || exit 1; done; done; SPARSEGEN_CACHE_DIR=$BENCH_DIR/kcache timeout 120 examples/spmm_example && timeout 60 tools/sparsegen cache list --cache-dir $BENCH_DIR/kcache --json >$BENCH_DIR/tune_cache_list.json'
 )
 # ==============================================================================================
@@ -340,116 +331,6 @@ else
     SAN_SUMMARY+=("$name|rc=$rc ${errs#*=========}")
     log "sanitizer $name rc=$rc"
   done
-fi
-
-# ---- Python package, PyTorch layer and the Llama block sample ------------------------------------
-# STEPS=python: the package built against this checkout into a venv that sees the device's torch
-# environment (TORCH_VENV, default /opt/torch/.venv: checked here, reported when absent), its
-# pytest suite (GPU tests must run, not skip) and python/examples/llama_block.py on layer 0 of a
-# generated Llama-2-7B-shaped checkpoint (the tight-bound checks; its own kernel database, so the
-# tune_model benchmark's first run stays cold). Nothing can be fetched here:
-# PYTHON_BUILD=pip (`pip install --no-build-isolation`, needs scikit-build-core and nanobind in
-# the venv, or their wheels in .gpudata/wheels: `pip download scikit-build-core nanobind -d
-# .gpudata/wheels` on the build machine), PYTHON_BUILD=cmake (the extension target of this build
-# dir, put on PYTHONPATH; needs nanobind only, and no second compile of the library), auto (the
-# default): pip when both are importable, else cmake. Results: $OUT/python.tar.gz (python.json,
-# logs, pytest JUnit, llama_block.json).
-if has_step python; then
-  mkdir -p "$BUILD_DIR"
-  PY_DIR=$(cd "$BUILD_DIR" && pwd)/python-out
-  rm -rf "$PY_DIR" && mkdir -p "$PY_DIR"
-  PY_STATUS=""
-  TORCH_VENV=${TORCH_VENV:-/opt/torch/.venv}
-  PY_VENV=${PY_VENV:-/tmp/sparsegen-pyvenv}
-  py_note() { PY_STATUS+="$*; "; log "python: $*"; }
-  if [ ! -x "$TORCH_VENV/bin/python" ]; then
-    py_note "no torch environment at $TORCH_VENV (set TORCH_VENV): torch tests will skip"
-    BASE_PY=$(command -v python3)
-  else
-    BASE_PY=$TORCH_VENV/bin/python
-  fi
-  rm -rf "$PY_VENV"
-  "$BASE_PY" -m venv --system-site-packages "$PY_VENV" >"$PY_DIR/venv.log" 2>&1
-  VPY=$PY_VENV/bin/python
-  # A venv made from a venv's python sees the base interpreter's packages, not that venv's:
-  # a .pth file adds the torch environment's site-packages.
-  if [ -x "$TORCH_VENV/bin/python" ]; then
-    TORCH_SITE=$("$TORCH_VENV/bin/python" -c 'import site; print(site.getsitepackages()[0])')
-    echo "$TORCH_SITE" >"$("$VPY" -c 'import site; print(site.getsitepackages()[0])')/sparsegen_torch_env.pth"
-  fi
-  if compgen -G ".gpudata/wheels/*.whl" >/dev/null; then
-    "$VPY" -m pip install -q --no-index --find-links .gpudata/wheels scikit-build-core nanobind pytest \
-      >>"$PY_DIR/venv.log" 2>&1 || true
-  fi
-  "$VPY" - >"$PY_DIR/python_env.json" 2>>"$PY_DIR/venv.log" <<'PY'
-import importlib, json, sys
-out = {"python": sys.version.split()[0]}
-for m in ("torch", "numpy", "scipy", "pytest", "nanobind", "scikit_build_core"):
-    try:
-        mod = importlib.import_module(m)
-        out[m] = getattr(mod, "__version__", "present")
-    except Exception as e:
-        out[m] = None
-try:
-    import torch
-    out["cuda"] = torch.cuda.is_available()
-    out["device"] = torch.cuda.get_device_name(0) if out["cuda"] else None
-except Exception:
-    pass
-print(json.dumps(out))
-PY
-  cat "$PY_DIR/python_env.json"
-  has_mod() { "$VPY" -c "import $1" >/dev/null 2>&1; }
-  MODE=${PYTHON_BUILD:-auto}
-  if [ "$MODE" = auto ]; then
-    if has_mod scikit_build_core && has_mod nanobind; then MODE=pip; else MODE=cmake; fi
-  fi
-  PY_PATH_EXTRA=""
-  if ! has_mod nanobind; then
-    py_note "nanobind missing (no network here: put wheels in .gpudata/wheels): no extension"
-    MODE=none
-  elif [ "$MODE" = pip ]; then
-    log "python: pip install --no-build-isolation (from $SRC_DIR)"
-    CMAKE_BUILD_PARALLEL_LEVEL=$JOBS timeout 480 "$VPY" -m pip install --no-build-isolation \
-      --no-deps -v "$SRC_DIR" >"$PY_DIR/build.log" 2>&1 || { py_note "pip install failed (build.log)"; MODE=none; }
-  else
-    log "python: extension target _sparsegen of $BUILD_DIR"
-    {
-      cmake -S "$SRC_DIR" -B "$BUILD_DIR" -DSPARSEGEN_PYTHON=ON -DPython_EXECUTABLE="$VPY" &&
-        ninja -C "$BUILD_DIR" -j "$JOBS" _sparsegen
-    } >"$PY_DIR/build.log" 2>&1 || { py_note "extension build failed (build.log)"; MODE=none; }
-    cmake -S "$SRC_DIR" -B "$BUILD_DIR" -DSPARSEGEN_PYTHON=OFF >>"$PY_DIR/build.log" 2>&1
-    if [ "$MODE" != none ]; then
-      STAGE=$PY_DIR/site && mkdir -p "$STAGE/sparsegen"
-      cp "$REPO_ROOT"/python/sparsegen/*.py "$STAGE/sparsegen/"
-      cp "$BUILD_DIR"/python/_sparsegen*.so "$STAGE/sparsegen/"
-      PY_PATH_EXTRA=$(cd "$STAGE" && pwd)
-    fi
-  fi
-  PYTEST_RC=-1; SAMPLE_RC=-1
-  if [ "$MODE" != none ]; then
-    py_note "built by $MODE"
-    if has_mod pytest; then
-      (cd /tmp && PYTHONPATH="$PY_PATH_EXTRA" timeout 300 "$VPY" -m pytest -q -rs \
-        --junitxml="$PY_DIR/pytest.xml" "$REPO_ROOT/python/tests") >"$PY_DIR/pytest.log" 2>&1
-      PYTEST_RC=$?
-      tail -15 "$PY_DIR/pytest.log"
-    else
-      py_note "pytest missing: suite not run"
-    fi
-    M1=/tmp/sg-llama2-7b-L1
-    [ -f $M1/model.safetensors.index.json ] ||
-      timeout 120 "$SG" gen-model --like llama-2-7b --layers 1 --method magnitude --sparsity 0.5 \
-        --seed 5 -o $M1 >"$PY_DIR/gen_model.log" 2>&1
-    (cd /tmp && PYTHONPATH="$PY_PATH_EXTRA" timeout 300 "$VPY" "$REPO_ROOT/python/examples/llama_block.py" \
-      --checkpoint $M1 --cache-dir /tmp/sg-sample-kcache --json "$PY_DIR/llama_block.json") >"$PY_DIR/llama_block.log" 2>&1
-    SAMPLE_RC=$?
-    tail -12 "$PY_DIR/llama_block.log"
-  fi
-  printf '{"device": "%s", "build": "%s", "pytest_rc": %s, "llama_block_rc": %s, "notes": "%s"}\n' \
-    "$DEVICE_NAME" "$MODE" "$PYTEST_RC" "$SAMPLE_RC" "${PY_STATUS//\"/\'}" >"$PY_DIR/python.json"
-  tar -czf "$OUT/python.tar.gz" -C "$PY_DIR" --exclude=./site .
-  log "python: pytest rc=$PYTEST_RC, llama_block rc=$SAMPLE_RC ($PY_STATUS)"
 fi
 
 # ---- Python package, PyTorch layer and the Llama block sample ------------------------------------
