@@ -4,15 +4,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <cmath>
 #include <memory>
 #include <variant>
 
 #include <fmt/format.h>
 
+#include "compiler/fingerprint.h"
+#include "compiler/tensor_index.h"
 #include "ir/diagnostics.h"
 #include "ir/io/dense_to_csr.h"
 #include "ir/parallel.h"
+#include "runtime/kernel_db.h"
 
 namespace sparsegen {
 namespace {
@@ -30,8 +34,10 @@ nlohmann::json opt_json(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-// A tensor read and converted, or why it could not be.
+// A tensor read and converted, or why it could not be; or, when every job of it is stored
+// already (found through the tensor index), those jobs' items and no matrix.
 struct LoadedTensor {
+  std::vector<ModelTuneItem> cached;
   std::optional<CsrMatrix> matrix;
   std::optional<MatrixFeatures> features;
   std::string error;
@@ -47,6 +53,15 @@ struct ShareGroup {
   std::string tensor;
   std::vector<std::string> fastest;
 };
+
+// A stored shared search says so in its ranking text (TuneOptions::restrict_note): the
+// representative's name, or "" for a full search.
+std::string shared_from_ranking(const std::string& ranking) {
+  const size_t at = ranking.find(kSharedFrom);
+  if (at == std::string::npos) return "";
+  const std::string rest = ranking.substr(at + kSharedFrom.size());
+  return rest.substr(0, rest.find(')'));
+}
 
 bool close_rel(double a, double b, double rel, double abs) {
   return std::fabs(a - b) <= rel * std::max(std::fabs(a), std::fabs(b)) + abs;
@@ -160,13 +175,80 @@ ModelTuneReport tune_model(const Checkpoint& ck, const std::vector<std::string>&
   const int total = static_cast<int>(refs.size() * o.ns.size() * o.dtypes.size());
   int done = 0;
 
+  // The stored-tensor shortcut: the tensor index (content -> structure) and the database, both
+  // used only on the loader thread.
+  const bool shortcut = base.use_cache && !base.force;
+  std::optional<TensorIndex> index;
+  if (shortcut) index.emplace(tensor_index_path(base.cache_dir));
+  std::unique_ptr<kdb::KernelDb> lookup_db;
+  // Every job of tensor i from the database, or nothing when one of them is not stored.
+  auto stored_items = [&](size_t i, const MatrixFingerprint& f) {
+    std::vector<ModelTuneItem> items;
+    const auto tl = Clock::now();
+    if (!lookup_db) {
+      if (!std::filesystem::exists(kdb::db_path(base.cache_dir))) return items;
+      lookup_db = std::make_unique<kdb::KernelDb>(kdb::db_path(base.cache_dir));
+    }
+    CsrMatrix shape_only;  // make_problem reads the dimensions only
+    shape_only.rows = f.rows;
+    shape_only.cols = f.cols;
+    for (int64_t n : o.ns)
+      for (DType dt : o.dtypes) {
+        KernelRequest req;
+        req.n = n;
+        req.dtype = dt;
+        const kdb::KeyParts parts = key_parts(f, make_problem(shape_only, req), target, "");
+        const auto tr = lookup_db->tuning(kdb::tuning_key(parts));
+        if (!tr || tr->top_k < base.top_k) return std::vector<ModelTuneItem>{};
+        const auto rec = lookup_db->kernel(tr->best_key);
+        if (!rec) return std::vector<ModelTuneItem>{};
+        ModelTuneItem it;
+        it.tensor = refs[i]->name;
+        it.shard = ck.shards[refs[i]->shard].source;
+        it.rows = f.rows;
+        it.cols = f.cols;
+        it.nnz = f.nnz;
+        it.n = n;
+        it.dtype = dt;
+        it.status = "cached";
+        it.schedule = rec->schedule;
+        it.predicted_ms = rec->predicted_ms;
+        it.measured_ms = rec->measured_ms;
+        it.enumerated = tr->candidates;
+        it.kernel_key = rec->key;
+        it.reason = fmt::format("cached tuning ({}; {} of {} candidates measured)", tr->ranking,
+                                tr->top_k, tr->candidates);
+        it.shared_from = shared_from_ranking(tr->ranking);
+        items.push_back(std::move(it));
+      }
+    const double ms = ms_since(tl) / static_cast<double>(items.size());
+    for (ModelTuneItem& it : items) it.search_ms = ms;
+    return items;
+  };
+
   auto load = [&](size_t i) {
     LoadedTensor l;
     const auto tl = Clock::now();
+    std::string content_key;
+    try {
+      if (index) {
+        content_key = TensorIndex::content_key(*refs[i]->tensor);
+        if (const auto f = index->find(content_key)) {
+          l.cached = stored_items(i, *f);
+          if (!l.cached.empty()) {
+            l.load_ms = ms_since(tl);
+            return l;
+          }
+        }
+      }
+    } catch (const std::exception&) {
+      l.cached.clear();  // the shortcut failed: load the tensor as usual (tune() reports errors)
+    }
     try {
       const DenseMatrix d = tensor_to_dense(ck.shards[refs[i]->shard], *refs[i]->tensor);
       Diagnostics diag;
       l.matrix = dense_to_csr(d, diag);
+      if (index) index->add(content_key, fingerprint(*l.matrix));
       if (share) l.features = compute_features(*l.matrix);
     } catch (const UserError& e) {
       l.error = error_text(*refs[i], ck, e.what());
@@ -178,6 +260,15 @@ ModelTuneReport tune_model(const Checkpoint& ck, const std::vector<std::string>&
   };
   auto consume = [&](size_t i, LoadedTensor&& l) {
     const CheckpointTensor& ref = *refs[i];
+    if (!l.cached.empty()) {
+      l.cached.front().load_ms = l.load_ms;
+      for (ModelTuneItem& it : l.cached) {
+        rep.items.push_back(std::move(it));
+        ++done;
+        if (o.on_item) o.on_item(rep.items.back(), done, total);
+      }
+      return true;
+    }
     bool first_job = true;
     for (int64_t n : o.ns)
       for (DType dt : o.dtypes) {
@@ -223,12 +314,7 @@ ModelTuneReport tune_model(const Checkpoint& ck, const std::vector<std::string>&
             for (const CandidateReport& c : r.candidates) it.measured += c.measured_ms.has_value();
             if (r.cache_hit) {
               it.status = "cached";
-              // A stored shared search says so in its ranking text (restrict_note).
-              const size_t at = r.ranking.find(kSharedFrom);
-              if (at != std::string::npos) {
-                it.shared_from = r.ranking.substr(at + kSharedFrom.size());
-                it.shared_from = it.shared_from.substr(0, it.shared_from.find(')'));
-              }
+              it.shared_from = shared_from_ranking(r.ranking);
             } else if (group != nullptr && r.ranking.find(to.restrict_note) != std::string::npos) {
               it.status = "shared";
               it.shared_from = group->tensor;

@@ -231,10 +231,15 @@ CompileTarget offline_target(const std::string& arch) {
 
 kdb::KeyParts key_parts(const CsrMatrix& a, const Problem& p, const CompileTarget& target,
                         const std::string& schedule) {
+  return key_parts(fingerprint(a), p, target, schedule);
+}
+
+kdb::KeyParts key_parts(const MatrixFingerprint& f, const Problem& p, const CompileTarget& target,
+                        const std::string& schedule) {
   kdb::KeyParts k;
   k.operation =
       fmt::format("{} b={} c={}", to_string(p.op), to_string(p.b_layout), to_string(p.c_layout));
-  k.matrix = to_string(fingerprint(a), p.dtype);
+  k.matrix = to_string(f, p.dtype);
   k.n = p.n;
   // Floating problems: "a=fp16 b=fp16 c=fp16 acc=fp32"; quantized ones name the io type, the
   // integer accumulator of int8 and the scales.

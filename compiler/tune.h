@@ -31,6 +31,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/fingerprint.h"
 #include "compiler/pipeline.h"
 #include "costmodel/schedule_features.h"
 #include "ir/problem.h"
@@ -157,6 +158,10 @@ int spec_distance(const Schedule& a, const Schedule& b);
 
 // The database key parts of a kernel for this matrix and problem on `target`.
 kdb::KeyParts key_parts(const CsrMatrix& a, const Problem& p, const CompileTarget& target,
+                        const std::string& schedule);
+// The same from the matrix's structure fingerprint (compiler/fingerprint.h), for a lookup that
+// does not need the matrix itself (tune-model's stored tensors).
+kdb::KeyParts key_parts(const MatrixFingerprint& f, const Problem& p, const CompileTarget& target,
                         const std::string& schedule);
 
 // Pipeline steps 3-6 (verify, pack, values, emit) without NVRTC: what a cached image needs to be

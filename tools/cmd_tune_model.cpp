@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -183,10 +184,13 @@ void print_summary(const TuneModelArgs& a, const Collected& c, size_t tensors, d
   if (!a.report.empty()) std::printf("  report %s\n", a.report.c_str());
 }
 
+// `complete` false: a snapshot while tuning goes on (rewritten every few seconds, so a run that is
+// killed leaves what it had done; the database keeps the tunings themselves).
 void write_report(const TuneModelArgs& a, const Collected& c, double wall_s,
-                  const std::string& device, const std::vector<int>& gpus) {
+                  const std::string& device, const std::vector<int>& gpus, bool complete = true) {
   if (a.report.empty()) return;
   nlohmann::json j;
+  j["complete"] = complete;
   j["checkpoint"] = a.checkpoint;
   j["device"] = device;
   j["gpus"] = gpus;
@@ -196,10 +200,35 @@ void write_report(const TuneModelArgs& a, const Collected& c, double wall_s,
   j["tensors"] = c.items;
   j["checks"] = c.checks;
   j["worker_errors"] = c.worker_errors;
-  std::ofstream f(a.report);
-  f << j.dump(2) << "\n";
-  if (!f) throw UserError(fmt::format("--report {}: cannot write", a.report));
+  const std::string tmp = a.report + ".tmp";
+  {
+    std::ofstream f(tmp);
+    f << j.dump(2) << "\n";
+    if (!f) throw UserError(fmt::format("--report {}: cannot write", a.report));
+  }
+  std::error_code ec;
+  fs::rename(tmp, a.report, ec);
+  if (ec) throw UserError(fmt::format("--report {}: cannot write: {}", a.report, ec.message()));
 }
+
+// Calls write_report(..., complete = false) at most every few seconds.
+class ReportSnapshots {
+ public:
+  ReportSnapshots(const TuneModelArgs& a, const std::string& device, const std::vector<int>& gpus)
+      : a_(a), device_(device), gpus_(gpus), t0_(std::chrono::steady_clock::now()), last_(t0_) {}
+  void maybe_write(const Collected& c) {
+    const auto now = std::chrono::steady_clock::now();
+    if (a_.report.empty() || now - last_ < std::chrono::seconds(5)) return;
+    last_ = now;
+    write_report(a_, c, std::chrono::duration<double>(now - t0_).count(), device_, gpus_, false);
+  }
+
+ private:
+  const TuneModelArgs& a_;
+  std::string device_;
+  std::vector<int> gpus_;
+  std::chrono::steady_clock::time_point t0_, last_;
+};
 
 // Worker side of --gpus: tunes the listed tensors and writes one JSON line per result.
 void run_worker(const TuneModelArgs& a) {
@@ -228,7 +257,7 @@ struct Worker {
 
 // Forks one worker per GPU, each on its own share of `names`, and gathers their lines.
 Collected run_workers(const TuneModelArgs& a, const std::vector<std::string>& names,
-                      const std::vector<int>& gpus, ProgressLine& bar, int total) {
+                      const std::vector<int>& gpus, ProgressLine& bar, ReportSnapshots& snaps) {
   const fs::path tmp = fs::temp_directory_path() / fmt::format("sparsegen_tune_model_{}", getpid());
   fs::create_directories(tmp);
   std::vector<Worker> workers;
@@ -311,6 +340,7 @@ Collected run_workers(const TuneModelArgs& a, const std::vector<std::string>& na
           }
           bar.update(++done, it["tensor"].get<std::string>());
           c.items.push_back(std::move(it));
+          snaps.maybe_write(c);
         } else if (j.contains("check")) {
           c.checks.push_back(j["check"]);
         } else if (j.contains("done")) {
@@ -331,7 +361,6 @@ Collected run_workers(const TuneModelArgs& a, const std::vector<std::string>& na
           WIFSIGNALED(status) ? fmt::format("was killed by signal {}", WTERMSIG(status))
                               : fmt::format("exited with code {}", WEXITSTATUS(status))));
   }
-  (void)total;
   std::error_code ec;
   fs::remove_all(tmp, ec);
   return c;
@@ -356,9 +385,10 @@ void run_tune_model(const TuneModelArgs& a) {
 
   const auto t0 = std::chrono::steady_clock::now();
   ProgressLine bar("tunings", total);
+  ReportSnapshots snaps(a, device, gpus);
   Collected c;
   if (gpus.size() > 1) {
-    c = run_workers(a, names, gpus, bar, total);
+    c = run_workers(a, names, gpus, bar, snaps);
   } else {
     if (gpus.size() == 1) setenv("CUDA_VISIBLE_DEVICES", std::to_string(gpus[0]).c_str(), 1);
     ModelTuneOptions o = o0;
@@ -368,9 +398,10 @@ void run_tune_model(const TuneModelArgs& a) {
         std::fprintf(stderr, "sparsegen: error: %s\n", it.error.c_str());
       }
       bar.update(done, it.tensor);
+      c.items.push_back(to_json(it));
+      snaps.maybe_write(c);
     };
     const ModelTuneReport r = tune_model(ck, names, target, o);
-    for (const ModelTuneItem& it : r.items) c.items.push_back(to_json(it));
     for (const ModelTuneCheck& k : r.checks) c.checks.push_back(to_json(k));
   }
   bar.clear();

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "compiler/model_tune.h"
+#include "compiler/tensor_index.h"
 #include "compiler/tune.h"
 #include "ir/gen/model_gen.h"
 #include "ir/io/dense_to_csr.h"
@@ -137,6 +139,48 @@ TEST_F(ModelTune, TunesEveryTensorOnceAndResumes) {
   EXPECT_EQ(to_json(again.items[0])["status"], "cached");
   kdb::KernelDb db(kdb::db_path(path("cache")));
   EXPECT_EQ(db.tunings().size(), 28u);
+  // Every tensor is in the tensor index (the rerun's shortcut), keyed by its bytes.
+  const TensorIndex index(tensor_index_path(path("cache")));
+  EXPECT_EQ(index.size(), 14u);
+  const CheckpointTensor* t = ck.find(names[3]);
+  const auto f = index.find(TensorIndex::content_key(*t->tensor));
+  ASSERT_TRUE(f.has_value());
+  EXPECT_EQ(f->rows, t->tensor->shape[0]);
+  EXPECT_EQ(f->nnz * 2, f->rows * f->cols);
+}
+
+TEST_F(ModelTune, TensorIndexShortcutAndNewJobs) {
+  const Checkpoint ck = open_checkpoint(index_);
+  const std::vector<std::string> two{"model.layers.0.mlp.up_proj.weight",
+                                     "model.layers.1.self_attn.q_proj.weight"};
+  ModelTuneOptions o = offline("cache");
+  o.ns = {1};
+  tune_model(ck, two, target_, o);
+  // Garbage lines in the index are ignored.
+  {
+    std::ofstream f(tensor_index_path(path("cache")), std::ios::app);
+    f << "v1\tbroken\n" << "v9\tF16:1x1:00\t1\t1\t1\t0\t0\n";
+  }
+  EXPECT_EQ(TensorIndex(tensor_index_path(path("cache"))).size(), 2u);
+  // A new N: the stored N = 1 is still a hit, N = 8 is tuned.
+  o.ns = {1, 8};
+  const ModelTuneReport r = tune_model(ck, two, target_, o);
+  ASSERT_EQ(r.items.size(), 4u);
+  EXPECT_EQ(r.items[0].status, "cached");
+  EXPECT_EQ(r.items[1].status, "tuned");
+  EXPECT_EQ(r.items[2].status, "cached");
+  EXPECT_EQ(r.items[3].status, "tuned");
+  // All stored: the shortcut answers with the stored schedules, same as the tuner's lookup.
+  const ModelTuneReport again = tune_model(ck, two, target_, o);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(again.items[i].status, "cached");
+    EXPECT_EQ(again.items[i].schedule, r.items[i].schedule);
+    EXPECT_EQ(again.items[i].kernel_key, r.items[i].kernel_key);
+  }
+  // --force searches again.
+  o.tune.force = true;
+  for (const ModelTuneItem& it : tune_model(ck, two, target_, o).items)
+    EXPECT_EQ(it.status, "tuned");
 }
 
 TEST_F(ModelTune, ABadTensorIsNamedAndTheOthersAreTuned) {
