@@ -4,8 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
 #include <cmath>
+#include <filesystem>
 #include <memory>
 #include <variant>
 
@@ -97,10 +97,10 @@ std::vector<std::string> select_tensors(const Checkpoint& ck,
   }
   for (size_t i = 0; i < include.size(); ++i)
     if (!used[i])
-      throw UserError(fmt::format("--include '{}': matches no 2-D tensor of {} (names look like "
-                                  "'{}')",
-                                  include[i], ck.source,
-                                  ck.tensors.empty() ? "" : ck.tensors.front().name));
+      throw UserError(
+          fmt::format("--include '{}': matches no 2-D tensor of {} (names look like "
+                      "'{}')",
+                      include[i], ck.source, ck.tensors.empty() ? "" : ck.tensors.front().name));
   if (out.empty())
     throw UserError(fmt::format("--include / --exclude select no 2-D tensor of {}", ck.source));
   return out;
@@ -108,8 +108,10 @@ std::vector<std::string> select_tensors(const Checkpoint& ck,
 
 bool similar_features(const MatrixFeatures& a, const MatrixFeatures& b) {
   if (a.rows != b.rows || a.cols != b.cols) return false;
-  const double er_a = a.rows > 0 ? static_cast<double>(a.empty_rows) / static_cast<double>(a.rows) : 0;
-  const double er_b = b.rows > 0 ? static_cast<double>(b.empty_rows) / static_cast<double>(b.rows) : 0;
+  const double er_a =
+      a.rows > 0 ? static_cast<double>(a.empty_rows) / static_cast<double>(a.rows) : 0;
+  const double er_b =
+      b.rows > 0 ? static_cast<double>(b.empty_rows) / static_cast<double>(b.rows) : 0;
   return std::fabs(a.density - b.density) <= 0.01 && close_rel(a.row_cv, b.row_cv, 0.1, 0.02) &&
          close_rel(a.col_cv, b.col_cv, 0.1, 0.02) && a.nm_string() == b.nm_string() &&
          std::fabs(er_a - er_b) <= 0.01;
@@ -140,9 +142,15 @@ nlohmann::json to_json(const ModelTuneItem& it) {
 }
 
 nlohmann::json to_json(const ModelTuneCheck& c) {
-  return {{"tensor", c.tensor}, {"n", c.n},         {"dtype", to_string(c.dtype)},
-          {"status", c.status}, {"pick", c.pick},   {"pick_ms", c.pick_ms},
-          {"best", c.best},     {"best_ms", c.best_ms}, {"ratio", c.ratio},
+  return {{"tensor", c.tensor},
+          {"n", c.n},
+          {"dtype", to_string(c.dtype)},
+          {"status", c.status},
+          {"pick", c.pick},
+          {"pick_ms", c.pick_ms},
+          {"best", c.best},
+          {"best_ms", c.best_ms},
+          {"ratio", c.ratio},
           {"error", c.error}};
 }
 
@@ -299,8 +307,8 @@ ModelTuneReport tune_model(const Checkpoint& ck, const std::vector<std::string>&
               }
           if (group != nullptr) {
             to.restrict_to = group->fastest;
-            to.restrict_note = fmt::format("the {} fastest{}{}", group->fastest.size(),
-                                           kSharedFrom, group->tensor);
+            to.restrict_note = fmt::format("the {} fastest{}{}", group->fastest.size(), kSharedFrom,
+                                           group->tensor);
           }
           try {
             const TuneResult r = tune(*l.matrix, req, target, to);
@@ -328,8 +336,7 @@ ModelTuneReport tune_model(const Checkpoint& ck, const std::vector<std::string>&
                   return *a->measured_ms < *b->measured_ms;
                 });
                 ShareGroup g{it.rows, it.cols, n, dt, *l.features, ref.name, {}};
-                for (size_t k = 0; k < m.size() && k < static_cast<size_t>(o.share_candidates);
-                     ++k)
+                for (size_t k = 0; k < m.size() && k < static_cast<size_t>(o.share_candidates); ++k)
                   g.fastest.push_back(m[k]->schedule);
                 if (!g.fastest.empty()) {
                   if (group != nullptr)

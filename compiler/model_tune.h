@@ -86,7 +86,7 @@ struct ModelTuneItem {
   double search_ms = 0;  // the tuner's wall time (a hit: the lookup)
   double load_ms = 0;    // reading and converting the tensor (once per tensor, on the first job)
   int enumerated = 0;
-  int measured = 0;         // candidates measured on the GPU by this search
+  int measured = 0;  // candidates measured on the GPU by this search
   // The tensor whose search this one's was restricted to (also for a cached shared search).
   std::string shared_from;
   std::string kernel_key;

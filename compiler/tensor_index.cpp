@@ -48,9 +48,8 @@ std::optional<MatrixFingerprint> TensorIndex::find(const std::string& key) const
 bool TensorIndex::add(const std::string& key, const MatrixFingerprint& f) {
   if (entries_.count(key)) return true;
   entries_[key] = f;
-  const std::string line =
-      fmt::format("v1\t{}\t{}\t{}\t{}\t{:016x}\t{:016x}\n", key, f.rows, f.cols, f.nnz,
-                  f.row_ptr_hash, f.col_idx_hash);
+  const std::string line = fmt::format("v1\t{}\t{}\t{}\t{}\t{:016x}\t{:016x}\n", key, f.rows,
+                                       f.cols, f.nnz, f.row_ptr_hash, f.col_idx_hash);
   std::error_code ec;
   if (file_.has_parent_path()) std::filesystem::create_directories(file_.parent_path(), ec);
   const int fd = ::open(file_.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);

@@ -244,7 +244,8 @@ void run_import(const CacheArgs& a) {
 
 void register_cache(CLI::App& app) {
   auto args = std::make_shared<CacheArgs>();
-  CLI::App* cmd = app.add_subcommand("cache", "List, show, clear, export or import the kernel database");
+  CLI::App* cmd =
+      app.add_subcommand("cache", "List, show, clear, export or import the kernel database");
   cmd->require_subcommand(1);
   auto add_common = [&](CLI::App* c) {
     c->add_option("--cache-dir", args->cache_dir,

@@ -45,13 +45,17 @@ uint64_t parse_size(const std::string& text) {
   std::string unit = text.substr(pos);
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   double mult = 0;
-  if (unit.empty() || unit == "B") mult = 1;
-  else if (unit == "KB") mult = 1e3;
-  else if (unit == "MB") mult = 1e6;
-  else if (unit == "GB") mult = 1e9;
+  if (unit.empty() || unit == "B")
+    mult = 1;
+  else if (unit == "KB")
+    mult = 1e3;
+  else if (unit == "MB")
+    mult = 1e6;
+  else if (unit == "GB")
+    mult = 1e9;
   if (pos == 0 || mult == 0 || !(v > 0) || v * mult > 1e15)
-    throw UserError(fmt::format("--shard-size {}: expected a size such as 5GB, 500MB or 1000000",
-                                text));
+    throw UserError(
+        fmt::format("--shard-size {}: expected a size such as 5GB, 500MB or 1000000", text));
   return static_cast<uint64_t>(v * mult);
 }
 
@@ -85,33 +89,33 @@ void run_gen_model(const GenModelArgs& a) {
   spec.dtype = file_dtype(a.dtype);
   spec.max_shard_bytes = parse_size(a.shard_size);
   if (std::filesystem::exists(std::filesystem::path(a.out) / "model.safetensors.index.json"))
-    throw UserError(fmt::format("-o {}: holds a checkpoint already (model.safetensors.index.json); "
-                                "choose an empty directory",
-                                a.out));
+    throw UserError(
+        fmt::format("-o {}: holds a checkpoint already (model.safetensors.index.json); "
+                    "choose an empty directory",
+                    a.out));
 
   const auto t0 = std::chrono::steady_clock::now();
   const int total = static_cast<int>(model_tensors(spec.shape, spec.layers).size());
   ProgressLine bar("tensors", total);
-  const ModelGenResult r =
-      generate_model(spec, a.out, [&](int done, int) { bar.update(done); });
+  const ModelGenResult r = generate_model(spec, a.out, [&](int done, int) { bar.update(done); });
   bar.clear();
-  const double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("wrote %s: %lld tensors (%lld pruned linear weights, %s %g), %.2f GB in %zu "
-              "shard%s + %s + config.json, %.1f s\n",
-              a.out.c_str(), static_cast<long long>(r.tensors),
-              static_cast<long long>(r.linear_tensors), to_string(spec.prune.method).data(),
-              spec.prune.sparsity, static_cast<double>(r.files.total_bytes) / 1e9,
-              r.files.shard_files.size(), r.files.shard_files.size() == 1 ? "" : "s",
-              r.files.index_file.c_str(), secs);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf(
+      "wrote %s: %lld tensors (%lld pruned linear weights, %s %g), %.2f GB in %zu "
+      "shard%s + %s + config.json, %.1f s\n",
+      a.out.c_str(), static_cast<long long>(r.tensors), static_cast<long long>(r.linear_tensors),
+      to_string(spec.prune.method).data(), spec.prune.sparsity,
+      static_cast<double>(r.files.total_bytes) / 1e9, r.files.shard_files.size(),
+      r.files.shard_files.size() == 1 ? "" : "s", r.files.index_file.c_str(), secs);
   if (r.linear_elements > 0)
     std::printf("linear weights: %lld of %lld kept (density %.4f)\n",
                 static_cast<long long>(r.linear_kept), static_cast<long long>(r.linear_elements),
                 static_cast<double>(r.linear_kept) / static_cast<double>(r.linear_elements));
   if (r.raised_to_subnormal > 0)
-    std::printf("note: %lld nonzero values below the smallest %s subnormal were stored as it, "
-                "so that they stay nonzero\n",
-                static_cast<long long>(r.raised_to_subnormal), a.dtype.c_str());
+    std::printf(
+        "note: %lld nonzero values below the smallest %s subnormal were stored as it, "
+        "so that they stay nonzero\n",
+        static_cast<long long>(r.raised_to_subnormal), a.dtype.c_str());
 }
 
 }  // namespace
@@ -121,8 +125,9 @@ void register_gen_model(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "gen-model", "Write a synthetic pruned LLM checkpoint (sharded safetensors, HF names)");
   cmd->add_option("--like", args->like, "model shape: " + model_shape_names())->required();
-  cmd->add_option("--method", args->method,
-                  "pruning of the linear weights: " + prune_method_names() + " (default magnitude)");
+  cmd->add_option(
+      "--method", args->method,
+      "pruning of the linear weights: " + prune_method_names() + " (default magnitude)");
   cmd->add_option("--sparsity", args->sparsity, "fraction removed (default 0.5)");
   cmd->add_option("--nm", args->nm, "N:M with --method nm (e.g. 2:4)");
   cmd->add_option("--layers", args->layers, "decoder layers to write (default: all)");

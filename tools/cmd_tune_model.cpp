@@ -4,11 +4,11 @@
 // every selected 2-D weight of a checkpoint (a .safetensors file or a shard index) through the
 // tuner, into the kernel database (compiler/model_tune.h).
 //
-// One GPU (the default): tuned in this process. --gpus: one worker process per GPU (this binary
-// again, with CUDA_VISIBLE_DEVICES set and a list of tensors), each writing its results as JSON
-// lines on a pipe; all share the database (WAL, BEGIN IMMEDIATE). A progress bar (tunings done,
-// ETA) goes to stderr when it is a terminal; the summary goes to stdout. Rerunning is resumable:
-// what the database holds is a cache hit.
+// Without --gpus: tuned in this process on device 0. --gpus: one worker process per GPU (this
+// binary again, with CUDA_VISIBLE_DEVICES set and a list of tensors), each writing its results as
+// JSON lines on a pipe; all share the database (WAL, BEGIN IMMEDIATE). A progress bar (tunings
+// done, ETA) goes to stderr when it is a terminal; the summary goes to stdout. Rerunning is
+// resumable: what the database holds is a cache hit.
 //
 // Exit codes (main.cpp): 0 every tensor tuned; 1 bad flag or checkpoint, or some tensor failed
 // (each named on stderr and in the report; the others are tuned and stored); 3 GPU error.
@@ -18,8 +18,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -90,11 +90,18 @@ int64_t n_flag(const std::string& s) {
 }
 
 // "all" -> every device; "0,2" -> those (checked against the device count).
+// SPARSEGEN_TEST_GPU_COUNT=K (tests only) pretends K devices exist, so that the worker
+// orchestration runs on a machine without GPUs (the workers then compile offline, --top-k 0).
 std::vector<int> gpus_flag(const std::string& s) {
-  std::string why;
-  if (!cuda::driver_available(&why))
-    throw UserError(fmt::format("--gpus {}: no GPU available ({})", s, why));
-  const int count = cuda::device_count();
+  int count = 0;
+  if (const char* fake = std::getenv("SPARSEGEN_TEST_GPU_COUNT")) {
+    count = std::atoi(fake);
+  } else {
+    std::string why;
+    if (!cuda::driver_available(&why))
+      throw UserError(fmt::format("--gpus {}: no GPU available ({})", s, why));
+    count = cuda::device_count();
+  }
   std::vector<int> out;
   if (s == "all") {
     for (int i = 0; i < count; ++i) out.push_back(i);
@@ -104,8 +111,8 @@ std::vector<int> gpus_flag(const std::string& s) {
     char* end = nullptr;
     const long v = std::strtol(g.c_str(), &end, 10);
     if (g.empty() || *end != '\0' || v < 0 || v >= count)
-      throw UserError(fmt::format("--gpus {}: expected 'all' or device numbers 0 to {}", s,
-                                  count - 1));
+      throw UserError(
+          fmt::format("--gpus {}: expected 'all' or device numbers 0 to {}", s, count - 1));
     if (std::find(out.begin(), out.end(), static_cast<int>(v)) == out.end())
       out.push_back(static_cast<int>(v));
   }
@@ -129,9 +136,10 @@ ModelTuneOptions options_of(const TuneModelArgs& a, const CompileTarget& target)
     throw UserError(fmt::format("--verify-sample: expected 0 or more, found {}", a.verify_sample));
   o.tune.top_k = a.top_k >= 0 ? a.top_k : (target.has_gpu ? 8 : 0);
   if (!a.arch.empty() && o.tune.top_k > 0)
-    throw UserError(fmt::format("--top-k {} measures on this machine's GPU, but --arch {} "
-                                "compiles offline: use --top-k 0, or drop --arch",
-                                o.tune.top_k, a.arch));
+    throw UserError(
+        fmt::format("--top-k {} measures on this machine's GPU, but --arch {} "
+                    "compiles offline: use --top-k 0, or drop --arch",
+                    o.tune.top_k, a.arch));
   o.tune.refine = a.refine;
   o.tune.cache_dir = a.cache_dir;
   o.tune.force = a.force;
@@ -164,9 +172,10 @@ void print_summary(const TuneModelArgs& a, const Collected& c, size_t tensors, d
   std::printf("tune-model %s: %zu tunings of %zu tensors in %s (%.1f tensors/min; %s)\n",
               a.checkpoint.c_str(), c.items.size(), tensors, ProgressLine::duration(wall_s).c_str(),
               minutes > 0 ? static_cast<double>(tensors) / minutes : 0.0, device.c_str());
-  std::printf("  %d full searches, %d shared (a similar tensor's fastest measured), %d cache "
-              "hits, %d errors\n",
-              by_status["tuned"], by_status["shared"], by_status["cached"], by_status["error"]);
+  std::printf(
+      "  %d full searches, %d shared (a similar tensor's fastest measured), %d cache "
+      "hits, %d errors\n",
+      by_status["tuned"], by_status["shared"], by_status["cached"], by_status["error"]);
   if (!c.checks.empty()) {
     std::vector<double> r;
     for (const auto& k : c.checks)
@@ -176,9 +185,10 @@ void print_summary(const TuneModelArgs& a, const Collected& c, size_t tensors, d
     if (r.empty())
       std::printf("  picks vs a deeper search: every check failed (see the report)\n");
     else
-      std::printf("  picks vs a deeper search (4x top-k): %lld of %zu within 90%% of its best "
-                  "(min %.3f, median %.3f)\n",
-                  static_cast<long long>(within), r.size(), r.front(), r[r.size() / 2]);
+      std::printf(
+          "  picks vs a deeper search (4x top-k): %lld of %zu within 90%% of its best "
+          "(min %.3f, median %.3f)\n",
+          static_cast<long long>(within), r.size(), r.front(), r[r.size() / 2]);
   }
   std::printf("  database %s\n", db.c_str());
   if (!a.report.empty()) std::printf("  report %s\n", a.report.c_str());
@@ -369,8 +379,8 @@ Collected run_workers(const TuneModelArgs& a, const std::vector<std::string>& na
 void run_tune_model(const TuneModelArgs& a) {
   if (!a.worker_tensors.empty()) return run_worker(a);
   const Checkpoint ck = open_checkpoint(a.checkpoint);
-  const std::vector<std::string> names = select_tensors(
-      ck, a.include, a.exclude.empty() ? kDefaultModelExcludes : a.exclude);
+  const std::vector<std::string> names =
+      select_tensors(ck, a.include, a.exclude.empty() ? kDefaultModelExcludes : a.exclude);
   std::vector<int> gpus;
   if (!a.gpus.empty()) {
     if (!a.arch.empty()) throw UserError("--gpus and --arch: --arch compiles offline, on no GPU");
@@ -387,10 +397,11 @@ void run_tune_model(const TuneModelArgs& a) {
   ProgressLine bar("tunings", total);
   ReportSnapshots snaps(a, device, gpus);
   Collected c;
-  if (gpus.size() > 1) {
+  if (!gpus.empty()) {
+    // Workers also for one GPU: CUDA_VISIBLE_DEVICES must be set before the driver starts,
+    // and this process started it to count the devices.
     c = run_workers(a, names, gpus, bar, snaps);
   } else {
-    if (gpus.size() == 1) setenv("CUDA_VISIBLE_DEVICES", std::to_string(gpus[0]).c_str(), 1);
     ModelTuneOptions o = o0;
     o.on_item = [&](const ModelTuneItem& it, int done, int) {
       if (it.status == "error") {
@@ -409,8 +420,8 @@ void run_tune_model(const TuneModelArgs& a) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   write_report(a, c, wall_s, device, gpus);
   print_summary(a, c, names.size(), wall_s, device, db);
-  for (const std::string& e : c.worker_errors) std::fprintf(stderr, "sparsegen: error: %s\n",
-                                                            e.c_str());
+  for (const std::string& e : c.worker_errors)
+    std::fprintf(stderr, "sparsegen: error: %s\n", e.c_str());
   int errors = 0;
   for (const auto& it : c.items) errors += it["status"] == "error";
   if (!c.worker_errors.empty() && errors == 0)

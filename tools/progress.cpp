@@ -19,7 +19,9 @@ ProgressLine::ProgressLine(std::string label, int total, bool on)
       start_(std::chrono::steady_clock::now()),
       last_draw_(start_ - std::chrono::seconds(1)) {}
 
-ProgressLine::~ProgressLine() { clear(); }
+ProgressLine::~ProgressLine() {
+  clear();
+}
 
 std::string ProgressLine::duration(double s) {
   if (!std::isfinite(s) || s < 0) return "?";

@@ -25,8 +25,7 @@ constexpr double kNormSpread = 0.05;
 float normal_from(uint64_t& state) {
   const double u1 = 1.0 - static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;  // (0, 1]
   const double u2 = static_cast<double>(splitmix64(state) >> 11) * 0x1.0p-53;
-  return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) *
-                            std::cos(2.0 * std::numbers::pi * u2));
+  return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2));
 }
 
 // Stores `v` in the file's dtype; a nonzero that would round to zero becomes the smallest
@@ -156,9 +155,9 @@ ModelGenResult generate_model(const ModelGenSpec& spec, const std::string& dir,
     if (progress) progress(++done, static_cast<int>(tensors.size()));
   };
   std::map<std::string, std::string> meta{
-      {"sparsegen", fmt::format("gen-model --like {} --method {} --sparsity {} --seed {}",
-                                spec.shape.name, to_string(spec.prune.method),
-                                spec.prune.sparsity, spec.seed)}};
+      {"sparsegen",
+       fmt::format("gen-model --like {} --method {} --sparsity {} --seed {}", spec.shape.name,
+                   to_string(spec.prune.method), spec.prune.sparsity, spec.seed)}};
   res.files = write_checkpoint(dir, plan, spec.max_shard_bytes, produce, meta);
   const std::string config = (std::filesystem::path(dir) / "config.json").string();
   std::ofstream f(config);

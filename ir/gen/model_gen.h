@@ -21,9 +21,9 @@ namespace sparsegen {
 
 struct ModelGenSpec {
   ModelShape shape;
-  std::optional<int64_t> layers;        // fewer decoder layers than the shape has
-  PruneSpec prune;                      // applied to every linear weight of the layers
-  StDType dtype = StDType::F16;         // F16, BF16 or F32
+  std::optional<int64_t> layers;  // fewer decoder layers than the shape has
+  PruneSpec prune;                // applied to every linear weight of the layers
+  StDType dtype = StDType::F16;   // F16, BF16 or F32
   uint64_t seed = 0;
   uint64_t max_shard_bytes = 5'000'000'000;  // transformers' default max_shard_size ("5GB")
 };
@@ -33,7 +33,7 @@ struct ModelGenResult {
   int64_t tensors = 0;
   int64_t linear_tensors = 0;  // pruned
   int64_t linear_elements = 0;
-  int64_t linear_kept = 0;     // stored nonzeros of the pruned weights
+  int64_t linear_kept = 0;  // stored nonzeros of the pruned weights
   // Kept weights whose magnitude is below the dtype's smallest subnormal: stored as that
   // subnormal (same sign) so the file's nonzero pattern is exactly the pruned one.
   int64_t raised_to_subnormal = 0;

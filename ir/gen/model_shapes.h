@@ -43,7 +43,7 @@ struct ModelTensor {
   std::string name;            // "model.layers.0.self_attn.q_proj.weight"
   std::vector<int64_t> shape;  // [out_features, in_features] for linears (nn.Linear's layout)
   ModelTensorKind kind = ModelTensorKind::Linear;
-  int64_t layer = -1;          // decoder layer, -1 outside the layers
+  int64_t layer = -1;  // decoder layer, -1 outside the layers
 };
 
 // Every tensor of the model in the order `transformers` saves them (embeddings, then layer by

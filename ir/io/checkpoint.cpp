@@ -86,10 +86,9 @@ void write_text_file(const std::string& path, const std::string& text) {
 }  // namespace
 
 const CheckpointTensor* Checkpoint::find(const std::string& name) const {
-  auto it = std::lower_bound(tensors.begin(), tensors.end(), name,
-                             [](const CheckpointTensor& t, const std::string& n) {
-                               return t.name < n;
-                             });
+  auto it =
+      std::lower_bound(tensors.begin(), tensors.end(), name,
+                       [](const CheckpointTensor& t, const std::string& n) { return t.name < n; });
   return it != tensors.end() && it->name == name ? &*it : nullptr;
 }
 
@@ -98,16 +97,18 @@ Checkpoint open_checkpoint(const std::string& path) {
   ck.source = path;
   std::error_code ec;
   if (!fs::is_regular_file(path, ec))
-    throw UserError(SourceLoc{path}, "no such file (expected a .safetensors file or a shard "
-                                     "index such as model.safetensors.index.json)");
+    throw UserError(SourceLoc{path},
+                    "no such file (expected a .safetensors file or a shard "
+                    "index such as model.safetensors.index.json)");
   if (ends_with(path, ".safetensors")) {
     ck.shards.push_back(read_safetensors(path));
     for (const SafetensorsTensor& t : ck.shards[0].tensors) ck.tensors.push_back({t.name, 0, &t});
     return ck;
   }
   if (!ends_with(path, ".json"))
-    throw UserError(SourceLoc{path}, "expected a .safetensors file or a .json shard index "
-                                     "(model.safetensors.index.json)");
+    throw UserError(SourceLoc{path},
+                    "expected a .safetensors file or a .json shard index "
+                    "(model.safetensors.index.json)");
   const std::map<std::string, std::string> index = parse_index(path);
   const fs::path dir = fs::path(path).parent_path();
   std::map<std::string, size_t> shard_of_file;
@@ -115,9 +116,8 @@ Checkpoint open_checkpoint(const std::string& path) {
     if (shard_of_file.count(file)) continue;
     const std::string shard_path = (dir / file).string();
     if (!fs::is_regular_file(shard_path, ec))
-      throw UserError(SourceLoc{path},
-                      fmt::format("shard '{}' (of tensor '{}') does not exist: {}", file, name,
-                                  shard_path));
+      throw UserError(SourceLoc{path}, fmt::format("shard '{}' (of tensor '{}') does not exist: {}",
+                                                   file, name, shard_path));
     shard_of_file.emplace(file, ck.shards.size());
     ck.shards.push_back(read_safetensors(shard_path));
   }
@@ -193,9 +193,9 @@ CheckpointWriteResult write_checkpoint(const std::string& dir,
     uint64_t offset = 0;
     for (size_t i : order) {
       const CheckpointEntry& e = plan[i];
-      SG_ASSERT(e.name != "__metadata__" && !header.contains(e.name) &&
-                    !weight_map.contains(e.name),
-                "tensor name reserved or repeated: " + e.name);
+      SG_ASSERT(
+          e.name != "__metadata__" && !header.contains(e.name) && !weight_map.contains(e.name),
+          "tensor name reserved or repeated: " + e.name);
       header[e.name] = {{"dtype", to_string(e.dtype)},
                         {"shape", e.shape},
                         {"data_offsets", {offset, offset + e.bytes()}}};

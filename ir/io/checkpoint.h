@@ -23,13 +23,13 @@ namespace sparsegen {
 
 struct CheckpointTensor {
   std::string name;
-  size_t shard = 0;                     // index into Checkpoint::shards
+  size_t shard = 0;                           // index into Checkpoint::shards
   const SafetensorsTensor* tensor = nullptr;  // into shards[shard]
 };
 
 struct Checkpoint {
-  std::string source;                   // the path given (a .safetensors or the index)
-  std::vector<SafetensorsFile> shards;  // one for a single file
+  std::string source;                     // the path given (a .safetensors or the index)
+  std::vector<SafetensorsFile> shards;    // one for a single file
   std::vector<CheckpointTensor> tensors;  // sorted by name
 
   // nullptr when absent.

@@ -132,8 +132,10 @@ def _linear(w: torch.Tensor) -> torch.nn.Linear:
 class Attention(torch.nn.Module):
     def __init__(self, t, heads, kv_heads):
         super().__init__()
-        self.q_proj, self.k_proj = _linear(t["self_attn.q_proj.weight"]), _linear(t["self_attn.k_proj.weight"])
-        self.v_proj, self.o_proj = _linear(t["self_attn.v_proj.weight"]), _linear(t["self_attn.o_proj.weight"])
+        self.q_proj = _linear(t["self_attn.q_proj.weight"])
+        self.k_proj = _linear(t["self_attn.k_proj.weight"])
+        self.v_proj = _linear(t["self_attn.v_proj.weight"])
+        self.o_proj = _linear(t["self_attn.o_proj.weight"])
         self.heads, self.kv_heads = heads, kv_heads
         self.hd = t["self_attn.q_proj.weight"].shape[0] // heads
 

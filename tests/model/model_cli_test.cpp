@@ -9,8 +9,8 @@
 #include <set>
 #include <span>
 #include <sstream>
-#include <vector>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -52,8 +52,10 @@ class ModelCli : public ::testing::Test {
 };
 
 TEST_F(ModelCli, GenModelWritesAShardedCheckpoint) {
-  const CliRun g = run("gen-model --like tiny-llama --method random --sparsity 0.7 --layers 1 "
-                       "--shard-size 50KB -o " + path("m"));
+  const CliRun g =
+      run("gen-model --like tiny-llama --method random --sparsity 0.7 --layers 1 "
+          "--shard-size 50KB -o " +
+          path("m"));
   ASSERT_EQ(g.rc, 0) << g.out;
   EXPECT_NE(g.out.find("12 tensors (7 pruned linear weights, random 0.7)"), std::string::npos)
       << g.out;
@@ -70,8 +72,8 @@ TEST_F(ModelCli, GenModelWritesAShardedCheckpoint) {
   EXPECT_EQ(read_json(path("m/config.json"))["num_hidden_layers"], 1);
   // inspect reads a tensor of a shard.
   const std::string shard = index["weight_map"]["model.layers.0.mlp.up_proj.weight"];
-  const CliRun i = run("inspect " + path("m/" + shard) +
-                       " --tensor model.layers.0.mlp.up_proj.weight");
+  const CliRun i =
+      run("inspect " + path("m/" + shard) + " --tensor model.layers.0.mlp.up_proj.weight");
   EXPECT_EQ(i.rc, 0) << i.out;
   EXPECT_NE(i.out.find("176 x 64"), std::string::npos) << i.out;
   // Writing over a checkpoint is refused.
@@ -116,8 +118,10 @@ TEST_F(ModelCli, TuneModelThenRerunIsAllCacheHits) {
   for (const auto& t : read_json(path("r2.json"))["tensors"]) EXPECT_EQ(t["status"], "cached");
 
   // Selection by glob, several dtypes.
-  const CliRun mlp = run("tune-model " + ck + " --include '*.mlp.*' --exclude '*down*' -n 2 "
-                         "--dtype fp16,bf16 --arch sm_90 --cache-dir " + path("c"));
+  const CliRun mlp = run("tune-model " + ck +
+                         " --include '*.mlp.*' --exclude '*down*' -n 2 "
+                         "--dtype fp16,bf16 --arch sm_90 --cache-dir " +
+                         path("c"));
   ASSERT_EQ(mlp.rc, 0) << mlp.out;
   EXPECT_NE(mlp.out.find("8 tunings of 4 tensors"), std::string::npos) << mlp.out;
 
@@ -150,6 +154,35 @@ TEST_F(ModelCli, WorkerModeWritesOneJsonLinePerTuning) {
   EXPECT_EQ(done, 1);
 }
 
+TEST_F(ModelCli, GpusRunsOneWorkerPerDeviceSharingTheDatabase) {
+  const std::string ck = gen();
+  // Two pretended devices (no GPU here: the workers compile offline, model only).
+  const std::string cmd = "env SPARSEGEN_TEST_GPU_COUNT=2 '" + std::string(SPARSEGEN_CLI) +
+                          "' tune-model " + ck + " -n 1,8 --top-k 0 --gpus all --cache-dir " +
+                          path("c") + " --report ";
+  const CliRun first = sparsegen::testing::run_command(cmd + path("r1.json") + " 2>&1");
+  ASSERT_EQ(first.rc, 0) << first.out;
+  EXPECT_NE(first.out.find("28 tunings of 14 tensors"), std::string::npos) << first.out;
+  const nlohmann::json r1 = read_json(path("r1.json"));
+  ASSERT_EQ(r1["tensors"].size(), 28u);
+  std::set<int> gpus;
+  for (const auto& t : r1["tensors"]) {
+    EXPECT_EQ(t["status"], "tuned") << t.dump();
+    gpus.insert(t["gpu"].get<int>());
+  }
+  EXPECT_EQ(gpus, (std::set<int>{0, 1}));
+  EXPECT_TRUE(r1["worker_errors"].empty());
+  const CliRun second = sparsegen::testing::run_command(cmd + path("r2.json") + " 2>&1");
+  ASSERT_EQ(second.rc, 0) << second.out;
+  EXPECT_NE(second.out.find("28 cache hits"), std::string::npos) << second.out;
+  const CliRun bad = sparsegen::testing::run_command(
+      "env SPARSEGEN_TEST_GPU_COUNT=2 '" + std::string(SPARSEGEN_CLI) + "' tune-model " + ck +
+      " --gpus 0,5 --top-k 0 --cache-dir " + path("c") + " 2>&1");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.out.find("--gpus 0,5: expected 'all' or device numbers 0 to 1"), std::string::npos)
+      << bad.out;
+}
+
 TEST_F(ModelCli, TuneModelBadInputIsNamed) {
   const std::string ck = gen();
   struct Case {
@@ -160,8 +193,7 @@ TEST_F(ModelCli, TuneModelBadInputIsNamed) {
        {Case{path("none.json"), "none.json: no such file", 1},
         Case{path("m/config.json"), "weight_map", 1},
         Case{ck + " --include '*.mpl.*'", "--include '*.mpl.*': matches no 2-D tensor", 1},
-        Case{ck + " -n 0", "-n 0", 1},
-        Case{ck + " -n 1,x", "-n x", 1},
+        Case{ck + " -n 0", "-n 0", 1}, Case{ck + " -n 1,x", "-n x", 1},
         Case{ck + " --dtype fp12", "--dtype", 1},
         Case{ck + " --arch sm_90 --top-k 4", "--top-k 4", 1},
         Case{ck + " --share-candidates 0", "--share-candidates", 1}}) {

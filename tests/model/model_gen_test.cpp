@@ -55,7 +55,7 @@ TEST(ModelShapes, Llama2HasTheHuggingFaceTensors) {
   const auto t = model_tensors(*shape);
   int linear = 0;
   for (const ModelTensor& m : t) linear += m.kind == ModelTensorKind::Linear;
-  EXPECT_EQ(linear, 224);                   // 7 per layer, 32 layers
+  EXPECT_EQ(linear, 224);                  // 7 per layer, 32 layers
   EXPECT_EQ(t.size(), 224u + 2 * 32 + 3);  // norms, embeddings, final norm, lm_head
   EXPECT_EQ(t.front().name, "model.embed_tokens.weight");
   EXPECT_EQ(t.front().shape, (std::vector<int64_t>{32000, 4096}));
@@ -68,8 +68,7 @@ TEST(ModelShapes, Llama2HasTheHuggingFaceTensors) {
   };
   EXPECT_EQ(find("model.layers.31.mlp.down_proj.weight").shape,
             (std::vector<int64_t>{4096, 11008}));
-  EXPECT_EQ(find("model.layers.0.mlp.gate_proj.weight").shape,
-            (std::vector<int64_t>{11008, 4096}));
+  EXPECT_EQ(find("model.layers.0.mlp.gate_proj.weight").shape, (std::vector<int64_t>{11008, 4096}));
   EXPECT_EQ(find("model.layers.5.self_attn.v_proj.weight").shape,
             (std::vector<int64_t>{4096, 4096}));
   EXPECT_EQ(find("model.layers.5.input_layernorm.weight").shape, (std::vector<int64_t>{4096}));

@@ -89,8 +89,7 @@ TEST_F(ModelTune, SimilarFeaturesGroupLayersOfOneKind) {
   auto features = [&](const std::string& name) {
     const CheckpointTensor* t = ck.find(name);
     Diagnostics d;
-    return compute_features(
-        dense_to_csr(tensor_to_dense(ck.shards[t->shard], *t->tensor), d));
+    return compute_features(dense_to_csr(tensor_to_dense(ck.shards[t->shard], *t->tensor), d));
   };
   const MatrixFeatures up0 = features("model.layers.0.mlp.up_proj.weight");
   const MatrixFeatures up1 = features("model.layers.1.mlp.up_proj.weight");
@@ -159,7 +158,8 @@ TEST_F(ModelTune, TensorIndexShortcutAndNewJobs) {
   // Garbage lines in the index are ignored.
   {
     std::ofstream f(tensor_index_path(path("cache")), std::ios::app);
-    f << "v1\tbroken\n" << "v9\tF16:1x1:00\t1\t1\t1\t0\t0\n";
+    f << "v1\tbroken\n"
+      << "v9\tF16:1x1:00\t1\t1\t1\t0\t0\n";
   }
   EXPECT_EQ(TensorIndex(tensor_index_path(path("cache"))).size(), 2u);
   // A new N: the stored N = 1 is still a hit, N = 8 is tuned.
