@@ -61,13 +61,16 @@ KernelSignature KernelSignature::without_table_data() const {
   for (const KernelParam& p : params)
     light.push_back({p.name, p.kind, p.source, is_table(p.kind) ? std::vector<int64_t>{} : p.data});
   return {kernel_name, std::move(light), launch,      prologue,     epilogue,    workspace_bytes,
-          b_alignment, workspace_zeroed, b_transform, b_work_bytes, token_scales};
+          b_alignment, workspace_zeroed, b_transform, b_work_bytes, token_scales,
+          gemms_before, gemms_after};
 }
 
 std::string describe(const KernelSignature& sig) {
   std::string s = describe_aux("b_transform", sig.b_transform);
   if (sig.b_work_bytes > 0) s += fmt::format("B work {} bytes\n", sig.b_work_bytes);
   if (sig.token_scales > 0) s += fmt::format("token scales {} floats\n", sig.token_scales);
+  for (const LibraryGemm& g : sig.gemms_before)
+    s += fmt::format("library gemm {} {}x{}x{}{}\n", g.name, g.m, g.n, g.k, g.relu ? " relu" : "");
   s += describe_aux("prologue", sig.prologue);
   if (sig.workspace_bytes > 0)
     s += fmt::format("workspace {} bytes (fp32 accumulation, C's layout)\n", sig.workspace_bytes);
@@ -83,6 +86,8 @@ std::string describe(const KernelSignature& sig) {
     if (!p.data.empty()) s += fmt::format(" ({} entries)", p.data.size());
     s += '\n';
   }
+  for (const LibraryGemm& g : sig.gemms_after)
+    s += fmt::format("library gemm {} {}x{}x{}{}\n", g.name, g.m, g.n, g.k, g.relu ? " relu" : "");
   s += describe_aux("epilogue", sig.epilogue);
   return s;
 }

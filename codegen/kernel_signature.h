@@ -67,8 +67,30 @@ struct AuxKernel {
   bool present() const { return !name.empty(); }
 };
 
-// Launch order on one stream: b_transform (when present), prologue (when present), the main
-// kernel (unless empty_grid()), epilogue (when present). b_transform reads B (and may write
+// One operand of a LibraryGemm: a buffer the run binds by kind (B, C, Values, BWork), an offset
+// into it in elements of the value type, and the row stride (leading dimension, elements).
+struct GemmOperand {
+  ParamKind buffer = ParamKind::B;
+  int64_t offset = 0;
+  int64_t ld = 0;
+};
+
+// A dense GEMM the runtime runs through the BLAS library (cuBLASLt, loaded at run time:
+// runtime/cublaslt.h) as a step of the launch sequence: row-major c (m x n) = alpha · a (m x k) ·
+// b + beta · c, b row-major k x n or (b_transposed) n x k; the problem's 16-bit type, fp32
+// accumulation; relu applies max(0, ·) to the result. alpha and beta are the run's when
+// run_alpha_beta, else 1 and 0. Planned once when the kernel is loaded, never per call.
+struct LibraryGemm {
+  std::string name;  // for logs: "gate", "down"
+  GemmOperand a, b, c;
+  int64_t m = 0, n = 0, k = 0;
+  bool b_transposed = false;
+  bool relu = false;
+  bool run_alpha_beta = false;
+};
+
+// Launch order on one stream: b_transform (when present), gemms_before, prologue (when present),
+// the main kernel (unless empty_grid()), gemms_after, epilogue (when present). b_transform reads B (and may write
 // TokenScales) and writes BWork, which the later kernels read instead of B: a kernel on B, e.g.
 // the activation lifting and per-token quantization of a sliding-window sparse GEMM. Used when rows
 // are finished with atomic adds (OutputMode::Atomic):
@@ -93,6 +115,8 @@ struct KernelSignature {
   AuxKernel b_transform;     // B -> BWork (and TokenScales), before everything else
   int64_t b_work_bytes = 0;  // device memory for the BWork parameter; 0: none
   int64_t token_scales = 0;  // floats of the TokenScales parameter (N); 0: none
+  std::vector<LibraryGemm> gemms_before;  // after b_transform, before the prologue
+  std::vector<LibraryGemm> gemms_after;   // after the main kernel, before the epilogue
   // True when grid_x or grid_y is 0: the caller must not launch the main kernel (prologue and
   // epilogue still run: they apply C = beta * C).
   bool empty_grid() const { return launch.grid_x == 0 || launch.grid_y == 0; }

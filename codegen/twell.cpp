@@ -44,7 +44,10 @@ class TwellEmitter : public Emitter {
     decl(fmt::format("// sparsegen twell kernels\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
     decl(fmt::format("using T = {};", p_.dtype == DType::F16 ? "__half" : "__nv_bfloat16"));
-    emit_gate();
+    if (s_.gate == TwellGate::Mma)
+      emit_gate();
+    else
+      emit_pack();
     emit_down();
     GeneratedKernel k;
     k.source = kernel_source(fmt::format(
@@ -61,6 +64,7 @@ class TwellEmitter : public Emitter {
  private:
   bool vec_x() const { return p_.k % 8 == 0; }
   std::string gate_name() const { return opt_.kernel_name + "_gate"; }
+  std::string pack_name() const { return opt_.kernel_name + "_pack"; }
   int groups() const {
     const int64_t threads = s_.warps * 32;
     return static_cast<int>((twell_k_padded(p_) / 8 + threads - 1) / threads);
@@ -86,6 +90,20 @@ class TwellEmitter : public Emitter {
         p_.gated ? "gate" : "up", kTwellGemmRows, s_.tile, kTwellGemmThreads, gate_name(), c.text));
   }
 
+  // gate=lib: the pack kernel over the library GEMM's dense G (a prologue before kernel 2).
+  void emit_pack() {
+    const TwellBuffer b = twell_buffer(p_, s_);
+    const auto c = call(tmpl::twell_pack, targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}),
+                        ptr_u32("bw"), i32(num(p_.m)), i32(num(p_.n)),
+                        i32(num(twell_tiles(p_, s_))), i32(num(b.entries / 4)),
+                        i32(num(b.backup / 4)));
+    decl(fmt::format(
+        "// G = ReLU(x · W_g) comes from the BLAS library; this packs it as TwELL\n"
+        "extern \"C\" __global__ void __launch_bounds__(256) {}(unsigned* __restrict__ bw) {{\n"
+        "  {};\n}}",
+        pack_name(), c.text));
+  }
+
   // Kernel 2: the main kernel's body.
   void emit_down() {
     const TwellWeights w = twell_weights_layout(p_);
@@ -97,11 +115,11 @@ class TwellEmitter : public Emitter {
         s_.warps, kTwellBatch, groups()));
     call_stmt(tmpl::twell_down,
               targs(TypeArg{"T"}, IntArg{s_.warps}, IntArg{s_.tile}, IntArg{s_.cap()},
-                    IntArg{p_.gated ? 1 : 0}, IntArg{groups()}),
+                    IntArg{p_.gated ? 1 : 0}, IntArg{groups()}, IntArg{twell_k_padded(p_)}),
               cptr_t("B"), cptr_t(fmt::format("values + {}", w.up_t)),
               cptr_t(fmt::format("values + {}", w.down)), cptr_u32("bw"), ptr_t("C"),
-              ptr_f32("sg_smem"), f32("alpha"), f32("beta"), i32(num(p_.k)),
-              i32(num(twell_k_padded(p_))), i32(num(p_.n)), i32(num(twell_tiles(p_, s_))),
+              ptr_f32("sg_smem"), f32("alpha"), f32("beta"), i32(num(p_.k)), i32(num(p_.n)),
+              i32(num(twell_tiles(p_, s_))),
               i32(num(b.entries / 4)), i32(num(b.backup / 4)));
   }
 
@@ -118,6 +136,29 @@ class TwellEmitter : public Emitter {
     sig.launch.dynamic_shared_bytes = twell_down_shared_bytes(p_, s_);
     sig.b_alignment = vec_x() ? 16 : 2;
     sig.b_work_bytes = twell_buffer(p_, s_).bytes;
+    if (s_.gate == TwellGate::Lib) {
+      // G = ReLU(x · W_g^T') into the backup region, then the pack kernel.
+      const TwellWeights w = twell_weights_layout(p_);
+      LibraryGemm g;
+      g.name = p_.gated ? "gate" : "up";
+      g.a = {ParamKind::B, 0, p_.k};
+      g.b = {ParamKind::Values, p_.gated ? w.gate_t : w.up_t, twell_k_padded(p_)};
+      g.c = {ParamKind::BWork, twell_buffer(p_, s_).backup / 2, p_.n};
+      g.m = p_.m;
+      g.n = p_.n;
+      g.k = p_.k;
+      g.b_transposed = true;
+      g.relu = true;
+      sig.gemms_before.push_back(g);
+      sig.b_alignment = 2;
+      AuxKernel& pk = sig.prologue;
+      pk.name = pack_name();
+      pk.params = {{"bw", ParamKind::BWork, "TwELL activations", {}}};
+      pk.launch.grid_x = twell_tiles(p_, s_);
+      pk.launch.grid_y = (p_.m + 7) / 8;
+      pk.launch.block_threads = 256;
+      return sig;
+    }
     AuxKernel& t = sig.b_transform;
     t.name = gate_name();
     t.params = {{"values", ParamKind::Values, "twell.weights", {}},

@@ -14,9 +14,9 @@
 //       const T* __restrict__ values, const T* __restrict__ B, const unsigned* __restrict__ bw,
 //       T* __restrict__ C, float alpha, float beta) {
 //     extern __shared__ __align__(16) float sg_smem[];
-//     sg::twell_down<T, 8, 128, 32, 1, 1>(B, values + up_off, values + down_off, bw, C, sg_smem,
-//                                         alpha, beta, 2048, 2048, 5632, 44, entries_off,
-//                                         backup_off);
+//     sg::twell_down<T, 8, 128, 32, 1, 1, 2048>(B, values + up_off, values + down_off, bw, C,
+//                                               sg_smem, alpha, beta, 2048, 5632, 44,
+//                                               entries_off, backup_off);
 //   }
 //
 // B is x (M×K) and C is y (M×K); values are the weights in the layout of twell_weights_layout.

@@ -16,6 +16,7 @@
 #include "ir/format.h"
 #include "ir/parallel.h"
 #include "ir/verifier.h"
+#include "runtime/cublaslt.h"
 
 namespace sparsegen {
 namespace {
@@ -224,6 +225,8 @@ struct CompiledKernel::Impl {
   cuda::DeviceBuffer b_work;               // B transformed by b_transform
   cuda::DeviceBuffer token_scales;         // one fp32 per column of B, written by b_transform
   std::vector<cuda::DeviceBuffer> tables;  // one per parameter (empty for non-tables)
+  // The signature's library GEMMs, planned at load (gemms_before, then gemms_after).
+  std::vector<std::unique_ptr<cublaslt::Gemm>> gemms;
   int registers = 0;
 
   // Steps 8-9 from `src` (k.build when the build was moved in, else the caller's build); steps
@@ -271,6 +274,20 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src) {
     if (sig.launch.dynamic_shared_bytes > 48 * 1024)
       cuda::set_max_dynamic_shared_memory(kernel,
                                           static_cast<int>(sig.launch.dynamic_shared_bytes));
+    for (const auto* list : {&sig.gemms_before, &sig.gemms_after})
+      for (const codegen::LibraryGemm& g : *list) {
+        cublaslt::GemmShape sh;
+        sh.m = g.m;
+        sh.n = g.n;
+        sh.k = g.k;
+        sh.lda = g.a.ld;
+        sh.ldb = g.b.ld;
+        sh.ldc = g.c.ld;
+        sh.half = src.problem.dtype == DType::F16;
+        sh.b_transposed = g.b_transposed;
+        sh.relu = g.relu;
+        gemms.push_back(std::make_unique<cublaslt::Gemm>(sh));
+      }
     if (b_transform != nullptr && sig.b_transform.launch.dynamic_shared_bytes > 48 * 1024)
       cuda::set_max_dynamic_shared_memory(
           b_transform, static_cast<int>(sig.b_transform.launch.dynamic_shared_bytes));
@@ -351,6 +368,41 @@ struct RunArgs {
   float alpha = 1.0f, beta = 0.0f;
   const std::vector<cuda::DeviceBuffer>* tables = nullptr;  // main kernel's, by parameter index
 };
+
+// The device address of a library GEMM operand (its buffer bound by kind, plus the offset).
+CUdeviceptr operand_ptr(const codegen::GemmOperand& o, const RunArgs& a, int64_t elem_bytes) {
+  CUdeviceptr base = 0;
+  switch (o.buffer) {
+    case codegen::ParamKind::B:
+      base = a.b;
+      break;
+    case codegen::ParamKind::C:
+      base = a.c;
+      break;
+    case codegen::ParamKind::Values:
+      base = a.values;
+      break;
+    case codegen::ParamKind::BWork:
+      base = a.b_work;
+      break;
+    default:
+      SG_ASSERT(false, "library GEMM operand in a " + std::string(codegen::to_string(o.buffer)) +
+                           " buffer");
+  }
+  return base + static_cast<CUdeviceptr>(o.offset * elem_bytes);
+}
+
+// Runs `list` (planned in `plans` from index `first`) on the stream.
+void run_gemms(const std::vector<codegen::LibraryGemm>& list,
+               const std::vector<std::unique_ptr<cublaslt::Gemm>>& plans, size_t first,
+               const RunArgs& a, int64_t elem_bytes, CUstream stream) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    const codegen::LibraryGemm& g = list[i];
+    plans[first + i]->run(operand_ptr(g.a, a, elem_bytes), operand_ptr(g.b, a, elem_bytes),
+                          operand_ptr(g.c, a, elem_bytes), g.run_alpha_beta ? a.alpha : 1.0f,
+                          g.run_alpha_beta ? a.beta : 0.0f, stream);
+  }
+}
 
 // Launches `f` with `params` bound by kind (the main kernel, prologue and epilogue alike).
 // `with_tables`: `params` are the main kernel's (tables are uploaded per parameter index).
@@ -435,6 +487,8 @@ void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
   a.token_scales = k.token_scales.ptr();
   if (k.b_transform != nullptr)
     launch_bound(k.b_transform, sig.b_transform.params, sig.b_transform.launch, a, false, stream);
+  const int64_t elem = dtype_bytes(p.b_dtype());
+  run_gemms(sig.gemms_before, k.gemms, 0, a, elem, stream);
   if (k.prologue != nullptr)
     launch_bound(k.prologue, sig.prologue.params, sig.prologue.launch, a, false, stream);
   if (sig.empty_grid()) {
@@ -445,6 +499,7 @@ void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
   } else {
     launch_bound(k.kernel, sig.params, sig.launch, a, true, stream);
   }
+  run_gemms(sig.gemms_after, k.gemms, sig.gemms_before.size(), a, elem, stream);
   if (k.epilogue != nullptr)
     launch_bound(k.epilogue, sig.epilogue.params, sig.epilogue.launch, a, false, stream);
 }

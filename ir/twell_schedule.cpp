@@ -23,7 +23,16 @@ int sm_of(const DeviceLimits& dev) {
   return v;
 }
 
+constexpr std::string_view kGateNames[] = {"mma", "lib"};
+
 }  // namespace
+
+std::string_view to_string(TwellGate g) {
+  return kGateNames[static_cast<int>(g)];
+}
+std::optional<TwellGate> parse_twell_gate(std::string_view s) {
+  return spec_fields::lookup<TwellGate>(kGateNames, s);
+}
 
 std::vector<std::string> validate(const TwellSchedule& s) {
   std::vector<std::string> why;
@@ -52,7 +61,8 @@ std::vector<std::string> validate_twell(const Problem& p, const TwellSchedule& s
 }
 
 std::string twell_spec(const TwellSchedule& s) {
-  return fmt::format("twell;tile={};comp={};warps={}", s.tile, s.comp, s.warps);
+  return fmt::format("twell;tile={};comp={};warps={};gate={}", s.tile, s.comp, s.warps,
+                     to_string(s.gate));
 }
 
 std::string print_twell(const TwellSchedule& s) {
@@ -61,10 +71,15 @@ std::string print_twell(const TwellSchedule& s) {
       "  format : tile-wise ELL, {} columns per tile, room for {} entries (comp {}), dense "
       "backup for fuller tiles\n",
       s.tile, s.cap(), s.comp);
-  out += fmt::format(
-      "  kernel1: x·W_g on mma.sync m16n8k16, {} x {} block tile, {} warps, {} stages; "
-      "ReLU + TwELL epilogue\n",
-      kTwellGemmRows, s.tile, kTwellGemmThreads / kWarpSize, kTwellGemmStages);
+  if (s.gate == TwellGate::Mma)
+    out += fmt::format(
+        "  kernel1: x·W_g on mma.sync m16n8k16, {} x {} block tile, {} warps, {} stages; "
+        "ReLU + TwELL epilogue\n",
+        kTwellGemmRows, s.tile, kTwellGemmThreads / kWarpSize, kTwellGemmStages);
+  else
+    out +=
+        "  kernel1: G = ReLU(x·W_g) by the BLAS library (dense, the backup), then one warp per "
+        "row and tile packs TwELL\n";
   out += fmt::format(
       "  kernel2: one block of {} warps per token, batches of {} entries: u = x·W_u[:,n], "
       "y += h·u·W_d[n,:]\n",
@@ -83,8 +98,12 @@ TwellSchedule parse_twell_fields(std::string_view spec,
       s.comp = num(4096);
     else if (key == "warps")
       s.warps = num(64);
-    else
-      spec_fields::error(key, "one of tile, comp, warps (family twell)", key);
+    else if (key == "gate") {
+      const auto g = parse_twell_gate(v);
+      if (!g) spec_fields::error(key, spec_fields::alternatives(kGateNames), v);
+      s.gate = *g;
+    } else
+      spec_fields::error(key, "one of tile, comp, warps, gate (family twell)", key);
   });
   spec_fields::check_legal(spec, validate(s));
   return s;
@@ -108,8 +127,9 @@ TwellBuffer twell_buffer(const Problem& p, const TwellSchedule& s) {
 }
 
 int64_t twell_gemm_shared_bytes(const TwellSchedule& s) {
+  if (s.gate == TwellGate::Lib) return 0;
   const int64_t stage = int64_t{kTwellGemmRows + s.tile} * 40 * 2;  // rows padded to 40 halves
-  return std::max<int64_t>(kTwellGemmStages * stage, int64_t{kTwellGemmRows} * s.tile * 2);
+  return std::max<int64_t>(kTwellGemmStages * stage, int64_t{kTwellGemmRows} * (s.tile + 8) * 2);
 }
 
 int64_t twell_down_shared_bytes(const Problem& p, const TwellSchedule& s) {
@@ -171,12 +191,13 @@ std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatri
                                                 const DeviceLimits& dev) {
   std::vector<Schedule> out;
   if (!validate_twell(p, TwellSchedule{}).empty() || a.cols != p.n) return out;
-  for (int tile : {128, 64})
-    for (int comp : {4, 8, 2, 16, 1})
-      for (int warps : {8, 4}) {
-        const TwellSchedule s{tile, comp, warps};
-        if (verify_twell(p, s, dev).empty()) out.emplace_back(s);
-      }
+  for (TwellGate gate : {TwellGate::Lib, TwellGate::Mma})
+    for (int tile : {128, 64})
+      for (int comp : {4, 8, 2, 16, 1})
+        for (int warps : {8, 4}) {
+          const TwellSchedule s{tile, comp, warps, gate};
+          if (verify_twell(p, s, dev).empty()) out.emplace_back(s);
+        }
   return out;
 }
 

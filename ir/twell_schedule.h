@@ -2,10 +2,13 @@
 // hidden activations between them in tile-wise ELL (ir/twell_format.h). Its IrFamily is in
 // ir/twell_family.cpp.
 //
-//   twell;tile=128;comp=4;warps=8
+//   twell;tile=128;comp=4;warps=8;gate=mma
 //     tile   T, the first kernel's N-tile and the TwELL tile: 64 or 128 columns
 //     comp   C, the compression: room for T / C entries per row and tile (1, 2, 4, 8, 16)
 //     warps  warps per block of the second kernel (4 or 8)
+//     gate   how the gate activations are computed: mma (kernel 1 below, generated) or lib (the
+//            dense BLAS library's GEMM with a ReLU epilogue writes G = ReLU(x·W_g) densely, then
+//            a pack kernel writes the TwELL counts and entries; G serves as the dense backup)
 //
 // Kernel 1 (b_transform, on x):  block (t, y) computes G = x[128 rows of y] · W_g[:, tile t] on
 //   the tensor cores (mma.sync m16n8k16, fp32 accumulation, cp.async 3-stage pipeline, 8 warps),
@@ -24,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,12 +39,18 @@
 
 namespace sparsegen {
 
+// How a twell schedule computes the gate activations (one name table: SPEC, printer, key).
+enum class TwellGate { Mma, Lib };
+std::string_view to_string(TwellGate g);  // "mma", "lib"
+std::optional<TwellGate> parse_twell_gate(std::string_view s);
+
 struct TwellSchedule {
   static constexpr std::string_view kFamily = "twell";
 
   int tile = 128;  // T: 64, 128
   int comp = 4;    // C: 1, 2, 4, 8, 16 (cap = T / C entries per row-tile)
   int warps = 8;   // kernel 2: 4, 8
+  TwellGate gate = TwellGate::Mma;
 
   int cap() const { return tile / comp; }
   bool operator==(const TwellSchedule&) const = default;
@@ -69,8 +79,8 @@ struct TwellBuffer {
   int64_t counts = 0, entries = 0, backup = 0, bytes = 0;
 };
 TwellBuffer twell_buffer(const Problem& p, const TwellSchedule& s);
-// Dynamic shared memory of kernel 1 (pipeline stages / epilogue tile) and kernel 2 (x row, batch,
-// tile prefix sums).
+// Dynamic shared memory of kernel 1 (pipeline stages / epilogue tile; 0 for gate=lib) and kernel
+// 2 (x row, batch, tile prefix sums).
 int64_t twell_gemm_shared_bytes(const TwellSchedule& s);
 int64_t twell_down_shared_bytes(const Problem& p, const TwellSchedule& s);
 int twell_registers(const Problem& p, const TwellSchedule& s);  // kernel 2's estimate
@@ -85,7 +95,8 @@ TwellWeights twell_weights_layout(const Problem& p);
 std::vector<std::string> verify_twell(const Problem& p, const TwellSchedule& s,
                                       const DeviceLimits& dev);
 
-// Every legal schedule: tile {128, 64} × comp {4, 8, 2, 16, 1} × warps {8, 4}; none unless the
+// Every legal schedule: gate {lib, mma} × tile {128, 64} × comp {4, 8, 2, 16, 1} × warps {8, 4};
+// none unless the
 // problem is a gated FFN and `a` an activation pattern with N columns.
 std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev);

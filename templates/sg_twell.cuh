@@ -204,15 +204,55 @@ __device__ __forceinline__ void twell_gate_gemm(const T* __restrict__ x, const T
   }
 }
 
+// gate=lib's pack kernel: G = ReLU(x·W_g) is dense in the backup region (M x N, the library
+// GEMM's output); one warp per (row, tile), 8 rows per block (grid: tiles x ceil(M / 8)), each
+// lane reading TILE / 32 consecutive columns, writes the count and, when it fits, the entries
+// in column order. An overflowing tile needs nothing more: its dense values are G's.
+template <typename T, int TILE, int CAP>
+__device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int n, int tiles,
+                                           int entries_off, int backup_off) {
+  constexpr int V = TILE / 32;
+  const int lane = threadIdx.x & 31, row = blockIdx.y * 8 + (threadIdx.x >> 5), tile = blockIdx.x;
+  if (row >= m) return;
+  const T* g = reinterpret_cast<const T*>(tw + backup_off) + static_cast<size_t>(row) * n;
+  const int c0 = tile * TILE + lane * V;
+  T v[V];
+  int mine = 0;
+#pragma unroll
+  for (int e = 0; e < V; ++e) {
+    v[e] = c0 + e < n ? g[c0 + e] : detail::Cvt<T>::from_f32(0.0f);
+    mine += detail::Cvt<T>::to_f32(v[e]) != 0.0f ? 1 : 0;
+  }
+  int incl = mine;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int u = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += u;
+  }
+  const int total = __shfl_sync(0xffffffffu, incl, 31);
+  const size_t cell = static_cast<size_t>(row) * tiles + tile;
+  if (lane == 0) reinterpret_cast<int*>(tw)[cell] = total;
+  if (total > CAP) return;
+  unsigned* entries = tw + entries_off + cell * CAP;
+  int slot = incl - mine;
+#pragma unroll
+  for (int e = 0; e < V; ++e)
+    if (detail::Cvt<T>::to_f32(v[e]) != 0.0f)
+      entries[slot++] = (static_cast<unsigned>(lane * V + e) << 16) | detail::twell_bits(v[e]);
+}
+
 // Kernel 2 (see the top comment). Block = one token row, WARPS warps; each thread accumulates G
-// groups of 8 output columns (8·(tid + g·threads) …). smem: the x row (kp values), the batch
+// groups of 8 output columns (8·(tid + g·threads) …). smem: the x row (KP values), the batch
 // (64 columns, values, h·u), tile prefix sums (tiles + 1), the overflowing tiles (tiles), 2 ints.
-template <typename T, int WARPS, int TILE, int CAP, int GATED, int G>
+// KP (K rounded up to 8) is a constant so that the dot products' loads are unrolled: all of a
+// lane's 16-byte pieces of a W_u row are in flight at once.
+template <typename T, int WARPS, int TILE, int CAP, int GATED, int G, int KP>
 __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __restrict__ w_up_t,
                                            const T* __restrict__ w_down,
                                            const unsigned* __restrict__ tw, T* __restrict__ y,
-                                           float* smem_f, float alpha, float beta, int k, int kp,
-                                           int n, int tiles, int entries_off, int backup_off) {
+                                           float* smem_f, float alpha, float beta, int k, int n,
+                                           int tiles, int entries_off, int backup_off) {
+  constexpr int kp = KP;
   constexpr int THREADS = WARPS * 32, BATCH = 64;
   const int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   T* xs = reinterpret_cast<T*>(smem_f);
@@ -269,6 +309,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       for (int j = warp; j < cnt; j += WARPS) {
         const T* wu = w_up_t + static_cast<size_t>(bcol[j]) * kp;
         float s = 0.0f;
+#pragma unroll
         for (int i = lane * 8; i < kp; i += 256) {
           const uint4 wv = *reinterpret_cast<const uint4*>(wu + i);
           const uint4 xv = *reinterpret_cast<const uint4*>(xs + i);

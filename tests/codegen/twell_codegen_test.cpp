@@ -22,8 +22,8 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                                       b.entries / 4, b.backup / 4)),
             std::string::npos)
       << k.source;
-  EXPECT_NE(k.source.find(fmt::format("sg::twell_down<T, 8, 128, 32, 1, 1>(B, values + {}, values "
-                                      "+ {}, bw, C, sg_smem, alpha, beta, 2048, 2048, 5632, 44",
+  EXPECT_NE(k.source.find(fmt::format("sg::twell_down<T, 8, 128, 32, 1, 1, 2048>(B, values + {}, "
+                                      "values + {}, bw, C, sg_smem, alpha, beta, 2048, 5632, 44",
                                       w.up_t, w.down)),
             std::string::npos)
       << k.source;
@@ -43,9 +43,39 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                            "104, 700, 11,"),
             std::string::npos)
       << kq.source;
-  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 64, 4, 0, 1>"), std::string::npos) << kq.source;
+  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 64, 4, 0, 1, 104>"), std::string::npos)
+      << kq.source;
   EXPECT_EQ(kq.signature.b_alignment, 2);
   EXPECT_EQ(twell_weights_layout(q).elements, 2 * 700 * 104);
+}
+
+// gate=lib: the library GEMM writes G = ReLU(x · W_g) into the backup region, the pack kernel
+// runs as the prologue, kernel 2 as before.
+TEST(TwellCodegen, LibraryGateSignature) {
+  const Problem p = Problem::gated_ffn(300, 100, 1000, DType::F16);
+  const TwellSchedule s{64, 8, 8, TwellGate::Lib};
+  const GeneratedKernel k = emit_twell(p, Schedule(s));
+  ASSERT_EQ(k.signature.gemms_before.size(), 1u);
+  const LibraryGemm& g = k.signature.gemms_before[0];
+  EXPECT_EQ(g.m, 300);
+  EXPECT_EQ(g.n, 1000);
+  EXPECT_EQ(g.k, 100);
+  EXPECT_TRUE(g.relu && g.b_transposed && !g.run_alpha_beta);
+  EXPECT_EQ(g.a.buffer, ParamKind::B);
+  EXPECT_EQ(g.a.ld, 100);
+  EXPECT_EQ(g.b.buffer, ParamKind::Values);
+  EXPECT_EQ(g.b.offset, 0);
+  EXPECT_EQ(g.b.ld, 104);
+  EXPECT_EQ(g.c.buffer, ParamKind::BWork);
+  EXPECT_EQ(g.c.offset, twell_buffer(p, s).backup / 2);
+  EXPECT_EQ(g.c.ld, 1000);
+  EXPECT_FALSE(k.signature.b_transform.present());
+  EXPECT_EQ(k.signature.prologue.name, "sparsegen_twell_pack");
+  EXPECT_EQ(k.signature.prologue.launch.grid_x, 16);
+  EXPECT_EQ(k.signature.prologue.launch.grid_y, 38);
+  EXPECT_NE(k.source.find("sg::twell_pack<T, 64, 8>(bw, 300, 1000, 16,"), std::string::npos)
+      << k.source;
+  EXPECT_EQ(k.source.find("twell_gate_gemm"), std::string::npos);
 }
 
 TEST(TwellCodegen, CompilesForSm80AndSm90) {
@@ -54,7 +84,8 @@ TEST(TwellCodegen, CompilesForSm80AndSm90) {
       for (int variant = 0; variant < 2; ++variant) {
         const Problem p = Problem::gated_ffn(33, variant == 0 ? 256 : 250, 1000, dt, variant == 0);
         const GeneratedKernel k =
-            emit_twell(p, Schedule(TwellSchedule{variant == 0 ? 128 : 64, 4, 8}));
+            emit_twell(p, Schedule(TwellSchedule{variant == 0 ? 128 : 64, 4, 8,
+                                                 variant == 0 ? TwellGate::Mma : TwellGate::Lib}));
         nvrtc::CompileOptions o;
         o.arch = arch;
         o.headers = k.headers;

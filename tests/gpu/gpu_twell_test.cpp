@@ -63,7 +63,7 @@ TEST_F(GpuTwell, EveryScheduleOfTheSpace) {
   EnumerateOptions o;
   o.device = target_.limits;
   const auto all = find_ir_family("twell")->enumerate(c.problem, h, o);
-  ASSERT_EQ(all.size(), 20u);
+  ASSERT_EQ(all.size(), 40u);
   for (const Schedule& s : all) check(spec, to_string(s));
 }
 
@@ -86,11 +86,15 @@ TEST_F(GpuTwell, TokenCountsShapesAndTypes) {
 TEST_F(GpuTwell, FromAFewNonzerosToRowsThatOverflowEveryTile) {
   uint64_t seed = 40;
   for (double mean : {5.0, 30.0, 120.0, 600.0, 2000.0})
-    for (const char* sched : {"twell;tile=128;comp=4;warps=8", "twell;tile=64;comp=16;warps=4"})
+    for (const char* sched : {"twell;tile=128;comp=4;warps=8", "twell;tile=64;comp=16;warps=4",
+                              "twell;tile=128;comp=8;warps=8;gate=lib",
+                              "twell;tile=64;comp=16;warps=4;gate=lib"})
       check({.m = 200, .k = 264, .n = 2100, .mean_nnz = mean, .seed = ++seed}, sched);
   // Every tile of every row overflows (dense activations).
   check({.m = 64, .k = 128, .n = 700, .mean_nnz = 699, .spread = 0, .seed = 77},
         "twell;tile=64;comp=16;warps=8");
+  check({.m = 64, .k = 128, .n = 700, .mean_nnz = 699, .spread = 0, .seed = 78},
+        "twell;tile=64;comp=16;warps=8;gate=lib");
 }
 
 TEST_F(GpuTwell, LlmShapeWithManyTokens) {

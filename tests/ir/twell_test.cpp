@@ -163,7 +163,7 @@ TEST(FfnReference, MatchesADirectComputationAndFlagsAWrongElement) {
 
 TEST(TwellSchedule, SpecRoundTripsAndPrints) {
   const Schedule s(TwellSchedule{64, 8, 4});
-  EXPECT_EQ(to_string(s), "twell;tile=64;comp=8;warps=4");
+  EXPECT_EQ(to_string(s), "twell;tile=64;comp=8;warps=4;gate=mma");
   EXPECT_EQ(parse_schedule(to_string(s)), s);
   EXPECT_EQ(print_schedule(s),
             "schedule twell\n"
@@ -174,7 +174,8 @@ TEST(TwellSchedule, SpecRoundTripsAndPrints) {
             "  kernel2: one block of 4 warps per token, batches of 64 entries: u = x·W_u[:,n], y "
             "+= h·u·W_d[n,:]\n");
   for (const char* bad :
-       {"twell;tile=96", "twell;comp=3", "twell;warps=2", "twell;tile=x", "twell;nosuch=1"})
+       {"twell;tile=96", "twell;comp=3", "twell;warps=2", "twell;tile=x", "twell;gate=cublas",
+        "twell;nosuch=1"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
@@ -183,7 +184,10 @@ TEST(TwellSchedule, ServesGatedFfnsOnlyAndSaysWhy) {
   const CsrMatrix h = rows_of(200, {{1, 2}, {3}});
   const Problem ffn = Problem::gated_ffn(2, 48, 200, DType::BF16);
   EXPECT_TRUE(fam.why_not(ffn, h).empty());
-  EXPECT_EQ(fam.enumerate(ffn, h, {}).size(), 20u);
+  EXPECT_EQ(fam.enumerate(ffn, h, {}).size(), 40u);
+  const Schedule lib = parse_schedule("twell;gate=lib");
+  EXPECT_EQ(lib.as<TwellSchedule>().gate, TwellGate::Lib);
+  EXPECT_NE(print_schedule(lib).find("BLAS library"), std::string::npos);
   const Problem spmm = Problem::spmm(2, 200, 8, DType::F16);
   ASSERT_FALSE(fam.why_not(spmm, h).empty());
   EXPECT_NE(fam.why_not(spmm, h)[0].find("gated FFN"), std::string::npos);

@@ -1,0 +1,231 @@
+#include "runtime/cublaslt.h"
+
+#include <cublasLt.h>
+#include <dlfcn.h>
+#include <fmt/format.h>
+
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "runtime/cuda_driver.h"
+
+namespace sparsegen::cublaslt {
+namespace {
+
+// The entry points used here, resolved from the loaded library (types from the toolkit header).
+struct Api {
+  std::string path;
+  decltype(&cublasLtCreate) Create = nullptr;
+  decltype(&cublasLtDestroy) Destroy = nullptr;
+  decltype(&cublasLtGetVersion) GetVersion = nullptr;
+  decltype(&cublasLtMatmulDescCreate) DescCreate = nullptr;
+  decltype(&cublasLtMatmulDescDestroy) DescDestroy = nullptr;
+  decltype(&cublasLtMatmulDescSetAttribute) DescSetAttribute = nullptr;
+  decltype(&cublasLtMatrixLayoutCreate) LayoutCreate = nullptr;
+  decltype(&cublasLtMatrixLayoutDestroy) LayoutDestroy = nullptr;
+  decltype(&cublasLtMatmulPreferenceCreate) PrefCreate = nullptr;
+  decltype(&cublasLtMatmulPreferenceDestroy) PrefDestroy = nullptr;
+  decltype(&cublasLtMatmulPreferenceSetAttribute) PrefSetAttribute = nullptr;
+  decltype(&cublasLtMatmulAlgoGetHeuristic) GetHeuristic = nullptr;
+  decltype(&cublasLtMatmul) Matmul = nullptr;
+};
+
+template <class F>
+void resolve(void* lib, const char* name, F& fn, std::vector<std::string>& missing) {
+  void* sym = dlsym(lib, name);
+  if (sym == nullptr) missing.emplace_back(name);
+  fn = reinterpret_cast<F>(sym);
+}
+
+// Opens `path` and resolves every entry point; null with the reason in *why otherwise. Tables
+// are never freed and libraries never closed (plans keep pointers into them).
+const Api* open_library(const std::string& path, std::string* why) {
+  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (lib == nullptr) {
+    const char* e = dlerror();
+    *why = e != nullptr ? e : "dlopen failed";
+    return nullptr;
+  }
+  auto api = std::make_unique<Api>();
+  api->path = path;
+  std::vector<std::string> missing;
+  resolve(lib, "cublasLtCreate", api->Create, missing);
+  resolve(lib, "cublasLtDestroy", api->Destroy, missing);
+  resolve(lib, "cublasLtGetVersion", api->GetVersion, missing);
+  resolve(lib, "cublasLtMatmulDescCreate", api->DescCreate, missing);
+  resolve(lib, "cublasLtMatmulDescDestroy", api->DescDestroy, missing);
+  resolve(lib, "cublasLtMatmulDescSetAttribute", api->DescSetAttribute, missing);
+  resolve(lib, "cublasLtMatrixLayoutCreate", api->LayoutCreate, missing);
+  resolve(lib, "cublasLtMatrixLayoutDestroy", api->LayoutDestroy, missing);
+  resolve(lib, "cublasLtMatmulPreferenceCreate", api->PrefCreate, missing);
+  resolve(lib, "cublasLtMatmulPreferenceDestroy", api->PrefDestroy, missing);
+  resolve(lib, "cublasLtMatmulPreferenceSetAttribute", api->PrefSetAttribute, missing);
+  resolve(lib, "cublasLtMatmulAlgoGetHeuristic", api->GetHeuristic, missing);
+  resolve(lib, "cublasLtMatmul", api->Matmul, missing);
+  if (!missing.empty()) {
+    *why = fmt::format("missing symbols: {}", fmt::join(missing, ", "));
+    return nullptr;
+  }
+  return api.release();
+}
+
+struct LoadState {
+  std::mutex mu;
+  bool attempted = false;
+  std::optional<std::string> env;
+  const Api* api = nullptr;
+  std::string why;
+};
+LoadState& state() {
+  static LoadState s;
+  return s;
+}
+
+const Api* load(std::string* why) {
+  LoadState& s = state();
+  std::lock_guard lock(s.mu);
+  const char* env_c = std::getenv("SPARSEGEN_CUBLASLT");
+  std::optional<std::string> env;
+  if (env_c != nullptr && *env_c != 0) env = env_c;
+  if (!s.attempted || env != s.env) {
+    s.attempted = true;
+    s.env = env;
+    s.api = nullptr;
+    const std::vector<std::string> paths =
+        env ? std::vector<std::string>{*env}
+            : std::vector<std::string>{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so",
+                                       "/usr/local/cuda/lib64/libcublasLt.so.13",
+                                       "/usr/local/cuda/lib64/libcublasLt.so.12"};
+    std::vector<std::string> tried;
+    for (const std::string& p : paths) {
+      std::string reason;
+      if (const Api* api = open_library(p, &reason)) {
+        s.api = api;
+        break;
+      }
+      tried.push_back(fmt::format("{}: {}", p, reason));
+    }
+    s.why = s.api != nullptr ? ""
+                             : fmt::format("cuBLASLt not loaded ({}); tried: {}",
+                                           env ? "from $SPARSEGEN_CUBLASLT" : "default search",
+                                           fmt::join(tried, "; "));
+  }
+  if (s.api == nullptr && why != nullptr) *why = s.why;
+  return s.api;
+}
+
+const Api& api_or_throw() {
+  std::string why;
+  const Api* api = load(&why);
+  if (api == nullptr) throw CublasLtError(why, -1);
+  return *api;
+}
+
+void check(cublasStatus_t s, const char* call) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw CublasLtError(fmt::format("{} failed: cuBLAS status {}", call, static_cast<int>(s)),
+                        static_cast<int>(s));
+}
+
+void* vptr(CUdeviceptr p) {
+  return reinterpret_cast<void*>(static_cast<uintptr_t>(p));
+}
+
+constexpr size_t kWorkspaceBytes = size_t{32} << 20;
+
+}  // namespace
+
+bool available(std::string* why) {
+  return load(why) != nullptr;
+}
+
+std::string version() {
+  const Api& api = api_or_throw();
+  return fmt::format("cuBLASLt {} ({})", api.GetVersion(), api.path);
+}
+
+struct Gemm::Impl {
+  const Api* api = nullptr;
+  GemmShape shape;
+  cublasLtHandle_t lt = nullptr;
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  cuda::DeviceBuffer workspace;
+  ~Impl() {
+    if (api == nullptr) return;
+    if (lc) api->LayoutDestroy(lc);
+    if (lb) api->LayoutDestroy(lb);
+    if (la) api->LayoutDestroy(la);
+    if (desc) api->DescDestroy(desc);
+    if (lt) api->Destroy(lt);
+  }
+};
+
+Gemm::Gemm(const GemmShape& shape) : impl_(std::make_unique<Impl>()) {
+  Impl& s = *impl_;
+  s.api = &api_or_throw();
+  s.shape = shape;
+  const Api& api = *s.api;
+  const cudaDataType t = shape.half ? CUDA_R_16F : CUDA_R_16BF;
+  check(api.Create(&s.lt), "cublasLtCreate");
+  check(api.DescCreate(&s.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  // Row-major C = A·B is column-major C^T = B^T·A^T: the library's "A" is our B (n x k as
+  // column-major when B is row-major k x n; transposed when B is stored n x k), its "B" our A.
+  const cublasOperation_t ta = shape.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const cublasOperation_t tb = CUBLAS_OP_N;
+  check(api.DescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta),
+        "cublasLtMatmulDescSetAttribute(TRANSA)");
+  check(api.DescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
+        "cublasLtMatmulDescSetAttribute(TRANSB)");
+  if (shape.relu) {
+    const cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_RELU;
+    check(api.DescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e),
+          "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+  }
+  const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
+  if (shape.b_transposed)
+    check(api.LayoutCreate(&s.la, t, u(shape.k), u(shape.n), shape.ldb), "cublasLtMatrixLayoutCreate(B)");
+  else
+    check(api.LayoutCreate(&s.la, t, u(shape.n), u(shape.k), shape.ldb), "cublasLtMatrixLayoutCreate(B)");
+  check(api.LayoutCreate(&s.lb, t, u(shape.k), u(shape.m), shape.lda), "cublasLtMatrixLayoutCreate(A)");
+  check(api.LayoutCreate(&s.lc, t, u(shape.n), u(shape.m), shape.ldc), "cublasLtMatrixLayoutCreate(C)");
+  cublasLtMatmulPreference_t pref = nullptr;
+  check(api.PrefCreate(&pref), "cublasLtMatmulPreferenceCreate");
+  const uint64_t ws = kWorkspaceBytes;
+  cublasLtMatmulHeuristicResult_t result{};
+  int found = 0;
+  const cublasStatus_t st1 =
+      api.PrefSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  const cublasStatus_t st2 = st1 != CUBLAS_STATUS_SUCCESS
+                                 ? st1
+                                 : api.GetHeuristic(s.lt, s.desc, s.la, s.lb, s.lc, s.lc, pref, 1,
+                                                    &result, &found);
+  api.PrefDestroy(pref);
+  check(st2, "cublasLtMatmulAlgoGetHeuristic");
+  if (found == 0)
+    throw CublasLtError(fmt::format("cuBLASLt has no algorithm for a {}x{}x{} GEMM", shape.m,
+                                    shape.n, shape.k),
+                        -1);
+  s.algo = result.algo;
+  s.workspace = cuda::DeviceBuffer(kWorkspaceBytes);
+}
+
+Gemm::~Gemm() = default;
+
+void Gemm::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
+               CUstream stream) const {
+  const Impl& s = *impl_;
+  if (s.shape.m == 0 || s.shape.n == 0) return;
+  check(s.api->Matmul(s.lt, s.desc, &alpha, vptr(b), s.la, vptr(a), s.lb, &beta, vptr(c), s.lc,
+                      vptr(c), s.lc, &s.algo, vptr(s.workspace.ptr()), s.workspace.bytes(),
+                      reinterpret_cast<cudaStream_t>(stream)),
+        "cublasLtMatmul");
+}
+
+const GemmShape& Gemm::shape() const {
+  return impl_->shape;
+}
+
+}  // namespace sparsegen::cublaslt

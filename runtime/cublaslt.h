@@ -1,0 +1,69 @@
+// cuBLASLt (dense GEMM), loaded at run time: the dense BLAS step a kernel's launch sequence may
+// contain (codegen/kernel_signature.h, LibraryGemm), e.g. the gate GEMM of an FFN schedule or a
+// dense FFN. Opened with dlopen on first use and never linked, so sparsegen builds and runs
+// without it (available() then says why). Search order: $SPARSEGEN_CUBLASLT (a file path; when
+// set, nothing else is tried), then libcublasLt.so.13 / .12 / .so through the dynamic loader,
+// then the CUDA toolkit's lib64 (/usr/local/cuda/lib64).
+//
+// Convention: row-major C (m x n, ldc) = alpha · A (m x k, lda) · B + beta · C, with B row-major
+// k x n (ldb) or, transposed, n x k (ldb); fp16 or bf16 in and out, fp32 accumulation; optional
+// ReLU applied to the result. beta == 0 never reads C.
+//
+// Objects need the CUDA context they were made under to be current (runtime/cuda_driver.h).
+#pragma once
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+namespace sparsegen::cublaslt {
+
+// A failed cuBLASLt call, or a failed load (status() -1); what() names the call and status.
+class CublasLtError : public std::runtime_error {
+ public:
+  CublasLtError(const std::string& message, int status)
+      : std::runtime_error(message), status_(status) {}
+  int status() const { return status_; }
+
+ private:
+  int status_;
+};
+
+// True when the library loads and every entry point resolves; else false with each path tried
+// in *why. Never throws.
+bool available(std::string* why = nullptr);
+// "cuBLASLt 130000 (/usr/local/cuda/lib64/libcublasLt.so.13)". Throws when unavailable.
+std::string version();
+
+struct GemmShape {
+  int64_t m = 0, n = 0, k = 0;
+  int64_t lda = 0, ldb = 0, ldc = 0;
+  bool half = false;          // fp16 (true) or bf16 (false)
+  bool b_transposed = false;  // B stored n x k
+  bool relu = false;
+};
+
+// One planned GEMM: descriptors and the heuristic's first algorithm, chosen once at construction
+// (never per call); a 32 MiB workspace of its own.
+class Gemm {
+ public:
+  // Throws CublasLtError (library missing, no algorithm for the shape).
+  explicit Gemm(const GemmShape& shape);
+  ~Gemm();
+  Gemm(const Gemm&) = delete;
+  Gemm& operator=(const Gemm&) = delete;
+  // Enqueues the GEMM on `stream` (16-byte aligned pointers are fastest; any 2-byte alignment
+  // works).
+  void run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
+           CUstream stream) const;
+  const GemmShape& shape() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace sparsegen::cublaslt
