@@ -187,7 +187,7 @@ class SparseLinear(torch.nn.Module):
             return F.linear(x2.to(w.dtype), w, b).reshape(*lead, self.out_features)
         if x.device != self._device:
             raise _sg.UserError(f"{self.name}: input on {x.device}, kernels for {self._device}")
-        x2 = x2.to(self.torch_dtype)
+        x2 = x2.to(self.torch_dtype).contiguous()
         stream = int(torch.cuda.current_stream(x.device).cuda_stream)
         out = torch.empty(tokens, self.out_features, device=x.device, dtype=self.torch_dtype)
         start = 0
