@@ -442,12 +442,16 @@ void register_tune_model(CLI::App& app) {
                   "a .safetensors file or a shard index (model.safetensors.index.json)")
       ->required();
   cmd->add_option("--include", args->include,
-                  "glob of tensor names to tune (repeatable; default: every 2-D tensor)");
+                  "glob of tensor names to tune (repeatable; default: every 2-D tensor)")
+      ->allow_extra_args(false);
   cmd->add_option("--exclude", args->exclude,
                   "glob of tensor names to skip (repeatable; default: *embed_tokens* and "
-                  "*lm_head*)");
-  cmd->add_option("-n", args->ns, "dense columns (token counts), comma-separated (default 1)");
-  cmd->add_option("--dtype", args->dtypes, "value dtypes, comma-separated (default fp16)");
+                  "*lm_head*)")
+      ->allow_extra_args(false);
+  cmd->add_option("-n", args->ns, "dense columns (token counts), comma-separated (default 1)")
+      ->allow_extra_args(false);
+  cmd->add_option("--dtype", args->dtypes, "value dtypes, comma-separated (default fp16)")
+      ->allow_extra_args(false);
   cmd->add_option("--top-k", args->top_k,
                   "candidates measured per full search (default 8 with a GPU, 0 without)");
   cmd->add_option("--refine", args->refine, "second-round candidates (default top-k / 2)");
