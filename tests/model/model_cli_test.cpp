@@ -115,7 +115,9 @@ TEST_F(ModelCli, TuneModelThenRerunIsAllCacheHits) {
   const CliRun second = run("tune-model " + ck + common + " --report " + path("r2.json"));
   ASSERT_EQ(second.rc, 0) << second.out;
   EXPECT_NE(second.out.find("28 cache hits"), std::string::npos) << second.out;
-  for (const auto& t : read_json(path("r2.json"))["tensors"]) EXPECT_EQ(t["status"], "cached");
+  const nlohmann::json r2 = read_json(path("r2.json"));
+  ASSERT_EQ(r2["tensors"].size(), 28u);
+  for (const auto& t : r2["tensors"]) EXPECT_EQ(t["status"], "cached");
 
   // Selection by glob, several dtypes.
   const CliRun mlp = run("tune-model " + ck +
@@ -133,6 +135,33 @@ TEST_F(ModelCli, TuneModelThenRerunIsAllCacheHits) {
   EXPECT_NE(imp.out.find("14 tunings added"), std::string::npos) << imp.out;
   const CliRun hits = run("tune-model " + ck + " -n 4 --arch sm_90 --cache-dir " + path("c"));
   EXPECT_NE(hits.out.find("14 cache hits"), std::string::npos) << hits.out;
+}
+
+TEST_F(ModelCli, AKilledRunLosesNothingStored) {
+  const std::string ck = gen();
+  const std::string cmd = std::string("'") + SPARSEGEN_CLI + "' tune-model " + ck +
+                          " -n 1,8 --arch sm_90 --cache-dir " + path("c");
+  // SIGKILL (no chance to clean up) as soon as the database holds two tunings.
+  const std::string cli = std::string("'") + SPARSEGEN_CLI + "'";
+  sparsegen::testing::run_command(
+      "(" + cmd + " >/dev/null 2>&1 & pid=$!; for i in $(seq 600); do n=$(" + cli +
+      " cache list --cache-dir " + path("c") +
+      " 2>/dev/null | grep -c ' \\* '); [ \"$n\" -ge 2 ] && break; sleep 0.1; done; "
+      "kill -9 $pid; wait $pid) >/dev/null 2>&1");
+  const CliRun again = run("tune-model " + ck + " -n 1,8 --arch sm_90 --cache-dir " + path("c") +
+                           " --report " + path("r.json"));
+  ASSERT_EQ(again.rc, 0) << again.out;
+  int cached = 0, tuned = 0;
+  const nlohmann::json rep = read_json(path("r.json"));
+  for (const auto& t : rep["tensors"]) {
+    cached += t["status"] == "cached";
+    tuned += t["status"] == "tuned";
+  }
+  EXPECT_EQ(cached + tuned, 28);
+  EXPECT_GT(cached, 0) << "the killed run stored nothing in 1.5 s";
+  EXPECT_LT(cached, 28) << "the killed run finished: kill it sooner";
+  const CliRun third = run("tune-model " + ck + " -n 1,8 --arch sm_90 --cache-dir " + path("c"));
+  EXPECT_NE(third.out.find("28 cache hits"), std::string::npos) << third.out;
 }
 
 TEST_F(ModelCli, WorkerModeWritesOneJsonLinePerTuning) {

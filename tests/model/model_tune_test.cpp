@@ -179,8 +179,9 @@ TEST_F(ModelTune, TensorIndexShortcutAndNewJobs) {
   }
   // --force searches again.
   o.tune.force = true;
-  for (const ModelTuneItem& it : tune_model(ck, two, target_, o).items)
-    EXPECT_EQ(it.status, "tuned");
+  const ModelTuneReport forced = tune_model(ck, two, target_, o);
+  ASSERT_EQ(forced.items.size(), 4u);
+  for (const ModelTuneItem& it : forced.items) EXPECT_EQ(it.status, "tuned");
 }
 
 TEST_F(ModelTune, ABadTensorIsNamedAndTheOthersAreTuned) {
@@ -263,9 +264,9 @@ TEST_F(ModelTune, ImportMergesAnotherDatabase) {
   EXPECT_EQ(again.kernels_added + again.tunings_added + again.tunings_replaced, 0);
   // Now every tuning is a cache hit from the merged database.
   o.tune.cache_dir = path("a");
-  for (const ModelTuneItem& it :
-       tune_model(ck, {"model.layers.1.mlp.up_proj.weight"}, target_, o).items)
-    EXPECT_EQ(it.status, "cached");
+  const ModelTuneReport merged = tune_model(ck, {"model.layers.1.mlp.up_proj.weight"}, target_, o);
+  ASSERT_EQ(merged.items.size(), 1u);
+  EXPECT_EQ(merged.items[0].status, "cached");
 
   // A tuning that measured more replaces ours; one that measured less does not.
   kdb::KernelDb b(kdb::db_path(path("b")));
