@@ -234,6 +234,18 @@ ModelTuneReport tune_model(const Checkpoint& ck, const std::vector<std::string>&
     return items;
   };
 
+  // The tensor as a CSR matrix, or the error naming it.
+  auto read_tensor = [&](size_t i, LoadedTensor& l) {
+    try {
+      const DenseMatrix d = tensor_to_dense(ck.shards[refs[i]->shard], *refs[i]->tensor);
+      Diagnostics diag;
+      l.matrix = dense_to_csr(d, diag);
+    } catch (const std::bad_alloc&) {
+      l.error = error_text(*refs[i], ck, "out of memory while reading it");
+    } catch (const std::exception& e) {
+      l.error = error_text(*refs[i], ck, e.what());
+    }
+  };
   auto load = [&](size_t i) {
     LoadedTensor l;
     const auto tl = Clock::now();
@@ -252,16 +264,10 @@ ModelTuneReport tune_model(const Checkpoint& ck, const std::vector<std::string>&
     } catch (const std::exception&) {
       l.cached.clear();  // the shortcut failed: load the tensor as usual (tune() reports errors)
     }
-    try {
-      const DenseMatrix d = tensor_to_dense(ck.shards[refs[i]->shard], *refs[i]->tensor);
-      Diagnostics diag;
-      l.matrix = dense_to_csr(d, diag);
-      if (index) index->add(content_key, fingerprint(*l.matrix));
+    read_tensor(i, l);
+    if (l.matrix) {
+      if (index && !content_key.empty()) index->add(content_key, fingerprint(*l.matrix));
       if (share) l.features = compute_features(*l.matrix);
-    } catch (const UserError& e) {
-      l.error = error_text(*refs[i], ck, e.what());
-    } catch (const std::bad_alloc&) {
-      l.error = error_text(*refs[i], ck, "out of memory while reading it");
     }
     l.load_ms = ms_since(tl);
     return l;
@@ -380,7 +386,8 @@ ModelTuneReport tune_model(const Checkpoint& ck, const std::vector<std::string>&
       try {
         const size_t idx = static_cast<size_t>(
             std::find(tensors.begin(), tensors.end(), it.tensor) - tensors.begin());
-        const LoadedTensor l = load(idx);
+        LoadedTensor l;
+        read_tensor(idx, l);
         if (!l.matrix) throw UserError(l.error);
         TuneOptions deep = base;
         deep.use_cache = false;
