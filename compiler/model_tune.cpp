@@ -154,6 +154,18 @@ nlohmann::json to_json(const ModelTuneCheck& c) {
           {"error", c.error}};
 }
 
+std::vector<std::string> fastest_measured(const std::vector<CandidateReport>& candidates, int k) {
+  std::vector<const CandidateReport*> m;
+  for (const CandidateReport& c : candidates)
+    if (c.measured_ms && c.error.empty()) m.push_back(&c);
+  std::stable_sort(m.begin(), m.end(),
+                   [](const auto* a, const auto* b) { return *a->measured_ms < *b->measured_ms; });
+  std::vector<std::string> out;
+  for (size_t i = 0; i < m.size() && i < static_cast<size_t>(std::max(k, 0)); ++i)
+    out.push_back(m[i]->schedule);
+  return out;
+}
+
 int ModelTuneReport::errors() const {
   return static_cast<int>(
       std::count_if(items.begin(), items.end(), [](const auto& i) { return i.status == "error"; }));
@@ -335,15 +347,13 @@ ModelTuneReport tune_model(const Checkpoint& ck, const std::vector<std::string>&
             } else {
               it.status = "tuned";
               if (share) {  // this tensor now stands for its group (a new one, or a cached rep's)
-                std::vector<const CandidateReport*> m;
-                for (const CandidateReport& c : r.candidates)
-                  if (c.measured_ms && c.error.empty()) m.push_back(&c);
-                std::stable_sort(m.begin(), m.end(), [](const auto* a, const auto* b) {
-                  return *a->measured_ms < *b->measured_ms;
-                });
-                ShareGroup g{it.rows, it.cols, n, dt, *l.features, ref.name, {}};
-                for (size_t k = 0; k < m.size() && k < static_cast<size_t>(o.share_candidates); ++k)
-                  g.fastest.push_back(m[k]->schedule);
+                ShareGroup g{it.rows,
+                             it.cols,
+                             n,
+                             dt,
+                             *l.features,
+                             ref.name,
+                             fastest_measured(r.candidates, o.share_candidates)};
                 if (!g.fastest.empty()) {
                   if (group != nullptr)
                     *group = std::move(g);

@@ -59,6 +59,10 @@ std::vector<std::string> select_tensors(const Checkpoint& ck,
 // pattern, empty-row fractions within 1 %.
 bool similar_features(const MatrixFeatures& a, const MatrixFeatures& b);
 
+// The SPECs of the k fastest measured candidates of a search (failed ones left out), fastest
+// first: what a shared search of a similar tensor measures.
+std::vector<std::string> fastest_measured(const std::vector<CandidateReport>& candidates, int k);
+
 struct ModelTuneOptions {
   std::vector<int64_t> ns{1};
   std::vector<DType> dtypes{DType::F16};

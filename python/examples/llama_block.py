@@ -206,8 +206,10 @@ def main(argv=None) -> int:
     ref32 = copy.deepcopy(dense).float()  # the dense block in float32 (same fp16 weights)
     sparse = copy.deepcopy(dense)
     t0 = time.time()
+    # other_n="tile": token counts without a kernel of their own run as launches of the tuned
+    # ones (13 = 8 + 5 x 1), so every call below goes through sparsegen kernels.
     swapped = sgt.sparsify(sparse, n_hint=[int(n) for n in args.n_hint.split(",")],
-                           top_k=args.top_k, cache_dir=args.cache_dir)
+                           top_k=args.top_k, cache_dir=args.cache_dir, other_n="tile")
     tune_s = time.time() - t0
 
     # Per-layer checks: every SparseLinear call against float64 of its own input.
@@ -223,8 +225,12 @@ def main(argv=None) -> int:
                                                "tokens": [], "plans": []})
             c["calls"] += 1
             c["tokens"].append(x.shape[0])
-            c["plans"].append(mod.plan(x.shape[0]) if (x.is_cuda and mod.runnable) else "dense")
-            c["worst_bound_ratio"] = max(c["worst_bound_ratio"], worst)
+            kernels = x.is_cuda and mod.runnable and bool(mod.plan(x.shape[0]))
+            c["plans"].append(mod.plan(x.shape[0]) if kernels else "dense")
+            # The bound is the kernels'; a dense fallback (cuBLAS may reduce in fp16) is not held
+            # to it.
+            if kernels or not x.is_cuda:
+                c["worst_bound_ratio"] = max(c["worst_bound_ratio"], worst)
         return f
 
     for name, mod in swapped:

@@ -149,9 +149,12 @@ def _check_bound(layer, lin_weight, bias, x, y):
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32])
 def test_gpu_forward_within_the_tight_bound(dtype, tmp_path):
     lin = _pruned_linear(256, 128, dtype=dtype).cuda()
-    layer = sgt.SparseLinear.from_dense(lin, n_hint=(1, 8), top_k=4, cache_dir=str(tmp_path))
+    # other_n="tile": every token count through the kernels (dense F.linear is not bound here).
+    layer = sgt.SparseLinear.from_dense(lin, n_hint=(1, 8), top_k=4, cache_dir=str(tmp_path),
+                                        other_n="tile")
     assert layer.runnable
     for shape in [(1, 128), (8, 128), (2, 4, 128), (17, 128), (5, 128)]:
+        assert layer.plan(int(torch.tensor(shape[:-1]).prod())), shape
         x = torch.randn(*shape, device="cuda", dtype=dtype)
         y = layer(x)
         assert y.shape == (*shape[:-1], 256) and y.dtype == dtype

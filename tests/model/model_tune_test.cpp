@@ -70,6 +70,19 @@ TEST(Glob, MatchesWholeNamesWithStarsAcrossDots) {
   EXPECT_FALSE(glob_match("mlp", "model.layers.0.mlp.up_proj.weight"));  // whole name
 }
 
+TEST(SharedSearch, MeasuresTheRepresentativesFastestSchedules) {
+  std::vector<CandidateReport> c(5);
+  c[0] = {"a", 0.1, 0.30, 1, "", 1};
+  c[1] = {"b", 0.2, 0.10, 1, "", 1};
+  c[2] = {"c", 0.3, std::nullopt, 1, "", 1};  // compiled, not measured
+  c[3] = {"d", 0.4, 0.05, 1, "failed the correctness check", 1};
+  c[4] = {"e", 0.5, 0.20, 1, "", 2};
+  EXPECT_EQ(fastest_measured(c, 3), (std::vector<std::string>{"b", "e", "a"}));
+  EXPECT_EQ(fastest_measured(c, 1), (std::vector<std::string>{"b"}));
+  EXPECT_TRUE(fastest_measured(c, 0).empty());
+  EXPECT_TRUE(fastest_measured({}, 3).empty());
+}
+
 TEST_F(ModelTune, SelectsTwoDimensionalWeightsByGlob) {
   const Checkpoint ck = open_checkpoint(index_);
   const auto all = select_tensors(ck, {}, kDefaultModelExcludes);
