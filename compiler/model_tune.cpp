@@ -52,7 +52,12 @@ struct ShareGroup {
   MatrixFeatures features;
   std::string tensor;
   std::vector<std::string> fastest;
+  double best_ms = 0;  // the representative's winner, measured
 };
+
+// A shared pick slower than this times its group's best says the tensor was not as alike as its
+// features: it is searched in full instead (tensors of one shape and nnz run in about one time).
+constexpr double kShareSlack = 1.15;
 
 // A stored shared search says so in its ranking text (TuneOptions::restrict_note): the
 // representative's name, or "" for a full search.
@@ -138,6 +143,7 @@ nlohmann::json to_json(const ModelTuneItem& it) {
           {"shared_from", it.shared_from},
           {"kernel_key", it.kernel_key},
           {"reason", it.reason},
+          {"note", it.note},
           {"error", it.error}};
 }
 
@@ -329,7 +335,21 @@ ModelTuneReport tune_model(const Checkpoint& ck, const std::vector<std::string>&
                                            group->tensor);
           }
           try {
-            const TuneResult r = tune(*l.matrix, req, target, to);
+            TuneResult r = tune(*l.matrix, req, target, to);
+            bool shared = !r.cache_hit && group != nullptr &&
+                          r.ranking.find(to.restrict_note) != std::string::npos;
+            bool fallback = false;
+            if (shared && group->best_ms > 0 && r.measured_ms &&
+                *r.measured_ms > kShareSlack * group->best_ms) {
+              it.note = fmt::format(
+                  "shared pick {:.4f} ms > {}x its group's {:.4f} ms ({}): searched in full",
+                  *r.measured_ms, kShareSlack, group->best_ms, group->tensor);
+              TuneOptions full = base;
+              full.force = true;  // replaces the stored shared decision
+              r = tune(*l.matrix, req, target, full);
+              shared = false;
+              fallback = true;
+            }
             it.schedule = r.schedule;
             it.predicted_ms = r.predicted_ms;
             it.measured_ms = r.measured_ms;
@@ -341,19 +361,22 @@ ModelTuneReport tune_model(const Checkpoint& ck, const std::vector<std::string>&
             if (r.cache_hit) {
               it.status = "cached";
               it.shared_from = shared_from_ranking(r.ranking);
-            } else if (group != nullptr && r.ranking.find(to.restrict_note) != std::string::npos) {
+            } else if (shared) {
               it.status = "shared";
               it.shared_from = group->tensor;
             } else {
               it.status = "tuned";
-              if (share) {  // this tensor now stands for its group (a new one, or a cached rep's)
+              // This tensor now stands for its group (a new one, or one whose representative was
+              // a cache hit); an outlier searched in full after its shared pick leaves it as is.
+              if (share && !fallback) {
                 ShareGroup g{it.rows,
                              it.cols,
                              n,
                              dt,
                              *l.features,
                              ref.name,
-                             fastest_measured(r.candidates, o.share_candidates)};
+                             fastest_measured(r.candidates, o.share_candidates),
+                             r.measured_ms.value_or(0)};
                 if (!g.fastest.empty()) {
                   if (group != nullptr)
                     *group = std::move(g);

@@ -14,10 +14,13 @@
 //   similar_features) get the same ranking from the cost model, and their measured winners come
 //   from the same few schedules. So the first such tensor of a group is searched in full (top k
 //   and the refinement round) and every later one measures only the group's `share_candidates`
-//   fastest schedules (TuneOptions::restrict_to): a few builds instead of ~1.5 k, and no ranking
-//   of the whole space. Whether that costs quality is measured, not assumed: `verify_sample`
-//   re-searches a sample of the picks (stored ones too) deeper (4x top k, no sharing, no cache)
-//   and reports each pick's speed against that search's best.
+//   fastest schedules (TuneOptions::restrict_to): 3 builds and measurements instead of 12, and
+//   no ranking of the whole space (hundreds of schedules). A shared pick that measures more
+//   than 1.15x its group's best is taken as a sign that the tensors were less alike than their
+//   features say, and that tensor is searched in full after all. Whether sharing costs quality is
+//   measured, not assumed: `verify_sample` re-searches a sample of the picks (stored ones too)
+//   deeper (4x top k, no sharing, no cache) and reports each pick's speed against that search's
+//   best.
 // - Errors are per tensor: a tensor that cannot be loaded or tuned is reported (naming the shard
 //   and the tensor) and the others go on; only a GPU fault that poisons the context stops the run.
 #pragma once
@@ -95,6 +98,9 @@ struct ModelTuneItem {
   std::string shared_from;
   std::string kernel_key;
   std::string reason;
+  // Set when a shared pick measured more than 1.15x its group's best and the tensor was then
+  // searched in full (status "tuned").
+  std::string note;
   std::string error;  // "SHARD: tensor 'NAME': what" when status is "error"
 };
 nlohmann::json to_json(const ModelTuneItem& item);

@@ -167,15 +167,20 @@ struct Collected {
 void print_summary(const TuneModelArgs& a, const Collected& c, size_t tensors, double wall_s,
                    const std::string& device, const std::string& db) {
   std::map<std::string, int> by_status;
-  for (const auto& it : c.items) ++by_status[it["status"].get<std::string>()];
+  int slow_shared = 0;
+  for (const auto& it : c.items) {
+    ++by_status[it["status"].get<std::string>()];
+    slow_shared += !it.value("note", std::string()).empty();
+  }
   const double minutes = wall_s / 60.0;
   std::printf("tune-model %s: %zu tunings of %zu tensors in %s (%.1f tensors/min; %s)\n",
               a.checkpoint.c_str(), c.items.size(), tensors, ProgressLine::duration(wall_s).c_str(),
               minutes > 0 ? static_cast<double>(tensors) / minutes : 0.0, device.c_str());
   std::printf(
-      "  %d full searches, %d shared (a similar tensor's fastest measured), %d cache "
-      "hits, %d errors\n",
-      by_status["tuned"], by_status["shared"], by_status["cached"], by_status["error"]);
+      "  %d full searches (%d of them after a slow shared pick), %d shared (a similar "
+      "tensor's fastest measured), %d cache hits, %d errors\n",
+      by_status["tuned"], slow_shared, by_status["shared"], by_status["cached"],
+      by_status["error"]);
   if (!c.checks.empty()) {
     std::vector<double> r;
     for (const auto& k : c.checks)
