@@ -79,9 +79,9 @@ CublasFfn::CublasFfn(const FfnWeights& w, DType dtype, int64_t max_m, const Comp
   for (const EmbeddedHeader& e : embedded_template_headers())
     o.headers.emplace(std::string(e.name), std::string(e.content));
   const std::string src = fmt::format(
-      "#include \"sg_twell.cuh\"\nusing T = {};\n"
+      "#include \"sg_ffn.cuh\"\nusing T = {};\n"
       "extern \"C\" __global__ void dense_gate(const T* gu, T* h, int m, int n, int gated) {{\n"
-      "  sg::twell_dense_gate<T>(gu, h, m, n, gated);\n}}\n",
+      "  sg::ffn_gate<T>(gu, h, m, n, gated);\n}}\n",
       dtype == DType::F16 ? "__half" : "__nv_bfloat16");
   const nvrtc::CompileResult r = nvrtc::compile(src, o);
   s.module = std::make_unique<cuda::Module>(r.image);

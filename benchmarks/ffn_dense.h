@@ -1,6 +1,6 @@
 // The dense gated FFN baseline of sparsegen-ffn-bench, as a serving stack runs it: one cuBLAS
 // GEMM for [G | U] = x · [W_g | W_u] (M x 2N), the gating h = ReLU(G) ⊙ U (an NVRTC kernel of
-// templates/sg_twell.cuh), one cuBLAS GEMM y = h · W_d; fp16/bf16 in and out, fp32 accumulation
+// templates/sg_ffn.cuh), one cuBLAS GEMM y = h · W_d; fp16/bf16 in and out, fp32 accumulation
 // (CUBLAS_COMPUTE_32F). Non-gated: G = x · W_u, h = ReLU(G).
 #pragma once
 

@@ -93,10 +93,10 @@ class TwellEmitter : public Emitter {
   // gate=lib: the pack kernel over the library GEMM's dense G (a prologue before kernel 2).
   void emit_pack() {
     const TwellBuffer b = twell_buffer(p_, s_);
-    const auto c = call(tmpl::twell_pack, targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}),
-                        ptr_u32("bw"), i32(num(p_.m)), i32(num(p_.n)),
-                        i32(num(twell_tiles(p_, s_))), i32(num(b.entries / 4)),
-                        i32(num(b.backup / 4)));
+    const auto c =
+        call(tmpl::twell_pack, targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}),
+             ptr_u32("bw"), i32(num(p_.m)), i32(num(p_.n)), i32(num(twell_tiles(p_, s_))),
+             i32(num(b.entries / 4)), i32(num(b.backup / 4)));
     decl(fmt::format(
         "// G = ReLU(x · W_g) comes from the BLAS library; this packs it as TwELL\n"
         "extern \"C\" __global__ void __launch_bounds__(256) {}(unsigned* __restrict__ bw) {{\n"
@@ -119,8 +119,7 @@ class TwellEmitter : public Emitter {
               cptr_t("B"), cptr_t(fmt::format("values + {}", w.up_t)),
               cptr_t(fmt::format("values + {}", w.down)), cptr_u32("bw"), ptr_t("C"),
               ptr_f32("sg_smem"), f32("alpha"), f32("beta"), i32(num(p_.k)), i32(num(p_.n)),
-              i32(num(twell_tiles(p_, s_))),
-              i32(num(b.entries / 4)), i32(num(b.backup / 4)));
+              i32(num(twell_tiles(p_, s_))), i32(num(b.entries / 4)), i32(num(b.backup / 4)));
   }
 
   KernelSignature signature() const {

@@ -5,13 +5,16 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <map>
 
 #include "compiler/family.h"
+#include "compiler/tune.h"
 #include "ir/diagnostics.h"
 #include "ir/enumerate.h"
 #include "ir/interpreter.h"
 #include "ir/random.h"
 #include "ir/verifier.h"
+#include "runtime/timing.h"
 
 namespace sparsegen {
 namespace {
@@ -86,6 +89,76 @@ Schedule choose_ffn_schedule(const Problem& p, const CsrMatrix& activations,
     *why = fmt::format("first of {} enumerated schedules ({}'s preferred order)", all.size(),
                        all.front().family_name());
   return all.front();
+}
+
+FfnTuneResult tune_ffn(const std::shared_ptr<cuda::Context>& ctx, const Problem& p,
+                       const FfnWeights& w, std::span<const float> x, const CompileTarget& target,
+                       const FfnTuneOptions& opt) {
+  check_weights(p, w);
+  SG_ASSERT(static_cast<int64_t>(x.size()) == p.m * p.k, "tune_ffn: x size");
+  // The activation pattern of up to 64 tokens (the CPU product costs K·N per token).
+  const int64_t rows = std::min<int64_t>(p.m, 64);
+  Problem ps = p;
+  ps.m = rows;
+  const CsrMatrix h = ffn_activations(ps, w, x.subspan(0, static_cast<size_t>(rows * p.k)));
+  FfnTuneResult res;
+  res.activations = to_string(activation_stats(h));
+  EnumerateOptions eo;
+  eo.device = target.limits;
+  eo.include_specialised = true;
+  const cuda::DeviceInfo info = ctx->info();
+  const RankedSpace ranked = rank_space(h, p, target, enumerate_schedules(p, h, eo), &info);
+  std::vector<size_t> picks;
+  std::map<std::string, int> taken;
+  for (size_t i : ranked.order) {
+    const std::string fam(ranked.all[i].family_name());
+    if (!opt.only_family.empty() && fam != opt.only_family) continue;
+    if (taken[fam]++ < opt.per_family) picks.push_back(i);
+  }
+  if (picks.empty())
+    throw UserError(fmt::format("no schedule runs {} on {}", to_string(p), target.limits.name));
+  const size_t mk = static_cast<size_t>(p.m * p.k);
+  cuda::DeviceBuffer dx(std::max<size_t>(mk * 2, 16)), dy(std::max<size_t>(mk * 2, 16));
+  std::vector<char> xb(mk * 2);
+  convert_values_to(x, p.dtype, std::as_writable_bytes(std::span<char>(xb)));
+  if (!xb.empty()) dx.upload(xb.data(), xb.size());
+  TimingOptions topt;
+  topt.warmup = 2;
+  topt.repetitions = opt.repetitions;
+  topt.min_repetitions = opt.repetitions;
+  L2Flusher flusher(info);
+  topt.flusher = &flusher;
+  double dense_ms = 0;
+  for (size_t i : picks) {
+    const Schedule& s = ranked.all[i];
+    FfnMeasured m;
+    m.schedule = to_string(s);
+    try {
+      auto k = std::make_unique<CompiledKernel>(ctx, build_ffn_kernel(p, s, w, target, &h));
+      m.ms =
+          measure([&](CUstream st) { k->run(dx.ptr(), dy.ptr(), 1.0f, 0.0f, st); }, topt).median_ms;
+      if (s.family().dense_baseline() && (dense_ms == 0 || m.ms < dense_ms)) dense_ms = m.ms;
+      if (!res.kernel || m.ms < res.ms) {
+        res.kernel = std::move(k);
+        res.ms = m.ms;
+        res.schedule = s;
+      }
+    } catch (const std::exception& e) {
+      m.error = e.what();
+    }
+    res.measured.push_back(std::move(m));
+  }
+  if (!res.kernel) {
+    std::vector<std::string> errs;
+    for (const FfnMeasured& m : res.measured) errs.push_back(m.schedule + ": " + m.error);
+    throw UserError(
+        fmt::format("no FFN schedule could run {}: {}", to_string(p), fmt::join(errs, "; ")));
+  }
+  res.reason = fmt::format("fastest of {} measured on the {} calibration tokens ({}): {:.4f} ms",
+                           res.measured.size(), p.m, res.activations, res.ms);
+  if (dense_ms > 0)
+    res.reason += fmt::format("; the dense FFN {:.4f} ms ({:.2f}x)", dense_ms, dense_ms / res.ms);
+  return res;
 }
 
 FfnCheckResult check_ffn(const CompiledKernel& k, const FfnWeights& w, std::span<const float> x,

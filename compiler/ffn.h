@@ -12,8 +12,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "compiler/pipeline.h"
 #include "ir/ffn.h"
@@ -31,6 +33,35 @@ KernelBuild build_ffn_kernel(const Problem& p, const Schedule& s, const FfnWeigh
 Schedule choose_ffn_schedule(const Problem& p, const CsrMatrix& activations,
                              const std::string& spec, const CompileTarget& target,
                              std::string* why = nullptr);
+
+// The FFN tuner: the schedules of every FFN family (the sparse ones and the dense library
+// candidate) for the problem, ranked by the cost model over the calibration tokens' activation
+// pattern, the first `per_family` of each family built and measured on the GPU with those tokens
+// (medians of L2-flushed runs); the fastest wins and the reason names it and the dense time.
+// A candidate that fails to build or load (e.g. no cuBLASLt) is recorded and skipped.
+struct FfnTuneOptions {
+  int per_family = 3;
+  int repetitions = 10;
+  std::string only_family;  // non-empty: that family alone
+};
+struct FfnMeasured {
+  std::string schedule;
+  double ms = 0;      // median; 0 when it failed
+  std::string error;  // why it failed, else empty
+};
+struct FfnTuneResult {
+  Schedule schedule;
+  std::string reason;
+  double ms = 0;
+  std::vector<FfnMeasured> measured;       // in measuring order
+  std::unique_ptr<CompiledKernel> kernel;  // the winner, ready to run
+  std::string activations;                 // the calibration statistics, "mean 30.1, p50 ..."
+};
+// x: the problem's M calibration tokens (M x K, dtype-rounded). Throws UserError when nothing
+// could be measured (every candidate's error listed).
+FfnTuneResult tune_ffn(const std::shared_ptr<cuda::Context>& ctx, const Problem& p,
+                       const FfnWeights& w, std::span<const float> x, const CompileTarget& target,
+                       const FfnTuneOptions& opt = {});
 
 struct FfnCheckResult {
   bool passed = false;

@@ -90,6 +90,9 @@ class IrFamily {
   // True for a family whose space covers every problem (enumerated even without
   // EnumerateOptions::include_specialised); false for specialised ones.
   virtual bool general_purpose() const = 0;
+  // True for a library candidate that computes the problem densely: the yardstick the tuners
+  // report their pick against ("the dense FFN 1.93 ms").
+  virtual bool dense_baseline() const { return false; }
 
   // One-line SPEC ("macko;delta=4;...") and the multi-line form for golden tests.
   virtual std::string spec(const Schedule& s) const = 0;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "ir/diagnostics.h"
@@ -150,6 +151,42 @@ CsrMatrix ffn_activations(const Problem& p, const FfnWeights& w, std::span<const
     h.row_ptr.push_back(static_cast<int64_t>(h.col_idx.size()));
   }
   return h;
+}
+
+ActivationStats activation_stats(const CsrMatrix& h) {
+  ActivationStats s;
+  s.rows = h.rows;
+  s.cols = h.cols;
+  if (h.rows == 0) return s;
+  std::vector<int64_t> len(static_cast<size_t>(h.rows));
+  for (int64_t r = 0; r < h.rows; ++r) {
+    len[static_cast<size_t>(r)] = h.row_length(r);
+    // Per-tile counts: the row's columns are sorted, so runs of one tile are contiguous.
+    for (int64_t width : {int64_t{64}, int64_t{128}}) {
+      int64_t run = 0, tile = -1;
+      for (int64_t i = h.row_ptr[r]; i < h.row_ptr[r + 1]; ++i) {
+        const int64_t t = h.col_idx[i] / width;
+        run = t == tile ? run + 1 : 1;
+        tile = t;
+        int64_t& best = width == 64 ? s.max_tile64 : s.max_tile128;
+        best = std::max(best, run);
+      }
+    }
+  }
+  s.mean = double(h.nnz()) / double(h.rows);
+  std::sort(len.begin(), len.end());
+  auto pct = [&](double q) {
+    return len[std::min(len.size() - 1, static_cast<size_t>(q * double(len.size())))];
+  };
+  s.p50 = pct(0.5);
+  s.p99 = pct(0.99);
+  s.max = len.back();
+  return s;
+}
+
+std::string to_string(const ActivationStats& s) {
+  return fmt::format("mean {:.1f}, p50 {}, p99 {}, max {} of {} per row", s.mean, s.p50, s.p99,
+                     s.max, s.cols);
 }
 
 std::string ffn_violation(const FfnReference& ref, std::span<const float> got, int64_t k) {

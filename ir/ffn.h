@@ -49,6 +49,19 @@ FfnReference ffn_reference(const Problem& p, const FfnWeights& w, std::span<cons
                            std::span<const float> y0, float alpha, float beta,
                            const std::vector<int64_t>& rows);
 
+// Per-row nonzero counts of an activation matrix: mean, 99th percentile and maximum, the
+// statistic a TwELL schedule is tuned for (not the pattern itself).
+struct ActivationStats {
+  int64_t rows = 0, cols = 0;
+  double mean = 0;
+  int64_t p50 = 0, p99 = 0, max = 0;
+  // Largest count in any 64- and 128-column tile (the tile widths of tiled formats).
+  int64_t max_tile64 = 0, max_tile128 = 0;
+};
+ActivationStats activation_stats(const CsrMatrix& h);
+// "mean 30.1, p99 112, max 402 of 5632 per row".
+std::string to_string(const ActivationStats& s);
+
 // The activations ReLU(x·W_g) (gated) or ReLU(x·W_u) of all rows as a sparse M×N matrix, their
 // values rounded to the dtype: what a TwELL schedule stores, for statistics and tuning.
 CsrMatrix ffn_activations(const Problem& p, const FfnWeights& w, std::span<const float> x);

@@ -7,6 +7,7 @@
 #include "ir/diagnostics.h"
 #include "ir/enumerate.h"
 #include "ir/family.h"
+#include "ir/ffn.h"
 #include "ir/interpreter.h"
 #include "ir/twell_format.h"
 #include "ir/twell_schedule.h"

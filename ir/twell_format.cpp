@@ -87,33 +87,6 @@ TwellStats twell_stats(const CsrMatrix& h, int tile, int cap) {
   return s;
 }
 
-ActivationStats activation_stats(const CsrMatrix& h) {
-  ActivationStats s;
-  s.rows = h.rows;
-  s.cols = h.cols;
-  if (h.rows == 0) return s;
-  std::vector<int64_t> len(static_cast<size_t>(h.rows));
-  for (int64_t r = 0; r < h.rows; ++r) len[r] = h.row_length(r);
-  s.mean = double(h.nnz()) / double(h.rows);
-  std::vector<int64_t> sorted = len;
-  std::sort(sorted.begin(), sorted.end());
-  auto pct = [&](double q) {
-    return sorted[std::min<size_t>(sorted.size() - 1,
-                                   static_cast<size_t>(q * double(sorted.size())))];
-  };
-  s.p50 = pct(0.5);
-  s.p99 = pct(0.99);
-  s.max = sorted.back();
-  s.max_tile64 = twell_stats(h, 64, 64).max_tile_count;
-  s.max_tile128 = twell_stats(h, 128, 128).max_tile_count;
-  return s;
-}
-
-std::string to_string(const ActivationStats& s) {
-  return fmt::format("mean {:.1f}, p50 {}, p99 {}, max {} of {} per row", s.mean, s.p50, s.p99,
-                     s.max, s.cols);
-}
-
 void twell_down_product(const TwellFormat& f, std::span<const float> b, int64_t k,
                         std::span<float> c, float alpha, float beta) {
   SG_ASSERT(

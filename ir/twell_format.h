@@ -62,19 +62,6 @@ struct TwellStats {
 };
 TwellStats twell_stats(const CsrMatrix& h, int tile, int cap);
 
-// Per-row nonzero counts of an activation matrix: mean, 99th percentile and maximum, the
-// statistic a TwELL schedule is tuned for (not the pattern itself).
-struct ActivationStats {
-  int64_t rows = 0, cols = 0;
-  double mean = 0;
-  int64_t p50 = 0, p99 = 0, max = 0;
-  // Largest count in any T-column tile, for T = 64 and 128 (kTwellTiles).
-  int64_t max_tile64 = 0, max_tile128 = 0;
-};
-ActivationStats activation_stats(const CsrMatrix& h);
-// "mean 30.1, p99 112, max 402 of 5632 per row".
-std::string to_string(const ActivationStats& s);
-
 // c = alpha · H · b + beta · c over the format (H = the encoded activations, b: N×K row-major,
 // c: M×K row-major), with fp32 products and sums in the device kernel's order: the packed
 // entries of each tile in turn, then the overflowing tiles' dense values. beta == 0: c not read.

@@ -186,11 +186,15 @@ Gemm::Gemm(const GemmShape& shape) : impl_(std::make_unique<Impl>()) {
   }
   const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
   if (shape.b_transposed)
-    check(api.LayoutCreate(&s.la, t, u(shape.k), u(shape.n), shape.ldb), "cublasLtMatrixLayoutCreate(B)");
+    check(api.LayoutCreate(&s.la, t, u(shape.k), u(shape.n), shape.ldb),
+          "cublasLtMatrixLayoutCreate(B)");
   else
-    check(api.LayoutCreate(&s.la, t, u(shape.n), u(shape.k), shape.ldb), "cublasLtMatrixLayoutCreate(B)");
-  check(api.LayoutCreate(&s.lb, t, u(shape.k), u(shape.m), shape.lda), "cublasLtMatrixLayoutCreate(A)");
-  check(api.LayoutCreate(&s.lc, t, u(shape.n), u(shape.m), shape.ldc), "cublasLtMatrixLayoutCreate(C)");
+    check(api.LayoutCreate(&s.la, t, u(shape.n), u(shape.k), shape.ldb),
+          "cublasLtMatrixLayoutCreate(B)");
+  check(api.LayoutCreate(&s.lb, t, u(shape.k), u(shape.m), shape.lda),
+        "cublasLtMatrixLayoutCreate(A)");
+  check(api.LayoutCreate(&s.lc, t, u(shape.n), u(shape.m), shape.ldc),
+        "cublasLtMatrixLayoutCreate(C)");
   cublasLtMatmulPreference_t pref = nullptr;
   check(api.PrefCreate(&pref), "cublasLtMatmulPreferenceCreate");
   const uint64_t ws = kWorkspaceBytes;
@@ -198,16 +202,16 @@ Gemm::Gemm(const GemmShape& shape) : impl_(std::make_unique<Impl>()) {
   int found = 0;
   const cublasStatus_t st1 =
       api.PrefSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
-  const cublasStatus_t st2 = st1 != CUBLAS_STATUS_SUCCESS
-                                 ? st1
-                                 : api.GetHeuristic(s.lt, s.desc, s.la, s.lb, s.lc, s.lc, pref, 1,
-                                                    &result, &found);
+  const cublasStatus_t st2 =
+      st1 != CUBLAS_STATUS_SUCCESS
+          ? st1
+          : api.GetHeuristic(s.lt, s.desc, s.la, s.lb, s.lc, s.lc, pref, 1, &result, &found);
   api.PrefDestroy(pref);
   check(st2, "cublasLtMatmulAlgoGetHeuristic");
   if (found == 0)
-    throw CublasLtError(fmt::format("cuBLASLt has no algorithm for a {}x{}x{} GEMM", shape.m,
-                                    shape.n, shape.k),
-                        -1);
+    throw CublasLtError(
+        fmt::format("cuBLASLt has no algorithm for a {}x{}x{} GEMM", shape.m, shape.n, shape.k),
+        -1);
   s.algo = result.algo;
   s.workspace = cuda::DeviceBuffer(kWorkspaceBytes);
 }

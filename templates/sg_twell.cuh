@@ -306,28 +306,43 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
   // One batch of cnt (column, h) pairs in bcol / bval: u per pair (gated), then the down rows.
   auto run_batch = [&](int cnt) {
     if constexpr (GATED != 0) {
-      for (int j = warp; j < cnt; j += WARPS) {
-        const T* wu = w_up_t + static_cast<size_t>(bcol[j]) * kp;
-        float s = 0.0f;
+      // A warp takes U = 4 pairs at a time: the loads of their W_u rows interleave, so every
+      // lane has 4 x KP / 256 16-byte loads in flight.
+      constexpr int U = 4;
+      for (int j0 = warp * U; j0 < cnt; j0 += WARPS * U) {
+        const T* wu[U];
+        float s[U];
+#pragma unroll
+        for (int q = 0; q < U; ++q) {
+          wu[q] = w_up_t + static_cast<size_t>(bcol[min(j0 + q, cnt - 1)]) * kp;
+          s[q] = 0.0f;
+        }
 #pragma unroll
         for (int i = lane * 8; i < kp; i += 256) {
-          const uint4 wv = *reinterpret_cast<const uint4*>(wu + i);
           const uint4 xv = *reinterpret_cast<const uint4*>(xs + i);
-          const unsigned wa[4] = {wv.x, wv.y, wv.z, wv.w}, xa[4] = {xv.x, xv.y, xv.z, xv.w};
+          const unsigned xa[4] = {xv.x, xv.y, xv.z, xv.w};
 #pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const float2 a = detail::twell_pair<T>(wa[q]), b = detail::twell_pair<T>(xa[q]);
-            s = fmaf(a.x, b.x, s);
-            s = fmaf(a.y, b.y, s);
+          for (int q = 0; q < U; ++q) {
+            const uint4 wv = *reinterpret_cast<const uint4*>(wu[q] + i);
+            const unsigned wa[4] = {wv.x, wv.y, wv.z, wv.w};
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const float2 a = detail::twell_pair<T>(wa[e]), b = detail::twell_pair<T>(xa[e]);
+              s[q] = fmaf(a.x, b.x, s[q]);
+              s[q] = fmaf(a.y, b.y, s[q]);
+            }
           }
         }
-        s = detail::twell_warp_sum(s);
-        if (lane == 0) bhu[j] = bval[j] * s;
+#pragma unroll
+        for (int q = 0; q < U; ++q) {
+          const float r = detail::twell_warp_sum(s[q]);
+          if (lane == 0 && j0 + q < cnt) bhu[j0 + q] = bval[j0 + q] * r;
+        }
       }
       __syncthreads();
     }
     const float* hu = GATED != 0 ? bhu : bval;
-#pragma unroll 4
+#pragma unroll 8
     for (int j = 0; j < cnt; ++j) {
       const float h = hu[j];
       const T* wd = w_down + static_cast<size_t>(bcol[j]) * kp;
@@ -402,19 +417,6 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     for (int e = 0; e < 8; ++e)
       if (col + e < k) store_axpby(yr + col + e, acc[gi][e], alpha, beta);
   }
-}
-
-// The dense FFN's gating (the baseline, and the dense path): h = ReLU(g) ⊙ u, row-major, from
-// gu = [G | U] (M x 2N, gated) or G alone (M x N); one thread per element of h (M·N of them).
-template <typename T>
-__device__ __forceinline__ void twell_dense_gate(const T* __restrict__ gu, T* __restrict__ h, int m,
-                                                 int n, int gated) {
-  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= static_cast<long long>(m) * n) return;
-  const long long r = i / n, c = i - r * n;
-  const float g = fmaxf(detail::Cvt<T>::to_f32(gu[r * (gated ? 2 * n : n) + c]), 0.0f);
-  const float u = gated ? detail::Cvt<T>::to_f32(gu[r * 2 * n + n + c]) : 1.0f;
-  h[i] = detail::Cvt<T>::from_f32(g * u);
 }
 
 }  // namespace sg

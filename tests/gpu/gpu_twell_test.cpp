@@ -86,9 +86,9 @@ TEST_F(GpuTwell, TokenCountsShapesAndTypes) {
 TEST_F(GpuTwell, FromAFewNonzerosToRowsThatOverflowEveryTile) {
   uint64_t seed = 40;
   for (double mean : {5.0, 30.0, 120.0, 600.0, 2000.0})
-    for (const char* sched : {"twell;tile=128;comp=4;warps=8", "twell;tile=64;comp=16;warps=4",
-                              "twell;tile=128;comp=8;warps=8;gate=lib",
-                              "twell;tile=64;comp=16;warps=4;gate=lib"})
+    for (const char* sched :
+         {"twell;tile=128;comp=4;warps=8", "twell;tile=64;comp=16;warps=4",
+          "twell;tile=128;comp=8;warps=8;gate=lib", "twell;tile=64;comp=16;warps=4;gate=lib"})
       check({.m = 200, .k = 264, .n = 2100, .mean_nnz = mean, .seed = ++seed}, sched);
   // Every tile of every row overflows (dense activations).
   check({.m = 64, .k = 128, .n = 700, .mean_nnz = 699, .spread = 0, .seed = 77},
@@ -99,6 +99,35 @@ TEST_F(GpuTwell, FromAFewNonzerosToRowsThatOverflowEveryTile) {
 
 TEST_F(GpuTwell, LlmShapeWithManyTokens) {
   check({.m = 4096, .k = 2048, .n = 5632, .mean_nnz = 30, .seed = 90}, "", 48);
+}
+
+}  // namespace
+}  // namespace sparsegen
+
+namespace sparsegen {
+namespace {
+
+// The FFN tuner measures every FFN family's best-ranked schedules on the calibration tokens:
+// dense activations get the dense FFN, very sparse ones a twell schedule; the pick runs
+// correctly and its reason names the dense time.
+TEST_F(GpuTwell, TunerReturnsTheDenseFfnWhereSparsityDoesNotPay) {
+  for (const auto& [spec, family] :
+       {std::pair{ActivationSpec{.m = 1024, .k = 1024, .n = 2816, .mean_nnz = 500, .seed = 5},
+                  "dense_ffn"},
+        std::pair{ActivationSpec{.m = 4096, .k = 2048, .n = 5632, .mean_nnz = 6, .seed = 6},
+                  "twell"}}) {
+    const FfnCase c = make_ffn_case(spec);
+    const FfnTuneResult r = tune_ffn(ctx_, c.problem, c.weights, c.x, target_);
+    std::string tried;
+    for (const FfnMeasured& m : r.measured)
+      tried += fmt::format("\n  {} {:.4f} ms {}", m.schedule, m.ms, m.error);
+    SCOPED_TRACE(r.reason + tried);
+    EXPECT_EQ(r.schedule.family_name(), family);
+    EXPECT_NE(r.reason.find("the dense FFN"), std::string::npos);
+    const FfnCheckResult chk = check_ffn(*r.kernel, c.weights, c.x, 9, 24);
+    EXPECT_TRUE(chk.passed) << chk.error;
+    ++checked_;
+  }
 }
 
 }  // namespace

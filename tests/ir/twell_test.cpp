@@ -173,9 +173,8 @@ TEST(TwellSchedule, SpecRoundTripsAndPrints) {
             "TwELL epilogue\n"
             "  kernel2: one block of 4 warps per token, batches of 64 entries: u = x·W_u[:,n], y "
             "+= h·u·W_d[n,:]\n");
-  for (const char* bad :
-       {"twell;tile=96", "twell;comp=3", "twell;warps=2", "twell;tile=x", "twell;gate=cublas",
-        "twell;nosuch=1"})
+  for (const char* bad : {"twell;tile=96", "twell;comp=3", "twell;warps=2", "twell;tile=x",
+                          "twell;gate=cublas", "twell;nosuch=1"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
@@ -205,15 +204,22 @@ TEST(TwellSchedule, ServesGatedFfnsOnlyAndSaysWhy) {
 namespace sparsegen {
 namespace {
 
-// Every family sees a gated FFN with a calibration pattern of fewer rows than tokens: only
-// twell offers schedules, and nothing divides by the pattern's shape.
+// Every family sees a gated FFN with a calibration pattern of fewer rows than tokens: only the
+// FFN families (twell, dense_ffn) offer schedules, and nothing divides by the pattern's shape.
 TEST(TwellSchedule, EnumerationOfEveryFamilyForAnFfnWithAShortCalibration) {
   const CsrMatrix h = rows_of(200, {{1, 2}, {3}});
   EnumerateOptions o;
   o.include_specialised = true;
   const auto all = enumerate_schedules(Problem::gated_ffn(4096, 64, 200, DType::BF16), h, o);
   ASSERT_FALSE(all.empty());
-  for (const Schedule& s : all) EXPECT_EQ(s.family_name(), "twell");
+  int twell = 0, dense = 0;
+  for (const Schedule& s : all) {
+    twell += s.family_name() == "twell";
+    dense += s.family_name() == "dense_ffn";
+  }
+  EXPECT_EQ(twell, 40);
+  EXPECT_EQ(dense, 3);
+  EXPECT_EQ(twell + dense, static_cast<int>(all.size()));
 }
 
 }  // namespace
