@@ -363,17 +363,30 @@ if has_step python; then
     BASE_PY=$TORCH_VENV/bin/python
   fi
   rm -rf "$PY_VENV"
-  "$BASE_PY" -m venv --system-site-packages "$PY_VENV" >"$PY_DIR/venv.log" 2>&1
-  VPY=$PY_VENV/bin/python
-  # A venv made from a venv's python sees the base interpreter's packages, not that venv's:
-  # a .pth file adds the torch environment's site-packages.
-  if [ -x "$TORCH_VENV/bin/python" ]; then
-    TORCH_SITE=$("$TORCH_VENV/bin/python" -c 'import site; print(site.getsitepackages()[0])')
-    echo "$TORCH_SITE" >"$("$VPY" -c 'import site; print(site.getsitepackages()[0])')/sparsegen_torch_env.pth"
+  OLD_PYTHONPATH=${PYTHONPATH:-}
+  VENV_OK=0
+  if "$BASE_PY" -m venv --system-site-packages "$PY_VENV" >"$PY_DIR/venv.log" 2>&1; then
+    VENV_OK=1
+    VPY=$PY_VENV/bin/python
+    # A venv made from a venv's python sees the base interpreter's packages, not that venv's:
+    # a .pth file adds the torch environment's site-packages.
+    if [ -x "$TORCH_VENV/bin/python" ]; then
+      TORCH_SITE=$("$TORCH_VENV/bin/python" -c 'import site; print(site.getsitepackages()[0])')
+      echo "$TORCH_SITE" >"$("$VPY" -c 'import site; print(site.getsitepackages()[0])')/sparsegen_torch_env.pth"
+    fi
+  else
+    py_note "no venv (python -m venv failed, see venv.log): using $BASE_PY itself, nothing installed into it"
+    VPY=$BASE_PY
   fi
   if compgen -G ".gpudata/wheels/*.whl" >/dev/null; then
-    "$VPY" -m pip install -q --no-index --find-links .gpudata/wheels scikit-build-core nanobind pytest \
-      >>"$PY_DIR/venv.log" 2>&1 || true
+    if [ $VENV_OK = 1 ] && "$VPY" -m pip --version >/dev/null 2>&1; then
+      "$VPY" -m pip install -q --no-index --find-links .gpudata/wheels scikit-build-core nanobind pytest \
+        >>"$PY_DIR/venv.log" 2>&1 || true
+    else  # no pip: the (pure-Python) wheels unpacked onto PYTHONPATH
+      mkdir -p "$PY_DIR/wheel-site"
+      for w in .gpudata/wheels/*-none-any.whl; do "$VPY" -m zipfile -e "$w" "$PY_DIR/wheel-site"; done
+      export PYTHONPATH="$PY_DIR/wheel-site${PYTHONPATH:+:$PYTHONPATH}"
+    fi
   fi
   "$VPY" - >"$PY_DIR/python_env.json" 2>>"$PY_DIR/venv.log" <<'PY'
 import importlib, json, sys
@@ -396,7 +409,8 @@ PY
   has_mod() { "$VPY" -c "import $1" >/dev/null 2>&1; }
   MODE=${PYTHON_BUILD:-auto}
   if [ "$MODE" = auto ]; then
-    if has_mod scikit_build_core && has_mod nanobind; then MODE=pip; else MODE=cmake; fi
+    if has_mod scikit_build_core && has_mod nanobind && "$VPY" -m pip --version >/dev/null 2>&1 &&
+      [ $VENV_OK = 1 ]; then MODE=pip; else MODE=cmake; fi
   fi
   PY_PATH_EXTRA=""
   if ! has_mod nanobind; then
@@ -424,7 +438,7 @@ PY
   if [ "$MODE" != none ]; then
     py_note "built by $MODE"
     if has_mod pytest; then
-      (cd /tmp && PYTHONPATH="$PY_PATH_EXTRA" timeout 300 "$VPY" -m pytest -q -rs \
+      (cd /tmp && PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" timeout 300 "$VPY" -m pytest -q -rs \
         --junitxml="$PY_DIR/pytest.xml" "$REPO_ROOT/python/tests") >"$PY_DIR/pytest.log" 2>&1
       PYTEST_RC=$?
       tail -15 "$PY_DIR/pytest.log"
@@ -435,14 +449,15 @@ PY
     [ -f $M1/model.safetensors.index.json ] ||
       timeout 120 "$SG" gen-model --like llama-2-7b --layers 1 --method magnitude --sparsity 0.5 \
         --seed 5 -o $M1 >"$PY_DIR/gen_model.log" 2>&1
-    (cd /tmp && PYTHONPATH="$PY_PATH_EXTRA" timeout 300 "$VPY" "$REPO_ROOT/python/examples/llama_block.py" \
+    (cd /tmp && PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" timeout 300 "$VPY" "$REPO_ROOT/python/examples/llama_block.py" \
       --checkpoint $M1 --cache-dir /tmp/sg-sample-kcache --json "$PY_DIR/llama_block.json") >"$PY_DIR/llama_block.log" 2>&1
     SAMPLE_RC=$?
     tail -12 "$PY_DIR/llama_block.log"
   fi
   printf '{"device": "%s", "build": "%s", "pytest_rc": %s, "llama_block_rc": %s, "notes": "%s"}\n' \
     "$DEVICE_NAME" "$MODE" "$PYTEST_RC" "$SAMPLE_RC" "${PY_STATUS//\"/\'}" >"$PY_DIR/python.json"
-  tar -czf "$OUT/python.tar.gz" -C "$PY_DIR" --exclude=./site .
+  tar -czf "$OUT/python.tar.gz" -C "$PY_DIR" --exclude=./site --exclude=./wheel-site .
+  export PYTHONPATH=$OLD_PYTHONPATH
   log "python: pytest rc=$PYTEST_RC, llama_block rc=$SAMPLE_RC ($PY_STATUS)"
 fi
 
