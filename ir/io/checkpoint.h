@@ -34,6 +34,13 @@ struct Checkpoint {
 
   // nullptr when absent.
   const CheckpointTensor* find(const std::string& name) const;
+
+  // Move-only: `tensors` points into `shards` (a move keeps those buffers, a copy would not).
+  Checkpoint() = default;
+  Checkpoint(Checkpoint&&) = default;
+  Checkpoint& operator=(Checkpoint&&) = default;
+  Checkpoint(const Checkpoint&) = delete;
+  Checkpoint& operator=(const Checkpoint&) = delete;
 };
 
 // Opens `path`: a `.safetensors` file, or a `.json` shard index (shards relative to its folder).
