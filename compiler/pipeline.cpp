@@ -513,6 +513,9 @@ const Schedule& CompiledKernel::schedule() const {
 const std::string& CompiledKernel::schedule_reason() const {
   return impl_->build.schedule_reason;
 }
+void CompiledKernel::set_schedule_reason(std::string reason) {
+  impl_->build.schedule_reason = std::move(reason);
+}
 const codegen::KernelSignature& CompiledKernel::signature() const {
   return impl_->build.kernel.signature;
 }

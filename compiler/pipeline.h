@@ -145,6 +145,8 @@ class CompiledKernel {
   const Problem& problem() const;
   const Schedule& schedule() const;
   const std::string& schedule_reason() const;
+  // Replaces the reason (a tuner that measured this kernel among others says why it won).
+  void set_schedule_reason(std::string reason);
   // The signature; its table parameters' data is empty (the tables are on the device).
   const codegen::KernelSignature& signature() const;
   const std::string& source() const;

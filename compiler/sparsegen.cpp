@@ -4,8 +4,10 @@
 
 #include <optional>
 
+#include "compiler/ffn.h"
 #include "compiler/pipeline.h"
 #include "compiler/tune.h"
+#include "ir/interpreter.h"
 #include "ir/schedule.h"
 
 namespace sparsegen {
@@ -127,6 +129,47 @@ Kernel Runtime::spmm(const CsrMatrix& a, int64_t n, const SpmmOptions& options) 
   } else {
     k->offline = std::move(*r.build);
   }
+  return Kernel(std::move(k));
+}
+
+Kernel Runtime::gated_ffn(const FfnWeights& weights, int64_t m, const FfnOptions& options) const {
+  const Problem p = Problem::gated_ffn(m, weights.k, weights.n, options.dtype, weights.gated);
+  check_weights(p, weights);
+  auto k = std::make_shared<Kernel::Impl>();
+  if (!options.schedule.empty()) {
+    // The given schedule; an empty activation pattern (no statistics needed to build).
+    CsrMatrix none;
+    none.cols = p.n;
+    std::string why;
+    const Schedule s = choose_ffn_schedule(p, none, options.schedule, impl_->target, &why);
+    KernelBuild b = build_ffn_kernel(p, s, weights, impl_->target, &none);
+    b.schedule_reason = why;
+    if (impl_->ctx) {
+      impl_->ctx->make_current();
+      k->gpu = std::make_shared<CompiledKernel>(impl_->ctx, std::move(b));
+    } else {
+      k->offline = std::move(b);
+    }
+    return Kernel(std::move(k));
+  }
+  if (options.calibration == nullptr)
+    throw UserError(
+        "gated_ffn: give calibration tokens (FfnOptions::calibration, M x K) to tune on, or a "
+        "schedule");
+  if (static_cast<int64_t>(options.calibration->size()) != m * weights.k)
+    throw UserError(fmt::format("gated_ffn: calibration holds {} values, M x K = {} x {} needed",
+                                options.calibration->size(), m, weights.k));
+  if (!impl_->ctx)
+    throw UserError("gated_ffn: an offline Runtime cannot measure; give options.schedule");
+  impl_->ctx->make_current();
+  std::vector<float> x(options.calibration->begin(), options.calibration->end());
+  for (float& v : x) v = round_to(options.dtype, v);
+  FfnTuneOptions to;
+  to.per_family = options.per_family;
+  FfnTuneResult r = tune_ffn(impl_->ctx, p, weights, x, impl_->target, to);
+  k->measured_ms = r.ms;
+  k->gpu = std::shared_ptr<CompiledKernel>(std::move(r.kernel));
+  k->gpu->set_schedule_reason(r.reason);
   return Kernel(std::move(k));
 }
 

@@ -13,18 +13,12 @@
 #include <vector>
 
 #include "ir/problem.h"
+#include "sparsegen/ffn.h"
 #include "ir/sparse_matrix.h"
 
 namespace sparsegen {
 
-struct FfnWeights {
-  int64_t k = 0, n = 0;
-  bool gated = true;
-  std::vector<float> gate;  // K×N row-major (empty when not gated)
-  std::vector<float> up;    // K×N row-major
-  std::vector<float> down;  // N×K row-major
-  std::string source;       // where they came from, for messages
-};
+// FfnWeights (public: sparsegen/ffn.h): W_g, W_u K×N and W_d N×K, fp32, row-major.
 
 // Throws UserError naming the tensor whose shape does not match the problem (K, N, gated).
 void check_weights(const Problem& p, const FfnWeights& w);

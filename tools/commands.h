@@ -16,6 +16,7 @@ void register_run(CLI::App& app);         // run FILE -n N [--schedule SPEC] [--
 void register_calibrate(CLI::App& app);   // calibrate [--budget-seconds S] [--out M] [--samples F]
 void register_tune(CLI::App& app);        // tune FILE -n N [--top-k K] [--arch A] [--cache-dir D]
 void register_cache(CLI::App& app);       // cache list|show KEY|clear|export FILE
-void register_bench(CLI::App& app);       // bench ARGS...: runs sparsegen-bench (next to sparsegen)
+void register_bench(CLI::App& app);
+void register_ffn(CLI::App& app);         // ffn --gen KxN | --weights F --layer L -m M       // bench ARGS...: runs sparsegen-bench (next to sparsegen)
 
 }  // namespace sparsegen::cli

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   sparsegen::cli::register_tune(app);
   sparsegen::cli::register_cache(app);
   sparsegen::cli::register_bench(app);
+  sparsegen::cli::register_ffn(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -47,12 +47,25 @@
 
 #include "sparsegen/dtype.h"    // DType
 #include "sparsegen/errors.h"   // UserError, CudaError
+#include "sparsegen/ffn.h"      // FfnWeights
 #include "sparsegen/matrix.h"   // CsrMatrix, load_matrix, LoadOptions, LoadedMatrix
 #include "sparsegen/problem.h"  // Problem, Layout
 
 namespace sparsegen {
 
 class CompiledKernel;
+
+// Options of Runtime::gated_ffn.
+struct FfnOptions {
+  DType dtype = DType::BF16;  // fp16 or bf16: x, y and the weights on the device
+  // A schedule SPEC (twell;... or dense_ffn;...); empty: tuned on `calibration`.
+  std::string schedule;
+  // Calibration tokens, M x K row-major fp32 (rounded to dtype when used): the FFN tuner measures
+  // the best-ranked schedules of every FFN family on them (the sparsity is theirs) and returns
+  // the fastest, the dense FFN included. Needed unless a schedule is given.
+  const std::vector<float>* calibration = nullptr;
+  int per_family = 3;  // schedules measured per family
+};
 struct KernelBuild;
 
 struct SpmmOptions {
@@ -115,6 +128,17 @@ class Runtime {
 
   // Compiles the SpMM kernel for A and N dense columns (N = 1: SpMV). See the errors above.
   Kernel spmm(const CsrMatrix& a, int64_t n, const SpmmOptions& options = {}) const;
+
+  // The feed-forward block (sparsegen/ffn.h) for M tokens: the returned Kernel runs
+  // y = alpha·FFN(x) + beta·y with run(x, y, alpha, beta, stream), x and y device pointers to
+  // M x K dtype values (row-major; x 16-byte aligned for the fastest schedules). Tuned on the
+  // calibration tokens (options.calibration, M x K) unless options.schedule is given; the
+  // reason names the measured dense time. Activation-sparse schedules (twell) are correct at
+  // every sparsity: tiles fuller than their capacity take a dense path. Offline runtimes need
+  // options.schedule. Not cached in the kernel database (yet): each call builds.
+  // Throws UserError for weights that do not match (naming the tensor), a bad SPEC, no
+  // calibration and no schedule.
+  Kernel gated_ffn(const FfnWeights& weights, int64_t m, const FfnOptions& options = {}) const;
 
   // "NVIDIA H100 80GB HBM3" or "none (offline)".
   const std::string& device_name() const;

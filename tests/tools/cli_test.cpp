@@ -467,3 +467,36 @@ TEST_F(Cli, BenchWithoutTheBinaryNamesThePath) {
 }
 
 }  // namespace
+
+namespace {
+
+// `sparsegen ffn`: a synthetic gated FFN built offline (no GPU here; --arch forces it on a GPU
+// machine too), the schedule it would use and why, JSON, and the user errors naming the flag.
+TEST_F(Cli, FfnBuildsOfflineAndNamesBadFlags) {
+  CliRun r = run("ffn --gen 256x700 -m 32 --mean-nnz 10 --arch compute_90");
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("schedule: twell;"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("activations: mean"), std::string::npos) << r.out;
+  const nlohmann::json j = parse(
+      run("ffn --gen 256x700 -m 32 --schedule dense_ffn --arch compute_90 --json", false));
+  EXPECT_EQ(j.value("schedule", ""), "dense_ffn;threads=256");
+  EXPECT_EQ(j.value("reason", ""), "given by --schedule");
+  struct Case {
+    std::string args, needle;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"ffn -m 4", "--gen"},
+           {"ffn --gen 8x -m 4", "--gen"},
+           {"ffn --gen 64x100 -m 0", "-m"},
+           {"ffn --gen 64x100 -m 4 --mean-nnz 500", "--mean-nnz"},
+           {"ffn --gen 64x100 -m 4 --dtype fp32", "--dtype"},
+           {"ffn --gen 64x100 -m 4 --schedule 'twell;tile=96' --arch compute_90", "tile"},
+           {"ffn --weights " + path("none.safetensors") + " --layer 0 -m 4", "none.safetensors"},
+       }) {
+    CliRun e = run(c.args);
+    EXPECT_EQ(e.rc, 1) << c.args << "\n" << e.out;
+    EXPECT_NE(e.out.find(c.needle), std::string::npos) << c.args << "\n" << e.out;
+  }
+}
+
+}  // namespace
