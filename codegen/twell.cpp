@@ -40,7 +40,8 @@ class TwellEmitter : public Emitter {
         twell_weights_layout(p_).elements > INT32_MAX)
       throw UserError(
           fmt::format("codegen: {} exceeds the twell kernels' 32-bit offsets", to_string(p_)));
-    for (const char* n : {"values", "B", "C", "alpha", "beta", "bw", "T", "sg_smem"}) reserve(n);
+    for (const char* n : {"values", "B", "C", "alpha", "beta", "bw", "ws", "T", "sg_smem"})
+      reserve(n);
     decl(fmt::format("// sparsegen twell kernels\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
     decl(fmt::format("using T = {};", p_.dtype == DType::F16 ? "__half" : "__nv_bfloat16"));
@@ -54,8 +55,8 @@ class TwellEmitter : public Emitter {
         "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
         "    const T* __restrict__ values,\n    const T* __restrict__ B,\n"
         "    const unsigned* __restrict__ bw,\n    T* __restrict__ C,\n    float alpha,\n"
-        "    float beta) {{\n",
-        s_.warps * 32, opt_.kernel_name));
+        "    float beta{}) {{\n",
+        s_.warps * 32, opt_.kernel_name, s_.split > 1 ? ",\n    float* __restrict__ ws" : ""));
     k.headers = header_sources();
     k.signature = signature();
     return k;
@@ -113,12 +114,18 @@ class TwellEmitter : public Emitter {
         "kernel 2: one block per token; {} warps; batches of {} entries; {} x 8 output columns "
         "per thread",
         s_.warps, kTwellBatch, groups()));
+    const bool split = s_.split > 1;
     call_stmt(tmpl::twell_down,
               targs(TypeArg{"T"}, IntArg{s_.warps}, IntArg{s_.tile}, IntArg{s_.cap()},
-                    IntArg{p_.gated ? 1 : 0}, IntArg{groups()}, IntArg{twell_k_padded(p_)}),
+                    IntArg{p_.gated ? 1 : 0}, IntArg{groups()}, IntArg{twell_k_padded(p_)},
+                    IntArg{s_.split}),
               cptr_t("B"), cptr_t(fmt::format("values + {}", w.up_t)),
               cptr_t(fmt::format("values + {}", w.down)), cptr_u32("bw"), ptr_t("C"),
-              ptr_f32("sg_smem"), f32("alpha"), f32("beta"), i32(num(p_.k)), i32(num(p_.n)),
+              ptr_f32("sg_smem"), ptr_f32(split ? "ws" : "static_cast<float*>(nullptr)"),
+              tmpl::ptr_i32(
+                  split ? fmt::format("reinterpret_cast<int*>(ws + {})", p_.m * twell_k_padded(p_))
+                        : std::string("static_cast<int*>(nullptr)")),
+              f32("alpha"), f32("beta"), i32(num(p_.k)), i32(num(p_.n)),
               i32(num(twell_tiles(p_, s_))), i32(num(b.entries / 4)), i32(num(b.backup / 4)));
   }
 
@@ -130,7 +137,12 @@ class TwellEmitter : public Emitter {
         {"bw", ParamKind::BWork, "TwELL activations", {}},  {"C", ParamKind::C, "y", {}},
         {"alpha", ParamKind::Alpha, "alpha", {}},           {"beta", ParamKind::Beta, "beta", {}}};
     sig.launch.grid_x = p_.m;
-    sig.launch.grid_y = 1;
+    sig.launch.grid_y = s_.split;
+    if (s_.split > 1) {
+      sig.params.push_back({"ws", ParamKind::Workspace, "partial rows and per-token counters", {}});
+      sig.workspace_bytes = twell_workspace_bytes(p_, s_);
+      sig.workspace_zeroed = true;
+    }
     sig.launch.block_threads = s_.warps * 32;
     sig.launch.dynamic_shared_bytes = twell_down_shared_bytes(p_, s_);
     sig.b_alignment = vec_x() ? 16 : 2;

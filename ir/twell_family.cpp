@@ -138,7 +138,10 @@ class TwellIrFamily final : public IrFamily {
                 {"overflow_tiles_128_32", tw.overflow_tiles}};
     return f;
   }
-  int64_t output_adds(const Problem&, const Schedule&, int64_t) const override { return 0; }
+  // split > 1: the blocks' partial rows are added in fp32.
+  int64_t output_adds(const Problem&, const Schedule& s, int64_t) const override {
+    return s.as<TwellSchedule>().split - 1;
+  }
 };
 
 }  // namespace

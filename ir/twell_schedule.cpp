@@ -41,6 +41,8 @@ std::vector<std::string> validate(const TwellSchedule& s) {
   if (s.comp != 1 && s.comp != 2 && s.comp != 4 && s.comp != 8 && s.comp != 16)
     why.push_back(fmt::format("comp={} must be one of 1, 2, 4, 8, 16", s.comp));
   if (s.warps != 4 && s.warps != 8) why.push_back(fmt::format("warps={} must be 4 or 8", s.warps));
+  if (s.split != 1 && s.split != 4 && s.split != 16)
+    why.push_back(fmt::format("split={} must be 1, 4 or 16", s.split));
   return why;
 }
 
@@ -61,8 +63,8 @@ std::vector<std::string> validate_twell(const Problem& p, const TwellSchedule& s
 }
 
 std::string twell_spec(const TwellSchedule& s) {
-  return fmt::format("twell;tile={};comp={};warps={};gate={}", s.tile, s.comp, s.warps,
-                     to_string(s.gate));
+  return fmt::format("twell;tile={};comp={};warps={};gate={};split={}", s.tile, s.comp, s.warps,
+                     to_string(s.gate), s.split);
 }
 
 std::string print_twell(const TwellSchedule& s) {
@@ -81,9 +83,10 @@ std::string print_twell(const TwellSchedule& s) {
         "  kernel1: G = ReLU(x·W_g) by the BLAS library (dense, the backup), then one warp per "
         "row and tile packs TwELL\n";
   out += fmt::format(
-      "  kernel2: one block of {} warps per token, batches of {} entries: u = x·W_u[:,n], "
-      "y += h·u·W_d[n,:]\n",
-      s.warps, kTwellBatch);
+      "  kernel2: {} of {} warps per token, batches of {} entries: u = x·W_u[:,n], "
+      "y += h·u·W_d[n,:]{}\n",
+      s.split == 1 ? std::string("one block") : fmt::format("{} blocks", s.split), s.warps,
+      kTwellBatch, s.split == 1 ? "" : " (partial rows added in an fp32 workspace)");
   return out;
 }
 
@@ -102,8 +105,10 @@ TwellSchedule parse_twell_fields(std::string_view spec,
       const auto g = parse_twell_gate(v);
       if (!g) spec_fields::error(key, spec_fields::alternatives(kGateNames), v);
       s.gate = *g;
-    } else
-      spec_fields::error(key, "one of tile, comp, warps, gate (family twell)", key);
+    } else if (key == "split")
+      s.split = num(4096);
+    else
+      spec_fields::error(key, "one of tile, comp, warps, gate, split (family twell)", key);
   });
   spec_fields::check_legal(spec, validate(s));
   return s;
@@ -136,6 +141,10 @@ int64_t twell_down_shared_bytes(const Problem& p, const TwellSchedule& s) {
   const int64_t tiles = twell_tiles(p, s);
   // x row (dtype), batch columns / values / h·u, tile prefix sums, overflowing tile list.
   return twell_k_padded(p) * 2 + kTwellBatch * 12 + (tiles + 1) * 4 + tiles * 4 + 16;
+}
+
+int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s) {
+  return s.split == 1 ? 0 : (p.m * twell_k_padded(p) + p.m) * 4;
 }
 
 int twell_registers(const Problem& p, const TwellSchedule& s) {
@@ -179,7 +188,8 @@ std::vector<std::string> verify_twell(const Problem& p, const TwellSchedule& s,
         fmt::format("kernel 2 accumulates K={} columns in registers: {} threads are too "
                     "few (more warps, or a smaller K)",
                     p.k, s.warps * 32));
-  if ((p.m + kTwellGemmRows - 1) / kTwellGemmRows > dev.max_grid_y || p.m > dev.max_grid_x)
+  if ((p.m + kTwellGemmRows - 1) / kTwellGemmRows > dev.max_grid_y || p.m > dev.max_grid_x ||
+      s.split > dev.max_grid_y)
     why.push_back(fmt::format("M={} tokens exceed the grid", p.m));
   if (twell_buffer(p, s).bytes / 4 > INT32_MAX || p.m * p.k > INT32_MAX ||
       twell_weights_layout(p).elements > INT32_MAX)
@@ -194,10 +204,12 @@ std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatri
   for (TwellGate gate : {TwellGate::Lib, TwellGate::Mma})
     for (int tile : {128, 64})
       for (int comp : {4, 8, 2, 16, 1})
-        for (int warps : {8, 4}) {
-          const TwellSchedule s{tile, comp, warps, gate};
-          if (verify_twell(p, s, dev).empty()) out.emplace_back(s);
-        }
+        for (int warps : {8, 4})
+          for (int split : {1, 4, 16}) {
+            if (split > 1 && (gate != TwellGate::Lib || p.m > 1024)) continue;
+            const TwellSchedule s{tile, comp, warps, gate, split};
+            if (verify_twell(p, s, dev).empty()) out.emplace_back(s);
+          }
   return out;
 }
 

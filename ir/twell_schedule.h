@@ -2,13 +2,15 @@
 // hidden activations between them in tile-wise ELL (ir/twell_format.h). Its IrFamily is in
 // ir/twell_family.cpp.
 //
-//   twell;tile=128;comp=4;warps=8;gate=mma
+//   twell;tile=128;comp=4;warps=8;gate=mma;split=1
 //     tile   T, the first kernel's N-tile and the TwELL tile: 64 or 128 columns
 //     comp   C, the compression: room for T / C entries per row and tile (1, 2, 4, 8, 16)
 //     warps  warps per block of the second kernel (4 or 8)
 //     gate   how the gate activations are computed: mma (kernel 1 below, generated) or lib (the
 //            dense BLAS library's GEMM with a ReLU epilogue writes G = ReLU(x·W_g) densely, then
 //            a pack kernel writes the TwELL counts and entries; G serves as the dense backup)
+//     split  blocks per token in kernel 2 (1, 4, 16): more than one share the token's batches and
+//            add their partial rows in an fp32 workspace, the last one writing y (few tokens)
 //
 // Kernel 1 (b_transform, on x):  block (t, y) computes G = x[128 rows of y] · W_g[:, tile t] on
 //   the tensor cores (mma.sync m16n8k16, fp32 accumulation, cp.async 3-stage pipeline, 8 warps),
@@ -51,6 +53,7 @@ struct TwellSchedule {
   int comp = 4;    // C: 1, 2, 4, 8, 16 (cap = T / C entries per row-tile)
   int warps = 8;   // kernel 2: 4, 8
   TwellGate gate = TwellGate::Mma;
+  int split = 1;  // kernel 2 blocks per token: 1, 4, 16
 
   int cap() const { return tile / comp; }
   bool operator==(const TwellSchedule&) const = default;
@@ -84,6 +87,8 @@ TwellBuffer twell_buffer(const Problem& p, const TwellSchedule& s);
 int64_t twell_gemm_shared_bytes(const TwellSchedule& s);
 int64_t twell_down_shared_bytes(const Problem& p, const TwellSchedule& s);
 int twell_registers(const Problem& p, const TwellSchedule& s);  // kernel 2's estimate
+// Kernel 2's fp32 workspace for split > 1: KP floats per token, then one counter per token.
+int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s);
 // Weight values the device holds, in order: W_g transposed (N×Kp, gated only), W_u transposed
 // (N×Kp), W_d (N×Kp); offsets in elements.
 struct TwellWeights {
@@ -95,8 +100,8 @@ TwellWeights twell_weights_layout(const Problem& p);
 std::vector<std::string> verify_twell(const Problem& p, const TwellSchedule& s,
                                       const DeviceLimits& dev);
 
-// Every legal schedule: gate {lib, mma} × tile {128, 64} × comp {4, 8, 2, 16, 1} × warps {8, 4};
-// none unless the
+// Every legal schedule: gate {lib, mma} × tile {128, 64} × comp {4, 8, 2, 16, 1} × warps {8, 4}
+// with split 1, and for M <= 1024 also the gate=lib ones with split 4 and 16; none unless the
 // problem is a gated FFN and `a` an activation pattern with N columns.
 std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev);

@@ -246,12 +246,16 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
 // (64 columns, values, h·u), tile prefix sums (tiles + 1), the overflowing tiles (tiles), 2 ints.
 // KP (K rounded up to 8) is a constant so that the dot products' loads are unrolled: all of a
 // lane's 16-byte pieces of a W_u row are in flight at once.
-template <typename T, int WARPS, int TILE, int CAP, int GATED, int G, int KP>
+// SPLIT > 1: SPLIT blocks (blockIdx.y) share a token, taking its batches (and dense tile pieces)
+// in turn; each adds its partial row into the fp32 workspace ws (KP floats per token), and the
+// last to finish (a per-token counter) writes y from it and returns ws and the counter to zero.
+template <typename T, int WARPS, int TILE, int CAP, int GATED, int G, int KP, int SPLIT>
 __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __restrict__ w_up_t,
                                            const T* __restrict__ w_down,
                                            const unsigned* __restrict__ tw, T* __restrict__ y,
-                                           float* smem_f, float alpha, float beta, int k, int n,
-                                           int tiles, int entries_off, int backup_off) {
+                                           float* smem_f, float* ws, int* counters, float alpha,
+                                           float beta, int k, int n, int tiles, int entries_off,
+                                           int backup_off) {
   constexpr int kp = KP;
   constexpr int THREADS = WARPS * 32, BATCH = 64;
   const int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -365,7 +369,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
   };
 
   // The packed entries, in tile order.
-  for (int b0 = 0; b0 < total; b0 += BATCH) {
+  for (int b0 = static_cast<int>(blockIdx.y) * BATCH; b0 < total; b0 += SPLIT * BATCH) {
     const int cnt = min(BATCH, total - b0);
     if (tid < cnt) {
       const int e = b0 + tid;
@@ -389,6 +393,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
   for (int d = 0; d < nd; ++d) {
     const int t = dense[d];
     for (int c0 = 0; c0 < TILE; c0 += BATCH) {
+      if ((d * (TILE / BATCH) + c0 / BATCH) % SPLIT != static_cast<int>(blockIdx.y)) continue;
       if (warp == 0) {
         int cnt = 0;
 #pragma unroll
@@ -410,12 +415,41 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     }
   }
   T* yr = y + static_cast<size_t>(row) * k;
+  if constexpr (SPLIT == 1) {
 #pragma unroll
-  for (int gi = 0; gi < G; ++gi) {
-    const int col = 8 * (tid + gi * THREADS);
+    for (int gi = 0; gi < G; ++gi) {
+      const int col = 8 * (tid + gi * THREADS);
 #pragma unroll
-    for (int e = 0; e < 8; ++e)
-      if (col + e < k) store_axpby(yr + col + e, acc[gi][e], alpha, beta);
+      for (int e = 0; e < 8; ++e)
+        if (col + e < k) store_axpby(yr + col + e, acc[gi][e], alpha, beta);
+    }
+  } else {
+    float* wr = ws + static_cast<size_t>(row) * KP;
+#pragma unroll
+    for (int gi = 0; gi < G; ++gi) {
+      const int col = 8 * (tid + gi * THREADS);
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if (col + e < k) atomicAdd(wr + col + e, acc[gi][e]);
+    }
+    __threadfence();
+    __syncthreads();
+    if (tid == 0) misc[2] = atomicAdd(counters + row, 1) == SPLIT - 1 ? 1 : 0;
+    __syncthreads();
+    if (misc[2] != 0) {  // the last block of this token: y from the sums, then clean up
+      __threadfence();
+#pragma unroll
+      for (int gi = 0; gi < G; ++gi) {
+        const int col = 8 * (tid + gi * THREADS);
+#pragma unroll
+        for (int e = 0; e < 8; ++e)
+          if (col + e < k) {
+            store_axpby(yr + col + e, __ldcg(wr + col + e), alpha, beta);
+            wr[col + e] = 0.0f;
+          }
+      }
+      if (tid == 0) counters[row] = 0;
+    }
   }
 }
 

@@ -66,6 +66,8 @@ SANITIZER_RUNS=(
   "macko_dlmc|tests/gpu_tests '--gtest_filter=GpuMacko.Dlmc'"
   # MACKO work items: long rows cut into segments that several warps share.
   "macko_cut_rows|tests/gpu_tests '--gtest_filter=GpuMacko.CutRows'"
+  # twell: both gates, overflowing tiles, tokens split across blocks (the fp32 workspace).
+  "twell|tests/gpu_tests '--gtest_filter=GpuTwell.FromAFewNonzerosToRowsThatOverflowEveryTile:GpuTwell.FewTokensSplitAcrossBlocks'"
 )
 # gpu_tests (tests/gpu, run by ctest above) write one JSON summary per GpuCorrectness test here;
 # it lies inside BENCH_DIR, so bench.tar.gz carries it when benchmarks run.

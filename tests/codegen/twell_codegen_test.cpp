@@ -22,8 +22,10 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                                       b.entries / 4, b.backup / 4)),
             std::string::npos)
       << k.source;
-  EXPECT_NE(k.source.find(fmt::format("sg::twell_down<T, 8, 128, 32, 1, 1, 2048>(B, values + {}, "
-                                      "values + {}, bw, C, sg_smem, alpha, beta, 2048, 5632, 44",
+  EXPECT_NE(k.source.find(fmt::format("sg::twell_down<T, 8, 128, 32, 1, 1, 2048, 1>(B, values + "
+                                      "{}, values + {}, bw, C, sg_smem, static_cast<float*>"
+                                      "(nullptr), static_cast<int*>(nullptr), alpha, beta, 2048, "
+                                      "5632, 44",
                                       w.up_t, w.down)),
             std::string::npos)
       << k.source;
@@ -43,7 +45,7 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                            "104, 700, 11,"),
             std::string::npos)
       << kq.source;
-  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 64, 4, 0, 1, 104>"), std::string::npos)
+  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 64, 4, 0, 1, 104, 1>"), std::string::npos)
       << kq.source;
   EXPECT_EQ(kq.signature.b_alignment, 2);
   EXPECT_EQ(twell_weights_layout(q).elements, 2 * 700 * 104);
@@ -76,6 +78,26 @@ TEST(TwellCodegen, LibraryGateSignature) {
   EXPECT_NE(k.source.find("sg::twell_pack<T, 64, 8>(bw, 300, 1000, 16,"), std::string::npos)
       << k.source;
   EXPECT_EQ(k.source.find("twell_gate_gemm"), std::string::npos);
+}
+
+// split = 16: kernel 2's grid has 16 blocks per token and a self-cleaning fp32 workspace.
+TEST(TwellCodegen, SplitTokensShareAWorkspace) {
+  const Problem p = Problem::gated_ffn(3, 256, 1000, DType::BF16);
+  const TwellSchedule s{128, 4, 8, TwellGate::Lib, 16};
+  const GeneratedKernel k = emit_twell(p, Schedule(s));
+  EXPECT_EQ(k.signature.launch.grid_x, 3);
+  EXPECT_EQ(k.signature.launch.grid_y, 16);
+  EXPECT_EQ(k.signature.workspace_bytes, (3 * 256 + 3) * 4);
+  EXPECT_TRUE(k.signature.workspace_zeroed);
+  EXPECT_EQ(k.signature.params.back().kind, ParamKind::Workspace);
+  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 128, 32, 1, 1, 256, 16>"), std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("ws, reinterpret_cast<int*>(ws + 768), alpha, beta"), std::string::npos)
+      << k.source;
+  nvrtc::CompileOptions o;
+  o.arch = "sm_90";
+  o.headers = k.headers;
+  EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
 }
 
 TEST(TwellCodegen, CompilesForSm80AndSm90) {

@@ -163,7 +163,7 @@ TEST(FfnReference, MatchesADirectComputationAndFlagsAWrongElement) {
 
 TEST(TwellSchedule, SpecRoundTripsAndPrints) {
   const Schedule s(TwellSchedule{64, 8, 4});
-  EXPECT_EQ(to_string(s), "twell;tile=64;comp=8;warps=4;gate=mma");
+  EXPECT_EQ(to_string(s), "twell;tile=64;comp=8;warps=4;gate=mma;split=1");
   EXPECT_EQ(parse_schedule(to_string(s)), s);
   EXPECT_EQ(print_schedule(s),
             "schedule twell\n"
@@ -174,7 +174,7 @@ TEST(TwellSchedule, SpecRoundTripsAndPrints) {
             "  kernel2: one block of 4 warps per token, batches of 64 entries: u = x·W_u[:,n], y "
             "+= h·u·W_d[n,:]\n");
   for (const char* bad : {"twell;tile=96", "twell;comp=3", "twell;warps=2", "twell;tile=x",
-                          "twell;gate=cublas", "twell;nosuch=1"})
+                          "twell;gate=cublas", "twell;split=3", "twell;nosuch=1"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
@@ -183,7 +183,8 @@ TEST(TwellSchedule, ServesGatedFfnsOnlyAndSaysWhy) {
   const CsrMatrix h = rows_of(200, {{1, 2}, {3}});
   const Problem ffn = Problem::gated_ffn(2, 48, 200, DType::BF16);
   EXPECT_TRUE(fam.why_not(ffn, h).empty());
-  EXPECT_EQ(fam.enumerate(ffn, h, {}).size(), 40u);
+  // 40 with one block per token, and for few tokens 40 more gate=lib ones with split 4 and 16.
+  EXPECT_EQ(fam.enumerate(ffn, h, {}).size(), 80u);
   const Schedule lib = parse_schedule("twell;gate=lib");
   EXPECT_EQ(lib.as<TwellSchedule>().gate, TwellGate::Lib);
   EXPECT_NE(print_schedule(lib).find("BLAS library"), std::string::npos);

@@ -55,3 +55,4 @@ struct float2 { float x, y; };
 __device__ float2 make_float2(float, float);
 typedef decltype(sizeof(0)) size_t;
 __device__ int min(int, int);
+__device__ int atomicAdd(int*, int);
