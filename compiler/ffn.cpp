@@ -8,12 +8,14 @@
 #include <map>
 
 #include "compiler/family.h"
+#include "compiler/fingerprint.h"
 #include "compiler/tune.h"
 #include "ir/diagnostics.h"
 #include "ir/enumerate.h"
 #include "ir/interpreter.h"
 #include "ir/random.h"
 #include "ir/verifier.h"
+#include "runtime/kernel_db.h"
 #include "runtime/timing.h"
 
 namespace sparsegen {
@@ -102,7 +104,35 @@ FfnTuneResult tune_ffn(const std::shared_ptr<cuda::Context>& ctx, const Problem&
   ps.m = rows;
   const CsrMatrix h = ffn_activations(ps, w, x.subspan(0, static_cast<size_t>(rows * p.k)));
   FfnTuneResult res;
-  res.activations = to_string(activation_stats(h));
+  const ActivationStats st = activation_stats(h);
+  res.activations = to_string(st);
+  // The database key: the problem, the device and the statistics bucket.
+  kdb::KeyParts base = key_parts(MatrixFingerprint{}, p, target, "");
+  base.operation = to_string(p);
+  base.matrix = "activations " + activation_bucket(st);
+  std::unique_ptr<kdb::KernelDb> db;
+  if (opt.use_cache && opt.only_family.empty()) {
+    try {
+      db = std::make_unique<kdb::KernelDb>(kdb::db_path(opt.cache_dir));
+    } catch (const kdb::KernelDbError& e) {
+      throw UserError(std::string("kernel cache ") + e.what());
+    }
+    res.tuning_key = kdb::tuning_key(base);
+    const std::optional<kdb::TuningRecord> tr = db->tuning(res.tuning_key);
+    const std::optional<kdb::KernelRecord> rec =
+        tr ? db->kernel(tr->best_key) : std::optional<kdb::KernelRecord>();
+    if (rec) {
+      res.schedule = parse_schedule(rec->schedule);
+      res.kernel =
+          std::make_unique<CompiledKernel>(ctx, build_ffn_kernel(p, res.schedule, w, target, &h));
+      res.ms = rec->measured_ms.value_or(0);
+      res.cache_hit = true;
+      res.reason = fmt::format("cached tuning of {} ({}): {} measured {:.4f} ms", base.matrix,
+                               tr->ranking, rec->schedule, res.ms);
+      res.kernel->set_schedule_reason(res.reason);
+      return res;
+    }
+  }
   EnumerateOptions eo;
   eo.device = target.limits;
   eo.include_specialised = true;
@@ -129,14 +159,33 @@ FfnTuneResult tune_ffn(const std::shared_ptr<cuda::Context>& ctx, const Problem&
   L2Flusher flusher(info);
   topt.flusher = &flusher;
   double dense_ms = 0;
+  std::vector<kdb::KernelRecord> records;
   for (size_t i : picks) {
     const Schedule& s = ranked.all[i];
     FfnMeasured m;
     m.schedule = to_string(s);
     try {
-      auto k = std::make_unique<CompiledKernel>(ctx, build_ffn_kernel(p, s, w, target, &h));
-      m.ms =
-          measure([&](CUstream st) { k->run(dx.ptr(), dy.ptr(), 1.0f, 0.0f, st); }, topt).median_ms;
+      KernelBuild b = build_ffn_kernel(p, s, w, target, &h);
+      auto k = std::make_unique<CompiledKernel>(ctx, b);
+      const TimingResult t =
+          measure([&](CUstream s2) { k->run(dx.ptr(), dy.ptr(), 1.0f, 0.0f, s2); }, topt);
+      m.ms = t.median_ms;
+      kdb::KeyParts parts = base;
+      parts.schedule = m.schedule;
+      kdb::KernelRecord r;
+      r.key = kdb::kernel_key(parts);
+      r.tuning_key = kdb::tuning_key(parts);
+      r.key_text = kdb::describe(parts);
+      r.schedule = m.schedule;
+      r.source = b.kernel.source;
+      r.arch = b.compiled.arch;
+      r.image = std::move(b.compiled.image);
+      r.image_is_cubin = b.compiled.is_cubin;
+      r.compile_ms = b.compiled.compile_ms;
+      r.predicted_ms = ranked.predicted_ms[i];
+      r.measured_ms = m.ms;
+      r.times_ms = t.samples_ms;
+      records.push_back(std::move(r));
       if (s.family().dense_baseline() && (dense_ms == 0 || m.ms < dense_ms)) dense_ms = m.ms;
       if (!res.kernel || m.ms < res.ms) {
         res.kernel = std::move(k);
@@ -158,6 +207,22 @@ FfnTuneResult tune_ffn(const std::shared_ptr<cuda::Context>& ctx, const Problem&
                            res.measured.size(), p.m, res.activations, res.ms);
   if (dense_ms > 0)
     res.reason += fmt::format("; the dense FFN {:.4f} ms ({:.2f}x)", dense_ms, dense_ms / res.ms);
+  if (db) {
+    kdb::KeyParts best = base;
+    best.schedule = to_string(res.schedule);
+    kdb::TuningRecord tr;
+    tr.tuning_key = res.tuning_key;
+    tr.key_text = kdb::describe(base, false);
+    tr.best_key = kdb::kernel_key(best);
+    tr.top_k = static_cast<int>(res.measured.size());
+    tr.candidates = static_cast<int>(ranked.all.size());
+    tr.ranking = fmt::format("{} per FFN family by {}", opt.per_family, ranked.how);
+    try {
+      db->put(records, tr);
+    } catch (const kdb::KernelDbError& e) {
+      throw UserError(std::string("kernel cache ") + e.what());
+    }
+  }
   return res;
 }
 

@@ -39,10 +39,16 @@ Schedule choose_ffn_schedule(const Problem& p, const CsrMatrix& activations,
 // pattern, the first `per_family` of each family built and measured on the GPU with those tokens
 // (medians of L2-flushed runs); the fastest wins and the reason names it and the dense time.
 // A candidate that fails to build or load (e.g. no cuBLASLt) is recorded and skipped.
+// With the kernel database (runtime/kernel_db.h), a tuning is keyed by the problem (M, K, N,
+// dtype, gated), the device and the calibration's statistics bucket (activation_bucket), not by
+// the activation pattern: a second tuning of the same distribution is a cache hit that measures
+// nothing (its kernel is built again with the weights, which the database never holds).
 struct FfnTuneOptions {
   int per_family = 3;
   int repetitions = 10;
   std::string only_family;  // non-empty: that family alone
+  std::string cache_dir;    // empty: the default database (runtime/kernel_db.h db_path)
+  bool use_cache = true;
 };
 struct FfnMeasured {
   std::string schedule;
@@ -56,6 +62,8 @@ struct FfnTuneResult {
   std::vector<FfnMeasured> measured;       // in measuring order
   std::unique_ptr<CompiledKernel> kernel;  // the winner, ready to run
   std::string activations;                 // the calibration statistics, "mean 30.1, p50 ..."
+  bool cache_hit = false;
+  std::string tuning_key;  // the database key of this tuning ("" without the cache)
 };
 // x: the problem's M calibration tokens (M x K, dtype-rounded). Throws UserError when nothing
 // could be measured (every candidate's error listed).

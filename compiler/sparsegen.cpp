@@ -166,8 +166,11 @@ Kernel Runtime::gated_ffn(const FfnWeights& weights, int64_t m, const FfnOptions
   for (float& v : x) v = round_to(options.dtype, v);
   FfnTuneOptions to;
   to.per_family = options.per_family;
+  to.cache_dir = options.cache_dir;
+  to.use_cache = options.use_cache;
   FfnTuneResult r = tune_ffn(impl_->ctx, p, weights, x, impl_->target, to);
   k->measured_ms = r.ms;
+  k->cache_hit = r.cache_hit;
   k->gpu = std::shared_ptr<CompiledKernel>(std::move(r.kernel));
   k->gpu->set_schedule_reason(r.reason);
   return Kernel(std::move(k));

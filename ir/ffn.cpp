@@ -189,6 +189,13 @@ std::string to_string(const ActivationStats& s) {
                      s.max, s.cols);
 }
 
+std::string activation_bucket(const ActivationStats& s) {
+  // The mean in half octaves; the 99th percentile, noisier over a calibration batch, in octaves.
+  const double mean = std::round(2.0 * std::log2(s.mean + 1.0)) / 2.0;
+  const double p99 = std::round(std::log2(double(s.p99) + 1.0));
+  return fmt::format("mean 2^{:.1f} p99 2^{:.0f}", mean, p99);
+}
+
 std::string ffn_violation(const FfnReference& ref, std::span<const float> got, int64_t k) {
   SG_ASSERT(got.size() == ref.y.size(), "ffn_violation: sizes");
   for (size_t i = 0; i < ref.rows.size(); ++i) {

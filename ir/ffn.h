@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "ir/problem.h"
-#include "sparsegen/ffn.h"
 #include "ir/sparse_matrix.h"
+#include "sparsegen/ffn.h"
 
 namespace sparsegen {
 
@@ -55,6 +55,10 @@ struct ActivationStats {
 ActivationStats activation_stats(const CsrMatrix& h);
 // "mean 30.1, p99 112, max 402 of 5632 per row".
 std::string to_string(const ActivationStats& s);
+// The statistics bucket an FFN tuning is keyed by (not the pattern itself): the mean of nonzeros
+// per row in half octaves and their 99th percentile in octaves, "mean 2^4.5 p99 2^7" (log2 of
+// the count + 1, rounded): activations of one distribution share a tuning.
+std::string activation_bucket(const ActivationStats& s);
 
 // The activations ReLU(x·W_g) (gated) or ReLU(x·W_u) of all rows as a sparse M×N matrix, their
 // values rounded to the dtype: what a TwELL schedule stores, for statistics and tuning.

@@ -65,6 +65,11 @@ struct FfnOptions {
   // the fastest, the dense FFN included. Needed unless a schedule is given.
   const std::vector<float>* calibration = nullptr;
   int per_family = 3;  // schedules measured per family
+  // The tuning is kept in the kernel database keyed by the problem, the device and the
+  // calibration's statistics bucket (mean and 99th percentile of nonzeros per row): another
+  // calibration of the same distribution reuses it without measuring. Folder as in SpmmOptions.
+  std::string cache_dir;
+  bool use_cache = true;
 };
 struct KernelBuild;
 
@@ -100,8 +105,8 @@ class Kernel {
   std::string schedule_reason() const;  // why it was chosen
   std::string arch() const;             // "sm_90" (cubin) or "compute_90" (PTX)
   const std::string& cuda_source() const;
-  bool runnable() const;  // false for offline kernels
-  bool cache_hit() const;  // true when the kernel came from the database
+  bool runnable() const;                       // false for offline kernels
+  bool cache_hit() const;                      // true when the kernel came from the database
   std::optional<double> predicted_ms() const;  // the cost model's time
   std::optional<double> measured_ms() const;   // median measured time (when top_k > 0)
   std::string cache_key() const;               // database key ("" without the cache)

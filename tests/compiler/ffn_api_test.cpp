@@ -71,6 +71,7 @@ TEST(GpuFfnApi, TunesOnCalibrationTokensAndRunsOnDevicePointers) {
     FfnOptions o;
     o.dtype = DType::F16;
     o.calibration = &c.x;
+    o.use_cache = false;
     const Kernel k = rt.gated_ffn(c.weights, 512, o);
     SCOPED_TRACE(k.schedule() + ": " + k.schedule_reason());
     EXPECT_TRUE(k.runnable());

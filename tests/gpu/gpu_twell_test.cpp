@@ -7,7 +7,10 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
+
 #include <cstdio>
+#include <filesystem>
 
 #include "compiler/ffn.h"
 #include "compiler/pipeline.h"
@@ -49,6 +52,13 @@ class GpuTwell : public ::testing::Test {
     if (ctx_)
       std::printf("%d FFN kernels checked, %lld overflowing row-tiles among their inputs\n",
                   checked_, static_cast<long long>(overflow_tiles_));
+  }
+  // A kernel database of this test's own (removed with the process's temp folder).
+  static std::string cache_dir() {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("sparsegen_gpu_twell_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    return dir.string();
   }
   std::shared_ptr<cuda::Context> ctx_;
   CompileTarget target_;
@@ -128,16 +138,32 @@ TEST_F(GpuTwell, TunerReturnsTheDenseFfnWhereSparsityDoesNotPay) {
         std::pair{ActivationSpec{.m = 4096, .k = 2048, .n = 5632, .mean_nnz = 6, .seed = 6},
                   "twell"}}) {
     const FfnCase c = make_ffn_case(spec);
-    const FfnTuneResult r = tune_ffn(ctx_, c.problem, c.weights, c.x, target_);
+    FfnTuneOptions o;
+    o.cache_dir = cache_dir();
+    const FfnTuneResult r = tune_ffn(ctx_, c.problem, c.weights, c.x, target_, o);
     std::string tried;
     for (const FfnMeasured& m : r.measured)
       tried += fmt::format("\n  {} {:.4f} ms {}", m.schedule, m.ms, m.error);
     SCOPED_TRACE(r.reason + tried);
     EXPECT_EQ(r.schedule.family_name(), family);
     EXPECT_NE(r.reason.find("the dense FFN"), std::string::npos);
+    EXPECT_FALSE(r.cache_hit);
     const FfnCheckResult chk = check_ffn(*r.kernel, c.weights, c.x, 9, 24);
     EXPECT_TRUE(chk.passed) << chk.error;
     ++checked_;
+    // The same tokens again: a cache hit that measures nothing and returns the stored pick.
+    const FfnTuneResult hit = tune_ffn(ctx_, c.problem, c.weights, c.x, target_, o);
+    EXPECT_TRUE(hit.cache_hit) << hit.reason;
+    EXPECT_TRUE(hit.measured.empty());
+    EXPECT_EQ(hit.schedule, r.schedule);
+    EXPECT_TRUE(check_ffn(*hit.kernel, c.weights, c.x, 10, 24).passed);
+    // Other tokens of the distribution: a hit exactly when their statistics fall in the same
+    // bucket (the key holds the bucket, not the pattern).
+    ActivationSpec again = spec;
+    again.seed += 1000;
+    const FfnCase c2 = make_ffn_case(again);
+    const FfnTuneResult other = tune_ffn(ctx_, c2.problem, c.weights, c2.x, target_, o);
+    EXPECT_EQ(other.cache_hit, other.tuning_key == r.tuning_key) << other.reason;
   }
 }
 

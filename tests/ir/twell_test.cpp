@@ -225,3 +225,24 @@ TEST(TwellSchedule, EnumerationOfEveryFamilyForAnFfnWithAShortCalibration) {
 
 }  // namespace
 }  // namespace sparsegen
+
+namespace sparsegen {
+namespace {
+
+// The FFN tuning key holds the statistics bucket: the mean in half octaves, the 99th percentile
+// in octaves (of count + 1).
+TEST(Activations, BucketIsCoarseEnoughToShareAndFineEnoughToTell) {
+  ActivationStats a;
+  a.mean = 30;
+  a.p99 = 112;
+  EXPECT_EQ(activation_bucket(a), "mean 2^5.0 p99 2^7");
+  ActivationStats b = a;
+  b.mean = 33;
+  b.p99 = 150;
+  EXPECT_EQ(activation_bucket(b), activation_bucket(a));
+  b.mean = 60;
+  EXPECT_NE(activation_bucket(b), activation_bucket(a));
+}
+
+}  // namespace
+}  // namespace sparsegen
