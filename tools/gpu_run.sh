@@ -165,13 +165,16 @@ BENCH_RUNS=(
   # fp16, top-k 8 (shared searches on): run 1 on a fresh database (wall time, tensors/minute,
   # statuses: tune_model_run1.json), run 2 (all cache hits: tune_model_run2.json), then
   # TUNE_MODEL_VERIFY (default 12) picks re-searched 4x deeper, ratio = best / pick
-  # (tune_model_verify.json). The checkpoint (13.5 GB) and the database stay in /tmp, only the
+  # (tune_model_verify.json), then the kill test: layers 0-3 at N = 16 (new tunings) killed with
+  # SIGKILL after TUNE_MODEL_KILL_S (default 12) s and rerun (tune_model_resume.json: what the
+  # killed run stored is "cached", the rest "tuned"/"shared"), then rerun once more (all cached:
+  # tune_model_resume2.json). The checkpoint (13.5 GB) and the database stay in /tmp, only the
   # JSON comes back. Each step gets what is left of GPU_RUN_BUDGET_S (default 560 s from the start
   # of gpu_run.sh, so that the JSON still comes back from a 600 s call); a run cut short is
   # resumable: call again with SKIP_BUILD=1 on the warm machine (the model is reused, run 1 goes
   # on from the database and reports as tune_model_run1_resumed.json, with the first part's
   # report snapshot kept in tune_model_run1.json).
-  'tune_model|L=${TUNE_MODEL_LAYERS:-32}; M=/tmp/sg-llama2-7b-L$L; D=/tmp/sg-llama2-7b-L$L-kcache; S=tools/sparsegen; C="$M/model.safetensors.index.json -n 1,8 --dtype fp16 --top-k 8 --cache-dir $D"; left() { echo $(( ${GPU_RUN_BUDGET_S:-560} - ($(date +%s) - T0) )); }; [ -f $M/model.safetensors.index.json ] || { rm -rf $M $D; timeout $(left) $S gen-model --like llama-2-7b --layers $L --method magnitude --sparsity 0.5 --seed 5 -o $M || exit 1; }; R1=$BENCH_DIR/tune_model_run1.json; [ -d $D ] && R1=$BENCH_DIR/tune_model_run1_resumed.json; t=$(( $(left) - 40 )); [ $t -gt 20 ] || { echo "no time left for run 1: call again with SKIP_BUILD=1"; exit 1; }; timeout $t $S tune-model $C --report $R1 || { echo "run 1 did not finish in $t s: call again with SKIP_BUILD=1 to resume"; exit 1; }; timeout $(( $(left) - 10 )) $S tune-model $C --report $BENCH_DIR/tune_model_run2.json || exit 1; t=$(( $(left) - 10 )); [ $t -gt 60 ] || { echo "no time left for the check: call again with SKIP_BUILD=1"; exit 1; }; timeout $t $S tune-model $C --verify-sample ${TUNE_MODEL_VERIFY:-12} --report $BENCH_DIR/tune_model_verify.json'
+  'tune_model|L=${TUNE_MODEL_LAYERS:-32}; M=/tmp/sg-llama2-7b-L$L; D=/tmp/sg-llama2-7b-L$L-kcache; S=tools/sparsegen; C="$M/model.safetensors.index.json -n 1,8 --dtype fp16 --top-k 8 --cache-dir $D"; left() { echo $(( ${GPU_RUN_BUDGET_S:-560} - ($(date +%s) - T0) )); }; [ -f $M/model.safetensors.index.json ] || { rm -rf $M $D; timeout $(left) $S gen-model --like llama-2-7b --layers $L --method magnitude --sparsity 0.5 --seed 5 -o $M || exit 1; }; R1=$BENCH_DIR/tune_model_run1.json; [ -d $D ] && R1=$BENCH_DIR/tune_model_run1_resumed.json; t=$(( $(left) - 40 )); [ $t -gt 20 ] || { echo "no time left for run 1: call again with SKIP_BUILD=1"; exit 1; }; timeout $t $S tune-model $C --report $R1 || { echo "run 1 did not finish in $t s: call again with SKIP_BUILD=1 to resume"; exit 1; }; timeout $(( $(left) - 10 )) $S tune-model $C --report $BENCH_DIR/tune_model_run2.json || exit 1; t=$(( $(left) - 10 )); [ $t -gt 60 ] || { echo "no time left for the check: call again with SKIP_BUILD=1"; exit 1; }; timeout $t $S tune-model $C --verify-sample ${TUNE_MODEL_VERIFY:-12} --report $BENCH_DIR/tune_model_verify.json || exit 1; K="$M/model.safetensors.index.json -n 16 --dtype fp16 --top-k 8 --cache-dir $D --include *layers.[0-3].*"; [ $(left) -gt 90 ] || { echo "no time left for the kill test"; exit 1; }; timeout -s KILL ${TUNE_MODEL_KILL_S:-12} $S tune-model $K --report $BENCH_DIR/tune_model_killed.json; echo "killed run: rc $?"; timeout $(( $(left) - 10 )) $S tune-model $K --report $BENCH_DIR/tune_model_resume.json || exit 1; timeout $(( $(left) - 5 )) $S tune-model $K --report $BENCH_DIR/tune_model_resume2.json'
   'tune|EX=$(sed -n "s/^CMAKE_HOME_DIRECTORY:INTERNAL=//p" CMakeCache.txt)/examples/llm_512x128_magnitude80.mtx; for n in 8 32; do for pass in first second; do timeout 120 tools/sparsegen tune $EX -n $n --dtype fp16 --top-k 8 --cache-dir $BENCH_DIR/kcache --json >$BENCH_DIR/tune_n${n}_$pass.json || exit 1; done; done; SPARSEGEN_CACHE_DIR=$BENCH_DIR/kcache timeout 120 examples/spmm_example && timeout 60 tools/sparsegen cache list --cache-dir $BENCH_DIR/kcache --json >$BENCH_DIR/tune_cache_list.json'
 )
 # ==============================================================================================
@@ -444,6 +447,27 @@ PY
         --junitxml="$PY_DIR/pytest.xml" "$REPO_ROOT/python/tests") >"$PY_DIR/pytest.log" 2>&1
       PYTEST_RC=$?
       tail -15 "$PY_DIR/pytest.log"
+      if [ "$PYTEST_RC" -ge 128 ]; then
+        # Died on a signal: every test in its own process (which ones crash), the offline tune
+        # with torch imported before/after/never (tools/py_crash_probe.py), and a native
+        # backtrace when gdb is there.
+        py_note "pytest died on signal $((PYTEST_RC - 128)): per-test runs in crash_tests.log"
+        (cd /tmp && PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" "$VPY" -m pytest -q \
+          --collect-only "$REPO_ROOT/python/tests" 2>/dev/null | grep '::' | while read -r id; do
+          PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" timeout 120 "$VPY" -m pytest -q -x \
+            "$REPO_ROOT/$id" >/tmp/one_test.log 2>&1
+          echo "rc=$? $id"; [ -s /tmp/one_test.log ] && tail -5 /tmp/one_test.log | sed 's/^/    /'
+        done) >"$PY_DIR/crash_tests.log" 2>&1
+        (cd /tmp && PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" timeout 600 "$VPY" \
+          "$REPO_ROOT/tools/py_crash_probe.py") >"$PY_DIR/crash_probe.json" 2>&1
+        if command -v gdb >/dev/null; then
+          (cd /tmp && PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" timeout 300 gdb -q -batch \
+            -ex run -ex bt -ex "info sharedlibrary" --args "$VPY" -m pytest -q -x \
+            "$REPO_ROOT/python/tests") >"$PY_DIR/crash_gdb.log" 2>&1
+        else
+          py_note "no gdb on this machine: no native backtrace"
+        fi
+      fi
     else
       py_note "pytest missing: suite not run"
     fi

@@ -2,8 +2,11 @@
 // the host side of gpu_check (inputs, references, the comparison and its bounds).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <string>
 #include <vector>
@@ -472,7 +475,7 @@ TEST(CheckHost, PoisonPatternsAreNaNs) {
 // compare_output; a result rounded to fp16 twice (alpha·acc, then + beta·C₀) does not.
 TEST(GpuCheck, TightBoundOnTheHostFfnConv1) {
   CsrMatrix a = load_matrix((testing::data_dir() / "dlmc/transformer/random_pruning/0.9" /
-                                 "body_encoder_layer_0_ffn_conv1_fully_connected.smtx")
+                             "body_encoder_layer_0_ffn_conv1_fully_connected.smtx")
                                 .string())
                     .matrix;
   a.rows = 512;
@@ -508,6 +511,30 @@ TEST(GpuCheck, TightBoundOnTheHostFfnConv1) {
           r.max_ratio, rt.max_ratio);
     }
   }
+}
+
+// An offline tune with more worker threads than this machine has cores (a GPU host has 16 or
+// more), twice on one cache: the second is a hit. The Python suite's offline test, in C++.
+TEST(PublicApi, OfflineTuneWithManyThreadsThenACacheHit) {
+  const ParallelConfig old = parallel_config();
+  set_parallel_config(ParallelConfig{32, 1});
+  const auto dir = std::filesystem::temp_directory_path() /
+                   ("sparsegen-offline-threads-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const CsrMatrix a =
+      load_matrix(testing::source_dir() / "examples" / "llm_512x128_magnitude80.mtx", {}).matrix;
+  const Runtime rt = Runtime::offline("compute_90");
+  SpmmOptions o;
+  o.dtype = DType::F16;
+  o.top_k = 0;
+  o.cache_dir = dir.string();
+  const Kernel k = rt.spmm(a, 8, o);
+  EXPECT_FALSE(k.cache_hit());
+  const Kernel again = rt.spmm(a, 8, o);
+  EXPECT_TRUE(again.cache_hit());
+  EXPECT_EQ(again.schedule(), k.schedule());
+  set_parallel_config(old);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
