@@ -452,14 +452,16 @@ PY
         # with torch imported before/after/never (tools/py_crash_probe.py), and a native
         # backtrace when gdb is there.
         py_note "pytest died on signal $((PYTEST_RC - 128)): per-test runs in crash_tests.log"
-        (cd /tmp && PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" "$VPY" -m pytest -q \
+        [ "${PY_CRASH_PER_TEST:-1}" = 1 ] && (cd /tmp && PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" "$VPY" -m pytest -q \
           --collect-only "$REPO_ROOT/python/tests" 2>/dev/null | grep '::' | while read -r id; do
           PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" timeout 120 "$VPY" -m pytest -q -x \
             "$REPO_ROOT/$id" >/tmp/one_test.log 2>&1
           echo "rc=$? $id"; [ -s /tmp/one_test.log ] && tail -5 /tmp/one_test.log | sed 's/^/    /'
         done) >"$PY_DIR/crash_tests.log" 2>&1
-        (cd /tmp && PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" timeout 600 "$VPY" \
-          "$REPO_ROOT/tools/py_crash_probe.py") >"$PY_DIR/crash_probe.json" 2>&1
+        cc -shared -fPIC -o /tmp/segv_trace.so "$REPO_ROOT/tools/debug/segv_trace.c" -ldl ||
+          py_note "segv_trace.so did not build"
+        (cd /tmp && SEGV_TRACE_SO=/tmp/segv_trace.so PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" \
+          timeout 600 "$VPY" "$REPO_ROOT/tools/py_crash_probe.py") >"$PY_DIR/crash_probe.json" 2>&1
         if command -v gdb >/dev/null; then
           (cd /tmp && PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" timeout 300 gdb -q -batch \
             -ex run -ex bt -ex "info sharedlibrary" --args "$VPY" -m pytest -q -x \

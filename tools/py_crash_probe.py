@@ -38,8 +38,37 @@ print(json.dumps({"schedule": k.schedule}), flush=True)
 """
 
 
+def native_trace(stderr: str) -> list:
+    """segv_trace lines ("#i module+0xoff"), symbolized with addr2line where it is installed."""
+    frames = []
+    for line in stderr.splitlines():
+        if not line.startswith("segv_trace: #"):
+            continue
+        parts = line.split()
+        where = parts[2]
+        if "+0x" not in where:
+            frames.append(where)
+            continue
+        module, off = where.rsplit("+", 1)
+        try:
+            sym = subprocess.run(["addr2line", "-f", "-C", "-e", module, off], capture_output=True,
+                                 text=True, timeout=30).stdout.split("\n")
+            frames.append(f"{os.path.basename(module)}+{off} {sym[0]} {sym[1] if len(sym) > 1 else ''}")
+        except (OSError, subprocess.SubprocessError):
+            frames.append(where)
+    return frames
+
+
 def main() -> None:
     out = {}
+    so = os.environ.get("SEGV_TRACE_SO")
+    if so:  # a native backtrace of the plain case (no faulthandler: it would replace the handler)
+        env = dict(os.environ, LD_PRELOAD=so)
+        with tempfile.TemporaryDirectory() as tmp:
+            r = subprocess.run([sys.executable, "-c", CHILD, "no_torch", EXAMPLE, ""],
+                               capture_output=True, text=True, cwd=tmp, timeout=300, env=env)
+        out["native"] = {"rc": r.returncode, "frames": native_trace(r.stderr),
+                         "stderr": r.stderr[-2000:]}
     for order in ("no_torch", "torch_after", "torch_first"):
         for extra in ("", "gpu_runtime_first"):
             name = order + ("+" + extra if extra else "")
