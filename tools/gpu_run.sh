@@ -428,7 +428,8 @@ PY
   else
     log "python: extension target _sparsegen of $BUILD_DIR"
     {
-      cmake -S "$SRC_DIR" -B "$BUILD_DIR" -DSPARSEGEN_PYTHON=ON -DPython_EXECUTABLE="$VPY" &&
+      GEN=(); [ -f "$BUILD_DIR/CMakeCache.txt" ] || GEN=(-G Ninja -DCMAKE_BUILD_TYPE=Release)
+      cmake "${GEN[@]}" -S "$SRC_DIR" -B "$BUILD_DIR" -DSPARSEGEN_PYTHON=ON -DPython_EXECUTABLE="$VPY" &&
         ninja -C "$BUILD_DIR" -j "$JOBS" _sparsegen
     } >"$PY_DIR/build.log" 2>&1 || { py_note "extension build failed (build.log)"; MODE=none; }
     cmake -S "$SRC_DIR" -B "$BUILD_DIR" -DSPARSEGEN_PYTHON=OFF >>"$PY_DIR/build.log" 2>&1
