@@ -83,7 +83,7 @@ Runtime::Runtime(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 
 Runtime Runtime::offline(const std::string& arch) {
   auto impl = std::make_shared<Impl>();
-  impl->target.arch = arch;
+  impl->target = offline_target(arch, "Runtime::offline arch");
   impl->target.device_name = "none (offline)";
   return Runtime(std::move(impl));
 }

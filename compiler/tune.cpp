@@ -12,7 +12,6 @@
 #include <future>
 #include <map>
 #include <mutex>
-#include <regex>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -64,14 +63,31 @@ const ModelChoice& model_for(const DeviceProfile& d, bool offline) {
   return *slot;
 }
 
+// The number of an "sm_XY" / "compute_XY" (2 or 3 digits, an optional "a" suffix), or nothing.
+// Parsed by hand: std::regex crashed inside the Python extension on a GPU host (its bracket
+// matcher reached a locale facet that was not there), and a fixed spelling needs no regex.
+std::optional<int> arch_number(std::string_view arch) {
+  for (std::string_view prefix : {"sm_", "compute_"}) {
+    if (arch.substr(0, prefix.size()) != prefix) continue;
+    std::string_view digits = arch.substr(prefix.size());
+    if (!digits.empty() && digits.back() == 'a') digits.remove_suffix(1);
+    if (digits.size() < 2 || digits.size() > 3) return std::nullopt;
+    int v = 0;
+    for (char ch : digits) {
+      if (ch < '0' || ch > '9') return std::nullopt;
+      v = v * 10 + (ch - '0');
+    }
+    return v;
+  }
+  return std::nullopt;
+}
+
 // The compute capability of an offline "sm_XY" / "compute_XY" (offline_target's spellings);
 // sm_90 for anything else.
 std::pair<int, int> offline_cc(const std::string& arch) {
-  static const std::regex re("(?:sm|compute)_([0-9]{2,3})a?");
-  std::smatch m;
-  if (!std::regex_match(arch, m, re)) return {9, 0};
-  const int v = std::stoi(m[1].str());
-  return {v / 10, v % 10};
+  const std::optional<int> v = arch_number(arch);
+  if (!v) return {9, 0};
+  return {*v / 10, *v % 10};
 }
 
 // Host bytes of `v` in `dtype` (B for the timing runs).
@@ -214,18 +230,17 @@ RankedSpace rank_space(const CsrMatrix& a, const Problem& p, const CompileTarget
   return rank_space(a, p, target, enumerate_schedules(p, a, eo), info);
 }
 
-CompileTarget offline_target(const std::string& arch) {
-  static const std::regex re("(sm|compute)_([0-9]{2,3})a?");
-  std::smatch m;
-  if (!std::regex_match(arch, m, re))
+CompileTarget offline_target(const std::string& arch, const std::string& flag) {
+  const std::optional<int> number = arch_number(arch);
+  if (!number)
     throw UserError(
-        fmt::format("--arch: expected sm_XY or compute_XY (e.g. sm_90), found '{}'", arch));
+        fmt::format("{}: expected sm_XY or compute_XY (e.g. sm_90), found '{}'", flag, arch));
   CompileTarget t;
   t.arch = arch;
   t.has_gpu = false;
   t.device_name = "offline";
-  t.limits = m[2].str() == "80" ? DeviceLimits::sm80() : DeviceLimits::sm90();
-  t.limits.name = "sm_" + m[2].str();
+  t.limits = *number == 80 ? DeviceLimits::sm80() : DeviceLimits::sm90();
+  t.limits.name = fmt::format("sm_{}", *number);
   return t;
 }
 

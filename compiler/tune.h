@@ -189,7 +189,8 @@ RankedSpace rank_space(const CsrMatrix& a, const Problem& p, const CompileTarget
                        std::vector<Schedule> all, const cuda::DeviceInfo* info);
 
 // The compile target for an explicit --arch without a GPU: "sm_80" -> sm_80 limits, any other
-// sm_XY / compute_XY -> sm_90 limits named after it. Throws UserError for another spelling.
-CompileTarget offline_target(const std::string& arch);
+// sm_XY / compute_XY -> sm_90 limits named after it. Throws UserError naming `flag` for another
+// spelling.
+CompileTarget offline_target(const std::string& arch, const std::string& flag = "--arch");
 
 }  // namespace sparsegen

@@ -370,5 +370,28 @@ TEST(Fingerprint, DISABLED_FingerprintSpeed100M) {
   EXPECT_LT(s, 1.0);
 }
 
+// The offline spellings: sm_XY / compute_XY with 2 or 3 digits and an optional "a"; anything
+// else is a UserError naming the flag (the CLI's --arch, the API's Runtime::offline).
+TEST(Tune, OfflineTargetParsesArchSpellings) {
+  EXPECT_EQ(offline_target("sm_80").limits.name, "sm_80");
+  EXPECT_EQ(offline_target("compute_90").limits.name, "sm_90");
+  EXPECT_EQ(offline_target("sm_90a").limits.name, "sm_90");
+  EXPECT_EQ(offline_target("compute_100").limits.name, "sm_100");
+  for (const char* bad : {"sm_9", "sm_9000", "sm90", "compute_9x", "sm_90b", "gfx90", ""}) {
+    try {
+      (void)offline_target(bad);
+      ADD_FAILURE() << "accepted " << bad;
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("--arch"), std::string::npos) << e.what();
+    }
+  }
+  try {
+    (void)Runtime::offline("sm_9");
+    ADD_FAILURE() << "Runtime::offline accepted sm_9";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("Runtime::offline"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace sparsegen
