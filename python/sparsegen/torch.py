@@ -196,12 +196,14 @@ class SparseLinear(torch.nn.Module):
             # B = x^T (in x n) and C = y^T (out x n), both row-major; for n = 1 these are the
             # rows themselves, no copy.
             b = xs.reshape(self.in_features) if n == 1 else xs.t().contiguous()
+            c = torch.empty(self.out_features, n, device=x.device, dtype=self.torch_dtype)
+            beta = 0.0
             if self.bias is not None:
-                c = self.bias.reshape(-1, 1).expand(self.out_features, n).contiguous()
+                # A fresh C holding the bias (beta = 1): for n = 1 a contiguous() of the expanded
+                # bias is the bias buffer itself, which is the Linear's own bias tensor, and the
+                # kernel writes C.
+                c.copy_(self.bias.reshape(-1, 1).expand(self.out_features, n))
                 beta = 1.0
-            else:
-                c = torch.empty(self.out_features, n, device=x.device, dtype=self.torch_dtype)
-                beta = 0.0
             self.kernels[n]._run(b.data_ptr(), c.data_ptr(), 1.0, beta, stream)
             out[start:start + n] = c.t()
             start += n

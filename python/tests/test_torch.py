@@ -159,12 +159,15 @@ def test_gpu_forward_within_the_tight_bound(dtype, tmp_path):
     layer = sgt.SparseLinear.from_dense(lin, n_hint=(1, 8), top_k=4, cache_dir=str(tmp_path),
                                         other_n="tile")
     assert layer.runnable
+    bias_before = lin.bias.detach().clone()
     for shape in [(1, 128), (8, 128), (2, 4, 128), (17, 128), (5, 128)]:
         assert layer.plan(int(torch.tensor(shape[:-1]).prod())), shape
         x = torch.randn(*shape, device="cuda", dtype=dtype)
         y = layer(x)
         assert y.shape == (*shape[:-1], 256) and y.dtype == dtype
-        _check_bound(layer, lin.weight, lin.bias, x, y, what=f"{dtype} {shape}")
+        _check_bound(layer, lin.weight, bias_before, x, y, what=f"{dtype} {shape}")
+        # The layer shares the Linear's bias tensor and never writes it.
+        assert torch.equal(lin.bias, bias_before), f"{dtype} {shape}: the bias was overwritten"
 
 
 @needs_gpu
