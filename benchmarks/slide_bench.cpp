@@ -125,7 +125,10 @@ int main(int argc, char** argv) {
                  "slide schedules timed per case and warp split (the tuner's ranking)");
   app.add_option("--reps", reps, "timed runs per candidate");
   app.add_option("--out", out_path, "JSON path (default $BENCH_DIR/slide.json)");
+  bool lift_only = false;
+  app.add_flag("--lift-only", lift_only, "time the lift kernel alone (no decode cases)");
   CLI11_PARSE(app, argc, argv);
+  if (lift_only) ns.clear();
   if (out_path.empty()) {
     const char* d = std::getenv("BENCH_DIR");
     out_path = std::string(d != nullptr ? d : ".") + "/slide.json";

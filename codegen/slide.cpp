@@ -86,7 +86,7 @@ class SlideEmitter : public Emitter {
     const auto c =
         call(tmpl::slide_lift,
              targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.pattern},
-                   IntArg{kLiftThreads}, IntArg{quant_ ? 1 : 0}, IntArg{quant_ && vec_b() ? 1 : 0}),
+                   IntArg{kLiftThreads}, IntArg{quant_ ? 1 : 0}, IntArg{vec_b() ? 1 : 0}),
              cptr_t("B"), ptr_u32("bw"),
              ptr_f32(quant_ ? "token_scales" : "static_cast<float*>(nullptr)"),
              i32(std::to_string(p_.k)), i32(std::to_string(p_.n)),
@@ -192,16 +192,19 @@ class SlideEmitter : public Emitter {
     sig.b_work_bytes = slide_b_work_bytes(p_, s_);
     if (quant_) sig.token_scales = p_.n;
     if (fused_) return sig;
-    // b_transform: x = column tiles, y = enough blocks for about 1024 in all.
+    // b_transform: x = column tiles, y = ranges of kLiftThreads / 32 chunks, up to about 4096
+    // blocks in all; 8-bit types about 512, as each block reads its tokens' K values once more
+    // for their maximum.
     AuxKernel& t = sig.b_transform;
     t.name = lift_name();
     t.params = {{"B", ParamKind::B, "B", {}}, {"bw", ParamKind::BWork, "lifted B", {}}};
     if (quant_) t.params.push_back({"token_scales", ParamKind::TokenScales, "token scales", {}});
     const int64_t tiles = slide_col_tiles(p_);
-    const int64_t units = f_.chunks * 32;
-    const int64_t want = std::max<int64_t>(1, 1024 / std::max<int64_t>(tiles, 1));
+    const int64_t per_range = kLiftThreads / 32;
+    const int64_t ranges = (f_.chunks + per_range - 1) / per_range;
+    const int64_t want = std::max<int64_t>(1, (quant_ ? 512 : 4096) / std::max<int64_t>(tiles, 1));
     t.launch.grid_x = tiles;
-    t.launch.grid_y = std::clamp<int64_t>((units + kLiftThreads - 1) / kLiftThreads, 1, want);
+    t.launch.grid_y = std::clamp<int64_t>(ranges, 1, want);
     t.launch.block_threads = kLiftThreads;
     return sig;
   }

@@ -119,12 +119,19 @@ __device__ __forceinline__ void slide_store(const Acc* acc, T* __restrict__ C,
 
 // b_transform: lifts B (K x N, element (k, n) at B[k·b_ks + n·b_ns]) into the sliding windows of
 // (2P−2):2P (Ψ: lifted column g·4(P−1) + 4w + p copies column g·2P + 2w + p, zeros past K) and
-// writes it in B fragment order: bw[((chunk · col_tiles + tile) · 32 + lane) · 4 + r]. For 8-bit
-// types (QUANT = 1) each block first finds the largest |B| of its tile's 8 tokens over all of K
-// (VEC = 1: column-major B with K % 8 == 0 and 16-byte aligned, read 8 values per load) and
-// quantizes with inv = qmax / max (ir/quantize.h); blocks with blockIdx.y == 0 store the token
-// scales. Grid: x = column tiles, y = any; THREADS threads; the (chunk, lane) units are strided
-// over y.
+// writes it in B fragment order: bw[((chunk · col_tiles + tile) · 32 + lane) · 4 + r]. Block
+// (x, y) owns column tile x (8 tokens) and the ranges y, y + gridDim.y, ... of THREADS / 32
+// chunks. Per range it stages the original columns the range reads (8 tokens x at most
+// THREADS / 32 · kChunk + 4P + 8 columns) in shared memory with coalesced loads (VEC = 1:
+// column-major B with K % 8 == 0; 16-byte loads when B is 16-byte aligned), then each thread writes one
+// (chunk, lane) unit of 16 bytes: B is read once and written once, both in wide transactions.
+// For 8-bit types (QUANT = 1) the block first finds the largest |B| of its 8 tokens over all of
+// K and quantizes with inv = qmax / max (ir/quantize.h); blocks with blockIdx.y == 0 store the
+// token scales (few y blocks per tile: each reads its tokens' K values for the maximum).
+//
+//   for range in y, y + gridDim.y, ...:      // THREADS / 32 chunks
+//     s_b[8][cols of range] <- B             // coalesced, 16 bytes per load with VEC
+//     bw[unit of thread] <- lift(s_b)        // one 16-byte store per thread
 template <typename T, int KIND, int P, int THREADS, int QUANT, int VEC>
 __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __restrict__ bw,
                                            float* __restrict__ token_scales, int K, int N, int b_ks,
@@ -132,8 +139,14 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
   using K_ = detail::SlideKind<KIND>;
   constexpr int E = K_::kPerReg;
   constexpr int kWarps = THREADS / 32;
+  constexpr int CH = kWarps;         // chunks per staged range: one (chunk, lane) unit per thread
+  constexpr int W = 4 * (P - 1);     // lifted columns per group of 2P original ones
+  constexpr int SPAN = (CH * K_::kChunk + 4 * P + 8 + 7) / 8 * 8;  // staged columns per token
+  static_assert(THREADS % 32 == 0, "slide_lift: whole warps");
   __shared__ float s_part[kWarps][8];
   __shared__ float s_inv[8];
+  __shared__ uint4 s_words[8 * SPAN / 8];  // 8 tokens x SPAN columns of T, 16-byte aligned
+  T* s_b = reinterpret_cast<T*>(s_words);
   const int tile = blockIdx.x, tid = threadIdx.x;
   if constexpr (QUANT) {
     const int lane = tid & 31, warp = tid >> 5;
@@ -179,27 +192,57 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
     }
     __syncthreads();
   }
-  const int units = chunks * 32;
-  for (int u = blockIdx.y * THREADS + tid; u < units; u += gridDim.y * THREADS) {
-    const int kc = u >> 5, lane = u & 31, g = lane >> 2, t = lane & 3;
-    const int n = tile * 8 + g;
-    const float inv = QUANT ? s_inv[g] : 0.0f;
-    unsigned r32[4];
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      unsigned word = 0;
-#pragma unroll
-      for (int e = 0; e < E; ++e) {
-        const int lc = kc * K_::kChunk + r * 4 * E + E * t + e;  // lifted column
-        const int grp = lc / (4 * (P - 1)), rest = lc - grp * (4 * (P - 1));
-        const int col = grp * 2 * P + 2 * (rest >> 2) + (rest & 3);
-        const float x = n < N && col < K ? detail::Cvt<T>::to_f32(B[col * b_ks + n * b_ns]) : 0.0f;
-        word |= detail::slide_operand_bits<KIND, T>(x, inv) << (e * (32 / E));
+  const int lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const float inv = QUANT ? s_inv[g] : 0.0f;
+  const int ranges = (chunks + CH - 1) / CH;
+  // 16-byte staging loads need a 16-byte aligned B (required of 8-bit types, checked otherwise).
+  const bool vec = VEC && (reinterpret_cast<unsigned long long>(B) & 15ull) == 0;
+  for (int rg = blockIdx.y; rg < ranges; rg += gridDim.y) {
+    const int kc0 = rg * CH;
+    const int lc_lo = kc0 * K_::kChunk, lc_hi = min(chunks, kc0 + CH) * K_::kChunk;
+    int lo = lc_lo / W * 2 * P;
+    if (vec) lo &= ~7;
+    const int hi = min(K, ((lc_hi - 1) / W + 1) * 2 * P);  // columns [lo, hi) feed this range
+    const int width = hi - lo;
+    if (vec) {
+      // Each token's columns are contiguous: 16-byte loads (hi rounds up within K, K % 8 == 0).
+      const int vecs = width > 0 ? (width + 7) / 8 : 0;
+      for (int i = tid; i < 8 * vecs; i += THREADS) {
+        const int j = i / vecs, v = i - j * vecs, n = tile * 8 + j;
+        const uint4 x = n < N ? __ldg(reinterpret_cast<const uint4*>(B + n * b_ns + lo) + v)
+                              : make_uint4(0u, 0u, 0u, 0u);
+        s_words[j * (SPAN / 8) + v] = x;
       }
-      r32[r] = word;
+    } else {
+      // Row-major B (b_ns == 1): the tile's 8 tokens of a column are adjacent; else a token's
+      // columns are.
+      for (int i = tid; i < 8 * width; i += THREADS) {
+        const int c = b_ns == 1 ? i >> 3 : i % width, j = b_ns == 1 ? i & 7 : i / width;
+        const int n = tile * 8 + j;
+        s_b[j * SPAN + c] = n < N ? B[(lo + c) * b_ks + n * b_ns] : detail::Cvt<T>::from_f32(0.0f);
+      }
     }
-    reinterpret_cast<uint4*>(bw)[kc * col_tiles * 32 + tile * 32 + lane] =
-        make_uint4(r32[0], r32[1], r32[2], r32[3]);
+    __syncthreads();
+    const int kc = kc0 + (tid >> 5);
+    if (kc < chunks) {
+      unsigned r32[4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        unsigned word = 0;
+#pragma unroll
+        for (int e = 0; e < E; ++e) {
+          const int lc = kc * K_::kChunk + r * 4 * E + E * t + e;  // lifted column
+          const int grp = lc / W, rest = lc - grp * W;
+          const int col = grp * 2 * P + 2 * (rest >> 2) + (rest & 3);
+          const float x = col < K ? detail::Cvt<T>::to_f32(s_b[g * SPAN + col - lo]) : 0.0f;
+          word |= detail::slide_operand_bits<KIND, T>(x, inv) << (e * (32 / E));
+        }
+        r32[r] = word;
+      }
+      reinterpret_cast<uint4*>(bw)[(kc * col_tiles + tile) * 32 + lane] =
+          make_uint4(r32[0], r32[1], r32[2], r32[3]);
+    }
+    __syncthreads();  // s_b is restaged by the next range
   }
 }
 

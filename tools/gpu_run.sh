@@ -105,6 +105,9 @@ BENCH_RUNS=(
   # slide (SlideSparse 6:8 on the 2:4 sparse tensor cores, lift included) vs dense cuBLASLt of
   # the same type at decode N; the lift kernel's bandwidth against a device-to-device copy.
   "slide|timeout 420 tools/sparsegen-slide-bench --out $BENCH_DIR/slide.json"
+  # slide_lift: the lift kernel alone (fp16, int8, fp8 at N = 1024 and 4096 on the three shapes)
+  # against the device-to-device copy of the same run.
+  "slide_lift|timeout 300 tools/sparsegen-slide-bench --lift-only --types fp16 int8 fp8 --out $BENCH_DIR/slide_lift.json"
   # twell (activation-sparse gated FFN) vs the dense cuBLAS FFN: K x N = 2048x5632, 4096x14336,
   # M = 512, 4096, 16384, mean nonzeros per row 6 .. 900, bf16. FFN_BENCH_ARGS narrows it.
   "ffn|timeout 420 tools/sparsegen-ffn-bench ${FFN_BENCH_ARGS:-} --out $BENCH_DIR/ffn.json"
