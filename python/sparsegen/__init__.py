@@ -6,12 +6,28 @@
     k(b, c)                                             # C = A @ B on device arrays
     print(k.schedule, k.schedule_reason, k.measured_ms, k.cache_hit)
 
-B and C are device arrays of any framework that exposes ``__cuda_array_interface__`` (PyTorch
-CUDA tensors, CuPy, Numba) in the kernel's dtype and layouts (row-major K x N and M x N by
-default). The call runs on the caller's stream: PyTorch's current stream for torch tensors, else
-the stream given (an int handle or an object with ``cuda_stream`` / ``ptr``), else the legacy
-default stream. Errors are :class:`UserError` (a ValueError) and :class:`CudaError` (a
-RuntimeError) with the C++ messages.
+B and C are CUDA device arrays of any framework, in the kernel's dtype and layouts (row-major
+K x N and M x N by default, contiguous), taken through ``__cuda_array_interface__`` (PyTorch CUDA
+tensors, CuPy, Numba) or, for arrays without it, through DLPack (``__dlpack__`` and
+``__dlpack_device__``: JAX, or any array API library). The call runs on the caller's stream:
+PyTorch's current stream for torch tensors, else the stream given (an int handle or an object with
+``cuda_stream`` / ``ptr``), else the legacy default stream. Errors are :class:`UserError` (a
+ValueError) and :class:`CudaError` (a RuntimeError) with the C++ messages.
+
+How arrays are read: ``__cuda_array_interface__`` first when present (zero-copy, no capsule; its
+``stream`` entry is not waited on: the caller orders its work before the call). Else DLPack: the
+device from ``__dlpack_device__`` (CUDA or CUDA managed memory, else a UserError without
+exporting), then ``x.__dlpack__(stream=s, max_version=(1, 0), copy=False)`` called here, in
+Python, with ``s`` the stream the kernel runs on (1 for the legacy default stream, as the DLPack
+spec numbers it), so that the producer makes that stream wait for its pending work on the array;
+older producers get ``x.__dlpack__(stream=s)``. nanobind's ndarray import would call
+``__dlpack__`` itself but passes no stream, so the capsule is made here and handed to the
+extension (``_sparsegen._dlpack_describe``), which reads pointer, dtype, shape, strides, device
+and the read-only flag; the checks (dtype, element count, C-contiguous strides, C writable) are the
+same as for ``__cuda_array_interface__``. The imported tensor is released after the launch; the
+memory stays the caller's array (``copy=False``), which, as with any asynchronous launch, must
+outlive the kernel. Immutable arrays (JAX) should not be passed as C unless their producer marks
+them read-only (then they are refused): the kernel writes C in place.
 """
 
 from __future__ import annotations
@@ -22,7 +38,7 @@ from typing import Any, Optional
 import numpy as np
 
 from ._sparsegen import CudaError, Kernel, Matrix, Runtime, UserError
-from ._sparsegen import _from_csr, _load
+from ._sparsegen import _dlpack_describe, _from_csr, _load
 
 __all__ = ["CudaError", "Kernel", "Matrix", "Runtime", "UserError", "from_csr", "from_scipy",
            "load", "tune", "run"]
@@ -81,11 +97,23 @@ def tune(matrix: Matrix, n: int, dtype: str = "fp16", top_k: Optional[int] = Non
                    cache_dir, use_cache, b_layout, c_layout, io)
 
 
-def _device_array(x: Any, name: str, count: int, typestr: str, writable: bool) -> int:
-    cai = getattr(x, "__cuda_array_interface__", None)
-    if cai is None:
-        raise UserError(f"{name}: expected a CUDA device array (__cuda_array_interface__), "
-                        f"found {type(x).__name__}")
+# DLPack device types (dlpack.h DLDeviceType) and dtype codes (DLDataTypeCode).
+_DL_CUDA, _DL_CUDA_MANAGED = 2, 13
+_DL_DEVICES = {1: "CPU", 2: "CUDA", 3: "CUDA pinned host", 4: "OpenCL", 7: "Vulkan", 8: "Metal",
+               9: "VPI", 10: "ROCm", 11: "ROCm host", 12: "extension", 13: "CUDA managed",
+               14: "oneAPI", 15: "WebGPU", 16: "Hexagon", 17: "MAIA"}
+_DL_CODES = {0: "int", 1: "uint", 2: "float", 3: "opaque", 4: "bfloat", 5: "complex", 6: "bool"}
+# The (code, bits) a kernel's B and C may have: bf16 also as raw 16-bit integers, as for
+# __cuda_array_interface__, which has no bf16 typestr.
+_DL_DTYPES = {"fp32": ((2, 32),), "fp16": ((2, 16),), "bf16": ((4, 16), (1, 16), (0, 16))}
+_DL_NAMES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+def _expected_array(name: str) -> str:
+    return f"{name}: expected a CUDA device array (__cuda_array_interface__ or DLPack __dlpack__)"
+
+
+def _cai_array(cai: Any, name: str, count: int, typestr: str, writable: bool) -> int:
     shape = tuple(cai["shape"])
     size = int(np.prod(shape)) if shape else 1
     if size != count:
@@ -108,10 +136,84 @@ def _device_array(x: Any, name: str, count: int, typestr: str, writable: bool) -
     return int(ptr)
 
 
+def _dl_device_name(dev_type: int) -> str:
+    return _DL_DEVICES.get(dev_type, f"device type {dev_type}")
+
+
+def _dlpack_array(x: Any, name: str, count: int, io_dtype: str, writable: bool, stream: int,
+                  keep: "list[Any]") -> int:
+    what = type(x).__name__
+    device = getattr(x, "__dlpack_device__", None)
+    if device is None:
+        raise UserError(f"{_expected_array(name)}: {what} has __dlpack__ but no "
+                        f"__dlpack_device__")
+    dev_type, dev_id = (int(v) for v in device())
+    if dev_type not in (_DL_CUDA, _DL_CUDA_MANAGED):
+        raise UserError(f"{_expected_array(name)}, found a {_dl_device_name(dev_type)} array "
+                        f"through DLPack ({what}, device {dev_id})")
+    # DLPack numbers the legacy default stream 1 (0 is not allowed for CUDA); 2 (per-thread) and
+    # the handles of created streams are the same numbers as the cudaStream_t values.
+    s = 1 if stream == 0 else stream
+    try:
+        try:
+            capsule = x.__dlpack__(stream=s, max_version=(1, 0), copy=False)
+        except TypeError:  # a producer before the 2023.12 array API (no max_version / copy)
+            capsule = x.__dlpack__(stream=s)
+    except (BufferError, TypeError, ValueError) as e:
+        raise UserError(f"{name}: {what}.__dlpack__(stream={s}) failed: {e}") from e
+    try:
+        d = _dlpack_describe(capsule)
+    except UserError as e:
+        raise UserError(f"{name}: {what}.__dlpack__(stream={s}) gave no usable tensor: {e}") from e
+    keep.append(d["owner"])
+    dev_type, dev_id = d["device"]
+    if dev_type not in (_DL_CUDA, _DL_CUDA_MANAGED):  # the capsule has the last word
+        raise UserError(f"{_expected_array(name)}, found a {_dl_device_name(dev_type)} array "
+                        f"through DLPack ({what}, device {dev_id})")
+    shape = tuple(d["shape"])
+    size = int(np.prod(shape)) if shape else 1
+    if size != count:
+        raise UserError(f"{name}: expected {count} elements, found {size} (shape {shape})")
+    code, bits, lanes = d["dtype"]
+    if lanes != 1 or (code, bits) not in _DL_DTYPES[io_dtype]:
+        found = _DL_CODES.get(code, f"code {code} ") + str(bits)
+        found += f"x{lanes}" if lanes != 1 else ""
+        raise UserError(f"{name}: expected {_DL_NAMES[io_dtype]} elements, found {found} "
+                        f"(DLPack)")
+    # C order; dimensions of extent 1 may have any stride (the layout is the same).
+    acc = 1
+    for dim, stride in zip(reversed(shape), reversed(d["strides"])):
+        if dim != 1 and stride != acc:
+            raise UserError(f"{name}: expected a contiguous array, found strides "
+                            f"{tuple(d['strides'])} (elements) for shape {shape}")
+        acc *= dim
+    if writable and d["readonly"]:
+        raise UserError(f"{name}: the array is read-only (DLPack)")
+    return int(d["data"])
+
+
+def _device_array(x: Any, name: str, count: int, io_dtype: str, writable: bool, stream: int,
+                  keep: "list[Any]") -> int:
+    """The device pointer of ``x``, checked: ``__cuda_array_interface__`` when present, else
+    DLPack (see the module docstring); ``keep`` collects what must live until the launch."""
+    has_dlpack = hasattr(x, "__dlpack__")
+    try:
+        cai = getattr(x, "__cuda_array_interface__", None)
+    except Exception:  # e.g. a property that refuses (a CPU JAX array): DLPack says why
+        if not has_dlpack:
+            raise
+        cai = None
+    if cai is not None:
+        return _cai_array(cai, name, count, _DTYPES[io_dtype][0], writable)
+    if has_dlpack:
+        return _dlpack_array(x, name, count, io_dtype, writable, stream, keep)
+    raise UserError(f"{_expected_array(name)}, found {type(x).__name__}")
+
+
 def _stream_of(stream: Any, arrays: "tuple[Any, ...]") -> int:
     if stream is None:
-        for x in arrays:  # PyTorch: the current stream of the tensor's device
-            if type(x).__module__.startswith("torch"):
+        for x in arrays:  # PyTorch: the current stream of the CUDA tensor's device
+            if type(x).__module__.startswith("torch") and getattr(x, "is_cuda", False):
                 import torch  # optional dependency, present when a tensor is
                 return int(torch.cuda.current_stream(x.device).cuda_stream)
         return 0
@@ -126,10 +228,12 @@ def _stream_of(stream: Any, arrays: "tuple[Any, ...]") -> int:
 def run(kernel: Kernel, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0,
         stream: Any = None) -> None:
     """C = alpha * A @ B + beta * C on device arrays (see the module docstring)."""
-    typestr, _ = _DTYPES[kernel.io_dtype]
-    pb = _device_array(b, "b", kernel.k * kernel.n, typestr, False)
-    pc = _device_array(c, "c", kernel.m * kernel.n, typestr, True)
-    kernel._run(pb, pc, float(alpha), float(beta), _stream_of(stream, (b, c)))
+    s = _stream_of(stream, (b, c))  # first: DLPack producers order their work before it
+    keep: "list[Any]" = []  # DLPack imports, released after the launch
+    pb = _device_array(b, "b", kernel.k * kernel.n, kernel.io_dtype, False, s, keep)
+    pc = _device_array(c, "c", kernel.m * kernel.n, kernel.io_dtype, True, s, keep)
+    kernel._run(pb, pc, float(alpha), float(beta), s)
+    del keep
 
 
 Kernel.__call__ = run  # type: ignore[attr-defined]

@@ -77,6 +77,50 @@ CsrMatrix from_csr(nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::dev
   return a;
 }
 
+// DLPack: what the Python side needs to check a framework array and take its pointer. `src` is a
+// DLPack capsule (from `x.__dlpack__(stream=...)`, so that the producer orders its work before the
+// caller's stream), or any object nanobind imports (an object with __dlpack__, or a buffer; then
+// nanobind calls __dlpack__ without a stream). Nothing is checked here but that the import works:
+// the Python side checks device, dtype, shape and layout and names the argument. `owner` holds the
+// imported tensor (nanobind calls the producer's deleter when it goes), to be kept until launched.
+nb::dict dlpack_describe(nb::handle src) {
+  using Array = nb::ndarray<nb::ro>;
+  bool readonly = false;
+  Array a;
+  nb::ndarray<> writable;
+  // A writable import refuses a tensor flagged read-only (DLPack 1.x) before consuming the capsule.
+  if (nb::try_cast(src, writable)) {
+    a = Array(writable);
+  } else if (nb::try_cast(src, a)) {
+    readonly = true;
+  } else {
+    std::string type = nb::inst_name(src).c_str();
+    if (PyCapsule_CheckExact(src.ptr()))
+      throw UserError(
+          "DLPack: the capsule could not be imported (already consumed, or not a "
+          "DLPack tensor)");
+    throw UserError("DLPack: cannot import an object of type " + type +
+                    " (no __dlpack__ or buffer protocol)");
+  }
+  nb::list shape, strides;
+  for (size_t i = 0; i < a.ndim(); ++i) {
+    shape.append(a.shape(i));
+    strides.append(a.stride(i));  // in elements; nanobind fills C order where the tensor has none
+  }
+  const auto dt = a.dtype();
+  auto* keep = new Array(a);
+  nb::capsule owner(keep, [](void* p) noexcept { delete static_cast<Array*>(p); });
+  nb::dict d;
+  d["data"] = reinterpret_cast<uintptr_t>(a.data());  // byte_offset included
+  d["dtype"] = nb::make_tuple(dt.code, dt.bits, dt.lanes);
+  d["shape"] = nb::tuple(shape);
+  d["strides"] = nb::tuple(strides);
+  d["device"] = nb::make_tuple(a.device_type(), a.device_id());
+  d["readonly"] = readonly;
+  d["owner"] = owner;
+  return d;
+}
+
 }  // namespace
 }  // namespace sparsegen
 
@@ -112,6 +156,9 @@ NB_MODULE(_sparsegen, m) {
         return load_matrix(path, o).matrix;
       },
       "path"_a, "tensor"_a = "");
+  m.def("_dlpack_describe", &dlpack_describe, "src"_a,
+        "data pointer, dtype (code, bits, lanes), shape, strides (elements), device (type, id), "
+        "readonly and owner of a DLPack capsule or array");
   m.def("_from_csr", &from_csr, "indptr"_a, "indices"_a, "data"_a, "rows"_a, "cols"_a,
         "source"_a = "");
 

@@ -92,8 +92,13 @@ def test_call_rejects_host_arrays():
     rt = sparsegen.Runtime.offline("compute_90")
     a = sparsegen.from_csr([0, 1], [0], [1.5], (1, 1))
     k = sparsegen.tune(a, 1, dtype="fp32", top_k=0, use_cache=False, runtime=rt)
-    with pytest.raises(sparsegen.UserError, match="__cuda_array_interface__"):
+    # NumPy arrays have __dlpack__ (device CPU): refused from __dlpack_device__, naming both ways.
+    with pytest.raises(sparsegen.UserError,
+                       match=r"b: expected a CUDA device array \(__cuda_array_interface__ or "
+                             r"DLPack __dlpack__\), found a CPU array through DLPack"):
         k(np.zeros(1, np.float32), np.zeros(1, np.float32))
+    with pytest.raises(sparsegen.UserError, match="__cuda_array_interface__ or DLPack.*found list"):
+        k([0.0], [0.0])
 
 
 @pytest.mark.skipif(not _has_gpu(), reason="no GPU: the device tests need one")
