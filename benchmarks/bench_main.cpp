@@ -30,6 +30,11 @@
 // 64. --quick: every shape at 50/70/90 % magnitude plus random 70 % for two shapes, N = 1, 8, 32,
 // 64; SuiteSparse matrices with >= 10000 nonzeros.
 //
+// Output: one line per case on stdout; while it runs, a progress bar on stderr when that is a
+// terminal (cases done, elapsed, ETA, the current case and step). --json FILE.json also writes
+// FILE.svg next to it (benchmarks/bench_plot.h: the speedups per case, or the search quality;
+// --no-plot: none), both rewritten after every case.
+//
 // Exit codes: 0 success; 1 bad value (the message names the flag or file); 2 bad command line;
 // 3 no GPU / CUDA or library error (nothing measured); 4 some output failed its correctness check
 // (everything else is still measured and written).
@@ -59,6 +64,7 @@
 #include <nlohmann/json.hpp>
 
 #include "benchmarks/baselines.h"
+#include "benchmarks/bench_plot.h"
 #include "benchmarks/report.h"
 #include "benchmarks/search_quality.h"
 #include "compiler/gpu_check.h"
@@ -72,11 +78,12 @@
 #include "ir/dtype.h"
 #include "ir/enumerate.h"
 #include "ir/family.h"
-#include "ir/parallel.h"
 #include "ir/gen/pruning.h"
 #include "ir/io/csr_container.h"
 #include "ir/io/load.h"
+#include "ir/parallel.h"
 #include "ir/problem.h"
+#include "ir/progress_line.h"
 #include "ir/schedule.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/nvrtc_compiler.h"
@@ -103,6 +110,7 @@ struct Args {
   std::string suite;
   bool quick = false;
   std::string json;
+  bool no_plot = false;  // --no-plot: no SVG next to the JSON
   int repeats = 20;
   int warmup = 3;
   std::string cache_dir;
@@ -121,6 +129,10 @@ struct Args {
   std::string command_line;
 };
 
+using Warn = std::function<void(const std::string&)>;
+// Names the step a case is in ("cuBLAS", "screen 12/400"): the progress bar's note.
+using Step = std::function<void(const std::string&)>;
+
 // One matrix of a run and the cases (N values) measured on it.
 struct MatrixSpec {
   std::string suite;    // "llm", "suitesparse", "file"
@@ -130,12 +142,15 @@ struct MatrixSpec {
   int64_t rows = 0, cols = 0;
   DType dtype = DType::F16;
   std::vector<int64_t> ns;
-  std::function<CsrMatrix()> load;
+  // Makes the matrix; `warn` prints a warning (the progress bar cleared first).
+  std::function<CsrMatrix(const Warn& warn)> load;
 };
 
 // True once --time-limit has passed since t_start; prints how many cases are left unrun.
-bool time_limit_reached(const Args& a, Clock::time_point t_start, size_t cases_left) {
+bool time_limit_reached(const Args& a, Clock::time_point t_start, size_t cases_left,
+                        ProgressLine& bar) {
   if (a.time_limit_s <= 0 || seconds_since(t_start) <= a.time_limit_s) return false;
+  bar.clear();
   std::printf("sparsegen-bench: --time-limit %.0f s reached; %zu cases not run\n", a.time_limit_s,
               cases_left);
   return true;
@@ -143,13 +158,18 @@ bool time_limit_reached(const Args& a, Clock::time_point t_start, size_t cases_l
 
 // The spec's matrix, checked against its dtype's range; nullopt (recorded in `skipped` and
 // printed) when it cannot be used.
-std::optional<CsrMatrix> load_or_skip(const MatrixSpec& spec, nlohmann::json& skipped) {
+std::optional<CsrMatrix> load_or_skip(const MatrixSpec& spec, nlohmann::json& skipped,
+                                      ProgressLine& bar) {
   try {
-    CsrMatrix m = spec.load();
+    CsrMatrix m = spec.load([&bar](const std::string& msg) {
+      bar.clear();
+      std::fprintf(stderr, "sparsegen-bench: %s\n", msg.c_str());
+    });
     check_value_range(m, spec.dtype);
     return m;
   } catch (const UserError& e) {
     skipped.push_back({{"matrix", spec.name}, {"reason", e.what()}});
+    bar.clear();
     std::printf("  skip %s: %s\n", spec.name.c_str(), e.what());
     return std::nullopt;
   }
@@ -266,7 +286,7 @@ std::vector<MatrixSpec> llm_specs(const Args& a, DType dtype) {
       m.name = fmt::format("llm {}x{} {} {:.0f}%", rows, cols, m.pruning, sparsity * 100);
       const bool last_of_shape = v + 1 == variants.size();
       const uint64_t seed = a.seed;
-      m.load = [src, method, sparsity, cache, rows, cols, seed, last_of_shape] {
+      m.load = [src, method, sparsity, cache, rows, cols, seed, last_of_shape](const Warn& warn) {
         std::string path;
         if (!cache.empty()) {
           path = (fs::path(cache) / fmt::format("llm_{}x{}_{}_{:.2f}_seed{}.safetensors", rows,
@@ -279,7 +299,7 @@ std::vector<MatrixSpec> llm_specs(const Args& a, DType dtype) {
               if (last_of_shape) src->release();
               return cached;
             } catch (const UserError& e) {  // a stale or broken cache file: regenerate
-              std::fprintf(stderr, "sparsegen-bench: ignoring cache file: %s\n", e.what());
+              warn(fmt::format("ignoring cache file: {}", e.what()));
             }
           }
         }
@@ -296,7 +316,7 @@ std::vector<MatrixSpec> llm_specs(const Args& a, DType dtype) {
             write_csr(path + ".tmp", pruned);
             fs::rename(path + ".tmp", path, ec);
           } catch (const std::exception& e) {  // caching is an optimization only
-            std::fprintf(stderr, "sparsegen-bench: cannot cache %s: %s\n", path.c_str(), e.what());
+            warn(fmt::format("cannot cache {}: {}", path, e.what()));
           }
         }
         return pruned;
@@ -351,7 +371,7 @@ std::vector<MatrixSpec> suitesparse_specs(const Args& a, DType dtype, nlohmann::
     s.cols = m.cols;
     s.dtype = dtype;
     s.ns = ns;
-    s.load = [f] { return load_matrix(f).matrix; };
+    s.load = [f](const Warn&) { return load_matrix(f).matrix; };
     out.push_back(std::move(s));
   }
   return out;
@@ -730,17 +750,42 @@ std::string fmt_ms(const MethodResult& m) {
   return m.ok() ? fmt::format("{:.4f} ms", m.median_ms) : std::string("-");
 }
 
-// Writes `doc` to `path` through a temporary file and a rename (never a half-written file).
-void write_json_file(const std::string& path, const nlohmann::json& doc) {
+// Writes `text` to `path` through a temporary file and a rename (never a half-written file).
+void write_file(const std::string& path, const std::string& text) {
   const std::string tmp = path + ".tmp";
   {
     std::ofstream f(tmp);
-    f << doc.dump(1) << "\n";
+    f << text;
     if (!f) throw UserError(fmt::format("--json: cannot write '{}'", tmp));
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
   if (ec) throw UserError(fmt::format("--json: cannot write '{}': {}", path, ec.message()));
+}
+
+// "; JSON: FILE.json, plot: FILE.svg" for the last line (empty without --json).
+std::string outputs_note(const Args& a) {
+  if (a.json.empty()) return {};
+  return a.no_plot ? fmt::format("; JSON: {}", a.json)
+                   : fmt::format("; JSON: {}, plot: {}", a.json, plot_path(a.json));
+}
+
+// The --json file and, unless --no-plot, its plot next to it. A plot that cannot be written is
+// a warning (once): it never costs the measurements.
+void write_outputs(const Args& a, const nlohmann::json& doc, ProgressLine& bar) {
+  if (a.json.empty()) return;
+  write_file(a.json, doc.dump(1) + "\n");
+  if (a.no_plot) return;
+  static bool warned = false;
+  try {
+    write_file(plot_path(a.json), render_svg(bench_chart(doc)));
+  } catch (const std::exception& e) {
+    if (!warned) {
+      bar.clear();
+      std::fprintf(stderr, "sparsegen-bench: no plot: %s\n", e.what());
+    }
+    warned = true;
+  }
 }
 
 // ---------------------------------------------------------------- --exhaustive: search quality
@@ -771,7 +816,7 @@ constexpr size_t kKeep = 3;
 ExhaustivePass exhaustive_pass(Gpu& g, const CsrMatrix& m, const Problem& p,
                                const std::vector<Schedule>& all, const std::vector<size_t>& sel,
                                size_t pick_index, CaseInputs& ci,
-                               const std::function<bool()>& stop_now) {
+                               const std::function<bool()>& stop_now, const Step& step) {
   ExhaustivePass out;
   struct Slot {
     std::optional<KernelBuild> build;
@@ -810,6 +855,7 @@ ExhaustivePass exhaustive_pass(Gpu& g, const CsrMatrix& m, const Problem& p,
   };
   auto consume = [&](size_t i, Slot&& s) {
     ++out.attempted;
+    step(fmt::format("screen {}/{}", out.attempted, sel.size()));
     out.build_thread_s += s.build_s;
     const size_t idx = sel[i];
     if (!s.build) {
@@ -854,7 +900,7 @@ ExhaustivePass exhaustive_pass(Gpu& g, const CsrMatrix& m, const Problem& p,
 // every enumerated schedule (or the capped spread), then a final full measurement of the fastest
 // few and of the search's pick.
 SearchCase exhaustive_case(Gpu& g, const Args& a, const MatrixSpec& spec, const CsrMatrix& m,
-                           int64_t n, Clock::time_point t_start) {
+                           int64_t n, Clock::time_point t_start, const Step& step) {
   SearchCase sc;
   static_cast<CaseKey&>(sc) = case_key(spec.suite, spec.name, m.rows, m.cols, m.nnz(), spec.pruning,
                                        n, std::string(to_string(spec.dtype)));
@@ -885,6 +931,7 @@ SearchCase exhaustive_case(Gpu& g, const Args& a, const MatrixSpec& spec, const 
   }
 
   // (a) the search.
+  step("search");
   TuneOptions to;
   to.top_k = a.top_k;
   to.use_cache = false;  // a real search every time, never a cached decision
@@ -909,6 +956,7 @@ SearchCase exhaustive_case(Gpu& g, const Args& a, const MatrixSpec& spec, const 
   if (!tr.warnings.empty()) sc.extra["search_warnings"] = tr.warnings;
 
   // (b) the comparison set.
+  step("enumerate");
   const auto t_enum = Clock::now();
   const std::vector<Schedule> all = enumerate_all();
   sc.enumerated = static_cast<int>(all.size());
@@ -934,13 +982,14 @@ SearchCase exhaustive_case(Gpu& g, const Args& a, const MatrixSpec& spec, const 
   const double enum_s = seconds_since(t_enum);
 
   const auto t_inputs = Clock::now();
+  step("reference");
   CaseInputs ci = make_case_inputs(m, n, spec.dtype, /*column_major_b=*/false);
   const double inputs_s = seconds_since(t_inputs);
 
   const auto t_pass = Clock::now();
-  ExhaustivePass pass = exhaustive_pass(g, m, p, all, sel, pick_index, ci, [&] {
-    return a.time_limit_s > 0 && seconds_since(t_start) > a.time_limit_s;
-  });
+  ExhaustivePass pass = exhaustive_pass(
+      g, m, p, all, sel, pick_index, ci,
+      [&] { return a.time_limit_s > 0 && seconds_since(t_start) > a.time_limit_s; }, step);
   const double pass_s = seconds_since(t_pass);
   sc.attempted = pass.attempted;
   sc.measured = pass.measured;
@@ -948,6 +997,7 @@ SearchCase exhaustive_case(Gpu& g, const Args& a, const MatrixSpec& spec, const 
   sc.time_limited = pass.attempted < sc.selected;
 
   // (c) the final round: the fastest screened few and the pick, each measured in full.
+  step("final round");
   const auto t_final = Clock::now();
   nlohmann::json final_round = nlohmann::json::array();
   if (!pass.pick) {
@@ -1011,6 +1061,9 @@ int run_exhaustive(const Args& a, const std::vector<MatrixSpec>& specs, Gpu& g, 
   size_t total_cases = 0;
   for (const auto& s : specs) total_cases += s.ns.size();
   size_t case_no = 0;
+  ProgressLine bar("cases", static_cast<int>(total_cases));
+  if (a.time_limit_s > 0)
+    bar.set_time_limit(std::max(1e-3, a.time_limit_s - seconds_since(t_start)));
 
   auto write = [&] {
     nlohmann::json cases = nlohmann::json::array();
@@ -1021,7 +1074,7 @@ int run_exhaustive(const Args& a, const std::vector<MatrixSpec>& specs, Gpu& g, 
     doc["skipped"] = skipped;
     doc["truncated"] = truncated;
     doc["elapsed_s"] = seconds_since(t_start);
-    if (!a.json.empty()) write_json_file(a.json, doc);
+    write_outputs(a, doc, bar);
   };
 
   std::printf(
@@ -1032,11 +1085,12 @@ int run_exhaustive(const Args& a, const std::vector<MatrixSpec>& specs, Gpu& g, 
       a.exhaustive_limit);
   std::fflush(stdout);
   for (const MatrixSpec& spec : specs) {
-    if (time_limit_reached(a, t_start, total_cases - case_no)) {
+    if (time_limit_reached(a, t_start, total_cases - case_no, bar)) {
       truncated = true;
       break;
     }
-    const std::optional<CsrMatrix> loaded = load_or_skip(spec, skipped);
+    bar.update(static_cast<int>(case_no), spec.name + ": load");
+    const std::optional<CsrMatrix> loaded = load_or_skip(spec, skipped, bar);
     if (!loaded) {
       case_no += spec.ns.size();
       continue;
@@ -1049,8 +1103,12 @@ int run_exhaustive(const Args& a, const std::vector<MatrixSpec>& specs, Gpu& g, 
       }
       ++case_no;
       const auto t_case = Clock::now();
-      SearchCase sc = exhaustive_case(g, a, spec, m, n, t_start);
+      const std::string name = fmt::format("{} N={}", spec.name, n);
+      SearchCase sc = exhaustive_case(g, a, spec, m, n, t_start, [&](const std::string& step) {
+        bar.update(static_cast<int>(case_no - 1), name + ": " + step);
+      });
       const auto r = sc.ratio();
+      bar.clear();
       std::printf(
           "[%3zu/%zu] %-34s N=%-3lld %s  %d/%d measured%s  best %s  pick %s  ratio %s  search "
           "%.2f s  [%.1f s]\n",
@@ -1069,9 +1127,10 @@ int run_exhaustive(const Args& a, const std::vector<MatrixSpec>& specs, Gpu& g, 
     }
   }
   write();
+  bar.clear();
   std::printf("\n%s", format_search_table(results, summarize_search(results)).c_str());
   std::printf("elapsed %.1f s%s%s\n", seconds_since(t_start), truncated ? " (truncated)" : "",
-              a.json.empty() ? "" : fmt::format("; JSON: {}", a.json).c_str());
+              outputs_note(a).c_str());
   return 0;
 }
 
@@ -1118,7 +1177,7 @@ int run(const Args& a) {
     s.cols = m->cols;
     s.dtype = dt;
     s.ns = a.ns;
-    s.load = [m] { return *m; };
+    s.load = [m](const Warn&) { return *m; };
     specs.push_back(std::move(s));
   } else {
     if (a.suite == "suitesparse" || a.suite == "all") {
@@ -1211,6 +1270,9 @@ int run(const Args& a) {
   size_t total_cases = 0;
   for (const auto& s : specs) total_cases += s.ns.size();
   size_t case_no = 0;
+  ProgressLine bar("cases", static_cast<int>(total_cases));
+  if (a.time_limit_s > 0)
+    bar.set_time_limit(std::max(1e-3, a.time_limit_s - seconds_since(t_start)));
 
   auto write_json = [&] {
     if (a.json.empty()) return;
@@ -1231,7 +1293,7 @@ int run(const Args& a) {
     doc["truncated"] = truncated;
     doc["failed_checks"] = failed_checks;
     doc["elapsed_s"] = seconds_since(t_start);
-    write_json_file(a.json, doc);
+    write_outputs(a, doc, bar);
   };
 
   std::printf("sparsegen-bench: %zu matrices, %zu cases; %s; ours: %s\n", specs.size(), total_cases,
@@ -1240,12 +1302,14 @@ int run(const Args& a) {
   std::fflush(stdout);
 
   for (const MatrixSpec& spec : specs) {
-    if (time_limit_reached(a, t_start, total_cases - case_no)) {
+    if (time_limit_reached(a, t_start, total_cases - case_no, bar)) {
       truncated = true;
       break;
     }
+    const int done = static_cast<int>(case_no);
+    bar.update(done, spec.name + ": load");
     const auto t_load = Clock::now();
-    const std::optional<CsrMatrix> loaded = load_or_skip(spec, skipped);
+    const std::optional<CsrMatrix> loaded = load_or_skip(spec, skipped, bar);
     if (!loaded) {
       doc["skipped"] = skipped;
       case_no += spec.ns.size();
@@ -1255,6 +1319,7 @@ int run(const Args& a) {
     const double load_s = seconds_since(t_load);
 
     // Our kernels for every N (and candidate), built in parallel.
+    bar.update(done, spec.name + ": build our kernels");
     const auto t_build = Clock::now();
     std::vector<BuildJob> jobs;
     std::vector<std::pair<size_t, size_t>> range;  // per N: [first, last) into jobs
@@ -1282,6 +1347,7 @@ int run(const Args& a) {
     const double dense_bytes =
         static_cast<double>(m.rows) * static_cast<double>(m.cols) * dtype_bytes(spec.dtype);
     if (!a.dry_run) {
+      bar.update(done, spec.name + ": cuBLAS and cuSPARSE setup");
       if (dense_bytes > a.max_dense_gib * (1 << 30)) {
         dense_skip = fmt::format("skipped: dense A would need {:.1f} GiB (--max-dense-gib {})",
                                  dense_bytes / (1 << 30), a.max_dense_gib);
@@ -1294,6 +1360,10 @@ int run(const Args& a) {
     for (size_t ni = 0; ni < spec.ns.size(); ++ni) {
       ++case_no;
       const int64_t n = spec.ns[ni];
+      const std::string name = fmt::format("{} N={}", spec.name, n);
+      auto step = [&](const char* what) {
+        bar.update(static_cast<int>(case_no - 1), name + ": " + what);
+      };
       CaseResult cr;
       static_cast<CaseKey&>(cr) = case_key(spec.suite, spec.name, m.rows, m.cols, m.nnz(),
                                            spec.pruning, n, std::string(to_string(spec.dtype)));
@@ -1311,6 +1381,7 @@ int run(const Args& a) {
                             : "dry run: not measured";
         cr.ours.extra = {{"candidates", tried}};
         cr.cublas.error = cr.cusparse.error = "dry run: not measured";
+        bar.clear();
         std::printf("[%3zu/%zu] %s N=%lld %s: %zu kernel(s) built (%s)\n", case_no, total_cases,
                     spec.name.c_str(), static_cast<long long>(n), cr.dtype.c_str(), mine.size(),
                     mine.empty() || !mine[0].error.empty() ? cr.ours.error.c_str()
@@ -1319,18 +1390,24 @@ int run(const Args& a) {
         continue;
       }
       const auto t_case = Clock::now();
+      step("reference");
       CaseInputs ci = make_case_inputs(m, n, spec.dtype, /*column_major_b=*/true);
       const double ref_s = seconds_since(t_case);
 
+      step("ours");
       measure_ours(g, m, ci, mine, cr);
-      if (best_of > 1)
+      if (best_of > 1) {
+        step("ours, refine");
         refine_ours(g, m, ci, spaces[ni], a, a.refine >= 0 ? a.refine : best_of / 2, cr);
+      }
+      step("cuBLAS");
       if (dense) {
         measure_baseline(g, dense->candidates(n, ci.b_row.ptr(), ci.c.ptr()), spec.dtype, ci,
                          static_cast<double>(dense->a_bytes()), cr.cublas);
       } else {
         cr.cublas.error = dense_skip;
       }
+      step("cuSPARSE");
       measure_baseline(g, csr->candidates(n, ci.b_row.ptr(), ci.b_col.ptr(), ci.c.ptr()),
                        spec.dtype, ci, static_cast<double>(csr->a_bytes()), cr.cusparse);
       for (const MethodResult* r : {&cr.ours, &cr.cublas, &cr.cusparse}) {
@@ -1339,6 +1416,7 @@ int run(const Args& a) {
       cr.ours.extra["cpu_s"] = {{"load", load_s}, {"build_all_n", build_s}, {"reference", ref_s}};
       const auto vb = cr.speedup_vs_cublas();
       const auto vs = cr.speedup_vs_cusparse();
+      bar.clear();
       std::printf(
           "[%3zu/%zu] %-40s N=%-3lld %s  ours %s (%.0f GB/s) | cuBLAS %s %s | cuSPARSE %s %s  "
           "[%.1f s]\n",
@@ -1355,11 +1433,12 @@ int run(const Args& a) {
     }
   }
   write_json();
+  bar.clear();
   std::printf(
       "\nspeedup = baseline time / our time (geometric mean per group; >1: ours faster)\n%s",
       format_summary(summarize_groups(results)).c_str());
   std::printf("elapsed %.1f s%s%s\n", seconds_since(t_start), truncated ? " (truncated)" : "",
-              a.json.empty() ? "" : fmt::format("; JSON: {}", a.json).c_str());
+              outputs_note(a).c_str());
   if (failed_checks > 0) {
     std::fprintf(stderr, "sparsegen-bench: %d method(s) failed their correctness check\n",
                  failed_checks);
@@ -1397,7 +1476,10 @@ int main(int argc, char** argv) {
                  "sparsegen tune; 0 = none)");
   auto* suite = app.add_option("--suite", a.suite, "run a suite: llm, suitesparse, all");
   app.add_flag("--quick", a.quick, "the short suite preset (device runs)");
-  app.add_option("--json", a.json, "write results as JSON to this file");
+  app.add_option("--json", a.json,
+                 "write results as JSON to this file, and their plot next to it (FILE.json -> "
+                 "FILE.svg)");
+  app.add_flag("--no-plot", a.no_plot, "with --json: no SVG plot");
   app.add_option("--repeats", a.repeats, "timed runs per measurement (median; default 20)");
   app.add_option("--warmup", a.warmup, "untimed runs first (default 3)");
   app.add_option("--cache-dir", a.cache_dir,

@@ -29,6 +29,10 @@
 // to the plain roofline as a baseline; the saved model is then refitted on all samples.
 // --from-samples refits from a saved samples file without any GPU (the device recorded there).
 //
+// Progress: a bar on stderr when it is a terminal, for the corpus (matrices made or loaded) and
+// for the measuring (kernels of the planned total, ETA at most the budget); cleared before every
+// other line.
+//
 // Exit codes (main.cpp): 0 success, 1 bad flag / file, 3 no GPU or CUDA error.
 #include <algorithm>
 #include <chrono>
@@ -65,6 +69,7 @@
 #include "ir/gen/pruning.h"
 #include "ir/io/load.h"
 #include "ir/parallel.h"
+#include "ir/progress_line.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/timing.h"
 #include "tools/commands.h"
@@ -190,9 +195,27 @@ std::vector<Mat> corpus(const CalibrateArgs& a, const Shapes& large, double dead
     for (PruneMethod m : {PruneMethod::Magnitude, PruneMethod::Random, PruneMethod::RowMagnitude})
       prunes.push_back({m, sp});
   prunes.push_back({PruneMethod::NM, 0.5});
+  // The data files (listed first: the progress bar counts them).
+  const char* env = std::getenv("SPARSEGEN_DATA");
+  const fs::path root = env ? fs::path(env) : fs::path();
+  std::vector<fs::path> files;
+  for (const char* folder : {"suitesparse", "dlmc"}) {
+    std::error_code ec;
+    if (root.empty() || !fs::is_directory(root / folder, ec)) continue;
+    for (const auto& e : fs::recursive_directory_iterator(root / folder, ec)) {
+      const std::string ext = e.path().extension().string();
+      if (e.is_regular_file() && (ext == ".mtx" || ext == ".smtx")) files.push_back(e.path());
+    }
+  }
+  constexpr size_t kLargePrunes = 6;  // per large shape: 3 sparsities x 2 prunings (below)
+  ProgressLine bar("matrices", static_cast<int>(std::size(shapes) * prunes.size() + files.size() +
+                                                large.size() * kLargePrunes));
+  bar.set_time_limit(deadline_s - since(t0));
+  int made = 0;
   uint64_t seed = 11;
   for (const auto& [r, c] : shapes) {
     if (since(t0) > deadline_s) break;
+    bar.update(made, fmt::format("weight {}x{}", r, c));
     const DenseMatrix w = make_llm_weight(r, c, seed++);
     for (const Prune& pr : prunes) {
       PruneSpec spec;
@@ -206,28 +229,23 @@ std::vector<Mat> corpus(const CalibrateArgs& a, const Shapes& large, double dead
                                                  int(pr.sparsity * 100 + 0.5));
       m->source = name;
       out.push_back({name, m, {}, {}});
+      bar.update(++made, name);
     }
   }
   // Data matrices: largest first.
-  const char* env = std::getenv("SPARSEGEN_DATA");
-  const fs::path root = env ? fs::path(env) : fs::path();
   std::vector<std::pair<int64_t, Mat>> data;
-  for (const char* folder : {"suitesparse", "dlmc"}) {
-    std::error_code ec;
-    if (root.empty() || !fs::is_directory(root / folder, ec)) continue;
-    for (const auto& e : fs::recursive_directory_iterator(root / folder, ec)) {
-      const std::string ext = e.path().extension().string();
-      if (!e.is_regular_file() || (ext != ".mtx" && ext != ".smtx")) continue;
-      if (since(t0) > deadline_s) break;
-      try {
-        LoadedMatrix lm = load_matrix(e.path().string());
-        if (lm.matrix.field == ValueField::Complex || lm.matrix.nnz() < 2000) continue;
-        const std::string name = fs::relative(e.path(), root).string();
-        const int64_t nnz = lm.matrix.nnz();
-        data.push_back({nnz, {name, std::make_shared<CsrMatrix>(std::move(lm.matrix)), {}, {}}});
-      } catch (const std::exception& ex) {
-        std::fprintf(stderr, "calibrate: skipped %s: %s\n", e.path().c_str(), ex.what());
-      }
+  for (const fs::path& f : files) {
+    if (since(t0) > deadline_s) break;
+    const std::string name = fs::relative(f, root).string();
+    bar.update(made++, name);
+    try {
+      LoadedMatrix lm = load_matrix(f.string());
+      if (lm.matrix.field == ValueField::Complex || lm.matrix.nnz() < 2000) continue;
+      const int64_t nnz = lm.matrix.nnz();
+      data.push_back({nnz, {name, std::make_shared<CsrMatrix>(std::move(lm.matrix)), {}, {}}});
+    } catch (const std::exception& ex) {
+      bar.clear();
+      std::fprintf(stderr, "calibrate: skipped %s: %s\n", f.c_str(), ex.what());
     }
   }
   std::stable_sort(data.begin(), data.end(),
@@ -237,6 +255,7 @@ std::vector<Mat> corpus(const CalibrateArgs& a, const Shapes& large, double dead
   // The large tier: one weight per shape, each pruning on its own thread (prune only reads it).
   for (const auto& [r, c] : large) {
     if (since(t0) > deadline_s) break;
+    bar.update(made, fmt::format("weight {}x{}", r, c));
     const DenseMatrix w = make_llm_weight(r, c, seed++);
     std::vector<std::future<Mat>> jobs;
     for (double sp : {0.5, 0.7, 0.9})
@@ -250,9 +269,13 @@ std::vector<Mat> corpus(const CalibrateArgs& a, const Shapes& large, double dead
           pruned->source = fmt::format("gen{}x{}_{}{}", r, c, to_string(m), int(sp * 100 + 0.5));
           return Mat{pruned->source, pruned, {}, {}, true};
         }));
-    for (auto& j : jobs) out.push_back(j.get());
+    for (auto& j : jobs) {
+      out.push_back(j.get());
+      bar.update(++made, out.back().name);
+    }
   }
   for (Mat& m : out) {
+    bar.update(made, "features of " + m.name);
     m.mf = compute_features(*m.a);
     m.rows = row_profile(*m.a);
   }
@@ -404,9 +427,7 @@ void run_calibrate(const CalibrateArgs& a) {
   cuda::DeviceInfo info;
   if (ctx) info = ctx->info();
   bool guessed = false;
-  const DeviceProfile dev =
-      dry ? DeviceProfile::h100_sxm()
-          : profile_of(info, &guessed);
+  const DeviceProfile dev = dry ? DeviceProfile::h100_sxm() : profile_of(info, &guessed);
   std::printf("calibrate: %s (%s, %d SMs, %.0f GB/s%s), target %s, budget %.0f s\n",
               dev.name.c_str(), dev.arch().c_str(), dev.sm_count, dev.dram_gbs,
               guessed ? " guessed" : "", target.arch.c_str(), a.budget_s);
@@ -510,15 +531,20 @@ void run_calibrate(const CalibrateArgs& a) {
   std::unique_ptr<cuda::DeviceBuffer> db, dc;
   size_t measured_jobs = 0;
   std::string abort_reason;
+  ProgressLine bar("kernels", static_cast<int>(jobs.size()));
+  bar.set_time_limit(stop_s - since(t0));
   auto consume = [&](size_t i, Built&& b) {
     if (out_of_time()) return false;
     const Job& job = jobs[i];
     Case& c = *cases[job.c];
     const Mat& m = mats[c.matrix];
+    bar.update(static_cast<int>(i), c.id);
     if (!b.build) {
-      if (++build_fail <= 5)
+      if (++build_fail <= 5) {
+        bar.clear();
         std::fprintf(stderr, "calibrate: build failed (%s, %s): %s\n", c.id.c_str(),
                      to_string(job.schedule).c_str(), b.error.substr(0, 300).c_str());
+      }
       return true;
     }
     if (dry) {
@@ -538,9 +564,11 @@ void run_calibrate(const CalibrateArgs& a) {
       const CompiledKernel k(ctx, std::move(*b.build));
       const CheckResult r = gpu_check(k, *m.a, c.in, c.ref, stream, nullptr, false);
       if (!r.passed) {
-        if (++check_fail <= 5)
+        if (++check_fail <= 5) {
+          bar.clear();
           std::fprintf(stderr, "calibrate: GPU check failed (%s, %s): %s\n", c.id.c_str(),
                        to_string(job.schedule).c_str(), r.error.substr(0, 300).c_str());
+        }
         return true;
       }
       if (buf_case != job.c) {
@@ -571,12 +599,14 @@ void run_calibrate(const CalibrateArgs& a) {
       samples.push_back(std::move(s));
       ++measured_jobs;
       if (measured_jobs % 250 == 0) {
+        bar.clear();
         std::printf("calibrate: %zu kernels measured, %.0f s\n", measured_jobs, since(t0));
         std::fflush(stdout);
       }
     } catch (const CudaError& e) {
       ++gpu_fail;
       const std::string what = e.what();
+      bar.clear();
       std::fprintf(stderr, "calibrate: CUDA error (%s, %s): %s\n", c.id.c_str(),
                    to_string(job.schedule).c_str(), what.c_str());
       if (what.find("ILLEGAL") != std::string::npos ||
@@ -588,9 +618,11 @@ void run_calibrate(const CalibrateArgs& a) {
     }
     return true;
   };
+  bar.update(0, "building the first kernels");
   // + 1: the pipeline's window counts the build being measured too; `window` builds stay ahead.
   produce_in_order(jobs.size(), threads, window + 1, make, consume, ConsumeOrder::index,
                    out_of_time);
+  bar.clear();
   const double measure_s = since(t0);
   std::printf(
       "calibrate: measured %zu kernels of %zu planned in %.1f s on %d build threads (%lld build "

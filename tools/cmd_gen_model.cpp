@@ -15,8 +15,8 @@
 
 #include "ir/diagnostics.h"
 #include "ir/gen/model_gen.h"
+#include "ir/progress_line.h"
 #include "tools/commands.h"
-#include "tools/progress.h"
 
 namespace sparsegen::cli {
 namespace {

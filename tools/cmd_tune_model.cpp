@@ -37,11 +37,11 @@
 #include "compiler/pipeline.h"
 #include "ir/diagnostics.h"
 #include "ir/io/checkpoint.h"
+#include "ir/progress_line.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/kernel_db.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
-#include "tools/progress.h"
 
 namespace sparsegen::cli {
 namespace {

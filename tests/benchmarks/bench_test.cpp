@@ -4,10 +4,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -17,6 +19,7 @@
 
 #include "benchmarks/report.h"
 #include "runtime/cuda_driver.h"
+#include "tests/benchmarks/xml_check.h"
 #include "tests/test_support.h"
 
 namespace sparsegen::bench {
@@ -228,6 +231,64 @@ TEST(BenchCli, DryRunBuildsOurKernelWithoutGpu) {
   EXPECT_FALSE(j["cases"][1]["ours"]["impl"].get<std::string>().empty()) << j.dump(1);
   EXPECT_EQ(j["cases"][1]["ours"]["error"], "dry run: not measured") << j.dump(1);
   fs::remove(json);
+  fs::remove(m);
+}
+
+// --json FILE.json also writes the plot FILE.svg (one category per case); --no-plot writes none.
+// Off a terminal there is no progress bar: no control characters in the output.
+TEST(BenchCli, DryRunWritesThePlotNextToTheJson) {
+  const std::string m = tiny_matrix();
+  const fs::path dir =
+      fs::temp_directory_path() / ("sparsegen_bench_plot_" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  const fs::path json = dir / "run.json", svg = dir / "run.svg";
+  const BenchRun r = bench(m + " -n 1,8 --dry-run --json " + json.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("plot: " + svg.string()), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\033'), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find('\r'), std::string::npos) << r.out;
+  std::ifstream f(svg);
+  ASSERT_TRUE(f) << svg;
+  const std::string text{std::istreambuf_iterator<char>(f), {}};
+  EXPECT_EQ(sparsegen::testing::xml_problem(text), "") << text;
+  EXPECT_NE(text.find(m + " N=1</text>"), std::string::npos) << text;
+  EXPECT_NE(text.find(m + " N=8</text>"), std::string::npos) << text;
+  EXPECT_NE(text.find(">file N=8</text>"), std::string::npos) << text;  // its summary group
+  fs::remove(svg);
+
+  const BenchRun none = bench(m + " -n 8 --dry-run --no-plot --json " + json.string());
+  ASSERT_EQ(none.rc, 0) << none.out;
+  EXPECT_TRUE(fs::exists(json));
+  EXPECT_FALSE(fs::exists(svg));
+  EXPECT_EQ(none.out.find("plot:"), std::string::npos) << none.out;
+  fs::remove_all(dir);
+  fs::remove(m);
+}
+
+// On a terminal the progress bar is drawn on stderr (cut to the terminal's width) and cleared
+// before every line of output, so no line keeps it.
+TEST(BenchCli, ProgressBarOnATerminalIsClearedBeforeEveryLine) {
+  const std::string m = tiny_matrix();
+  for (const char* mode : {"", "--exhaustive"}) {
+    std::vector<std::string> argv = {SPARSEGEN_BENCH, m,      "-n",       "1,8",
+                                     "--dtype",       "fp16", "--dry-run"};
+    if (*mode) argv.push_back(mode);
+    const BenchRun r = sparsegen::testing::run_on_terminal(argv, {}, 60);
+    ASSERT_EQ(r.rc, 0) << mode << "\n" << r.out;
+    EXPECT_NE(r.out.find("\r\033[K[........................] 0/2 cases"), std::string::npos)
+        << mode << "\n"
+        << r.out;
+    for (size_t at = r.out.find("\033[K["); at != std::string::npos;
+         at = r.out.find("\033[K[", at + 1)) {
+      if (r.out[at + 4] != '#' && r.out[at + 4] != '.') continue;  // a line of output, not a bar
+      const size_t end = std::min(r.out.find_first_of("\r\n", at), r.out.size());
+      EXPECT_LE(end - at - 3, 59u) << r.out.substr(at, end - at);
+    }
+    EXPECT_EQ(sparsegen::testing::lines_keeping_a_progress_bar(r.out), std::vector<std::string>{})
+        << mode << "\n"
+        << r.out;
+    EXPECT_NE(r.out.find("[  2/2]"), std::string::npos) << mode << "\n" << r.out;
+  }
   fs::remove(m);
 }
 

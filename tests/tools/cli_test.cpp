@@ -466,6 +466,30 @@ TEST_F(Cli, BenchWithoutTheBinaryNamesThePath) {
   EXPECT_NE(out.find("does not exist"), std::string::npos) << out;
 }
 
+// `calibrate` draws its progress bar only on a terminal, and clears it before every line it
+// prints. SPARSEGEN_CALIBRATE_DRY=1: no GPU (kernels are built, not run); a 2 s budget keeps it
+// short (whether anything gets measured in it does not matter here).
+TEST_F(Cli, CalibrateProgressBarOnlyOnATerminal) {
+  const std::string no_data = path("no-data"), model = path("model.json");
+  const CliRun tty = sparsegen::testing::run_on_terminal(
+      {SPARSEGEN_CLI, "calibrate", "--budget-seconds", "2", "--large-shapes", "",
+       "--schedules-per-case", "2", "--out", model},
+      {{"SPARSEGEN_CALIBRATE_DRY", "1"}, {"SPARSEGEN_DATA", no_data}});
+  EXPECT_NE(tty.out.find("calibrate: "), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("\r\033[K[........................] 0/40 matrices"), std::string::npos)
+      << tty.out;
+  EXPECT_EQ(sparsegen::testing::lines_keeping_a_progress_bar(tty.out), std::vector<std::string>{})
+      << tty.out;
+
+  const CliRun piped = sparsegen::testing::run_command(
+      "SPARSEGEN_CALIBRATE_DRY=1 SPARSEGEN_DATA='" + no_data + "' '" + SPARSEGEN_CLI +
+      "' calibrate --budget-seconds 2 --large-shapes '' --schedules-per-case 2 --out '" + model +
+      "' 2>&1");
+  EXPECT_NE(piped.out.find("calibrate: "), std::string::npos) << piped.out;
+  EXPECT_EQ(piped.out.find('\033'), std::string::npos) << piped.out;
+  EXPECT_EQ(piped.out.find('\r'), std::string::npos) << piped.out;
+}
+
 }  // namespace
 
 namespace {
@@ -477,8 +501,8 @@ TEST_F(Cli, FfnBuildsOfflineAndNamesBadFlags) {
   EXPECT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("schedule: twell;"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("activations: mean"), std::string::npos) << r.out;
-  const nlohmann::json j = parse(
-      run("ffn --gen 256x700 -m 32 --schedule dense_ffn --arch compute_90 --json", false));
+  const nlohmann::json j =
+      parse(run("ffn --gen 256x700 -m 32 --schedule dense_ffn --arch compute_90 --json", false));
   EXPECT_EQ(j.value("schedule", ""), "dense_ffn;threads=256");
   EXPECT_EQ(j.value("reason", ""), "given by --schedule");
   struct Case {
