@@ -60,9 +60,9 @@ KernelSignature KernelSignature::without_table_data() const {
   light.reserve(params.size());
   for (const KernelParam& p : params)
     light.push_back({p.name, p.kind, p.source, is_table(p.kind) ? std::vector<int64_t>{} : p.data});
-  return {kernel_name, std::move(light), launch,      prologue,     epilogue,    workspace_bytes,
-          b_alignment, workspace_zeroed, b_transform, b_work_bytes, token_scales,
-          gemms_before, gemms_after};
+  return {kernel_name,     std::move(light), launch,           prologue,    epilogue,
+          workspace_bytes, b_alignment,      workspace_zeroed, b_transform, b_work_bytes,
+          token_scales,    gemms_before,     gemms_after};
 }
 
 std::string describe(const KernelSignature& sig) {
@@ -79,7 +79,10 @@ std::string describe(const KernelSignature& sig) {
   if (sig.launch.dynamic_shared_bytes > 0)
     s += fmt::format(" dynamic_shared={}B", sig.launch.dynamic_shared_bytes);
   s += "\n";
-  if (sig.empty_grid()) s += "  (empty grid: do not launch; C = beta * C is the whole result)\n";
+  if (sig.empty_grid())
+    s += sig.gemms_before.empty() && sig.gemms_after.empty()
+             ? "  (empty grid: do not launch; C = beta * C is the whole result)\n"
+             : "  (empty grid: do not launch; the library GEMMs are the whole run)\n";
   for (size_t i = 0; i < sig.params.size(); ++i) {
     const KernelParam& p = sig.params[i];
     s += fmt::format("  {:2} {:<22} {:<8} {}", i, p.name, to_string(p.kind), p.source);

@@ -494,8 +494,9 @@ void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
   if (sig.empty_grid()) {
     // With M*N > 0 only the Atomic output mode (rows split across blocks) can leave no block
     // task (nnz == 0): its prologue (and epilogue) apply C = beta*C. A Store kernel always has a
-    // task per row.
-    SG_ASSERT(k.prologue != nullptr, "empty grid without a prologue for " + to_string(p));
+    // task per row; a library candidate's launch sequence is its GEMMs alone.
+    SG_ASSERT(k.prologue != nullptr || !sig.gemms_before.empty() || !sig.gemms_after.empty(),
+              "empty grid without a prologue or a library GEMM for " + to_string(p));
   } else {
     launch_bound(k.kernel, sig.params, sig.launch, a, true, stream);
   }

@@ -148,6 +148,30 @@ struct Candidate {
   int round = 1;  // CandidateReport::round
 };
 
+// What the measured library candidate (IrFamily::dense_baseline) says about the pick, for the
+// reason: "; 1.31x faster than the library (dense;lib=cublaslt, 0.0310 ms)", or, when the library
+// won, "; the library was fastest: the best generated kernel took 1.18x its time". Empty when no
+// library candidate was measured.
+std::string library_note(const std::vector<Candidate>& cands, const Candidate& winner) {
+  const Candidate* lib = nullptr;
+  const Candidate* gen = nullptr;
+  for (const Candidate& c : cands) {
+    if (!c.measured_ms) continue;
+    const Candidate*& slot = c.schedule.family().dense_baseline() ? lib : gen;
+    if (slot == nullptr || *c.measured_ms < *slot->measured_ms) slot = &c;
+  }
+  if (lib == nullptr || !winner.measured_ms) return "";
+  if (&winner == lib)
+    return gen == nullptr ? "; only the library candidate ran"
+                          : fmt::format(
+                                "; the library was fastest: the best generated kernel "
+                                "({}) took {:.2f}x its time",
+                                to_string(gen->schedule), *gen->measured_ms / *lib->measured_ms);
+  return fmt::format("; {:.2f}x faster than the library ({}, {:.4f} ms)",
+                     *lib->measured_ms / *winner.measured_ms, to_string(lib->schedule),
+                     *lib->measured_ms);
+}
+
 kdb::KernelRecord record_of(const Candidate& c, const kdb::KeyParts& base) {
   kdb::KeyParts parts = base;
   parts.schedule = to_string(c.schedule);
@@ -455,6 +479,17 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
         restricted = true;
       }
     }
+    // Library candidates (IrFamily::dense_baseline) are not ranked by the model: a measuring
+    // search times them next to the ranked candidates, a model-only one never picks them. A
+    // restricted search keeps what it was given.
+    std::vector<Schedule> baselines;
+    if (!restricted) {
+      std::vector<Schedule> ranked;
+      for (Schedule& sch : all)
+        (sch.family().dense_baseline() ? baselines : ranked).push_back(std::move(sch));
+      if (ranked.empty()) std::swap(ranked, baselines);  // nothing else fits: the library is all
+      all = std::move(ranked);
+    }
     progress("enumerate", 1, 1);
     phase_done("enumerate");
     if (all.empty())
@@ -481,6 +516,15 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
       c.predicted_ms = r.predicted_ms[c.index];
       cands.push_back(std::move(c));
     }
+    if (opt.top_k > 0)
+      for (Schedule& sch : baselines) {  // after the ranked space: never refined around
+        Candidate c;
+        c.index = all.size();
+        c.schedule = sch;
+        all.push_back(std::move(sch));
+        r.predicted_ms.push_back(std::nullopt);
+        cands.push_back(std::move(c));
+      }
   }
 
   // ---- compile (thread pool): cands[from ..] -------------------------------------------------
@@ -636,8 +680,8 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
   else if (opt.top_k > 0)
     res.reason = fmt::format(
         "fastest of {} measured ({} of them near the first round's best; of {} enumerated; "
-        "ranked by {}), checked against the CPU reference",
-        compiled().size(), res.refined, res.enumerated, res.ranking);
+        "ranked by {}), checked against the CPU reference{}",
+        compiled().size(), res.refined, res.enumerated, res.ranking, library_note(cands, *winner));
   else
     res.reason = fmt::format("top of {} enumerated, ranked by {} (not measured: top-k 0)",
                              res.enumerated, res.ranking);

@@ -402,7 +402,7 @@ TEST_P(FamilyConformance, CostFeaturesAreFinite) {
 TEST_P(FamilyConformance, DatabaseKeyChangesWithEveryScheduleField) {
   const NamedMatrix& m = matrices()[2];
   const CompileTarget target = offline_target("sm_90");
-  int64_t edits = 0;
+  int64_t edits = 0, varied = 0;
   for (DType dt : {DType::F32, DType::F16}) {
     for (int64_t n : {int64_t{1}, int64_t{8}, int64_t{64}})
       for (const Problem& p : problems_for(m.a, dt, n)) {
@@ -444,9 +444,11 @@ TEST_P(FamilyConformance, DatabaseKeyChangesWithEveryScheduleField) {
             }
           }
         }
+        for (const auto& [field, vals] : values) varied += vals.size() > 1;
       }
   }
-  EXPECT_GT(edits, 0);
+  // A family with a single schedule (the dense library candidate) has no field to edit.
+  EXPECT_TRUE(edits > 0 || varied == 0) << GetParam();
 }
 
 // On the device: for every registered family, its 3 best schedules by the tuner's ranking

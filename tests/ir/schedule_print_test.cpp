@@ -9,8 +9,8 @@
 #include "ir/family.h"
 #include "ir/general_schedule.h"
 #include "ir/schedule.h"
-#include "tests/test_support.h"
 #include "tests/ir/schedule_test_util.h"
+#include "tests/test_support.h"
 
 namespace sparsegen {
 namespace {
@@ -62,8 +62,8 @@ TEST(SchedulePrint, NameTablesRoundTrip) {
   for (auto l : {Level::Block, Level::Warp, Level::Thread}) EXPECT_EQ(parse_level(to_string(l)), l);
   for (auto w : {WorkSplit::Row, WorkSplit::Rows, WorkSplit::Nnz})
     EXPECT_EQ(parse_work_split(to_string(w)), w);
-  for (auto r : {ReductionKind::None, ReductionKind::Total, ReductionKind::Bitmap,
-                 ReductionKind::Segment})
+  for (auto r :
+       {ReductionKind::None, ReductionKind::Total, ReductionKind::Bitmap, ReductionKind::Segment})
     EXPECT_EQ(parse_reduction(to_string(r)), r);
   for (const IrFamily* f : ir_families()) EXPECT_EQ(find_ir_family(f->name()), f);
   EXPECT_EQ(find_ir_family("nosuch"), nullptr);
@@ -90,7 +90,9 @@ TEST(ScheduleParse, ErrorsNameTheField) {
   EXPECT_NE(parse_error("general;pad=4;pad=4").find("field 'pad'"), std::string::npos);
   EXPECT_NE(parse_error("general;sort").find("KEY=VALUE"), std::string::npos);
   EXPECT_NE(parse_error("special;warps=2").find("field 'family'"), std::string::npos);
-  EXPECT_NE(parse_error("nosuch").find("general, macko, bitmap_tc, slide, twell or dense_ffn"), std::string::npos);
+  EXPECT_NE(
+      parse_error("nosuch").find("general, macko, bitmap_tc, slide, twell, dense_ffn or dense"),
+      std::string::npos);
   EXPECT_NE(parse_error("general;block=row:3").find("field 'block'"), std::string::npos);
   EXPECT_NE(parse_error("general;block=nnz").find("field 'block'"), std::string::npos);
 }
@@ -102,11 +104,14 @@ TEST(ScheduleValidate, IllegalCombinationsGiveReasons) {
   EXPECT_NE(e.find("warp reduction bitmap is illegal here: expected segment"), std::string::npos)
       << e;
   // thread total over a nonzero split needs padding to the chunk
-  e = parse_error("general;block=nnz:128;warp=nnz:64;thread=nnz:2;warps=2;red=total,bitmap,segment");
+  e = parse_error(
+      "general;block=nnz:128;warp=nnz:64;thread=nnz:2;warps=2;red=total,bitmap,segment");
   EXPECT_NE(e.find("pad (1) to be a multiple of thread nnz:2"), std::string::npos) << e;
   // exact tiling of nonzero splits
-  e = parse_error("general;block=nnz:100;warp=nnz:64;thread=nnz:2;warps=2;red=bitmap,segment,segment");
-  EXPECT_NE(e.find("block nnz:100 must equal warps (2) x warp nnz:64 = 128"), std::string::npos) << e;
+  e = parse_error(
+      "general;block=nnz:100;warp=nnz:64;thread=nnz:2;warps=2;red=bitmap,segment,segment");
+  EXPECT_NE(e.find("block nnz:100 must equal warps (2) x warp nnz:64 = 128"), std::string::npos)
+      << e;
   // illegal nesting
   e = parse_error("general;block=rows:4;warp=nnz:32;thread=nnz:1");
   EXPECT_NE(e.find("split nesting block/warp/thread = rows/nnz/nnz is illegal"), std::string::npos)
@@ -120,8 +125,9 @@ TEST(ScheduleValidate, IllegalCombinationsGiveReasons) {
             std::string::npos)
       << e;
   // interleave needs full rounds
-  e = parse_error("general;block=rows:1;warp=row;thread=nnz:4;group=8;red=total,total,none;"
-                  "interleave=1;pad=4");
+  e = parse_error(
+      "general;block=rows:1;warp=row;thread=nnz:4;group=8;red=total,total,none;"
+      "interleave=1;pad=4");
   EXPECT_NE(e.find("interleave needs pad (4) to be a multiple of a warp round"), std::string::npos)
       << e;
   // block row forces total everywhere

@@ -1,0 +1,72 @@
+// The dense family's compiler/ layer: A laid out densely (M x K row-major in the dtype, zeros
+// where the sparse weight has none) as the library GEMM's operand, and the placeholder compiled.
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "codegen/dense.h"
+#include "compiler/family.h"
+#include "compiler/pipeline_steps.h"
+#include "ir/dense_schedule.h"
+#include "ir/diagnostics.h"
+#include "ir/dtype.h"
+#include "ir/parallel.h"
+
+namespace sparsegen {
+namespace {
+
+// The dense M x K bytes of A in the 16-bit dtype (check_value_range() has accepted the values).
+std::vector<char> dense_values(const CsrMatrix& a, DType dtype) {
+  std::vector<char> out(static_cast<size_t>(a.rows * a.cols) * 2, 0);
+  parallel_for(a.rows, a.nnz() + a.rows, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t i = a.row_ptr[r]; i < a.row_ptr[r + 1]; ++i) {
+        const float v = a.values[static_cast<size_t>(i)];
+        const uint16_t bits = dtype == DType::F16 ? float_to_half_bits(v) : float_to_bf16_bits(v);
+        std::memcpy(out.data() + (r * a.cols + a.col_idx[static_cast<size_t>(i)]) * 2, &bits, 2);
+      }
+  });
+  return out;
+}
+
+class DenseBuild final : public CompilerFamily {
+ public:
+  std::string_view name() const override { return DenseSchedule::kFamily; }
+  KernelBuild build(const CsrMatrix& a, const Problem& p, const Schedule& s,
+                    const CompileTarget& target, const BuildOptions& opt) const override {
+    KernelBuild b = start_build(a, p, s, target);
+    {
+      PipelineStep st(3, "verify", &b.step_log);
+      auto why = validate_dense(p);
+      if (why.empty()) why = verify_dense(p, target.limits);
+      if (!why.empty())
+        throw UserError(fmt::format("schedule '{}' cannot run {} on {}: {}", to_string(s),
+                                    to_string(p), target.limits.name, fmt::join(why, "; ")));
+      st.finish(target.limits.name);
+    }
+    {
+      PipelineStep st(4, "pack", &b.step_log);
+      st.finish("none: the library reads A densely");
+    }
+    {
+      PipelineStep st(5, "values", &b.step_log);
+      check_value_range(a, p.dtype);
+      b.values = dense_values(a, p.dtype);
+      st.finish(fmt::format("{} bytes: A dense ({} x {}) in {}", b.values.size(), p.m, p.k,
+                            to_string(p.dtype)));
+    }
+    emit_step(b, [&] { return codegen::emit_dense(p, s); });
+    if (opt.source_hook) opt.source_hook(b.kernel.source);
+    if (opt.compile) compile_step(b, target, "sparsegen_dense.cu", opt.line_info);
+    return b;
+  }
+};
+
+}  // namespace
+
+const CompilerFamily& dense_compiler_family() {
+  static const DenseBuild f;
+  return f;
+}
+
+}  // namespace sparsegen

@@ -1,0 +1,101 @@
+// The dense family's ir/ layer (ir/dense_schedule.h): the weight multiplied densely by the BLAS
+// library. The pack keeps the CSR (the compiler lays A out densely for the device); interpret()
+// is the CSR reference, which is the library's arithmetic up to the order of fp32 sums.
+#include <fmt/format.h>
+
+#include "ir/dense_schedule.h"
+#include "ir/diagnostics.h"
+#include "ir/enumerate.h"
+#include "ir/family.h"
+#include "ir/interpreter.h"
+
+namespace sparsegen {
+namespace {
+
+struct PackedCsr final : Packed<CsrMatrix> {
+  using Packed::Packed;
+  const std::vector<float>& master_values() const override { return format.values; }
+  const std::vector<int32_t>& column_indices() const override { return format.col_idx; }
+  std::vector<int32_t> take_column_indices() override { return std::move(format.col_idx); }
+  FormatStats stats() const override {
+    FormatStats fs;
+    fs.rows = format.rows;
+    fs.nnz = format.nnz();
+    fs.nnz_padded = format.rows * format.cols;
+    return fs;
+  }
+  std::string describe() const override {
+    return fmt::format("dense {} x {} (nnz {}, stored densely on the device)", format.rows,
+                       format.cols, format.nnz());
+  }
+};
+
+class DenseIrFamily final : public IrFamily {
+ public:
+  std::string_view name() const override { return DenseSchedule::kFamily; }
+  bool general_purpose() const override { return false; }
+  bool dense_baseline() const override { return true; }
+  std::string spec(const Schedule& s) const override { return dense_spec(s.as<DenseSchedule>()); }
+  std::string print(const Schedule& s) const override { return print_dense(s.as<DenseSchedule>()); }
+  Schedule parse(std::string_view spec, const std::vector<std::string_view>& parts) const override {
+    return Schedule(parse_dense_fields(spec, parts));
+  }
+  std::vector<std::string> validate(const Schedule&) const override { return {}; }
+  std::vector<std::string> validate(const Problem& p, const Schedule&) const override {
+    return validate_dense(p);
+  }
+  std::vector<Schedule> enumerate(const Problem& p, const CsrMatrix&,
+                                  const EnumerateOptions& opt) const override {
+    return enumerate_dense_schedules(p, opt.device);
+  }
+  std::vector<std::string> why_not(const Problem& p, const CsrMatrix&) const override {
+    return validate_dense(p);
+  }
+  std::optional<std::string> pack_key(const Schedule&) const override { return "dense"; }
+  FormatStats format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s) const override {
+    FormatStats fs;
+    fs.rows = a.rows;
+    fs.nnz = a.nnz();
+    fs.nnz_padded = a.rows * a.cols;
+    for (int64_t r = 0; r < a.rows; ++r)
+      fs.max_row_length = std::max(fs.max_row_length, a.row_ptr[r + 1] - a.row_ptr[r]);
+    return restat(fs, p, s);
+  }
+  FormatStats restat(const FormatStats& shared, const Problem&, const Schedule&) const override {
+    FormatStats fs = shared;
+    fs.block_tasks = 0;  // no kernel of its own: the library's GEMM
+    fs.col_tiles = 1;
+    return fs;
+  }
+  std::vector<std::string> verify(const Problem& p, const Schedule&, const FormatStats&,
+                                  const DeviceLimits& dev) const override {
+    return verify_dense(p, dev);
+  }
+  int registers(const Problem&, const Schedule&) const override { return 16; }
+  int64_t shared_bytes(const Problem&, const Schedule&) const override { return 0; }
+  std::shared_ptr<PackedMatrix> pack(const CsrMatrix& a, const Problem& p,
+                                     const Schedule&) const override {
+    if (a.rows != p.m || a.cols != p.k)
+      throw UserError(fmt::format("{}: the matrix is {}x{} but the problem has M={} and K={}",
+                                  a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m,
+                                  p.k));
+    return std::make_shared<PackedCsr>(a);
+  }
+  void interpret(const Problem& p, const Schedule&, const PackedMatrix& packed,
+                 std::span<const float> b, std::span<float> c, float alpha,
+                 float beta) const override {
+    reference_spmm(p, dynamic_cast<const PackedCsr&>(packed).format, b, c, alpha, beta);
+  }
+  std::optional<FormatSummary> summarize(const CsrMatrix&) const override { return std::nullopt; }
+  // The library may split K and add the parts in fp32.
+  int64_t output_adds(const Problem&, const Schedule&, int64_t) const override { return 8; }
+};
+
+}  // namespace
+
+const IrFamily& dense_ir_family() {
+  static const DenseIrFamily f;
+  return f;
+}
+
+}  // namespace sparsegen

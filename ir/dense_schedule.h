@@ -1,0 +1,40 @@
+// dense schedule family: the sparse weight multiplied as a dense matrix by the BLAS library, the
+// library candidate the tuner measures next to the generated sparse kernels (and returns where
+// sparsity does not pay, saying so). Its IrFamily is in ir/dense_family.cpp.
+//
+//   dense;lib=cublaslt
+//     lib  the BLAS library (cuBLASLt, loaded at run time)
+//
+// One step per run: C = alpha · A · B + beta · C by the library's GEMM, A stored densely (M x K
+// row-major in the dtype), fp32 accumulation. fp16 / bf16; B and C row/row, col/row or col/col
+// (C column-major is computed as C^T = B^T · A^T, which needs B column-major too).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ir/device_limits.h"
+#include "ir/problem.h"
+#include "ir/schedule.h"
+#include "ir/sparse_matrix.h"
+
+namespace sparsegen {
+
+struct DenseSchedule {
+  static constexpr std::string_view kFamily = "dense";
+  bool operator==(const DenseSchedule&) const = default;
+};
+
+// Reasons the library cannot run the problem (op, dtype, layouts, empty sizes); empty = it can.
+std::vector<std::string> validate_dense(const Problem& p);
+std::string dense_spec(const DenseSchedule& s);
+std::string print_dense(const DenseSchedule& s);
+DenseSchedule parse_dense_fields(std::string_view spec, const std::vector<std::string_view>& parts);
+
+// The dense copy of A in elements (M x K) and the 32-bit sizes the library takes.
+std::vector<std::string> verify_dense(const Problem& p, const DeviceLimits& dev);
+// The one schedule when the problem fits, else none.
+std::vector<Schedule> enumerate_dense_schedules(const Problem& p, const DeviceLimits& dev);
+
+}  // namespace sparsegen
