@@ -28,7 +28,6 @@ using tmpl::targs;
 using tmpl::TypeArg;
 
 constexpr int kLiftThreads = 256;
-constexpr int kLiftUnits = 4;  // (chunk, lane) units per lift thread and staged range
 
 int kind_of(DType t) {
   switch (t) {
@@ -84,15 +83,15 @@ class SlideEmitter : public Emitter {
   // b_transform: one call of sg::slide_lift in its own kernel (declared before the main one).
   void emit_lift() {
     const bool row_b = p_.b_layout == Layout::RowMajor;
-    const auto c = call(
-        tmpl::slide_lift,
-        targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.pattern}, IntArg{kLiftThreads},
-              IntArg{quant_ ? 1 : 0}, IntArg{vec_b() ? 1 : 0}, IntArg{kLiftUnits}),
-        cptr_t("B"), ptr_u32("bw"),
-        ptr_f32(quant_ ? "token_scales" : "static_cast<float*>(nullptr)"),
-        i32(std::to_string(p_.k)), i32(std::to_string(p_.n)),
-        i32(row_b ? std::to_string(p_.n) : "1"), i32(row_b ? "1" : std::to_string(p_.k)),
-        i32(std::to_string(f_.chunks)), i32(std::to_string(slide_col_tiles(p_))));
+    const auto c =
+        call(tmpl::slide_lift,
+             targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.pattern},
+                   IntArg{kLiftThreads}, IntArg{quant_ ? 1 : 0}, IntArg{vec_b() ? 1 : 0}),
+             cptr_t("B"), ptr_u32("bw"),
+             ptr_f32(quant_ ? "token_scales" : "static_cast<float*>(nullptr)"),
+             i32(std::to_string(p_.k)), i32(std::to_string(p_.n)),
+             i32(row_b ? std::to_string(p_.n) : "1"), i32(row_b ? "1" : std::to_string(p_.k)),
+             i32(std::to_string(f_.chunks)), i32(std::to_string(slide_col_tiles(p_))));
     decl(fmt::format(
         "// b_transform: B lifted into the sliding windows{}, in mma.sp B fragment order\n"
         "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
@@ -193,15 +192,15 @@ class SlideEmitter : public Emitter {
     sig.b_work_bytes = slide_b_work_bytes(p_, s_);
     if (quant_) sig.token_scales = p_.n;
     if (fused_) return sig;
-    // b_transform: x = column tiles, y = ranges of kLiftUnits · kLiftThreads / 32 chunks, up to
-    // 4096 blocks in all; 8-bit types about 512, as each block reads its tokens' K values once more
+    // b_transform: x = column tiles, y = ranges of kLiftThreads / 32 chunks, up to about 4096
+    // blocks in all; 8-bit types about 512, as each block reads its tokens' K values once more
     // for their maximum.
     AuxKernel& t = sig.b_transform;
     t.name = lift_name();
     t.params = {{"B", ParamKind::B, "B", {}}, {"bw", ParamKind::BWork, "lifted B", {}}};
     if (quant_) t.params.push_back({"token_scales", ParamKind::TokenScales, "token scales", {}});
     const int64_t tiles = slide_col_tiles(p_);
-    const int64_t per_range = kLiftThreads / 32 * kLiftUnits;
+    const int64_t per_range = kLiftThreads / 32;
     const int64_t ranges = (f_.chunks + per_range - 1) / per_range;
     const int64_t want = std::max<int64_t>(1, (quant_ ? 512 : 4096) / std::max<int64_t>(tiles, 1));
     t.launch.grid_x = tiles;

@@ -120,27 +120,26 @@ __device__ __forceinline__ void slide_store(const Acc* acc, T* __restrict__ C,
 // b_transform: lifts B (K x N, element (k, n) at B[k·b_ks + n·b_ns]) into the sliding windows of
 // (2P−2):2P (Ψ: lifted column g·4(P−1) + 4w + p copies column g·2P + 2w + p, zeros past K) and
 // writes it in B fragment order: bw[((chunk · col_tiles + tile) · 32 + lane) · 4 + r]. Block
-// (x, y) owns column tile x (8 tokens) and the ranges y, y + gridDim.y, ... of UNITS · THREADS / 32
+// (x, y) owns column tile x (8 tokens) and the ranges y, y + gridDim.y, ... of THREADS / 32
 // chunks. Per range it stages the original columns the range reads (8 tokens x at most
-// UNITS · THREADS / 32 · kChunk + 4P + 8 columns) in shared memory with coalesced loads (VEC = 1:
-// column-major B with K % 8 == 0; 16-byte loads when B is 16-byte aligned), then each thread
-// writes UNITS (chunk, lane) units of 16 bytes: B is read once and written once, in wide
-// transactions, several of them in flight per thread.
+// THREADS / 32 · kChunk + 4P + 8 columns) in shared memory with coalesced loads (VEC = 1:
+// column-major B with K % 8 == 0; 16-byte loads when B is 16-byte aligned), then each thread writes one
+// (chunk, lane) unit of 16 bytes: B is read once and written once, both in wide transactions.
 // For 8-bit types (QUANT = 1) the block first finds the largest |B| of its 8 tokens over all of
 // K and quantizes with inv = qmax / max (ir/quantize.h); blocks with blockIdx.y == 0 store the
 // token scales (few y blocks per tile: each reads its tokens' K values for the maximum).
 //
-//   for range in y, y + gridDim.y, ...:      // UNITS · THREADS / 32 chunks
+//   for range in y, y + gridDim.y, ...:      // THREADS / 32 chunks
 //     s_b[8][cols of range] <- B             // coalesced, 16 bytes per load with VEC
-//     bw[units of thread] <- lift(s_b)       // UNITS 16-byte stores per thread
-template <typename T, int KIND, int P, int THREADS, int QUANT, int VEC, int UNITS>
+//     bw[unit of thread] <- lift(s_b)        // one 16-byte store per thread
+template <typename T, int KIND, int P, int THREADS, int QUANT, int VEC>
 __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __restrict__ bw,
                                            float* __restrict__ token_scales, int K, int N, int b_ks,
                                            int b_ns, int chunks, int col_tiles) {
   using K_ = detail::SlideKind<KIND>;
   constexpr int E = K_::kPerReg;
   constexpr int kWarps = THREADS / 32;
-  constexpr int CH = kWarps * UNITS;  // chunks per staged range: UNITS (chunk, lane) units a thread
+  constexpr int CH = kWarps;         // chunks per staged range: one (chunk, lane) unit per thread
   constexpr int W = 4 * (P - 1);     // lifted columns per group of 2P original ones
   constexpr int SPAN = (CH * K_::kChunk + 4 * P + 8 + 7) / 8 * 8;  // staged columns per token
   static_assert(THREADS % 32 == 0, "slide_lift: whole warps");
@@ -224,10 +223,8 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
       }
     }
     __syncthreads();
-#pragma unroll
-    for (int u = 0; u < UNITS; ++u) {
-      const int kc = kc0 + u * kWarps + (tid >> 5);
-      if (kc >= chunks) break;
+    const int kc = kc0 + (tid >> 5);
+    if (kc < chunks) {
       unsigned r32[4];
 #pragma unroll
       for (int r = 0; r < 4; ++r) {

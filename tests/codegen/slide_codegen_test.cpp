@@ -24,7 +24,7 @@ TEST(SlideCodegen, SourceShapeAndSignature) {
                                             Layout::ColMajor);
   const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::I8));
   EXPECT_NE(
-      k.source.find("sg::slide_lift<T, 2, 4, 256, 1, 0, 4>(B, bw, token_scales, 100, 16, 1, 100"),
+      k.source.find("sg::slide_lift<T, 2, 4, 256, 1, 0>(B, bw, token_scales, 100, 16, 1, 100"),
       std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("sg::slide_spmm<T, 2, 1, 2, 2, 4, 1>(values, meta, bw, C, row_scales, "
