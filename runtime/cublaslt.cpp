@@ -200,8 +200,16 @@ Gemm::Gemm(const GemmShape& shape) : impl_(std::make_unique<Impl>()) {
   const uint64_t ws = kWorkspaceBytes;
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  const cublasStatus_t st1 =
+  // fp32 accumulation end to end: split-K parts are summed in the compute type (or not split);
+  // schemes that add the parts in the 16-bit output type (in place or in the workspace) round
+  // every partial sum and break the fp32-accumulation error bound the results are checked with.
+  const uint32_t reductions =
+      CUBLASLT_REDUCTION_SCHEME_NONE | CUBLASLT_REDUCTION_SCHEME_COMPUTE_TYPE;
+  cublasStatus_t st1 =
       api.PrefSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof ws);
+  if (st1 == CUBLAS_STATUS_SUCCESS)
+    st1 = api.PrefSetAttribute(pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reductions,
+                               sizeof reductions);
   const cublasStatus_t st2 =
       st1 != CUBLAS_STATUS_SUCCESS
           ? st1
