@@ -46,9 +46,18 @@ std::vector<std::string> verify_dense(const Problem& p, const DeviceLimits& dev)
   std::vector<std::string> why;
   // The library's tensor-core GEMM kernels run blocks of 128 threads and more.
   if (dev.max_threads_per_block < 128)
-    why.push_back(fmt::format("the BLAS library's GEMM kernels need blocks of 128 threads; {} "
-                              "allows {}",
-                              dev.name, dev.max_threads_per_block));
+    why.push_back(
+        fmt::format("the BLAS library's GEMM kernels need blocks of 128 threads; {} "
+                    "allows {}",
+                    dev.name, dev.max_threads_per_block));
+  // The dense copy of A lives on the host and the device: a graph-scale matrix has no business
+  // being multiplied densely.
+  const double bytes = double(p.m) * double(p.k) * 2.0;
+  if (bytes > double(kMaxDenseBytes))
+    why.push_back(
+        fmt::format("the dense copy of A ({} x {}) would take {:.1f} GiB, above the "
+                    "{} GiB the library candidate may use",
+                    p.m, p.k, bytes / double(1 << 30), kMaxDenseBytes >> 30));
   if (p.m > INT32_MAX || p.n > INT32_MAX || p.k > INT32_MAX)
     why.push_back(fmt::format("{} exceeds the BLAS library's 32-bit sizes", to_string(p)));
   return why;

@@ -10,6 +10,7 @@
 // (C column-major is computed as C^T = B^T · A^T, which needs B column-major too).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -32,7 +33,11 @@ std::string dense_spec(const DenseSchedule& s);
 std::string print_dense(const DenseSchedule& s);
 DenseSchedule parse_dense_fields(std::string_view spec, const std::vector<std::string_view>& parts);
 
-// The dense copy of A in elements (M x K) and the 32-bit sizes the library takes.
+// The largest dense copy of A the candidate makes (host and device), in bytes.
+inline constexpr int64_t kMaxDenseBytes = int64_t{2} << 30;
+
+// The dense copy of A (M x K, at most kMaxDenseBytes), the 32-bit sizes the library takes and the
+// block size its kernels need.
 std::vector<std::string> verify_dense(const Problem& p, const DeviceLimits& dev);
 // The one schedule when the problem fits, else none.
 std::vector<Schedule> enumerate_dense_schedules(const Problem& p, const DeviceLimits& dev);

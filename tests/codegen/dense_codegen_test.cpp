@@ -59,6 +59,13 @@ TEST(DenseFamily, TakesSixteenBitSpmmInThreeLayoutPairs) {
   ASSERT_FALSE(row_col.empty());
   EXPECT_NE(row_col.front().find("column-major"), std::string::npos) << row_col.front();
   EXPECT_FALSE(f.why_not(Problem::spmm(3, 5, 8, DType::F32), a).empty());
+  // A graph-scale matrix is never copied densely (2^20 x 2^20 would be 2 TiB).
+  const auto big = verify_dense(Problem::spmm(int64_t{1} << 20, int64_t{1} << 20, 8, DType::F16),
+                                DeviceLimits::sm90());
+  ASSERT_FALSE(big.empty());
+  EXPECT_NE(big.front().find("GiB"), std::string::npos) << big.front();
+  EXPECT_TRUE(
+      verify_dense(Problem::spmm(28672, 7168, 8, DType::F16), DeviceLimits::sm90()).empty());
   EXPECT_FALSE(f.why_not(Problem::quantized_spmm(3, 5, 8, DType::I8, DType::F16), a).empty());
 }
 
