@@ -1,7 +1,6 @@
 #include "runtime/cublaslt.h"
 
 #include <cublasLt.h>
-#include <dlfcn.h>
 #include <fmt/format.h>
 
 #include <mutex>
@@ -9,6 +8,7 @@
 #include <vector>
 
 #include "runtime/cuda_driver.h"
+#include "runtime/dynamic_library.h"
 
 namespace sparsegen::cublaslt {
 namespace {
@@ -31,22 +31,12 @@ struct Api {
   decltype(&cublasLtMatmul) Matmul = nullptr;
 };
 
-template <class F>
-void resolve(void* lib, const char* name, F& fn, std::vector<std::string>& missing) {
-  void* sym = dlsym(lib, name);
-  if (sym == nullptr) missing.emplace_back(name);
-  fn = reinterpret_cast<F>(sym);
-}
-
 // Opens `path` and resolves every entry point; null with the reason in *why otherwise. Tables
 // are never freed and libraries never closed (plans keep pointers into them).
 const Api* open_library(const std::string& path, std::string* why) {
-  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (lib == nullptr) {
-    const char* e = dlerror();
-    *why = e != nullptr ? e : "dlopen failed";
-    return nullptr;
-  }
+  void* lib = dynlib::open(path, why);
+  if (lib == nullptr) return nullptr;
+  using dynlib::resolve;
   auto api = std::make_unique<Api>();
   api->path = path;
   std::vector<std::string> missing;
@@ -64,55 +54,21 @@ const Api* open_library(const std::string& path, std::string* why) {
   resolve(lib, "cublasLtMatmulAlgoGetHeuristic", api->GetHeuristic, missing);
   resolve(lib, "cublasLtMatmul", api->Matmul, missing);
   if (!missing.empty()) {
-    *why = fmt::format("missing symbols: {}", fmt::join(missing, ", "));
+    *why = dynlib::missing_text(missing);
     return nullptr;
   }
   return api.release();
 }
 
-struct LoadState {
-  std::mutex mu;
-  bool attempted = false;
-  std::optional<std::string> env;
-  const Api* api = nullptr;
-  std::string why;
-};
-LoadState& state() {
-  static LoadState s;
-  return s;
+std::vector<std::string> default_paths() {
+  return {"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so",
+          "/usr/local/cuda/lib64/libcublasLt.so.13", "/usr/local/cuda/lib64/libcublasLt.so.12"};
 }
 
+// The library for the current $SPARSEGEN_CUBLASLT, loading it when that value changed.
 const Api* load(std::string* why) {
-  LoadState& s = state();
-  std::lock_guard lock(s.mu);
-  const char* env_c = std::getenv("SPARSEGEN_CUBLASLT");
-  std::optional<std::string> env;
-  if (env_c != nullptr && *env_c != 0) env = env_c;
-  if (!s.attempted || env != s.env) {
-    s.attempted = true;
-    s.env = env;
-    s.api = nullptr;
-    const std::vector<std::string> paths =
-        env ? std::vector<std::string>{*env}
-            : std::vector<std::string>{"libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so",
-                                       "/usr/local/cuda/lib64/libcublasLt.so.13",
-                                       "/usr/local/cuda/lib64/libcublasLt.so.12"};
-    std::vector<std::string> tried;
-    for (const std::string& p : paths) {
-      std::string reason;
-      if (const Api* api = open_library(p, &reason)) {
-        s.api = api;
-        break;
-      }
-      tried.push_back(fmt::format("{}: {}", p, reason));
-    }
-    s.why = s.api != nullptr ? ""
-                             : fmt::format("cuBLASLt not loaded ({}); tried: {}",
-                                           env ? "from $SPARSEGEN_CUBLASLT" : "default search",
-                                           fmt::join(tried, "; "));
-  }
-  if (s.api == nullptr && why != nullptr) *why = s.why;
-  return s.api;
+  static dynlib::Loader<Api> loader("cuBLASLt", "SPARSEGEN_CUBLASLT", default_paths, open_library);
+  return loader.get(why);
 }
 
 const Api& api_or_throw() {

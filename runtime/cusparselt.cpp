@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "runtime/cuda_driver.h"
+#include "runtime/dynamic_library.h"
 #include "runtime/timing.h"
 
 namespace sparsegen::cusparselt {
@@ -81,26 +82,12 @@ struct Api {
   int major = 0, minor = 0, patch = 0;
 };
 
-template <class F>
-bool resolve(void* lib, const char* name, F& fn, std::vector<std::string>& missing) {
-  void* sym = dlsym(lib, name);
-  if (!sym) {
-    missing.emplace_back(name);
-    return false;
-  }
-  fn = reinterpret_cast<F>(sym);
-  return true;
-}
-
 // Opens `path` and resolves every entry point; nullptr with the reason in *why otherwise.
 // Tables are never freed (objects keep pointers to theirs) and libraries never closed.
 const Api* open_library(const std::string& path, std::string* why) {
-  void* lib = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    const char* e = dlerror();
-    *why = e ? e : "dlopen failed";
-    return nullptr;
-  }
+  void* lib = dynlib::open(path, why);
+  if (lib == nullptr) return nullptr;
+  using dynlib::resolve;
   auto api = std::make_unique<Api>();
   api->path = path;
   std::vector<std::string> missing;
@@ -126,7 +113,7 @@ const Api* open_library(const std::string& path, std::string* why) {
   resolve(lib, "cusparseLtSpMMACompressedSize", api->SpMMACompressedSize, missing);
   resolve(lib, "cusparseLtSpMMACompress", api->SpMMACompress, missing);
   if (!missing.empty()) {
-    *why = fmt::format("missing symbols: {}", fmt::join(missing, ", "));
+    *why = dynlib::missing_text(missing);
     return nullptr;
   }
   // The version needs no GPU; older libraries number the enums differently.
@@ -181,47 +168,11 @@ std::vector<std::string> default_paths() {
   return out;
 }
 
-struct LoadState {
-  std::mutex mu;
-  bool attempted = false;
-  std::optional<std::string> env;  // $SPARSEGEN_CUSPARSELT at the last attempt
-  const Api* api = nullptr;
-  std::string why;
-};
-
-LoadState& state() {
-  static LoadState s;
-  return s;
-}
-
 // The library for the current $SPARSEGEN_CUSPARSELT, loading it when that value changed.
 const Api* load(std::string* why) {
-  LoadState& s = state();
-  std::lock_guard lock(s.mu);
-  const char* env_c = std::getenv("SPARSEGEN_CUSPARSELT");
-  std::optional<std::string> env;
-  if (env_c && *env_c) env = env_c;
-  if (!s.attempted || env != s.env) {
-    s.attempted = true;
-    s.env = env;
-    s.api = nullptr;
-    const std::vector<std::string> paths = env ? std::vector<std::string>{*env} : default_paths();
-    std::vector<std::string> tried;
-    for (const auto& p : paths) {
-      std::string reason;
-      if (const Api* api = open_library(p, &reason)) {
-        s.api = api;
-        break;
-      }
-      tried.push_back(fmt::format("{}: {}", p, reason));
-    }
-    s.why = s.api ? ""
-                  : fmt::format("cuSPARSELt not loaded ({}); tried: {}",
-                                env ? "from $SPARSEGEN_CUSPARSELT" : "default search",
-                                fmt::join(tried, "; "));
-  }
-  if (!s.api && why) *why = s.why;
-  return s.api;
+  static dynlib::Loader<Api> loader("cuSPARSELt", "SPARSEGEN_CUSPARSELT", default_paths,
+                                    open_library);
+  return loader.get(why);
 }
 
 const Api& api_or_throw() {

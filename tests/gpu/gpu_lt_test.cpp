@@ -17,6 +17,7 @@
 #include "benchmarks/baselines.h"
 #include "benchmarks/lt_dense.h"
 #include "ir/dtype.h"
+#include "runtime/cublaslt.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/cusparselt.h"
 
@@ -96,6 +97,24 @@ TEST(CusparseLtLoad, MissingEnvPathIsUnavailableWithReason) {
   if (!cusparselt::available(&why)) {
     EXPECT_NE(why.find("libcusparseLt.so.0"), std::string::npos) << why;
   }
+}
+
+// The same run-time loading for cuBLASLt (runtime/dynamic_library.h serves both).
+TEST(CublasLtLoad, MissingEnvPathIsUnavailableWithReasonThenTheDefaultSearchAgain) {
+  const char* missing = "/nonexistent/sparsegen-test/libcublasLt.so.13";
+  {
+    ScopedEnv env("SPARSEGEN_CUBLASLT", missing);
+    std::string why;
+    EXPECT_FALSE(cublaslt::available(&why));
+    EXPECT_NE(why.find(missing), std::string::npos) << why;
+    EXPECT_NE(why.find("from $SPARSEGEN_CUBLASLT"), std::string::npos) << why;
+    EXPECT_THROW(cublaslt::version(), cublaslt::CublasLtError);
+  }
+  std::string why;
+  if (cublaslt::available(&why))
+    EXPECT_NE(cublaslt::version().find("libcublasLt"), std::string::npos);
+  else
+    EXPECT_NE(why.find("default search"), std::string::npos) << why;
 }
 
 TEST(CusparseLtTypes, NamesAndMultiples) {
