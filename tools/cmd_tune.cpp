@@ -15,6 +15,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -27,6 +28,7 @@
 #include "ir/dtype.h"
 #include "ir/io/load.h"
 #include "ir/problem.h"
+#include "ir/progress_line.h"
 #include "tools/commands.h"
 #include "tools/flags.h"
 
@@ -58,30 +60,28 @@ nlohmann::json opt_json(const std::optional<double>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
-// A one-line bar on stderr, redrawn in place.
-class ProgressBar {
+// The search's progress on stderr, one ProgressLine per phase (enumerate, rank, compile,
+// measure, refine, check, store), each with its own count and ETA.
+class PhaseProgress {
  public:
-  explicit ProgressBar(bool on) : on_(on) {}
-  ~ProgressBar() { clear(); }
+  explicit PhaseProgress(bool on) : on_(on) {}
   void update(const TuneProgress& p) {
     if (!on_) return;
-    constexpr int kWidth = 24;
-    const int fill = p.total > 0 ? kWidth * p.done / p.total : 0;
-    std::string bar(static_cast<size_t>(fill), '#');
-    bar.resize(kWidth, '.');
-    std::fprintf(stderr, "\r\033[Ktune %-9s [%s] %d/%d", p.phase.c_str(), bar.c_str(), p.done,
-                 p.total);
-    std::fflush(stderr);
-    drawn_ = true;
+    if (!line_ || p.phase != phase_) {
+      if (line_) line_->clear();
+      phase_ = p.phase;
+      line_.emplace(std::string("tune ") + p.phase, p.total, true);
+    }
+    line_->update(p.done);
   }
   void clear() {
-    if (on_ && drawn_) std::fprintf(stderr, "\r\033[K");
-    drawn_ = false;
+    if (line_) line_->clear();
   }
 
  private:
   bool on_;
-  bool drawn_ = false;
+  std::string phase_;
+  std::optional<ProgressLine> line_;
 };
 
 void run_tune(const TuneArgs& a) {
@@ -124,7 +124,7 @@ void run_tune(const TuneArgs& a) {
     throw UserError(
         fmt::format("{}: complex matrices are not supported (real kernels only)", a.file));
 
-  ProgressBar bar(!a.json && isatty(STDERR_FILENO) != 0);
+  PhaseProgress bar(!a.json && isatty(STDERR_FILENO) != 0);
   o.progress = [&bar](const TuneProgress& p) { bar.update(p); };
   const TuneResult r = tune(m, req, target, o);
   bar.clear();
@@ -199,7 +199,9 @@ void register_tune(CLI::App& app) {
       "tune", "Find the fastest kernel for a matrix (search, measure, cache); the main job");
   cmd->add_option("file", args->file, "matrix file (.mtx, .smtx, .safetensors, .npy)")->required();
   cmd->add_option("-n", args->n, "dense columns of B and C (1 = SpMV)")->required();
-  cmd->add_option("--dtype", args->dtype, "value dtype of A: fp32, fp16, bf16 (also B and C), int8 or fp8_e4m3 (per-row and per-token scales; B and C in --io)");
+  cmd->add_option("--dtype", args->dtype,
+                  "value dtype of A: fp32, fp16, bf16 (also B and C), int8 or fp8_e4m3 (per-row "
+                  "and per-token scales; B and C in --io)");
   cmd->add_option("--io", args->io, "B and C of an int8 / fp8_e4m3 problem: fp16 or bf16");
   cmd->add_option("--layout-b,--b-layout", args->b_layout, "layout of B: row or col");
   cmd->add_option("--layout-c,--c-layout", args->c_layout, "layout of C: row or col");

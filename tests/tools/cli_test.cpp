@@ -490,6 +490,28 @@ TEST_F(Cli, CalibrateProgressBarOnlyOnATerminal) {
   EXPECT_EQ(piped.out.find('\r'), std::string::npos) << piped.out;
 }
 
+// `tune` draws one bar per search phase on a terminal (ProgressLine) and clears it before its
+// report; piped, it prints no control characters.
+TEST_F(Cli, TuneProgressBarOnlyOnATerminal) {
+  const std::string ex =
+      std::string(SPARSEGEN_SOURCE_DIR) + "/examples/llm_512x128_magnitude80.mtx";
+  const CliRun tty = sparsegen::testing::run_on_terminal(
+      {SPARSEGEN_CLI, "tune", ex, "-n", "8", "--top-k", "0", "--no-cache"}, {});
+  EXPECT_NE(tty.out.find("schedule"), std::string::npos) << tty.out;
+  EXPECT_NE(tty.out.find("tune enumerate"), std::string::npos) << tty.out;
+  EXPECT_EQ(sparsegen::testing::lines_keeping_a_progress_bar(tty.out), std::vector<std::string>{})
+      << tty.out;
+  std::string cmd = "'";
+  cmd.append(SPARSEGEN_CLI)
+      .append("' tune '")
+      .append(ex)
+      .append("' -n 8 --top-k 0 --no-cache 2>&1");
+  const CliRun piped = sparsegen::testing::run_command(cmd);
+  EXPECT_NE(piped.out.find("schedule"), std::string::npos) << piped.out;
+  EXPECT_EQ(piped.out.find('\033'), std::string::npos) << piped.out;
+  EXPECT_EQ(piped.out.find('\r'), std::string::npos) << piped.out;
+}
+
 }  // namespace
 
 namespace {
