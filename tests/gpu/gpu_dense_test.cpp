@@ -11,26 +11,19 @@
 #include "compiler/tune.h"
 #include "ir/gen/pruning.h"
 #include "runtime/cuda_driver.h"
+#include "tests/gpu/gpu_fixture.h"
 
 namespace sparsegen {
 namespace {
 
-class GpuDense : public ::testing::Test {
+class GpuDense : public testing::GpuFixture {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!cuda::driver_available(&why)) GTEST_SKIP() << "no GPU: " << why;
-    ctx_ = std::make_shared<cuda::Context>(0);
-    target_ = detect_target(0);
-  }
   static CsrMatrix weight(int64_t m, int64_t k, double sparsity, uint64_t seed) {
     PruneSpec spec;
     spec.method = PruneMethod::Magnitude;
     spec.sparsity = sparsity;
     return prune(make_llm_weight(m, k, seed), spec);
   }
-  std::shared_ptr<cuda::Context> ctx_;
-  CompileTarget target_;
 };
 
 TEST_F(GpuDense, EveryLayoutPairAndTypeAgainstTheReference) {

@@ -18,6 +18,7 @@
 #include "ir/gen/pruning.h"
 #include "ir/slide_schedule.h"
 #include "runtime/cuda_driver.h"
+#include "tests/gpu/gpu_fixture.h"
 #include "tests/ir/slide_test_weights.h"
 
 namespace sparsegen {
@@ -34,14 +35,8 @@ Problem problem_of(DType dt, int64_t m, int64_t k, int64_t n, int variant) {
   return Problem::spmm(m, k, n, dt, bl, cl);
 }
 
-class GpuSlide : public ::testing::Test {
+class GpuSlide : public testing::GpuFixture {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!cuda::driver_available(&why)) GTEST_SKIP() << "no GPU: " << why;
-    ctx_ = std::make_shared<cuda::Context>(0);
-    target_ = detect_target(0);
-  }
   // Runs one schedule (a different one of the enumeration per call) and checks it.
   void check(const CsrMatrix& a, const Problem& p, uint64_t seed) {
     EnumerateOptions o;
@@ -56,8 +51,6 @@ class GpuSlide : public ::testing::Test {
     EXPECT_TRUE(r.passed()) << r.error();
     ++checked_;
   }
-  std::shared_ptr<cuda::Context> ctx_;
-  CompileTarget target_;
   int checked_ = 0;
 };
 

@@ -20,18 +20,13 @@
 #include "ir/twell_format.h"
 #include "ir/twell_schedule.h"
 #include "runtime/cuda_driver.h"
+#include "tests/gpu/gpu_fixture.h"
 
 namespace sparsegen {
 namespace {
 
-class GpuTwell : public ::testing::Test {
+class GpuTwell : public testing::GpuFixture {
  protected:
-  void SetUp() override {
-    std::string why;
-    if (!cuda::driver_available(&why)) GTEST_SKIP() << "no GPU: " << why;
-    ctx_ = std::make_shared<cuda::Context>(0);
-    target_ = detect_target(0);
-  }
   // Builds `spec` (the first enumerated schedule when `sched` is empty) and checks it.
   void check(const ActivationSpec& spec, const std::string& sched = "", int64_t max_rows = 256) {
     const FfnCase c = make_ffn_case(spec);
@@ -60,8 +55,6 @@ class GpuTwell : public ::testing::Test {
     std::filesystem::create_directories(dir);
     return dir.string();
   }
-  std::shared_ptr<cuda::Context> ctx_;
-  CompileTarget target_;
   int checked_ = 0;
   int64_t overflow_tiles_ = 0;
 };
