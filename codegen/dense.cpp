@@ -3,11 +3,16 @@
 #include <fmt/format.h>
 
 #include "codegen/emitter.h"
+#include "codegen/template_types.h"
 #include "ir/dense_schedule.h"
 #include "ir/diagnostics.h"
+#include "templates/template_index.h"
 
 namespace sparsegen::codegen {
 namespace {
+
+using tmpl::targs;
+using tmpl::TypeArg;
 
 class DenseEmitter : public Emitter {
  public:
@@ -20,7 +25,18 @@ class DenseEmitter : public Emitter {
           fmt::format("codegen: dense cannot run {}: {}", to_string(p_), fmt::join(why, "; ")));
     decl(fmt::format("// sparsegen dense: C = alpha·A·B + beta·C by the BLAS library\n// {}",
                      to_string(p_)));
-    comment("placeholder: the launch sequence is the library GEMM alone (empty grid)");
+    decl(fmt::format("using T = {};", p_.dtype == DType::F16 ? "__half" : "__nv_bfloat16"));
+    // beta != 0 only: ws = beta·C, the GEMM adds alpha·A·B to ws in fp32, C = ws rounded once.
+    elementwise_kernel("// Prologue (beta != 0 only): ws = beta * C in fp32.", prologue_name(),
+                       "float* __restrict__ ws, const T* __restrict__ C, float beta", p_.m * p_.n,
+                       call(tmpl::init_workspace, targs(TypeArg{"T"}), tmpl::ptr_f32("ws + i"),
+                            tmpl::cptr_t("C + i"), tmpl::f32("beta"))
+                           .text);
+    elementwise_kernel(
+        "// Epilogue (beta != 0 only): C = ws, rounded once to T.", epilogue_name(),
+        "T* __restrict__ C, const float* __restrict__ ws", p_.m * p_.n,
+        call(tmpl::store_f32, targs(TypeArg{"T"}), tmpl::ptr_t("C + i"), tmpl::f32("ws[i]")).text);
+    comment("placeholder: the main grid is empty (the library GEMM is the product)");
     GeneratedKernel k;
     k.source =
         kernel_source(fmt::format("extern \"C\" __global__ void {}() {{\n", opt_.kernel_name));
@@ -30,16 +46,29 @@ class DenseEmitter : public Emitter {
   }
 
  private:
+  std::string prologue_name() const { return opt_.kernel_name + "_init_ws"; }
+  std::string epilogue_name() const { return opt_.kernel_name + "_store_ws"; }
+
+  // Launch sequence, beta == 0: the GEMM into C. beta != 0: prologue ws = beta·C, the GEMM into
+  // ws (fp32, beta 1), epilogue C = round(ws): one rounding, as the error bound assumes.
   KernelSignature signature() const {
     KernelSignature sig;
     sig.kernel_name = opt_.kernel_name;
     sig.launch.grid_x = 0;  // empty: nothing of ours runs
     sig.launch.grid_y = 1;
     sig.launch.block_threads = 32;
+    const KernelParam c{"C", ParamKind::C, "C", {}};
+    const KernelParam ws{"ws", ParamKind::Workspace, "workspace", {}};
+    const KernelParam beta{"beta", ParamKind::Beta, "beta", {}};
+    const LaunchShape elementwise = elementwise_launch(p_.m * p_.n);
+    sig.prologue = {prologue_name(), {ws, c, beta}, elementwise, true};
+    sig.epilogue = {epilogue_name(), {c, ws}, elementwise, true};
+    sig.workspace_bytes = p_.m * p_.n * static_cast<int64_t>(sizeof(float));
     LibraryGemm g;
     g.name = "dense";
     g.k = p_.k;
     g.run_alpha_beta = true;
+    g.beta_in_workspace = true;
     if (p_.c_layout == Layout::RowMajor) {
       g.m = p_.m;
       g.n = p_.n;

@@ -1,5 +1,7 @@
 #include "codegen/emitter.h"
 
+#include <fmt/format.h>
+
 #include <set>
 
 #include <utility>
@@ -88,6 +90,23 @@ void Emitter::close_scope(const std::string& closer) {
   SG_ASSERT(scopes_.size() > 1, "scope closed twice");
   scopes_.pop_back();
   line(closer);
+}
+
+void Emitter::elementwise_kernel(std::string_view comment, std::string_view name,
+                                 std::string_view decls, int64_t count, std::string_view stmt) {
+  decl(comment);
+  decl(fmt::format("extern \"C\" __global__ void {}({}) {{", name, decls));
+  decl("  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;");
+  decl(fmt::format("  if (i < {}LL) {};", count, stmt));
+  decl("}");
+}
+
+LaunchShape elementwise_launch(int64_t count) {
+  LaunchShape shape;
+  shape.grid_x = (count + 255) / 256;
+  shape.grid_y = 1;
+  shape.block_threads = 256;
+  return shape;
 }
 
 std::string Emitter::source() const {

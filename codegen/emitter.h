@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "codegen/kernel_signature.h"
 #include "codegen/template_types.h"
 
 namespace sparsegen::codegen {
@@ -82,6 +83,15 @@ class Emitter {
   std::map<std::string, std::string> header_sources() const;
   int depth() const { return static_cast<int>(scopes_.size()) - 1; }
 
+  // Declares a one-thread-per-element helper kernel of the module (a prologue or epilogue over
+  // C), launched with elementwise_launch(count):
+  //   extern "C" __global__ void NAME(DECLS) {
+  //     const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  //     if (i < COUNT) STMT;
+  //   }
+  void elementwise_kernel(std::string_view comment, std::string_view name, std::string_view decls,
+                          int64_t count, std::string_view stmt);
+
   // The whole translation unit: #includes of used helpers, declarations, then the body.
   std::string source() const;
   // The translation unit of one kernel: #includes of the used helpers (sg_dtype.cuh always), a
@@ -101,5 +111,8 @@ class Emitter {
   std::vector<std::set<std::string>> scopes_;  // names declared per open scope; [0] = global
   std::set<std::string> headers_;
 };
+
+// The launch shape of an elementwise_kernel over `count` elements (256 threads a block).
+LaunchShape elementwise_launch(int64_t count);
 
 }  // namespace sparsegen::codegen

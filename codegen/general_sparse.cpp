@@ -506,30 +506,19 @@ class GeneralSparseEmitter : public Emitter {
   }
   std::vector<KernelParam> epilogue_params() const { return {c_param(), ws_param()}; }
 
-  // An elementwise kernel over the M*N elements of C (and the workspace, same layout). `decls`
-  // declares its parameters, in the order of the AuxKernel's params.
-  void emit_elementwise(const std::string& comment, const std::string& name,
-                        const std::string& decls, const std::string& stmt) {
-    decl(comment);
-    decl(fmt::format("extern \"C\" __global__ void {}({}) {{", name, decls));
-    decl("  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;");
-    decl(fmt::format("  if (i < {}LL) {};", p_.m * p_.n, stmt));
-    decl("}");
-  }
-
   // Rows split across blocks are finished with atomic adds, so the output is initialised to
   // beta * C first: C itself for fp32, the fp32 workspace for 16-bit dtypes.
   void emit_prologue() {
     if (!workspace_) {
-      emit_elementwise(
+      elementwise_kernel(
           "// Prologue (launch first): C = beta * C; C is not read when beta == 0.",
-          prologue_name(), "T* __restrict__ C, float beta",
+          prologue_name(), "T* __restrict__ C, float beta", p_.m * p_.n,
           call(tmpl::scale_f32, targs(TypeArg{"T"}), tmpl::ptr_t("C + i"), f32("beta")).text);
       return;
     }
-    emit_elementwise(
+    elementwise_kernel(
         "// Prologue (launch first): ws = beta * C in fp32; C is not read when beta == 0.",
-        prologue_name(), "float* __restrict__ ws, const T* __restrict__ C, float beta",
+        prologue_name(), "float* __restrict__ ws, const T* __restrict__ C, float beta", p_.m * p_.n,
         call(tmpl::init_workspace, targs(TypeArg{"T"}), tmpl::ptr_f32("ws + i"),
              tmpl::cptr_t("C + i"), f32("beta"))
             .text);
@@ -537,9 +526,9 @@ class GeneralSparseEmitter : public Emitter {
 
   // 16-bit dtypes: the workspace holds the finished fp32 sums; round them to T once.
   void emit_epilogue() {
-    emit_elementwise(
+    elementwise_kernel(
         "// Epilogue (launch last): C = ws, rounded once to T.", epilogue_name(),
-        "T* __restrict__ C, const float* __restrict__ ws",
+        "T* __restrict__ C, const float* __restrict__ ws", p_.m * p_.n,
         call(tmpl::store_f32, targs(TypeArg{"T"}), tmpl::ptr_t("C + i"), f32("ws[i]")).text);
   }
 
@@ -560,13 +549,10 @@ class GeneralSparseEmitter : public Emitter {
     sig.launch.grid_y = f_.stats.col_tiles;
     sig.launch.block_threads = NT_;
     sig.launch.shared_bytes = shared_bytes_;
-    LaunchShape elementwise;
-    elementwise.grid_x = (p_.m * p_.n + 255) / 256;
-    elementwise.grid_y = 1;
-    elementwise.block_threads = 256;
-    if (atomic_) sig.prologue = {prologue_name(), prologue_params(), elementwise};
+    const LaunchShape elementwise = elementwise_launch(p_.m * p_.n);
+    if (atomic_) sig.prologue = {prologue_name(), prologue_params(), elementwise, false};
     if (workspace_) {
-      sig.epilogue = {epilogue_name(), epilogue_params(), elementwise};
+      sig.epilogue = {epilogue_name(), epilogue_params(), elementwise, false};
       sig.workspace_bytes = p_.m * p_.n * static_cast<int64_t>(sizeof(float));
     }
     return sig;

@@ -44,8 +44,14 @@ std::string describe_aux(const char* what, const AuxKernel& k) {
   if (!k.present()) return "";
   std::string names;
   for (const KernelParam& p : k.params) names += (names.empty() ? "" : ", ") + p.name;
-  return fmt::format("{} {}({}) grid=({},{}) block={}\n", what, k.name, names, k.launch.grid_x,
-                     k.launch.grid_y, k.launch.block_threads);
+  return fmt::format("{} {}({}) grid=({},{}) block={}{}\n", what, k.name, names, k.launch.grid_x,
+                     k.launch.grid_y, k.launch.block_threads,
+                     k.beta_only ? " (beta != 0 only)" : "");
+}
+
+std::string describe_gemm(const LibraryGemm& g) {
+  return fmt::format("library gemm {} {}x{}x{}{}{}\n", g.name, g.m, g.n, g.k, g.relu ? " relu" : "",
+                     g.beta_in_workspace ? " (beta != 0: into the fp32 workspace)" : "");
 }
 
 }  // namespace
@@ -69,8 +75,7 @@ std::string describe(const KernelSignature& sig) {
   std::string s = describe_aux("b_transform", sig.b_transform);
   if (sig.b_work_bytes > 0) s += fmt::format("B work {} bytes\n", sig.b_work_bytes);
   if (sig.token_scales > 0) s += fmt::format("token scales {} floats\n", sig.token_scales);
-  for (const LibraryGemm& g : sig.gemms_before)
-    s += fmt::format("library gemm {} {}x{}x{}{}\n", g.name, g.m, g.n, g.k, g.relu ? " relu" : "");
+  for (const LibraryGemm& g : sig.gemms_before) s += describe_gemm(g);
   s += describe_aux("prologue", sig.prologue);
   if (sig.workspace_bytes > 0)
     s += fmt::format("workspace {} bytes (fp32 accumulation, C's layout)\n", sig.workspace_bytes);
@@ -89,8 +94,7 @@ std::string describe(const KernelSignature& sig) {
     if (!p.data.empty()) s += fmt::format(" ({} entries)", p.data.size());
     s += '\n';
   }
-  for (const LibraryGemm& g : sig.gemms_after)
-    s += fmt::format("library gemm {} {}x{}x{}{}\n", g.name, g.m, g.n, g.k, g.relu ? " relu" : "");
+  for (const LibraryGemm& g : sig.gemms_after) s += describe_gemm(g);
   s += describe_aux("epilogue", sig.epilogue);
   return s;
 }

@@ -64,6 +64,9 @@ struct AuxKernel {
   std::string name;                 // extern "C"; empty: no such kernel
   std::vector<KernelParam> params;  // in declaration order (no table kinds)
   LaunchShape launch;
+  // Launched only when the run's beta != 0 (skipped when beta == 0): the fp32 round trip of a
+  // library GEMM that adds beta·C (LibraryGemm::beta_in_workspace).
+  bool beta_only = false;
   bool present() const { return !name.empty(); }
 };
 
@@ -87,13 +90,19 @@ struct LibraryGemm {
   bool b_transposed = false;
   bool relu = false;
   bool run_alpha_beta = false;
+  // With run_alpha_beta and a run's beta != 0: the GEMM accumulates with beta 1 into the fp32
+  // Workspace (C's layout and ld, offset c.offset), which a beta_only prologue set to beta·C, and
+  // a beta_only epilogue rounds it once into C. cuBLASLt rounds alpha·A·B to a 16-bit C's type
+  // before it adds beta·C, two roundings the fp32-accumulation error bound does not allow.
+  // beta == 0 writes C directly (one rounding).
+  bool beta_in_workspace = false;
 };
 
 // Launch order on one stream: b_transform (when present), gemms_before, prologue (when present),
-// the main kernel (unless empty_grid()), gemms_after, epilogue (when present). b_transform reads B (and may write
-// TokenScales) and writes BWork, which the later kernels read instead of B: a kernel on B, e.g.
-// the activation lifting and per-token quantization of a sliding-window sparse GEMM. Used when rows
-// are finished with atomic adds (OutputMode::Atomic):
+// the main kernel (unless empty_grid()), gemms_after, epilogue (when present). b_transform reads B
+// (and may write TokenScales) and writes BWork, which the later kernels read instead of B: a kernel
+// on B, e.g. the activation lifting and per-token quantization of a sliding-window sparse GEMM.
+// Used when rows are finished with atomic adds (OutputMode::Atomic):
 //   fp32:       prologue C = beta*C; the kernel atomically adds alpha*partial into C.
 //   fp16/bf16:  prologue ws = beta*C in fp32; the kernel atomically adds alpha*partial into ws
 //               (fp32 atomics: no 16-bit rounding or overflow of partial sums); epilogue
@@ -112,9 +121,9 @@ struct KernelSignature {
   // The kernel expects the workspace to be all zero at launch and leaves it so (self-cleaning
   // split-K): the runtime zeroes it once when it allocates it.
   bool workspace_zeroed = false;
-  AuxKernel b_transform;     // B -> BWork (and TokenScales), before everything else
-  int64_t b_work_bytes = 0;  // device memory for the BWork parameter; 0: none
-  int64_t token_scales = 0;  // floats of the TokenScales parameter (N); 0: none
+  AuxKernel b_transform;                  // B -> BWork (and TokenScales), before everything else
+  int64_t b_work_bytes = 0;               // device memory for the BWork parameter; 0: none
+  int64_t token_scales = 0;               // floats of the TokenScales parameter (N); 0: none
   std::vector<LibraryGemm> gemms_before;  // after b_transform, before the prologue
   std::vector<LibraryGemm> gemms_after;   // after the main kernel, before the epilogue
   // True when grid_x or grid_y is 0: the caller must not launch the main kernel (prologue and

@@ -227,6 +227,8 @@ struct CompiledKernel::Impl {
   std::vector<cuda::DeviceBuffer> tables;  // one per parameter (empty for non-tables)
   // The signature's library GEMMs, planned at load (gemms_before, then gemms_after).
   std::vector<std::unique_ptr<cublaslt::Gemm>> gemms;
+  // Per GEMM: its plan with an fp32 C (LibraryGemm::beta_in_workspace), else null.
+  std::vector<std::unique_ptr<cublaslt::Gemm>> gemms_fp32;
   int registers = 0;
 
   // Steps 8-9 from `src` (k.build when the build was moved in, else the caller's build); steps
@@ -287,6 +289,8 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src) {
         sh.b_transposed = g.b_transposed;
         sh.relu = g.relu;
         gemms.push_back(std::make_unique<cublaslt::Gemm>(sh));
+        sh.c_fp32 = true;
+        gemms_fp32.push_back(g.beta_in_workspace ? std::make_unique<cublaslt::Gemm>(sh) : nullptr);
       }
     if (b_transform != nullptr && sig.b_transform.launch.dynamic_shared_bytes > 48 * 1024)
       cuda::set_max_dynamic_shared_memory(
@@ -392,16 +396,32 @@ CUdeviceptr operand_ptr(const codegen::GemmOperand& o, const RunArgs& a, int64_t
   return base + static_cast<CUdeviceptr>(o.offset * elem_bytes);
 }
 
-// Runs `list` (planned in `plans` from index `first`) on the stream.
-void run_gemms(const std::vector<codegen::LibraryGemm>& list,
-               const std::vector<std::unique_ptr<cublaslt::Gemm>>& plans, size_t first,
-               const RunArgs& a, int64_t elem_bytes, CUstream stream) {
+using GemmPlans = std::vector<std::unique_ptr<cublaslt::Gemm>>;
+
+// Runs `list` (planned in `plans` / `plans_fp32` from index `first`) on the stream. A GEMM that
+// adds beta·C with beta != 0 through the workspace (beta_in_workspace) accumulates into it in fp32
+// with beta 1: the prologue put beta·C there and the epilogue rounds it into C.
+void run_gemms(const std::vector<codegen::LibraryGemm>& list, const GemmPlans& plans,
+               const GemmPlans& plans_fp32, size_t first, const RunArgs& a, int64_t elem_bytes,
+               CUstream stream) {
   for (size_t i = 0; i < list.size(); ++i) {
     const codegen::LibraryGemm& g = list[i];
-    plans[first + i]->run(operand_ptr(g.a, a, elem_bytes), operand_ptr(g.b, a, elem_bytes),
-                          operand_ptr(g.c, a, elem_bytes), g.run_alpha_beta ? a.alpha : 1.0f,
-                          g.run_alpha_beta ? a.beta : 0.0f, stream);
+    const CUdeviceptr pa = operand_ptr(g.a, a, elem_bytes);
+    const CUdeviceptr pb = operand_ptr(g.b, a, elem_bytes);
+    const float alpha = g.run_alpha_beta ? a.alpha : 1.0f;
+    const float beta = g.run_alpha_beta ? a.beta : 0.0f;
+    if (g.beta_in_workspace && beta != 0.0f) {
+      const CUdeviceptr ws = a.workspace + static_cast<CUdeviceptr>(g.c.offset * sizeof(float));
+      plans_fp32[first + i]->run(pa, pb, ws, alpha, 1.0f, stream);
+    } else {
+      plans[first + i]->run(pa, pb, operand_ptr(g.c, a, elem_bytes), alpha, beta, stream);
+    }
   }
+}
+
+// Whether an aux kernel runs for this beta (beta_only ones only when beta != 0).
+bool aux_runs(CUfunction f, const codegen::AuxKernel& k, float beta) {
+  return f != nullptr && (!k.beta_only || beta != 0.0f);
 }
 
 // Launches `f` with `params` bound by kind (the main kernel, prologue and epilogue alike).
@@ -488,8 +508,8 @@ void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
   if (k.b_transform != nullptr)
     launch_bound(k.b_transform, sig.b_transform.params, sig.b_transform.launch, a, false, stream);
   const int64_t elem = dtype_bytes(p.b_dtype());
-  run_gemms(sig.gemms_before, k.gemms, 0, a, elem, stream);
-  if (k.prologue != nullptr)
+  run_gemms(sig.gemms_before, k.gemms, k.gemms_fp32, 0, a, elem, stream);
+  if (aux_runs(k.prologue, sig.prologue, beta))
     launch_bound(k.prologue, sig.prologue.params, sig.prologue.launch, a, false, stream);
   if (sig.empty_grid()) {
     // With M*N > 0 only the Atomic output mode (rows split across blocks) can leave no block
@@ -500,8 +520,8 @@ void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
   } else {
     launch_bound(k.kernel, sig.params, sig.launch, a, true, stream);
   }
-  run_gemms(sig.gemms_after, k.gemms, sig.gemms_before.size(), a, elem, stream);
-  if (k.epilogue != nullptr)
+  run_gemms(sig.gemms_after, k.gemms, k.gemms_fp32, sig.gemms_before.size(), a, elem, stream);
+  if (aux_runs(k.epilogue, sig.epilogue, beta))
     launch_bound(k.epilogue, sig.epilogue.params, sig.epilogue.launch, a, false, stream);
 }
 

@@ -149,7 +149,7 @@ Gemm::Gemm(const GemmShape& shape) : impl_(std::make_unique<Impl>()) {
           "cublasLtMatrixLayoutCreate(B)");
   check(api.LayoutCreate(&s.lb, t, u(shape.k), u(shape.m), shape.lda),
         "cublasLtMatrixLayoutCreate(A)");
-  check(api.LayoutCreate(&s.lc, t, u(shape.n), u(shape.m), shape.ldc),
+  check(api.LayoutCreate(&s.lc, shape.c_fp32 ? CUDA_R_32F : t, u(shape.n), u(shape.m), shape.ldc),
         "cublasLtMatrixLayoutCreate(C)");
   cublasLtMatmulPreference_t pref = nullptr;
   check(api.PrefCreate(&pref), "cublasLtMatmulPreferenceCreate");

@@ -6,8 +6,10 @@
 // then the CUDA toolkit's lib64 (/usr/local/cuda/lib64).
 //
 // Convention: row-major C (m x n, ldc) = alpha · A (m x k, lda) · B + beta · C, with B row-major
-// k x n (ldb) or, transposed, n x k (ldb); fp16 or bf16 in and out, fp32 accumulation; optional
-// ReLU applied to the result. beta == 0 never reads C.
+// k x n (ldb) or, transposed, n x k (ldb); fp16 or bf16 in and out (or C in fp32: c_fp32), fp32
+// accumulation; optional ReLU applied to the result. beta == 0 never reads C. With a 16-bit C the
+// library rounds alpha·A·B to C's type before it adds beta·C (measured: up to 8x the
+// one-rounding bound with bf16); callers that need one rounding with beta != 0 use c_fp32.
 //
 // Objects need the CUDA context they were made under to be current (runtime/cuda_driver.h).
 #pragma once
@@ -44,6 +46,7 @@ struct GemmShape {
   bool half = false;          // fp16 (true) or bf16 (false)
   bool b_transposed = false;  // B stored n x k
   bool relu = false;
+  bool c_fp32 = false;  // C in fp32 (A and B stay 16-bit): adds beta·C before the one rounding
 };
 
 // One planned GEMM: descriptors and the heuristic's first algorithm, chosen once at construction

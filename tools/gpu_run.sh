@@ -28,7 +28,8 @@
 #
 # Locally (no GPU) it runs the same steps; GPU steps then report "no GPU" and the summary says so.
 # Environment knobs: JOBS (default 16), BUILD_DIR (default build-gpu), OUT (default
-# $BUILD_DIR/out), SKIP_BUILD=1 (reuse an existing build), SPARSEGEN_GIT_COMMIT.
+# $BUILD_DIR/out), SKIP_BUILD=1 (reuse an existing build), SPARSEGEN_GIT_COMMIT, PYTEST_ARGS (extra
+# pytest arguments of the python step, e.g. "-s -k tight_bound").
 
 set -uo pipefail
 
@@ -449,7 +450,7 @@ PY
     py_note "built by $MODE"
     if has_mod pytest; then
       (cd /tmp && PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" timeout 300 "$VPY" -m pytest -q -rs \
-        --junitxml="$PY_DIR/pytest.xml" "$REPO_ROOT/python/tests") >"$PY_DIR/pytest.log" 2>&1
+        ${PYTEST_ARGS:-} --junitxml="$PY_DIR/pytest.xml" "$REPO_ROOT/python/tests") >"$PY_DIR/pytest.log" 2>&1
       PYTEST_RC=$?
       tail -15 "$PY_DIR/pytest.log"
       if [ "$PYTEST_RC" -ge 128 ]; then

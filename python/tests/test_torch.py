@@ -198,3 +198,40 @@ def test_gpu_sparsified_mlp_matches_dense(tmp_path):
     y = model(x)
     rel = ((y.float() - dense).norm() / dense.norm()).item()
     assert rel < 1e-2, rel
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("n", [1, 8])
+def test_gpu_dense_library_candidate_within_the_tight_bound(dtype, n, tmp_path):
+    """The dense library candidate (cuBLASLt) on the same layer, with beta = 0 and with the bias
+    as C (beta = 1), within the one-rounding bound: cuBLASLt itself rounds the product to a 16-bit
+    C before adding C when beta = 1 (7.7x the bound with bf16), so sparsegen adds it in fp32.
+    torch's F.linear (bias in the library's epilogue) is reported next to it."""
+    lin = _pruned_linear(256, 128, dtype=dtype).cuda()
+    name = sgt._TORCH_DTYPES[dtype]
+    matrix = sgt._csr_of(lin.weight, "weight")
+    k = sparsegen.tune(matrix, n, dtype=name, io=name, schedule="dense;lib=cublaslt", top_k=1,
+                       cache_dir=str(tmp_path))
+    assert k.schedule.startswith("dense"), k.schedule
+    x = torch.randn(n, 128, device="cuda", dtype=dtype)
+    b = x.t().contiguous()
+    stream = int(torch.cuda.current_stream().cuda_stream)
+    ratios = {}
+    for beta in (0.0, 1.0):
+        c = torch.full((256, n), float("nan"), device="cuda", dtype=dtype)
+        bias = lin.bias.detach() if beta else None
+        if beta:
+            c.copy_(lin.bias.detach().reshape(-1, 1).expand(256, n))
+        k._run(b.data_ptr(), c.data_ptr(), 1.0, beta, stream)
+        torch.cuda.synchronize()
+        exact, bound = sgt.tight_bound(lin.weight, x, bias, dtype)
+        err = (c.t().to(torch.float64) - exact).abs()
+        ratios[f"beta={beta:g}"] = (err / bound).max().item()
+    # The same product by torch (cuBLAS), bias added by the library's epilogue.
+    y = torch.nn.functional.linear(x, lin.weight, lin.bias)
+    exact, bound = sgt.tight_bound(lin.weight, x, lin.bias.detach(), dtype)
+    ratios["torch F.linear"] = ((y.to(torch.float64) - exact).abs() / bound).max().item()
+    msg = ", ".join(f"{key}: {v:.3f}" for key, v in ratios.items())
+    print(f"{dtype} n={n}: {k.schedule}: {msg}")
+    assert ratios["beta=0"] <= 1.0 and ratios["beta=1"] <= 1.0, msg

@@ -69,6 +69,32 @@ TEST(DenseFamily, TakesSixteenBitSpmmInThreeLayoutPairs) {
   EXPECT_FALSE(f.why_not(Problem::quantized_spmm(3, 5, 8, DType::I8, DType::F16), a).empty());
 }
 
+// cuBLASLt rounds alpha·A·B to a 16-bit C before adding beta·C; with beta != 0 the run goes
+// through the fp32 workspace instead (ws = beta·C, the GEMM adds into ws, C = round(ws)).
+TEST(DenseFamily, BetaGoesThroughTheFp32Workspace) {
+  const auto k = codegen::emit_dense(Problem::spmm(3, 5, 8, DType::BF16),
+                                     parse_schedule("dense;lib=cublaslt"));
+  const codegen::KernelSignature& sig = k.signature;
+  EXPECT_TRUE(sig.gemms_after.at(0).beta_in_workspace);
+  EXPECT_EQ(sig.workspace_bytes, 3 * 8 * 4);
+  ASSERT_TRUE(sig.prologue.present() && sig.epilogue.present());
+  EXPECT_TRUE(sig.prologue.beta_only && sig.epilogue.beta_only);
+  EXPECT_EQ(sig.prologue.launch.grid_x * sig.prologue.launch.block_threads, 256);
+  EXPECT_NE(k.source.find("using T = __nv_bfloat16;"), std::string::npos) << k.source;
+  EXPECT_NE(k.source.find("sparsegen_dense_init_ws(float* __restrict__ ws, const T* __restrict__ "
+                          "C, float beta)"),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("if (i < 24LL) sg::init_workspace<T>(ws + i, C + i, beta);"),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("if (i < 24LL) sg::store_f32<T>(C + i, ws[i]);"), std::string::npos)
+      << k.source;
+  const std::string d = codegen::describe(sig);
+  EXPECT_NE(d.find("(beta != 0 only)"), std::string::npos) << d;
+  EXPECT_NE(d.find("(beta != 0: into the fp32 workspace)"), std::string::npos) << d;
+}
+
 TEST(DenseFamily, SignatureIsOneLibraryGemmPerLayout) {
   const Schedule s = parse_schedule("dense;lib=cublaslt");
   {  // C row-major, B row-major: C (M x N) = A (M x K) · B (K x N)

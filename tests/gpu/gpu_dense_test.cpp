@@ -1,7 +1,7 @@
 // dense family on the device (skipped without a GPU): the library GEMM of every layout pair and
 // 16-bit type against the reference of compiler/gpu_check.h (tight bound, C poisoned with beta 0,
-// then beta -1.5), and the tuner measuring it next to the generated kernels: returned where it is
-// the fastest, named in the reason either way.
+// then beta -1.5 and beta 1), and the tuner measuring it next to the generated kernels: returned
+// where it is the fastest, named in the reason either way.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -40,6 +40,11 @@ TEST_F(GpuDense, EveryLayoutPairAndTypeAgainstTheReference) {
         const CompiledKernel k(ctx_, build_kernel(a, p, s, target_));
         const GpuCheckPair r = gpu_check(k, a, ++seed);
         EXPECT_TRUE(r.passed()) << r.error();
+        // beta = 1 (C holding a bias): cuBLASLt rounds alpha·A·B to a 16-bit C before it adds
+        // C there (up to 8x the bound with bf16); the fp32 workspace path must keep one rounding.
+        const CheckInputs in = make_check_inputs(p, ++seed, 1.0f, 1.0f);
+        const CheckResult r1 = gpu_check(k, a, in, compute_reference(a, in));
+        EXPECT_TRUE(r1.passed) << "beta = 1: " << r1.error << " (max ratio " << r1.max_ratio << ")";
       }
 }
 
