@@ -9,6 +9,7 @@
 #include "compiler/tune.h"
 #include "ir/interpreter.h"
 #include "ir/schedule.h"
+#include "runtime/cuda_driver.h"
 
 namespace sparsegen {
 
@@ -35,6 +36,13 @@ void Kernel::run(const void* b, void* c, float alpha, float beta, void* stream) 
                     CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE");
   impl_->gpu->run(reinterpret_cast<CUdeviceptr>(b), reinterpret_cast<CUdeviceptr>(c), alpha, beta,
                   static_cast<CUstream>(stream));
+}
+
+void Kernel::order_after(void* producer, void* stream) const {
+  if (!impl_->gpu)
+    throw CudaError("kernel was compiled offline (Runtime::offline) and cannot run", "order_after",
+                    CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE");
+  cuda::stream_wait(static_cast<CUstream>(stream), static_cast<CUstream>(producer));
 }
 
 const Problem& Kernel::problem() const {

@@ -53,6 +53,7 @@ namespace {
   X(cuEventDestroy, 4000)             \
   X(cuEventRecord, 2000)              \
   X(cuEventSynchronize, 2000)         \
+  X(cuStreamWaitEvent, 3020)          \
   X(cuEventElapsedTime, 12080)        \
   X(cuLaunchKernel, 4000)
 
@@ -188,7 +189,6 @@ int attribute_or_zero(CUdevice dev, CUdevice_attribute attr) {
 }
 
 }  // namespace
-
 
 bool driver_available(std::string* why) {
   LoadState& s = state();
@@ -477,6 +477,18 @@ Event& Event::operator=(Event&& other) noexcept {
 
 void Event::record(CUstream stream) {
   check(drv().cuEventRecord(event_, stream), "cuEventRecord");
+}
+
+void stream_wait(CUstream stream, CUstream producer) {
+  if (stream == producer) return;
+  CUevent e = nullptr;
+  check(drv().cuEventCreate(&e, CU_EVENT_DISABLE_TIMING), "cuEventCreate");
+  const CUresult recorded = drv().cuEventRecord(e, producer);
+  const CUresult waited =
+      recorded == CUDA_SUCCESS ? drv().cuStreamWaitEvent(stream, e, 0) : CUDA_SUCCESS;
+  drv().cuEventDestroy(e);  // its resources go once the wait is done
+  check(recorded, "cuEventRecord");
+  check(waited, "cuStreamWaitEvent");
 }
 
 void Event::synchronize() const {

@@ -173,6 +173,11 @@ class Stream {
   CUstream stream_ = nullptr;
 };
 
+// Makes `stream` wait, on the device (the host does not block), for the work enqueued on
+// `producer` so far: an event recorded on `producer` and waited on by `stream`. Nothing to do when
+// they are the same stream. Needs a current context.
+void stream_wait(CUstream stream, CUstream producer);
+
 // A timing event.
 class Event {
  public:

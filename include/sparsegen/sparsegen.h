@@ -99,6 +99,11 @@ class Kernel {
   // C = alpha·A·B + beta·C, asynchronous on `stream`. Throws CudaError for a kernel compiled
   // offline (Runtime::offline) or a launch failure.
   void run(const void* b, void* c, float alpha, float beta, void* stream = nullptr) const;
+  // Makes `stream` wait on the device (the host does not block) for the work enqueued so far on
+  // `producer`, the stream an input was written on (e.g. the `stream` of an array's
+  // __cuda_array_interface__ v3); nothing when they are the same stream. Throws CudaError for a
+  // kernel compiled offline or a failed call.
+  void order_after(void* producer, void* stream = nullptr) const;
 
   const Problem& problem() const;
   std::string schedule() const;         // one-line SPEC

@@ -14,8 +14,9 @@ PyTorch's current stream for torch tensors, else the stream given (an int handle
 ``cuda_stream`` / ``ptr``), else the legacy default stream. Errors are :class:`UserError` (a
 ValueError) and :class:`CudaError` (a RuntimeError) with the C++ messages.
 
-How arrays are read: ``__cuda_array_interface__`` first when present (zero-copy, no capsule; its
-``stream`` entry is not waited on: the caller orders its work before the call). Else DLPack: the
+How arrays are read: ``__cuda_array_interface__`` first when present (zero-copy, no capsule; a
+``stream`` entry (version 3) is honoured as the protocol asks: the kernel's stream waits on the
+device for the work enqueued on it so far, with no host wait). Else DLPack: the
 device from ``__dlpack_device__`` (CUDA or CUDA managed memory, else a UserError without
 exporting), then ``x.__dlpack__(stream=s, max_version=(1, 0), copy=False)`` called here, in
 Python, with ``s`` the stream the kernel runs on (1 for the legacy default stream, as the DLPack
@@ -113,7 +114,8 @@ def _expected_array(name: str) -> str:
     return f"{name}: expected a CUDA device array (__cuda_array_interface__ or DLPack __dlpack__)"
 
 
-def _cai_array(cai: Any, name: str, count: int, typestr: str, writable: bool) -> int:
+def _cai_array(cai: Any, name: str, count: int, typestr: str, writable: bool,
+               waits: "list[int]") -> int:
     shape = tuple(cai["shape"])
     size = int(np.prod(shape)) if shape else 1
     if size != count:
@@ -133,6 +135,12 @@ def _cai_array(cai: Any, name: str, count: int, typestr: str, writable: bool) ->
     ptr, readonly = cai["data"]
     if writable and readonly:
         raise UserError(f"{name}: the array is read-only")
+    producer = cai.get("stream")  # v3: None or absent = nothing to wait for; 1, 2: default streams
+    if producer is not None:
+        if not isinstance(producer, int) or producer == 0:
+            raise UserError(f"{name}: __cuda_array_interface__ stream must be None or a nonzero "
+                            f"int handle, found {producer!r}")
+        waits.append(producer)
     return int(ptr)
 
 
@@ -193,9 +201,10 @@ def _dlpack_array(x: Any, name: str, count: int, io_dtype: str, writable: bool, 
 
 
 def _device_array(x: Any, name: str, count: int, io_dtype: str, writable: bool, stream: int,
-                  keep: "list[Any]") -> int:
+                  keep: "list[Any]", waits: "Optional[list[int]]" = None) -> int:
     """The device pointer of ``x``, checked: ``__cuda_array_interface__`` when present, else
-    DLPack (see the module docstring); ``keep`` collects what must live until the launch."""
+    DLPack (see the module docstring); ``keep`` collects what must live until the launch,
+    ``waits`` the producer streams the launch must be ordered after."""
     has_dlpack = hasattr(x, "__dlpack__")
     try:
         cai = getattr(x, "__cuda_array_interface__", None)
@@ -204,7 +213,8 @@ def _device_array(x: Any, name: str, count: int, io_dtype: str, writable: bool, 
             raise
         cai = None
     if cai is not None:
-        return _cai_array(cai, name, count, _DTYPES[io_dtype][0], writable)
+        return _cai_array(cai, name, count, _DTYPES[io_dtype][0], writable,
+                          waits if waits is not None else [])
     if has_dlpack:
         return _dlpack_array(x, name, count, io_dtype, writable, stream, keep)
     raise UserError(f"{_expected_array(name)}, found {type(x).__name__}")
@@ -230,8 +240,12 @@ def run(kernel: Kernel, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0,
     """C = alpha * A @ B + beta * C on device arrays (see the module docstring)."""
     s = _stream_of(stream, (b, c))  # first: DLPack producers order their work before it
     keep: "list[Any]" = []  # DLPack imports, released after the launch
-    pb = _device_array(b, "b", kernel.k * kernel.n, kernel.io_dtype, False, s, keep)
-    pc = _device_array(c, "c", kernel.m * kernel.n, kernel.io_dtype, True, s, keep)
+    waits: "list[int]" = []  # __cuda_array_interface__ producer streams
+    pb = _device_array(b, "b", kernel.k * kernel.n, kernel.io_dtype, False, s, keep, waits)
+    pc = _device_array(c, "c", kernel.m * kernel.n, kernel.io_dtype, True, s, keep, waits)
+    for producer in sorted(set(waits)):
+        if producer != s:
+            kernel._order_after(producer, s)
     kernel._run(pb, pc, float(alpha), float(beta), s)
     del keep
 

@@ -24,16 +24,17 @@ namespace {
 DType dtype_arg(const std::string& name) {
   const auto d = parse_dtype(name);
   if (!d)
-    throw UserError("dtype: expected 'fp32', 'fp16', 'bf16', 'int8' or 'fp8_e4m3', found '" +
-                    name + "'");
+    throw UserError("dtype: expected 'fp32', 'fp16', 'bf16', 'int8' or 'fp8_e4m3', found '" + name +
+                    "'");
   return *d;
 }
 
 DType io_arg(const std::string& name) {
   const auto d = parse_dtype(name);
   if (!d || (*d != DType::F16 && *d != DType::BF16))
-    throw UserError("io: expected 'fp16' or 'bf16' (B and C of an int8 / fp8_e4m3 problem), found '" +
-                    name + "'");
+    throw UserError(
+        "io: expected 'fp16' or 'bf16' (B and C of an int8 / fp8_e4m3 problem), found '" + name +
+        "'");
   return *d;
 }
 
@@ -137,12 +138,14 @@ NB_MODULE(_sparsegen, m) {
       .def_prop_ro("shape", [](const CsrMatrix& a) { return nb::make_tuple(a.rows, a.cols); })
       .def_prop_ro("nnz", [](const CsrMatrix& a) { return a.nnz(); })
       .def_prop_ro("source", [](const CsrMatrix& a) { return a.source; })
-      .def_prop_ro("indptr", [](const CsrMatrix& a) { return to_numpy(a.row_ptr); },
-                   "row pointers (a copy, int64)")
-      .def_prop_ro("indices", [](const CsrMatrix& a) { return to_numpy(a.col_idx); },
-                   "column indices (a copy, int32)")
-      .def_prop_ro("data", [](const CsrMatrix& a) { return to_numpy(a.values); },
-                   "values (a copy, float32)")
+      .def_prop_ro(
+          "indptr", [](const CsrMatrix& a) { return to_numpy(a.row_ptr); },
+          "row pointers (a copy, int64)")
+      .def_prop_ro(
+          "indices", [](const CsrMatrix& a) { return to_numpy(a.col_idx); },
+          "column indices (a copy, int32)")
+      .def_prop_ro(
+          "data", [](const CsrMatrix& a) { return to_numpy(a.values); }, "values (a copy, float32)")
       .def("__repr__", [](const CsrMatrix& a) {
         return "<sparsegen.Matrix " + std::to_string(a.rows) + "x" + std::to_string(a.cols) +
                ", nnz " + std::to_string(a.nnz()) + (a.source.empty() ? "" : ", " + a.source) + ">";
@@ -178,9 +181,9 @@ NB_MODULE(_sparsegen, m) {
       .def_prop_ro("n", [](const Kernel& k) { return k.problem().n; })
       .def_prop_ro("dtype",
                    [](const Kernel& k) { return std::string(to_string(k.problem().dtype)); })
-      .def_prop_ro("io_dtype",
-                   [](const Kernel& k) { return std::string(to_string(k.problem().b_dtype())); },
-                   "the type of B and C (the dtype, or the io type of a quantized problem)")
+      .def_prop_ro(
+          "io_dtype", [](const Kernel& k) { return std::string(to_string(k.problem().b_dtype())); },
+          "the type of B and C (the dtype, or the io type of a quantized problem)")
       .def_prop_ro("b_layout",
                    [](const Kernel& k) { return std::string(to_string(k.problem().b_layout)); })
       .def_prop_ro("c_layout",
@@ -193,7 +196,13 @@ NB_MODULE(_sparsegen, m) {
             k.run(reinterpret_cast<const void*>(b), reinterpret_cast<void*>(c), alpha, beta,
                   reinterpret_cast<void*>(stream));
           },
-          "b"_a, "c"_a, "alpha"_a, "beta"_a, "stream"_a);
+          "b"_a, "c"_a, "alpha"_a, "beta"_a, "stream"_a)
+      .def(
+          "_order_after",
+          [](const Kernel& k, uintptr_t producer, uintptr_t stream) {
+            k.order_after(reinterpret_cast<void*>(producer), reinterpret_cast<void*>(stream));
+          },
+          "producer"_a, "stream"_a);
 
   nb::class_<Runtime>(m, "Runtime", "Compiles kernels for one device (or offline, for an arch)")
       .def(nb::init<int>(), "device"_a = 0)
@@ -201,10 +210,9 @@ NB_MODULE(_sparsegen, m) {
       .def_prop_ro("device_name", &Runtime::device_name)
       .def(
           "spmm",
-          [](const Runtime& rt, const CsrMatrix& a, int64_t n, const std::string& dtype,
-             int top_k, const std::string& schedule, const std::string& cache_dir,
-             bool use_cache, const std::string& b_layout, const std::string& c_layout,
-             const std::string& io) {
+          [](const Runtime& rt, const CsrMatrix& a, int64_t n, const std::string& dtype, int top_k,
+             const std::string& schedule, const std::string& cache_dir, bool use_cache,
+             const std::string& b_layout, const std::string& c_layout, const std::string& io) {
             SpmmOptions o;
             o.dtype = dtype_arg(dtype);
             o.io_dtype = io_arg(io);

@@ -180,6 +180,20 @@ def test_cuda_array_interface_is_preferred(cpu_as_cuda):
     assert both.calls == []  # no capsule made
 
 
+def test_cuda_array_interface_stream_is_collected_for_the_wait():
+    class Cai:
+        def __init__(self, stream):
+            self.__cuda_array_interface__ = {"shape": (6,), "typestr": "<f4", "version": 3,
+                                             "data": (4096, False), "stream": stream}
+    waits = []
+    assert sparsegen._device_array(Cai(77), "b", 6, "fp32", False, 5, [], waits) == 4096
+    assert sparsegen._device_array(Cai(None), "c", 6, "fp32", True, 5, [], waits) == 4096
+    assert waits == [77]  # None: the producer needs no wait
+    for bad in (0, "s"):
+        with pytest.raises(sparsegen.UserError, match=r"b: __cuda_array_interface__ stream"):
+            sparsegen._device_array(Cai(bad), "b", 6, "fp32", False, 5, [], [])
+
+
 # ---- GPU ------------------------------------------------------------------------------------
 
 
@@ -260,6 +274,23 @@ def test_gpu_dlpack_orders_the_producer_before_the_call_stream():
 
 
 @needs_gpu
+def test_gpu_cuda_array_interface_stream_is_waited_for():
+    """torch's __cuda_array_interface__ names the stream B and C were written on; the kernel runs
+    on another stream, never synchronized with it: only the wait on that stream orders them."""
+    k, b, exact, bound = _problem(torch.float16, seed=4)
+    s = torch.cuda.Stream()
+    c = torch.empty((256, 16), device="cuda", dtype=torch.float16)
+    torch.cuda.synchronize()
+    torch.cuda._sleep(50_000_000)  # the current stream is busy ...
+    b2 = b * 1  # ... then writes B2 and C there
+    c.fill_(float("nan"))
+    assert b2.__cuda_array_interface__.get("stream") is not None
+    k(b2, c, stream=s.cuda_stream)
+    s.synchronize()
+    _within(c, exact, bound, "side stream through __cuda_array_interface__")
+
+
+@needs_gpu
 def test_gpu_jax_arrays(monkeypatch):
     monkeypatch.setenv("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     jax = pytest.importorskip("jax", reason="JAX is not installed: the JAX test skips")
@@ -271,7 +302,14 @@ def test_gpu_jax_arrays(monkeypatch):
         pytest.skip("JAX has no CUDA backend here: the JAX test skips")
     k, b, exact, bound = _problem(torch.float32, seed=5)
     jb = jax.device_put(b.cpu().numpy(), gpus[0])
-    for what, arr in (("jax array", jb), ("jax array through DLPack only", DLPackOnly(jb))):
+    cai = getattr(jb, "__cuda_array_interface__", {})
+    if cai.get("stream") is None:
+        # No producer stream: the protocol says the data is ready, but a fresh device_put may
+        # still be copying (seen: an all-zero B on an H200); DLPack below orders it itself.
+        jb.block_until_ready()
+    for what, arr in (("jax array", jb),
+                      ("jax array through DLPack only", DLPackOnly(jax.device_put(b.cpu().numpy(),
+                                                                                 gpus[0])))):
         c = torch.full((256, 16), float("nan"), device="cuda")
         k(arr, c)
         torch.cuda.synchronize()
