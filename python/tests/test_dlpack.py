@@ -275,17 +275,19 @@ def test_gpu_dlpack_orders_the_producer_before_the_call_stream():
 
 @needs_gpu
 def test_gpu_cuda_array_interface_stream_is_waited_for():
-    """torch's __cuda_array_interface__ names the stream B and C were written on; the kernel runs
-    on another stream, never synchronized with it: only the wait on that stream orders them."""
+    """torch's __cuda_array_interface__ names its current stream (None for the default one): B
+    and C are written on a side stream p, the kernel runs on another stream s, never synchronized
+    with p: only the wait on p orders them."""
     k, b, exact, bound = _problem(torch.float16, seed=4)
-    s = torch.cuda.Stream()
+    p, s = torch.cuda.Stream(), torch.cuda.Stream()
     c = torch.empty((256, 16), device="cuda", dtype=torch.float16)
     torch.cuda.synchronize()
-    torch.cuda._sleep(50_000_000)  # the current stream is busy ...
-    b2 = b * 1  # ... then writes B2 and C there
-    c.fill_(float("nan"))
-    assert b2.__cuda_array_interface__.get("stream") is not None
-    k(b2, c, stream=s.cuda_stream)
+    with torch.cuda.stream(p):
+        torch.cuda._sleep(50_000_000)  # p is busy ...
+        b2 = b * 1  # ... then writes B2 and C there
+        c.fill_(float("nan"))
+        assert b2.__cuda_array_interface__.get("stream") == p.cuda_stream
+        k(b2, c, stream=s.cuda_stream)
     s.synchronize()
     _within(c, exact, bound, "side stream through __cuda_array_interface__")
 
