@@ -275,9 +275,14 @@ def test_gpu_dlpack_orders_the_producer_before_the_call_stream():
 
 @needs_gpu
 def test_gpu_cuda_array_interface_stream_is_waited_for():
-    """torch's __cuda_array_interface__ names its current stream (None for the default one): B
-    and C are written on a side stream p, the kernel runs on another stream s, never synchronized
-    with p: only the wait on p orders them."""
+    """A version-3 producer names the stream its data was written on (torch's interface names
+    none, so a wrapper adds it): B and C are written on a side stream p, the kernel runs on another
+    stream s, never synchronized with p: only the wait on p orders them."""
+    class OnStream:
+        def __init__(self, t, stream):
+            self.__cuda_array_interface__ = dict(t.__cuda_array_interface__, version=3,
+                                                 stream=stream)
+
     k, b, exact, bound = _problem(torch.float16, seed=4)
     p, s = torch.cuda.Stream(), torch.cuda.Stream()
     c = torch.empty((256, 16), device="cuda", dtype=torch.float16)
@@ -286,8 +291,7 @@ def test_gpu_cuda_array_interface_stream_is_waited_for():
         torch.cuda._sleep(50_000_000)  # p is busy ...
         b2 = b * 1  # ... then writes B2 and C there
         c.fill_(float("nan"))
-        assert b2.__cuda_array_interface__.get("stream") == p.cuda_stream
-        k(b2, c, stream=s.cuda_stream)
+        k(OnStream(b2, p.cuda_stream), OnStream(c, p.cuda_stream), stream=s.cuda_stream)
     s.synchronize()
     _within(c, exact, bound, "side stream through __cuda_array_interface__")
 
