@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "costmodel/family.h"
 #include "costmodel/schedule_features.h"
@@ -25,7 +26,30 @@ struct Work {
   double warp_tasks = 0;
 };
 
-Work simulate(const GeneralSchedule& g, const FormatStats& fs, const std::vector<int64_t>& packed) {
+// f(L) for row lengths L, tabulated below kTabulated (most rows of real matrices): the per-row
+// quantities below are two or three integer divisions by run-time values, and the simulation
+// evaluates them for every row of every distinct schedule.
+class PerLength {
+ public:
+  static constexpr int64_t kTabulated = 1024;
+  template <typename F>
+  explicit PerLength(F f) : f_(f) {
+    table_.resize(static_cast<size_t>(kTabulated));
+    for (int64_t L = 0; L < kTabulated; ++L) table_[static_cast<size_t>(L)] = f(L);
+  }
+  int64_t operator()(int64_t L) const {
+    return L < kTabulated ? table_[static_cast<size_t>(L)] : f_(L);
+  }
+
+ private:
+  std::function<int64_t(int64_t)> f_;
+  std::vector<int64_t> table_;
+};
+
+// `rows`: the row lengths in packed order, each padded to a multiple of `pad` as the packer does.
+// Every quantity is an integer count, so the double sums are exact in any order.
+Work simulate(const GeneralSchedule& g, const FormatStats& fs, const std::vector<int64_t>& rows,
+              int64_t pad) {
   Work w;
   const int64_t W = g.warps_per_block, G = g.groups_per_warp();
   const LevelSplit& bs = g.at(Level::Block);
@@ -41,8 +65,6 @@ Work simulate(const GeneralSchedule& g, const FormatStats& fs, const std::vector
       x = 0;
     }
   };
-  // Iterations of one row of length L under warp Row with thread Nnz(zt): G groups share it.
-  auto row_iters = [&](int64_t L) { return double(ceil_div(ceil_div(L, zt), G) * zt); };
 
   switch (bs.kind) {
     case WorkSplit::Nnz: {
@@ -53,45 +75,54 @@ Work simulate(const GeneralSchedule& g, const FormatStats& fs, const std::vector
       return w;
     }
     case WorkSplit::Row: {
-      // One row per block; warp chunks of zw = G*zt dealt round-robin to W warps.
+      // One row per block; warp chunks of zw = G*zt dealt round-robin to W warps: the warps do
+      // all `chunks` of them together, the first one ceil(chunks / W).
       const int64_t zw = std::max<int64_t>(1, ws.amount);
-      for (int64_t L : packed) {
-        const int64_t chunks = ceil_div(L, zw);
+      const double per_chunk = double(std::min(zt, zw));
+      const PerLength chunks_of([&](int64_t L) { return ceil_div(round_up(L, pad), zw); });
+      for (int64_t L : rows) {
+        const int64_t chunks = chunks_of(L);
         w.warp_tasks += double(chunks);
-        for (int64_t k = 0; k < W; ++k) {
-          const int64_t mine = chunks > k ? ceil_div(chunks - k, W) : 0;
-          per_worker[static_cast<size_t>(k)] = double(mine * std::min(zt, zw));
-        }
-        flush_block();
+        w.total += double(chunks) * per_chunk;
+        w.max = std::max(w.max, double(ceil_div(chunks, W)) * per_chunk);
       }
       return w;
     }
     case WorkSplit::Rows: {
       const int64_t rb = std::max<int64_t>(1, bs.amount);
-      const int64_t R = static_cast<int64_t>(packed.size());
+      const int64_t R = static_cast<int64_t>(rows.size());
+      const PerLength packed([&](int64_t L) { return round_up(L, pad); });
+      // Iterations of one row under warp Row with thread Nnz(zt): G groups share it.
+      const PerLength row_iters(
+          [&](int64_t L) { return ceil_div(ceil_div(round_up(L, pad), zt), G) * zt; });
       std::vector<double> group(static_cast<size_t>(G));
       for (int64_t b0 = 0; b0 < R; b0 += rb) {
         const int64_t b1 = std::min(R, b0 + rb);
         if (ws.kind == WorkSplit::Row) {
+          // Row r of the block to warp (r - b0) mod W.
+          int64_t k = 0;
           for (int64_t r = b0; r < b1; ++r) {
-            per_worker[static_cast<size_t>((r - b0) % W)] += row_iters(packed[size_t(r)]);
-            w.warp_tasks += 1;
+            per_worker[static_cast<size_t>(k)] += double(row_iters(rows[static_cast<size_t>(r)]));
+            if (++k == W) k = 0;
           }
+          w.warp_tasks += double(b1 - b0);
         } else {
           // Warp Rows(rw): thread tasks of rt rows (1 for thread Row) dealt to G groups; a warp
-          // task lasts as long as its slowest group.
+          // task lasts as long as its slowest group; warp tasks dealt round-robin to W warps.
           const int64_t rw = std::max<int64_t>(1, ws.amount);
           const int64_t rt = ts.kind == WorkSplit::Rows ? std::max<int64_t>(1, ts.amount) : 1;
           int64_t task = 0;
-          for (int64_t t0 = b0; t0 < b1; t0 += rw, ++task) {
+          for (int64_t t0 = b0; t0 < b1; t0 += rw) {
             const int64_t t1 = std::min(b1, t0 + rw);
             std::fill(group.begin(), group.end(), 0.0);
-            int64_t tt = 0;
-            for (int64_t r0 = t0; r0 < t1; r0 += rt, ++tt)
+            int64_t gi = 0;
+            for (int64_t r0 = t0; r0 < t1; r0 += rt) {
               for (int64_t r = r0; r < std::min(t1, r0 + rt); ++r)
-                group[static_cast<size_t>(tt % G)] += double(packed[size_t(r)]);
-            per_worker[static_cast<size_t>(task % W)] +=
-                *std::max_element(group.begin(), group.end());
+                group[static_cast<size_t>(gi)] += double(packed(rows[static_cast<size_t>(r)]));
+              if (++gi == G) gi = 0;
+            }
+            per_worker[static_cast<size_t>(task)] += *std::max_element(group.begin(), group.end());
+            if (++task == W) task = 0;
             w.warp_tasks += 1;
           }
         }
@@ -140,16 +171,16 @@ class GeneralCost final : public CostFamily {
     const double passes = double(std::max(1, g.block_cols / std::max(1, wc)));
     const bool atomic = g.output() == OutputMode::Atomic;
 
-    // Packed row lengths, in packed order (empty rows dropped for block Nnz, as the packer does).
-    // Block Nnz splits tile exactly and need no row walk (simulate returns at once).
-    std::vector<int64_t> packed;
-    const bool skip_empty = g.at(Level::Block).kind == WorkSplit::Nnz;
-    if (!skip_empty) {
-      const std::vector<int64_t>& src = g.sort_rows ? rows.sorted : rows.lengths;
-      packed.reserve(src.size());
-      for (int64_t L : src) packed.push_back(round_up(L, g.pad));
-    }
-    const Work w = simulate(g, fs, packed);
+    // The work simulation walks every row (block Nnz splits tile exactly and walk none). It
+    // depends on the splits, warps, groups, padding and row order only: computed once per such
+    // key and matrix, shared by the schedules that differ in columns, vectors or interleaving.
+    const LevelSplit &bs = g.at(Level::Block), &ws = g.at(Level::Warp), &ts = g.at(Level::Thread);
+    const std::string sim_key = fmt::format(
+        "general.simulate;{}:{};{}:{};{}:{};W{};G{};pad{};sort{};tasks{}", to_string(bs.kind),
+        bs.amount, to_string(ws.kind), ws.amount, to_string(ts.kind), ts.amount, g.warps_per_block,
+        g.groups_per_warp(), g.pad, g.sort_rows, fs.block_tasks);
+    const Work w = rows.memo->get<Work>(
+        sim_key, [&] { return simulate(g, fs, g.sort_rows ? rows.sorted : rows.lengths, g.pad); });
 
     const double nnz = double(fs.nnz), nnzp = double(fs.nnz_padded);
     f.nnz = nnz;
@@ -183,9 +214,10 @@ class GeneralCost final : public CostFamily {
     f.lane_efficiency = slots > 0 ? std::min(1.0, nnz / slots) : 1.0;
     f.column_efficiency = n / (tiles * double(std::max(1, g.block_cols)));
 
-    int64_t nonempty_rows = 0;
-    if (atomic)
-      for (int64_t L : rows.lengths) nonempty_rows += L > 0;
+    const int64_t nonempty_rows = !atomic ? 0 : rows.memo->get<int64_t>("rows.nonempty", [&] {
+      return static_cast<int64_t>(
+          std::count_if(rows.lengths.begin(), rows.lengths.end(), [](int64_t L) { return L > 0; }));
+    });
     f.atomics = atomic ? (double(nonempty_rows) + double(fs.block_tasks)) * n : 0.0;
     f.shuffles = w.warp_tasks * log2i(g.groups_per_warp()) * g.thread_cols * passes * tiles *
                  reduction_factor(g.reduction(Level::Warp));

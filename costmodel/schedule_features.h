@@ -31,6 +31,8 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -70,11 +72,36 @@ DeviceProfile device_profile(const std::string& name, int cc_major, int cc_minor
                              int64_t l2_bytes, int clock_khz, int max_threads_per_sm,
                              int registers_per_sm, bool* bandwidth_guessed = nullptr);
 
+// Values that depend only on a matrix's rows and a few schedule parameters, computed once per key
+// by the first schedule that needs them (the ranking computes features in parallel, so two
+// threads may both compute a key; the first stored wins). E.g. a family's work simulation, which
+// walks every row: hundreds of schedules share a few dozen simulations. One key names one type T.
+class RowMemo {
+ public:
+  template <typename T, typename F>
+  T get(const std::string& key, F&& compute) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (auto it = values_.find(key); it != values_.end())
+        return *static_cast<const T*>(it->second.get());
+    }
+    T value = compute();
+    std::lock_guard<std::mutex> lock(mu_);
+    values_.emplace(key, std::make_shared<const T>(value));
+    return value;
+  }
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const void>> values_;
+};
+
 // Row lengths of a matrix in original order and sorted descending: what the work simulation
-// needs beyond FormatStats. O(rows log rows) once per matrix.
+// needs beyond FormatStats. O(rows log rows) once per matrix. Copies share the memo.
 struct RowProfile {
   std::vector<int64_t> lengths;  // per original row
   std::vector<int64_t> sorted;   // descending
+  std::shared_ptr<RowMemo> memo = std::make_shared<RowMemo>();
 };
 RowProfile row_profile(const CsrMatrix& a);
 RowProfile row_profile(std::vector<int64_t> lengths);

@@ -18,6 +18,8 @@
 #include "ir/diagnostics.h"
 #include "ir/enumerate.h"
 #include "ir/format.h"
+#include "ir/general_schedule.h"
+#include "ir/int_math.h"
 
 namespace sparsegen {
 namespace {
@@ -70,6 +72,53 @@ TEST(ScheduleFeatures, WarpPerRowHandComputed) {
   EXPECT_GT(f.roofline_us, 3.0);
   ASSERT_EQ(f.values.size(), ScheduleFeatures::names().size());
   for (double v : f.values) EXPECT_TRUE(std::isfinite(v));
+}
+
+// Rows past the simulation's table of short lengths (1024) and a block per row: a row's warp
+// chunks are dealt to the block's warps, so the block's work is all of them and its first warp
+// does ceil(chunks / W). Features computed through a shared RowProfile memo are the same.
+TEST(ScheduleFeatures, BlockPerRowWithLongRows) {
+  const CsrMatrix a = lengths_matrix({2000, 5, 0, 1500, 1024, 1023}, 4096);
+  const Problem p = Problem::spmm(6, 4096, 8, DType::F32);
+  const RowProfile rows = row_profile(a);
+  int checked = 0;
+  for (const Schedule& s : enumerate_schedules(p, a, EnumerateOptions{})) {
+    const GeneralSchedule& g = s.as<GeneralSchedule>();
+    if (g.at(Level::Block).kind != WorkSplit::Row) continue;
+    const int64_t zt = std::max<int64_t>(1, g.at(Level::Thread).amount);
+    const int64_t zw = std::max<int64_t>(1, g.at(Level::Warp).amount);
+    const int64_t W = g.warps_per_block;
+    double total = 0, max = 0;
+    for (int64_t L : rows.lengths) {
+      const int64_t chunks = (round_up(L, g.pad) + zw - 1) / zw;
+      total += double(chunks * std::min(zt, zw));
+      max = std::max(max, double((chunks + W - 1) / W * std::min(zt, zw)));
+    }
+    const FormatStats fs = compute_format_stats(a, p, s);
+    const MatrixFeatures mf = compute_features(a);
+    const ScheduleFeatures f1 = schedule_features(p, s, fs, mf, rows, DeviceProfile::h100_sxm());
+    const ScheduleFeatures f2 = schedule_features(p, s, fs, mf, rows, DeviceProfile::h100_sxm());
+    const double passes = double(std::max(1, g.block_cols / std::max(1, g.warp_cols())));
+    const double tiles = double(std::max<int64_t>(fs.col_tiles, 1));
+    EXPECT_DOUBLE_EQ(f1.warp_iters_total, total * passes * tiles) << to_string(s);
+    EXPECT_DOUBLE_EQ(f1.warp_iters_max, max * passes) << to_string(s);
+    EXPECT_EQ(f1.values, f2.values) << to_string(s);
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(RowMemo, ComputesEachKeyOnce) {
+  RowMemo memo;
+  int calls = 0;
+  EXPECT_EQ(memo.get<int64_t>("a", [&] { return ++calls * int64_t{10}; }), 10);
+  EXPECT_EQ(memo.get<int64_t>("a", [&] { return ++calls * int64_t{10}; }), 10);
+  EXPECT_EQ(memo.get<int64_t>("b", [&] { return ++calls * int64_t{10}; }), 20);
+  EXPECT_EQ(calls, 2);
+  const RowProfile rp = row_profile(std::vector<int64_t>{3, 1, 2});
+  const RowProfile copy = rp;  // copies share the memo
+  EXPECT_EQ(copy.memo, rp.memo);
+  EXPECT_EQ(rp.sorted, (std::vector<int64_t>{3, 2, 1}));
 }
 
 TEST(ScheduleFeatures, NonzeroSplitCountsAtomicsAndIsBalanced) {
