@@ -185,7 +185,7 @@ double CostModel::predict_us(const std::string& family, const std::vector<double
 }
 
 double CostModel::predict_us(const ScheduleFeatures& f, std::string* source) const {
-  return predict_us(f.family, f.values, f.roofline_us, source);
+  return std::max(predict_us(f.family, f.values, f.roofline_us, source), f.critical_floor_us);
 }
 
 CostModel roofline_model(const DeviceProfile& device) {

@@ -88,7 +88,8 @@ class CostModel {
   std::string created;                          // UTC date of the fit
   std::string origin = "roofline";              // file it came from, "embedded:<name>", ...
 
-  // Predicted run time in microseconds. `source` (optional): "family", "global" or "roofline".
+  // Predicted run time in microseconds, never below f.critical_floor_us. `source` (optional):
+  // "family", "global" or "roofline".
   double predict_us(const ScheduleFeatures& f, std::string* source = nullptr) const;
   double predict_us(const std::string& family, const std::vector<double>& x, double roofline_us,
                     std::string* source = nullptr) const;

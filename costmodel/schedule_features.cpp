@@ -179,6 +179,7 @@ void finish_features(ScheduleFeatures& f, const KernelShape& g, const Problem& p
   const double t_atomic = f.atomics / (dev.sm_count * kAtomicsPerSmCycle) * cyc_to_us;
   f.roofline_us = kLaunchUs + (g.prologue ? kPrologueUs : 0.0) +
                   std::max({t_dram, t_l2, t_issue, t_crit}) + t_atomic;
+  f.critical_floor_us = t_crit;
 
   const double nnz1 = std::max(f.nnz, 1.0);
   f.values = {

@@ -26,7 +26,8 @@
 //     Segment), block syncs (one per block task and pass when the block level reduces), atomics.
 //   - occupancy: threads per block, a register estimate, resident blocks per SM, waves.
 //   - the roofline estimate roofline_us = launch + max(DRAM time, L2 time, issue time, critical
-//     path time) + atomics, which is also the fallback prediction when no fitted model exists.
+//     path time) + atomics, which is also the fallback prediction when no fitted model exists;
+//     and critical_floor_us, a lower bound on any prediction (the critical path time alone).
 #pragma once
 
 #include <cstdint>
@@ -139,6 +140,11 @@ struct ScheduleFeatures {
   double occupancy = 0;  // resident warps per SM / (max_threads_per_sm / 32)
   double waves = 0;      // blocks / (SMs x blocks_per_sm)
   double roofline_us = 0;
+  // A floor no prediction goes below: the roofline's critical path (the slowest warp worker's
+  // iterations at its latency per iteration). The fitted model does not extrapolate load
+  // imbalance beyond its training matrices: a thread walking a 40000-long row of a power-law
+  // graph was predicted at 30 us and took 3 ms. On the shared matrices no pick changes with it.
+  double critical_floor_us = 0;
 
   // The regression vector, in names() order (log transforms applied; see the .cpp).
   std::vector<double> values;

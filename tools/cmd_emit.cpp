@@ -10,11 +10,13 @@
 #include <algorithm>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
 
 #include "codegen/family.h"
+#include "compiler/tune.h"
 #include "ir/diagnostics.h"
 #include "ir/dtype.h"
 #include "ir/enumerate.h"
@@ -46,12 +48,16 @@ struct EmitArgs : ProblemArgs {
 struct SchedulesArgs : ProblemArgs {
   int64_t limit = 0;
   bool long_form = false;
+  bool ranked = false;
+  std::string arch = "sm_90";
 };
 
 void add_problem_options(CLI::App* cmd, ProblemArgs& a) {
   cmd->add_option("file", a.file, "matrix file (.mtx, .smtx, .safetensors, .npy)")->required();
   cmd->add_option("-n", a.n, "dense columns of B and C (1 = SpMV)")->required();
-  cmd->add_option("--dtype", a.dtype, "value dtype of A: fp32, fp16, bf16 (also B and C), int8 or fp8_e4m3 (per-row and per-token scales; B and C in --io)");
+  cmd->add_option("--dtype", a.dtype,
+                  "value dtype of A: fp32, fp16, bf16 (also B and C), int8 or fp8_e4m3 (per-row "
+                  "and per-token scales; B and C in --io)");
   cmd->add_option("--io", a.io, "B and C of an int8 / fp8_e4m3 problem: fp16 or bf16");
   cmd->add_option("--b-layout", a.b_layout, "layout of B: row or col");
   cmd->add_option("--c-layout", a.c_layout, "layout of C: row or col");
@@ -105,7 +111,7 @@ void run_schedules(const SchedulesArgs& a) {
   const Problem p = make_problem(a, m);
   EnumerateOptions eo;
   eo.include_specialised = true;  // the space `sparsegen tune` searches: MACKO and bitmap_tc too
-  const auto all = enumerate_schedules(p, m, eo);
+  std::vector<Schedule> all = enumerate_schedules(p, m, eo);
   std::printf("# %s: %zu valid schedules\n", to_string(p).c_str(), all.size());
   // Families with none say why (their first reasons).
   for (const IrFamily* f : ir_families()) {
@@ -117,13 +123,33 @@ void run_schedules(const SchedulesArgs& a) {
                 why.empty() ? "no schedule fits this matrix on the device"
                             : fmt::format("{}", fmt::join(why, "; ")).c_str());
   }
+  // --ranked: the cost model's order (what tune measures first) with each prediction; library
+  // candidates, which the model does not rank, are left out.
+  std::vector<std::optional<double>> predicted(all.size());
+  std::vector<size_t> order(all.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (a.ranked) {
+    std::vector<Schedule> ranked;
+    for (const Schedule& s : all)
+      if (!s.family().dense_baseline()) ranked.push_back(s);
+    RankedSpace r = rank_space(m, p, offline_target(a.arch), std::move(ranked), nullptr);
+    std::printf("# ranked by %s\n", r.how.c_str());
+    order = r.order;
+    predicted = r.predicted_ms;
+    all = std::move(r.all);
+  }
   int64_t shown = 0;
-  for (const Schedule& s : all) {
+  for (size_t i : order) {
     if (a.limit > 0 && shown >= a.limit) break;
-    if (a.long_form)
-      std::printf("%s\n", print_schedule(s).c_str());
+    const Schedule& s = all[i];
+    const std::string text = a.long_form ? print_schedule(s) : to_string(s);
+    if (a.ranked)
+      std::printf(
+          "%4lld  %s  %s\n", static_cast<long long>(shown + 1),
+          predicted[i] ? fmt::format("{:10.4f} ms", *predicted[i]).c_str() : "         - ms",
+          text.c_str());
     else
-      std::printf("%s\n", to_string(s).c_str());
+      std::printf("%s\n", text.c_str());
     ++shown;
   }
 }
@@ -142,11 +168,15 @@ void register_emit(CLI::App& app) {
   cmd->callback([emit] { run_emit(*emit); });
 
   auto sched = std::make_shared<SchedulesArgs>();
-  CLI::App* list =
-      app.add_subcommand("schedules", "List the valid schedules of every family for a matrix and N");
+  CLI::App* list = app.add_subcommand(
+      "schedules", "List the valid schedules of every family for a matrix and N");
   add_problem_options(list, *sched);
   list->add_option("--limit", sched->limit, "print at most this many (0 = all)");
   list->add_flag("--long", sched->long_form, "multi-line form of each schedule");
+  list->add_flag("--ranked", sched->ranked,
+                 "in the cost model's order, with its predicted time (what `tune` measures first)");
+  list->add_option("--arch", sched->arch,
+                   "--ranked: the architecture whose cost model ranks (default sm_90)");
   list->callback([sched] { run_schedules(*sched); });
 }
 

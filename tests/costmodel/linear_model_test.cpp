@@ -108,6 +108,25 @@ TEST(ScheduleFeatures, BlockPerRowWithLongRows) {
   EXPECT_GT(checked, 0);
 }
 
+// The fitted model does not extrapolate imbalance: no prediction is below the critical path of
+// the slowest warp worker (a thread walking one 40000-long row here).
+TEST(ScheduleFeatures, PredictionNeverBelowTheCriticalPath) {
+  std::vector<int64_t> lengths(512, 3);
+  lengths[7] = 40000;
+  const CsrMatrix a = lengths_matrix(lengths, 80000);
+  const Problem p = Problem::spmm(a.rows, a.cols, 8, DType::F32);
+  const CostModel m = offline_model(DeviceProfile::h100_sxm()).model;  // a fitted one
+  ASSERT_TRUE(m.fitted());
+  int checked = 0;
+  for (const Schedule& s : enumerate_schedules(p, a, EnumerateOptions{})) {
+    const ScheduleFeatures f = features_of(a, p, s);
+    EXPECT_GT(f.critical_floor_us, 0) << to_string(s);
+    EXPECT_GE(m.predict_us(f), f.critical_floor_us) << to_string(s);
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
 TEST(RowMemo, ComputesEachKeyOnce) {
   RowMemo memo;
   int calls = 0;
