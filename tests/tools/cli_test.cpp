@@ -12,6 +12,8 @@
 #include <vector>
 
 #include <gtest/gtest.h>
+
+#include <algorithm>
 #include <nlohmann/json.hpp>
 
 #include "tests/test_support.h"
@@ -332,6 +334,28 @@ TEST_F(Cli, BundledExampleInspects) {
   EXPECT_EQ(j["rows"], 512);
   EXPECT_EQ(j["cols"], 128);
   EXPECT_EQ(j["nnz"], 13107);  // round(0.2 * 512 * 128)
+}
+
+// --ranked: the cost model's order with its predictions, ascending, numbered; the library
+// candidate (not ranked by the model) left out; a bad --arch names the flag.
+TEST_F(Cli, SchedulesRankedByTheCostModel) {
+  const std::string ex =
+      std::string(SPARSEGEN_SOURCE_DIR) + "/examples/llm_512x128_magnitude80.mtx";
+  const CliRun r = run("schedules " + ex + " -n 8 --dtype fp16 --ranked --limit 5");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("# ranked by the cost model"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("dense;lib="), std::string::npos) << r.out;
+  std::vector<double> ms;
+  for (size_t at = 0; (at = r.out.find(" ms  ", at)) != std::string::npos; at += 5) {
+    const size_t start = r.out.rfind("  ", at - 1);
+    ms.push_back(std::stod(r.out.substr(start, at - start)));
+  }
+  ASSERT_EQ(ms.size(), 5u) << r.out;
+  EXPECT_TRUE(std::is_sorted(ms.begin(), ms.end())) << r.out;
+  EXPECT_NE(r.out.find("\n   1  "), std::string::npos) << r.out;
+  const CliRun bad = run("schedules " + ex + " -n 8 --ranked --arch gfx90a");
+  EXPECT_NE(bad.rc, 0);
+  EXPECT_NE(bad.out.find("--arch"), std::string::npos) << bad.out;
 }
 
 // `sparsegen schedules` lists the space the tuner searches: for fp16 and N = 8 the general family,
