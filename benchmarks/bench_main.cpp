@@ -1287,7 +1287,8 @@ int run(const Args& a) {
                         {"cases_vs_cublas", gs.with_cublas},
                         {"geomean_speedup_vs_cusparse", gs.geomean_vs_cusparse},
                         {"cases_vs_cusparse", gs.with_cusparse},
-                        {"median_ours_gbps", gs.median_ours_gbps}});
+                        {"median_ours_gbps", gs.median_ours_gbps},
+                        {"ours_picked", gs.picks}});
     }
     doc["summary"] = groups;
     doc["truncated"] = truncated;

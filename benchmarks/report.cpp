@@ -122,7 +122,10 @@ std::vector<GroupSummary> summarize_groups(const std::vector<CaseResult>& cases)
       ++s.cases;
       if (auto x = c->speedup_vs_cublas()) vb.push_back(*x);
       if (auto x = c->speedup_vs_cusparse()) vs.push_back(*x);
-      if (c->ours.ok()) bw.push_back(c->ours.gbps());
+      if (c->ours.ok()) {
+        bw.push_back(c->ours.gbps());
+        ++s.picks[family_of_impl(c->ours.impl)];
+      }
     }
     s.with_cublas = static_cast<int>(vb.size());
     s.with_cusparse = static_cast<int>(vs.size());
@@ -138,9 +141,23 @@ std::vector<GroupSummary> summarize_groups(const std::vector<CaseResult>& cases)
   return out;
 }
 
+std::string family_of_impl(const std::string& impl) {
+  return impl.substr(0, impl.find(';'));
+}
+
+std::string format_picks(const std::map<std::string, int>& picks) {
+  std::vector<std::pair<std::string, int>> v(picks.begin(), picks.end());
+  std::stable_sort(v.begin(), v.end(),
+                   [](const auto& x, const auto& y) { return x.second > y.second; });
+  std::string out;
+  for (const auto& [family, count] : v)
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", family, count);
+  return out;
+}
+
 std::string format_summary(const std::vector<GroupSummary>& groups) {
-  std::string t = fmt::format("{:<24} {:>5}  {:>14}  {:>16}  {:>10}\n", "group", "cases",
-                              "vs cuBLAS (gm)", "vs cuSPARSE (gm)", "ours GB/s");
+  std::string t = fmt::format("{:<24} {:>5}  {:>14}  {:>16}  {:>10}  {}\n", "group", "cases",
+                              "vs cuBLAS (gm)", "vs cuSPARSE (gm)", "ours GB/s", "ours picked");
   auto cell = [](double v, int n, int total) {
     if (n == 0) return std::string("-");
     std::string s = fmt::format("{:.2f}x", v);
@@ -148,9 +165,10 @@ std::string format_summary(const std::vector<GroupSummary>& groups) {
     return s;
   };
   for (const GroupSummary& g : groups) {
-    t += fmt::format("{:<24} {:>5}  {:>14}  {:>16}  {:>10.0f}\n", g.group, g.cases,
+    t += fmt::format("{:<24} {:>5}  {:>14}  {:>16}  {:>10.0f}  {}\n", g.group, g.cases,
                      cell(g.geomean_vs_cublas, g.with_cublas, g.cases),
-                     cell(g.geomean_vs_cusparse, g.with_cusparse, g.cases), g.median_ours_gbps);
+                     cell(g.geomean_vs_cusparse, g.with_cusparse, g.cases), g.median_ours_gbps,
+                     format_picks(g.picks));
   }
   return t;
 }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,7 +69,15 @@ struct GroupSummary {
   double geomean_vs_cublas = 0;  // 0 when with_cublas == 0
   double geomean_vs_cusparse = 0;
   double median_ours_gbps = 0;
+  // How often each family was ours (the tuner's pick: a generated kernel, or a library
+  // candidate such as `dense`), over the cases with a time; the family is the SPEC's first field.
+  std::map<std::string, int> picks;
 };
+
+// The family of a schedule SPEC ("general;block=..." -> "general"); "" for an empty one.
+std::string family_of_impl(const std::string& impl);
+// "general 5, dense 1": picks by count, descending (ties by name).
+std::string format_picks(const std::map<std::string, int>& picks);
 
 // Groups in first-appearance order.
 std::vector<GroupSummary> summarize_groups(const std::vector<CaseResult>& cases);

@@ -117,6 +117,23 @@ TEST(BenchReport, GroupsBySparsityAndN) {
   EXPECT_NE(table.find("4.00x (2/3)"), std::string::npos) << table;
 }
 
+// Which family ours was, per group: the tuner may return a library candidate.
+TEST(BenchReport, CountsWhatTheTunerPicked) {
+  std::vector<CaseResult> cases = {make_case(0.5, 8, 1, 2, 10), make_case(0.5, 8, 1, 8, 40),
+                                   make_case(0.5, 8, 1, 3, 30), make_case(0.5, 8, 1, 3, 30)};
+  cases[0].ours.impl = "general;block=nnz:128;warp=nnz:32";
+  cases[1].ours.impl = "dense;lib=cublaslt";
+  cases[2].ours.impl = "general;block=rows:4";
+  cases[3].ours.error = "check failed";  // no time: not counted
+  const std::vector<GroupSummary> g = summarize_groups(cases);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].picks, (std::map<std::string, int>{{"general", 2}, {"dense", 1}}));
+  EXPECT_EQ(format_picks(g[0].picks), "general 2, dense 1");
+  EXPECT_NE(format_summary(g).find("general 2, dense 1"), std::string::npos);
+  EXPECT_EQ(family_of_impl("macko;delta=8"), "macko");
+  EXPECT_EQ(family_of_impl(""), "");
+}
+
 TEST(BenchReport, JsonHasTimesRatiosAndErrors) {
   CaseResult c = make_case(0.9, 1, 0.01, 0.04, 0.02);
   c.cusparse = MethodResult{};
