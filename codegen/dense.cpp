@@ -2,17 +2,13 @@
 
 #include <fmt/format.h>
 
+#include "codegen/beta_workspace.h"
 #include "codegen/emitter.h"
-#include "codegen/template_types.h"
 #include "ir/dense_schedule.h"
 #include "ir/diagnostics.h"
-#include "templates/template_index.h"
 
 namespace sparsegen::codegen {
 namespace {
-
-using tmpl::targs;
-using tmpl::TypeArg;
 
 class DenseEmitter : public Emitter {
  public:
@@ -26,44 +22,25 @@ class DenseEmitter : public Emitter {
     decl(fmt::format("// sparsegen dense: C = alpha·A·B + beta·C by the BLAS library\n// {}",
                      to_string(p_)));
     decl(fmt::format("using T = {};", p_.dtype == DType::F16 ? "__half" : "__nv_bfloat16"));
-    // beta != 0 only: ws = beta·C, the GEMM adds alpha·A·B to ws in fp32, C = ws rounded once.
-    elementwise_kernel("// Prologue (beta != 0 only): ws = beta * C in fp32.", prologue_name(),
-                       "float* __restrict__ ws, const T* __restrict__ C, float beta", p_.m * p_.n,
-                       call(tmpl::init_workspace, targs(TypeArg{"T"}), tmpl::ptr_f32("ws + i"),
-                            tmpl::cptr_t("C + i"), tmpl::f32("beta"))
-                           .text);
-    elementwise_kernel(
-        "// Epilogue (beta != 0 only): C = ws, rounded once to T.", epilogue_name(),
-        "T* __restrict__ C, const float* __restrict__ ws", p_.m * p_.n,
-        call(tmpl::store_f32, targs(TypeArg{"T"}), tmpl::ptr_t("C + i"), tmpl::f32("ws[i]")).text);
     comment("placeholder: the main grid is empty (the library GEMM is the product)");
     GeneratedKernel k;
+    k.signature = signature();  // first: it declares the beta round trip's kernels
     k.source =
         kernel_source(fmt::format("extern \"C\" __global__ void {}() {{\n", opt_.kernel_name));
     k.headers = header_sources();
-    k.signature = signature();
     return k;
   }
 
  private:
-  std::string prologue_name() const { return opt_.kernel_name + "_init_ws"; }
-  std::string epilogue_name() const { return opt_.kernel_name + "_store_ws"; }
-
   // Launch sequence, beta == 0: the GEMM into C. beta != 0: prologue ws = beta·C, the GEMM into
   // ws (fp32, beta 1), epilogue C = round(ws): one rounding, as the error bound assumes.
-  KernelSignature signature() const {
+  KernelSignature signature() {
     KernelSignature sig;
     sig.kernel_name = opt_.kernel_name;
     sig.launch.grid_x = 0;  // empty: nothing of ours runs
     sig.launch.grid_y = 1;
     sig.launch.block_threads = 32;
-    const KernelParam c{"C", ParamKind::C, "C", {}};
-    const KernelParam ws{"ws", ParamKind::Workspace, "workspace", {}};
-    const KernelParam beta{"beta", ParamKind::Beta, "beta", {}};
-    const LaunchShape elementwise = elementwise_launch(p_.m * p_.n);
-    sig.prologue = {prologue_name(), {ws, c, beta}, elementwise, true};
-    sig.epilogue = {epilogue_name(), {c, ws}, elementwise, true};
-    sig.workspace_bytes = p_.m * p_.n * static_cast<int64_t>(sizeof(float));
+    add_beta_workspace(*this, sig, opt_.kernel_name, p_.m * p_.n);
     LibraryGemm g;
     g.name = "dense";
     g.k = p_.k;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/beta_workspace.h"
 #include "codegen/emitter.h"
 #include "codegen/template_types.h"
 #include "ir/dense_ffn_schedule.h"
@@ -35,28 +36,17 @@ class DenseFfnEmitter : public Emitter {
     call_stmt(tmpl::ffn_gate, targs(TypeArg{"T"}), cptr_t("reinterpret_cast<const T*>(bw)"),
               ptr_t(fmt::format("reinterpret_cast<T*>(bw) + {}", dense_ffn_h_offset(p_))),
               i32(std::to_string(p_.m)), i32(std::to_string(p_.n)), i32(p_.gated ? "1" : "0"));
-    // beta != 0 only: ws = beta·C, the down GEMM adds h·W_d to ws in fp32, C = ws rounded once.
-    elementwise_kernel("// Prologue (beta != 0 only): ws = beta * C in fp32.",
-                       opt_.kernel_name + "_init_ws",
-                       "float* __restrict__ ws, const T* __restrict__ C, float beta", p_.m * p_.k,
-                       call(tmpl::init_workspace, targs(TypeArg{"T"}), tmpl::ptr_f32("ws + i"),
-                            cptr_t("C + i"), tmpl::f32("beta"))
-                           .text);
-    elementwise_kernel(
-        "// Epilogue (beta != 0 only): C = ws, rounded once to T.", opt_.kernel_name + "_store_ws",
-        "T* __restrict__ C, const float* __restrict__ ws", p_.m * p_.k,
-        call(tmpl::store_f32, targs(TypeArg{"T"}), ptr_t("C + i"), tmpl::f32("ws[i]")).text);
     GeneratedKernel k;
+    k.signature = signature();  // first: it declares the beta round trip's kernels
     k.source = kernel_source(fmt::format(
         "extern \"C\" __global__ void __launch_bounds__({}) {}(unsigned* __restrict__ bw) {{\n",
         s_.threads, opt_.kernel_name));
     k.headers = header_sources();
-    k.signature = signature();
     return k;
   }
 
  private:
-  KernelSignature signature() const {
+  KernelSignature signature() {
     KernelSignature sig;
     sig.kernel_name = opt_.kernel_name;
     sig.params = {{"bw", ParamKind::BWork, "[G | U] and h", {}}};
@@ -85,13 +75,7 @@ class DenseFfnEmitter : public Emitter {
     down.run_alpha_beta = true;
     down.beta_in_workspace = true;
     sig.gemms_after.push_back(down);
-    const KernelParam c{"C", ParamKind::C, "C", {}};
-    const KernelParam ws{"ws", ParamKind::Workspace, "workspace", {}};
-    const KernelParam beta{"beta", ParamKind::Beta, "beta", {}};
-    const LaunchShape elementwise = elementwise_launch(p_.m * p_.k);
-    sig.prologue = {opt_.kernel_name + "_init_ws", {ws, c, beta}, elementwise, true};
-    sig.epilogue = {opt_.kernel_name + "_store_ws", {c, ws}, elementwise, true};
-    sig.workspace_bytes = p_.m * p_.k * static_cast<int64_t>(sizeof(float));
+    add_beta_workspace(*this, sig, opt_.kernel_name, p_.m * p_.k);  // C is M x K
     return sig;
   }
 
