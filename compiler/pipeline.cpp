@@ -289,8 +289,10 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src) {
         sh.b_transposed = g.b_transposed;
         sh.relu = g.relu;
         gemms.push_back(std::make_unique<cublaslt::Gemm>(sh));
-        sh.c_fp32 = true;
-        gemms_fp32.push_back(g.beta_in_workspace ? std::make_unique<cublaslt::Gemm>(sh) : nullptr);
+        sh.c_fp32 = true;  // the twin for beta != 0 never runs with its plan: one workspace
+        gemms_fp32.push_back(g.beta_in_workspace
+                                 ? std::make_unique<cublaslt::Gemm>(sh, gemms.back().get())
+                                 : nullptr);
       }
     if (b_transform != nullptr && sig.b_transform.launch.dynamic_shared_bytes > 48 * 1024)
       cuda::set_max_dynamic_shared_memory(

@@ -3,6 +3,7 @@
 #include <cublasLt.h>
 #include <fmt/format.h>
 
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <vector>
@@ -108,7 +109,7 @@ struct Gemm::Impl {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
   cublasLtMatmulAlgo_t algo{};
-  cuda::DeviceBuffer workspace;
+  std::shared_ptr<cuda::DeviceBuffer> workspace;  // its own, or one shared with another plan
   ~Impl() {
     if (api == nullptr) return;
     if (lc) api->LayoutDestroy(lc);
@@ -119,7 +120,8 @@ struct Gemm::Impl {
   }
 };
 
-Gemm::Gemm(const GemmShape& shape) : impl_(std::make_unique<Impl>()) {
+Gemm::Gemm(const GemmShape& shape, const Gemm* share_workspace_with)
+    : impl_(std::make_unique<Impl>()) {
   Impl& s = *impl_;
   s.api = &api_or_throw();
   s.shape = shape;
@@ -177,7 +179,9 @@ Gemm::Gemm(const GemmShape& shape) : impl_(std::make_unique<Impl>()) {
         fmt::format("cuBLASLt has no algorithm for a {}x{}x{} GEMM", shape.m, shape.n, shape.k),
         -1);
   s.algo = result.algo;
-  s.workspace = cuda::DeviceBuffer(kWorkspaceBytes);
+  s.workspace = share_workspace_with != nullptr
+                    ? share_workspace_with->impl_->workspace
+                    : std::make_shared<cuda::DeviceBuffer>(kWorkspaceBytes);
 }
 
 Gemm::~Gemm() = default;
@@ -187,7 +191,7 @@ void Gemm::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, float alpha, float b
   const Impl& s = *impl_;
   if (s.shape.m == 0 || s.shape.n == 0) return;
   check(s.api->Matmul(s.lt, s.desc, &alpha, vptr(b), s.la, vptr(a), s.lb, &beta, vptr(c), s.lc,
-                      vptr(c), s.lc, &s.algo, vptr(s.workspace.ptr()), s.workspace.bytes(),
+                      vptr(c), s.lc, &s.algo, vptr(s.workspace->ptr()), s.workspace->bytes(),
                       reinterpret_cast<cudaStream_t>(stream)),
         "cublasLtMatmul");
 }

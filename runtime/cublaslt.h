@@ -50,11 +50,12 @@ struct GemmShape {
 };
 
 // One planned GEMM: descriptors and the heuristic's first algorithm, chosen once at construction
-// (never per call); a 32 MiB workspace of its own.
+// (never per call); a 32 MiB workspace of its own, or shared with another plan that never runs
+// at the same time (e.g. the fp32-C twin of a plan, used only when beta != 0).
 class Gemm {
  public:
   // Throws CublasLtError (library missing, no algorithm for the shape).
-  explicit Gemm(const GemmShape& shape);
+  explicit Gemm(const GemmShape& shape, const Gemm* share_workspace_with = nullptr);
   ~Gemm();
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
