@@ -80,24 +80,64 @@ class SlideEmitter : public Emitter {
   bool vec_b() const { return p_.b_layout == Layout::ColMajor && p_.k % 8 == 0; }
   std::string lift_name() const { return opt_.kernel_name + "_lift"; }
 
+  // The lift's staging plan: tokens per block, chunks and columns per staged segment.
+  struct LiftPlan {
+    int tokens = 1;      // TOK: tokens per block (1 for column-major B, 8 for row-major)
+    int seg_chunks = 0;  // chunks per staged segment (>= chunks: all of K at once)
+    int seg_cols = 0;    // staged columns per token (a multiple of 8)
+    int64_t smem = 0;    // dynamic shared bytes: tokens x seg_cols values of T
+  };
+
+  // Shared memory the lift may stage per block: all of K for the LLM shapes (K up to about 24k
+  // per token), segments beyond that.
+  static constexpr int64_t kLiftSmemBudget = 96 * 1024;
+
+  LiftPlan lift_plan() const {
+    const SlideMma m = slide_mma(p_.dtype);
+    const int64_t chunk = m.chunk, two_p = 2 * s_.pattern, w = 4 * (s_.pattern - 1);
+    LiftPlan l;
+    l.tokens = p_.b_layout == Layout::RowMajor ? 8 : 1;
+    // Columns a segment of c chunks stages, at most: whole groups at both ends, lo rounded
+    // down to 8 for the 16-byte copies, the last piece rounded up.
+    auto cols_for = [&](int64_t c) { return ((c * chunk + w - 1) / w + 2) * two_p + 16; };
+    const int64_t per_token = kLiftSmemBudget / (2 * l.tokens);
+    int64_t seg = f_.chunks;
+    if (cols_for(seg) > per_token)
+      seg = std::max<int64_t>(1, ((per_token - 16) / two_p - 3) * w / chunk);
+    SG_ASSERT(cols_for(std::min<int64_t>(seg, f_.chunks)) <= per_token,
+              "slide lift: segment too wide");
+    l.seg_chunks = static_cast<int>(seg);
+    l.seg_cols = static_cast<int>((cols_for(std::min<int64_t>(seg, f_.chunks)) + 7) / 8 * 8);
+    l.smem = int64_t{l.tokens} * l.seg_cols * 2;
+    return l;
+  }
+
   // b_transform: one call of sg::slide_lift in its own kernel (declared before the main one).
   void emit_lift() {
     const bool row_b = p_.b_layout == Layout::RowMajor;
-    const auto c =
-        call(tmpl::slide_lift,
-             targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.pattern},
-                   IntArg{kLiftThreads}, IntArg{quant_ ? 1 : 0}, IntArg{vec_b() ? 1 : 0}),
-             cptr_t("B"), ptr_u32("bw"),
-             ptr_f32(quant_ ? "token_scales" : "static_cast<float*>(nullptr)"),
-             i32(std::to_string(p_.k)), i32(std::to_string(p_.n)),
-             i32(row_b ? std::to_string(p_.n) : "1"), i32(row_b ? "1" : std::to_string(p_.k)),
-             i32(std::to_string(f_.chunks)), i32(std::to_string(slide_col_tiles(p_))));
+    const LiftPlan l = lift_plan();
+    const auto c = call(
+        tmpl::slide_lift,
+        targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.pattern}, IntArg{kLiftThreads},
+              IntArg{quant_ ? 1 : 0}, IntArg{l.tokens}, IntArg{vec_b() ? 1 : 0}),
+        cptr_t("B"), ptr_u32("bw"),
+        ptr_f32(quant_ ? "token_scales" : "static_cast<float*>(nullptr)"),
+        ptr_t("reinterpret_cast<T*>(sg_lift_smem)"), i32(std::to_string(p_.k)),
+        i32(std::to_string(p_.n)), i32(row_b ? std::to_string(p_.n) : "1"),
+        i32(row_b ? "1" : std::to_string(p_.k)), i32(std::to_string(f_.chunks)),
+        i32(std::to_string(slide_col_tiles(p_))), i32(std::to_string(l.seg_chunks)),
+        i32(std::to_string(l.seg_cols)));
     decl(fmt::format(
-        "// b_transform: B lifted into the sliding windows{}, in mma.sp B fragment order\n"
+        "// b_transform: B lifted into the sliding windows{}, in mma.sp B fragment order; {} "
+        "token(s) per block, {}\n"
         "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
-        "    const T* __restrict__ B,\n    unsigned* __restrict__ bw{}) {{\n  {};\n}}",
-        quant_ ? " and quantized per token" : "", kLiftThreads, lift_name(),
-        quant_ ? ",\n    float* __restrict__ token_scales" : "", c.text));
+        "    const T* __restrict__ B,\n    unsigned* __restrict__ bw{}) {{\n"
+        "  extern __shared__ __align__(16) unsigned char sg_lift_smem[];\n  {};\n}}",
+        quant_ ? " and quantized per token" : "", l.tokens,
+        l.seg_chunks >= f_.chunks ? "all of K staged at once"
+                                  : fmt::format("{} chunks staged at a time", l.seg_chunks),
+        kLiftThreads, lift_name(), quant_ ? ",\n    float* __restrict__ token_scales" : "",
+        c.text));
   }
 
   void emit_main() {
@@ -192,19 +232,15 @@ class SlideEmitter : public Emitter {
     sig.b_work_bytes = slide_b_work_bytes(p_, s_);
     if (quant_) sig.token_scales = p_.n;
     if (fused_) return sig;
-    // b_transform: x = column tiles, y = ranges of kLiftThreads / 32 chunks, up to about 4096
-    // blocks in all; 8-bit types about 512, as each block reads its tokens' K values once more
-    // for their maximum.
+    // b_transform: one block per TOK tokens of the whole column tiles (tokens >= N get zeros).
     AuxKernel& t = sig.b_transform;
     t.name = lift_name();
     t.params = {{"B", ParamKind::B, "B", {}}, {"bw", ParamKind::BWork, "lifted B", {}}};
     if (quant_) t.params.push_back({"token_scales", ParamKind::TokenScales, "token scales", {}});
-    const int64_t tiles = slide_col_tiles(p_);
-    const int64_t per_range = kLiftThreads / 32;
-    const int64_t ranges = (f_.chunks + per_range - 1) / per_range;
-    const int64_t want = std::max<int64_t>(1, (quant_ ? 512 : 4096) / std::max<int64_t>(tiles, 1));
-    t.launch.grid_x = tiles;
-    t.launch.grid_y = std::clamp<int64_t>(ranges, 1, want);
+    const LiftPlan l = lift_plan();
+    t.launch.grid_x = slide_col_tiles(p_) * 8 / l.tokens;
+    t.launch.grid_y = 1;
+    t.launch.dynamic_shared_bytes = l.smem;
     t.launch.block_threads = kLiftThreads;
     return sig;
   }

@@ -117,132 +117,179 @@ __device__ __forceinline__ void slide_store(const Acc* acc, T* __restrict__ C,
 
 }  // namespace detail
 
+namespace detail {
+
+// Two B values (fp32) as the operand type's bits, packed: 16-bit types in 32 bits (x in the low
+// half), 8-bit types in the low 16 bits (x in the low byte).
+template <int KIND, typename T>
+__device__ __forceinline__ unsigned slide_operand_pair(float x, float y, float inv) {
+  if constexpr (KIND == 3) {
+    unsigned pair;
+    asm("{\n .reg .b16 t;\n cvt.rn.satfinite.e4m3x2.f32 t, %1, %2;\n cvt.u32.u16 %0, t;\n}\n"
+        : "=r"(pair)
+        : "f"(y * inv), "f"(x * inv));
+    return pair;
+  } else {
+    constexpr int kBits = KIND >= 2 ? 8 : 16;
+    return slide_operand_bits<KIND, T>(x, inv) | (slide_operand_bits<KIND, T>(y, inv) << kBits);
+  }
+}
+
+// The largest |x| of TOK tokens' staged columns (s_b: TOK rows of `stride`, `width` used, width
+// even), reduced over the block; thread j < TOK gets token j's maximum (others: 0).
+template <typename T, int THREADS, int TOK>
+__device__ __forceinline__ float slide_staged_max(const T* s_b, int stride, int width,
+                                                  float (*s_part)[TOK]) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  float mx[TOK];
+#pragma unroll
+  for (int j = 0; j < TOK; ++j) {
+    mx[j] = 0.0f;
+    const unsigned* row = reinterpret_cast<const unsigned*>(s_b + j * stride);
+    for (int i = tid; i < width / 2; i += THREADS) {
+      const unsigned w = row[i];
+      const T* h = reinterpret_cast<const T*>(&w);
+      mx[j] = fmaxf(mx[j], fmaxf(fabsf(Cvt<T>::to_f32(h[0])), fabsf(Cvt<T>::to_f32(h[1]))));
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mx[j] = fmaxf(mx[j], __shfl_xor_sync(0xffffffffu, mx[j], o));
+    if (lane == 0) s_part[warp][j] = mx[j];
+  }
+  __syncthreads();
+  float m = 0.0f;
+  if (tid < TOK)
+    for (int w = 0; w < THREADS / 32; ++w) m = fmaxf(m, s_part[w][tid]);
+  return m;
+}
+
+}  // namespace detail
+
 // b_transform: lifts B (K x N, element (k, n) at B[k·b_ks + n·b_ns]) into the sliding windows of
 // (2P−2):2P (Ψ: lifted column g·4(P−1) + 4w + p copies column g·2P + 2w + p, zeros past K) and
-// writes it in B fragment order: bw[((chunk · col_tiles + tile) · 32 + lane) · 4 + r]. Block
-// (x, y) owns column tile x (8 tokens) and the ranges y, y + gridDim.y, ... of THREADS / 32
-// chunks. Per range it stages the original columns the range reads (8 tokens x at most
-// THREADS / 32 · kChunk + 4P + 8 columns) in shared memory with coalesced loads (VEC = 1:
-// column-major B with K % 8 == 0; 16-byte loads when B is 16-byte aligned), then each thread writes one
-// (chunk, lane) unit of 16 bytes: B is read once and written once, both in wide transactions.
-// For 8-bit types (QUANT = 1) the block first finds the largest |B| of its 8 tokens over all of
-// K and quantizes with inv = qmax / max (ir/quantize.h); blocks with blockIdx.y == 0 store the
-// token scales (few y blocks per tile: each reads its tokens' K values for the maximum).
+// writes it in B fragment order: bw[((chunk · col_tiles + tile) · 32 + lane) · 4 + r], lane
+// 4·(n % 8) + t holding token n. A token's units are independent of the other tokens of its
+// tile, so block b owns tokens b·TOK … b·TOK + TOK − 1 (TOK divides 8; tokens ≥ N get zeros)
+// and all their chunks, in segments of seg_chunks chunks: per segment it stages the original
+// columns the segment reads (at most seg_cols per token) in shared memory s_b, B read once with
+// 16-byte cp.async copies (VEC = 1: column-major B, K % 8 == 0, B 16-byte aligned; else plain
+// loads in B's memory order), then writes each (chunk, token, t) unit as one 16-byte store, the
+// 4·TOK units of a chunk adjacent. For 8-bit types (QUANT = 1) the per-token scale comes from
+// the largest |B| of the token: from the staged columns when one segment holds all of K (B is
+// read once), else from a pass over B before staging; block b stores its tokens' scales.
 //
-//   for range in y, y + gridDim.y, ...:      // THREADS / 32 chunks
-//     s_b[8][cols of range] <- B             // coalesced, 16 bytes per load with VEC
-//     bw[unit of thread] <- lift(s_b)        // one 16-byte store per thread
-template <typename T, int KIND, int P, int THREADS, int QUANT, int VEC>
+//   for seg in segments:                                // one when the token fits
+//     s_b[TOK][cols of seg] <- B                        // cp.async, 16 bytes per copy
+//     (QUANT) inv[token] <- qmax / max |s_b[token]|     // block reduction
+//     for unit (chunk, token, t) of seg, per thread:    // 4·TOK adjacent 16-byte stores
+//       bw[unit] <- lift(s_b)
+template <typename T, int KIND, int P, int THREADS, int QUANT, int TOK, int VEC>
 __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __restrict__ bw,
-                                           float* __restrict__ token_scales, int K, int N, int b_ks,
-                                           int b_ns, int chunks, int col_tiles) {
+                                           float* __restrict__ token_scales, T* s_b, int K, int N,
+                                           int b_ks, int b_ns, int chunks, int col_tiles,
+                                           int seg_chunks, int seg_cols) {
   using K_ = detail::SlideKind<KIND>;
   constexpr int E = K_::kPerReg;
-  constexpr int kWarps = THREADS / 32;
-  constexpr int CH = kWarps;         // chunks per staged range: one (chunk, lane) unit per thread
-  constexpr int W = 4 * (P - 1);     // lifted columns per group of 2P original ones
-  constexpr int SPAN = (CH * K_::kChunk + 4 * P + 8 + 7) / 8 * 8;  // staged columns per token
-  static_assert(THREADS % 32 == 0, "slide_lift: whole warps");
-  __shared__ float s_part[kWarps][8];
-  __shared__ float s_inv[8];
-  __shared__ uint4 s_words[8 * SPAN / 8];  // 8 tokens x SPAN columns of T, 16-byte aligned
-  T* s_b = reinterpret_cast<T*>(s_words);
-  const int tile = blockIdx.x, tid = threadIdx.x;
-  if constexpr (QUANT) {
-    const int lane = tid & 31, warp = tid >> 5;
-    float mx[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) mx[j] = 0.0f;
-    if constexpr (VEC) {
-      // 8 tokens x (K / 8) 16-byte loads, independent across tokens and iterations.
-      for (int i = tid; i < K / 8; i += THREADS) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          if (tile * 8 + j >= N) continue;
-          const uint4 v = __ldg(reinterpret_cast<const uint4*>(B + (tile * 8 + j) * b_ns) + i);
-          const T* h = reinterpret_cast<const T*>(&v);
-#pragma unroll
-          for (int e = 0; e < 8; ++e) mx[j] = fmaxf(mx[j], fabsf(detail::Cvt<T>::to_f32(h[e])));
-        }
-      }
-    } else {
-#pragma unroll 4
-      for (int k = tid; k < K; k += THREADS)
-#pragma unroll
-        for (int j = 0; j < 8; ++j)
-          if (tile * 8 + j < N)
-            mx[j] =
-                fmaxf(mx[j], fabsf(detail::Cvt<T>::to_f32(B[k * b_ks + (tile * 8 + j) * b_ns])));
-    }
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) mx[j] = fmaxf(mx[j], __shfl_xor_sync(0xffffffffu, mx[j], o));
-      if (lane == 0) s_part[warp][j] = mx[j];
-    }
-    __syncthreads();
-    if (tid < 8) {
-      float m = 0.0f;
-      for (int w = 0; w < kWarps; ++w) m = fmaxf(m, s_part[w][tid]);
-      const int n = tile * 8 + tid;
-      const float qmax = KIND == 2 ? 127.0f : 448.0f;
+  constexpr int W = 4 * (P - 1);  // lifted columns per group of 2P original ones
+  constexpr float kQmax = KIND == 2 ? 127.0f : 448.0f;
+  static_assert(THREADS % 32 == 0 && 8 % TOK == 0, "slide_lift: whole warps, TOK divides 8");
+  __shared__ float s_part[THREADS / 32][TOK];
+  __shared__ float s_inv[TOK];
+  const int tid = threadIdx.x, n0 = blockIdx.x * TOK;
+  const bool one_segment = seg_chunks >= chunks;
+  // The token's quantization: inv = qmax / max (ir/quantize.h), scale = max / qmax (1: max 0).
+  auto set_scale = [&](float m) {
+    if (tid < TOK) {
       const bool ok = m > 0.0f && m <= 3.402823466e38f;  // finite and non-zero
-      s_inv[tid] = ok ? qmax / m : 0.0f;
-      if (blockIdx.y == 0 && n < N) token_scales[n] = ok ? m / qmax : 1.0f;
+      s_inv[tid] = ok ? kQmax / m : 0.0f;
+      if (n0 + tid < N) token_scales[n0 + tid] = ok ? m / kQmax : 1.0f;
     }
-    __syncthreads();
+  };
+  if constexpr (QUANT) {
+    if (!one_segment) {  // the maximum over all of K before the segments
+      float mx[TOK];
+#pragma unroll
+      for (int j = 0; j < TOK; ++j) {
+        mx[j] = 0.0f;
+        if (n0 + j < N)
+          for (int k = tid; k < K; k += THREADS)
+            mx[j] = fmaxf(mx[j], fabsf(detail::Cvt<T>::to_f32(B[k * b_ks + (n0 + j) * b_ns])));
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1)
+          mx[j] = fmaxf(mx[j], __shfl_xor_sync(0xffffffffu, mx[j], o));
+        if ((tid & 31) == 0) s_part[tid >> 5][j] = mx[j];
+      }
+      __syncthreads();
+      float m = 0.0f;
+      if (tid < TOK)
+        for (int w = 0; w < THREADS / 32; ++w) m = fmaxf(m, s_part[w][tid]);
+      set_scale(m);
+      __syncthreads();
+    }
   }
-  const int lane = tid & 31, g = lane >> 2, t = lane & 3;
-  const float inv = QUANT ? s_inv[g] : 0.0f;
-  const int ranges = (chunks + CH - 1) / CH;
-  // 16-byte staging loads need a 16-byte aligned B (required of 8-bit types, checked otherwise).
   const bool vec = VEC && (reinterpret_cast<unsigned long long>(B) & 15ull) == 0;
-  for (int rg = blockIdx.y; rg < ranges; rg += gridDim.y) {
-    const int kc0 = rg * CH;
-    const int lc_lo = kc0 * K_::kChunk, lc_hi = min(chunks, kc0 + CH) * K_::kChunk;
-    int lo = lc_lo / W * 2 * P;
+  for (int c0 = 0; c0 < chunks; c0 += seg_chunks) {
+    const int c1 = min(chunks, c0 + seg_chunks);
+    int lo = c0 * K_::kChunk / W * 2 * P;
     if (vec) lo &= ~7;
-    const int hi = min(K, ((lc_hi - 1) / W + 1) * 2 * P);  // columns [lo, hi) feed this range
-    const int width = hi - lo;
+    const int hi = ((c1 * K_::kChunk - 1) / W + 1) * 2 * P;  // columns [lo, hi) feed the segment
+    const int width = hi - lo;                               // even, at most seg_cols
     if (vec) {
-      // Each token's columns are contiguous: 16-byte loads (hi rounds up within K, K % 8 == 0).
-      const int vecs = width > 0 ? (width + 7) / 8 : 0;
-      for (int i = tid; i < 8 * vecs; i += THREADS) {
-        const int j = i / vecs, v = i - j * vecs, n = tile * 8 + j;
-        const uint4 x = n < N ? __ldg(reinterpret_cast<const uint4*>(B + n * b_ns + lo) + v)
-                              : make_uint4(0u, 0u, 0u, 0u);
-        s_words[j * (SPAN / 8) + v] = x;
+      // Each token's columns are contiguous and K % 8 == 0: a 16-byte piece is all in or all out.
+      const int pieces = (width + 7) / 8;
+      for (int i = tid; i < TOK * pieces; i += THREADS) {
+        const int j = i / pieces, v = i - j * pieces, col = lo + 8 * v;
+        const bool skip = n0 + j >= N || col >= K;
+        detail::cp_async16(
+            smem_addr(reinterpret_cast<const unsigned*>(s_b + j * seg_cols)) + 16 * v,
+            B + (skip ? 0 : (n0 + j) * b_ns + col), skip);
       }
+      cp_async_commit();
+      cp_async_wait<0>();
     } else {
-      // Row-major B (b_ns == 1): the tile's 8 tokens of a column are adjacent; else a token's
-      // columns are.
-      for (int i = tid; i < 8 * width; i += THREADS) {
-        const int c = b_ns == 1 ? i >> 3 : i % width, j = b_ns == 1 ? i & 7 : i / width;
-        const int n = tile * 8 + j;
-        s_b[j * SPAN + c] = n < N ? B[(lo + c) * b_ks + n * b_ns] : detail::Cvt<T>::from_f32(0.0f);
+      // Row-major B (b_ns == 1): the block's TOK tokens of a column are adjacent; else a
+      // token's columns are.
+      for (int i = tid; i < TOK * width; i += THREADS) {
+        const int c = b_ns == 1 ? i / TOK : i % width, j = b_ns == 1 ? i % TOK : i / width;
+        const int n = n0 + j, col = lo + c;
+        s_b[j * seg_cols + c] =
+            n < N && col < K ? B[col * b_ks + n * b_ns] : detail::Cvt<T>::from_f32(0.0f);
       }
     }
     __syncthreads();
-    const int kc = kc0 + (tid >> 5);
-    if (kc < chunks) {
+    if constexpr (QUANT) {
+      if (one_segment) {
+        set_scale(detail::slide_staged_max<T, THREADS, TOK>(s_b, seg_cols, width, s_part));
+        __syncthreads();
+      }
+    }
+    // Unit (chunk kc, token j, t): lifted columns kc·kChunk + r·4E + E·t + e of token n0 + j.
+    // Its E columns per register lie in one window (E·t is a multiple of E, windows are 4 wide),
+    // so they are E adjacent original columns from an even one: 32-bit shared loads.
+    for (int u = tid; u < (c1 - c0) * 4 * TOK; u += THREADS) {
+      const int t = u & 3, j = (u >> 2) % TOK, kc = c0 + (u >> 2) / TOK, n = n0 + j;
+      const int row = j * seg_cols - lo;  // s_b index of the token's column 0
+      const float inv = QUANT ? s_inv[j] : 0.0f;
       unsigned r32[4];
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
+        const int lc = kc * K_::kChunk + r * 4 * E + E * t;  // first lifted column
+        const int grp = lc / W, rest = lc - grp * W;
+        const int col = grp * 2 * P + 2 * (rest >> 2) + (rest & 3);
         unsigned word = 0;
 #pragma unroll
-        for (int e = 0; e < E; ++e) {
-          const int lc = kc * K_::kChunk + r * 4 * E + E * t + e;  // lifted column
-          const int grp = lc / W, rest = lc - grp * W;
-          const int col = grp * 2 * P + 2 * (rest >> 2) + (rest & 3);
-          const float x = col < K ? detail::Cvt<T>::to_f32(s_b[g * SPAN + col - lo]) : 0.0f;
-          word |= detail::slide_operand_bits<KIND, T>(x, inv) << (e * (32 / E));
+        for (int h = 0; h < E / 2; ++h) {
+          const unsigned two = *reinterpret_cast<const unsigned*>(s_b + row + col + 2 * h);
+          const T* v = reinterpret_cast<const T*>(&two);
+          word |= detail::slide_operand_pair<KIND, T>(detail::Cvt<T>::to_f32(v[0]),
+                                                      detail::Cvt<T>::to_f32(v[1]), inv)
+                  << (h * 16);
         }
         r32[r] = word;
       }
-      reinterpret_cast<uint4*>(bw)[(kc * col_tiles + tile) * 32 + lane] =
+      reinterpret_cast<uint4*>(bw)[(kc * col_tiles + (n >> 3)) * 32 + (n & 7) * 4 + t] =
           make_uint4(r32[0], r32[1], r32[2], r32[3]);
     }
-    __syncthreads();  // s_b is restaged by the next range
+    if (c1 < chunks) __syncthreads();  // s_b is restaged by the next segment
   }
 }
 

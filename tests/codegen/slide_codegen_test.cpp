@@ -23,10 +23,13 @@ TEST(SlideCodegen, SourceShapeAndSignature) {
   const Problem p = Problem::quantized_spmm(64, 100, 16, DType::I8, DType::F16, Layout::ColMajor,
                                             Layout::ColMajor);
   const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::I8));
-  EXPECT_NE(
-      k.source.find("sg::slide_lift<T, 2, 4, 256, 1, 0>(B, bw, token_scales, 100, 16, 1, 100"),
-      std::string::npos)
+  // The lift: one token per block (column-major B, not 16-byte vectors as K % 8 != 0), all of
+  // K (3 chunks of 64 lifted columns, 160 staged columns) in shared memory at once.
+  EXPECT_NE(k.source.find("sg::slide_lift<T, 2, 4, 256, 1, 1, 0>(B, bw, token_scales, "
+                          "reinterpret_cast<T*>(sg_lift_smem), 100, 16, 1, 100, 3, 2, 3, 160)"),
+            std::string::npos)
       << k.source;
+  EXPECT_NE(k.source.find("all of K staged at once"), std::string::npos);
   EXPECT_NE(k.source.find("sg::slide_spmm<T, 2, 1, 2, 2, 4, 1>(values, meta, bw, C, row_scales, "
                           "token_scales, sg_smem"),
             std::string::npos)
@@ -65,6 +68,47 @@ TEST(SlideCodegen, SourceShapeAndSignature) {
   EXPECT_EQ(sig.launch.dynamic_shared_bytes, 3 * 1 * 2 * 4 * 32 * 4);
   EXPECT_GT(sig.b_work_bytes, 0);
   EXPECT_NE(describe(sig).find("row_scales"), std::string::npos);
+  EXPECT_EQ(sig.b_transform.launch.grid_x, 16);  // one block per token of the 2 column tiles
+  EXPECT_EQ(sig.b_transform.launch.grid_y, 1);
+  EXPECT_EQ(sig.b_transform.launch.dynamic_shared_bytes, 160 * 2);
+}
+
+// The lift's staging plan: row-major B stages 8 tokens per block (a column's tokens are
+// adjacent); a K too long for shared memory is staged in segments, the 8-bit token maximum then
+// found by a pass over B first. Both compile.
+TEST(SlideCodegen, LiftStagesRowMajorTilesAndSegmentsOfLongK) {
+  {
+    const CsrMatrix a = weight_6_8(32, 96);
+    const Problem p = Problem::spmm(32, 96, 20, DType::F16, Layout::RowMajor, Layout::RowMajor);
+    const GeneratedKernel k =
+        emit_slide(p, Schedule(SlideSchedule{}), pack_slide_tc(a, 4, DType::F16));
+    EXPECT_NE(k.source.find("sg::slide_lift<T, 0, 4, 256, 0, 8, 0>(B, bw,"), std::string::npos)
+        << k.source;
+    EXPECT_EQ(k.signature.b_transform.launch.grid_x, 3);  // 3 column tiles of 8 tokens
+    nvrtc::CompileOptions o;
+    o.arch = "sm_90";
+    o.headers = k.headers;
+    EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
+  }
+  {
+    const int64_t kk = 64000;  // 128 KB of fp16 per token: more than the lift stages at once
+    const CsrMatrix a = weight_6_8(16, kk);
+    const Problem p = Problem::quantized_spmm(16, kk, 8, DType::I8, DType::F16, Layout::ColMajor,
+                                              Layout::ColMajor);
+    const GeneratedKernel k =
+        emit_slide(p, Schedule(SlideSchedule{}), pack_slide_tc(a, 4, DType::I8));
+    EXPECT_NE(k.source.find("sg::slide_lift<T, 2, 4, 256, 1, 1, 1>(B, bw, token_scales,"),
+              std::string::npos)
+        << k.source;
+    EXPECT_NE(k.source.find("chunks staged at a time"), std::string::npos) << k.source;
+    const int64_t smem = k.signature.b_transform.launch.dynamic_shared_bytes;
+    EXPECT_GT(smem, 64 * 1024);
+    EXPECT_LE(smem, 96 * 1024);
+    nvrtc::CompileOptions o;
+    o.arch = "sm_90";
+    o.headers = k.headers;
+    EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
+  }
 }
 
 TEST(SlideCodegen, CompilesForEveryValueType) {

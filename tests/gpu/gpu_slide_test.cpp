@@ -107,5 +107,31 @@ TEST_F(GpuSlide, EverySplitAndLift) {
   std::printf("slide splits and lifts: %d kernels checked\n", checked_);
 }
 
+// The lift's staging paths: K % 8 == 0 with column-major B (16-byte copies of each token's
+// columns), row-major B (8 tokens per block), and a K too long to stage at once (segments; the
+// 8-bit token maximum then read from B first).
+TEST_F(GpuSlide, LiftStagingPaths) {
+  uint64_t seed = 500;
+  for (const int64_t k : {int64_t{8 * 40}, int64_t{8 * 6600}}) {
+    const CsrMatrix a = slide_weight(32, k, 4, 41);
+    for (DType dt : {DType::F16, DType::I8, DType::F8E4M3})
+      for (int64_t n : {1, 9, 64})
+        for (Layout bl : {Layout::ColMajor, Layout::RowMajor}) {
+          const Problem p =
+              is_quantized(dt)
+                  ? Problem::quantized_spmm(a.rows, k, n, dt, DType::F16, bl, Layout::RowMajor)
+                  : Problem::spmm(a.rows, k, n, dt, bl, Layout::RowMajor);
+          SlideSchedule s;
+          s.pattern = 4;
+          SCOPED_TRACE(to_string(p) + " " + to_string(Schedule(s)));
+          const CompiledKernel kk(ctx_, build_kernel(a, p, Schedule(s), target_));
+          const GpuCheckPair r = gpu_check(kk, a, ++seed);
+          EXPECT_TRUE(r.passed()) << r.error();
+          ++checked_;
+        }
+  }
+  std::printf("slide lift staging: %d kernels checked\n", checked_);
+}
+
 }  // namespace
 }  // namespace sparsegen
