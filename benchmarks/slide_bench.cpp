@@ -93,6 +93,9 @@ double time_lift(const Problem& p, const Schedule& s, const SlideTcFormat& f, CU
   cuda::LaunchConfig lc;
   lc.grid = {unsigned(L.grid_x), unsigned(L.grid_y), 1};
   lc.block = {unsigned(L.block_threads), 1, 1};
+  lc.shared_bytes = static_cast<unsigned>(L.dynamic_shared_bytes);
+  if (L.dynamic_shared_bytes > 48 * 1024)
+    cuda::set_max_dynamic_shared_memory(lift, static_cast<int>(L.dynamic_shared_bytes));
   return measure(
              [&](CUstream st) {
                lc.stream = st;
