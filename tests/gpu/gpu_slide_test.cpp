@@ -108,15 +108,17 @@ TEST_F(GpuSlide, EverySplitAndLift) {
 }
 
 // The lift's staging paths: K % 8 == 0 with column-major B (16-byte copies of each token's
-// columns), row-major B (8 tokens per block), and a K too long to stage at once (segments; the
-// 8-bit token maximum then read from B first).
+// columns), row-major B (8 tokens per group), many tokens (several groups per block, the
+// double-buffered stage), and a K too long to stage at once (segments; the 8-bit token maximum
+// then read from B first).
 TEST_F(GpuSlide, LiftStagingPaths) {
   uint64_t seed = 500;
   for (const int64_t k : {int64_t{8 * 40}, int64_t{8 * 6600}}) {
     const CsrMatrix a = slide_weight(32, k, 4, 41);
     for (DType dt : {DType::F16, DType::I8, DType::F8E4M3})
-      for (int64_t n : {1, 9, 64})
+      for (int64_t n : {1, 9, 64, 2500})
         for (Layout bl : {Layout::ColMajor, Layout::RowMajor}) {
+          if (n > 64 && k > 1000) continue;  // many tokens (several per block): short K only
           const Problem p =
               is_quantized(dt)
                   ? Problem::quantized_spmm(a.rows, k, n, dt, DType::F16, bl, Layout::RowMajor)
