@@ -80,18 +80,17 @@ class SlideEmitter : public Emitter {
   bool vec_b() const { return p_.b_layout == Layout::ColMajor && p_.k % 8 == 0; }
   std::string lift_name() const { return opt_.kernel_name + "_lift"; }
 
-  // The lift's staging plan: tokens per group, chunks and columns per staged segment, blocks.
+  // The lift's staging plan: tokens per block, chunks and columns per staged segment.
   struct LiftPlan {
-    int tokens = 1;      // TOK: tokens per group (1 for column-major B, 8 for row-major)
-    int seg_chunks = 0;  // chunks per staged segment (>= chunks: all of K, double-buffered)
+    int tokens = 1;      // TOK: tokens per block (1 for column-major B, 8 for row-major)
+    int seg_chunks = 0;  // chunks per staged segment (>= chunks: all of K at once)
     int seg_cols = 0;    // staged columns per token (a multiple of 8)
-    int64_t smem = 0;    // dynamic shared bytes
-    int64_t blocks = 0;  // grid: each block lifts groups b, b + blocks, ...
+    int64_t smem = 0;    // dynamic shared bytes: tokens x seg_cols values of T
   };
 
-  // Shared memory of the lift's stage: all of K double-buffered up to kLiftWhole (K up to about
-  // 48k per token), else segments in a single buffer of kLiftSegment.
-  static constexpr int64_t kLiftWhole = 192 * 1024, kLiftSegment = 96 * 1024;
+  // Shared memory the lift may stage per block: all of K for the LLM shapes (K up to about 24k
+  // per token), segments beyond that.
+  static constexpr int64_t kLiftSmemBudget = 96 * 1024;
 
   LiftPlan lift_plan() const {
     const SlideMma m = slide_mma(p_.dtype);
@@ -101,27 +100,15 @@ class SlideEmitter : public Emitter {
     // Columns a segment of c chunks stages, at most: whole groups at both ends, lo rounded
     // down to 8 for the 16-byte copies, the last piece rounded up.
     auto cols_for = [&](int64_t c) { return ((c * chunk + w - 1) / w + 2) * two_p + 16; };
-    auto bytes = [&](int64_t cols) { return int64_t{l.tokens} * (cols + 7) / 8 * 8 * 2; };
-    if (2 * bytes(cols_for(f_.chunks)) <= kLiftWhole) {
-      l.seg_chunks = static_cast<int>(f_.chunks);
-      l.seg_cols = static_cast<int>((cols_for(f_.chunks) + 7) / 8 * 8);
-      l.smem = 2 * bytes(l.seg_cols);
-    } else {
-      const int64_t per_token = kLiftSegment / (2 * l.tokens);
-      const int64_t seg = std::max<int64_t>(1, ((per_token - 16) / two_p - 3) * w / chunk);
-      SG_ASSERT(cols_for(seg) <= per_token, "slide lift: segment too wide");
-      l.seg_chunks = static_cast<int>(seg);
-      l.seg_cols = static_cast<int>((cols_for(seg) + 7) / 8 * 8);
-      l.smem = bytes(l.seg_cols);
-    }
-    // One wave of blocks that each lift several groups (the double buffer then overlaps a
-    // group's copies with the previous group's lift), sized for an H100/H200 (132
-    // multiprocessors, 228 KiB of shared memory each); any device runs it correctly.
-    const int64_t groups = slide_col_tiles(p_) * 8 / l.tokens;
-    const int64_t per_sm =
-        std::clamp<int64_t>((228 * 1024) / (l.smem + 2048), 1, 2048 / kLiftThreads);
-    const int64_t per_block = std::max<int64_t>(1, (groups + 132 * per_sm - 1) / (132 * per_sm));
-    l.blocks = (groups + per_block - 1) / per_block;
+    const int64_t per_token = kLiftSmemBudget / (2 * l.tokens);
+    int64_t seg = f_.chunks;
+    if (cols_for(seg) > per_token)
+      seg = std::max<int64_t>(1, ((per_token - 16) / two_p - 3) * w / chunk);
+    SG_ASSERT(cols_for(std::min<int64_t>(seg, f_.chunks)) <= per_token,
+              "slide lift: segment too wide");
+    l.seg_chunks = static_cast<int>(seg);
+    l.seg_cols = static_cast<int>((cols_for(std::min<int64_t>(seg, f_.chunks)) + 7) / 8 * 8);
+    l.smem = int64_t{l.tokens} * l.seg_cols * 2;
     return l;
   }
 
@@ -142,12 +129,12 @@ class SlideEmitter : public Emitter {
         i32(std::to_string(l.seg_cols)));
     decl(fmt::format(
         "// b_transform: B lifted into the sliding windows{}, in mma.sp B fragment order; {} "
-        "token(s) per group, {}\n"
+        "token(s) per block, {}\n"
         "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
         "    const T* __restrict__ B,\n    unsigned* __restrict__ bw{}) {{\n"
         "  extern __shared__ __align__(16) unsigned char sg_lift_smem[];\n  {};\n}}",
         quant_ ? " and quantized per token" : "", l.tokens,
-        l.seg_chunks >= f_.chunks ? "all of K staged at once, double-buffered"
+        l.seg_chunks >= f_.chunks ? "all of K staged at once"
                                   : fmt::format("{} chunks staged at a time", l.seg_chunks),
         kLiftThreads, lift_name(), quant_ ? ",\n    float* __restrict__ token_scales" : "",
         c.text));
@@ -245,13 +232,13 @@ class SlideEmitter : public Emitter {
     sig.b_work_bytes = slide_b_work_bytes(p_, s_);
     if (quant_) sig.token_scales = p_.n;
     if (fused_) return sig;
-    // b_transform: blocks over the token groups of the whole column tiles (tokens >= N: zeros).
+    // b_transform: one block per TOK tokens of the whole column tiles (tokens >= N get zeros).
     AuxKernel& t = sig.b_transform;
     t.name = lift_name();
     t.params = {{"B", ParamKind::B, "B", {}}, {"bw", ParamKind::BWork, "lifted B", {}}};
     if (quant_) t.params.push_back({"token_scales", ParamKind::TokenScales, "token scales", {}});
     const LiftPlan l = lift_plan();
-    t.launch.grid_x = l.blocks;
+    t.launch.grid_x = slide_col_tiles(p_) * 8 / l.tokens;
     t.launch.grid_y = 1;
     t.launch.dynamic_shared_bytes = l.smem;
     t.launch.block_threads = kLiftThreads;

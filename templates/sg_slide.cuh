@@ -135,99 +135,69 @@ __device__ __forceinline__ unsigned slide_operand_pair(float x, float y, float i
   }
 }
 
+// Four B values (two words of T pairs) quantized to int8 and packed, element e in byte e, when
+// the token's inv is finite and non-zero and it has no NaN, so |x · inv| <= 127 (rounded): the
+// product rounded to fp32, then to the nearest even integer by adding 1.5·2^23, whose low byte
+// is the integer's two's complement (no contraction: __fmul_rn / __fadd_rn).
+template <typename T>
+__device__ __forceinline__ unsigned slide_int8_word(unsigned lo, unsigned hi, float inv) {
+  constexpr float kMagic = 12582912.0f;
+  const T* a = reinterpret_cast<const T*>(&lo);
+  const T* b = reinterpret_cast<const T*>(&hi);
+  const unsigned q0 = __float_as_uint(__fadd_rn(__fmul_rn(Cvt<T>::to_f32(a[0]), inv), kMagic));
+  const unsigned q1 = __float_as_uint(__fadd_rn(__fmul_rn(Cvt<T>::to_f32(a[1]), inv), kMagic));
+  const unsigned q2 = __float_as_uint(__fadd_rn(__fmul_rn(Cvt<T>::to_f32(b[0]), inv), kMagic));
+  const unsigned q3 = __float_as_uint(__fadd_rn(__fmul_rn(Cvt<T>::to_f32(b[1]), inv), kMagic));
+  return __byte_perm(__byte_perm(q0, q1, 0x0040u), __byte_perm(q2, q3, 0x0040u), 0x5410u);
+}
+
+// The bits of +Inf in a 16-bit B type (fp16; bf16 in the primary template).
+template <typename T>
+struct SlideInfBits {
+  static constexpr unsigned value = 0x7f80u;
+};
+template <>
+struct SlideInfBits<__half> {
+  static constexpr unsigned value = 0x7c00u;
+};
+
 // The largest |x| of TOK tokens' staged columns (s_b: TOK rows of `stride`, `width` used, width
-// even), reduced over the block; thread j < TOK gets token j's maximum (others: 0).
+// even), reduced over the block; thread j < TOK gets token j's maximum (others: 0), every
+// thread whether any of the tokens holds a NaN. The
+// magnitudes are compared as integers (|x|'s bits order as its value; NaN above Inf), so a
+// token holding a NaN is found and, as fmaxf does, its maximum then skips the NaN (a float pass).
 template <typename T, int THREADS, int TOK>
 __device__ __forceinline__ float slide_staged_max(const T* s_b, int stride, int width,
-                                                  float (*s_part)[TOK]) {
+                                                  float (*s_part)[TOK], bool& any_nan) {
+  constexpr unsigned kInf = SlideInfBits<T>::value;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  float mx[TOK];
+  unsigned mx[TOK];
 #pragma unroll
   for (int j = 0; j < TOK; ++j) {
-    mx[j] = 0.0f;
+    mx[j] = 0u;
     const unsigned* row = reinterpret_cast<const unsigned*>(s_b + j * stride);
     for (int i = tid; i < width / 2; i += THREADS) {
       const unsigned w = row[i];
-      const T* h = reinterpret_cast<const T*>(&w);
-      mx[j] = fmaxf(mx[j], fmaxf(fabsf(Cvt<T>::to_f32(h[0])), fabsf(Cvt<T>::to_f32(h[1]))));
+      mx[j] = max(mx[j], max(w & 0x7fffu, (w >> 16) & 0x7fffu));
     }
 #pragma unroll
-    for (int o = 16; o > 0; o >>= 1) mx[j] = fmaxf(mx[j], __shfl_xor_sync(0xffffffffu, mx[j], o));
-    if (lane == 0) s_part[warp][j] = mx[j];
+    for (int o = 16; o > 0; o >>= 1) mx[j] = max(mx[j], __shfl_xor_sync(0xffffffffu, mx[j], o));
+    if (lane == 0) s_part[warp][j] = __uint_as_float(mx[j]);
   }
   __syncthreads();
-  float m = 0.0f;
+  unsigned m = 0u;
   if (tid < TOK)
-    for (int w = 0; w < THREADS / 32; ++w) m = fmaxf(m, s_part[w][tid]);
-  return m;
-}
-
-}  // namespace detail
-
-namespace detail {
-
-// Stages columns [lo, lo + width) of tokens n0 … n0 + TOK − 1 into s_b (TOK rows of seg_cols;
-// zeros past K and N). vec: 16-byte cp.async copies, committed as one group the caller waits
-// for (column-major B, K % 8 == 0, lo % 8 == 0); else plain loads in B's memory order (row-major
-// B, b_ns == 1: a column's tokens are adjacent; else a token's columns are).
-template <typename T, int THREADS, int TOK>
-__device__ __forceinline__ void slide_lift_stage(const T* __restrict__ B, T* s_b, bool vec, int n0,
-                                                 int lo, int width, int K, int N, int b_ks,
-                                                 int b_ns, int seg_cols) {
-  const int tid = threadIdx.x;
-  if (vec) {
-    const int pieces = (width + 7) / 8;  // K % 8 == 0: a piece is all in or all out
-    for (int i = tid; i < TOK * pieces; i += THREADS) {
-      const int j = i / pieces, v = i - j * pieces, col = lo + 8 * v;
-      const bool skip = n0 + j >= N || col >= K;
-      cp_async16(smem_addr(reinterpret_cast<const unsigned*>(s_b + j * seg_cols)) + 16 * v,
-                 B + (skip ? 0 : (n0 + j) * b_ns + col), skip);
-    }
-    cp_async_commit();
-  } else {
-    for (int i = tid; i < TOK * width; i += THREADS) {
-      const int c = b_ns == 1 ? i / TOK : i % width, j = b_ns == 1 ? i % TOK : i / width;
-      const int n = n0 + j, col = lo + c;
-      s_b[j * seg_cols + c] = n < N && col < K ? B[col * b_ks + n * b_ns] : Cvt<T>::from_f32(0.0f);
-    }
+    for (int w = 0; w < THREADS / 32; ++w) m = max(m, __float_as_uint(s_part[w][tid]));
+  any_nan = __syncthreads_or(m > kInf) != 0;  // block-uniform
+  if (!any_nan) {
+    const unsigned short bits = static_cast<unsigned short>(m);
+    return Cvt<T>::to_f32(*reinterpret_cast<const T*>(&bits));
   }
-}
-
-// Writes the units (chunk kc, token j, t), kc in [c0, c1), of tokens n0 … from the staged
-// columns (s_b holds columns from lo): lifted columns kc·kChunk + r·4E + E·t + e of token n0 + j.
-// A register's E columns lie in one window (E·t is a multiple of E, windows are 4 wide), so
-// they are E adjacent original columns from an even one: 32-bit shared loads. Consecutive
-// threads store adjacent 16-byte units (the 4·TOK units of a chunk are adjacent in bw).
-template <typename T, int KIND, int P, int THREADS, int QUANT, int TOK>
-__device__ __forceinline__ void slide_lift_units(const T* s_b, unsigned* __restrict__ bw,
-                                                 const float* s_inv, int n0, int c0, int c1, int lo,
-                                                 int seg_cols, int col_tiles) {
-  using K_ = SlideKind<KIND>;
-  constexpr int E = K_::kPerReg;
-  constexpr int W = 4 * (P - 1);  // lifted columns per group of 2P original ones
-  for (int u = threadIdx.x; u < (c1 - c0) * 4 * TOK; u += THREADS) {
-    const int t = u & 3, j = (u >> 2) % TOK, kc = c0 + (u >> 2) / TOK, n = n0 + j;
-    const int row = j * seg_cols - lo;  // s_b index of the token's column 0
-    const float inv = QUANT ? s_inv[j] : 0.0f;
-    unsigned r32[4];
-#pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      const int lc = kc * K_::kChunk + r * 4 * E + E * t;  // the register's first lifted column
-      const int grp = lc / W, rest = lc - grp * W;
-      const int col = grp * 2 * P + 2 * (rest >> 2) + (rest & 3);
-      unsigned word = 0;
-#pragma unroll
-      for (int h = 0; h < E / 2; ++h) {
-        const unsigned two = *reinterpret_cast<const unsigned*>(s_b + row + col + 2 * h);
-        const T* v = reinterpret_cast<const T*>(&two);
-        word |= slide_operand_pair<KIND, T>(Cvt<T>::to_f32(v[0]), Cvt<T>::to_f32(v[1]), inv)
-                << (h * 16);
-      }
-      r32[r] = word;
-    }
-    reinterpret_cast<uint4*>(bw)[(kc * col_tiles + (n >> 3)) * 32 + (n & 7) * 4 + t] =
-        make_uint4(r32[0], r32[1], r32[2], r32[3]);
-  }
+  // A NaN among the tokens (rare): their maxima again in floats, skipping NaN.
+  float f = 0.0f;
+  if (tid < TOK)
+    for (int i = 0; i < width; ++i) f = fmaxf(f, fabsf(Cvt<T>::to_f32(s_b[tid * stride + i])));
+  return f;
 }
 
 }  // namespace detail
@@ -236,72 +206,44 @@ __device__ __forceinline__ void slide_lift_units(const T* s_b, unsigned* __restr
 // (2P−2):2P (Ψ: lifted column g·4(P−1) + 4w + p copies column g·2P + 2w + p, zeros past K) and
 // writes it in B fragment order: bw[((chunk · col_tiles + tile) · 32 + lane) · 4 + r], lane
 // 4·(n % 8) + t holding token n. A token's units are independent of the other tokens of its
-// tile, so the work is cut into token groups of TOK (TOK divides 8; tokens ≥ N get zeros);
-// block b lifts groups b, b + gridDim.x, … . Per group the columns the lift reads are staged in
-// shared memory, B read once with 16-byte cp.async copies (VEC = 1: column-major B, K % 8 == 0,
-// B 16-byte aligned; else plain loads), and each (chunk, token, t) unit is one 16-byte store.
-// When all of K fits (seg_chunks >= chunks) the stage is double-buffered (s_b holds two of
-// TOK x seg_cols): the next group's copies are in flight while this one is lifted, and the 8-bit
-// token maximum (QUANT = 1) comes from the staged columns, so B is read once. Otherwise the
-// group's chunks go in segments of seg_chunks, one buffer, the maximum from a pass over B first.
+// tile, so block b owns tokens b·TOK … b·TOK + TOK − 1 (TOK divides 8; tokens ≥ N get zeros)
+// and all their chunks, in segments of seg_chunks chunks: per segment it stages the original
+// columns the segment reads (at most seg_cols per token) in shared memory s_b, B read once with
+// 16-byte cp.async copies (VEC = 1: column-major B, K % 8 == 0, B 16-byte aligned; else plain
+// loads in B's memory order), then writes each (chunk, token, t) unit as one 16-byte store, the
+// 4·TOK units of a chunk adjacent. For 8-bit types (QUANT = 1) the per-token scale comes from
+// the largest |B| of the token: from the staged columns when one segment holds all of K (B is
+// read once), else from a pass over B before staging; block b stores its tokens' scales.
 //
-//   stage(group b) -> buf 0
-//   for group i = b, b + gridDim.x, ...:
-//     stage(next group) -> the other buf               // cp.async, in flight
-//     wait for buf of i; (QUANT) inv <- qmax / max |buf|
-//     for unit (chunk, token, t), per thread: bw[unit] <- lift(buf)   // 16-byte stores
+//   for seg in segments:                                // one when the token fits
+//     s_b[TOK][cols of seg] <- B                        // cp.async, 16 bytes per copy
+//     (QUANT) inv[token] <- qmax / max |s_b[token]|     // block reduction
+//     for unit (chunk, token, t) of seg, per thread:    // 4·TOK adjacent 16-byte stores
+//       bw[unit] <- lift(s_b)
 template <typename T, int KIND, int P, int THREADS, int QUANT, int TOK, int VEC>
 __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __restrict__ bw,
                                            float* __restrict__ token_scales, T* s_b, int K, int N,
                                            int b_ks, int b_ns, int chunks, int col_tiles,
                                            int seg_chunks, int seg_cols) {
   using K_ = detail::SlideKind<KIND>;
-  constexpr int W = 4 * (P - 1);
+  constexpr int E = K_::kPerReg;
+  constexpr int W = 4 * (P - 1);  // lifted columns per group of 2P original ones
   constexpr float kQmax = KIND == 2 ? 127.0f : 448.0f;
   static_assert(THREADS % 32 == 0 && 8 % TOK == 0, "slide_lift: whole warps, TOK divides 8");
   __shared__ float s_part[THREADS / 32][TOK];
   __shared__ float s_inv[TOK];
-  const int tid = threadIdx.x, groups = col_tiles * 8 / TOK;
-  const bool vec = VEC && (reinterpret_cast<unsigned long long>(B) & 15ull) == 0;
+  const int tid = threadIdx.x, n0 = blockIdx.x * TOK;
+  const bool one_segment = seg_chunks >= chunks;
   // The token's quantization: inv = qmax / max (ir/quantize.h), scale = max / qmax (1: max 0).
-  auto set_scale = [&](int n0, float m) {
+  auto set_scale = [&](float m) {
     if (tid < TOK) {
       const bool ok = m > 0.0f && m <= 3.402823466e38f;  // finite and non-zero
       s_inv[tid] = ok ? kQmax / m : 0.0f;
       if (n0 + tid < N) token_scales[n0 + tid] = ok ? m / kQmax : 1.0f;
     }
   };
-  if (seg_chunks >= chunks) {
-    // All of K at once: columns [0, hi), double-buffered across the block's groups.
-    const int hi = ((chunks * K_::kChunk - 1) / W + 1) * 2 * P;
-    T* buf[2] = {s_b, s_b + TOK * seg_cols};
-    int i = 0;
-    if (blockIdx.x < groups)
-      detail::slide_lift_stage<T, THREADS, TOK>(B, buf[0], vec, blockIdx.x * TOK, 0, hi, K, N, b_ks,
-                                                b_ns, seg_cols);
-    for (int grp = blockIdx.x; grp < groups; grp += gridDim.x, i ^= 1) {
-      const int n0 = grp * TOK;
-      if (grp + gridDim.x < groups) {
-        detail::slide_lift_stage<T, THREADS, TOK>(B, buf[i ^ 1], vec, n0 + gridDim.x * TOK, 0, hi,
-                                                  K, N, b_ks, b_ns, seg_cols);
-        if (vec) cp_async_wait<1>();
-      } else if (vec) {
-        cp_async_wait<0>();
-      }
-      __syncthreads();
-      if constexpr (QUANT) {
-        set_scale(n0, detail::slide_staged_max<T, THREADS, TOK>(buf[i], seg_cols, hi, s_part));
-        __syncthreads();
-      }
-      detail::slide_lift_units<T, KIND, P, THREADS, QUANT, TOK>(buf[i], bw, s_inv, n0, 0, chunks, 0,
-                                                                seg_cols, col_tiles);
-      __syncthreads();  // buf[i] is restaged two groups on
-    }
-    return;
-  }
-  for (int grp = blockIdx.x; grp < groups; grp += gridDim.x) {
-    const int n0 = grp * TOK;
-    if constexpr (QUANT) {  // the maximum over all of K before the segments
+  if constexpr (QUANT) {
+    if (!one_segment) {  // the maximum over all of K before the segments
       float mx[TOK];
 #pragma unroll
       for (int j = 0; j < TOK; ++j) {
@@ -318,22 +260,87 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
       float m = 0.0f;
       if (tid < TOK)
         for (int w = 0; w < THREADS / 32; ++w) m = fmaxf(m, s_part[w][tid]);
-      set_scale(n0, m);
+      set_scale(m);
       __syncthreads();
     }
-    for (int c0 = 0; c0 < chunks; c0 += seg_chunks) {
-      const int c1 = min(chunks, c0 + seg_chunks);
-      int lo = c0 * K_::kChunk / W * 2 * P;
-      if (vec) lo &= ~7;
-      const int hi = ((c1 * K_::kChunk - 1) / W + 1) * 2 * P;  // columns [lo, hi) feed it
-      detail::slide_lift_stage<T, THREADS, TOK>(B, s_b, vec, n0, lo, hi - lo, K, N, b_ks, b_ns,
-                                                seg_cols);
-      if (vec) cp_async_wait<0>();
-      __syncthreads();
-      detail::slide_lift_units<T, KIND, P, THREADS, QUANT, TOK>(s_b, bw, s_inv, n0, c0, c1, lo,
-                                                                seg_cols, col_tiles);
-      __syncthreads();  // s_b is restaged by the next segment
+  }
+  const bool vec = VEC && (reinterpret_cast<unsigned long long>(B) & 15ull) == 0;
+  // int8's short conversion (slide_int8_word) needs the tokens free of NaN: known when their
+  // maximum came from the staged columns.
+  bool fast_tokens = false;
+  for (int c0 = 0; c0 < chunks; c0 += seg_chunks) {
+    const int c1 = min(chunks, c0 + seg_chunks);
+    int lo = c0 * K_::kChunk / W * 2 * P;
+    if (vec) lo &= ~7;
+    const int hi = ((c1 * K_::kChunk - 1) / W + 1) * 2 * P;  // columns [lo, hi) feed the segment
+    const int width = hi - lo;                               // even, at most seg_cols
+    if (vec) {
+      // Each token's columns are contiguous and K % 8 == 0: a 16-byte piece is all in or all out.
+      const int pieces = (width + 7) / 8;
+      for (int i = tid; i < TOK * pieces; i += THREADS) {
+        const int j = i / pieces, v = i - j * pieces, col = lo + 8 * v;
+        const bool skip = n0 + j >= N || col >= K;
+        detail::cp_async16(
+            smem_addr(reinterpret_cast<const unsigned*>(s_b + j * seg_cols)) + 16 * v,
+            B + (skip ? 0 : (n0 + j) * b_ns + col), skip);
+      }
+      cp_async_commit();
+      cp_async_wait<0>();
+    } else {
+      // Row-major B (b_ns == 1): the block's TOK tokens of a column are adjacent; else a
+      // token's columns are.
+      for (int i = tid; i < TOK * width; i += THREADS) {
+        const int c = b_ns == 1 ? i / TOK : i % width, j = b_ns == 1 ? i % TOK : i / width;
+        const int n = n0 + j, col = lo + c;
+        s_b[j * seg_cols + c] =
+            n < N && col < K ? B[col * b_ks + n * b_ns] : detail::Cvt<T>::from_f32(0.0f);
+      }
     }
+    __syncthreads();
+    if constexpr (QUANT) {
+      if (one_segment) {
+        bool any_nan = false;
+        set_scale(detail::slide_staged_max<T, THREADS, TOK>(s_b, seg_cols, width, s_part, any_nan));
+        fast_tokens = !any_nan;
+        __syncthreads();
+      }
+    }
+    // Unit (chunk kc, token j, t): lifted columns kc·kChunk + r·4E + E·t + e of token n0 + j.
+    // Its E columns per register lie in one window (E·t is a multiple of E, windows are 4 wide),
+    // so they are E adjacent original columns from an even one: 32-bit shared loads.
+    for (int u = tid; u < (c1 - c0) * 4 * TOK; u += THREADS) {
+      const int t = u & 3, j = (u >> 2) % TOK, kc = c0 + (u >> 2) / TOK, n = n0 + j;
+      const int row = j * seg_cols - lo;  // s_b index of the token's column 0
+      const float inv = QUANT ? s_inv[j] : 0.0f;
+      const bool fast = fast_tokens && inv != 0.0f;
+      unsigned r32[4];
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const int lc = kc * K_::kChunk + r * 4 * E + E * t;  // first lifted column
+        const int grp = lc / W, rest = lc - grp * W;
+        const int col = grp * 2 * P + 2 * (rest >> 2) + (rest & 3);
+        const unsigned* src = reinterpret_cast<const unsigned*>(s_b + row + col);
+        if constexpr (KIND < 2) {
+          r32[r] = src[0];               // T is the operand type: the two columns as they are
+        } else if (KIND == 2 && fast) {  // int8 in a few instructions
+          r32[r] = detail::slide_int8_word<T>(src[0], src[1], inv);
+        } else {
+          unsigned word = 0;
+#pragma unroll
+          for (int h = 0; h < E / 2; ++h) {
+            const unsigned two = src[h];
+            const T* v = reinterpret_cast<const T*>(&two);
+            word |= detail::slide_operand_pair<KIND, T>(detail::Cvt<T>::to_f32(v[0]),
+                                                        detail::Cvt<T>::to_f32(v[1]), inv)
+                    << (h * 16);
+          }
+          r32[r] = word;
+        }
+      }
+      reinterpret_cast<uint4*>(bw)[(kc * col_tiles + (n >> 3)) * 32 + (n & 7) * 4 + t] =
+          make_uint4(r32[0], r32[1], r32[2], r32[3]);
+    }
+    if (c1 < chunks) __syncthreads();  // s_b is restaged by the next segment
   }
 }
 

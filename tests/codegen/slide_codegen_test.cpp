@@ -70,14 +70,7 @@ TEST(SlideCodegen, SourceShapeAndSignature) {
   EXPECT_NE(describe(sig).find("row_scales"), std::string::npos);
   EXPECT_EQ(sig.b_transform.launch.grid_x, 16);  // one block per token of the 2 column tiles
   EXPECT_EQ(sig.b_transform.launch.grid_y, 1);
-  EXPECT_EQ(sig.b_transform.launch.dynamic_shared_bytes, 2 * 160 * 2);  // double-buffered
-  // Many tokens: one wave of blocks (H100/H200-sized), each lifting several tokens in turn.
-  const CsrMatrix big = weight_6_8(16, 4096);
-  const Problem pb = Problem::quantized_spmm(16, 4096, 4096, DType::I8, DType::F16,
-                                             Layout::ColMajor, Layout::ColMajor);
-  const GeneratedKernel kb =
-      emit_slide(pb, Schedule(SlideSchedule{}), pack_slide_tc(big, 4, DType::I8));
-  EXPECT_EQ(kb.signature.b_transform.launch.grid_x, 1024);  // 4096 tokens, 4 per block
+  EXPECT_EQ(sig.b_transform.launch.dynamic_shared_bytes, 160 * 2);
 }
 
 // The lift's staging plan: row-major B stages 8 tokens per block (a column's tokens are

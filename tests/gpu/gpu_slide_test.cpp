@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <string>
 
@@ -108,9 +109,8 @@ TEST_F(GpuSlide, EverySplitAndLift) {
 }
 
 // The lift's staging paths: K % 8 == 0 with column-major B (16-byte copies of each token's
-// columns), row-major B (8 tokens per group), many tokens (several groups per block, the
-// double-buffered stage), and a K too long to stage at once (segments; the 8-bit token maximum
-// then read from B first).
+// columns), row-major B (8 tokens per block), many tokens, and a K too long to stage at once
+// (segments; the 8-bit token maximum then read from B first).
 TEST_F(GpuSlide, LiftStagingPaths) {
   uint64_t seed = 500;
   for (const int64_t k : {int64_t{8 * 40}, int64_t{8 * 6600}}) {
@@ -133,6 +133,27 @@ TEST_F(GpuSlide, LiftStagingPaths) {
         }
   }
   std::printf("slide lift staging: %d kernels checked\n", checked_);
+}
+
+// int8 tokens the short conversion may not take: a NaN (quantized to 0, the token's scale from
+// its other values), an Inf (scale 1, every value 0), all zeros; the other tokens beside them.
+TEST_F(GpuSlide, Int8TokensWithNanInfOrZeros) {
+  const CsrMatrix a = slide_weight(32, 8 * 40, 4, 43);
+  for (Layout bl : {Layout::ColMajor, Layout::RowMajor}) {
+    const Problem p =
+        Problem::quantized_spmm(a.rows, a.cols, 9, DType::I8, DType::F16, bl, Layout::RowMajor);
+    SlideSchedule s;
+    s.pattern = 4;
+    SCOPED_TRACE(to_string(p));
+    const CompiledKernel k(ctx_, build_kernel(a, p, Schedule(s), target_));
+    CheckInputs in = make_check_inputs(p, 77, 1.0f, 0.0f);
+    in.b[static_cast<size_t>(p.b_index(17, 2))] = std::numeric_limits<float>::quiet_NaN();
+    in.b[static_cast<size_t>(p.b_index(5, 7))] = std::numeric_limits<float>::infinity();
+    for (int64_t kk = 0; kk < p.k; ++kk) in.b[static_cast<size_t>(p.b_index(kk, 5))] = 0.0f;
+    const Reference ref = compute_reference(a, in);
+    const CheckResult r = gpu_check(k, a, in, ref);
+    EXPECT_TRUE(r.passed) << r.error;
+  }
 }
 
 }  // namespace

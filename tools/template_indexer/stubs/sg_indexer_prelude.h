@@ -56,3 +56,10 @@ __device__ float2 make_float2(float, float);
 typedef decltype(sizeof(0)) size_t;
 __device__ int min(int, int);
 __device__ int atomicAdd(int*, int);
+// sg_slide.cuh, the lift: unsigned maxima, block votes, bit moves and unfused fp32 arithmetic.
+__device__ unsigned max(unsigned, unsigned);
+__device__ int __syncthreads_or(int);
+__device__ unsigned __float_as_uint(float);
+__device__ float __uint_as_float(unsigned);
+__device__ float __fmul_rn(float, float);
+__device__ float __fadd_rn(float, float);
