@@ -3,10 +3,10 @@
 // 6:8, warps = 4, mt = 1, nt = 1, unroll = 2, N = 8:
 //
 //   using T = __half;
-//   extern "C" __global__ void __launch_bounds__(256) sparsegen_slide_lift(const T* B,
+//   extern "C" __global__ void __launch_bounds__(128) sparsegen_slide_lift(const T* B,
 //       unsigned* bw) {                       // one block per token (column-major B)
 //     extern __shared__ __align__(16) unsigned char sg_lift_smem[];
-//     sg::slide_lift<T, 0, 4, 256, 0, 1, 1>(B, bw, nullptr, (T*)sg_lift_smem, K, N, b_ks, b_ns,
+//     sg::slide_lift<T, 0, 4, 128, 0, 1, 1>(B, bw, nullptr, (T*)sg_lift_smem, K, N, b_ks, b_ns,
 //                                           chunks, tiles, seg_chunks, seg_cols);
 //   }
 //   extern "C" __global__ void __launch_bounds__(128) sparsegen_slide(const unsigned* values,
