@@ -54,6 +54,11 @@ std::string describe_gemm(const LibraryGemm& g) {
                      g.beta_in_workspace ? " (beta != 0: into the fp32 workspace)" : "");
 }
 
+std::string describe_spmm(const LibrarySpmm& m) {
+  return fmt::format("library spmm {}x{}x{} nnz {} alg {} ({}-major B and C)\n", m.m, m.n, m.k,
+                     m.nnz, m.algorithm, m.row_major ? "row" : "column");
+}
+
 }  // namespace
 
 bool is_table(ParamKind k) {
@@ -68,7 +73,7 @@ KernelSignature KernelSignature::without_table_data() const {
     light.push_back({p.name, p.kind, p.source, is_table(p.kind) ? std::vector<int64_t>{} : p.data});
   return {kernel_name,     std::move(light), launch,           prologue,    epilogue,
           workspace_bytes, b_alignment,      workspace_zeroed, b_transform, b_work_bytes,
-          token_scales,    gemms_before,     gemms_after};
+          token_scales,    gemms_before,     gemms_after,      spmms};
 }
 
 std::string describe(const KernelSignature& sig) {
@@ -85,9 +90,9 @@ std::string describe(const KernelSignature& sig) {
     s += fmt::format(" dynamic_shared={}B", sig.launch.dynamic_shared_bytes);
   s += "\n";
   if (sig.empty_grid())
-    s += sig.gemms_before.empty() && sig.gemms_after.empty()
+    s += sig.gemms_before.empty() && sig.gemms_after.empty() && sig.spmms.empty()
              ? "  (empty grid: do not launch; C = beta * C is the whole result)\n"
-             : "  (empty grid: do not launch; the library GEMMs are the whole run)\n";
+             : "  (empty grid: do not launch; the library steps are the whole run)\n";
   for (size_t i = 0; i < sig.params.size(); ++i) {
     const KernelParam& p = sig.params[i];
     s += fmt::format("  {:2} {:<22} {:<8} {}", i, p.name, to_string(p.kind), p.source);
@@ -95,6 +100,7 @@ std::string describe(const KernelSignature& sig) {
     s += '\n';
   }
   for (const LibraryGemm& g : sig.gemms_after) s += describe_gemm(g);
+  for (const LibrarySpmm& m : sig.spmms) s += describe_spmm(m);
   s += describe_aux("epilogue", sig.epilogue);
   return s;
 }

@@ -98,11 +98,23 @@ struct LibraryGemm {
   bool beta_in_workspace = false;
 };
 
+// A sparse-times-dense product the runtime runs through the sparse library (cuSPARSE, loaded at
+// run time: runtime/cusparse.h) as a step of the launch sequence: C (m x n) = alpha · A · B +
+// beta · C with the run's alpha and beta, A in CSR from the kernel's own buffers (Values in the
+// problem's type, ColIdx, and the row offsets in the I32Table parameter row_offsets_param), B
+// and C in one order. Planned once when the kernel is loaded, never per call.
+struct LibrarySpmm {
+  std::string algorithm;  // the library's algorithm by name (runtime/cusparse.h)
+  int64_t m = 0, k = 0, n = 0, nnz = 0;
+  bool row_major = true;         // B and C
+  size_t row_offsets_param = 0;  // index into KernelSignature::params
+};
+
 // Launch order on one stream: b_transform (when present), gemms_before, prologue (when present),
-// the main kernel (unless empty_grid()), gemms_after, epilogue (when present). b_transform reads B
-// (and may write TokenScales) and writes BWork, which the later kernels read instead of B: a kernel
-// on B, e.g. the activation lifting and per-token quantization of a sliding-window sparse GEMM.
-// Used when rows are finished with atomic adds (OutputMode::Atomic):
+// the main kernel (unless empty_grid()), gemms_after, spmms, epilogue (when present). b_transform
+// reads B (and may write TokenScales) and writes BWork, which the later kernels read instead of B:
+// a kernel on B, e.g. the activation lifting and per-token quantization of a sliding-window sparse
+// GEMM. Used when rows are finished with atomic adds (OutputMode::Atomic):
 //   fp32:       prologue C = beta*C; the kernel atomically adds alpha*partial into C.
 //   fp16/bf16:  prologue ws = beta*C in fp32; the kernel atomically adds alpha*partial into ws
 //               (fp32 atomics: no 16-bit rounding or overflow of partial sums); epilogue
@@ -126,6 +138,7 @@ struct KernelSignature {
   int64_t token_scales = 0;               // floats of the TokenScales parameter (N); 0: none
   std::vector<LibraryGemm> gemms_before;  // after b_transform, before the prologue
   std::vector<LibraryGemm> gemms_after;   // after the main kernel, before the epilogue
+  std::vector<LibrarySpmm> spmms;         // after gemms_after, before the epilogue
   // True when grid_x or grid_y is 0: the caller must not launch the main kernel (prologue and
   // epilogue still run: they apply C = beta * C).
   bool empty_grid() const { return launch.grid_x == 0 || launch.grid_y == 0; }

@@ -17,6 +17,7 @@
 #include "ir/parallel.h"
 #include "ir/verifier.h"
 #include "runtime/cublaslt.h"
+#include "runtime/cusparse.h"
 
 namespace sparsegen {
 namespace {
@@ -229,6 +230,8 @@ struct CompiledKernel::Impl {
   std::vector<std::unique_ptr<cublaslt::Gemm>> gemms;
   // Per GEMM: its plan with an fp32 C (LibraryGemm::beta_in_workspace), else null.
   std::vector<std::unique_ptr<cublaslt::Gemm>> gemms_fp32;
+  // The signature's library SpMMs, planned after the upload (they read A's device buffers).
+  std::vector<std::unique_ptr<cusparse::Spmm>> spmms;
   int registers = 0;
 
   // Steps 8-9 from `src` (k.build when the build was moved in, else the caller's build); steps
@@ -335,6 +338,24 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src) {
           break;
       }
       bytes += tables[i].bytes();
+    }
+    // Library SpMMs are planned here: they read A's buffers at their device addresses.
+    for (const codegen::LibrarySpmm& m : sig.spmms) {
+      SG_ASSERT(m.row_offsets_param < tables.size() &&
+                    sig.params[m.row_offsets_param].kind == codegen::ParamKind::I32Table,
+                "library SpMM row offsets are not an I32 table");
+      cusparse::SpmmShape sh;
+      sh.m = m.m;
+      sh.k = m.k;
+      sh.n = m.n;
+      sh.nnz = m.nnz;
+      sh.value_bytes = static_cast<int>(dtype_bytes(src.problem.dtype));
+      sh.half = src.problem.dtype == DType::F16;
+      sh.row_major = m.row_major;
+      sh.algorithm = m.algorithm;
+      spmms.push_back(std::make_unique<cusparse::Spmm>(sh, tables[m.row_offsets_param].ptr(),
+                                                       col_idx.ptr(), values.ptr()));
+      bytes += static_cast<size_t>(spmms.back()->workspace_bytes());
     }
     st.finish(fmt::format("{} bytes, workspace {} bytes", bytes, sig.workspace_bytes));
   }
@@ -516,13 +537,15 @@ void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
   if (sig.empty_grid()) {
     // With M*N > 0 only the Atomic output mode (rows split across blocks) can leave no block
     // task (nnz == 0): its prologue (and epilogue) apply C = beta*C. A Store kernel always has a
-    // task per row; a library candidate's launch sequence is its GEMMs alone.
-    SG_ASSERT(k.prologue != nullptr || !sig.gemms_before.empty() || !sig.gemms_after.empty(),
-              "empty grid without a prologue or a library GEMM for " + to_string(p));
+    // task per row; a library candidate's launch sequence is its library steps alone.
+    SG_ASSERT(k.prologue != nullptr || !sig.gemms_before.empty() || !sig.gemms_after.empty() ||
+                  !sig.spmms.empty(),
+              "empty grid without a prologue or a library step for " + to_string(p));
   } else {
     launch_bound(k.kernel, sig.params, sig.launch, a, true, stream);
   }
   run_gemms(sig.gemms_after, k.gemms, k.gemms_fp32, sig.gemms_before.size(), a, elem, stream);
+  for (const auto& m : k.spmms) m->run(b, c, alpha, beta, stream);
   if (aux_runs(k.epilogue, sig.epilogue, beta))
     launch_bound(k.epilogue, sig.epilogue.params, sig.epilogue.launch, a, false, stream);
 }

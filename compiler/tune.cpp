@@ -148,25 +148,27 @@ struct Candidate {
   int round = 1;  // CandidateReport::round
 };
 
-// What the measured library candidate (IrFamily::dense_baseline) says about the pick, for the
-// reason: "; 1.31x faster than the library (dense;lib=cublaslt, 0.0310 ms)", or, when the library
-// won, "; the library was fastest: the best generated kernel took 1.18x its time". Empty when no
-// library candidate was measured.
+// What the fastest measured library candidate (IrFamily::library) says about the pick, for the
+// reason: "; 1.31x faster than the library (dense;lib=cublaslt, 0.0310 ms)", or, when a library
+// won, "; the library was fastest (cusparse;alg=alg2): the best generated kernel (...) took 1.18x
+// its time". Empty when no library candidate was measured.
 std::string library_note(const std::vector<Candidate>& cands, const Candidate& winner) {
   const Candidate* lib = nullptr;
   const Candidate* gen = nullptr;
   for (const Candidate& c : cands) {
     if (!c.measured_ms) continue;
-    const Candidate*& slot = c.schedule.family().dense_baseline() ? lib : gen;
+    const Candidate*& slot = c.schedule.family().library() ? lib : gen;
     if (slot == nullptr || *c.measured_ms < *slot->measured_ms) slot = &c;
   }
   if (lib == nullptr || !winner.measured_ms) return "";
   if (&winner == lib)
-    return gen == nullptr ? "; only the library candidate ran"
-                          : fmt::format(
-                                "; the library was fastest: the best generated kernel "
-                                "({}) took {:.2f}x its time",
-                                to_string(gen->schedule), *gen->measured_ms / *lib->measured_ms);
+    return gen == nullptr
+               ? "; only library candidates ran"
+               : fmt::format(
+                     "; the library was fastest ({}): the best generated kernel ({}) took {:.2f}x "
+                     "its time",
+                     to_string(lib->schedule), to_string(gen->schedule),
+                     *gen->measured_ms / *lib->measured_ms);
   return fmt::format("; {:.2f}x faster than the library ({}, {:.4f} ms)",
                      *lib->measured_ms / *winner.measured_ms, to_string(lib->schedule),
                      *lib->measured_ms);
@@ -479,14 +481,14 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
         restricted = true;
       }
     }
-    // Library candidates (IrFamily::dense_baseline) are not ranked by the model: a measuring
+    // Library candidates (IrFamily::library) are not ranked by the model: a measuring
     // search times them next to the ranked candidates, a model-only one never picks them. A
     // restricted search keeps what it was given.
     std::vector<Schedule> baselines;
     if (!restricted) {
       std::vector<Schedule> ranked;
       for (Schedule& sch : all)
-        (sch.family().dense_baseline() ? baselines : ranked).push_back(std::move(sch));
+        (sch.family().library() ? baselines : ranked).push_back(std::move(sch));
       if (ranked.empty()) std::swap(ranked, baselines);  // nothing else fits: the library is all
       all = std::move(ranked);
     }

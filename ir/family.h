@@ -93,6 +93,10 @@ class IrFamily {
   // True for a library candidate that computes the problem densely: the yardstick the tuners
   // report their pick against ("the dense FFN 1.93 ms").
   virtual bool dense_baseline() const { return false; }
+  // True for a library candidate (a vendor library computes the product, no kernel of ours):
+  // the tuner measures it next to the model's ranked candidates instead of ranking it, and says
+  // when it won. Every dense baseline is one.
+  virtual bool library() const { return dense_baseline(); }
 
   // One-line SPEC ("macko;delta=4;...") and the multi-line form for golden tests.
   virtual std::string spec(const Schedule& s) const = 0;

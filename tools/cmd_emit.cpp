@@ -131,7 +131,7 @@ void run_schedules(const SchedulesArgs& a) {
   if (a.ranked) {
     std::vector<Schedule> ranked;
     for (const Schedule& s : all)
-      if (!s.family().dense_baseline()) ranked.push_back(s);
+      if (!s.family().library()) ranked.push_back(s);
     RankedSpace r = rank_space(m, p, offline_target(a.arch), std::move(ranked), nullptr);
     std::printf("# ranked by %s\n", r.how.c_str());
     order = r.order;

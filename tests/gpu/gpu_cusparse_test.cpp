@@ -1,0 +1,93 @@
+// cusparse family on the device (skipped without a GPU): the library's CSR SpMM for every
+// algorithm, value type and order against the reference of compiler/gpu_check.h (tight bound, C
+// poisoned with beta 0, then beta -1.5), and the tuner measuring the algorithms next to the
+// generated kernels and naming the library in its reason.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "compiler/gpu_check.h"
+#include "compiler/pipeline.h"
+#include "compiler/tune.h"
+#include "ir/gen/pruning.h"
+#include "ir/gen/rmat.h"
+#include "runtime/cusparse.h"
+#include "tests/gpu/gpu_fixture.h"
+
+namespace sparsegen {
+namespace {
+
+class GpuCusparse : public testing::GpuFixture {
+ protected:
+  void SetUp() override {
+    GpuFixture::SetUp();
+    if (IsSkipped()) return;
+    std::string why;
+    ASSERT_TRUE(cusparse::available(&why)) << why;  // the toolkit's library is on the GPU host
+  }
+};
+
+// Every algorithm x type x order x N on a power-law matrix with empty and long rows. An
+// algorithm the library refuses for a combination says so at load (CusparseError); every result
+// it returns must be within the bound, and each algorithm must run somewhere.
+TEST_F(GpuCusparse, EveryAlgorithmTypeAndOrderAgainstTheReference) {
+  RmatSpec spec;
+  spec.scale = 10;
+  spec.edge_factor = 8;
+  spec.seed = 3;
+  const CsrMatrix a = make_rmat(spec);
+  uint64_t seed = 1;
+  for (const char* alg : {"default", "alg1", "alg2", "alg3"}) {
+    int ran = 0;
+    std::string refusals;
+    for (DType dt : {DType::F32, DType::F16, DType::BF16})
+      for (Layout l : {Layout::RowMajor, Layout::ColMajor})
+        for (int64_t n : {1, 8, 64}) {
+          const Problem p = Problem::spmm(a.rows, a.cols, n, dt, l, l);
+          SCOPED_TRACE(to_string(p) + " alg " + alg);
+          std::unique_ptr<CompiledKernel> k;
+          try {
+            k = std::make_unique<CompiledKernel>(
+                ctx_,
+                build_kernel(a, p, parse_schedule(std::string("cusparse;alg=") + alg), target_));
+          } catch (const cusparse::CusparseError& e) {
+            refusals += std::string("\n  ") + to_string(p) + ": " + e.what();
+            continue;
+          }
+          const GpuCheckPair r = gpu_check(*k, a, ++seed);
+          EXPECT_TRUE(r.passed()) << r.error();
+          ++ran;
+        }
+    EXPECT_GT(ran, 0) << alg << " refused everywhere:" << refusals;
+    std::printf("cusparse %s: %d of 18 combinations ran%s\n", alg, ran, refusals.c_str());
+  }
+}
+
+// The tuner times the library's algorithms after the ranked candidates and names the fastest
+// library in the reason, whichever side won.
+TEST_F(GpuCusparse, TunerMeasuresTheLibraryAlgorithms) {
+  RmatSpec spec;
+  spec.scale = 14;
+  spec.seed = 5;
+  const CsrMatrix a = make_rmat(spec);
+  TuneOptions o;
+  o.top_k = 4;
+  o.use_cache = false;
+  o.ctx = ctx_;
+  KernelRequest req;
+  req.dtype = DType::F32;
+  req.n = 64;
+  const TuneResult r = tune(a, req, target_, o);
+  int measured = 0;
+  for (const CandidateReport& c : r.candidates)
+    if (c.schedule.rfind("cusparse;", 0) == 0 && c.measured_ms) ++measured;
+  EXPECT_GE(measured, 1) << r.reason;
+  const bool lib_won = r.schedule.rfind("cusparse;", 0) == 0;
+  EXPECT_NE(
+      r.reason.find(lib_won ? "the library was fastest (cusparse;" : "faster than the library"),
+      std::string::npos)
+      << r.schedule << ": " << r.reason;
+}
+
+}  // namespace
+}  // namespace sparsegen
