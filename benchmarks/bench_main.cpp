@@ -105,8 +105,9 @@ struct Args {
   std::string dtype;
   std::string schedule;
   std::string family;  // --family: only this schedule family's candidates (exploration runs)
-  int best_of = 0;     // 0: not given
-  int refine = -1;     // second-round candidates (tune's --refine); -1: best_of / 2
+  bool generated_only = false;  // --generated-only: no library candidates (IrFamily::library)
+  int best_of = 0;              // 0: not given
+  int refine = -1;              // second-round candidates (tune's --refine); -1: best_of / 2
   std::string suite;
   bool quick = false;
   std::string json;
@@ -434,6 +435,8 @@ std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMa
   std::vector<Schedule> all = enumerate_schedules(p, a, eo);
   if (!args.family.empty())
     std::erase_if(all, [&](const Schedule& s) { return s.family_name() != args.family; });
+  if (args.generated_only)
+    std::erase_if(all, [](const Schedule& s) { return s.family().library(); });
   if (all.empty()) return {std::nullopt};  // let the pipeline say why nothing is valid
   RankedSpace ranked = rank_space(a, p, target, std::move(all), info ? &*info : nullptr);
   all = std::move(ranked.all);
@@ -1262,6 +1265,9 @@ int run(const Args& a) {
                                       "near the fastest of them (sparsegen tune's search)",
                                 best_of, a.refine >= 0 ? a.refine : best_of / 2)
                     : "the cost model's top-ranked schedule";
+  if (a.generated_only)
+    doc["ours_selection"] = doc["ours_selection"].get<std::string>() +
+                            "; generated kernels only (no library candidate)";
   doc["skipped"] = skipped;
 
   std::vector<CaseResult> results;
@@ -1470,6 +1476,9 @@ int main(int argc, char** argv) {
   app.add_option("--family", a.family,
                  "only this family's schedules (" + ir_family_names() + "): exploration runs")
       ->check(CLI::IsMember(families));
+  app.add_flag("--generated-only", a.generated_only,
+               "ours from the generated kernels alone (no library candidate such as dense or "
+               "cusparse): the targets that count generated kernels only");
   auto* best = app.add_option("--best-of", a.best_of,
                               "measure the cost model's top K schedules, keep the fastest");
   app.add_option("--refine", a.refine,

@@ -116,8 +116,9 @@ BENCH_RUNS=(
   "lt|timeout 300 tools/sparsegen-lt-bench"
   # rmat: Graph500 R-MAT matrices (scale 16, 18, 20: about 1M, 4M, 16M nonzeros; RMAT_SCALES
   # overrides, 22 is 65M), generated here, fp32 at N = 8, 32, 64, ours (best of the model's top 4,
-  # as tune's search) against cuSPARSE's best CSR algorithm; one JSON per scale.
-  'rmat|for s in ${RMAT_SCALES:-16 18 20}; do W=$BENCH_DIR/rmat_$s.safetensors; timeout 120 tools/sparsegen gen --method rmat --scale $s --seed 1 -o $W >/dev/null || exit 1; timeout 240 tools/sparsegen-bench $W -n 8,32,64 --dtype fp32 --best-of ${BEST_OF:-4} --no-cache --json $BENCH_DIR/rmat_$s.json || exit 1; rm -f $W; done'
+  # as tune's search; generated kernels only, as the R-MAT target counts) against cuSPARSE's best
+  # CSR algorithm; one JSON per scale.
+  'rmat|for s in ${RMAT_SCALES:-16 18 20}; do W=$BENCH_DIR/rmat_$s.safetensors; timeout 120 tools/sparsegen gen --method rmat --scale $s --seed 1 -o $W >/dev/null || exit 1; timeout 240 tools/sparsegen-bench $W -n 8,32,64 --dtype fp32 --best-of ${BEST_OF:-4} --generated-only --no-cache --json $BENCH_DIR/rmat_$s.json || exit 1; rm -f $W; done'
   # Probes while iterating on a kernel (they do nothing unless their variable is set).
   # macko_probe: the MACKO bench on chosen cases, e.g.
   #   MACKO_PROBE_ARGS="--shapes 4096x4096 28672x7168 --sparsities 0.9 --schedule 'macko;...'"
