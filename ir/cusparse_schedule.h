@@ -7,7 +7,8 @@
 //     alg  the CSR SpMM algorithm: default (the library's choice), alg1, alg2 or alg3
 //
 // One step per run: C = alpha · A · B + beta · C by cusparseSpMM on A's CSR arrays (32-bit
-// offsets and indices), fp32 compute; fp32, fp16 or bf16 values; B and C in one order.
+// offsets and indices), fp32 values and compute; B and C in one order. (The library's 16-bit
+// SpMM is not offered: it misses the fp32-accumulation error bound.)
 #pragma once
 
 #include <string>

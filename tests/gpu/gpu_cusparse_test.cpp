@@ -1,7 +1,8 @@
 // cusparse family on the device (skipped without a GPU): the library's CSR SpMM for every
-// algorithm, value type and order against the reference of compiler/gpu_check.h (tight bound, C
-// poisoned with beta 0, then beta -1.5), and the tuner measuring the algorithms next to the
-// generated kernels and naming the library in its reason.
+// algorithm and order (fp32: its 16-bit SpMM is not offered, as it misses the bound) against the
+// reference of compiler/gpu_check.h (tight bound, C poisoned with beta 0, then beta -1.5), and the
+// tuner measuring the algorithms next to the generated kernels and naming the library in its
+// reason.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -27,10 +28,10 @@ class GpuCusparse : public testing::GpuFixture {
   }
 };
 
-// Every algorithm x type x order x N on a power-law matrix with empty and long rows. An
+// Every algorithm x order x N on a power-law matrix with empty and long rows. An
 // algorithm the library refuses for a combination says so at load (CusparseError); every result
 // it returns must be within the bound, and each algorithm must run somewhere.
-TEST_F(GpuCusparse, EveryAlgorithmTypeAndOrderAgainstTheReference) {
+TEST_F(GpuCusparse, EveryAlgorithmAndOrderAgainstTheReference) {
   RmatSpec spec;
   spec.scale = 10;
   spec.edge_factor = 8;
@@ -40,26 +41,25 @@ TEST_F(GpuCusparse, EveryAlgorithmTypeAndOrderAgainstTheReference) {
   for (const char* alg : {"default", "alg1", "alg2", "alg3"}) {
     int ran = 0;
     std::string refusals;
-    for (DType dt : {DType::F32, DType::F16, DType::BF16})
-      for (Layout l : {Layout::RowMajor, Layout::ColMajor})
-        for (int64_t n : {1, 8, 64}) {
-          const Problem p = Problem::spmm(a.rows, a.cols, n, dt, l, l);
-          SCOPED_TRACE(to_string(p) + " alg " + alg);
-          std::unique_ptr<CompiledKernel> k;
-          try {
-            k = std::make_unique<CompiledKernel>(
-                ctx_,
-                build_kernel(a, p, parse_schedule(std::string("cusparse;alg=") + alg), target_));
-          } catch (const cusparse::CusparseError& e) {
-            refusals += std::string("\n  ") + to_string(p) + ": " + e.what();
-            continue;
-          }
-          const GpuCheckPair r = gpu_check(*k, a, ++seed);
-          EXPECT_TRUE(r.passed()) << r.error();
-          ++ran;
+    for (Layout l : {Layout::RowMajor, Layout::ColMajor})
+      for (int64_t n : {1, 8, 64, 77}) {
+        const Problem p = Problem::spmm(a.rows, a.cols, n, DType::F32, l, l);
+        SCOPED_TRACE(to_string(p) + " alg " + alg);
+        std::unique_ptr<CompiledKernel> k;
+        try {
+          k = std::make_unique<CompiledKernel>(
+              ctx_,
+              build_kernel(a, p, parse_schedule(std::string("cusparse;alg=") + alg), target_));
+        } catch (const cusparse::CusparseError& e) {
+          refusals += std::string("\n  ") + to_string(p) + ": " + e.what();
+          continue;
         }
+        const GpuCheckPair r = gpu_check(*k, a, ++seed);
+        EXPECT_TRUE(r.passed()) << r.error();
+        ++ran;
+      }
     EXPECT_GT(ran, 0) << alg << " refused everywhere:" << refusals;
-    std::printf("cusparse %s: %d of 18 combinations ran%s\n", alg, ran, refusals.c_str());
+    std::printf("cusparse %s: %d of 8 combinations ran%s\n", alg, ran, refusals.c_str());
   }
 }
 
