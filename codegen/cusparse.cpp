@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "codegen/emitter.h"
+#include "ir/csr_pack.h"
 #include "ir/cusparse_schedule.h"
 #include "ir/diagnostics.h"
 #include "ir/family.h"
@@ -66,13 +67,13 @@ class CusparseEmitter : public Emitter {
   const EmitOptions& opt_;
 };
 
-// The pack is the CSR matrix itself (ir/cusparse_family.cpp).
+// The pack is the CSR matrix itself (ir/csr_pack.h).
 class CusparseCodegenFamily final : public CodegenFamily {
  public:
   std::string_view name() const override { return CusparseSchedule::kFamily; }
   GeneratedKernel emit(const Problem& p, const Schedule& s, const PackedMatrix& packed,
                        const EmitOptions& opt) const override {
-    return emit_cusparse(p, s, dynamic_cast<const Packed<CsrMatrix>&>(packed).format, opt);
+    return emit_cusparse(p, s, packed_csr(packed), opt);
   }
 };
 

@@ -3,6 +3,7 @@
 // is the CSR reference, which is the library's arithmetic up to the order of fp32 sums.
 #include <fmt/format.h>
 
+#include "ir/csr_pack.h"
 #include "ir/cusparse_schedule.h"
 #include "ir/diagnostics.h"
 #include "ir/enumerate.h"
@@ -11,24 +12,6 @@
 
 namespace sparsegen {
 namespace {
-
-struct PackedCsr final : Packed<CsrMatrix> {
-  using Packed::Packed;
-  const std::vector<float>& master_values() const override { return format.values; }
-  const std::vector<int32_t>& column_indices() const override { return format.col_idx; }
-  std::vector<int32_t> take_column_indices() override { return std::move(format.col_idx); }
-  FormatStats stats() const override {
-    FormatStats fs;
-    fs.rows = format.rows;
-    fs.nnz = format.nnz();
-    fs.nnz_padded = format.nnz();
-    return fs;
-  }
-  std::string describe() const override {
-    return fmt::format("CSR {} x {} (nnz {}, the sparse library's arrays)", format.rows,
-                       format.cols, format.nnz());
-  }
-};
 
 class CusparseIrFamily final : public IrFamily {
  public:
@@ -79,16 +62,12 @@ class CusparseIrFamily final : public IrFamily {
   int64_t shared_bytes(const Problem&, const Schedule&) const override { return 0; }
   std::shared_ptr<PackedMatrix> pack(const CsrMatrix& a, const Problem& p,
                                      const Schedule&) const override {
-    if (a.rows != p.m || a.cols != p.k)
-      throw UserError(fmt::format("{}: the matrix is {}x{} but the problem has M={} and K={}",
-                                  a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m,
-                                  p.k));
-    return std::make_shared<PackedCsr>(a);
+    return pack_csr(a, p, a.nnz(), "CSR", "the sparse library's arrays");
   }
   void interpret(const Problem& p, const Schedule&, const PackedMatrix& packed,
                  std::span<const float> b, std::span<float> c, float alpha,
                  float beta) const override {
-    reference_spmm(p, dynamic_cast<const PackedCsr&>(packed).format, b, c, alpha, beta);
+    reference_spmm(p, packed_csr(packed), b, c, alpha, beta);
   }
   std::optional<FormatSummary> summarize(const CsrMatrix&) const override { return std::nullopt; }
   // The library may cut a row's nonzeros (merge-based algorithms) and add the parts in fp32.

@@ -3,6 +3,7 @@
 // is the CSR reference, which is the library's arithmetic up to the order of fp32 sums.
 #include <fmt/format.h>
 
+#include "ir/csr_pack.h"
 #include "ir/dense_schedule.h"
 #include "ir/diagnostics.h"
 #include "ir/enumerate.h"
@@ -11,24 +12,6 @@
 
 namespace sparsegen {
 namespace {
-
-struct PackedCsr final : Packed<CsrMatrix> {
-  using Packed::Packed;
-  const std::vector<float>& master_values() const override { return format.values; }
-  const std::vector<int32_t>& column_indices() const override { return format.col_idx; }
-  std::vector<int32_t> take_column_indices() override { return std::move(format.col_idx); }
-  FormatStats stats() const override {
-    FormatStats fs;
-    fs.rows = format.rows;
-    fs.nnz = format.nnz();
-    fs.nnz_padded = format.rows * format.cols;
-    return fs;
-  }
-  std::string describe() const override {
-    return fmt::format("dense {} x {} (nnz {}, stored densely on the device)", format.rows,
-                       format.cols, format.nnz());
-  }
-};
 
 class DenseIrFamily final : public IrFamily {
  public:
@@ -75,16 +58,12 @@ class DenseIrFamily final : public IrFamily {
   int64_t shared_bytes(const Problem&, const Schedule&) const override { return 0; }
   std::shared_ptr<PackedMatrix> pack(const CsrMatrix& a, const Problem& p,
                                      const Schedule&) const override {
-    if (a.rows != p.m || a.cols != p.k)
-      throw UserError(fmt::format("{}: the matrix is {}x{} but the problem has M={} and K={}",
-                                  a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m,
-                                  p.k));
-    return std::make_shared<PackedCsr>(a);
+    return pack_csr(a, p, a.rows * a.cols, "dense", "stored densely on the device");
   }
   void interpret(const Problem& p, const Schedule&, const PackedMatrix& packed,
                  std::span<const float> b, std::span<float> c, float alpha,
                  float beta) const override {
-    reference_spmm(p, dynamic_cast<const PackedCsr&>(packed).format, b, c, alpha, beta);
+    reference_spmm(p, packed_csr(packed), b, c, alpha, beta);
   }
   std::optional<FormatSummary> summarize(const CsrMatrix&) const override { return std::nullopt; }
   // The library may split K and add the parts in fp32.

@@ -58,4 +58,16 @@ inline std::vector<NamedMatrix> codegen_matrices() {
   return out;
 }
 
+// 3 x 5, entries (0,1) 0.5, (1,4) -1.25, (2,0) 2.0, (2,3) 0.75: the library candidates' tests.
+inline CsrMatrix small_3x5() {
+  CsrMatrix a;
+  a.rows = 3;
+  a.cols = 5;
+  a.row_ptr = {0, 1, 2, 4};
+  a.col_idx = {1, 4, 0, 3};
+  a.values = {0.5f, -1.25f, 2.0f, 0.75f};
+  a.source = "small";
+  return a;
+}
+
 }  // namespace sparsegen::testing

@@ -11,21 +11,12 @@
 #include "ir/enumerate.h"
 #include "ir/family.h"
 #include "runtime/nvrtc_compiler.h"
+#include "tests/codegen/codegen_test_matrices.h"
 
 namespace sparsegen {
 namespace {
 
-// 3 x 5, entries (0,1) 0.5, (1,4) -1.25, (2,0) 2.0, (2,3) 0.75.
-CsrMatrix small() {
-  CsrMatrix a;
-  a.rows = 3;
-  a.cols = 5;
-  a.row_ptr = {0, 1, 2, 4};
-  a.col_idx = {1, 4, 0, 3};
-  a.values = {0.5f, -1.25f, 2.0f, 0.75f};
-  a.source = "small";
-  return a;
-}
+using testing::small_3x5;
 
 TEST(CusparseFamily, SpecPrintsParsesAndNamesBadFields) {
   const Schedule s = parse_schedule("cusparse;alg=alg2");
@@ -48,7 +39,7 @@ TEST(CusparseFamily, SpecPrintsParsesAndNamesBadFields) {
 }
 
 TEST(CusparseFamily, TakesFp32WithBAndCInOneOrder) {
-  const CsrMatrix a = small();
+  const CsrMatrix a = small_3x5();
   EnumerateOptions o;
   o.include_specialised = true;
   const IrFamily& f = *find_ir_family("cusparse");
@@ -69,7 +60,7 @@ TEST(CusparseFamily, TakesFp32WithBAndCInOneOrder) {
   ASSERT_FALSE(mixed.empty());
   EXPECT_NE(mixed.front().find("one order"), std::string::npos) << mixed.front();
   EXPECT_FALSE(f.why_not(Problem::quantized_spmm(3, 5, 8, DType::I8, DType::F16), a).empty());
-  CsrMatrix empty = small();
+  CsrMatrix empty = small_3x5();
   empty.row_ptr = {0, 0, 0, 0};
   empty.col_idx.clear();
   empty.values.clear();
@@ -79,7 +70,7 @@ TEST(CusparseFamily, TakesFp32WithBAndCInOneOrder) {
 // The signature: no kernel of ours (empty grid), the CSR arrays as the placeholder's parameters
 // (the row offsets a table holding A's row_ptr) and one library SpMM naming them.
 TEST(CusparseFamily, SignatureIsOneLibrarySpmmOverTheCsrBuffers) {
-  const CsrMatrix a = small();
+  const CsrMatrix a = small_3x5();
   const Problem p = Problem::spmm(3, 5, 8, DType::F32, Layout::ColMajor, Layout::ColMajor);
   const KernelBuild b = build_kernel(a, p, parse_schedule("cusparse;alg=alg1"),
                                      offline_target("sm_90"), BuildOptions{});
@@ -110,9 +101,9 @@ TEST(CusparseFamily, SignatureIsOneLibrarySpmmOverTheCsrBuffers) {
 }
 
 TEST(CusparseFamily, PlaceholderCompiles) {
-  const CsrMatrix a = small();
-  const codegen::GeneratedKernel k = codegen::emit_cusparse(
-      Problem::spmm(3, 5, 4, DType::F32), parse_schedule("cusparse;alg=alg3"), a);
+  const CsrMatrix a = small_3x5();
+  const codegen::GeneratedKernel k = codegen::emit_cusparse(Problem::spmm(3, 5, 4, DType::F32),
+                                                            parse_schedule("cusparse;alg=alg3"), a);
   nvrtc::CompileOptions o;
   o.arch = "sm_90";
   o.headers = k.headers;

@@ -12,21 +12,12 @@
 #include "ir/dtype.h"
 #include "ir/enumerate.h"
 #include "ir/family.h"
+#include "tests/codegen/codegen_test_matrices.h"
 
 namespace sparsegen {
 namespace {
 
-// 3 x 5, entries (0,1) 0.5, (1,4) -1.25, (2,0) 2.0, (2,3) 0.75.
-CsrMatrix small() {
-  CsrMatrix a;
-  a.rows = 3;
-  a.cols = 5;
-  a.row_ptr = {0, 1, 2, 4};
-  a.col_idx = {1, 4, 0, 3};
-  a.values = {0.5f, -1.25f, 2.0f, 0.75f};
-  a.source = "small";
-  return a;
-}
+using testing::small_3x5;
 
 TEST(DenseFamily, SpecParsesAndNamesBadFields) {
   const Schedule s = parse_schedule("dense;lib=cublaslt");
@@ -42,7 +33,7 @@ TEST(DenseFamily, SpecParsesAndNamesBadFields) {
 }
 
 TEST(DenseFamily, TakesSixteenBitSpmmInThreeLayoutPairs) {
-  const CsrMatrix a = small();
+  const CsrMatrix a = small_3x5();
   EnumerateOptions o;
   o.include_specialised = true;
   const IrFamily& f = *find_ir_family("dense");
@@ -134,7 +125,7 @@ TEST(DenseFamily, SignatureIsOneLibraryGemmPerLayout) {
 }
 
 TEST(DenseFamily, BuildLaysADenselyAndCompilesOffline) {
-  const CsrMatrix a = small();
+  const CsrMatrix a = small_3x5();
   const Problem p = Problem::spmm(3, 5, 4, DType::F16);
   const KernelBuild b =
       build_kernel(a, p, parse_schedule("dense;lib=cublaslt"), offline_target("sm_90"));

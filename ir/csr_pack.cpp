@@ -1,0 +1,49 @@
+#include "ir/csr_pack.h"
+
+#include <fmt/format.h>
+
+#include "ir/diagnostics.h"
+
+namespace sparsegen {
+namespace {
+
+struct PackedCsr final : Packed<CsrMatrix> {
+  PackedCsr(CsrMatrix a, int64_t slots, std::string layout, std::string note)
+      : Packed(std::move(a)), slots_(slots), layout_(std::move(layout)), note_(std::move(note)) {}
+  const std::vector<float>& master_values() const override { return format.values; }
+  const std::vector<int32_t>& column_indices() const override { return format.col_idx; }
+  std::vector<int32_t> take_column_indices() override { return std::move(format.col_idx); }
+  FormatStats stats() const override {
+    FormatStats fs;
+    fs.rows = format.rows;
+    fs.nnz = format.nnz();
+    fs.nnz_padded = slots_;
+    return fs;
+  }
+  std::string describe() const override {
+    return fmt::format("{} {} x {} (nnz {}, {})", layout_, format.rows, format.cols, format.nnz(),
+                       note_);
+  }
+
+ private:
+  int64_t slots_;
+  std::string layout_, note_;
+};
+
+}  // namespace
+
+std::shared_ptr<PackedMatrix> pack_csr(const CsrMatrix& a, const Problem& p, int64_t slots,
+                                       std::string layout, std::string note) {
+  if (a.rows != p.m || a.cols != p.k)
+    throw UserError(fmt::format("{}: the matrix is {}x{} but the problem has M={} and K={}",
+                                a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m, p.k));
+  return std::make_shared<PackedCsr>(a, slots, std::move(layout), std::move(note));
+}
+
+const CsrMatrix& packed_csr(const PackedMatrix& packed) {
+  const auto* p = dynamic_cast<const PackedCsr*>(&packed);
+  SG_ASSERT(p != nullptr, "packed_csr: not a CSR pack");
+  return p->format;
+}
+
+}  // namespace sparsegen
