@@ -88,8 +88,8 @@ class SlideEmitter : public Emitter {
     int64_t smem = 0;    // dynamic shared bytes: tokens x seg_cols values of T
   };
 
-  // Shared memory the lift may stage per block: all of K for the LLM shapes (K up to about 24k
-  // per token), segments beyond that.
+  // Shared memory the lift may stage per block: all of K up to about 48k columns per token
+  // (column-major B; 6k for the 8 tokens of row-major B), segments beyond that.
   static constexpr int64_t kLiftSmemBudget = 96 * 1024;
 
   LiftPlan lift_plan() const {
