@@ -438,12 +438,21 @@ std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMa
   if (args.generated_only)
     std::erase_if(all, [](const Schedule& s) { return s.family().library(); });
   if (all.empty()) return {std::nullopt};  // let the pipeline say why nothing is valid
+  // As tune: library candidates (IrFamily::library) are not ranked. A measuring run (best_of > 1)
+  // times them after the ranked top k and never refines around them; the model alone never picks
+  // them. Alone, they are the space.
+  std::vector<Schedule> libraries, generated;
+  for (Schedule& s : all) (s.family().library() ? libraries : generated).push_back(std::move(s));
+  if (generated.empty()) std::swap(generated, libraries);
+  if (best_of <= 1) libraries.clear();
+  all = std::move(generated);
   RankedSpace ranked = rank_space(a, p, target, std::move(all), info ? &*info : nullptr);
   all = std::move(ranked.all);
   std::vector<size_t> order = std::move(ranked.order);
   std::vector<std::optional<Schedule>> out;
   space.chosen = select_for_measurement(order, all, best_of);
   for (size_t i : space.chosen) out.push_back(all[i]);
+  for (Schedule& s : libraries) out.push_back(std::move(s));
   space.order = std::move(order);
   space.all = std::move(all);
   return out;
@@ -648,8 +657,24 @@ void measure_ours(Gpu& g, const CsrMatrix& a, CaseInputs& ci, std::vector<OurBui
     }
     if (b.schedule_text.empty()) b.schedule_text = to_string(b.build->schedule);
     t["reason"] = b.build->schedule_reason;
-    auto k = std::make_unique<CompiledKernel>(g.ctx, std::move(*b.build));
+    std::unique_ptr<CompiledKernel> k;
+    try {
+      k = std::make_unique<CompiledKernel>(g.ctx, std::move(*b.build));
+    } catch (const CudaError& e) {
+      if (e.sticky()) throw;
+      t["error"] = std::string("load: ") + e.what();
+    } catch (const std::exception& e) {  // e.g. a library candidate refusing the shape
+      t["error"] = std::string("load: ") + e.what();
+    }
     b.build.reset();
+    if (!k) {
+      tried.push_back(t);
+      kernels.emplace_back();
+      runs.emplace_back();
+      passed.push_back(false);
+      bytes.push_back(0);
+      continue;
+    }
     const CheckResult chk = gpu_check(*k, a, ci.in, ci.ref, g.stream->get(), nullptr, false);
     t["check"] = chk.passed ? "pass" : chk.error;
     t["rel_error"] = chk.rel_error;
