@@ -251,6 +251,23 @@ TEST(BenchCli, DryRunBuildsOurKernelWithoutGpu) {
   fs::remove(m);
 }
 
+// --generated-only: the JSON says ours came from the generated kernels alone.
+TEST(BenchCli, GeneratedOnlyIsRecorded) {
+  const std::string m = tiny_matrix();
+  const fs::path json =
+      fs::temp_directory_path() / ("sparsegen_bench_gen_" + std::to_string(getpid()) + ".json");
+  const BenchRun r =
+      bench(m + " -n 8 --best-of 4 --generated-only --dry-run --no-plot --json " + json.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  std::ifstream f(json);
+  const nlohmann::json j = nlohmann::json::parse(f);
+  EXPECT_NE(j["ours_selection"].get<std::string>().find("generated kernels only"),
+            std::string::npos)
+      << j.dump(1);
+  fs::remove(json);
+  fs::remove(m);
+}
+
 // --json FILE.json also writes the plot FILE.svg (one category per case); --no-plot writes none.
 // Off a terminal there is no progress bar: no control characters in the output.
 TEST(BenchCli, DryRunWritesThePlotNextToTheJson) {
