@@ -24,7 +24,9 @@
 #include <stdexcept>
 
 #include "benchmarks/baselines.h"
+#include "benchmarks/bench_plot.h"
 #include "benchmarks/lt_dense.h"
+#include "benchmarks/slide_plot.h"
 #include "codegen/slide.h"
 #include "compiler/pipeline.h"
 #include "compiler/tune.h"
@@ -146,6 +148,8 @@ int main(int argc, char** argv) {
   app.add_option("--out", out_path, "JSON path (default $BENCH_DIR/slide.json)");
   bool lift_only = false;
   app.add_flag("--lift-only", lift_only, "time the lift kernel alone (no decode cases)");
+  bool no_plot = false;
+  app.add_flag("--no-plot", no_plot, "no SVG plot next to the JSON");
   CLI11_PARSE(app, argc, argv);
   if (lift_only) ns.clear();
   if (out_path.empty()) {
@@ -332,5 +336,10 @@ int main(int argc, char** argv) {
               {"lift", lifts}};
   std::ofstream(out_path) << doc.dump(1) << "\n";
   std::printf("wrote %s (copy %.0f GB/s), %d failures\n", out_path.c_str(), copy_gbs, failures);
+  if (!no_plot && !cases.empty()) {
+    const std::string svg = bench::plot_path(out_path);
+    std::ofstream(svg) << bench::render_svg(bench::slide_chart(doc));
+    std::printf("plot: %s\n", svg.c_str());
+  }
   return failures == 0 ? 0 : 1;
 }
