@@ -251,19 +251,35 @@ TEST(BenchCli, DryRunBuildsOurKernelWithoutGpu) {
   fs::remove(m);
 }
 
-// --generated-only: the JSON says ours came from the generated kernels alone.
-TEST(BenchCli, GeneratedOnlyIsRecorded) {
+// As tune: a measuring run builds the model's top k, then the library candidates (cuSPARSE's
+// algorithms for fp32); --generated-only leaves them out and says so in the JSON.
+TEST(BenchCli, LibraryCandidatesFollowTheRankedOnesUnlessGeneratedOnly) {
   const std::string m = tiny_matrix();
   const fs::path json =
       fs::temp_directory_path() / ("sparsegen_bench_gen_" + std::to_string(getpid()) + ".json");
-  const BenchRun r =
-      bench(m + " -n 8 --best-of 4 --generated-only --dry-run --no-plot --json " + json.string());
-  ASSERT_EQ(r.rc, 0) << r.out;
-  std::ifstream f(json);
-  const nlohmann::json j = nlohmann::json::parse(f);
-  EXPECT_NE(j["ours_selection"].get<std::string>().find("generated kernels only"),
+  auto candidates = [&](const std::string& extra, nlohmann::json* doc) {
+    const BenchRun r = bench(m + " -n 8 --dtype fp32 --best-of 2 --dry-run --no-plot " + extra +
+                             " --json " + json.string());
+    EXPECT_EQ(r.rc, 0) << r.out;
+    std::ifstream f(json);
+    *doc = nlohmann::json::parse(f);
+    std::vector<std::string> out;
+    for (const auto& t : (*doc)["cases"][0]["ours"]["details"]["candidates"])
+      out.push_back(t["schedule"].get<std::string>());
+    return out;
+  };
+  nlohmann::json doc;
+  const std::vector<std::string> all = candidates("", &doc);
+  ASSERT_EQ(all.size(), 6u) << doc.dump(1);
+  EXPECT_EQ(all[0].rfind("general;", 0), 0u) << all[0];
+  EXPECT_EQ(all[1].rfind("general;", 0), 0u) << all[1];
+  EXPECT_EQ(all[2], "cusparse;alg=default");
+  EXPECT_EQ(all[5], "cusparse;alg=alg3");
+  const std::vector<std::string> generated = candidates("--generated-only", &doc);
+  ASSERT_EQ(generated.size(), 2u) << doc.dump(1);
+  EXPECT_NE(doc["ours_selection"].get<std::string>().find("generated kernels only"),
             std::string::npos)
-      << j.dump(1);
+      << doc.dump(1);
   fs::remove(json);
   fs::remove(m);
 }
