@@ -14,9 +14,32 @@
 #include "ir/gen/rmat.h"
 #include "runtime/cusparse.h"
 #include "tests/gpu/gpu_fixture.h"
+#include "tests/test_support.h"
 
 namespace sparsegen {
 namespace {
+
+// Run-time loading (no GPU needed): a missing $SPARSEGEN_CUSPARSE is unavailable, with the path
+// and the variable in the reason, and nothing is planned; the default search answers after it.
+TEST(CusparseLoad, MissingEnvPathIsUnavailableWithReasonThenTheDefaultSearchAgain) {
+  const char* missing = "/nonexistent/sparsegen-test/libcusparse.so.12";
+  {
+    testing::ScopedEnv env("SPARSEGEN_CUSPARSE", missing);
+    std::string why;
+    EXPECT_FALSE(cusparse::available(&why));
+    EXPECT_NE(why.find(missing), std::string::npos) << why;
+    EXPECT_NE(why.find("from $SPARSEGEN_CUSPARSE"), std::string::npos) << why;
+    EXPECT_THROW(cusparse::version(), cusparse::CusparseError);
+    cusparse::SpmmShape sh;
+    sh.m = sh.k = sh.n = sh.nnz = 1;
+    EXPECT_THROW(cusparse::Spmm(sh, 0, 0, 0), cusparse::CusparseError);
+  }
+  std::string why;
+  if (cusparse::available(&why))
+    EXPECT_NE(cusparse::version().find("libcusparse"), std::string::npos);
+  else
+    EXPECT_NE(why.find("default search"), std::string::npos) << why;
+}
 
 class GpuCusparse : public testing::GpuFixture {
  protected:

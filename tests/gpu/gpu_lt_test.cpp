@@ -20,6 +20,7 @@
 #include "runtime/cublaslt.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/cusparselt.h"
+#include "tests/test_support.h"
 
 namespace sparsegen {
 namespace {
@@ -58,32 +59,10 @@ TEST(CusparseLtChoice, RejectsBadStrings) {
   }
 }
 
-// Sets an environment variable for the scope, restoring the previous value (or its absence).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    setenv(name, value, 1);
-  }
-  ~ScopedEnv() {
-    if (old_) {
-      setenv(name_.c_str(), old_->c_str(), 1);
-    } else {
-      unsetenv(name_.c_str());
-    }
-  }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  std::string name_;
-  std::optional<std::string> old_;
-};
-
 TEST(CusparseLtLoad, MissingEnvPathIsUnavailableWithReason) {
   const char* missing = "/nonexistent/sparsegen-test/libcusparseLt.so.0";
   {
-    ScopedEnv env("SPARSEGEN_CUSPARSELT", missing);
+    testing::ScopedEnv env("SPARSEGEN_CUSPARSELT", missing);
     std::string why;
     EXPECT_FALSE(cusparselt::available(&why));
     EXPECT_NE(why.find(missing), std::string::npos) << why;
@@ -103,7 +82,7 @@ TEST(CusparseLtLoad, MissingEnvPathIsUnavailableWithReason) {
 TEST(CublasLtLoad, MissingEnvPathIsUnavailableWithReasonThenTheDefaultSearchAgain) {
   const char* missing = "/nonexistent/sparsegen-test/libcublasLt.so.13";
   {
-    ScopedEnv env("SPARSEGEN_CUBLASLT", missing);
+    testing::ScopedEnv env("SPARSEGEN_CUBLASLT", missing);
     std::string why;
     EXPECT_FALSE(cublaslt::available(&why));
     EXPECT_NE(why.find(missing), std::string::npos) << why;
