@@ -644,15 +644,19 @@ void measure_ours(Gpu& g, const CsrMatrix& a, CaseInputs& ci, std::vector<OurBui
   std::vector<std::function<void(CUstream)>> runs;
   std::vector<bool> passed;
   std::vector<double> bytes;
+  // A candidate that did not build or load: listed with its error, never timed.
+  auto skip = [&](const nlohmann::json& t) {
+    tried.push_back(t);
+    kernels.emplace_back();
+    runs.emplace_back();
+    passed.push_back(false);
+    bytes.push_back(0);
+  };
   for (OurBuild& b : builds) {
     nlohmann::json t = {{"schedule", b.schedule_text}, {"build_ms", b.build_ms}};
     if (!b.build) {
       t["error"] = b.error;
-      tried.push_back(t);
-      kernels.emplace_back();
-      runs.emplace_back();
-      passed.push_back(false);
-      bytes.push_back(0);
+      skip(t);
       continue;
     }
     if (b.schedule_text.empty()) b.schedule_text = to_string(b.build->schedule);
@@ -668,11 +672,7 @@ void measure_ours(Gpu& g, const CsrMatrix& a, CaseInputs& ci, std::vector<OurBui
     }
     b.build.reset();
     if (!k) {
-      tried.push_back(t);
-      kernels.emplace_back();
-      runs.emplace_back();
-      passed.push_back(false);
-      bytes.push_back(0);
+      skip(t);
       continue;
     }
     const CheckResult chk = gpu_check(*k, a, ci.in, ci.ref, g.stream->get(), nullptr, false);

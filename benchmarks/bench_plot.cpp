@@ -17,15 +17,6 @@ namespace {
 
 using Json = nlohmann::json;
 
-std::optional<double> number(const Json& j, const char* key) {
-  if (!j.contains(key) || !j[key].is_number()) return std::nullopt;
-  return j[key].get<double>();
-}
-
-std::string text(const Json& j, const char* key, const std::string& fallback = "") {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
-}
-
 // One bar slot: a case, its summary group and a value per series.
 struct Row {
   std::string group, label, matrix;
@@ -37,16 +28,16 @@ struct Row {
 std::string group_of_record(const Json& c) {
   if (c.contains("group") && c["group"].is_string()) return c["group"].get<std::string>();
   CaseResult r;
-  r.suite = text(c, "suite", "?");
-  r.sparsity = number(c, "sparsity").value_or(0.0);
-  r.n = static_cast<int64_t>(number(c, "n").value_or(0.0));
+  r.suite = json_text(c, "suite", "?");
+  r.sparsity = json_number(c, "sparsity").value_or(0.0);
+  r.n = static_cast<int64_t>(json_number(c, "n").value_or(0.0));
   return group_of(r);
 }
 
 // "MATRIX N=8": a category's label.
 std::string label_of(const Json& c) {
-  return fmt::format("{} N={}", text(c, "matrix"),
-                     static_cast<long long>(number(c, "n").value_or(0.0)));
+  return fmt::format("{} N={}", json_text(c, "matrix"),
+                     static_cast<long long>(json_number(c, "n").value_or(0.0)));
 }
 
 std::string gm_text(const std::vector<double>& v, const std::string& suffix) {
@@ -88,9 +79,9 @@ void lay_out(std::vector<Row> rows, LogBarChart& chart) {
 std::string run_line(const Json& doc) {
   std::string device = "?";
   if (doc.contains("device") && doc["device"].is_object())
-    device = text(doc["device"], "name", "?");
-  return fmt::format("on {}, {}, commit {}{}", device, text(doc, "date", "?"),
-                     text(doc, "git_commit", "?").substr(0, 10),
+    device = json_text(doc["device"], "name", "?");
+  return fmt::format("on {}, {}, commit {}{}", device, json_text(doc, "date", "?"),
+                     json_text(doc, "git_commit", "?").substr(0, 10),
                      doc.contains("truncated") && doc["truncated"] == true ? " (truncated)" : "");
 }
 
@@ -99,7 +90,7 @@ std::string run_line(const Json& doc) {
 LogBarChart bench_chart(const Json& doc) {
   LogBarChart chart;
   std::vector<Row> rows;
-  if (text(doc, "mode") == "exhaustive") {
+  if (json_text(doc, "mode") == "exhaustive") {
     chart.title = "sparsegen-bench --exhaustive " + run_line(doc);
     chart.subtitle =
         "search quality: exhaustive best time / search pick time (1: the pick is the best; "
@@ -109,7 +100,8 @@ LogBarChart bench_chart(const Json& doc) {
     chart.series = {{"exhaustive best / search pick", "#2ca02c", {}}};
     if (doc.contains("search_quality") && doc["search_quality"].contains("cases"))
       for (const Json& c : doc["search_quality"]["cases"])
-        rows.push_back({group_of_record(c), label_of(c), text(c, "matrix"), {number(c, "ratio")}});
+        rows.push_back(
+            {group_of_record(c), label_of(c), json_text(c, "matrix"), {json_number(c, "ratio")}});
   } else {
     chart.title = "sparsegen-bench " + run_line(doc);
     chart.subtitle =
@@ -119,10 +111,11 @@ LogBarChart bench_chart(const Json& doc) {
     chart.series = {{"vs cuBLAS dense", "#1f77b4", {}}, {"vs cuSPARSE best CSR", "#ff7f0e", {}}};
     if (doc.contains("cases") && doc["cases"].is_array())
       for (const Json& c : doc["cases"])
-        rows.push_back({group_of_record(c),
-                        label_of(c),
-                        text(c, "matrix"),
-                        {number(c, "speedup_vs_cublas"), number(c, "speedup_vs_cusparse")}});
+        rows.push_back(
+            {group_of_record(c),
+             label_of(c),
+             json_text(c, "matrix"),
+             {json_number(c, "speedup_vs_cublas"), json_number(c, "speedup_vs_cusparse")}});
   }
   lay_out(std::move(rows), chart);
   return chart;

@@ -173,4 +173,13 @@ std::string format_summary(const std::vector<GroupSummary>& groups) {
   return t;
 }
 
+std::optional<double> json_number(const nlohmann::json& j, const char* key) {
+  if (!j.contains(key) || !j[key].is_number()) return std::nullopt;
+  return j[key].get<double>();
+}
+
+std::string json_text(const nlohmann::json& j, const char* key, const std::string& fallback) {
+  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : fallback;
+}
+
 }  // namespace sparsegen::bench

@@ -51,6 +51,11 @@ struct CaseResult : CaseKey {
   std::optional<double> speedup_vs_cusparse() const;
 };
 
+// A field of a JSON record: the number at `key`, or nullopt when absent or not a number; the
+// string at `key`, or `fallback`.
+std::optional<double> json_number(const nlohmann::json& j, const char* key);
+std::string json_text(const nlohmann::json& j, const char* key, const std::string& fallback = "");
+
 nlohmann::json to_json(const MethodResult& m);
 nlohmann::json to_json(const CaseResult& c);
 

@@ -9,20 +9,7 @@
 #include "benchmarks/report.h"
 
 namespace sparsegen::bench {
-namespace {
-
 using Json = nlohmann::json;
-
-std::optional<double> number(const Json& j, const char* key) {
-  if (!j.contains(key) || !j[key].is_number()) return std::nullopt;
-  return j[key].get<double>();
-}
-
-std::string text(const Json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : "?";
-}
-
-}  // namespace
 
 LogBarChart slide_chart(const Json& doc) {
   LogBarChart chart;
@@ -37,7 +24,7 @@ LogBarChart slide_chart(const Json& doc) {
   std::vector<std::vector<const Json*>> groups;
   const Json cases = doc.value("cases", Json::array());
   for (const Json& c : cases) {
-    const std::string g = text(c, "type") + " " + text(c, "pattern");
+    const std::string g = json_text(c, "type", "?") + " " + json_text(c, "pattern", "?");
     size_t i = 0;
     while (i < group_names.size() && group_names[i] != g) ++i;
     if (i == group_names.size()) {
@@ -50,13 +37,13 @@ LogBarChart slide_chart(const Json& doc) {
     CategoryGroup group{group_names[gi], "", chart.categories.size(), 0};
     std::vector<double> ratios;
     for (const Json* c : groups[gi]) {
-      chart.categories.push_back(fmt::format("{}x{} N={}", number(*c, "m").value_or(0),
-                                             number(*c, "k").value_or(0),
-                                             number(*c, "n").value_or(0)));
-      const std::optional<double> s = number(*c, "speedup_vs_dense");
+      chart.categories.push_back(fmt::format("{}x{} N={}", json_number(*c, "m").value_or(0),
+                                             json_number(*c, "k").value_or(0),
+                                             json_number(*c, "n").value_or(0)));
+      const std::optional<double> s = json_number(*c, "speedup_vs_dense");
       speedup.values.push_back(s);
       if (s && *s > 0) ratios.push_back(*s);
-      lift.values.push_back(number(*c, "lift_vs_copy"));
+      lift.values.push_back(json_number(*c, "lift_vs_copy"));
     }
     group.end = chart.categories.size();
     group.note = ratios.empty() ? "gm -" : fmt::format("gm {:.2f}x", geomean(ratios));

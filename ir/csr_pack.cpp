@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "ir/diagnostics.h"
 
 namespace sparsegen {
@@ -13,13 +15,7 @@ struct PackedCsr final : Packed<CsrMatrix> {
   const std::vector<float>& master_values() const override { return format.values; }
   const std::vector<int32_t>& column_indices() const override { return format.col_idx; }
   std::vector<int32_t> take_column_indices() override { return std::move(format.col_idx); }
-  FormatStats stats() const override {
-    FormatStats fs;
-    fs.rows = format.rows;
-    fs.nnz = format.nnz();
-    fs.nnz_padded = slots_;
-    return fs;
-  }
+  FormatStats stats() const override { return csr_pack_stats(format, slots_); }
   std::string describe() const override {
     return fmt::format("{} {} x {} (nnz {}, {})", layout_, format.rows, format.cols, format.nnz(),
                        note_);
@@ -38,6 +34,18 @@ std::shared_ptr<PackedMatrix> pack_csr(const CsrMatrix& a, const Problem& p, int
     throw UserError(fmt::format("{}: the matrix is {}x{} but the problem has M={} and K={}",
                                 a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m, p.k));
   return std::make_shared<PackedCsr>(a, slots, std::move(layout), std::move(note));
+}
+
+FormatStats csr_pack_stats(const CsrMatrix& a, int64_t slots) {
+  FormatStats fs;
+  fs.rows = a.rows;
+  fs.nnz = a.row_ptr.empty() ? 0 : a.row_ptr.back();  // also after the indices were taken
+  fs.nnz_padded = slots;
+  for (int64_t r = 0; r < a.rows; ++r)
+    fs.max_row_length = std::max(fs.max_row_length, a.row_ptr[r + 1] - a.row_ptr[r]);
+  fs.block_tasks = 0;
+  fs.col_tiles = 1;
+  return fs;
 }
 
 const CsrMatrix& packed_csr(const PackedMatrix& packed) {

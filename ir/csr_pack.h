@@ -17,6 +17,9 @@ namespace sparsegen {
 // describe() reads "<layout> M x K (nnz Z, <layout's note>)".
 std::shared_ptr<PackedMatrix> pack_csr(const CsrMatrix& a, const Problem& p, int64_t slots,
                                        std::string layout, std::string note);
+// The format figures of such a pack: rows, nonzeros, `slots` packed slots, the longest row, and
+// no kernel of the family's own (block_tasks 0, one column tile: the library runs).
+FormatStats csr_pack_stats(const CsrMatrix& a, int64_t slots);
 // The CSR inside a pack_csr() pack. Precondition (asserted): `packed` was made by pack_csr.
 const CsrMatrix& packed_csr(const PackedMatrix& packed);
 

@@ -39,20 +39,12 @@ class CusparseIrFamily final : public IrFamily {
     return why_not_cusparse(p, a);
   }
   std::optional<std::string> pack_key(const Schedule&) const override { return "cusparse"; }
-  FormatStats format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s) const override {
-    FormatStats fs;
-    fs.rows = a.rows;
-    fs.nnz = a.nnz();
-    fs.nnz_padded = a.nnz();
-    for (int64_t r = 0; r < a.rows; ++r)
-      fs.max_row_length = std::max(fs.max_row_length, a.row_ptr[r + 1] - a.row_ptr[r]);
-    return restat(fs, p, s);
+  FormatStats format_stats(const CsrMatrix& a, const Problem&, const Schedule&) const override {
+    return csr_pack_stats(a, a.nnz());
   }
+  // No kernel of its own (the library's SpMM): the shared figures hold.
   FormatStats restat(const FormatStats& shared, const Problem&, const Schedule&) const override {
-    FormatStats fs = shared;
-    fs.block_tasks = 0;  // no kernel of its own: the library's SpMM
-    fs.col_tiles = 1;
-    return fs;
+    return shared;
   }
   std::vector<std::string> verify(const Problem&, const Schedule&, const FormatStats&,
                                   const DeviceLimits& dev) const override {

@@ -35,20 +35,12 @@ class DenseIrFamily final : public IrFamily {
     return validate_dense(p);
   }
   std::optional<std::string> pack_key(const Schedule&) const override { return "dense"; }
-  FormatStats format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s) const override {
-    FormatStats fs;
-    fs.rows = a.rows;
-    fs.nnz = a.nnz();
-    fs.nnz_padded = a.rows * a.cols;
-    for (int64_t r = 0; r < a.rows; ++r)
-      fs.max_row_length = std::max(fs.max_row_length, a.row_ptr[r + 1] - a.row_ptr[r]);
-    return restat(fs, p, s);
+  FormatStats format_stats(const CsrMatrix& a, const Problem&, const Schedule&) const override {
+    return csr_pack_stats(a, a.rows * a.cols);
   }
+  // No kernel of its own (the library's GEMM): the shared figures hold.
   FormatStats restat(const FormatStats& shared, const Problem&, const Schedule&) const override {
-    FormatStats fs = shared;
-    fs.block_tasks = 0;  // no kernel of its own: the library's GEMM
-    fs.col_tiles = 1;
-    return fs;
+    return shared;
   }
   std::vector<std::string> verify(const Problem& p, const Schedule&, const FormatStats&,
                                   const DeviceLimits& dev) const override {

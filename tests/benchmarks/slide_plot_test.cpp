@@ -25,7 +25,6 @@ TEST(SlidePlot, GroupsPerTypeWithTheirGeometricMeans) {
                            {"n", 64},        {"pattern", "6:8"}, {"error", "no kernel"}};
   const nlohmann::json doc = {
       {"device", "NVIDIA H200"},
-      {"date", "2026-11-27T11:00:00Z"},
       {"cases",
        {slide_case("fp16", 1, 1.21, 0.4), slide_case("fp16", 16, 1.0 / 1.21, 0.5),
         slide_case("int8", 1, 0.8, 0.3), failed}}};
