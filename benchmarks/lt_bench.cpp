@@ -37,6 +37,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,9 @@ std::vector<uint16_t> value_table(Type t, uint64_t seed) {
       case Type::E4M3:
         v = float_to_e4m3_bits(f);
         break;
+      case Type::I32:
+      case Type::F32:
+        throw std::invalid_argument("value_table: int32 / fp32 are outputs only");
     }
   }
   return table;

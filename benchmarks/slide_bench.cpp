@@ -34,6 +34,7 @@
 #include "ir/family.h"
 #include "ir/gen/pruning.h"
 #include "ir/slide_fragments.h"
+#include "ir/slide_lt_schedule.h"
 #include "ir/slide_schedule.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/nvrtc_compiler.h"
@@ -146,12 +147,22 @@ int main(int argc, char** argv) {
                  "slide schedules timed per case and warp split (the tuner's ranking)");
   app.add_option("--reps", reps, "timed runs per candidate");
   app.add_option("--out", out_path, "JSON path (default $BENCH_DIR/slide.json)");
+  std::vector<std::string> backends = {"mma", "lt"};
+  app.add_option("--backends", backends,
+                 "mma (the generated mma.sp kernels), lt (cuSPARSELt on the lifted weight)");
   bool lift_only = false;
   app.add_flag("--lift-only", lift_only, "time the lift kernel alone (no decode cases)");
   bool no_plot = false;
   app.add_flag("--no-plot", no_plot, "no SVG plot next to the JSON");
   CLI11_PARSE(app, argc, argv);
   if (lift_only) ns.clear();
+  const bool use_mma = std::count(backends.begin(), backends.end(), "mma") > 0;
+  const bool use_lt = std::count(backends.begin(), backends.end(), "lt") > 0;
+  for (const std::string& b : backends)
+    if (b != "mma" && b != "lt") {
+      std::fprintf(stderr, "--backends: '%s' is not mma or lt\n", b.c_str());
+      return 2;
+    }
   if (out_path.empty()) {
     const char* d = std::getenv("BENCH_DIR");
     out_path = std::string(d != nullptr ? d : ".") + "/slide.json";
@@ -274,6 +285,7 @@ int main(int argc, char** argv) {
                   }
                 }
               }
+            if (!use_mma) picks.clear();
             for (size_t i : picks) {
               const Schedule& s = ranked.all[i];
               CompiledKernel kern(ctx, build_kernel(a, p, s, target));
@@ -283,6 +295,30 @@ int main(int argc, char** argv) {
               tried.push_back({{"schedule", to_string(s)}, {"ms", ms}, {"rank", i}});
               if (best_spec.empty() || ms < best) best = ms, best_spec = to_string(s);
             }
+            // The library back end: cuSPARSELt on the lifted weight, its algorithm searched
+            // when the kernel is loaded (the tuner's slide_lt candidate).
+            if (use_lt) {
+              try {
+                SlideLtSchedule ls;
+                ls.pattern = pn;
+                CompiledKernel kern(ctx, build_kernel(a, p, Schedule(ls), target));
+                const double ms =
+                    measure([&](CUstream st) { kern.run(db.ptr(), dc.ptr(), 1.0f, 0.0f, st); },
+                            topt)
+                        .median_ms;
+                const std::string lt_spec = to_string(
+                    Schedule(with_choice(ls, kern.signature().sparse_gemms.front().choice)));
+                tried.push_back({{"schedule", lt_spec}, {"ms", ms}});
+                row["lt_ms"] = ms;
+                row["lt_schedule"] = lt_spec;
+                row["lt_speedup_vs_dense"] = dense_ms / ms;
+                if (best_spec.empty() || ms < best) best = ms, best_spec = lt_spec;
+              } catch (const std::exception& e) {
+                row["lt_error"] = e.what();
+                std::printf("  slide_lt: %s\n", e.what());
+              }
+            }
+            if (best_spec.empty()) throw std::runtime_error("no back end ran");
             row["slide_ms"] = best;
             row["slide_schedule"] = best_spec;
             row["tried"] = tried;
@@ -296,8 +332,9 @@ int main(int argc, char** argv) {
                   lift_spec = t["schedule"].get<std::string>();
                   break;
                 }
-              SlideSchedule ls =
-                  parse_schedule(lift_spec.empty() ? best_spec : lift_spec).as<SlideSchedule>();
+              SlideSchedule ls;
+              ls.pattern = pn;
+              if (!lift_spec.empty()) ls = parse_schedule(lift_spec).as<SlideSchedule>();
               ls.lift = SlideLift::Kernel;
               const double lift_ms = time_lift(p, Schedule(ls), f, db.ptr(), target, topt);
               const double lift_bytes = double(k * n * 2) + double(slide_b_work_bytes(p, pn));
@@ -331,7 +368,9 @@ int main(int argc, char** argv) {
               {"copy_gbs", copy_gbs},
               {"method",
                "medians of L2-flushed runs in one process; slide = fastest of the tuner's top "
-               "schedules, lift included; dense = cuBLASLt best of 8 heuristics, same type"},
+               "generated schedules (mma) and cuSPARSELt on the lifted weight with its "
+               "algorithm searched at load (lt), lift included; dense = cuBLASLt best of 8 "
+               "heuristics, same type"},
               {"cases", cases},
               {"lift", lifts}};
   std::ofstream(out_path) << doc.dump(1) << "\n";

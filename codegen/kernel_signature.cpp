@@ -59,6 +59,12 @@ std::string describe_spmm(const LibrarySpmm& m) {
                      m.nnz, m.algorithm, m.row_major ? "row" : "column");
 }
 
+std::string describe_sparse_gemm(const LibrarySparseGemm& g) {
+  return fmt::format("library 2:4 gemm {}x{}x{} ({}) into {}\n", g.m, g.n, g.k,
+                     g.choice.empty() ? "algorithm searched at load" : g.choice,
+                     g.to_workspace ? "the workspace (raw accumulators)" : "C");
+}
+
 }  // namespace
 
 bool is_table(ParamKind k) {
@@ -73,7 +79,7 @@ KernelSignature KernelSignature::without_table_data() const {
     light.push_back({p.name, p.kind, p.source, is_table(p.kind) ? std::vector<int64_t>{} : p.data});
   return {kernel_name,     std::move(light), launch,           prologue,    epilogue,
           workspace_bytes, b_alignment,      workspace_zeroed, b_transform, b_work_bytes,
-          token_scales,    gemms_before,     gemms_after,      spmms};
+          token_scales,    gemms_before,     gemms_after,      spmms,       sparse_gemms};
 }
 
 std::string describe(const KernelSignature& sig) {
@@ -81,6 +87,7 @@ std::string describe(const KernelSignature& sig) {
   if (sig.b_work_bytes > 0) s += fmt::format("B work {} bytes\n", sig.b_work_bytes);
   if (sig.token_scales > 0) s += fmt::format("token scales {} floats\n", sig.token_scales);
   for (const LibraryGemm& g : sig.gemms_before) s += describe_gemm(g);
+  for (const LibrarySparseGemm& g : sig.sparse_gemms) s += describe_sparse_gemm(g);
   s += describe_aux("prologue", sig.prologue);
   if (sig.workspace_bytes > 0)
     s += fmt::format("workspace {} bytes (fp32 accumulation, C's layout)\n", sig.workspace_bytes);
@@ -90,7 +97,8 @@ std::string describe(const KernelSignature& sig) {
     s += fmt::format(" dynamic_shared={}B", sig.launch.dynamic_shared_bytes);
   s += "\n";
   if (sig.empty_grid())
-    s += sig.gemms_before.empty() && sig.gemms_after.empty() && sig.spmms.empty()
+    s += sig.gemms_before.empty() && sig.gemms_after.empty() && sig.spmms.empty() &&
+                 sig.sparse_gemms.empty()
              ? "  (empty grid: do not launch; C = beta * C is the whole result)\n"
              : "  (empty grid: do not launch; the library steps are the whole run)\n";
   for (size_t i = 0; i < sig.params.size(); ++i) {

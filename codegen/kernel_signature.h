@@ -110,8 +110,24 @@ struct LibrarySpmm {
   size_t row_offsets_param = 0;  // index into KernelSignature::params
 };
 
-// Launch order on one stream: b_transform (when present), gemms_before, prologue (when present),
-// the main kernel (unless empty_grid()), gemms_after, spmms, epilogue (when present). b_transform
+// A 2:4 structured sparse GEMM the runtime runs through the sparse tensor-core library
+// (cuSPARSELt, loaded at run time: runtime/cusparselt.h) as a step of the launch sequence:
+// D (m x n, column-major) = A (m x k, row-major, 2:4 along k; the kernel's Values in the
+// problem's type) · B' (k x n, column-major: the BWork buffer the b_transform kernel wrote).
+// to_workspace: D is the raw accumulator (int32 for int8, fp32 for fp8 e4m3) in the Workspace,
+// which the main kernel then scales into C; else D is C (16-bit) with the run's alpha and beta.
+// Planned when the kernel is loaded (the weight compressed then), never per call; `choice` is the
+// library's algorithm (cusparselt::Choice::to_string) or empty: searched once at load, and the
+// loaded kernel's signature then holds the choice found.
+struct LibrarySparseGemm {
+  std::string choice;
+  int64_t m = 0, k = 0, n = 0;
+  bool to_workspace = false;
+};
+
+// Launch order on one stream: b_transform (when present), gemms_before, sparse_gemms, prologue
+// (when present), the main kernel (unless empty_grid()), gemms_after, spmms, epilogue (when
+// present). b_transform
 // reads B (and may write TokenScales) and writes BWork, which the later kernels read instead of B:
 // a kernel on B, e.g. the activation lifting and per-token quantization of a sliding-window sparse
 // GEMM. Used when rows are finished with atomic adds (OutputMode::Atomic):
@@ -139,6 +155,7 @@ struct KernelSignature {
   std::vector<LibraryGemm> gemms_before;  // after b_transform, before the prologue
   std::vector<LibraryGemm> gemms_after;   // after the main kernel, before the epilogue
   std::vector<LibrarySpmm> spmms;         // after gemms_after, before the epilogue
+  std::vector<LibrarySparseGemm> sparse_gemms;  // after gemms_before, before the prologue
   // True when grid_x or grid_y is 0: the caller must not launch the main kernel (prologue and
   // epilogue still run: they apply C = beta * C).
   bool empty_grid() const { return launch.grid_x == 0 || launch.grid_y == 0; }

@@ -42,6 +42,82 @@ int kind_of(DType t) {
   }
 }
 
+// The lift's staging plan: tokens per block, chunks and columns per staged segment.
+struct LiftPlan {
+  int tokens = 1;      // TOK: tokens per block (1 for column-major B, 8 for row-major)
+  int seg_chunks = 0;  // chunks per staged segment (>= chunks: all of K at once)
+  int seg_cols = 0;    // staged columns per token (a multiple of 8)
+  int64_t smem = 0;    // dynamic shared bytes: tokens x seg_cols values of T
+};
+
+// Shared memory the lift may stage per block: all of K up to about 48k columns per token
+// (column-major B; 6k for the 8 tokens of row-major B), segments beyond that.
+constexpr int64_t kLiftSmemBudget = 96 * 1024;
+
+LiftPlan lift_plan(const Problem& p, int pattern, int64_t chunks) {
+  const SlideMma m = slide_mma(p.dtype);
+  const int64_t chunk = m.chunk, two_p = 2 * pattern, w = 4 * (pattern - 1);
+  LiftPlan l;
+  l.tokens = p.b_layout == Layout::RowMajor ? 8 : 1;
+  // Columns a segment of c chunks stages, at most: whole groups at both ends, lo rounded
+  // down to 8 for the 16-byte copies, the last piece rounded up.
+  auto cols_for = [&](int64_t c) { return ((c * chunk + w - 1) / w + 2) * two_p + 16; };
+  const int64_t per_token = kLiftSmemBudget / (2 * l.tokens);
+  int64_t seg = chunks;
+  if (cols_for(seg) > per_token)
+    seg = std::max<int64_t>(1, ((per_token - 16) / two_p - 3) * w / chunk);
+  SG_ASSERT(cols_for(std::min<int64_t>(seg, chunks)) <= per_token, "slide lift: segment too wide");
+  l.seg_chunks = static_cast<int>(seg);
+  l.seg_cols = static_cast<int>((cols_for(std::min<int64_t>(seg, chunks)) + 7) / 8 * 8);
+  l.smem = int64_t{l.tokens} * l.seg_cols * 2;
+  return l;
+}
+
+}  // namespace
+
+bool slide_vec_b(const Problem& p) {
+  return p.b_layout == Layout::ColMajor && p.k % 8 == 0;
+}
+
+AuxKernel emit_slide_lift(Emitter& e, const Problem& p, int pattern, int64_t chunks, bool plain,
+                          const std::string& name) {
+  const bool row_b = p.b_layout == Layout::RowMajor, quant = is_quantized(p.dtype);
+  const LiftPlan l = lift_plan(p, pattern, chunks);
+  const auto c = e.call(tmpl::slide_lift,
+                        targs(TypeArg{"T"}, IntArg{kind_of(p.dtype)}, IntArg{pattern},
+                              IntArg{kLiftThreads}, IntArg{quant ? 1 : 0}, IntArg{l.tokens},
+                              IntArg{slide_vec_b(p) ? 1 : 0}, IntArg{plain ? 1 : 0}),
+                        cptr_t("B"), ptr_u32("bw"),
+                        ptr_f32(quant ? "token_scales" : "static_cast<float*>(nullptr)"),
+                        ptr_t("reinterpret_cast<T*>(sg_lift_smem)"), i32(std::to_string(p.k)),
+                        i32(std::to_string(p.n)), i32(row_b ? std::to_string(p.n) : "1"),
+                        i32(row_b ? "1" : std::to_string(p.k)), i32(std::to_string(chunks)),
+                        i32(std::to_string(slide_col_tiles(p))), i32(std::to_string(l.seg_chunks)),
+                        i32(std::to_string(l.seg_cols)));
+  e.decl(fmt::format(
+      "// b_transform: B lifted into the sliding windows{}, {}; {} token(s) per block, {}\n"
+      "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
+      "    const T* __restrict__ B,\n    unsigned* __restrict__ bw{}) {{\n"
+      "  extern __shared__ __align__(16) unsigned char sg_lift_smem[];\n  {};\n}}",
+      quant ? " and quantized per token" : "",
+      plain ? "lifted K x N column-major" : "in mma.sp B fragment order", l.tokens,
+      l.seg_chunks >= chunks ? "all of K staged at once"
+                             : fmt::format("{} chunks staged at a time", l.seg_chunks),
+      kLiftThreads, name, quant ? ",\n    float* __restrict__ token_scales" : "", c.text));
+  // One block per TOK tokens of the whole column tiles (tokens >= N get zeros, or no writes).
+  AuxKernel t;
+  t.name = name;
+  t.params = {{"B", ParamKind::B, "B", {}}, {"bw", ParamKind::BWork, "lifted B", {}}};
+  if (quant) t.params.push_back({"token_scales", ParamKind::TokenScales, "token scales", {}});
+  t.launch.grid_x = slide_col_tiles(p) * 8 / l.tokens;
+  t.launch.grid_y = 1;
+  t.launch.dynamic_shared_bytes = l.smem;
+  t.launch.block_threads = kLiftThreads;
+  return t;
+}
+
+namespace {
+
 class SlideEmitter : public Emitter {
  public:
   SlideEmitter(const Problem& p, const SlideSchedule& s, const SlideTcFormat& f,
@@ -67,7 +143,7 @@ class SlideEmitter : public Emitter {
                      to_string(Schedule(s_))));
     decl(fmt::format("using T = {};", p_.b_dtype() == DType::F16 ? "__half" : "__nv_bfloat16"));
     fused_ = s_.lift == SlideLift::Fused;
-    if (!fused_) emit_lift();
+    if (!fused_) lift_ = emit_slide_lift(*this, p_, s_.pattern, f_.chunks, false, lift_name());
     emit_main();
     GeneratedKernel k;
     k.source = assemble();
@@ -77,68 +153,8 @@ class SlideEmitter : public Emitter {
   }
 
  private:
-  bool vec_b() const { return p_.b_layout == Layout::ColMajor && p_.k % 8 == 0; }
+  bool vec_b() const { return slide_vec_b(p_); }
   std::string lift_name() const { return opt_.kernel_name + "_lift"; }
-
-  // The lift's staging plan: tokens per block, chunks and columns per staged segment.
-  struct LiftPlan {
-    int tokens = 1;      // TOK: tokens per block (1 for column-major B, 8 for row-major)
-    int seg_chunks = 0;  // chunks per staged segment (>= chunks: all of K at once)
-    int seg_cols = 0;    // staged columns per token (a multiple of 8)
-    int64_t smem = 0;    // dynamic shared bytes: tokens x seg_cols values of T
-  };
-
-  // Shared memory the lift may stage per block: all of K up to about 48k columns per token
-  // (column-major B; 6k for the 8 tokens of row-major B), segments beyond that.
-  static constexpr int64_t kLiftSmemBudget = 96 * 1024;
-
-  LiftPlan lift_plan() const {
-    const SlideMma m = slide_mma(p_.dtype);
-    const int64_t chunk = m.chunk, two_p = 2 * s_.pattern, w = 4 * (s_.pattern - 1);
-    LiftPlan l;
-    l.tokens = p_.b_layout == Layout::RowMajor ? 8 : 1;
-    // Columns a segment of c chunks stages, at most: whole groups at both ends, lo rounded
-    // down to 8 for the 16-byte copies, the last piece rounded up.
-    auto cols_for = [&](int64_t c) { return ((c * chunk + w - 1) / w + 2) * two_p + 16; };
-    const int64_t per_token = kLiftSmemBudget / (2 * l.tokens);
-    int64_t seg = f_.chunks;
-    if (cols_for(seg) > per_token)
-      seg = std::max<int64_t>(1, ((per_token - 16) / two_p - 3) * w / chunk);
-    SG_ASSERT(cols_for(std::min<int64_t>(seg, f_.chunks)) <= per_token,
-              "slide lift: segment too wide");
-    l.seg_chunks = static_cast<int>(seg);
-    l.seg_cols = static_cast<int>((cols_for(std::min<int64_t>(seg, f_.chunks)) + 7) / 8 * 8);
-    l.smem = int64_t{l.tokens} * l.seg_cols * 2;
-    return l;
-  }
-
-  // b_transform: one call of sg::slide_lift in its own kernel (declared before the main one).
-  void emit_lift() {
-    const bool row_b = p_.b_layout == Layout::RowMajor;
-    const LiftPlan l = lift_plan();
-    const auto c = call(
-        tmpl::slide_lift,
-        targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.pattern}, IntArg{kLiftThreads},
-              IntArg{quant_ ? 1 : 0}, IntArg{l.tokens}, IntArg{vec_b() ? 1 : 0}),
-        cptr_t("B"), ptr_u32("bw"),
-        ptr_f32(quant_ ? "token_scales" : "static_cast<float*>(nullptr)"),
-        ptr_t("reinterpret_cast<T*>(sg_lift_smem)"), i32(std::to_string(p_.k)),
-        i32(std::to_string(p_.n)), i32(row_b ? std::to_string(p_.n) : "1"),
-        i32(row_b ? "1" : std::to_string(p_.k)), i32(std::to_string(f_.chunks)),
-        i32(std::to_string(slide_col_tiles(p_))), i32(std::to_string(l.seg_chunks)),
-        i32(std::to_string(l.seg_cols)));
-    decl(fmt::format(
-        "// b_transform: B lifted into the sliding windows{}, in mma.sp B fragment order; {} "
-        "token(s) per block, {}\n"
-        "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
-        "    const T* __restrict__ B,\n    unsigned* __restrict__ bw{}) {{\n"
-        "  extern __shared__ __align__(16) unsigned char sg_lift_smem[];\n  {};\n}}",
-        quant_ ? " and quantized per token" : "", l.tokens,
-        l.seg_chunks >= f_.chunks ? "all of K staged at once"
-                                  : fmt::format("{} chunks staged at a time", l.seg_chunks),
-        kLiftThreads, lift_name(), quant_ ? ",\n    float* __restrict__ token_scales" : "",
-        c.text));
-  }
 
   void emit_main() {
     line("extern __shared__ __align__(16) float sg_smem[];");
@@ -232,16 +248,7 @@ class SlideEmitter : public Emitter {
     sig.b_work_bytes = slide_b_work_bytes(p_, s_);
     if (quant_) sig.token_scales = p_.n;
     if (fused_) return sig;
-    // b_transform: one block per TOK tokens of the whole column tiles (tokens >= N get zeros).
-    AuxKernel& t = sig.b_transform;
-    t.name = lift_name();
-    t.params = {{"B", ParamKind::B, "B", {}}, {"bw", ParamKind::BWork, "lifted B", {}}};
-    if (quant_) t.params.push_back({"token_scales", ParamKind::TokenScales, "token scales", {}});
-    const LiftPlan l = lift_plan();
-    t.launch.grid_x = slide_col_tiles(p_) * 8 / l.tokens;
-    t.launch.grid_y = 1;
-    t.launch.dynamic_shared_bytes = l.smem;
-    t.launch.block_threads = kLiftThreads;
+    sig.b_transform = lift_;
     return sig;
   }
 
@@ -251,6 +258,7 @@ class SlideEmitter : public Emitter {
   const EmitOptions& opt_;
   bool quant_ = false;
   bool fused_ = false;
+  AuxKernel lift_;
 };
 
 }  // namespace

@@ -20,6 +20,9 @@
 // (TokenScales) to both; T is then the problem's io type (the caller's B and C).
 #pragma once
 
+#include <string>
+
+#include "codegen/emitter.h"
 #include "codegen/family.h"
 #include "ir/slide_fragments.h"
 
@@ -31,5 +34,15 @@ namespace sparsegen::codegen {
 // (TokenScales)]; b_transform: B, bw, [token_scales].
 GeneratedKernel emit_slide(const Problem& problem, const Schedule& schedule, const SlideTcFormat& f,
                            const EmitOptions& opt = {});
+
+// The lift (b_transform) of (2·pattern−2):2·pattern for p, shared by the families that run slide
+// weights: declares kernel `name` (sg::slide_lift) in `e`, T being the problem's B type, and
+// returns its launch step. plain: B' for a library GEMM (lifted K x N, column-major, `chunks`
+// chunks of the lift's width) instead of the mma.sp fragment order.
+AuxKernel emit_slide_lift(Emitter& e, const Problem& p, int pattern, int64_t chunks, bool plain,
+                          const std::string& name);
+// Whether the lift copies B in 16-byte pieces (column-major B, K % 8 == 0): B must then be
+// 16-byte aligned for 8-bit types.
+bool slide_vec_b(const Problem& p);
 
 }  // namespace sparsegen::codegen

@@ -18,6 +18,7 @@
 #include "ir/verifier.h"
 #include "runtime/cublaslt.h"
 #include "runtime/cusparse.h"
+#include "runtime/cusparselt.h"
 
 namespace sparsegen {
 namespace {
@@ -232,11 +233,14 @@ struct CompiledKernel::Impl {
   std::vector<std::unique_ptr<cublaslt::Gemm>> gemms_fp32;
   // The signature's library SpMMs, planned after the upload (they read A's device buffers).
   std::vector<std::unique_ptr<cusparse::Spmm>> spmms;
+  // The signature's 2:4 library GEMMs, planned after the upload (they compress A's values).
+  std::vector<std::unique_ptr<cusparselt::SparseGemm>> sparse_gemms;
   int registers = 0;
 
   // Steps 8-9 from `src` (k.build when the build was moved in, else the caller's build); steps
   // are logged into build.step_log.
   void load_and_upload(const KernelBuild& src);
+  void plan_sparse_gemms(const KernelBuild& src);
 };
 
 namespace {
@@ -357,7 +361,66 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src) {
                                                        col_idx.ptr(), values.ptr()));
       bytes += static_cast<size_t>(spmms.back()->workspace_bytes());
     }
+    plan_sparse_gemms(src);
+    for (const auto& g : sparse_gemms) bytes += g->compressed_bytes() + g->workspace_bytes();
     st.finish(fmt::format("{} bytes, workspace {} bytes", bytes, sig.workspace_bytes));
+  }
+}
+
+namespace {
+
+cusparselt::Type lt_type(DType t) {
+  switch (t) {
+    case DType::F16:
+      return cusparselt::Type::F16;
+    case DType::BF16:
+      return cusparselt::Type::BF16;
+    case DType::I8:
+      return cusparselt::Type::I8;
+    case DType::F8E4M3:
+      return cusparselt::Type::E4M3;
+    default:
+      throw UserError(fmt::format("the 2:4 library GEMM has no {} inputs", to_string(t)));
+  }
+}
+
+}  // namespace
+
+// The 2:4 library GEMMs read A's device values (each keeps its own compressed copy). A step
+// without a choice is searched here, once, on the kernel's own buffers (B work zeroed; C a
+// scratch copy), and the choice found is written into this kernel's signature.
+void CompiledKernel::Impl::plan_sparse_gemms(const KernelBuild& src) {
+  const codegen::KernelSignature& sig = src.kernel.signature;
+  const Problem& p = src.problem;
+  for (size_t i = 0; i < sig.sparse_gemms.size(); ++i) {
+    const codegen::LibrarySparseGemm& g = sig.sparse_gemms[i];
+    cusparselt::Shape sh;
+    sh.m = g.m;
+    sh.k = g.k;
+    sh.n = g.n;
+    sh.in = lt_type(p.dtype);
+    sh.out = !g.to_workspace        ? lt_type(p.b_dtype())
+             : p.dtype == DType::I8 ? cusparselt::Type::I32
+                                    : cusparselt::Type::F32;
+    SG_ASSERT(!g.to_workspace || workspace.bytes() >= static_cast<size_t>(g.m * g.n * 4),
+              "2:4 library GEMM: the workspace is smaller than its accumulators");
+    SG_ASSERT(b_work.bytes() >= static_cast<size_t>(g.n * g.k * dtype_bytes(p.dtype)),
+              "2:4 library GEMM: the B work buffer is smaller than its operand");
+    auto gemm = std::make_unique<cusparselt::SparseGemm>(values.ptr(), sh, nullptr);
+    if (g.choice.empty()) {
+      b_work.fill_bytes(0);
+      cuda::DeviceBuffer scratch;
+      if (!g.to_workspace)
+        scratch =
+            cuda::DeviceBuffer(static_cast<size_t>(g.m * g.n * cusparselt::type_bytes(sh.out)));
+      cusparselt::SearchOptions so;
+      so.max_alg_ids = 1;  // with the library's own search: one plan for every id
+      gemm->search(b_work.ptr(), g.to_workspace ? workspace.ptr() : scratch.ptr(), nullptr, so);
+    } else {
+      gemm->set_choice(cusparselt::Choice::parse(g.choice));
+    }
+    build.kernel.signature.sparse_gemms[i].choice = gemm->choice().to_string();
+    sparse_gemms.push_back(std::move(gemm));
   }
 }
 
@@ -532,6 +595,11 @@ void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
     launch_bound(k.b_transform, sig.b_transform.params, sig.b_transform.launch, a, false, stream);
   const int64_t elem = dtype_bytes(p.b_dtype());
   run_gemms(sig.gemms_before, k.gemms, k.gemms_fp32, 0, a, elem, stream);
+  for (size_t i = 0; i < k.sparse_gemms.size(); ++i) {
+    const bool raw = sig.sparse_gemms[i].to_workspace;
+    k.sparse_gemms[i]->run(a.b_work, raw ? a.workspace : c, raw ? 1.0f : alpha, raw ? 0.0f : beta,
+                           stream);
+  }
   if (aux_runs(k.prologue, sig.prologue, beta))
     launch_bound(k.prologue, sig.prologue.params, sig.prologue.launch, a, false, stream);
   if (sig.empty_grid()) {
@@ -539,7 +607,7 @@ void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
     // task (nnz == 0): its prologue (and epilogue) apply C = beta*C. A Store kernel always has a
     // task per row; a library candidate's launch sequence is its library steps alone.
     SG_ASSERT(k.prologue != nullptr || !sig.gemms_before.empty() || !sig.gemms_after.empty() ||
-                  !sig.spmms.empty(),
+                  !sig.spmms.empty() || !sig.sparse_gemms.empty(),
               "empty grid without a prologue or a library step for " + to_string(p));
   } else {
     launch_bound(k.kernel, sig.params, sig.launch, a, true, stream);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <future>
@@ -172,6 +173,24 @@ std::string library_note(const std::vector<Candidate>& cands, const Candidate& w
   return fmt::format("; {:.2f}x faster than the library ({}, {:.4f} ms)",
                      *lib->measured_ms / *winner.measured_ms, to_string(lib->schedule),
                      *lib->measured_ms);
+}
+
+// A library candidate that searched its algorithm when it was loaded becomes the schedule of the
+// choice it found (IrFamily::with_library_choices), its build planning that choice: the cache
+// keeps the choice with the kernel and a later load does not search again.
+void keep_library_choices(Candidate& c, const CompiledKernel& k) {
+  const auto& found = k.signature().sparse_gemms;
+  if (found.empty()) return;
+  std::vector<std::string> choices;
+  for (const codegen::LibrarySparseGemm& g : found) choices.push_back(g.choice);
+  const std::optional<Schedule> s = c.schedule.family().with_library_choices(c.schedule, choices);
+  if (!s) return;
+  if (debug_logging())
+    std::fprintf(stderr, "[sparsegen] %s: the library's search chose %s\n",
+                 to_string(c.schedule).c_str(), to_string(*s).c_str());
+  c.schedule = *s;
+  c.build->schedule = *s;
+  c.build->kernel.signature.sparse_gemms = found;
 }
 
 kdb::KernelRecord record_of(const Candidate& c, const kdb::KeyParts& base) {
@@ -609,6 +628,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
               measure([&](CUstream s) { k.run(db_b.ptr(), db_c.ptr(), 1.0f, 0.0f, s); }, to);
           c.measured_ms = t.median_ms;
           c.times_ms = t.samples_ms;
+          keep_library_choices(c, k);
         } catch (const CudaError& e) {
           c.error = fmt::format("measurement failed: {}", e.what());
           if (e.sticky()) throw;             // the context cannot run anything after a fault

@@ -160,6 +160,14 @@ class IrFamily {
   // fp32 additions a row's partial results go through after its products are summed (atomic
   // adds of split rows or split K parts, a workspace prologue): part of the error bound's L.
   virtual int64_t output_adds(const Problem& p, const Schedule& s, int64_t row_length) const = 0;
+  // A library candidate whose algorithm is searched when its kernel is loaded: the schedule with
+  // the choices the load found (the library steps' own words, in step order), so that a tuner
+  // stores the choice with the kernel and a later load plans it without searching. nullopt: the
+  // schedule names no search (the default).
+  virtual std::optional<Schedule> with_library_choices(
+      const Schedule&, const std::vector<std::string>& /*choices*/) const {
+    return std::nullopt;
+  }
 };
 
 [[noreturn]] void throw_unregistered(std::string_view family, std::string_view what);

@@ -281,12 +281,25 @@ std::string_view to_string(Type t) {
       return "int8";
     case Type::E4M3:
       return "fp8_e4m3";
+    case Type::I32:
+      return "int32";
+    case Type::F32:
+      return "fp32";
   }
   return "?";
 }
 
 int type_bytes(Type t) {
-  return t == Type::F16 || t == Type::BF16 ? 2 : 1;
+  switch (t) {
+    case Type::F16:
+    case Type::BF16:
+      return 2;
+    case Type::I32:
+    case Type::F32:
+      return 4;
+    default:
+      return 1;
+  }
 }
 
 cudaDataType cuda_data_type(Type t) {
@@ -299,12 +312,16 @@ cudaDataType cuda_data_type(Type t) {
       return CUDA_R_8I;
     case Type::E4M3:
       return CUDA_R_8F_E4M3;
+    case Type::I32:
+      return CUDA_R_32I;
+    case Type::F32:
+      return CUDA_R_32F;
   }
   return CUDA_R_16F;
 }
 
 int64_t mk_multiple(Type in) {
-  return type_bytes(in) == 1 ? 32 : 16;
+  return type_bytes(in) == 1 ? 32 : 16;  // inputs only
 }
 
 std::string Choice::to_string() const {
@@ -596,9 +613,15 @@ SparseGemm::SparseGemm(CUdeviceptr a_dev, const Shape& shape, CUstream stream)
   s.api = &api_or_throw();
   const Api& a = *s.api;
   s.shape = shape;
-  if (shape.out != Type::F16 && shape.out != Type::BF16) {
-    throw CusparseLtError("cuSPARSELt GEMM: the output type must be fp16 or bf16", "SparseGemm",
-                          -1);
+  // 16-bit outputs for every input; the 8-bit inputs' raw accumulators also (int8 -> int32,
+  // e4m3 -> fp32), for a caller that applies its own scales.
+  const bool raw_out = (shape.in == Type::I8 && shape.out == Type::I32) ||
+                       (shape.in == Type::E4M3 && shape.out == Type::F32);
+  if (shape.out != Type::F16 && shape.out != Type::BF16 && !raw_out) {
+    throw CusparseLtError(fmt::format("cuSPARSELt GEMM: {} input cannot write {} (fp16, bf16, or "
+                                      "int32 for int8 and fp32 for fp8_e4m3)",
+                                      to_string(shape.in), to_string(shape.out)),
+                          "SparseGemm", -1);
   }
   if ((shape.in == Type::F16 || shape.in == Type::BF16) && shape.out != shape.in) {
     throw CusparseLtError(fmt::format("cuSPARSELt GEMM: {} input needs {} output",

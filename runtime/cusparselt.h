@@ -58,14 +58,16 @@ bool available(std::string* why = nullptr);
 // "cuSPARSELt 0.10.0 (/path/to/libcusparseLt.so.0)". Throws CusparseLtError when unavailable.
 std::string version();
 
-enum class Type { F16, BF16, I8, E4M3 };
-std::string_view to_string(Type t);  // "fp16", "bf16", "int8", "fp8_e4m3"
+// I32 and F32 are outputs only: the raw accumulators of int8 and e4m3 inputs.
+enum class Type { F16, BF16, I8, E4M3, I32, F32 };
+std::string_view to_string(Type t);  // "fp16", "bf16", "int8", "fp8_e4m3", "int32", "fp32"
 int type_bytes(Type t);
 // The CUDA library data type of `t` (CUDA_R_16F, CUDA_R_16BF, CUDA_R_8I, CUDA_R_8F_E4M3), for
 // cuSPARSELt and cuBLASLt descriptors.
 cudaDataType cuda_data_type(Type t);
 
-// The GEMM's sizes and types. `out` is F16 or BF16; for F16/BF16 inputs it must equal `in`.
+// The GEMM's sizes and types. `out` is F16 or BF16 (for F16/BF16 inputs it must equal `in`), or
+// the raw accumulator of an 8-bit input: I32 for I8, F32 for E4M3 (alpha then scales it in fp32).
 struct Shape {
   int64_t m = 0, k = 0, n = 0;
   Type in = Type::F16;

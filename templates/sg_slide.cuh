@@ -215,12 +215,16 @@ __device__ __forceinline__ float slide_staged_max(const T* s_b, int stride, int 
 // the largest |B| of the token: from the staged columns when one segment holds all of K (B is
 // read once), else from a pass over B before staging; block b stores its tokens' scales.
 //
+// PLAIN = 1 writes B' plainly instead, for a library GEMM: lifted K (chunks · kChunk) x N
+// column-major, unit (chunk, token, t) = lifted columns chunk · kChunk + 4E·t … + 4E − 1 of the
+// token at bw[(n · chunks + chunk) · 4 + t] (16-byte units; tokens >= N are not written).
+//
 //   for seg in segments:                                // one when the token fits
 //     s_b[TOK][cols of seg] <- B                        // cp.async, 16 bytes per copy
 //     (QUANT) inv[token] <- qmax / max |s_b[token]|     // block reduction
 //     for unit (chunk, token, t) of seg, per thread:    // 4·TOK adjacent 16-byte stores
 //       bw[unit] <- lift(s_b)
-template <typename T, int KIND, int P, int THREADS, int QUANT, int TOK, int VEC>
+template <typename T, int KIND, int P, int THREADS, int QUANT, int TOK, int VEC, int PLAIN>
 __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __restrict__ bw,
                                            float* __restrict__ token_scales, T* s_b, int K, int N,
                                            int b_ks, int b_ns, int chunks, int col_tiles,
@@ -310,13 +314,15 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
     // so they are E adjacent original columns from an even one: 32-bit shared loads.
     for (int u = tid; u < (c1 - c0) * 4 * TOK; u += THREADS) {
       const int t = u & 3, j = (u >> 2) % TOK, kc = c0 + (u >> 2) / TOK, n = n0 + j;
+      if (PLAIN && n >= N) continue;
       const int row = j * seg_cols - lo;  // s_b index of the token's column 0
       const float inv = QUANT ? s_inv[j] : 0.0f;
       const bool fast = fast_tokens && inv != 0.0f;
       unsigned r32[4];
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        const int lc = kc * K_::kChunk + r * 4 * E + E * t;  // first lifted column
+        // first lifted column: fragment order, or 4E consecutive ones per unit (PLAIN)
+        const int lc = kc * K_::kChunk + (PLAIN ? 4 * E * t + E * r : r * 4 * E + E * t);
         const int grp = lc / W, rest = lc - grp * W;
         const int col = grp * 2 * P + 2 * (rest >> 2) + (rest & 3);
         const unsigned* src = reinterpret_cast<const unsigned*>(s_b + row + col);
@@ -337,8 +343,9 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
           r32[r] = word;
         }
       }
-      reinterpret_cast<uint4*>(bw)[(kc * col_tiles + (n >> 3)) * 32 + (n & 7) * 4 + t] =
-          make_uint4(r32[0], r32[1], r32[2], r32[3]);
+      const int unit =
+          PLAIN ? (n * chunks + kc) * 4 + t : (kc * col_tiles + (n >> 3)) * 32 + (n & 7) * 4 + t;
+      reinterpret_cast<uint4*>(bw)[unit] = make_uint4(r32[0], r32[1], r32[2], r32[3]);
     }
     if (c1 < chunks) __syncthreads();  // s_b is restaged by the next segment
   }
@@ -549,6 +556,26 @@ __device__ __forceinline__ void slide_spmm_rows(
   }
   detail::slide_store<T, MT, NT, QUANT>(acc, C, row_scales, token_scales, alpha, beta, M, N, rt0,
                                         ct0, g, t, c_rs, c_ns);
+}
+
+// The scale step after a library 2:4 GEMM of 8-bit types: C (M x N, column-major) =
+// alpha · acc · (row_scales[r] · token_scales[n]) + beta · C, acc the GEMM's raw accumulators
+// (Acc: int for int8, float for fp8; M x N column-major); one thread per element, one rounding
+// (the slide kernels' epilogue arithmetic). beta == 0: C not read.
+template <typename T, typename Acc>
+__device__ __forceinline__ void slide_lt_scale(const Acc* __restrict__ acc,
+                                               const float* __restrict__ row_scales,
+                                               const float* __restrict__ token_scales,
+                                               T* __restrict__ C, float alpha, float beta, int M,
+                                               int N) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= static_cast<long long>(M) * N) return;
+  const int n = static_cast<int>(i / M), r = static_cast<int>(i - static_cast<long long>(n) * M);
+  float v = static_cast<float>(acc[i]);
+  v *= row_scales[r] * token_scales[n];
+  float out = alpha * v;
+  if (beta != 0.0f) out += beta * detail::Cvt<T>::to_f32(C[i]);
+  C[i] = detail::Cvt<T>::from_f32(out);
 }
 
 }  // namespace sg

@@ -25,7 +25,7 @@ TEST(SlideCodegen, SourceShapeAndSignature) {
   const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::I8));
   // The lift: one token per block (column-major B, not 16-byte vectors as K % 8 != 0), all of
   // K (3 chunks of 64 lifted columns, 160 staged columns) in shared memory at once.
-  EXPECT_NE(k.source.find("sg::slide_lift<T, 2, 4, 128, 1, 1, 0>(B, bw, token_scales, "
+  EXPECT_NE(k.source.find("sg::slide_lift<T, 2, 4, 128, 1, 1, 0, 0>(B, bw, token_scales, "
                           "reinterpret_cast<T*>(sg_lift_smem), 100, 16, 1, 100, 3, 2, 3, 160)"),
             std::string::npos)
       << k.source;
@@ -82,7 +82,7 @@ TEST(SlideCodegen, LiftStagesRowMajorTilesAndSegmentsOfLongK) {
     const Problem p = Problem::spmm(32, 96, 20, DType::F16, Layout::RowMajor, Layout::RowMajor);
     const GeneratedKernel k =
         emit_slide(p, Schedule(SlideSchedule{}), pack_slide_tc(a, 4, DType::F16));
-    EXPECT_NE(k.source.find("sg::slide_lift<T, 0, 4, 128, 0, 8, 0>(B, bw,"), std::string::npos)
+    EXPECT_NE(k.source.find("sg::slide_lift<T, 0, 4, 128, 0, 8, 0, 0>(B, bw,"), std::string::npos)
         << k.source;
     EXPECT_EQ(k.signature.b_transform.launch.grid_x, 3);  // 3 column tiles of 8 tokens
     nvrtc::CompileOptions o;
@@ -97,7 +97,7 @@ TEST(SlideCodegen, LiftStagesRowMajorTilesAndSegmentsOfLongK) {
                                               Layout::ColMajor);
     const GeneratedKernel k =
         emit_slide(p, Schedule(SlideSchedule{}), pack_slide_tc(a, 4, DType::I8));
-    EXPECT_NE(k.source.find("sg::slide_lift<T, 2, 4, 128, 1, 1, 1>(B, bw, token_scales,"),
+    EXPECT_NE(k.source.find("sg::slide_lift<T, 2, 4, 128, 1, 1, 1, 0>(B, bw, token_scales,"),
               std::string::npos)
         << k.source;
     EXPECT_NE(k.source.find("chunks staged at a time"), std::string::npos) << k.source;

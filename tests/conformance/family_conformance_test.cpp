@@ -137,10 +137,14 @@ constexpr DType kDtypes[] = {DType::F32, DType::F16, DType::BF16};
 Problem problem_for(const CsrMatrix& a, DType dt, int64_t n) {
   return n == 1 ? Problem::spmv(a.rows, a.cols, dt) : Problem::spmm(a.rows, a.cols, n, dt);
 }
-// The problems a matrix serves in the suite: the SpMM/SpMV above and, in fp16/bf16, a gated FFN
-// reading the matrix as its activation pattern (tokens x hidden width; model width K = n).
+// The problems a matrix serves in the suite: the SpMM/SpMV above and, in fp16/bf16, the SpMM in
+// the LLM layout (B and C column-major: each token's values contiguous, what a library GEMM
+// writes) and a gated FFN reading the matrix as its activation pattern (tokens x hidden width;
+// model width K = n).
 std::vector<Problem> problems_for(const CsrMatrix& a, DType dt, int64_t n) {
   std::vector<Problem> out = {problem_for(a, dt, n)};
+  if ((dt == DType::F16 || dt == DType::BF16) && n > 1)
+    out.push_back(Problem::spmm(a.rows, a.cols, n, dt, Layout::ColMajor, Layout::ColMajor));
   if (dt == DType::F16 || dt == DType::BF16)
     out.push_back(Problem::gated_ffn(a.rows, n, a.cols, dt));
   return out;

@@ -1,0 +1,135 @@
+#include "codegen/slide_lt.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "codegen/emitter.h"
+#include "codegen/slide.h"
+#include "codegen/template_types.h"
+#include "ir/diagnostics.h"
+#include "ir/slide_lt_schedule.h"
+#include "templates/template_index.h"
+
+namespace sparsegen::codegen {
+namespace {
+
+using tmpl::cptr_f32;
+using tmpl::cptr_t;
+using tmpl::f32;
+using tmpl::i32;
+using tmpl::ptr_t;
+using tmpl::targs;
+using tmpl::TypeArg;
+
+constexpr int kScaleThreads = 256;
+
+class SlideLtEmitter : public Emitter {
+ public:
+  SlideLtEmitter(const Problem& p, const SlideLtSchedule& s, const SlideTcFormat& f,
+                 const EmitOptions& opt)
+      : p_(p), s_(s), f_(f), opt_(opt), quant_(is_quantized(p.dtype)) {}
+
+  GeneratedKernel run() {
+    const auto why = validate_slide_lt(p_);
+    if (!why.empty())
+      throw UserError(
+          fmt::format("codegen: slide_lt cannot run {}: {}", to_string(p_), fmt::join(why, "; ")));
+    SG_ASSERT(f_.rows == p_.m && f_.cols == p_.k && f_.n == s_.pattern && f_.dtype == p_.dtype,
+              "emit_slide_lt: the format does not match the problem and schedule");
+    for (const char* n : {"acc", "B", "C", "alpha", "beta", "row_scales", "bw", "token_scales", "T",
+                          "sg_lift_smem"})
+      reserve(n);
+    // The algorithm is not in the source: a searched kernel and the choice it found share it.
+    decl(fmt::format("// sparsegen slide_lt: the 2:4 library GEMM on {}:{} sliding windows\n// {}",
+                     2 * s_.pattern - 2, 2 * s_.pattern, to_string(p_)));
+    decl(fmt::format("using T = {};", p_.b_dtype() == DType::F16 ? "__half" : "__nv_bfloat16"));
+    lift_ = emit_slide_lift(*this, p_, s_.pattern, f_.chunks, true, opt_.kernel_name + "_lift");
+    std::string head;
+    if (quant_) {
+      const char* acc = p_.dtype == DType::I8 ? "int" : "float";
+      comment("C = alpha · acc · (row scale · token scale) + beta · C, one thread per element");
+      call_stmt(tmpl::slide_lt_scale, targs(TypeArg{"T"}, TypeArg{acc}), cptr_t("acc"),
+                cptr_f32("row_scales"), cptr_f32("token_scales"), ptr_t("C"), f32("alpha"),
+                f32("beta"), i32(std::to_string(p_.m)), i32(std::to_string(p_.n)));
+      head = fmt::format(
+          "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ acc,\n"
+          "    const float* __restrict__ row_scales, const float* __restrict__ token_scales,\n"
+          "    T* __restrict__ C, float alpha, float beta) {{\n",
+          kScaleThreads, opt_.kernel_name, acc);
+    } else {
+      comment("placeholder: the main grid is empty (the library GEMM writes C)");
+      head = fmt::format("extern \"C\" __global__ void {}(T* C) {{\n", opt_.kernel_name);
+    }
+    GeneratedKernel k;
+    k.source = kernel_source(head);
+    k.headers = header_sources();
+    k.signature = signature();
+    return k;
+  }
+
+ private:
+  KernelSignature signature() const {
+    KernelSignature sig;
+    sig.kernel_name = opt_.kernel_name;
+    if (quant_) {
+      std::vector<int64_t> bits;
+      bits.reserve(f_.row_scales.size());
+      for (float v : f_.row_scales) {
+        uint32_t u = 0;
+        std::memcpy(&u, &v, 4);
+        bits.push_back(u);
+      }
+      sig.params = {{"acc", ParamKind::Workspace, "the library's raw accumulators", {}},
+                    {"row_scales", ParamKind::F32Table, "slide.row_scales", std::move(bits)},
+                    {"token_scales", ParamKind::TokenScales, "token scales", {}},
+                    {"C", ParamKind::C, "C", {}},
+                    {"alpha", ParamKind::Alpha, "alpha", {}},
+                    {"beta", ParamKind::Beta, "beta", {}}};
+      sig.launch.grid_x = (p_.m * p_.n + kScaleThreads - 1) / kScaleThreads;
+      sig.launch.block_threads = kScaleThreads;
+      sig.workspace_bytes = slide_lt_workspace_bytes(p_);
+      sig.token_scales = p_.n;
+    } else {
+      sig.params = {{"C", ParamKind::C, "C", {}}};
+      sig.launch.grid_x = 0;  // empty: the library GEMM is the product
+      sig.launch.block_threads = 32;
+    }
+    sig.launch.grid_y = 1;
+    sig.b_alignment = quant_ && slide_vec_b(p_) ? 16 : 4;
+    sig.b_work_bytes = slide_lt_b_work_bytes(p_, s_.pattern);
+    sig.b_transform = lift_;
+    LibrarySparseGemm g;
+    g.choice = slide_lt_choice(s_);
+    g.m = p_.m;
+    g.k = slide_lt_lifted_k(p_, s_.pattern);
+    g.n = p_.n;
+    g.to_workspace = quant_;
+    sig.sparse_gemms.push_back(g);
+    return sig;
+  }
+
+  const Problem& p_;
+  const SlideLtSchedule& s_;
+  const SlideTcFormat& f_;
+  const EmitOptions& opt_;
+  const bool quant_;
+  AuxKernel lift_;
+};
+
+}  // namespace
+
+GeneratedKernel emit_slide_lt(const Problem& problem, const Schedule& schedule,
+                              const SlideTcFormat& f, const EmitOptions& opt) {
+  EmitOptions o = opt;
+  if (o.kernel_name.empty()) o.kernel_name = "sparsegen_slide_lt";
+  SlideLtEmitter e(problem, schedule.as<SlideLtSchedule>(), f, o);
+  return e.run();
+}
+
+const CodegenFamily& slide_lt_codegen_family() {
+  static const EmitFunction<SlideLtSchedule, SlideTcFormat, emit_slide_lt> f;
+  return f;
+}
+
+}  // namespace sparsegen::codegen
