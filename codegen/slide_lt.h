@@ -1,5 +1,5 @@
 // slide_lt emitter: CUDA source for a SlideLtSchedule (ir/slide_lt_schedule.h): the lift kernel
-// (b_transform, B' plain for the library) and, for 8-bit types, the scale kernel after the
+// (b_transform, B' plain for the library) and, for int8, the scale kernel after the
 // library's 2:4 GEMM (KernelSignature::sparse_gemms). For int8, 6:8, M = 4096, N = 512:
 //
 //   using T = __half;

@@ -20,8 +20,12 @@ int sm_of(const DeviceLimits& dev) {
   return v;
 }
 
+// fp8 e4m3 is not offered: the library's e4m3 GEMM misses the fp32-accumulation error bound
+// every kernel is checked against (measured on an H200, cuSPARSELt 0.8: relative errors of
+// 0.0017 where the bound allows 0.0016, a few elements per case; its accumulation is not full
+// fp32). The generated slide kernels run e4m3 within the bound.
 bool lt_dtype(DType t) {
-  return t == DType::F16 || t == DType::BF16 || t == DType::I8 || t == DType::F8E4M3;
+  return t == DType::F16 || t == DType::BF16 || t == DType::I8;
 }
 
 // The library's rule for the structured operand's M and K.
@@ -56,7 +60,8 @@ std::vector<std::string> validate_slide_lt(const Problem& p) {
                               to_string(p.op)));
   if (!lt_dtype(p.dtype))
     why.push_back(
-        fmt::format("slide_lt runs the 2:4 library GEMM in fp16, bf16, int8 or fp8_e4m3, not {}",
+        fmt::format("slide_lt runs the 2:4 library GEMM in fp16, bf16 or int8, not {} (its fp8 "
+                    "GEMM exceeds the fp32-accumulation error bound; the slide family runs fp8)",
                     to_string(p.dtype)));
   if (is_quantized(p.dtype) && p.io_dtype != DType::F16 && p.io_dtype != DType::BF16)
     why.push_back(
@@ -91,7 +96,7 @@ std::string print_slide_lt(const SlideLtSchedule& s) {
   else
     out += fmt::format("  alg   : id {}, split_k {} (mode {}, {} buffer{})\n", s.alg, s.split_k,
                        s.split_k_mode, s.split_k_buffers, s.split_k_buffers == 1 ? "" : "s");
-  out += "  scale : int8/fp8: row x token scales applied to the raw accumulators (main kernel)\n";
+  out += "  scale : int8: row x token scales applied to the raw accumulators (main kernel)\n";
   return out;
 }
 
@@ -198,8 +203,6 @@ std::vector<std::string> verify_slide_lt(const Problem& p, const DeviceLimits& d
   if (dev.max_threads_per_block < threads)
     why.push_back(fmt::format("the lift and scale kernels need blocks of {} threads; {} allows {}",
                               threads, dev.name, dev.max_threads_per_block));
-  if (p.dtype == DType::F8E4M3 && sm != 0 && sm < 90)
-    why.push_back(fmt::format("the library's fp8 e4m3 2:4 GEMM needs sm_90, not {}", dev.name));
   if (p.m > INT32_MAX || p.n > INT32_MAX || p.k * p.n > INT32_MAX ||
       (lt_dtype(p.dtype) && slide_lt_b_work_bytes(p, kSlideMaxN) > INT32_MAX) ||
       p.m * p.n > INT32_MAX)

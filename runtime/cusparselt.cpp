@@ -558,6 +558,8 @@ struct SparseGemm::Impl {
         "cusparseLtMatmulAlgGetAttribute(SPLIT_K_BUFFERS)");
     c.split_k = std::max(c.split_k, 1);
     c.split_k_buffers = std::max(c.split_k_buffers, 1);
+    // Mode and buffers mean nothing without split-K (plan_for does not set them then).
+    if (c.split_k == 1) c.split_k_mode = 0, c.split_k_buffers = 1;
     return c;
   }
 

@@ -1,7 +1,8 @@
 // slide_lt family on the device (skipped without a GPU or without a loadable cuSPARSELt): the
 // lift for the library, the library's 2:4 GEMM and (8-bit types) the scale kernel together,
-// against the reference of compiler/gpu_check.h (the tight bound; int8 / e4m3 against the
-// reference over the quantized inputs), with C poisoned (beta 0) and beta -1.5; every value type,
+// against the reference of compiler/gpu_check.h (the tight bound; int8 against the reference
+// over the quantized inputs), with C poisoned (beta 0) and beta -1.5; fp16, bf16 and int8 (the
+// family refuses fp8: the library's e4m3 GEMM misses the bound),
 // patterns 2:4, 4:6 and 6:8, N from 1 to 512, K not a multiple of 2N, B in both layouts; the
 // algorithm searched at load and the choice found, planned again without a search.
 #include <gtest/gtest.h>
@@ -50,7 +51,8 @@ class GpuSlideLt : public testing::GpuFixture {
     ASSERT_TRUE(concrete.has_value()) << choice;
     SCOPED_TRACE(to_string(*concrete));
     const CompiledKernel kc(ctx_, build_kernel(a, p, *concrete, target_));
-    EXPECT_EQ(kc.signature().sparse_gemms[0].choice, choice);
+    EXPECT_EQ(kc.signature().sparse_gemms[0].choice,
+              slide_lt_choice(concrete->as<SlideLtSchedule>()));
     const GpuCheckPair rc = gpu_check(kc, a, seed + 1000);
     EXPECT_TRUE(rc.passed()) << rc.error();
     checked_ += 2;
@@ -68,7 +70,7 @@ Problem problem_of(DType dt, int64_t m, int64_t k, int64_t n, Layout bl) {
 TEST_F(GpuSlideLt, EveryTypeAndN) {
   const CsrMatrix a = slide_weight(96, 8 * 37 + 5, 4, 11);  // 6:8, K = 301
   uint64_t seed = 1;
-  for (DType dt : {DType::F16, DType::BF16, DType::I8, DType::F8E4M3})
+  for (DType dt : {DType::F16, DType::BF16, DType::I8})
     for (int64_t n : {1, 8, 16, 64, 512}) {
       check(a, problem_of(dt, a.rows, a.cols, n, seed % 2 ? Layout::ColMajor : Layout::RowMajor),
             seed);
@@ -81,7 +83,7 @@ TEST_F(GpuSlideLt, PatternsTwoFourToSixEight) {
   uint64_t seed = 100;
   for (int pat : {2, 3, 4}) {
     const CsrMatrix a = slide_weight(64, 2 * pat * 40 + 8, pat, 20 + pat);  // K % 8 == 0
-    for (DType dt : {DType::F16, DType::I8, DType::F8E4M3})
+    for (DType dt : {DType::F16, DType::I8})
       for (int64_t n : {8, 200}) {
         check(a, problem_of(dt, a.rows, a.cols, n, Layout::ColMajor), seed);
         ++seed;
