@@ -328,9 +328,12 @@ std::vector<float> interpreter_output(const CsrMatrix& a, const Schedule& s, con
   return out;
 }
 
-CheckResult gpu_check(const CompiledKernel& k, const CsrMatrix& a, const CheckInputs& in,
-                      const Reference& ref, CUstream stream, const std::vector<float>* interp,
-                      bool run_interpreter, CheckBuffers* buffers) {
+namespace {
+
+// Runs k once on in's B (C poisoned when beta == 0, else in.c0) and downloads C as floats and
+// their bits.
+void run_and_download(const CompiledKernel& k, const CheckInputs& in, CUstream stream,
+                      CheckBuffers* buffers, std::vector<float>& out, std::vector<uint32_t>& bits) {
   const Problem& p = k.problem();
   SG_ASSERT(p == in.problem, "gpu_check: inputs for another problem");
   const size_t mn = static_cast<size_t>(p.m * p.n);
@@ -361,9 +364,17 @@ CheckResult gpu_check(const CompiledKernel& k, const CsrMatrix& a, const CheckIn
   }
   std::vector<char> back(c_bytes.size());
   if (!back.empty()) dc.download(back.data(), back.size());
+  from_dtype_bytes(back, p.c_dtype(), out, bits);
+}
+
+}  // namespace
+
+CheckResult gpu_check(const CompiledKernel& k, const CsrMatrix& a, const CheckInputs& in,
+                      const Reference& ref, CUstream stream, const std::vector<float>* interp,
+                      bool run_interpreter, CheckBuffers* buffers) {
   std::vector<float> out;
   std::vector<uint32_t> bits;
-  from_dtype_bytes(back, p.c_dtype(), out, bits);
+  run_and_download(k, in, stream, buffers, out, bits);
 
   std::vector<float> own;
   if (interp == nullptr && run_interpreter) {
@@ -387,13 +398,55 @@ std::string GpuCheckPair::error() const {
   return s;
 }
 
-GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t seed) {
+GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t seed,
+                       int64_t max_columns) {
+  const Problem& p = k.problem();
   GpuCheckPair pair;
+  const bool sample = max_columns > 1 && p.n > max_columns && p.sparse_weight();
   for (int which = 0; which < 2; ++which) {
     const CheckInputs in =
-        make_check_inputs(k.problem(), seed + uint64_t(which), 0.75f, which == 0 ? 0.0f : -1.5f);
-    const Reference ref = compute_reference(a, in);
-    (which == 0 ? pair.beta0 : pair.beta1) = gpu_check(k, a, in, ref);
+        make_check_inputs(p, seed + uint64_t(which), 0.75f, which == 0 ? 0.0f : -1.5f);
+    CheckResult& r = which == 0 ? pair.beta0 : pair.beta1;
+    if (!sample) {
+      r = gpu_check(k, a, in, compute_reference(a, in));
+      continue;
+    }
+    // The kernel runs on all N columns; the reference and the comparison cover max_columns of
+    // them, evenly spread from the first to the last (each token's values, and for quantized
+    // types its scale, depend on that token alone).
+    std::vector<int64_t> cols(static_cast<size_t>(max_columns));
+    for (int64_t i = 0; i < max_columns; ++i)
+      cols[static_cast<size_t>(i)] = i * (p.n - 1) / (max_columns - 1);
+    CheckInputs sub;
+    sub.problem = p;
+    sub.problem.n = max_columns;
+    sub.alpha = in.alpha;
+    sub.beta = in.beta;
+    sub.b.resize(static_cast<size_t>(p.k * max_columns));
+    sub.c0.resize(static_cast<size_t>(p.m * max_columns));
+    for (int64_t i = 0; i < max_columns; ++i) {
+      const int64_t j = cols[static_cast<size_t>(i)];
+      for (int64_t kk = 0; kk < p.k; ++kk)
+        sub.b[static_cast<size_t>(sub.problem.b_index(kk, i))] =
+            in.b[static_cast<size_t>(p.b_index(kk, j))];
+      for (int64_t row = 0; row < p.m; ++row)
+        sub.c0[static_cast<size_t>(sub.problem.c_index(row, i))] =
+            in.c0[static_cast<size_t>(p.c_index(row, j))];
+    }
+    std::vector<float> out, out_sub(sub.c0.size());
+    std::vector<uint32_t> bits, bits_sub(sub.c0.size());
+    run_and_download(k, in, nullptr, nullptr, out, bits);
+    for (int64_t i = 0; i < max_columns; ++i)
+      for (int64_t row = 0; row < p.m; ++row) {
+        const size_t from = static_cast<size_t>(p.c_index(row, cols[static_cast<size_t>(i)]));
+        const size_t to = static_cast<size_t>(sub.problem.c_index(row, i));
+        out_sub[to] = out[from];
+        bits_sub[to] = bits[from];
+      }
+    r = compare_output(a, k.schedule(), sub, compute_reference(a, sub), out_sub, bits_sub, nullptr);
+    if (!r.passed)
+      r.error = fmt::format("{} (columns {} of {} checked, evenly spread; C(r, j) names the j-th)",
+                            r.error, max_columns, p.n);
   }
   return pair;
 }

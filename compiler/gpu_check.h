@@ -148,6 +148,10 @@ struct GpuCheckPair {
   bool passed() const { return beta0.passed && beta1.passed; }
   std::string error() const;
 };
-GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t seed);
+// max_columns (> 1): when N is larger, the check compares that many columns of C (tokens,
+// evenly spread, the first and last among them; the kernel still runs on all of B), so that the
+// fp64 reference of a prefill-sized problem costs max_columns / N of the full one.
+GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t seed,
+                       int64_t max_columns = 0);
 
 }  // namespace sparsegen
