@@ -628,8 +628,15 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
         try {
           loaded[i] = std::make_unique<CompiledKernel>(ctx, *c.build);  // uploads, no copy
           const CompiledKernel& k = *loaded[i];
+          // A candidate 4x slower than the best so far stops after its second warm-up run: its
+          // one sample says enough (at prefill sizes a slow kernel's runs take seconds).
+          TimingOptions tc = to;
+          for (size_t j : ok)
+            if (cands[j].measured_ms &&
+                (tc.abandon_above_ms == 0 || 4.0 * *cands[j].measured_ms < tc.abandon_above_ms))
+              tc.abandon_above_ms = 4.0 * *cands[j].measured_ms;
           const TimingResult t =
-              measure([&](CUstream s) { k.run(db_b.ptr(), db_c.ptr(), 1.0f, 0.0f, s); }, to);
+              measure([&](CUstream s) { k.run(db_b.ptr(), db_c.ptr(), 1.0f, 0.0f, s); }, tc);
           c.measured_ms = t.median_ms;
           c.times_ms = t.samples_ms;
           keep_library_choices(c, k);

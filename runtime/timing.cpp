@@ -88,6 +88,13 @@ TimingResult measure(const std::function<void(CUstream)>& launch, const TimingOp
       cuda::Event e0, e1;
       run(&e0, &e1);
       warm.push_back(static_cast<double>(cuda::Event::elapsed_ms(e0, e1)));
+      if (i > 0 && o.abandon_above_ms > 0 && warm.back() > o.abandon_above_ms) {
+        TimingResult r;
+        r.samples_ms = {warm.back()};
+        static_cast<TimingStats&>(r) = summarize(r.samples_ms);
+        r.abandoned = true;
+        return r;
+      }
     }
     if (o.max_total_ms > 0) {
       const double per_run = *std::min_element(warm.begin(), warm.end());

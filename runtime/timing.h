@@ -73,6 +73,10 @@ struct TimingOptions {
   // longer than this (ms, GPU time), fewer are made, but never fewer than min_repetitions. 0: none.
   double max_total_ms = 0;
   int min_repetitions = 20;
+  // Optional early stop for a tuner's candidate far slower than the best so far: when a warm-up
+  // run after the first (the first may pay for loading the module) takes longer than this (ms),
+  // nothing more is run and the result's one sample is that run (TimingResult::abandoned). 0: none.
+  double abandon_above_ms = 0;
   // Stream to time on; null: measure() creates a non-blocking stream of its own.
   CUstream stream = nullptr;
   // Flusher to reuse (saves a 100+ MB allocation per call); null: measure() makes one sized for
@@ -83,6 +87,7 @@ struct TimingOptions {
 
 struct TimingResult : TimingStats {
   std::vector<double> samples_ms;  // one per timed run, in run order
+  bool abandoned = false;          // stopped in the warm-up (TimingOptions::abandon_above_ms)
 };
 
 // Times `launch` (which must enqueue its work on the stream it is given and nothing else; it may

@@ -137,6 +137,23 @@ TEST_F(GpuTiming, MeasureReturnsSanePositiveTimes) {
   capped.stream = s.get();
   const TimingResult c = measure([&](CUstream st) { work.fill_bytes_async(1, st); }, capped);
   EXPECT_EQ(c.count, 20);
+  EXPECT_FALSE(c.abandoned);
+
+  // A run slower than abandon_above_ms in the warm-up after the first: two launches, one sample.
+  TimingOptions quick = o;
+  quick.warmup = 3;
+  quick.abandon_above_ms = 1e-6;
+  int runs = 0;
+  const TimingResult a = measure(
+      [&](CUstream st) {
+        ++runs;
+        work.fill_bytes_async(2, st);
+      },
+      quick);
+  EXPECT_TRUE(a.abandoned);
+  EXPECT_EQ(runs, 2);
+  ASSERT_EQ(a.samples_ms.size(), 1u);
+  EXPECT_GT(a.median_ms, 0.0);
 }
 
 }  // namespace
