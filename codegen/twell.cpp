@@ -45,12 +45,10 @@ class TwellEmitter : public Emitter {
     decl(fmt::format("// sparsegen twell kernels\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
     decl(fmt::format("using T = {};", p_.dtype == DType::F16 ? "__half" : "__nv_bfloat16"));
-    if (s_.gate == TwellGate::Mma) {
+    if (s_.gate == TwellGate::Mma)
       emit_gate();
-    } else {
-      if (s_.gate == TwellGate::Gemv) emit_gemv();
+    else
       emit_pack();
-    }
     emit_down();
     GeneratedKernel k;
     k.source = kernel_source(fmt::format(
@@ -93,33 +91,7 @@ class TwellEmitter : public Emitter {
         p_.gated ? "gate" : "up", kTwellGemmRows, s_.tile, kTwellGemmThreads, gate_name(), c.text));
   }
 
-  // gate=gemv: hidden columns per warp (each x load serves NW rows of W; more tokens, more reuse).
-  int gemv_columns() const { return p_.m <= 2 ? 1 : p_.m <= 8 ? 2 : 4; }
-  int64_t gemv_blocks() const {
-    const int64_t per_block = int64_t{kTwellGemvThreads / 32} * gemv_columns();
-    return (p_.n + per_block - 1) / per_block;
-  }
-
-  // gate=gemv's kernel 1 (the b_transform): G = ReLU(x · W) densely into the backup region.
-  void emit_gemv() {
-    const TwellWeights w = twell_weights_layout(p_);
-    const TwellBuffer b = twell_buffer(p_, s_);
-    const auto c =
-        call(tmpl::twell_gate_gemv,
-             targs(TypeArg{"T"}, IntArg{p_.m}, IntArg{gemv_columns()}, IntArg{vec_x() ? 8 : 1}),
-             cptr_t("B"), cptr_t(fmt::format("values + {}", p_.gated ? w.gate_t : w.up_t)),
-             ptr_u32("bw"), i32(num(p_.k)), i32(num(twell_k_padded(p_))), i32(num(p_.n)),
-             i32(num(b.backup / 4)));
-    decl(fmt::format(
-        "// kernel 1 (decode): G = ReLU(x · W_{}) for {} token(s), {} hidden column(s) per warp, W "
-        "streamed once\n"
-        "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
-        "    const T* __restrict__ values,\n    const T* __restrict__ B,\n"
-        "    unsigned* __restrict__ bw) {{\n  {};\n}}",
-        p_.gated ? "g" : "u", p_.m, gemv_columns(), kTwellGemvThreads, gate_name(), c.text));
-  }
-
-  // gate=lib / gemv: the pack kernel over the dense G (a prologue before kernel 2).
+  // gate=lib: the pack kernel over the library GEMM's dense G (a prologue before kernel 2).
   void emit_pack() {
     const TwellBuffer b = twell_buffer(p_, s_);
     const auto c =
@@ -175,19 +147,6 @@ class TwellEmitter : public Emitter {
     sig.launch.dynamic_shared_bytes = twell_down_shared_bytes(p_, s_);
     sig.b_alignment = vec_x() ? 16 : 2;
     sig.b_work_bytes = twell_buffer(p_, s_).bytes;
-    if (s_.gate == TwellGate::Gemv) {
-      // G = ReLU(x · W_g^T') into the backup region by kernel 1, then the pack kernel.
-      AuxKernel& t = sig.b_transform;
-      t.name = gate_name();
-      t.params = {{"values", ParamKind::Values, "twell.weights", {}},
-                  {"B", ParamKind::B, "x", {}},
-                  {"bw", ParamKind::BWork, "TwELL activations", {}}};
-      t.launch.grid_x = gemv_blocks();
-      t.launch.grid_y = 1;
-      t.launch.block_threads = kTwellGemvThreads;
-      add_pack(sig);
-      return sig;
-    }
     if (s_.gate == TwellGate::Lib) {
       // G = ReLU(x · W_g^T') into the backup region, then the pack kernel.
       const TwellWeights w = twell_weights_layout(p_);
@@ -203,7 +162,12 @@ class TwellEmitter : public Emitter {
       g.relu = true;
       sig.gemms_before.push_back(g);
       sig.b_alignment = 2;
-      add_pack(sig);
+      AuxKernel& pk = sig.prologue;
+      pk.name = pack_name();
+      pk.params = {{"bw", ParamKind::BWork, "TwELL activations", {}}};
+      pk.launch.grid_x = twell_tiles(p_, s_);
+      pk.launch.grid_y = (p_.m + 7) / 8;
+      pk.launch.block_threads = 256;
       return sig;
     }
     AuxKernel& t = sig.b_transform;
@@ -216,16 +180,6 @@ class TwellEmitter : public Emitter {
     t.launch.block_threads = kTwellGemmThreads;
     t.launch.dynamic_shared_bytes = twell_gemm_shared_bytes(s_);
     return sig;
-  }
-
-  // The pack kernel as the prologue (gate=lib, gemv): one warp per (row, tile), 8 rows a block.
-  void add_pack(KernelSignature& sig) const {
-    AuxKernel& pk = sig.prologue;
-    pk.name = pack_name();
-    pk.params = {{"bw", ParamKind::BWork, "TwELL activations", {}}};
-    pk.launch.grid_x = twell_tiles(p_, s_);
-    pk.launch.grid_y = (p_.m + 7) / 8;
-    pk.launch.block_threads = 256;
   }
 
   const Problem& p_;

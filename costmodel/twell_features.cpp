@@ -40,16 +40,12 @@ class TwellCost final : public CostFamily {
     f.dram_bytes =
         f.b_unique_bytes + f.table_bytes + f.c_bytes + std::min(down_bytes, 4.0 * f.b_unique_bytes);
     f.l2_bytes = f.a_bytes + f.table_bytes + f.b_sector_bytes + f.c_bytes;
-    // Kernel 1: one mma (16 x 8 x 16) per warp iteration, or (gate=gemv) one 16-byte piece of a
-    // W row per lane per iteration, a warp per hidden column; kernel 2: one per nonzero and warp.
-    const bool gemv = s.gate == TwellGate::Gemv;
+    // Kernel 1: one mma (16 x 8 x 16) per warp iteration; kernel 2: one per nonzero and warp.
     const double mmas = std::ceil(m / 16.0) * std::ceil(n / 8.0) * std::ceil(kp / 16.0);
-    const double gemv_iters = n * std::ceil(kp / 256.0);
-    f.warp_workers = m * s.warps + (gemv ? n : row_blocks * tiles * (kTwellGemmThreads / 32));
-    f.warp_iters_total = (gemv ? gemv_iters : mmas) + walked * s.warps;
-    f.warp_iters_max =
-        (gemv ? std::ceil(kp / 256.0) : std::ceil(kp / 16.0) * 2.0 * (s.tile / 16.0)) +
-        (fs.max_row_length > 0 ? double(fs.max_row_length) : per_token);
+    f.warp_workers = m * s.warps + row_blocks * tiles * (kTwellGemmThreads / 32);
+    f.warp_iters_total = mmas + walked * s.warps;
+    f.warp_iters_max = std::ceil(kp / 16.0) * 2.0 * (s.tile / 16.0) +
+                       (fs.max_row_length > 0 ? double(fs.max_row_length) : per_token);
     f.warp_iters_mean = f.warp_workers > 0 ? f.warp_iters_total / f.warp_workers : 0.0;
     f.lane_efficiency = 1.0;
     f.column_efficiency = std::min(1.0, n / (tiles * s.tile));

@@ -23,7 +23,7 @@ int sm_of(const DeviceLimits& dev) {
   return v;
 }
 
-constexpr std::string_view kGateNames[] = {"mma", "lib", "gemv"};
+constexpr std::string_view kGateNames[] = {"mma", "lib"};
 
 }  // namespace
 
@@ -47,10 +47,8 @@ std::vector<std::string> validate(const TwellSchedule& s) {
 }
 
 std::vector<std::string> validate_twell(const Problem& p, const TwellSchedule& s) {
+  (void)s;
   std::vector<std::string> why;
-  if (s.gate == TwellGate::Gemv && p.op == Op::GatedFfn && p.m > kTwellGemvMaxTokens)
-    why.push_back(fmt::format("gate=gemv is for decode: at most {} tokens, not M={}",
-                              kTwellGemvMaxTokens, p.m));
   if (p.op != Op::GatedFfn)
     why.push_back(fmt::format(
         "twell computes a gated FFN whose sparsity appears at run time, not {}", to_string(p.op)));
@@ -80,10 +78,6 @@ std::string print_twell(const TwellSchedule& s) {
         "  kernel1: x·W_g on mma.sync m16n8k16, {} x {} block tile, {} warps, {} stages; "
         "ReLU + TwELL epilogue\n",
         kTwellGemmRows, s.tile, kTwellGemmThreads / kWarpSize, kTwellGemmStages);
-  else if (s.gate == TwellGate::Gemv)
-    out +=
-        "  kernel1: G = ReLU(x·W_g), one warp per hidden column streaming its W_g row once for "
-        "all tokens, then one warp per row and tile packs TwELL\n";
   else
     out +=
         "  kernel1: G = ReLU(x·W_g) by the BLAS library (dense, the backup), then one warp per "
@@ -138,7 +132,7 @@ TwellBuffer twell_buffer(const Problem& p, const TwellSchedule& s) {
 }
 
 int64_t twell_gemm_shared_bytes(const TwellSchedule& s) {
-  if (s.gate != TwellGate::Mma) return 0;
+  if (s.gate == TwellGate::Lib) return 0;
   const int64_t stage = int64_t{kTwellGemmRows + s.tile} * 40 * 2;  // rows padded to 40 halves
   return std::max<int64_t>(kTwellGemmStages * stage, int64_t{kTwellGemmRows} * (s.tile + 8) * 2);
 }
@@ -207,13 +201,12 @@ std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatri
                                                 const DeviceLimits& dev) {
   std::vector<Schedule> out;
   if (!validate_twell(p, TwellSchedule{}).empty() || a.cols != p.n) return out;
-  for (TwellGate gate : {TwellGate::Lib, TwellGate::Mma, TwellGate::Gemv})
+  for (TwellGate gate : {TwellGate::Lib, TwellGate::Mma})
     for (int tile : {128, 64})
       for (int comp : {4, 8, 2, 16, 1})
         for (int warps : {8, 4})
           for (int split : {1, 4, 16}) {
-            if (gate == TwellGate::Gemv && p.m > kTwellGemvMaxTokens) continue;
-            if (split > 1 && (gate == TwellGate::Mma || p.m > 1024)) continue;
+            if (split > 1 && (gate != TwellGate::Lib || p.m > 1024)) continue;
             const TwellSchedule s{tile, comp, warps, gate, split};
             if (verify_twell(p, s, dev).empty()) out.emplace_back(s);
           }

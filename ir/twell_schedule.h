@@ -6,11 +6,9 @@
 //     tile   T, the first kernel's N-tile and the TwELL tile: 64 or 128 columns
 //     comp   C, the compression: room for T / C entries per row and tile (1, 2, 4, 8, 16)
 //     warps  warps per block of the second kernel (4 or 8)
-//     gate   how the gate activations are computed: mma (kernel 1 below, generated), lib (the
+//     gate   how the gate activations are computed: mma (kernel 1 below, generated) or lib (the
 //            dense BLAS library's GEMM with a ReLU epilogue writes G = ReLU(x·W_g) densely, then
-//            a pack kernel writes the TwELL counts and entries; G serves as the dense backup) or
-//            gemv (decode, M <= 16 tokens: one warp per hidden column streams its W_g row once
-//            for all tokens and writes G densely like lib, then the same pack kernel)
+//            a pack kernel writes the TwELL counts and entries; G serves as the dense backup)
 //     split  blocks per token in kernel 2 (1, 4, 16): more than one share the token's batches and
 //            add their partial rows in an fp32 workspace, the last one writing y (few tokens)
 //
@@ -44,8 +42,8 @@
 namespace sparsegen {
 
 // How a twell schedule computes the gate activations (one name table: SPEC, printer, key).
-enum class TwellGate { Mma, Lib, Gemv };
-std::string_view to_string(TwellGate g);  // "mma", "lib", "gemv"
+enum class TwellGate { Mma, Lib };
+std::string_view to_string(TwellGate g);  // "mma", "lib"
 std::optional<TwellGate> parse_twell_gate(std::string_view s);
 
 struct TwellSchedule {
@@ -67,9 +65,6 @@ inline constexpr int kTwellGemmThreads = 256;
 inline constexpr int kTwellGemmStages = 3;
 // Kernel 2's batch: entries gathered per step (u computed, then accumulated).
 inline constexpr int kTwellBatch = 64;
-// gate=gemv: at most this many tokens (each lane keeps one fp32 sum per token), 8 warps per block.
-inline constexpr int kTwellGemvMaxTokens = 16;
-inline constexpr int kTwellGemvThreads = 256;
 
 std::vector<std::string> validate(const TwellSchedule& s);
 // A gated FFN in fp16 / bf16 with K, N > 0.
@@ -106,9 +101,8 @@ std::vector<std::string> verify_twell(const Problem& p, const TwellSchedule& s,
                                       const DeviceLimits& dev);
 
 // Every legal schedule: gate {lib, mma} × tile {128, 64} × comp {4, 8, 2, 16, 1} × warps {8, 4}
-// with split 1, and for M <= 1024 also the gate=lib ones with split 4 and 16, for M <= 16 the
-// gate=gemv ones with split 1, 4 and 16; none unless the problem is a gated FFN and `a` an
-// activation pattern with N columns.
+// with split 1, and for M <= 1024 also the gate=lib ones with split 4 and 16; none unless the
+// problem is a gated FFN and `a` an activation pattern with N columns.
 std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev);
 

@@ -6,8 +6,6 @@
 //                    the block, a warp ballot-compacts the tile's nonzeros into (column << 16 |
 //                    value bits) words and stores the count; a tile holding more than CAP
 //                    nonzeros stores its values densely in the backup row instead.
-//   twell_gate_gemv  kernel 1 for decode (gate=gemv, M <= 16): G = ReLU(x·W_g) densely, one warp
-//                    per hidden column(s), W_g streamed once; then twell_pack as for gate=lib.
 //   twell_down       kernel 2: one block per token row; the row's entries in batches of 64: the
 //                    warps compute u = x·W_u[:, n] for each (gated), then every thread adds
 //                    h·u·W_d[n, its 8-column groups] in fp32 registers; the overflowing tiles'
@@ -204,80 +202,6 @@ __device__ __forceinline__ void twell_gate_gemm(const T* __restrict__ x, const T
       for (int col = lane; col < TILE && n0 + col < n; col += 32) dst[col] = cs[r * LDC + col];
     }
   }
-}
-
-// gate=gemv's kernel 1 (decode: MT tokens, MT <= 16): G = ReLU(x·W) densely into the backup
-// region (M x N values of T, what gate=lib's library GEMM writes; the pack kernel follows). Warp
-// w of block b owns hidden columns (b·WARPS + w)·NW … + NW − 1: it streams their W rows (W
-// transposed, N x kp, zero padded, 16-byte rows) once in 16-byte pieces, each lane dotting its
-// pieces with the same columns of every token's x (L1-cached, reused across the NW rows); fp32
-// sums reduced over the warp, ReLU, one rounding. AVEC 8: x rows are 16-byte aligned (K % 8 == 0).
-//
-//   for piece i of the row (lane·8 + 256·j):           // NW 16-byte W loads in flight per lane
-//     for token t: acc[t][c] += W[col c][i..i+7] · x[t][i..i+7]
-//   G[t][col c] = round(max(0, warp_sum(acc[t][c])))
-template <typename T, int MT, int NW, int AVEC>
-__device__ __forceinline__ void twell_gate_gemv(const T* __restrict__ x, const T* __restrict__ w_t,
-                                                unsigned* __restrict__ tw, int k, int kp, int n,
-                                                int backup_off) {
-  const int lane = threadIdx.x & 31;
-  const int col0 = (blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5)) * NW;
-  if (col0 >= n) return;
-  float acc[MT][NW];
-#pragma unroll
-  for (int t = 0; t < MT; ++t)
-#pragma unroll
-    for (int c = 0; c < NW; ++c) acc[t][c] = 0.0f;
-#pragma unroll 2
-  for (int i = lane * 8; i < kp; i += 256) {
-    float wf[NW][8];
-#pragma unroll
-    for (int c = 0; c < NW; ++c) {
-      // Columns past N read row 0 (valid memory) and are never stored.
-      const int row = col0 + c < n ? col0 + c : 0;
-      const uint4 v = *reinterpret_cast<const uint4*>(w_t + static_cast<size_t>(row) * kp + i);
-      const unsigned va[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const float2 f = detail::twell_pair<T>(va[q]);
-        wf[c][2 * q] = f.x;
-        wf[c][2 * q + 1] = f.y;
-      }
-    }
-#pragma unroll
-    for (int t = 0; t < MT; ++t) {
-      float xf[8];
-      const T* xr = x + static_cast<size_t>(t) * k;
-      if constexpr (AVEC == 8) {
-        // K % 8 == 0 and i % 8 == 0: the piece is all in or all out.
-        uint4 v = make_uint4(0u, 0u, 0u, 0u);
-        if (i < k) v = *reinterpret_cast<const uint4*>(xr + i);
-        const unsigned va[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const float2 f = detail::twell_pair<T>(va[q]);
-          xf[2 * q] = f.x;
-          xf[2 * q + 1] = f.y;
-        }
-      } else {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) xf[e] = i + e < k ? detail::Cvt<T>::to_f32(xr[i + e]) : 0.0f;
-      }
-#pragma unroll
-      for (int c = 0; c < NW; ++c)
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[t][c] = fmaf(wf[c][e], xf[e], acc[t][c]);
-    }
-  }
-  T* g = reinterpret_cast<T*>(tw + backup_off);
-#pragma unroll
-  for (int t = 0; t < MT; ++t)
-#pragma unroll
-    for (int c = 0; c < NW; ++c) {
-      const float s = detail::twell_warp_sum(acc[t][c]);
-      if (lane == 0 && col0 + c < n)
-        g[static_cast<size_t>(t) * n + col0 + c] = detail::Cvt<T>::from_f32(fmaxf(s, 0.0f));
-    }
 }
 
 // gate=lib's pack kernel: G = ReLU(x·W_g) is dense in the backup region (M x N, the library

@@ -4,8 +4,6 @@
 
 #include <fmt/format.h>
 
-#include <tuple>
-
 #include "codegen/twell.h"
 #include "ir/twell_schedule.h"
 #include "runtime/nvrtc_compiler.h"
@@ -80,44 +78,6 @@ TEST(TwellCodegen, LibraryGateSignature) {
   EXPECT_NE(k.source.find("sg::twell_pack<T, 64, 8>(bw, 300, 1000, 16,"), std::string::npos)
       << k.source;
   EXPECT_EQ(k.source.find("twell_gate_gemm"), std::string::npos);
-}
-
-// gate=gemv (decode): kernel 1 is the GEMV b_transform writing G densely, then the pack
-// prologue and kernel 2 as for gate=lib; hidden columns per warp grow with the tokens. Compiles
-// for sm_80 and sm_90, x aligned or not.
-TEST(TwellCodegen, GemvGateForDecode) {
-  const Problem p = Problem::gated_ffn(1, 2048, 5632, DType::BF16);
-  const TwellSchedule s{128, 4, 8, TwellGate::Gemv, 4};
-  const GeneratedKernel k = emit_twell(p, Schedule(s));
-  const TwellBuffer b = twell_buffer(p, s);
-  EXPECT_NE(k.source.find(fmt::format("sg::twell_gate_gemv<T, 1, 1, 8>(B, values + 0, bw, 2048, "
-                                      "2048, 5632, {})",
-                                      b.backup / 4)),
-            std::string::npos)
-      << k.source;
-  const KernelSignature& sig = k.signature;
-  EXPECT_EQ(sig.b_transform.name, "sparsegen_twell_gate");
-  EXPECT_EQ(sig.b_transform.launch.grid_x, 704);  // 5632 columns / 8 warps
-  EXPECT_EQ(sig.b_transform.launch.block_threads, 256);
-  EXPECT_EQ(sig.b_transform.launch.dynamic_shared_bytes, 0);
-  EXPECT_TRUE(sig.gemms_before.empty());
-  EXPECT_EQ(sig.prologue.name, "sparsegen_twell_pack");
-  EXPECT_EQ(sig.launch.grid_y, 4);
-  EXPECT_EQ(sig.b_alignment, 16);
-  for (const auto& [m, k_dim, cols] : {std::tuple{16, 2048, 4}, std::tuple{5, 100, 2}}) {
-    const Problem q = Problem::gated_ffn(m, k_dim, 700, DType::F16, m == 5);
-    const GeneratedKernel kq = emit_twell(q, Schedule(TwellSchedule{64, 8, 4, TwellGate::Gemv}));
-    EXPECT_NE(kq.source.find(fmt::format("sg::twell_gate_gemv<T, {}, {}, {}>(B, values + ", m, cols,
-                                         k_dim % 8 == 0 ? 8 : 1)),
-              std::string::npos)
-        << kq.source;
-    for (const char* arch : {"sm_80", "sm_90"}) {
-      nvrtc::CompileOptions o;
-      o.arch = arch;
-      o.headers = kq.headers;
-      EXPECT_FALSE(nvrtc::compile(kq.source, o).image.empty()) << arch << " m=" << m;
-    }
-  }
 }
 
 // split = 16: kernel 2's grid has 16 blocks per token and a self-cleaning fp32 workspace.

@@ -111,28 +111,6 @@ TEST_F(GpuTwell, FewTokensSplitAcrossBlocks) {
         check({.m = m, .k = 520, .n = 1600, .mean_nnz = mean, .seed = ++seed}, sched);
 }
 
-// gate=gemv (decode): every token count up to 16 (hidden columns per warp 1, 2, 4), K aligned
-// or not, gated or not, bf16 and fp16, from a few nonzeros to rows that overflow every tile,
-// with 1, 4 and 16 blocks per token in kernel 2.
-TEST_F(GpuTwell, GemvGateForDecode) {
-  uint64_t seed = 200;
-  for (int64_t m : {int64_t{1}, int64_t{2}, int64_t{5}, int64_t{8}, int64_t{16}})
-    for (int64_t k : {int64_t{512}, int64_t{100}})
-      for (double mean : {6.0, 40.0, 1500.0}) {
-        const char* sched = seed % 3 == 0   ? "twell;tile=128;comp=4;warps=8;gate=gemv"
-                            : seed % 3 == 1 ? "twell;tile=64;comp=8;warps=4;gate=gemv;split=4"
-                                            : "twell;tile=128;comp=2;warps=8;gate=gemv;split=16";
-        check({.m = m,
-               .k = k,
-               .n = 1600 + 13 * static_cast<int64_t>(seed % 2),
-               .dtype = seed % 2 ? DType::BF16 : DType::F16,
-               .gated = seed % 5 != 0,
-               .mean_nnz = mean,
-               .seed = ++seed},
-              sched);
-      }
-}
-
 TEST_F(GpuTwell, LlmShapeWithManyTokens) {
   check({.m = 4096, .k = 2048, .n = 5632, .mean_nnz = 30, .seed = 90}, "", 48);
 }
