@@ -24,6 +24,14 @@ struct DeviceLimits {
   int max_blocks_per_multiprocessor = 32;
   bool wgmma = true;  // warpgroup MMA (compute capability 9.0 exactly: the sm_90a target)
 
+  // The compute capability in the name: "sm_90" -> 90, "sm_90a" -> 90 (0 when it has no digits).
+  int sm() const {
+    int v = 0;
+    for (char c : name)
+      if (c >= '0' && c <= '9') v = v * 10 + (c - '0');
+    return v;
+  }
+
   static DeviceLimits sm90() { return {}; }
   static DeviceLimits sm80() {
     DeviceLimits d;

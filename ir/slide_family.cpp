@@ -75,13 +75,7 @@ class SlideIrFamily final : public IrFamily {
     for (std::string& w : validate_slide(p, SlideSchedule{}))
       if (w.find("nt=") == std::string::npos) why.push_back(std::move(w));
     if (!why.empty()) return why;
-    if (detect_slide_pattern(a).n == 0) {
-      const auto v = slide_violation(a, kSlideMaxN);
-      why.push_back(fmt::format(
-          "not (2N-2):2N for any N up to {} ({}:{}): row {}, columns {}-{} hold {} nonzeros",
-          kSlideMaxN, 2 * kSlideMaxN - 2, 2 * kSlideMaxN, v->row + 1, v->group * 2 * kSlideMaxN + 1,
-          std::min(a.cols, (v->group + 1) * 2 * kSlideMaxN), v->count));
-    }
+    if (auto w = slide_pattern_why_not(a)) why.push_back(std::move(*w));
     return why;
   }
   // The packing depends on the pattern only (the dtype is the problem's).

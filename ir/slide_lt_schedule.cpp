@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cctype>
-
 #include "ir/diagnostics.h"
 #include "ir/slide_format.h"
 #include "ir/slide_schedule.h"
@@ -11,14 +9,6 @@
 
 namespace sparsegen {
 namespace {
-
-// "sm_90" -> 90 (0 when the name carries no number).
-int sm_of(const DeviceLimits& dev) {
-  int v = 0;
-  for (char c : dev.name)
-    if (std::isdigit(static_cast<unsigned char>(c))) v = v * 10 + (c - '0');
-  return v;
-}
 
 // fp8 e4m3 is not offered: the library's e4m3 GEMM misses the fp32-accumulation error bound
 // every kernel is checked against (measured on an H200, cuSPARSELt 0.8: relative errors of
@@ -105,20 +95,7 @@ SlideLtSchedule parse_slide_lt_fields(std::string_view spec,
   SlideLtSchedule s;
   spec_fields::for_each_field(parts, [&](std::string_view key, std::string_view v) {
     if (key == "pattern") {
-      const size_t colon = v.find(':');
-      const auto bad = [&] {
-        spec_fields::error(key, "(2N-2):2N such as 2:4, 4:6, 6:8 … 14:16", v);
-      };
-      if (colon == std::string_view::npos) bad();
-      int a = 0, b = 0;
-      try {
-        a = static_cast<int>(spec_fields::parse_int(key, v.substr(0, colon), 0, 64));
-        b = static_cast<int>(spec_fields::parse_int(key, v.substr(colon + 1), 1, 64));
-      } catch (const UserError&) {
-        bad();
-      }
-      if (b % 2 != 0 || a != b - 2) bad();
-      s.pattern = b / 2;
+      s.pattern = parse_slide_pattern_field(key, v);
     } else if (key == "alg") {
       s.alg = v == "search" ? SlideLtSchedule::kSearch
                             : static_cast<int>(spec_fields::parse_int(key, v, 0, 4096));
@@ -194,7 +171,7 @@ int64_t slide_lt_workspace_bytes(const Problem& p) {
 
 std::vector<std::string> verify_slide_lt(const Problem& p, const DeviceLimits& dev) {
   std::vector<std::string> why;
-  const int sm = sm_of(dev);
+  const int sm = dev.sm();
   if (sm != 0 && sm < 80)
     why.push_back(
         fmt::format("{} has no 2:4 sparse tensor cores (the library needs sm_80)", dev.name));

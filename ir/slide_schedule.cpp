@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 
 #include "ir/diagnostics.h"
 #include "ir/int_math.h"
@@ -11,14 +10,6 @@
 
 namespace sparsegen {
 namespace {
-
-// "sm_90" -> 90 (0 when the name carries no number).
-int sm_of(const DeviceLimits& dev) {
-  int v = 0;
-  for (char c : dev.name)
-    if (std::isdigit(static_cast<unsigned char>(c))) v = v * 10 + (c - '0');
-  return v;
-}
 
 bool slide_dtype(DType t) {
   return t == DType::F16 || t == DType::BF16 || t == DType::I8 || t == DType::F8E4M3;
@@ -129,27 +120,37 @@ std::string print_slide(const SlideSchedule& s) {
   return out;
 }
 
+int parse_slide_pattern_field(std::string_view key, std::string_view v) {
+  const size_t colon = v.find(':');
+  const auto bad = [&] { spec_fields::error(key, "(2N-2):2N such as 2:4, 4:6, 6:8 … 14:16", v); };
+  if (colon == std::string_view::npos) bad();
+  int a = 0, b = 0;
+  try {
+    a = static_cast<int>(spec_fields::parse_int(key, v.substr(0, colon), 0, 64));
+    b = static_cast<int>(spec_fields::parse_int(key, v.substr(colon + 1), 1, 64));
+  } catch (const UserError&) {
+    bad();
+  }
+  if (b % 2 != 0 || a != b - 2) bad();
+  return b / 2;
+}
+
+std::optional<std::string> slide_pattern_why_not(const CsrMatrix& a) {
+  if (detect_slide_pattern(a).n != 0) return std::nullopt;
+  const auto v = slide_violation(a, kSlideMaxN);
+  return fmt::format(
+      "not (2N-2):2N for any N up to {} ({}:{}): row {}, columns {}-{} hold {} nonzeros",
+      kSlideMaxN, 2 * kSlideMaxN - 2, 2 * kSlideMaxN, v->row + 1, v->group * 2 * kSlideMaxN + 1,
+      std::min(a.cols, (v->group + 1) * 2 * kSlideMaxN), v->count);
+}
+
 SlideSchedule parse_slide_fields(std::string_view spec,
                                  const std::vector<std::string_view>& parts) {
   SlideSchedule s;
   spec_fields::for_each_field(parts, [&](std::string_view key, std::string_view v) {
     auto num = [&](int64_t hi) { return static_cast<int>(spec_fields::parse_int(key, v, 1, hi)); };
     if (key == "pattern") {
-      // "6:8" (2N−2):2N
-      const size_t colon = v.find(':');
-      const auto bad = [&] {
-        spec_fields::error(key, "(2N-2):2N such as 2:4, 4:6, 6:8 … 14:16", v);
-      };
-      if (colon == std::string_view::npos) bad();
-      int a = 0, b = 0;
-      try {
-        a = static_cast<int>(spec_fields::parse_int(key, v.substr(0, colon), 0, 64));
-        b = static_cast<int>(spec_fields::parse_int(key, v.substr(colon + 1), 1, 64));
-      } catch (const UserError&) {
-        bad();
-      }
-      if (b % 2 != 0 || a != b - 2) bad();
-      s.pattern = b / 2;
+      s.pattern = parse_slide_pattern_field(key, v);
     } else if (key == "split") {
       const auto v2 = parse_slide_split(v);
       if (!v2) spec_fields::error(key, "k or rows", v);
@@ -222,7 +223,7 @@ int64_t slide_b_work_bytes(const Problem& p, int pattern) {
 std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
                                       const DeviceLimits& dev) {
   std::vector<std::string> why;
-  const int sm = sm_of(dev);
+  const int sm = dev.sm();
   if (sm != 0 && sm < 80)
     why.push_back(fmt::format("{} has no 2:4 sparse tensor cores (mma.sp needs sm_80)", dev.name));
   if (p.dtype == DType::F8E4M3 && sm != 0 && sm < 89)

@@ -83,6 +83,12 @@ std::vector<std::string> validate(const SlideSchedule& s);
 // fp16/bf16/int8/e4m3 SpMM or SpMV with a static weight; nt no more than N's 8-column tiles.
 std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s);
 
+// The SPEC's pattern field ("6:8") as N (4); spec_fields::error naming `key` otherwise.
+int parse_slide_pattern_field(std::string_view key, std::string_view v);
+// Why a matrix has no (2N−2):2N pattern up to 14:16 (the first row and columns that break it),
+// or nullopt when it has one.
+std::optional<std::string> slide_pattern_why_not(const CsrMatrix& a);
+
 std::string slide_spec(const SlideSchedule& s);
 std::string print_slide(const SlideSchedule& s);
 SlideSchedule parse_slide_fields(std::string_view spec, const std::vector<std::string_view>& parts);

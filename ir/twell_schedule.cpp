@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 
 #include "ir/diagnostics.h"
 #include "ir/spec_fields.h"
@@ -13,14 +12,6 @@ namespace {
 
 int64_t align256(int64_t b) {
   return (b + 255) / 256 * 256;
-}
-
-// "sm_90" -> 90 (0 when the name carries no number).
-int sm_of(const DeviceLimits& dev) {
-  int v = 0;
-  for (char c : dev.name)
-    if (std::isdigit(static_cast<unsigned char>(c))) v = v * 10 + (c - '0');
-  return v;
 }
 
 constexpr std::string_view kGateNames[] = {"mma", "lib"};
@@ -166,7 +157,7 @@ TwellWeights twell_weights_layout(const Problem& p) {
 std::vector<std::string> verify_twell(const Problem& p, const TwellSchedule& s,
                                       const DeviceLimits& dev) {
   std::vector<std::string> why;
-  const int sm = sm_of(dev);
+  const int sm = dev.sm();
   if (sm != 0 && sm < 80)
     why.push_back(fmt::format("twell uses mma.sync bf16/fp16 (sm_80+), not {}", dev.name));
   for (int threads : {kTwellGemmThreads, s.warps * 32})
