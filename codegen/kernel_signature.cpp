@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 namespace sparsegen::codegen {
 
 std::string_view to_string(ParamKind k) {
@@ -66,6 +68,17 @@ std::string describe_sparse_gemm(const LibrarySparseGemm& g) {
 }
 
 }  // namespace
+
+std::vector<int64_t> f32_table(const std::vector<float>& v) {
+  std::vector<int64_t> bits;
+  bits.reserve(v.size());
+  for (float x : v) {
+    uint32_t u = 0;
+    std::memcpy(&u, &x, 4);
+    bits.push_back(u);
+  }
+  return bits;
+}
 
 bool is_table(ParamKind k) {
   return k == ParamKind::I32Table || k == ParamKind::I16Table || k == ParamKind::I8Table ||

@@ -168,4 +168,7 @@ struct KernelSignature {
 // Human-readable list of the parameters, one per line ("values  const T*  packed A values").
 std::string describe(const KernelSignature& sig);
 
+// The data of an F32Table parameter: each float's bit pattern (the runtime uploads 32 bits each).
+std::vector<int64_t> f32_table(const std::vector<float>& v);
+
 }  // namespace sparsegen::codegen

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstring>
 #include <tuple>
 
 #include "codegen/emitter.h"
@@ -224,15 +223,8 @@ class SlideEmitter : public Emitter {
                   {"beta", ParamKind::Beta, "beta", {}},
                   {"meta", ParamKind::U32Table, "slide.meta", std::move(meta)}};
     if (quant_) {
-      std::vector<int64_t> bits;
-      bits.reserve(f_.row_scales.size());
-      for (float v : f_.row_scales) {
-        uint32_t u = 0;
-        std::memcpy(&u, &v, 4);
-        bits.push_back(u);
-      }
       sig.params.push_back(
-          {"row_scales", ParamKind::F32Table, "slide.row_scales", std::move(bits)});
+          {"row_scales", ParamKind::F32Table, "slide.row_scales", f32_table(f_.row_scales)});
     }
     if (fused_) {
       sig.params.push_back({"B", ParamKind::B, "B", {}});

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <cstring>
-
 #include "codegen/emitter.h"
 #include "codegen/slide.h"
 #include "codegen/template_types.h"
@@ -73,19 +71,13 @@ class SlideLtEmitter : public Emitter {
     KernelSignature sig;
     sig.kernel_name = opt_.kernel_name;
     if (quant_) {
-      std::vector<int64_t> bits;
-      bits.reserve(f_.row_scales.size());
-      for (float v : f_.row_scales) {
-        uint32_t u = 0;
-        std::memcpy(&u, &v, 4);
-        bits.push_back(u);
-      }
-      sig.params = {{"acc", ParamKind::Workspace, "the library's raw accumulators", {}},
-                    {"row_scales", ParamKind::F32Table, "slide.row_scales", std::move(bits)},
-                    {"token_scales", ParamKind::TokenScales, "token scales", {}},
-                    {"C", ParamKind::C, "C", {}},
-                    {"alpha", ParamKind::Alpha, "alpha", {}},
-                    {"beta", ParamKind::Beta, "beta", {}}};
+      sig.params = {
+          {"acc", ParamKind::Workspace, "the library's raw accumulators", {}},
+          {"row_scales", ParamKind::F32Table, "slide.row_scales", f32_table(f_.row_scales)},
+          {"token_scales", ParamKind::TokenScales, "token scales", {}},
+          {"C", ParamKind::C, "C", {}},
+          {"alpha", ParamKind::Alpha, "alpha", {}},
+          {"beta", ParamKind::Beta, "beta", {}}};
       sig.launch.grid_x = (p_.m * p_.n + kScaleThreads - 1) / kScaleThreads;
       sig.launch.block_threads = kScaleThreads;
       sig.workspace_bytes = slide_lt_workspace_bytes(p_);
