@@ -2,7 +2,7 @@
 // cuBLAS and cuSPARSE CSR in one process.
 //
 //   sparsegen-bench FILE -n 8 [--dtype fp16] [--schedule SPEC | --best-of K] [--json out.json]
-//   sparsegen-bench --suite llm|suitesparse|all [--quick] [--best-of K] [--json out.json]
+//   sparsegen-bench --suite llm|suitesparse|small|all [--quick] [--best-of K] [--json out.json]
 //   sparsegen-bench (FILE | --suite ...) --exhaustive [--top-k K] [--exhaustive-limit L]
 //
 // --exhaustive measures the search itself (benchmarks/search_quality.h), not the baselines: per
@@ -28,7 +28,10 @@
 // --cache-dir (default $BENCH_DIR/cache) and reused across N and runs. The SuiteSparse suite: every
 // real matrix under $SPARSEGEN_DATA/suitesparse with at least --min-nnz nonzeros, fp32, N = 8, 32,
 // 64. --quick: every shape at 50/70/90 % magnitude plus random 70 % for two shapes, N = 1, 8, 32,
-// 64; SuiteSparse matrices with >= 10000 nonzeros.
+// 64; SuiteSparse matrices with >= 10000 nonzeros. The small suite (where a kernel's fixed cost
+// decides): every real matrix under $SPARSEGEN_DATA/suitesparse and $SPARSEGEN_DATA/edge with
+// fewer than --max-nnz (default 100000) nonzeros and at least one row and column, fp32, N = 1, 8,
+// 32; its summary counts the cases where ours is at least as fast as cuSPARSE.
 //
 // Output: one line per case on stdout; while it runs, a progress bar on stderr when that is a
 // terminal (cases done, elapsed, ETA, the current case and step). --json FILE.json also writes
@@ -120,6 +123,7 @@ struct Args {
   std::string tensor;
   uint64_t seed = 0;
   int64_t min_nnz = -1;  // -1: preset default
+  int64_t max_nnz = -1;  // -1: preset default (the small suite: 100000 exclusive; else none)
   double max_dense_gib = 4.0;
   double time_limit_s = 0;
   std::string filter;
@@ -136,7 +140,7 @@ using Step = std::function<void(const std::string&)>;
 
 // One matrix of a run and the cases (N values) measured on it.
 struct MatrixSpec {
-  std::string suite;    // "llm", "suitesparse", "file"
+  std::string suite;    // "llm", "suitesparse", "small", "file"
   std::string name;     // for progress lines and --filter
   std::string pruning;  // llm only
   double target_sparsity = 0;
@@ -188,8 +192,10 @@ DType parse_dtype_flag(const std::string& s) {
 }
 
 void validate(const Args& a) {
-  if (!a.suite.empty() && a.suite != "llm" && a.suite != "suitesparse" && a.suite != "all") {
-    throw UserError(fmt::format("--suite: expected llm, suitesparse or all, found '{}'", a.suite));
+  if (!a.suite.empty() && a.suite != "llm" && a.suite != "suitesparse" && a.suite != "small" &&
+      a.suite != "all") {
+    throw UserError(
+        fmt::format("--suite: expected llm, suitesparse, small or all, found '{}'", a.suite));
   }
   for (int64_t n : a.ns) {
     if (n < 1 || n > 4096) throw UserError(fmt::format("-n: expected 1..4096, found {}", n));
@@ -214,6 +220,8 @@ void validate(const Args& a) {
     throw UserError(fmt::format("--time-limit: expected seconds >= 0, found {}", a.time_limit_s));
   }
   if (a.min_nnz < -1) throw UserError(fmt::format("--min-nnz: expected >= 0, found {}", a.min_nnz));
+  if (a.max_nnz < -1 || a.max_nnz == 0)
+    throw UserError(fmt::format("--max-nnz: expected >= 1, found {}", a.max_nnz));
   if (a.exhaustive_limit < 1 || a.exhaustive_limit > 100000) {
     throw UserError(
         fmt::format("--exhaustive-limit: expected 1..100000, found {}", a.exhaustive_limit));
@@ -328,26 +336,40 @@ std::vector<MatrixSpec> llm_specs(const Args& a, DType dtype) {
   return out;
 }
 
-std::vector<MatrixSpec> suitesparse_specs(const Args& a, DType dtype, nlohmann::json& skipped) {
+// The real matrices of one run: every .mtx under the named folders of the data directory whose
+// nonzero count lies in [min_nnz, max_nnz) (max_nnz < 0: no upper bound), fp32 by default.
+// `suite` names the cases' group ("suitesparse N=8", "small N=1").
+std::vector<MatrixSpec> data_specs(const Args& a, const std::string& suite,
+                                   const std::vector<std::string>& folders, int64_t min_nnz,
+                                   int64_t max_nnz, const std::vector<int64_t>& default_ns,
+                                   DType dtype, nlohmann::json& skipped) {
   const std::string data = a.data_dir.empty() ? default_data_dir() : a.data_dir;
-  const fs::path dir = fs::path(data) / "suitesparse";
-  std::error_code ec;
-  if (data.empty() || !fs::is_directory(dir, ec)) {
-    throw UserError(fmt::format(
-        "--data: no suitesparse folder at '{}' (give --data DIR or set SPARSEGEN_DATA to the "
-        "folder that holds suitesparse/)",
-        dir.string()));
+  std::vector<std::pair<std::string, std::string>> files;  // (path, name relative to the data)
+  for (const std::string& folder : folders) {
+    const fs::path dir = fs::path(data) / folder;
+    std::error_code ec;
+    if (data.empty() || !fs::is_directory(dir, ec)) {
+      throw UserError(fmt::format(
+          "--data: no {} folder at '{}' (give --data DIR or set SPARSEGEN_DATA to the folder that "
+          "holds {}/)",
+          folder, dir.string(), folder));
+    }
+    std::vector<std::string> in_folder;
+    for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
+      if (e.is_regular_file() && e.path().extension() == ".mtx")
+        in_folder.push_back(e.path().string());
+    }
+    std::sort(in_folder.begin(), in_folder.end());
+    for (const std::string& f : in_folder) {
+      std::string rel = fs::relative(f, dir, ec).string();
+      // Matrices of the SuiteSparse folder keep their names (as in earlier results).
+      if (folders.size() > 1 || folder != "suitesparse") rel = folder + "/" + rel;
+      files.emplace_back(f, rel);
+    }
   }
-  const int64_t min_nnz = a.min_nnz >= 0 ? a.min_nnz : (a.quick ? 10000 : 1000);
-  std::vector<std::string> files;
-  for (const auto& e : fs::recursive_directory_iterator(dir, ec)) {
-    if (e.is_regular_file() && e.path().extension() == ".mtx") files.push_back(e.path().string());
-  }
-  std::sort(files.begin(), files.end());
   std::vector<MatrixSpec> out;
-  const std::vector<int64_t> ns = a.ns.empty() ? std::vector<int64_t>{8, 32, 64} : a.ns;
-  for (const std::string& f : files) {
-    const std::string rel = fs::relative(f, dir, ec).string();
+  const std::vector<int64_t> ns = a.ns.empty() ? default_ns : a.ns;
+  for (const auto& [f, rel] : files) {
     // Load now (small files) to filter by nnz and field; the matrix is reloaded when measured.
     CsrMatrix m;
     try {
@@ -360,13 +382,23 @@ std::vector<MatrixSpec> suitesparse_specs(const Args& a, DType dtype, nlohmann::
       skipped.push_back({{"matrix", rel}, {"reason", "complex (real kernels only)"}});
       continue;
     }
+    if (m.rows == 0 || m.cols == 0) {
+      skipped.push_back(
+          {{"matrix", rel}, {"reason", fmt::format("{}x{}: no product to time", m.rows, m.cols)}});
+      continue;
+    }
     if (m.nnz() < min_nnz) {
       skipped.push_back(
           {{"matrix", rel}, {"reason", fmt::format("nnz {} < --min-nnz {}", m.nnz(), min_nnz)}});
       continue;
     }
+    if (max_nnz >= 0 && m.nnz() >= max_nnz) {
+      skipped.push_back(
+          {{"matrix", rel}, {"reason", fmt::format("nnz {} >= --max-nnz {}", m.nnz(), max_nnz)}});
+      continue;
+    }
     MatrixSpec s;
-    s.suite = "suitesparse";
+    s.suite = suite;
     s.name = rel;
     s.rows = m.rows;
     s.cols = m.cols;
@@ -376,6 +408,19 @@ std::vector<MatrixSpec> suitesparse_specs(const Args& a, DType dtype, nlohmann::
     out.push_back(std::move(s));
   }
   return out;
+}
+
+std::vector<MatrixSpec> suitesparse_specs(const Args& a, DType dtype, nlohmann::json& skipped) {
+  const int64_t min_nnz = a.min_nnz >= 0 ? a.min_nnz : (a.quick ? 10000 : 1000);
+  return data_specs(a, "suitesparse", {"suitesparse"}, min_nnz, a.max_nnz, {8, 32, 64}, dtype,
+                    skipped);
+}
+
+// The small suite: SuiteSparse and edge matrices under --max-nnz (default 100000) nonzeros.
+std::vector<MatrixSpec> small_specs(const Args& a, DType dtype, nlohmann::json& skipped) {
+  const int64_t max_nnz = a.max_nnz >= 0 ? a.max_nnz : 100000;
+  return data_specs(a, "small", {"suitesparse", "edge"}, std::max<int64_t>(a.min_nnz, 0), max_nnz,
+                    {1, 8, 32}, dtype, skipped);
 }
 
 // ---------------------------------------------------------------- our kernel: builds
@@ -1213,6 +1258,11 @@ int run(const Args& a) {
            suitesparse_specs(a, a.dtype.empty() ? DType::F32 : parse_dtype_flag(a.dtype), skipped))
         specs.push_back(std::move(s));
     }
+    if (a.suite == "small") {
+      for (auto& s :
+           small_specs(a, a.dtype.empty() ? DType::F32 : parse_dtype_flag(a.dtype), skipped))
+        specs.push_back(std::move(s));
+    }
     // SuiteSparse first: its cases are quick, so a --time-limit cuts only LLM shapes.
     if (a.suite == "llm" || a.suite == "all") {
       for (auto& s : llm_specs(a, a.dtype.empty() ? DType::F16 : parse_dtype_flag(a.dtype)))
@@ -1318,6 +1368,7 @@ int run(const Args& a) {
                         {"cases_vs_cublas", gs.with_cublas},
                         {"geomean_speedup_vs_cusparse", gs.geomean_vs_cusparse},
                         {"cases_vs_cusparse", gs.with_cusparse},
+                        {"cases_at_least_as_fast_as_cusparse", gs.not_slower_than_cusparse},
                         {"median_ours_gbps", gs.median_ours_gbps},
                         {"ours_picked", gs.picks}});
     }
@@ -1509,7 +1560,9 @@ int main(int argc, char** argv) {
   app.add_option("--refine", a.refine,
                  "with --best-of K: R more schedules near the fastest of the K (default K / 2, as "
                  "sparsegen tune; 0 = none)");
-  auto* suite = app.add_option("--suite", a.suite, "run a suite: llm, suitesparse, all");
+  auto* suite = app.add_option("--suite", a.suite,
+                               "run a suite: llm, suitesparse, small (SuiteSparse and edge "
+                               "matrices under --max-nnz nonzeros: fixed costs), all");
   app.add_flag("--quick", a.quick, "the short suite preset (device runs)");
   app.add_option("--json", a.json,
                  "write results as JSON to this file, and their plot next to it (FILE.json -> "
@@ -1524,6 +1577,9 @@ int main(int argc, char** argv) {
   app.add_option("--data", a.data_dir, "folder holding suitesparse/ (default $SPARSEGEN_DATA)");
   app.add_option("--tensor", a.tensor, "tensor name in a .safetensors file");
   app.add_option("--seed", a.seed, "seed of the generated LLM weights (default 0)");
+  app.add_option("--max-nnz", a.max_nnz,
+                 "suitesparse, small: skip matrices with this many nonzeros or more (default: "
+                 "100000 for small, none for suitesparse)");
   app.add_option("--min-nnz", a.min_nnz,
                  "suitesparse: skip matrices with fewer nonzeros (default 1000; 10000 --quick)");
   app.add_option("--max-dense-gib", a.max_dense_gib,
@@ -1554,7 +1610,8 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
     if (a.file.empty() && a.suite.empty()) {
-      throw CLI::ValidationError("give a matrix FILE (with -n N) or --suite llm|suitesparse|all");
+      throw CLI::ValidationError(
+          "give a matrix FILE (with -n N) or --suite llm|suitesparse|small|all");
     }
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);

@@ -121,7 +121,10 @@ std::vector<GroupSummary> summarize_groups(const std::vector<CaseResult>& cases)
     for (const CaseResult* c : members[g]) {
       ++s.cases;
       if (auto x = c->speedup_vs_cublas()) vb.push_back(*x);
-      if (auto x = c->speedup_vs_cusparse()) vs.push_back(*x);
+      if (auto x = c->speedup_vs_cusparse()) {
+        vs.push_back(*x);
+        if (*x >= 1.0) ++s.not_slower_than_cusparse;
+      }
       if (c->ours.ok()) {
         bw.push_back(c->ours.gbps());
         ++s.picks[family_of_impl(c->ours.impl)];
@@ -156,8 +159,9 @@ std::string format_picks(const std::map<std::string, int>& picks) {
 }
 
 std::string format_summary(const std::vector<GroupSummary>& groups) {
-  std::string t = fmt::format("{:<24} {:>5}  {:>14}  {:>16}  {:>10}  {}\n", "group", "cases",
-                              "vs cuBLAS (gm)", "vs cuSPARSE (gm)", "ours GB/s", "ours picked");
+  std::string t =
+      fmt::format("{:<24} {:>5}  {:>14}  {:>16}  {:>12}  {:>10}  {}\n", "group", "cases",
+                  "vs cuBLAS (gm)", "vs cuSPARSE (gm)", ">= cuSPARSE", "ours GB/s", "ours picked");
   auto cell = [](double v, int n, int total) {
     if (n == 0) return std::string("-");
     std::string s = fmt::format("{:.2f}x", v);
@@ -165,10 +169,13 @@ std::string format_summary(const std::vector<GroupSummary>& groups) {
     return s;
   };
   for (const GroupSummary& g : groups) {
-    t += fmt::format("{:<24} {:>5}  {:>14}  {:>16}  {:>10.0f}  {}\n", g.group, g.cases,
+    const std::string not_slower =
+        g.with_cusparse == 0 ? "-"
+                             : fmt::format("{}/{}", g.not_slower_than_cusparse, g.with_cusparse);
+    t += fmt::format("{:<24} {:>5}  {:>14}  {:>16}  {:>12}  {:>10.0f}  {}\n", g.group, g.cases,
                      cell(g.geomean_vs_cublas, g.with_cublas, g.cases),
-                     cell(g.geomean_vs_cusparse, g.with_cusparse, g.cases), g.median_ours_gbps,
-                     format_picks(g.picks));
+                     cell(g.geomean_vs_cusparse, g.with_cusparse, g.cases), not_slower,
+                     g.median_ours_gbps, format_picks(g.picks));
   }
   return t;
 }

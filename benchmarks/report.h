@@ -71,7 +71,8 @@ struct GroupSummary {
   int cases = 0;
   int with_cublas = 0;  // cases that have both our time and cuBLAS's
   int with_cusparse = 0;
-  double geomean_vs_cublas = 0;  // 0 when with_cublas == 0
+  int not_slower_than_cusparse = 0;  // of with_cusparse: ours' median <= cuSPARSE's
+  double geomean_vs_cublas = 0;      // 0 when with_cublas == 0
   double geomean_vs_cusparse = 0;
   double median_ours_gbps = 0;
   // How often each family was ours (the tuner's pick: a generated kernel, or a library

@@ -8,6 +8,7 @@
 
 #include "codegen/template_library.h"
 #include "ir/diagnostics.h"
+#include "templates/template_index.h"
 
 namespace sparsegen::codegen {
 
@@ -96,6 +97,9 @@ void Emitter::elementwise_kernel(std::string_view comment, std::string_view name
                                  std::string_view decls, int64_t count, std::string_view stmt) {
   decl(comment);
   decl(fmt::format("extern \"C\" __global__ void {}({}) {{", name, decls));
+  // The next kernel of the sequence may start now; C is touched only after the one before ends.
+  decl("  " + call(tmpl::launch_dependents).text + ";");
+  decl("  " + call(tmpl::grid_dependency_wait).text + ";");
   decl("  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;");
   decl(fmt::format("  if (i < {}LL) {};", count, stmt));
   decl("}");
@@ -106,6 +110,7 @@ LaunchShape elementwise_launch(int64_t count) {
   shape.grid_x = (count + 255) / 256;
   shape.grid_y = 1;
   shape.block_threads = 256;
+  shape.programmatic_wait = true;  // waits before its first access (elementwise_kernel)
   return shape;
 }
 

@@ -86,6 +86,8 @@ class Emitter {
   // Declares a one-thread-per-element helper kernel of the module (a prologue or epilogue over
   // C), launched with elementwise_launch(count):
   //   extern "C" __global__ void NAME(DECLS) {
+  //     sg::launch_dependents();     // the next kernel of the sequence may start
+  //     sg::grid_dependency_wait();  // the kernel before this one has finished
   //     const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   //     if (i < COUNT) STMT;
   //   }

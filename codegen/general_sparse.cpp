@@ -38,6 +38,7 @@
 //
 //   fp32:  sparsegen_general_scale_c(C, beta)       prologue: C = beta * C (not read if beta == 0)
 //          sparsegen_general(values, col_idx, B, C, alpha, beta, ...)
+//            ... sg::grid_dependency_wait();           // launched while the prologue runs
 //            ... sg::atomic_add_f32<float>(C + ..., alpha * acc[i]);
 //   fp16 / bf16 (a 16-bit atomicAdd would round every partial sum to the dtype and overflow where
 //   partial sums exceed its range although the row's result does not), with an fp32 workspace ws
@@ -250,6 +251,9 @@ class GeneralSparseEmitter : public Emitter {
 
   void emit_finish(const std::string& row, const std::string& cond) {
     auto g = cond.empty() ? block() : block("if (" + cond + ")");
+    // Atomic mode: the prologue's beta·C must be complete before the first add (this kernel may
+    // start while the prologue still runs: LaunchShape::programmatic_wait).
+    if (atomic_) call_stmt(tmpl::grid_dependency_wait);
     const std::string orow = fresh("orow");
     line(fmt::format("const int {} = {};", orow, off(f_.perm, row)));
     for (int i = 0; i < TC_; ++i) {
@@ -549,6 +553,7 @@ class GeneralSparseEmitter : public Emitter {
     sig.launch.grid_y = f_.stats.col_tiles;
     sig.launch.block_threads = NT_;
     sig.launch.shared_bytes = shared_bytes_;
+    sig.launch.programmatic_wait = atomic_;  // emit_finish waits before the first atomic add
     const LaunchShape elementwise = elementwise_launch(p_.m * p_.n);
     if (atomic_) sig.prologue = {prologue_name(), prologue_params(), elementwise, false};
     if (workspace_) {

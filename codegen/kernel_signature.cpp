@@ -46,8 +46,9 @@ std::string describe_aux(const char* what, const AuxKernel& k) {
   if (!k.present()) return "";
   std::string names;
   for (const KernelParam& p : k.params) names += (names.empty() ? "" : ", ") + p.name;
-  return fmt::format("{} {}({}) grid=({},{}) block={}{}\n", what, k.name, names, k.launch.grid_x,
+  return fmt::format("{} {}({}) grid=({},{}) block={}{}{}\n", what, k.name, names, k.launch.grid_x,
                      k.launch.grid_y, k.launch.block_threads,
+                     k.launch.programmatic_wait ? " programmatic-wait" : "",
                      k.beta_only ? " (beta != 0 only)" : "");
 }
 
@@ -108,6 +109,7 @@ std::string describe(const KernelSignature& sig) {
                    sig.launch.grid_y, sig.launch.block_threads, sig.launch.shared_bytes);
   if (sig.launch.dynamic_shared_bytes > 0)
     s += fmt::format(" dynamic_shared={}B", sig.launch.dynamic_shared_bytes);
+  if (sig.launch.programmatic_wait) s += " programmatic-wait";
   s += "\n";
   if (sig.empty_grid())
     s += sig.gemms_before.empty() && sig.gemms_after.empty() && sig.spmms.empty() &&

@@ -56,6 +56,11 @@ struct LaunchShape {
   // Dynamic shared memory the launch must pass (above 48 KiB the function needs the opt-in
   // attribute, which the loader sets).
   int64_t dynamic_shared_bytes = 0;
+  // The kernel calls sg::grid_dependency_wait() (templates/sg_grid_dependency.cuh) before it
+  // reads or writes anything an earlier kernel of its launch sequence writes. The runtime may then
+  // launch it with programmatic stream serialization right after another kernel of the sequence,
+  // so that its start and its loads of A and B overlap that kernel (one launch's fixed cost less).
+  bool programmatic_wait = false;
 };
 
 // A helper kernel of the same module, launched around the main kernel: elementwise over C

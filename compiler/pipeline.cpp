@@ -7,6 +7,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <string_view>
 #include <utility>
 
 #include "compiler/family.h"
@@ -259,6 +261,7 @@ cuda::DeviceBuffer upload_vector(const std::vector<T>& v) {
 
 cuda::LaunchConfig config_of(const codegen::LaunchShape& s, CUstream stream) {
   cuda::LaunchConfig c;
+  // programmatic stays off here: launch_bound decides it from the kernel before (see there).
   c.grid.x = static_cast<unsigned>(s.grid_x);
   c.grid.y = static_cast<unsigned>(s.grid_y);
   c.block.x = static_cast<unsigned>(s.block_threads);
@@ -510,11 +513,25 @@ bool aux_runs(CUfunction f, const codegen::AuxKernel& k, float beta) {
   return f != nullptr && (!k.beta_only || beta != 0.0f);
 }
 
+// Whether programmatic dependent launch is allowed: on unless SPARSEGEN_PDL=0 (an A/B switch
+// for measurements; read once).
+bool pdl_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("SPARSEGEN_PDL");
+    return v == nullptr || std::string_view(v) != "0";
+  }();
+  return on;
+}
+
 // Launches `f` with `params` bound by kind (the main kernel, prologue and epilogue alike).
 // `with_tables`: `params` are the main kernel's (tables are uploaded per parameter index).
+// `after_own_kernel`: the launch before this one on the stream is a kernel of this run's own
+// sequence (not the caller's work, not a library call), which it may overlap when its shape
+// waits programmatically; the caller's B is complete by then, since that earlier kernel was
+// launched in full stream order.
 void launch_bound(CUfunction f, const std::vector<codegen::KernelParam>& params,
                   const codegen::LaunchShape& shape, RunArgs& a, bool with_tables,
-                  CUstream stream) {
+                  bool after_own_kernel, CUstream stream) {
   std::vector<CUdeviceptr> ptrs(params.size(), 0);
   std::vector<void*> args(params.size() + 1, nullptr);
   for (size_t i = 0; i < params.size(); ++i) {
@@ -563,7 +580,9 @@ void launch_bound(CUfunction f, const std::vector<codegen::KernelParam>& params,
     }
     args[i] = &ptrs[i];
   }
-  cuda::launch(f, config_of(shape, stream), args.data());
+  cuda::LaunchConfig config = config_of(shape, stream);
+  config.programmatic = after_own_kernel && shape.programmatic_wait && pdl_enabled();
+  cuda::launch(f, config, args.data());
 }
 
 }  // namespace
@@ -591,17 +610,26 @@ void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
   a.tables = &k.tables;
   a.b_work = k.b_work.ptr();
   a.token_scales = k.token_scales.ptr();
-  if (k.b_transform != nullptr)
-    launch_bound(k.b_transform, sig.b_transform.params, sig.b_transform.launch, a, false, stream);
+  // after_own: the last launch on the stream is one of this sequence's kernels (launch_bound).
+  bool after_own = false;
+  if (k.b_transform != nullptr) {
+    launch_bound(k.b_transform, sig.b_transform.params, sig.b_transform.launch, a, false, false,
+                 stream);
+    after_own = true;
+  }
   const int64_t elem = dtype_bytes(p.b_dtype());
   run_gemms(sig.gemms_before, k.gemms, k.gemms_fp32, 0, a, elem, stream);
+  if (!sig.gemms_before.empty()) after_own = false;
   for (size_t i = 0; i < k.sparse_gemms.size(); ++i) {
     const bool raw = sig.sparse_gemms[i].to_workspace;
     k.sparse_gemms[i]->run(a.b_work, raw ? a.workspace : c, raw ? 1.0f : alpha, raw ? 0.0f : beta,
                            stream);
+    after_own = false;
   }
-  if (aux_runs(k.prologue, sig.prologue, beta))
-    launch_bound(k.prologue, sig.prologue.params, sig.prologue.launch, a, false, stream);
+  if (aux_runs(k.prologue, sig.prologue, beta)) {
+    launch_bound(k.prologue, sig.prologue.params, sig.prologue.launch, a, false, after_own, stream);
+    after_own = true;
+  }
   if (sig.empty_grid()) {
     // With M*N > 0 only the Atomic output mode (rows split across blocks) can leave no block
     // task (nnz == 0): its prologue (and epilogue) apply C = beta*C. A Store kernel always has a
@@ -610,12 +638,17 @@ void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
                   !sig.spmms.empty() || !sig.sparse_gemms.empty(),
               "empty grid without a prologue or a library step for " + to_string(p));
   } else {
-    launch_bound(k.kernel, sig.params, sig.launch, a, true, stream);
+    launch_bound(k.kernel, sig.params, sig.launch, a, true, after_own, stream);
+    after_own = true;
   }
   run_gemms(sig.gemms_after, k.gemms, k.gemms_fp32, sig.gemms_before.size(), a, elem, stream);
-  for (const auto& m : k.spmms) m->run(b, c, alpha, beta, stream);
+  if (!sig.gemms_after.empty()) after_own = false;
+  for (const auto& m : k.spmms) {
+    m->run(b, c, alpha, beta, stream);
+    after_own = false;
+  }
   if (aux_runs(k.epilogue, sig.epilogue, beta))
-    launch_bound(k.epilogue, sig.epilogue.params, sig.epilogue.launch, a, false, stream);
+    launch_bound(k.epilogue, sig.epilogue.params, sig.epilogue.launch, a, false, after_own, stream);
 }
 
 const Problem& CompiledKernel::problem() const {

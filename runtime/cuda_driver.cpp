@@ -55,7 +55,8 @@ namespace {
   X(cuEventSynchronize, 2000)         \
   X(cuStreamWaitEvent, 3020)          \
   X(cuEventElapsedTime, 12080)        \
-  X(cuLaunchKernel, 4000)
+  X(cuLaunchKernel, 4000)             \
+  X(cuLaunchKernelEx, 11060)
 
 #define SPARSEGEN_CU_CHECK_TYPE(name, version)                              \
   static_assert(std::is_same_v<PFN_##name##_v##version, decltype(&::name)>, \
@@ -505,11 +506,31 @@ float Event::elapsed_ms(const Event& start, const Event& end) {
 // ---- launch ----
 
 void launch(CUfunction f, const LaunchConfig& c, void** params) {
-  check(drv().cuLaunchKernel(f, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z,
-                             c.shared_bytes, c.stream, params, nullptr),
-        "cuLaunchKernel",
-        fmt::format("grid ({},{},{}) block ({},{},{}) shared {} bytes", c.grid.x, c.grid.y,
-                    c.grid.z, c.block.x, c.block.y, c.block.z, c.shared_bytes));
+  const std::string shape =
+      fmt::format("grid ({},{},{}) block ({},{},{}) shared {} bytes", c.grid.x, c.grid.y, c.grid.z,
+                  c.block.x, c.block.y, c.block.z, c.shared_bytes);
+  if (!c.programmatic) {
+    check(drv().cuLaunchKernel(f, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z,
+                               c.shared_bytes, c.stream, params, nullptr),
+          "cuLaunchKernel", shape);
+    return;
+  }
+  CUlaunchAttribute attr{};
+  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchConfig lc{};
+  lc.gridDimX = c.grid.x;
+  lc.gridDimY = c.grid.y;
+  lc.gridDimZ = c.grid.z;
+  lc.blockDimX = c.block.x;
+  lc.blockDimY = c.block.y;
+  lc.blockDimZ = c.block.z;
+  lc.sharedMemBytes = c.shared_bytes;
+  lc.hStream = c.stream;
+  lc.attrs = &attr;
+  lc.numAttrs = 1;
+  check(drv().cuLaunchKernelEx(&lc, f, params, nullptr), "cuLaunchKernelEx",
+        shape + ", programmatic stream serialization");
 }
 
 }  // namespace sparsegen::cuda

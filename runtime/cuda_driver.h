@@ -208,11 +208,17 @@ struct LaunchConfig {
   Dim3 block;
   unsigned shared_bytes = 0;
   CUstream stream = nullptr;
+  // Programmatic dependent launch (sm_90+): the kernel may start before the previous kernel on
+  // the stream has finished (as soon as that one's blocks all called griddepcontrol
+  // .launch_dependents, or exited). The kernel must call griddepcontrol.wait before it touches
+  // anything the previous kernel writes (templates/sg_grid_dependency.cuh).
+  bool programmatic = false;
 };
 
 // Launches `f` with kernel parameters `params` (one pointer per parameter, as cuLaunchKernel
-// takes them). An invalid configuration throws CudaError from "cuLaunchKernel"; faults during the
-// kernel surface at the next synchronizing call.
+// takes them; cuLaunchKernelEx with config.programmatic). An invalid configuration throws
+// CudaError from the launch call; faults during the kernel surface at the next synchronizing
+// call.
 void launch(CUfunction f, const LaunchConfig& config, void** params);
 
 // Convenience: launch(f, config, a, b, c) passes the addresses of a, b, c. Each argument must have

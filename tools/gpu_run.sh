@@ -100,6 +100,12 @@ BENCH_RUNS=(
   # 60 cases, ~300 s; bench_suitesparse, every shared SuiteSparse matrix from 1000 nonzeros.
   "bench_random|tools/sparsegen-bench --suite llm --filter random --best-of 8 --generated-only --time-limit 480 --no-cache --json $BENCH_DIR/bench_random.json"
   "bench_suitesparse|tools/sparsegen-bench --suite suitesparse --best-of 8 --generated-only --time-limit 420 --no-cache --json $BENCH_DIR/bench_suitesparse.json"
+  # The small suite (#24's fixed-cost target): every SuiteSparse and edge matrix under 100k
+  # nonzeros, fp32, N = 1, 8, 32, ~500 cases, ~300 s; its summary counts ours >= cuSPARSE.
+  "bench_small|tools/sparsegen-bench --suite small --best-of 8 --generated-only --time-limit 480 --no-cache --json $BENCH_DIR/bench_small.json"
+  # Programmatic dependent launch, A/B: one atomic (prologue + kernel) schedule per N on four
+  # small matrices, SPARSEGEN_PDL=0 and 1 alternating, twice; cuSPARSE in the same process.
+  'pdl_ab|mkdir -p $BENCH_DIR/pdl_ab; for m in ParU/rajat19 ParU/adder_dcop_05 ParU/hangGlider_2 LAGraph/cryg2500; do for n in 8 32; do [ $n = 8 ] && S="general;block=nnz:16;warp=nnz:4;thread=nnz:1;warps=4;group=8;tcols=1;bcols=8;red=bitmap,segment,segment;sort=0;pad=1;interleave=0;vec=1" || S="general;block=nnz:4;warp=nnz:1;thread=nnz:1;warps=4;group=32;tcols=1;bcols=32;red=bitmap,segment,segment;sort=0;pad=1;interleave=0;vec=1"; for r in 1 2; do for pdl in 0 1; do SPARSEGEN_PDL=$pdl tools/sparsegen-bench $SPARSEGEN_DATA/suitesparse/$m.mtx -n $n --schedule "$S" --repeats 50 --no-cache --no-plot --json $BENCH_DIR/pdl_ab/${m##*/}_n${n}_pdl${pdl}_r$r.json >/dev/null || exit 1; done; done; done; done'
   # MACKO vs dense cuBLAS: 5 LLM shapes x random/magnitude x 50/70/90 %, fp16, N = 1
   # and 8, up to 48 MACKO schedules each (pick_schedules; best reported, checked), L2 flushed
   # medians, bandwidth. Expected ~250 s on an H200 host (pruning/packing of up to 205M-element

@@ -51,6 +51,9 @@ TEST(GeneralSparse, CsrVectorShape) {
   EXPECT_FALSE(has(s, "atomic_add"));
   EXPECT_FALSE(k.signature.prologue.present());
   EXPECT_FALSE(k.signature.epilogue.present());
+  // One kernel, launched first: nothing of the sequence to wait for.
+  EXPECT_FALSE(has(s, "grid_dependency_wait"));
+  EXPECT_FALSE(k.signature.launch.programmatic_wait);
   EXPECT_EQ(k.signature.workspace_bytes, 0);
   EXPECT_EQ(k.signature.launch.block_threads, 128);
   EXPECT_EQ(k.signature.launch.grid_x, 8);  // 32 rows / 4 per block
@@ -107,6 +110,17 @@ TEST(GeneralSparse, NonzeroSplitUsesAtomicsAndPrologue) {
   // fp32: the atomic adds go straight into C (fp32 atomics); no workspace, no epilogue.
   EXPECT_TRUE(has(s, "sg::atomic_add_f32<float>(C + "));
   EXPECT_FALSE(has(s, "store_axpby"));
+  // Programmatic dependent launch: the prologue lets the kernel start at once, and the kernel
+  // waits for the prologue's beta·C before its first atomic add (not before its loads).
+  EXPECT_TRUE(has(s, "#include \"sg_grid_dependency.cuh\""));
+  EXPECT_TRUE(has(s, "sg::launch_dependents();\n  sg::grid_dependency_wait();"));
+  const size_t kernel_at = s.find("sparsegen_general(");
+  const size_t wait_at = s.find("sg::grid_dependency_wait();", kernel_at);
+  ASSERT_NE(wait_at, std::string::npos);
+  EXPECT_LT(s.find("(col_idx + ", kernel_at), wait_at);  // the index loads come first
+  EXPECT_LT(wait_at, s.find("sg::atomic_add_f32<float>(C + ", kernel_at));
+  EXPECT_TRUE(k.signature.launch.programmatic_wait);
+  EXPECT_TRUE(k.signature.prologue.launch.programmatic_wait);
   EXPECT_FALSE(has(s, "float* __restrict__ ws"));
   EXPECT_EQ(k.signature.prologue.name, "sparsegen_general_scale_c");
   EXPECT_EQ(k.signature.prologue.launch.grid_x, (p.m * p.n + 255) / 256);
