@@ -492,10 +492,11 @@ std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMa
   if (best_of <= 1) libraries.clear();
   all = std::move(generated);
   RankedSpace ranked = rank_space(a, p, target, std::move(all), info ? &*info : nullptr);
+  const int spread = fixed_cost_spread(ranked, best_of);
   all = std::move(ranked.all);
   std::vector<size_t> order = std::move(ranked.order);
   std::vector<std::optional<Schedule>> out;
-  space.chosen = select_for_measurement(order, all, best_of);
+  space.chosen = select_for_measurement(order, all, best_of, spread);
   for (size_t i : space.chosen) out.push_back(all[i]);
   for (Schedule& s : libraries) out.push_back(std::move(s));
   space.order = std::move(order);
@@ -1336,9 +1337,12 @@ int run(const Args& a) {
   doc["ours_selection"] =
       !a.schedule.empty() ? "given --schedule"
       : best_of > 1       ? fmt::format(
-                                "fastest measured of the cost model's top {} schedules and of {} more "
-                                      "near the fastest of them (sparsegen tune's search)",
-                                best_of, a.refine >= 0 ? a.refine : best_of / 2)
+                                "fastest measured of the cost model's top {} schedules (plus {} "
+                                      "spread over its ranking in the fixed-cost regime, "
+                                      "best prediction < {} ms) and of {} more near the fastest "
+                                      "of them (sparsegen tune's search)",
+                                best_of, best_of >= 4 ? kFixedCostSpread * best_of : 0,
+                                kFixedCostRegimeMs, a.refine >= 0 ? a.refine : best_of / 2)
                     : "the cost model's top-ranked schedule";
   if (a.generated_only)
     doc["ours_selection"] = doc["ours_selection"].get<std::string>() +

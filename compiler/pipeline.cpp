@@ -593,6 +593,12 @@ void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
   const Problem& p = k.build.problem;
   const codegen::KernelSignature& sig = k.build.kernel.signature;
   if (p.m == 0 || p.n == 0) return;  // C has no elements
+  // A weight without nonzeros: C = beta·C, which for beta 0 is a fill of zeros (the stream's
+  // cheapest operation; a kernel launch costs more). Other betas run the sequence (it scales C).
+  if (p.sparse_weight() && k.build.nnz == 0 && beta == 0.0f) {
+    cuda::fill_bytes_async(c, static_cast<size_t>(p.m * p.n * dtype_bytes(p.c_dtype())), 0, stream);
+    return;
+  }
   if (sig.b_alignment > 1 && b % static_cast<CUdeviceptr>(sig.b_alignment) != 0)
     throw UserError(
         fmt::format("B at device address 0x{:x} is not {}-byte aligned, which the "

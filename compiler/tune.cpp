@@ -328,7 +328,7 @@ KernelBuild prepare_kernel(const CsrMatrix& a, const Problem& p, const Schedule&
 }
 
 std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
-                                           const std::vector<Schedule>& all, int k) {
+                                           const std::vector<Schedule>& all, int k, int spread) {
   const size_t take = std::min(order.size(), static_cast<size_t>(std::max(k, 1)));
   std::vector<bool> chosen(order.size(), false);  // by position in `order`
   size_t n = 0;
@@ -340,10 +340,25 @@ std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
   }
   for (size_t i = 0; i < order.size() && n < take; ++i)
     if (!chosen[i]) chosen[i] = true, ++n;
+  // Keep the first `take` chosen positions, then spread `spread` more over the positions left.
+  size_t kept = 0;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (chosen[i] && kept++ >= take) chosen[i] = false;
+  std::vector<size_t> rest;
+  for (size_t i = 0; i < order.size(); ++i)
+    if (!chosen[i]) rest.push_back(i);
+  const size_t extra = std::min(rest.size(), static_cast<size_t>(std::max(spread, 0)));
+  for (size_t j = 0; j < extra; ++j) chosen[rest[j * rest.size() / extra]] = true;
   std::vector<size_t> out;
-  for (size_t i = 0; i < order.size() && out.size() < take; ++i)
+  for (size_t i = 0; i < order.size(); ++i)
     if (chosen[i]) out.push_back(order[i]);
   return out;
+}
+
+int fixed_cost_spread(const RankedSpace& r, int k) {
+  if (k < 4 || r.order.empty()) return 0;
+  const std::optional<double>& best = r.predicted_ms[r.order.front()];
+  return best && *best < kFixedCostRegimeMs ? kFixedCostSpread * k : 0;
 }
 
 int spec_distance(const Schedule& a, const Schedule& b) {
@@ -534,7 +549,13 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
                                  opt.restrict_note.empty() ? "restricted" : opt.restrict_note);
     if (!r.warning.empty()) res.warnings.push_back(r.warning);
     const int measure_k = restricted && opt.top_k > 0 ? static_cast<int>(all.size()) : opt.top_k;
-    for (size_t idx : select_for_measurement(r.order, all, measure_k)) {
+    const int spread = restricted ? 0 : fixed_cost_spread(r, opt.top_k);
+    if (spread > 0)
+      res.ranking += fmt::format(
+          "; fixed-cost regime (best prediction {:.4f} ms): {} more spread "
+          "over the ranking",
+          *r.predicted_ms[r.order.front()], spread);
+    for (size_t idx : select_for_measurement(r.order, all, measure_k, spread)) {
       Candidate c;
       c.index = idx;
       c.schedule = all[c.index];

@@ -140,8 +140,10 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
 // error across families is larger than within one (on the H200 the top 8 of 4096x11008-like
 // weights held no MACKO kernel, while MACKO was 1.7x faster), so the measurement, not the
 // model, decides between families.
+// `spread` > 0 adds that many more, spread evenly over the rest of the ranking (see
+// fixed_cost_spread); the result stays in ranking order.
 std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
-                                           const std::vector<Schedule>& all, int k);
+                                           const std::vector<Schedule>& all, int k, int spread = 0);
 
 // The second round of the search: schedules near the measured winner `winner` (same family,
 // SPEC differing in at most kRefineFields fields), not in `measured`, in the model's order
@@ -185,6 +187,17 @@ struct RankedSpace {
 };
 RankedSpace rank_space(const CsrMatrix& a, const Problem& p, const CompileTarget& target,
                        const cuda::DeviceInfo* info);
+
+// The fixed-cost regime: the model's best prediction is under kFixedCostRegimeMs, so launches,
+// dependent loads from a cold L2 and a prologue decide the time. The linear model, fitted on
+// weights of megabytes, ranks that regime worst (on the H200 the fastest of the 260-390 schedules
+// of six small SuiteSparse matrices ranked 130th to 340th, and the top 8 held none within 5 % of
+// it), while one measurement there costs microseconds. So a measuring search (k >= 4) adds
+// kFixedCostSpread * k schedules spread evenly over the rest of the ranking to its first round;
+// the refinement then searches near whichever wins. Returns that count (0 outside the regime).
+inline constexpr double kFixedCostRegimeMs = 0.02;
+inline constexpr int kFixedCostSpread = 3;
+int fixed_cost_spread(const RankedSpace& r, int k);
 // The same over a given candidate list.
 RankedSpace rank_space(const CsrMatrix& a, const Problem& p, const CompileTarget& target,
                        std::vector<Schedule> all, const cuda::DeviceInfo* info);

@@ -505,6 +505,11 @@ float Event::elapsed_ms(const Event& start, const Event& end) {
 
 // ---- launch ----
 
+void fill_bytes_async(CUdeviceptr ptr, std::size_t bytes, unsigned char value, CUstream stream) {
+  check(drv().cuMemsetD8Async(ptr, value, bytes, stream), "cuMemsetD8Async",
+        fmt::format("{} bytes at 0x{:x}", bytes, static_cast<unsigned long long>(ptr)));
+}
+
 void launch(CUfunction f, const LaunchConfig& c, void** params) {
   const std::string shape =
       fmt::format("grid ({},{},{}) block ({},{},{}) shared {} bytes", c.grid.x, c.grid.y, c.grid.z,

@@ -156,6 +156,9 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+// Asynchronously sets `bytes` bytes from device address `ptr` to `value` on `stream`.
+void fill_bytes_async(CUdeviceptr ptr, std::size_t bytes, unsigned char value, CUstream stream);
+
 // A non-blocking stream.
 class Stream {
  public:

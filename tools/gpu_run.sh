@@ -102,7 +102,10 @@ BENCH_RUNS=(
   "bench_suitesparse|tools/sparsegen-bench --suite suitesparse --best-of 8 --generated-only --time-limit 420 --no-cache --json $BENCH_DIR/bench_suitesparse.json"
   # The small suite (#24's fixed-cost target): every SuiteSparse and edge matrix under 100k
   # nonzeros, fp32, N = 1, 8, 32, ~500 cases, ~300 s; its summary counts ours >= cuSPARSE.
-  "bench_small|tools/sparsegen-bench --suite small --best-of 8 --generated-only --time-limit 480 --no-cache --json $BENCH_DIR/bench_small.json"
+  "bench_small|tools/sparsegen-bench --suite small --best-of 8 --generated-only --time-limit ${BENCH_SMALL_LIMIT_S:-480} --no-cache --json $BENCH_DIR/bench_small.json"
+  # Search quality on small matrices where ours lost to cuSPARSE: every enumerated schedule
+  # (up to 400) measured against the search's top 8 (EXH_SMALL: "filter:N ...").
+  'exhaustive_small|mkdir -p $BENCH_DIR/exhaustive_small; for c in ${EXH_SMALL:-test_FW_2500:32 n1024-l1:32 jagmesh7:32 ParU/problem.mtx:8 SPQR/Ragusa16:8 test_FW_2003:8}; do f=${c%:*}; n=${c##*:}; timeout 120 tools/sparsegen-bench --suite small --filter $f -n $n --exhaustive --no-cache --no-plot --json $BENCH_DIR/exhaustive_small/${f##*/}_n$n.json >/dev/null || echo "exhaustive $c: rc $?"; done'
   # Programmatic dependent launch, A/B: one atomic (prologue + kernel) schedule per N on four
   # small matrices, SPARSEGEN_PDL=0 and 1 alternating, twice; cuSPARSE in the same process.
   'pdl_ab|mkdir -p $BENCH_DIR/pdl_ab; for m in ParU/rajat19 ParU/adder_dcop_05 ParU/hangGlider_2 LAGraph/cryg2500; do for n in 8 32; do [ $n = 8 ] && S="general;block=nnz:16;warp=nnz:4;thread=nnz:1;warps=4;group=8;tcols=1;bcols=8;red=bitmap,segment,segment;sort=0;pad=1;interleave=0;vec=1" || S="general;block=nnz:4;warp=nnz:1;thread=nnz:1;warps=4;group=32;tcols=1;bcols=32;red=bitmap,segment,segment;sort=0;pad=1;interleave=0;vec=1"; for r in 1 2; do for pdl in 0 1; do SPARSEGEN_PDL=$pdl tools/sparsegen-bench $SPARSEGEN_DATA/suitesparse/$m.mtx -n $n --schedule "$S" --repeats 50 --no-cache --no-plot --json $BENCH_DIR/pdl_ab/${m##*/}_n${n}_pdl${pdl}_r$r.json >/dev/null || exit 1; done; done; done; done'

@@ -142,6 +142,23 @@ TEST(Tune, MeasurementSetKeepsEveryFamily) {
   std::vector<size_t> mixed = {10, 0, 11, 1, 2, 3, 4, 5, 6, 7, 8, 9, 12};
   EXPECT_EQ(select_for_measurement(mixed, all, 4), (std::vector<size_t>{10, 0, 11, 1}));
   EXPECT_EQ(select_for_measurement(order, all, 100).size(), all.size());
+  // A spread adds evenly spaced places from the rest of the ranking, in ranking order.
+  EXPECT_EQ(select_for_measurement(order, all, 4, 3), (std::vector<size_t>{0, 1, 2, 3, 6, 9, 10}));
+  EXPECT_EQ(select_for_measurement(order, all, 8, 100).size(), all.size());
+}
+
+// The spread applies in the fixed-cost regime only (the model's best prediction), for k >= 4.
+TEST(Tune, FixedCostRegimeSpreadsTheFirstRound) {
+  RankedSpace r;
+  for (int i = 0; i < 3; ++i) r.all.emplace_back(GeneralSchedule{});
+  r.order = {2, 0, 1};
+  r.predicted_ms = {0.5, 0.9, kFixedCostRegimeMs / 4};
+  EXPECT_EQ(fixed_cost_spread(r, 8), kFixedCostSpread * 8);
+  EXPECT_EQ(fixed_cost_spread(r, 2), 0);  // a small k is taken literally
+  r.predicted_ms[2] = kFixedCostRegimeMs * 2;
+  EXPECT_EQ(fixed_cost_spread(r, 8), 0);
+  r.predicted_ms[2] = std::nullopt;  // no prediction: no regime
+  EXPECT_EQ(fixed_cost_spread(r, 8), 0);
 }
 
 // The second round: same family, at most kRefineFields SPEC fields away from the winner, not
