@@ -63,6 +63,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -126,7 +127,7 @@ struct Args {
   int64_t max_nnz = -1;  // -1: preset default (the small suite: 100000 exclusive; else none)
   double max_dense_gib = 4.0;
   double time_limit_s = 0;
-  std::string filter;
+  std::vector<std::string> filter;  // any of these substrings of the matrix name
   bool dry_run = false;
   bool exhaustive = false;
   int exhaustive_limit = 400;
@@ -492,7 +493,7 @@ std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMa
   if (best_of <= 1) libraries.clear();
   all = std::move(generated);
   RankedSpace ranked = rank_space(a, p, target, std::move(all), info ? &*info : nullptr);
-  const int spread = fixed_cost_spread(ranked, best_of);
+  const int spread = fixed_cost_spread(ranked, a.nnz(), best_of);
   all = std::move(ranked.all);
   std::vector<size_t> order = std::move(ranked.order);
   std::vector<std::optional<Schedule>> out;
@@ -1272,9 +1273,13 @@ int run(const Args& a) {
   }
   if (best_of == 0) best_of = 1;
   if (!a.filter.empty()) {
-    std::erase_if(specs,
-                  [&](const MatrixSpec& s) { return s.name.find(a.filter) == std::string::npos; });
-    if (specs.empty()) throw UserError(fmt::format("--filter: no matrix matches '{}'", a.filter));
+    std::erase_if(specs, [&](const MatrixSpec& s) {
+      return std::none_of(a.filter.begin(), a.filter.end(), [&](const std::string& f) {
+        return s.name.find(f) != std::string::npos;
+      });
+    });
+    if (specs.empty())
+      throw UserError(fmt::format("--filter: no matrix matches '{}'", fmt::join(a.filter, "', '")));
   }
 
   // The GPU (after every user error, before any expensive work).
@@ -1336,14 +1341,15 @@ int run(const Args& a) {
   doc["best_of"] = best_of;
   doc["ours_selection"] =
       !a.schedule.empty() ? "given --schedule"
-      : best_of > 1       ? fmt::format(
-                                "fastest measured of the cost model's top {} schedules (plus {} "
-                                      "spread over its ranking in the fixed-cost regime, "
-                                      "best prediction < {} ms) and of {} more near the fastest "
-                                      "of them (sparsegen tune's search)",
-                                best_of, best_of >= 4 ? kFixedCostSpread * best_of : 0,
-                                kFixedCostRegimeMs, a.refine >= 0 ? a.refine : best_of / 2)
-                    : "the cost model's top-ranked schedule";
+      : best_of > 1
+          ? fmt::format(
+                "fastest measured of the cost model's top {} schedules (plus {} "
+                "spread over its ranking in the fixed-cost regime: under "
+                "{} nonzeros, best prediction < {} ms) and of {} more "
+                "near the fastest of them (sparsegen tune's search)",
+                best_of, best_of >= 4 ? kFixedCostSpread * best_of : 0, kFixedCostRegimeNnz,
+                kFixedCostRegimeMs, a.refine >= 0 ? a.refine : best_of / 2)
+          : "the cost model's top-ranked schedule";
   if (a.generated_only)
     doc["ours_selection"] = doc["ours_selection"].get<std::string>() +
                             "; generated kernels only (no library candidate)";
@@ -1590,7 +1596,9 @@ int main(int argc, char** argv) {
                  "skip cuBLAS when the dense A would exceed this (default 4)");
   app.add_option("--time-limit", a.time_limit_s,
                  "stop starting new matrices after this many seconds (0: none)");
-  app.add_option("--filter", a.filter, "only matrices whose name contains this text");
+  app.add_option("--filter", a.filter,
+                 "only matrices whose name contains this text (comma list: any of them)")
+      ->delimiter(',');
   app.add_flag("--dry-run", a.dry_run,
                "no GPU: generate/load and build our kernels (PTX), print the plan");
   auto* exh = app.add_flag(

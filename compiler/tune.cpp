@@ -355,8 +355,8 @@ std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
   return out;
 }
 
-int fixed_cost_spread(const RankedSpace& r, int k) {
-  if (k < 4 || r.order.empty()) return 0;
+int fixed_cost_spread(const RankedSpace& r, int64_t nnz, int k) {
+  if (k < 4 || r.order.empty() || nnz >= kFixedCostRegimeNnz) return 0;
   const std::optional<double>& best = r.predicted_ms[r.order.front()];
   return best && *best < kFixedCostRegimeMs ? kFixedCostSpread * k : 0;
 }
@@ -549,7 +549,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
                                  opt.restrict_note.empty() ? "restricted" : opt.restrict_note);
     if (!r.warning.empty()) res.warnings.push_back(r.warning);
     const int measure_k = restricted && opt.top_k > 0 ? static_cast<int>(all.size()) : opt.top_k;
-    const int spread = restricted ? 0 : fixed_cost_spread(r, opt.top_k);
+    const int spread = restricted ? 0 : fixed_cost_spread(r, a.nnz(), opt.top_k);
     if (spread > 0)
       res.ranking += fmt::format(
           "; fixed-cost regime (best prediction {:.4f} ms): {} more spread "

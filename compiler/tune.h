@@ -188,16 +188,19 @@ struct RankedSpace {
 RankedSpace rank_space(const CsrMatrix& a, const Problem& p, const CompileTarget& target,
                        const cuda::DeviceInfo* info);
 
-// The fixed-cost regime: the model's best prediction is under kFixedCostRegimeMs, so launches,
-// dependent loads from a cold L2 and a prologue decide the time. The linear model, fitted on
-// weights of megabytes, ranks that regime worst (on the H200 the fastest of the 260-390 schedules
-// of six small SuiteSparse matrices ranked 130th to 340th, and the top 8 held none within 5 % of
-// it), while one measurement there costs microseconds. So a measuring search (k >= 4) adds
-// kFixedCostSpread * k schedules spread evenly over the rest of the ranking to its first round;
-// the refinement then searches near whichever wins. Returns that count (0 outside the regime).
+// The fixed-cost regime: a matrix under kFixedCostRegimeNnz nonzeros whose best predicted time is
+// under kFixedCostRegimeMs, so launches, dependent loads from a cold L2 and a prologue decide the
+// time. The linear model, fitted mostly on weights of megabytes, ranks that regime worst (on the
+// H200 the fastest of the 260-390 schedules of six small SuiteSparse matrices ranked 130th to
+// 340th, and the top 8 held none within 5 % of it), while one build and measurement there is
+// cheap. So a measuring search (k >= 4) adds kFixedCostSpread * k schedules spread evenly over
+// the rest of the ranking to its first round; the refinement then searches near whichever wins.
+// Returns that count (0 outside the regime). LLM weights, which the model was fitted on, stay
+// outside even where their predictions are short (decode).
 inline constexpr double kFixedCostRegimeMs = 0.02;
+inline constexpr int64_t kFixedCostRegimeNnz = 100000;
 inline constexpr int kFixedCostSpread = 3;
-int fixed_cost_spread(const RankedSpace& r, int k);
+int fixed_cost_spread(const RankedSpace& r, int64_t nnz, int k);
 // The same over a given candidate list.
 RankedSpace rank_space(const CsrMatrix& a, const Problem& p, const CompileTarget& target,
                        std::vector<Schedule> all, const cuda::DeviceInfo* info);

@@ -102,7 +102,7 @@ BENCH_RUNS=(
   "bench_suitesparse|tools/sparsegen-bench --suite suitesparse --best-of 8 --generated-only --time-limit 420 --no-cache --json $BENCH_DIR/bench_suitesparse.json"
   # The small suite (#24's fixed-cost target): every SuiteSparse and edge matrix under 100k
   # nonzeros, fp32, N = 1, 8, 32, ~500 cases, ~300 s; its summary counts ours >= cuSPARSE.
-  "bench_small|tools/sparsegen-bench --suite small --best-of 8 --generated-only --time-limit ${BENCH_SMALL_LIMIT_S:-480} --no-cache --json $BENCH_DIR/bench_small.json"
+  "bench_small|tools/sparsegen-bench --suite small --best-of 8 --generated-only --time-limit ${BENCH_SMALL_LIMIT_S:-480} ${BENCH_SMALL_ARGS:-} --no-cache --json $BENCH_DIR/bench_small.json"
   # Search quality on small matrices where ours lost to cuSPARSE: every enumerated schedule
   # (up to 400) measured against the search's top 8 (EXH_SMALL: "filter:N ...").
   'exhaustive_small|mkdir -p $BENCH_DIR/exhaustive_small; for c in ${EXH_SMALL:-test_FW_2500:32 n1024-l1:32 jagmesh7:32 ParU/problem.mtx:8 SPQR/Ragusa16:8 test_FW_2003:8}; do f=${c%:*}; n=${c##*:}; timeout 120 tools/sparsegen-bench --suite small --filter $f -n $n --exhaustive --no-cache --no-plot --json $BENCH_DIR/exhaustive_small/${f##*/}_n$n.json >/dev/null || echo "exhaustive $c: rc $?"; done'

@@ -147,18 +147,20 @@ TEST(Tune, MeasurementSetKeepsEveryFamily) {
   EXPECT_EQ(select_for_measurement(order, all, 8, 100).size(), all.size());
 }
 
-// The spread applies in the fixed-cost regime only (the model's best prediction), for k >= 4.
+// The spread applies in the fixed-cost regime only (few nonzeros, a short best prediction), for
+// k >= 4.
 TEST(Tune, FixedCostRegimeSpreadsTheFirstRound) {
   RankedSpace r;
   for (int i = 0; i < 3; ++i) r.all.emplace_back(GeneralSchedule{});
   r.order = {2, 0, 1};
   r.predicted_ms = {0.5, 0.9, kFixedCostRegimeMs / 4};
-  EXPECT_EQ(fixed_cost_spread(r, 8), kFixedCostSpread * 8);
-  EXPECT_EQ(fixed_cost_spread(r, 2), 0);  // a small k is taken literally
+  EXPECT_EQ(fixed_cost_spread(r, 5000, 8), kFixedCostSpread * 8);
+  EXPECT_EQ(fixed_cost_spread(r, 5000, 2), 0);                 // a small k is taken literally
+  EXPECT_EQ(fixed_cost_spread(r, kFixedCostRegimeNnz, 8), 0);  // a weight the model knows
   r.predicted_ms[2] = kFixedCostRegimeMs * 2;
-  EXPECT_EQ(fixed_cost_spread(r, 8), 0);
+  EXPECT_EQ(fixed_cost_spread(r, 5000, 8), 0);
   r.predicted_ms[2] = std::nullopt;  // no prediction: no regime
-  EXPECT_EQ(fixed_cost_spread(r, 8), 0);
+  EXPECT_EQ(fixed_cost_spread(r, 5000, 8), 0);
 }
 
 // The second round: same family, at most kRefineFields SPEC fields away from the winner, not
