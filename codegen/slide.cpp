@@ -236,6 +236,8 @@ class SlideEmitter : public Emitter {
     sig.launch.grid_y = slide_grid_y(p_, s_);
     sig.launch.block_threads = s_.threads_per_block();
     sig.launch.dynamic_shared_bytes = slide_shared_bytes(p_, s_);
+    // After the lift, the kernel may start early: it waits before its first read of bw.
+    sig.launch.programmatic_wait = !fused_;
     sig.b_alignment = fused_ ? 2 : quant_ && vec_b() ? 16 : 4;
     sig.b_work_bytes = slide_b_work_bytes(p_, s_);
     if (quant_) sig.token_scales = p_.n;

@@ -14,6 +14,7 @@
 
 #include "sg_async_copy.cuh"
 #include "sg_dtype.cuh"
+#include "sg_grid_dependency.cuh"
 
 namespace sg {
 namespace detail {
@@ -236,6 +237,7 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
   static_assert(THREADS % 32 == 0 && 8 % TOK == 0, "slide_lift: whole warps, TOK divides 8");
   __shared__ float s_part[THREADS / 32][TOK];
   __shared__ float s_inv[TOK];
+  launch_dependents();  // the kernel reading bw may start now (it waits for this grid's end)
   const int tid = threadIdx.x, n0 = blockIdx.x * TOK;
   const bool one_segment = seg_chunks >= chunks;
   // The token's quantization: inv = qmax / max (ir/quantize.h), scale = max / qmax (1: max 0).
@@ -358,7 +360,11 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
 //   C[r, n] = alpha · acc · (QUANT ? row_scales[r] · token_scales[n] : 1) + beta · C[r, n]
 // (beta == 0: C not read), C element (r, n) at C[r·c_rs + n·c_ns].
 namespace detail {
-template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, typename LoadB>
+// WAIT: B (and token_scales) come from the kernel launched before this one, which this one may
+// overlap (programmatic launch): the first chunks' A loads are issued, then the warp waits for
+// that kernel's end before its first B load.
+template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, bool WAIT,
+          typename LoadB>
 __device__ __forceinline__ void slide_k_body(const unsigned* __restrict__ a,
                                              const unsigned* __restrict__ meta, const LoadB& load_b,
                                              T* __restrict__ C,
@@ -392,6 +398,14 @@ __device__ __forceinline__ void slide_k_body(const unsigned* __restrict__ a,
         av[u][i] = ok ? __ldcs(a4 + tc * 32 + lane) : make_uint4(0u, 0u, 0u, 0u);
         ev[u][i] = ok ? __ldcs(meta + tc * (8 * ML) + meta_lane) : 0x44444444u;
       }
+    }
+    if constexpr (WAIT) {
+      if (kc0 == warp * U) grid_dependency_wait();  // first round only: A is in flight
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int kc = kc0 + u;
+      const bool in = kc < chunks;
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
         const int ct = ct0 + j;
@@ -406,6 +420,7 @@ __device__ __forceinline__ void slide_k_body(const unsigned* __restrict__ a,
         for (int j = 0; j < NT; ++j)
           slide_mma<KIND>(acc + (i * NT + j) * 4, av[u][i], bv[u][j], ev[u][i]);
   }
+  if constexpr (WAIT) grid_dependency_wait();  // a warp without chunks (and token_scales below)
   if constexpr (WARPS > 1) {
     constexpr int kWords = MT * NT * 4;
     if (warp > 0) {
@@ -447,9 +462,9 @@ __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
   auto load_b = [&](int kc, int ct, int lane) {
     return __ldg(b4 + (kc * col_tiles + ct) * 32 + lane);
   };
-  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, QUANT>(a, meta, load_b, C, row_scales,
-                                                         token_scales, smem, alpha, beta, M, N,
-                                                         row_tiles, col_tiles, chunks, c_rs, c_ns);
+  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, QUANT, true>(
+      a, meta, load_b, C, row_scales, token_scales, smem, alpha, beta, M, N, row_tiles, col_tiles,
+      chunks, c_rs, c_ns);
 }
 
 // lift=fused (fp16 / bf16, split=k): one kernel, no b_transform. Each lane builds its B fragment
@@ -482,7 +497,7 @@ __device__ __forceinline__ void slide_spmm_fused(const unsigned* __restrict__ a,
     }
     return make_uint4(r32[0], r32[1], r32[2], r32[3]);
   };
-  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, 0>(
+  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, 0, false>(
       a, meta, load_b, C, static_cast<const float*>(nullptr), static_cast<const float*>(nullptr),
       smem, alpha, beta, M, N, row_tiles, col_tiles, chunks, c_rs, c_ns);
 }
@@ -513,6 +528,7 @@ __device__ __forceinline__ void slide_spmm_rows(
   const unsigned s0 = smem_addr(reinterpret_cast<const unsigned*>(smem));
   const int meta_lane = g * ML + (t % ML);
   const int steps = (chunks + U - 1) / U;
+  grid_dependency_wait();  // bw comes from the lift, which this kernel may overlap
   // Step i's B pieces into buffer i % 2; pieces past K' or N are zero-filled (never read from B).
   auto issue = [&](int i) {
     const unsigned dst = s0 + static_cast<unsigned>((i & 1) * kStep * 16);

@@ -120,6 +120,9 @@ BENCH_RUNS=(
   # slide_prefill: compute-bound N through cuSPARSELt on the lifted weight (slide_lt, lift and
   # scaling included) against dense cuBLASLt of the same type; 2:4 (native) beside 6:8
   # gives the efficiency (6:8 speedup / (2:4 speedup / gamma)) from one run.
+  # Programmatic launch of the slide kernel after its lift, A/B: decode N, fp16 and int8, the
+  # model's best schedule per split and lift placement, SPARSEGEN_PDL=0 and 1 alternating, twice.
+  'slide_pdl_ab|mkdir -p $BENCH_DIR/slide_pdl_ab; for r in 1 2; do for pdl in 0 1; do SPARSEGEN_PDL=$pdl timeout 150 tools/sparsegen-slide-bench --backends mma --types ${SLIDE_AB_TYPES:-fp16 int8} --n 1 8 16 --top 1 --lift-n 1024 --no-plot --out $BENCH_DIR/slide_pdl_ab/pdl${pdl}_r$r.json >/dev/null || echo "slide pdl=$pdl r=$r: rc $?"; done; done'
   "slide_prefill|timeout 540 tools/sparsegen-slide-bench --backends lt --types fp16 int8 --patterns 2:4 6:8 --n 4096 16384 --shapes 4096x4096 14336x4096 4096x14336 --lift-n 4096 --reps 10 --out $BENCH_DIR/slide_prefill.json"
   # slide_lift: the lift kernel alone (fp16, int8, fp8 at N = 1024 and 4096 on the three shapes)
   # against the device-to-device copy of the same run.

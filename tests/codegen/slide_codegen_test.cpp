@@ -132,5 +132,31 @@ TEST(SlideCodegen, CompilesForEveryValueType) {
     }
 }
 
+// After a lift kernel the main kernel waits for it programmatically (sm_90: griddepcontrol),
+// in both splits; the fused one has nothing to wait for.
+TEST(SlideCodegen, WaitsForTheLiftOnlyWhenThereIsOne) {
+  const CsrMatrix a = weight_6_8(48, 130);
+  for (DType dt : {DType::F16, DType::I8})
+    for (SlideSplit split : {SlideSplit::K, SlideSplit::Rows}) {
+      SlideSchedule s;
+      s.split = split;
+      const Problem p = is_quantized(dt) ? Problem::quantized_spmm(48, 130, 8, dt, DType::F16)
+                                         : Problem::spmm(48, 130, 8, dt);
+      const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, dt));
+      EXPECT_TRUE(k.signature.launch.programmatic_wait);
+      EXPECT_TRUE(k.signature.b_transform.present());
+      nvrtc::CompileOptions o;
+      o.arch = "sm_90";
+      o.headers = k.headers;
+      EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty()) << to_string(dt);
+    }
+  SlideSchedule fused;
+  fused.split = SlideSplit::K;
+  fused.lift = SlideLift::Fused;
+  const GeneratedKernel f = emit_slide(Problem::spmm(48, 130, 8, DType::F16), Schedule(fused),
+                                       pack_slide_tc(a, 4, DType::F16));
+  EXPECT_FALSE(f.signature.launch.programmatic_wait);
+}
+
 }  // namespace
 }  // namespace sparsegen::codegen
