@@ -85,6 +85,8 @@ class Emitter {
 
   // Declares a one-thread-per-element helper kernel of the module (a prologue or epilogue over
   // C), launched with elementwise_launch(count):
+  // DECLS must not mark pointers __restrict__: the kernel may start before the one before it has
+  // finished (programmatic launch), and a const __restrict__ load may be moved above the wait.
   //   extern "C" __global__ void NAME(DECLS) {
   //     sg::launch_dependents();     // the next kernel of the sequence may start
   //     sg::grid_dependency_wait();  // the kernel before this one has finished

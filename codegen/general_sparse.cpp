@@ -516,13 +516,13 @@ class GeneralSparseEmitter : public Emitter {
     if (!workspace_) {
       elementwise_kernel(
           "// Prologue (launch first): C = beta * C; C is not read when beta == 0.",
-          prologue_name(), "T* __restrict__ C, float beta", p_.m * p_.n,
+          prologue_name(), "T* C, float beta", p_.m * p_.n,
           call(tmpl::scale_f32, targs(TypeArg{"T"}), tmpl::ptr_t("C + i"), f32("beta")).text);
       return;
     }
     elementwise_kernel(
         "// Prologue (launch first): ws = beta * C in fp32; C is not read when beta == 0.",
-        prologue_name(), "float* __restrict__ ws, const T* __restrict__ C, float beta", p_.m * p_.n,
+        prologue_name(), "float* ws, const T* C, float beta", p_.m * p_.n,
         call(tmpl::init_workspace, targs(TypeArg{"T"}), tmpl::ptr_f32("ws + i"),
              tmpl::cptr_t("C + i"), f32("beta"))
             .text);
@@ -532,7 +532,7 @@ class GeneralSparseEmitter : public Emitter {
   void emit_epilogue() {
     elementwise_kernel(
         "// Epilogue (launch last): C = ws, rounded once to T.", epilogue_name(),
-        "T* __restrict__ C, const float* __restrict__ ws", p_.m * p_.n,
+        "T* C, const float* ws", p_.m * p_.n,
         call(tmpl::store_f32, targs(TypeArg{"T"}), tmpl::ptr_t("C + i"), f32("ws[i]")).text);
   }
 

@@ -360,11 +360,7 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
 //   C[r, n] = alpha · acc · (QUANT ? row_scales[r] · token_scales[n] : 1) + beta · C[r, n]
 // (beta == 0: C not read), C element (r, n) at C[r·c_rs + n·c_ns].
 namespace detail {
-// WAIT: B (and token_scales) come from the kernel launched before this one, which this one may
-// overlap (programmatic launch): the first chunks' A loads are issued, then the warp waits for
-// that kernel's end before its first B load.
-template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, bool WAIT,
-          typename LoadB>
+template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, typename LoadB>
 __device__ __forceinline__ void slide_k_body(const unsigned* __restrict__ a,
                                              const unsigned* __restrict__ meta, const LoadB& load_b,
                                              T* __restrict__ C,
@@ -398,14 +394,6 @@ __device__ __forceinline__ void slide_k_body(const unsigned* __restrict__ a,
         av[u][i] = ok ? __ldcs(a4 + tc * 32 + lane) : make_uint4(0u, 0u, 0u, 0u);
         ev[u][i] = ok ? __ldcs(meta + tc * (8 * ML) + meta_lane) : 0x44444444u;
       }
-    }
-    if constexpr (WAIT) {
-      if (kc0 == warp * U) grid_dependency_wait();  // first round only: A is in flight
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int kc = kc0 + u;
-      const bool in = kc < chunks;
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
         const int ct = ct0 + j;
@@ -420,7 +408,6 @@ __device__ __forceinline__ void slide_k_body(const unsigned* __restrict__ a,
         for (int j = 0; j < NT; ++j)
           slide_mma<KIND>(acc + (i * NT + j) * 4, av[u][i], bv[u][j], ev[u][i]);
   }
-  if constexpr (WAIT) grid_dependency_wait();  // a warp without chunks (and token_scales below)
   if constexpr (WARPS > 1) {
     constexpr int kWords = MT * NT * 4;
     if (warp > 0) {
@@ -458,13 +445,16 @@ __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
                                            const float* __restrict__ token_scales, float* smem,
                                            float alpha, float beta, int M, int N, int row_tiles,
                                            int col_tiles, int chunks, int c_rs, int c_ns) {
+  // The lift wrote bw and token_scales; this kernel may have started before it ended.
+  bw = after_grid_dependency(bw);
+  if (QUANT) token_scales = after_grid_dependency(token_scales);
   const uint4* b4 = reinterpret_cast<const uint4*>(bw);
   auto load_b = [&](int kc, int ct, int lane) {
     return __ldg(b4 + (kc * col_tiles + ct) * 32 + lane);
   };
-  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, QUANT, true>(
-      a, meta, load_b, C, row_scales, token_scales, smem, alpha, beta, M, N, row_tiles, col_tiles,
-      chunks, c_rs, c_ns);
+  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, QUANT>(a, meta, load_b, C, row_scales,
+                                                         token_scales, smem, alpha, beta, M, N,
+                                                         row_tiles, col_tiles, chunks, c_rs, c_ns);
 }
 
 // lift=fused (fp16 / bf16, split=k): one kernel, no b_transform. Each lane builds its B fragment
@@ -497,7 +487,7 @@ __device__ __forceinline__ void slide_spmm_fused(const unsigned* __restrict__ a,
     }
     return make_uint4(r32[0], r32[1], r32[2], r32[3]);
   };
-  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, 0, false>(
+  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, 0>(
       a, meta, load_b, C, static_cast<const float*>(nullptr), static_cast<const float*>(nullptr),
       smem, alpha, beta, M, N, row_tiles, col_tiles, chunks, c_rs, c_ns);
 }
@@ -523,12 +513,14 @@ __device__ __forceinline__ void slide_spmm_rows(
   Acc acc[MT * NT * 4];
 #pragma unroll
   for (int i = 0; i < MT * NT * 4; ++i) acc[i] = 0;
+  // The lift wrote bw and token_scales; this kernel may have started before it ended.
+  bw = after_grid_dependency(bw);
+  if (QUANT) token_scales = after_grid_dependency(token_scales);
   const uint4* a4 = reinterpret_cast<const uint4*>(a);
   const uint4* b4 = reinterpret_cast<const uint4*>(bw);
   const unsigned s0 = smem_addr(reinterpret_cast<const unsigned*>(smem));
   const int meta_lane = g * ML + (t % ML);
   const int steps = (chunks + U - 1) / U;
-  grid_dependency_wait();  // bw comes from the lift, which this kernel may overlap
   // Step i's B pieces into buffer i % 2; pieces past K' or N are zero-filled (never read from B).
   auto issue = [&](int i) {
     const unsigned dst = s0 + static_cast<unsigned>((i & 1) * kStep * 16);
