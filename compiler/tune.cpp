@@ -639,12 +639,18 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     auto measure_from = [&](size_t from) {
       loaded.resize(cands.size());
       const std::vector<size_t> ok = compiled();
-      const int total = static_cast<int>(
-          std::count_if(ok.begin(), ok.end(), [&](size_t i) { return i >= from; }));
+      // Library candidates first: their plans are near the best wherever the problem is large
+      // (dense at prefill N), so their time bounds the generated candidates' (abandon_above_ms)
+      // before a slow one spends seconds per run.
+      std::vector<size_t> todo;
+      for (size_t i : ok)
+        if (i >= from) todo.push_back(i);
+      std::stable_partition(todo.begin(), todo.end(),
+                            [&](size_t i) { return cands[i].schedule.family().library(); });
+      const int total = static_cast<int>(todo.size());
       int done = 0;
       progress("measure", 0, total);
-      for (size_t i : ok) {
-        if (i < from) continue;
+      for (size_t i : todo) {
         Candidate& c = cands[i];
         try {
           loaded[i] = std::make_unique<CompiledKernel>(ctx, *c.build);  // uploads, no copy
