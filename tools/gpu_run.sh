@@ -124,7 +124,7 @@ BENCH_RUNS=(
   # gives the efficiency (6:8 speedup / (2:4 speedup / gamma)) from one run.
   # Tune at prefill N: a 4096x4096 6:8 fp16 weight at N = 16384 (column-major B and C, so that
   # slide_lt and dense both compete), cache off; phases and candidates in the JSON.
-  'tune_prefill|W=$BENCH_DIR/w68_4096.safetensors; tools/sparsegen gen --rows 4096 --cols 4096 --method nm --nm 6:8 --seed 3 -o $W >/dev/null && timeout 240 tools/sparsegen tune $W -n 16384 --dtype fp16 --b-layout col --c-layout col --no-cache --json >$BENCH_DIR/tune_prefill.json'
+  'tune_prefill|W=$BENCH_DIR/w68_4096.safetensors; tools/sparsegen gen --rows 4096 --cols 4096 --method nm --nm 6:8 --seed 3 -o $W >/dev/null && timeout 240 tools/sparsegen tune $W -n 16384 --dtype fp16 --b-layout col --c-layout col --no-cache --json >$BENCH_DIR/tune_prefill.json; r=$?; rm -f $W; exit $r'
   # Programmatic launch of the slide kernel after its lift, A/B: decode N, fp16 and int8, the
   # model's best schedule per split and lift placement, SPARSEGEN_PDL=0 and 1 alternating, twice.
   'slide_pdl_ab|mkdir -p $BENCH_DIR/slide_pdl_ab; for r in 1 2; do for pdl in 0 1; do SPARSEGEN_PDL=$pdl timeout 150 tools/sparsegen-slide-bench --backends mma --types ${SLIDE_AB_TYPES:-fp16 int8} --n 1 8 16 --top 1 --lift-n 1024 --no-plot --out $BENCH_DIR/slide_pdl_ab/pdl${pdl}_r$r.json >/dev/null || echo "slide pdl=$pdl r=$r: rc $?"; done; done'
