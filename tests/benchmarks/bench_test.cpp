@@ -117,6 +117,23 @@ TEST(BenchReport, GroupsBySparsityAndN) {
   EXPECT_NE(table.find("4.00x (2/3)"), std::string::npos) << table;
 }
 
+// The small suite's count: cases where ours is at least as fast as cuSPARSE (a tie counts).
+TEST(BenchReport, CountsCasesAtLeastAsFastAsCusparse) {
+  std::vector<CaseResult> cases = {make_case(0.5, 8, 1, 2, 0.9), make_case(0.5, 8, 1, 2, 1.0),
+                                   make_case(0.5, 8, 1, 2, 2.0)};
+  for (CaseResult& c : cases) c.suite = "small";
+  CaseResult no_cusparse = make_case(0.5, 8, 1, 2, 1);
+  no_cusparse.suite = "small";
+  no_cusparse.cusparse.error = "no configuration passed";
+  cases.push_back(no_cusparse);
+  const std::vector<GroupSummary> g = summarize_groups(cases);
+  ASSERT_EQ(g.size(), 1u);
+  EXPECT_EQ(g[0].group, "small N=8");
+  EXPECT_EQ(g[0].with_cusparse, 3);
+  EXPECT_EQ(g[0].not_slower_than_cusparse, 2);
+  EXPECT_NE(format_summary(g).find(" 2/3 "), std::string::npos) << format_summary(g);
+}
+
 // Which family ours was, per group: the tuner may return a library candidate.
 TEST(BenchReport, CountsWhatTheTunerPicked) {
   std::vector<CaseResult> cases = {make_case(0.5, 8, 1, 2, 10), make_case(0.5, 8, 1, 8, 40),
@@ -188,6 +205,8 @@ TEST(BenchCli, BadValuesExit1NamingTheFlag) {
       {m + " -n 8 --schedule not-a-schedule", "--schedule"},
       {m + " -n 8 --json /nonexistent-dir/x.json", "--json"},
       {"--suite suitesparse --data /nonexistent-dir", "--data"},
+      {"--suite small --data /nonexistent-dir", "--data"},
+      {"--suite small --max-nnz 0", "--max-nnz"},
       {"/nonexistent-dir/a.mtx -n 8", "/nonexistent-dir/a.mtx"},
   };
   for (const auto& [args, flag] : cases) {
@@ -249,6 +268,48 @@ TEST(BenchCli, DryRunBuildsOurKernelWithoutGpu) {
   EXPECT_EQ(j["cases"][1]["ours"]["error"], "dry run: not measured") << j.dump(1);
   fs::remove(json);
   fs::remove(m);
+}
+
+// The small suite: SuiteSparse and edge matrices under --max-nnz nonzeros, N = 1, 8, 32; empty
+// shapes and larger matrices are listed as skipped with the reason; --filter takes any of a list.
+TEST(BenchCli, SmallSuiteTakesBothFoldersUnderMaxNnz) {
+  const fs::path data =
+      fs::temp_directory_path() / ("sparsegen_bench_small_" + std::to_string(getpid()));
+  fs::create_directories(data / "suitesparse" / "A");
+  fs::create_directories(data / "edge" / "B");
+  std::ofstream(data / "suitesparse" / "A" / "two.mtx")
+      << "%%MatrixMarket matrix coordinate real general\n3 3 2\n1 1 1.5\n3 2 -2\n";
+  std::ofstream(data / "suitesparse" / "A" / "four.mtx")
+      << "%%MatrixMarket matrix coordinate real general\n2 2 4\n1 1 1\n1 2 2\n2 1 3\n2 2 4\n";
+  std::ofstream(data / "edge" / "B" / "empty.mtx")
+      << "%%MatrixMarket matrix coordinate real general\n4 4 0\n";
+  std::ofstream(data / "edge" / "B" / "nocols.mtx")
+      << "%%MatrixMarket matrix array real general\n3 0\n";
+  const fs::path json = data / "small.json";
+  const BenchRun r = bench("--suite small --max-nnz 4 --dry-run --no-plot --data " + data.string() +
+                           " --json " + json.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(json));
+  std::vector<std::string> names;
+  for (const auto& c : j["cases"]) {
+    names.push_back(c["matrix"].get<std::string>() + " N=" + std::to_string(c["n"].get<int>()));
+    EXPECT_EQ(c["group"], "small N=" + std::to_string(c["n"].get<int>()));
+  }
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"edge/B/empty.mtx N=1", "edge/B/empty.mtx N=32",
+                                      "edge/B/empty.mtx N=8", "suitesparse/A/two.mtx N=1",
+                                      "suitesparse/A/two.mtx N=32", "suitesparse/A/two.mtx N=8"}))
+      << j.dump(1);
+  const std::string skipped = j["skipped"].dump();
+  EXPECT_NE(skipped.find("nnz 4 >= --max-nnz 4"), std::string::npos) << skipped;
+  EXPECT_NE(skipped.find("no product to time"), std::string::npos) << skipped;
+  const BenchRun f = bench("--suite small --max-nnz 4 --dry-run --no-plot -n 8 --data " +
+                           data.string() + " --filter two.mtx,empty --json " + json.string());
+  ASSERT_EQ(f.rc, 0) << f.out;
+  j = nlohmann::json::parse(std::ifstream(json));
+  EXPECT_EQ(j["cases"].size(), 2u) << j.dump(1);
+  fs::remove_all(data);
 }
 
 // As tune: a measuring run builds the model's top k, then the library candidates (cuSPARSE's
