@@ -90,9 +90,10 @@ TEST(ScheduleParse, ErrorsNameTheField) {
   EXPECT_NE(parse_error("general;pad=4;pad=4").find("field 'pad'"), std::string::npos);
   EXPECT_NE(parse_error("general;sort").find("KEY=VALUE"), std::string::npos);
   EXPECT_NE(parse_error("special;warps=2").find("field 'family'"), std::string::npos);
-  EXPECT_NE(parse_error("nosuch").find(
-                "general, macko, bitmap_tc, slide, slide_lt, twell, dense_ffn, dense or cusparse"),
-            std::string::npos);
+  EXPECT_NE(
+      parse_error("nosuch").find(
+          "general, macko, bitmap_tc, baked, slide, slide_lt, twell, dense_ffn, dense or cusparse"),
+      std::string::npos);
   EXPECT_NE(parse_error("general;block=row:3").find("field 'block'"), std::string::npos);
   EXPECT_NE(parse_error("general;block=nnz").find("field 'block'"), std::string::npos);
 }
