@@ -35,10 +35,13 @@ std::vector<char> to_dtype_bytes(const std::vector<float>& v, DType t) {
     return out;
   }
   out.resize(v.size() * 2);
-  for (size_t i = 0; i < v.size(); ++i) {
-    const uint16_t h = t == DType::F16 ? float_to_half_bits(v[i]) : float_to_bf16_bits(v[i]);
-    std::memcpy(out.data() + 2 * i, &h, 2);
-  }
+  const auto n = static_cast<int64_t>(v.size());
+  parallel_for(n, n * 4, [&](int64_t i0, int64_t i1) {
+    for (auto i = static_cast<size_t>(i0); i < static_cast<size_t>(i1); ++i) {
+      const uint16_t h = t == DType::F16 ? float_to_half_bits(v[i]) : float_to_bf16_bits(v[i]);
+      std::memcpy(out.data() + 2 * i, &h, 2);
+    }
+  });
   return out;
 }
 
@@ -48,17 +51,19 @@ void from_dtype_bytes(const std::vector<char>& bytes, DType t, std::vector<float
   const size_t n = bytes.size() / w;
   out.resize(n);
   bits.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    if (w == 4) {
-      std::memcpy(&bits[i], bytes.data() + 4 * i, 4);
-      std::memcpy(&out[i], &bits[i], 4);
-    } else {
-      uint16_t h;
-      std::memcpy(&h, bytes.data() + 2 * i, 2);
-      bits[i] = h;
-      out[i] = t == DType::F16 ? half_bits_to_float(h) : bf16_bits_to_float(h);
+  parallel_for(static_cast<int64_t>(n), static_cast<int64_t>(n) * 2, [&](int64_t i0, int64_t i1) {
+    for (auto i = static_cast<size_t>(i0); i < static_cast<size_t>(i1); ++i) {
+      if (w == 4) {
+        std::memcpy(&bits[i], bytes.data() + 4 * i, 4);
+        std::memcpy(&out[i], &bits[i], 4);
+      } else {
+        uint16_t h;
+        std::memcpy(&h, bytes.data() + 2 * i, 2);
+        bits[i] = h;
+        out[i] = t == DType::F16 ? half_bits_to_float(h) : bf16_bits_to_float(h);
+      }
     }
-  }
+  });
 }
 
 }  // namespace
@@ -80,11 +85,18 @@ CheckInputs make_check_inputs(const Problem& p, uint64_t seed, float alpha, floa
   in.problem = p;
   in.alpha = alpha;
   in.beta = beta;
-  uint64_t state = seed * 0x2545F4914F6CDD1DULL + 1;
-  in.b.resize(static_cast<size_t>(p.k * p.n));
-  for (float& v : in.b) v = draw(state, p.b_dtype());
-  in.c0.resize(static_cast<size_t>(p.m * p.n));
-  for (float& v : in.c0) v = draw(state, p.c_dtype());
+  // One splitmix64 stream over B then C0. Its state advances by a constant per draw, so a chunk
+  // starting at draw j starts from state0 + j·gamma: the same values on any number of threads.
+  const uint64_t state0 = seed * 0x2545F4914F6CDD1DULL + 1;
+  auto fill = [&](std::vector<float>& v, int64_t count, uint64_t first_draw, DType t) {
+    v.resize(static_cast<size_t>(count));
+    parallel_for(count, count * 4, [&](int64_t i0, int64_t i1) {
+      uint64_t state = state0 + (first_draw + static_cast<uint64_t>(i0)) * kSplitmixGamma;
+      for (int64_t i = i0; i < i1; ++i) v[static_cast<size_t>(i)] = draw(state, t);
+    });
+  };
+  fill(in.b, p.k * p.n, 0, p.b_dtype());
+  fill(in.c0, p.m * p.n, static_cast<uint64_t>(p.k * p.n), p.c_dtype());
   return in;
 }
 
@@ -207,90 +219,120 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
   // family says (IrFamily::output_adds).
   const IrFamily& family = s.family();
   const bool have_indeterminate = ref.indeterminate.size() == ref.exact.size();
-  double err2 = 0, ref2 = 0;
-  std::string first;
-  auto fail = [&](int64_t r, int64_t c, const std::string& what) {
-    if (first.empty()) first = fmt::format("C({}, {}): {}", r, c, what);
-  };
   res.compared_reference_spmm = !ref.spmm.empty();
   res.compared_interpreter = interp != nullptr;
-  for (int64_t r = 0; r < p.m; ++r) {
-    const int64_t len = a.row_length(r);
-    const int64_t adds = family.output_adds(p, s, len);
-    for (int64_t c = 0; c < p.n; ++c) {
-      const size_t i = static_cast<size_t>(p.c_index(r, c));
-      const double e = ref.exact[i], o = out[i];
-      // The tight bound (ir/error_bound.h); scale = |alpha|·Σ|a·b| + |beta·c0|.
-      ElementBoundTerms bt;
-      bt.row_length = len;
-      bt.atomic_adds = adds;
-      bt.abs_beta_c0 = in.beta == 0.0f ? 0.0 : std::fabs(double(in.beta) * double(in.c0[i]));
-      bt.sum_abs_products = std::max(0.0, ref.scale[i] - bt.abs_beta_c0);
-      bt.abs_exact = std::fabs(e);
-      const double tol = spmm_error_bound(p.c_dtype(), bt);
-      if (in.beta == 0.0f && out_bits[i] == poison) {
-        ++res.unwritten;
-        fail(r, c, "never written (poison still there)");
-        continue;
-      }
-      // Overflow-indeterminate (gpu_check.h): fp32 intermediates may overflow, so a non-finite
-      // result is accepted; a finite one is still checked below. With an Inf in the inputs
-      // (e = ±Inf) the result is e or NaN (±Inf + ∓Inf), never the opposite infinity.
-      const bool indeterminate = have_indeterminate && ref.indeterminate[i] != 0;
-      if (indeterminate && !std::isfinite(o) && (std::isfinite(e) || std::isnan(o) || o == e)) {
-        ++res.overflow_indeterminate;
-        continue;
-      }
-      if (std::isnan(e)) {
-        if (!std::isnan(o)) {
-          ++res.out_of_bound;
-          fail(r, c, fmt::format("expected NaN (NaN in A), found {:g}", o));
+  // Rows in blocks of a fixed size (set by the problem, not the thread count), each block's
+  // counts and sums kept apart and merged in block order: the same result on any number of
+  // threads. A large graph has hundreds of millions of elements to compare.
+  struct Partial {
+    int64_t unwritten = 0, overflow_indeterminate = 0, out_of_bound = 0, nans = 0, overflowed = 0;
+    double max_ratio = 0, err2 = 0, ref2 = 0;
+    std::string first;  // the block's first failure, in row order
+  };
+  const int64_t rows_per_block =
+      std::max<int64_t>(1, (int64_t{1} << 16) / std::max<int64_t>(1, p.n));
+  const int64_t blocks = p.m == 0 ? 0 : (p.m + rows_per_block - 1) / rows_per_block;
+  std::vector<Partial> parts(static_cast<size_t>(blocks));
+  auto check_block = [&](size_t blk) {
+    Partial& part = parts[blk];
+    auto fail = [&](int64_t r, int64_t c, const std::string& what) {
+      if (part.first.empty()) part.first = fmt::format("C({}, {}): {}", r, c, what);
+    };
+    const int64_t r_end = std::min(p.m, static_cast<int64_t>(blk + 1) * rows_per_block);
+    for (int64_t r = static_cast<int64_t>(blk) * rows_per_block; r < r_end; ++r) {
+      const int64_t len = a.row_length(r);
+      const int64_t adds = family.output_adds(p, s, len);
+      for (int64_t c = 0; c < p.n; ++c) {
+        const size_t i = static_cast<size_t>(p.c_index(r, c));
+        const double e = ref.exact[i], o = out[i];
+        // The tight bound (ir/error_bound.h); scale = |alpha|·Σ|a·b| + |beta·c0|.
+        ElementBoundTerms bt;
+        bt.row_length = len;
+        bt.atomic_adds = adds;
+        bt.abs_beta_c0 = in.beta == 0.0f ? 0.0 : std::fabs(double(in.beta) * double(in.c0[i]));
+        bt.sum_abs_products = std::max(0.0, ref.scale[i] - bt.abs_beta_c0);
+        bt.abs_exact = std::fabs(e);
+        const double tol = spmm_error_bound(p.c_dtype(), bt);
+        if (in.beta == 0.0f && out_bits[i] == poison) {
+          ++part.unwritten;
+          fail(r, c, "never written (poison still there)");
+          continue;
         }
-        continue;
-      }
-      if (std::isinf(e)) {
-        if (o != e) {
-          ++res.out_of_bound;
-          fail(r, c, fmt::format("expected {:g} (Inf in A), found {:g}", e, o));
+        // Overflow-indeterminate (gpu_check.h): fp32 intermediates may overflow, so a non-finite
+        // result is accepted; a finite one is still checked below. With an Inf in the inputs
+        // (e = ±Inf) the result is e or NaN (±Inf + ∓Inf), never the opposite infinity.
+        const bool indeterminate = have_indeterminate && ref.indeterminate[i] != 0;
+        if (indeterminate && !std::isfinite(o) && (std::isfinite(e) || std::isnan(o) || o == e)) {
+          ++part.overflow_indeterminate;
+          continue;
         }
-        continue;
-      }
-      if (std::isnan(o)) {
-        ++res.nans;
-        fail(r, c, fmt::format("NaN, expected {:.9g}", e));
-        continue;
-      }
-      if (std::fabs(e) + tol > dmax && std::isinf(o) && (o > 0) == (e > 0)) {
-        ++res.overflowed;  // beyond (or at the edge of) the dtype's range: inf is the right store
-        continue;
-      }
-      const double d = std::fabs(o - e);
-      const double ratio =
-          tol > 0 ? d / tol : (d == 0 ? 0 : std::numeric_limits<double>::infinity());
-      res.max_ratio = std::max(res.max_ratio, ratio);
-      err2 += d * d;
-      ref2 += e * e;
-      if (!(d <= tol)) {
-        ++res.out_of_bound;
-        fail(r, c,
-             fmt::format("{:.9g}, expected {:.9g} (|diff| {:.3g} > bound {:.3g})", o, e, d, tol));
-        continue;
-      }
-      // The fp32 references: each within tol of exact, so within 2·tol of the GPU result.
-      for (const std::vector<float>* other : {&ref.spmm, interp}) {
-        if (other == nullptr || other->empty()) continue;
-        const double x = (*other)[i];
-        if (std::isinf(x) && std::fabs(e) + tol > dmax) continue;
-        if (indeterminate && !std::isfinite(x)) continue;  // the fp32 reference overflowed
-        if (!(std::fabs(o - x) <= 2 * tol)) {
-          ++res.out_of_bound;
+        if (std::isnan(e)) {
+          if (!std::isnan(o)) {
+            ++part.out_of_bound;
+            fail(r, c, fmt::format("expected NaN (NaN in A), found {:g}", o));
+          }
+          continue;
+        }
+        if (std::isinf(e)) {
+          if (o != e) {
+            ++part.out_of_bound;
+            fail(r, c, fmt::format("expected {:g} (Inf in A), found {:g}", e, o));
+          }
+          continue;
+        }
+        if (std::isnan(o)) {
+          ++part.nans;
+          fail(r, c, fmt::format("NaN, expected {:.9g}", e));
+          continue;
+        }
+        if (std::fabs(e) + tol > dmax && std::isinf(o) && (o > 0) == (e > 0)) {
+          ++part.overflowed;  // beyond (or at the edge of) the dtype's range: inf is the right
+                              // store
+          continue;
+        }
+        const double d = std::fabs(o - e);
+        const double ratio =
+            tol > 0 ? d / tol : (d == 0 ? 0 : std::numeric_limits<double>::infinity());
+        part.max_ratio = std::max(part.max_ratio, ratio);
+        part.err2 += d * d;
+        part.ref2 += e * e;
+        if (!(d <= tol)) {
+          ++part.out_of_bound;
           fail(r, c,
-               fmt::format("{:.9g}, {} says {:.9g} (bound {:.3g})", o,
-                           other == interp ? "the interpreter" : "reference_spmm", x, 2 * tol));
-          break;
+               fmt::format("{:.9g}, expected {:.9g} (|diff| {:.3g} > bound {:.3g})", o, e, d, tol));
+          continue;
+        }
+        // The fp32 references: each within tol of exact, so within 2·tol of the GPU result.
+        for (const std::vector<float>* other : {&ref.spmm, interp}) {
+          if (other == nullptr || other->empty()) continue;
+          const double x = (*other)[i];
+          if (std::isinf(x) && std::fabs(e) + tol > dmax) continue;
+          if (indeterminate && !std::isfinite(x)) continue;  // the fp32 reference overflowed
+          if (!(std::fabs(o - x) <= 2 * tol)) {
+            ++part.out_of_bound;
+            fail(r, c,
+                 fmt::format("{:.9g}, {} says {:.9g} (bound {:.3g})", o,
+                             other == interp ? "the interpreter" : "reference_spmm", x, 2 * tol));
+            break;
+          }
         }
       }
     }
+  };
+  const int threads = parallel_chunks(p.m * p.n * 8) > 1 ? parallel_config().max_threads : 1;
+  for_each_task(parts.size(), threads, check_block);
+  double err2 = 0, ref2 = 0;
+  std::string first;
+  for (const Partial& part : parts) {
+    res.unwritten += part.unwritten;
+    res.overflow_indeterminate += part.overflow_indeterminate;
+    res.out_of_bound += part.out_of_bound;
+    res.nans += part.nans;
+    res.overflowed += part.overflowed;
+    res.max_ratio = std::max(res.max_ratio, part.max_ratio);
+    err2 += part.err2;
+    ref2 += part.ref2;
+    if (first.empty()) first = part.first;
   }
   res.rel_error = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
   int64_t max_len = 0;
@@ -343,7 +385,10 @@ void run_and_download(const CompiledKernel& k, const CheckInputs& in, CUstream s
   if (in.beta == 0.0f) {
     c_bytes.resize(mn * w);
     const uint32_t pz = poison_bits(p.c_dtype());
-    for (size_t i = 0; i < mn; ++i) std::memcpy(c_bytes.data() + w * i, &pz, w);
+    parallel_for(static_cast<int64_t>(mn), static_cast<int64_t>(mn), [&](int64_t i0, int64_t i1) {
+      for (auto i = static_cast<size_t>(i0); i < static_cast<size_t>(i1); ++i)
+        std::memcpy(c_bytes.data() + w * i, &pz, w);
+    });
   } else {
     c_bytes = to_dtype_bytes(in.c0, p.c_dtype());
   }

@@ -19,6 +19,7 @@
 #include "ir/interpreter.h"
 #include "ir/io/load.h"
 #include "ir/parallel.h"
+#include "ir/random.h"
 #include "sparsegen/sparsegen.h"
 #include "tests/test_support.h"
 
@@ -325,6 +326,42 @@ TEST(CheckHost, InputsAreSeededNonIntegerAndRepresentable) {
   EXPECT_GT(negative, 5);
   EXPECT_LT(integer, 6);
   EXPECT_NE(make_check_inputs(p, 12, 1.0f, 0.0f).b, a.b);
+}
+
+// The host passes of the check run on all cores for large problems (a graph's hundreds of millions
+// of outputs): the inputs are the one serial splitmix64 stream over B then C0, and the comparison's
+// counts, error and first failure (in row order) do not depend on the number of threads.
+TEST(CheckHost, InputsAndComparisonDoNotDependOnTheThreadCount) {
+  const ParallelConfig saved = parallel_config();
+  const CsrMatrix a = make_matrix({3, 0, 5, 1, 2, 7, 0, 4, 6, 1, 2, 3, 9, 0, 1, 2}, 40);
+  const Problem p = Problem::spmm(a.rows, a.cols, 5000, DType::F32);  // blocks of 13 rows
+  set_parallel_config({1, 1});
+  const CheckInputs serial = make_check_inputs(p, 7, 0.75f, -1.5f);
+  uint64_t state = 7 * 0x2545F4914F6CDD1DULL + 1;  // the stream, drawn one by one
+  for (size_t i = 0; i < 50; ++i) {
+    const uint64_t r = splitmix64(state);
+    const float mag = static_cast<float>(0.5 + double(r >> 11) * 0x1.0p-53);
+    ASSERT_EQ(serial.b[i], (r & 1) != 0 ? -mag : mag) << i;
+  }
+  const Reference ref = compute_reference(a, serial);
+  const Schedule s = enumerate_schedules(p, a).front();
+  std::vector<float> out = serial.c0;
+  interpret(p, s, pack_format(a, p, s), serial.b, out, serial.alpha, serial.beta);
+  std::vector<float> bad = out;
+  for (int64_t r : {14, 2, 9}) bad[static_cast<size_t>(p.c_index(r, 4321))] += 0.5f;
+  const CheckResult one = compare_output(a, s, serial, ref, bad, bits_of(bad, DType::F32), nullptr);
+  EXPECT_EQ(one.out_of_bound, 3);
+  EXPECT_NE(one.error.find("C(2, 4321)"), std::string::npos) << one.error;
+  set_parallel_config({7, 1});
+  const CheckInputs many = make_check_inputs(p, 7, 0.75f, -1.5f);
+  EXPECT_EQ(many.b, serial.b);
+  EXPECT_EQ(many.c0, serial.c0);
+  const CheckResult par = compare_output(a, s, many, ref, bad, bits_of(bad, DType::F32), nullptr);
+  EXPECT_EQ(par.error, one.error);
+  EXPECT_EQ(par.out_of_bound, one.out_of_bound);
+  EXPECT_EQ(par.rel_error, one.rel_error);
+  EXPECT_EQ(par.max_ratio, one.max_ratio);
+  set_parallel_config(saved);
 }
 
 // The interpreter's output (what a correct kernel computes) passes for every dtype, layout and
