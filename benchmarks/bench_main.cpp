@@ -435,7 +435,8 @@ struct OurBuild {
 };
 
 double packed_a_bytes(const KernelBuild& b) {
-  double bytes = static_cast<double>(b.values.size()) + 4.0 * static_cast<double>(b.col_idx.size());
+  double bytes = static_cast<double>(b.device_values().size()) +
+                 4.0 * static_cast<double>(b.device_col_idx().size());
   for (const auto& p : b.kernel.signature.params) {
     double w = 0;
     switch (p.kind) {

@@ -103,8 +103,14 @@ KernelBuild CompilerFamily::build(const CsrMatrix& a, const Problem& p, const Sc
     }
     if (shared->dtype == p.dtype && !shared->values.empty()) {
       PipelineStep st(5, "values", &b.step_log);
-      parallel_copy(b.values, shared->values);
-      st.finish(fmt::format("shared: {} bytes of {}", b.values.size(), to_string(p.dtype)));
+      if (opt.pack_owner.get() == shared) {
+        b.borrowed = opt.pack_owner;
+        st.finish(
+            fmt::format("borrowed: {} bytes of {}", shared->values.size(), to_string(p.dtype)));
+      } else {
+        parallel_copy(b.values, shared->values);
+        st.finish(fmt::format("shared: {} bytes of {}", b.values.size(), to_string(p.dtype)));
+      }
     } else {
       values_step(b, a, packed->master_values());
     }
@@ -119,10 +125,11 @@ KernelBuild CompilerFamily::build(const CsrMatrix& a, const Problem& p, const Sc
   }
   emit_step(b, [&] { return codegen::emit_kernel(p, s, *packed); });
   // After the emit, which does not read them: kernels that index a plain column array take it
-  // as a parameter (moved out of this build's own pack, copied from a shared one).
+  // as a parameter (moved out of this build's own pack, copied from a shared one, or borrowed
+  // with the values).
   if (own != nullptr)
     b.col_idx = own->take_column_indices();
-  else
+  else if (b.borrowed == nullptr)
     parallel_copy(b.col_idx, packed->column_indices());
   if (opt.source_hook) opt.source_hook(b.kernel.source);
   if (opt.compile)

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "compiler/pipeline.h"
-#include "ir/ffn.h"
 #include "ir/family.h"
+#include "ir/ffn.h"
 
 namespace sparsegen {
 
@@ -42,6 +42,9 @@ struct BuildOptions {
   bool line_info = false;  // -lineinfo, for compute-sanitizer and profilers
   // A pack of the same family and pack key for this matrix and dtype (checked); null: pack here.
   const PreparedPack* pack = nullptr;
+  // The owner of `pack`, when the caller shares it: the build then borrows the pack's converted
+  // values and column indices (KernelBuild::borrowed) instead of copying them. Null: copies.
+  std::shared_ptr<const PreparedPack> pack_owner;
   // false: steps 3-6 only, KernelBuild::compiled left empty (a cached image is loaded instead).
   bool compile = true;
   // The weights of a gated FFN problem (ir/ffn.h), which its family lays out as the kernel's

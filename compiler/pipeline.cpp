@@ -209,7 +209,19 @@ KernelBuild KernelBuild::without_host_arrays() const {
           {},
           {{}, c.is_cubin, c.arch, c.log, c.lowered_names, c.options, c.compile_ms},
           nnz,
-          step_log};
+          step_log,
+          nullptr};
+}
+
+std::span<const char> KernelBuild::device_values() const {
+  return borrowed != nullptr && values.empty() ? std::span<const char>(borrowed->values)
+                                               : std::span<const char>(values);
+}
+
+std::span<const int32_t> KernelBuild::device_col_idx() const {
+  return borrowed != nullptr && col_idx.empty()
+             ? std::span<const int32_t>(borrowed->packed->column_indices())
+             : std::span<const int32_t>(col_idx);
 }
 
 struct CompiledKernel::Impl {
@@ -255,8 +267,12 @@ cuda::DeviceBuffer upload_bytes(const void* data, size_t bytes) {
 }
 
 template <class T>
-cuda::DeviceBuffer upload_vector(const std::vector<T>& v) {
+cuda::DeviceBuffer upload_vector(std::span<const T> v) {
   return upload_bytes(v.data(), v.size() * sizeof(T));
+}
+template <class T>
+cuda::DeviceBuffer upload_vector(const std::vector<T>& v) {
+  return upload_vector(std::span<const T>(v));
 }
 
 cuda::LaunchConfig config_of(const codegen::LaunchShape& s, CUstream stream) {
@@ -312,8 +328,8 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src) {
   {
     PipelineStep st(9, "upload", &build.step_log);
     size_t bytes = 0;
-    values = upload_vector(src.values);
-    col_idx = upload_vector(src.col_idx);
+    values = upload_vector(src.device_values());
+    col_idx = upload_vector(src.device_col_idx());
     bytes += values.bytes() + col_idx.bytes();
     // Allocated once: every run re-initialises it in the prologue, or (workspace_zeroed) the
     // kernel returns it to zero itself, so it is zeroed here once.
@@ -436,6 +452,7 @@ CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild&&
   // The host copies are on the device now; keep the rest for queries.
   k.build.values = {};
   k.build.col_idx = {};
+  k.build.borrowed = nullptr;
   k.build.compiled.image = {};
   for (codegen::KernelParam& prm : k.build.kernel.signature.params)
     if (codegen::is_table(prm.kind)) prm.data = {};

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,8 @@ Schedule choose_schedule(const Problem& p, const CsrMatrix& a, const KernelReque
 // NaN and Inf pass (the reader reported them at load).
 void check_value_range(const CsrMatrix& a, DType dtype);
 
+struct PreparedPack;  // compiler/family.h
+
 // Everything steps 1-7 produce; no GPU involved, so it can be built on any thread.
 struct KernelBuild {
   Problem problem;
@@ -100,10 +103,20 @@ struct KernelBuild {
   nvrtc::CompileResult compiled;      // cubin or PTX
   int64_t nnz = 0;                    // real nonzeros of A
   std::vector<std::string> step_log;  // "verify 0.02 ms", one per step
+  // A build made from a pack the caller shares (the tuner: BuildOptions::pack_owner) borrows the
+  // pack's converted values and column indices instead of copying them, and `values` and
+  // `col_idx` stay empty: at 65M nonzeros each copy is 0.7 GB and a search holds a dozen builds.
+  // Null: the arrays above are the build's own.
+  std::shared_ptr<const PreparedPack> borrowed;
 
-  // A copy without what goes to the device (values, column indices, the image, the tables'
-  // data): what a CompiledKernel keeps. Positional aggregate initialisation inside: a field added
-  // above and not handled there fails the -Wextra build (missing-field-initializers).
+  // The values and column indices the device gets: the build's own, or the borrowed pack's.
+  std::span<const char> device_values() const;
+  std::span<const int32_t> device_col_idx() const;
+
+  // A copy without what goes to the device (values, column indices, the borrowed pack, the
+  // image, the tables' data): what a CompiledKernel keeps. Positional aggregate initialisation
+  // inside: a field added above and not handled there fails the -Wextra build
+  // (missing-field-initializers).
   KernelBuild without_host_arrays() const;
 };
 

@@ -594,6 +594,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
           shared = packs.get(std::string(c.schedule.family_name()) + ";" + *key,
                              [&] { return prepare_pack(a, p, c.schedule); });
           o.pack = shared.get();
+          o.pack_owner = shared;  // the packs live through the search: builds borrow
         }
         c.build = build_kernel(a, p, c.schedule, target, o);
       } catch (const std::exception& e) {

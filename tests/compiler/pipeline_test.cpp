@@ -8,9 +8,11 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <set>
 #include <string>
 #include <vector>
 
+#include "compiler/family.h"
 #include "compiler/gpu_check.h"
 #include "compiler/pipeline.h"
 #include "compiler/pipeline_steps.h"
@@ -93,6 +95,48 @@ TEST(Pipeline, BuildsPtxForEveryDtypeAndLayout) {
         EXPECT_EQ(b.values.size(),
                   static_cast<size_t>(b.col_idx.size()) * static_cast<size_t>(dtype_bytes(dt)));
       }
+}
+
+// A build from a pack its caller shares (the tuner's) borrows the pack's converted values and
+// column indices instead of copying them; the device gets the same arrays as from a build that
+// packs for itself, and a build without an owner still copies.
+TEST(Pipeline, BuildsBorrowTheArraysOfASharedPack) {
+  const CsrMatrix a = make_matrix({0, 5, 1, 17, 3, 0, 40, 2}, 64);
+  for (DType dt : {DType::F32, DType::F16}) {
+    const Problem p = Problem::spmm(a.rows, a.cols, 8, dt);
+    EnumerateOptions eo;
+    eo.include_specialised = true;
+    const auto all = enumerate_schedules(p, a, eo);
+    ASSERT_FALSE(all.empty());
+    std::set<std::string> families;
+    for (const Schedule& s : all) {
+      if (s.family().library() || !families.insert(std::string(s.family_name())).second) continue;
+      SCOPED_TRACE(to_string(s));
+      const KernelBuild own = build_kernel(a, p, s, ptx_target(), BuildOptions{});
+      EXPECT_EQ(own.borrowed, nullptr);
+      auto pk = std::make_shared<const PreparedPack>(prepare_pack(a, p, s));
+      BuildOptions copy;
+      copy.pack = pk.get();
+      const KernelBuild copied = build_kernel(a, p, s, ptx_target(), copy);
+      EXPECT_EQ(copied.borrowed, nullptr);
+      BuildOptions borrow = copy;
+      borrow.pack_owner = pk;
+      const KernelBuild b = build_kernel(a, p, s, ptx_target(), borrow);
+      EXPECT_EQ(b.borrowed, pk);
+      EXPECT_TRUE(b.values.empty());
+      EXPECT_TRUE(b.col_idx.empty());
+      auto bytes = [](std::span<const char> v) { return std::vector<char>(v.begin(), v.end()); };
+      auto ints = [](std::span<const int32_t> v) {
+        return std::vector<int32_t>(v.begin(), v.end());
+      };
+      EXPECT_EQ(bytes(b.device_values()), bytes(own.device_values()));
+      EXPECT_EQ(ints(b.device_col_idx()), ints(own.device_col_idx()));
+      EXPECT_EQ(bytes(copied.device_values()), bytes(own.device_values()));
+      EXPECT_EQ(b.kernel.source, own.kernel.source);
+      EXPECT_EQ(b.without_host_arrays().borrowed, nullptr);
+    }
+    EXPECT_GE(families.size(), 2u) << "general and one more family";
+  }
 }
 
 TEST(Pipeline, GivenScheduleIsUsedVerbatim) {
