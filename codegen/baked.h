@@ -13,7 +13,8 @@
 //     if (row == 0) {
 //       acc0 = fmaf(__uint_as_float(0x3f9d70a4u), sg::load_f32<T>(B + (24 + b0)), acc0);
 //       ...
-//     } else if (row == 2) {                       // empty rows have no branch
+//     }
+//     else if (row == 2) {                         // empty rows have no branch
 //       ...
 //     }
 //     sg::store_axpby<T>(C + (row * 8 + lane), acc0, alpha, beta);
