@@ -124,9 +124,9 @@ KernelBuild CompilerFamily::build(const CsrMatrix& a, const Problem& p, const Sc
     values_step(b, a, packed->master_values());
   }
   emit_step(b, [&] { return codegen::emit_kernel(p, s, *packed); });
-  // After the emit, which does not read them: kernels that index a plain column array take it
-  // as a parameter (moved out of this build's own pack, copied from a shared one, or borrowed
-  // with the values).
+  // After the emit (which may read them: baked writes them into its source), kernels that index
+  // a plain column array take it as a parameter: moved out of this build's own pack, copied from
+  // a shared one, or borrowed with the values.
   if (own != nullptr)
     b.col_idx = own->take_column_indices();
   else if (b.borrowed == nullptr)
