@@ -159,7 +159,7 @@ void run_schedules(const SchedulesArgs& a) {
 void register_emit(CLI::App& app) {
   auto emit = std::make_shared<EmitArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "emit", "Print the CUDA source of the GeneralSparse kernel for a matrix and schedule");
+      "emit", "Print the CUDA source of the kernel of any family for a matrix and schedule");
   add_problem_options(cmd, *emit);
   cmd->add_option("--schedule", emit->schedule,
                   "schedule SPEC (see `sparsegen schedules`); default: the first enumerated");
