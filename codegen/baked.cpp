@@ -43,7 +43,7 @@ class BakedEmitter : public Emitter {
                         a_.source.empty() ? "matrix" : a_.source, r.out_of_range,
                         to_string(p_.dtype), r.first_value, r.first_index));
     }
-    passes_ = static_cast<int>((p_.n + kWarpSize - 1) / kWarpSize);
+    passes_ = static_cast<int>(baked_passes(p_));
     for (const char* n : {"B", "C", "alpha", "beta", "row", "lane", "T"}) reserve(n);
     decl(fmt::format("// sparsegen baked kernel\n// {}\n// {}\n// {} nonzeros in the code",
                      to_string(p_), baked_spec(s_), a_.nnz()));

@@ -23,7 +23,7 @@ class BakedCost final : public CostFamily {
     const double vb = dtype_bytes(p.dtype);
     const double m = double(p.m), k = double(p.k), n = double(std::max<int64_t>(p.n, 1));
     const double nnz = double(fs.nnz);
-    const double passes = std::ceil(n / 32.0);
+    const double passes = double(baked_passes(p));
     f.nnz = nnz;
     f.pad_overhead = 0;
     f.a_bytes = nnz * 32.0 * passes;  // instructions
@@ -45,7 +45,7 @@ class BakedCost final : public CostFamily {
     f.block_syncs = 0;
     f.threads_per_block = b.threads_per_block();
     f.blocks = double(fs.block_tasks);
-    f.registers_estimate = 24 + 8 * static_cast<int>(passes);
+    f.registers_estimate = baked_registers(p);
     KernelShape shape;
     shape.warps_per_block = b.warps_per_block;
     shape.thread_cols = static_cast<int>(passes);

@@ -51,10 +51,7 @@ class BakedIrFamily final : public IrFamily {
                                   const DeviceLimits& dev) const override {
     return verify_baked(p, s.as<BakedSchedule>(), dev);
   }
-  // An accumulator, a loaded value and a pointer per 32-column pass.
-  int registers(const Problem& p, const Schedule&) const override {
-    return 24 + 8 * static_cast<int>((p.n + kWarpSize - 1) / kWarpSize);
-  }
+  int registers(const Problem& p, const Schedule&) const override { return baked_registers(p); }
   int64_t shared_bytes(const Problem&, const Schedule&) const override { return 0; }
   std::shared_ptr<PackedMatrix> pack(const CsrMatrix& a, const Problem& p,
                                      const Schedule&) const override {

@@ -41,7 +41,7 @@ std::vector<std::string> validate_baked(const Problem& p) {
 
 std::vector<std::string> why_not_baked(const Problem& p, const CsrMatrix& a) {
   std::vector<std::string> why = validate_baked(p);
-  const int64_t passes = (p.n + kWarpSize - 1) / kWarpSize;
+  const int64_t passes = baked_passes(p);
   if (a.nnz() * passes > kMaxBakedProducts)
     why.push_back(fmt::format(
         "baked bakes at most {} products (nonzeros x 32-column passes), not {} x {} (the "

@@ -53,6 +53,14 @@ std::string print_baked(const BakedSchedule& s);
 BakedSchedule parse_baked_fields(std::string_view spec, const std::vector<std::string_view>& parts);
 // Blocks of the launch: one warp per row.
 int64_t baked_blocks(int64_t rows, const BakedSchedule& s);
+// 32-column passes a lane makes over N (one accumulator and one load per nonzero each).
+inline int64_t baked_passes(const Problem& p) {
+  return (p.n + kWarpSize - 1) / kWarpSize;
+}
+// Per-thread registers: an accumulator, a loaded value and an offset per pass.
+inline int baked_registers(const Problem& p) {
+  return 24 + 8 * static_cast<int>(baked_passes(p));
+}
 // Hardware limits: threads per block, grid size.
 std::vector<std::string> verify_baked(const Problem& p, const BakedSchedule& s,
                                       const DeviceLimits& dev);
