@@ -29,6 +29,7 @@
 #include "ir/parallel.h"
 #include "ir/verifier.h"
 #include "runtime/nvrtc_compiler.h"
+#include "runtime/process_memory.h"
 #include "runtime/timing.h"
 
 namespace sparsegen {
@@ -412,7 +413,15 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     const double ms = std::chrono::duration<double, std::milli>(now - mark).count();
     mark = now;
     res.phases_ms.emplace_back(name, ms);
-    if (debug_logging()) std::fprintf(stderr, "sparsegen: [tune] %-9s %10.2f ms\n", name, ms);
+    const std::optional<ProcessMemory> mem = process_memory();
+    if (mem) res.phases_peak_rss_bytes.emplace_back(name, mem->peak_rss_bytes);
+    if (debug_logging()) {
+      if (mem)
+        std::fprintf(stderr, "sparsegen: [tune] %-9s %10.2f ms  rss %.2f GB  peak %.2f GB\n", name,
+                     ms, double(mem->rss_bytes) * 1e-9, double(mem->peak_rss_bytes) * 1e-9);
+      else
+        std::fprintf(stderr, "sparsegen: [tune] %-9s %10.2f ms\n", name, ms);
+    }
   };
   res.problem = make_problem(a, req);
   const Problem& p = res.problem;

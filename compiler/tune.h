@@ -115,6 +115,10 @@ struct TuneResult {
   // Wall time of each phase of the search, in order (lookup, enumerate, rank, compile, measure,
   // refine, check, store; phases that did not run are absent); logged with SPARSEGEN_DEBUG=1.
   std::vector<std::pair<std::string, double>> phases_ms;
+  // The process's peak resident set (VmHWM, runtime/process_memory.h) at the end of each phase,
+  // in the same order: the phase where it grows is the one that raised the search's peak. Empty
+  // where /proc is not readable.
+  std::vector<std::pair<std::string, int64_t>> phases_peak_rss_bytes;
   double original_search_ms = 0;     // on a hit: what the cached search took
   std::optional<bool> check_passed;  // gpu_check of the winner (k > 0)
   std::string kernel_key;

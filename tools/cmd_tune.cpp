@@ -152,6 +152,9 @@ void run_tune(const TuneArgs& a) {
     nlohmann::json phases = nlohmann::json::object();
     for (const auto& [name, ms] : r.phases_ms) phases[name] = ms;
     j["phases_ms"] = phases;
+    nlohmann::json peaks = nlohmann::json::object();
+    for (const auto& [name, bytes] : r.phases_peak_rss_bytes) peaks[name] = bytes;
+    j["phases_peak_rss_bytes"] = peaks;
     j["kernel_key"] = r.kernel_key;
     j["tuning_key"] = r.tuning_key;
     j["cache"] = r.db_path;
