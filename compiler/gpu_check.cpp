@@ -100,6 +100,19 @@ CheckInputs make_check_inputs(const Problem& p, uint64_t seed, float alpha, floa
   return in;
 }
 
+std::vector<float> make_check_b(const Problem& p, uint64_t seed) {
+  Problem no_c = p;
+  no_c.m = 0;  // the stream draws B first: the same values without C's
+  return make_check_inputs(no_c, seed, 1.0f, 0.0f).b;
+}
+
+int64_t check_columns(const Problem& p) {
+  if (p.n <= kCheckColumns && p.m * p.n <= kCheckElements) return p.n;
+  if (!p.sparse_weight()) return p.n;  // gpu_check samples the SpMM/SpMV problems only
+  const int64_t by_elements = p.m > 0 ? kCheckElements / p.m : p.n;
+  return std::min(p.n, std::min(kCheckColumns, std::max(kCheckMinColumns, by_elements)));
+}
+
 std::vector<Reference> compute_references(const CsrMatrix& a,
                                           const std::vector<const CheckInputs*>& ins,
                                           bool with_reference_spmm) {
@@ -446,49 +459,59 @@ std::string GpuCheckPair::error() const {
 GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t seed,
                        int64_t max_columns) {
   const Problem& p = k.problem();
-  GpuCheckPair pair;
   const bool sample = max_columns > 1 && p.n > max_columns && p.sparse_weight();
-  for (int which = 0; which < 2; ++which) {
-    const CheckInputs in =
-        make_check_inputs(p, seed + uint64_t(which), 0.75f, which == 0 ? 0.0f : -1.5f);
-    CheckResult& r = which == 0 ? pair.beta0 : pair.beta1;
-    if (!sample) {
-      r = gpu_check(k, a, in, compute_reference(a, in));
-      continue;
-    }
-    // The kernel runs on all N columns; the reference and the comparison cover max_columns of
-    // them, evenly spread from the first to the last (each token's values, and for quantized
-    // types its scale, depend on that token alone).
-    std::vector<int64_t> cols(static_cast<size_t>(max_columns));
+  // The kernel's inputs: one B and one initial C for both runs.
+  CheckInputs full = make_check_inputs(p, seed, 0.75f, 0.0f);
+  // The compared columns (all, or max_columns of them evenly spread from the first to the last:
+  // each token's values, and for quantized types its scale, depend on that token alone).
+  std::vector<int64_t> cols;
+  CheckInputs cmp0;
+  if (sample) {
+    cols.resize(static_cast<size_t>(max_columns));
     for (int64_t i = 0; i < max_columns; ++i)
       cols[static_cast<size_t>(i)] = i * (p.n - 1) / (max_columns - 1);
-    CheckInputs sub;
-    sub.problem = p;
-    sub.problem.n = max_columns;
-    sub.alpha = in.alpha;
-    sub.beta = in.beta;
-    sub.b.resize(static_cast<size_t>(p.k * max_columns));
-    sub.c0.resize(static_cast<size_t>(p.m * max_columns));
+    cmp0.problem = p;
+    cmp0.problem.n = max_columns;
+    cmp0.alpha = full.alpha;
+    cmp0.beta = 0.0f;
+    cmp0.b.resize(static_cast<size_t>(p.k * max_columns));
+    cmp0.c0.resize(static_cast<size_t>(p.m * max_columns));
     for (int64_t i = 0; i < max_columns; ++i) {
       const int64_t j = cols[static_cast<size_t>(i)];
       for (int64_t kk = 0; kk < p.k; ++kk)
-        sub.b[static_cast<size_t>(sub.problem.b_index(kk, i))] =
-            in.b[static_cast<size_t>(p.b_index(kk, j))];
+        cmp0.b[static_cast<size_t>(cmp0.problem.b_index(kk, i))] =
+            full.b[static_cast<size_t>(p.b_index(kk, j))];
       for (int64_t row = 0; row < p.m; ++row)
-        sub.c0[static_cast<size_t>(sub.problem.c_index(row, i))] =
-            in.c0[static_cast<size_t>(p.c_index(row, j))];
+        cmp0.c0[static_cast<size_t>(cmp0.problem.c_index(row, i))] =
+            full.c0[static_cast<size_t>(p.c_index(row, j))];
     }
-    std::vector<float> out, out_sub(sub.c0.size());
-    std::vector<uint32_t> bits, bits_sub(sub.c0.size());
-    run_and_download(k, in, nullptr, nullptr, out, bits);
+  } else {
+    cmp0 = full;
+  }
+  CheckInputs cmp1 = cmp0;
+  cmp1.beta = -1.5f;
+  const std::vector<Reference> refs = compute_references(a, {&cmp0, &cmp1});
+  GpuCheckPair pair;
+  for (int which = 0; which < 2; ++which) {
+    const CheckInputs& cmp = which == 0 ? cmp0 : cmp1;
+    CheckResult& r = which == 0 ? pair.beta0 : pair.beta1;
+    if (!sample) {
+      r = gpu_check(k, a, cmp, refs[static_cast<size_t>(which)]);
+      continue;
+    }
+    full.beta = cmp.beta;
+    std::vector<float> out, out_sub(cmp.c0.size());
+    std::vector<uint32_t> bits, bits_sub(cmp.c0.size());
+    run_and_download(k, full, nullptr, nullptr, out, bits);
     for (int64_t i = 0; i < max_columns; ++i)
       for (int64_t row = 0; row < p.m; ++row) {
         const size_t from = static_cast<size_t>(p.c_index(row, cols[static_cast<size_t>(i)]));
-        const size_t to = static_cast<size_t>(sub.problem.c_index(row, i));
+        const size_t to = static_cast<size_t>(cmp.problem.c_index(row, i));
         out_sub[to] = out[from];
         bits_sub[to] = bits[from];
       }
-    r = compare_output(a, k.schedule(), sub, compute_reference(a, sub), out_sub, bits_sub, nullptr);
+    r = compare_output(a, k.schedule(), cmp, refs[static_cast<size_t>(which)], out_sub, bits_sub,
+                       nullptr);
     if (!r.passed)
       r.error = fmt::format("{} (columns {} of {} checked, evenly spread; C(r, j) names the j-th)",
                             r.error, max_columns, p.n);

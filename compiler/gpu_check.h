@@ -69,6 +69,8 @@ struct CheckInputs {
 
 // Seeded inputs (SplitMix64): magnitudes uniform in [0.5, 1.5), random sign, rounded to dtype.
 CheckInputs make_check_inputs(const Problem& p, uint64_t seed, float alpha, float beta);
+// B of make_check_inputs(p, seed, ...) alone (the tuner's timing runs need no C).
+std::vector<float> make_check_b(const Problem& p, uint64_t seed);
 
 struct Reference {
   std::vector<double> exact;  // M*N, in problem.c_layout
@@ -141,7 +143,9 @@ std::vector<float> interpreter_output(const CsrMatrix& a, const Schedule& s, con
                                       const PackedMatrix* packed = nullptr);
 
 // Both a beta == 0 run (poisoned C) and a beta != 0 run, seeded; alpha = 0.75, beta = -1.5 (exact
-// in every dtype). `passed` only when both pass; `error` names which run failed.
+// in every dtype). The two runs share B (and the beta != 0 run's C is the seeded C), so A·B, the
+// costly part of the references, is computed once. `passed` only when both pass; `error` names
+// which run failed.
 struct GpuCheckPair {
   CheckResult beta0;
   CheckResult beta1;
@@ -153,5 +157,15 @@ struct GpuCheckPair {
 // fp64 reference of a prefill-sized problem costs max_columns / N of the full one.
 GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t seed,
                        int64_t max_columns = 0);
+
+// The columns of C the tuner's check of its winner compares (gpu_check's max_columns; N: all).
+// All of them while N <= kCheckColumns and M·N <= kCheckElements; beyond, evenly spread ones:
+// kCheckColumns at most, and kCheckElements / M but at least kCheckMinColumns. A prefill-sized
+// problem (N in the thousands) or a graph (millions of rows) would otherwise hold fp64 references
+// of gigabytes and spend tens of seconds on the host per check; the kernel still runs on all of B.
+inline constexpr int64_t kCheckColumns = 256;
+inline constexpr int64_t kCheckElements = int64_t{1} << 25;
+inline constexpr int64_t kCheckMinColumns = 8;
+int64_t check_columns(const Problem& p);
 
 }  // namespace sparsegen

@@ -213,6 +213,13 @@ KernelBuild KernelBuild::without_host_arrays() const {
           nullptr};
 }
 
+void KernelBuild::drop_device_arrays() {
+  std::vector<char>().swap(values);
+  std::vector<int32_t>().swap(col_idx);
+  borrowed.reset();
+  kernel.signature = kernel.signature.without_table_data();
+}
+
 std::span<const char> KernelBuild::device_values() const {
   return borrowed != nullptr && values.empty() ? std::span<const char>(borrowed->values)
                                                : std::span<const char>(values);

@@ -118,6 +118,10 @@ struct KernelBuild {
   // inside: a field added above and not handled there fails the -Wextra build
   // (missing-field-initializers).
   KernelBuild without_host_arrays() const;
+  // Frees what goes to the device (values, column indices, the borrowed pack, the tables' data)
+  // and keeps the rest, the image included: a candidate the tuner has uploaded and may still store
+  // in the cache. At 65M nonzeros the arrays are 0.5 GB a candidate.
+  void drop_device_arrays();
 };
 
 // Steps 1-7 with a given schedule (no enumeration), through the schedule's family

@@ -95,15 +95,20 @@ std::pair<int, int> offline_cc(const std::string& arch) {
 // Host bytes of `v` in `dtype` (B for the timing runs).
 std::vector<char> to_bytes(const std::vector<float>& v, DType dtype) {
   const size_t w = static_cast<size_t>(dtype_bytes(dtype));
-  std::vector<char> out(v.size() * w);
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (dtype == DType::F32) {
-      std::memcpy(out.data() + 4 * i, &v[i], 4);
-    } else {
-      const uint16_t h = dtype == DType::F16 ? float_to_half_bits(v[i]) : float_to_bf16_bits(v[i]);
-      std::memcpy(out.data() + 2 * i, &h, 2);
+  std::vector<char> out;
+  resize_prefaulted(out, v.size() * w);
+  const auto n = static_cast<int64_t>(v.size());
+  parallel_for(n, n, [&](int64_t i0, int64_t i1) {
+    for (auto i = static_cast<size_t>(i0); i < static_cast<size_t>(i1); ++i) {
+      if (dtype == DType::F32) {
+        std::memcpy(out.data() + 4 * i, &v[i], 4);
+      } else {
+        const uint16_t h =
+            dtype == DType::F16 ? float_to_half_bits(v[i]) : float_to_bf16_bits(v[i]);
+        std::memcpy(out.data() + 2 * i, &h, 2);
+      }
     }
-  }
+  });
   return out;
 }
 
@@ -133,14 +138,16 @@ class OnceMap {
     return f.get();
   }
 
+  // Forgets `key` (its value lives on in the callers that hold it); a later get() makes it anew.
+  void erase(const K& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    map_.erase(key);
+  }
+
  private:
   std::mutex mu_;
   std::map<K, std::shared_future<std::shared_ptr<const V>>> map_;
 };
-
-// Columns of C the winner's correctness check compares at most (evenly spread; the fp64
-// reference of a prefill-sized problem would take minutes on the host).
-constexpr int64_t kCheckColumns = 256;
 
 struct Candidate {
   size_t index = 0;  // into the enumeration
@@ -326,6 +333,15 @@ KernelBuild prepare_kernel(const CsrMatrix& a, const Problem& p, const Schedule&
   BuildOptions o;
   o.compile = false;
   return build_kernel(a, p, s, target, o);
+}
+
+size_t build_window(int64_t nnz, int64_t rows, DType dtype, int threads) {
+  if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // A build at its peak: the pack's fp32 values and column indices, and the converted values.
+  const int64_t per_build = std::max<int64_t>(1, nnz) * (4 + 4 + dtype_bytes(dtype));
+  const int64_t csr_bytes = nnz * 8 + (rows + 1) * 8;
+  const int64_t budget = std::max(kBuildWindowMinBytes, csr_bytes);
+  return static_cast<size_t>(std::clamp<int64_t>(budget / per_build, 1, threads));
 }
 
 std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
@@ -582,59 +598,71 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
       }
   }
 
-  // ---- compile (thread pool): cands[from ..] -------------------------------------------------
+  // ---- compile, and for k > 0 measure --------------------------------------------------------
   // Candidates that pack alike (IrFamily::pack_key: MACKO per delta width, bitmap_tc one) share
-  // one prepared pack: the first worker to need it packs, the others wait for it (both rounds).
+  // one prepared pack: the first worker to need it packs, the others wait for it. A measuring
+  // search drops a shared pack after its last candidate's upload.
   OnceMap<std::string, PreparedPack> packs;
-  auto compile_from = [&](size_t from) {
-    const size_t count = cands.size() - from;
-    if (count == 0) return;
-    std::atomic<int> done{0};
-    std::mutex progress_mu;
-    progress("compile", 0, static_cast<int>(count));
-    for_each_task(count, opt.compile_threads, [&](size_t k) {
-      Candidate& c = cands[from + k];
-      try {
-        BuildOptions o;
-        o.line_info = req.line_info;
-        o.source_hook = opt.source_hook;
-        std::shared_ptr<const PreparedPack> shared;
-        if (const auto key = c.schedule.family().pack_key(c.schedule)) {
-          shared = packs.get(std::string(c.schedule.family_name()) + ";" + *key,
-                             [&] { return prepare_pack(a, p, c.schedule); });
-          o.pack = shared.get();
-          o.pack_owner = shared;  // the packs live through the search: builds borrow
-        }
-        c.build = build_kernel(a, p, c.schedule, target, o);
-      } catch (const std::exception& e) {
-        c.failure = std::current_exception();
-        c.error = e.what();
-      }
-      const int d = ++done;
-      std::lock_guard<std::mutex> lock(progress_mu);
-      progress("compile", d, static_cast<int>(count));
-    });
+  auto shared_pack_key = [&](const Candidate& c) -> std::optional<std::string> {
+    const auto key = c.schedule.family().pack_key(c.schedule);
+    if (!key) return std::nullopt;
+    return std::string(c.schedule.family_name()) + ";" + *key;
   };
-  compile_from(0);
-  phase_done("compile");
+  // Builds one candidate; a failure is recorded in it, never thrown.
+  auto build_candidate = [&](Candidate& c) {
+    try {
+      BuildOptions o;
+      o.line_info = req.line_info;
+      o.source_hook = opt.source_hook;
+      std::shared_ptr<const PreparedPack> shared;
+      if (const auto key = shared_pack_key(c)) {
+        shared = packs.get(*key, [&] { return prepare_pack(a, p, c.schedule); });
+        o.pack = shared.get();
+        o.pack_owner = shared;  // the build borrows the pack's arrays
+      }
+      c.build = build_kernel(a, p, c.schedule, target, o);
+    } catch (const std::exception& e) {
+      c.failure = std::current_exception();
+      c.error = e.what();
+    }
+  };
   auto compiled = [&] {
     std::vector<size_t> ok;  // into cands
     for (size_t i = 0; i < cands.size(); ++i)
       if (cands[i].build) ok.push_back(i);
     return ok;
   };
-  if (compiled().empty()) std::rethrow_exception(cands.front().failure);  // nothing is cached
+  Candidate* winner = nullptr;
 
-  // ---- measure (k > 0), refine, check ---------------------------------------------------------
-  Candidate* winner = &cands[compiled().front()];
-  if (opt.top_k > 0) {
+  if (opt.top_k == 0) {  // model only: compile on the pool, nothing to measure
+    std::atomic<int> done{0};
+    std::mutex progress_mu;
+    const int count = static_cast<int>(cands.size());
+    progress("compile", 0, count);
+    for_each_task(cands.size(), opt.compile_threads, [&](size_t i) {
+      build_candidate(cands[i]);
+      const int d = ++done;
+      std::lock_guard<std::mutex> lock(progress_mu);
+      progress("compile", d, count);
+    });
+    phase_done("compile");
+    if (compiled().empty()) std::rethrow_exception(cands.front().failure);  // nothing is cached
+    winner = &cands[compiled().front()];
+  } else {
+    // ---- measure, refine, check -------------------------------------------------------------
+    // Candidates are built on a pool while this thread uploads and times them, in one pipeline
+    // (ir/parallel.h: produce_in_order). A candidate's host arrays live from the start of its
+    // build to its upload, then are dropped (KernelBuild::drop_device_arrays): the window of
+    // builds alive at once (build_window) bounds the search's memory on a graph-sized matrix.
     std::shared_ptr<cuda::Context> ctx = opt.ctx ? opt.ctx : std::make_shared<cuda::Context>(0);
     ctx->make_current();
-    const CheckInputs in = make_check_inputs(p, opt.seed, 1.0f, 0.0f);
-    const std::vector<char> hb = to_bytes(in.b, p.b_dtype());
     const size_t w = static_cast<size_t>(dtype_bytes(p.c_dtype()));
-    cuda::DeviceBuffer db_b(hb.size() + w), db_c(static_cast<size_t>(p.m * p.n) * w + w);
-    if (!hb.empty()) db_b.upload(hb.data(), hb.size());
+    cuda::DeviceBuffer db_b, db_c(static_cast<size_t>(p.m * p.n) * w + w);
+    {
+      const std::vector<char> hb = to_bytes(make_check_b(p, opt.seed), p.b_dtype());
+      db_b = cuda::DeviceBuffer(hb.size() + w);
+      if (!hb.empty()) db_b.upload(hb.data(), hb.size());
+    }
     db_c.fill_bytes(0);
     cuda::Stream stream;
     L2Flusher flusher(ctx->info());
@@ -646,45 +674,64 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     to.stream = stream.get();
     to.flusher = &flusher;
     std::vector<std::unique_ptr<CompiledKernel>> loaded;  // by candidate
-    auto measure_from = [&](size_t from) {
+    const size_t window = build_window(a.nnz(), a.rows, p.dtype, opt.compile_threads);
+    res.build_window = static_cast<int>(window);
+    // Uploads and times cands[i] (built), then drops its host arrays.
+    auto measure_candidate = [&](size_t i) {
+      Candidate& c = cands[i];
+      try {
+        loaded[i] = std::make_unique<CompiledKernel>(ctx, *c.build);  // uploads, no copy
+        c.build->drop_device_arrays();
+        const CompiledKernel& k = *loaded[i];
+        // A candidate 4x slower than the best so far stops after its second warm-up run: its
+        // one sample says enough (at prefill sizes a slow kernel's runs take seconds).
+        TimingOptions tc = to;
+        for (const Candidate& o : cands)
+          if (o.measured_ms &&
+              (tc.abandon_above_ms == 0 || 4.0 * *o.measured_ms < tc.abandon_above_ms))
+            tc.abandon_above_ms = 4.0 * *o.measured_ms;
+        const TimingResult t =
+            measure([&](CUstream s) { k.run(db_b.ptr(), db_c.ptr(), 1.0f, 0.0f, s); }, tc);
+        c.measured_ms = t.median_ms;
+        c.times_ms = t.samples_ms;
+        keep_library_choices(c, k);
+      } catch (const CudaError& e) {
+        c.error = fmt::format("measurement failed: {}", e.what());
+        if (e.sticky()) throw;             // the context cannot run anything after a fault
+      } catch (const std::exception& e) {  // e.g. a non-finite event time from timing.h
+        c.error = fmt::format("measurement failed: {}", e.what());
+      }
+      if (c.build) c.build->drop_device_arrays();  // also when the upload failed
+    };
+    auto compile_and_measure_from = [&](size_t from) {
       loaded.resize(cands.size());
-      const std::vector<size_t> ok = compiled();
       // Library candidates first: their plans are near the best wherever the problem is large
       // (dense at prefill N), so their time bounds the generated candidates' (abandon_above_ms)
       // before a slow one spends seconds per run.
       std::vector<size_t> todo;
-      for (size_t i : ok)
-        if (i >= from) todo.push_back(i);
+      for (size_t i = from; i < cands.size(); ++i) todo.push_back(i);
       std::stable_partition(todo.begin(), todo.end(),
                             [&](size_t i) { return cands[i].schedule.family().library(); });
+      std::map<std::string, int> users;  // candidates left per shared pack
+      for (size_t i : todo)
+        if (const auto key = shared_pack_key(cands[i])) ++users[*key];
       const int total = static_cast<int>(todo.size());
-      int done = 0;
+      int measured = 0;
       progress("measure", 0, total);
-      for (size_t i : todo) {
-        Candidate& c = cands[i];
-        try {
-          loaded[i] = std::make_unique<CompiledKernel>(ctx, *c.build);  // uploads, no copy
-          const CompiledKernel& k = *loaded[i];
-          // A candidate 4x slower than the best so far stops after its second warm-up run: its
-          // one sample says enough (at prefill sizes a slow kernel's runs take seconds).
-          TimingOptions tc = to;
-          for (size_t j : ok)
-            if (cands[j].measured_ms &&
-                (tc.abandon_above_ms == 0 || 4.0 * *cands[j].measured_ms < tc.abandon_above_ms))
-              tc.abandon_above_ms = 4.0 * *cands[j].measured_ms;
-          const TimingResult t =
-              measure([&](CUstream s) { k.run(db_b.ptr(), db_c.ptr(), 1.0f, 0.0f, s); }, tc);
-          c.measured_ms = t.median_ms;
-          c.times_ms = t.samples_ms;
-          keep_library_choices(c, k);
-        } catch (const CudaError& e) {
-          c.error = fmt::format("measurement failed: {}", e.what());
-          if (e.sticky()) throw;             // the context cannot run anything after a fault
-        } catch (const std::exception& e) {  // e.g. a non-finite event time from timing.h
-          c.error = fmt::format("measurement failed: {}", e.what());
-        }
-        progress("measure", ++done, total);
-      }
+      produce_in_order(
+          todo.size(), opt.compile_threads, window,
+          [&](size_t t) {
+            build_candidate(cands[todo[t]]);
+            return true;  // the build lives in the candidate; the window counts it until consumed
+          },
+          [&](size_t t, bool&&) {
+            const size_t i = todo[t];
+            if (cands[i].build) measure_candidate(i);
+            if (const auto key = shared_pack_key(cands[i]); key && --users[*key] == 0)
+              packs.erase(*key);
+            progress("measure", ++measured, total);
+            return true;
+          });
     };
     auto by_time = [&] {
       std::vector<size_t> order;
@@ -695,8 +742,9 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
       });
       return order;
     };
-    measure_from(0);
+    compile_and_measure_from(0);
     phase_done("measure");
+    if (compiled().empty()) std::rethrow_exception(cands.front().failure);  // nothing is cached
     const int extra = restricted ? 0 : (opt.refine >= 0 ? opt.refine : opt.top_k / 2);
     const std::vector<size_t> first_round = by_time();
     if (!given && extra > 0 && !first_round.empty()) {
@@ -713,14 +761,13 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
         cands.push_back(std::move(c));
       }
       res.refined = static_cast<int>(cands.size() - first_new);
-      compile_from(first_new);
-      measure_from(first_new);
+      compile_and_measure_from(first_new);
       phase_done("refine");
     }
     winner = nullptr;
     progress("check", 0, 1);
     for (size_t i : by_time()) {
-      const GpuCheckPair chk = gpu_check(*loaded[i], a, opt.seed, kCheckColumns);
+      const GpuCheckPair chk = gpu_check(*loaded[i], a, opt.seed, check_columns(p));
       if (chk.passed()) {
         winner = &cands[i];
         res.check_passed = true;
@@ -752,9 +799,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
         "fastest of {} measured ({} of them near the first round's best; of {} enumerated; "
         "ranked by {}), checked against the CPU reference{}{}",
         compiled().size(), res.refined, res.enumerated, res.ranking,
-        p.n > kCheckColumns && p.sparse_weight()
-            ? fmt::format(" ({} of the {} columns)", kCheckColumns, p.n)
-            : "",
+        check_columns(p) < p.n ? fmt::format(" ({} of the {} columns)", check_columns(p), p.n) : "",
         library_note(cands, *winner));
   else
     res.reason = fmt::format("top of {} enumerated, ranked by {} (not measured: top-k 0)",
@@ -787,6 +832,22 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     phase_done("store");
   }
   if (opt.want_build) {
+    if (opt.top_k > 0) {
+      // A measured candidate's host arrays went after its upload: packed and emitted again, with
+      // the measured image (and the library plans it chose) when the source is the same.
+      KernelBuild b = prepare_kernel(a, p, winner->schedule, target);
+      b.kernel.signature.sparse_gemms = winner->build->kernel.signature.sparse_gemms;
+      if (b.kernel.source == winner->build->kernel.source)
+        b.compiled = winner->build->compiled;
+      else
+        compile_step(b, target, fmt::format("sparsegen_{}.cu", winner->schedule.family_name()),
+                     req.line_info);
+      // The log says how the measured build was made (e.g. from a shared pack), then the repack.
+      std::vector<std::string> log = winner->build->step_log;
+      for (const std::string& line : b.step_log) log.push_back("after the measurement: " + line);
+      b.step_log = std::move(log);
+      winner->build = std::move(b);
+    }
     winner->build->schedule_reason = res.reason;
     res.build = std::move(winner->build);
   }

@@ -5,7 +5,9 @@
 //   compile    the top max(k, 1): emit + NVRTC, on a thread pool (a candidate that fails to
 //              compile is skipped and reported; when all fail the first error is thrown and
 //              nothing is cached)
-//   measure    k > 0: each on the GPU (runtime/timing.h: L2 flushed before every run, median)
+//   measure    k > 0: each on the GPU (runtime/timing.h: L2 flushed before every run, median),
+//              while the pool builds the next ones (at most build_window() alive at once; a
+//              candidate's host arrays are dropped after its upload)
 //   refine     k > 0: compile and measure up to k / 2 more, near the fastest so far
 //              (refine_for_measurement), then the fastest that passes gpu_check
 //              (compiler/gpu_check.h) wins
@@ -114,11 +116,14 @@ struct TuneResult {
   double search_ms = 0;                     // wall time of this call
   // Wall time of each phase of the search, in order (lookup, enumerate, rank, compile, measure,
   // refine, check, store; phases that did not run are absent); logged with SPARSEGEN_DEBUG=1.
+  // A measuring search compiles while it measures: its "measure" and "refine" include the
+  // compiles, and there is no "compile" phase.
   std::vector<std::pair<std::string, double>> phases_ms;
   // The process's peak resident set (VmHWM, runtime/process_memory.h) at the end of each phase,
   // in the same order: the phase where it grows is the one that raised the search's peak. Empty
   // where /proc is not readable.
   std::vector<std::pair<std::string, int64_t>> phases_peak_rss_bytes;
+  int build_window = 0;  // k > 0: candidates built ahead of the measured one (tune.h: build_window)
   double original_search_ms = 0;     // on a hit: what the cached search took
   std::optional<bool> check_passed;  // gpu_check of the winner (k > 0)
   std::string kernel_key;
@@ -137,6 +142,14 @@ struct TuneResult {
 // compiles.
 TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarget& target,
                 const TuneOptions& opt);
+
+// Candidates a measuring search builds ahead of the one it measures (compile and measure overlap)
+// for a matrix of `nnz` nonzeros and `rows` rows in `dtype`: their host arrays are alive from the
+// start of the build to the upload. As many as `threads` (<= 0: hardware concurrency) while
+// their peak bytes fit max(kBuildWindowMinBytes, the CSR's bytes), at least 1: a graph of 65M
+// nonzeros builds one at a time, a weight of 1M on all cores.
+inline constexpr int64_t kBuildWindowMinBytes = int64_t{1} << 30;
+size_t build_window(int64_t nnz, int64_t rows, DType dtype, int threads);
 
 // Which candidates to measure: indices into `all`, given the model's ranking `order` (best
 // first), at most max(k, 1) of them, in ranking order. For k >= 4 every schedule family present

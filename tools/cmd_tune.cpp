@@ -155,6 +155,7 @@ void run_tune(const TuneArgs& a) {
     nlohmann::json peaks = nlohmann::json::object();
     for (const auto& [name, bytes] : r.phases_peak_rss_bytes) peaks[name] = bytes;
     j["phases_peak_rss_bytes"] = peaks;
+    j["build_window"] = r.build_window;
     j["kernel_key"] = r.kernel_key;
     j["tuning_key"] = r.tuning_key;
     j["cache"] = r.db_path;

@@ -134,6 +134,17 @@ TEST(Pipeline, BuildsBorrowTheArraysOfASharedPack) {
       EXPECT_EQ(bytes(copied.device_values()), bytes(own.device_values()));
       EXPECT_EQ(b.kernel.source, own.kernel.source);
       EXPECT_EQ(b.without_host_arrays().borrowed, nullptr);
+      // What the tuner keeps of a measured candidate: source and image, no arrays.
+      KernelBuild dropped = b;
+      const long holders = pk.use_count();
+      dropped.drop_device_arrays();
+      EXPECT_EQ(dropped.borrowed, nullptr);
+      EXPECT_TRUE(dropped.device_values().empty());
+      EXPECT_TRUE(dropped.device_col_idx().empty());
+      EXPECT_EQ(dropped.kernel.source, b.kernel.source);
+      EXPECT_EQ(dropped.compiled.image, b.compiled.image);
+      EXPECT_FALSE(dropped.compiled.image.empty());
+      EXPECT_EQ(pk.use_count(), holders - 1) << "the dropped copy let go of the pack";
     }
     EXPECT_GE(families.size(), 2u) << "general and one more family";
   }
@@ -375,6 +386,23 @@ TEST(CheckHost, InputsAreSeededNonIntegerAndRepresentable) {
 // The host passes of the check run on all cores for large problems (a graph's hundreds of millions
 // of outputs): the inputs are the one serial splitmix64 stream over B then C0, and the comparison's
 // counts, error and first failure (in row order) do not depend on the number of threads.
+TEST(CheckHost, TheTimingRunsBIsTheCheckInputsB) {
+  for (Layout l : {Layout::RowMajor, Layout::ColMajor}) {
+    const Problem p = Problem::spmm(9, 13, 5, DType::F16, l, Layout::RowMajor);
+    EXPECT_EQ(make_check_b(p, 3), make_check_inputs(p, 3, 0.75f, -1.5f).b);
+  }
+}
+
+TEST(CheckHost, TheTunersCheckSamplesColumnsOfLargeOutputs) {
+  // All columns of a weight at decode N and of a graph at N = 8; evenly spread ones beyond.
+  EXPECT_EQ(check_columns(Problem::spmm(4096, 4096, 64, DType::F16)), 64);
+  EXPECT_EQ(check_columns(Problem::spmm(4'194'304, 4'194'304, 8, DType::F32)), 8);
+  EXPECT_EQ(check_columns(Problem::spmm(4'194'304, 4'194'304, 64, DType::F32)), kCheckMinColumns);
+  EXPECT_EQ(check_columns(Problem::spmm(1'048'576, 1'048'576, 64, DType::F32)), 32);
+  EXPECT_EQ(check_columns(Problem::spmm(4096, 4096, 16384, DType::F16)), kCheckColumns);
+  EXPECT_EQ(check_columns(Problem::spmm(1 << 26, 100, 4, DType::F32)), 4);  // N below the floor
+}
+
 TEST(CheckHost, InputsAndComparisonDoNotDependOnTheThreadCount) {
   const ParallelConfig saved = parallel_config();
   const CsrMatrix a = make_matrix({3, 0, 5, 1, 2, 7, 0, 4, 6, 1, 2, 3, 9, 0, 1, 2}, 40);

@@ -313,6 +313,17 @@ TEST(Tune, OfflineRuntimeGoesThroughTheCache) {
 // second round adds candidates near the first round's best, candidates that pack alike share one
 // packed format (the build log says so), every candidate compiles, and the winner is the fastest
 // measured one that passed.
+TEST(Tune, BuildWindowBoundsTheBuildsOfAGraph) {
+  // A weight of 1M nonzeros builds on every thread; R-MAT scale 22 (65M) one candidate at a time;
+  // in between, as many as fit the CSR's bytes (at least 1 GiB).
+  EXPECT_EQ(build_window(1'000'000, 4096, DType::F16, 16), 16u);
+  EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 16), 1u);
+  EXPECT_EQ(build_window(16'000'000, 1'048'576, DType::F32, 16), 5u);  // 1 GiB / 192 MB
+  EXPECT_EQ(build_window(16'000'000, 1'048'576, DType::F32, 2), 2u);
+  EXPECT_EQ(build_window(0, 0, DType::F32, 4), 4u);
+  EXPECT_GE(build_window(1000, 10, DType::F32, 0), 1u);  // 0: hardware concurrency
+}
+
 TEST(GpuTune, MeasuredSearchRefinesAndSharesPacks) {
   std::string why;
   if (!cuda::driver_available(&why)) GTEST_SKIP() << "no GPU: " << why;
