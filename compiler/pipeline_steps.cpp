@@ -59,9 +59,10 @@ KernelBuild start_build(const CsrMatrix& a, const Problem& p, const Schedule& s,
     // The sparse operand of a gated FFN is an activation pattern (tokens x hidden width) of
     // any number of calibration tokens.
     if (a.cols != p.n)
-      throw UserError(fmt::format("{}: the activation pattern has {} columns but the FFN's hidden "
-                                  "width is n={}",
-                                  a.source.empty() ? "activations" : a.source, a.cols, p.n));
+      throw UserError(
+          fmt::format("{}: the activation pattern has {} columns but the FFN's hidden "
+                      "width is n={}",
+                      a.source.empty() ? "activations" : a.source, a.cols, p.n));
   } else if (a.rows != p.m || a.cols != p.k) {
     throw UserError(fmt::format("{}: matrix is {}x{} but the problem expects m={} k={}",
                                 a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m, p.k));

@@ -335,12 +335,13 @@ KernelBuild prepare_kernel(const CsrMatrix& a, const Problem& p, const Schedule&
   return build_kernel(a, p, s, target, o);
 }
 
-size_t build_window(int64_t nnz, int64_t rows, DType dtype, int threads) {
+size_t build_window(int64_t nnz, int64_t rows, DType dtype, int threads, int64_t budget_bytes) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // A build at its peak: the pack's fp32 values and column indices, and the converted values.
   const int64_t per_build = std::max<int64_t>(1, nnz) * (4 + 4 + dtype_bytes(dtype));
   const int64_t csr_bytes = nnz * 8 + (rows + 1) * 8;
-  const int64_t budget = std::max(kBuildWindowMinBytes, csr_bytes);
+  const int64_t budget =
+      budget_bytes > 0 ? budget_bytes : std::max(kBuildWindowMinBytes, csr_bytes);
   return static_cast<size_t>(std::clamp<int64_t>(budget / per_build, 1, threads));
 }
 
@@ -674,7 +675,8 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     to.stream = stream.get();
     to.flusher = &flusher;
     std::vector<std::unique_ptr<CompiledKernel>> loaded;  // by candidate
-    const size_t window = build_window(a.nnz(), a.rows, p.dtype, opt.compile_threads);
+    const size_t window =
+        build_window(a.nnz(), a.rows, p.dtype, opt.compile_threads, opt.build_memory_bytes);
     res.build_window = static_cast<int>(window);
     // Uploads and times cands[i] (built), then drops its host arrays.
     auto measure_candidate = [&](size_t i) {

@@ -78,7 +78,10 @@ struct TuneOptions {
   std::shared_ptr<cuda::Context> ctx;
   int repetitions = 20;     // timed runs per candidate
   int compile_threads = 0;  // 0: hardware concurrency
-  uint64_t seed = 7;        // inputs of the timing runs and the check
+  // Host bytes the candidates being built may hold at once in a measuring search (build_window);
+  // 0: max(kBuildWindowMinBytes, the CSR's bytes).
+  int64_t build_memory_bytes = 0;
+  uint64_t seed = 7;  // inputs of the timing runs and the check
   std::function<void(const TuneProgress&)> progress;
   // Non-empty: search only these schedules (SPECs) of the enumerated space, every one of them
   // measured when top_k > 0, with no refinement round: for a matrix whose search is known to end
@@ -146,10 +149,11 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
 // Candidates a measuring search builds ahead of the one it measures (compile and measure overlap)
 // for a matrix of `nnz` nonzeros and `rows` rows in `dtype`: their host arrays are alive from the
 // start of the build to the upload. As many as `threads` (<= 0: hardware concurrency) while
-// their peak bytes fit max(kBuildWindowMinBytes, the CSR's bytes), at least 1: a graph of 65M
-// nonzeros builds one at a time, a weight of 1M on all cores.
+// their peak bytes (12 per nonzero in fp32) fit `budget_bytes` (<= 0: max(kBuildWindowMinBytes,
+// the CSR's bytes)), at least 1: by default a graph of 65M nonzeros builds one at a time, a
+// weight of 1M on all cores.
 inline constexpr int64_t kBuildWindowMinBytes = int64_t{1} << 30;
-size_t build_window(int64_t nnz, int64_t rows, DType dtype, int threads);
+size_t build_window(int64_t nnz, int64_t rows, DType dtype, int threads, int64_t budget_bytes = 0);
 
 // Which candidates to measure: indices into `all`, given the model's ranking `order` (best
 // first), at most max(k, 1) of them, in ranking order. For k >= 4 every schedule family present

@@ -1,5 +1,6 @@
 // `sparsegen tune FILE -n N [--dtype fp32|fp16|bf16] [--top-k K] [--refine R] [--arch sm_XY]
-//  [--cache-dir D] [--force] [--json]`: the main job. Finds the best kernel for the matrix
+//  [--build-memory GB] [--cache-dir D] [--force] [--json]`: the main job. Finds the best kernel for
+//  the matrix
 // (compiler/tune.h: enumerate, rank with the cost model, measure the top K on the GPU, then R more
 // near the fastest of them, check the winner), stores it
 // in the kernel database, and says what was chosen, the predicted and measured times and how long
@@ -43,8 +44,9 @@ struct TuneArgs {
   std::string b_layout = "row";
   std::string c_layout = "row";
   std::string tensor;
-  int top_k = -1;   // auto
-  int refine = -1;  // auto: top_k / 2
+  int top_k = -1;              // auto
+  int refine = -1;             // auto: top_k / 2
+  double build_memory_gb = 0;  // 0: automatic (tune.h: build_window)
   std::string arch;
   std::string cache_dir;
   bool force = false;
@@ -94,6 +96,9 @@ void run_tune(const TuneArgs& a) {
   if (a.top_k < -1) throw UserError(fmt::format("--top-k: expected 0 or more, found {}", a.top_k));
   if (a.refine < -1)
     throw UserError(fmt::format("--refine: expected 0 or more, found {}", a.refine));
+  if (!(a.build_memory_gb >= 0) || a.build_memory_gb > 1e6)
+    throw UserError(fmt::format(
+        "--build-memory: expected gigabytes, 0 (automatic) or more, found {}", a.build_memory_gb));
 
   CompileTarget target;
   std::string note;
@@ -113,6 +118,7 @@ void run_tune(const TuneArgs& a) {
     note = a.arch.empty() ? "no GPU here: model only (top-k 0), compiled for " + target.arch
                           : "--arch given: model only (top-k 0)";
   o.refine = a.refine;
+  o.build_memory_bytes = static_cast<int64_t>(a.build_memory_gb * 1e9);
   o.cache_dir = a.cache_dir;
   o.use_cache = !a.no_cache;
   o.force = a.force;
@@ -216,6 +222,9 @@ void register_tune(CLI::App& app) {
   cmd->add_option("--refine", args->refine,
                   "second-round candidates, near the fastest of the top K (default K / 2; 0 = "
                   "none)");
+  cmd->add_option("--build-memory", args->build_memory_gb,
+                  "GB of host memory the candidates being built may hold at once (0 = automatic: "
+                  "the CSR's size, at least 1 GiB); more overlaps more builds with measuring");
   cmd->add_option("--arch", args->arch,
                   "compile offline for this architecture (sm_XY cubin or compute_XY PTX)");
   cmd->add_option("--cache-dir", args->cache_dir,

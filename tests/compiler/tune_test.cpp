@@ -322,6 +322,8 @@ TEST(Tune, BuildWindowBoundsTheBuildsOfAGraph) {
   EXPECT_EQ(build_window(16'000'000, 1'048'576, DType::F32, 2), 2u);
   EXPECT_EQ(build_window(0, 0, DType::F32, 4), 4u);
   EXPECT_GE(build_window(1000, 10, DType::F32, 0), 1u);  // 0: hardware concurrency
+  // A budget given: 4 GB holds five 783 MB builds of the 65M graph.
+  EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 16, 4'000'000'000), 5u);
 }
 
 TEST(GpuTune, MeasuredSearchRefinesAndSharesPacks) {
