@@ -224,7 +224,7 @@ void register_tune(CLI::App& app) {
                   "none)");
   cmd->add_option("--build-memory", args->build_memory_gb,
                   "GB of host memory the candidates being built may hold at once (0 = automatic: "
-                  "the CSR's size, at least 1 GiB); more overlaps more builds with measuring");
+                  "the CSR's size, at least 4 GiB); more overlaps more builds with measuring");
   cmd->add_option("--arch", args->arch,
                   "compile offline for this architecture (sm_XY cubin or compute_XY PTX)");
   cmd->add_option("--cache-dir", args->cache_dir,

@@ -314,16 +314,18 @@ TEST(Tune, OfflineRuntimeGoesThroughTheCache) {
 // packed format (the build log says so), every candidate compiles, and the winner is the fastest
 // measured one that passed.
 TEST(Tune, BuildWindowBoundsTheBuildsOfAGraph) {
-  // A weight of 1M nonzeros builds on every thread; R-MAT scale 22 (65M) one candidate at a time;
-  // in between, as many as fit the CSR's bytes (at least 1 GiB).
+  // By default (4 GiB, or the CSR's bytes when larger): a weight of 1M nonzeros or a graph of 16M
+  // builds on every thread, R-MAT scale 22 (65M nonzeros, 783 MB a build in fp32) five at a time.
   EXPECT_EQ(build_window(1'000'000, 4096, DType::F16, 16), 16u);
-  EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 16), 1u);
-  EXPECT_EQ(build_window(16'000'000, 1'048'576, DType::F32, 16), 5u);  // 1 GiB / 192 MB
-  EXPECT_EQ(build_window(16'000'000, 1'048'576, DType::F32, 2), 2u);
+  EXPECT_EQ(build_window(16'000'000, 1'048'576, DType::F32, 16), 16u);
+  EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 16), 5u);
+  EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 2), 2u);
   EXPECT_EQ(build_window(0, 0, DType::F32, 4), 4u);
   EXPECT_GE(build_window(1000, 10, DType::F32, 0), 1u);  // 0: hardware concurrency
-  // A budget given: 4 GB holds five 783 MB builds of the 65M graph.
-  EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 16, 4'000'000'000), 5u);
+  // A budget given (--build-memory): 1 GB holds one build of the graph, 0.1 GB still one.
+  EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 16, 1'000'000'000), 1u);
+  EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 16, 100'000'000), 1u);
+  EXPECT_EQ(build_window(16'000'000, 1'048'576, DType::F32, 16, 1'000'000'000), 5u);
 }
 
 TEST(GpuTune, MeasuredSearchRefinesAndSharesPacks) {
