@@ -682,8 +682,11 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     auto measure_candidate = [&](size_t i) {
       Candidate& c = cands[i];
       try {
+        const auto t_up = Clock::now();
         loaded[i] = std::make_unique<CompiledKernel>(ctx, *c.build);  // uploads, no copy
         c.build->drop_device_arrays();
+        const double upload_ms = ms_since(t_up);
+        const auto t_measure = Clock::now();
         const CompiledKernel& k = *loaded[i];
         // A candidate 4x slower than the best so far stops after its second warm-up run: its
         // one sample says enough (at prefill sizes a slow kernel's runs take seconds).
@@ -697,6 +700,9 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
         c.measured_ms = t.median_ms;
         c.times_ms = t.samples_ms;
         keep_library_choices(c, k);
+        if (debug_logging())
+          std::fprintf(stderr, "sparsegen: [tune] upload %8.2f ms  timing %8.2f ms  %s\n",
+                       upload_ms, ms_since(t_measure), to_string(c.schedule).c_str());
       } catch (const CudaError& e) {
         c.error = fmt::format("measurement failed: {}", e.what());
         if (e.sticky()) throw;             // the context cannot run anything after a fault

@@ -74,27 +74,33 @@ DeviceProfile device_profile(const std::string& name, int cc_major, int cc_minor
                              int registers_per_sm, bool* bandwidth_guessed = nullptr);
 
 // Values that depend only on a matrix's rows and a few schedule parameters, computed once per key
-// by the first schedule that needs them (the ranking computes features in parallel, so two
-// threads may both compute a key; the first stored wins). E.g. a family's work simulation, which
-// walks every row: hundreds of schedules share a few dozen simulations. One key names one type T.
+// by the first schedule that needs them; a schedule asking for a key being computed waits for it
+// (the ranking computes features in parallel, and neighbouring schedules share keys: computing a
+// key on every thread that meets it first would walk a graph's 4M rows a dozen times over). E.g.
+// a family's work simulation, which walks every row: hundreds of schedules share a few dozen
+// simulations. One key names one type T. A computation that throws leaves the key unset.
 class RowMemo {
  public:
   template <typename T, typename F>
   T get(const std::string& key, F&& compute) {
+    std::shared_ptr<Entry> e;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      if (auto it = values_.find(key); it != values_.end())
-        return *static_cast<const T*>(it->second.get());
+      std::shared_ptr<Entry>& slot = entries_[key];
+      if (!slot) slot = std::make_shared<Entry>();
+      e = slot;
     }
-    T value = compute();
-    std::lock_guard<std::mutex> lock(mu_);
-    values_.emplace(key, std::make_shared<const T>(value));
-    return value;
+    std::call_once(e->once, [&] { e->value = std::make_shared<const T>(compute()); });
+    return *static_cast<const T*>(e->value.get());
   }
 
  private:
+  struct Entry {
+    std::once_flag once;
+    std::shared_ptr<const void> value;
+  };
   std::mutex mu_;
-  std::map<std::string, std::shared_ptr<const void>> values_;
+  std::map<std::string, std::shared_ptr<Entry>> entries_;
 };
 
 // Row lengths of a matrix in original order and sorted descending: what the work simulation

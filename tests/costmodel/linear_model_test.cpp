@@ -2,11 +2,15 @@
 // mismatch, quality metrics, ranking.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <stdexcept>
+#include <thread>
 
 #include <unistd.h>
 
@@ -20,6 +24,7 @@
 #include "ir/format.h"
 #include "ir/general_schedule.h"
 #include "ir/int_math.h"
+#include "ir/parallel.h"
 
 namespace sparsegen {
 namespace {
@@ -138,6 +143,26 @@ TEST(RowMemo, ComputesEachKeyOnce) {
   const RowProfile copy = rp;  // copies share the memo
   EXPECT_EQ(copy.memo, rp.memo);
   EXPECT_EQ(rp.sorted, (std::vector<int64_t>{3, 2, 1}));
+}
+
+TEST(RowMemo, ThreadsMeetingAKeyTogetherComputeItOnce) {
+  RowMemo memo;
+  std::atomic<int> calls{0};
+  std::atomic<int64_t> sum{0};
+  for_each_task(64, 8, [&](size_t i) {
+    const std::string key = i % 2 == 0 ? "even" : "odd";
+    sum += memo.get<int64_t>(key, [&] {
+      ++calls;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // others arrive meanwhile
+      return int64_t{key == "even" ? 1 : 2};
+    });
+  });
+  EXPECT_EQ(calls.load(), 2);
+  EXPECT_EQ(sum.load(), 32 * 1 + 32 * 2);
+  // A computation that throws leaves the key unset: the next caller computes it.
+  EXPECT_THROW(memo.get<int64_t>("bad", []() -> int64_t { throw std::runtime_error("no"); }),
+               std::runtime_error);
+  EXPECT_EQ(memo.get<int64_t>("bad", [] { return int64_t{5}; }), 5);
 }
 
 TEST(ScheduleFeatures, NonzeroSplitCountsAtomicsAndIsBalanced) {
