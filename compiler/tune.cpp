@@ -651,7 +651,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     winner = &cands[compiled().front()];
   } else {
     // ---- measure, refine, check -------------------------------------------------------------
-    // Candidates are built on a pool while this thread uploads and times them, in one pipeline
+    // Candidates are built and uploaded on a pool while this thread times them, in one pipeline
     // (ir/parallel.h: produce_in_order). A candidate's host arrays live from the start of its
     // build to its upload, then are dropped (KernelBuild::drop_device_arrays): the window of
     // builds alive at once (build_window) bounds the search's memory on a graph-sized matrix.
@@ -678,14 +678,32 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     const size_t window =
         build_window(a.nnz(), a.rows, p.dtype, opt.compile_threads, opt.build_memory_bytes);
     res.build_window = static_cast<int>(window);
-    // Uploads and times cands[i] (built), then drops its host arrays.
+    // Uploads cands[i] (built) and drops its host arrays; on a pool thread, so that the uploads
+    // (pageable copies of 0.5-0.7 GB each for a 65M-nonzero graph) overlap each other and the
+    // timing. A sticky CUDA error is rethrown (the pipeline rethrows it at the candidate's turn).
+    auto upload_candidate = [&](size_t i) {
+      Candidate& c = cands[i];
+      if (!c.build) return;
+      try {
+        const auto t_up = Clock::now();
+        ctx->make_current();
+        loaded[i] = std::make_unique<CompiledKernel>(ctx, *c.build);  // uploads, no copy
+        if (debug_logging())
+          std::fprintf(stderr, "sparsegen: [tune] upload %8.2f ms  %s\n", ms_since(t_up),
+                       to_string(c.schedule).c_str());
+      } catch (const CudaError& e) {
+        c.error = fmt::format("measurement failed: {}", e.what());
+        c.build->drop_device_arrays();
+        if (e.sticky()) throw;  // the context cannot run anything after a fault
+      } catch (const std::exception& e) {
+        c.error = fmt::format("measurement failed: {}", e.what());
+      }
+      c.build->drop_device_arrays();
+    };
+    // Times cands[i] (uploaded) on this thread's stream.
     auto measure_candidate = [&](size_t i) {
       Candidate& c = cands[i];
       try {
-        const auto t_up = Clock::now();
-        loaded[i] = std::make_unique<CompiledKernel>(ctx, *c.build);  // uploads, no copy
-        c.build->drop_device_arrays();
-        const double upload_ms = ms_since(t_up);
         const auto t_measure = Clock::now();
         const CompiledKernel& k = *loaded[i];
         // A candidate 4x slower than the best so far stops after its second warm-up run: its
@@ -701,15 +719,14 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
         c.times_ms = t.samples_ms;
         keep_library_choices(c, k);
         if (debug_logging())
-          std::fprintf(stderr, "sparsegen: [tune] upload %8.2f ms  timing %8.2f ms  %s\n",
-                       upload_ms, ms_since(t_measure), to_string(c.schedule).c_str());
+          std::fprintf(stderr, "sparsegen: [tune] timing %8.2f ms  %s\n", ms_since(t_measure),
+                       to_string(c.schedule).c_str());
       } catch (const CudaError& e) {
         c.error = fmt::format("measurement failed: {}", e.what());
         if (e.sticky()) throw;             // the context cannot run anything after a fault
       } catch (const std::exception& e) {  // e.g. a non-finite event time from timing.h
         c.error = fmt::format("measurement failed: {}", e.what());
       }
-      if (c.build) c.build->drop_device_arrays();  // also when the upload failed
     };
     auto compile_and_measure_from = [&](size_t from) {
       loaded.resize(cands.size());
@@ -730,11 +747,12 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
           todo.size(), opt.compile_threads, window,
           [&](size_t t) {
             build_candidate(cands[todo[t]]);
+            upload_candidate(todo[t]);
             return true;  // the build lives in the candidate; the window counts it until consumed
           },
           [&](size_t t, bool&&) {
             const size_t i = todo[t];
-            if (cands[i].build) measure_candidate(i);
+            if (loaded[i]) measure_candidate(i);
             if (const auto key = shared_pack_key(cands[i]); key && --users[*key] == 0)
               packs.erase(*key);
             progress("measure", ++measured, total);

@@ -6,8 +6,8 @@
 //              compile is skipped and reported; when all fail the first error is thrown and
 //              nothing is cached)
 //   measure    k > 0: each on the GPU (runtime/timing.h: L2 flushed before every run, median),
-//              while the pool builds the next ones (at most build_window() alive at once; a
-//              candidate's host arrays are dropped after its upload)
+//              while the pool builds and uploads the next ones (at most build_window() alive at
+//              once; a candidate's host arrays are dropped after its upload)
 //   refine     k > 0: compile and measure up to k / 2 more, near the fastest so far
 //              (refine_for_measurement), then the fastest that passes gpu_check
 //              (compiler/gpu_check.h) wins
