@@ -75,6 +75,21 @@ int64_t storage_pos(const GeneralSchedule& s, const PackedFormat&, int64_t p) {
   return base + ((j / v) * G + q) * v + j % v;
 }
 
+StoragePosCursor::StoragePosCursor(const GeneralSchedule& s, int64_t p) : p_(p) {
+  interleave_ = s.interleave;
+  if (!interleave_) return;
+  groups_ = s.groups_per_warp();
+  chunk_ = s.at(Level::Thread).amount;
+  vec_ = s.vector_width;
+  const int64_t round = groups_ * chunk_;
+  base_ = p / round * round;
+  const int64_t off = p - base_;
+  q_ = off / chunk_;
+  j_ = off % chunk_;
+  jv_ = j_ / vec_;
+  jr_ = j_ % vec_;
+}
+
 GeneralRowStats general_row_stats(const CsrMatrix& a, int pad, bool skip_empty) {
   GeneralRowStats rs;
   rs.nnz = a.nnz();
@@ -149,17 +164,17 @@ PackedFormat pack_format(const CsrMatrix& a, const Problem& p, const Schedule& s
     for (int64_t i = i0; i < i1; ++i) {
       const int64_t src = order[static_cast<size_t>(i)];
       int64_t pos = row_ptr[static_cast<size_t>(i)];
+      StoragePosCursor sp(s, pos);
       int32_t last_col = 0;
       for (int64_t e = a.row_ptr[static_cast<size_t>(src)];
-           e < a.row_ptr[static_cast<size_t>(src + 1)]; ++e, ++pos) {
-        const int64_t sp = storage_pos(s, f, pos);
+           e < a.row_ptr[static_cast<size_t>(src + 1)]; ++e, ++pos, sp.next()) {
         last_col = a.col_idx[static_cast<size_t>(e)];
-        f.col_idx[static_cast<size_t>(sp)] = last_col;
-        f.values[static_cast<size_t>(sp)] = a.values[static_cast<size_t>(e)];
+        f.col_idx[static_cast<size_t>(*sp)] = last_col;
+        f.values[static_cast<size_t>(*sp)] = a.values[static_cast<size_t>(e)];
       }
       // Padding: value 0, a column the row already reads (stays in bounds, same cache line).
-      for (; pos < row_ptr[static_cast<size_t>(i + 1)]; ++pos)
-        f.col_idx[static_cast<size_t>(storage_pos(s, f, pos))] = last_col;
+      for (; pos < row_ptr[static_cast<size_t>(i + 1)]; ++pos, sp.next())
+        f.col_idx[static_cast<size_t>(*sp)] = last_col;
     }
   });
 

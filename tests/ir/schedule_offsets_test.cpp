@@ -1,7 +1,11 @@
 // Offset compression classification (exact reconstruction) and packed-format invariants.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <optional>
 #include <random>
+#include <string>
 
 #include "ir/format.h"
 #include "ir/offset_compression.h"
@@ -48,10 +52,14 @@ TEST(OffsetCompression, RandomArraysReconstructExactly) {
     int64_t x = int64_t(rng() % 100) - 50;
     const int kind = trial % 4;
     for (int64_t i = 0; i < n; ++i) {
-      if (kind == 0) x += int64_t(rng() % 100000);           // table-ish
-      else if (kind == 1) x += 16 + int64_t(rng() % 3) - 1;  // quasilinear-ish
-      else if (kind == 2) x = (i % 5) * 3 + (i / 5) * 17;    // cyclic
-      else x += (rng() % 50 == 0) ? 1 : 0;                   // few pieces
+      if (kind == 0)
+        x += int64_t(rng() % 100000);  // table-ish
+      else if (kind == 1)
+        x += 16 + int64_t(rng() % 3) - 1;  // quasilinear-ish
+      else if (kind == 2)
+        x = (i % 5) * 3 + (i / 5) * 17;  // cyclic
+      else
+        x += (rng() % 50 == 0) ? 1 : 0;  // few pieces
       a.push_back(x);
     }
     OffsetCompression c = classify_offsets(a);
@@ -69,11 +77,11 @@ TEST(PackedFormat, PaddingInterleaveAndOffsets) {
   PackedFormat f = pack_format(a, p, s);
   EXPECT_EQ(f.row_ptr.values, (std::vector<int64_t>{0, 4, 4, 12}));
   EXPECT_EQ(f.stats.nnz_padded, 12);
-  EXPECT_EQ(f.values[3], 0.0f);                   // padding
-  EXPECT_EQ(f.col_idx[3], a.col_idx[2]);          // repeats the row's last column
+  EXPECT_EQ(f.values[3], 0.0f);           // padding
+  EXPECT_EQ(f.col_idx[3], a.col_idx[2]);  // repeats the row's last column
   EXPECT_EQ(f.at(Level::Block).tasks, 2);
-  EXPECT_EQ(f.at(Level::Warp).tasks, 3);          // one per row, empty row included
-  EXPECT_EQ(f.at(Level::Thread).tasks, 6);        // 2 + 0 + 4 chunks of 2
+  EXPECT_EQ(f.at(Level::Warp).tasks, 3);    // one per row, empty row included
+  EXPECT_EQ(f.at(Level::Thread).tasks, 6);  // 2 + 0 + 4 chunks of 2
   EXPECT_EQ(f.at(Level::Block).child_begin.values, (std::vector<int64_t>{0, 2, 3}));
   EXPECT_EQ(f.at(Level::Thread).nz_begin.compression.form, OffsetForm::Linear);
   EXPECT_EQ(f.perm.compression.form, OffsetForm::Linear);
@@ -89,6 +97,40 @@ TEST(PackedFormat, PaddingInterleaveAndOffsets) {
   EXPECT_EQ(storage_pos(si.as<GeneralSchedule>(), fi, 5), 3);
   EXPECT_EQ(storage_pos(si.as<GeneralSchedule>(), fi, 2), 4);
   EXPECT_EQ(fi.values[2], a.values[3 + 4]);
+}
+
+TEST(PackedFormat, StoragePosCursorStepsAsStoragePos) {
+  // Every interleaved shape of the enumeration's range: G groups, chunks z_t, vectors v (z_t a
+  // multiple of v or not), from every start position of a few rounds.
+  const CsrMatrix a = testing::matrix_with_lengths(64, {3}, 1);
+  const Problem p = Problem::spmm(1, 64, 8, DType::F32);
+  int shapes = 0;
+  for (int group : {1, 2, 4, 8, 16, 32})
+    for (int zt : {1, 2, 4, 8, 16})
+      for (int vec : {1, 2, 4})
+        for (int il : {0, 1}) {
+          if (vec > zt) continue;
+          const std::string spec = fmt::format(
+              "general;block=rows:1;warp=row;thread=nnz:{};warps=1;group={};tcols=1;bcols=16;"
+              "red=total,total,none;pad={};interleave={};vec={}",
+              zt, group, zt, il, vec);
+          std::optional<Schedule> s;
+          try {
+            s = parse_schedule(spec);
+          } catch (const std::exception&) {
+            continue;  // not a legal combination
+          }
+          const PackedFormat f = pack_format(a, p, *s);
+          const GeneralSchedule& g = s->as<GeneralSchedule>();
+          const int64_t span = 3 * int64_t{32 / group} * zt + 5;
+          for (int64_t start = 0; start < span; start += 7) {
+            StoragePosCursor c(g, start);
+            for (int64_t q = start; q < span; ++q, c.next())
+              ASSERT_EQ(*c, storage_pos(g, f, q)) << spec << " from " << start << " at " << q;
+          }
+          ++shapes;
+        }
+  EXPECT_GT(shapes, 40);
 }
 
 TEST(PackedFormat, NonzeroSplitSkipsEmptyRowsAndPadsTail) {
@@ -111,7 +153,8 @@ TEST(PackedFormat, NonzeroSplitSkipsEmptyRowsAndPadsTail) {
 
 TEST(PackedFormat, ShapeMismatchIsAUserError) {
   CsrMatrix a = testing::matrix_with_lengths(8, {1, 2}, 3);
-  EXPECT_THROW(pack_format(a, Problem::spmm(3, 8, 1, DType::F32), Schedule(GeneralSchedule{})), UserError);
+  EXPECT_THROW(pack_format(a, Problem::spmm(3, 8, 1, DType::F32), Schedule(GeneralSchedule{})),
+               UserError);
 }
 
 }  // namespace
