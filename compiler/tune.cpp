@@ -693,14 +693,13 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
                        to_string(c.schedule).c_str());
       } catch (const CudaError& e) {
         c.error = fmt::format("measurement failed: {}", e.what());
-        c.build->drop_device_arrays();
         if (e.sticky()) throw;  // the context cannot run anything after a fault
       } catch (const std::exception& e) {
         c.error = fmt::format("measurement failed: {}", e.what());
       }
-      c.build->drop_device_arrays();
+      c.build->drop_device_arrays();  // uploaded, or not to be measured
     };
-    // Times cands[i] (uploaded) on this thread's stream.
+    // Times cands[i] (uploaded) on the search's stream, on the calling thread.
     auto measure_candidate = [&](size_t i) {
       Candidate& c = cands[i];
       try {
