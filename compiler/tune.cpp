@@ -8,7 +8,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <exception>
 #include <future>
 #include <map>
@@ -90,26 +89,6 @@ std::pair<int, int> offline_cc(const std::string& arch) {
   const std::optional<int> v = arch_number(arch);
   if (!v) return {9, 0};
   return {*v / 10, *v % 10};
-}
-
-// Host bytes of `v` in `dtype` (B for the timing runs).
-std::vector<char> to_bytes(const std::vector<float>& v, DType dtype) {
-  const size_t w = static_cast<size_t>(dtype_bytes(dtype));
-  std::vector<char> out;
-  resize_prefaulted(out, v.size() * w);
-  const auto n = static_cast<int64_t>(v.size());
-  parallel_for(n, n, [&](int64_t i0, int64_t i1) {
-    for (auto i = static_cast<size_t>(i0); i < static_cast<size_t>(i1); ++i) {
-      if (dtype == DType::F32) {
-        std::memcpy(out.data() + 4 * i, &v[i], 4);
-      } else {
-        const uint16_t h =
-            dtype == DType::F16 ? float_to_half_bits(v[i]) : float_to_bf16_bits(v[i]);
-        std::memcpy(out.data() + 2 * i, &h, 2);
-      }
-    }
-  });
-  return out;
 }
 
 // Values made once per key by the first caller that needs one; later callers wait for it. A
@@ -660,7 +639,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     const size_t w = static_cast<size_t>(dtype_bytes(p.c_dtype()));
     cuda::DeviceBuffer db_b, db_c(static_cast<size_t>(p.m * p.n) * w + w);
     {
-      const std::vector<char> hb = to_bytes(make_check_b(p, opt.seed), p.b_dtype());
+      const std::vector<char> hb = to_device_values(make_check_b(p, opt.seed), p.b_dtype());
       db_b = cuda::DeviceBuffer(hb.size() + w);
       if (!hb.empty()) db_b.upload(hb.data(), hb.size());
     }
@@ -678,6 +657,14 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     const size_t window =
         build_window(a.nnz(), a.rows, p.dtype, opt.compile_threads, opt.build_memory_bytes);
     res.build_window = static_cast<int>(window);
+    // Records why cands[i] was not measured; called from a catch block: a sticky CUDA error is
+    // rethrown (the context cannot run anything after a fault).
+    auto measurement_failed = [](Candidate& c, const std::exception& e) {
+      c.error = fmt::format("measurement failed: {}", e.what());
+      if (const auto* cuda_error = dynamic_cast<const CudaError*>(&e);
+          cuda_error && cuda_error->sticky())
+        throw;
+    };
     // Uploads cands[i] (built) and drops its host arrays; on a pool thread, so that the uploads
     // (pageable copies of 0.5-0.7 GB each for a 65M-nonzero graph) overlap each other and the
     // timing. A sticky CUDA error is rethrown (the pipeline rethrows it at the candidate's turn).
@@ -691,11 +678,8 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
         if (debug_logging())
           std::fprintf(stderr, "sparsegen: [tune] upload %8.2f ms  %s\n", ms_since(t_up),
                        to_string(c.schedule).c_str());
-      } catch (const CudaError& e) {
-        c.error = fmt::format("measurement failed: {}", e.what());
-        if (e.sticky()) throw;  // the context cannot run anything after a fault
       } catch (const std::exception& e) {
-        c.error = fmt::format("measurement failed: {}", e.what());
+        measurement_failed(c, e);
       }
       c.build->drop_device_arrays();  // uploaded, or not to be measured
     };
@@ -720,11 +704,8 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
         if (debug_logging())
           std::fprintf(stderr, "sparsegen: [tune] timing %8.2f ms  %s\n", ms_since(t_measure),
                        to_string(c.schedule).c_str());
-      } catch (const CudaError& e) {
-        c.error = fmt::format("measurement failed: {}", e.what());
-        if (e.sticky()) throw;             // the context cannot run anything after a fault
       } catch (const std::exception& e) {  // e.g. a non-finite event time from timing.h
-        c.error = fmt::format("measurement failed: {}", e.what());
+        measurement_failed(c, e);
       }
     };
     auto compile_and_measure_from = [&](size_t from) {
