@@ -220,7 +220,7 @@ RankedSpace rank_space(const CsrMatrix& a, const Problem& p, const CompileTarget
 // Returns that count (0 outside the regime). LLM weights, which the model was fitted on, stay
 // outside even where their predictions are short (decode).
 inline constexpr double kFixedCostRegimeMs = 0.02;
-inline constexpr int64_t kFixedCostRegimeNnz = 100000;
+inline constexpr int64_t kFixedCostRegimeNnz = kSmallRegimeNnz;  // the model's small regime
 inline constexpr int kFixedCostSpread = 3;
 int fixed_cost_spread(const RankedSpace& r, int64_t nnz, int k);
 // The same over a given candidate list.

@@ -185,7 +185,10 @@ double CostModel::predict_us(const std::string& family, const std::vector<double
 }
 
 double CostModel::predict_us(const ScheduleFeatures& f, std::string* source) const {
-  return std::max(predict_us(f.family, f.values, f.roofline_us, source), f.critical_floor_us);
+  // A model fitted before the regimes were keyed (or without small samples of this family) has
+  // no formula for the regime's key: the family's own formula predicts it.
+  const std::string& key = families.count(f.model_key) ? f.model_key : f.family;
+  return std::max(predict_us(key, f.values, f.roofline_us, source), f.critical_floor_us);
 }
 
 CostModel roofline_model(const DeviceProfile& device) {

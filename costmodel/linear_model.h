@@ -14,7 +14,9 @@
 // penalised, lambda chosen per family by exact leave-one-out error of the ridge solution) keeps
 // the ~28 correlated features stable with a few dozen samples per family.
 //
-// Fallbacks, in order: the family's formula (needs FitOptions::min_samples samples), else a global
+// Formulas are keyed by family and regime (model_key in costmodel/schedule_features.h: small
+// problems have their own). Fallbacks, in order: the key's formula, the family's formula (needs
+// FitOptions::min_samples samples), else a global
 // formula fitted on every sample, else the roofline estimate (no fitted model at all, e.g. a fresh
 // device): predict_us never fails.
 //
@@ -45,7 +47,7 @@ struct Sample {
   std::string matrix;     // matrix name: the unit of the train/test split
   std::string case_id;    // matrix + problem (N, dtype, layouts): the group a search ranks within
   std::string schedule;   // SPEC
-  std::string family;     // strategy_family()
+  std::string family;     // the formula it trains: ScheduleFeatures::model_key
   std::vector<double> x;  // ScheduleFeatures::values
   double roofline_us = 0;
   double time_us = 0;  // measured median
@@ -83,7 +85,7 @@ class CostModel {
   DeviceProfile device;  // what it was fitted on (roofline-only: the target)
   int feature_version = kScheduleFeatureVersion;
   std::vector<std::string> feature_names = ScheduleFeatures::names();
-  std::map<std::string, FamilyModel> families;  // by strategy_family()
+  std::map<std::string, FamilyModel> families;  // by model_key (family and regime)
   std::optional<FamilyModel> global;            // every family together
   std::string created;                          // UTC date of the fit
   std::string origin = "roofline";              // file it came from, "embedded:<name>", ...

@@ -146,7 +146,9 @@ const std::vector<std::string>& ScheduleFeatures::names() {
   return n;
 }
 
-namespace {}  // namespace
+std::string model_key(const std::string& family, int64_t nnz) {
+  return nnz < kSmallRegimeNnz ? family + std::string(kSmallRegimeSuffix) : family;
+}
 
 ScheduleFeatures schedule_features(const Problem& p, const Schedule& s, const FormatStats& fs,
                                    const MatrixFeatures& mf, const RowProfile& rows,
@@ -154,6 +156,7 @@ ScheduleFeatures schedule_features(const Problem& p, const Schedule& s, const Fo
   const CostFamily& fam = cost_family(s);
   ScheduleFeatures f;
   f.family = fam.strategy(s);
+  f.model_key = model_key(f.family, mf.nnz);
   const KernelShape k = fam.features(f, p, s, fs, mf, rows);
   finish_features(f, k, p, mf, dev);
   return f;

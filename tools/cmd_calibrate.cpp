@@ -28,6 +28,10 @@
 // is fitted on train and evaluated on test (Spearman per case, pick within 10% of the best), next
 // to the plain roofline as a baseline; the saved model is then refitted on all samples.
 // --from-samples refits from a saved samples file without any GPU (the device recorded there).
+// --from-timings adds times measured elsewhere (e.g. every candidate a benchmark suite screened:
+// {"dtype": "fp32", "rows": [[matrix, N, schedule SPEC, microseconds], ...]}, matrices relative
+// to $SPARSEGEN_DATA); their features are computed here for the device of the --from-samples
+// files, which must have been measured on the same GPU.
 //
 // Progress: a bar on stderr when it is a terminal, for the corpus (matrices made or loaded) and
 // for the measuring (kernels of the planned total, ETA at most the budget); cleared before every
@@ -86,6 +90,7 @@ struct CalibrateArgs {
   std::string out;
   std::string samples;
   std::vector<std::string> from_samples;  // merged in order
+  std::vector<std::string> from_timings;  // measured elsewhere; features computed here
   int per_case = 24;
   int max_data = 24;
   std::string large_shapes = "14336x4096,4096x14336,8192x8192";
@@ -324,6 +329,89 @@ SampleFile read_samples(const std::string& path) {
   return f;
 }
 
+// Samples from a timings file (see the header comment): one case per (matrix, N), features for
+// `dev`. Each matrix is loaded once; a row whose schedule no longer parses or is illegal for its
+// problem is an error naming the file and row (the timings belong to another sparsegen).
+std::vector<Sample> samples_from_timings(const std::string& path, const DeviceProfile& dev) {
+  std::ifstream in(path);
+  if (!in) throw UserError(fmt::format("--from-timings: cannot read {}", path));
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw UserError(fmt::format("{} (byte {}): not valid JSON", path, e.byte));
+  }
+  if (!j.is_object() || !j.contains("rows") || !j["rows"].is_array())
+    throw UserError(
+        fmt::format("{}: expected {{\"rows\": [[matrix, N, schedule, us], ...]}}", path));
+  DType dt = DType::F32;
+  if (j.contains("dtype")) {
+    if (!j["dtype"].is_string())
+      throw UserError(fmt::format("{}: \"dtype\" must be a string (fp32, fp16, ...)", path));
+    dt = dtype_flag(j["dtype"].get<std::string>(), "--from-timings dtype");
+  }
+  const char* env = std::getenv("SPARSEGEN_DATA");
+  const fs::path root = env != nullptr ? fs::path(env) : fs::path("../shared/data");
+  // Rows grouped by matrix, in file order of first appearance.
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<size_t>> rows_of;
+  const auto& rows = j["rows"];
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& r = rows[i];
+    if (!r.is_array() || r.size() != 4 || !r[0].is_string() || !r[1].is_number_integer() ||
+        !r[2].is_string() || !r[3].is_number())
+      throw UserError(
+          fmt::format("{}: row {}: expected [matrix, N, schedule, microseconds]", path, i));
+    const std::string m = r[0].get<std::string>();
+    if (!rows_of.count(m)) order.push_back(m);
+    rows_of[m].push_back(i);
+  }
+  std::vector<std::vector<Sample>> per(order.size());
+  // Matrices are independent: each chunk of them loads and featurises its own.
+  parallel_for(static_cast<int64_t>(order.size()), static_cast<int64_t>(rows.size()),
+               [&](int64_t m0, int64_t m1) {
+                 for (int64_t mi = m0; mi < m1; ++mi) {
+                   const std::string& name = order[static_cast<size_t>(mi)];
+                   const CsrMatrix a = load_matrix((root / name).string()).matrix;
+                   const MatrixFeatures mf = compute_features(a);
+                   const RowProfile rp = row_profile(a);
+                   std::map<int64_t, std::map<std::string, FormatStats>> stats;  // per N
+                   for (size_t i : rows_of.at(name)) {
+                     const auto& r = rows[i];
+                     KernelRequest req;
+                     req.n = r[1].get<int64_t>();
+                     req.dtype = dt;
+                     const Problem p = make_problem(a, req);
+                     const std::string spec = r[2].get<std::string>();
+                     Schedule s;
+                     try {
+                       s = parse_schedule(spec);
+                     } catch (const UserError& e) {
+                       throw UserError(fmt::format("{}: row {}: {}", path, i, e.what()));
+                     }
+                     const auto why = validate(p, s);
+                     if (!why.empty())
+                       throw UserError(fmt::format("{}: row {}: {} is illegal for {}: {}", path, i,
+                                                   spec, to_string(p), why.front()));
+                     const ScheduleFeatures f = schedule_features(
+                         p, s, candidate_format_stats(a, p, s, &stats[req.n]), mf, rp, dev);
+                     Sample smp;
+                     smp.matrix = name;
+                     smp.case_id = fmt::format("{} n={} {}", name, req.n, to_string(dt));
+                     smp.schedule = spec;
+                     smp.family = f.model_key;
+                     smp.x = f.values;
+                     smp.roofline_us = f.roofline_us;
+                     smp.time_us = r[3].get<double>();
+                     per[static_cast<size_t>(mi)].push_back(std::move(smp));
+                   }
+                 }
+               });
+  std::vector<Sample> out;
+  for (auto& v : per) out.insert(out.end(), v.begin(), v.end());
+  return out;
+}
+
 void fit_and_report(const std::vector<Sample>& samples, const DeviceProfile& dev,
                     const CalibrateArgs& a, nlohmann::json& doc) {
   std::vector<Sample> train, test;
@@ -377,6 +465,8 @@ void run_calibrate(const CalibrateArgs& a) {
   if (a.per_case < 2) throw UserError("--schedules-per-case: expected >= 2");
   const auto t0 = Clock::now();
   const Shapes large = parse_shapes(a.large_shapes);  // a bad flag fails before any GPU work
+  if (!a.from_timings.empty() && a.from_samples.empty())
+    throw UserError("--from-timings: needs --from-samples (the device the times were measured on)");
   if (!a.from_samples.empty()) {
     // Several files merge in order; they must come from one device and one feature definition
     // (a sample stores feature values, not the kernel it measured).
@@ -399,6 +489,11 @@ void run_calibrate(const CalibrateArgs& a) {
                         path, f.device.name, a.from_samples.front(), first->device.name));
       merged.insert(merged.end(), f.samples.begin(), f.samples.end());
       if (!first) first = std::move(f);
+    }
+    for (const std::string& path : a.from_timings) {
+      const std::vector<Sample> t = samples_from_timings(path, first->device);
+      std::printf("calibrate: %zu samples from the timings in %s\n", t.size(), path.c_str());
+      merged.insert(merged.end(), t.begin(), t.end());
     }
     nlohmann::json doc = first->meta;
     fit_and_report(merged, first->device, a, doc);
@@ -552,7 +647,7 @@ void run_calibrate(const CalibrateArgs& a) {
       s.matrix = m.name;
       s.case_id = c.id;
       s.schedule = to_string(job.schedule);
-      s.family = b.features.family;
+      s.family = b.features.model_key;
       s.x = b.features.values;
       s.roofline_us = b.features.roofline_us;
       s.time_us = s.roofline_us * (0.5 + double(fnv(s.schedule + s.case_id) % 1000) / 1000.0);
@@ -591,7 +686,7 @@ void run_calibrate(const CalibrateArgs& a) {
       s.matrix = m.name;
       s.case_id = c.id;
       s.schedule = to_string(job.schedule);
-      s.family = b.features.family;
+      s.family = b.features.model_key;
       s.x = b.features.values;
       s.roofline_us = b.features.roofline_us;
       s.time_us = t.median_ms * 1000.0;
@@ -672,6 +767,9 @@ void register_calibrate(CLI::App& app) {
   cmd->add_option("--samples", args->samples, "write every measurement (and the quality) as JSON");
   cmd->add_option("--from-samples", args->from_samples,
                   "fit from samples files written earlier, merged (repeatable; no GPU needed)");
+  cmd->add_option("--from-timings", args->from_timings,
+                  "add times measured elsewhere ({\"rows\": [[matrix, N, schedule, us]]}, "
+                  "matrices under $SPARSEGEN_DATA); needs --from-samples (repeatable)");
   cmd->add_option("--large-shapes", args->large_shapes,
                   "large generated weights, ROWSxCOLS,... ('' for none; default "
                   "14336x4096,4096x14336,8192x8192)");
@@ -687,6 +785,7 @@ void register_calibrate(CLI::App& app) {
     if (!a.out.empty()) a.command += " --out " + a.out;
     if (!a.samples.empty()) a.command += " --samples " + a.samples;
     for (const std::string& f : a.from_samples) a.command += " --from-samples " + f;
+    for (const std::string& f : a.from_timings) a.command += " --from-timings " + f;
     a.command += fmt::format(" --large-shapes '{}'", a.large_shapes);
     run_calibrate(a);
   });

@@ -304,6 +304,57 @@ TEST(LinearModel, FitPredictSaveLoadRoundTrip) {
   std::filesystem::remove(path);
 }
 
+TEST(LinearModel, SmallProblemsHaveTheirOwnFormulaAndFallBackToTheFamilys) {
+  // A 4-row matrix is in the small regime: its formula key carries the suffix.
+  const CsrMatrix a = lengths_matrix({8, 0, 3, 16}, 64);
+  const Problem p = Problem::spmm(4, 64, 32, DType::F32);
+  const Schedule s = parse_schedule(
+      "general;block=rows:4;warp=row;thread=nnz:4;warps=4;group=8;tcols=1;bcols=32;"
+      "red=total,total,none;sort=0;pad=4;interleave=0;vec=4");
+  ScheduleFeatures f = features_of(a, p, s);
+  EXPECT_EQ(f.model_key, "rows/row/nnz red=total>total>none@small");
+  EXPECT_EQ(model_key("x", kSmallRegimeNnz), "x");
+  EXPECT_EQ(model_key("x", kSmallRegimeNnz - 1), "x@small");
+
+  // Two formulas of one family, 10x apart: each regime is predicted by its own.
+  const size_t nf = ScheduleFeatures::names().size();
+  Rng r{7};
+  std::vector<Sample> train;
+  for (int i = 0; i < 80; ++i) {
+    Sample t;
+    t.family = f.family;
+    t.matrix = std::string(1, static_cast<char>('a' + i % 10));
+    t.case_id = t.matrix;
+    t.x.resize(nf);
+    for (double& v : t.x) v = r.next();
+    t.roofline_us = 1;
+    t.time_us = std::exp(1.0 + t.x[0] + 0.01 * r.next());
+    train.push_back(t);
+    t.family = f.model_key;
+    t.time_us *= 10;
+    train.push_back(t);
+  }
+  const DeviceProfile dev = DeviceProfile::h100_sxm();
+  const CostModel m = fit_model(train, dev);
+  ASSERT_EQ(m.families.size(), 2u);
+  f.values = train[0].x;
+  f.roofline_us = train[0].roofline_us;
+  f.critical_floor_us = 0;
+  const double small_us = m.predict_us(f);
+  const std::string small_key = f.model_key;
+  f.model_key = f.family;
+  const double bulk_us = m.predict_us(f);
+  f.model_key = small_key;
+  EXPECT_NEAR(small_us / bulk_us, 10.0, 1.0);
+
+  // A model without the small formula predicts the small regime with the family's.
+  CostModel old = m;
+  old.families.erase(f.model_key);
+  std::string src;
+  EXPECT_DOUBLE_EQ(old.predict_us(f, &src), bulk_us);
+  EXPECT_EQ(src, "family");
+}
+
 TEST(LinearModel, TooFewSamplesFallBackToRoofline) {
   const CostModel m = fit_model(synthetic_samples(5, 4), DeviceProfile::h100_sxm());
   EXPECT_FALSE(m.fitted());

@@ -178,6 +178,45 @@ TEST_F(Cli, BadFlagValuesAreUserErrorsNamingTheFlag) {
   EXPECT_NE(r.out.find("does not exist"), std::string::npos) << r.out;
 }
 
+// calibrate --from-timings: times measured elsewhere become samples (features computed here) and
+// join the fit; a bad row names the file and the row.
+TEST_F(Cli, CalibrateFromTimingsAddsSamples) {
+  const std::string src = SPARSEGEN_SOURCE_DIR;
+  const std::string ex = src + "/examples/llm_512x128_magnitude80.mtx";
+  // The device of the times: the shipped H200 model's profile, as a calibrate samples file holds
+  // it.
+  const std::string samples =
+      write("samples.json",
+            "{\"model_device\": " + read(src + "/costmodel/models/NVIDIA_H200_sm_90.json") +
+                ", \"samples\": []}");
+  const std::string s1 =
+      "general;block=rows:1;warp=row;thread=nnz:1;warps=1;group=1;tcols=1;bcols=4;"
+      "red=total,total,none;sort=0;pad=1;interleave=0;vec=1";
+  const std::string s2 =
+      "general;block=rows:4;warp=row;thread=nnz:1;warps=1;group=1;tcols=1;bcols=4;"
+      "red=total,total,none;sort=0;pad=1;interleave=0;vec=1";
+  const std::string timings =
+      write("timings.json", "{\"dtype\": \"fp32\", \"rows\": [[\"" + ex + "\", 8, \"" + s1 +
+                                "\", 5.5], [\"" + ex + "\", 8, \"" + s2 + "\", 4.25]]}");
+  const std::string model = path("model.json");
+  CliRun r = run("calibrate --from-samples " + samples + " --from-timings " + timings + " --out " +
+                 model + " --samples " + path("merged.json"));
+  EXPECT_EQ(r.rc, 0) << r.out;
+  EXPECT_NE(r.out.find("2 samples from the timings"), std::string::npos) << r.out;
+  const std::string merged = read(path("merged.json"));
+  EXPECT_NE(merged.find("@small"), std::string::npos);  // 13107 nonzeros: the small regime
+  EXPECT_NE(merged.find("4.25"), std::string::npos);
+
+  const std::string bad = write(
+      "bad.json", "{\"rows\": [[\"" + ex + "\", 8, \"" + s1 + "\", 5.5], [\"" + ex + "\", 8, 3]]}");
+  r = run("calibrate --from-samples " + samples + " --from-timings " + bad + " --out " + model);
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("bad.json: row 1"), std::string::npos) << r.out;
+  r = run("calibrate --from-timings " + timings + " --out " + model);
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("--from-timings: needs --from-samples"), std::string::npos) << r.out;
+}
+
 TEST_F(Cli, UsageErrorsExitTwo) {
   const std::string out = " -o " + path("x.mtx");
   for (const std::string& args : std::vector<std::string>{
