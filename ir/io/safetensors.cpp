@@ -309,6 +309,7 @@ SafetensorsFile read_safetensors(const std::string& path) {
   SafetensorsFile file =
       parse_safetensors(std::as_bytes(std::span(text.data(), text.size())), path);
   file.storage = mapped;
+  file.mapping = mapped.get();
   return file;
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "ir/dense_matrix.h"
+#include "ir/io/text_scanner.h"
 
 namespace sparsegen {
 
@@ -66,6 +67,9 @@ struct SafetensorsFile {
   // Keeps the mapped file alive for read_safetensors; empty for parse_safetensors, where the caller
   // owns the bytes and must keep them alive while `tensors[i].data` is used.
   std::shared_ptr<const void> storage;
+  // The same file mapping when read_safetensors mapped it (storage keeps it alive), else null: a
+  // reader copying tensors out may release() the pages it has copied.
+  const MappedFile* mapping = nullptr;
 
   // nullptr when absent.
   const SafetensorsTensor* find(std::string_view name) const;

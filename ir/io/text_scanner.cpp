@@ -20,7 +20,9 @@ namespace sparsegen {
 
 namespace {
 
-std::string errno_text(int err) { return std::strerror(err); }
+std::string errno_text(int err) {
+  return std::strerror(err);
+}
 
 // Reads a non-regular file (pipe, device) to the end.
 std::string read_all(int fd, const std::string& path) {
@@ -39,6 +41,16 @@ std::string read_all(int fd, const std::string& path) {
 }
 
 }  // namespace
+
+void MappedFile::release(const void* p, size_t n) const {
+  if (map_ == nullptr || n == 0) return;
+  const auto* c = static_cast<const char*>(p);
+  SG_ASSERT(c >= data_ && c + n <= data_ + size_, "MappedFile::release: range outside the mapping");
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const uintptr_t b = (reinterpret_cast<uintptr_t>(c) + page - 1) & ~(page - 1);
+  const uintptr_t e = reinterpret_cast<uintptr_t>(c + n) & ~(page - 1);
+  if (e > b) ::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);  // a hint: errors ignored
+}
 
 MappedFile::MappedFile(const std::string& path) : path_(path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
