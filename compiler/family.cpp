@@ -121,16 +121,29 @@ KernelBuild CompilerFamily::build(const CsrMatrix& a, const Problem& p, const Sc
       packed = own;
       st.finish(packed->describe());
     }
-    values_step(b, a, packed->master_values());
+    // fp32: the device values are the master values themselves, adopted after the emit.
+    if (p.dtype != DType::F32) values_step(b, a, packed->master_values());
   }
   emit_step(b, [&] { return codegen::emit_kernel(p, s, *packed); });
   // After the emit (which may read them: baked writes them into its source), kernels that index
   // a plain column array take it as a parameter: moved out of this build's own pack, copied from
   // a shared one, or borrowed with the values.
-  if (own != nullptr)
+  if (own != nullptr) {
     b.col_idx = own->take_column_indices();
-  else if (b.borrowed == nullptr)
+    if (p.dtype == DType::F32) {
+      std::vector<float> v = own->take_master_values();
+      if (v.empty() && !own->master_values().empty()) {
+        values_step(b, a, own->master_values());  // the family keeps them: a converted copy
+      } else {
+        PipelineStep st(5, "values", &b.step_log);
+        b.adopted_values = std::move(v);
+        st.finish(
+            fmt::format("{} bytes of fp32, adopted from the pack", b.adopted_values.size() * 4));
+      }
+    }
+  } else if (b.borrowed == nullptr) {
     parallel_copy(b.col_idx, packed->column_indices());
+  }
   if (opt.source_hook) opt.source_hook(b.kernel.source);
   if (opt.compile)
     compile_step(b, target, fmt::format("sparsegen_{}.cu", fam.name()), opt.line_info);

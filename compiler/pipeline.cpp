@@ -207,6 +207,7 @@ KernelBuild KernelBuild::without_host_arrays() const {
           {kernel.source, kernel.headers, kernel.signature.without_table_data()},
           {},
           {},
+          {},
           {{}, c.is_cubin, c.arch, c.log, c.lowered_names, c.options, c.compile_ms},
           nnz,
           step_log,
@@ -216,11 +217,14 @@ KernelBuild KernelBuild::without_host_arrays() const {
 void KernelBuild::drop_device_arrays() {
   std::vector<char>().swap(values);
   std::vector<int32_t>().swap(col_idx);
+  std::vector<float>().swap(adopted_values);
   borrowed.reset();
   kernel.signature = kernel.signature.without_table_data();
 }
 
 std::span<const char> KernelBuild::device_values() const {
+  if (!adopted_values.empty())
+    return {reinterpret_cast<const char*>(adopted_values.data()), adopted_values.size() * 4};
   return borrowed != nullptr && values.empty() ? std::span<const char>(borrowed->values)
                                                : std::span<const char>(values);
 }
@@ -458,6 +462,7 @@ CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, KernelBuild&&
   k.load_and_upload(k.build);
   // The host copies are on the device now; keep the rest for queries.
   k.build.values = {};
+  k.build.adopted_values = {};
   k.build.col_idx = {};
   k.build.borrowed = nullptr;
   k.build.compiled.image = {};

@@ -15,6 +15,7 @@ struct PackedCsr final : Packed<CsrMatrix> {
   const std::vector<float>& master_values() const override { return format.values; }
   const std::vector<int32_t>& column_indices() const override { return format.col_idx; }
   std::vector<int32_t> take_column_indices() override { return std::move(format.col_idx); }
+  std::vector<float> take_master_values() override { return std::move(format.values); }
   FormatStats stats() const override { return csr_pack_stats(format, slots_); }
   std::string describe() const override {
     return fmt::format("{} {} x {} (nnz {}, {})", layout_, format.rows, format.cols, format.nnz(),

@@ -61,6 +61,9 @@ struct PackedMatrix {
   virtual const std::vector<int32_t>& column_indices() const = 0;
   // Moves the column indices out (the pack's owner, once it needs them no more).
   virtual std::vector<int32_t> take_column_indices() = 0;
+  // Moves the master values out (an fp32 build adopting them as its device values, once its
+  // emit has run); empty where the family keeps them (the build then converts a copy).
+  virtual std::vector<float> take_master_values() { return {}; }
   virtual FormatStats stats() const = 0;
   virtual std::string describe() const = 0;
 };

@@ -21,6 +21,7 @@ struct PackedGeneral final : Packed<PackedFormat> {
   const std::vector<float>& master_values() const override { return format.values; }
   const std::vector<int32_t>& column_indices() const override { return format.col_idx; }
   std::vector<int32_t> take_column_indices() override { return std::move(format.col_idx); }
+  std::vector<float> take_master_values() override { return std::move(format.values); }
   FormatStats stats() const override { return format.stats; }
   std::string describe() const override {
     return fmt::format("{} packed nonzeros ({} real), {} block tasks", format.stats.nnz_padded,

@@ -92,8 +92,11 @@ TEST(Pipeline, BuildsPtxForEveryDtypeAndLayout) {
         EXPECT_NE(ptx.find(b.kernel.signature.kernel_name), std::string::npos);
         EXPECT_EQ(b.step_log.size(), 7u);  // problem .. nvrtc
         EXPECT_NE(b.schedule_reason.find("enumerated"), std::string::npos);
-        EXPECT_EQ(b.values.size(),
+        EXPECT_EQ(b.device_values().size(),
                   static_cast<size_t>(b.col_idx.size()) * static_cast<size_t>(dtype_bytes(dt)));
+        // fp32 adopts the pack's master values (no converted copy); the others convert them.
+        EXPECT_EQ(b.adopted_values.empty(), dt != DType::F32);
+        EXPECT_EQ(b.values.empty(), dt == DType::F32);
       }
 }
 
