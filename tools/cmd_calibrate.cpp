@@ -307,15 +307,19 @@ struct SampleFile {
   DeviceProfile device;
 };
 
-SampleFile read_samples(const std::string& path) {
+// The JSON document in `path`; errors name the flag that gave it, the file and the byte.
+nlohmann::json read_json(const std::string& path, const char* flag) {
   std::ifstream in(path);
-  if (!in) throw UserError(fmt::format("--from-samples: cannot read {}", path));
-  nlohmann::json j;
+  if (!in) throw UserError(fmt::format("{}: cannot read {}", flag, path));
   try {
-    j = nlohmann::json::parse(in);
+    return nlohmann::json::parse(in);
   } catch (const nlohmann::json::parse_error& e) {
     throw UserError(fmt::format("{} (byte {}): not valid JSON", path, e.byte));
   }
+}
+
+SampleFile read_samples(const std::string& path) {
+  const nlohmann::json j = read_json(path, "--from-samples");
   if (!j.is_object() || !j.contains("samples") || !j["samples"].is_array() ||
       !j.contains("model_device"))
     throw UserError(fmt::format("{}: not a sparsegen calibrate samples file", path));
@@ -333,14 +337,7 @@ SampleFile read_samples(const std::string& path) {
 // `dev`. Each matrix is loaded once; a row whose schedule no longer parses or is illegal for its
 // problem is an error naming the file and row (the timings belong to another sparsegen).
 std::vector<Sample> samples_from_timings(const std::string& path, const DeviceProfile& dev) {
-  std::ifstream in(path);
-  if (!in) throw UserError(fmt::format("--from-timings: cannot read {}", path));
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::parse_error& e) {
-    throw UserError(fmt::format("{} (byte {}): not valid JSON", path, e.byte));
-  }
+  const nlohmann::json j = read_json(path, "--from-timings");
   if (!j.is_object() || !j.contains("rows") || !j["rows"].is_array())
     throw UserError(
         fmt::format("{}: expected {{\"rows\": [[matrix, N, schedule, us], ...]}}", path));
