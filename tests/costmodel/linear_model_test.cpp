@@ -49,16 +49,20 @@ ScheduleFeatures features_of(const CsrMatrix& a, const Problem& p, const Schedul
                            DeviceProfile::h100_sxm());
 }
 
-TEST(ScheduleFeatures, WarpPerRowHandComputed) {
-  // Rows 8, 0, 3, 16 over 64 columns; N = 32 fp32. Warp per row (4 warps, 4 groups of 8 lanes,
-  // thread chunks of 4, rows padded to 4): packed 8, 0, 4, 16. A row of L takes
-  // ceil(ceil(L/4)/4)*4 iterations: 4, 0, 4, 4; one block, warp w gets row w.
+// Rows 8, 0, 3, 16 over 64 columns; N = 32 fp32. Warp per row (4 warps, 4 groups of 8 lanes,
+// thread chunks of 4, rows padded to 4): packed 8, 0, 4, 16. A row of L takes
+// ceil(ceil(L/4)/4)*4 iterations: 4, 0, 4, 4; one block, warp w gets row w.
+ScheduleFeatures warp_per_row_features() {
   const CsrMatrix a = lengths_matrix({8, 0, 3, 16}, 64);
   const Problem p = Problem::spmm(4, 64, 32, DType::F32);
   const Schedule s = parse_schedule(
       "general;block=rows:4;warp=row;thread=nnz:4;warps=4;group=8;tcols=1;bcols=32;"
       "red=total,total,none;sort=0;pad=4;interleave=0;vec=4");
-  const ScheduleFeatures f = features_of(a, p, s);
+  return features_of(a, p, s);
+}
+
+TEST(ScheduleFeatures, WarpPerRowHandComputed) {
+  const ScheduleFeatures f = warp_per_row_features();
   EXPECT_EQ(f.family, "rows/row/nnz red=total>total>none");
   EXPECT_EQ(f.nnz, 27);
   // 32 columns = 4 passes of warp_cols 8, one column tile.
@@ -306,12 +310,7 @@ TEST(LinearModel, FitPredictSaveLoadRoundTrip) {
 
 TEST(LinearModel, SmallProblemsHaveTheirOwnFormulaAndFallBackToTheFamilys) {
   // A 4-row matrix is in the small regime: its formula key carries the suffix.
-  const CsrMatrix a = lengths_matrix({8, 0, 3, 16}, 64);
-  const Problem p = Problem::spmm(4, 64, 32, DType::F32);
-  const Schedule s = parse_schedule(
-      "general;block=rows:4;warp=row;thread=nnz:4;warps=4;group=8;tcols=1;bcols=32;"
-      "red=total,total,none;sort=0;pad=4;interleave=0;vec=4");
-  ScheduleFeatures f = features_of(a, p, s);
+  ScheduleFeatures f = warp_per_row_features();
   EXPECT_EQ(f.model_key, "rows/row/nnz red=total>total>none@small");
   EXPECT_EQ(model_key("x", kSmallRegimeNnz), "x");
   EXPECT_EQ(model_key("x", kSmallRegimeNnz - 1), "x@small");
