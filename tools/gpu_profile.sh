@@ -6,11 +6,14 @@
 #     bash tools/gpu_run.sh
 # NCU_CASES: cases separated by '|', each "SHAPE METHOD SPARSITY N SCHEDULE" (the weight is made
 # by `sparsegen gen --seed 5`, fp16). One text report per case lands in $BENCH_DIR/ncu_<i>.txt.
+# NCU_FFN_CASES: gated-FFN cases, each "KxN M MEAN SCHEDULE" (`sparsegen ffn --gen KxN -m M
+# --mean-nnz MEAN --schedule SCHEDULE`, bf16): every kernel of the block's first run (the library
+# GEMM, the pack, kernel 2) with the same sections, in $BENCH_DIR/ncu_ffn_<i>.txt.
 # ncu's own cache control flushes the caches before the profiled launch; clocks are left alone
 # (--clock-control none, as the device notes ask).
 set -uo pipefail
 : "${BENCH_DIR:?BENCH_DIR must be set}"
-: "${NCU_CASES:?NCU_CASES must list the cases}"
+[ -n "${NCU_CASES:-}${NCU_FFN_CASES:-}" ] || { echo "NCU_CASES or NCU_FFN_CASES must list the cases"; exit 1; }
 NCU=${NCU:-$(command -v ncu || echo /usr/local/cuda/bin/ncu)}
 SECTIONS=(--section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats
           --section ComputeWorkloadAnalysis --section InstructionStats
@@ -19,7 +22,7 @@ SECTIONS=(--section SpeedOfLight --section MemoryWorkloadAnalysis --section Warp
 for s in ${NCU_SECTIONS:-}; do SECTIONS+=(--section "$s"); done
 status=0
 i=0
-IFS='|' read -r -a cases <<<"$NCU_CASES"
+IFS='|' read -r -a cases <<<"${NCU_CASES:-}"
 for c in "${cases[@]}"; do
   read -r shape method sparsity n schedule <<<"$c"
   w=$BENCH_DIR/w_${shape}_${method}_${sparsity}.safetensors
@@ -35,4 +38,17 @@ for c in "${cases[@]}"; do
   i=$((i + 1))
 done
 rm -f "$BENCH_DIR"/w_*.safetensors
+i=0
+IFS='|' read -r -a ffn_cases <<<"${NCU_FFN_CASES:-}"
+for c in "${ffn_cases[@]}"; do
+  read -r kn m mean schedule <<<"$c"
+  out=$BENCH_DIR/ncu_ffn_$i.txt
+  echo "== ffn $kn m=$m mean=$mean $schedule" >"$out"
+  # The check runs the block twice (beta 0, then -1.5); the first run's kernels are profiled.
+  timeout 300 "$NCU" --clock-control none --cache-control all "${SECTIONS[@]}" \
+    --launch-count "${NCU_FFN_LAUNCHES:-4}" \
+    tools/sparsegen ffn --gen "$kn" -m "$m" --mean-nnz "$mean" --schedule "$schedule" \
+    >>"$out" 2>&1 || status=1
+  i=$((i + 1))
+done
 exit $status

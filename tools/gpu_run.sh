@@ -159,8 +159,9 @@ BENCH_RUNS=(
   # SCHED_PROBE_CASES="28672x7168 magnitude 0.7 8 bitmap_tc;warps=8;b=part|..." (one JSON per
   # case: sched_<i>.json; weights made once per shape/method/sparsity).
   'sched_probe|[ -n "${SCHED_PROBE_CASES:-}" ] || exit 0; i=0; IFS="|" read -r -a cs <<<"$SCHED_PROBE_CASES"; for c in "${cs[@]}"; do read -r sh me sp n sc <<<"$c"; W=$BENCH_DIR/ws_${sh}_${me}_${sp}.safetensors; [ -f $W ] || timeout 90 tools/sparsegen gen --shape $sh --method $me --sparsity $sp --seed 5 -o $W >/dev/null || exit 1; timeout 120 tools/sparsegen-bench $W -n $n --dtype fp16 --schedule "$sc" --json $BENCH_DIR/sched_$i.json || exit 1; i=$((i+1)); done; rm -f $BENCH_DIR/ws_*.safetensors'
-  # ncu: Nsight Compute reports of single kernels (tools/gpu_profile.sh; cases in NCU_CASES).
-  'ncu|[ -n "${NCU_CASES:-}" ] || exit 0; bash "$REPO_ROOT/tools/gpu_profile.sh"'
+  # ncu: Nsight Compute reports of single kernels (tools/gpu_profile.sh; cases in NCU_CASES,
+  # gated-FFN cases in NCU_FFN_CASES).
+  'ncu|[ -n "${NCU_CASES:-}${NCU_FFN_CASES:-}" ] || exit 0; bash "$REPO_ROOT/tools/gpu_profile.sh"'
   # bitmap: where the tensor-core family competes (N = 8-64), tune's pick (every family) vs
   # cuBLAS / cuSPARSE on 4096x4096, magnitude 50/70/90 % + random 70 %, N = 8, 32, 64.
   # Expected ~60-120 s.
