@@ -56,7 +56,7 @@ class TwellEmitter : public Emitter {
         "    const T* __restrict__ values,\n    const T* __restrict__ B,\n"
         "    const unsigned* __restrict__ bw,\n    T* __restrict__ C,\n    float alpha,\n"
         "    float beta{}) {{\n",
-        s_.warps * 32, opt_.kernel_name, s_.split > 1 ? ",\n    float* __restrict__ ws" : ""));
+        s_.warps * 32, opt_.kernel_name, uses_workspace() ? ",\n    float* __restrict__ ws" : ""));
     k.headers = header_sources();
     k.signature = signature();
     return k;
@@ -64,6 +64,8 @@ class TwellEmitter : public Emitter {
 
  private:
   bool vec_x() const { return p_.k % 8 == 0; }
+  bool queue() const { return s_.balance == TwellBalance::Queue; }
+  bool uses_workspace() const { return s_.split > 1 || queue(); }
   std::string gate_name() const { return opt_.kernel_name + "_gate"; }
   std::string pack_name() const { return opt_.kernel_name + "_pack"; }
   int groups() const {
@@ -106,27 +108,39 @@ class TwellEmitter : public Emitter {
   }
 
   // Kernel 2: the main kernel's body.
+  //   sg::twell_down<T, WARPS, TILE, CAP, GATED, G, KP, SPLIT, BALANCE, PART>(B, W_u^T, W_d, bw,
+  //       C, sg_smem, ws rows, counters, queue control, queue items, pool, alpha, beta, M, K,
+  //       N, tiles, entries, backup);
   void emit_down() {
     const TwellWeights w = twell_weights_layout(p_);
     const TwellBuffer b = twell_buffer(p_, s_);
+    const TwellWorkspace ws = twell_workspace(p_, s_);
     line("extern __shared__ __align__(16) float sg_smem[];");
-    comment(fmt::format(
-        "kernel 2: one block per token; {} warps; batches of {} entries; {} x 8 output columns "
-        "per thread",
-        s_.warps, kTwellBatch, groups()));
-    const bool split = s_.split > 1;
+    comment(
+        fmt::format("kernel 2: {}; {} warps; batches of {} entries; {} x 8 output columns "
+                    "per thread",
+                    queue() ? fmt::format("{} persistent blocks taking tokens and parts of "
+                                          "{} batches from a queue",
+                                          twell_down_grid(p_, s_), kTwellPartBatches)
+                            : std::string("one block per token"),
+                    s_.warps, kTwellBatch, groups()));
+    const bool work = uses_workspace();
+    auto ws_ptr = [&](const char* type, int64_t offset) {
+      return fmt::format("reinterpret_cast<{}*>(ws + {})", type, offset);
+    };
     call_stmt(tmpl::twell_down,
               targs(TypeArg{"T"}, IntArg{s_.warps}, IntArg{s_.tile}, IntArg{s_.cap()},
                     IntArg{p_.gated ? 1 : 0}, IntArg{groups()}, IntArg{twell_k_padded(p_)},
-                    IntArg{s_.split}),
+                    IntArg{s_.split}, IntArg{queue() ? 1 : 0}, IntArg{kTwellPartBatches}),
               cptr_t("B"), cptr_t(fmt::format("values + {}", w.up_t)),
               cptr_t(fmt::format("values + {}", w.down)), cptr_u32("bw"), ptr_t("C"),
-              ptr_f32("sg_smem"), ptr_f32(split ? "ws" : "static_cast<float*>(nullptr)"),
-              tmpl::ptr_i32(
-                  split ? fmt::format("reinterpret_cast<int*>(ws + {})", p_.m * twell_k_padded(p_))
-                        : std::string("static_cast<int*>(nullptr)")),
-              f32("alpha"), f32("beta"), i32(num(p_.k)), i32(num(p_.n)),
-              i32(num(twell_tiles(p_, s_))), i32(num(b.entries / 4)), i32(num(b.backup / 4)));
+              ptr_f32("sg_smem"), ptr_f32(work ? "ws" : "static_cast<float*>(nullptr)"),
+              tmpl::ptr_i32(work ? ws_ptr("int", ws.counters) : "static_cast<int*>(nullptr)"),
+              tmpl::ptr_i32(queue() ? ws_ptr("int", ws.control) : "static_cast<int*>(nullptr)"),
+              ptr_u32(queue() ? ws_ptr("unsigned", ws.items) : "static_cast<unsigned*>(nullptr)"),
+              i32(num(queue() ? ws.rows : 0)), f32("alpha"), f32("beta"), i32(num(p_.m)),
+              i32(num(p_.k)), i32(num(p_.n)), i32(num(twell_tiles(p_, s_))),
+              i32(num(b.entries / 4)), i32(num(b.backup / 4)));
   }
 
   KernelSignature signature() const {
@@ -136,10 +150,14 @@ class TwellEmitter : public Emitter {
         {"values", ParamKind::Values, "twell.weights", {}}, {"B", ParamKind::B, "x", {}},
         {"bw", ParamKind::BWork, "TwELL activations", {}},  {"C", ParamKind::C, "y", {}},
         {"alpha", ParamKind::Alpha, "alpha", {}},           {"beta", ParamKind::Beta, "beta", {}}};
-    sig.launch.grid_x = p_.m;
+    sig.launch.grid_x = twell_down_grid(p_, s_);
     sig.launch.grid_y = s_.split;
-    if (s_.split > 1) {
-      sig.params.push_back({"ws", ParamKind::Workspace, "partial rows and per-token counters", {}});
+    if (uses_workspace()) {
+      sig.params.push_back({"ws",
+                            ParamKind::Workspace,
+                            queue() ? "split tokens' partial rows, counters and the work queue"
+                                    : "partial rows and per-token counters",
+                            {}});
       sig.workspace_bytes = twell_workspace_bytes(p_, s_);
       sig.workspace_zeroed = true;
     }

@@ -44,8 +44,11 @@ class TwellCost final : public CostFamily {
     const double mmas = std::ceil(m / 16.0) * std::ceil(n / 8.0) * std::ceil(kp / 16.0);
     f.warp_workers = m * s.warps + row_blocks * tiles * (kTwellGemmThreads / 32);
     f.warp_iters_total = mmas + walked * s.warps;
-    f.warp_iters_max = std::ceil(kp / 16.0) * 2.0 * (s.tile / 16.0) +
-                       (fs.max_row_length > 0 ? double(fs.max_row_length) : per_token);
+    // Kernel 2's longest worker: the longest token, or with the queue one part of it.
+    double longest = fs.max_row_length > 0 ? double(fs.max_row_length) : per_token;
+    if (s.balance == TwellBalance::Queue)
+      longest = std::min(longest, double(kTwellPartBatches * kTwellBatch));
+    f.warp_iters_max = std::ceil(kp / 16.0) * 2.0 * (s.tile / 16.0) + longest;
     f.warp_iters_mean = f.warp_workers > 0 ? f.warp_iters_total / f.warp_workers : 0.0;
     f.lane_efficiency = 1.0;
     f.column_efficiency = std::min(1.0, n / (tiles * s.tile));
@@ -53,7 +56,7 @@ class TwellCost final : public CostFamily {
     f.shuffles = walked * 5.0;
     f.block_syncs = m * (2.0 + 2.0 * std::ceil(std::max(per_token, 1.0) / kTwellBatch)) +
                     row_blocks * tiles * std::ceil(kp / 32.0);
-    f.blocks = m + row_blocks * tiles;
+    f.blocks = double(twell_down_grid(p, s)) * s.split + row_blocks * tiles;
     f.threads_per_block = s.warps * 32;
     f.registers_estimate = std::min(255, (twell_registers(p, s) + 7) / 8 * 8);
     KernelShape shape;

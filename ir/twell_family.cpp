@@ -138,9 +138,17 @@ class TwellIrFamily final : public IrFamily {
                 {"overflow_tiles_128_32", tw.overflow_tiles}};
     return f;
   }
-  // split > 1: the blocks' partial rows are added in fp32.
-  int64_t output_adds(const Problem&, const Schedule& s, int64_t) const override {
-    return s.as<TwellSchedule>().split - 1;
+  // split > 1: the blocks' partial rows are added in fp32. balance=queue: a token's parts are,
+  // at most one per kTwellPartBatches of its batches (its packed entries 64 at a time, then up
+  // to N / 64 dense pieces of overflowing tiles).
+  int64_t output_adds(const Problem& p, const Schedule& s, int64_t row_length) const override {
+    const TwellSchedule& t = s.as<TwellSchedule>();
+    if (t.balance == TwellBalance::Token) return t.split - 1;
+    const int64_t batches =
+        (row_length + kTwellBatch - 1) / kTwellBatch + (p.n + kTwellBatch - 1) / kTwellBatch;
+    return std::min<int64_t>(kTwellMaxParts,
+                             (batches + kTwellPartBatches - 1) / kTwellPartBatches) -
+           1;
   }
 };
 

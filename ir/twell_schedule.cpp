@@ -15,6 +15,7 @@ int64_t align256(int64_t b) {
 }
 
 constexpr std::string_view kGateNames[] = {"mma", "lib"};
+constexpr std::string_view kBalanceNames[] = {"token", "queue"};
 
 }  // namespace
 
@@ -23,6 +24,13 @@ std::string_view to_string(TwellGate g) {
 }
 std::optional<TwellGate> parse_twell_gate(std::string_view s) {
   return spec_fields::lookup<TwellGate>(kGateNames, s);
+}
+
+std::string_view to_string(TwellBalance b) {
+  return kBalanceNames[static_cast<int>(b)];
+}
+std::optional<TwellBalance> parse_twell_balance(std::string_view s) {
+  return spec_fields::lookup<TwellBalance>(kBalanceNames, s);
 }
 
 std::vector<std::string> validate(const TwellSchedule& s) {
@@ -34,6 +42,8 @@ std::vector<std::string> validate(const TwellSchedule& s) {
   if (s.warps != 4 && s.warps != 8) why.push_back(fmt::format("warps={} must be 4 or 8", s.warps));
   if (s.split != 1 && s.split != 4 && s.split != 16)
     why.push_back(fmt::format("split={} must be 1, 4 or 16", s.split));
+  if (s.balance == TwellBalance::Queue && s.split != 1)
+    why.push_back(fmt::format("balance=queue cuts tokens itself: split={} must be 1", s.split));
   return why;
 }
 
@@ -54,8 +64,8 @@ std::vector<std::string> validate_twell(const Problem& p, const TwellSchedule& s
 }
 
 std::string twell_spec(const TwellSchedule& s) {
-  return fmt::format("twell;tile={};comp={};warps={};gate={};split={}", s.tile, s.comp, s.warps,
-                     to_string(s.gate), s.split);
+  return fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={}", s.tile, s.comp,
+                     s.warps, to_string(s.gate), s.split, to_string(s.balance));
 }
 
 std::string print_twell(const TwellSchedule& s) {
@@ -73,11 +83,20 @@ std::string print_twell(const TwellSchedule& s) {
     out +=
         "  kernel1: G = ReLU(x·W_g) by the BLAS library (dense, the backup), then one warp per "
         "row and tile packs TwELL\n";
-  out += fmt::format(
-      "  kernel2: {} of {} warps per token, batches of {} entries: u = x·W_u[:,n], "
-      "y += h·u·W_d[n,:]{}\n",
-      s.split == 1 ? std::string("one block") : fmt::format("{} blocks", s.split), s.warps,
-      kTwellBatch, s.split == 1 ? "" : " (partial rows added in an fp32 workspace)");
+  const std::string blocks =
+      s.balance == TwellBalance::Queue
+          ? fmt::format(
+                "persistent blocks of {} warps taking tokens and parts of {} batches "
+                "from a queue",
+                s.warps, kTwellPartBatches)
+          : fmt::format("{} of {} warps per token",
+                        s.split == 1 ? std::string("one block") : fmt::format("{} blocks", s.split),
+                        s.warps);
+  out += fmt::format("  kernel2: {}, batches of {} entries: u = x·W_u[:,n], y += h·u·W_d[n,:]{}\n",
+                     blocks, kTwellBatch,
+                     s.split == 1 && s.balance == TwellBalance::Token
+                         ? ""
+                         : " (partial rows added in an fp32 workspace)");
   return out;
 }
 
@@ -96,10 +115,15 @@ TwellSchedule parse_twell_fields(std::string_view spec,
       const auto g = parse_twell_gate(v);
       if (!g) spec_fields::error(key, spec_fields::alternatives(kGateNames), v);
       s.gate = *g;
-    } else if (key == "split")
+    } else if (key == "split") {
       s.split = num(4096);
-    else
-      spec_fields::error(key, "one of tile, comp, warps, gate, split (family twell)", key);
+    } else if (key == "balance") {
+      const auto b = parse_twell_balance(v);
+      if (!b) spec_fields::error(key, spec_fields::alternatives(kBalanceNames), v);
+      s.balance = *b;
+    } else {
+      spec_fields::error(key, "one of tile, comp, warps, gate, split, balance (family twell)", key);
+    }
   });
   spec_fields::check_legal(spec, validate(s));
   return s;
@@ -131,11 +155,32 @@ int64_t twell_gemm_shared_bytes(const TwellSchedule& s) {
 int64_t twell_down_shared_bytes(const Problem& p, const TwellSchedule& s) {
   const int64_t tiles = twell_tiles(p, s);
   // x row (dtype), batch columns / values / h·u, tile prefix sums, overflowing tile list.
-  return twell_k_padded(p) * 2 + kTwellBatch * 12 + (tiles + 1) * 4 + tiles * 4 + 16;
+  return twell_k_padded(p) * 2 + kTwellBatch * 12 + (tiles + 1) * 4 + tiles * 4 + 32;
+}
+
+TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s) {
+  TwellWorkspace w;
+  const int64_t kp = twell_k_padded(p);
+  if (s.balance == TwellBalance::Queue) {
+    w.rows = std::min(p.m, kTwellQueuePool);
+    w.counters = w.rows * kp;
+    w.control = w.counters + w.rows;
+    w.items = (w.control + 8 + 1) / 2 * 2;  // 8-byte aligned
+    w.bytes = (w.items + 2 * w.rows * (kTwellMaxParts - 1)) * 4;
+  } else if (s.split > 1) {
+    w.rows = p.m;
+    w.counters = w.rows * kp;
+    w.bytes = (w.counters + w.rows) * 4;
+  }
+  return w;
 }
 
 int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s) {
-  return s.split == 1 ? 0 : (p.m * twell_k_padded(p) + p.m) * 4;
+  return twell_workspace(p, s).bytes;
+}
+
+int64_t twell_down_grid(const Problem& p, const TwellSchedule& s) {
+  return s.balance == TwellBalance::Queue ? std::min(p.m, kTwellQueueGrid) : p.m;
 }
 
 int twell_registers(const Problem& p, const TwellSchedule& s) {
@@ -196,11 +241,14 @@ std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatri
     for (int tile : {128, 64})
       for (int comp : {4, 8, 2, 16, 1})
         for (int warps : {8, 4})
-          for (int split : {1, 4, 16}) {
-            if (split > 1 && (gate != TwellGate::Lib || p.m > 1024)) continue;
-            const TwellSchedule s{tile, comp, warps, gate, split};
-            if (verify_twell(p, s, dev).empty()) out.emplace_back(s);
-          }
+          for (TwellBalance balance : {TwellBalance::Queue, TwellBalance::Token})
+            for (int split : {1, 4, 16}) {
+              if (split > 1 &&
+                  (gate != TwellGate::Lib || p.m > 1024 || balance != TwellBalance::Token))
+                continue;
+              const TwellSchedule s{tile, comp, warps, gate, split, balance};
+              if (verify_twell(p, s, dev).empty()) out.emplace_back(s);
+            }
   return out;
 }
 

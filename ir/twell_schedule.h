@@ -2,7 +2,7 @@
 // hidden activations between them in tile-wise ELL (ir/twell_format.h). Its IrFamily is in
 // ir/twell_family.cpp.
 //
-//   twell;tile=128;comp=4;warps=8;gate=mma;split=1
+//   twell;tile=128;comp=4;warps=8;gate=mma;split=1;balance=queue
 //     tile   T, the first kernel's N-tile and the TwELL tile: 64 or 128 columns
 //     comp   C, the compression: room for T / C entries per row and tile (1, 2, 4, 8, 16)
 //     warps  warps per block of the second kernel (4 or 8)
@@ -11,13 +11,19 @@
 //            a pack kernel writes the TwELL counts and entries; G serves as the dense backup)
 //     split  blocks per token in kernel 2 (1, 4, 16): more than one share the token's batches and
 //            add their partial rows in an fp32 workspace, the last one writing y (few tokens)
+//     balance how kernel 2's blocks find work: token (block x = token) or queue (a persistent grid
+//            taking tokens from a counter; a token of more than kTwellPartBatches batches is cut
+//            into parts that idle blocks take from a work queue, its partial rows added in an fp32
+//            row of a pool: the heavy-tailed tokens of real activations no longer leave one block
+//            running long after the rest of the grid has finished)
 //
 // Kernel 1 (b_transform, on x):  block (t, y) computes G = x[128 rows of y] · W_g[:, tile t] on
 //   the tensor cores (mma.sync m16n8k16, fp32 accumulation, cp.async 3-stage pipeline, 8 warps),
 //   then its epilogue applies ReLU, rounds to the dtype and writes each row's tile as TwELL:
 //   ballot-compacted (column, value) words and the count; a tile with more than T/C nonzeros
 //   writes its values densely to the backup row instead (never silently cut).
-// Kernel 2 (main, one block per token row m):  walks the row's entries in batches; for each
+// Kernel 2 (main, one block per token row m, or per taken token / part with balance=queue):
+//   walks the row's entries in batches; for each
 //   nonzero n the block's warps compute u = x[m]·W_u[:, n] (gated; W_u stored transposed, N×K),
 //   then every thread adds h·u·W_d[n, its columns] into fp32 registers; the overflowing tiles'
 //   dense values follow. y[m] = alpha·acc + beta·y[m], rounded once.
@@ -46,6 +52,11 @@ enum class TwellGate { Mma, Lib };
 std::string_view to_string(TwellGate g);  // "mma", "lib"
 std::optional<TwellGate> parse_twell_gate(std::string_view s);
 
+// How kernel 2's blocks find their work (one name table: SPEC, printer, key).
+enum class TwellBalance { Token, Queue };
+std::string_view to_string(TwellBalance b);  // "token", "queue"
+std::optional<TwellBalance> parse_twell_balance(std::string_view s);
+
 struct TwellSchedule {
   static constexpr std::string_view kFamily = "twell";
 
@@ -53,7 +64,8 @@ struct TwellSchedule {
   int comp = 4;    // C: 1, 2, 4, 8, 16 (cap = T / C entries per row-tile)
   int warps = 8;   // kernel 2: 4, 8
   TwellGate gate = TwellGate::Mma;
-  int split = 1;  // kernel 2 blocks per token: 1, 4, 16
+  int split = 1;                               // kernel 2 blocks per token: 1, 4, 16
+  TwellBalance balance = TwellBalance::Token;  // queue: split 1 only
 
   int cap() const { return tile / comp; }
   bool operator==(const TwellSchedule&) const = default;
@@ -65,6 +77,13 @@ inline constexpr int kTwellGemmThreads = 256;
 inline constexpr int kTwellGemmStages = 3;
 // Kernel 2's batch: entries gathered per step (u computed, then accumulated).
 inline constexpr int kTwellBatch = 64;
+// balance=queue: a token of more batches than this is cut into parts of this many (at most
+// kTwellMaxParts parts); the persistent grid has at most kTwellQueueGrid blocks and the pool at
+// most kTwellQueuePool fp32 rows (a token splits only while a row is free).
+inline constexpr int kTwellPartBatches = 2;
+inline constexpr int kTwellMaxParts = 255;
+inline constexpr int64_t kTwellQueueGrid = 1024;
+inline constexpr int64_t kTwellQueuePool = 1024;
 
 std::vector<std::string> validate(const TwellSchedule& s);
 // A gated FFN in fp16 / bf16 with K, N > 0.
@@ -87,8 +106,17 @@ TwellBuffer twell_buffer(const Problem& p, const TwellSchedule& s);
 int64_t twell_gemm_shared_bytes(const TwellSchedule& s);
 int64_t twell_down_shared_bytes(const Problem& p, const TwellSchedule& s);
 int twell_registers(const Problem& p, const TwellSchedule& s);  // kernel 2's estimate
-// Kernel 2's fp32 workspace for split > 1: KP floats per token, then one counter per token.
+// Kernel 2's fp32 workspace, offsets in 32-bit words. split > 1: KP floats per token, then one
+// counter per token. balance=queue: `pool` rows of KP floats, one counter per row, the queue's 8
+// control words, then (pool × (kTwellMaxParts − 1)) 64-bit work items. All zero between launches.
+struct TwellWorkspace {
+  int64_t rows = 0;  // fp32 rows: M (split) or the queue's pool
+  int64_t counters = 0, control = 0, items = 0, bytes = 0;
+};
+TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s);
 int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s);
+// Kernel 2's grid: M × split blocks, or min(M, kTwellQueueGrid) persistent ones.
+int64_t twell_down_grid(const Problem& p, const TwellSchedule& s);
 // Weight values the device holds, in order: W_g transposed (N×Kp, gated only), W_u transposed
 // (N×Kp), W_d (N×Kp); offsets in elements.
 struct TwellWeights {
@@ -101,8 +129,9 @@ std::vector<std::string> verify_twell(const Problem& p, const TwellSchedule& s,
                                       const DeviceLimits& dev);
 
 // Every legal schedule: gate {lib, mma} × tile {128, 64} × comp {4, 8, 2, 16, 1} × warps {8, 4}
-// with split 1, and for M <= 1024 also the gate=lib ones with split 4 and 16; none unless the
-// problem is a gated FFN and `a` an activation pattern with N columns.
+// × balance {queue, token} with split 1, and for M <= 1024 also the gate=lib token ones with
+// split 4 and 16; none unless the problem is a gated FFN and `a` an activation pattern with N
+// columns.
 std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev);
 

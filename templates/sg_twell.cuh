@@ -6,7 +6,8 @@
 //                    the block, a warp ballot-compacts the tile's nonzeros into (column << 16 |
 //                    value bits) words and stores the count; a tile holding more than CAP
 //                    nonzeros stores its values densely in the backup row instead.
-//   twell_down       kernel 2: one block per token row; the row's entries in batches of 64: the
+//   twell_down       kernel 2: one block per token row (or a persistent grid taking tokens and
+//                    parts of long ones from a queue); the row's entries in batches of 64: the
 //                    warps compute u = x·W_u[:, n] for each (gated), then every thread adds
 //                    h·u·W_d[n, its 8-column groups] in fp32 registers; the overflowing tiles'
 //                    dense values follow; y = alpha·acc + beta·y rounded once.
@@ -241,71 +242,88 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
       entries[slot++] = (static_cast<unsigned>(lane * V + e) << 16) | detail::twell_bits(v[e]);
 }
 
-// Kernel 2 (see the top comment). Block = one token row, WARPS warps; each thread accumulates G
-// groups of 8 output columns (8·(tid + g·threads) …). smem: the x row (KP values), the batch
-// (64 columns, values, h·u), tile prefix sums (tiles + 1), the overflowing tiles (tiles), 2 ints.
+// Kernel 2 (see the top comment). Its work split (ir/twell_schedule.h): BALANCE 0 (token) is one
+// block per token, SPLIT blocks (blockIdx.y) sharing it when SPLIT > 1; BALANCE 1 (queue) is a
+// persistent grid whose blocks take tokens from a counter and cut a long one into parts of
+// PART_BATCHES batches, which other blocks take from a work queue: one dense token no longer
+// holds an SM alone while the rest of the grid has finished.
+// Queue state (BALANCE 1): qctl [0] next token, [1] parts pushed, [2] parts taken, [3] pool rows
+// used, [4] blocks finished; qitem the pushed parts (64-bit words, 0 until written); ws the pool
+// of qpool fp32 rows of split tokens, counters their finished parts. All zero at launch, and
+// left so (the last block out resets qctl).
+// WARPS warps per block; each thread accumulates G groups of 8
+// output columns (8·(tid + g·threads) …). smem: the x row (KP values), the batch (64 columns,
+// values, h·u), tile prefix sums (tiles + 1), the overflowing tiles (tiles), 8 ints.
 // KP (K rounded up to 8) is a constant so that the dot products' loads are unrolled: all of a
 // lane's 16-byte pieces of a W_u row are in flight at once.
-// SPLIT > 1: SPLIT blocks (blockIdx.y) share a token, taking its batches (and dense tile pieces)
-// in turn; each adds its partial row into the fp32 workspace ws (KP floats per token), and the
-// last to finish (a per-token counter) writes y from it and returns ws and the counter to zero.
-template <typename T, int WARPS, int TILE, int CAP, int GATED, int G, int KP, int SPLIT>
+// A token's work is a list of batches: its packed entries 64 at a time, then its overflowing
+// tiles' dense values 64 columns at a time. A part p of P takes the batches b with b % P == p;
+// parts of one token add their partial rows into an fp32 row (ws for SPLIT, the queue's pool),
+// and the last to finish (a per-row counter) writes y and returns the row and counter to zero.
+template <typename T, int WARPS, int TILE, int CAP, int GATED, int G, int KP, int SPLIT,
+          int BALANCE, int PART_BATCHES>
 __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __restrict__ w_up_t,
                                            const T* __restrict__ w_down,
                                            const unsigned* __restrict__ tw, T* __restrict__ y,
-                                           float* smem_f, float* ws, int* counters, float alpha,
-                                           float beta, int k, int n, int tiles, int entries_off,
+                                           float* smem_f, float* ws, int* counters, int* qctl,
+                                           unsigned* qitem, int qpool, float alpha, float beta,
+                                           int m, int k, int n, int tiles, int entries_off,
                                            int backup_off) {
   constexpr int kp = KP;
-  constexpr int THREADS = WARPS * 32, BATCH = 64;
-  const int row = blockIdx.x, tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  constexpr int THREADS = WARPS * 32, BATCH = 64, SUB = TILE / BATCH;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   T* xs = reinterpret_cast<T*>(smem_f);
   int* bcol = reinterpret_cast<int*>(xs + kp);
   float* bval = reinterpret_cast<float*>(bcol + BATCH);
   float* bhu = bval + BATCH;
   int* prefix = reinterpret_cast<int*>(bhu + BATCH);
   int* dense = prefix + tiles + 1;
-  int* misc = dense + tiles;  // [0] overflowing tiles, [1] a dense batch's size
-
+  // [0] overflowing tiles, [1] a dense batch's size, [2] last part flag, [3] token (-1: none),
+  // [4] part, [5] parts, [6] pool row (-1: none)
+  int* misc = dense + tiles;
   const T zero = detail::Cvt<T>::from_f32(0.0f);
-  for (int i = tid; i < kp; i += THREADS)
-    xs[i] = i < k ? x[static_cast<size_t>(row) * k + i] : zero;
-  const int* counts = reinterpret_cast<const int*>(tw) + static_cast<size_t>(row) * tiles;
-  const unsigned* entries = tw + entries_off + static_cast<size_t>(row) * tiles * CAP;
-  if (warp == 0) {
-    // Exclusive prefix of the packed counts (an overflowing tile packs none) and the list of
-    // overflowing tiles, in tile order.
-    int run = 0, nd = 0;
-    for (int base = 0; base < tiles; base += 32) {
-      const int t = base + lane;
-      const int c = t < tiles ? counts[t] : 0;
-      const bool over = c > CAP;
-      const int v = over ? 0 : c;
-      int s = v;
+
+  // The token's x row into shared memory, the exclusive prefix of its packed counts (an
+  // overflowing tile packs none) and its overflowing tiles in tile order.
+  auto setup = [&](int row) {
+    const T* xr = x + static_cast<size_t>(row) * k;
+    if (k == kp && (reinterpret_cast<size_t>(xr) & 15) == 0) {
+      for (int i = tid * 8; i < kp; i += THREADS * 8)
+        *reinterpret_cast<uint4*>(xs + i) = *reinterpret_cast<const uint4*>(xr + i);
+    } else {
+      for (int i = tid; i < kp; i += THREADS) xs[i] = i < k ? xr[i] : zero;
+    }
+    const int* counts = reinterpret_cast<const int*>(tw) + static_cast<size_t>(row) * tiles;
+    if (warp == 0) {
+      int run = 0, nd = 0;
+      for (int base = 0; base < tiles; base += 32) {
+        const int t = base + lane;
+        const int c = t < tiles ? counts[t] : 0;
+        const bool over = c > CAP;
+        const int v = over ? 0 : c;
+        int s = v;
 #pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const int u = __shfl_up_sync(0xffffffffu, s, o);
-        if (lane >= o) s += u;
+        for (int o = 1; o < 32; o <<= 1) {
+          const int u = __shfl_up_sync(0xffffffffu, s, o);
+          if (lane >= o) s += u;
+        }
+        if (t < tiles) prefix[t] = run + s - v;
+        run += __shfl_sync(0xffffffffu, s, 31);
+        const unsigned om = __ballot_sync(0xffffffffu, over);
+        if (over) dense[nd + __popc(om & ((1u << lane) - 1u))] = t;
+        nd += __popc(om);
       }
-      if (t < tiles) prefix[t] = run + s - v;
-      run += __shfl_sync(0xffffffffu, s, 31);
-      const unsigned om = __ballot_sync(0xffffffffu, over);
-      if (over) dense[nd + __popc(om & ((1u << lane) - 1u))] = t;
-      nd += __popc(om);
+      if (lane == 0) {
+        prefix[tiles] = run;
+        misc[0] = nd;
+      }
     }
-    if (lane == 0) {
-      prefix[tiles] = run;
-      misc[0] = nd;
-    }
-  }
-  __syncthreads();
-  const int total = prefix[tiles], nd = misc[0];
+    __syncthreads();
+  };
+  // Batches of the token set up last: packed ones, then dense pieces.
+  auto batches = [&]() { return (prefix[tiles] + BATCH - 1) / BATCH + misc[0] * SUB; };
 
   float acc[G][8];
-#pragma unroll
-  for (int gi = 0; gi < G; ++gi)
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[gi][e] = 0.0f;
 
   // One batch of cnt (column, h) pairs in bcol / bval: u per pair (gated), then the down rows.
   auto run_batch = [&](int cnt) {
@@ -317,30 +335,30 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         const T* wu[U];
         float s[U];
 #pragma unroll
-        for (int q = 0; q < U; ++q) {
-          wu[q] = w_up_t + static_cast<size_t>(bcol[min(j0 + q, cnt - 1)]) * kp;
-          s[q] = 0.0f;
+        for (int q2 = 0; q2 < U; ++q2) {
+          wu[q2] = w_up_t + static_cast<size_t>(bcol[min(j0 + q2, cnt - 1)]) * kp;
+          s[q2] = 0.0f;
         }
 #pragma unroll
         for (int i = lane * 8; i < kp; i += 256) {
           const uint4 xv = *reinterpret_cast<const uint4*>(xs + i);
           const unsigned xa[4] = {xv.x, xv.y, xv.z, xv.w};
 #pragma unroll
-          for (int q = 0; q < U; ++q) {
-            const uint4 wv = *reinterpret_cast<const uint4*>(wu[q] + i);
+          for (int q2 = 0; q2 < U; ++q2) {
+            const uint4 wv = *reinterpret_cast<const uint4*>(wu[q2] + i);
             const unsigned wa[4] = {wv.x, wv.y, wv.z, wv.w};
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               const float2 a = detail::twell_pair<T>(wa[e]), b = detail::twell_pair<T>(xa[e]);
-              s[q] = fmaf(a.x, b.x, s[q]);
-              s[q] = fmaf(a.y, b.y, s[q]);
+              s[q2] = fmaf(a.x, b.x, s[q2]);
+              s[q2] = fmaf(a.y, b.y, s[q2]);
             }
           }
         }
 #pragma unroll
-        for (int q = 0; q < U; ++q) {
-          const float r = detail::twell_warp_sum(s[q]);
-          if (lane == 0 && j0 + q < cnt) bhu[j0 + q] = bval[j0 + q] * r;
+        for (int q2 = 0; q2 < U; ++q2) {
+          const float r = detail::twell_warp_sum(s[q2]);
+          if (lane == 0 && j0 + q2 < cnt) bhu[j0 + q2] = bval[j0 + q2] * r;
         }
       }
       __syncthreads();
@@ -357,10 +375,10 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
           const uint4 v = *reinterpret_cast<const uint4*>(wd + col);
           const unsigned va[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-          for (int q = 0; q < 4; ++q) {
-            const float2 f = detail::twell_pair<T>(va[q]);
-            acc[gi][2 * q] = fmaf(h, f.x, acc[gi][2 * q]);
-            acc[gi][2 * q + 1] = fmaf(h, f.y, acc[gi][2 * q + 1]);
+          for (int e = 0; e < 4; ++e) {
+            const float2 f = detail::twell_pair<T>(va[e]);
+            acc[gi][2 * e] = fmaf(h, f.x, acc[gi][2 * e]);
+            acc[gi][2 * e + 1] = fmaf(h, f.y, acc[gi][2 * e + 1]);
           }
         }
       }
@@ -368,54 +386,62 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     __syncthreads();  // the next batch overwrites bcol / bval / bhu
   };
 
-  // The packed entries, in tile order.
-  for (int b0 = static_cast<int>(blockIdx.y) * BATCH; b0 < total; b0 += SPLIT * BATCH) {
-    const int cnt = min(BATCH, total - b0);
-    if (tid < cnt) {
-      const int e = b0 + tid;
-      int lo = 0, hi = tiles - 1;  // the last tile whose prefix is <= e
-      while (lo < hi) {
-        const int mid = (lo + hi + 1) >> 1;
-        if (prefix[mid] <= e)
-          lo = mid;
-        else
-          hi = mid - 1;
-      }
-      const unsigned word = entries[static_cast<size_t>(lo) * CAP + (e - prefix[lo])];
-      bcol[tid] = lo * TILE + static_cast<int>(word >> 16);
-      bval[tid] = detail::twell_float<T>(word & 0xffffu);
-    }
-    __syncthreads();
-    run_batch(cnt);
-  }
-  // The overflowing tiles: their nonzeros from the dense backup, 64 columns at a time.
-  const T* backup = reinterpret_cast<const T*>(tw + backup_off) + static_cast<size_t>(row) * n;
-  for (int d = 0; d < nd; ++d) {
-    const int t = dense[d];
-    for (int c0 = 0; c0 < TILE; c0 += BATCH) {
-      if ((d * (TILE / BATCH) + c0 / BATCH) % SPLIT != static_cast<int>(blockIdx.y)) continue;
-      if (warp == 0) {
-        int cnt = 0;
+  // Part `part` of `parts` of token `row` (set up) into acc.
+  auto run_part = [&](int row, int part, int parts) {
 #pragma unroll
-        for (int h = 0; h < BATCH; h += 32) {
-          const int cc = c0 + h + lane, col = t * TILE + cc;
-          const float v = cc < TILE && col < n ? detail::Cvt<T>::to_f32(backup[col]) : 0.0f;
-          const unsigned mk = __ballot_sync(0xffffffffu, v != 0.0f);
-          const int pos = cnt + __popc(mk & ((1u << lane) - 1u));
-          if (v != 0.0f) {
-            bcol[pos] = col;
-            bval[pos] = v;
+    for (int gi = 0; gi < G; ++gi)
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[gi][e] = 0.0f;
+    const int total = prefix[tiles], nd = misc[0];
+    const int packed = (total + BATCH - 1) / BATCH, nb = packed + nd * SUB;
+    const unsigned* entries = tw + entries_off + static_cast<size_t>(row) * tiles * CAP;
+    const T* backup = reinterpret_cast<const T*>(tw + backup_off) + static_cast<size_t>(row) * n;
+    for (int b = part; b < nb; b += parts) {
+      if (b < packed) {  // packed entries b·64 …
+        const int b0 = b * BATCH, cnt = min(BATCH, total - b0);
+        if (tid < cnt) {
+          const int e = b0 + tid;
+          int lo = 0, hi = tiles - 1;  // the last tile whose prefix is <= e
+          while (lo < hi) {
+            const int mid = (lo + hi + 1) >> 1;
+            if (prefix[mid] <= e)
+              lo = mid;
+            else
+              hi = mid - 1;
           }
-          cnt += __popc(mk);
+          const unsigned word = entries[static_cast<size_t>(lo) * CAP + (e - prefix[lo])];
+          bcol[tid] = lo * TILE + static_cast<int>(word >> 16);
+          bval[tid] = detail::twell_float<T>(word & 0xffffu);
         }
-        if (lane == 0) misc[1] = cnt;
+        __syncthreads();
+        run_batch(cnt);
+      } else {  // an overflowing tile's nonzeros from the dense backup, 64 columns
+        const int d = (b - packed) / SUB, c0 = (b - packed) % SUB * BATCH, t = dense[d];
+        if (warp == 0) {
+          int cnt = 0;
+#pragma unroll
+          for (int h = 0; h < BATCH; h += 32) {
+            const int cc = c0 + h + lane, col = t * TILE + cc;
+            const float v = cc < TILE && col < n ? detail::Cvt<T>::to_f32(backup[col]) : 0.0f;
+            const unsigned mk = __ballot_sync(0xffffffffu, v != 0.0f);
+            const int pos = cnt + __popc(mk & ((1u << lane) - 1u));
+            if (v != 0.0f) {
+              bcol[pos] = col;
+              bval[pos] = v;
+            }
+            cnt += __popc(mk);
+          }
+          if (lane == 0) misc[1] = cnt;
+        }
+        __syncthreads();
+        run_batch(misc[1]);
       }
-      __syncthreads();
-      run_batch(misc[1]);
     }
-  }
-  T* yr = y + static_cast<size_t>(row) * k;
-  if constexpr (SPLIT == 1) {
+  };
+
+  // y[row] from acc (a token in one part).
+  auto store_row = [&](int row) {
+    T* yr = y + static_cast<size_t>(row) * k;
 #pragma unroll
     for (int gi = 0; gi < G; ++gi) {
       const int col = 8 * (tid + gi * THREADS);
@@ -423,8 +449,9 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       for (int e = 0; e < 8; ++e)
         if (col + e < k) store_axpby(yr + col + e, acc[gi][e], alpha, beta);
     }
-  } else {
-    float* wr = ws + static_cast<size_t>(row) * KP;
+  };
+  // acc added into the fp32 row wr; the last of `parts` (counter) writes y[row] and cleans up.
+  auto add_row = [&](int row, float* wr, int* counter, int parts) {
 #pragma unroll
     for (int gi = 0; gi < G; ++gi) {
       const int col = 8 * (tid + gi * THREADS);
@@ -434,10 +461,11 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     }
     __threadfence();
     __syncthreads();
-    if (tid == 0) misc[2] = atomicAdd(counters + row, 1) == SPLIT - 1 ? 1 : 0;
+    if (tid == 0) misc[2] = atomicAdd(counter, 1) == parts - 1 ? 1 : 0;
     __syncthreads();
-    if (misc[2] != 0) {  // the last block of this token: y from the sums, then clean up
+    if (misc[2] != 0) {
       __threadfence();
+      T* yr = y + static_cast<size_t>(row) * k;
 #pragma unroll
       for (int gi = 0; gi < G; ++gi) {
         const int col = 8 * (tid + gi * THREADS);
@@ -448,7 +476,101 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
             wr[col + e] = 0.0f;
           }
       }
-      if (tid == 0) counters[row] = 0;
+      if (tid == 0) *counter = 0;
+    }
+  };
+
+  if constexpr (BALANCE == 0) {
+    const int row = blockIdx.x;
+    setup(row);
+    run_part(row, static_cast<int>(blockIdx.y), SPLIT);
+    if constexpr (SPLIT == 1)
+      store_row(row);
+    else
+      add_row(row, ws + static_cast<size_t>(row) * KP, counters + row, SPLIT);
+  } else {
+    constexpr int PMAX = 255;
+    unsigned long long* items = reinterpret_cast<unsigned long long*>(qitem);
+    for (;;) {
+      // Thread 0 takes work: a pushed part first (so that long tokens finish early), else the
+      // next token.
+      if (tid == 0) {
+        int row = -1, part = 0, parts = 0, slot = -1;
+        volatile int* vctl = qctl;
+        int h = vctl[2];
+        while (h < vctl[1]) {
+          const int prev = atomicCAS(qctl + 2, h, h + 1);
+          if (prev == h) {
+            unsigned long long v;
+            // Reserved before written: the pusher is writing it now.
+            while ((v = *reinterpret_cast<volatile unsigned long long*>(items + h)) == 0ull) {
+            }
+            items[h] = 0ull;
+            row = static_cast<int>((v >> 32) & 0x7fffffffull);
+            slot = static_cast<int>((v >> 16) & 0xffffull);
+            part = static_cast<int>((v >> 8) & 0xffull);
+            parts = static_cast<int>(v & 0xffull);
+            break;
+          }
+          h = prev;
+        }
+        if (row < 0) {
+          const int t = atomicAdd(qctl, 1);
+          if (t < m) row = t;
+        }
+        misc[3] = row;
+        misc[4] = part;
+        misc[5] = parts;
+        misc[6] = slot;
+      }
+      __syncthreads();
+      const int row = misc[3];
+      if (row < 0) break;
+      int part = misc[4], parts = misc[5], slot = misc[6];
+      setup(row);
+      if (parts == 0) {  // a fresh token: cut it when it has more than PART_BATCHES batches
+        parts = min(PMAX, (batches() + PART_BATCHES - 1) / PART_BATCHES);
+        if (parts > 1) {
+          __syncthreads();  // every thread has read misc[3..6]
+          if (tid == 0) {
+            slot = atomicAdd(qctl + 3, 1);
+            if (slot < qpool) {
+              const int r = atomicAdd(qctl + 1, parts - 1);
+              for (int p = 1; p < parts; ++p)
+                items[r + p - 1] = (1ull << 63) | (static_cast<unsigned long long>(row) << 32) |
+                                   (static_cast<unsigned long long>(slot) << 16) |
+                                   (static_cast<unsigned long long>(p) << 8) |
+                                   static_cast<unsigned long long>(parts);
+              __threadfence();
+            } else {
+              slot = -1;  // no free row: the token stays whole
+            }
+            misc[6] = slot;
+          }
+          __syncthreads();
+          slot = misc[6];
+          if (slot < 0) parts = 1;
+        }
+        part = 0;
+      }
+      run_part(row, part, parts);
+      if (parts == 1)
+        store_row(row);
+      else
+        add_row(row, ws + static_cast<size_t>(slot) * KP, counters + slot, parts);
+      __syncthreads();  // misc and the staged row are reused by the next item
+    }
+    // The last block out returns the queue's counters to zero for the next launch.
+    if (tid == 0) {
+      __threadfence();
+      if (atomicAdd(qctl + 4, 1) == static_cast<int>(gridDim.x) - 1) {
+        qctl[0] = 0;
+        qctl[1] = 0;
+        qctl[2] = 0;
+        qctl[3] = 0;
+        __threadfence();
+        qctl[4] = 0;
+      }
     }
   }
 }

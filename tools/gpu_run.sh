@@ -69,8 +69,9 @@ SANITIZER_RUNS=(
   "macko_cut_rows|tests/gpu_tests '--gtest_filter=GpuMacko.CutRows'"
   # slide: the lift and the main kernel it launches programmatically (every split and lift).
   "slide_split_lift|tests/gpu_tests '--gtest_filter=GpuSlide.EverySplitAndLift'"
-  # twell: both gates, overflowing tiles, tokens split across blocks (the fp32 workspace).
-  "twell|tests/gpu_tests '--gtest_filter=GpuTwell.FromAFewNonzerosToRowsThatOverflowEveryTile:GpuTwell.FewTokensSplitAcrossBlocks'"
+  # twell: both gates, overflowing tiles, tokens split across blocks (the fp32 workspace), the
+  # queue of long tokens' parts.
+  "twell|tests/gpu_tests '--gtest_filter=GpuTwell.FromAFewNonzerosToRowsThatOverflowEveryTile:GpuTwell.FewTokensSplitAcrossBlocks:GpuTwell.QueueCutsLongTokensIntoParts'"
 )
 # gpu_tests (tests/gpu, run by ctest above) write one JSON summary per GpuCorrectness test here;
 # it lies inside BENCH_DIR, so bench.tar.gz carries it when benchmarks run.

@@ -22,10 +22,11 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                                       b.entries / 4, b.backup / 4)),
             std::string::npos)
       << k.source;
-  EXPECT_NE(k.source.find(fmt::format("sg::twell_down<T, 8, 128, 32, 1, 1, 2048, 1>(B, values + "
-                                      "{}, values + {}, bw, C, sg_smem, static_cast<float*>"
-                                      "(nullptr), static_cast<int*>(nullptr), alpha, beta, 2048, "
-                                      "5632, 44",
+  EXPECT_NE(k.source.find(fmt::format("sg::twell_down<T, 8, 128, 32, 1, 1, 2048, 1, 0, 2>(B, "
+                                      "values + {}, values + {}, bw, C, sg_smem, "
+                                      "static_cast<float*>(nullptr), static_cast<int*>(nullptr), "
+                                      "static_cast<int*>(nullptr), static_cast<unsigned*>(nullptr)"
+                                      ", 0, alpha, beta, 300, 2048, 5632, 44",
                                       w.up_t, w.down)),
             std::string::npos)
       << k.source;
@@ -45,7 +46,7 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                            "104, 700, 11,"),
             std::string::npos)
       << kq.source;
-  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 64, 4, 0, 1, 104, 1>"), std::string::npos)
+  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 64, 4, 0, 1, 104, 1, 0, 2>"), std::string::npos)
       << kq.source;
   EXPECT_EQ(kq.signature.b_alignment, 2);
   EXPECT_EQ(twell_weights_layout(q).elements, 2 * 700 * 104);
@@ -90,14 +91,56 @@ TEST(TwellCodegen, SplitTokensShareAWorkspace) {
   EXPECT_EQ(k.signature.workspace_bytes, (3 * 256 + 3) * 4);
   EXPECT_TRUE(k.signature.workspace_zeroed);
   EXPECT_EQ(k.signature.params.back().kind, ParamKind::Workspace);
-  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 128, 32, 1, 1, 256, 16>"), std::string::npos)
+  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 128, 32, 1, 1, 256, 16, 0, 2>"), std::string::npos)
       << k.source;
-  EXPECT_NE(k.source.find("ws, reinterpret_cast<int*>(ws + 768), alpha, beta"), std::string::npos)
+  EXPECT_NE(k.source.find("ws, reinterpret_cast<int*>(ws + 768), static_cast<int*>(nullptr), "
+                          "static_cast<unsigned*>(nullptr), 0, alpha, beta"),
+            std::string::npos)
       << k.source;
   nvrtc::CompileOptions o;
   o.arch = "sm_90";
   o.headers = k.headers;
   EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
+}
+
+// balance=queue: a persistent grid of min(M, 1024) blocks; the workspace holds the pool's rows
+// and counters, the queue's control words and its 64-bit items, all zero between launches.
+TEST(TwellCodegen, QueueBalanceHasAPersistentGridAndAWorkQueue) {
+  const Problem p = Problem::gated_ffn(3000, 256, 1000, DType::BF16);
+  TwellSchedule s{128, 4, 8, TwellGate::Lib};
+  s.balance = TwellBalance::Queue;
+  const GeneratedKernel k = emit_twell(p, Schedule(s));
+  EXPECT_EQ(k.signature.launch.grid_x, 1024);
+  EXPECT_EQ(k.signature.launch.grid_y, 1);
+  const TwellWorkspace ws = twell_workspace(p, s);
+  EXPECT_EQ(ws.rows, 1024);
+  EXPECT_EQ(ws.counters, 1024 * 256);
+  EXPECT_EQ(ws.control, 1024 * 256 + 1024);
+  EXPECT_EQ(ws.items, 1024 * 256 + 1024 + 8);
+  EXPECT_EQ(ws.bytes, (ws.items + 2 * 1024 * 254) * 4);
+  EXPECT_EQ(k.signature.workspace_bytes, ws.bytes);
+  EXPECT_TRUE(k.signature.workspace_zeroed);
+  EXPECT_NE(k.source.find(fmt::format(
+                "sg::twell_down<T, 8, 128, 32, 1, 1, 256, 1, 1, 2>(B, values + 256000, values + "
+                "512000, bw, C, sg_smem, ws, reinterpret_cast<int*>(ws + {}), "
+                "reinterpret_cast<int*>(ws + {}), reinterpret_cast<unsigned*>(ws + {}), 1024, "
+                "alpha, beta, 3000, 256, 1000,",
+                ws.counters, ws.control, ws.items)),
+            std::string::npos)
+      << k.source;
+  // Fewer tokens than the grid's cap: one block each, a pool row each.
+  const Problem few = Problem::gated_ffn(5, 100, 700, DType::F16, false);
+  const GeneratedKernel kf = emit_twell(few, Schedule(s));
+  EXPECT_EQ(kf.signature.launch.grid_x, 5);
+  EXPECT_EQ(twell_workspace(few, s).rows, 5);
+  for (const char* arch : {"sm_80", "sm_90"}) {
+    nvrtc::CompileOptions o;
+    o.arch = arch;
+    o.headers = k.headers;
+    EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty()) << arch;
+    o.headers = kf.headers;
+    EXPECT_FALSE(nvrtc::compile(kf.source, o).image.empty()) << arch;
+  }
 }
 
 TEST(TwellCodegen, CompilesForSm80AndSm90) {

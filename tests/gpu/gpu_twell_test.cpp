@@ -66,7 +66,7 @@ TEST_F(GpuTwell, EveryScheduleOfTheSpace) {
   EnumerateOptions o;
   o.device = target_.limits;
   const auto all = find_ir_family("twell")->enumerate(c.problem, h, o);
-  ASSERT_EQ(all.size(), 80u);
+  ASSERT_EQ(all.size(), 120u);
   for (const Schedule& s : all) check(spec, to_string(s));
 }
 
@@ -91,7 +91,9 @@ TEST_F(GpuTwell, FromAFewNonzerosToRowsThatOverflowEveryTile) {
   for (double mean : {5.0, 30.0, 120.0, 600.0, 2000.0})
     for (const char* sched :
          {"twell;tile=128;comp=4;warps=8", "twell;tile=64;comp=16;warps=4",
-          "twell;tile=128;comp=8;warps=8;gate=lib", "twell;tile=64;comp=16;warps=4;gate=lib"})
+          "twell;tile=128;comp=8;warps=8;gate=lib", "twell;tile=64;comp=16;warps=4;gate=lib",
+          "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue",
+          "twell;tile=64;comp=16;warps=4;balance=queue"})
       check({.m = 200, .k = 264, .n = 2100, .mean_nnz = mean, .seed = ++seed}, sched);
   // Every tile of every row overflows (dense activations).
   check({.m = 64, .k = 128, .n = 700, .mean_nnz = 699, .spread = 0, .seed = 77},
@@ -109,6 +111,19 @@ TEST_F(GpuTwell, FewTokensSplitAcrossBlocks) {
       for (const char* sched : {"twell;tile=128;comp=4;warps=8;gate=lib;split=4",
                                 "twell;tile=64;comp=8;warps=4;gate=lib;split=16"})
         check({.m = m, .k = 520, .n = 1600, .mean_nnz = mean, .seed = ++seed}, sched);
+}
+
+// balance=queue: tokens of more than two batches are cut into parts that other blocks take from
+// the work queue. More long tokens than the pool has rows (1024): the rest stay whole. Every
+// token of the grid's size and beyond; check_ffn's two runs in a row see the queue, the pool rows
+// and their counters returned to zero.
+TEST_F(GpuTwell, QueueCutsLongTokensIntoParts) {
+  uint64_t seed = 200;
+  for (const auto& [m, mean] : {std::pair{int64_t{300}, 30.0}, std::pair{int64_t{2048}, 400.0},
+                                std::pair{int64_t{1500}, 1900.0}})
+    for (const char* sched : {"twell;tile=128;comp=4;warps=8;gate=lib;balance=queue",
+                              "twell;tile=64;comp=8;warps=4;gate=mma;balance=queue"})
+      check({.m = m, .k = 136, .n = 2100, .mean_nnz = mean, .seed = ++seed}, sched, 300);
 }
 
 TEST_F(GpuTwell, LlmShapeWithManyTokens) {

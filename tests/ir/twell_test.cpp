@@ -163,7 +163,7 @@ TEST(FfnReference, MatchesADirectComputationAndFlagsAWrongElement) {
 
 TEST(TwellSchedule, SpecRoundTripsAndPrints) {
   const Schedule s(TwellSchedule{64, 8, 4});
-  EXPECT_EQ(to_string(s), "twell;tile=64;comp=8;warps=4;gate=mma;split=1");
+  EXPECT_EQ(to_string(s), "twell;tile=64;comp=8;warps=4;gate=mma;split=1;balance=token");
   EXPECT_EQ(parse_schedule(to_string(s)), s);
   EXPECT_EQ(print_schedule(s),
             "schedule twell\n"
@@ -173,8 +173,17 @@ TEST(TwellSchedule, SpecRoundTripsAndPrints) {
             "TwELL epilogue\n"
             "  kernel2: one block of 4 warps per token, batches of 64 entries: u = x·W_u[:,n], y "
             "+= h·u·W_d[n,:]\n");
-  for (const char* bad : {"twell;tile=96", "twell;comp=3", "twell;warps=2", "twell;tile=x",
-                          "twell;gate=cublas", "twell;split=3", "twell;nosuch=1"})
+  // balance=queue: a persistent grid and a queue of parts of long tokens.
+  const Schedule q = parse_schedule("twell;tile=128;comp=4;warps=8;gate=lib;balance=queue");
+  EXPECT_EQ(q.as<TwellSchedule>().balance, TwellBalance::Queue);
+  EXPECT_EQ(parse_schedule(to_string(q)), q);
+  EXPECT_NE(print_schedule(q).find("  kernel2: persistent blocks of 8 warps taking tokens and "
+                                   "parts of 2 batches from a queue, batches of 64 entries"),
+            std::string::npos)
+      << print_schedule(q);
+  for (const char* bad :
+       {"twell;tile=96", "twell;comp=3", "twell;warps=2", "twell;tile=x", "twell;gate=cublas",
+        "twell;split=3", "twell;nosuch=1", "twell;balance=steal", "twell;split=4;balance=queue"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
@@ -183,8 +192,12 @@ TEST(TwellSchedule, ServesGatedFfnsOnlyAndSaysWhy) {
   const CsrMatrix h = rows_of(200, {{1, 2}, {3}});
   const Problem ffn = Problem::gated_ffn(2, 48, 200, DType::BF16);
   EXPECT_TRUE(fam.why_not(ffn, h).empty());
-  // 40 with one block per token, and for few tokens 40 more gate=lib ones with split 4 and 16.
-  EXPECT_EQ(fam.enumerate(ffn, h, {}).size(), 80u);
+  // 40 with one block per token, 40 with the queue, and for few tokens 40 more gate=lib ones
+  // with split 4 and 16.
+  const auto space = fam.enumerate(ffn, h, {});
+  EXPECT_EQ(space.size(), 120u);
+  EXPECT_EQ(to_string(space.front()),
+            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue");
   const Schedule lib = parse_schedule("twell;gate=lib");
   EXPECT_EQ(lib.as<TwellSchedule>().gate, TwellGate::Lib);
   EXPECT_NE(print_schedule(lib).find("BLAS library"), std::string::npos);
@@ -218,7 +231,7 @@ TEST(TwellSchedule, EnumerationOfEveryFamilyForAnFfnWithAShortCalibration) {
     twell += s.family_name() == "twell";
     dense += s.family_name() == "dense_ffn";
   }
-  EXPECT_EQ(twell, 40);
+  EXPECT_EQ(twell, 80);
   EXPECT_EQ(dense, 3);
   EXPECT_EQ(twell + dense, static_cast<int>(all.size()));
 }
