@@ -529,7 +529,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       int part = misc[4], parts = misc[5], slot = misc[6];
       setup(row);
       if (parts == 0) {  // a fresh token: cut it when it has more than PART_BATCHES batches
-        parts = min(PMAX, (batches() + PART_BATCHES - 1) / PART_BATCHES);
+        parts = max(1, min(PMAX, (batches() + PART_BATCHES - 1) / PART_BATCHES));
         if (parts > 1) {
           __syncthreads();  // every thread has read misc[3..6]
           if (tid == 0) {

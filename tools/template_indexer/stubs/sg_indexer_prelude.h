@@ -55,6 +55,7 @@ struct float2 { float x, y; };
 __device__ float2 make_float2(float, float);
 typedef decltype(sizeof(0)) size_t;
 __device__ int min(int, int);
+__device__ int max(int, int);
 __device__ int atomicAdd(int*, int);
 __device__ int atomicCAS(int*, int, int);
 // sg_slide.cuh, the lift: unsigned maxima, block votes, bit moves and unfused fp32 arithmetic.
