@@ -108,7 +108,8 @@ int64_t twell_down_shared_bytes(const Problem& p, const TwellSchedule& s);
 int twell_registers(const Problem& p, const TwellSchedule& s);  // kernel 2's estimate
 // Kernel 2's fp32 workspace, offsets in 32-bit words. split > 1: KP floats per token, then one
 // counter per token. balance=queue: `pool` rows of KP floats, one counter per row, the queue's 8
-// control words, then (pool × (kTwellMaxParts − 1)) 64-bit work items. All zero between launches.
+// control words, then a ring of (pool × (kTwellMaxParts − 1)) 64-bit work items. A pool row is
+// freed when its token's last part has written y. All zero between launches.
 struct TwellWorkspace {
   int64_t rows = 0;  // fp32 rows: M (split) or the queue's pool
   int64_t counters = 0, control = 0, items = 0, bytes = 0;

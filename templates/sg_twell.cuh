@@ -247,10 +247,12 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
 // persistent grid whose blocks take tokens from a counter and cut a long one into parts of
 // PART_BATCHES batches, which other blocks take from a work queue: one dense token no longer
 // holds an SM alone while the rest of the grid has finished.
-// Queue state (BALANCE 1): qctl [0] next token, [1] parts pushed, [2] parts taken, [3] pool rows
-// used, [4] blocks finished; qitem the pushed parts (64-bit words, 0 until written); ws the pool
-// of qpool fp32 rows of split tokens, counters their finished parts. All zero at launch, and
-// left so (the last block out resets qctl).
+// Queue state (BALANCE 1): qctl [0] next token, [1] parts pushed, [2] parts taken, [3] the pool
+// cursor, [4] blocks finished; qitem a ring of qpool x (PMAX - 1) pushed parts (64-bit words, 0
+// when free); ws the pool
+// of qpool fp32 rows of split tokens, counters theirs (0: free, then 1 + finished parts; the last
+// part frees the row for the next long token). All zero at launch, and left so (the last block out
+// resets qctl).
 // WARPS warps per block; each thread accumulates G groups of 8
 // output columns (8·(tid + g·threads) …). smem: the x row (KP values), the batch (64 columns,
 // values, h·u), tile prefix sums (tiles + 1), the overflowing tiles (tiles), 8 ints.
@@ -450,8 +452,9 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         if (col + e < k) store_axpby(yr + col + e, acc[gi][e], alpha, beta);
     }
   };
-  // acc added into the fp32 row wr; the last of `parts` (counter) writes y[row] and cleans up.
-  auto add_row = [&](int row, float* wr, int* counter, int parts) {
+  // acc added into the fp32 row wr; the last of `parts` (the counter, which starts at `first`)
+  // writes y[row], zeroes the row and then the counter.
+  auto add_row = [&](int row, float* wr, int* counter, int parts, int first) {
 #pragma unroll
     for (int gi = 0; gi < G; ++gi) {
       const int col = 8 * (tid + gi * THREADS);
@@ -461,7 +464,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     }
     __threadfence();
     __syncthreads();
-    if (tid == 0) misc[2] = atomicAdd(counter, 1) == parts - 1 ? 1 : 0;
+    if (tid == 0) misc[2] = atomicAdd(counter, 1) == first + parts - 1 ? 1 : 0;
     __syncthreads();
     if (misc[2] != 0) {
       __threadfence();
@@ -476,7 +479,9 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
             wr[col + e] = 0.0f;
           }
       }
-      if (tid == 0) *counter = 0;
+      __threadfence();
+      __syncthreads();  // the row is zero before its counter frees it
+      if (tid == 0) atomicExch(counter, 0);
     }
   };
 
@@ -487,10 +492,11 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     if constexpr (SPLIT == 1)
       store_row(row);
     else
-      add_row(row, ws + static_cast<size_t>(row) * KP, counters + row, SPLIT);
+      add_row(row, ws + static_cast<size_t>(row) * KP, counters + row, SPLIT, 0);
   } else {
     constexpr int PMAX = 255;
     unsigned long long* items = reinterpret_cast<unsigned long long*>(qitem);
+    const int QCAP = qpool * (PMAX - 1);  // the ring of pushed parts
     for (;;) {
       // Thread 0 takes work: a pushed part first (so that long tokens finish early), else the
       // next token.
@@ -503,9 +509,10 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
           if (prev == h) {
             unsigned long long v;
             // Reserved before written: the pusher is writing it now.
-            while ((v = *reinterpret_cast<volatile unsigned long long*>(items + h)) == 0ull) {
+            while ((v = *reinterpret_cast<volatile unsigned long long*>(items + h % QCAP)) ==
+                   0ull) {
             }
-            items[h] = 0ull;
+            atomicExch(items + h % QCAP, 0ull);  // free for the push QCAP later
             row = static_cast<int>((v >> 32) & 0x7fffffffull);
             slot = static_cast<int>((v >> 16) & 0xffffull);
             part = static_cast<int>((v >> 8) & 0xffull);
@@ -533,14 +540,26 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         if (parts > 1) {
           __syncthreads();  // every thread has read misc[3..6]
           if (tid == 0) {
-            slot = atomicAdd(qctl + 3, 1);
-            if (slot < qpool) {
+            // A free pool row: its counter goes from 0 (free) to 1 (taken); a few tries.
+            slot = -1;
+            for (int tries = 0; tries < 8 && slot < 0; ++tries) {
+              const int c = atomicAdd(qctl + 3, 1) % qpool;
+              if (atomicCAS(counters + c, 0, 1) == 0) slot = c;
+            }
+            if (slot >= 0) {
+              // The ring holds every part not yet taken (at most qpool tokens hold a row, each
+              // with at most PMAX - 1 parts), so the item QCAP before ours is taken; wait until
+              // its taker has cleared it.
               const int r = atomicAdd(qctl + 1, parts - 1);
-              for (int p = 1; p < parts; ++p)
-                items[r + p - 1] = (1ull << 63) | (static_cast<unsigned long long>(row) << 32) |
-                                   (static_cast<unsigned long long>(slot) << 16) |
-                                   (static_cast<unsigned long long>(p) << 8) |
-                                   static_cast<unsigned long long>(parts);
+              for (int p = 1; p < parts; ++p) {
+                volatile unsigned long long* it = items + (r + p - 1) % QCAP;
+                while (*it != 0ull) {
+                }
+                *it = (1ull << 63) | (static_cast<unsigned long long>(row) << 32) |
+                      (static_cast<unsigned long long>(slot) << 16) |
+                      (static_cast<unsigned long long>(p) << 8) |
+                      static_cast<unsigned long long>(parts);
+              }
               __threadfence();
             } else {
               slot = -1;  // no free row: the token stays whole
@@ -557,7 +576,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       if (parts == 1)
         store_row(row);
       else
-        add_row(row, ws + static_cast<size_t>(slot) * KP, counters + slot, parts);
+        add_row(row, ws + static_cast<size_t>(slot) * KP, counters + slot, parts, 1);
       __syncthreads();  // misc and the staged row are reused by the next item
     }
     // The last block out returns the queue's counters to zero for the next launch.

@@ -58,6 +58,8 @@ __device__ int min(int, int);
 __device__ int max(int, int);
 __device__ int atomicAdd(int*, int);
 __device__ int atomicCAS(int*, int, int);
+__device__ int atomicExch(int*, int);
+__device__ unsigned long long atomicExch(unsigned long long*, unsigned long long);
 // sg_slide.cuh, the lift: unsigned maxima, block votes, bit moves and unfused fp32 arithmetic.
 __device__ unsigned max(unsigned, unsigned);
 __device__ int __syncthreads_or(int);
