@@ -15,6 +15,7 @@ class DenseFfnCost final : public CostFamily {
  public:
   std::string_view name() const override { return DenseFfnSchedule::kFamily; }
   std::string strategy(const Schedule&) const override { return "dense_ffn"; }
+  bool global_formula() const override { return false; }
   KernelShape features(ScheduleFeatures& f, const Problem& p, const Schedule& sch,
                        const FormatStats& fs, const MatrixFeatures&,
                        const RowProfile&) const override {

@@ -44,6 +44,10 @@ class CostFamily {
   virtual KernelShape features(ScheduleFeatures& f, const Problem& p, const Schedule& s,
                                const FormatStats& fs, const MatrixFeatures& mf,
                                const RowProfile& rows) const = 0;
+  // Whether the global formula (fitted on every family's sparse products together) may predict
+  // this family where the model has no formula of its own. False for operations unlike that
+  // corpus (the gated FFN), which the roofline then ranks.
+  virtual bool global_formula() const { return true; }
 };
 
 // The registered cost descriptions (costmodel/families.def).

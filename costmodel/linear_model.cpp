@@ -165,14 +165,14 @@ double evaluate_formula(const FamilyModel& m, const std::vector<double>& x) {
 }
 
 double CostModel::predict_us(const std::string& family, const std::vector<double>& x,
-                             double roofline_us, std::string* source) const {
+                             double roofline_us, std::string* source, bool use_global) const {
   const FamilyModel* f = nullptr;
   std::string src = "roofline";
   if (x.size() == feature_names.size()) {
     if (auto it = families.find(family); it != families.end()) {
       f = &it->second;
       src = "family";
-    } else if (global) {
+    } else if (global && use_global) {
       f = &*global;
       src = "global";
     }
@@ -188,7 +188,8 @@ double CostModel::predict_us(const ScheduleFeatures& f, std::string* source) con
   // A model fitted before the regimes were keyed (or without small samples of this family) has
   // no formula for the regime's key: the family's own formula predicts it.
   const std::string& key = families.count(f.model_key) ? f.model_key : f.family;
-  return std::max(predict_us(key, f.values, f.roofline_us, source), f.critical_floor_us);
+  return std::max(predict_us(key, f.values, f.roofline_us, source, f.global_formula),
+                  f.critical_floor_us);
 }
 
 CostModel roofline_model(const DeviceProfile& device) {

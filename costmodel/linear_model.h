@@ -93,8 +93,9 @@ class CostModel {
   // Predicted run time in microseconds, never below f.critical_floor_us. `source` (optional):
   // "family", "global" or "roofline".
   double predict_us(const ScheduleFeatures& f, std::string* source = nullptr) const;
+  // `global`: whether the global formula predicts a family without a formula of its own.
   double predict_us(const std::string& family, const std::vector<double>& x, double roofline_us,
-                    std::string* source = nullptr) const;
+                    std::string* source = nullptr, bool global = true) const;
   bool fitted() const { return global.has_value() || !families.empty(); }
 };
 

@@ -133,7 +133,8 @@ std::string model_key(const std::string& family, int64_t nnz);
 
 struct ScheduleFeatures {
   std::string family;
-  std::string model_key;  // the formula that predicts it (model_key(family, nnz))
+  std::string model_key;       // the formula that predicts it (model_key(family, nnz))
+  bool global_formula = true;  // CostFamily::global_formula
   // Raw quantities (bytes, counts; per whole launch).
   double nnz = 0;             // real nonzeros
   double a_bytes = 0;         // packed values + column indices, x column tiles
@@ -154,6 +155,10 @@ struct ScheduleFeatures {
   double shuffles = 0;
   double block_syncs = 0;
   double blocks = 0;  // grid.x x grid.y
+  // 16 x 8 x 16 tensor-core multiplies of a GEMM kernel that runs before the rest of the launch
+  // sequence and does not overlap it (e.g. an FFN's gate projection): their time is added to the
+  // roofline of everything above, which describes the rest.
+  double serial_mmas = 0;
   int threads_per_block = 0;
   int registers_estimate = 0;
   int blocks_per_sm = 0;

@@ -1,7 +1,8 @@
 // The twell family's cost description, per token of the calibration statistics scaled to the
 // problem's M: kernel 1 streams x and W_g once per 128-row block (a tensor-core GEMM, counted as
-// its bytes and as warp iterations of one mma each) and writes the TwELL words; kernel 2 reads,
-// per activation nonzero, one row of W_u^T and one of W_d (K values each) and the x row once.
+// its bytes and as multiplies that run before kernel 2) and writes the TwELL words; kernel 2 reads,
+// per activation nonzero, one row of W_u^T and one of W_d (K values each) and the x row once,
+// its longest worker a block's share of the longest token (or of one part, with the queue).
 #include <algorithm>
 #include <cmath>
 
@@ -16,6 +17,7 @@ class TwellCost final : public CostFamily {
  public:
   std::string_view name() const override { return TwellSchedule::kFamily; }
   std::string strategy(const Schedule&) const override { return "twell"; }
+  bool global_formula() const override { return false; }
   KernelShape features(ScheduleFeatures& f, const Problem& p, const Schedule& sch,
                        const FormatStats& fs, const MatrixFeatures&,
                        const RowProfile&) const override {
@@ -40,15 +42,21 @@ class TwellCost final : public CostFamily {
     f.dram_bytes =
         f.b_unique_bytes + f.table_bytes + f.c_bytes + std::min(down_bytes, 4.0 * f.b_unique_bytes);
     f.l2_bytes = f.a_bytes + f.table_bytes + f.b_sector_bytes + f.c_bytes;
-    // Kernel 1: one mma (16 x 8 x 16) per warp iteration; kernel 2: one per nonzero and warp.
+    // Kernel 1 runs before kernel 2: its 16 x 8 x 16 multiplies (serial_mmas) at the library
+    // GEMM's rate, as the dense FFN's count; the generated GEMM (gate=mma) ran at about a third of
+    // the library's on an H200 (bf16, 4096 x 14336), so it counts three. The rest describes
+    // kernel 2: per nonzero, a warp walks the W_u row (8 values per lane and iteration) and the
+    // block's warps share the W_d row: 2 · KP / 256 warp iterations, however many warps; one
+    // block's share of its longest token (with the queue: one part of it) is the critical path.
     const double mmas = std::ceil(m / 16.0) * std::ceil(n / 8.0) * std::ceil(kp / 16.0);
-    f.warp_workers = m * s.warps + row_blocks * tiles * (kTwellGemmThreads / 32);
-    f.warp_iters_total = mmas + walked * s.warps;
-    // Kernel 2's longest worker: the longest token, or with the queue one part of it.
+    f.serial_mmas = mmas * (s.gate == TwellGate::Mma ? 3.0 : 1.0);
+    const double per_nonzero = 2.0 * std::ceil(kp / 256.0);
+    f.warp_workers = double(twell_down_grid(p, s)) * s.split * s.warps;
+    f.warp_iters_total = walked * per_nonzero;
     double longest = fs.max_row_length > 0 ? double(fs.max_row_length) : per_token;
     if (s.balance == TwellBalance::Queue)
       longest = std::min(longest, double(kTwellPartBatches * kTwellBatch));
-    f.warp_iters_max = std::ceil(kp / 16.0) * 2.0 * (s.tile / 16.0) + longest;
+    f.warp_iters_max = longest / s.split * per_nonzero / s.warps;
     f.warp_iters_mean = f.warp_workers > 0 ? f.warp_iters_total / f.warp_workers : 0.0;
     f.lane_efficiency = 1.0;
     f.column_efficiency = std::min(1.0, n / (tiles * s.tile));
@@ -56,7 +64,7 @@ class TwellCost final : public CostFamily {
     f.shuffles = walked * 5.0;
     f.block_syncs = m * (2.0 + 2.0 * std::ceil(std::max(per_token, 1.0) / kTwellBatch)) +
                     row_blocks * tiles * std::ceil(kp / 32.0);
-    f.blocks = double(twell_down_grid(p, s)) * s.split + row_blocks * tiles;
+    f.blocks = double(twell_down_grid(p, s)) * s.split;
     f.threads_per_block = s.warps * 32;
     f.registers_estimate = std::min(255, (twell_registers(p, s) + 7) / 8 * 8);
     KernelShape shape;
