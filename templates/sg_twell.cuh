@@ -247,15 +247,14 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
 // persistent grid whose blocks take tokens from a counter and cut a long one into parts of
 // PART_BATCHES batches, which other blocks take from a work queue: one dense token no longer
 // holds an SM alone while the rest of the grid has finished.
-// Queue state (BALANCE 1): qctl [0] next token, [1] parts pushed, [2] parts taken, [3] the pool
-// cursor, [4] blocks finished; qitem a ring of qpool x (PMAX - 1) pushed parts (64-bit words, 0
-// when free); ws the pool
-// of qpool fp32 rows of split tokens, counters theirs (0: free, then 1 + finished parts; the last
-// part frees the row for the next long token). All zero at launch, and left so (the last block out
-// resets qctl).
-// WARPS warps per block; each thread accumulates G groups of 8
-// output columns (8·(tid + g·threads) …). smem: the x row (KP values), the batch (64 columns,
-// values, h·u), tile prefix sums (tiles + 1), the overflowing tiles (tiles), 8 ints.
+// Queue state (BALANCE 1), all zero at launch and left so (the last block out resets qctl):
+//   qctl      [0] next token, [1] parts pushed, [2] parts taken, [3] pool cursor, [4] blocks out
+//   qitem     a ring of qpool x (PMAX - 1) pushed parts, 64-bit words, 0 when free
+//   ws        the pool: qpool fp32 rows of split tokens
+//   counters  per pool row: 0 free, then 1 + its finished parts; the last part frees the row
+// WARPS warps per block; each thread accumulates G groups of 8 output columns
+// (8·(tid + g·threads) …). smem: the x row (KP values), the batch (64 columns, values, h·u), tile
+// prefix sums (tiles + 1), the overflowing tiles (tiles), 8 ints.
 // KP (K rounded up to 8) is a constant so that the dot products' loads are unrolled: all of a
 // lane's 16-byte pieces of a W_u row are in flight at once.
 // A token's work is a list of batches: its packed entries 64 at a time, then its overflowing
