@@ -166,13 +166,19 @@ TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s) {
     w.counters = w.rows * kp;
     w.control = w.counters + w.rows;
     w.items = (w.control + 8 + 1) / 2 * 2;  // 8-byte aligned
-    w.bytes = (w.items + 2 * w.rows * (kTwellMaxParts - 1)) * 4;
+    w.bytes = (w.items + 2 * p.m * (twell_max_parts(p, s) - 1)) * 4;
   } else if (s.split > 1) {
     w.rows = p.m;
     w.counters = w.rows * kp;
     w.bytes = (w.counters + w.rows) * 4;
   }
   return w;
+}
+
+int64_t twell_max_parts(const Problem& p, const TwellSchedule& s) {
+  const int64_t batches = twell_tiles(p, s) * (s.tile / kTwellBatch);
+  return std::min<int64_t>(
+      kTwellMaxParts, std::max<int64_t>(1, (batches + kTwellPartBatches - 1) / kTwellPartBatches));
 }
 
 int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s) {

@@ -108,14 +108,19 @@ int64_t twell_down_shared_bytes(const Problem& p, const TwellSchedule& s);
 int twell_registers(const Problem& p, const TwellSchedule& s);  // kernel 2's estimate
 // Kernel 2's fp32 workspace, offsets in 32-bit words. split > 1: KP floats per token, then one
 // counter per token. balance=queue: `pool` rows of KP floats, one counter per row, the queue's 8
-// control words, then a ring of (pool × (kTwellMaxParts − 1)) 64-bit work items. A pool row is
-// freed when its token's last part has written y. All zero between launches.
+// control words, then room for every 64-bit work item a launch can push: M × (most parts of a
+// token − 1), so that an item is never reused within a launch. A pool row is freed when its
+// token's last part has written y. All zero between launches.
 struct TwellWorkspace {
   int64_t rows = 0;  // fp32 rows: M (split) or the queue's pool
   int64_t counters = 0, control = 0, items = 0, bytes = 0;
 };
 TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s);
 int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s);
+// balance=queue: the most parts a token can be cut into. Its batches (packed entries 64 at a
+// time, then the overflowing tiles' 64-column pieces) are at most tiles × T / 64, cut
+// kTwellPartBatches at a time, at most kTwellMaxParts.
+int64_t twell_max_parts(const Problem& p, const TwellSchedule& s);
 // Kernel 2's grid: M × split blocks, or min(M, kTwellQueueGrid) persistent ones.
 int64_t twell_down_grid(const Problem& p, const TwellSchedule& s);
 // Weight values the device holds, in order: W_g transposed (N×Kp, gated only), W_u transposed

@@ -249,7 +249,8 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
 // holds an SM alone while the rest of the grid has finished.
 // Queue state (BALANCE 1), all zero at launch and left so (the last block out resets qctl):
 //   qctl      [0] next token, [1] parts pushed, [2] parts taken, [3] pool cursor, [4] blocks out
-//   qitem     a ring of qpool x (PMAX - 1) pushed parts, 64-bit words, 0 when free
+//   qitem     the pushed parts, 64-bit words, 0 until written and again once taken; room for
+//             every part a launch can push (M x (most parts of a token - 1)), so never reused
 //   ws        the pool: qpool fp32 rows of split tokens
 //   counters  per pool row: 0 free, then 1 + its finished parts; the last part frees the row
 // WARPS warps per block; each thread accumulates G groups of 8 output columns
@@ -495,7 +496,6 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
   } else {
     constexpr int PMAX = 255;
     unsigned long long* items = reinterpret_cast<unsigned long long*>(qitem);
-    const int QCAP = qpool * (PMAX - 1);  // the ring of pushed parts
     for (;;) {
       // Thread 0 takes work: a pushed part first (so that long tokens finish early), else the
       // next token.
@@ -508,10 +508,9 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
           if (prev == h) {
             unsigned long long v;
             // Reserved before written: the pusher is writing it now.
-            while ((v = *reinterpret_cast<volatile unsigned long long*>(items + h % QCAP)) ==
-                   0ull) {
+            while ((v = *reinterpret_cast<volatile unsigned long long*>(items + h)) == 0ull) {
             }
-            atomicExch(items + h % QCAP, 0ull);  // free for the push QCAP later
+            items[h] = 0ull;  // zero again for the next launch
             row = static_cast<int>((v >> 32) & 0x7fffffffull);
             slot = static_cast<int>((v >> 16) & 0xffffull);
             part = static_cast<int>((v >> 8) & 0xffull);
@@ -546,19 +545,13 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
               if (atomicCAS(counters + c, 0, 1) == 0) slot = c;
             }
             if (slot >= 0) {
-              // The ring holds every part not yet taken (at most qpool tokens hold a row, each
-              // with at most PMAX - 1 parts), so the item QCAP before ours is taken; wait until
-              // its taker has cleared it.
+              // Reserved, then written: a taker of a reserved item waits for it.
               const int r = atomicAdd(qctl + 1, parts - 1);
-              for (int p = 1; p < parts; ++p) {
-                volatile unsigned long long* it = items + (r + p - 1) % QCAP;
-                while (*it != 0ull) {
-                }
-                *it = (1ull << 63) | (static_cast<unsigned long long>(row) << 32) |
-                      (static_cast<unsigned long long>(slot) << 16) |
-                      (static_cast<unsigned long long>(p) << 8) |
-                      static_cast<unsigned long long>(parts);
-              }
+              for (int p = 1; p < parts; ++p)
+                items[r + p - 1] = (1ull << 63) | (static_cast<unsigned long long>(row) << 32) |
+                                   (static_cast<unsigned long long>(slot) << 16) |
+                                   (static_cast<unsigned long long>(p) << 8) |
+                                   static_cast<unsigned long long>(parts);
               __threadfence();
             } else {
               slot = -1;  // no free row: the token stays whole

@@ -104,7 +104,8 @@ TEST(TwellCodegen, SplitTokensShareAWorkspace) {
 }
 
 // balance=queue: a persistent grid of min(M, 1024) blocks; the workspace holds the pool's rows
-// and counters, the queue's control words and its 64-bit items, all zero between launches.
+// and counters, the queue's control words and room for every 64-bit item a launch can push, all
+// zero between launches.
 TEST(TwellCodegen, QueueBalanceHasAPersistentGridAndAWorkQueue) {
   const Problem p = Problem::gated_ffn(3000, 256, 1000, DType::BF16);
   TwellSchedule s{128, 4, 8, TwellGate::Lib};
@@ -117,7 +118,9 @@ TEST(TwellCodegen, QueueBalanceHasAPersistentGridAndAWorkQueue) {
   EXPECT_EQ(ws.counters, 1024 * 256);
   EXPECT_EQ(ws.control, 1024 * 256 + 1024);
   EXPECT_EQ(ws.items, 1024 * 256 + 1024 + 8);
-  EXPECT_EQ(ws.bytes, (ws.items + 2 * 1024 * 254) * 4);
+  // N = 1000: 8 tiles of 128 = 16 batches, at most 8 parts of 2: 7 items per token.
+  EXPECT_EQ(twell_max_parts(p, s), 8);
+  EXPECT_EQ(ws.bytes, (ws.items + 2 * 3000 * 7) * 4);
   EXPECT_EQ(k.signature.workspace_bytes, ws.bytes);
   EXPECT_TRUE(k.signature.workspace_zeroed);
   EXPECT_NE(k.source.find(fmt::format(
