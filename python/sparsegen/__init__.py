@@ -6,6 +6,9 @@
     k(b, c)                                             # C = A @ B on device arrays
     print(k.schedule, k.schedule_reason, k.measured_ms, k.cache_hit)
 
+    f = sparsegen.gated_ffn(up, down, m=4096, gate=gate, calibration=x_host)  # activation-sparse
+    f(x, y)                                             # y = (ReLU(x W_g) * (x W_u)) W_d
+
 B and C are CUDA device arrays of any framework, in the kernel's dtype and layouts (row-major
 K x N and M x N by default, contiguous), taken through ``__cuda_array_interface__`` (PyTorch CUDA
 tensors, CuPy, Numba) or, for arrays without it, through DLPack (``__dlpack__`` and
@@ -42,7 +45,7 @@ from ._sparsegen import CudaError, Kernel, Matrix, Runtime, UserError
 from ._sparsegen import _dlpack_describe, _from_csr, _load
 
 __all__ = ["CudaError", "Kernel", "Matrix", "Runtime", "UserError", "from_csr", "from_scipy",
-           "load", "tune", "run"]
+           "load", "tune", "gated_ffn", "run"]
 __version__ = "0.1.0"
 
 _DTYPES = {"fp32": ("<f4", 4), "fp16": ("<f2", 2), "bf16": ("<V2", 2)}
@@ -96,6 +99,48 @@ def tune(matrix: Matrix, n: int, dtype: str = "fp16", top_k: Optional[int] = Non
     rt = runtime if runtime is not None else _runtime()
     return rt.spmm(matrix, int(n), dtype, -1 if top_k is None else int(top_k), schedule,
                    cache_dir, use_cache, b_layout, c_layout, io)
+
+
+def _host_matrix(x: Any, name: str) -> np.ndarray:
+    """A 2-D array as C-contiguous float32 on the host (the weights' and tokens' master values);
+    a torch tensor of any device and float type is copied to the host first."""
+    if hasattr(x, "detach") and hasattr(x, "cpu") and hasattr(x, "float"):
+        x = x.detach().cpu().float().numpy()
+    a = np.ascontiguousarray(np.asarray(x, dtype=np.float32))
+    if a.ndim != 2:
+        raise UserError(f"{name}: expected a 2-D array, found shape {a.shape}")
+    if not np.isfinite(a).all():
+        r, c = np.argwhere(~np.isfinite(a))[0]
+        raise UserError(f"{name}: element ({r}, {c}) is {a[r, c]}; the FFN needs finite values")
+    return a
+
+
+def gated_ffn(up: Any, down: Any, m: int, gate: Any = None, dtype: str = "bf16",
+              schedule: str = "", calibration: Any = None, per_family: int = 3,
+              cache_dir: str = "", use_cache: bool = True,
+              runtime: Optional[Runtime] = None) -> Kernel:
+    """The feed-forward block of an LLM for ``m`` tokens, as one kernel:
+    y = (ReLU(x W_g) * (x W_u)) W_d, or y = ReLU(x W_u) W_d without ``gate``.
+
+    ``up`` and ``gate`` are K x N (model width x hidden width, as in x @ W: a PyTorch
+    ``gate_proj.weight`` is its transpose), ``down`` is N x K; host arrays of any float type
+    (kept as fp32 master values, rounded to ``dtype``, fp16 or bf16, on the device). Where the
+    gate activations are sparse (ReLU-gated models), the twell family runs only their nonzeros;
+    elsewhere the dense FFN wins. Which one: ``calibration`` tokens (m x K host array) are
+    measured on the GPU with every FFN family's best-ranked schedules (``per_family`` each) and
+    the fastest is returned, its tuning kept in the kernel database for tokens of the same
+    statistics; or ``schedule`` names one (``twell;...`` / ``dense_ffn;...``), which is how an
+    offline Runtime builds. The kernel runs as ``k(x, y)`` on device arrays of m x K in
+    ``dtype`` (``y = alpha * ffn(x) + beta * y``)."""
+    rt = runtime if runtime is not None else _runtime()
+    g = None if gate is None else _host_matrix(gate, "gate")
+    u = _host_matrix(up, "up")
+    d = _host_matrix(down, "down")
+    c = None if calibration is None else _host_matrix(calibration, "calibration")
+    if c is not None and c.shape[0] != int(m):
+        raise UserError(f"calibration: expected m = {int(m)} tokens, found {c.shape[0]}")
+    return rt.gated_ffn(g, u, d, int(m), dtype, schedule, c, int(per_family), cache_dir,
+                        use_cache)
 
 
 # DLPack device types (dlpack.h DLDeviceType) and dtype codes (DLDataTypeCode).
@@ -237,12 +282,18 @@ def _stream_of(stream: Any, arrays: "tuple[Any, ...]") -> int:
 
 def run(kernel: Kernel, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0,
         stream: Any = None) -> None:
-    """C = alpha * A @ B + beta * C on device arrays (see the module docstring)."""
+    """C = alpha * A @ B + beta * C on device arrays (see the module docstring); for a gated FFN
+    kernel (``kernel.op == "gated_ffn"``), y = alpha * ffn(x) + beta * y with b = x and c = y,
+    both m x K."""
     s = _stream_of(stream, (b, c))  # first: DLPack producers order their work before it
     keep: "list[Any]" = []  # DLPack imports, released after the launch
     waits: "list[int]" = []  # __cuda_array_interface__ producer streams
-    pb = _device_array(b, "b", kernel.k * kernel.n, kernel.io_dtype, False, s, keep, waits)
-    pc = _device_array(c, "c", kernel.m * kernel.n, kernel.io_dtype, True, s, keep, waits)
+    if kernel.op == "gated_ffn":
+        names, counts = ("x", "y"), (kernel.m * kernel.k, kernel.m * kernel.k)
+    else:
+        names, counts = ("b", "c"), (kernel.k * kernel.n, kernel.m * kernel.n)
+    pb = _device_array(b, names[0], counts[0], kernel.io_dtype, False, s, keep, waits)
+    pc = _device_array(c, names[1], counts[1], kernel.io_dtype, True, s, keep, waits)
     for producer in sorted(set(waits)):
         if producer != s:
             kernel._order_after(producer, s)

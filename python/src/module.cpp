@@ -78,6 +78,31 @@ CsrMatrix from_csr(nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::dev
   return a;
 }
 
+// A gated FFN's weights from C-contiguous fp32 host arrays (the Python side converts them): gate
+// and up K x N, down N x K; gate absent for the non-gated form. The shapes are checked here,
+// naming the argument, before anything is copied.
+using HostMatrix = nb::ndarray<const float, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
+FfnWeights ffn_weights(const std::optional<HostMatrix>& gate, const HostMatrix& up,
+                       const HostMatrix& down) {
+  FfnWeights w;
+  w.k = static_cast<int64_t>(up.shape(0));
+  w.n = static_cast<int64_t>(up.shape(1));
+  w.gated = gate.has_value();
+  w.source = "Python arrays";
+  if (gate && (gate->shape(0) != up.shape(0) || gate->shape(1) != up.shape(1)))
+    throw UserError("gate: expected the shape of up (" + std::to_string(up.shape(0)) + " x " +
+                    std::to_string(up.shape(1)) + "), found " + std::to_string(gate->shape(0)) +
+                    " x " + std::to_string(gate->shape(1)));
+  if (static_cast<int64_t>(down.shape(0)) != w.n || static_cast<int64_t>(down.shape(1)) != w.k)
+    throw UserError("down: expected N x K = " + std::to_string(w.n) + " x " + std::to_string(w.k) +
+                    " (up is K x N), found " + std::to_string(down.shape(0)) + " x " +
+                    std::to_string(down.shape(1)));
+  if (gate) w.gate.assign(gate->data(), gate->data() + gate->size());
+  w.up.assign(up.data(), up.data() + up.size());
+  w.down.assign(down.data(), down.data() + down.size());
+  return w;
+}
+
 // DLPack: what the Python side needs to check a framework array and take its pointer. `src` is a
 // DLPack capsule (from `x.__dlpack__(stream=...)`, so that the producer orders its work before the
 // caller's stream), or any object nanobind imports (an object with __dlpack__, or a buffer; then
@@ -176,6 +201,9 @@ NB_MODULE(_sparsegen, m) {
       .def_prop_ro("runnable", &Kernel::runnable, "False for kernels compiled offline")
       .def_prop_ro("cuda_source", &Kernel::cuda_source)
       .def_prop_ro("problem", [](const Kernel& k) { return to_string(k.problem()); })
+      .def_prop_ro(
+          "op", [](const Kernel& k) { return std::string(to_string(k.problem().op)); },
+          "the operation: 'spmm', ... or 'gated_ffn' (x and y M x K, hidden width n)")
       .def_prop_ro("m", [](const Kernel& k) { return k.problem().m; })
       .def_prop_ro("k", [](const Kernel& k) { return k.problem().k; })
       .def_prop_ro("n", [](const Kernel& k) { return k.problem().n; })
@@ -227,5 +255,32 @@ NB_MODULE(_sparsegen, m) {
           },
           "matrix"_a, "n"_a, "dtype"_a = "fp32", "top_k"_a = -1, "schedule"_a = "",
           "cache_dir"_a = "", "use_cache"_a = true, "b_layout"_a = "row", "c_layout"_a = "row",
-          "io"_a = "fp16");
+          "io"_a = "fp16")
+      .def(
+          "gated_ffn",
+          [](const Runtime& rt, std::optional<HostMatrix> gate, HostMatrix up, HostMatrix down,
+             int64_t m, const std::string& dtype, const std::string& schedule,
+             std::optional<HostMatrix> calibration, int per_family, const std::string& cache_dir,
+             bool use_cache) {
+            const FfnWeights w = ffn_weights(gate, up, down);
+            std::vector<float> x;
+            FfnOptions o;
+            o.dtype = dtype_arg(dtype);
+            o.schedule = schedule;
+            o.per_family = per_family;
+            o.cache_dir = cache_dir;
+            o.use_cache = use_cache;
+            if (calibration) {
+              if (static_cast<int64_t>(calibration->shape(1)) != w.k)
+                throw UserError("calibration: expected tokens of K = " + std::to_string(w.k) +
+                                " values, found " + std::to_string(calibration->shape(1)));
+              x.assign(calibration->data(), calibration->data() + calibration->size());
+              o.calibration = &x;
+            }
+            nb::gil_scoped_release nogil;
+            return rt.gated_ffn(w, m, o);
+          },
+          "gate"_a.none(), "up"_a, "down"_a, "m"_a, "dtype"_a = "bf16", "schedule"_a = "",
+          "calibration"_a.none() = nb::none(), "per_family"_a = 3, "cache_dir"_a = "",
+          "use_cache"_a = true);
 }
