@@ -68,15 +68,7 @@ def test_errors_name_the_argument():
         sparsegen.gated_ffn(up, down, M, gate=gate, schedule="twell;tile=96", runtime=rt)
 
 
-def _has_gpu() -> bool:
-    try:
-        sparsegen.Runtime(0)
-        return True
-    except sparsegen.CudaError:
-        return False
-
-
-@pytest.mark.skipif(not _has_gpu(), reason="no GPU: the device tests need one")
+@pytest.mark.gpu
 @pytest.mark.parametrize("schedule", ["", "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue"])
 def test_gpu_ffn_matches_float64(schedule, tmp_path):
     torch = pytest.importorskip("torch")

@@ -12,14 +12,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "llm_512x128_magnitude80.mtx"
 
 
-def _has_gpu() -> bool:
-    try:
-        sparsegen.Runtime(0)
-        return True
-    except sparsegen.CudaError:
-        return False
-
-
 def test_load_example():
     a = sparsegen.load(EXAMPLE)
     assert a.shape == (512, 128)
@@ -101,7 +93,7 @@ def test_call_rejects_host_arrays():
         k([0.0], [0.0])
 
 
-@pytest.mark.skipif(not _has_gpu(), reason="no GPU: the device tests need one")
+@pytest.mark.gpu
 def test_gpu_spmm_matches_numpy():
     cupy = pytest.importorskip("cupy")
     a = sparsegen.load(EXAMPLE)
