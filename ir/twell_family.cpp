@@ -138,17 +138,11 @@ class TwellIrFamily final : public IrFamily {
                 {"overflow_tiles_128_32", tw.overflow_tiles}};
     return f;
   }
-  // split > 1: the blocks' partial rows are added in fp32. balance=queue: a token's parts are,
-  // at most one per kTwellPartBatches of its batches (its packed entries 64 at a time, then up
-  // to N / 64 dense pieces of overflowing tiles).
-  int64_t output_adds(const Problem& p, const Schedule& s, int64_t row_length) const override {
+  // The parts' partial rows of a token are added in fp32: split of them, or with the queue at
+  // most twell_max_parts.
+  int64_t output_adds(const Problem& p, const Schedule& s, int64_t) const override {
     const TwellSchedule& t = s.as<TwellSchedule>();
-    if (t.balance == TwellBalance::Token) return t.split - 1;
-    const int64_t batches =
-        (row_length + kTwellBatch - 1) / kTwellBatch + (p.n + kTwellBatch - 1) / kTwellBatch;
-    return std::min<int64_t>(kTwellMaxParts,
-                             (batches + kTwellPartBatches - 1) / kTwellPartBatches) -
-           1;
+    return (t.balance == TwellBalance::Queue ? twell_max_parts(p, t) : t.split) - 1;
   }
 };
 

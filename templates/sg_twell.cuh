@@ -245,9 +245,9 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
 // Kernel 2 (see the top comment). Its work split (ir/twell_schedule.h): BALANCE 0 (token) is one
 // block per token, SPLIT blocks (blockIdx.y) sharing it when SPLIT > 1; BALANCE 1 (queue) is a
 // persistent grid whose blocks take tokens from a counter and cut a long one into parts of
-// PART_BATCHES batches, which other blocks take from a work queue: one dense token no longer
-// holds an SM alone while the rest of the grid has finished.
-// Queue state (BALANCE 1), all zero at launch and left so (the last block out resets qctl):
+// PART_BATCHES batches (at most MAX_PARTS, below 256), which other blocks take from a work queue:
+// one dense token no longer holds an SM alone while the rest of the grid has finished. Queue state
+// (BALANCE 1), all zero at launch and left so (the last block out resets qctl):
 //   qctl      [0] next token, [1] parts pushed, [2] parts taken, [3] pool cursor, [4] blocks out
 //   qitem     the pushed parts, 64-bit words, 0 until written and again once taken; room for
 //             every part a launch can push (M x (most parts of a token - 1)), so never reused
@@ -263,7 +263,7 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
 // parts of one token add their partial rows into an fp32 row (ws for SPLIT, the queue's pool),
 // and the last to finish (a per-row counter) writes y and returns the row and counter to zero.
 template <typename T, int WARPS, int TILE, int CAP, int GATED, int G, int KP, int SPLIT,
-          int BALANCE, int PART_BATCHES>
+          int BALANCE, int PART_BATCHES, int MAX_PARTS>
 __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __restrict__ w_up_t,
                                            const T* __restrict__ w_down,
                                            const unsigned* __restrict__ tw, T* __restrict__ y,
@@ -271,6 +271,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
                                            unsigned* qitem, int qpool, float alpha, float beta,
                                            int m, int k, int n, int tiles, int entries_off,
                                            int backup_off) {
+  static_assert(MAX_PARTS < 256, "a queue item holds a part's index and count in 8 bits each");
   constexpr int kp = KP;
   constexpr int THREADS = WARPS * 32, BATCH = 64, SUB = TILE / BATCH;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -494,7 +495,6 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     else
       add_row(row, ws + static_cast<size_t>(row) * KP, counters + row, SPLIT, 0);
   } else {
-    constexpr int PMAX = 255;
     unsigned long long* items = reinterpret_cast<unsigned long long*>(qitem);
     for (;;) {
       // Thread 0 takes work: a pushed part first (so that long tokens finish early), else the
@@ -534,7 +534,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       int part = misc[4], parts = misc[5], slot = misc[6];
       setup(row);
       if (parts == 0) {  // a fresh token: cut it when it has more than PART_BATCHES batches
-        parts = max(1, min(PMAX, (batches() + PART_BATCHES - 1) / PART_BATCHES));
+        parts = max(1, min(MAX_PARTS, (batches() + PART_BATCHES - 1) / PART_BATCHES));
         if (parts > 1) {
           __syncthreads();  // every thread has read misc[3..6]
           if (tid == 0) {

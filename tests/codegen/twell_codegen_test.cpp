@@ -22,7 +22,7 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                                       b.entries / 4, b.backup / 4)),
             std::string::npos)
       << k.source;
-  EXPECT_NE(k.source.find(fmt::format("sg::twell_down<T, 8, 128, 32, 1, 1, 2048, 1, 0, 2>(B, "
+  EXPECT_NE(k.source.find(fmt::format("sg::twell_down<T, 8, 128, 32, 1, 1, 2048, 1, 0, 2, 255>(B, "
                                       "values + {}, values + {}, bw, C, sg_smem, "
                                       "static_cast<float*>(nullptr), static_cast<int*>(nullptr), "
                                       "static_cast<int*>(nullptr), static_cast<unsigned*>(nullptr)"
@@ -46,7 +46,8 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                            "104, 700, 11,"),
             std::string::npos)
       << kq.source;
-  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 64, 4, 0, 1, 104, 1, 0, 2>"), std::string::npos)
+  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 64, 4, 0, 1, 104, 1, 0, 2, 255>"),
+            std::string::npos)
       << kq.source;
   EXPECT_EQ(kq.signature.b_alignment, 2);
   EXPECT_EQ(twell_weights_layout(q).elements, 2 * 700 * 104);
@@ -91,7 +92,8 @@ TEST(TwellCodegen, SplitTokensShareAWorkspace) {
   EXPECT_EQ(k.signature.workspace_bytes, (3 * 256 + 3) * 4);
   EXPECT_TRUE(k.signature.workspace_zeroed);
   EXPECT_EQ(k.signature.params.back().kind, ParamKind::Workspace);
-  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 128, 32, 1, 1, 256, 16, 0, 2>"), std::string::npos)
+  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 128, 32, 1, 1, 256, 16, 0, 2, 255>"),
+            std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("ws, reinterpret_cast<int*>(ws + 768), static_cast<int*>(nullptr), "
                           "static_cast<unsigned*>(nullptr), 0, alpha, beta"),
@@ -123,13 +125,14 @@ TEST(TwellCodegen, QueueBalanceHasAPersistentGridAndAWorkQueue) {
   EXPECT_EQ(ws.bytes, (ws.items + 2 * 3000 * 7) * 4);
   EXPECT_EQ(k.signature.workspace_bytes, ws.bytes);
   EXPECT_TRUE(k.signature.workspace_zeroed);
-  EXPECT_NE(k.source.find(fmt::format(
-                "sg::twell_down<T, 8, 128, 32, 1, 1, 256, 1, 1, 2>(B, values + 256000, values + "
-                "512000, bw, C, sg_smem, ws, reinterpret_cast<int*>(ws + {}), "
-                "reinterpret_cast<int*>(ws + {}), reinterpret_cast<unsigned*>(ws + {}), 1024, "
-                "alpha, beta, 3000, 256, 1000,",
-                ws.counters, ws.control, ws.items)),
-            std::string::npos)
+  EXPECT_NE(
+      k.source.find(fmt::format(
+          "sg::twell_down<T, 8, 128, 32, 1, 1, 256, 1, 1, 2, 255>(B, values + 256000, values + "
+          "512000, bw, C, sg_smem, ws, reinterpret_cast<int*>(ws + {}), "
+          "reinterpret_cast<int*>(ws + {}), reinterpret_cast<unsigned*>(ws + {}), 1024, "
+          "alpha, beta, 3000, 256, 1000,",
+          ws.counters, ws.control, ws.items)),
+      std::string::npos)
       << k.source;
   // Fewer tokens than the grid's cap: one block each, a pool row each.
   const Problem few = Problem::gated_ffn(5, 100, 700, DType::F16, false);
