@@ -51,18 +51,22 @@ int main(int argc, char** argv) {
   std::vector<std::string> shapes = {"2048x5632", "4096x14336"};
   std::vector<int64_t> ms = {512, 4096, 16384};
   std::vector<double> means = {6, 30, 120, 400, 900};
-  std::vector<std::string> schedules = {"twell;tile=128;comp=2;warps=8;gate=lib",
-                                        "twell;tile=128;comp=4;warps=8;gate=lib",
-                                        "twell;tile=128;comp=8;warps=8;gate=lib",
-                                        "twell;tile=64;comp=4;warps=8;gate=lib",
-                                        "twell;tile=128;comp=4;warps=8;gate=lib;split=16",
-                                        "twell;tile=128;comp=4;warps=8;gate=mma",
-                                        "twell;tile=128;comp=8;warps=8;gate=mma",
-                                        "dense_ffn;threads=256",
-                                        "twell;tile=128;comp=2;warps=8;gate=lib;balance=queue",
-                                        "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue",
-                                        "twell;tile=128;comp=8;warps=8;gate=lib;balance=queue",
-                                        "twell;tile=64;comp=4;warps=8;gate=lib;balance=queue"};
+  std::vector<std::string> schedules = {
+      "twell;tile=128;comp=2;warps=8;gate=lib",
+      "twell;tile=128;comp=4;warps=8;gate=lib",
+      "twell;tile=128;comp=8;warps=8;gate=lib",
+      "twell;tile=64;comp=4;warps=8;gate=lib",
+      "twell;tile=128;comp=4;warps=8;gate=lib;split=16",
+      "twell;tile=128;comp=4;warps=8;gate=mma",
+      "twell;tile=128;comp=8;warps=8;gate=mma",
+      "dense_ffn;threads=256",
+      "twell;tile=128;comp=2;warps=8;gate=lib;balance=queue",
+      "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue",
+      "twell;tile=128;comp=8;warps=8;gate=lib;balance=queue",
+      "twell;tile=64;comp=4;warps=8;gate=lib;balance=queue",
+      "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=2",
+      "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=4",
+      "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=8"};
   std::string type = "bf16", out_path;
   int reps = 20, check_rows = 6;
   bool gated = true;

@@ -68,10 +68,7 @@ class TwellEmitter : public Emitter {
   bool uses_workspace() const { return s_.split > 1 || queue(); }
   std::string gate_name() const { return opt_.kernel_name + "_gate"; }
   std::string pack_name() const { return opt_.kernel_name + "_pack"; }
-  int groups() const {
-    const int64_t threads = s_.warps * 32;
-    return static_cast<int>((twell_k_padded(p_) / 8 + threads - 1) / threads);
-  }
+  int groups() const { return twell_groups(p_, s_); }
 
   // Kernel 1 in its own extern "C" function, declared before the main kernel.
   void emit_gate() {
@@ -108,32 +105,33 @@ class TwellEmitter : public Emitter {
   }
 
   // Kernel 2: the main kernel's body.
-  //   sg::twell_down<T, WARPS, TILE, CAP, GATED, G, KP, SPLIT, BALANCE, PART, MAX_PARTS>(B, W_u^T,
-  //       W_d, bw,
-  //       C, sg_smem, ws rows, counters, queue control, queue items, pool, alpha, beta, M, K,
-  //       N, tiles, entries, backup);
+  //   sg::twell_down<T, WARPS, TEAMS, TILE, CAP, GATED, G, KP, SPLIT, BALANCE, PART, MAX_PARTS>(
+  //       B, W_u^T, W_d, bw, C, sg_smem, ws rows, counters, queue control, queue items, pool,
+  //       alpha, beta, M, K, N, tiles, entries, backup);
   void emit_down() {
     const TwellWeights w = twell_weights_layout(p_);
     const TwellBuffer b = twell_buffer(p_, s_);
     const TwellWorkspace ws = twell_workspace(p_, s_);
     line("extern __shared__ __align__(16) float sg_smem[];");
-    comment(
-        fmt::format("kernel 2: {}; {} warps; batches of {} entries; {} x 8 output columns "
-                    "per thread",
-                    queue() ? fmt::format("{} persistent blocks taking tokens and parts of "
-                                          "{} batches from a queue",
-                                          twell_down_grid(p_, s_), kTwellPartBatches)
-                            : std::string("one block per token"),
-                    s_.warps, kTwellBatch, groups()));
+    comment(fmt::format(
+        "kernel 2: {}; {} warps{}; batches of {} entries; {} x 8 output columns per thread",
+        queue() ? fmt::format("{} persistent blocks taking tokens and parts of "
+                              "{} batches from a queue",
+                              twell_down_grid(p_, s_), kTwellPartBatches)
+                : std::string("one block per token"),
+        s_.warps,
+        s_.teams == 1 ? std::string()
+                      : fmt::format(" in {} workers of {}", s_.teams, s_.team_warps()),
+        kTwellBatch, groups()));
     const bool work = uses_workspace();
     auto ws_ptr = [&](const char* type, int64_t offset) {
       return fmt::format("reinterpret_cast<{}*>(ws + {})", type, offset);
     };
     call_stmt(tmpl::twell_down,
-              targs(TypeArg{"T"}, IntArg{s_.warps}, IntArg{s_.tile}, IntArg{s_.cap()},
-                    IntArg{p_.gated ? 1 : 0}, IntArg{groups()}, IntArg{twell_k_padded(p_)},
-                    IntArg{s_.split}, IntArg{queue() ? 1 : 0}, IntArg{kTwellPartBatches},
-                    IntArg{kTwellMaxParts}),
+              targs(TypeArg{"T"}, IntArg{s_.warps}, IntArg{s_.teams}, IntArg{s_.tile},
+                    IntArg{s_.cap()}, IntArg{p_.gated ? 1 : 0}, IntArg{groups()},
+                    IntArg{twell_k_padded(p_)}, IntArg{s_.split}, IntArg{queue() ? 1 : 0},
+                    IntArg{kTwellPartBatches}, IntArg{kTwellMaxParts}),
               cptr_t("B"), cptr_t(fmt::format("values + {}", w.up_t)),
               cptr_t(fmt::format("values + {}", w.down)), cptr_u32("bw"), ptr_t("C"),
               ptr_f32("sg_smem"), ptr_f32(work ? "ws" : "static_cast<float*>(nullptr)"),

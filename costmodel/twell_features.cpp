@@ -2,7 +2,8 @@
 // problem's M: kernel 1 streams x and W_g once per 128-row block (a tensor-core GEMM, counted as
 // its bytes and as multiplies that run before kernel 2) and writes the TwELL words; kernel 2 reads,
 // per activation nonzero, one row of W_u^T and one of W_d (K values each) and the x row once,
-// its longest worker a block's share of the longest token (or of one part, with the queue).
+// its longest worker a block's (or team's) share of the longest token (or of one part, with the
+// queue).
 #include <algorithm>
 #include <cmath>
 
@@ -46,23 +47,26 @@ class TwellCost final : public CostFamily {
     // GEMM's rate, as the dense FFN's count; the generated GEMM (gate=mma) ran at about a third of
     // the library's on an H200 (bf16, 4096 x 14336), so it counts three. The rest describes
     // kernel 2: per nonzero, a warp walks the W_u row (8 values per lane and iteration) and the
-    // block's warps share the W_d row: 2 · KP / 256 warp iterations, however many warps; one
-    // block's share of its longest token (with the queue: one part of it) is the critical path.
+    // worker's warps share the W_d row: 2 · KP / 256 warp iterations, however many warps; one
+    // worker's share of its longest token (with the queue: one part of it) is the critical path.
     const double mmas = std::ceil(m / 16.0) * std::ceil(n / 8.0) * std::ceil(kp / 16.0);
     f.serial_mmas = mmas * (s.gate == TwellGate::Mma ? 3.0 : 1.0);
     const double per_nonzero = 2.0 * std::ceil(kp / 256.0);
     f.warp_workers = double(twell_down_grid(p, s)) * s.split * s.warps;
+    const double worker_warps = s.team_warps();
     f.warp_iters_total = walked * per_nonzero;
     double longest = fs.max_row_length > 0 ? double(fs.max_row_length) : per_token;
     if (s.balance == TwellBalance::Queue)
       longest = std::min(longest, double(kTwellPartBatches * kTwellBatch));
-    f.warp_iters_max = longest / s.split * per_nonzero / s.warps;
+    f.warp_iters_max = longest / s.split * per_nonzero / worker_warps;
     f.warp_iters_mean = f.warp_workers > 0 ? f.warp_iters_total / f.warp_workers : 0.0;
     f.lane_efficiency = 1.0;
     f.column_efficiency = std::min(1.0, n / (tiles * s.tile));
     f.atomics = 0;
     f.shuffles = walked * 5.0;
-    f.block_syncs = m * (2.0 + 2.0 * std::ceil(std::max(per_token, 1.0) / kTwellBatch)) +
+    // A worker of one warp synchronises within the warp only.
+    f.block_syncs = (worker_warps > 1 ? 1.0 : 0.0) * m *
+                        (2.0 + 2.0 * std::ceil(std::max(per_token, 1.0) / kTwellBatch)) +
                     row_blocks * tiles * std::ceil(kp / 32.0);
     f.blocks = double(twell_down_grid(p, s)) * s.split;
     f.threads_per_block = s.warps * 32;

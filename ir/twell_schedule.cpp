@@ -44,6 +44,13 @@ std::vector<std::string> validate(const TwellSchedule& s) {
     why.push_back(fmt::format("split={} must be 1, 4 or 16", s.split));
   if (s.balance == TwellBalance::Queue && s.split != 1)
     why.push_back(fmt::format("balance=queue cuts tokens itself: split={} must be 1", s.split));
+  if (s.teams != 1 && s.teams != 2 && s.teams != 4 && s.teams != 8)
+    why.push_back(fmt::format("teams={} must be 1, 2, 4 or 8", s.teams));
+  else if (s.warps % s.teams != 0)
+    why.push_back(fmt::format("teams={} must divide warps={}", s.teams, s.warps));
+  if (s.teams > 1 && s.balance != TwellBalance::Queue)
+    why.push_back(
+        fmt::format("teams={} take their work from the queue: balance must be queue", s.teams));
   return why;
 }
 
@@ -64,8 +71,8 @@ std::vector<std::string> validate_twell(const Problem& p, const TwellSchedule& s
 }
 
 std::string twell_spec(const TwellSchedule& s) {
-  return fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={}", s.tile, s.comp,
-                     s.warps, to_string(s.gate), s.split, to_string(s.balance));
+  return fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
+                     s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
 }
 
 std::string print_twell(const TwellSchedule& s) {
@@ -86,9 +93,12 @@ std::string print_twell(const TwellSchedule& s) {
   const std::string blocks =
       s.balance == TwellBalance::Queue
           ? fmt::format(
-                "persistent blocks of {} warps taking tokens and parts of {} batches "
+                "persistent blocks of {} warps{} taking tokens and parts of {} batches "
                 "from a queue",
-                s.warps, kTwellPartBatches)
+                s.warps,
+                s.teams == 1 ? std::string()
+                             : fmt::format(" ({} teams of {})", s.teams, s.team_warps()),
+                kTwellPartBatches)
           : fmt::format("{} of {} warps per token",
                         s.split == 1 ? std::string("one block") : fmt::format("{} blocks", s.split),
                         s.warps);
@@ -121,8 +131,11 @@ TwellSchedule parse_twell_fields(std::string_view spec,
       const auto b = parse_twell_balance(v);
       if (!b) spec_fields::error(key, spec_fields::alternatives(kBalanceNames), v);
       s.balance = *b;
+    } else if (key == "teams") {
+      s.teams = num(64);
     } else {
-      spec_fields::error(key, "one of tile, comp, warps, gate, split, balance (family twell)", key);
+      spec_fields::error(
+          key, "one of tile, comp, warps, gate, split, balance, teams (family twell)", key);
     }
   });
   spec_fields::check_legal(spec, validate(s));
@@ -154,8 +167,11 @@ int64_t twell_gemm_shared_bytes(const TwellSchedule& s) {
 
 int64_t twell_down_shared_bytes(const Problem& p, const TwellSchedule& s) {
   const int64_t tiles = twell_tiles(p, s);
-  // x row (dtype), batch columns / values / h·u, tile prefix sums, overflowing tile list.
-  return twell_k_padded(p) * 2 + kTwellBatch * 12 + (tiles + 1) * 4 + tiles * 4 + 32;
+  // Per worker: x row (dtype), batch columns / values / h·u, tile prefix sums, overflowing tile
+  // list, 8 ints; 16-byte aligned.
+  const int64_t worker =
+      twell_k_padded(p) * 2 + kTwellBatch * 12 + (tiles + 1) * 4 + tiles * 4 + 32;
+  return (worker + 15) / 16 * 16 * s.teams;
 }
 
 TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s) {
@@ -186,12 +202,18 @@ int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s) {
 }
 
 int64_t twell_down_grid(const Problem& p, const TwellSchedule& s) {
-  return s.balance == TwellBalance::Queue ? std::min(p.m, kTwellQueueGrid) : p.m;
+  return s.balance == TwellBalance::Queue ? std::min((p.m + s.teams - 1) / s.teams, kTwellQueueGrid)
+                                          : p.m;
+}
+
+int twell_groups(const Problem& p, const TwellSchedule& s) {
+  const int64_t threads = int64_t{s.team_warps()} * kWarpSize;
+  return static_cast<int>((twell_k_padded(p) / 8 + threads - 1) / threads);
 }
 
 int twell_registers(const Problem& p, const TwellSchedule& s) {
-  // Each thread accumulates ceil(Kp / (8 · threads)) groups of 8 fp32 columns.
-  const int64_t groups = (twell_k_padded(p) / 8 + s.warps * 32 - 1) / (s.warps * 32);
+  // Each thread accumulates its groups of 8 fp32 columns.
+  const int64_t groups = twell_groups(p, s);
   return static_cast<int>(std::min<int64_t>(255, 40 + 8 * groups + 8 * groups / 2));
 }
 
@@ -227,9 +249,9 @@ std::vector<std::string> verify_twell(const Problem& p, const TwellSchedule& s,
         down, p.k, dev.max_shared_per_block));
   if (twell_registers(p, s) >= dev.max_registers_per_thread)
     why.push_back(
-        fmt::format("kernel 2 accumulates K={} columns in registers: {} threads are too "
-                    "few (more warps, or a smaller K)",
-                    p.k, s.warps * 32));
+        fmt::format("kernel 2 accumulates K={} columns in registers: {} threads per worker "
+                    "are too few (more warps, fewer teams, or a smaller K)",
+                    p.k, s.team_warps() * 32));
   if ((p.m + kTwellGemmRows - 1) / kTwellGemmRows > dev.max_grid_y || p.m > dev.max_grid_x ||
       s.split > dev.max_grid_y)
     why.push_back(fmt::format("M={} tokens exceed the grid", p.m));
@@ -247,7 +269,7 @@ std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatri
     for (int tile : {128, 64})
       for (int comp : {4, 8, 2, 16, 1})
         for (int warps : {8, 4})
-          for (TwellBalance balance : {TwellBalance::Queue, TwellBalance::Token})
+          for (TwellBalance balance : {TwellBalance::Queue, TwellBalance::Token}) {
             for (int split : {1, 4, 16}) {
               if (split > 1 &&
                   (gate != TwellGate::Lib || p.m > 1024 || balance != TwellBalance::Token))
@@ -255,6 +277,12 @@ std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatri
               const TwellSchedule s{tile, comp, warps, gate, split, balance};
               if (verify_twell(p, s, dev).empty()) out.emplace_back(s);
             }
+            if (balance != TwellBalance::Queue || warps != 8) continue;
+            for (int teams : {8, 4, 2}) {
+              const TwellSchedule s{tile, comp, warps, gate, 1, balance, teams};
+              if (twell_groups(p, s) <= 8 && verify_twell(p, s, dev).empty()) out.emplace_back(s);
+            }
+          }
   return out;
 }
 

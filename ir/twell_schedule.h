@@ -2,7 +2,7 @@
 // hidden activations between them in tile-wise ELL (ir/twell_format.h). Its IrFamily is in
 // ir/twell_family.cpp.
 //
-//   twell;tile=128;comp=4;warps=8;gate=mma;split=1;balance=queue
+//   twell;tile=128;comp=4;warps=8;gate=mma;split=1;balance=queue;teams=1
 //     tile   T, the first kernel's N-tile and the TwELL tile: 64 or 128 columns
 //     comp   C, the compression: room for T / C entries per row and tile (1, 2, 4, 8, 16)
 //     warps  warps per block of the second kernel (4 or 8)
@@ -16,6 +16,10 @@
 //            into parts that idle blocks take from a work queue, its partial rows added in an fp32
 //            row of a pool: the heavy-tailed tokens of real activations no longer leave one block
 //            running long after the rest of the grid has finished)
+//     teams  kernel 2's workers per block with balance=queue (1, 2, 4, 8, dividing warps): each
+//            team of warps / teams warps takes its own tokens and parts with its own shared
+//            memory and barrier, so the block's warps no longer wait for each other (one warp per
+//            team: no block barrier at all); its threads hold more output columns each
 //
 // Kernel 1 (b_transform, on x):  block (t, y) computes G = x[128 rows of y] · W_g[:, tile t] on
 //   the tensor cores (mma.sync m16n8k16, fp32 accumulation, cp.async 3-stage pipeline, 8 warps),
@@ -66,8 +70,10 @@ struct TwellSchedule {
   TwellGate gate = TwellGate::Mma;
   int split = 1;                               // kernel 2 blocks per token: 1, 4, 16
   TwellBalance balance = TwellBalance::Token;  // queue: split 1 only
+  int teams = 1;                               // kernel 2 workers per block: 1, 2, 4, 8 (queue)
 
   int cap() const { return tile / comp; }
+  int team_warps() const { return warps / teams; }  // warps of one kernel-2 worker
   bool operator==(const TwellSchedule&) const = default;
 };
 
@@ -102,10 +108,13 @@ struct TwellBuffer {
 };
 TwellBuffer twell_buffer(const Problem& p, const TwellSchedule& s);
 // Dynamic shared memory of kernel 1 (pipeline stages / epilogue tile; 0 for gate=lib) and kernel
-// 2 (x row, batch, tile prefix sums).
+// 2 (per worker, 16-byte aligned: x row, batch, tile prefix sums, overflowing tiles).
 int64_t twell_gemm_shared_bytes(const TwellSchedule& s);
 int64_t twell_down_shared_bytes(const Problem& p, const TwellSchedule& s);
-int twell_registers(const Problem& p, const TwellSchedule& s);  // kernel 2's estimate
+// Kernel 2's groups of 8 fp32 output columns per thread (ceil(Kp / 8 / worker threads)), and its
+// register estimate.
+int twell_groups(const Problem& p, const TwellSchedule& s);
+int twell_registers(const Problem& p, const TwellSchedule& s);
 // Kernel 2's fp32 workspace, offsets in 32-bit words. split > 1: KP floats per token, then one
 // counter per token. balance=queue: `pool` rows of KP floats, one counter per row, the queue's 8
 // control words, then room for every 64-bit work item a launch can push: M × (most parts of a
@@ -121,7 +130,7 @@ int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s);
 // time, then the overflowing tiles' 64-column pieces) are at most tiles × T / 64, cut
 // kTwellPartBatches at a time, at most kTwellMaxParts.
 int64_t twell_max_parts(const Problem& p, const TwellSchedule& s);
-// Kernel 2's grid: M × split blocks, or min(M, kTwellQueueGrid) persistent ones.
+// Kernel 2's grid: M × split blocks, or min(ceil(M / teams), kTwellQueueGrid) persistent ones.
 int64_t twell_down_grid(const Problem& p, const TwellSchedule& s);
 // Weight values the device holds, in order: W_g transposed (N×Kp, gated only), W_u transposed
 // (N×Kp), W_d (N×Kp); offsets in elements.
@@ -135,9 +144,10 @@ std::vector<std::string> verify_twell(const Problem& p, const TwellSchedule& s,
                                       const DeviceLimits& dev);
 
 // Every legal schedule: gate {lib, mma} × tile {128, 64} × comp {4, 8, 2, 16, 1} × warps {8, 4}
-// × balance {queue, token} with split 1, and for M <= 1024 also the gate=lib token ones with
-// split 4 and 16; none unless the problem is a gated FFN and `a` an activation pattern with N
-// columns.
+// × balance {queue, token} with split 1 and teams 1, the queue ones of 8 warps also with teams
+// 8, 4, 2 while a thread holds at most 8 column groups, and for M <= 1024 also the gate=lib token
+// ones with split 4 and 16; none unless the problem is a gated FFN and `a` an activation pattern
+// with N columns.
 std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev);
 

@@ -6,9 +6,10 @@
 //                    the block, a warp ballot-compacts the tile's nonzeros into (column << 16 |
 //                    value bits) words and stores the count; a tile holding more than CAP
 //                    nonzeros stores its values densely in the backup row instead.
-//   twell_down       kernel 2: one block per token row (or a persistent grid taking tokens and
-//                    parts of long ones from a queue); the row's entries in batches of 64: the
-//                    warps compute u = x·W_u[:, n] for each (gated), then every thread adds
+//   twell_down       kernel 2: one block per token row (or a persistent grid of workers, blocks
+//                    or teams of warps, taking tokens and parts of long ones from a queue); the
+//                    row's entries in batches of 64: the worker's warps compute u = x·W_u[:, n]
+//                    for each (gated), then every thread adds
 //                    h·u·W_d[n, its 8-column groups] in fp32 registers; the overflowing tiles'
 //                    dense values follow; y = alpha·acc + beta·y rounded once.
 //
@@ -67,6 +68,38 @@ __device__ __forceinline__ float twell_warp_sum(float v) {
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
   return v;
+}
+
+// A barrier over one worker of kernel 2: the block (one worker), a warp, or the THREADS threads
+// of team `team` on named barrier 1 + team (barrier 0 is __syncthreads'). The barrier numbers
+// are immediates, so that the kernel reserves TEAMS + 1 barriers, not all 16.
+template <int ID, int THREADS>
+__device__ __forceinline__ void twell_bar() {
+  asm volatile("bar.sync %0, %1;\n" ::"n"(ID), "n"(THREADS) : "memory");
+}
+template <int TEAMS, int THREADS>
+__device__ __forceinline__ void twell_team_sync(int team) {
+  static_assert(TEAMS <= 4 || THREADS == 32, "at most 4 teams of more than one warp");
+  if constexpr (TEAMS == 1) {
+    __syncthreads();
+  } else if constexpr (THREADS == 32) {
+    __syncwarp();
+  } else {
+    switch (team) {
+      case 0:
+        twell_bar<1, THREADS>();
+        break;
+      case 1:
+        twell_bar<2, THREADS>();
+        break;
+      case 2:
+        twell_bar<3, THREADS>();
+        break;
+      default:
+        twell_bar<4, THREADS>();
+        break;
+    }
+  }
 }
 
 }  // namespace detail
@@ -244,25 +277,27 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
 
 // Kernel 2 (see the top comment). Its work split (ir/twell_schedule.h): BALANCE 0 (token) is one
 // block per token, SPLIT blocks (blockIdx.y) sharing it when SPLIT > 1; BALANCE 1 (queue) is a
-// persistent grid whose blocks take tokens from a counter and cut a long one into parts of
-// PART_BATCHES batches (at most MAX_PARTS, below 256), which other blocks take from a work queue:
-// one dense token no longer holds an SM alone while the rest of the grid has finished. Queue state
-// (BALANCE 1), all zero at launch and left so (the last block out resets qctl):
-//   qctl      [0] next token, [1] parts pushed, [2] parts taken, [3] pool cursor, [4] blocks out
+// persistent grid whose workers take tokens from a counter and cut a long one into parts of
+// PART_BATCHES batches (at most MAX_PARTS, below 256), which other workers take from a work queue:
+// one dense token no longer holds an SM alone while the rest of the grid has finished. A worker
+// is the block (TEAMS 1) or one of its TEAMS teams of WARPS / TEAMS warps, each with its own
+// shared memory and barrier: a team of one warp needs no block barrier at all. Queue state
+// (BALANCE 1), all zero at launch and left so (the last worker out resets qctl):
+//   qctl      [0] next token, [1] parts pushed, [2] parts taken, [3] pool cursor, [4] workers out
 //   qitem     the pushed parts, 64-bit words, 0 until written and again once taken; room for
 //             every part a launch can push (M x (most parts of a token - 1)), so never reused
 //   ws        the pool: qpool fp32 rows of split tokens
 //   counters  per pool row: 0 free, then 1 + its finished parts; the last part frees the row
-// WARPS warps per block; each thread accumulates G groups of 8 output columns
-// (8·(tid + g·threads) …). smem: the x row (KP values), the batch (64 columns, values, h·u), tile
-// prefix sums (tiles + 1), the overflowing tiles (tiles), 8 ints.
+// Each thread of a worker accumulates G groups of 8 output columns (8·(tid + g·threads) …).
+// smem per worker (16-byte aligned): the x row (KP values), the batch (64 columns, values,
+// h·u), tile prefix sums (tiles + 1), the overflowing tiles (tiles), 8 ints.
 // KP (K rounded up to 8) is a constant so that the dot products' loads are unrolled: all of a
 // lane's 16-byte pieces of a W_u row are in flight at once.
 // A token's work is a list of batches: its packed entries 64 at a time, then its overflowing
 // tiles' dense values 64 columns at a time. A part p of P takes the batches b with b % P == p;
 // parts of one token add their partial rows into an fp32 row (ws for SPLIT, the queue's pool),
 // and the last to finish (a per-row counter) writes y and returns the row and counter to zero.
-template <typename T, int WARPS, int TILE, int CAP, int GATED, int G, int KP, int SPLIT,
+template <typename T, int WARPS, int TEAMS, int TILE, int CAP, int GATED, int G, int KP, int SPLIT,
           int BALANCE, int PART_BATCHES, int MAX_PARTS>
 __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __restrict__ w_up_t,
                                            const T* __restrict__ w_down,
@@ -272,10 +307,20 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
                                            int m, int k, int n, int tiles, int entries_off,
                                            int backup_off) {
   static_assert(MAX_PARTS < 256, "a queue item holds a part's index and count in 8 bits each");
+  static_assert(WARPS % TEAMS == 0 && (TEAMS == 1 || BALANCE == 1),
+                "teams divide the block's warps and take their work from the queue");
   constexpr int kp = KP;
-  constexpr int THREADS = WARPS * 32, BATCH = 64, SUB = TILE / BATCH;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  constexpr int THREADS = WARPS / TEAMS * 32, BATCH = 64, SUB = TILE / BATCH;
+  const int team = TEAMS == 1 ? 0 : static_cast<int>(threadIdx.x) / THREADS;
+  const int tid =
+      TEAMS == 1 ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x) % THREADS;
+  const int lane = tid & 31, warp = tid >> 5;
+  auto sync = [&]() { detail::twell_team_sync<TEAMS, THREADS>(team); };
   T* xs = reinterpret_cast<T*>(smem_f);
+  if constexpr (TEAMS > 1) {  // this team's slice of shared memory
+    const int slice = (kp * 2 + BATCH * 12 + (2 * tiles + 1) * 4 + 32 + 15) / 16 * 16;
+    xs = reinterpret_cast<T*>(reinterpret_cast<char*>(smem_f) + team * slice);
+  }
   int* bcol = reinterpret_cast<int*>(xs + kp);
   float* bval = reinterpret_cast<float*>(bcol + BATCH);
   float* bhu = bval + BATCH;
@@ -321,7 +366,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         misc[0] = nd;
       }
     }
-    __syncthreads();
+    sync();
   };
   // Batches of the token set up last: packed ones, then dense pieces.
   auto batches = [&]() { return (prefix[tiles] + BATCH - 1) / BATCH + misc[0] * SUB; };
@@ -331,9 +376,9 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
   // One batch of cnt (column, h) pairs in bcol / bval: u per pair (gated), then the down rows.
   auto run_batch = [&](int cnt) {
     if constexpr (GATED != 0) {
-      // A warp takes U = 4 pairs at a time: the loads of their W_u rows interleave, so every
-      // lane has 4 x KP / 256 16-byte loads in flight.
-      constexpr int U = 4;
+      // A warp takes U pairs at a time: the loads of their W_u rows interleave, so every lane
+      // has U x KP / 256 16-byte loads in flight (2 when the accumulators take many registers).
+      constexpr int U = G >= 4 ? 2 : 4;
       for (int j0 = warp * U; j0 < cnt; j0 += WARPS * U) {
         const T* wu[U];
         float s[U];
@@ -364,10 +409,12 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
           if (lane == 0 && j0 + q2 < cnt) bhu[j0 + q2] = bval[j0 + q2] * r;
         }
       }
-      __syncthreads();
+      sync();
     }
     const float* hu = GATED != 0 ? bhu : bval;
-#pragma unroll 8
+    // About 8 rows' loads in flight per thread whatever G.
+    constexpr int JU = G >= 8 ? 1 : 8 / G;
+#pragma unroll JU
     for (int j = 0; j < cnt; ++j) {
       const float h = hu[j];
       const T* wd = w_down + static_cast<size_t>(bcol[j]) * kp;
@@ -386,7 +433,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         }
       }
     }
-    __syncthreads();  // the next batch overwrites bcol / bval / bhu
+    sync();  // the next batch overwrites bcol / bval / bhu
   };
 
   // Part `part` of `parts` of token `row` (set up) into acc.
@@ -416,7 +463,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
           bcol[tid] = lo * TILE + static_cast<int>(word >> 16);
           bval[tid] = detail::twell_float<T>(word & 0xffffu);
         }
-        __syncthreads();
+        sync();
         run_batch(cnt);
       } else {  // an overflowing tile's nonzeros from the dense backup, 64 columns
         const int d = (b - packed) / SUB, c0 = (b - packed) % SUB * BATCH, t = dense[d];
@@ -436,7 +483,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
           }
           if (lane == 0) misc[1] = cnt;
         }
-        __syncthreads();
+        sync();
         run_batch(misc[1]);
       }
     }
@@ -464,9 +511,9 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         if (col + e < k) atomicAdd(wr + col + e, acc[gi][e]);
     }
     __threadfence();
-    __syncthreads();
+    sync();
     if (tid == 0) misc[2] = atomicAdd(counter, 1) == first + parts - 1 ? 1 : 0;
-    __syncthreads();
+    sync();
     if (misc[2] != 0) {
       __threadfence();
       T* yr = y + static_cast<size_t>(row) * k;
@@ -481,7 +528,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
           }
       }
       __threadfence();
-      __syncthreads();  // the row is zero before its counter frees it
+      sync();  // the row is zero before its counter frees it
       if (tid == 0) atomicExch(counter, 0);
     }
   };
@@ -497,8 +544,8 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
   } else {
     unsigned long long* items = reinterpret_cast<unsigned long long*>(qitem);
     for (;;) {
-      // Thread 0 takes work: a pushed part first (so that long tokens finish early), else the
-      // next token.
+      // The worker's thread 0 takes work: a pushed part first (so that long tokens finish early),
+      // else the next token.
       if (tid == 0) {
         int row = -1, part = 0, parts = 0, slot = -1;
         volatile int* vctl = qctl;
@@ -528,7 +575,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         misc[5] = parts;
         misc[6] = slot;
       }
-      __syncthreads();
+      sync();
       const int row = misc[3];
       if (row < 0) break;
       int part = misc[4], parts = misc[5], slot = misc[6];
@@ -536,7 +583,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       if (parts == 0) {  // a fresh token: cut it when it has more than PART_BATCHES batches
         parts = max(1, min(MAX_PARTS, (batches() + PART_BATCHES - 1) / PART_BATCHES));
         if (parts > 1) {
-          __syncthreads();  // every thread has read misc[3..6]
+          sync();  // every thread has read misc[3..6]
           if (tid == 0) {
             // A free pool row: its counter goes from 0 (free) to 1 (taken); a few tries.
             slot = -1;
@@ -558,7 +605,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
             }
             misc[6] = slot;
           }
-          __syncthreads();
+          sync();
           slot = misc[6];
           if (slot < 0) parts = 1;
         }
@@ -569,12 +616,12 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         store_row(row);
       else
         add_row(row, ws + static_cast<size_t>(slot) * KP, counters + slot, parts, 1);
-      __syncthreads();  // misc and the staged row are reused by the next item
+      sync();  // misc and the staged row are reused by the next item
     }
-    // The last block out returns the queue's counters to zero for the next launch.
+    // The last worker out returns the queue's counters to zero for the next launch.
     if (tid == 0) {
       __threadfence();
-      if (atomicAdd(qctl + 4, 1) == static_cast<int>(gridDim.x) - 1) {
+      if (atomicAdd(qctl + 4, 1) == static_cast<int>(gridDim.x) * TEAMS - 1) {
         qctl[0] = 0;
         qctl[1] = 0;
         qctl[2] = 0;

@@ -28,7 +28,7 @@ def _ffn(seed=3, gated=True):
 def test_offline_build_with_a_schedule_reports_it():
     rt = sparsegen.Runtime.offline("compute_90")
     gate, up, down, _ = _ffn()
-    spec = "twell;tile=64;comp=4;warps=4;gate=lib;split=1;balance=queue"
+    spec = "twell;tile=64;comp=4;warps=4;gate=lib;split=1;balance=queue;teams=1"
     k = sparsegen.gated_ffn(up, down, M, gate=gate, dtype="fp16", schedule=spec, runtime=rt)
     assert k.op == "gated_ffn" and k.schedule == spec
     assert (k.m, k.k, k.n, k.dtype) == (M, K, N, "fp16")

@@ -22,13 +22,14 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                                       b.entries / 4, b.backup / 4)),
             std::string::npos)
       << k.source;
-  EXPECT_NE(k.source.find(fmt::format("sg::twell_down<T, 8, 128, 32, 1, 1, 2048, 1, 0, 2, 255>(B, "
-                                      "values + {}, values + {}, bw, C, sg_smem, "
-                                      "static_cast<float*>(nullptr), static_cast<int*>(nullptr), "
-                                      "static_cast<int*>(nullptr), static_cast<unsigned*>(nullptr)"
-                                      ", 0, alpha, beta, 300, 2048, 5632, 44",
-                                      w.up_t, w.down)),
-            std::string::npos)
+  EXPECT_NE(
+      k.source.find(fmt::format("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 2048, 1, 0, 2, 255>(B, "
+                                "values + {}, values + {}, bw, C, sg_smem, "
+                                "static_cast<float*>(nullptr), static_cast<int*>(nullptr), "
+                                "static_cast<int*>(nullptr), static_cast<unsigned*>(nullptr)"
+                                ", 0, alpha, beta, 300, 2048, 5632, 44",
+                                w.up_t, w.down)),
+      std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("using T = __nv_bfloat16;"), std::string::npos);
   EXPECT_EQ(k.signature.b_transform.name, "sparsegen_twell_gate");
@@ -46,7 +47,7 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                            "104, 700, 11,"),
             std::string::npos)
       << kq.source;
-  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 64, 4, 0, 1, 104, 1, 0, 2, 255>"),
+  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 1, 64, 4, 0, 1, 104, 1, 0, 2, 255>"),
             std::string::npos)
       << kq.source;
   EXPECT_EQ(kq.signature.b_alignment, 2);
@@ -92,7 +93,7 @@ TEST(TwellCodegen, SplitTokensShareAWorkspace) {
   EXPECT_EQ(k.signature.workspace_bytes, (3 * 256 + 3) * 4);
   EXPECT_TRUE(k.signature.workspace_zeroed);
   EXPECT_EQ(k.signature.params.back().kind, ParamKind::Workspace);
-  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 128, 32, 1, 1, 256, 16, 0, 2, 255>"),
+  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 16, 0, 2, 255>"),
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("ws, reinterpret_cast<int*>(ws + 768), static_cast<int*>(nullptr), "
@@ -127,7 +128,7 @@ TEST(TwellCodegen, QueueBalanceHasAPersistentGridAndAWorkQueue) {
   EXPECT_TRUE(k.signature.workspace_zeroed);
   EXPECT_NE(
       k.source.find(fmt::format(
-          "sg::twell_down<T, 8, 128, 32, 1, 1, 256, 1, 1, 2, 255>(B, values + 256000, values + "
+          "sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 1, 1, 2, 255>(B, values + 256000, values + "
           "512000, bw, C, sg_smem, ws, reinterpret_cast<int*>(ws + {}), "
           "reinterpret_cast<int*>(ws + {}), reinterpret_cast<unsigned*>(ws + {}), 1024, "
           "alpha, beta, 3000, 256, 1000,",
@@ -146,6 +147,36 @@ TEST(TwellCodegen, QueueBalanceHasAPersistentGridAndAWorkQueue) {
     EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty()) << arch;
     o.headers = kf.headers;
     EXPECT_FALSE(nvrtc::compile(kf.source, o).image.empty()) << arch;
+  }
+}
+
+// Queue teams: a block of 8 warps holds `teams` workers, each with its own 16-byte aligned slice
+// of shared memory; the grid covers M / teams blocks; a thread of a smaller worker holds more
+// column groups.
+TEST(TwellCodegen, QueueTeamsShareABlock) {
+  const Problem p = Problem::gated_ffn(3000, 2048, 1000, DType::BF16);
+  TwellSchedule s{128, 4, 8, TwellGate::Lib, 1, TwellBalance::Queue, 4};
+  EXPECT_TRUE(validate(s).empty());
+  EXPECT_EQ(s.team_warps(), 2);
+  EXPECT_EQ(twell_groups(p, s), 4);  // 2048 / 8 columns over 64 threads
+  // Per worker: 4096 bytes of x, 768 of batch, 9 + 8 ints of tiles, 32: 4964 -> 4976.
+  EXPECT_EQ(twell_down_shared_bytes(p, s), 4 * 4976);
+  const GeneratedKernel k = emit_twell(p, Schedule(s));
+  EXPECT_EQ(k.signature.launch.grid_x, 750);
+  EXPECT_EQ(k.signature.launch.block_threads, 256);
+  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 4, 128, 32, 1, 4, 2048, 1, 1, 2, 255>"),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("in 4 workers of 2"), std::string::npos);
+  s.teams = 8;  // one warp per worker: 8 groups per lane
+  EXPECT_EQ(twell_groups(p, s), 8);
+  const GeneratedKernel k8 = emit_twell(p, Schedule(s));
+  EXPECT_EQ(k8.signature.launch.grid_x, 375);
+  for (const GeneratedKernel* g : {&k, &k8}) {
+    nvrtc::CompileOptions o;
+    o.arch = "sm_90";
+    o.headers = g->headers;
+    EXPECT_FALSE(nvrtc::compile(g->source, o).image.empty());
   }
 }
 

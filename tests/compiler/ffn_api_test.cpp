@@ -23,7 +23,7 @@ TEST(FfnApi, OfflineBuildWithAScheduleReportsIt) {
   const FfnCase c = small_case(1);
   const Runtime rt = Runtime::offline("compute_90");
   FfnOptions o;
-  o.schedule = "twell;tile=64;comp=4;warps=4;gate=lib;split=4;balance=token";
+  o.schedule = "twell;tile=64;comp=4;warps=4;gate=lib;split=4;balance=token;teams=1";
   const Kernel k = rt.gated_ffn(c.weights, 64, o);
   EXPECT_FALSE(k.runnable());
   EXPECT_EQ(k.schedule(), o.schedule);

@@ -66,7 +66,7 @@ TEST_F(GpuTwell, EveryScheduleOfTheSpace) {
   EnumerateOptions o;
   o.device = target_.limits;
   const auto all = find_ir_family("twell")->enumerate(c.problem, h, o);
-  ASSERT_EQ(all.size(), 120u);
+  ASSERT_EQ(all.size(), 180u);
   for (const Schedule& s : all) check(spec, to_string(s));
 }
 
@@ -93,7 +93,9 @@ TEST_F(GpuTwell, FromAFewNonzerosToRowsThatOverflowEveryTile) {
          {"twell;tile=128;comp=4;warps=8", "twell;tile=64;comp=16;warps=4",
           "twell;tile=128;comp=8;warps=8;gate=lib", "twell;tile=64;comp=16;warps=4;gate=lib",
           "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue",
-          "twell;tile=64;comp=16;warps=4;balance=queue"})
+          "twell;tile=64;comp=16;warps=4;balance=queue",
+          "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=8",
+          "twell;tile=64;comp=8;warps=8;balance=queue;teams=2"})
       check({.m = 200, .k = 264, .n = 2100, .mean_nnz = mean, .seed = ++seed}, sched);
   // Every tile of every row overflows (dense activations).
   check({.m = 64, .k = 128, .n = 700, .mean_nnz = 699, .spread = 0, .seed = 77},
@@ -122,8 +124,21 @@ TEST_F(GpuTwell, QueueCutsLongTokensIntoParts) {
   for (const auto& [m, mean] : {std::pair{int64_t{300}, 30.0}, std::pair{int64_t{2048}, 400.0},
                                 std::pair{int64_t{1500}, 1900.0}})
     for (const char* sched : {"twell;tile=128;comp=4;warps=8;gate=lib;balance=queue",
-                              "twell;tile=64;comp=8;warps=4;gate=mma;balance=queue"})
+                              "twell;tile=64;comp=8;warps=4;gate=mma;balance=queue",
+                              "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=8",
+                              "twell;tile=128;comp=8;warps=8;gate=mma;balance=queue;teams=4"})
       check({.m = m, .k = 136, .n = 2100, .mean_nnz = mean, .seed = ++seed}, sched, 300);
+}
+
+// Teams of warps as the queue's workers at LLM widths: a thread of a one-warp team holds K / 32
+// output columns (8 groups at K = 2048), of a two-warp team K / 64.
+TEST_F(GpuTwell, QueueTeamsAtLlmWidths) {
+  check({.m = 700, .k = 2048, .n = 5632, .mean_nnz = 30, .seed = 230},
+        "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=8", 48);
+  check({.m = 700, .k = 4096, .n = 3000, .mean_nnz = 60, .seed = 231},
+        "twell;tile=128;comp=8;warps=8;gate=lib;balance=queue;teams=4", 48);
+  check({.m = 300, .k = 4000, .n = 3000, .mean_nnz = 300, .seed = 232},
+        "twell;tile=64;comp=4;warps=8;gate=mma;balance=queue;teams=2", 48);
 }
 
 TEST_F(GpuTwell, LlmShapeWithManyTokens) {

@@ -163,7 +163,7 @@ TEST(FfnReference, MatchesADirectComputationAndFlagsAWrongElement) {
 
 TEST(TwellSchedule, SpecRoundTripsAndPrints) {
   const Schedule s(TwellSchedule{64, 8, 4});
-  EXPECT_EQ(to_string(s), "twell;tile=64;comp=8;warps=4;gate=mma;split=1;balance=token");
+  EXPECT_EQ(to_string(s), "twell;tile=64;comp=8;warps=4;gate=mma;split=1;balance=token;teams=1");
   EXPECT_EQ(parse_schedule(to_string(s)), s);
   EXPECT_EQ(print_schedule(s),
             "schedule twell\n"
@@ -181,9 +181,17 @@ TEST(TwellSchedule, SpecRoundTripsAndPrints) {
                                    "parts of 2 batches from a queue, batches of 64 entries"),
             std::string::npos)
       << print_schedule(q);
+  // Teams: the queue's workers are teams of warps / teams warps.
+  const Schedule t = parse_schedule("twell;warps=8;gate=lib;balance=queue;teams=4");
+  EXPECT_EQ(t.as<TwellSchedule>().team_warps(), 2);
+  EXPECT_EQ(parse_schedule(to_string(t)), t);
+  EXPECT_NE(print_schedule(t).find("persistent blocks of 8 warps (4 teams of 2) taking tokens"),
+            std::string::npos)
+      << print_schedule(t);
   for (const char* bad :
        {"twell;tile=96", "twell;comp=3", "twell;warps=2", "twell;tile=x", "twell;gate=cublas",
-        "twell;split=3", "twell;nosuch=1", "twell;balance=steal", "twell;split=4;balance=queue"})
+        "twell;split=3", "twell;nosuch=1", "twell;balance=steal", "twell;split=4;balance=queue",
+        "twell;teams=4", "twell;balance=queue;teams=3", "twell;warps=4;balance=queue;teams=8"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
@@ -192,12 +200,17 @@ TEST(TwellSchedule, ServesGatedFfnsOnlyAndSaysWhy) {
   const CsrMatrix h = rows_of(200, {{1, 2}, {3}});
   const Problem ffn = Problem::gated_ffn(2, 48, 200, DType::BF16);
   EXPECT_TRUE(fam.why_not(ffn, h).empty());
-  // 40 with one block per token, 40 with the queue, and for few tokens 40 more gate=lib ones
-  // with split 4 and 16.
+  // 40 with one block per token, 40 with the queue and 60 more with queue teams (8, 4, 2 of
+  // the 8 warps), and for few tokens 40 more gate=lib ones with split 4 and 16.
   const auto space = fam.enumerate(ffn, h, {});
-  EXPECT_EQ(space.size(), 120u);
+  EXPECT_EQ(space.size(), 180u);
   EXPECT_EQ(to_string(space.front()),
-            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue");
+            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams=1");
+  EXPECT_EQ(to_string(space[1]),
+            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams=8");
+  // At K = 4096 a one-warp team would hold 16 column groups per thread: not offered.
+  const auto wide = fam.enumerate(Problem::gated_ffn(2, 4096, 200, DType::BF16), h, {});
+  EXPECT_EQ(wide.size(), 160u);
   const Schedule lib = parse_schedule("twell;gate=lib");
   EXPECT_EQ(lib.as<TwellSchedule>().gate, TwellGate::Lib);
   EXPECT_NE(print_schedule(lib).find("BLAS library"), std::string::npos);
@@ -231,7 +244,7 @@ TEST(TwellSchedule, EnumerationOfEveryFamilyForAnFfnWithAShortCalibration) {
     twell += s.family_name() == "twell";
     dense += s.family_name() == "dense_ffn";
   }
-  EXPECT_EQ(twell, 80);
+  EXPECT_EQ(twell, 140);
   EXPECT_EQ(dense, 3);
   EXPECT_EQ(twell + dense, static_cast<int>(all.size()));
 }

@@ -20,6 +20,7 @@ extern const sg_dim3 threadIdx, blockIdx, blockDim, gridDim;
 
 __device__ float fmaf(float, float, float);
 __device__ void __syncthreads();
+__device__ void __syncwarp(unsigned = 0xffffffffu);
 __device__ int __ffs(int);
 __device__ int __popc(unsigned);
 __device__ unsigned __ballot_sync(unsigned, int);
