@@ -379,7 +379,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       // A warp takes U pairs at a time: the loads of their W_u rows interleave, so every lane
       // has U x KP / 256 16-byte loads in flight (2 when the accumulators take many registers).
       constexpr int U = G >= 4 ? 2 : 4;
-      for (int j0 = warp * U; j0 < cnt; j0 += WARPS * U) {
+      for (int j0 = warp * U; j0 < cnt; j0 += THREADS / 32 * U) {
         const T* wu[U];
         float s[U];
 #pragma unroll
@@ -449,8 +449,8 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     for (int b = part; b < nb; b += parts) {
       if (b < packed) {  // packed entries b·64 …
         const int b0 = b * BATCH, cnt = min(BATCH, total - b0);
-        if (tid < cnt) {
-          const int e = b0 + tid;
+        for (int i = tid; i < cnt; i += THREADS) {  // a one-warp worker takes two each
+          const int e = b0 + i;
           int lo = 0, hi = tiles - 1;  // the last tile whose prefix is <= e
           while (lo < hi) {
             const int mid = (lo + hi + 1) >> 1;
@@ -460,8 +460,8 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
               hi = mid - 1;
           }
           const unsigned word = entries[static_cast<size_t>(lo) * CAP + (e - prefix[lo])];
-          bcol[tid] = lo * TILE + static_cast<int>(word >> 16);
-          bval[tid] = detail::twell_float<T>(word & 0xffffu);
+          bcol[i] = lo * TILE + static_cast<int>(word >> 16);
+          bval[i] = detail::twell_float<T>(word & 0xffffu);
         }
         sync();
         run_batch(cnt);
