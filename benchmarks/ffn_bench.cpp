@@ -7,9 +7,11 @@
 // (twell: both kernels together; dense_ffn: our library candidate, what the FFN tuner returns
 // where sparsity does not pay); twell_ms = the fastest twell schedule, tuned_ms = the fastest of
 // all (the tuner's measured choice over this list), and the enumeration's first (the rule's
-// pick). Medians of L2-flushed runs. The fastest twell kernel of the smallest M of each (shape,
-// mean) is checked against the CPU reference (ir/ffn.h's bound) on a few rows. JSON to
-// $BENCH_DIR/ffn.json (or --out).
+// pick). With --tune, the FFN tuner (compiler/ffn.h, no cache) also tunes each case and its
+// pick is timed beside the list: "tuner" holds it, its ratio to the fastest measured variant
+// and the tuner's own measurements. Medians of L2-flushed runs. The fastest twell kernel of the
+// smallest M of each (shape, mean) is checked against the CPU reference (ir/ffn.h's bound) on a
+// few rows. JSON to $BENCH_DIR/ffn.json (or --out).
 #include <fmt/format.h>
 
 #include <cuda_runtime.h>
@@ -69,8 +71,10 @@ int main(int argc, char** argv) {
       "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=8"};
   std::string type = "bf16", out_path;
   int reps = 20, check_rows = 6;
-  bool gated = true;
+  bool gated = true, tune = false;
   app.add_option("--shapes", shapes, "K x N (model width x hidden width)");
+  app.add_flag("--tune", tune,
+               "also run the FFN tuner per case (no cache) and time its pick beside the list");
   app.add_option("--m", ms, "token counts");
   app.add_option("--mean", means, "mean nonzeros per row of the gate activations");
   app.add_option("--schedules", schedules, "twell schedules timed per case");
@@ -193,6 +197,28 @@ int main(int argc, char** argv) {
               row["check_worst_ratio"] = r.worst;
               if (!r.passed) ++failures;
             }
+          }
+          if (tune) {
+            // The tuner's pick (its own ranking and measurements), timed here as the list was:
+            // within how much of the best measured variant does it land?
+            FfnTuneOptions to;
+            to.use_cache = false;
+            const FfnTuneResult r = tune_ffn(ctx, p, w, x, target, to);
+            const double pick_ms =
+                measure([&](CUstream s) { r.kernel->run(dx.ptr(), dy.ptr(), 1.0f, 0.0f, s); }, topt)
+                    .median_ms;
+            json measured = json::array();
+            for (const FfnMeasured& fm : r.measured)
+              measured.push_back({{"schedule", fm.schedule}, {"ms", fm.ms}, {"error", fm.error}});
+            const double best_any = kernels.empty() ? pick_ms : std::min(tuned, pick_ms);
+            row["tuner"] = {{"schedule", to_string(r.schedule)},
+                            {"ms", pick_ms},
+                            {"vs_dense", dense_ms / pick_ms},
+                            {"vs_best", pick_ms / best_any},
+                            {"measured", measured}};
+            std::printf("  tuner picks %s: %.4f ms, %.2fx dense, %.3f of the best\n",
+                        to_string(r.schedule).c_str(), pick_ms, dense_ms / pick_ms,
+                        pick_ms / best_any);
           }
           if (any_twell) {
             row["twell_ms"] = best;
