@@ -31,7 +31,10 @@ class TwellCost final : public CostFamily {
     const double tiles = double(twell_tiles(p, s));
     const double row_blocks = std::ceil(m / kTwellGemmRows);
     const double gemm_bytes = row_blocks * n * kp * 2.0 + tiles * m * kp * 2.0;
-    const double twell_bytes = m * tiles * (4.0 + 4.0 * s.cap());
+    // The counts, and the entries that are there: a tile's room (T / C words) is never read or
+    // written beyond its count, so the compression changes the traffic only through the tiles
+    // that overflow (walked densely, in `walked`).
+    const double twell_bytes = m * tiles * 4.0 + walked * 4.0;
     const double down_bytes = walked * kp * 2.0 * (p.gated ? 2.0 : 1.0);
     f.nnz = walked;
     f.pad_overhead = fs.pad_overhead();
