@@ -114,14 +114,18 @@ Work simulate(const GeneralSchedule& g, const FormatStats& fs, const std::vector
           int64_t task = 0;
           for (int64_t t0 = b0; t0 < b1; t0 += rw) {
             const int64_t t1 = std::min(b1, t0 + rw);
-            std::fill(group.begin(), group.end(), 0.0);
+            // Only the first `used` groups get rows (a task of few rows leaves most of G idle):
+            // clearing and scanning just those keeps the walk O(rows), not O(rows x G / rw).
+            const auto used = static_cast<std::ptrdiff_t>(std::min(G, ceil_div(t1 - t0, rt)));
+            std::fill(group.begin(), group.begin() + used, 0.0);
             int64_t gi = 0;
             for (int64_t r0 = t0; r0 < t1; r0 += rt) {
               for (int64_t r = r0; r < std::min(t1, r0 + rt); ++r)
                 group[static_cast<size_t>(gi)] += double(packed(rows[static_cast<size_t>(r)]));
               if (++gi == G) gi = 0;
             }
-            per_worker[static_cast<size_t>(task)] += *std::max_element(group.begin(), group.end());
+            per_worker[static_cast<size_t>(task)] +=
+                *std::max_element(group.begin(), group.begin() + used);
             if (++task == W) task = 0;
             w.warp_tasks += 1;
           }
