@@ -317,7 +317,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
   const int lane = tid & 31, warp = tid >> 5;
   auto sync = [&]() { detail::twell_team_sync<TEAMS, THREADS>(team); };
   T* xs = reinterpret_cast<T*>(smem_f);
-  if constexpr (TEAMS > 1) {  // this team's slice of shared memory
+  if constexpr (TEAMS > 1) {  // this team's slice: twell_down_shared_bytes (ir) reserves TEAMS
     const int slice = (kp * 2 + BATCH * 12 + (2 * tiles + 1) * 4 + 32 + 15) / 16 * 16;
     xs = reinterpret_cast<T*>(reinterpret_cast<char*>(smem_f) + team * slice);
   }
