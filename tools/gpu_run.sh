@@ -134,8 +134,9 @@ BENCH_RUNS=(
   # against the device-to-device copy of the same run.
   "slide_lift|timeout 300 tools/sparsegen-slide-bench --lift-only --types fp16 int8 fp8 --out $BENCH_DIR/slide_lift.json"
   # twell (activation-sparse gated FFN) vs the dense cuBLAS FFN: K x N = 2048x5632, 4096x14336,
-  # M = 512, 4096, 16384, mean nonzeros per row 6 .. 900, bf16. FFN_BENCH_ARGS narrows it.
-  "ffn|timeout 420 tools/sparsegen-ffn-bench ${FFN_BENCH_ARGS:-} --out $BENCH_DIR/ffn.json"
+  # M = 512, 4096, 16384, mean nonzeros per row 6 .. 900, bf16. FFN_BENCH_ARGS narrows it (add
+  # --tune for the tuner's picks); FFN_BENCH_TIMEOUT (s, default 420) for the whole grid.
+  "ffn|timeout ${FFN_BENCH_TIMEOUT:-420} tools/sparsegen-ffn-bench ${FFN_BENCH_ARGS:-} --out $BENCH_DIR/ffn.json"
   # cuSPARSELt 2:4 vs dense cuBLASLt (searched plans) on LLM shapes, N = 16 .. 16384.
   "lt|timeout 300 tools/sparsegen-lt-bench"
   # rmat: Graph500 R-MAT matrices (scale 16, 18, 20: about 1M, 4M, 16M nonzeros; RMAT_SCALES
