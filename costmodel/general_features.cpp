@@ -46,10 +46,25 @@ class PerLength {
   std::vector<int64_t> table_;
 };
 
-// `rows`: the row lengths in packed order, each padded to a multiple of `pad` as the packer does.
-// Every quantity is an integer count, so the double sums are exact in any order.
+// Distinct row lengths with their counts: where no block holds two rows, the simulation depends
+// on each row alone, so it walks these (a graph's few thousand) instead of its millions of rows.
+using LengthCounts = std::vector<std::pair<int64_t, int64_t>>;
+LengthCounts length_counts(const std::vector<int64_t>& sorted) {
+  LengthCounts out;
+  for (int64_t L : sorted) {
+    if (out.empty() || out.back().first != L)
+      out.emplace_back(L, 1);
+    else
+      ++out.back().second;
+  }
+  return out;
+}
+
+// `rows`: the row lengths in packed order, each padded to a multiple of `pad` as the packer does;
+// `counts`: the same lengths as (length, rows) pairs. Every quantity is an integer count, so the
+// double sums are exact in any order.
 Work simulate(const GeneralSchedule& g, const FormatStats& fs, const std::vector<int64_t>& rows,
-              int64_t pad) {
+              const LengthCounts& counts, int64_t pad) {
   Work w;
   const int64_t W = g.warps_per_block, G = g.groups_per_warp();
   const LevelSplit& bs = g.at(Level::Block);
@@ -57,14 +72,6 @@ Work simulate(const GeneralSchedule& g, const FormatStats& fs, const std::vector
   const LevelSplit& ts = g.at(Level::Thread);
   const int64_t zt = std::max<int64_t>(1, ts.amount);
   w.workers = double(fs.block_tasks) * double(W);
-  std::vector<double> per_worker(static_cast<size_t>(W));
-  auto flush_block = [&] {
-    for (double& x : per_worker) {
-      w.total += x;
-      w.max = std::max(w.max, x);
-      x = 0;
-    }
-  };
 
   switch (bs.kind) {
     case WorkSplit::Nnz: {
@@ -79,11 +86,10 @@ Work simulate(const GeneralSchedule& g, const FormatStats& fs, const std::vector
       // all `chunks` of them together, the first one ceil(chunks / W).
       const int64_t zw = std::max<int64_t>(1, ws.amount);
       const double per_chunk = double(std::min(zt, zw));
-      const PerLength chunks_of([&](int64_t L) { return ceil_div(round_up(L, pad), zw); });
-      for (int64_t L : rows) {
-        const int64_t chunks = chunks_of(L);
-        w.warp_tasks += double(chunks);
-        w.total += double(chunks) * per_chunk;
+      for (const auto& [L, n] : counts) {
+        const int64_t chunks = ceil_div(round_up(L, pad), zw);
+        w.warp_tasks += double(chunks) * double(n);
+        w.total += double(chunks) * per_chunk * double(n);
         w.max = std::max(w.max, double(ceil_div(chunks, W)) * per_chunk);
       }
       return w;
@@ -95,43 +101,70 @@ Work simulate(const GeneralSchedule& g, const FormatStats& fs, const std::vector
       // Iterations of one row under warp Row with thread Nnz(zt): G groups share it.
       const PerLength row_iters(
           [&](int64_t L) { return ceil_div(ceil_div(round_up(L, pad), zt), G) * zt; });
-      std::vector<double> group(static_cast<size_t>(G));
+      if (rb == 1) {
+        // One row per block: its first warp takes it whole (warp Row: row_iters; warp Rows: one
+        // task whose first group holds the row).
+        for (const auto& [L, n] : counts) {
+          const double v = double(ws.kind == WorkSplit::Row ? row_iters(L) : packed(L));
+          w.total += v * double(n);
+          w.max = std::max(w.max, v);
+          w.warp_tasks += double(n);
+        }
+        return w;
+      }
+      // Integer loads (the counts are integers: exact, and cheaper than doubles per row).
+      std::vector<int64_t> load(static_cast<size_t>(W)), group(static_cast<size_t>(G));
+      int64_t total = 0, longest = 0, tasks = 0;
+      const int64_t rw = std::max<int64_t>(1, ws.amount);
+      const int64_t rt = ts.kind == WorkSplit::Rows ? std::max<int64_t>(1, ts.amount) : 1;
       for (int64_t b0 = 0; b0 < R; b0 += rb) {
         const int64_t b1 = std::min(R, b0 + rb);
         if (ws.kind == WorkSplit::Row) {
           // Row r of the block to warp (r - b0) mod W.
           int64_t k = 0;
           for (int64_t r = b0; r < b1; ++r) {
-            per_worker[static_cast<size_t>(k)] += double(row_iters(rows[static_cast<size_t>(r)]));
+            load[static_cast<size_t>(k)] += row_iters(rows[static_cast<size_t>(r)]);
             if (++k == W) k = 0;
           }
-          w.warp_tasks += double(b1 - b0);
+          tasks += b1 - b0;
         } else {
           // Warp Rows(rw): thread tasks of rt rows (1 for thread Row) dealt to G groups; a warp
           // task lasts as long as its slowest group; warp tasks dealt round-robin to W warps.
-          const int64_t rw = std::max<int64_t>(1, ws.amount);
-          const int64_t rt = ts.kind == WorkSplit::Rows ? std::max<int64_t>(1, ts.amount) : 1;
           int64_t task = 0;
           for (int64_t t0 = b0; t0 < b1; t0 += rw) {
             const int64_t t1 = std::min(b1, t0 + rw);
-            // Only the first `used` groups get rows (a task of few rows leaves most of G idle):
-            // clearing and scanning just those keeps the walk O(rows), not O(rows x G / rw).
-            const auto used = static_cast<std::ptrdiff_t>(std::min(G, ceil_div(t1 - t0, rt)));
-            std::fill(group.begin(), group.begin() + used, 0.0);
-            int64_t gi = 0;
-            for (int64_t r0 = t0; r0 < t1; r0 += rt) {
-              for (int64_t r = r0; r < std::min(t1, r0 + rt); ++r)
-                group[static_cast<size_t>(gi)] += double(packed(rows[static_cast<size_t>(r)]));
-              if (++gi == G) gi = 0;
+            int64_t slowest = 0;
+            if (rt == 1 && rw <= G) {
+              // Every row of the task its own group: the task lasts as its longest row.
+              for (int64_t r = t0; r < t1; ++r)
+                slowest = std::max(slowest, packed(rows[static_cast<size_t>(r)]));
+            } else {
+              // Only the first `used` groups get rows (a task of few rows leaves most of G
+              // idle): clearing and scanning just those keeps the walk O(rows).
+              const auto used = static_cast<std::ptrdiff_t>(std::min(G, ceil_div(t1 - t0, rt)));
+              std::fill(group.begin(), group.begin() + used, int64_t{0});
+              int64_t gi = 0;
+              for (int64_t r0 = t0; r0 < t1; r0 += rt) {
+                for (int64_t r = r0; r < std::min(t1, r0 + rt); ++r)
+                  group[static_cast<size_t>(gi)] += packed(rows[static_cast<size_t>(r)]);
+                if (++gi == G) gi = 0;
+              }
+              slowest = *std::max_element(group.begin(), group.begin() + used);
             }
-            per_worker[static_cast<size_t>(task)] +=
-                *std::max_element(group.begin(), group.begin() + used);
+            load[static_cast<size_t>(task)] += slowest;
             if (++task == W) task = 0;
-            w.warp_tasks += 1;
+            ++tasks;
           }
         }
-        flush_block();
+        for (int64_t& x : load) {  // the block ends: its warps' loads
+          total += x;
+          longest = std::max(longest, x);
+          x = 0;
+        }
       }
+      w.total = double(total);
+      w.max = double(longest);
+      w.warp_tasks = double(tasks);
       return w;
     }
   }
@@ -183,8 +216,11 @@ class GeneralCost final : public CostFamily {
         "general.simulate;{}:{};{}:{};{}:{};W{};G{};pad{};sort{};tasks{}", to_string(bs.kind),
         bs.amount, to_string(ws.kind), ws.amount, to_string(ts.kind), ts.amount, g.warps_per_block,
         g.groups_per_warp(), g.pad, g.sort_rows, fs.block_tasks);
-    const Work w = rows.memo->get<Work>(
-        sim_key, [&] { return simulate(g, fs, g.sort_rows ? rows.sorted : rows.lengths, g.pad); });
+    const Work w = rows.memo->get<Work>(sim_key, [&] {
+      const LengthCounts& counts = rows.memo->get<LengthCounts>(
+          "general.length_counts", [&] { return length_counts(rows.sorted); });
+      return simulate(g, fs, g.sort_rows ? rows.sorted : rows.lengths, counts, g.pad);
+    });
 
     const double nnz = double(fs.nnz), nnzp = double(fs.nnz_padded);
     f.nnz = nnz;
