@@ -3,6 +3,8 @@
 // and the schedule's SPEC, printer and reasons.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <random>
 
@@ -202,29 +204,27 @@ TEST(TwellSchedule, ServesGatedFfnsOnlyAndSaysWhy) {
   EXPECT_TRUE(fam.why_not(ffn, h).empty());
   // 40 with one block per token, 40 with the queue and 60 more with queue teams (8, 4, 2 of
   // the 8 warps), and for few tokens 40 more gate=lib ones with split 4 and 16.
+  // The first queue schedules of the enumeration differ only in teams.
+  auto queue_spec = [](int teams) {
+    return fmt::format("twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams={}",
+                       teams);
+  };
   const auto space = fam.enumerate(ffn, h, {});
   EXPECT_EQ(space.size(), 180u);
-  EXPECT_EQ(to_string(space.front()),
-            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams=1");
+  EXPECT_EQ(to_string(space.front()), queue_spec(1));
   // Teams nearest to 4 column groups per thread come first; at K = 48 every team holds one,
   // so the order is by size.
-  EXPECT_EQ(to_string(space[1]),
-            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams=2");
+  EXPECT_EQ(to_string(space[1]), queue_spec(2));
   // At K = 4096 a one-warp team would hold 16 column groups per thread: not offered. Two teams
   // of 4 warps hold 4 groups and lead; at K = 2048 four teams of 2 warps do.
   const auto wide = fam.enumerate(Problem::gated_ffn(2, 4096, 200, DType::BF16), h, {});
   EXPECT_EQ(wide.size(), 160u);
-  EXPECT_EQ(to_string(wide.front()),
-            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams=2");
-  EXPECT_EQ(to_string(wide[1]),
-            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams=1");
+  EXPECT_EQ(to_string(wide.front()), queue_spec(2));
+  EXPECT_EQ(to_string(wide[1]), queue_spec(1));
   const auto mid = fam.enumerate(Problem::gated_ffn(2, 2048, 200, DType::BF16), h, {});
-  EXPECT_EQ(to_string(mid.front()),
-            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams=4");
-  EXPECT_EQ(to_string(mid[2]),
-            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams=1");
-  EXPECT_EQ(to_string(mid[3]),
-            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams=8");
+  EXPECT_EQ(to_string(mid.front()), queue_spec(4));
+  EXPECT_EQ(to_string(mid[2]), queue_spec(1));
+  EXPECT_EQ(to_string(mid[3]), queue_spec(8));
   const Schedule lib = parse_schedule("twell;gate=lib");
   EXPECT_EQ(lib.as<TwellSchedule>().gate, TwellGate::Lib);
   EXPECT_NE(print_schedule(lib).find("BLAS library"), std::string::npos);
