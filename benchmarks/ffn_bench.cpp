@@ -114,6 +114,42 @@ int main(int argc, char** argv) {
 
   json cases = json::array();
   int failures = 0;
+  // The document as measured so far: written after every case, so a run cut off by a time
+  // limit still leaves what it measured.
+  auto write_doc = [&](bool print) {
+    const std::time_t now = std::time(nullptr);
+    char date[32];
+    std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+    json doc = {{"device", info.name},
+                {"date", date},
+                {"cublas", bench::cublas_version()},
+                {"method",
+                 "medians of L2-flushed runs in one process; twell = both kernels, fastest of the "
+                 "listed schedules; dense = cuBLAS [G|U] GEMM + gating kernel + down GEMM, same "
+                 "dtype, fp32 accumulation"},
+                {"cases", cases},
+                {"summary", bench::ffn_summary(cases)}};
+    std::ofstream(out_path) << doc.dump(1) << "\n";
+    if (!print) return;
+    // The crossover of each (shape, M) and the tuner's record, as the JSON has them.
+    for (const json& x : doc["summary"]["crossovers"]) {
+      const std::string where =
+          x.contains("crossover_mean_nnz")
+              ? fmt::format("twell beats the dense FFN up to {:.0f} nonzeros per row",
+                            x["crossover_mean_nnz"].get<double>())
+          : x.contains("below_1_from_mean_nnz")
+              ? fmt::format("twell is slower than the dense FFN from {:g} nonzeros per row",
+                            x["below_1_from_mean_nnz"].get<double>())
+              : fmt::format("twell beats the dense FFN through {:g} nonzeros per row",
+                            x["above_1_through_mean_nnz"].get<double>());
+      std::printf("%lldx%lld M=%lld: %s\n", x["k"].get<long long>(), x["n"].get<long long>(),
+                  x["m"].get<long long>(), where.c_str());
+    }
+    if (doc["summary"].contains("tuner"))
+      std::printf("tuner: %d of %d picks within 10%% of the fastest measured\n",
+                  doc["summary"]["tuner"]["within_10_percent"].get<int>(),
+                  doc["summary"]["tuner"]["cases"].get<int>());
+  };
   for (const std::string& shape : shapes) {
     const auto kn = parse_shape(shape);
     if (!kn) {
@@ -239,40 +275,11 @@ int main(int argc, char** argv) {
           std::printf("%s M=%lld mean %g: %s\n", shape.c_str(), (long long)m, mean, e.what());
         }
         cases.push_back(row);
+        write_doc(false);
       }
     }
   }
-  const std::time_t now = std::time(nullptr);
-  char date[32];
-  std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  json doc = {{"device", info.name},
-              {"date", date},
-              {"cublas", bench::cublas_version()},
-              {"method",
-               "medians of L2-flushed runs in one process; twell = both kernels, fastest of the "
-               "listed schedules; dense = cuBLAS [G|U] GEMM + gating kernel + down GEMM, same "
-               "dtype, fp32 accumulation"},
-              {"cases", cases},
-              {"summary", bench::ffn_summary(cases)}};
-  // The crossover of each (shape, M) and the tuner's record, as the JSON has them.
-  for (const json& x : doc["summary"]["crossovers"]) {
-    const std::string where =
-        x.contains("crossover_mean_nnz")
-            ? fmt::format("twell beats the dense FFN up to {:.0f} nonzeros per row",
-                          x["crossover_mean_nnz"].get<double>())
-        : x.contains("below_1_from_mean_nnz")
-            ? fmt::format("twell is slower than the dense FFN from {:g} nonzeros per row",
-                          x["below_1_from_mean_nnz"].get<double>())
-            : fmt::format("twell beats the dense FFN through {:g} nonzeros per row",
-                          x["above_1_through_mean_nnz"].get<double>());
-    std::printf("%lldx%lld M=%lld: %s\n", x["k"].get<long long>(), x["n"].get<long long>(),
-                x["m"].get<long long>(), where.c_str());
-  }
-  if (doc["summary"].contains("tuner"))
-    std::printf("tuner: %d of %d picks within 10%% of the fastest measured\n",
-                doc["summary"]["tuner"]["within_10_percent"].get<int>(),
-                doc["summary"]["tuner"]["cases"].get<int>());
-  std::ofstream(out_path) << doc.dump(1) << "\n";
+  write_doc(true);
   std::printf("wrote %s, %d failures\n", out_path.c_str(), failures);
   return failures == 0 ? 0 : 1;
 }
