@@ -737,7 +737,12 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
               packs.erase(*key);
             progress("measure", ++measured, total);
             return true;
-          });
+          },
+          ConsumeOrder::index, {},
+          // A made candidate is on the device and its host arrays are dropped: the window
+          // bounds the builds in progress, so one waiting to be timed (a slow library
+          // candidate's turn) does not hold up the next build.
+          WindowSpan::until_made);
     };
     auto by_time = [&] {
       std::vector<size_t> order;

@@ -6,8 +6,9 @@
 //              compile is skipped and reported; when all fail the first error is thrown and
 //              nothing is cached)
 //   measure    k > 0: each on the GPU (runtime/timing.h: L2 flushed before every run, median),
-//              while the pool builds and uploads the next ones (at most build_window() alive at
-//              once; a candidate's host arrays are dropped after its upload)
+//              while the pool builds and uploads the next ones (at most build_window() builds
+//              in progress; a candidate's host arrays are dropped after its upload, so one
+//              waiting for its timing holds no place)
 //   refine     k > 0: compile and measure up to k / 2 more, near the fastest so far
 //              (refine_for_measurement), then the fastest that passes gpu_check
 //              (compiler/gpu_check.h) wins
@@ -126,7 +127,7 @@ struct TuneResult {
   // in the same order: the phase where it grows is the one that raised the search's peak. Empty
   // where /proc is not readable.
   std::vector<std::pair<std::string, int64_t>> phases_peak_rss_bytes;
-  int build_window = 0;  // k > 0: candidates built ahead of the measured one (tune.h: build_window)
+  int build_window = 0;  // k > 0: candidates built at once while measuring (tune.h: build_window)
   double original_search_ms = 0;     // on a hit: what the cached search took
   std::optional<bool> check_passed;  // gpu_check of the winner (k > 0)
   std::string kernel_key;
@@ -146,7 +147,7 @@ struct TuneResult {
 TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarget& target,
                 const TuneOptions& opt);
 
-// Candidates a measuring search builds ahead of the one it measures (compile and measure overlap)
+// Candidates a measuring search builds at once while it measures (compile and measure overlap)
 // for a matrix of `nnz` nonzeros and `rows` rows in `dtype`: their host arrays are alive from the
 // start of the build to the upload. As many as `threads` (<= 0: hardware concurrency) while
 // their peak bytes (12 per nonzero in fp32) fit `budget_bytes` (<= 0: max(kBuildWindowMinBytes,

@@ -166,15 +166,17 @@ namespace detail {
 
 void run_pipeline(size_t count, int threads, size_t window, const std::function<void(size_t)>& make,
                   const std::function<bool(size_t)>& consume, ConsumeOrder order,
-                  const std::function<bool()>& stop_starting) {
+                  const std::function<bool()>& stop_starting, WindowSpan span) {
   if (count == 0) return;
   const int hw = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const size_t producers = std::min(count, static_cast<size_t>(threads > 0 ? threads : hw));
   window = std::max<size_t>(window, 1);
   const bool by_index = order == ConsumeOrder::index;
+  const bool until_made = span == WindowSpan::until_made;
 
   // All under mu. Items [0, next) have started; `taken` of them have been handed to consume();
-  // in_flight: started and not through consume() yet (the window counts these).
+  // in_flight: started and not through consume() yet (until_made: not through make() yet); the
+  // window counts these.
   std::mutex mu;
   std::condition_variable space;  // producers: in_flight fell, or stopped
   std::condition_variable ready;  // the consumer: an item is made, or nothing more will start
@@ -222,7 +224,9 @@ void run_pipeline(size_t count, int threads, size_t window, const std::function<
           made[i] = 1;
         else
           made_order.push_back(i);
+        if (until_made) --in_flight;
       }
+      if (until_made) space.notify_one();
       ready.notify_one();
     }
   };
@@ -277,6 +281,7 @@ void run_pipeline(size_t count, int threads, size_t window, const std::function<
     }
     if (errors[i]) std::rethrow_exception(errors[i]);  // the joiner stops the producers first
     if (!consume(i)) break;
+    if (until_made) continue;
     {
       std::lock_guard lk(mu);
       --in_flight;

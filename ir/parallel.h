@@ -69,11 +69,18 @@ enum class ConsumeOrder {
   finished,  // as each make() returns (first finished, first consumed)
 };
 
+// How long an item counts against produce_in_order()'s window.
+enum class WindowSpan {
+  until_consumed,  // from the start of make(i) until consume(i) has returned (the item's memory)
+  until_made,      // from the start of make(i) until it returns: for items that hand what they
+                   // hold elsewhere (to the device) and are small while they wait for consume()
+};
+
 namespace detail {
 // produce_in_order() without the item type: make(i) stores item i, consume(i) takes it.
 void run_pipeline(size_t count, int threads, size_t window, const std::function<void(size_t)>& make,
                   const std::function<bool(size_t)>& consume, ConsumeOrder order,
-                  const std::function<bool()>& stop_starting);
+                  const std::function<bool()>& stop_starting, WindowSpan span);
 }  // namespace detail
 
 // A producer/consumer pipeline with backpressure: make(i) runs for i = 0, 1, ... (started in
@@ -89,6 +96,8 @@ void run_pipeline(size_t count, int threads, size_t window, const std::function<
 // - Backpressure: at most `window` items (0 counts as 1) are alive at once, an item counting from
 //   the start of its make() until its consume() has returned (the item is destroyed right then),
 //   so the memory the items hold stays bounded when the consumer is slower than the producers.
+//   With WindowSpan::until_made an item counts only while make() runs: the window then bounds
+//   the makes in progress, and made items wait for the consumer without holding a place.
 // - consume() returning false stops the pipeline: no item starts after it, the ones running
 //   finish and are dropped unconsumed.
 // - stop_starting (optional) is polled by a producer, under the pipeline's lock (keep it cheap),
@@ -104,7 +113,8 @@ void run_pipeline(size_t count, int threads, size_t window, const std::function<
 template <class Make, class Consume>
 void produce_in_order(size_t count, int threads, size_t window, Make&& make, Consume&& consume,
                       ConsumeOrder order = ConsumeOrder::index,
-                      const std::function<bool()>& stop_starting = {}) {
+                      const std::function<bool()>& stop_starting = {},
+                      WindowSpan span = WindowSpan::until_consumed) {
   using T = std::decay_t<std::invoke_result_t<Make&, size_t>>;
   static_assert(std::is_move_constructible_v<T>, "make(i) must return a movable item");
   static_assert(std::is_convertible_v<std::invoke_result_t<Consume&, size_t, T&&>, bool>,
@@ -119,7 +129,7 @@ void produce_in_order(size_t count, int threads, size_t window, Make&& make, Con
         } release{items[i]};
         return static_cast<bool>(consume(i, std::move(*items[i])));
       },
-      order, stop_starting);
+      order, stop_starting, span);
 }
 
 // Faults in the pages of [p, p + bytes) on several threads (madvise MADV_POPULATE_WRITE where the

@@ -178,6 +178,43 @@ TEST(ParallelPipeline, ConsumesEveryItemInIndexOrder) {
     }
 }
 
+TEST(ParallelPipeline, WindowUntilMadeBoundsTheMakesNotTheWaitingItems) {
+  // The consumer holds item 0 until every other item is made: with the window counting only the
+  // makes, all 30 are made while 0 waits (until_consumed would stall at the window).
+  for (int threads : {1, 3, 8}) {
+    std::atomic<int> running{0}, max_running{0}, made{0};
+    std::vector<size_t> order;
+    const size_t count = 30, window = 2;
+    produce_in_order(
+        count, threads, window,
+        [&](size_t i) {
+          const int now = ++running;
+          int seen = max_running.load();
+          while (now > seen && !max_running.compare_exchange_weak(seen, now)) {
+          }
+          jitter(i);
+          --running;
+          ++made;
+          return i;
+        },
+        [&](size_t i, size_t&& v) {
+          EXPECT_EQ(v, i);
+          if (i == 0) {
+            const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+            while (made < static_cast<int>(count) && std::chrono::steady_clock::now() < give_up)
+              std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            EXPECT_EQ(made.load(), static_cast<int>(count)) << threads;
+          }
+          order.push_back(i);
+          return true;
+        },
+        ConsumeOrder::index, {}, WindowSpan::until_made);
+    ASSERT_EQ(order.size(), count) << threads;
+    for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], i);
+    EXPECT_LE(max_running.load(), static_cast<int>(window)) << threads;
+  }
+}
+
 TEST(ParallelPipeline, FinishedOrderHandsOverEachItemOnceAsItIsMade) {
   // make(0) waits until another item has been consumed: only possible in finished order.
   std::atomic<bool> other_consumed{false};
