@@ -294,6 +294,42 @@ TEST_F(Gpu, CubinForDeviceArchRunsCorrectly) {
   run_scale_add("");
 }
 
+// Uploads and downloads below and above the size where copies go through the pinned staging
+// buffers (one chunk, several, a ragged last one): a kernel adds each element's index, so a chunk
+// landing at the wrong offset in either direction shows (the two directions cannot cancel).
+TEST_F(Gpu, LargeCopiesLandAtTheirOffsets) {
+  cuda::Context ctx(0);
+  const char* src = R"(
+extern "C" __global__ void add_index(float* y, long long n) {
+  const long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) y[i] += (float)(i % 1021);
+})";
+  nvrtc::CompileOptions o =
+      options_for(nvrtc::sm_arch_for(ctx.info().cc_major, ctx.info().cc_minor));
+  cuda::Module module(nvrtc::compile(src, o).image);
+  CUfunction fn = module.function("add_index");
+  for (const long long n : {(1LL << 20) + 3, 1LL << 22, (1LL << 23) + 1023, 25LL * (1 << 20) + 5}) {
+    std::vector<float> x(static_cast<size_t>(n)), out(static_cast<size_t>(n), -1.0f);
+    for (long long i = 0; i < n; ++i)
+      x[static_cast<size_t>(i)] = static_cast<float>((i * 7919) % 4096) * 0.25f + 0.125f;
+    cuda::DeviceBuffer d(static_cast<size_t>(n) * sizeof(float));
+    d.upload(x);
+    cuda::LaunchConfig cfg;
+    cfg.block.x = 256;
+    cfg.grid.x = static_cast<unsigned>((n + 255) / 256);
+    CUdeviceptr p = d.ptr();
+    long long count = n;
+    cuda::launch_kernel(fn, cfg, p, count);
+    ctx.synchronize();
+    d.download(out);
+    long long bad = 0, first = -1;
+    for (long long i = 0; i < n; ++i)
+      if (out[static_cast<size_t>(i)] != x[static_cast<size_t>(i)] + static_cast<float>(i % 1021))
+        ++bad, first = first < 0 ? i : first;
+    EXPECT_EQ(bad, 0) << n << " floats, first wrong element " << first;
+  }
+}
+
 TEST_F(Gpu, PtxIsJitCompiledByTheDriver) {
   cuda::Context ctx(0);
   run_scale_add(nvrtc::compute_arch_for(ctx.info().cc_major, ctx.info().cc_minor));
