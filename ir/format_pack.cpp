@@ -1,6 +1,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 
 #include "ir/diagnostics.h"
@@ -56,12 +57,84 @@ void split_task(const LevelSplit& sp, int64_t nzb, int64_t nze, int64_t rb, int6
   }
 }
 
+// Children of every task of `parent` per `sp`, into `child` (appended after what it holds, which
+// must be nothing), and each parent's first child into parent.child_begin (plus the end). The
+// same tasks in the same order as split_task() over the parents one after another: counted
+// first, then each parent's written at its offset, in parallel over the parents. `nnz_parent`:
+// the parents are nonzero ranges, so the rows a task touches run through its last entry's row.
+void split_level(const LevelSplit& sp, Tasks& parent, bool nnz_parent, int64_t total, int64_t rows,
+                 const std::vector<int64_t>& row_ptr, Tasks& child) {
+  const auto n = static_cast<int64_t>(parent.nz_begin.size());
+  auto bounds = [&](int64_t t) {
+    const auto i = static_cast<size_t>(t);
+    const int64_t nze = t + 1 < n ? parent.nz_begin[i + 1] : total;
+    const int64_t re = nnz_parent ? rows : (t + 1 < n ? parent.row_begin[i + 1] : rows);
+    return std::array<int64_t, 4>{parent.nz_begin[i], nze, parent.row_begin[i], re};
+  };
+  auto count = [&](int64_t t) -> int64_t {
+    const auto [nzb, nze, rb, re] = bounds(t);
+    const int64_t span = sp.kind == WorkSplit::Nnz ? nze - nzb : re - rb;
+    return span > 0 ? ceil_div(span, sp.amount) : 0;
+  };
+  std::vector<int64_t>& first = parent.child_begin;
+  first.assign(static_cast<size_t>(n) + 1, 0);
+  const std::vector<int64_t> chunks = even_split(n, parallel_chunks(n * 4));
+  std::vector<int64_t> chunk_total(chunks.size() - 1, 0);
+  // Counts into first[t + 1], per chunk; then the chunks' offsets; then each chunk turns its
+  // counts into offsets (first[t] from its own counts only: no chunk reads another's entries).
+  run_chunks(chunks, [&](int c, int64_t t0, int64_t t1) {
+    int64_t sum = 0;
+    for (int64_t t = t0; t < t1; ++t) sum += first[static_cast<size_t>(t + 1)] = count(t);
+    chunk_total[static_cast<size_t>(c)] = sum;
+  });
+  std::vector<int64_t> chunk_first(chunk_total.size() + 1, 0);
+  std::inclusive_scan(chunk_total.begin(), chunk_total.end(), chunk_first.begin() + 1);
+  run_chunks(chunks, [&](int c, int64_t t0, int64_t t1) {
+    int64_t at = chunk_first[static_cast<size_t>(c)];
+    for (int64_t t = t0; t < t1; ++t)
+      first[static_cast<size_t>(t + 1)] = at += first[static_cast<size_t>(t + 1)];
+  });
+  // first[t + 1] now ends parent t's children, so first[t] (first[0] = 0) begins them.
+  const int64_t children = first[static_cast<size_t>(n)];
+  child.nz_begin.resize(static_cast<size_t>(children));
+  child.row_begin.resize(static_cast<size_t>(children));
+  run_chunks(chunks, [&](int, int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const auto [nzb, nze, rb, re] = bounds(t);
+      auto out = static_cast<size_t>(first[static_cast<size_t>(t)]);
+      if (sp.kind != WorkSplit::Nnz) {
+        for (int64_t r = rb; r < re; r += sp.amount, ++out) {
+          child.nz_begin[out] = row_ptr[static_cast<size_t>(r)];
+          child.row_begin[out] = r;
+        }
+        continue;
+      }
+      // Row containing position pos: the last row whose start is <= pos (skips empty rows).
+      int64_t r = rb;
+      for (int64_t pos = nzb; pos < nze; pos += sp.amount, ++out) {
+        while (r + 1 < static_cast<int64_t>(row_ptr.size()) - 1 &&
+               row_ptr[static_cast<size_t>(r + 1)] <= pos)
+          ++r;
+        child.nz_begin[out] = pos;
+        child.row_begin[out] = r;
+      }
+    }
+  });
+}
+
+// An offset array whose compression classify_arrays() fills in later.
 OffsetArray make_array(std::string name, std::vector<int64_t> v) {
   OffsetArray a;
   a.name = std::move(name);
-  a.compression = classify_offsets(v);
   a.values = std::move(v);
   return a;
+}
+
+// classify_offsets() of each array, the arrays in parallel (each is a few passes over millions
+// of entries for a graph).
+void classify_arrays(const std::vector<OffsetArray*>& arrays) {
+  for_each_task(arrays.size(), 0,
+                [&](size_t i) { arrays[i]->compression = classify_offsets(arrays[i]->values); });
 }
 
 }  // namespace
@@ -206,22 +279,10 @@ PackedFormat pack_format(const CsrMatrix& a, const Problem& p, const Schedule& s
   // Tasks, top-down. The root "task" is the whole sequence.
   Tasks lv[3];
   split_task(s.at(Level::Block), 0, total, 0, R, row_ptr, lv[0]);
-  for (int l = 1; l < 3; ++l) {
-    const Tasks& parent = lv[l - 1];
-    Tasks& child = lv[l];
-    Tasks& par = lv[l - 1];
-    const size_t n = parent.nz_begin.size();
-    for (size_t t = 0; t < n; ++t) {
-      par.child_begin.push_back(static_cast<int64_t>(child.nz_begin.size()));
-      const int64_t nze = t + 1 < n ? parent.nz_begin[t + 1] : total;
-      const int64_t re = t + 1 < n ? parent.row_begin[t + 1] : R;
-      // Nnz parents: the rows the task touches run through the row of its last entry.
-      const bool nnz_parent = s.split[static_cast<size_t>(l - 1)].kind == WorkSplit::Nnz;
-      split_task(s.split[static_cast<size_t>(l)], parent.nz_begin[t], nze, parent.row_begin[t],
-                 nnz_parent ? R : re, row_ptr, child);
-    }
-    par.child_begin.push_back(static_cast<int64_t>(child.nz_begin.size()));
-  }
+  for (int l = 1; l < 3; ++l)
+    split_level(s.split[static_cast<size_t>(l)], lv[l - 1],
+                s.split[static_cast<size_t>(l - 1)].kind == WorkSplit::Nnz, total, R, row_ptr,
+                lv[l]);
   for (int l = 0; l < 3; ++l) {
     Tasks& t = lv[l];
     t.nz_begin.push_back(total);
@@ -234,15 +295,17 @@ PackedFormat pack_format(const CsrMatrix& a, const Problem& p, const Schedule& s
     if (s.reduce[static_cast<size_t>(l)] == ReductionKind::Bitmap && l < 2) {
       const Tasks& ch = lv[l + 1];
       out.bitmap.assign(static_cast<size_t>(out.tasks), 0u);
-      for (int64_t k = 0; k < out.tasks; ++k) {
-        const int64_t c0 = out.child_begin.values[static_cast<size_t>(k)];
-        const int64_t c1 = out.child_begin.values[static_cast<size_t>(k + 1)];
-        SG_ASSERT(c1 - c0 <= 32, "bitmap level with more than 32 children");
-        for (int64_t c = c0; c < c1; ++c)
-          if (c == c0 ||
-              ch.row_begin[static_cast<size_t>(c)] != ch.row_begin[static_cast<size_t>(c - 1)])
-            out.bitmap[static_cast<size_t>(k)] |= 1u << (c - c0);
-      }
+      parallel_for(out.tasks, out.tasks * 8, [&](int64_t k0, int64_t k1) {
+        for (int64_t k = k0; k < k1; ++k) {
+          const int64_t c0 = out.child_begin.values[static_cast<size_t>(k)];
+          const int64_t c1 = out.child_begin.values[static_cast<size_t>(k + 1)];
+          SG_ASSERT(c1 - c0 <= 32, "bitmap level with more than 32 children");
+          for (int64_t c = c0; c < c1; ++c)
+            if (c == c0 ||
+                ch.row_begin[static_cast<size_t>(c)] != ch.row_begin[static_cast<size_t>(c - 1)])
+              out.bitmap[static_cast<size_t>(k)] |= 1u << (c - c0);
+        }
+      });
     }
     out.nz_begin = make_array(name + ".nz_begin", std::move(t.nz_begin));
     out.row_begin = make_array(name + ".row_begin", std::move(t.row_begin));
@@ -251,6 +314,11 @@ PackedFormat pack_format(const CsrMatrix& a, const Problem& p, const Schedule& s
 
   f.perm = make_array("perm", std::move(order));
   f.row_ptr = make_array("row_ptr", std::move(row_ptr));
+  std::vector<OffsetArray*> arrays = {&f.perm, &f.row_ptr};
+  for (LevelArrays& lv_out : f.levels)
+    for (OffsetArray* x : {&lv_out.nz_begin, &lv_out.row_begin, &lv_out.child_begin})
+      if (!x->name.empty()) arrays.push_back(x);
+  classify_arrays(arrays);
   return f;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 
 #include "ir/diagnostics.h"
 
@@ -18,20 +19,27 @@ int64_t floor_div(int64_t a, int64_t b) {
 }
 }  // namespace
 
-std::string_view to_string(OffsetForm f) { return kFormNames[static_cast<int>(f)]; }
+std::string_view to_string(OffsetForm f) {
+  return kFormNames[static_cast<int>(f)];
+}
 
 int64_t OffsetCompression::eval(int64_t i) const {
   SG_ASSERT(i >= 0 && i < size, fmt::format("offset index {} outside 0..{}", i, size));
   switch (form) {
-    case OffsetForm::Linear: return stride * i + base;
+    case OffsetForm::Linear:
+      return stride * i + base;
     case OffsetForm::Branch: {
-      size_t j = static_cast<size_t>(std::upper_bound(breaks.begin(), breaks.end(), i) -
-                                     breaks.begin()) - 1;
+      size_t j =
+          static_cast<size_t>(std::upper_bound(breaks.begin(), breaks.end(), i) - breaks.begin()) -
+          1;
       return values[j];
     }
-    case OffsetForm::Cyclic: return values[static_cast<size_t>(i % period)] + (i / period) * stride;
-    case OffsetForm::Quasilinear: return stride * i + base + values[static_cast<size_t>(i)];
-    case OffsetForm::Table: return values[static_cast<size_t>(i)];
+    case OffsetForm::Cyclic:
+      return values[static_cast<size_t>(i % period)] + (i / period) * stride;
+    case OffsetForm::Quasilinear:
+      return stride * i + base + values[static_cast<size_t>(i)];
+    case OffsetForm::Table:
+      return values[static_cast<size_t>(i)];
   }
   return 0;
 }
@@ -39,10 +47,14 @@ int64_t OffsetCompression::eval(int64_t i) const {
 int64_t OffsetCompression::table_bytes() const {
   switch (form) {
     case OffsetForm::Linear:
-    case OffsetForm::Branch: return 0;
-    case OffsetForm::Cyclic: return period * 8;
-    case OffsetForm::Quasilinear: return size * residual_bytes;
-    case OffsetForm::Table: return size * 8;
+    case OffsetForm::Branch:
+      return 0;
+    case OffsetForm::Cyclic:
+      return period * 8;
+    case OffsetForm::Quasilinear:
+      return size * residual_bytes;
+    case OffsetForm::Table:
+      return size * 8;
   }
   return 0;
 }
@@ -106,21 +118,30 @@ OffsetCompression classify_offsets(std::span<const int64_t> a) {
       sxx += (double(i) - mx) * (double(i) - mx);
     }
     const int64_t ls = static_cast<int64_t>(std::llround(sxy / sxx));
-    int64_t best_stride = chord, best_lo = 0, best_hi = INT64_MAX;
-    for (int64_t stride : {chord, chord + 1, ls - 1, ls, ls + 1}) {
-      int64_t lo = INT64_MAX, hi = INT64_MIN;
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t r = at(i) - stride * i - at(0);
-        lo = std::min(lo, r);
-        hi = std::max(hi, r);
+    // The residual range of every candidate slope in one pass; the first narrowest wins.
+    const int64_t strides[5] = {chord, chord + 1, ls - 1, ls, ls + 1};
+    int64_t lo[5], hi[5];
+    std::fill(std::begin(lo), std::end(lo), INT64_MAX);
+    std::fill(std::begin(hi), std::end(hi), INT64_MIN);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t d = at(i) - at(0);
+      for (int k = 0; k < 5; ++k) {
+        const int64_t r = d - strides[k] * i;
+        lo[k] = std::min(lo[k], r);
+        hi[k] = std::max(hi[k], r);
       }
-      if (hi - lo < best_hi - best_lo) best_stride = stride, best_lo = lo, best_hi = hi;
     }
+    int64_t best_stride = chord, best_lo = 0, best_hi = INT64_MAX;
+    for (int k = 0; k < 5; ++k)
+      if (hi[k] - lo[k] < best_hi - best_lo)
+        best_stride = strides[k], best_lo = lo[k], best_hi = hi[k];
     const int64_t mid = best_lo + (best_hi - best_lo) / 2;
     const int64_t half_span = best_hi - mid;  // residuals fall in [best_lo - mid, half_span]
     int bytes = 0;
-    if (best_lo - mid >= -128 && half_span <= 127) bytes = 1;
-    else if (best_lo - mid >= -32768 && half_span <= 32767) bytes = 2;
+    if (best_lo - mid >= -128 && half_span <= 127)
+      bytes = 1;
+    else if (best_lo - mid >= -32768 && half_span <= 32767)
+      bytes = 2;
     if (bytes) {
       c = {};
       c.form = OffsetForm::Quasilinear;
@@ -144,13 +165,17 @@ OffsetCompression classify_offsets(std::span<const int64_t> a) {
 
 std::string describe(const OffsetCompression& c) {
   switch (c.form) {
-    case OffsetForm::Linear: return fmt::format("linear(stride={},base={})", c.stride, c.base);
-    case OffsetForm::Branch: return fmt::format("branch({} pieces)", c.breaks.size());
-    case OffsetForm::Cyclic: return fmt::format("cyclic(period={},stride={})", c.period, c.stride);
+    case OffsetForm::Linear:
+      return fmt::format("linear(stride={},base={})", c.stride, c.base);
+    case OffsetForm::Branch:
+      return fmt::format("branch({} pieces)", c.breaks.size());
+    case OffsetForm::Cyclic:
+      return fmt::format("cyclic(period={},stride={})", c.period, c.stride);
     case OffsetForm::Quasilinear:
       return fmt::format("quasilinear(stride={},base={},residual=int{})", c.stride, c.base,
                          8 * c.residual_bytes);
-    case OffsetForm::Table: return fmt::format("table(n={})", c.size);
+    case OffsetForm::Table:
+      return fmt::format("table(n={})", c.size);
   }
   return "?";
 }
