@@ -243,7 +243,20 @@ RankedSpace rank_space(const CsrMatrix& a, const Problem& p, const CompileTarget
   else
     std::tie(d.cc_major, d.cc_minor) = offline_cc(target.arch);
   const ModelChoice& mc = model_for(d, offline);
-  const std::vector<Ranked> ranked = rank_schedules(p, all, a, compute_features(a), mc.model);
+  // The matrix's features and row profile once, then every schedule's features and prediction.
+  auto t = Clock::now();
+  const MatrixFeatures mf = compute_features(a);
+  const double features_ms = ms_since(t);
+  t = Clock::now();
+  const RowProfile rows = row_profile(a);
+  const double rows_ms = ms_since(t);
+  t = Clock::now();
+  const std::vector<Ranked> ranked = rank_schedules(p, all, a, mf, rows, mc.model);
+  if (debug_logging())
+    std::fprintf(stderr,
+                 "sparsegen: [tune] rank: matrix features %.2f ms, row profile %.2f ms, %zu "
+                 "schedules %.2f ms\n",
+                 features_ms, rows_ms, all.size(), ms_since(t));
   RankedSpace r;
   r.predicted_ms.assign(all.size(), std::nullopt);
   for (const Ranked& x : ranked) {
