@@ -89,8 +89,22 @@ DeviceProfile device_profile(const std::string& name, int cc_major, int cc_minor
 
 RowProfile row_profile(std::vector<int64_t> lengths) {
   RowProfile rp;
-  rp.sorted = lengths;
-  std::sort(rp.sorted.begin(), rp.sorted.end(), std::greater<>());
+  // Longest first. Row lengths are small integers next to the row count, so a counting sort
+  // (O(rows + longest row)) replaces a comparison sort of millions of rows for a graph.
+  const int64_t longest = lengths.empty() ? 0 : *std::max_element(lengths.begin(), lengths.end());
+  const bool counting = !lengths.empty() &&
+                        *std::min_element(lengths.begin(), lengths.end()) >= 0 &&
+                        longest <= 4 * static_cast<int64_t>(lengths.size());
+  if (counting) {
+    std::vector<int64_t> rows_of(static_cast<size_t>(longest) + 1, 0);
+    for (int64_t l : lengths) ++rows_of[static_cast<size_t>(l)];
+    rp.sorted.reserve(lengths.size());
+    for (int64_t l = longest; l >= 0; --l)
+      rp.sorted.insert(rp.sorted.end(), static_cast<size_t>(rows_of[static_cast<size_t>(l)]), l);
+  } else {
+    rp.sorted = lengths;
+    std::sort(rp.sorted.begin(), rp.sorted.end(), std::greater<>());
+  }
   rp.lengths = std::move(lengths);
   return rp;
 }
