@@ -1,10 +1,7 @@
 #include "costmodel/features.h"
 
 #include <algorithm>
-#include <array>
-#include <atomic>
 #include <cmath>
-#include <utility>
 
 #include <fmt/format.h>
 
@@ -58,13 +55,25 @@ void col_stats(const CsrMatrix& m, MatrixFeatures& f) {
   // larger than nnz (a huge, nearly empty matrix) a sorted copy of the indices is cheaper.
   std::vector<int64_t> counts;
   if (m.cols <= std::max<int64_t>(m.nnz(), int64_t{1} << 24)) {
-    // One histogram, counted by all chunks with relaxed atomic increments (exact in any order):
-    // a graph's millions of columns would make per-chunk histograms cost more than the count.
+    // One 32-bit histogram per chunk, summed in parallel over the columns. Up to one chunk per
+    // counter's worth of nonzeros, so that zeroing and summing the histograms stays below the
+    // count itself (a graph with millions of columns still gets every core), and at most
+    // INT32_MAX nonzeros per chunk, so that its counters cannot overflow.
+    const auto chunks = static_cast<int>(std::max<int64_t>(
+        (m.nnz() + INT32_MAX - 1) / INT32_MAX,
+        std::min<int64_t>(parallel_chunks(m.nnz()), std::max<int64_t>(m.nnz() / m.cols, 1))));
+    const std::vector<int64_t> bounds = even_split(m.nnz(), chunks);
+    std::vector<std::vector<uint32_t>> per_chunk(bounds.size() - 1);
+    run_chunks(bounds, [&](int c, int64_t b, int64_t e) {
+      std::vector<uint32_t>& h = per_chunk[static_cast<size_t>(c)];
+      h.assign(static_cast<size_t>(m.cols), 0);
+      for (int64_t k = b; k < e; ++k) ++h[static_cast<size_t>(m.col_idx[static_cast<size_t>(k)])];
+    });
     std::vector<int64_t> per_col(static_cast<size_t>(m.cols), 0);
-    parallel_for(m.nnz(), m.nnz(), [&](int64_t b, int64_t e) {
-      for (int64_t k = b; k < e; ++k)
-        std::atomic_ref<int64_t>(per_col[static_cast<size_t>(m.col_idx[static_cast<size_t>(k)])])
-            .fetch_add(1, std::memory_order_relaxed);
+    parallel_for(m.cols, m.cols * chunks, [&](int64_t j0, int64_t j1) {
+      for (const std::vector<uint32_t>& h : per_chunk)
+        for (int64_t j = j0; j < j1; ++j)
+          per_col[static_cast<size_t>(j)] += h[static_cast<size_t>(j)];
     });
     for (int64_t c : per_col)
       if (c > 0) counts.push_back(c);
@@ -151,72 +160,70 @@ void locality(const CsrMatrix& m, MatrixFeatures& f) {
   }
 }
 
-// The N:M group widths below 32, as template arguments (divisions by constants).
-constexpr std::array<int32_t, 7> kGroupWidths = {4, 6, 8, 10, 12, 14, 16};
-
-// Largest number of nonzeros in one aligned group of W columns of one row, for every W of
-// kGroupWidths at once (one pass over the rows' indices for all of them); `best` holds the
-// maxima so far and is raised. A width whose group is full (best == W) stops counting: unstructured
-// matrices get there in the first rows.
-template <size_t... I>
-void max_per_groups_of_rows(const CsrMatrix& m, int64_t r0, int64_t r1,
-                            std::array<int64_t, kGroupWidths.size()>& best,
-                            std::index_sequence<I...>) {
-  for (int64_t r = r0; r < r1; ++r) {
-    const int64_t len = m.row_length(r);
-    if (((len <= best[I] || best[I] >= kGroupWidths[I]) && ...)) continue;
-    std::array<int32_t, kGroupWidths.size()> group;
-    std::array<int64_t, kGroupWidths.size()> count{};
-    group.fill(-1);
-    for (int64_t k = m.row_ptr[static_cast<size_t>(r)]; k < m.row_ptr[static_cast<size_t>(r + 1)];
-         ++k) {
-      const int32_t col = m.col_idx[static_cast<size_t>(k)];
-      (
-          [&] {
-            const int32_t g = col / kGroupWidths[I];
-            count[I] = g == group[I] ? count[I] + 1 : 1;
-            group[I] = g;
-            best[I] = std::max(best[I], count[I]);
-          }(),
-          ...);
+// Largest number of nonzeros in one aligned group of W columns of one row. W is a template
+// parameter so the division by it compiles to a multiply.
+template <int32_t W>
+int64_t max_per_group_of_rows(const CsrMatrix& m, int64_t r0, int64_t r1) {
+  int64_t best = 0;
+  // Stops once a full group is seen: nothing can exceed W (unstructured matrices get there in the
+  // first rows).
+  for (int64_t r = r0; r < r1 && best < W; ++r) {
+    if (m.row_length(r) <= best) continue;
+    int32_t group = -1;
+    int64_t count = 0;
+    for (int64_t k = m.row_ptr[r]; k < m.row_ptr[r + 1]; ++k) {
+      const int32_t g = m.col_idx[k] / W;
+      count = g == group ? count + 1 : 1;
+      group = g;
+      best = std::max(best, count);
     }
   }
+  return best;
 }
 
-// max_per_group for every width of kGroupWidths (at most the width each).
-std::array<int64_t, kGroupWidths.size()> max_per_groups(const CsrMatrix& m) {
-  constexpr auto seq = std::make_index_sequence<kGroupWidths.size()>();
-  std::array<int64_t, kGroupWidths.size()> best{};
-  // The first rows usually settle it (full groups): try them alone before a parallel pass.
+template <int32_t W>
+int max_per_group(const CsrMatrix& m) {
+  // The first rows usually settle it (a full group): try them alone before a parallel pass.
   const int64_t head = std::min<int64_t>(m.rows, 64);
-  max_per_groups_of_rows(m, 0, head, best, seq);
-  bool settled = true;
-  for (size_t i = 0; i < best.size(); ++i) settled &= best[i] >= kGroupWidths[i];
-  if (!settled && head < m.rows) {
-    const std::vector<int64_t> bounds = row_chunks(m);
-    std::vector<std::array<int64_t, kGroupWidths.size()>> parts(bounds.size() - 1, best);
-    run_chunks(bounds, [&](int c, int64_t r0, int64_t r1) {
-      max_per_groups_of_rows(m, std::max(r0, head), r1, parts[static_cast<size_t>(c)], seq);
-    });
-    for (const auto& p : parts)
-      for (size_t i = 0; i < best.size(); ++i) best[i] = std::max(best[i], p[i]);
+  int64_t best = max_per_group_of_rows<W>(m, 0, head);
+  if (best >= W || head == m.rows) return static_cast<int>(best);
+  const std::vector<int64_t> bounds = row_chunks(m);
+  std::vector<int64_t> parts(bounds.size() - 1, 0);
+  run_chunks(bounds, [&](int c, int64_t r0, int64_t r1) {
+    parts[static_cast<size_t>(c)] = max_per_group_of_rows<W>(m, std::max(r0, head), r1);
+  });
+  for (int64_t p : parts) best = std::max(best, p);
+  return static_cast<int>(std::min<int64_t>(best, W));
+}
+
+int max_per_group(const CsrMatrix& m, int w) {
+  switch (w) {
+    case 4:
+      return max_per_group<4>(m);
+    case 6:
+      return max_per_group<6>(m);
+    case 8:
+      return max_per_group<8>(m);
+    case 10:
+      return max_per_group<10>(m);
+    case 12:
+      return max_per_group<12>(m);
+    case 14:
+      return max_per_group<14>(m);
+    case 16:
+      return max_per_group<16>(m);
   }
-  for (size_t i = 0; i < best.size(); ++i) best[i] = std::min<int64_t>(best[i], kGroupWidths[i]);
-  return best;
+  SG_ASSERT(false, "max_per_group: width not instantiated");
+  return 0;
 }
 
 void nm_structure(const CsrMatrix& m, MatrixFeatures& f) {
   // Groups of 32 are the locality segments: that width was counted by locality() already.
   static_assert(kSegmentCols == 32);
   f.nm_max_per_group.resize(kNmGroupWidths.size(), 0);
-  const auto below_32 = max_per_groups(m);
-  for (size_t i = 0; i < kNmGroupWidths.size(); ++i) {
-    if (kNmGroupWidths[i] == kSegmentCols) continue;
-    const auto w = std::find(kGroupWidths.begin(), kGroupWidths.end(), kNmGroupWidths[i]);
-    SG_ASSERT(w != kGroupWidths.end(), "max_per_groups: width not instantiated");
-    f.nm_max_per_group[i] =
-        static_cast<int>(below_32[static_cast<size_t>(w - kGroupWidths.begin())]);
-  }
+  for (size_t i = 0; i < kNmGroupWidths.size(); ++i)
+    if (kNmGroupWidths[i] != kSegmentCols)
+      f.nm_max_per_group[i] = max_per_group(m, kNmGroupWidths[i]);
   if (m.nnz() == 0) return;
   for (size_t i = 0; i < kNmGroupWidths.size(); ++i) {
     const int w = kNmGroupWidths[i], n = f.nm_max_per_group[i];
