@@ -31,37 +31,12 @@ struct Tasks {
   std::vector<int64_t> nz_begin, row_begin, child_begin;
 };
 
-// Cuts the parent task [nzb, nze) x rows [rb, re) into child tasks per `sp`, appending to `out`.
-void split_task(const LevelSplit& sp, int64_t nzb, int64_t nze, int64_t rb, int64_t re,
-                const std::vector<int64_t>& row_ptr, Tasks& out) {
-  switch (sp.kind) {
-    case WorkSplit::Row:
-    case WorkSplit::Rows:
-      for (int64_t r = rb; r < re; r += sp.amount) {
-        out.nz_begin.push_back(row_ptr[static_cast<size_t>(r)]);
-        out.row_begin.push_back(r);
-      }
-      break;
-    case WorkSplit::Nnz: {
-      // Row containing position p: the last row whose start is <= p (skips empty rows).
-      int64_t r = rb;
-      for (int64_t pos = nzb; pos < nze; pos += sp.amount) {
-        while (r + 1 < static_cast<int64_t>(row_ptr.size()) - 1 &&
-               row_ptr[static_cast<size_t>(r + 1)] <= pos)
-          ++r;
-        out.nz_begin.push_back(pos);
-        out.row_begin.push_back(r);
-      }
-      break;
-    }
-  }
-}
-
-// Children of every task of `parent` per `sp`, into `child` (appended after what it holds, which
-// must be nothing), and each parent's first child into parent.child_begin (plus the end). The
-// same tasks in the same order as split_task() over the parents one after another: counted
-// first, then each parent's written at its offset, in parallel over the parents. `nnz_parent`:
-// the parents are nonzero ranges, so the rows a task touches run through its last entry's row.
+// Cuts every task of `parent` into child tasks per `sp`, in parent order, into `child` (empty
+// before), and sets parent.child_begin (each parent's first child, then the end). Row splits
+// take every `amount` rows of the parent, nonzero splits every `amount` positions (a task's
+// row_begin is the row holding its first position). In parallel over the parents: the children
+// are counted, offsets summed, then each parent's written at its offset. `nnz_parent`: the
+// parents are nonzero ranges, so the rows a task touches run through its last entry's row.
 void split_level(const LevelSplit& sp, Tasks& parent, bool nnz_parent, int64_t total, int64_t rows,
                  const std::vector<int64_t>& row_ptr, Tasks& child) {
   const auto n = static_cast<int64_t>(parent.nz_begin.size());
@@ -80,8 +55,9 @@ void split_level(const LevelSplit& sp, Tasks& parent, bool nnz_parent, int64_t t
   first.assign(static_cast<size_t>(n) + 1, 0);
   const std::vector<int64_t> chunks = even_split(n, parallel_chunks(n * 4));
   std::vector<int64_t> chunk_total(chunks.size() - 1, 0);
-  // Counts into first[t + 1], per chunk; then the chunks' offsets; then each chunk turns its
-  // counts into offsets (first[t] from its own counts only: no chunk reads another's entries).
+  // Parent t's child count goes to first[t + 1]; then a running sum per chunk, started at the
+  // chunks before it, turns first[t + 1] into the end of parent t's children. Each chunk reads
+  // and writes only its own entries.
   run_chunks(chunks, [&](int c, int64_t t0, int64_t t1) {
     int64_t sum = 0;
     for (int64_t t = t0; t < t1; ++t) sum += first[static_cast<size_t>(t + 1)] = count(t);
@@ -277,8 +253,9 @@ PackedFormat pack_format(const CsrMatrix& a, const Problem& p, const Schedule& s
   }
 
   // Tasks, top-down. The root "task" is the whole sequence.
+  Tasks root{.nz_begin = {0}, .row_begin = {0}, .child_begin = {}};
   Tasks lv[3];
-  split_task(s.at(Level::Block), 0, total, 0, R, row_ptr, lv[0]);
+  split_level(s.at(Level::Block), root, false, total, R, row_ptr, lv[0]);
   for (int l = 1; l < 3; ++l)
     split_level(s.split[static_cast<size_t>(l)], lv[l - 1],
                 s.split[static_cast<size_t>(l - 1)].kind == WorkSplit::Nnz, total, R, row_ptr,
