@@ -91,7 +91,7 @@ CheckInputs make_check_inputs(const Problem& p, uint64_t seed, float alpha, floa
   // starting at draw j starts from state0 + j·gamma: the same values on any number of threads.
   const uint64_t state0 = seed * 0x2545F4914F6CDD1DULL + 1;
   auto fill = [&](std::vector<float>& v, int64_t count, uint64_t first_draw, DType t) {
-    v.resize(static_cast<size_t>(count));
+    resize_prefaulted(v, static_cast<size_t>(count));  // a graph's B and C are gigabytes
     parallel_for(count, count * 4, [&](int64_t i0, int64_t i1) {
       uint64_t state = state0 + (first_draw + static_cast<uint64_t>(i0)) * kSplitmixGamma;
       for (int64_t i = i0; i < i1; ++i) v[static_cast<size_t>(i)] = draw(state, t);
