@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 
+#include "compiler/device_check_inputs.h"
 #include "ir/dtype.h"
 #include "ir/error_bound.h"
 #include "ir/family.h"
@@ -89,7 +90,7 @@ CheckInputs make_check_inputs(const Problem& p, uint64_t seed, float alpha, floa
   in.beta = beta;
   // One splitmix64 stream over B then C0. Its state advances by a constant per draw, so a chunk
   // starting at draw j starts from state0 + j·gamma: the same values on any number of threads.
-  const uint64_t state0 = seed * 0x2545F4914F6CDD1DULL + 1;
+  const uint64_t state0 = check_stream_state(seed);
   auto fill = [&](std::vector<float>& v, int64_t count, uint64_t first_draw, DType t) {
     resize_prefaulted(v, static_cast<size_t>(count));  // a graph's B and C are gigabytes
     parallel_for(count, count * 4, [&](int64_t i0, int64_t i1) {
@@ -493,61 +494,144 @@ std::string GpuCheckPair::error() const {
   return s;
 }
 
+namespace {
+
+// The pair's inputs restricted to columns `cols` of B and C (all of them, or a sample): the same
+// values make_check_inputs draws there, computed draw by draw (ir/random.h), so a graph's check
+// never holds its full B and C on the host.
+CheckInputs column_inputs(const Problem& p, uint64_t seed, const std::vector<int64_t>& cols) {
+  CheckInputs in;
+  in.problem = p;
+  in.problem.n = static_cast<int64_t>(cols.size());
+  in.alpha = 0.75f;
+  in.beta = 0.0f;
+  const Problem& q = in.problem;
+  resize_prefaulted(in.b, static_cast<size_t>(q.k * q.n));
+  resize_prefaulted(in.c0, static_cast<size_t>(q.m * q.n));
+  const auto c_first = static_cast<uint64_t>(p.k * p.n);  // C's draws follow B's
+  gather_columns(p.k, cols, [&](int64_t kk, int64_t i) {
+    const int64_t col = cols[static_cast<size_t>(i)];
+    in.b[static_cast<size_t>(q.b_index(kk, i))] =
+        check_value(seed, static_cast<uint64_t>(p.b_index(kk, col)), p.b_dtype());
+  });
+  gather_columns(p.m, cols, [&](int64_t row, int64_t i) {
+    const int64_t col = cols[static_cast<size_t>(i)];
+    in.c0[static_cast<size_t>(q.c_index(row, i))] =
+        check_value(seed, c_first + static_cast<uint64_t>(p.c_index(row, col)), p.c_dtype());
+  });
+  return in;
+}
+
+// Runs `k` on B and C drawn on the device (C poisoned when cmp.beta == 0, else the seeded C) and
+// brings back the compared columns only: the device-side path of the paired check, which moves
+// M·|cols| elements over PCIe instead of K·N + 2·M·N.
+void run_on_device_inputs(const CompiledKernel& k, uint64_t seed, const std::vector<int64_t>& cols,
+                          float beta, CheckBuffers& bufs, std::vector<float>& out,
+                          std::vector<uint32_t>& bits) {
+  const Problem& p = k.problem();
+  const std::string& arch = k.target().arch;
+  const DType bt = p.b_dtype(), ct = p.c_dtype();
+  const size_t w = ct == DType::F32 ? 4 : 2;
+  const size_t b_size = static_cast<size_t>(p.k * p.n) * (bt == DType::F32 ? 4 : 2);
+  const size_t c_size = static_cast<size_t>(p.m * p.n) * w;
+  if (bufs.b.bytes() != b_size + w) {  // B is the same for both runs: drawn once
+    bufs.b = cuda::DeviceBuffer(b_size + w);
+    fill_check_values(arch, bufs.b.ptr(), p.k * p.n, seed, 0, bt, nullptr);
+  }
+  if (bufs.c.bytes() != c_size + w) bufs.c = cuda::DeviceBuffer(c_size + w);
+  if (beta == 0.0f) {
+    if (w == 4)
+      bufs.c.fill_u32(poison_bits(ct));
+    else
+      bufs.c.fill_u16(static_cast<uint16_t>(poison_bits(ct)));
+  } else {
+    fill_check_values(arch, bufs.c.ptr(), p.m * p.n, seed, static_cast<uint64_t>(p.k * p.n), ct,
+                      nullptr);
+  }
+  k.run(bufs.b.ptr(), bufs.c.ptr(), 0.75f, beta, nullptr);
+  const bool all = static_cast<int64_t>(cols.size()) == p.n;
+  const size_t sub_elems = static_cast<size_t>(p.m) * cols.size();
+  cuda::DeviceBuffer sub;
+  if (!all) {
+    sub = cuda::DeviceBuffer(sub_elems * w + w);
+    gather_check_columns(arch, bufs.c.ptr(), sub.ptr(), p, cols, nullptr);
+  }
+  cuda::Event done;
+  done.record(nullptr);
+  done.synchronize();
+  std::vector<char> back;
+  resize_prefaulted(back, sub_elems * w);
+  if (!back.empty()) (all ? bufs.c : sub).download(back.data(), back.size());
+  from_dtype_bytes(back, ct, out, bits);
+}
+
+}  // namespace
+
+bool check_inputs_on_device(const Problem& p) {
+  return p.sparse_weight() && (p.k + p.m) * p.n >= kDeviceCheckElements;
+}
+
 GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t seed,
                        int64_t max_columns) {
   const Problem& p = k.problem();
   const bool sample = max_columns > 1 && p.n > max_columns && p.sparse_weight();
-  // The kernel's inputs: one B and one initial C for both runs.
-  CheckInputs full = make_check_inputs(p, seed, 0.75f, 0.0f);
+  const bool on_device = check_inputs_on_device(p);
   // The compared columns (all, or max_columns of them evenly spread from the first to the last:
   // each token's values, and for quantized types its scale, depend on that token alone).
-  std::vector<int64_t> cols;
-  CheckInputs cmp0;
-  if (sample) {
-    cols.resize(static_cast<size_t>(max_columns));
-    for (int64_t i = 0; i < max_columns; ++i)
-      cols[static_cast<size_t>(i)] = i * (p.n - 1) / (max_columns - 1);
-    cmp0.problem = p;
-    cmp0.problem.n = max_columns;
-    cmp0.alpha = full.alpha;
-    cmp0.beta = 0.0f;
-    cmp0.b.resize(static_cast<size_t>(p.k * max_columns));
-    cmp0.c0.resize(static_cast<size_t>(p.m * max_columns));
-    gather_columns(p.k, cols, [&](int64_t kk, int64_t i) {
-      cmp0.b[static_cast<size_t>(cmp0.problem.b_index(kk, i))] =
-          full.b[static_cast<size_t>(p.b_index(kk, cols[static_cast<size_t>(i)]))];
-    });
-    gather_columns(p.m, cols, [&](int64_t row, int64_t i) {
-      cmp0.c0[static_cast<size_t>(cmp0.problem.c_index(row, i))] =
-          full.c0[static_cast<size_t>(p.c_index(row, cols[static_cast<size_t>(i)]))];
-    });
-  } else {
-    cmp0 = full;
-  }
+  std::vector<int64_t> cols(static_cast<size_t>(sample ? max_columns : p.n));
+  for (size_t i = 0; i < cols.size(); ++i)
+    cols[i] =
+        sample ? static_cast<int64_t>(i) * (p.n - 1) / (max_columns - 1) : static_cast<int64_t>(i);
+  // The references' inputs: the compared columns of the kernel's B and initial C (all of them
+  // when nothing is sampled: then they are the kernel's inputs too).
+  CheckInputs cmp0 = column_inputs(p, seed, cols);
   CheckInputs cmp1 = cmp0;
   cmp1.beta = -1.5f;
   const std::vector<Reference> refs = compute_references(a, {&cmp0, &cmp1});
+  // The kernel's full inputs on the host, when they are not drawn on the device.
+  CheckInputs full;
+  if (sample && !on_device) full = make_check_inputs(p, seed, cmp0.alpha, 0.0f);
+  CheckBuffers bufs;
   GpuCheckPair pair;
   for (int which = 0; which < 2; ++which) {
     const CheckInputs& cmp = which == 0 ? cmp0 : cmp1;
     CheckResult& r = which == 0 ? pair.beta0 : pair.beta1;
-    if (!sample) {
-      r = gpu_check(k, a, cmp, refs[static_cast<size_t>(which)]);
+    if (!sample && !on_device) {
+      r = gpu_check(k, a, cmp, refs[static_cast<size_t>(which)], nullptr, nullptr, true, &bufs);
       continue;
     }
-    full.beta = cmp.beta;
-    std::vector<float> out, out_sub(cmp.c0.size());
-    std::vector<uint32_t> bits, bits_sub(cmp.c0.size());
-    run_and_download(k, full, nullptr, nullptr, out, bits);
-    gather_columns(p.m, cols, [&](int64_t row, int64_t i) {
-      const size_t from = static_cast<size_t>(p.c_index(row, cols[static_cast<size_t>(i)]));
-      const size_t to = static_cast<size_t>(cmp.problem.c_index(row, i));
-      out_sub[to] = out[from];
-      bits_sub[to] = bits[from];
-    });
-    r = compare_output(a, k.schedule(), cmp, refs[static_cast<size_t>(which)], out_sub, bits_sub,
-                       nullptr);
-    if (!r.passed)
+    std::vector<float> out;
+    std::vector<uint32_t> bits;
+    if (on_device) {
+      run_on_device_inputs(k, seed, cols, cmp.beta, bufs, out, bits);
+    } else {
+      full.beta = cmp.beta;
+      std::vector<float> out_full;
+      std::vector<uint32_t> bits_full;
+      run_and_download(k, full, nullptr, &bufs, out_full, bits_full);
+      out.resize(cmp.c0.size());
+      bits.resize(cmp.c0.size());
+      gather_columns(p.m, cols, [&](int64_t row, int64_t i) {
+        const size_t from = static_cast<size_t>(p.c_index(row, cols[static_cast<size_t>(i)]));
+        const size_t to = static_cast<size_t>(cmp.problem.c_index(row, i));
+        out[to] = out_full[from];
+        bits[to] = bits_full[from];
+      });
+    }
+    // The interpreter where the problem is small enough and whole (as the single check runs it).
+    std::vector<float> interp;
+    if (!sample) {
+      try {
+        interp = interpreter_output(a, k.schedule(), cmp);
+      } catch (const std::exception& e) {
+        r = CheckResult{};
+        r.error = std::string("interpreter: ") + e.what();
+        continue;
+      }
+    }
+    r = compare_output(a, k.schedule(), cmp, refs[static_cast<size_t>(which)], out, bits,
+                       interp.empty() ? nullptr : &interp);
+    if (!r.passed && sample)
       r.error = fmt::format("{} (columns {} of {} checked, evenly spread; C(r, j) names the j-th)",
                             r.error, max_columns, p.n);
   }

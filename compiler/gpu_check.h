@@ -155,8 +155,15 @@ struct GpuCheckPair {
 // max_columns (> 1): when N is larger, the check compares that many columns of C (tokens,
 // evenly spread, the first and last among them; the kernel still runs on all of B), so that the
 // fp64 reference of a prefill-sized problem costs max_columns / N of the full one.
+// Large problems (check_inputs_on_device) draw B and C on the device and download only the
+// compared columns (compiler/device_check_inputs.h): the same values, no host copy of either.
 GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t seed,
                        int64_t max_columns = 0);
+
+// From (K + M)·N elements on, the paired check draws its inputs on the device: below, generating
+// them on the host and copying them takes milliseconds and needs no helper module.
+inline constexpr int64_t kDeviceCheckElements = int64_t{1} << 24;
+bool check_inputs_on_device(const Problem& p);
 
 // The columns of C the tuner's check of its winner compares (gpu_check's max_columns; N: all).
 // All of them while N <= kCheckColumns and M·N <= kCheckElements; beyond, evenly spread ones:

@@ -16,6 +16,7 @@
 #include <tuple>
 #include <utility>
 
+#include "compiler/device_check_inputs.h"
 #include "compiler/family.h"
 #include "compiler/fingerprint.h"
 #include "compiler/gpu_check.h"
@@ -651,7 +652,11 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     ctx->make_current();
     const size_t w = static_cast<size_t>(dtype_bytes(p.c_dtype()));
     cuda::DeviceBuffer db_b, db_c(static_cast<size_t>(p.m * p.n) * w + w);
-    {
+    if (check_inputs_on_device(p)) {  // the check's B, drawn where it is used
+      db_b = cuda::DeviceBuffer(static_cast<size_t>(p.k * p.n) * w + w);
+      fill_check_values(target.arch, db_b.ptr(), p.k * p.n, opt.seed, 0, p.b_dtype(), nullptr);
+      ctx->synchronize();  // the timing stream is non-blocking: it would not wait for the fill
+    } else {
       const std::vector<char> hb = to_device_values(make_check_b(p, opt.seed), p.b_dtype());
       db_b = cuda::DeviceBuffer(hb.size() + w);
       if (!hb.empty()) db_b.upload(hb.data(), hb.size());

@@ -35,6 +35,7 @@ namespace {
   X(cuDevicePrimaryCtxRetain, 7000)   \
   X(cuDevicePrimaryCtxRelease, 11000) \
   X(cuCtxSetCurrent, 4000)            \
+  X(cuCtxGetCurrent, 4000)            \
   X(cuCtxSynchronize, 2000)           \
   X(cuModuleLoadDataEx, 2010)         \
   X(cuModuleUnload, 2000)             \
@@ -50,6 +51,7 @@ namespace {
   X(cuMemHostAlloc, 2020)             \
   X(cuMemFreeHost, 2000)              \
   X(cuMemsetD8, 3020)                 \
+  X(cuMemsetD16, 3020)                \
   X(cuMemsetD32, 3020)                \
   X(cuMemsetD8Async, 3020)            \
   X(cuStreamCreate, 2000)             \
@@ -297,6 +299,12 @@ Context& Context::operator=(Context&& other) noexcept {
 
 void Context::make_current() const {
   check(drv().cuCtxSetCurrent(ctx_), "cuCtxSetCurrent");
+}
+
+CUcontext current_context() {
+  CUcontext ctx = nullptr;
+  check(drv().cuCtxGetCurrent(&ctx), "cuCtxGetCurrent");
+  return ctx;
 }
 
 void Context::synchronize() const {
@@ -570,6 +578,17 @@ void DeviceBuffer::fill_u32(std::uint32_t value) {
   }
   if (bytes_ == 0) return;
   check(drv().cuMemsetD32(ptr_, value, bytes_ / 4), "cuMemsetD32");
+  wait_for_legacy_stream();
+}
+
+void DeviceBuffer::fill_u16(std::uint16_t value) {
+  if (bytes_ % 2 != 0) {
+    throw CudaError(fmt::format("cuMemsetD16: buffer of {} bytes is not a multiple of 2", bytes_),
+                    "cuMemsetD16", static_cast<int>(CUDA_ERROR_INVALID_VALUE),
+                    "CUDA_ERROR_INVALID_VALUE");
+  }
+  if (bytes_ == 0) return;
+  check(drv().cuMemsetD16(ptr_, value, bytes_ / 2), "cuMemsetD16");
   wait_for_legacy_stream();
 }
 

@@ -93,6 +93,9 @@ class Context {
   DeviceInfo info_;
 };
 
+// The context current on the calling thread (null when none). Throws CudaError.
+CUcontext current_context();
+
 // A loaded module (cubin, fatbin or PTX image, as NVRTC or nvcc produced it).
 class Module {
  public:
@@ -150,6 +153,8 @@ class DeviceBuffer {
   // Asynchronous fill_bytes on `stream` (e.g. the L2 flush before a timed run, runtime/timing.h).
   void fill_bytes_async(unsigned char value, CUstream stream);
   void fill_u32(std::uint32_t value);
+  // The same with a 16-bit pattern (bytes() a multiple of 2): an fp16/bf16 poison.
+  void fill_u16(std::uint16_t value);
 
  private:
   CUdeviceptr ptr_ = 0;

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/device_check_inputs.h"
 #include "compiler/family.h"
 #include "compiler/gpu_check.h"
 #include "compiler/pipeline.h"
@@ -394,6 +395,21 @@ TEST(CheckHost, TheTimingRunsBIsTheCheckInputsB) {
     const Problem p = Problem::spmm(9, 13, 5, DType::F16, l, Layout::RowMajor);
     EXPECT_EQ(make_check_b(p, 3), make_check_inputs(p, 3, 0.75f, -1.5f).b);
   }
+}
+
+// The device-drawn inputs' host side: check_value is draw j of make_check_inputs' stream (B's
+// draws, then C's) in every dtype, and the device program compiles without a GPU.
+TEST(CheckHost, CheckValueIsTheInputsDraw) {
+  for (DType t : {DType::F32, DType::F16, DType::BF16})
+    for (Layout l : {Layout::RowMajor, Layout::ColMajor}) {
+      const Problem p = Problem::spmm(9, 13, 5, t, l, l);
+      const CheckInputs in = make_check_inputs(p, 21, 0.75f, -1.5f);
+      for (size_t i = 0; i < in.b.size(); ++i) ASSERT_EQ(in.b[i], check_value(21, i, t));
+      for (size_t i = 0; i < in.c0.size(); ++i)
+        ASSERT_EQ(in.c0[i], check_value(21, in.b.size() + i, t));
+    }
+  EXPECT_NO_THROW(prepare_check_kernels("sm_90"));
+  EXPECT_NO_THROW(prepare_check_kernels("compute_90"));
 }
 
 TEST(CheckHost, TheTunersCheckSamplesColumnsOfLargeOutputs) {

@@ -56,6 +56,7 @@
 #include <tuple>
 #include <vector>
 
+#include "compiler/device_check_inputs.h"
 #include "compiler/family.h"
 #include "compiler/gpu_check.h"
 #include "compiler/pipeline.h"
@@ -913,6 +914,95 @@ TEST(GpuCheck, SampledColumns) {
       const GpuCheckPair sampled = gpu_check(k, a, 9, 16);
       EXPECT_TRUE(full.passed()) << full.error();
       EXPECT_TRUE(sampled.passed()) << sampled.error();
+    }
+}
+
+// The device-drawn check inputs are bit for bit the host's (make_check_inputs / check_value) in
+// every dtype, from any first draw, and the column gather picks the right elements in both layouts.
+TEST(GpuCheck, DeviceInputsAreTheHostInputs) {
+  SKIP_WITHOUT_GPU();
+  if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
+  cuda::Context ctx(0);
+  const std::string arch = detect_target(0).arch;
+  for (DType t : kDtypes) {
+    const size_t w = t == DType::F32 ? 4 : 2;
+    for (uint64_t first : {uint64_t{0}, uint64_t{77}, uint64_t{1} << 33}) {
+      const int64_t count = 100003;
+      cuda::DeviceBuffer buf(static_cast<size_t>(count) * w);
+      fill_check_values(arch, buf.ptr(), count, 5, first, t, nullptr);
+      std::vector<char> back(buf.bytes());
+      buf.download(back.data(), back.size());
+      for (int64_t i = 0; i < count; ++i) {
+        const float want = check_value(5, first + static_cast<uint64_t>(i), t);
+        uint32_t got = 0, bits = 0;
+        std::memcpy(&got, back.data() + static_cast<size_t>(i) * w, w);
+        if (w == 4)
+          std::memcpy(&bits, &want, 4);
+        else
+          bits = t == DType::F16 ? float_to_half_bits(want) : float_to_bf16_bits(want);
+        ASSERT_EQ(got, bits) << to_string(t) << " draw " << first + static_cast<uint64_t>(i);
+      }
+    }
+  }
+  // check_value is the host stream's draw: B's draws, then C's.
+  const Problem p = Problem::spmm(37, 29, 11, DType::F16, Layout::ColMajor, Layout::RowMajor);
+  const CheckInputs in = make_check_inputs(p, 5, 1.0f, 0.0f);
+  for (size_t i = 0; i < in.b.size(); ++i) ASSERT_EQ(in.b[i], check_value(5, i, DType::F16));
+  for (size_t i = 0; i < in.c0.size(); ++i)
+    ASSERT_EQ(in.c0[i], check_value(5, in.b.size() + i, DType::F16));
+  for (Layout cl : {Layout::RowMajor, Layout::ColMajor})
+    for (DType t : {DType::F32, DType::BF16}) {
+      const Problem q = Problem::spmm(1001, 3, 67, t, Layout::RowMajor, cl);
+      const size_t w = t == DType::F32 ? 4 : 2;
+      const size_t mn = static_cast<size_t>(q.m * q.n);
+      std::vector<char> c(mn * w);
+      for (size_t i = 0; i < c.size(); ++i) c[i] = static_cast<char>((i * 131 + 7) % 251);
+      cuda::DeviceBuffer dc(c.size()), dsub(static_cast<size_t>(q.m) * 5 * w);
+      dc.upload(c.data(), c.size());
+      const std::vector<int64_t> cols = {0, 1, 33, 50, 66};
+      gather_check_columns(arch, dc.ptr(), dsub.ptr(), q, cols, nullptr);
+      std::vector<char> sub(dsub.bytes());
+      dsub.download(sub.data(), sub.size());
+      Problem qs = q;
+      qs.n = 5;
+      for (int64_t r = 0; r < q.m; ++r)
+        for (size_t i = 0; i < cols.size(); ++i)
+          ASSERT_EQ(std::memcmp(sub.data() + qs.c_index(r, static_cast<int64_t>(i)) * w,
+                                c.data() + q.c_index(r, cols[i]) * w, w),
+                    0)
+              << to_string(q) << " row " << r << " column " << cols[i];
+    }
+}
+
+// Problems above kDeviceCheckElements draw their check inputs on the device: the check passes a
+// correct kernel (all columns and sampled ones, both C layouts, fp32 and fp16) and fails it
+// against a matrix that differs in one value.
+TEST(GpuCheck, DeviceInputsCheckLargeProblems) {
+  SKIP_WITHOUT_GPU();
+  if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
+  auto ctx = std::make_shared<cuda::Context>(0);
+  std::vector<int64_t> lengths(30011);
+  for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = static_cast<int64_t>((i * 7) % 23);
+  const CsrMatrix a = lengths_matrix(lengths, 30011, 3);
+  CsrMatrix wrong = a;
+  wrong.values[wrong.values.size() / 2] += 0.25f;
+  for (DType t : {DType::F32, DType::F16})
+    for (Layout cl : {Layout::RowMajor, Layout::ColMajor}) {
+      KernelRequest req;
+      req.n = 300;
+      req.dtype = t;
+      req.c_layout = cl;
+      const CompiledKernel k(ctx, build_kernel(a, req, detect_target(0)));
+      SCOPED_TRACE(to_string(k.problem()));
+      ASSERT_TRUE(check_inputs_on_device(k.problem()));
+      const GpuCheckPair full = gpu_check(k, a, 9);
+      const GpuCheckPair sampled = gpu_check(k, a, 9, 16);
+      EXPECT_TRUE(full.passed()) << full.error();
+      EXPECT_TRUE(sampled.passed()) << sampled.error();
+      EXPECT_FALSE(gpu_check(k, wrong, 9).passed());
+      // Column 150 is not among the 16 sampled (0, 19, 39, ...), but 0 is: the changed value's
+      // row shows in every column.
+      EXPECT_FALSE(gpu_check(k, wrong, 9, 16).passed());
     }
 }
 
