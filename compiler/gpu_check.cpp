@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 
@@ -172,24 +174,54 @@ std::vector<Reference> compute_references(const CsrMatrix& a,
     brow = b_rows.data();
   }
   const size_t n = static_cast<size_t>(p.n);
+  // With B finite (the seeded inputs always are), a product is finite exactly when its A value is
+  // (|a·b| < 2^128·1.5 in double): the finite-magnitude sum is then decided per nonzero, and the
+  // loop over the columns has no branch.
+  const bool b_finite = std::all_of(brow, brow + static_cast<size_t>(p.k) * n,
+                                    [](float v) { return std::isfinite(v); });
   // Row ranges of equal nonzeros: a power-law matrix whose rows are not shuffled keeps its
   // longest rows together.
   run_chunks(balanced_split(a.row_ptr, parallel_chunks(work)), [&](int, int64_t r0, int64_t r1) {
     std::vector<double> acc(n), mag(n), fin(n);
+    const int32_t* cols = a.col_idx.data();
+    const size_t ahead = 8;  // B rows are gathered at random: fetch a few nonzeros ahead
+    const auto end = static_cast<size_t>(a.row_ptr[static_cast<size_t>(r1)]);
     for (int64_t r = r0; r < r1; ++r) {
       std::fill(acc.begin(), acc.end(), 0.0);
       std::fill(mag.begin(), mag.end(), 0.0);
-      std::fill(fin.begin(), fin.end(), 0.0);
-      for (int64_t e = a.row_ptr[static_cast<size_t>(r)]; e < a.row_ptr[static_cast<size_t>(r + 1)];
-           ++e) {
-        const double av = round_to(p.dtype, a.values[static_cast<size_t>(e)]);
-        const float* bk = brow + static_cast<size_t>(a.col_idx[static_cast<size_t>(e)]) * n;
-        for (size_t c = 0; c < n; ++c) {
-          const double prod = av * double(bk[c]);
-          const double m = std::fabs(prod);
-          acc[c] += prod;
-          mag[c] += m;
-          fin[c] += std::isfinite(prod) ? m : 0.0;
+      bool all_finite = true;
+      const auto e0 = static_cast<size_t>(a.row_ptr[static_cast<size_t>(r)]);
+      const auto e1 = static_cast<size_t>(a.row_ptr[static_cast<size_t>(r + 1)]);
+      if (b_finite) {
+        for (size_t e = e0; e < e1; ++e) {
+          if (e + ahead < end) __builtin_prefetch(brow + static_cast<size_t>(cols[e + ahead]) * n);
+          const double av = round_to(p.dtype, a.values[e]);
+          if (!std::isfinite(av)) {
+            if (all_finite) fin = mag;  // the finite products so far
+            all_finite = false;
+          }
+          const float* bk = brow + static_cast<size_t>(cols[e]) * n;
+          for (size_t c = 0; c < n; ++c) {
+            const double prod = av * double(bk[c]);
+            acc[c] += prod;
+            mag[c] += std::fabs(prod);
+          }
+          if (!all_finite && std::isfinite(av))
+            for (size_t c = 0; c < n; ++c) fin[c] += std::fabs(av * double(bk[c]));
+        }
+        if (all_finite) fin = mag;
+      } else {
+        std::fill(fin.begin(), fin.end(), 0.0);
+        for (size_t e = e0; e < e1; ++e) {
+          const double av = round_to(p.dtype, a.values[e]);
+          const float* bk = brow + static_cast<size_t>(cols[e]) * n;
+          for (size_t c = 0; c < n; ++c) {
+            const double prod = av * double(bk[c]);
+            const double m = std::fabs(prod);
+            acc[c] += prod;
+            mag[c] += m;
+            fin[c] += std::isfinite(prod) ? m : 0.0;
+          }
         }
       }
       // Partial sums are bounded by the sum of magnitudes times (1 + (L + 4)u): the kernel's
@@ -565,6 +597,21 @@ void run_on_device_inputs(const CompiledKernel& k, uint64_t seed, const std::vec
   from_dtype_bytes(back, ct, out, bits);
 }
 
+// Logs each step of the paired check with its wall time (SPARSEGEN_DEBUG=1).
+class StepLog {
+ public:
+  void operator()(const char* step) {
+    if (!debug_logging()) return;
+    const auto now = std::chrono::steady_clock::now();
+    std::fprintf(stderr, "sparsegen: [check] %-22s %8.2f ms\n", step,
+                 std::chrono::duration<double, std::milli>(now - last_).count());
+    last_ = now;
+  }
+
+ private:
+  std::chrono::steady_clock::time_point last_ = std::chrono::steady_clock::now();
+};
+
 }  // namespace
 
 bool check_inputs_on_device(const Problem& p) {
@@ -584,10 +631,13 @@ GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t see
         sample ? static_cast<int64_t>(i) * (p.n - 1) / (max_columns - 1) : static_cast<int64_t>(i);
   // The references' inputs: the compared columns of the kernel's B and initial C (all of them
   // when nothing is sampled: then they are the kernel's inputs too).
+  StepLog log;
   CheckInputs cmp0 = column_inputs(p, seed, cols);
   CheckInputs cmp1 = cmp0;
   cmp1.beta = -1.5f;
+  log("inputs (host columns)");
   const std::vector<Reference> refs = compute_references(a, {&cmp0, &cmp1});
+  log("references");
   // The kernel's full inputs on the host, when they are not drawn on the device.
   CheckInputs full;
   if (sample && !on_device) full = make_check_inputs(p, seed, cmp0.alpha, 0.0f);
@@ -598,6 +648,7 @@ GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t see
     CheckResult& r = which == 0 ? pair.beta0 : pair.beta1;
     if (!sample && !on_device) {
       r = gpu_check(k, a, cmp, refs[static_cast<size_t>(which)], nullptr, nullptr, true, &bufs);
+      log(which == 0 ? "beta=0 run and compare" : "beta!=0 run and compare");
       continue;
     }
     std::vector<float> out;
@@ -618,6 +669,7 @@ GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t see
         bits[to] = bits_full[from];
       });
     }
+    log(which == 0 ? "beta=0 run and download" : "beta!=0 run and download");
     // The interpreter where the problem is small enough and whole (as the single check runs it).
     std::vector<float> interp;
     if (!sample) {
@@ -631,6 +683,7 @@ GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t see
     }
     r = compare_output(a, k.schedule(), cmp, refs[static_cast<size_t>(which)], out, bits,
                        interp.empty() ? nullptr : &interp);
+    log(which == 0 ? "beta=0 compare" : "beta!=0 compare");
     if (!r.passed && sample)
       r.error = fmt::format("{} (columns {} of {} checked, evenly spread; C(r, j) names the j-th)",
                             r.error, max_columns, p.n);
