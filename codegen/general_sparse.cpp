@@ -52,8 +52,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <climits>
+#include <iterator>
 #include <set>
 #include <string>
 #include <vector>
@@ -124,7 +126,7 @@ class GeneralSparseEmitter : public Emitter {
     GeneratedKernel k;
     k.source = assemble();
     k.headers = header_sources();
-    k.signature = signature();
+    k.signature = take_signature();  // last: moves the tables (a graph's are hundreds of MB)
     return k;
   }
 
@@ -459,15 +461,14 @@ class GeneralSparseEmitter : public Emitter {
   static KernelParam ws_param() { return {"ws", ParamKind::Workspace, "workspace", {}}; }
   static KernelParam beta_param() { return {"beta", ParamKind::Beta, "beta", {}}; }
 
-  std::vector<KernelParam> params() const {
-    std::vector<KernelParam> ps = {{"values", ParamKind::Values, "values", {}},
-                                   {"col_idx", ParamKind::ColIdx, "col_idx", {}},
-                                   {"B", ParamKind::B, "B", {}},
-                                   workspace_ ? ws_param() : c_param(),
-                                   {"alpha", ParamKind::Alpha, "alpha", {}},
-                                   beta_param()};
-    ps.insert(ps.end(), tables_.begin(), tables_.end());
-    return ps;
+  // The parameters before the tables.
+  std::vector<KernelParam> fixed_params() const {
+    return {{"values", ParamKind::Values, "values", {}},
+            {"col_idx", ParamKind::ColIdx, "col_idx", {}},
+            {"B", ParamKind::B, "B", {}},
+            workspace_ ? ws_param() : c_param(),
+            {"alpha", ParamKind::Alpha, "alpha", {}},
+            beta_param()};
   }
 
   static std::string param_decl(const KernelParam& prm) {
@@ -539,16 +540,22 @@ class GeneralSparseEmitter : public Emitter {
   std::string assemble() {
     std::string head = fmt::format("extern \"C\" __global__ void __launch_bounds__({}) {}(\n", NT_,
                                    opt_.kernel_name);
-    const auto ps = params();
+    std::vector<const KernelParam*> ps;  // the tables by reference: no copy of their data
+    const std::vector<KernelParam> fixed = fixed_params();
+    for (const KernelParam& prm : fixed) ps.push_back(&prm);
+    for (const KernelParam& prm : tables_) ps.push_back(&prm);
     for (size_t i = 0; i < ps.size(); ++i)
-      head += "    " + param_decl(ps[i]) + (i + 1 < ps.size() ? ",\n" : ") {\n");
+      head += "    " + param_decl(*ps[i]) + (i + 1 < ps.size() ? ",\n" : ") {\n");
     return kernel_source(head);
   }
 
-  KernelSignature signature() const {
+  // The signature; moves the tables out of the emitter (call once, last).
+  KernelSignature take_signature() {
     KernelSignature sig;
     sig.kernel_name = opt_.kernel_name;
-    sig.params = params();
+    sig.params = fixed_params();
+    std::move(tables_.begin(), tables_.end(), std::back_inserter(sig.params));
+    tables_.clear();
     sig.launch.grid_x = f_.stats.block_tasks;
     sig.launch.grid_y = f_.stats.col_tiles;
     sig.launch.block_threads = NT_;

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <future>
 #include <limits>
+#include <utility>
 
 #include "compiler/device_check_inputs.h"
 #include "ir/dtype.h"
@@ -554,6 +556,22 @@ CheckInputs column_inputs(const Problem& p, uint64_t seed, const std::vector<int
   return in;
 }
 
+// A copy of `in` whose vectors are copied on all cores (a graph's are hundreds of MB).
+CheckInputs copy_inputs(const CheckInputs& in) {
+  CheckInputs out;
+  out.problem = in.problem;
+  out.alpha = in.alpha;
+  out.beta = in.beta;
+  for (auto [from, to] : {std::pair{&in.b, &out.b}, std::pair{&in.c0, &out.c0}}) {
+    resize_prefaulted(*to, from->size());
+    const auto n = static_cast<int64_t>(from->size());
+    parallel_for(n, n, [&](int64_t i0, int64_t i1) {
+      std::memcpy(to->data() + i0, from->data() + i0, static_cast<size_t>(i1 - i0) * 4);
+    });
+  }
+  return out;
+}
+
 // Runs `k` on B and C drawn on the device (C poisoned when cmp.beta == 0, else the seeded C) and
 // brings back the compared columns only: the device-side path of the paired check, which moves
 // M·|cols| elements over PCIe instead of K·N + 2·M·N.
@@ -630,59 +648,76 @@ GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t see
     cols[i] =
         sample ? static_cast<int64_t>(i) * (p.n - 1) / (max_columns - 1) : static_cast<int64_t>(i);
   // The references' inputs: the compared columns of the kernel's B and initial C (all of them
-  // when nothing is sampled: then they are the kernel's inputs too).
-  StepLog log;
-  CheckInputs cmp0 = column_inputs(p, seed, cols);
-  CheckInputs cmp1 = cmp0;
-  cmp1.beta = -1.5f;
-  log("inputs (host columns)");
-  const std::vector<Reference> refs = compute_references(a, {&cmp0, &cmp1});
-  log("references");
-  // The kernel's full inputs on the host, when they are not drawn on the device.
-  CheckInputs full;
-  if (sample && !on_device) full = make_check_inputs(p, seed, cmp0.alpha, 0.0f);
-  CheckBuffers bufs;
+  // when nothing is sampled: then they are the kernel's inputs too). When the kernel's inputs are
+  // drawn on the device, the host side runs on a worker thread while the GPU runs both checks.
+  const float betas[2] = {0.0f, -1.5f};
+  CheckInputs cmp[2];
+  std::vector<Reference> refs;
+  auto host_side = [&] {
+    StepLog log;
+    cmp[0] = column_inputs(p, seed, cols);
+    cmp[1] = copy_inputs(cmp[0]);
+    cmp[1].beta = betas[1];
+    log("inputs (host columns)");
+    refs = compute_references(a, {&cmp[0], &cmp[1]});
+    log("references");
+  };
+  std::vector<float> out[2];
+  std::vector<uint32_t> bits[2];
   GpuCheckPair pair;
-  for (int which = 0; which < 2; ++which) {
-    const CheckInputs& cmp = which == 0 ? cmp0 : cmp1;
-    CheckResult& r = which == 0 ? pair.beta0 : pair.beta1;
-    if (!sample && !on_device) {
-      r = gpu_check(k, a, cmp, refs[static_cast<size_t>(which)], nullptr, nullptr, true, &bufs);
-      log(which == 0 ? "beta=0 run and compare" : "beta!=0 run and compare");
-      continue;
+  CheckResult* results[2] = {&pair.beta0, &pair.beta1};
+  CheckBuffers bufs;
+  StepLog log;
+  if (on_device) {
+    std::future<void> host = std::async(std::launch::async, host_side);
+    for (int which = 0; which < 2; ++which) {
+      run_on_device_inputs(k, seed, cols, betas[which], bufs, out[which], bits[which]);
+      log(which == 0 ? "beta=0 run and download" : "beta!=0 run and download");
     }
-    std::vector<float> out;
-    std::vector<uint32_t> bits;
-    if (on_device) {
-      run_on_device_inputs(k, seed, cols, cmp.beta, bufs, out, bits);
-    } else {
-      full.beta = cmp.beta;
+    host.get();
+    log("(waited for the host side)");
+  } else if (!sample) {  // the kernel's inputs are the references' inputs
+    host_side();
+    for (int which = 0; which < 2; ++which) {
+      *results[which] = gpu_check(k, a, cmp[which], refs[static_cast<size_t>(which)], nullptr,
+                                  nullptr, true, &bufs);
+      log(which == 0 ? "beta=0 run and compare" : "beta!=0 run and compare");
+    }
+    return pair;
+  } else {  // the full inputs on the host, the compared columns picked from the output
+    host_side();
+    CheckInputs full = make_check_inputs(p, seed, cmp[0].alpha, 0.0f);
+    for (int which = 0; which < 2; ++which) {
+      full.beta = betas[which];
       std::vector<float> out_full;
       std::vector<uint32_t> bits_full;
       run_and_download(k, full, nullptr, &bufs, out_full, bits_full);
-      out.resize(cmp.c0.size());
-      bits.resize(cmp.c0.size());
+      out[which].resize(cmp[which].c0.size());
+      bits[which].resize(cmp[which].c0.size());
       gather_columns(p.m, cols, [&](int64_t row, int64_t i) {
         const size_t from = static_cast<size_t>(p.c_index(row, cols[static_cast<size_t>(i)]));
-        const size_t to = static_cast<size_t>(cmp.problem.c_index(row, i));
-        out[to] = out_full[from];
-        bits[to] = bits_full[from];
+        const size_t to = static_cast<size_t>(cmp[which].problem.c_index(row, i));
+        out[which][to] = out_full[from];
+        bits[which][to] = bits_full[from];
       });
+      log(which == 0 ? "beta=0 run and download" : "beta!=0 run and download");
     }
-    log(which == 0 ? "beta=0 run and download" : "beta!=0 run and download");
+  }
+  for (int which = 0; which < 2; ++which) {
+    CheckResult& r = *results[which];
     // The interpreter where the problem is small enough and whole (as the single check runs it).
     std::vector<float> interp;
     if (!sample) {
       try {
-        interp = interpreter_output(a, k.schedule(), cmp);
+        interp = interpreter_output(a, k.schedule(), cmp[which]);
       } catch (const std::exception& e) {
         r = CheckResult{};
         r.error = std::string("interpreter: ") + e.what();
         continue;
       }
     }
-    r = compare_output(a, k.schedule(), cmp, refs[static_cast<size_t>(which)], out, bits,
-                       interp.empty() ? nullptr : &interp);
+    r = compare_output(a, k.schedule(), cmp[which], refs[static_cast<size_t>(which)], out[which],
+                       bits[which], interp.empty() ? nullptr : &interp);
     log(which == 0 ? "beta=0 compare" : "beta!=0 compare");
     if (!r.passed && sample)
       r.error = fmt::format("{} (columns {} of {} checked, evenly spread; C(r, j) names the j-th)",
