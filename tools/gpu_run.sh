@@ -144,13 +144,13 @@ BENCH_RUNS=(
   # as tune's search; generated kernels only, as the R-MAT target counts) against cuSPARSE's best
   # CSR algorithm; one JSON per scale.
   'rmat|for s in ${RMAT_SCALES:-16 18 20}; do W=$BENCH_DIR/rmat_$s.safetensors; timeout 120 tools/sparsegen gen --method rmat --scale $s --seed 1 -o $W >/dev/null || exit 1; timeout 240 tools/sparsegen-bench $W -n 8,32,64 --dtype fp32 --best-of ${BEST_OF:-4} --generated-only --no-cache --json $BENCH_DIR/rmat_$s.json || exit 1; rm -f $W; done'
+  # R-MAT graphs at given schedules: RMAT_SCHED_CASES="scale n spec|scale n spec|...", each one
   # sparsegen-bench --schedule run (ours and cuSPARSE in one process), JSON rmat_sched_<i>.json.
   'rmat_sched|[ -n "${RMAT_SCHED_CASES:-}" ] || exit 0; i=0; IFS="|" read -r -a cs <<<"$RMAT_SCHED_CASES"; for c in "${cs[@]}"; do read -r s n sc <<<"$c"; W=$BENCH_DIR/rmat_$s.safetensors; [ -f $W ] || timeout 120 tools/sparsegen gen --method rmat --scale $s --seed 1 -o $W >/dev/null || exit 1; timeout 150 tools/sparsegen-bench $W -n $n --dtype fp32 --schedule "$sc" --no-plot --json $BENCH_DIR/rmat_sched_$i.json || exit 1; i=$((i+1)); done; rm -f $BENCH_DIR/rmat_*.safetensors'
   # Graph-scale tuning: R-MAT scale TUNE_RMAT_SCALE (default 22: 4.2M rows, about 65M nonzeros),
   # one measured `tune` per N (fp32, no cache) and per --build-memory in TUNE_RMAT_MEMS (GB,
   # default 0: automatic) with its wall time and the peak resident memory of the process
   # (ru_maxrss of the child), against the CSR's bytes.
-  # R-MAT graphs at given schedules: RMAT_SCHED_CASES="scale n spec|scale n spec|...", each one
   'tune_rmat|S=${TUNE_RMAT_SCALE:-22}; W=$BENCH_DIR/rmat_$S.safetensors; timeout 150 tools/sparsegen gen --method rmat --scale $S --seed 1 -o $W >/dev/null || exit 1; for m in ${TUNE_RMAT_MEMS:-0}; do for n in ${TUNE_RMAT_NS:-8 64}; do timeout 200 python3 -c "import json,resource,subprocess,sys,time; t=time.time(); r=subprocess.run(sys.argv[1:],capture_output=True,text=True); w=time.time()-t; print(r.stderr[-3000:],file=sys.stderr); open(\"$BENCH_DIR/tune_rmat_${S}_n${n}_mem$m.log\",\"w\").write(r.stderr); d=json.loads(r.stdout) if r.returncode==0 else {\"rc\": r.returncode}; d[\"wall_s\"]=w; d[\"peak_rss_bytes\"]=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss*1024; print(json.dumps(d))" tools/sparsegen tune $W -n $n --dtype fp32 --no-cache --build-memory $m --json > $BENCH_DIR/tune_rmat_${S}_n${n}_mem$m.json || exit 1; done; done; rm -f $W'
   # Probes while iterating on a kernel (they do nothing unless their variable is set).
   # macko_probe: the MACKO bench on chosen cases, e.g.
