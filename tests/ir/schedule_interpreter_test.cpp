@@ -8,11 +8,12 @@
 #include <random>
 
 #include "ir/enumerate.h"
+#include "ir/general_schedule.h"
 #include "ir/interpreter.h"
 #include "ir/io/load.h"
-#include "tests/test_support.h"
 #include "tests/ir/schedule_test_util.h"
 #include "tests/ir/tight_bound_check.h"
+#include "tests/test_support.h"
 
 namespace sparsegen {
 namespace {
@@ -24,8 +25,8 @@ using testing::random_dense;
 // (ir/error_bound.h) of the exact result. Returns "" or the first element beyond it. Atomic
 // outputs count the partial rows added into the fp32 workspace: at most one per nonzero, so the
 // row length bounds them.
-std::string check(const CsrMatrix& a, const Problem& p, const Schedule& s, float alpha,
-                  float beta, uint64_t seed) {
+std::string check(const CsrMatrix& a, const Problem& p, const Schedule& s, float alpha, float beta,
+                  uint64_t seed) {
   const std::vector<float> b = random_dense(p.k * p.n, seed);
   const std::vector<float> c0 = random_dense(p.m * p.n, seed + 1);
   std::vector<float> want = c0, got = c0;
@@ -77,7 +78,8 @@ std::vector<NamedMatrix> test_matrices() {
   for (const char* rel :
        {"dlmc/transformer/magnitude_pruning/0.98/"
         "body_encoder_layer_0_self_attention_multihead_attention_q_fully_connected.smtx",
-        "dlmc/transformer/magnitude_pruning/0.98/body_encoder_layer_0_ffn_conv1_fully_connected.smtx"}) {
+        "dlmc/transformer/magnitude_pruning/0.98/"
+        "body_encoder_layer_0_ffn_conv1_fully_connected.smtx"}) {
     const auto path = testing::data_dir() / rel;
     if (!std::filesystem::exists(path)) continue;
     CsrMatrix m = load_matrix(path.string()).matrix;
@@ -122,6 +124,33 @@ TEST(Interpreter, EveryEnumeratedScheduleMatchesCsrReference) {
   std::printf("[ schedules] %zu interpreter runs\n", runs);
 }
 
+// From N = 64 on, wide column groups also come in narrower block tiles (grid.y > 1 with a group
+// covering its whole tile): enumerated, and correct at N a multiple of the tile and not.
+TEST(Interpreter, NarrowColumnTilesOfWideGroups) {
+  const CsrMatrix a = test_matrices()[2].a;
+  for (int64_t n : {64, 100, 128}) {
+    const Problem p = Problem::spmm(a.rows, a.cols, n, DType::F32);
+    size_t tiled = 0;
+    for (const Schedule& s : enumerate_schedules(p, a)) {
+      if (s.family_name() != "general") continue;
+      const GeneralSchedule& g = s.as<GeneralSchedule>();
+      if (g.group_threads == 1 || g.block_cols >= n) continue;
+      EXPECT_EQ(g.block_cols, g.warp_cols()) << to_string(s);
+      EXPECT_GE(g.block_cols, 32) << to_string(s);
+      if (tiled++ % 3 == 0) {
+        ASSERT_EQ(check(a, p, s, 1.5f, -0.75f, 500 + tiled), "") << to_string(s);
+      }
+    }
+    EXPECT_GT(tiled, 0u) << "N = " << n;
+  }
+  // Below N = 64 a wide group covers N in one tile.
+  const Problem p32 = Problem::spmm(a.rows, a.cols, 32, DType::F32);
+  for (const Schedule& s : enumerate_schedules(p32, a))
+    if (s.family_name() == "general" && s.as<GeneralSchedule>().group_threads > 1) {
+      EXPECT_GE(s.as<GeneralSchedule>().block_cols, 32) << to_string(s);
+    }
+}
+
 TEST(Interpreter, AllDtypesOnASampleOfSchedules) {
   CsrMatrix a = test_matrices()[2].a;
   for (DType t : {DType::F32, DType::F16, DType::BF16}) {
@@ -154,15 +183,18 @@ TEST(Interpreter, TightBoundWithBetaInHalfAndBf16) {
 
 TEST(Interpreter, DegenerateProblems) {
   const std::vector<std::string> specs = {
-      "general",
-      "general;block=rows:4;warp=rows:1;thread=row;warps=4;red=total,none,none",
+      "general", "general;block=rows:4;warp=rows:1;thread=row;warps=4;red=total,none,none",
       "general;block=nnz:64;warp=nnz:32;thread=nnz:1;warps=2;red=bitmap,segment,segment"};
   struct Shape {
     int64_t m, k, n;
     std::vector<int64_t> lens;
   };
-  const Shape shapes[] = {{0, 0, 4, {}},          {0, 5, 3, {}},   {3, 0, 2, {0, 0, 0}},
-                          {4, 6, 0, {1, 2, 0, 3}}, {5, 6, 3, {0, 0, 0, 0, 0}}, {2, 3, 1, {3, 3}}};
+  const Shape shapes[] = {{0, 0, 4, {}},
+                          {0, 5, 3, {}},
+                          {3, 0, 2, {0, 0, 0}},
+                          {4, 6, 0, {1, 2, 0, 3}},
+                          {5, 6, 3, {0, 0, 0, 0, 0}},
+                          {2, 3, 1, {3, 3}}};
   for (const Shape& sh : shapes) {
     CsrMatrix a = matrix_with_lengths(sh.k, sh.lens, 5);
     for (const std::string& spec : specs) {
