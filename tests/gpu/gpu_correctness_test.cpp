@@ -64,6 +64,7 @@
 #include "ir/enumerate.h"
 #include "ir/format.h"
 #include "ir/gen/pruning.h"
+#include "ir/general_schedule.h"
 #include "ir/io/load.h"
 #include "ir/macko_format.h"
 #include "ir/macko_schedule.h"
@@ -915,6 +916,36 @@ TEST(GpuCheck, SampledColumns) {
       EXPECT_TRUE(full.passed()) << full.error();
       EXPECT_TRUE(sampled.passed()) << sampled.error();
     }
+}
+
+// Wide column groups in narrower block tiles (N >= 64: grid.y tiles of 32 columns and up, each
+// group covering its tile): a sample of the enumerated ones, N a multiple of the tile and not,
+// both B layouts, fp32 and fp16, within the tight bound.
+TEST(GpuCheck, NarrowColumnTilesOfWideGroups) {
+  SKIP_WITHOUT_GPU();
+  if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
+  auto ctx = std::make_shared<cuda::Context>(0);
+  std::vector<int64_t> lengths(777);
+  for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = static_cast<int64_t>((i * 13) % 41);
+  lengths[5] = 300;  // one long row: Nnz splits cut it across blocks
+  const CsrMatrix a = lengths_matrix(lengths, 901, 11);
+  int checked = 0;
+  for (int64_t n : {64, 100})
+    for (DType t : {DType::F32, DType::F16})
+      for (Layout bl : {Layout::RowMajor, Layout::ColMajor}) {
+        const Problem p = Problem::spmm(a.rows, a.cols, n, t, bl, Layout::RowMajor);
+        int seen = 0;
+        for (const Schedule& s : enumerate_schedules(p, a)) {
+          if (s.family_name() != "general") continue;
+          const GeneralSchedule& g = s.as<GeneralSchedule>();
+          if (g.group_threads == 1 || g.block_cols >= n || seen++ % 17 != 0) continue;
+          const CompiledKernel k(ctx, build_kernel(a, p, s, detect_target(0)));
+          const GpuCheckPair r = gpu_check(k, a, 40 + static_cast<uint64_t>(checked));
+          EXPECT_TRUE(r.passed()) << to_string(p) << " " << to_string(s) << ": " << r.error();
+          ++checked;
+        }
+      }
+  EXPECT_GT(checked, 8);
 }
 
 // The device-drawn check inputs are bit for bit the host's (make_check_inputs / check_value) in
