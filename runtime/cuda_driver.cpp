@@ -570,23 +570,27 @@ void DeviceBuffer::fill_bytes(unsigned char value) {
   wait_for_legacy_stream();
 }
 
+namespace {
+
+// Throws the driver's own error when a buffer of `bytes` cannot be filled with `width`-byte words.
+void check_fill_width(std::size_t bytes, std::size_t width, const char* call) {
+  if (bytes % width != 0)
+    throw CudaError(
+        fmt::format("{}: buffer of {} bytes is not a multiple of {}", call, bytes, width), call,
+        static_cast<int>(CUDA_ERROR_INVALID_VALUE), "CUDA_ERROR_INVALID_VALUE");
+}
+
+}  // namespace
+
 void DeviceBuffer::fill_u32(std::uint32_t value) {
-  if (bytes_ % 4 != 0) {
-    throw CudaError(fmt::format("cuMemsetD32: buffer of {} bytes is not a multiple of 4", bytes_),
-                    "cuMemsetD32", static_cast<int>(CUDA_ERROR_INVALID_VALUE),
-                    "CUDA_ERROR_INVALID_VALUE");
-  }
+  check_fill_width(bytes_, 4, "cuMemsetD32");
   if (bytes_ == 0) return;
   check(drv().cuMemsetD32(ptr_, value, bytes_ / 4), "cuMemsetD32");
   wait_for_legacy_stream();
 }
 
 void DeviceBuffer::fill_u16(std::uint16_t value) {
-  if (bytes_ % 2 != 0) {
-    throw CudaError(fmt::format("cuMemsetD16: buffer of {} bytes is not a multiple of 2", bytes_),
-                    "cuMemsetD16", static_cast<int>(CUDA_ERROR_INVALID_VALUE),
-                    "CUDA_ERROR_INVALID_VALUE");
-  }
+  check_fill_width(bytes_, 2, "cuMemsetD16");
   if (bytes_ == 0) return;
   check(drv().cuMemsetD16(ptr_, value, bytes_ / 2), "cuMemsetD16");
   wait_for_legacy_stream();

@@ -418,6 +418,14 @@ TEST_F(Gpu, BufferFillAndEvents) {
   b.download(h);
   EXPECT_TRUE(std::all_of(h.begin(), h.end(), [](std::uint32_t v) { return v == 0x7FC0DEADu; }));
   EXPECT_THROW(b.upload(h.data(), 8192), CudaError);  // larger than the buffer
+  cuda::DeviceBuffer b16(6);                          // three 16-bit words: not a multiple of 4
+  b16.fill_u16(0x7E5Au);
+  std::vector<std::uint16_t> h16(3);
+  b16.download(h16);
+  EXPECT_TRUE(std::all_of(h16.begin(), h16.end(), [](std::uint16_t v) { return v == 0x7E5Au; }));
+  EXPECT_THROW(b16.fill_u32(0), CudaError);
+  EXPECT_THROW(cuda::DeviceBuffer(5).fill_u16(0), CudaError);
+  EXPECT_EQ(cuda::current_context(), ctx.get());
   cuda::DeviceBuffer empty(0);
   EXPECT_EQ(empty.ptr(), CUdeviceptr{0});
   cuda::Stream s;
