@@ -95,18 +95,6 @@ size_t element_bytes(DType t) {
 
 }  // namespace
 
-uint64_t check_stream_state(uint64_t seed) {
-  return seed * 0x2545F4914F6CDD1DULL + 1;
-}
-
-float check_value(uint64_t seed, uint64_t draw, DType t) {
-  uint64_t state = check_stream_state(seed) + draw * kSplitmixGamma;
-  const uint64_t r = splitmix64(state);
-  const double u = double(r >> 11) * 0x1.0p-53;  // [0, 1)
-  const float mag = static_cast<float>(0.5 + u);
-  return round_to(t, (r & 1) != 0 ? -mag : mag);
-}
-
 void prepare_check_kernels(const std::string& arch) {
   std::lock_guard lock(cache_mutex());
   (void)compiled_for(arch);

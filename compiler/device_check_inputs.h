@@ -20,15 +20,27 @@
 #include <vector>
 
 #include "ir/dtype.h"
+#include "ir/interpreter.h"
 #include "ir/problem.h"
+#include "ir/random.h"
 
 namespace sparsegen {
 
 // The stream's starting state for `seed` (make_check_inputs' state0).
-uint64_t check_stream_state(uint64_t seed);
+inline uint64_t check_stream_state(uint64_t seed) {
+  return seed * 0x2545F4914F6CDD1DULL + 1;
+}
 
-// Draw `draw` of the seeded stream rounded to `t` (fp32, fp16 or bf16), as a float.
-float check_value(uint64_t seed, uint64_t draw, DType t);
+// Draw `draw` of the seeded stream rounded to `t` (fp32, fp16 or bf16), as a float: a magnitude
+// uniform in [0.5, 1.5) with a random sign. Inline: a graph's check draws tens of millions.
+inline float check_value(uint64_t seed, uint64_t draw, DType t) {
+  uint64_t state = check_stream_state(seed) + draw * kSplitmixGamma;
+  const uint64_t r = splitmix64(state);
+  const double u = double(r >> 11) * 0x1.0p-53;  // [0, 1)
+  const float mag = static_cast<float>(0.5 + u);
+  const float v = (r & 1) != 0 ? -mag : mag;
+  return t == DType::F32 ? v : round_to(t, v);
+}
 
 // Compiles the helper program for `arch` now (otherwise on first use); needs no context, so a
 // worker thread can do it while the tuner measures. Throws NvrtcError.

@@ -179,6 +179,7 @@ std::vector<Reference> compute_references(const CsrMatrix& a,
   // With B finite (the seeded inputs always are), a product is finite exactly when its A value is
   // (|a·b| < 2^128·1.5 in double): the finite-magnitude sum is then decided per nonzero, and the
   // loop over the columns has no branch.
+  const bool f32 = p.dtype == DType::F32;  // A's values need no rounding
   const bool b_finite = std::all_of(brow, brow + static_cast<size_t>(p.k) * n,
                                     [](float v) { return std::isfinite(v); });
   // Row ranges of equal nonzeros: a power-law matrix whose rows are not shuffled keeps its
@@ -197,7 +198,7 @@ std::vector<Reference> compute_references(const CsrMatrix& a,
       if (b_finite) {
         for (size_t e = e0; e < e1; ++e) {
           if (e + ahead < end) __builtin_prefetch(brow + static_cast<size_t>(cols[e + ahead]) * n);
-          const double av = round_to(p.dtype, a.values[e]);
+          const double av = f32 ? a.values[e] : round_to(p.dtype, a.values[e]);
           if (!std::isfinite(av)) {
             if (all_finite) fin = mag;  // the finite products so far
             all_finite = false;
@@ -215,7 +216,7 @@ std::vector<Reference> compute_references(const CsrMatrix& a,
       } else {
         std::fill(fin.begin(), fin.end(), 0.0);
         for (size_t e = e0; e < e1; ++e) {
-          const double av = round_to(p.dtype, a.values[e]);
+          const double av = f32 ? a.values[e] : round_to(p.dtype, a.values[e]);
           const float* bk = brow + static_cast<size_t>(cols[e]) * n;
           for (size_t c = 0; c < n; ++c) {
             const double prod = av * double(bk[c]);
