@@ -68,9 +68,8 @@ namespace sparsegen::codegen {
 namespace {
 
 // Atomic kernels up to this many stored nonzeros start while their beta·C prologue runs and wait
-// on it (griddepcontrol) before the first add; that overlap saves a microsecond or two, which only
-// small problems notice. Larger ones launch after the prologue and do not wait: on an H200 the wait
-// made a graph's kernels 12-17 % slower with the same arrays and otherwise the same source.
+// on it (griddepcontrol) before the first add: the overlap saves a microsecond or two, which only
+// small problems notice. Larger ones launch after the prologue and carry no wait.
 constexpr int64_t kProgrammaticMaxNnz = int64_t{1} << 20;
 
 using tmpl::f32;

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "ir/format.h"
@@ -143,6 +144,34 @@ TEST(GeneralSparse, NonzeroSplitUsesAtomicsAndPrologue) {
 // fp16/bf16 with split rows: the partial rows meet in an fp32 workspace (fp32 atomics), the
 // prologue sets it to beta*C, the epilogue rounds it into C once. A 16-bit atomicAdd would round
 // every partial sum and overflow where partial sums exceed the dtype's range (LAGraph/olm1000).
+
+// Above kProgrammaticMaxNnz stored nonzeros an atomic kernel launches after its prologue in stream
+// order: no wait in the kernel, no programmatic launch (the prologue keeps its own).
+TEST(GeneralSparse, LargeAtomicKernelsDoNotWaitOnTheirPrologue) {
+  CsrMatrix a;
+  a.rows = 17000;
+  a.cols = 5000;
+  for (int64_t r = 0; r < a.rows; ++r) {
+    for (int64_t j = 0; j < 64; ++j) {
+      a.col_idx.push_back(static_cast<int32_t>((r * 7 + j * 73) % a.cols));
+      a.values.push_back(0.5f + static_cast<float>((r + j) % 7) * 0.125f);
+    }
+    std::sort(a.col_idx.end() - 64, a.col_idx.end());
+    a.row_ptr.push_back(static_cast<int64_t>(a.col_idx.size()));
+  }
+  ASSERT_GT(a.nnz(), int64_t{1} << 20);
+  const Problem p = Problem::spmm(a.rows, a.cols, 8, DType::F32);
+  const auto k = emit(a, p,
+                      "general;block=nnz:64;warp=nnz:32;thread=nnz:4;warps=2;group=4;tcols=2;"
+                      "bcols=8;red=bitmap,segment,segment;pad=1;vec=2");
+  const std::string& s = k.source;
+  const size_t kernel_at = s.find("sparsegen_general(");
+  ASSERT_NE(kernel_at, std::string::npos);
+  EXPECT_TRUE(has(s, "sg::atomic_add_f32<float>(C + "));
+  EXPECT_EQ(s.find("sg::grid_dependency_wait();", kernel_at), std::string::npos);
+  EXPECT_FALSE(k.signature.launch.programmatic_wait);
+  EXPECT_EQ(k.signature.prologue.name, "sparsegen_general_scale_c");
+}
 TEST(GeneralSparse, SixteenBitNonzeroSplitAccumulatesInAnFp32Workspace) {
   const auto& a = matrix(2);
   for (DType t : {DType::F16, DType::BF16}) {
