@@ -67,6 +67,19 @@ TEST_F(GpuSlide, SixEightEveryN) {
   std::printf("slide 6:8: %d kernels checked\n", checked_);
 }
 
+// Problems large enough that the check draws B and C on the device and compares sampled
+// columns (compiler/device_check_inputs.h): the quantized types' per-token scales come from the
+// same values on both sides.
+TEST_F(GpuSlide, DeviceDrawnCheckInputs) {
+  const CsrMatrix a = slide_weight(1024, 8 * 128 + 5, 4, 17);
+  uint64_t seed = 60;
+  for (DType dt : {DType::F16, DType::I8, DType::F8E4M3}) {
+    const Problem p = problem_of(dt, a.rows, a.cols, 8192, int(seed));
+    ASSERT_TRUE(check_inputs_on_device(p)) << to_string(p);
+    check(a, p, seed++);
+  }
+}
+
 // Every pattern from 2:4 to 14:16, all value types, N = 8 and 64.
 TEST_F(GpuSlide, EveryPattern) {
   uint64_t seed = 100;
