@@ -1,7 +1,5 @@
 #include "compiler/device_check_inputs.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -10,8 +8,6 @@
 
 #include "codegen/template_library.h"
 #include "ir/diagnostics.h"
-#include "ir/interpreter.h"
-#include "ir/random.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/nvrtc_compiler.h"
 

@@ -23,15 +23,6 @@
 namespace sparsegen {
 namespace {
 
-// Uniform magnitude in [0.5, 1.5) with a random sign, rounded to dtype.
-float draw(uint64_t& state, DType t) {
-  const uint64_t r = splitmix64(state);
-  const double u = double(r >> 11) * 0x1.0p-53;  // [0, 1)
-  const float mag = static_cast<float>(0.5 + u);
-  const float v = (r & 1) != 0 ? -mag : mag;
-  return round_to(t, v);
-}
-
 std::vector<char> to_dtype_bytes(const std::vector<float>& v, DType t) {
   std::vector<char> out;
   const auto n = static_cast<int64_t>(v.size());
@@ -92,14 +83,13 @@ CheckInputs make_check_inputs(const Problem& p, uint64_t seed, float alpha, floa
   in.problem = p;
   in.alpha = alpha;
   in.beta = beta;
-  // One splitmix64 stream over B then C0. Its state advances by a constant per draw, so a chunk
-  // starting at draw j starts from state0 + j·gamma: the same values on any number of threads.
-  const uint64_t state0 = check_stream_state(seed);
+  // One splitmix64 stream over B then C0 (check_value: draw j directly), so the values are the
+  // same on any number of threads and on the device (compiler/device_check_inputs.h).
   auto fill = [&](std::vector<float>& v, int64_t count, uint64_t first_draw, DType t) {
     resize_prefaulted(v, static_cast<size_t>(count));  // a graph's B and C are gigabytes
     parallel_for(count, count * 4, [&](int64_t i0, int64_t i1) {
-      uint64_t state = state0 + (first_draw + static_cast<uint64_t>(i0)) * kSplitmixGamma;
-      for (int64_t i = i0; i < i1; ++i) v[static_cast<size_t>(i)] = draw(state, t);
+      for (int64_t i = i0; i < i1; ++i)
+        v[static_cast<size_t>(i)] = check_value(seed, first_draw + static_cast<uint64_t>(i), t);
     });
   };
   fill(in.b, p.k * p.n, 0, p.b_dtype());
