@@ -83,15 +83,15 @@ class Emitter {
   std::map<std::string, std::string> header_sources() const;
   int depth() const { return static_cast<int>(scopes_.size()) - 1; }
 
-  // Declares a one-thread-per-element helper kernel of the module (a prologue or epilogue over
-  // C), launched with elementwise_launch(count):
+  // Declares an elementwise helper kernel of the module (a prologue or epilogue over C), launched
+  // with elementwise_launch(count), its threads striding over the elements:
   // DECLS must not mark pointers __restrict__: the kernel may start before the one before it has
   // finished (programmatic launch), and a const __restrict__ load may be moved above the wait.
   //   extern "C" __global__ void NAME(DECLS) {
   //     sg::launch_dependents();     // the next kernel of the sequence may start
   //     sg::grid_dependency_wait();  // the kernel before this one has finished
-  //     const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  //     if (i < COUNT) STMT;
+  //     const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
+  //     for (long long i = blockIdx.x * blockDim.x + threadIdx.x; i < COUNT; i += stride) STMT;
   //   }
   void elementwise_kernel(std::string_view comment, std::string_view name, std::string_view decls,
                           int64_t count, std::string_view stmt);
@@ -116,7 +116,8 @@ class Emitter {
   std::set<std::string> headers_;
 };
 
-// The launch shape of an elementwise_kernel over `count` elements (256 threads a block).
+// The launch shape of an elementwise_kernel over `count` elements: 256 threads a block, one
+// block per 256 elements up to 1024 blocks (then each thread takes several).
 LaunchShape elementwise_launch(int64_t count);
 
 }  // namespace sparsegen::codegen

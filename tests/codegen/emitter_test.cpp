@@ -117,6 +117,31 @@ std::string read_file(const std::filesystem::path& p) {
   return ss.str();
 }
 
+// Elementwise helper kernels: a strided loop over COUNT elements after the grid-dependency calls;
+// one block per 256 elements up to 1024 blocks, so a large C is not cut into 100k+ blocks that
+// each pay for the grid-dependency instructions.
+TEST(Emitter, ElementwiseKernelsStrideOverOneWaveOfBlocks) {
+  Emitter e;
+  e.elementwise_kernel("// scale", "scale_c", "float* C, float beta", 1000, "C[i] *= beta");
+  const std::string s = e.source();
+  const size_t wait = s.find("sg::grid_dependency_wait();");
+  ASSERT_NE(wait, std::string::npos) << s;
+  EXPECT_LT(s.find("sg::launch_dependents();"), wait) << s;
+  EXPECT_NE(s.find("const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;"),
+            std::string::npos)
+      << s;
+  EXPECT_NE(s.find("i < 1000LL; i += stride) C[i] *= beta;"), std::string::npos) << s;
+
+  EXPECT_EQ(elementwise_launch(1).grid_x, 1);
+  EXPECT_EQ(elementwise_launch(1000).grid_x, 4);
+  EXPECT_EQ(elementwise_launch(int64_t{1024} * 256).grid_x, 1024);
+  const LaunchShape big = elementwise_launch(int64_t{1} << 25);  // a 4M x 8 C
+  EXPECT_EQ(big.grid_x, 1024);
+  EXPECT_EQ(big.grid_y, 1);
+  EXPECT_EQ(big.block_threads, 256);
+  EXPECT_TRUE(big.programmatic_wait);
+}
+
 TEST(TemplateLibrary, EmbeddedHeadersMatchTheFiles) {
   const auto headers = embedded_template_headers();
   ASSERT_GE(headers.size(), 5u);
