@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The quick suite (sparsegen-bench --suite all --quick, the model's top K measured per case) for
 # one source tree, on the GPU machine: "new" is this tree (build-gpu), any other name a tree
-# prepared under .ab/NAME (see tools/gpu_ab.sh for the preparation). Run it for two trees in
+# prepared under .ab/NAME (tools/gpu_ab_prepare.sh COMMIT NAME). Run it for two trees in
 # successive calls on the same warm machine and compare here:
 #   python3 tools/compare_quick.py OLD.json NEW.json
 # A tree is built first unless its build-gpu already has sparsegen-bench (a warm machine). The

@@ -28,8 +28,9 @@
 #
 # Locally (no GPU) it runs the same steps; GPU steps then report "no GPU" and the summary says so.
 # Environment knobs: JOBS (default 16), BUILD_DIR (default build-gpu), OUT (default
-# $BUILD_DIR/out), SKIP_BUILD=1 (reuse an existing build), SPARSEGEN_GIT_COMMIT, PYTEST_ARGS (extra
-# pytest arguments of the python step, e.g. "-s -k tight_bound").
+# $BUILD_DIR/out), SKIP_BUILD=1 (reuse an existing build), BUILD_TARGETS (ninja targets instead of
+# all, e.g. "sparsegen sparsegen-bench"), SPARSEGEN_GIT_COMMIT, PYTEST_ARGS (extra pytest
+# arguments of the python step, e.g. "-s -k tight_bound").
 
 set -uo pipefail
 
@@ -291,9 +292,9 @@ if [ -f tools/template_indexer/CMakeLists.txt ] && { [ "${FORCE_INDEX_SHIM:-0}" 
   if [ ! -f .gpudata/template_index.h ]; then
     log "ERROR: no LLVM 14 here and no .gpudata/template_index.h: run tools/gpu_prepare.sh first"
   else
-    SRC_DIR=/tmp/sparsegen-src
+    SRC_DIR=${SHIM_SRC_DIR:-/tmp/sparsegen-src}
     rm -rf "$SRC_DIR" && mkdir -p "$SRC_DIR"
-    tar --exclude='./build*' --exclude=./.debs --exclude=./.gpudata --exclude=./.git -cf - . |
+    tar --exclude='./build*' --exclude=./.debs --exclude=./.gpudata --exclude=./.git --exclude=./.ab -cf - . |
       tar -xf - -C "$SRC_DIR"
     cp .gpudata/template_index.h "$SRC_DIR/tools/template_indexer/pregenerated_template_index.h"
     cat >"$SRC_DIR/tools/template_indexer/shim_main.cpp" <<'CPP'
@@ -330,7 +331,7 @@ if [ "${SKIP_BUILD:-0}" != 1 ]; then
     cmake -S "$SRC_DIR" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DSPARSEGEN_WERROR=OFF \
       ${SPARSEGEN_DATA:+-DSPARSEGEN_DATA_DIR="$SPARSEGEN_DATA"} \
       "${EXTRA_CMAKE_ARGS[@]+"${EXTRA_CMAKE_ARGS[@]}"}" &&
-      ninja -C "$BUILD_DIR" -j "$JOBS" -k 0
+      ninja -C "$BUILD_DIR" -j "$JOBS" -k 0 ${BUILD_TARGETS:-}
   } >"$OUT/build.log" 2>&1
   BUILD_RC=$?
 fi
