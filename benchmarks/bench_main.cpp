@@ -110,6 +110,7 @@ struct Args {
   std::string schedule;
   std::string family;  // --family: only this schedule family's candidates (exploration runs)
   bool generated_only = false;  // --generated-only: no library candidates (IrFamily::library)
+  bool graph = false;           // --graph: ours timed as a replay of its captured CUDA graph
   int best_of = 0;              // 0: not given
   int refine = -1;              // second-round candidates (tune's --refine); -1: best_of / 2
   std::string suite;
@@ -551,6 +552,7 @@ struct Gpu {
   std::unique_ptr<L2Flusher> flusher;
   TimingOptions full;    // the reported measurement
   TimingOptions screen;  // quick screening of several candidates
+  bool graph = false;    // our candidates run as a replay of their captured CUDA graph
 };
 
 std::vector<char> to_dtype_bytes(const std::vector<float>& v, DType t) {
@@ -729,7 +731,20 @@ void measure_ours(Gpu& g, const CsrMatrix& a, CaseInputs& ci, std::vector<OurBui
     t["registers"] = k->registers();
     const CompiledKernel* kp = k.get();
     const CUdeviceptr bp = ci.b_row.ptr(), cp = ci.c.ptr();
-    runs.emplace_back([kp, bp, cp](CUstream s) { kp->run(bp, cp, 1.0f, 0.0f, s); });
+    if (g.graph) {  // the whole launch sequence as one graph launch (the kernel outlives it)
+      std::shared_ptr<const cuda::Graph> graph;
+      try {
+        graph = std::make_shared<const cuda::Graph>(k->graph(bp, cp, 1.0f, 0.0f));
+      } catch (const CudaError& e) {
+        if (e.sticky()) throw;
+        t["error"] = std::string("graph capture: ") + e.what();
+        skip(t);
+        continue;
+      }
+      runs.emplace_back([graph](CUstream s) { graph->launch(s); });
+    } else {
+      runs.emplace_back([kp, bp, cp](CUstream s) { kp->run(bp, cp, 1.0f, 0.0f, s); });
+    }
     passed.push_back(chk.passed);
     bytes.push_back(b.a_bytes);
     kernels.push_back(std::move(k));
@@ -1301,6 +1316,7 @@ int run(const Args& a) {
     g.full.stream = g.stream->get();
     g.full.flusher = g.flusher.get();
     g.screen = g.full;
+    g.graph = a.graph;
     g.screen.warmup = 1;
     g.screen.repetitions = std::min(5, a.repeats);
   } else {
@@ -1354,6 +1370,10 @@ int run(const Args& a) {
   if (a.generated_only)
     doc["ours_selection"] = doc["ours_selection"].get<std::string>() +
                             "; generated kernels only (no library candidate)";
+  if (a.graph)
+    doc["ours_selection"] = doc["ours_selection"].get<std::string>() +
+                            "; each candidate timed as one launch of its captured CUDA graph";
+  doc["graph"] = a.graph;
   doc["skipped"] = skipped;
 
   std::vector<CaseResult> results;
@@ -1566,6 +1586,9 @@ int main(int argc, char** argv) {
   app.add_flag("--generated-only", a.generated_only,
                "ours from the generated kernels alone (no library candidate such as dense or "
                "cusparse): the targets that count generated kernels only");
+  app.add_flag("--graph", a.graph,
+               "time our candidates as replays of their captured CUDA graph (one launch for the "
+               "prologue, kernel, epilogue and library steps) instead of run()'s launches");
   auto* best = app.add_option("--best-of", a.best_of,
                               "measure the cost model's top K schedules, keep the fastest");
   app.add_option("--refine", a.refine,

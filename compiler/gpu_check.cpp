@@ -425,7 +425,8 @@ namespace {
 // Runs k once on in's B (C poisoned when beta == 0, else in.c0) and downloads C as floats and
 // their bits.
 void run_and_download(const CompiledKernel& k, const CheckInputs& in, CUstream stream,
-                      CheckBuffers* buffers, std::vector<float>& out, std::vector<uint32_t>& bits) {
+                      CheckBuffers* buffers, std::vector<float>& out, std::vector<uint32_t>& bits,
+                      const CheckLaunch& launch = {}) {
   const Problem& p = k.problem();
   SG_ASSERT(p == in.problem, "gpu_check: inputs for another problem");
   const size_t mn = static_cast<size_t>(p.m * p.n);
@@ -459,7 +460,10 @@ void run_and_download(const CompiledKernel& k, const CheckInputs& in, CUstream s
     dc.fill_u32(poison_bits(DType::F32));  // the spare element too
   else if (c_size > 0)
     dc.upload(c32 ? static_cast<const void*>(in.c0.data()) : c_bytes.data(), c_size);
-  k.run(db.ptr(), dc.ptr(), in.alpha, in.beta, stream);
+  if (launch)
+    launch(db.ptr(), dc.ptr(), in.alpha, in.beta, stream);
+  else
+    k.run(db.ptr(), dc.ptr(), in.alpha, in.beta, stream);
   if (stream != nullptr) {  // a non-blocking stream: the synchronous copy would not wait for it
     cuda::Event done;
     done.record(stream);
@@ -496,10 +500,10 @@ void gather_columns(int64_t rows, const std::vector<int64_t>& cols, Copy&& copy)
 
 CheckResult gpu_check(const CompiledKernel& k, const CsrMatrix& a, const CheckInputs& in,
                       const Reference& ref, CUstream stream, const std::vector<float>* interp,
-                      bool run_interpreter, CheckBuffers* buffers) {
+                      bool run_interpreter, CheckBuffers* buffers, const CheckLaunch& launch) {
   std::vector<float> out;
   std::vector<uint32_t> bits;
-  run_and_download(k, in, stream, buffers, out, bits);
+  run_and_download(k, in, stream, buffers, out, bits, launch);
 
   std::vector<float> own;
   if (interp == nullptr && run_interpreter) {

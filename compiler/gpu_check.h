@@ -48,6 +48,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -125,15 +126,18 @@ uint32_t poison_bits(DType t);
 // thread), else computed here when run_interpreter and nnz·N <= kInterpreterLimit. `buffers`
 // (optional): device B and C kept between checks and reallocated only when the size changes
 // (always exactly B's and C's size plus one element, so compute-sanitizer still sees overruns);
-// saves two allocations and frees per check. Never throws for a wrong result; CUDA errors
-// propagate as CudaError.
+// saves two allocations and frees per check. `launch` (optional) enqueues the kernel on the
+// check's device B and C instead of k.run (a test of another launch path, e.g. a captured graph,
+// passes its own). Never throws for a wrong result; CUDA errors propagate as CudaError.
 struct CheckBuffers {
   cuda::DeviceBuffer b, c;
 };
+using CheckLaunch =
+    std::function<void(CUdeviceptr b, CUdeviceptr c, float alpha, float beta, CUstream stream)>;
 CheckResult gpu_check(const CompiledKernel& k, const CsrMatrix& a, const CheckInputs& in,
                       const Reference& ref, CUstream stream = nullptr,
                       const std::vector<float>* interp = nullptr, bool run_interpreter = true,
-                      CheckBuffers* buffers = nullptr);
+                      CheckBuffers* buffers = nullptr, const CheckLaunch& launch = {});
 
 // The interpreter's output for inputs `in` (C starting from in.c0), or empty when nnz·N exceeds
 // kInterpreterLimit. Throws std::logic_error when the plan breaks an invariant. `packed`

@@ -686,6 +686,12 @@ void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
     launch_bound(k.epilogue, sig.epilogue.params, sig.epilogue.launch, a, false, after_own, stream);
 }
 
+cuda::Graph CompiledKernel::graph(CUdeviceptr b, CUdeviceptr c, float alpha, float beta) const {
+  impl_->ctx->make_current();
+  const cuda::Stream capture;  // the legacy default stream cannot be captured
+  return cuda::Graph::capture(capture.get(), [&](CUstream s) { run(b, c, alpha, beta, s); });
+}
+
 const Problem& CompiledKernel::problem() const {
   return impl_->build.problem;
 }

@@ -162,6 +162,12 @@ class CompiledKernel {
   // its runs must not overlap in time (one stream, or streams ordered by events); runs of
   // kernels without a workspace may overlap freely.
   void run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta, CUstream stream = nullptr) const;
+  // run(b, c, alpha, beta) recorded once as a CUDA graph: each graph.launch(stream) replays the
+  // whole sequence (B transform, prologue, kernel, epilogue, library steps) with one launch, for
+  // these b, c, alpha and beta. run() enqueues only launches, memsets and library calls, so a
+  // caller's own stream capture may record it as well. The kernel must outlive the graph; the
+  // workspace rule of run() holds for its replays.
+  cuda::Graph graph(CUdeviceptr b, CUdeviceptr c, float alpha, float beta) const;
 
   const Problem& problem() const;
   const Schedule& schedule() const;

@@ -45,6 +45,29 @@ void Kernel::order_after(void* producer, void* stream) const {
   cuda::stream_wait(static_cast<CUstream>(stream), static_cast<CUstream>(producer));
 }
 
+struct KernelGraph::Impl {
+  std::shared_ptr<CompiledKernel> kernel;  // declared first: outlives the graph
+  cuda::Graph graph;
+};
+
+KernelGraph::KernelGraph(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+KernelGraph::~KernelGraph() = default;
+
+void KernelGraph::launch(void* stream) const {
+  impl_->graph.launch(static_cast<CUstream>(stream));
+}
+
+KernelGraph Kernel::capture(const void* b, void* c, float alpha, float beta) const {
+  if (!impl_->gpu)
+    throw CudaError("kernel was compiled offline (Runtime::offline) and cannot run", "capture",
+                    CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE");
+  auto g = std::make_shared<KernelGraph::Impl>();
+  g->kernel = impl_->gpu;
+  g->graph = impl_->gpu->graph(reinterpret_cast<CUdeviceptr>(b), reinterpret_cast<CUdeviceptr>(c),
+                               alpha, beta);
+  return KernelGraph(std::move(g));
+}
+
 const Problem& Kernel::problem() const {
   return impl_->gpu ? impl_->gpu->problem() : impl_->build()->problem;
 }

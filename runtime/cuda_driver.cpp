@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -22,49 +23,55 @@ namespace {
 // one (calling it that way failed with CUDA_ERROR_CONTEXT_IS_DESTROYED on an H200). Each pointer
 // has the cudaTypedefs.h type of that version, and a static_assert checks it is the signature
 // <cuda.h> declares for the macro-mapped name (cuMemAlloc -> cuMemAlloc_v2, ...).
-#define SPARSEGEN_CU_FUNCTIONS(X)     \
-  X(cuInit, 2000)                     \
-  X(cuDriverGetVersion, 2020)         \
-  X(cuGetErrorName, 6000)             \
-  X(cuGetErrorString, 6000)           \
-  X(cuDeviceGetCount, 2000)           \
-  X(cuDeviceGet, 2000)                \
-  X(cuDeviceGetName, 2000)            \
-  X(cuDeviceGetAttribute, 2000)       \
-  X(cuDeviceTotalMem, 3020)           \
-  X(cuDevicePrimaryCtxRetain, 7000)   \
-  X(cuDevicePrimaryCtxRelease, 11000) \
-  X(cuCtxSetCurrent, 4000)            \
-  X(cuCtxGetCurrent, 4000)            \
-  X(cuCtxSynchronize, 2000)           \
-  X(cuModuleLoadDataEx, 2010)         \
-  X(cuModuleUnload, 2000)             \
-  X(cuModuleGetFunction, 2000)        \
-  X(cuFuncGetAttribute, 2020)         \
-  X(cuFuncSetAttribute, 9000)         \
-  X(cuMemAlloc, 3020)                 \
-  X(cuMemFree, 3020)                  \
-  X(cuMemcpyHtoD, 3020)               \
-  X(cuMemcpyDtoH, 3020)               \
-  X(cuMemcpyHtoDAsync, 3020)          \
-  X(cuMemcpyDtoHAsync, 3020)          \
-  X(cuMemHostAlloc, 2020)             \
-  X(cuMemFreeHost, 2000)              \
-  X(cuMemsetD8, 3020)                 \
-  X(cuMemsetD16, 3020)                \
-  X(cuMemsetD32, 3020)                \
-  X(cuMemsetD8Async, 3020)            \
-  X(cuStreamCreate, 2000)             \
-  X(cuStreamDestroy, 4000)            \
-  X(cuStreamSynchronize, 2000)        \
-  X(cuEventCreate, 2000)              \
-  X(cuEventDestroy, 4000)             \
-  X(cuEventRecord, 2000)              \
-  X(cuEventSynchronize, 2000)         \
-  X(cuStreamWaitEvent, 3020)          \
-  X(cuEventElapsedTime, 12080)        \
-  X(cuLaunchKernel, 4000)             \
-  X(cuLaunchKernelEx, 11060)
+#define SPARSEGEN_CU_FUNCTIONS(X)       \
+  X(cuInit, 2000)                       \
+  X(cuDriverGetVersion, 2020)           \
+  X(cuGetErrorName, 6000)               \
+  X(cuGetErrorString, 6000)             \
+  X(cuDeviceGetCount, 2000)             \
+  X(cuDeviceGet, 2000)                  \
+  X(cuDeviceGetName, 2000)              \
+  X(cuDeviceGetAttribute, 2000)         \
+  X(cuDeviceTotalMem, 3020)             \
+  X(cuDevicePrimaryCtxRetain, 7000)     \
+  X(cuDevicePrimaryCtxRelease, 11000)   \
+  X(cuCtxSetCurrent, 4000)              \
+  X(cuCtxGetCurrent, 4000)              \
+  X(cuCtxSynchronize, 2000)             \
+  X(cuModuleLoadDataEx, 2010)           \
+  X(cuModuleUnload, 2000)               \
+  X(cuModuleGetFunction, 2000)          \
+  X(cuFuncGetAttribute, 2020)           \
+  X(cuFuncSetAttribute, 9000)           \
+  X(cuMemAlloc, 3020)                   \
+  X(cuMemFree, 3020)                    \
+  X(cuMemcpyHtoD, 3020)                 \
+  X(cuMemcpyDtoH, 3020)                 \
+  X(cuMemcpyHtoDAsync, 3020)            \
+  X(cuMemcpyDtoHAsync, 3020)            \
+  X(cuMemHostAlloc, 2020)               \
+  X(cuMemFreeHost, 2000)                \
+  X(cuMemsetD8, 3020)                   \
+  X(cuMemsetD16, 3020)                  \
+  X(cuMemsetD32, 3020)                  \
+  X(cuMemsetD8Async, 3020)              \
+  X(cuStreamCreate, 2000)               \
+  X(cuStreamDestroy, 4000)              \
+  X(cuStreamSynchronize, 2000)          \
+  X(cuEventCreate, 2000)                \
+  X(cuEventDestroy, 4000)               \
+  X(cuEventRecord, 2000)                \
+  X(cuEventSynchronize, 2000)           \
+  X(cuStreamWaitEvent, 3020)            \
+  X(cuEventElapsedTime, 12080)          \
+  X(cuLaunchKernel, 4000)               \
+  X(cuLaunchKernelEx, 11060)            \
+  X(cuStreamBeginCapture, 10010)        \
+  X(cuStreamEndCapture, 10000)          \
+  X(cuGraphInstantiateWithFlags, 11040) \
+  X(cuGraphLaunch, 10000)               \
+  X(cuGraphExecDestroy, 10000)          \
+  X(cuGraphDestroy, 10000)
 
 #define SPARSEGEN_CU_CHECK_TYPE(name, version)                              \
   static_assert(std::is_same_v<PFN_##name##_v##version, decltype(&::name)>, \
@@ -659,6 +666,56 @@ void stream_wait(CUstream stream, CUstream producer) {
   drv().cuEventDestroy(e);  // its resources go once the wait is done
   check(recorded, "cuEventRecord");
   check(waited, "cuStreamWaitEvent");
+}
+
+// ---- graphs ----
+
+Graph::~Graph() {
+  if (exec_) drv().cuGraphExecDestroy(exec_);
+}
+
+Graph::Graph(Graph&& other) noexcept : exec_(std::exchange(other.exec_, nullptr)) {}
+
+Graph& Graph::operator=(Graph&& other) noexcept {
+  if (this != &other) {
+    if (exec_) drv().cuGraphExecDestroy(exec_);
+    exec_ = std::exchange(other.exec_, nullptr);
+  }
+  return *this;
+}
+
+Graph Graph::capture(CUstream stream, const std::function<void(CUstream)>& enqueue) {
+  if (stream == nullptr)
+    throw CudaError("cuStreamBeginCapture: the legacy default stream cannot be captured",
+                    "cuStreamBeginCapture", static_cast<int>(CUDA_ERROR_INVALID_VALUE),
+                    "CUDA_ERROR_INVALID_VALUE");
+  const Driver& d = drv();
+  // Thread-local mode: only this thread's calls are recorded or refused; other threads' work goes
+  // on as usual.
+  check(d.cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+        "cuStreamBeginCapture");
+  CUgraph g = nullptr;
+  try {
+    enqueue(stream);
+  } catch (...) {
+    // The capture ends with the error (an unsupported call invalidates it); its result is moot.
+    if (d.cuStreamEndCapture(stream, &g) == CUDA_SUCCESS && g != nullptr) d.cuGraphDestroy(g);
+    throw;
+  }
+  check(d.cuStreamEndCapture(stream, &g), "cuStreamEndCapture");
+  Graph out;
+  const CUresult r = d.cuGraphInstantiateWithFlags(&out.exec_, g, 0);
+  d.cuGraphDestroy(g);  // the executable graph is independent of it
+  check(r, "cuGraphInstantiateWithFlags");
+  return out;
+}
+
+void Graph::launch(CUstream stream) const {
+  if (exec_ == nullptr)
+    throw CudaError("cuGraphLaunch: the graph is empty (moved from or never captured)",
+                    "cuGraphLaunch", static_cast<int>(CUDA_ERROR_INVALID_VALUE),
+                    "CUDA_ERROR_INVALID_VALUE");
+  check(drv().cuGraphLaunch(exec_, stream), "cuGraphLaunch");
 }
 
 void Event::synchronize() const {

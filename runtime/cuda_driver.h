@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -185,6 +186,30 @@ class Stream {
 // `producer` so far: an event recorded on `producer` and waited on by `stream`. Nothing to do when
 // they are the same stream. Needs a current context.
 void stream_wait(CUstream stream, CUstream producer);
+
+// An executable CUDA graph: a captured sequence of launches, memsets and library calls that one
+// cuGraphLaunch replays with the pointers and scalars it was captured with.
+class Graph {
+ public:
+  Graph() = default;
+  ~Graph();
+  Graph(Graph&& other) noexcept;
+  Graph& operator=(Graph&& other) noexcept;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  // Records what `enqueue` puts on `stream` (a created stream, not the legacy default one, with
+  // no capture in progress) and instantiates it. A call that a capture refuses (a synchronous
+  // copy, an allocation, a synchronize) throws its CudaError out of `enqueue`, and the capture
+  // is ended and dropped.
+  static Graph capture(CUstream stream, const std::function<void(CUstream)>& enqueue);
+  // Enqueues the whole graph on `stream` (null: the legacy default stream) with one launch.
+  void launch(CUstream stream = nullptr) const;
+  bool empty() const { return exec_ == nullptr; }
+
+ private:
+  CUgraphExec exec_ = nullptr;
+};
 
 // A timing event.
 class Event {

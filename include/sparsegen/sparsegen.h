@@ -90,6 +90,24 @@ struct SpmmOptions {
   bool use_cache = true;  // false: neither read nor write the database
 };
 
+// A Kernel's run recorded as a CUDA graph (Kernel::capture), for fixed B, C, alpha and beta.
+class KernelGraph {
+ public:
+  // Replays the captured run, asynchronously on `stream` (null = the legacy default stream),
+  // with one graph launch whatever the number of kernels and library steps it holds.
+  void launch(void* stream = nullptr) const;
+
+  KernelGraph(const KernelGraph&) = default;
+  KernelGraph& operator=(const KernelGraph&) = default;
+  ~KernelGraph();
+
+ private:
+  friend class Kernel;
+  struct Impl;
+  explicit KernelGraph(std::shared_ptr<const Impl> impl);
+  std::shared_ptr<const Impl> impl_;
+};
+
 class Kernel {
  public:
   // C = A·B on `stream` (a CUstream / cudaStream_t; null = the legacy default stream).
@@ -104,6 +122,12 @@ class Kernel {
   // __cuda_array_interface__ v3); nothing when they are the same stream. Throws CudaError for a
   // kernel compiled offline or a failed call.
   void order_after(void* producer, void* stream = nullptr) const;
+  // run(b, c, alpha, beta) captured once as a CUDA graph, replayed by KernelGraph::launch with one
+  // launch (a kernel with a prologue, an epilogue or library steps otherwise issues several).
+  // The graph keeps this kernel alive. run() itself enqueues only launches, memsets and library
+  // calls, so it may also be recorded by the caller's own stream capture (cudaStreamBeginCapture,
+  // torch.cuda.graph). Throws CudaError for an offline kernel or a refused capture.
+  KernelGraph capture(const void* b, void* c, float alpha = 1.0f, float beta = 0.0f) const;
 
   const Problem& problem() const;
   std::string schedule() const;         // one-line SPEC

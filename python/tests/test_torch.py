@@ -186,6 +186,33 @@ def test_gpu_runs_on_the_current_stream(tmp_path):
 
 
 @needs_gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32])
+def test_gpu_forward_recorded_in_a_cuda_graph(dtype, tmp_path):
+    # torch.cuda.graph records the layer's forward (the kernels' launch sequences included); each
+    # replay must compute the result for the input the static tensor holds at that time.
+    lin = _pruned_linear(512, 256, dtype=dtype).cuda()
+    layer = sgt.SparseLinear.from_dense(lin, n_hint=(8,), top_k=2, cache_dir=str(tmp_path))
+    assert layer.runnable and layer.plan(8) == [8]
+    bias = lin.bias.detach().clone()
+    x = torch.randn(8, 256, device="cuda", dtype=dtype)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # warm-up outside the capture, as torch asks
+        layer(x)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        y = layer(x)
+    for seed in (1, 2):
+        g = torch.Generator().manual_seed(seed)
+        x.copy_(torch.randn(8, 256, generator=g).to(dtype))
+        y.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        _check_bound(layer, lin.weight, bias, x, y, what=f"{dtype} replay {seed}")
+
+
+@needs_gpu
 def test_gpu_sparsified_mlp_matches_dense(tmp_path):
     up = _pruned_linear(256, 64, seed=1)
     down = _pruned_linear(64, 256, seed=2)

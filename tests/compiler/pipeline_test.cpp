@@ -267,6 +267,7 @@ TEST(PublicApi, OfflineKernelReportsButDoesNotRun) {
   EXPECT_NE(k.cuda_source().find("__global__"), std::string::npos);
   EXPECT_THROW(k.run(nullptr, nullptr, 1.0f, 0.0f), CudaError);
   EXPECT_THROW(k.order_after(nullptr, nullptr), CudaError);
+  EXPECT_THROW(k.capture(nullptr, nullptr), CudaError);
 }
 
 TEST(PublicApi, RuntimeWithoutGpuIsACudaError) {

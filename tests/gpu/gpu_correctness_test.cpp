@@ -37,6 +37,7 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -60,7 +61,10 @@
 #include "compiler/family.h"
 #include "compiler/gpu_check.h"
 #include "compiler/pipeline.h"
+#include "compiler/pipeline_steps.h"
+#include "compiler/tune.h"
 #include "ir/bitmap_tc_schedule.h"
+#include "ir/dtype.h"
 #include "ir/enumerate.h"
 #include "ir/format.h"
 #include "ir/gen/pruning.h"
@@ -1061,6 +1065,110 @@ TEST(GpuPipeline, PublicApiRunsOnDevicePointers) {
   std::memcpy(bits.data(), out.data(), out.size() * 4);
   const CheckResult r =
       compare_output(a, parse_schedule(k.schedule()), in, ref, out, bits, nullptr);
+  EXPECT_TRUE(r.passed) << r.error;
+}
+
+// A run captured as a CUDA graph (CompiledKernel::graph) and replayed computes what run() does:
+// every family's launch sequences (one schedule per family, dtype and prologue/epilogue shape:
+// fp32 and fp16 atomic kernels with their prologue and epilogue, store kernels, baked, bitmap_tc,
+// cuBLASLt with its beta kernels, cuSPARSE), checked by gpu_check with the replay as the launch,
+// C poisoned first. With beta == 0 the graph is replayed twice (the second replay must write C
+// again); with beta != 0 once.
+TEST(GpuPipeline, CapturedGraphReplaysTheRun) {
+  SKIP_WITHOUT_GPU();
+  if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
+  auto ctx = std::make_shared<cuda::Context>(0);
+  const CsrMatrix a = lengths_matrix({3, 0, 17, 64, 1, 1, 200, 5, 9, 0, 33}, 256, 5);
+  cuda::Stream stream;
+  const CompileTarget target = detect_target(0);
+  EnumerateOptions eo;
+  eo.include_specialised = true;
+  std::set<std::string> seen, families;
+  int checked = 0, atomic_f32 = 0, atomic_f16 = 0;
+  for (DType t : {DType::F32, DType::F16}) {
+    const Problem p = Problem::spmm(a.rows, a.cols, 24, t, Layout::RowMajor, Layout::RowMajor);
+    for (const Schedule& s : enumerate_schedules(p, a, eo)) {
+      // The signature comes from an uncompiled build, which is cheap here.
+      const codegen::KernelSignature sig = prepare_kernel(a, p, s, target).kernel.signature;
+      const bool pro = sig.prologue.present(), epi = sig.epilogue.present();
+      const std::string fam(s.family_name());
+      if (!seen.insert(fmt::format("{} {} {} {}", to_string(t), fam, pro, epi)).second) continue;
+      families.insert(fam);
+      atomic_f32 += fam == "general" && pro && t == DType::F32;
+      atomic_f16 += fam == "general" && pro && epi;
+      const CompiledKernel k(ctx, build_kernel(a, p, s, target));
+      SCOPED_TRACE(to_string(p) + " " + to_string(s));
+      for (const float beta : {0.0f, -1.5f}) {
+        const CheckInputs in =
+            make_check_inputs(p, 60 + static_cast<uint64_t>(checked), 0.75f, beta);
+        const Reference ref = compute_reference(a, in);
+        const CheckLaunch replay = [&](CUdeviceptr b, CUdeviceptr c, float al, float be,
+                                       CUstream st) {
+          const cuda::Graph g = k.graph(b, c, al, be);
+          g.launch(st);
+          if (be == 0.0f) g.launch(st);
+        };
+        const CheckResult r =
+            gpu_check(k, a, in, ref, stream.get(), nullptr, true, nullptr, replay);
+        EXPECT_TRUE(r.passed) << "beta " << beta << ": " << r.error;
+      }
+      ++checked;
+    }
+  }
+  EXPECT_EQ(atomic_f32, 1);
+  EXPECT_EQ(atomic_f16, 1);
+  for (const char* f : {"general", "baked", "bitmap_tc", "dense", "cusparse"})
+    EXPECT_TRUE(families.count(f))
+        << f << " not among " << fmt::format("{}", fmt::join(families, ", "));
+  EXPECT_GE(checked, 8);
+}
+
+// The public API's capture: a Kernel's graph replays its run (fp16 with an fp32 workspace, the
+// three-kernel sequence) on a caller's stream, and keeps the kernel alive after the Kernel goes.
+TEST(GpuPipeline, PublicApiCaptureReplays) {
+  SKIP_WITHOUT_GPU();
+  if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
+  const CsrMatrix a = lengths_matrix({5, 0, 40, 2, 7, 7, 1, 90}, 96, 9);
+  Runtime rt;
+  const Problem p =
+      Problem::spmm(a.rows, a.cols, 8, DType::F16, Layout::RowMajor, Layout::RowMajor);
+  // An atomic general schedule (rows split across blocks): prologue, kernel, epilogue.
+  std::string spec;
+  for (const Schedule& s : enumerate_schedules(p, a))
+    if (s.family_name() == "general" &&
+        prepare_kernel(a, p, s, detect_target(0)).kernel.signature.epilogue.present()) {
+      spec = to_string(s);
+      break;
+    }
+  ASSERT_FALSE(spec.empty());
+  SpmmOptions o;
+  o.dtype = DType::F16;
+  o.schedule = spec;
+  o.use_cache = false;
+  const CheckInputs in = make_check_inputs(p, 12, 1.0f, 0.0f);
+  const Reference ref = compute_reference(a, in);
+  const std::vector<char> b16 = to_device_values(in.b, DType::F16);
+  cuda::DeviceBuffer db(b16.size()), dc(in.c0.size() * 2);
+  db.upload(b16.data(), b16.size());
+  std::optional<KernelGraph> g;
+  {
+    const Kernel k = rt.spmm(a, 8, o);
+    g.emplace(
+        k.capture(reinterpret_cast<const void*>(db.ptr()), reinterpret_cast<void*>(dc.ptr())));
+  }
+  dc.fill_u16(static_cast<uint16_t>(poison_bits(DType::F16)));
+  cuda::Stream stream;
+  g->launch(stream.get());
+  stream.synchronize();
+  std::vector<uint16_t> raw(in.c0.size());
+  dc.download(raw.data(), raw.size() * 2);
+  std::vector<float> out(raw.size());
+  std::vector<uint32_t> bits(raw.size());
+  for (size_t i = 0; i < raw.size(); ++i) {
+    out[i] = half_bits_to_float(raw[i]);
+    bits[i] = raw[i];
+  }
+  const CheckResult r = compare_output(a, parse_schedule(spec), in, ref, out, bits, nullptr);
   EXPECT_TRUE(r.passed) << r.error;
 }
 

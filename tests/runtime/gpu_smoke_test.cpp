@@ -217,6 +217,22 @@ TEST(DriverCpu, AvailabilityIsAnsweredWithAReason) {
   }
 }
 
+// A graph cannot be captured on the legacy default stream, and an empty one cannot be launched:
+// both are refused before the driver is asked (so also without one).
+TEST(DriverCpu, GraphRefusesTheLegacyStreamAndAnEmptyLaunch) {
+  bool enqueued = false;
+  EXPECT_THROW(cuda::Graph::capture(nullptr, [&](CUstream) { enqueued = true; }), CudaError);
+  EXPECT_FALSE(enqueued);
+  const cuda::Graph g;
+  EXPECT_TRUE(g.empty());
+  try {
+    g.launch();
+    FAIL() << "an empty graph was launched";
+  } catch (const CudaError& e) {
+    EXPECT_EQ(e.call(), "cuGraphLaunch");
+  }
+}
+
 // ---------------------------------------------------------------- on the GPU
 
 class Gpu : public ::testing::Test {
@@ -292,6 +308,57 @@ void run_scale_add(const std::string& arch_override) {
 
 TEST_F(Gpu, CubinForDeviceArchRunsCorrectly) {
   run_scale_add("");
+}
+
+// A captured graph (a memset and two launches) replays them with the arguments they were captured
+// with, from scratch on every replay; a call the capture refuses (synchronizing the capturing
+// stream) throws out of capture() and leaves the stream usable.
+TEST_F(Gpu, GraphCaptureReplaysAndRefusesSynchronousCalls) {
+  cuda::Context ctx(0);
+  const cuda::DeviceInfo& d = ctx.info();
+  const nvrtc::CompileResult compiled =
+      nvrtc::compile(kKernel, options_for(nvrtc::sm_arch_for(d.cc_major, d.cc_minor)));
+  cuda::Module module(compiled.image);
+  CUfunction fn = module.function("scale_add");
+  const int n = 4099;
+  std::vector<float> x(n);
+  std::mt19937 rng(77);
+  std::uniform_real_distribution<float> dist(-2.0f, 2.0f);
+  for (float& v : x) v = dist(rng);
+  cuda::DeviceBuffer dx(n * sizeof(float)), dy(n * sizeof(float));
+  dx.upload(x);
+  cuda::Stream s;
+  CUdeviceptr px = dx.ptr(), py = dy.ptr();
+  float a1 = 0.75f, a2 = -1.3f;
+  int count = n;
+  const cuda::Graph g = cuda::Graph::capture(s.get(), [&](CUstream st) {
+    cuda::LaunchConfig cfg;
+    cfg.block.x = 256;
+    cfg.grid.x = (n + 255) / 256;
+    cfg.stream = st;
+    cuda::fill_bytes_async(py, n * sizeof(float), 0, st);  // y = 0
+    cuda::launch_kernel(fn, cfg, px, py, a1, count);       // y = a1·x
+    cuda::launch_kernel(fn, cfg, px, py, a2, count);       // y += a2·x
+  });
+  a1 = a2 = 0.0f;  // the graph holds the captured values
+  auto check = [&](const char* what) {
+    dy.fill_u32(0x7FC0DEADu);  // NaN: an element the replay misses shows
+    g.launch(s.get());
+    s.synchronize();
+    std::vector<float> y(n);
+    dy.download(y);
+    int bad = 0;
+    for (int i = 0; i < n; ++i) {
+      const double ref = (0.75 - 1.3) * static_cast<double>(x[i]);
+      const double tol = 4.0 * std::numeric_limits<float>::epsilon() * 2.05 * std::fabs(x[i]);
+      if (!(std::fabs(y[i] - ref) <= tol + 1e-30)) ++bad;
+    }
+    EXPECT_EQ(bad, 0) << what;
+  };
+  check("first replay");
+  check("second replay");
+  EXPECT_THROW(cuda::Graph::capture(s.get(), [&](CUstream) { s.synchronize(); }), CudaError);
+  check("after a refused capture");
 }
 
 // Uploads and downloads below and above the size where copies go through the pinned staging
