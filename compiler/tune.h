@@ -58,7 +58,7 @@ namespace sparsegen {
 // macko-5: cheaper edge masks, one scan for two u with 8-bit deltas where K allows);
 // general-2: atomic kernels wait for their prologue programmatically (may start while it runs);
 // general-3: elementwise prologues/epilogues stride over one wave of blocks (large atomic kernels
-// run 25 % faster, so a cached choice between atomic and store schedules may change);
+// take 16-25 % less time, so a cached choice between atomic and store schedules may change);
 // the cache also re-emits on use and compares sources, so a forgotten bump costs a recompile,
 // never a wrong kernel.
 inline constexpr const char* kGeneratorVersion =

@@ -9,6 +9,8 @@
 //   sparsegen::Kernel k = rt.spmm(a, 32, {.dtype = sparsegen::DType::BF16});
 //   k(dB, dC, stream);                                     // C = A·B   (beta = 0)
 //   k.run(dB, dC, 1.0f, 1.0f, stream);                     // C = A·B + C
+//   sparsegen::KernelGraph g = k.capture(dB, dC);          // that run as a CUDA graph:
+//   g.launch(stream);                                      // one launch per replay
 //   std::puts(k.schedule().c_str());                       // the schedule SPEC chosen, and
 //   std::puts(k.schedule_reason().c_str());                // why
 //
@@ -124,9 +126,11 @@ class Kernel {
   void order_after(void* producer, void* stream = nullptr) const;
   // run(b, c, alpha, beta) captured once as a CUDA graph, replayed by KernelGraph::launch with one
   // launch (a kernel with a prologue, an epilogue or library steps otherwise issues several).
-  // The graph keeps this kernel alive. run() itself enqueues only launches, memsets and library
-  // calls, so it may also be recorded by the caller's own stream capture (cudaStreamBeginCapture,
-  // torch.cuda.graph). Throws CudaError for an offline kernel or a refused capture.
+  // The graph keeps this kernel alive; a kernel with a workspace (see above) must not have a
+  // replay and a run, or two replays, in flight at once. run() itself enqueues only launches,
+  // memsets and library calls, so it may also be recorded by the caller's own stream capture
+  // (cudaStreamBeginCapture, torch.cuda.graph). Throws CudaError for an offline kernel or a refused
+  // capture.
   KernelGraph capture(const void* b, void* c, float alpha = 1.0f, float beta = 0.0f) const;
 
   const Problem& problem() const;
