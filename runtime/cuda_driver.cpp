@@ -737,13 +737,15 @@ void fill_bytes_async(CUdeviceptr ptr, std::size_t bytes, unsigned char value, C
 }
 
 void launch(CUfunction f, const LaunchConfig& c, void** params) {
-  const std::string shape =
-      fmt::format("grid ({},{},{}) block ({},{},{}) shared {} bytes", c.grid.x, c.grid.y, c.grid.z,
-                  c.block.x, c.block.y, c.block.z, c.shared_bytes);
+  // The shape is formatted for the error only: run() is on the caller's hot path.
+  auto shape = [&c] {
+    return fmt::format("grid ({},{},{}) block ({},{},{}) shared {} bytes", c.grid.x, c.grid.y,
+                       c.grid.z, c.block.x, c.block.y, c.block.z, c.shared_bytes);
+  };
   if (!c.programmatic) {
-    check(drv().cuLaunchKernel(f, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y, c.block.z,
-                               c.shared_bytes, c.stream, params, nullptr),
-          "cuLaunchKernel", shape);
+    const CUresult r = drv().cuLaunchKernel(f, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y,
+                                            c.block.z, c.shared_bytes, c.stream, params, nullptr);
+    if (r != CUDA_SUCCESS) check(r, "cuLaunchKernel", shape());
     return;
   }
   CUlaunchAttribute attr{};
@@ -760,8 +762,9 @@ void launch(CUfunction f, const LaunchConfig& c, void** params) {
   lc.hStream = c.stream;
   lc.attrs = &attr;
   lc.numAttrs = 1;
-  check(drv().cuLaunchKernelEx(&lc, f, params, nullptr), "cuLaunchKernelEx",
-        shape + ", programmatic stream serialization");
+  const CUresult r = drv().cuLaunchKernelEx(&lc, f, params, nullptr);
+  if (r != CUDA_SUCCESS)
+    check(r, "cuLaunchKernelEx", shape() + ", programmatic stream serialization");
 }
 
 }  // namespace sparsegen::cuda
