@@ -4,6 +4,7 @@
     a = sparsegen.load("layer0.safetensors")            # or sparsegen.from_scipy(csr)
     k = sparsegen.tune(a, n=16, dtype="fp16", top_k=8)  # cached in the kernel database
     k(b, c)                                             # C = A @ B on device arrays
+    g = sparsegen.capture(k, b, c); g.launch()          # the same call as one CUDA graph
     print(k.schedule, k.schedule_reason, k.measured_ms, k.cache_hit)
 
     f = sparsegen.gated_ffn(up, down, m=4096, gate=gate, calibration=x_host)  # activation-sparse
@@ -45,7 +46,7 @@ from ._sparsegen import CudaError, Kernel, Matrix, Runtime, UserError
 from ._sparsegen import _dlpack_describe, _from_csr, _load
 
 __all__ = ["CudaError", "Kernel", "Matrix", "Runtime", "UserError", "from_csr", "from_scipy",
-           "load", "tune", "gated_ffn", "run"]
+           "load", "tune", "gated_ffn", "run", "capture", "Graph"]
 __version__ = "0.1.0"
 
 _DTYPES = {"fp32": ("<f4", 4), "fp16": ("<f2", 2), "bf16": ("<V2", 2)}
@@ -280,6 +281,18 @@ def _stream_of(stream: Any, arrays: "tuple[Any, ...]") -> int:
     raise UserError(f"stream: expected an int handle or a stream object, found {type(stream).__name__}")
 
 
+def _operands(kernel: Kernel, b: Any, c: Any, s: int, keep: "list[Any]",
+              waits: "list[int]") -> "tuple[int, int]":
+    """The device pointers of a kernel's two operands (B and C, or x and y of a gated FFN),
+    checked against its shapes and dtype (see _device_array)."""
+    if kernel.op == "gated_ffn":
+        names, counts = ("x", "y"), (kernel.m * kernel.k, kernel.m * kernel.k)
+    else:
+        names, counts = ("b", "c"), (kernel.k * kernel.n, kernel.m * kernel.n)
+    return (_device_array(b, names[0], counts[0], kernel.io_dtype, False, s, keep, waits),
+            _device_array(c, names[1], counts[1], kernel.io_dtype, True, s, keep, waits))
+
+
 def run(kernel: Kernel, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0,
         stream: Any = None) -> None:
     """C = alpha * A @ B + beta * C on device arrays (see the module docstring); for a gated FFN
@@ -288,12 +301,7 @@ def run(kernel: Kernel, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0,
     s = _stream_of(stream, (b, c))  # first: DLPack producers order their work before it
     keep: "list[Any]" = []  # DLPack imports, released after the launch
     waits: "list[int]" = []  # __cuda_array_interface__ producer streams
-    if kernel.op == "gated_ffn":
-        names, counts = ("x", "y"), (kernel.m * kernel.k, kernel.m * kernel.k)
-    else:
-        names, counts = ("b", "c"), (kernel.k * kernel.n, kernel.m * kernel.n)
-    pb = _device_array(b, names[0], counts[0], kernel.io_dtype, False, s, keep, waits)
-    pc = _device_array(c, names[1], counts[1], kernel.io_dtype, True, s, keep, waits)
+    pb, pc = _operands(kernel, b, c, s, keep, waits)
     for producer in sorted(set(waits)):
         if producer != s:
             kernel._order_after(producer, s)
@@ -302,3 +310,28 @@ def run(kernel: Kernel, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0,
 
 
 Kernel.__call__ = run  # type: ignore[attr-defined]
+
+
+class Graph:
+    """A kernel's run recorded as a CUDA graph for fixed arrays and scalars (:func:`capture`):
+    :meth:`launch` replays the whole launch sequence (prologue, kernel, epilogue, library steps)
+    with one graph launch. It holds the arrays and the kernel, so they live as long as it does."""
+
+    def __init__(self, native: Any, arrays: "tuple[Any, ...]", keep: "list[Any]") -> None:
+        self._native, self._arrays, self._keep = native, arrays, keep
+
+    def launch(self, stream: Any = None) -> None:
+        """Replays the run on ``stream``, chosen as for :func:`run` (PyTorch's current stream for
+        torch tensors); the arrays are read and written in that stream's order."""
+        self._native._launch(_stream_of(stream, self._arrays))
+
+
+def capture(kernel: Kernel, b: Any, c: Any, alpha: float = 1.0, beta: float = 0.0) -> Graph:
+    """``run(kernel, b, c, alpha, beta)`` recorded once as a CUDA graph (the arrays are checked as
+    for :func:`run`; nothing runs now). Inside a ``torch.cuda.graph`` capture, plain calls are
+    recorded as they are, so this is for callers without graphs of their own."""
+    s = _stream_of(None, (b, c))
+    keep: "list[Any]" = []
+    waits: "list[int]" = []  # producer streams: the caller orders the launches after them
+    pb, pc = _operands(kernel, b, c, s, keep, waits)
+    return Graph(kernel._capture(pb, pc, float(alpha), float(beta)), (b, c), keep)

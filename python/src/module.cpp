@@ -230,7 +230,24 @@ NB_MODULE(_sparsegen, m) {
           [](const Kernel& k, uintptr_t producer, uintptr_t stream) {
             k.order_after(reinterpret_cast<void*>(producer), reinterpret_cast<void*>(stream));
           },
-          "producer"_a, "stream"_a);
+          "producer"_a, "stream"_a)
+      .def(
+          "_capture",
+          [](const Kernel& k, uintptr_t b, uintptr_t c, float alpha, float beta) {
+            nb::gil_scoped_release nogil;
+            return k.capture(reinterpret_cast<const void*>(b), reinterpret_cast<void*>(c), alpha,
+                             beta);
+          },
+          "b"_a, "c"_a, "alpha"_a, "beta"_a);
+
+  nb::class_<KernelGraph>(m, "KernelGraph", "A kernel's run captured as a CUDA graph")
+      .def(
+          "_launch",
+          [](const KernelGraph& g, uintptr_t stream) {
+            nb::gil_scoped_release nogil;
+            g.launch(reinterpret_cast<void*>(stream));
+          },
+          "stream"_a);
 
   nb::class_<Runtime>(m, "Runtime", "Compiles kernels for one device (or offline, for an arch)")
       .def(nb::init<int>(), "device"_a = 0)

@@ -180,6 +180,16 @@ def test_cuda_array_interface_is_preferred(cpu_as_cuda):
     assert both.calls == []  # no capsule made
 
 
+def test_capture_checks_the_arrays_and_refuses_an_offline_kernel(cpu_as_cuda):
+    k = _offline_kernel()  # M = K = 2, N = 3, fp32
+    b = DLPackOnly(np.zeros((2, 3), np.float32), device=(DL_CUDA, 0))
+    c = DLPackOnly(np.zeros((2, 3), np.float32), device=(DL_CUDA, 0))
+    with pytest.raises(sparsegen.UserError, match="b: expected 6 elements"):
+        sparsegen.capture(k, DLPackOnly(np.zeros(4, np.float32), device=(DL_CUDA, 0)), c)
+    with pytest.raises(sparsegen.CudaError, match="offline"):
+        sparsegen.capture(k, b, c)
+
+
 def test_cuda_array_interface_stream_is_collected_for_the_wait():
     class Cai:
         def __init__(self, stream):
@@ -255,6 +265,22 @@ def test_gpu_torch_through_dlpack_matches_the_cai_path(dtype):
         k(DLPackOnly(b.T.contiguous().T), DLPackOnly(c_dl))
     with pytest.raises(sparsegen.UserError, match="b: expected 2048 elements, found 1024"):
         k(DLPackOnly(b[:, :8]), DLPackOnly(c_dl))
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_gpu_captured_graph_replays_the_call(dtype):
+    dt = getattr(torch, dtype)
+    k, b, exact, bound = _problem(dt, seed=5)
+    c = torch.full((256, 16), float("nan"), device="cuda", dtype=dt)
+    g = sparsegen.capture(k, b, c)  # records only: C is untouched until a launch
+    torch.cuda.synchronize()
+    assert torch.isnan(c).all()
+    for _ in range(2):  # each replay writes C again
+        c.fill_(float("nan"))
+        g.launch()
+        torch.cuda.synchronize()
+        _within(c, exact, bound, f"{dtype} replay")
 
 
 @needs_gpu
