@@ -27,21 +27,28 @@ struct Runtime::Impl {
   CompileTarget target;
 };
 
+namespace {
+
+// The refusal of a GPU call (`call`) on a kernel compiled offline.
+void require_gpu(const std::shared_ptr<CompiledKernel>& gpu, const char* call) {
+  if (!gpu)
+    throw CudaError("kernel was compiled offline (Runtime::offline) and cannot run", call,
+                    CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE");
+}
+
+}  // namespace
+
 Kernel::Kernel(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
 Kernel::~Kernel() = default;
 
 void Kernel::run(const void* b, void* c, float alpha, float beta, void* stream) const {
-  if (!impl_->gpu)
-    throw CudaError("kernel was compiled offline (Runtime::offline) and cannot run", "run",
-                    CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE");
+  require_gpu(impl_->gpu, "run");
   impl_->gpu->run(reinterpret_cast<CUdeviceptr>(b), reinterpret_cast<CUdeviceptr>(c), alpha, beta,
                   static_cast<CUstream>(stream));
 }
 
 void Kernel::order_after(void* producer, void* stream) const {
-  if (!impl_->gpu)
-    throw CudaError("kernel was compiled offline (Runtime::offline) and cannot run", "order_after",
-                    CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE");
+  require_gpu(impl_->gpu, "order_after");
   cuda::stream_wait(static_cast<CUstream>(stream), static_cast<CUstream>(producer));
 }
 
@@ -58,9 +65,7 @@ void KernelGraph::launch(void* stream) const {
 }
 
 KernelGraph Kernel::capture(const void* b, void* c, float alpha, float beta) const {
-  if (!impl_->gpu)
-    throw CudaError("kernel was compiled offline (Runtime::offline) and cannot run", "capture",
-                    CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE");
+  require_gpu(impl_->gpu, "capture");
   auto g = std::make_shared<KernelGraph::Impl>();
   g->kernel = impl_->gpu;
   g->graph = impl_->gpu->graph(reinterpret_cast<CUdeviceptr>(b), reinterpret_cast<CUdeviceptr>(c),
