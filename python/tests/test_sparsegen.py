@@ -106,3 +106,21 @@ def test_gpu_spmm_matches_numpy():
     for r in range(512):
         dense[r, a.indices[a.indptr[r]:a.indptr[r + 1]]] = a.data[a.indptr[r]:a.indptr[r + 1]]
     np.testing.assert_allclose(cupy.asnumpy(c), dense @ b, rtol=1e-4, atol=1e-5)
+
+
+def test_extension_keeps_its_static_libraries_private():
+    # The module links sparsegen (and, with some toolchains, libstdc++) from static archives. Were
+    # their symbols exported, the process's own shared libstdc++ of another version would take
+    # over part of them and crash in locale code (istream, regex): nothing of them is exported.
+    import shutil
+    import subprocess
+
+    nm = shutil.which("nm")
+    if nm is None:
+        pytest.skip("no nm (binutils) on this machine")
+    out = subprocess.run([nm, "-D", "--defined-only", "-C", sparsegen._sparsegen.__file__],
+                         capture_output=True, text=True, check=True).stdout
+    leaked = [line for line in out.splitlines()
+              if "sparsegen::" in line or "std::locale" in line or "codecvt" in line]
+    assert not leaked, f"exported from static archives: {leaked[:5]}"
+    assert "PyInit__sparsegen" in out
