@@ -143,11 +143,12 @@ BENCH_RUNS=(
   # rmat: Graph500 R-MAT matrices (scale 16, 18, 20: about 1M, 4M, 16M nonzeros; RMAT_SCALES
   # overrides, 22 is 65M), generated here, fp32 at N = 8, 32, 64, ours (best of the model's top 4,
   # as tune's search; generated kernels only, as the R-MAT target counts) against cuSPARSE's best
-  # CSR algorithm; one JSON per scale.
-  'rmat|for s in ${RMAT_SCALES:-16 18 20}; do W=$BENCH_DIR/rmat_$s.safetensors; timeout 120 tools/sparsegen gen --method rmat --scale $s --seed 1 -o $W >/dev/null || exit 1; timeout 240 tools/sparsegen-bench $W -n 8,32,64 --dtype fp32 --best-of ${BEST_OF:-4} --generated-only --no-cache --json $BENCH_DIR/rmat_$s.json || exit 1; rm -f $W; done'
+  # CSR algorithm; one JSON per scale. RMAT_ARGS: more bench arguments for rmat and rmat_sched
+  # (e.g. --graph: also time each pick as one graph replay; their atomic picks are several kernels).
+  'rmat|for s in ${RMAT_SCALES:-16 18 20}; do W=$BENCH_DIR/rmat_$s.safetensors; timeout 120 tools/sparsegen gen --method rmat --scale $s --seed 1 -o $W >/dev/null || exit 1; timeout 240 tools/sparsegen-bench $W -n 8,32,64 --dtype fp32 --best-of ${BEST_OF:-4} --generated-only ${RMAT_ARGS:-} --no-cache --json $BENCH_DIR/rmat_$s.json || exit 1; rm -f $W; done'
   # R-MAT graphs at given schedules: RMAT_SCHED_CASES="scale n spec|scale n spec|...", each one
   # sparsegen-bench --schedule run (ours and cuSPARSE in one process), JSON rmat_sched_<i>.json.
-  'rmat_sched|[ -n "${RMAT_SCHED_CASES:-}" ] || exit 0; i=0; IFS="|" read -r -a cs <<<"$RMAT_SCHED_CASES"; for c in "${cs[@]}"; do read -r s n sc <<<"$c"; W=$BENCH_DIR/rmat_$s.safetensors; [ -f $W ] || timeout 120 tools/sparsegen gen --method rmat --scale $s --seed 1 -o $W >/dev/null || exit 1; timeout 150 tools/sparsegen-bench $W -n $n --dtype fp32 --schedule "$sc" --no-plot --json $BENCH_DIR/rmat_sched_$i.json || exit 1; i=$((i+1)); done; rm -f $BENCH_DIR/rmat_*.safetensors'
+  'rmat_sched|[ -n "${RMAT_SCHED_CASES:-}" ] || exit 0; i=0; IFS="|" read -r -a cs <<<"$RMAT_SCHED_CASES"; for c in "${cs[@]}"; do read -r s n sc <<<"$c"; W=$BENCH_DIR/rmat_$s.safetensors; [ -f $W ] || timeout 120 tools/sparsegen gen --method rmat --scale $s --seed 1 -o $W >/dev/null || exit 1; timeout 150 tools/sparsegen-bench $W -n $n --dtype fp32 --schedule "$sc" ${RMAT_ARGS:-} --no-plot --json $BENCH_DIR/rmat_sched_$i.json || exit 1; i=$((i+1)); done; rm -f $BENCH_DIR/rmat_*.safetensors'
   # Graph-scale tuning: R-MAT scale TUNE_RMAT_SCALE (default 22: 4.2M rows, about 65M nonzeros),
   # one measured `tune` per N (fp32, no cache) and per --build-memory in TUNE_RMAT_MEMS (GB,
   # default 0: automatic) with its wall time and the peak resident memory of the process
@@ -494,16 +495,23 @@ PY
       PYTEST_RC=$?
       tail -15 "$PY_DIR/pytest.log"
       if [ "$PYTEST_RC" -ge 128 ]; then
-        # Died on a signal: every test in its own process (which ones crash), the offline tune
-        # with torch imported before/after/never (tools/py_crash_probe.py), and a native
-        # backtrace when gdb is there.
+        # Died on a signal: tests in their own processes (which ones crash; at most
+        # PY_CRASH_BUDGET_S seconds and PY_CRASH_MAX crashes: each run costs ~5 s of device
+        # time), the offline tune with torch imported before/after/never
+        # (tools/py_crash_probe.py), and a native backtrace when gdb is there.
         py_note "pytest died on signal $((PYTEST_RC - 128)): per-test runs in crash_tests.log"
         [ "${PY_CRASH_PER_TEST:-1}" = 1 ] && (cd /tmp && PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" "$VPY" -m pytest -q \
-          --collect-only "$REPO_ROOT/python/tests" 2>/dev/null | grep '::' | while read -r id; do
-          PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" timeout 120 "$VPY" -m pytest -q -x \
-            "$REPO_ROOT/$id" >/tmp/one_test.log 2>&1
-          echo "rc=$? $id"; [ -s /tmp/one_test.log ] && tail -5 /tmp/one_test.log | sed 's/^/    /'
-        done) >"$PY_DIR/crash_tests.log" 2>&1
+          --collect-only "$REPO_ROOT/python/tests" 2>/dev/null | grep '::' | {
+          t0=$SECONDS; crashes=0
+          while read -r id; do
+            if [ $((SECONDS - t0)) -ge "${PY_CRASH_BUDGET_S:-60}" ] || [ $crashes -ge "${PY_CRASH_MAX:-3}" ]; then
+              echo "stopped after $((SECONDS - t0)) s and $crashes crashes (PY_CRASH_BUDGET_S, PY_CRASH_MAX)"; break
+            fi
+            PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" timeout 120 "$VPY" -m pytest -q -x \
+              "$REPO_ROOT/$id" >/tmp/one_test.log 2>&1
+            rc=$?; [ $rc -ge 128 ] && crashes=$((crashes + 1))
+            echo "rc=$rc $id"; [ -s /tmp/one_test.log ] && tail -5 /tmp/one_test.log | sed 's/^/    /'
+          done; }) >"$PY_DIR/crash_tests.log" 2>&1
         cc -shared -fPIC -o /tmp/segv_trace.so "$REPO_ROOT/tools/debug/segv_trace.c" -ldl ||
           py_note "segv_trace.so did not build"
         (cd /tmp && SEGV_TRACE_SO=/tmp/segv_trace.so PYTHONPATH="$PY_PATH_EXTRA${PYTHONPATH:+:$PYTHONPATH}" \
