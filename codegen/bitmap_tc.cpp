@@ -47,6 +47,9 @@ class BitmapTcEmitter : public Emitter {
                       to_string(p_), f_.slots()));
     SG_ASSERT(f_.rows == p_.m && f_.cols == p_.k,
               "emit_bitmap_tc: the format does not match the problem");
+    SG_ASSERT(f_.layout == s_.values,
+              "emit_bitmap_tc: the pack's value layout is not the schedule's");
+    pairs_ = s_.values == BitmapValues::Pair;
     NT_ = static_cast<int>(p_.n / 8);
     RTB_ = s_.rows_per_block() / static_cast<int>(kBitmapTileRows);
     THREADS_ = s_.threads_per_block();
@@ -170,7 +173,8 @@ class BitmapTcEmitter : public Emitter {
                        (wgmma_ ? 4 * KT : 1) * 4 * MT));
       // one scan per two k tiles of a row tile (see bitmap_tc_lanes for the measurements)
       call_stmt(tmpl::bitmap_tc_lanes,
-                targs(IntArg{MT * KT}, IntArg{smem_.a_tile}, IntArg{KT >= 2 ? 1 : 0}),
+                targs(IntArg{MT * KT}, IntArg{smem_.a_tile}, IntArg{KT >= 2 ? 1 : 0},
+                      IntArg{pairs_ ? 1 : 0}),
                 u32(a_tile("buf", fmt::format("warp * {}", MT * KT))), i32("lane"), ptr_u32("w"),
                 ptr_u32("addr"));
       line("#pragma unroll");
@@ -180,9 +184,12 @@ class BitmapTcEmitter : public Emitter {
         const std::string aq = wgmma_ ? fmt::format("a + uq * {}", 4 * MT) : "a";
         line("#pragma unroll");
         line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
+        const auto decode = [&](const auto& fn) {
+          return call(fn, u32(fmt::format("w[mt * {} + u]", KT)), i32("q"),
+                      ptr_u32(fmt::format("addr + mt * {} + u", KT)), ptr_u32(aq + " + 4 * mt"));
+        };
         line("  " +
-             call(tmpl::bitmap_tc_a_quarter, u32(fmt::format("w[mt * {} + u]", KT)), i32("q"),
-                  ptr_u32(fmt::format("addr + mt * {} + u", KT)), ptr_u32(aq + " + 4 * mt"))
+             (pairs_ ? decode(tmpl::bitmap_tc_a_quarter_pairs) : decode(tmpl::bitmap_tc_a_quarter))
                  .text +
              ";");
         if (!wgmma_) {
@@ -277,6 +284,7 @@ class BitmapTcEmitter : public Emitter {
   int64_t CT_ = 1, PT_ = 1;
   bool atomic_ = false;
   bool wgmma_ = false;
+  bool pairs_ = false;  // vals=pair: one 32-bit load per A register
 };
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include "ir/diagnostics.h"
 #include "ir/int_math.h"
 #include "ir/parallel.h"
+#include "ir/spec_fields.h"
 
 namespace sparsegen {
 
@@ -70,16 +71,39 @@ std::vector<int64_t> row_tile_chunks(const CsrMatrix& a) {
   return balanced_split(offsets, parallel_chunks(a.nnz()));
 }
 
+// The lane words of tile (rt, ct) straight from its CSR entries.
+std::array<uint32_t, kBitmapLanes> lane_words_of(const CsrMatrix& a, int64_t ct,
+                                                 const TileRows& t) {
+  std::array<uint32_t, kBitmapLanes> w{};
+  for (size_t i = 0; i < kBitmapTileRows; ++i)
+    for (int64_t e = t.begin[i]; e < t.end[i]; ++e) {
+      const auto c = static_cast<int>(a.col_idx[static_cast<size_t>(e)] - ct * kBitmapTileCols);
+      const BitmapFragmentSlot fs = bitmap_fragment_slot(static_cast<int>(i), c);
+      w[static_cast<size_t>(fs.lane)] |= uint32_t{1} << fs.bit;
+    }
+  return w;
+}
+
+// Value slots of a tile before the alignment fill: its entries, or (pair) two per register
+// holding one.
+int64_t tile_values(const CsrMatrix& a, int64_t ct, const TileRows& t, BitmapValues layout) {
+  if (layout == BitmapValues::Slot) return t.count;
+  int64_t n = 0;
+  for (uint32_t w : lane_words_of(a, ct, t)) n += bitmap_lane_entries(w, layout);
+  return n;
+}
+
 // Value slots and the largest tile of each chunk of row tiles.
 struct ChunkSlots {
   int64_t slots = 0, max_tile_values = 0;
 };
-std::vector<ChunkSlots> chunk_slots(const CsrMatrix& a, const std::vector<int64_t>& bounds) {
+std::vector<ChunkSlots> chunk_slots(const CsrMatrix& a, const std::vector<int64_t>& bounds,
+                                    BitmapValues layout) {
   std::vector<ChunkSlots> out(bounds.size() - 1);
   run_chunks(bounds, [&](int c, int64_t rt0, int64_t rt1) {
     ChunkSlots& cs = out[static_cast<size_t>(c)];
-    for_each_nonempty_tile(a, rt0, rt1, [&](int64_t, int64_t, const TileRows& t) {
-      const int64_t slots = round_up(t.count, kBitmapValueAlign);
+    for_each_nonempty_tile(a, rt0, rt1, [&](int64_t, int64_t ct, const TileRows& t) {
+      const int64_t slots = round_up(tile_values(a, ct, t, layout), kBitmapValueAlign);
       cs.slots += slots;
       cs.max_tile_values = std::max(cs.max_tile_values, slots);
     });
@@ -87,13 +111,13 @@ std::vector<ChunkSlots> chunk_slots(const CsrMatrix& a, const std::vector<int64_
   return out;
 }
 
-BitmapTileStats stats_of(const CsrMatrix& a) {
+BitmapTileStats stats_of(const CsrMatrix& a, BitmapValues layout) {
   BitmapTileStats st;
   st.rows = a.rows;
   st.cols = a.cols;
   st.nnz = a.nnz();
   st.tiles = ceil_div(a.rows, kBitmapTileRows) * ceil_div(a.cols, kBitmapTileCols);
-  for (const ChunkSlots& cs : chunk_slots(a, row_tile_chunks(a))) {
+  for (const ChunkSlots& cs : chunk_slots(a, row_tile_chunks(a), layout)) {
     st.slots += cs.slots;
     st.max_tile_values = std::max(st.max_tile_values, cs.max_tile_values);
   }
@@ -105,6 +129,33 @@ BitmapTileStats stats_of(const CsrMatrix& a) {
 }
 
 }  // namespace
+
+namespace {
+constexpr std::string_view kValuesNames[] = {"slot", "pair"};  // by BitmapValues
+
+// Bit 2j of the result: register j of the lane holds a set bit (bit 2j or 2j + 1 of w).
+uint32_t pair_bits(uint32_t w) {
+  return (w | (w >> 1)) & 0x55555555u;
+}
+}  // namespace
+
+std::string_view to_string(BitmapValues v) {
+  return kValuesNames[static_cast<int>(v)];
+}
+
+std::optional<BitmapValues> parse_bitmap_values(std::string_view s) {
+  return spec_fields::lookup<BitmapValues>(kValuesNames, s);
+}
+
+int bitmap_lane_entries(uint32_t w, BitmapValues layout) {
+  return layout == BitmapValues::Slot ? std::popcount(w) : 2 * std::popcount(pair_bits(w));
+}
+
+int bitmap_lane_rank(uint32_t w, int bit, BitmapValues layout) {
+  if (layout == BitmapValues::Slot) return std::popcount(w & ((uint32_t{1} << bit) - 1));
+  const int even = bit & ~1;  // the register's low half
+  return 2 * std::popcount(pair_bits(w) & ((uint32_t{1} << even) - 1)) + (bit & 1);
+}
 
 BitmapFragmentSlot bitmap_fragment_slot(int row, int col) {
   SG_ASSERT(row >= 0 && row < kBitmapTileRows && col >= 0 && col < kBitmapTileCols,
@@ -132,9 +183,10 @@ std::array<uint32_t, kBitmapLanes> bitmap_lane_words(const BitmapTileFormat& f, 
   return w;
 }
 
-std::array<int, kBitmapLanes + 1> bitmap_lane_starts(const std::array<uint32_t, kBitmapLanes>& w) {
+std::array<int, kBitmapLanes + 1> bitmap_lane_starts(const std::array<uint32_t, kBitmapLanes>& w,
+                                                     BitmapValues layout) {
   std::array<int, kBitmapLanes + 1> start{};
-  for (size_t l = 0; l < w.size(); ++l) start[l + 1] = start[l] + std::popcount(w[l]);
+  for (size_t l = 0; l < w.size(); ++l) start[l + 1] = start[l] + bitmap_lane_entries(w[l], layout);
   return start;
 }
 
@@ -147,10 +199,10 @@ double BitmapTileStats::effective_density() const {
   return dense > 0 ? double(bytes()) / dense : 0.0;
 }
 
-BitmapTileStats bitmap_tile_stats(const CsrMatrix& a) {
+BitmapTileStats bitmap_tile_stats(const CsrMatrix& a, BitmapValues layout) {
   // The tile walk reads col_idx through row_ptr: a broken CSR must not read out of bounds.
   a.check_canonical();
-  return stats_of(a);
+  return stats_of(a, layout);
 }
 
 BitmapTileStats bitmap_tile_stats(const BitmapTileFormat& f) {
@@ -164,9 +216,10 @@ BitmapTileStats bitmap_tile_stats(const BitmapTileFormat& f) {
   return st;
 }
 
-BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a) {
+BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a, BitmapValues layout) {
   a.check_canonical();
   BitmapTileFormat f;
+  f.layout = layout;
   f.rows = a.rows;
   f.cols = a.cols;
   f.row_tiles = ceil_div(a.rows, kBitmapTileRows);
@@ -175,7 +228,7 @@ BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a) {
   // Chunks of row tiles are packed in parallel: a first walk counts each chunk's value slots, so
   // every chunk knows where its values start.
   const std::vector<int64_t> bounds = row_tile_chunks(a);
-  const std::vector<ChunkSlots> counts = chunk_slots(a, bounds);
+  const std::vector<ChunkSlots> counts = chunk_slots(a, bounds, layout);
   std::vector<int64_t> first_slot(counts.size() + 1, 0);
   for (size_t c = 0; c < counts.size(); ++c) {
     first_slot[c + 1] = first_slot[c] + counts[c].slots;
@@ -197,19 +250,19 @@ BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a) {
         for (int64_t e = t.begin[i]; e < t.end[i]; ++e)
           masks[i] |= uint64_t{1} << (a.col_idx[static_cast<size_t>(e)] - ct * kBitmapTileCols);
       // Values in fragment order: the slot of an entry is its lane's start plus its rank in the
-      // lane word.
+      // lane word (pair: absent halves stay 0).
       const auto words = bitmap_lane_words(f, tile);
-      const auto start = bitmap_lane_starts(words);
+      const auto start = bitmap_lane_starts(words, layout);
       for (size_t i = 0; i < kBitmapTileRows; ++i)
         for (int64_t e = t.begin[i]; e < t.end[i]; ++e) {
           const auto c = static_cast<int>(a.col_idx[static_cast<size_t>(e)] - ct * kBitmapTileCols);
           const BitmapFragmentSlot fs = bitmap_fragment_slot(static_cast<int>(i), c);
           const uint32_t w = words[static_cast<size_t>(fs.lane)];
-          const int64_t v = slot + start[static_cast<size_t>(fs.lane)] +
-                            std::popcount(w & ((uint32_t{1} << fs.bit) - 1));
+          const int64_t v =
+              slot + start[static_cast<size_t>(fs.lane)] + bitmap_lane_rank(w, fs.bit, layout);
           f.values[static_cast<size_t>(v)] = a.values[static_cast<size_t>(e)];
         }
-      slot += round_up(t.count, kBitmapValueAlign);  // the fill slots stay 0
+      slot += round_up(start[kBitmapLanes], kBitmapValueAlign);  // the fill slots stay 0
     });
     // The chunk's trailing empty tiles.
     for (; next < rt1 * f.col_tiles; ++next) f.tile_ptr[static_cast<size_t>(next)] = slot;
@@ -233,11 +286,9 @@ CsrMatrix unpack_bitmap_tiles(const BitmapTileFormat& f) {
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t b = f.tile_ptr[static_cast<size_t>(t)],
                   e = f.tile_ptr[static_cast<size_t>(t + 1)];
-    int64_t count = 0;
-    for (int64_t i = 0; i < kBitmapTileRows; ++i)
-      count += std::popcount(f.masks[static_cast<size_t>(t * kBitmapTileRows + i)]);
+    const int64_t count = bitmap_lane_starts(bitmap_lane_words(f, t), f.layout)[kBitmapLanes];
     if (b > e || count > e - b)
-      broken(fmt::format("tile {}: {} set bits for value slots [{}, {})", t, count, b, e));
+      broken(fmt::format("tile {}: {} values for value slots [{}, {})", t, count, b, e));
   }
   CsrMatrix a;
   a.rows = f.rows;
@@ -257,7 +308,7 @@ CsrMatrix unpack_bitmap_tiles(const BitmapTileFormat& f) {
     for (int64_t ct = 0; ct < f.col_tiles; ++ct) {
       TileOrder& o = order[static_cast<size_t>(ct)];
       o.words = bitmap_lane_words(f, rt * f.col_tiles + ct);
-      o.start = bitmap_lane_starts(o.words);
+      o.start = bitmap_lane_starts(o.words, f.layout);
     }
     for (int64_t i = 0; i < kBitmapTileRows; ++i) {
       const int64_t r = rt * kBitmapTileRows + i;
@@ -275,7 +326,7 @@ CsrMatrix unpack_bitmap_tiles(const BitmapTileFormat& f) {
           const uint32_t w = o.words[static_cast<size_t>(fs.lane)];
           const int64_t v = f.tile_ptr[static_cast<size_t>(t)] +
                             o.start[static_cast<size_t>(fs.lane)] +
-                            std::popcount(w & ((uint32_t{1} << fs.bit) - 1));
+                            bitmap_lane_rank(w, fs.bit, f.layout);
           a.col_idx.push_back(static_cast<int32_t>(c));
           a.values.push_back(f.values[static_cast<size_t>(v)]);
         }

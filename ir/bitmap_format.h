@@ -1,6 +1,6 @@
 // Bitmap-tile format: the packer for the tensor-core schedule family "bitmap_tc"
-// (ir/bitmap_tc_schedule.h, BitmapTcSchedule). A is cut into tiles of kBitmapTileRows x kBitmapTileCols (16 x 64: one
-// mma.m16n8k16 row block by four k16 steps). Per tile:
+// (ir/bitmap_tc_schedule.h, BitmapTcSchedule). A is cut into tiles of kBitmapTileRows x
+// kBitmapTileCols (16 x 64: one mma.m16n8k16 row block by four k16 steps). Per tile:
 //   masks   16 x 64-bit words, word r has bit c set when A[16·rt + r][64·ct + c] is stored
 //   values  the stored entries of the tile in fragment order (below), then zero-filled up to a
 //           multiple of kBitmapValueAlign slots so that every tile starts 16-byte aligned
@@ -27,10 +27,20 @@
 //   values = 1.0 2.0 3.0 0 0 0 0 0 (3 entries, zero-filled to 8), tile_ptr = 0 8
 // Explicit zeros of the input are stored entries (their bit is set), so unpack restores the CSR
 // exactly.
+//
+// Value layouts (BitmapValues). `slot` stores each set position once, as above. `pair` stores one
+// 32-bit word (two values) per register of a lane's A operand that holds any set position, i.e.
+// per pair of bits 2j, 2j + 1 of the lane word with either bit set, the absent half 0: the
+// kernel loads a register with one 32-bit load instead of two 16-bit ones and a permute, at the
+// price of the absent halves (1.02 instead of 0.6 bytes per element at 70 % sparsity). Example
+// above in `pair`: lane 0 holds {1.0, 0}, lane 2 {0, 2.0}, lane 11 {0, 3.0} (bit 29 is the high
+// half of its pair): values = 1.0 0 0 2.0 0 3.0 0 0, tile_ptr = 0 8.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <optional>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -45,6 +55,18 @@ inline constexpr int64_t kBitmapValueAlign = 8;
 // Lanes of a warp, and positions of a tile per lane (16 · 64 / 32).
 inline constexpr int kBitmapLanes = 32;
 
+// How a tile's values are laid out (see above); one name table for the printer, the SPEC and
+// the format's description.
+enum class BitmapValues { Slot, Pair };
+std::string_view to_string(BitmapValues v);  // "slot", "pair"
+std::optional<BitmapValues> parse_bitmap_values(std::string_view s);
+
+// Value slots a lane with lane word w occupies: popcount(w) (slot), or 2 per register holding a
+// set bit (pair).
+int bitmap_lane_entries(uint32_t w, BitmapValues layout);
+// The slot of bit `bit` (set in w) among its lane's values.
+int bitmap_lane_rank(uint32_t w, int bit, BitmapValues layout);
+
 // The lane and lane-word bit of tile position (row, col), 0 <= row < 16, 0 <= col < 64.
 struct BitmapFragmentSlot {
   int lane = 0;
@@ -57,10 +79,11 @@ std::pair<int, int> bitmap_fragment_position(int lane, int bit);
 struct BitmapTileFormat {
   int64_t rows = 0;
   int64_t cols = 0;
-  int64_t row_tiles = 0;          // ceil(rows / 16)
-  int64_t col_tiles = 0;          // ceil(cols / 64)
-  int64_t nnz = 0;                // stored entries (explicit zeros included)
-  int64_t max_tile_values = 0;    // largest tile's value count, rounded up to kBitmapValueAlign
+  int64_t row_tiles = 0;        // ceil(rows / 16)
+  int64_t col_tiles = 0;        // ceil(cols / 64)
+  int64_t nnz = 0;              // stored entries (explicit zeros included)
+  int64_t max_tile_values = 0;  // largest tile's value count, rounded up to kBitmapValueAlign
+  BitmapValues layout = BitmapValues::Slot;
   std::vector<uint64_t> masks;    // row_tiles * col_tiles * 16
   std::vector<int64_t> tile_ptr;  // row_tiles * col_tiles + 1 value-slot offsets
   std::vector<float> values;      // slots() entries (fp32 master; alignment fill = 0)
@@ -81,12 +104,12 @@ struct BitmapTileStats {
   double effective_density() const;
 };
 
-BitmapTileStats bitmap_tile_stats(const CsrMatrix& a);
+BitmapTileStats bitmap_tile_stats(const CsrMatrix& a, BitmapValues layout = BitmapValues::Slot);
 // The same figures read off a packed format (O(1)).
 BitmapTileStats bitmap_tile_stats(const BitmapTileFormat& f);
 
 // Packs canonical CSR. Throws UserError for a non-canonical matrix.
-BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a);
+BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a, BitmapValues layout = BitmapValues::Slot);
 
 // Exact inverse of pack_bitmap_tiles (structure, values, explicit zeros).
 CsrMatrix unpack_bitmap_tiles(const BitmapTileFormat& f);
@@ -96,8 +119,9 @@ CsrMatrix unpack_bitmap_tiles(const BitmapTileFormat& f);
 std::array<uint32_t, kBitmapLanes> bitmap_lane_words(const BitmapTileFormat& f, int64_t tile);
 
 // The fragment-order value slot, relative to the tile's first slot, of every stored position of
-// a tile with lane words `w`: slot of (lane, bit) = entries of the lanes below + set bits of the
-// lane's word below `bit`. lane_start[L] = entries of lanes 0 .. L-1 (33 entries).
-std::array<int, kBitmapLanes + 1> bitmap_lane_starts(const std::array<uint32_t, kBitmapLanes>& w);
+// a tile with lane words `w`: slot of (lane, bit) = entries of the lanes below +
+// bitmap_lane_rank(word, bit). lane_start[L] = entries of lanes 0 .. L-1 (33 entries).
+std::array<int, kBitmapLanes + 1> bitmap_lane_starts(const std::array<uint32_t, kBitmapLanes>& w,
+                                                     BitmapValues layout = BitmapValues::Slot);
 
 }  // namespace sparsegen

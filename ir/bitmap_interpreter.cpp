@@ -45,6 +45,9 @@ void interpret_bitmap_tc(const Problem& p, const BitmapTcSchedule& s, const Bitm
     throw std::invalid_argument("interpret_bitmap_tc: B or C smaller than the problem");
   if (s.ksplit < 1) throw std::invalid_argument("interpret_bitmap_tc: ksplit < 1");
   check_format(p, f);
+  if (f.layout != s.values)
+    broken(fmt::format("the pack's values are vals={}, the schedule's vals={}", to_string(f.layout),
+                       to_string(s.values)));
   if (p.m == 0 || p.n == 0) return;
   const int64_t R = kBitmapTileRows, N = p.n;
   const int64_t part = bitmap_tc_part_tiles(f.col_tiles, s.ksplit);
@@ -61,7 +64,7 @@ void interpret_bitmap_tc(const Problem& p, const BitmapTcSchedule& s, const Bitm
     const uint64_t* masks = &f.masks[static_cast<size_t>(t * R)];
     // The kernel's decode: fragment order, a lane's start plus the rank in its lane word.
     const auto words = bitmap_lane_words(f, t);
-    const auto start = bitmap_lane_starts(words);
+    const auto start = bitmap_lane_starts(words, f.layout);
     for (int64_t i = 0; i < R; ++i) {
       const uint64_t m = masks[i];
       const int64_t r = rt * R + i;
@@ -73,9 +76,8 @@ void interpret_bitmap_tc(const Problem& p, const BitmapTcSchedule& s, const Bitm
         if (col >= p.k)
           broken(fmt::format("tile {} row {}: bit set at column {} beyond K = {}", t, r, col, p.k));
         const BitmapFragmentSlot fs = bitmap_fragment_slot(static_cast<int>(i), bit);
-        const int64_t v =
-            v0 + start[static_cast<size_t>(fs.lane)] +
-            std::popcount(words[static_cast<size_t>(fs.lane)] & ((uint32_t{1} << fs.bit) - 1));
+        const int64_t v = v0 + start[static_cast<size_t>(fs.lane)] +
+                          bitmap_lane_rank(words[static_cast<size_t>(fs.lane)], fs.bit, f.layout);
         if (v >= v1)
           broken(fmt::format("tile {} row {} column {}: value index {} outside [{}, {})", t, r, col,
                              v, v0, v1));

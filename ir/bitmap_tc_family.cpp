@@ -41,9 +41,9 @@ struct PackedBitmap final : Packed<BitmapTileFormat> {
   std::vector<int32_t> take_column_indices() override { return {}; }
   FormatStats stats() const override { return to_format_stats(bitmap_tile_stats(format), 0); }
   std::string describe() const override {
-    return fmt::format("{} tiles of {}x{}, {} value slots ({} real), largest tile {}",
+    return fmt::format("{} tiles of {}x{}, {} value slots ({} real, vals={}), largest tile {}",
                        format.tiles(), kBitmapTileRows, kBitmapTileCols, format.slots(), format.nnz,
-                       format.max_tile_values);
+                       to_string(format.layout), format.max_tile_values);
   }
 };
 
@@ -76,12 +76,15 @@ class BitmapTcIrFamily final : public IrFamily {
       if (w.find("ksplit") == std::string::npos) why.push_back(std::move(w));
     return why;
   }
-  // One bitmap-tile packing serves every schedule.
-  std::optional<std::string> pack_key(const Schedule&) const override { return ""; }
+  // One bitmap-tile packing per value layout serves every schedule.
+  std::optional<std::string> pack_key(const Schedule& s) const override {
+    return std::string(to_string(s.as<BitmapTcSchedule>().values));
+  }
   FormatStats format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s) const override {
     int64_t longest = 0;
     for (int64_t r = 0; r < a.rows; ++r) longest = std::max(longest, a.row_length(r));
-    return restat(to_format_stats(bitmap_tile_stats(a), longest), p, s);
+    const BitmapValues layout = s.as<BitmapTcSchedule>().values;
+    return restat(to_format_stats(bitmap_tile_stats(a, layout), longest), p, s);
   }
   FormatStats restat(const FormatStats& shared, const Problem& p,
                      const Schedule& s) const override {
@@ -102,12 +105,12 @@ class BitmapTcIrFamily final : public IrFamily {
   // All of the kernel's shared memory is dynamic (bitmap_tc_shared_bytes, checked by verify).
   int64_t shared_bytes(const Problem&, const Schedule&) const override { return 0; }
   std::shared_ptr<PackedMatrix> pack(const CsrMatrix& a, const Problem& p,
-                                           const Schedule&) const override {
+                                     const Schedule& s) const override {
     if (a.rows != p.m || a.cols != p.k)
       throw UserError(fmt::format("{}: matrix is {}x{} but the problem expects m={} k={}",
                                   a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m,
                                   p.k));
-    return std::make_shared<PackedBitmap>(pack_bitmap_tiles(a));
+    return std::make_shared<PackedBitmap>(pack_bitmap_tiles(a, s.as<BitmapTcSchedule>().values));
   }
   void interpret(const Problem& p, const Schedule& s, const PackedMatrix& packed,
                  std::span<const float> b, std::span<float> c, float alpha,

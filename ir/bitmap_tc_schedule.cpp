@@ -64,14 +64,20 @@ std::vector<std::string> validate_bitmap_tc(const Problem& p, const BitmapTcSche
 }
 
 std::string bitmap_tc_spec(const BitmapTcSchedule& s) {
-  return fmt::format("bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};mma={}", s.warps_per_block,
-                     s.m_tiles, s.k_tiles, s.ksplit, s.stages, to_string(s.mma));
+  // The default value layout is left out, so the SPECs (and kernel database keys) of slot
+  // schedules read as they did before the field existed.
+  return fmt::format(
+      "bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};mma={}{}", s.warps_per_block, s.m_tiles,
+      s.k_tiles, s.ksplit, s.stages, to_string(s.mma),
+      s.values == BitmapValues::Slot ? "" : fmt::format(";vals={}", to_string(s.values)));
 }
 
 std::string print_bitmap_tc(const BitmapTcSchedule& s) {
   std::string out = "schedule bitmap_tc\n";
-  out += fmt::format("  format: bitmap tiles {}x{} (64-bit row masks, values in fragment order)\n",
-                     kBitmapTileRows, kBitmapTileCols);
+  out +=
+      fmt::format("  format: bitmap tiles {}x{} (64-bit row masks, values in fragment order{})\n",
+                  kBitmapTileRows, kBitmapTileCols,
+                  s.values == BitmapValues::Pair ? "; vals=pair: a 32-bit word per register" : "");
   out += fmt::format("  block : warps={} rows_per_block={} (mt={} row tiles per warp)\n",
                      s.warps_per_block, s.rows_per_block(), s.m_tiles);
   out += fmt::format("  k     : ksplit={} parts, {} column tile{} per step, cp.async stages={}\n",
@@ -103,8 +109,13 @@ BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
       const auto m = parse_mma(v);
       if (!m) spec_fields::error(key, "sync or wgmma", v);
       s.mma = *m;
+    } else if (key == "vals") {
+      const auto l = parse_bitmap_values(v);
+      if (!l) spec_fields::error(key, "slot or pair", v);
+      s.values = *l;
     } else
-      spec_fields::error(key, "one of warps, mt, kt, ksplit, stages, mma (family bitmap_tc)", key);
+      spec_fields::error(key, "one of warps, mt, kt, ksplit, stages, mma, vals (family bitmap_tc)",
+                         key);
   });
   spec_fields::check_legal(spec, validate(s));
   return s;
@@ -204,7 +215,8 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
   // mma=wgmma is not offered: on an H200 it was slower than mma.sync in every case measured
   // (28672x7168 70 %: 1.39x slower at N = 64, 1.18x at N = 32, about even at N = 8; 4096x4096
   // 50 %, N = 64: 1.37x). It stays a legal schedule for --schedule, tested on the GPU
-  // (GpuBitmapTc.Wgmma).
+  // (GpuBitmapTc.Wgmma). vals=pair (half the decode loads, more value bytes) is not offered
+  // until it has been measured against slot; --schedule reaches it.
   for (int warps : {4, 8}) {
     for (int mt : {1, 2}) {
       for (int kt : {1, 2, 4}) {

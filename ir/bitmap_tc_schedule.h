@@ -6,6 +6,7 @@
 //     warps   warps per block (1, 2, 4, 8)          mt      16-row tiles per warp (1, 2)
 //     kt      64-column tiles per step (1, 2, 4)    ksplit  K parts, grid.y (1..64)
 //     stages  cp.async buffers in flight (2, 3)     mma     sync (mma.sync) or wgmma (sm_90a)
+//     vals    value layout: slot (default, not printed) or pair (ir/bitmap_format.h)
 #pragma once
 
 #include <optional>
@@ -54,6 +55,8 @@ struct BitmapTcSchedule {
   int ksplit = 1;               // K parts (grid.y): 1..64
   int stages = 2;               // shared-memory buffers of the cp.async pipeline: 2, 3
   MmaKind mma = MmaKind::Sync;  // wgmma: warps 4 or 8, N in {8, 16, 32, 64}, sm_90 only
+  // The pack's value layout: pair loads a register of A with one 32-bit load (more bytes).
+  BitmapValues values = BitmapValues::Slot;
 
   int rows_per_block() const { return warps_per_block * m_tiles * 16; }
   int threads_per_block() const { return warps_per_block * kWarpSize; }

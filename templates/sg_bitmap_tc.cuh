@@ -138,7 +138,9 @@ __device__ __forceinline__ void bitmap_tc_issue_a(unsigned s_tile,
 // 2i, 2i + 1 share one scan, one per 16-bit half. The emitter pairs the k tiles of one row tile
 // (kt >= 2: 1.5 % faster at N = 32 on an H200); pairing the two row tiles of mt = 2 measured
 // 17 % slower at N = 64 there, so those scan apart.
-template <int TILES, int A_TILE, int PAIRS>
+// VALS: the value layout (ir/bitmap_format.h): 0 = slot (a value per set bit), 1 = pair (two
+// values per register of the A operand holding a set bit; still at most 32 per lane and tile).
+template <int TILES, int A_TILE, int PAIRS, int VALS>
 __device__ __forceinline__ void bitmap_tc_lanes(unsigned s_tiles, int lane, unsigned* w,
                                                 unsigned* addr) {
   constexpr int kStep = PAIRS ? 2 : 1;
@@ -146,7 +148,7 @@ __device__ __forceinline__ void bitmap_tc_lanes(unsigned s_tiles, int lane, unsi
 #pragma unroll
   for (int t = 0; t < TILES; ++t) {
     asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(w[t]) : "r"(s_tiles + t * A_TILE + lane * 4));
-    c[t] = __popc(w[t]);
+    c[t] = VALS ? 2 * __popc((w[t] | (w[t] >> 1)) & 0x55555555u) : __popc(w[t]);
   }
 #pragma unroll
   for (int t = 0; t < TILES; t += kStep) {
@@ -186,6 +188,26 @@ __device__ __forceinline__ void bitmap_tc_a_quarter(unsigned w, int q, unsigned*
       p += 2u;
     }
     a[r] = __byte_perm(lo, hi, 0x5410);
+  }
+  *addr = p;
+}
+
+// bitmap_tc_a_quarter for the pair layout: a register whose two positions hold any set bit is
+// the next 32-bit word of the lane's values (the absent half stored as 0), so one predicated
+// 32-bit load per register (SASS: @P LDS, @P IADD) and no permute. Words are 4-byte aligned:
+// tiles start 16-byte aligned and every lane holds an even number of values.
+__device__ __forceinline__ void bitmap_tc_a_quarter_pairs(unsigned w, int q, unsigned* addr,
+                                                          unsigned* a) {
+  const unsigned m = w >> (8 * q);
+  unsigned p = *addr;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    unsigned v = 0u;
+    if (m & (3u << (2 * r))) {
+      asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(p));
+      p += 4u;
+    }
+    a[r] = v;
   }
   *addr = p;
 }

@@ -79,7 +79,7 @@ TEST(BitmapTcCodegen, EmittedKernelShape) {
   EXPECT_TRUE(has(src, "const unsigned s_stage0 = sg::smem_addr(sg_smem) + "));
   // mt = 2 A tiles per warp (kt = 1): their lane words and value starts, a scan per row tile.
   EXPECT_TRUE(
-      has(src, fmt::format("sg::bitmap_tc_lanes<2, {}, 0>(",
+      has(src, fmt::format("sg::bitmap_tc_lanes<2, {}, 0, 0>(",
                            bitmap_tc_smem(p, s.as<BitmapTcSchedule>(), f.max_tile_values).a_tile)));
   EXPECT_TRUE(has(src, "sg::bitmap_tc_a_quarter("));
   EXPECT_TRUE(has(src, "sg::bitmap_tc_mma_quarter<T, 3, 2, 48>("));
@@ -147,7 +147,7 @@ TEST(BitmapTcCodegen, MultiTileSteps) {
   EXPECT_TRUE(has(src, stage + " + 6144 + (rtl * 2 + u) * " + std::to_string(m.a_tile) + ","))
       << src;
   // kt = 2: the two k tiles of a row tile share a scan.
-  EXPECT_TRUE(has(src, fmt::format("sg::bitmap_tc_lanes<4, {}, 1>({} + 6144 + (warp * 4) * {},",
+  EXPECT_TRUE(has(src, fmt::format("sg::bitmap_tc_lanes<4, {}, 1, 0>({} + 6144 + (warp * 4) * {},",
                                    m.a_tile, stage, m.a_tile)))
       << src;
 
@@ -336,6 +336,59 @@ TEST(BitmapTcCodegen, PtxUsesTensorCores) {
     EXPECT_TRUE(has(ptx, "cp.async.wait_group 2"));
     EXPECT_TRUE(has(ptx, ".entry sparsegen_bitmap_tc("));
   }
+}
+
+// vals=pair: the lanes' scan counts two values per non-empty register and the decode loads a
+// register with one 32-bit shared load; slot keeps 16-bit loads. NVRTC compiles the pair kernels
+// for sm_90 without spills (mma.sync and wgmma), and an emit with a pack of the other layout is
+// refused.
+TEST(BitmapTcCodegen, PairValueLayout) {
+  const CsrMatrix a = odd_matrix();
+  const BitmapTileFormat slot = pack_bitmap_tiles(a);
+  const BitmapTileFormat pair = pack_bitmap_tiles(a, BitmapValues::Pair);
+  const Problem p = Problem::spmm(a.rows, a.cols, 64, DType::F16);
+  const Schedule sp = parse_schedule("bitmap_tc;warps=4;mt=2;ksplit=2;stages=2;vals=pair");
+  const GeneratedKernel k = emit_bitmap_tc(p, sp, pair);
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_a_quarter_pairs("));
+  EXPECT_FALSE(has(k.source, "sg::bitmap_tc_a_quarter("));
+  EXPECT_TRUE(
+      has(k.source,
+          fmt::format("sg::bitmap_tc_lanes<2, {}, 0, 1>(",
+                      bitmap_tc_smem(p, sp.as<BitmapTcSchedule>(), pair.max_tile_values).a_tile)));
+  EXPECT_TRUE(has(k.source, "vals=pair"));  // the schedule comment
+  // A pack of the other layout is an internal error (packs are shared by layout): it aborts.
+  EXPECT_DEATH(emit_bitmap_tc(p, sp, slot), "value layout");
+
+  auto ptx_of = [&](const Schedule& s, const BitmapTileFormat& f) {
+    const GeneratedKernel g = emit_bitmap_tc(p, s, f);
+    nvrtc::CompileOptions o;
+    o.arch = "compute_90";
+    o.headers = g.headers;
+    return std::string(nvrtc::compile(g.source, o).image.data());
+  };
+  const std::string ptx_pair = ptx_of(sp, pair);
+  const std::string ptx_slot = ptx_of(parse_schedule("bitmap_tc;warps=4;mt=2;ksplit=2"), slot);
+  // Per step: 4 quarters x 2 row tiles x 4 registers = 32 pair loads, against 64 slot loads.
+  EXPECT_EQ(count(ptx_pair, "ld.shared.u16"), 0u);
+  EXPECT_EQ(count(ptx_slot, "ld.shared.u16"), 64u);
+  EXPECT_GE(count(ptx_pair, "ld.shared.u32"), 32u);
+
+  for (const char* spec : {"bitmap_tc;warps=4;mt=2;ksplit=2;vals=pair",
+                           "bitmap_tc;warps=8;mt=1;kt=2;ksplit=1;stages=3;vals=pair",
+                           "bitmap_tc;warps=4;mt=1;kt=4;ksplit=3;vals=pair"}) {
+    const Schedule s = parse_schedule(spec);
+    for (DType dt : {DType::F16, DType::BF16}) {
+      const Problem q = Problem::spmm(a.rows, a.cols, 64, dt);
+      const auto r = compile_verbose(emit_bitmap_tc(q, s, pair), "sm_90");
+      EXPECT_TRUE(r.is_cubin) << spec;
+      EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
+          << spec << "\n"
+          << r.log;
+    }
+  }
+  const Schedule wg = parse_schedule("bitmap_tc;warps=4;mt=1;ksplit=1;mma=wgmma;vals=pair");
+  const auto r = compile_verbose(emit_bitmap_tc(p, wg, pair), "sm_90a");
+  EXPECT_TRUE(r.is_cubin);
 }
 
 // NVRTC compiles (to an sm_90 cubin: ptxas runs too) the emitted source for M = 37 (not a multiple

@@ -1378,6 +1378,55 @@ TEST(GpuBitmapTc, Wgmma) {
   EXPECT_EQ(checked, 16);
 }
 
+// bitmap_tc with vals=pair (a 32-bit word per register of A holding a value): N {8, 24, 64, 128},
+// fp16 and bf16, on the odd 333 x 1000 matrix and a 70 %-pruned 1024 x 4096 weight; schedules
+// over warps, mt, kt, ksplit, stages and one wgmma, each against the CPU reference (gpu_check:
+// poisoned C, two betas).
+TEST(GpuBitmapTc, PairValues) {
+  SKIP_WITHOUT_GPU();
+  if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
+  auto ctx = std::make_shared<cuda::Context>(0);
+  const CompileTarget target = detect_target(0);
+  std::vector<int64_t> lengths;
+  for (int r = 0; r < 333; ++r) lengths.push_back(r % 9 == 4 ? 0 : 5 + (r * 37) % 200);
+  lengths[100] = 1000;
+  lengths[200] = 900;
+  const CsrMatrix odd = lengths_matrix(lengths, 1000, 23);
+  PruneSpec spec;
+  spec.method = PruneMethod::Magnitude;
+  spec.sparsity = 0.7;
+  const CsrMatrix pruned = prune(make_llm_weight(1024, 4096, 9), spec);
+  const char* specs[] = {
+      "bitmap_tc;warps=4;mt=2;kt=1;ksplit=2;stages=2;vals=pair",
+      "bitmap_tc;warps=8;mt=1;kt=2;ksplit=1;stages=3;vals=pair",
+      "bitmap_tc;warps=4;mt=1;kt=4;ksplit=3;stages=2;vals=pair",
+      "bitmap_tc;warps=1;mt=2;kt=1;ksplit=1;stages=2;vals=pair",
+  };
+  int checked = 0;
+  for (const CsrMatrix* a : {&odd, &pruned})
+    for (int64_t n : {8, 24, 64, 128})
+      for (DType dt : {DType::F16, DType::BF16}) {
+        const char* sp = specs[static_cast<size_t>(checked) % 4];
+        const Problem p = Problem::spmm(a->rows, a->cols, n, dt);
+        const Schedule s = parse_schedule(sp);
+        SCOPED_TRACE(fmt::format("{} {}", to_string(p), sp));
+        const CompiledKernel k(ctx, build_kernel(*a, p, s, target));
+        const GpuCheckPair r = gpu_check(k, *a, 41 + static_cast<uint64_t>(checked));
+        EXPECT_TRUE(r.passed()) << r.error();
+        ++checked;
+      }
+  if (target.limits.wgmma) {
+    const Problem p = Problem::spmm(pruned.rows, pruned.cols, 64, DType::F16);
+    const Schedule s = parse_schedule("bitmap_tc;warps=4;mt=2;kt=1;ksplit=2;mma=wgmma;vals=pair");
+    const CompiledKernel k(ctx, build_kernel(pruned, p, s, target));
+    const GpuCheckPair r = gpu_check(k, pruned, 99);
+    EXPECT_TRUE(r.passed()) << r.error();
+    ++checked;
+  }
+  ctx->synchronize();
+  EXPECT_GE(checked, 16);
+}
+
 TEST(GpuBitmapTc, Pruned) {
   SKIP_WITHOUT_GPU();
   run_pruned("bitmap_tc", 0.5);

@@ -75,7 +75,7 @@ void check_invariants(const BitmapTileFormat& f) {
     const int64_t b = f.tile_ptr[static_cast<size_t>(t)],
                   e = f.tile_ptr[static_cast<size_t>(t + 1)];
     EXPECT_EQ(b % kBitmapValueAlign, 0) << "tile " << t;
-    int64_t count = 0;
+    int64_t count = 0, values = 0;
     for (int64_t i = 0; i < 16; ++i) {
       const uint64_t m = f.masks[static_cast<size_t>(t * 16 + i)];
       count += std::popcount(m);
@@ -88,8 +88,15 @@ void check_invariants(const BitmapTileFormat& f) {
         EXPECT_EQ(m >> valid, 0u) << "column beyond K, tile " << t;
       }
     }
-    EXPECT_EQ(e - b, (count + 7) / 8 * 8) << "tile " << t;
-    for (int64_t v = b + count; v < e; ++v) EXPECT_EQ(f.values[static_cast<size_t>(v)], 0.0f);
+    // Values per lane: one per set bit (slot), or two per register of the A operand holding one
+    // (pair: bits 2j, 2j + 1 of the lane word).
+    for (uint32_t w : bitmap_lane_words(f, t))
+      for (int j = 0; j < 16; ++j) {
+        const uint32_t two = (w >> (2 * j)) & 3u;
+        values += f.layout == BitmapValues::Slot ? std::popcount(two) : (two != 0 ? 2 : 0);
+      }
+    EXPECT_EQ(e - b, (values + 7) / 8 * 8) << "tile " << t;
+    for (int64_t v = b + values; v < e; ++v) EXPECT_EQ(f.values[static_cast<size_t>(v)], 0.0f);
     nnz += count;
     max_values = std::max(max_values, e - b);
   }
@@ -98,7 +105,7 @@ void check_invariants(const BitmapTileFormat& f) {
 }
 
 void check_stats(const CsrMatrix& a, const BitmapTileFormat& f) {
-  const BitmapTileStats st = bitmap_tile_stats(a);
+  const BitmapTileStats st = bitmap_tile_stats(a, f.layout);
   EXPECT_EQ(st.rows, a.rows);
   EXPECT_EQ(st.cols, a.cols);
   EXPECT_EQ(st.nnz, a.nnz());
@@ -111,10 +118,14 @@ void check_stats(const CsrMatrix& a, const BitmapTileFormat& f) {
 }
 
 void round_trip(const CsrMatrix& a) {
-  const BitmapTileFormat f = pack_bitmap_tiles(a);
-  check_invariants(f);
-  check_stats(a, f);
-  expect_same(unpack_bitmap_tiles(f), a);
+  for (BitmapValues layout : {BitmapValues::Slot, BitmapValues::Pair}) {
+    SCOPED_TRACE(::testing::Message() << "vals=" << to_string(layout));
+    const BitmapTileFormat f = pack_bitmap_tiles(a, layout);
+    EXPECT_EQ(f.layout, layout);
+    check_invariants(f);
+    check_stats(a, f);
+    expect_same(unpack_bitmap_tiles(f), a);
+  }
 }
 
 TEST(BitmapFormat, EmptyShapesAndAllZeroMatrix) {
@@ -260,6 +271,63 @@ TEST(BitmapFormat, HeaderExampleInFragmentOrder) {
   EXPECT_EQ(f.values, (std::vector<float>{1, 2, 3, 0, 0, 0, 0, 0}));
 }
 
+TEST(BitmapFormat, PairLayoutHeaderExample) {
+  // The header's example with vals=pair: lane 0 {1.0, 0}, lane 2 {0, 2.0}, lane 11 {0, 3.0} (bit
+  // 29 is the high half of register 14).
+  std::vector<Row> rows(16);
+  rows[0] = {{0, 1.0f}, {5, 2.0f}};
+  rows[2] = {{63, 3.0f}};
+  const CsrMatrix a = from_rows(64, rows);
+  const BitmapTileFormat f = pack_bitmap_tiles(a, BitmapValues::Pair);
+  EXPECT_EQ(f.values, (std::vector<float>{1, 0, 0, 2, 0, 3, 0, 0}));
+  EXPECT_EQ(f.tile_ptr, (std::vector<int64_t>{0, 8}));
+  const auto start = bitmap_lane_starts(bitmap_lane_words(f, 0), BitmapValues::Pair);
+  EXPECT_EQ(start[2], 2);
+  EXPECT_EQ(start[11], 4);
+  EXPECT_EQ(start[32], 6);
+  round_trip(a);
+}
+
+TEST(BitmapFormat, LaneEntriesAndRanksPerLayout) {
+  const uint32_t w = 0b1101u;  // bits 0, 2, 3: register 0 (low half), register 1 (both halves)
+  EXPECT_EQ(bitmap_lane_entries(w, BitmapValues::Slot), 3);
+  EXPECT_EQ(bitmap_lane_entries(w, BitmapValues::Pair), 4);
+  EXPECT_EQ(bitmap_lane_rank(w, 0, BitmapValues::Slot), 0);
+  EXPECT_EQ(bitmap_lane_rank(w, 2, BitmapValues::Slot), 1);
+  EXPECT_EQ(bitmap_lane_rank(w, 3, BitmapValues::Slot), 2);
+  EXPECT_EQ(bitmap_lane_rank(w, 0, BitmapValues::Pair), 0);
+  EXPECT_EQ(bitmap_lane_rank(w, 2, BitmapValues::Pair), 2);
+  EXPECT_EQ(bitmap_lane_rank(w, 3, BitmapValues::Pair), 3);
+  // A full lane word: both layouts store 32 values in the same order.
+  for (int bit = 0; bit < 32; ++bit)
+    EXPECT_EQ(bitmap_lane_rank(0xffffffffu, bit, BitmapValues::Pair), bit);
+  EXPECT_EQ(bitmap_lane_entries(0xffffffffu, BitmapValues::Pair), 32);
+  EXPECT_EQ(bitmap_lane_entries(0x80000000u, BitmapValues::Pair), 2);
+  EXPECT_EQ(bitmap_lane_rank(0x80000000u, 31, BitmapValues::Pair), 1);
+  EXPECT_EQ(parse_bitmap_values("pair"), BitmapValues::Pair);
+  EXPECT_EQ(parse_bitmap_values("slot"), BitmapValues::Slot);
+  EXPECT_EQ(parse_bitmap_values("pairs"), std::nullopt);
+}
+
+TEST(BitmapFormat, PairLayoutCostsTheAbsentHalves) {
+  // 70 % random: a register holds a set bit with probability 1 - 0.7^2 = 0.51, so about 1.02
+  // value bytes per element instead of 0.6, plus 1/8 of a byte of masks.
+  const CsrMatrix a = random_matrix(256, 4096, 0.3, 21);
+  const BitmapTileStats slot = bitmap_tile_stats(a, BitmapValues::Slot);
+  const BitmapTileStats pair = bitmap_tile_stats(a, BitmapValues::Pair);
+  const double elems = 256.0 * 4096.0;
+  EXPECT_NEAR(double(slot.slots) * 2 / elems, 0.6, 0.02);
+  EXPECT_NEAR(double(pair.slots) * 2 / elems, 1.02, 0.02);
+  EXPECT_GT(pair.max_tile_values, slot.max_tile_values);
+  // A fully dense tile stores the same 1024 values either way.
+  std::vector<Row> rows(16);
+  for (auto& r : rows)
+    for (int c = 0; c < 64; ++c) r.push_back({c, 0.25f + static_cast<float>(c)});
+  const CsrMatrix d = from_rows(64, rows);
+  EXPECT_EQ(pack_bitmap_tiles(d, BitmapValues::Pair).values,
+            pack_bitmap_tiles(d, BitmapValues::Slot).values);
+}
+
 TEST(BitmapFormat, ValuesFollowLanesNotRows) {
   // (0, 8) is lane 0 bit 4, (1, 0) is lane 4 bit 0, (0, 2) is lane 1 bit 0: the value order is
   // (0, 0) [lane 0 bit 0], (0, 8) [lane 0 bit 4], (0, 2) [lane 1], (1, 0) [lane 4].
@@ -329,13 +397,15 @@ TEST(BitmapInterpreter, MatchesDoubleReference) {
                                        random_matrix(50, 333, 0.1, 12),   // 4 x 6 tiles
                                        random_matrix(16, 64, 1.0, 13),    // one dense tile
                                        random_matrix(5, 700, 0.05, 14)};  // 1 x 11 tiles
-  int checked = 0;
+  int checked = 0, combo = 0;
   for (const CsrMatrix& a : mats)
     for (DType dt : {DType::F16, DType::BF16})
       for (int64_t n : {8, 24})
         for (Layout cl : {Layout::RowMajor, Layout::ColMajor}) {
           const Problem p = Problem::spmm(a.rows, a.cols, n, dt, Layout::RowMajor, cl);
-          const BitmapTileFormat f = pack_bitmap_tiles(a);
+          // Both value layouts, alternating over the cases (each case runs one).
+          const BitmapValues layout = combo++ % 2 == 0 ? BitmapValues::Slot : BitmapValues::Pair;
+          const BitmapTileFormat f = pack_bitmap_tiles(a, layout);
           std::vector<float> b(static_cast<size_t>(p.k * p.n)), c0(static_cast<size_t>(p.m * p.n));
           for (float& x : b) x = u(g);
           for (float& x : c0) x = u(g);
@@ -347,6 +417,7 @@ TEST(BitmapInterpreter, MatchesDoubleReference) {
                                                 << alpha << " beta " << beta);
               BitmapTcSchedule s;
               s.ksplit = ks;
+              s.values = layout;
               std::vector<float> got = c0;
               // beta == 0: C is never read (NaN must not leak into the result).
               if (beta == 0.0f) std::fill(got.begin(), got.end(), std::nanf(""));
@@ -428,6 +499,10 @@ TEST(BitmapInterpreter, CorruptedFormatThrows) {
     f = good;
     f.masks.resize(16);
     expect_broken(f, "short masks");
+    f = good;
+    f.layout = BitmapValues::Pair;  // values in slot order read as pairs
+    EXPECT_THROW(interpret_bitmap_tc(p, s, f, b, c, 1.0f, 0.0f), std::logic_error)
+        << "layout differs from the schedule's";
   }
 }
 
@@ -438,19 +513,20 @@ TEST(BitmapFormat, PackingIsIndependentOfThreads) {
   for (uint64_t seed : {4u, 5u}) {
     // 16·13 + 5 rows: a partial last row tile; 3 column tiles, the last partial.
     const CsrMatrix a = random_matrix(16 * 13 + 5, 150, seed == 4 ? 0.3 : 0.02, seed);
+    const BitmapValues layout = seed == 4 ? BitmapValues::Slot : BitmapValues::Pair;
     set_parallel_config({1, 1});
-    const BitmapTileFormat one = pack_bitmap_tiles(a);
-    const BitmapTileStats st1 = bitmap_tile_stats(a);
+    const BitmapTileFormat one = pack_bitmap_tiles(a, layout);
+    const BitmapTileStats st1 = bitmap_tile_stats(a, layout);
     for (int chunks : {2, 5, 31}) {
       set_parallel_config({chunks, 1});
-      const BitmapTileFormat many = pack_bitmap_tiles(a);
+      const BitmapTileFormat many = pack_bitmap_tiles(a, layout);
       EXPECT_EQ(many.masks, one.masks) << chunks;
       EXPECT_EQ(many.tile_ptr, one.tile_ptr) << chunks;
       EXPECT_EQ(many.max_tile_values, one.max_tile_values);
       ASSERT_EQ(many.values.size(), one.values.size());
       EXPECT_EQ(
           0, std::memcmp(many.values.data(), one.values.data(), one.values.size() * sizeof(float)));
-      const BitmapTileStats st = bitmap_tile_stats(a);
+      const BitmapTileStats st = bitmap_tile_stats(a, layout);
       EXPECT_EQ(st.slots, st1.slots);
       EXPECT_EQ(st.max_tile_values, st1.max_tile_values);
     }

@@ -100,6 +100,20 @@ TEST(BitmapTcSchedule, SpecRoundTrip) {
   EXPECT_EQ(parse_schedule("bitmap_tc;stages=3;ksplit=3;kt=4;mt=2;warps=8;"),
             Schedule(make(8, 2, 3, 3, 4)));
   EXPECT_EQ(parse_schedule("bitmap_tc;mt=2"), Schedule(make(4, 2, 1, 2)));
+  // The value layout: printed only when it is not the default, so slot SPECs keep their text.
+  BitmapTcSchedule pair = make(4, 2, 2, 2);
+  pair.values = BitmapValues::Pair;
+  EXPECT_EQ(to_string(Schedule(pair)),
+            "bitmap_tc;warps=4;mt=2;kt=1;ksplit=2;stages=2;mma=sync;vals=pair");
+  EXPECT_EQ(parse_schedule(to_string(Schedule(pair))), Schedule(pair));
+  EXPECT_EQ(parse_schedule("bitmap_tc;mt=2;ksplit=2;vals=slot"), Schedule(make(4, 2, 2, 2)));
+  EXPECT_NE(print_schedule(Schedule(pair)).find("vals=pair"), std::string::npos);
+  try {
+    parse_schedule("bitmap_tc;vals=pairs");
+    ADD_FAILURE() << "vals=pairs parsed";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("slot or pair"), std::string::npos) << e.what();
+  }
 }
 
 TEST(BitmapTcSchedule, GoldenPrint) {
