@@ -1334,6 +1334,21 @@ TEST(GpuBitmapTc, Dlmc) {
   run_collection("dlmc", 5, 2, "bitmap_tc");
 }
 
+// The two weights of the bitmap_tc variant tests: 333 x 1000 (the last row tile and column tile
+// partial, empty rows, a dense row, a 900-long row) and a magnitude-pruned (70 %) 1024 x 4096
+// LLM-like weight, from the given seeds.
+std::pair<CsrMatrix, CsrMatrix> bitmap_test_matrices(uint64_t odd_seed, uint64_t weight_seed) {
+  std::vector<int64_t> lengths;
+  for (int r = 0; r < 333; ++r) lengths.push_back(r % 9 == 4 ? 0 : 5 + (r * 37) % 200);
+  lengths[100] = 1000;
+  lengths[200] = 900;
+  PruneSpec spec;
+  spec.method = PruneMethod::Magnitude;
+  spec.sparsity = 0.7;
+  return {lengths_matrix(lengths, 1000, odd_seed),
+          prune(make_llm_weight(1024, 4096, weight_seed), spec)};
+}
+
 // bitmap_tc with wgmma (sm_90 only): every N the emitter takes (8, 16, 32, 64), fp16 and bf16, on
 // 333 x 1000 (the last warpgroup's rows and the last column tile partial, empty rows, a dense
 // row, a 900-long row) and on a magnitude-pruned 1024 x 4096 weight; schedules over warps, mt, kt,
@@ -1344,15 +1359,7 @@ TEST(GpuBitmapTc, Wgmma) {
   auto ctx = std::make_shared<cuda::Context>(0);
   const CompileTarget target = detect_target(0);
   if (!target.limits.wgmma) GTEST_SKIP() << "wgmma needs an sm_90 device";
-  std::vector<int64_t> lengths;
-  for (int r = 0; r < 333; ++r) lengths.push_back(r % 9 == 4 ? 0 : 5 + (r * 37) % 200);
-  lengths[100] = 1000;
-  lengths[200] = 900;
-  const CsrMatrix odd = lengths_matrix(lengths, 1000, 21);
-  PruneSpec spec;
-  spec.method = PruneMethod::Magnitude;
-  spec.sparsity = 0.7;
-  const CsrMatrix pruned = prune(make_llm_weight(1024, 4096, 7), spec);
+  const auto [odd, pruned] = bitmap_test_matrices(21, 7);
   const char* specs[] = {
       "bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2;mma=wgmma",
       "bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=2;mma=wgmma",
@@ -1387,15 +1394,7 @@ TEST(GpuBitmapTc, PairValues) {
   if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
   auto ctx = std::make_shared<cuda::Context>(0);
   const CompileTarget target = detect_target(0);
-  std::vector<int64_t> lengths;
-  for (int r = 0; r < 333; ++r) lengths.push_back(r % 9 == 4 ? 0 : 5 + (r * 37) % 200);
-  lengths[100] = 1000;
-  lengths[200] = 900;
-  const CsrMatrix odd = lengths_matrix(lengths, 1000, 23);
-  PruneSpec spec;
-  spec.method = PruneMethod::Magnitude;
-  spec.sparsity = 0.7;
-  const CsrMatrix pruned = prune(make_llm_weight(1024, 4096, 9), spec);
+  const auto [odd, pruned] = bitmap_test_matrices(23, 9);
   const char* specs[] = {
       "bitmap_tc;warps=4;mt=2;kt=1;ksplit=2;stages=2;vals=pair",
       "bitmap_tc;warps=8;mt=1;kt=2;ksplit=1;stages=3;vals=pair",
