@@ -198,12 +198,13 @@ __device__ __forceinline__ void bitmap_tc_a_quarter(unsigned w, int q, unsigned*
 // tiles start 16-byte aligned and every lane holds an even number of values.
 __device__ __forceinline__ void bitmap_tc_a_quarter_pairs(unsigned w, int q, unsigned* addr,
                                                           unsigned* a) {
-  const unsigned m = w >> (8 * q);
+  // Bit 2r of m: register r holds a value (one bit per register: the test is a single-bit one)
+  const unsigned m = (w | (w >> 1)) >> (8 * q);
   unsigned p = *addr;
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     unsigned v = 0u;
-    if (m & (3u << (2 * r))) {
+    if (m & (1u << (2 * r))) {
       asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(p));
       p += 4u;
     }
