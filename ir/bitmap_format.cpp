@@ -16,6 +16,13 @@ namespace sparsegen {
 
 namespace {
 
+constexpr std::string_view kValuesNames[] = {"slot", "pair"};  // by BitmapValues
+
+// Bit 2j of the result: register j of the lane holds a set bit (bit 2j or 2j + 1 of w).
+uint32_t pair_bits(uint32_t w) {
+  return (w | (w >> 1)) & 0x55555555u;
+}
+
 // The entries of one tile, per tile row: [begin[i], end[i]) into the CSR arrays.
 struct TileRows {
   std::array<int64_t, kBitmapTileRows> begin{}, end{};
@@ -128,15 +135,6 @@ BitmapTileStats stats_of(const CsrMatrix& a, BitmapValues layout) {
   throw std::logic_error("bitmap-tile format: " + msg);
 }
 
-}  // namespace
-
-namespace {
-constexpr std::string_view kValuesNames[] = {"slot", "pair"};  // by BitmapValues
-
-// Bit 2j of the result: register j of the lane holds a set bit (bit 2j or 2j + 1 of w).
-uint32_t pair_bits(uint32_t w) {
-  return (w | (w >> 1)) & 0x55555555u;
-}
 }  // namespace
 
 std::string_view to_string(BitmapValues v) {

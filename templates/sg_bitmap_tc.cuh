@@ -4,7 +4,9 @@
 // 64-column step the block copies, with cp.async, one B tile (64 rows of B, zero rows beyond K) and
 // each warp's A tiles (lane words + values) into shared memory; each lane then walks its own values
 // into the A operand of mma.m16n8k16, quarter by quarter (no dense copy of A is ever written), and
-// multiplies it with B fragments read by ldmatrix.trans.
+// multiplies it with B fragments read by ldmatrix.trans. With the pair value layout
+// (ir/bitmap_format.h) a lane loads one 32-bit word per register instead
+// (bitmap_tc_a_quarter_pairs).
 //
 // Fragment layouts (PTX ISA, mma.m16n8k16 with 16-bit inputs; g = lane / 4, t = lane % 4):
 //   A (4 x b32): a0 = row g   cols 2t, 2t+1     a1 = row g+8 cols 2t, 2t+1
