@@ -46,6 +46,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -1349,6 +1350,31 @@ std::pair<CsrMatrix, CsrMatrix> bitmap_test_matrices(uint64_t odd_seed, uint64_t
           prune(make_llm_weight(1024, 4096, weight_seed), spec)};
 }
 
+// Checks the four `specs` in rotation over {odd, pruned} x `ns` x {fp16, bf16} against the CPU
+// reference (gpu_check: poisoned C, two betas; seeds from `seed`); `on_build` sees each build
+// before it is loaded. Returns the number of kernels checked.
+int check_bitmap_rotation(const std::shared_ptr<cuda::Context>& ctx, const CompileTarget& target,
+                          const std::pair<CsrMatrix, CsrMatrix>& mats,
+                          const char* const (&specs)[4], const int64_t (&ns)[4], uint64_t seed,
+                          const std::function<void(const KernelBuild&)>& on_build = {}) {
+  int checked = 0;
+  for (const CsrMatrix* a : {&mats.first, &mats.second})
+    for (int64_t n : ns)
+      for (DType dt : {DType::F16, DType::BF16}) {
+        const char* sp = specs[static_cast<size_t>(checked) % 4];
+        const Problem p = Problem::spmm(a->rows, a->cols, n, dt);
+        const Schedule s = parse_schedule(sp);
+        SCOPED_TRACE(fmt::format("{} {}", to_string(p), sp));
+        const KernelBuild b = build_kernel(*a, p, s, target);
+        if (on_build) on_build(b);
+        const CompiledKernel k(ctx, b);
+        const GpuCheckPair r = gpu_check(k, *a, seed + static_cast<uint64_t>(checked));
+        EXPECT_TRUE(r.passed()) << r.error();
+        ++checked;
+      }
+  return checked;
+}
+
 // bitmap_tc with wgmma (sm_90 only): every N the emitter takes (8, 16, 32, 64), fp16 and bf16, on
 // 333 x 1000 (the last warpgroup's rows and the last column tile partial, empty rows, a dense
 // row, a 900-long row) and on a magnitude-pruned 1024 x 4096 weight; schedules over warps, mt, kt,
@@ -1359,28 +1385,17 @@ TEST(GpuBitmapTc, Wgmma) {
   auto ctx = std::make_shared<cuda::Context>(0);
   const CompileTarget target = detect_target(0);
   if (!target.limits.wgmma) GTEST_SKIP() << "wgmma needs an sm_90 device";
-  const auto [odd, pruned] = bitmap_test_matrices(21, 7);
-  const char* specs[] = {
+  const char* const specs[4] = {
       "bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2;mma=wgmma",
       "bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=2;mma=wgmma",
       "bitmap_tc;warps=4;mt=2;kt=2;ksplit=1;stages=3;mma=wgmma",
       "bitmap_tc;warps=8;mt=1;kt=2;ksplit=4;stages=3;mma=wgmma",
   };
-  int checked = 0;
-  for (const CsrMatrix* a : {&odd, &pruned})
-    for (int64_t n : {8, 16, 32, 64})
-      for (DType dt : {DType::F16, DType::BF16}) {
-        const char* sp = specs[static_cast<size_t>(checked) % 4];
-        const Problem p = Problem::spmm(a->rows, a->cols, n, dt);
-        const Schedule s = parse_schedule(sp);
-        SCOPED_TRACE(fmt::format("{} {}", to_string(p), sp));
-        const KernelBuild b = build_kernel(*a, p, s, target);
-        EXPECT_EQ(b.compiled.arch.back(), 'a');  // sm_90a
-        const CompiledKernel k(ctx, b);
-        const GpuCheckPair r = gpu_check(k, *a, 31 + static_cast<uint64_t>(checked));
-        EXPECT_TRUE(r.passed()) << r.error();
-        ++checked;
-      }
+  const int64_t ns[4] = {8, 16, 32, 64};
+  const int checked = check_bitmap_rotation(ctx, target, bitmap_test_matrices(21, 7), specs, ns, 31,
+                                            [](const KernelBuild& b) {
+                                              EXPECT_EQ(b.compiled.arch.back(), 'a');  // sm_90a
+                                            });
   ctx->synchronize();
   EXPECT_EQ(checked, 16);
 }
@@ -1394,27 +1409,17 @@ TEST(GpuBitmapTc, PairValues) {
   if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
   auto ctx = std::make_shared<cuda::Context>(0);
   const CompileTarget target = detect_target(0);
-  const auto [odd, pruned] = bitmap_test_matrices(23, 9);
-  const char* specs[] = {
+  const std::pair<CsrMatrix, CsrMatrix> mats = bitmap_test_matrices(23, 9);
+  const char* const specs[4] = {
       "bitmap_tc;warps=4;mt=2;kt=1;ksplit=2;stages=2;vals=pair",
       "bitmap_tc;warps=8;mt=1;kt=2;ksplit=1;stages=3;vals=pair",
       "bitmap_tc;warps=4;mt=1;kt=4;ksplit=3;stages=2;vals=pair",
       "bitmap_tc;warps=1;mt=2;kt=1;ksplit=1;stages=2;vals=pair",
   };
-  int checked = 0;
-  for (const CsrMatrix* a : {&odd, &pruned})
-    for (int64_t n : {8, 24, 64, 128})
-      for (DType dt : {DType::F16, DType::BF16}) {
-        const char* sp = specs[static_cast<size_t>(checked) % 4];
-        const Problem p = Problem::spmm(a->rows, a->cols, n, dt);
-        const Schedule s = parse_schedule(sp);
-        SCOPED_TRACE(fmt::format("{} {}", to_string(p), sp));
-        const CompiledKernel k(ctx, build_kernel(*a, p, s, target));
-        const GpuCheckPair r = gpu_check(k, *a, 41 + static_cast<uint64_t>(checked));
-        EXPECT_TRUE(r.passed()) << r.error();
-        ++checked;
-      }
+  const int64_t ns[4] = {8, 24, 64, 128};
+  int checked = check_bitmap_rotation(ctx, target, mats, specs, ns, 41);
   if (target.limits.wgmma) {
+    const CsrMatrix& pruned = mats.second;
     const Problem p = Problem::spmm(pruned.rows, pruned.cols, 64, DType::F16);
     const Schedule s = parse_schedule("bitmap_tc;warps=4;mt=2;kt=1;ksplit=2;mma=wgmma;vals=pair");
     const CompiledKernel k(ctx, build_kernel(pruned, p, s, target));
