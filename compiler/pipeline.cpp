@@ -246,12 +246,10 @@ struct CompiledKernel::Impl {
   CUfunction prologue = nullptr;
   CUfunction epilogue = nullptr;
   CUfunction b_transform = nullptr;
-  cuda::DeviceBuffer values;
-  cuda::DeviceBuffer col_idx;
-  cuda::DeviceBuffer workspace;            // fp32 accumulation (Atomic output, 16-bit dtypes)
-  cuda::DeviceBuffer b_work;               // B transformed by b_transform
-  cuda::DeviceBuffer token_scales;         // one fp32 per column of B, written by b_transform
-  std::vector<cuda::DeviceBuffer> tables;  // one per parameter (empty for non-tables)
+  DeviceArrays arrays;              // values, column indices, tables
+  cuda::DeviceBuffer workspace;     // fp32 accumulation (Atomic output, 16-bit dtypes)
+  cuda::DeviceBuffer b_work;        // B transformed by b_transform
+  cuda::DeviceBuffer token_scales;  // one fp32 per column of B, written by b_transform
   // The signature's library GEMMs, planned at load (gemms_before, then gemms_after).
   std::vector<std::unique_ptr<cublaslt::Gemm>> gemms;
   // Per GEMM: its plan with an fp32 C (LibraryGemm::beta_in_workspace), else null.
@@ -263,8 +261,8 @@ struct CompiledKernel::Impl {
   int registers = 0;
 
   // Steps 8-9 from `src` (k.build when the build was moved in, else the caller's build); steps
-  // are logged into build.step_log.
-  void load_and_upload(const KernelBuild& src);
+  // are logged into build.step_log. `uploaded`: src's arrays, on the device already.
+  void load_and_upload(const KernelBuild& src, DeviceArrays* uploaded = nullptr);
   void plan_sparse_gemms(const KernelBuild& src);
 };
 
@@ -299,7 +297,42 @@ cuda::LaunchConfig config_of(const codegen::LaunchShape& s, CUstream stream) {
 
 }  // namespace
 
-void CompiledKernel::Impl::load_and_upload(const KernelBuild& src) {
+size_t DeviceArrays::bytes() const {
+  size_t n = values.bytes() + col_idx.bytes();
+  for (const cuda::DeviceBuffer& t : tables) n += t.bytes();
+  return n;
+}
+
+DeviceArrays upload_arrays(const KernelBuild& src) {
+  DeviceArrays d;
+  d.values = upload_vector(src.device_values());
+  d.col_idx = upload_vector(src.device_col_idx());
+  const std::vector<codegen::KernelParam>& params = src.kernel.signature.params;
+  d.tables.resize(params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    const codegen::KernelParam& prm = params[i];
+    switch (prm.kind) {
+      case codegen::ParamKind::I32Table:
+        d.tables[i] = upload_vector(narrow_table<int32_t>(prm.data));
+        break;
+      case codegen::ParamKind::I16Table:
+        d.tables[i] = upload_vector(narrow_table<int16_t>(prm.data));
+        break;
+      case codegen::ParamKind::I8Table:
+        d.tables[i] = upload_vector(narrow_table<int8_t>(prm.data));
+        break;
+      case codegen::ParamKind::U32Table:
+      case codegen::ParamKind::F32Table:  // float bit patterns
+        d.tables[i] = upload_vector(narrow_table<uint32_t>(prm.data));
+        break;
+      default:
+        break;
+    }
+  }
+  return d;
+}
+
+void CompiledKernel::Impl::load_and_upload(const KernelBuild& src, DeviceArrays* uploaded) {
   const codegen::KernelSignature& sig = src.kernel.signature;
   {
     PipelineStep st(8, "load", &build.step_log);
@@ -338,10 +371,9 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src) {
   }
   {
     PipelineStep st(9, "upload", &build.step_log);
-    size_t bytes = 0;
-    values = upload_vector(src.device_values());
-    col_idx = upload_vector(src.device_col_idx());
-    bytes += values.bytes() + col_idx.bytes();
+    const bool before = uploaded != nullptr;
+    arrays = before ? std::move(*uploaded) : upload_arrays(src);
+    size_t bytes = arrays.bytes();
     // Allocated once: every run re-initialises it in the prologue, or (workspace_zeroed) the
     // kernel returns it to zero itself, so it is zeroed here once.
     if (sig.workspace_bytes > 0) {
@@ -351,31 +383,9 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src) {
     if (sig.b_work_bytes > 0) b_work = cuda::DeviceBuffer(static_cast<size_t>(sig.b_work_bytes));
     if (sig.token_scales > 0)
       token_scales = cuda::DeviceBuffer(static_cast<size_t>(sig.token_scales) * sizeof(float));
-    tables.resize(sig.params.size());
-    for (size_t i = 0; i < sig.params.size(); ++i) {
-      const codegen::KernelParam& prm = sig.params[i];
-      switch (prm.kind) {
-        case codegen::ParamKind::I32Table:
-          tables[i] = upload_vector(narrow_table<int32_t>(prm.data));
-          break;
-        case codegen::ParamKind::I16Table:
-          tables[i] = upload_vector(narrow_table<int16_t>(prm.data));
-          break;
-        case codegen::ParamKind::I8Table:
-          tables[i] = upload_vector(narrow_table<int8_t>(prm.data));
-          break;
-        case codegen::ParamKind::U32Table:
-        case codegen::ParamKind::F32Table:  // float bit patterns
-          tables[i] = upload_vector(narrow_table<uint32_t>(prm.data));
-          break;
-        default:
-          break;
-      }
-      bytes += tables[i].bytes();
-    }
     // Library SpMMs are planned here: they read A's buffers at their device addresses.
     for (const codegen::LibrarySpmm& m : sig.spmms) {
-      SG_ASSERT(m.row_offsets_param < tables.size() &&
+      SG_ASSERT(m.row_offsets_param < arrays.tables.size() &&
                     sig.params[m.row_offsets_param].kind == codegen::ParamKind::I32Table,
                 "library SpMM row offsets are not an I32 table");
       cusparse::SpmmShape sh;
@@ -387,13 +397,15 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src) {
       sh.half = src.problem.dtype == DType::F16;
       sh.row_major = m.row_major;
       sh.algorithm = m.algorithm;
-      spmms.push_back(std::make_unique<cusparse::Spmm>(sh, tables[m.row_offsets_param].ptr(),
-                                                       col_idx.ptr(), values.ptr()));
+      spmms.push_back(std::make_unique<cusparse::Spmm>(sh, arrays.tables[m.row_offsets_param].ptr(),
+                                                       arrays.col_idx.ptr(), arrays.values.ptr()));
       bytes += static_cast<size_t>(spmms.back()->workspace_bytes());
     }
     plan_sparse_gemms(src);
     for (const auto& g : sparse_gemms) bytes += g->compressed_bytes() + g->workspace_bytes();
-    st.finish(fmt::format("{} bytes, workspace {} bytes", bytes, sig.workspace_bytes));
+    st.finish(fmt::format("{} bytes{}, workspace {} bytes", bytes,
+                          before ? " (arrays uploaded before the compile)" : "",
+                          sig.workspace_bytes));
   }
 }
 
@@ -436,7 +448,7 @@ void CompiledKernel::Impl::plan_sparse_gemms(const KernelBuild& src) {
               "2:4 library GEMM: the workspace is smaller than its accumulators");
     SG_ASSERT(b_work.bytes() >= static_cast<size_t>(g.n * g.k * dtype_bytes(p.dtype)),
               "2:4 library GEMM: the B work buffer is smaller than its operand");
-    auto gemm = std::make_unique<cusparselt::SparseGemm>(values.ptr(), sh, nullptr);
+    auto gemm = std::make_unique<cusparselt::SparseGemm>(arrays.values.ptr(), sh, nullptr);
     if (g.choice.empty()) {
       b_work.fill_bytes(0);
       cuda::DeviceBuffer scratch;
@@ -476,6 +488,15 @@ CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, const KernelB
   k.ctx = std::move(ctx);
   k.build = build.without_host_arrays();
   k.load_and_upload(build);
+}
+
+CompiledKernel::CompiledKernel(std::shared_ptr<cuda::Context> ctx, const KernelBuild& build,
+                               DeviceArrays&& arrays)
+    : impl_(std::make_unique<Impl>()) {
+  Impl& k = *impl_;
+  k.ctx = std::move(ctx);
+  k.build = build.without_host_arrays();
+  k.load_and_upload(build, &arrays);
 }
 
 CompiledKernel::~CompiledKernel() = default;
@@ -635,14 +656,14 @@ void CompiledKernel::run(CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
                     static_cast<unsigned long long>(b), sig.b_alignment,
                     to_string(k.build.schedule), sig.b_alignment));
   RunArgs a;
-  a.values = k.values.ptr();
-  a.col_idx = k.col_idx.ptr();
+  a.values = k.arrays.values.ptr();
+  a.col_idx = k.arrays.col_idx.ptr();
   a.workspace = k.workspace.ptr();
   a.b = b;
   a.c = c;
   a.alpha = alpha;
   a.beta = beta;
-  a.tables = &k.tables;
+  a.tables = &k.arrays.tables;
   a.b_work = k.b_work.ptr();
   a.token_scales = k.token_scales.ptr();
   // after_own: the last launch on the stream is one of this sequence's kernels (launch_bound).

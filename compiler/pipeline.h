@@ -138,6 +138,21 @@ KernelBuild build_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s
 // Steps 1-7: problem and schedule from the request.
 KernelBuild build_kernel(const CsrMatrix& a, const KernelRequest& req, const CompileTarget& target);
 
+// Step 9's copies of a build's arrays on the device: its values, column indices and one buffer
+// per table parameter (empty for the other parameters).
+struct DeviceArrays {
+  cuda::DeviceBuffer values;
+  cuda::DeviceBuffer col_idx;
+  std::vector<cuda::DeviceBuffer> tables;  // by parameter index of the signature
+  size_t bytes() const;
+};
+
+// Step 9's array copies on their own, possibly before step 7: a caller that bounds the host
+// memory of its builds (the tuner at graph scale) uploads a build's arrays once it is emitted,
+// drops them (KernelBuild::drop_device_arrays), then compiles and hands both to CompiledKernel,
+// so the compile does not run while the arrays are held. Needs a current context.
+DeviceArrays upload_arrays(const KernelBuild& build);
+
 // A kernel on the GPU (steps 8-9): module, functions and device tables. One object serves any
 // number of runs with different B, C, alpha, beta and streams. Needs the context it was built
 // under to be current on the calling thread (cuda::Context::make_current()).
@@ -149,6 +164,10 @@ class CompiledKernel {
   // The same from a build the caller keeps (e.g. the tuner, which stores it in the cache later):
   // uploads straight from `build`'s arrays and copies only what the kernel keeps, not the arrays.
   CompiledKernel(std::shared_ptr<cuda::Context> ctx, const KernelBuild& build);
+  // The same with the arrays on the device already (upload_arrays of this build, under `ctx`):
+  // the build's own host arrays are not read and may have been dropped.
+  CompiledKernel(std::shared_ptr<cuda::Context> ctx, const KernelBuild& build,
+                 DeviceArrays&& arrays);
   ~CompiledKernel();
   CompiledKernel(CompiledKernel&&) noexcept;
   CompiledKernel& operator=(CompiledKernel&&) noexcept;

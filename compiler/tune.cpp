@@ -602,10 +602,12 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     if (!key) return std::nullopt;
     return std::string(c.schedule.family_name()) + ";" + *key;
   };
-  // Builds one candidate; a failure is recorded in it, never thrown.
-  auto build_candidate = [&](Candidate& c) {
+  // Builds one candidate (steps 3-7; without step 7 when !compile); a failure is recorded in
+  // it, never thrown.
+  auto build_candidate = [&](Candidate& c, bool compile) {
     try {
       BuildOptions o;
+      o.compile = compile;
       o.line_info = req.line_info;
       o.source_hook = opt.source_hook;
       std::shared_ptr<const PreparedPack> shared;
@@ -634,7 +636,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     const int count = static_cast<int>(cands.size());
     progress("compile", 0, count);
     for_each_task(cands.size(), opt.compile_threads, [&](size_t i) {
-      build_candidate(cands[i]);
+      build_candidate(cands[i], true);
       const int d = ++done;
       std::lock_guard<std::mutex> lock(progress_mu);
       progress("compile", d, count);
@@ -646,8 +648,10 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     // ---- measure, refine, check -------------------------------------------------------------
     // Candidates are built and uploaded on a pool while this thread times them, in one pipeline
     // (ir/parallel.h: produce_in_order). A candidate's host arrays live from the start of its
-    // build to its upload, then are dropped (KernelBuild::drop_device_arrays): the window of
-    // builds alive at once (build_window) bounds the search's memory on a graph-sized matrix.
+    // pack to their upload, which comes before the compile; then they are dropped
+    // (KernelBuild::drop_device_arrays). The slots (build_window) bound the candidates in that
+    // stretch, and so the search's memory on a graph-sized matrix; compiles run on every
+    // thread.
     std::shared_ptr<cuda::Context> ctx = opt.ctx ? opt.ctx : std::make_shared<cuda::Context>(0);
     ctx->make_current();
     const size_t w = static_cast<size_t>(dtype_bytes(p.c_dtype()));
@@ -672,8 +676,10 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     to.stream = stream.get();
     to.flusher = &flusher;
     std::vector<std::unique_ptr<CompiledKernel>> loaded;  // by candidate
-    const size_t window =
-        build_window(a.nnz(), a.rows, p.dtype, opt.compile_threads, opt.build_memory_bytes);
+    const int threads = opt.compile_threads > 0
+                            ? opt.compile_threads
+                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const size_t window = build_window(a.nnz(), a.rows, p.dtype, threads, opt.build_memory_bytes);
     res.build_window = static_cast<int>(window);
     // Records why cands[i] was not measured; called from a catch block: a sticky CUDA error is
     // rethrown (the context cannot run anything after a fault).
@@ -683,16 +689,18 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
           cuda_error && cuda_error->sticky())
         throw;
     };
-    // Uploads cands[i] (built) and drops its host arrays; on a pool thread, so that the uploads
-    // (pageable copies of 0.5-0.7 GB each for a 65M-nonzero graph) overlap each other and the
-    // timing. A sticky CUDA error is rethrown (the pipeline rethrows it at the candidate's turn).
-    auto upload_candidate = [&](size_t i) {
+    // Uploads the arrays of cands[i] (built, not compiled) and drops its host arrays; on a pool
+    // thread, so that the uploads (pageable copies of 0.5-0.7 GB each for a 65M-nonzero graph)
+    // overlap each other and the timing. A sticky CUDA error is rethrown (the pipeline rethrows
+    // it at the candidate's turn).
+    auto upload_candidate = [&](size_t i) -> std::optional<DeviceArrays> {
       Candidate& c = cands[i];
-      if (!c.build) return;
+      if (!c.build) return std::nullopt;
+      std::optional<DeviceArrays> arrays;
       try {
         const auto t_up = Clock::now();
         ctx->make_current();
-        loaded[i] = std::make_unique<CompiledKernel>(ctx, *c.build);  // uploads, no copy
+        arrays = upload_arrays(*c.build);
         if (debug_logging())
           std::fprintf(stderr, "sparsegen: [tune] upload %8.2f ms  %s\n", ms_since(t_up),
                        to_string(c.schedule).c_str());
@@ -700,6 +708,27 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
         measurement_failed(c, e);
       }
       c.build->drop_device_arrays();  // uploaded, or not to be measured
+      return arrays;
+    };
+    // Compiles cands[i] (uploaded) and loads it with its arrays; a failure is recorded in it.
+    auto compile_and_load = [&](size_t i, std::optional<DeviceArrays>& arrays) {
+      Candidate& c = cands[i];
+      if (!c.build || !arrays) return;
+      try {
+        compile_step(*c.build, target, fmt::format("sparsegen_{}.cu", c.schedule.family_name()),
+                     req.line_info);
+      } catch (const std::exception& e) {
+        c.build.reset();
+        c.failure = std::current_exception();
+        c.error = e.what();
+        return;
+      }
+      try {
+        ctx->make_current();
+        loaded[i] = std::make_unique<CompiledKernel>(ctx, *c.build, std::move(*arrays));
+      } catch (const std::exception& e) {
+        measurement_failed(c, e);
+      }
     };
     // Times cands[i] (uploaded) on the search's stream, on the calling thread.
     auto measure_candidate = [&](size_t i) {
@@ -741,12 +770,18 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
       const int total = static_cast<int>(todo.size());
       int measured = 0;
       progress("measure", 0, total);
+      OrderedSlots slots(window);  // the candidates between the start of a pack and its upload
       produce_in_order(
-          todo.size(), opt.compile_threads, window,
+          todo.size(), threads, threads,
           [&](size_t t) {
-            build_candidate(cands[todo[t]]);
-            upload_candidate(todo[t]);
-            return true;  // the build lives in the candidate; the window counts it until consumed
+            std::optional<DeviceArrays> arrays;
+            {
+              const OrderedSlots::Hold hold = slots.acquire(t);
+              build_candidate(cands[todo[t]], false);
+              arrays = upload_candidate(todo[t]);
+            }
+            compile_and_load(todo[t], arrays);
+            return true;  // the build lives in the candidate
           },
           [&](size_t t, bool&&) {
             const size_t i = todo[t];
@@ -757,9 +792,8 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
             return true;
           },
           ConsumeOrder::index, {},
-          // A made candidate is on the device and its host arrays are dropped: the window
-          // bounds the builds in progress, so one waiting to be timed (a slow library
-          // candidate's turn) does not hold up the next build.
+          // A made candidate is on the device and its host arrays are dropped: one waiting to
+          // be timed (a slow library candidate's turn) does not hold up the next build.
           WindowSpan::until_made);
     };
     auto by_time = [&] {

@@ -162,6 +162,47 @@ void for_each_task(size_t count, int threads, const std::function<void(size_t)>&
   if (first) std::rethrow_exception(first);
 }
 
+struct OrderedSlots::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t next = 0;  // the next ticket to admit
+  size_t held = 0;
+  size_t peak = 0;
+};
+
+OrderedSlots::OrderedSlots(size_t capacity)
+    : capacity_(std::max<size_t>(capacity, 1)), state_(std::make_unique<State>()) {}
+
+OrderedSlots::~OrderedSlots() = default;
+
+OrderedSlots::Hold OrderedSlots::acquire(size_t ticket) {
+  State& st = *state_;
+  std::unique_lock<std::mutex> lock(st.mu);
+  st.cv.wait(lock, [&] { return st.next == ticket && st.held < capacity_; });
+  ++st.next;
+  st.peak = std::max(st.peak, ++st.held);
+  st.cv.notify_all();  // ticket + 1 may be admitted too when a place is left
+  return Hold(this);
+}
+
+size_t OrderedSlots::peak() const {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->peak;
+}
+
+void OrderedSlots::release_one() {
+  State& st = *state_;
+  {
+    std::lock_guard<std::mutex> lock(st.mu);
+    --st.held;
+  }
+  st.cv.notify_all();
+}
+
+void OrderedSlots::Hold::release() {
+  if (owner_ != nullptr) std::exchange(owner_, nullptr)->release_one();
+}
+
 namespace detail {
 
 void run_pipeline(size_t count, int threads, size_t window, const std::function<void(size_t)>& make,

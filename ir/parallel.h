@@ -17,6 +17,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <type_traits>
@@ -131,6 +132,58 @@ void produce_in_order(size_t count, int threads, size_t window, Make&& make, Con
       },
       order, stop_starting, span);
 }
+
+// At most `capacity` holders at once, admitted in ticket order: ticket t waits until tickets
+// 0 .. t-1 have been admitted and a place is free. For pipeline items (made in index order on a
+// pool) that hold much memory over one stretch of their make() only: the stretch is bounded
+// without the pool reordering the items, while the rest of each make() runs unbounded.
+//
+//   OrderedSlots slots(window);
+//   make(i): { OrderedSlots::Hold h = slots.acquire(i); pack; upload; }  compile;
+//
+// Every ticket must be acquired once (a ticket never taken blocks all after it); a Hold frees
+// its place when it is destroyed or released, also during unwinding.
+class OrderedSlots {
+ public:
+  explicit OrderedSlots(size_t capacity);
+  ~OrderedSlots();
+  OrderedSlots(const OrderedSlots&) = delete;
+  OrderedSlots& operator=(const OrderedSlots&) = delete;
+
+  class Hold {
+   public:
+    Hold() = default;
+    Hold(Hold&& o) noexcept : owner_(std::exchange(o.owner_, nullptr)) {}
+    Hold& operator=(Hold&& o) noexcept {
+      if (this != &o) {
+        release();
+        owner_ = std::exchange(o.owner_, nullptr);
+      }
+      return *this;
+    }
+    Hold(const Hold&) = delete;
+    Hold& operator=(const Hold&) = delete;
+    ~Hold() { release(); }
+    void release();
+
+   private:
+    friend class OrderedSlots;
+    explicit Hold(OrderedSlots* owner) : owner_(owner) {}
+    OrderedSlots* owner_ = nullptr;
+  };
+
+  // Blocks until `ticket` may hold a place (tickets are 0, 1, 2, ... without gaps).
+  Hold acquire(size_t ticket);
+  size_t capacity() const { return capacity_; }
+  // The most places held at once so far.
+  size_t peak() const;
+
+ private:
+  struct State;
+  void release_one();
+  size_t capacity_;
+  std::unique_ptr<State> state_;
+};
 
 // Faults in the pages of [p, p + bytes) on several threads (madvise MADV_POPULATE_WRITE where the
 // kernel has it; otherwise nothing). Fresh pages are zeroed by the kernel on first touch, one page

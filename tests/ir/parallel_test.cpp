@@ -12,6 +12,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -213,6 +214,68 @@ TEST(ParallelPipeline, WindowUntilMadeBoundsTheMakesNotTheWaitingItems) {
     for (size_t i = 0; i < order.size(); ++i) EXPECT_EQ(order[i], i);
     EXPECT_LE(max_running.load(), static_cast<int>(window)) << threads;
   }
+}
+
+TEST(ParallelPipeline, OrderedSlotsAdmitInTicketOrderAndBoundTheHolders) {
+  // Holders inside a pipeline whose makes run on 8 threads with a window of 8: the slots admit
+  // the stretch in index order (with one place the holders' own record shows the order), never
+  // more holders than places, while the rest of each make runs unbounded.
+  auto bump = [](std::atomic<int>& now, std::atomic<int>& most) {
+    const int v = ++now;
+    int seen = most.load();
+    while (v > seen && !most.compare_exchange_weak(seen, v)) {
+    }
+  };
+  for (size_t places : {1, 2}) {
+    const size_t count = 40;
+    OrderedSlots slots(places);
+    std::mutex mu;
+    std::vector<size_t> admitted;
+    std::atomic<int> inside{0}, max_inside{0}, after{0}, max_after{0};
+    produce_in_order(
+        count, 8, 8,
+        [&](size_t i) {
+          {
+            const OrderedSlots::Hold h = slots.acquire(i);
+            bump(inside, max_inside);
+            {
+              std::lock_guard<std::mutex> lock(mu);
+              admitted.push_back(i);
+            }
+            jitter(i);
+            --inside;
+          }
+          bump(after, max_after);  // the unbounded part (the compile)
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));
+          --after;
+          return i;
+        },
+        [&](size_t i, size_t&& v) { return v == i; }, ConsumeOrder::index, {},
+        WindowSpan::until_made);
+    ASSERT_EQ(admitted.size(), count);
+    if (places == 1) {
+      for (size_t i = 0; i < count; ++i) EXPECT_EQ(admitted[i], i);
+    }
+    EXPECT_LE(max_inside.load(), static_cast<int>(places));
+    EXPECT_LE(slots.peak(), places);
+    EXPECT_GT(max_after.load(), static_cast<int>(places));  // more ran at once outside
+  }
+}
+
+TEST(ParallelPipeline, OrderedSlotsFreeAPlaceWhenAHolderThrows) {
+  OrderedSlots slots(1);
+  EXPECT_THROW(
+      {
+        OrderedSlots::Hold h = slots.acquire(0);
+        throw std::runtime_error("build failed");
+      },
+      std::runtime_error);
+  OrderedSlots::Hold h1 = slots.acquire(1);  // would block forever if the place were lost
+  h1.release();
+  h1.release();  // a second release does nothing
+  OrderedSlots::Hold h2 = slots.acquire(2);
+  OrderedSlots::Hold moved = std::move(h2);
+  EXPECT_EQ(slots.peak(), 1u);
 }
 
 TEST(ParallelPipeline, FinishedOrderHandsOverEachItemOnceAsItIsMade) {
