@@ -23,7 +23,7 @@ std::string_view to_string(OffsetForm f) {
   return kFormNames[static_cast<int>(f)];
 }
 
-int64_t OffsetCompression::eval(int64_t i) const {
+int64_t OffsetCompression::eval(int64_t i, std::span<const int64_t> a) const {
   SG_ASSERT(i >= 0 && i < size, fmt::format("offset index {} outside 0..{}", i, size));
   switch (form) {
     case OffsetForm::Linear:
@@ -39,7 +39,7 @@ int64_t OffsetCompression::eval(int64_t i) const {
     case OffsetForm::Quasilinear:
       return stride * i + base + values[static_cast<size_t>(i)];
     case OffsetForm::Table:
-      return values[static_cast<size_t>(i)];
+      return a[static_cast<size_t>(i)];
   }
   return 0;
 }
@@ -159,7 +159,6 @@ OffsetCompression classify_offsets(std::span<const int64_t> a) {
   c = {};
   c.form = OffsetForm::Table;
   c.size = n;
-  c.values.assign(a.begin(), a.end());
   return c;
 }
 

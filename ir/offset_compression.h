@@ -35,12 +35,14 @@ struct OffsetCompression {
   int64_t period = 0;  // Cyclic
   // Branch: breaks (first index of each piece, breaks[0] == 0) and values, one per piece.
   std::vector<int64_t> breaks;
-  // Branch: piece values; Cyclic: the period table; Quasilinear: residuals; Table: the array.
+  // Branch: piece values; Cyclic: the period table; Quasilinear: residuals; Table: empty (the
+  // table is the classified array itself: no copy of an array that can be 22M entries long).
   std::vector<int64_t> values;
   int residual_bytes = 0;  // Quasilinear: 1 or 2
 
-  // Reconstructs a[i]; precondition 0 <= i < size.
-  int64_t eval(int64_t i) const;
+  // Reconstructs a[i] from the form, reading `a` (the classified array) only for a Table;
+  // precondition 0 <= i < size.
+  int64_t eval(int64_t i, std::span<const int64_t> a) const;
   // Bytes of table data the kernel still loads (0 for Linear/Branch; small for Cyclic).
   int64_t table_bytes() const;
 };
