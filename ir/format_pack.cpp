@@ -102,6 +102,42 @@ void split_level(const LevelSplit& sp, Tasks& parent, bool nnz_parent, int64_t t
   });
 }
 
+// The rows of `a` in their own order (without the empty ones when skip_empty) and their padded
+// offsets: row_ptr[i + 1] - row_ptr[i] = round_up(length of order[i], pad). In parallel over row
+// ranges: each range counts its rows and padded entries, the counts are summed in range order,
+// then each range writes its part (a graph has millions of rows).
+void keep_rows_in_order(const CsrMatrix& a, bool skip_empty, int pad, std::vector<int64_t>& order,
+                        std::vector<int64_t>& row_ptr) {
+  const std::vector<int64_t> bounds = even_split(a.rows, parallel_chunks(a.rows * 4));
+  const size_t chunks = bounds.size() - 1;
+  std::vector<int64_t> kept(chunks + 1, 0), entries(chunks + 1, 0);  // per chunk, then starts
+  run_chunks(bounds, [&](int c, int64_t r0, int64_t r1) {
+    int64_t k = 0, e = 0;
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t len = a.row_length(r);
+      k += !skip_empty || len > 0 ? 1 : 0;
+      e += round_up(len, pad);
+    }
+    kept[static_cast<size_t>(c) + 1] = k;
+    entries[static_cast<size_t>(c) + 1] = e;
+  });
+  std::partial_sum(kept.begin(), kept.end(), kept.begin());
+  std::partial_sum(entries.begin(), entries.end(), entries.begin());
+  order.resize(static_cast<size_t>(kept.back()));
+  row_ptr.resize(static_cast<size_t>(kept.back()) + 1);
+  row_ptr[0] = 0;
+  run_chunks(bounds, [&](int c, int64_t r0, int64_t r1) {
+    auto i = static_cast<size_t>(kept[static_cast<size_t>(c)]);
+    int64_t at = entries[static_cast<size_t>(c)];
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t len = a.row_length(r);
+      if (skip_empty && len == 0) continue;
+      order[i] = r;
+      row_ptr[++i] = at += round_up(len, pad);
+    }
+  });
+}
+
 // An offset array whose compression classify_arrays() fills in later.
 OffsetArray make_array(std::string name, std::vector<int64_t> v) {
   OffsetArray a;
@@ -204,22 +240,22 @@ PackedFormat pack_format(const CsrMatrix& a, const Problem& p, const Schedule& s
   f.output = s.output();
   const bool skip_empty = s.at(Level::Block).kind == WorkSplit::Nnz;
 
-  // Packed row order.
-  std::vector<int64_t> order;
-  order.reserve(static_cast<size_t>(a.rows));
-  for (int64_t r = 0; r < a.rows; ++r)
-    if (!skip_empty || a.row_length(r) > 0) order.push_back(r);
-  if (s.sort_rows)
+  // Packed row order and the packed rows' offsets (rows padded to a multiple of s.pad).
+  std::vector<int64_t> order, row_ptr;
+  if (s.sort_rows) {
+    order.reserve(static_cast<size_t>(a.rows));
+    for (int64_t r = 0; r < a.rows; ++r)
+      if (!skip_empty || a.row_length(r) > 0) order.push_back(r);
     std::stable_sort(order.begin(), order.end(),
                      [&](int64_t x, int64_t y) { return a.row_length(x) > a.row_length(y); });
+    row_ptr.assign(order.size() + 1, 0);
+    for (size_t i = 0; i < order.size(); ++i)
+      row_ptr[i + 1] = row_ptr[i] + round_up(a.row_length(order[i]), s.pad);
+  } else {
+    keep_rows_in_order(a, skip_empty, s.pad, order, row_ptr);
+  }
   const int64_t R = static_cast<int64_t>(order.size());
   SG_ASSERT(R == f.stats.rows, "packed row count disagrees with format stats");
-
-  std::vector<int64_t> row_ptr(static_cast<size_t>(R + 1), 0);
-  for (int64_t i = 0; i < R; ++i)
-    row_ptr[static_cast<size_t>(i + 1)] =
-        row_ptr[static_cast<size_t>(i)] +
-        round_up(a.row_length(order[static_cast<size_t>(i)]), s.pad);
   // Tail padding (nonzero splits) belongs to the last row.
   const int64_t total = f.stats.nnz_padded;
   SG_ASSERT(R > 0 ? total >= row_ptr.back() : total == 0, "tail padding");
