@@ -9,6 +9,7 @@
 #include <cstring>
 #include <future>
 #include <limits>
+#include <stdexcept>
 #include <utility>
 
 #include "compiler/device_check_inputs.h"
@@ -632,32 +633,61 @@ bool check_inputs_on_device(const Problem& p) {
   return p.sparse_weight() && (p.k + p.m) * p.n >= kDeviceCheckElements;
 }
 
-GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t seed,
-                       int64_t max_columns) {
-  const Problem& p = k.problem();
+namespace {
+
+// The compared columns: all, or max_columns of them evenly spread from the first to the last
+// (each token's values, and for quantized types its scale, depend on that token alone).
+std::vector<int64_t> compared_columns(const Problem& p, int64_t max_columns) {
   const bool sample = max_columns > 1 && p.n > max_columns && p.sparse_weight();
-  const bool on_device = check_inputs_on_device(p);
-  // The compared columns (all, or max_columns of them evenly spread from the first to the last:
-  // each token's values, and for quantized types its scale, depend on that token alone).
   std::vector<int64_t> cols(static_cast<size_t>(sample ? max_columns : p.n));
   for (size_t i = 0; i < cols.size(); ++i)
     cols[i] =
         sample ? static_cast<int64_t>(i) * (p.n - 1) / (max_columns - 1) : static_cast<int64_t>(i);
+  return cols;
+}
+
+constexpr float kPairBetas[2] = {0.0f, -1.5f};
+
+}  // namespace
+
+PairedReferences paired_references(const Problem& p, const CsrMatrix& a, uint64_t seed,
+                                   int64_t max_columns) {
+  StepLog log;
+  PairedReferences r;
+  r.problem = p;
+  r.seed = seed;
+  r.cols = compared_columns(p, max_columns);
+  r.cmp[0] = column_inputs(p, seed, r.cols);
+  r.cmp[1] = copy_inputs(r.cmp[0]);
+  r.cmp[1].beta = kPairBetas[1];
+  log("inputs (host columns)");
+  r.refs = compute_references(a, {&r.cmp[0], &r.cmp[1]});
+  log("references");
+  return r;
+}
+
+GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t seed,
+                       int64_t max_columns, const PairedReferences* prepared) {
+  const Problem& p = k.problem();
+  const std::vector<int64_t> cols = compared_columns(p, max_columns);
+  const bool sample = static_cast<int64_t>(cols.size()) < p.n;
+  const bool on_device = check_inputs_on_device(p);
+  if (prepared != nullptr &&
+      !(prepared->problem == p && prepared->seed == seed && prepared->cols == cols))
+    throw std::invalid_argument(
+        "gpu_check: the prepared references are for another problem, seed or columns");
   // The references' inputs: the compared columns of the kernel's B and initial C (all of them
   // when nothing is sampled: then they are the kernel's inputs too). When the kernel's inputs are
-  // drawn on the device, the host side runs on a worker thread while the GPU runs both checks.
-  const float betas[2] = {0.0f, -1.5f};
-  CheckInputs cmp[2];
-  std::vector<Reference> refs;
+  // drawn on the device, the host side runs on a worker thread while the GPU runs both checks,
+  // unless it was prepared.
+  const float* betas = kPairBetas;
+  PairedReferences own;
   auto host_side = [&] {
-    StepLog log;
-    cmp[0] = column_inputs(p, seed, cols);
-    cmp[1] = copy_inputs(cmp[0]);
-    cmp[1].beta = betas[1];
-    log("inputs (host columns)");
-    refs = compute_references(a, {&cmp[0], &cmp[1]});
-    log("references");
+    if (prepared == nullptr) own = paired_references(p, a, seed, max_columns);
   };
+  const PairedReferences& ready = prepared != nullptr ? *prepared : own;
+  const CheckInputs* cmp = ready.cmp;
+  const std::vector<Reference>& refs = ready.refs;
   std::vector<float> out[2];
   std::vector<uint32_t> bits[2];
   GpuCheckPair pair;

@@ -161,8 +161,21 @@ struct GpuCheckPair {
 // fp64 reference of a prefill-sized problem costs max_columns / N of the full one.
 // Large problems (check_inputs_on_device) draw B and C on the device and download only the
 // compared columns (compiler/device_check_inputs.h): the same values, no host copy of either.
+// The host side of that check: the compared columns, their inputs and the fp64 references.
+// It depends on the problem, the matrix, the seed and max_columns, not on the kernel, so a caller
+// that checks the winner of a search (tune) computes it while the search runs.
+struct PairedReferences {
+  Problem problem;  // the problem it is for
+  uint64_t seed = 0;
+  std::vector<int64_t> cols;  // the compared columns of C
+  CheckInputs cmp[2];         // beta = 0 and beta != 0, those columns only
+  std::vector<Reference> refs;
+};
+PairedReferences paired_references(const Problem& p, const CsrMatrix& a, uint64_t seed,
+                                   int64_t max_columns = 0);
+// `prepared` (optional): paired_references(k.problem(), a, seed, max_columns), computed earlier.
 GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t seed,
-                       int64_t max_columns = 0);
+                       int64_t max_columns = 0, const PairedReferences* prepared = nullptr);
 
 // From (K + M)·N elements on, the paired check draws its inputs on the device: below, generating
 // them on the host and copying them takes milliseconds and needs no helper module.

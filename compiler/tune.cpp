@@ -810,7 +810,16 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     if (compiled().empty()) std::rethrow_exception(cands.front().failure);  // nothing is cached
     const int extra = restricted ? 0 : (opt.refine >= 0 ? opt.refine : opt.top_k / 2);
     const std::vector<size_t> first_round = by_time();
-    if (!given && extra > 0 && !first_round.empty()) {
+    const bool refine = !given && extra > 0 && !first_round.empty();
+    // The check's host side (its inputs and fp64 references: about a second at 65M nonzeros)
+    // does not depend on the winner, so a large problem's is computed while the refinement
+    // runs. Not with a one-build window: that caller asked for the least memory, and the
+    // references (about 1 GB there) would then be alive beside the refinement's builds.
+    std::future<PairedReferences> references;
+    if (refine && check_inputs_on_device(p) && window > 1)
+      references = std::async(std::launch::async,
+                              [&] { return paired_references(p, a, opt.seed, check_columns(p)); });
+    if (refine) {
       std::vector<size_t> measured;
       for (const Candidate& c : cands) measured.push_back(c.index);
       const size_t first_new = cands.size();
@@ -829,8 +838,18 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     }
     winner = nullptr;
     progress("check", 0, 1);
+    std::optional<PairedReferences> prepared;
+    if (references.valid()) {
+      try {
+        prepared = references.get();
+      } catch (const std::exception& e) {  // e.g. out of memory: the check computes its own
+        if (debug_logging())
+          std::fprintf(stderr, "sparsegen: [tune] references not prepared: %s\n", e.what());
+      }
+    }
     for (size_t i : by_time()) {
-      const GpuCheckPair chk = gpu_check(*loaded[i], a, opt.seed, check_columns(p));
+      const GpuCheckPair chk =
+          gpu_check(*loaded[i], a, opt.seed, check_columns(p), prepared ? &*prepared : nullptr);
       if (chk.passed()) {
         winner = &cands[i];
         res.check_passed = true;

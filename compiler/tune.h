@@ -149,13 +149,14 @@ struct TuneResult {
 TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarget& target,
                 const TuneOptions& opt);
 
-// Candidates a measuring search builds at once while it measures (compile and measure overlap)
-// for a matrix of `nnz` nonzeros and `rows` rows in `dtype`: their host arrays are alive from the
-// start of the build to the upload. As many as `threads` (<= 0: hardware concurrency) while
+// Candidates a measuring search holds between the start of their pack and the upload of their
+// arrays (compiles come after the upload and run on every thread) for a matrix of `nnz`
+// nonzeros and `rows` rows in `dtype`. As many as `threads` (<= 0: hardware concurrency) while
 // their peak bytes (12 per nonzero in fp32) fit `budget_bytes` (<= 0: max(kBuildWindowMinBytes,
-// the CSR's bytes)), at least 1: by default a graph of 65M nonzeros builds five at a time, a
-// weight of 1M on all cores. On an H200 host (16 cores) at 65M nonzeros and N = 8, one at a
-// time took twice as long as five, and five held half the peak memory of sixteen.
+// the CSR's bytes)), at least 1: by default a graph of 65M nonzeros packs five at a time, a
+// weight of 1M on all cores. On an H200 host (16 cores) at 65M nonzeros, one at a time took
+// 14-15 s against 10 s for five, with a peak of 3.4-3.6 GB against 5.7-5.8 GB (the pack itself
+// does not scale past a few cores there: its fresh pages and copies are memory-bound).
 inline constexpr int64_t kBuildWindowMinBytes = int64_t{4} << 30;
 size_t build_window(int64_t nnz, int64_t rows, DType dtype, int threads, int64_t budget_bytes = 0);
 

@@ -53,6 +53,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -1040,6 +1041,40 @@ TEST(GpuCheck, DeviceInputsCheckLargeProblems) {
       // row shows in every column.
       EXPECT_FALSE(gpu_check(k, wrong, 9, 16).passed());
     }
+}
+
+// The check's host side computed ahead (as tune does while it refines) gives the check's own
+// verdicts: a correct kernel passes and a changed value fails with the same references, and
+// references for another seed are refused.
+TEST(GpuCheck, PreparedReferencesGiveTheSameVerdicts) {
+  SKIP_WITHOUT_GPU();
+  if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
+  auto ctx = std::make_shared<cuda::Context>(0);
+  std::vector<int64_t> lengths(30011);
+  for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = static_cast<int64_t>((i * 5) % 19);
+  const CsrMatrix a = lengths_matrix(lengths, 30011, 4);
+  KernelRequest req;
+  req.n = 300;
+  const CompiledKernel k(ctx, build_kernel(a, req, detect_target(0)));
+  ASSERT_TRUE(check_inputs_on_device(k.problem()));
+  for (int64_t cols : {int64_t{0}, int64_t{16}}) {
+    SCOPED_TRACE(cols);
+    const PairedReferences ref = paired_references(k.problem(), a, 9, cols);
+    EXPECT_EQ(ref.cols.size(), cols == 0 ? size_t{300} : size_t{16});
+    const GpuCheckPair own = gpu_check(k, a, 9, cols);
+    const GpuCheckPair prepared = gpu_check(k, a, 9, cols, &ref);
+    EXPECT_TRUE(own.passed()) << own.error();
+    EXPECT_TRUE(prepared.passed()) << prepared.error();
+    EXPECT_EQ(prepared.beta0.rel_error, own.beta0.rel_error);
+    EXPECT_EQ(prepared.beta1.rel_error, own.beta1.rel_error);
+    // A kernel of a matrix with one value changed, checked against the prepared references of
+    // the original: the references are the matrix's, so it must fail.
+    CsrMatrix wrong = a;
+    wrong.values[wrong.values.size() / 2] += 0.25f;
+    const CompiledKernel kw(ctx, build_kernel(wrong, req, detect_target(0)));
+    EXPECT_FALSE(gpu_check(kw, a, 9, cols, &ref).passed());
+    EXPECT_THROW(gpu_check(k, a, 10, cols, &ref), std::invalid_argument);
+  }
 }
 
 // The public API on device pointers: Runtime -> Kernel -> run on a stream.
