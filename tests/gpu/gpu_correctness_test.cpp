@@ -1011,6 +1011,14 @@ TEST(GpuCheck, DeviceInputsAreTheHostInputs) {
     }
 }
 
+// A 30011 x 30011 matrix whose row i holds (i·step) % mod nonzeros: with N = 300 its problem is
+// above kDeviceCheckElements, so the paired check draws its inputs on the device.
+CsrMatrix device_check_matrix(size_t step, size_t mod, uint64_t seed) {
+  std::vector<int64_t> lengths(30011);
+  for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = static_cast<int64_t>((i * step) % mod);
+  return lengths_matrix(lengths, 30011, seed);
+}
+
 // Problems above kDeviceCheckElements draw their check inputs on the device: the check passes a
 // correct kernel (all columns and sampled ones, both C layouts, fp32 and fp16) and fails it
 // against a matrix that differs in one value.
@@ -1018,9 +1026,7 @@ TEST(GpuCheck, DeviceInputsCheckLargeProblems) {
   SKIP_WITHOUT_GPU();
   if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
   auto ctx = std::make_shared<cuda::Context>(0);
-  std::vector<int64_t> lengths(30011);
-  for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = static_cast<int64_t>((i * 7) % 23);
-  const CsrMatrix a = lengths_matrix(lengths, 30011, 3);
+  const CsrMatrix a = device_check_matrix(7, 23, 3);
   CsrMatrix wrong = a;
   wrong.values[wrong.values.size() / 2] += 0.25f;
   for (DType t : {DType::F32, DType::F16})
@@ -1050,9 +1056,7 @@ TEST(GpuCheck, PreparedReferencesGiveTheSameVerdicts) {
   SKIP_WITHOUT_GPU();
   if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
   auto ctx = std::make_shared<cuda::Context>(0);
-  std::vector<int64_t> lengths(30011);
-  for (size_t i = 0; i < lengths.size(); ++i) lengths[i] = static_cast<int64_t>((i * 5) % 19);
-  const CsrMatrix a = lengths_matrix(lengths, 30011, 4);
+  const CsrMatrix a = device_check_matrix(5, 19, 4);
   KernelRequest req;
   req.n = 300;
   const CompiledKernel k(ctx, build_kernel(a, req, detect_target(0)));
