@@ -1,11 +1,5 @@
 #include "runtime/process_memory.h"
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
-#include <cstdlib>
-#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -30,20 +24,6 @@ std::optional<ProcessMemory> process_memory() {
   }
   if (!rss || !peak) return std::nullopt;
   return ProcessMemory{*rss, *peak};
-}
-
-bool keep_freed_memory_for_reuse() {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return false;  // the sanitizer's allocator ignores mallopt
-#elif defined(__GLIBC__)
-  const char* env = std::getenv("SPARSEGEN_MALLOC_REUSE");
-  if (env != nullptr && std::strcmp(env, "0") == 0) return false;
-  // No mmap for large blocks (M_MMAP_MAX 0: they come from the heap, where a freed block is
-  // reused) and no trimming of the heap's top (M_TRIM_THRESHOLD -1 disables it).
-  return mallopt(M_MMAP_MAX, 0) == 1 && mallopt(M_TRIM_THRESHOLD, -1) == 1;
-#else
-  return false;
-#endif
 }
 
 }  // namespace sparsegen

@@ -2,8 +2,6 @@
 
 #include <gtest/gtest.h>
 
-#include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 
@@ -25,34 +23,6 @@ TEST(ProcessMemory, PeakCoversTheResidentSetAndGrowsWithTouchedMemory) {
       << "before " << before->rss_bytes << " during " << during->rss_bytes;
   EXPECT_GE(during->peak_rss_bytes, during->rss_bytes);
   EXPECT_EQ(block[kBytes / 2], 0x5A);
-}
-
-// With the tools' policy, a large block freed and allocated again lands where it was (from the
-// heap, not a fresh mapping), so its pages are not faulted in again. Each ctest case runs in its
-// own process, so the policy does not leak into other tests.
-TEST(ProcessMemory, FreedLargeBlocksAreReusedUnderTheToolsPolicy) {
-  if (!keep_freed_memory_for_reuse()) GTEST_SKIP() << "not glibc, or a sanitizer's allocator";
-  constexpr size_t kBytes = size_t{96} << 20;
-  // One volatile store per page: the compiler may not drop them (a memset before free it may).
-  auto touch = [](void* p) {
-    volatile char* v = static_cast<char*>(p);
-    for (size_t i = 0; i < kBytes; i += 4096) v[i] = 1;
-  };
-  void* first = std::malloc(kBytes);
-  ASSERT_NE(first, nullptr);
-  touch(first);
-  const auto first_address = reinterpret_cast<uintptr_t>(first);
-  std::free(first);
-  void* second = std::malloc(kBytes);
-  ASSERT_NE(second, nullptr);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(second), first_address);
-  const std::optional<ProcessMemory> warm = process_memory();
-  touch(second);  // resident already: the resident set does not grow by the block
-  const std::optional<ProcessMemory> after = process_memory();
-  std::free(second);
-  if (warm && after) {
-    EXPECT_LT(after->rss_bytes, warm->rss_bytes + int64_t{16} * 1024 * 1024);
-  }
 }
 
 }  // namespace
