@@ -680,7 +680,6 @@ GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t see
   // when nothing is sampled: then they are the kernel's inputs too). When the kernel's inputs are
   // drawn on the device, the host side runs on a worker thread while the GPU runs both checks,
   // unless it was prepared.
-  const float* betas = kPairBetas;
   PairedReferences own;
   auto host_side = [&] {
     if (prepared == nullptr) own = paired_references(p, a, seed, max_columns);
@@ -697,7 +696,7 @@ GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t see
   if (on_device) {
     std::future<void> host = std::async(std::launch::async, host_side);
     for (int which = 0; which < 2; ++which) {
-      run_on_device_inputs(k, seed, cols, betas[which], bufs, out[which], bits[which]);
+      run_on_device_inputs(k, seed, cols, kPairBetas[which], bufs, out[which], bits[which]);
       log(which == 0 ? "beta=0 run and download" : "beta!=0 run and download");
     }
     host.get();
@@ -714,7 +713,7 @@ GpuCheckPair gpu_check(const CompiledKernel& k, const CsrMatrix& a, uint64_t see
     host_side();
     CheckInputs full = make_check_inputs(p, seed, cmp[0].alpha, 0.0f);
     for (int which = 0; which < 2; ++which) {
-      full.beta = betas[which];
+      full.beta = kPairBetas[which];
       std::vector<float> out_full;
       std::vector<uint32_t> bits_full;
       run_and_download(k, full, nullptr, &bufs, out_full, bits_full);
