@@ -138,8 +138,8 @@ __device__ __forceinline__ void bitmap_tc_issue_a(unsigned s_tile,
 // tile: addr[4t + q] = the tile's values + 2 bytes x (the entries of quarters below q, then of the
 // lanes below this one in quarter q). Per tile one warp scan of the lane's four per-quarter counts,
 // one per byte (a lane holds at most 8 entries of a quarter, so a sum over the lanes below it stays
-// under 256 and the exclusive sums are exact), and two shuffles of lane 31's sums for the
-// quarters' totals (16-bit fields: a quarter holds at most 256).
+// under 256 and the exclusive sums are exact), and two warp reductions for the quarters' totals
+// (16-bit fields: a quarter holds at most 256).
 // VALS: the value layout (ir/bitmap_format.h): 0 = slot (a value per set bit), 1 = pair (two
 // values per register of the A operand holding a set bit; still at most 8 per lane and quarter).
 template <int TILES, int A_TILE, int VALS>
@@ -164,13 +164,9 @@ __device__ __forceinline__ void bitmap_tc_lanes(unsigned s_tiles, int lane, unsi
       if (lane >= d) x += y;
     }
     const unsigned before = x - own[t];  // the lanes below, per quarter
-    // the quarters' totals (lane 31's before + own, exact in 16-bit fields): 0 and 2 in `even`,
-    // 1 and 3 in `odd`
-    const unsigned even =
-        __shfl_sync(0xffffffffu, (before & 0x00ff00ffu) + (own[t] & 0x00ff00ffu), 31);
-    const unsigned odd =
-        __shfl_sync(0xffffffffu, ((before >> 8) & 0x00ff00ffu) + ((own[t] >> 8) & 0x00ff00ffu), 31);
-    const unsigned q1 = even & 0xffffu, q2 = q1 + (odd & 0xffffu), q3 = q2 + (even >> 16);
+    const unsigned lo = __reduce_add_sync(0xffffffffu, __byte_perm(own[t], 0u, 0x4140u));
+    const unsigned hi = __reduce_add_sync(0xffffffffu, __byte_perm(own[t], 0u, 0x4342u));
+    const unsigned q1 = lo & 0xffffu, q2 = q1 + (lo >> 16), q3 = q2 + (hi & 0xffffu);
     const unsigned v = s_tiles + t * A_TILE + 128;
     addr[4 * t + 0] = v + 2u * (before & 0xffu);
     addr[4 * t + 1] = v + 2u * (q1 + ((before >> 8) & 0xffu));
