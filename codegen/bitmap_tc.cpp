@@ -169,11 +169,12 @@ class BitmapTcEmitter : public Emitter {
       comment("lane words and value starts of the warp's A tiles first: the scans overlap");
       // wgmma: every quarter's A of the step first, then the step's multiplies back to back (a
       // wgmma is a warpgroup barrier: one per step, not one per quarter)
-      line(fmt::format("unsigned w[{}], addr[{}], a[{}];", MT * KT, 4 * MT * KT,
+      line(fmt::format("unsigned w[{}], addr[{}], a[{}];", MT * KT, MT * KT,
                        (wgmma_ ? 4 * KT : 1) * 4 * MT));
-      comment("addr[4·tile + quarter]: the lane's first value of each quarter of its tiles");
+      // one scan per two k tiles of a row tile (see bitmap_tc_lanes for the measurements)
       call_stmt(tmpl::bitmap_tc_lanes,
-                targs(IntArg{MT * KT}, IntArg{smem_.a_tile}, IntArg{pairs_ ? 1 : 0}),
+                targs(IntArg{MT * KT}, IntArg{smem_.a_tile}, IntArg{KT >= 2 ? 1 : 0},
+                      IntArg{pairs_ ? 1 : 0}),
                 u32(a_tile("buf", fmt::format("warp * {}", MT * KT))), i32("lane"), ptr_u32("w"),
                 ptr_u32("addr"));
       line("#pragma unroll");
@@ -185,8 +186,7 @@ class BitmapTcEmitter : public Emitter {
         line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
         const auto decode = [&](const auto& fn) {
           return call(fn, u32(fmt::format("w[mt * {} + u]", KT)), i32("q"),
-                      ptr_u32(fmt::format("addr + (mt * {} + u) * 4 + q", KT)),
-                      ptr_u32(aq + " + 4 * mt"));
+                      ptr_u32(fmt::format("addr + mt * {} + u", KT)), ptr_u32(aq + " + 4 * mt"));
         };
         line("  " +
              (pairs_ ? decode(tmpl::bitmap_tc_a_quarter_pairs) : decode(tmpl::bitmap_tc_a_quarter))

@@ -1,6 +1,6 @@
 // bitmap_tc emitter: CUDA source for a BitmapTcSchedule (ir/bitmap_tc_schedule.h) over a
-// BitmapTileFormat (ir/bitmap_format.h). The kernel, for fp16, warps = 4, mt = 1, N = 64 (NT = 8 n8
-// tiles), 2 stages, ksplit = 1:
+// BitmapTileFormat (ir/bitmap_format.h). The kernel, for fp16, warps = 4, mt = 1, N = 64 (NT = 8 n8 tiles), 2
+// stages, ksplit = 1:
 //
 //   extern "C" __global__ void __launch_bounds__(128) sparsegen_bitmap_tc(const T* values,
 //       const T* B, T* C, float alpha, float beta, const unsigned* masks, const int* tile_ptr) {
@@ -11,8 +11,8 @@
 //     issue(0); commit;                                 // B tile + each warp's A tile, cp.async
 //     for (i = 0; i < tiles; ++i) {
 //       if (i + 1 < tiles) issue(i + 1);  commit;  wait<1>;  __syncthreads();
-//       sg::bitmap_tc_lanes<1, A_TILE, 0>(warp's A tiles of buffer i % 2, lane, w, addr);  // scan
-//       for q < 4: sg::bitmap_tc_a_quarter(w, q, &addr[q], a);              // 16 x 16 A operand
+//       sg::bitmap_tc_lanes<1, A_TILE, 0>(warp's A tiles of buffer i % 2, lane, w, next);  // scan
+//       for q < 4: sg::bitmap_tc_a_quarter(w, q, &next, a);                // 16 x 16 A operand
 //                  sg::bitmap_tc_mma_quarter<T, 8, 1, B_ROW>(B tile, q, lane, a, acc);
 //       __syncthreads();
 //     }

@@ -52,8 +52,6 @@ namespace sparsegen {
 // bitmap_tc-2: values in fragment order (every bitmap_tc kernel changed);
 // bitmap_tc-3: copies issued from 32-bit shared addresses, one scan per two k tiles (faster
 // steps, so the best bitmap_tc schedule may differ);
-// bitmap_tc-4: a tile's values quarter by quarter, then lane by lane (every bitmap_tc kernel
-// and pack changed);
 // refine-1: a second measured round near the first round's best, and the model refitted with
 // full-size weights; macko-3: staged kernels take work items, long rows cut into segments;
 // macko-4: the row sums of N > 1 columns by one reduce-scatter, stored by N lanes;
@@ -64,7 +62,7 @@ namespace sparsegen {
 // the cache also re-emits on use and compares sources, so a forgotten bump costs a recompile,
 // never a wrong kernel.
 inline constexpr const char* kGeneratorVersion =
-    "sparsegen-0.2.0/general-3/macko-5/bitmap_tc-4/refine-1";
+    "sparsegen-0.2.0/general-3/macko-5/bitmap_tc-3/refine-1";
 
 struct TuneProgress {
   std::string phase;  // "enumerate", "rank", "compile", "measure", "check", "store"

@@ -181,25 +181,11 @@ std::array<uint32_t, kBitmapLanes> bitmap_lane_words(const BitmapTileFormat& f, 
   return w;
 }
 
-BitmapValueStarts bitmap_value_starts(const std::array<uint32_t, kBitmapLanes>& w,
-                                      BitmapValues layout) {
-  BitmapValueStarts start{};
-  for (int q = 0; q < kBitmapQuarters; ++q)
-    for (int l = 0; l < kBitmapLanes; ++l) {
-      const int i = q * kBitmapLanes + l;
-      const uint32_t quarter = w[static_cast<size_t>(l)] & (0xFFu << (8 * q));
-      start[static_cast<size_t>(i + 1)] =
-          start[static_cast<size_t>(i)] + bitmap_lane_entries(quarter, layout);
-    }
+std::array<int, kBitmapLanes + 1> bitmap_lane_starts(const std::array<uint32_t, kBitmapLanes>& w,
+                                                     BitmapValues layout) {
+  std::array<int, kBitmapLanes + 1> start{};
+  for (size_t l = 0; l < w.size(); ++l) start[l + 1] = start[l] + bitmap_lane_entries(w[l], layout);
   return start;
-}
-
-int bitmap_value_slot(const BitmapValueStarts& start, const std::array<uint32_t, kBitmapLanes>& w,
-                      int lane, int bit, BitmapValues layout) {
-  const int q = bit / 8;
-  const uint32_t quarter = w[static_cast<size_t>(lane)] & (0xFFu << (8 * q));
-  return start[static_cast<size_t>(q * kBitmapLanes + lane)] +
-         bitmap_lane_rank(quarter, bit, layout);
 }
 
 int64_t BitmapTileStats::bytes() const {
@@ -261,18 +247,20 @@ BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a, BitmapValues layout) {
       for (size_t i = 0; i < kBitmapTileRows; ++i)
         for (int64_t e = t.begin[i]; e < t.end[i]; ++e)
           masks[i] |= uint64_t{1} << (a.col_idx[static_cast<size_t>(e)] - ct * kBitmapTileCols);
-      // Values in fragment order: the slot of an entry is its lane's start in its quarter plus its
-      // rank there (pair: absent halves stay 0).
+      // Values in fragment order: the slot of an entry is its lane's start plus its rank in the
+      // lane word (pair: absent halves stay 0).
       const auto words = bitmap_lane_words(f, tile);
-      const auto start = bitmap_value_starts(words, layout);
+      const auto start = bitmap_lane_starts(words, layout);
       for (size_t i = 0; i < kBitmapTileRows; ++i)
         for (int64_t e = t.begin[i]; e < t.end[i]; ++e) {
           const auto c = static_cast<int>(a.col_idx[static_cast<size_t>(e)] - ct * kBitmapTileCols);
           const BitmapFragmentSlot fs = bitmap_fragment_slot(static_cast<int>(i), c);
-          const int64_t v = slot + bitmap_value_slot(start, words, fs.lane, fs.bit, layout);
+          const uint32_t w = words[static_cast<size_t>(fs.lane)];
+          const int64_t v =
+              slot + start[static_cast<size_t>(fs.lane)] + bitmap_lane_rank(w, fs.bit, layout);
           f.values[static_cast<size_t>(v)] = a.values[static_cast<size_t>(e)];
         }
-      slot += round_up(start.back(), kBitmapValueAlign);  // the fill slots stay 0
+      slot += round_up(start[kBitmapLanes], kBitmapValueAlign);  // the fill slots stay 0
     });
     // The chunk's trailing empty tiles.
     for (; next < rt1 * f.col_tiles; ++next) f.tile_ptr[static_cast<size_t>(next)] = slot;
@@ -296,7 +284,7 @@ CsrMatrix unpack_bitmap_tiles(const BitmapTileFormat& f) {
   for (int64_t t = 0; t < tiles; ++t) {
     const int64_t b = f.tile_ptr[static_cast<size_t>(t)],
                   e = f.tile_ptr[static_cast<size_t>(t + 1)];
-    const int64_t count = bitmap_value_starts(bitmap_lane_words(f, t), f.layout).back();
+    const int64_t count = bitmap_lane_starts(bitmap_lane_words(f, t), f.layout)[kBitmapLanes];
     if (b > e || count > e - b)
       broken(fmt::format("tile {}: {} values for value slots [{}, {})", t, count, b, e));
   }
@@ -308,17 +296,17 @@ CsrMatrix unpack_bitmap_tiles(const BitmapTileFormat& f) {
   const int64_t expect = std::clamp<int64_t>(f.nnz, 0, f.slots());
   a.col_idx.reserve(static_cast<size_t>(expect));
   a.values.reserve(static_cast<size_t>(expect));
-  // Per row tile, the lane words and value starts of each of its non-empty column tiles.
+  // Per row tile, the lane words and lane starts of each of its non-empty column tiles.
   struct TileOrder {
     std::array<uint32_t, kBitmapLanes> words;
-    BitmapValueStarts start;
+    std::array<int, kBitmapLanes + 1> start;
   };
   std::vector<TileOrder> order(static_cast<size_t>(f.col_tiles));
   for (int64_t rt = 0; rt < f.row_tiles; ++rt) {
     for (int64_t ct = 0; ct < f.col_tiles; ++ct) {
       TileOrder& o = order[static_cast<size_t>(ct)];
       o.words = bitmap_lane_words(f, rt * f.col_tiles + ct);
-      o.start = bitmap_value_starts(o.words, f.layout);
+      o.start = bitmap_lane_starts(o.words, f.layout);
     }
     for (int64_t i = 0; i < kBitmapTileRows; ++i) {
       const int64_t r = rt * kBitmapTileRows + i;
@@ -333,8 +321,10 @@ CsrMatrix unpack_bitmap_tiles(const BitmapTileFormat& f) {
           if (c >= f.cols)
             broken(fmt::format("row {}: bit set at column {} beyond {}", r, c, f.cols));
           const BitmapFragmentSlot fs = bitmap_fragment_slot(static_cast<int>(i), bit);
+          const uint32_t w = o.words[static_cast<size_t>(fs.lane)];
           const int64_t v = f.tile_ptr[static_cast<size_t>(t)] +
-                            bitmap_value_slot(o.start, o.words, fs.lane, fs.bit, f.layout);
+                            o.start[static_cast<size_t>(fs.lane)] +
+                            bitmap_lane_rank(w, fs.bit, f.layout);
           a.col_idx.push_back(static_cast<int32_t>(c));
           a.values.push_back(f.values[static_cast<size_t>(v)]);
         }

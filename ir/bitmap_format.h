@@ -11,14 +11,10 @@
 // Fragment order: lane L of a warp holds, in the A operand of mma.m16n8k16 (4 x b32 per k16
 // quarter, PTX ISA layout), 32 positions of the tile: bit p = 8q + 2r + e is quarter q, register
 // r, half e, i.e. row (L / 4) + 8·(r & 1), column 16q + 8·(r / 2) + 2·(L % 4) + e
-// (bitmap_fragment_position). A tile's values are quarter by quarter, and within quarter q lane 0's
-// entries of that quarter by bit, then lane 1's, ... (bitmap_value_starts). So a lane finds its
-// values from its 32-bit lane word (bitmap_lane_words) and one prefix sum over the lanes of its
-// four per-quarter counts, then walks them in register order: the decode costs a few instructions
-// per position and no per-position popcount (templates/sg_bitmap_tc.cuh). Quarter-major and not
-// lane-major: when the warp loads its next entries of one quarter, the lanes' addresses lie within
-// that quarter's values (about a quarter of the tile's), so fewer of them fall in the same
-// shared-memory bank.
+// (bitmap_fragment_position). A tile's values are lane 0's entries by bit, then lane 1's, ...
+// So a lane finds its values from its 32-bit lane word (bitmap_lane_words) and one prefix sum
+// over the lanes, then walks them in register order: the decode costs a few instructions per
+// position and no per-position popcount (templates/sg_bitmap_tc.cuh).
 //
 // Why a bitmap and not column indices: one bit per dense position is 1/16 of a dense fp16 value,
 // so the format's bytes relative to dense fp16 are d + 1/16 (+ alignment): 0.56 at 50% sparsity,
@@ -27,8 +23,7 @@
 //
 // Example, one 16 x 64 tile, row 0 = {(0, 1.0), (5, 2.0)}, row 2 = {(63, 3.0)}:
 //   masks[0] = 0x21, masks[1] = 0, masks[2] = 1 << 63, other rows 0
-//   fragment slots: (0, 0) lane 0 bit 0; (0, 5) lane 2 bit 1 (quarter 0); (2, 63) lane 11 bit 29
-//   (quarter 3)
+//   fragment slots: (0, 0) lane 0 bit 0; (0, 5) lane 2 bit 1; (2, 63) lane 11 bit 29
 //   values = 1.0 2.0 3.0 0 0 0 0 0 (3 entries, zero-filled to 8), tile_ptr = 0 8
 // Explicit zeros of the input are stored entries (their bit is set), so unpack restores the CSR
 // exactly.
@@ -59,8 +54,6 @@ inline constexpr int64_t kBitmapTileCols = 64;
 inline constexpr int64_t kBitmapValueAlign = 8;
 // Lanes of a warp, and positions of a tile per lane (16 · 64 / 32).
 inline constexpr int kBitmapLanes = 32;
-// k16 quarters of a tile (the mma.m16n8k16 steps over its 64 columns).
-inline constexpr int kBitmapQuarters = 4;
 
 // How a tile's values are laid out (see above); one name table for the printer, the SPEC and
 // the format's description.
@@ -125,15 +118,10 @@ CsrMatrix unpack_bitmap_tiles(const BitmapTileFormat& f);
 // tile's row masks; what the kernel reads.
 std::array<uint32_t, kBitmapLanes> bitmap_lane_words(const BitmapTileFormat& f, int64_t tile);
 
-// Value slots of a tile with lane words `w`, relative to the tile's first slot, in fragment order:
-// start[32·q + L] is the first slot of lane L's entries in quarter q (the entries of quarters
-// below q, then of lanes below L in quarter q); start[128] is the tile's count before the
-// alignment fill (129 entries).
-using BitmapValueStarts = std::array<int, kBitmapQuarters * kBitmapLanes + 1>;
-BitmapValueStarts bitmap_value_starts(const std::array<uint32_t, kBitmapLanes>& w,
-                                      BitmapValues layout = BitmapValues::Slot);
-// The slot of lane `lane`'s bit `bit` (set in w[lane]), relative to the tile's first slot.
-int bitmap_value_slot(const BitmapValueStarts& start, const std::array<uint32_t, kBitmapLanes>& w,
-                      int lane, int bit, BitmapValues layout);
+// The fragment-order value slot, relative to the tile's first slot, of every stored position of
+// a tile with lane words `w`: slot of (lane, bit) = entries of the lanes below +
+// bitmap_lane_rank(word, bit). lane_start[L] = entries of lanes 0 .. L-1 (33 entries).
+std::array<int, kBitmapLanes + 1> bitmap_lane_starts(const std::array<uint32_t, kBitmapLanes>& w,
+                                                     BitmapValues layout = BitmapValues::Slot);
 
 }  // namespace sparsegen

@@ -62,9 +62,9 @@ void interpret_bitmap_tc(const Problem& p, const BitmapTcSchedule& s, const Bitm
     const int64_t v0 = f.tile_ptr[static_cast<size_t>(t)];
     const int64_t v1 = f.tile_ptr[static_cast<size_t>(t + 1)];
     const uint64_t* masks = &f.masks[static_cast<size_t>(t * R)];
-    // The kernel's decode: fragment order, a lane's start in the quarter plus the rank there.
+    // The kernel's decode: fragment order, a lane's start plus the rank in its lane word.
     const auto words = bitmap_lane_words(f, t);
-    const auto start = bitmap_value_starts(words, f.layout);
+    const auto start = bitmap_lane_starts(words, f.layout);
     for (int64_t i = 0; i < R; ++i) {
       const uint64_t m = masks[i];
       const int64_t r = rt * R + i;
@@ -76,7 +76,8 @@ void interpret_bitmap_tc(const Problem& p, const BitmapTcSchedule& s, const Bitm
         if (col >= p.k)
           broken(fmt::format("tile {} row {}: bit set at column {} beyond K = {}", t, r, col, p.k));
         const BitmapFragmentSlot fs = bitmap_fragment_slot(static_cast<int>(i), bit);
-        const int64_t v = v0 + bitmap_value_slot(start, words, fs.lane, fs.bit, f.layout);
+        const int64_t v = v0 + start[static_cast<size_t>(fs.lane)] +
+                          bitmap_lane_rank(words[static_cast<size_t>(fs.lane)], fs.bit, f.layout);
         if (v >= v1)
           broken(fmt::format("tile {} row {} column {}: value index {} outside [{}, {})", t, r, col,
                              v, v0, v1));

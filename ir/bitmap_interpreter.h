@@ -2,9 +2,8 @@
 // bitmap tiles (never from the CSR). K is cut into s.ksplit parts of whole column tiles
 // (bitmap_tc_part_tiles(); part z covers column tiles [z·P, min((z+1)·P, col_tiles))); each part
 // accumulates, per row and dense column, in fp32 over its tiles in order, each tile's entries
-// decoded as the kernel does, in fragment order (value index = tile_ptr[t] + entries of the
-// quarters below the position's quarter + entries of the lanes below its lane in that quarter +
-// set bits below its bit in that quarter of the lane word; ir/bitmap_format.h). Store
+// decoded as the kernel does, in fragment order (value index = tile_ptr[t] + entries of the lanes
+// below the position's lane + set bits below its bit in the lane word; ir/bitmap_format.h). Store
 // (ksplit = 1): c = alpha·acc + beta·c (c not read when beta == 0), rounded to the dtype. Atomic
 // (ksplit > 1): ws = 0 in fp32, then ws += alpha·acc_z for z = 0, 1, ..., then c = ws + beta·c
 // rounded (as the kernel's last block). A value index outside the tile's range, or a set bit beyond

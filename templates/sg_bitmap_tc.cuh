@@ -134,51 +134,44 @@ __device__ __forceinline__ void bitmap_tc_issue_a(unsigned s_tile,
 
 // Lane words of a warp's TILES staged tiles (tile t at shared address s_tiles + t·A_TILE: 32
 // lane words, then the values; bit p of a word: this lane's fragment position p is stored, see
-// ir/bitmap_format.h) and the shared address of the lane's first value in each quarter of each
-// tile: addr[4t + q] = the tile's values + 2 bytes x (the entries of quarters below q, then of the
-// lanes below this one in quarter q). Per tile one warp scan of the lane's four per-quarter counts,
-// one per byte (a lane holds at most 8 entries of a quarter, so a sum over the lanes below it stays
-// under 256 and the exclusive sums are exact), and two warp reductions for the quarters' totals
-// (16-bit fields: a quarter holds at most 256).
+// ir/bitmap_format.h) and the shared address of the lane's first value in each tile's
+// fragment-ordered values: the entries of the lanes below, by a warp scan of the popcounts.
+// PAIRS = 1: a lane holds at most 32 entries per tile, so a warp's sums stay below 2^16 and tiles
+// 2i, 2i + 1 share one scan, one per 16-bit half. The emitter pairs the k tiles of one row tile
+// (kt >= 2: 1.5 % faster at N = 32 on an H200); pairing the two row tiles of mt = 2 measured
+// 17 % slower at N = 64 there, so those scan apart.
 // VALS: the value layout (ir/bitmap_format.h): 0 = slot (a value per set bit), 1 = pair (two
-// values per register of the A operand holding a set bit; still at most 8 per lane and quarter).
-template <int TILES, int A_TILE, int VALS>
+// values per register of the A operand holding a set bit; still at most 32 per lane and tile).
+template <int TILES, int A_TILE, int PAIRS, int VALS>
 __device__ __forceinline__ void bitmap_tc_lanes(unsigned s_tiles, int lane, unsigned* w,
                                                 unsigned* addr) {
-  unsigned own[TILES];
+  constexpr int kStep = PAIRS ? 2 : 1;
+  int c[TILES];
 #pragma unroll
   for (int t = 0; t < TILES; ++t) {
     asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(w[t]) : "r"(s_tiles + t * A_TILE + lane * 4));
-    // per-byte population counts (pair: of the registers' "any bit set" bits, times 2)
-    unsigned x = VALS ? (w[t] | (w[t] >> 1)) & 0x55555555u : w[t] - ((w[t] >> 1) & 0x55555555u);
-    x = (x & 0x33333333u) + ((x >> 2) & 0x33333333u);
-    x = (x + (x >> 4)) & 0x0F0F0F0Fu;
-    own[t] = VALS ? x << 1 : x;
+    c[t] = VALS ? 2 * __popc((w[t] | (w[t] >> 1)) & 0x55555555u) : __popc(w[t]);
   }
 #pragma unroll
-  for (int t = 0; t < TILES; ++t) {
-    unsigned x = own[t];
+  for (int t = 0; t < TILES; t += kStep) {
+    const bool two = PAIRS && t + 1 < TILES;
+    const int own = c[t] | (two ? c[t + 1] << 16 : 0);
+    int x = own;
 #pragma unroll
     for (int d = 1; d < 32; d <<= 1) {
-      const unsigned y = __shfl_up_sync(0xffffffffu, x, d);
+      const int y = __shfl_up_sync(0xffffffffu, x, d);
       if (lane >= d) x += y;
     }
-    const unsigned before = x - own[t];  // the lanes below, per quarter
-    const unsigned lo = __reduce_add_sync(0xffffffffu, __byte_perm(own[t], 0u, 0x4140u));
-    const unsigned hi = __reduce_add_sync(0xffffffffu, __byte_perm(own[t], 0u, 0x4342u));
-    const unsigned q1 = lo & 0xffffu, q2 = q1 + (lo >> 16), q3 = q2 + (hi & 0xffffu);
-    const unsigned v = s_tiles + t * A_TILE + 128;
-    addr[4 * t + 0] = v + 2u * (before & 0xffu);
-    addr[4 * t + 1] = v + 2u * (q1 + ((before >> 8) & 0xffu));
-    addr[4 * t + 2] = v + 2u * (q2 + ((before >> 16) & 0xffu));
-    addr[4 * t + 3] = v + 2u * (q3 + (before >> 24));
+    const int before = x - own;  // exclusive sums; neither half borrows
+    addr[t] = s_tiles + t * A_TILE + 128 + 2u * static_cast<unsigned>(before & 0xffff);
+    if (two)
+      addr[t + 1] = s_tiles + (t + 1) * A_TILE + 128 + 2u * static_cast<unsigned>(before >> 16);
   }
 }
 
 // The A operand (4 x b32, layout above) of quarter q (columns 16q .. 16q+15 of the tile): bits
-// 8q .. 8q+7 of the lane word w, in register order. The lane's values of the quarter are
-// consecutive from *addr (bitmap_tc_lanes), so each set bit takes the next one; *addr advances
-// past them. Absent entries are 0.
+// 8q .. 8q+7 of the lane word w, in register order. The lane's values are consecutive, so each
+// set bit takes the next one: *addr advances past the quarter's entries. Absent entries are 0.
 // No popcounts: per position a predicated load and a predicated address step (SASS: @P LDS.U16,
 // @P IADD), per pair one permute.
 __device__ __forceinline__ void bitmap_tc_a_quarter(unsigned w, int q, unsigned* addr,

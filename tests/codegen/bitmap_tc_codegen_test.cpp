@@ -77,9 +77,9 @@ TEST(BitmapTcCodegen, EmittedKernelShape) {
                                    std::max<int64_t>(1, (f.max_tile_values / 8 + 31) / 32))));
   // Stage buffers as 32-bit shared addresses after the tile pointers.
   EXPECT_TRUE(has(src, "const unsigned s_stage0 = sg::smem_addr(sg_smem) + "));
-  // mt = 2 A tiles per warp (kt = 1): their lane words and per-quarter value starts.
+  // mt = 2 A tiles per warp (kt = 1): their lane words and value starts, a scan per row tile.
   EXPECT_TRUE(
-      has(src, fmt::format("sg::bitmap_tc_lanes<2, {}, 0>(",
+      has(src, fmt::format("sg::bitmap_tc_lanes<2, {}, 0, 0>(",
                            bitmap_tc_smem(p, s.as<BitmapTcSchedule>(), f.max_tile_values).a_tile)));
   EXPECT_TRUE(has(src, "sg::bitmap_tc_a_quarter("));
   EXPECT_TRUE(has(src, "sg::bitmap_tc_mma_quarter<T, 3, 2, 48>("));
@@ -130,10 +130,8 @@ TEST(BitmapTcCodegen, MultiTileSteps) {
   EXPECT_TRUE(has(src, "sg::bitmap_tc_issue_b<T, 3, 48, 128, 128>("));
   EXPECT_TRUE(has(src, "for (int u = 0; u < 2; ++u)"));
   EXPECT_TRUE(has(src, "const bool ok = rt < 3 && j < tiles;"));
-  // A lane word per A tile (mt x kt), a value address per quarter of each, mt x 4 operand
-  // registers.
-  EXPECT_TRUE(has(src, "unsigned w[4], addr[16], a[8];"));
-  EXPECT_TRUE(has(src, "addr + (mt * 2 + u) * 4 + q"));
+  // A lane word and a value address per A tile (mt x kt), mt x 4 operand registers.
+  EXPECT_TRUE(has(src, "unsigned w[4], addr[4], a[8];"));
   EXPECT_TRUE(has(src, "for (int uq = 0; uq < 8; ++uq)"));
   EXPECT_TRUE(has(src, "sg::bitmap_tc_mma_quarter<T, 3, 2, 48>("));
   EXPECT_TRUE(has(src, "sg::cp_async_wait<2>();"));
@@ -148,8 +146,8 @@ TEST(BitmapTcCodegen, MultiTileSteps) {
   EXPECT_TRUE(has(src, stage + ", B,")) << src;
   EXPECT_TRUE(has(src, stage + " + 6144 + (rtl * 2 + u) * " + std::to_string(m.a_tile) + ","))
       << src;
-  // kt = 2: the warp's four A tiles of the step.
-  EXPECT_TRUE(has(src, fmt::format("sg::bitmap_tc_lanes<4, {}, 0>({} + 6144 + (warp * 4) * {},",
+  // kt = 2: the two k tiles of a row tile share a scan.
+  EXPECT_TRUE(has(src, fmt::format("sg::bitmap_tc_lanes<4, {}, 1, 0>({} + 6144 + (warp * 4) * {},",
                                    m.a_tile, stage, m.a_tile)))
       << src;
 
@@ -355,7 +353,7 @@ TEST(BitmapTcCodegen, PairValueLayout) {
   EXPECT_FALSE(has(k.source, "sg::bitmap_tc_a_quarter("));
   EXPECT_TRUE(
       has(k.source,
-          fmt::format("sg::bitmap_tc_lanes<2, {}, 1>(",
+          fmt::format("sg::bitmap_tc_lanes<2, {}, 0, 1>(",
                       bitmap_tc_smem(p, sp.as<BitmapTcSchedule>(), pair.max_tile_values).a_tile)));
   EXPECT_TRUE(has(k.source, "vals=pair"));  // the schedule comment
   // A pack of the other layout is an internal error (packs are shared by layout): it aborts.
@@ -474,7 +472,7 @@ TEST(BitmapTcCodegen, WgmmaCompilesForSm90a) {
   EXPECT_FALSE(emit_bitmap_tc(p64, Schedule(make(4, 1, 1, 2)), f).arch_specific);
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_issue_b_groups<T, 8, 128, 64>("));
   EXPECT_TRUE(has(k.source, "sg::fence_proxy_async();"));
-  EXPECT_TRUE(has(k.source, "unsigned w[1], addr[4], a[16];"));  // the step's 4 quarters of A
+  EXPECT_TRUE(has(k.source, "unsigned w[1], addr[1], a[16];"));  // the step's 4 quarters of A
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_step<T, 8, 1, 4>("));
   EXPECT_FALSE(has(k.source, "bitmap_tc_mma_quarter"));
   {

@@ -214,14 +214,13 @@ TEST(BitmapFormat, FullyDenseTile) {
   EXPECT_EQ(f.masks, std::vector<uint64_t>(16, ~uint64_t{0}));
   EXPECT_EQ(f.tile_ptr, (std::vector<int64_t>{0, 1024}));
   EXPECT_EQ(f.max_tile_values, 1024);
-  // Fragment order, no fill: quarter by quarter, in each lane L's 8 values by bit, i.e. the A
-  // registers a0..a3 (row g, g+8, then the same rows 8 columns on), two columns each.
+  // Fragment order, no fill: lane L's 32 values by bit, i.e. quarter by quarter, the A registers
+  // a0..a3 (row g, g+8, then the same rows 8 columns on), two columns each.
   ASSERT_EQ(f.values.size(), 1024u);
   for (int lane = 0; lane < 32; ++lane)
     for (int bit = 0; bit < 32; ++bit) {
       const auto [r, c] = bitmap_fragment_position(lane, bit);
-      const int slot = (bit / 8) * 256 + lane * 8 + bit % 8;
-      EXPECT_EQ(f.values[static_cast<size_t>(slot)], 0.5f + 0.001f * float(r * 64 + c))
+      EXPECT_EQ(f.values[static_cast<size_t>(lane * 32 + bit)], 0.5f + 0.001f * float(r * 64 + c))
           << "lane " << lane << " bit " << bit;
     }
   // Lane 5 (g = 1, t = 1): bits 0..7 are (1, 2) (1, 3) (9, 2) (9, 3) (1, 10) (1, 11) (9, 10) (9,
@@ -263,37 +262,13 @@ TEST(BitmapFormat, HeaderExampleInFragmentOrder) {
   expect[2] = 2u;
   expect[11] = 1u << 29;
   EXPECT_EQ(w, expect);
-  const auto start = bitmap_value_starts(w);
+  const auto start = bitmap_lane_starts(w);
   EXPECT_EQ(start[0], 0);
-  EXPECT_EQ(start[2], 1);            // quarter 0, lane 2
-  EXPECT_EQ(start[3 * 32 + 11], 2);  // quarter 3, lane 11
-  EXPECT_EQ(start[128], 3);
-  EXPECT_EQ(bitmap_value_slot(start, w, 11, 29, BitmapValues::Slot), 2);
-  // Values by quarter, then lane; here also row order: (0, 0) < (0, 5) < (2, 63).
+  EXPECT_EQ(start[2], 1);
+  EXPECT_EQ(start[11], 2);
+  EXPECT_EQ(start[32], 3);
+  // Values in lane order; here also row order: (0, 0) < (0, 5) < (2, 63) by lane.
   EXPECT_EQ(f.values, (std::vector<float>{1, 2, 3, 0, 0, 0, 0, 0}));
-}
-
-TEST(BitmapFormat, ValuesAreQuarterMajor) {
-  // Lane 0's entry in quarter 1, (0, 16), comes after lane 1's in quarter 0, (0, 2), and
-  // lane 0's in quarter 0, (0, 1), before both: quarter by quarter, then lane by lane.
-  std::vector<Row> rows(16);
-  rows[0] = {{1, 1.5f}, {2, 2.5f}, {16, 3.5f}};
-  const CsrMatrix a = from_rows(64, rows);
-  EXPECT_EQ(bitmap_fragment_slot(0, 1).lane, 0);
-  EXPECT_EQ(bitmap_fragment_slot(0, 2).lane, 1);
-  EXPECT_EQ(bitmap_fragment_slot(0, 16).lane, 0);
-  const BitmapTileFormat f = pack_bitmap_tiles(a);
-  EXPECT_EQ(f.values, (std::vector<float>{1.5f, 2.5f, 3.5f, 0, 0, 0, 0, 0}));
-  const auto w = bitmap_lane_words(f, 0);
-  const auto start = bitmap_value_starts(w);
-  EXPECT_EQ(start[1], 1);       // lane 1 of quarter 0 after lane 0's one entry there
-  EXPECT_EQ(start[32 + 0], 2);  // quarter 1 starts after quarter 0's two entries
-  EXPECT_EQ(bitmap_value_slot(start, w, 0, 8, BitmapValues::Slot), 2);  // (0, 16): quarter 1
-  // Pair: lane 0 {0, 1.5} (bit 1 is the high half), lane 1 {2.5, 0}, then quarter 1: lane 0
-  // {3.5, 0}.
-  const BitmapTileFormat p = pack_bitmap_tiles(a, BitmapValues::Pair);
-  EXPECT_EQ(p.values, (std::vector<float>{0, 1.5f, 2.5f, 0, 3.5f, 0, 0, 0}));
-  round_trip(a);
 }
 
 TEST(BitmapFormat, PairLayoutHeaderExample) {
@@ -306,10 +281,10 @@ TEST(BitmapFormat, PairLayoutHeaderExample) {
   const BitmapTileFormat f = pack_bitmap_tiles(a, BitmapValues::Pair);
   EXPECT_EQ(f.values, (std::vector<float>{1, 0, 0, 2, 0, 3, 0, 0}));
   EXPECT_EQ(f.tile_ptr, (std::vector<int64_t>{0, 8}));
-  const auto start = bitmap_value_starts(bitmap_lane_words(f, 0), BitmapValues::Pair);
+  const auto start = bitmap_lane_starts(bitmap_lane_words(f, 0), BitmapValues::Pair);
   EXPECT_EQ(start[2], 2);
-  EXPECT_EQ(start[3 * 32 + 11], 4);
-  EXPECT_EQ(start[128], 6);
+  EXPECT_EQ(start[11], 4);
+  EXPECT_EQ(start[32], 6);
   round_trip(a);
 }
 
