@@ -334,7 +334,7 @@ size_t build_window(int64_t nnz, int64_t rows, DType dtype, int threads, int64_t
   const int64_t per_build = std::max<int64_t>(1, nnz) * (4 + 4 + dtype_bytes(dtype));
   const int64_t csr_bytes = nnz * 8 + (rows + 1) * 8;
   const int64_t budget =
-      budget_bytes > 0 ? budget_bytes : std::max(kBuildWindowMinBytes, csr_bytes);
+      budget_bytes > 0 ? budget_bytes : std::max(kBuildWindowMinBytes, 2 * csr_bytes);
   return static_cast<size_t>(std::clamp<int64_t>(budget / per_build, 1, threads));
 }
 
@@ -813,8 +813,9 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     const bool refine = !given && extra > 0 && !first_round.empty();
     // The check's host side (its inputs and fp64 references: about a second at 65M nonzeros)
     // does not depend on the winner, so a large problem's is computed while the refinement
-    // runs. Not with a one-build window: that caller asked for the least memory, and the
-    // references (about 1 GB there) would then be alive beside the refinement's builds.
+    // runs. Not with a one-build window (the default for a graph that size): the window is there
+    // to keep the search's memory down, and the references (about 1 GB there) would then be alive
+    // beside the refinement's builds.
     std::future<PairedReferences> references;
     if (refine && check_inputs_on_device(p) && window > 1)
       references = std::async(std::launch::async,

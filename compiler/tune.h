@@ -82,7 +82,7 @@ struct TuneOptions {
   int repetitions = 20;     // timed runs per candidate
   int compile_threads = 0;  // 0: hardware concurrency
   // Host bytes the candidates being built may hold at once in a measuring search (build_window);
-  // 0: max(kBuildWindowMinBytes, the CSR's bytes).
+  // 0: max(kBuildWindowMinBytes, twice the CSR's bytes).
   int64_t build_memory_bytes = 0;
   uint64_t seed = 7;  // inputs of the timing runs and the check
   std::function<void(const TuneProgress&)> progress;
@@ -152,12 +152,12 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
 // Candidates a measuring search holds between the start of their pack and the upload of their
 // arrays (compiles come after the upload and run on every thread) for a matrix of `nnz`
 // nonzeros and `rows` rows in `dtype`. As many as `threads` (<= 0: hardware concurrency) while
-// their peak bytes (12 per nonzero in fp32) fit `budget_bytes` (<= 0: max(kBuildWindowMinBytes,
-// the CSR's bytes)), at least 1: by default a graph of 65M nonzeros packs five at a time, a
-// weight of 1M on all cores. On an H200 host (16 cores) at 65M nonzeros, one at a time took
-// 14-15 s against 10 s for five, with a peak of 3.4-3.6 GB against 5.7-5.8 GB (the pack itself
-// does not scale past a few cores there: its fresh pages and copies are memory-bound).
-inline constexpr int64_t kBuildWindowMinBytes = int64_t{4} << 30;
+// their peak bytes (12 per nonzero in fp32) fit `budget_bytes` (<= 0: twice the CSR's bytes, at
+// least kBuildWindowMinBytes), at least 1: by default the packs of a graph of 16M nonzeros or more
+// hold less than twice its CSR (one at a time), a weight of 1M packs on all cores. On an H200 host
+// (16 cores) at 65M nonzeros, with the CLI's malloc policy (runtime/process_memory.h), one at a
+// time took 6.7 s against 4.5 s for five, at a peak of 3.3 GB against 6.1 GB.
+inline constexpr int64_t kBuildWindowMinBytes = int64_t{256} << 20;
 size_t build_window(int64_t nnz, int64_t rows, DType dtype, int threads, int64_t budget_bytes = 0);
 
 // Which candidates to measure: indices into `all`, given the model's ranking `order` (best

@@ -1,5 +1,11 @@
 #include "runtime/process_memory.h"
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -24,6 +30,22 @@ std::optional<ProcessMemory> process_memory() {
   }
   if (!rss || !peak) return std::nullopt;
   return ProcessMemory{*rss, *peak};
+}
+
+bool keep_freed_memory_for_reuse() {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return false;  // the sanitizer's allocator ignores mallopt
+#elif defined(__GLIBC__)
+  const char* env = std::getenv("SPARSEGEN_MALLOC_REUSE");
+  if (env != nullptr && std::strcmp(env, "0") == 0) return false;
+  // M_ARENA_MAX 1: pool threads allocate from the main arena, whose heap grows without the 64 MB
+  // limit of a thread arena; M_MMAP_MAX 0: no block is mapped on its own (freeing it would unmap
+  // it); M_TRIM_THRESHOLD -1: the heap's free top is not given back.
+  return mallopt(M_ARENA_MAX, 1) == 1 && mallopt(M_MMAP_MAX, 0) == 1 &&
+         mallopt(M_TRIM_THRESHOLD, -1) == 1;
+#else
+  return false;
+#endif
 }
 
 }  // namespace sparsegen

@@ -9,9 +9,13 @@
 
 #include "ir/diagnostics.h"
 #include "runtime/cuda_driver.h"
+#include "runtime/process_memory.h"
 #include "tools/commands.h"
 
 int main(int argc, char** argv) {
+  // Before any thread allocates: searches over graph-sized matrices allocate and free the same
+  // large arrays per candidate on pool threads (runtime/process_memory.h).
+  sparsegen::keep_freed_memory_for_reuse();
   CLI::App app{"sparsegen: sparse-kernel code generator and autotuner for NVIDIA GPUs"};
   app.require_subcommand(1);
   sparsegen::cli::register_inspect(app);

@@ -314,12 +314,14 @@ TEST(Tune, OfflineRuntimeGoesThroughTheCache) {
 // packed format (the build log says so), every candidate compiles, and the winner is the fastest
 // measured one that passed.
 TEST(Tune, BuildWindowBoundsTheBuildsOfAGraph) {
-  // By default (4 GiB, or the CSR's bytes when larger): a weight of 1M nonzeros or a graph of 16M
-  // builds on every thread, R-MAT scale 22 (65M nonzeros, 783 MB a build in fp32) five at a time.
+  // By default (twice the CSR's bytes, at least 256 MiB): a weight of 1M nonzeros builds on every
+  // thread, one of 4M five at a time (48 MB a build), a graph of 16M (192 MB a build against a
+  // 136 MB CSR) or R-MAT scale 22 (65M nonzeros, 783 MB a build against 556 MB) one at a time.
   EXPECT_EQ(build_window(1'000'000, 4096, DType::F16, 16), 16u);
-  EXPECT_EQ(build_window(16'000'000, 1'048'576, DType::F32, 16), 16u);
-  EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 16), 5u);
-  EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 2), 2u);
+  EXPECT_EQ(build_window(4'000'000, 4096, DType::F32, 16), 5u);
+  EXPECT_EQ(build_window(16'000'000, 1'048'576, DType::F32, 16), 1u);
+  EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 16), 1u);
+  EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 2), 1u);
   EXPECT_EQ(build_window(0, 0, DType::F32, 4), 4u);
   EXPECT_GE(build_window(1000, 10, DType::F32, 0), 1u);  // 0: hardware concurrency
   // A budget given (--build-memory): 1 GB holds one build of the graph, 0.1 GB still one.
