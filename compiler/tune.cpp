@@ -764,7 +764,22 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
       for (size_t i = from; i < cands.size(); ++i) todo.push_back(i);
       std::stable_partition(todo.begin(), todo.end(),
                             [&](size_t i) { return cands[i].schedule.family().library(); });
-      std::map<std::string, int> users;  // candidates left per shared pack
+      // The candidates of one shared pack next to each other (at the place of the first), so
+      // that the pack is alive across as few other builds as possible.
+      std::map<std::string, size_t> first_user;  // shared pack -> position of its first user
+      std::vector<size_t> group(todo.size());
+      for (size_t t = 0; t < todo.size(); ++t) {
+        const auto key = shared_pack_key(cands[todo[t]]);
+        group[t] = key ? first_user.try_emplace(*key, t).first->second : t;
+      }
+      std::vector<size_t> order(todo.size());
+      for (size_t t = 0; t < order.size(); ++t) order[t] = t;
+      std::stable_sort(order.begin(), order.end(),
+                       [&](size_t x, size_t y) { return group[x] < group[y]; });
+      for (size_t& t : order) t = todo[t];
+      todo = std::move(order);
+      std::mutex users_mu;
+      std::map<std::string, int> users;  // candidates per shared pack not uploaded yet
       for (size_t i : todo)
         if (const auto key = shared_pack_key(cands[i])) ++users[*key];
       const int total = static_cast<int>(todo.size());
@@ -779,6 +794,11 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
               const OrderedSlots::Hold hold = slots.acquire(t);
               build_candidate(cands[todo[t]], false);
               arrays = upload_candidate(todo[t]);
+              // The last user of a shared pack has uploaded: its host arrays go.
+              if (const auto key = shared_pack_key(cands[todo[t]])) {
+                std::lock_guard<std::mutex> lock(users_mu);
+                if (--users[*key] == 0) packs.erase(*key);
+              }
             }
             compile_and_load(todo[t], arrays);
             return true;  // the build lives in the candidate
@@ -786,8 +806,6 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
           [&](size_t t, bool&&) {
             const size_t i = todo[t];
             if (loaded[i]) measure_candidate(i);
-            if (const auto key = shared_pack_key(cands[i]); key && --users[*key] == 0)
-              packs.erase(*key);
             progress("measure", ++measured, total);
             return true;
           },
