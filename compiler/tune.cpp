@@ -328,13 +328,15 @@ KernelBuild prepare_kernel(const CsrMatrix& a, const Problem& p, const Schedule&
   return build_kernel(a, p, s, target, o);
 }
 
-size_t build_window(int64_t nnz, int64_t rows, DType dtype, int threads, int64_t budget_bytes) {
+size_t build_window(int64_t nnz, int64_t rows, DType dtype, int threads, int64_t budget_bytes,
+                    bool freed_memory_reused) {
   if (threads <= 0) threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   // A build at its peak: the pack's fp32 values and column indices, and the converted values.
   const int64_t per_build = std::max<int64_t>(1, nnz) * (4 + 4 + dtype_bytes(dtype));
   const int64_t csr_bytes = nnz * 8 + (rows + 1) * 8;
-  const int64_t budget =
-      budget_bytes > 0 ? budget_bytes : std::max(kBuildWindowMinBytes, 2 * csr_bytes);
+  const int64_t automatic = freed_memory_reused ? std::max(kBuildWindowMinBytes, 2 * csr_bytes)
+                                                : std::max(kBuildWindowBytesFresh, csr_bytes);
+  const int64_t budget = budget_bytes > 0 ? budget_bytes : automatic;
   return static_cast<size_t>(std::clamp<int64_t>(budget / per_build, 1, threads));
 }
 
@@ -679,7 +681,8 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     const int threads = opt.compile_threads > 0
                             ? opt.compile_threads
                             : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-    const size_t window = build_window(a.nnz(), a.rows, p.dtype, threads, opt.build_memory_bytes);
+    const size_t window = build_window(a.nnz(), a.rows, p.dtype, threads, opt.build_memory_bytes,
+                                       freed_memory_is_reused());
     res.build_window = static_cast<int>(window);
     // Records why cands[i] was not measured; called from a catch block: a sticky CUDA error is
     // rethrown (the context cannot run anything after a fault).

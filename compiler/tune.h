@@ -81,8 +81,8 @@ struct TuneOptions {
   std::shared_ptr<cuda::Context> ctx;
   int repetitions = 20;     // timed runs per candidate
   int compile_threads = 0;  // 0: hardware concurrency
-  // Host bytes the candidates being built may hold at once in a measuring search (build_window);
-  // 0: max(kBuildWindowMinBytes, twice the CSR's bytes).
+  // Host bytes the candidates being built may hold at once in a measuring search; 0: automatic
+  // (build_window: twice the CSR's bytes where the process reuses freed memory).
   int64_t build_memory_bytes = 0;
   uint64_t seed = 7;  // inputs of the timing runs and the check
   std::function<void(const TuneProgress&)> progress;
@@ -152,13 +152,21 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
 // Candidates a measuring search holds between the start of their pack and the upload of their
 // arrays (compiles come after the upload and run on every thread) for a matrix of `nnz`
 // nonzeros and `rows` rows in `dtype`. As many as `threads` (<= 0: hardware concurrency) while
-// their peak bytes (12 per nonzero in fp32) fit `budget_bytes` (<= 0: twice the CSR's bytes, at
-// least kBuildWindowMinBytes), at least 1: by default the packs of a graph of 16M nonzeros or more
-// hold less than twice its CSR (one at a time), a weight of 1M packs on all cores. On an H200 host
-// (16 cores) at 65M nonzeros, with the CLI's malloc policy (runtime/process_memory.h), one at a
-// time took 6.7 s against 4.5 s for five, at a peak of 3.3 GB against 6.1 GB.
+// their peak bytes (12 per nonzero in fp32) fit `budget_bytes`, at least 1. Budget <= 0 is
+// automatic, and depends on `freed_memory_reused` (runtime/process_memory.h,
+// freed_memory_is_reused):
+//   - reused (the CLI): twice the CSR's bytes, at least kBuildWindowMinBytes. The packs of a graph
+//     of 16M nonzeros or more then hold less than twice its CSR, one at a time; a weight of 1M
+//     packs on all cores.
+//   - not reused (a library host with glibc's defaults): the CSR's bytes, at least
+//     kBuildWindowBytesFresh (five packs of a 65M-nonzero graph). Every pack's arrays are then
+//     faulted in afresh, and one at a time would be the slow way.
+// On an H200 host (16 cores) at 65M nonzeros: reused, one at a time 6.7 s against 4.5 s for five,
+// at a peak of 3.3 GB against 6.1 GB; not reused, 12.2 s against 6.8 s.
 inline constexpr int64_t kBuildWindowMinBytes = int64_t{256} << 20;
-size_t build_window(int64_t nnz, int64_t rows, DType dtype, int threads, int64_t budget_bytes = 0);
+inline constexpr int64_t kBuildWindowBytesFresh = int64_t{4} << 30;
+size_t build_window(int64_t nnz, int64_t rows, DType dtype, int threads, int64_t budget_bytes = 0,
+                    bool freed_memory_reused = true);
 
 // Which candidates to measure: indices into `all`, given the model's ranking `order` (best
 // first), at most max(k, 1) of them, in ranking order. For k >= 4 every schedule family present

@@ -4,6 +4,7 @@
 #include <malloc.h>
 #endif
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -32,6 +33,10 @@ std::optional<ProcessMemory> process_memory() {
   return ProcessMemory{*rss, *peak};
 }
 
+namespace {
+std::atomic<bool> g_policy_set{false};  // keep_freed_memory_for_reuse() succeeded
+}  // namespace
+
 bool keep_freed_memory_for_reuse() {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   return false;  // the sanitizer's allocator ignores mallopt
@@ -41,11 +46,29 @@ bool keep_freed_memory_for_reuse() {
   // M_ARENA_MAX 1: pool threads allocate from the main arena, whose heap grows without the 64 MB
   // limit of a thread arena; M_MMAP_MAX 0: no block is mapped on its own (freeing it would unmap
   // it); M_TRIM_THRESHOLD -1: the heap's free top is not given back.
-  return mallopt(M_ARENA_MAX, 1) == 1 && mallopt(M_MMAP_MAX, 0) == 1 &&
-         mallopt(M_TRIM_THRESHOLD, -1) == 1;
+  const bool set = mallopt(M_ARENA_MAX, 1) == 1 && mallopt(M_MMAP_MAX, 0) == 1 &&
+                   mallopt(M_TRIM_THRESHOLD, -1) == 1;
+  if (set) g_policy_set = true;
+  return set;
 #else
   return false;
 #endif
+}
+
+bool freed_memory_is_reused() {
+  return g_policy_set || tunables_reuse_freed_memory(std::getenv("GLIBC_TUNABLES"));
+}
+
+bool tunables_reuse_freed_memory(const char* t) {
+  if (t == nullptr) return false;
+  // Each name followed by '=' and the value, then ':' or the end.
+  auto has = [&](const char* setting) {
+    const size_t n = std::strlen(setting);
+    for (const char* p = std::strstr(t, setting); p != nullptr; p = std::strstr(p + 1, setting))
+      if ((p == t || p[-1] == ':') && (p[n] == ':' || p[n] == '\0')) return true;
+    return false;
+  };
+  return has("glibc.malloc.arena_max=1") && has("glibc.malloc.mmap_max=0");
 }
 
 }  // namespace sparsegen

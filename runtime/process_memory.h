@@ -34,4 +34,11 @@ std::optional<ProcessMemory> process_memory();
 // sets the same from outside).
 bool keep_freed_memory_for_reuse();
 
+// Whether this process reuses freed large blocks: keep_freed_memory_for_reuse() succeeded, or
+// GLIBC_TUNABLES sets both glibc.malloc.arena_max=1 and glibc.malloc.mmap_max=0. The tuner packs
+// one candidate at a time by default only then (compiler/tune.h: build_window).
+bool freed_memory_is_reused();
+// The GLIBC_TUNABLES part of it: whether `tunables` (a GLIBC_TUNABLES value, or null) sets both.
+bool tunables_reuse_freed_memory(const char* tunables);
+
 }  // namespace sparsegen

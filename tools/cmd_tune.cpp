@@ -225,7 +225,8 @@ void register_tune(CLI::App& app) {
   cmd->add_option("--build-memory", args->build_memory_gb,
                   "GB of host memory the candidates being packed may hold at once, from the "
                   "start of a pack to its upload (0 = automatic: twice the CSR's size, at least "
-                  "256 MiB); more overlaps more packs with measuring");
+                  "256 MiB; with SPARSEGEN_MALLOC_REUSE=0 the CSR's size, at least 4 GiB); more "
+                  "overlaps more packs with measuring");
   cmd->add_option("--arch", args->arch,
                   "compile offline for this architecture (sm_XY cubin or compute_XY PTX)");
   cmd->add_option("--cache-dir", args->cache_dir,

@@ -323,11 +323,17 @@ TEST(Tune, BuildWindowBoundsTheBuildsOfAGraph) {
   EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 16), 1u);
   EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 2), 1u);
   EXPECT_EQ(build_window(0, 0, DType::F32, 4), 4u);
+  // Where freed memory is not reused (glibc's defaults in a library host), the CSR's bytes, at
+  // least 4 GiB: the graph five at a time, the 16M one on every thread.
+  EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 16, 0, false), 5u);
+  EXPECT_EQ(build_window(16'000'000, 1'048'576, DType::F32, 16, 0, false), 16u);
+  EXPECT_EQ(build_window(1'000'000, 4096, DType::F16, 16, 0, false), 16u);
   EXPECT_GE(build_window(1000, 10, DType::F32, 0), 1u);  // 0: hardware concurrency
   // A budget given (--build-memory): 1 GB holds one build of the graph, 0.1 GB still one.
   EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 16, 1'000'000'000), 1u);
   EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 16, 100'000'000), 1u);
   EXPECT_EQ(build_window(16'000'000, 1'048'576, DType::F32, 16, 1'000'000'000), 5u);
+  EXPECT_EQ(build_window(65'242'128, 4'194'304, DType::F32, 16, 1'000'000'000, false), 1u);
 }
 
 TEST(GpuTune, MeasuredSearchRefinesAndSharesPacks) {

@@ -28,12 +28,26 @@ TEST(ProcessMemory, PeakCoversTheResidentSetAndGrowsWithTouchedMemory) {
   EXPECT_EQ(block[kBytes / 2], 0x5A);
 }
 
+TEST(ProcessMemory, TunablesThatReuseFreedMemoryAreRecognised) {
+  EXPECT_FALSE(tunables_reuse_freed_memory(nullptr));
+  EXPECT_FALSE(tunables_reuse_freed_memory(""));
+  EXPECT_TRUE(tunables_reuse_freed_memory("glibc.malloc.arena_max=1:glibc.malloc.mmap_max=0"));
+  EXPECT_TRUE(
+      tunables_reuse_freed_memory("glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold="
+                                  "1099511627776:glibc.malloc.arena_max=1"));
+  EXPECT_FALSE(tunables_reuse_freed_memory("glibc.malloc.mmap_max=0"));  // thread arenas still map
+  EXPECT_FALSE(tunables_reuse_freed_memory("glibc.malloc.arena_max=12:glibc.malloc.mmap_max=0"));
+  EXPECT_FALSE(tunables_reuse_freed_memory("glibc.malloc.arena_max=1:glibc.malloc.mmap_max=02"));
+  EXPECT_FALSE(tunables_reuse_freed_memory("xglibc.malloc.arena_max=1:glibc.malloc.mmap_max=0"));
+}
+
 // Under the tools' policy a large block freed by one thread and allocated again by another lands
 // where it was (the one heap, not a fresh mapping), so its pages are not faulted in again: the
 // tuner's pool threads pack candidate after candidate this way. Each ctest case runs in its own
 // process, so the policy does not leak into other tests.
 TEST(ProcessMemory, FreedLargeBlocksAreReusedAcrossThreadsUnderTheToolsPolicy) {
   if (!keep_freed_memory_for_reuse()) GTEST_SKIP() << "not glibc, or a sanitizer's allocator";
+  EXPECT_TRUE(freed_memory_is_reused());
   constexpr size_t kBytes = size_t{96} << 20;
   // One volatile store per page: the compiler may not drop them (a memset before free it may).
   auto touch = [](void* p) {
