@@ -147,8 +147,12 @@ Kernel Runtime::spmm(const CsrMatrix& a, int64_t n, const SpmmOptions& options) 
         fmt::format("top_k: {} candidates cannot be measured by an offline Runtime; "
                     "use 0 (cost model only)",
                     options.top_k));
+  if (options.build_memory_bytes < 0)
+    throw UserError(fmt::format("build_memory_bytes: expected 0 (automatic) or more, found {}",
+                                options.build_memory_bytes));
   TuneOptions o;
   o.top_k = options.top_k >= 0 ? options.top_k : (impl_->ctx ? 8 : 0);
+  o.build_memory_bytes = options.build_memory_bytes;
   o.cache_dir = options.cache_dir;
   o.use_cache = options.use_cache;
   o.want_build = true;

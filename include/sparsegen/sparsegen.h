@@ -86,6 +86,11 @@ struct SpmmOptions {
   std::string schedule;
   // Candidates measured on the GPU; 0: cost model only; -1: 8 on a GPU, 0 offline.
   int top_k = -1;
+  // Host bytes the candidates being packed may hold at once while they are measured (what bounds
+  // the memory of a graph-sized matrix's search); 0: automatic, twice the CSR's bytes where this
+  // process reuses freed memory (GLIBC_TUNABLES=glibc.malloc.arena_max=1:glibc.malloc.mmap_max=0,
+  // as the CLI sets for itself), else the CSR's bytes, at least 4 GiB.
+  int64_t build_memory_bytes = 0;
   // Kernel database folder; empty: $SPARSEGEN_CACHE_DIR, else $XDG_CACHE_HOME/sparsegen, else
   // ~/.cache/sparsegen. A damaged or foreign database file is a UserError naming it.
   std::string cache_dir;

@@ -91,15 +91,17 @@ def _runtime() -> Runtime:
 def tune(matrix: Matrix, n: int, dtype: str = "fp16", top_k: Optional[int] = None,
          schedule: str = "", cache_dir: str = "", use_cache: bool = True,
          b_layout: str = "row", c_layout: str = "row", io: str = "fp16",
-         runtime: Optional[Runtime] = None) -> Kernel:
+         build_memory_gb: float = 0.0, runtime: Optional[Runtime] = None) -> Kernel:
     """The kernel for ``matrix`` times N dense columns: from the kernel database, or tuned (the
     cost model ranks the schedule space and the ``top_k`` best are measured on the GPU; default 8
     on a GPU, 0 without one, where kernels are compiled offline and cannot run). ``dtype`` is
     fp32, fp16, bf16, or int8 / fp8_e4m3 with B and C in ``io`` (fp16 or bf16; per-row and
-    per-token scales, run by the slide family on (2N-2):2N weights)."""
+    per-token scales, run by the slide family on (2N-2):2N weights). ``build_memory_gb`` bounds
+    the host memory of the candidates packed at once while measuring (0: automatic; it matters
+    for graph-sized matrices)."""
     rt = runtime if runtime is not None else _runtime()
     return rt.spmm(matrix, int(n), dtype, -1 if top_k is None else int(top_k), schedule,
-                   cache_dir, use_cache, b_layout, c_layout, io)
+                   cache_dir, use_cache, b_layout, c_layout, io, float(build_memory_gb))
 
 
 def _host_matrix(x: Any, name: str) -> np.ndarray:

@@ -257,11 +257,17 @@ NB_MODULE(_sparsegen, m) {
           "spmm",
           [](const Runtime& rt, const CsrMatrix& a, int64_t n, const std::string& dtype, int top_k,
              const std::string& schedule, const std::string& cache_dir, bool use_cache,
-             const std::string& b_layout, const std::string& c_layout, const std::string& io) {
+             const std::string& b_layout, const std::string& c_layout, const std::string& io,
+             double build_memory_gb) {
             SpmmOptions o;
             o.dtype = dtype_arg(dtype);
             o.io_dtype = io_arg(io);
             o.top_k = top_k;
+            // gigabytes, as the CLI's --build-memory; NaN fails the test too
+            if (!(build_memory_gb >= 0) || build_memory_gb > 1e6)
+              throw UserError("build_memory_gb: expected gigabytes, 0 (automatic) or more, found " +
+                              std::to_string(build_memory_gb));
+            o.build_memory_bytes = static_cast<int64_t>(build_memory_gb * 1e9);
             o.schedule = schedule;
             o.cache_dir = cache_dir;
             o.use_cache = use_cache;
@@ -272,7 +278,7 @@ NB_MODULE(_sparsegen, m) {
           },
           "matrix"_a, "n"_a, "dtype"_a = "fp32", "top_k"_a = -1, "schedule"_a = "",
           "cache_dir"_a = "", "use_cache"_a = true, "b_layout"_a = "row", "c_layout"_a = "row",
-          "io"_a = "fp16")
+          "io"_a = "fp16", "build_memory_gb"_a = 0.0)
       .def(
           "gated_ffn",
           [](const Runtime& rt, std::optional<HostMatrix> gate, HostMatrix up, HostMatrix down,

@@ -59,6 +59,11 @@ def test_offline_tune_reports_the_schedule(tmp_path):
         sparsegen.tune(a, 8, dtype="fp64", top_k=0, runtime=rt)
     with pytest.raises(sparsegen.UserError, match="schedule"):
         sparsegen.tune(a, 8, dtype="fp16", top_k=0, schedule="general;warps=x", runtime=rt)
+    with pytest.raises(sparsegen.UserError, match="build_memory_gb"):
+        sparsegen.tune(a, 8, dtype="fp16", top_k=0, build_memory_gb=-1, runtime=rt)
+    bounded = sparsegen.tune(a, 8, dtype="fp16", top_k=0, build_memory_gb=1.5,
+                             cache_dir=str(tmp_path), runtime=rt)
+    assert bounded.schedule == k.schedule
 
 
 def test_offline_int8_six_eight_goes_to_slide():

@@ -209,6 +209,21 @@ TEST(Pipeline, WithoutHostArraysKeepsAllButTheUploads) {
   EXPECT_GT(tables, 0);  // MACKO's row pointers and delta words
 }
 
+TEST(PublicApi, NegativeBuildMemoryNamesTheField) {
+  const CsrMatrix a = make_matrix({1, 2, 3}, 8);
+  const Runtime rt = Runtime::offline();
+  SpmmOptions o;
+  o.build_memory_bytes = -1;
+  try {
+    rt.spmm(a, 4, o);
+    FAIL() << "negative build memory accepted";
+  } catch (const UserError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("build_memory_bytes", 0), 0u) << e.what();
+  }
+  o.build_memory_bytes = int64_t{1} << 30;  // a bound is fine offline, where nothing is packed
+  EXPECT_NO_THROW(rt.spmm(a, 4, o));
+}
+
 TEST(PublicApi, BadScheduleSpecNamesTheField) {
   const CsrMatrix a = make_matrix({1, 2, 3}, 8);
   const Runtime rt = Runtime::offline();
