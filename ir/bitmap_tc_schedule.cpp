@@ -31,7 +31,8 @@ std::vector<std::string> validate(const BitmapTcSchedule& s) {
   auto bad = [&](std::string m) { why.push_back(std::move(m)); };
   const int w = s.warps_per_block;
   if (w != 1 && w != 2 && w != 4 && w != 8) bad(fmt::format("warps={} must be 1, 2, 4 or 8", w));
-  if (s.m_tiles != 1 && s.m_tiles != 2) bad(fmt::format("mt={} must be 1 or 2", s.m_tiles));
+  if (s.m_tiles != 1 && s.m_tiles != 2 && s.m_tiles != 4)
+    bad(fmt::format("mt={} must be 1, 2 or 4", s.m_tiles));
   if (s.k_tiles != 1 && s.k_tiles != 2 && s.k_tiles != 4)
     bad(fmt::format("kt={} must be 1, 2 or 4", s.k_tiles));
   if (s.ksplit < 1 || s.ksplit > 64) bad(fmt::format("ksplit={} must be in 1..64", s.ksplit));

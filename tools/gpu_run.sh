@@ -158,6 +158,8 @@ BENCH_RUNS=(
   # Probes while iterating on a kernel (they do nothing unless their variable is set).
   # macko_probe: the MACKO bench on chosen cases, e.g.
   #   MACKO_PROBE_ARGS="--shapes 4096x4096 28672x7168 --sparsities 0.9 --schedule 'macko;...'"
+  # cmd: any benchmark command line, run from the build dir (BENCH_CMD="tools/sparsegen-bench ...").
+  'cmd|[ -n "${BENCH_CMD:-}" ] || exit 0; eval "$BENCH_CMD"'
   'macko_probe|[ -n "${MACKO_PROBE_ARGS:-}" ] || exit 0; eval "timeout 400 tools/sparsegen-macko-bench $MACKO_PROBE_ARGS --out $BENCH_DIR/macko_probe.json"'
   # bitmap_probe: one family's best of the model's top K against cuBLAS/cuSPARSE on generated
   # weights, e.g. BITMAP_PROBE_CASES="28672x7168 magnitude 0.7 8,64|4096x4096 random 0.9 8"
