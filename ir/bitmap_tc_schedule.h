@@ -3,7 +3,7 @@
 // ir/bitmap_tc_family.cpp).
 //
 //   bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2;mma=sync
-//     warps   warps per block (1, 2, 4, 8)          mt      16-row tiles per warp (1, 2, 4)
+//     warps   warps per block (1, 2, 4, 8)          mt      16-row tiles per warp (1, 2)
 //     kt      64-column tiles per step (1, 2, 4)    ksplit  K parts, grid.y (1..64)
 //     stages  cp.async buffers in flight (2, 3)     mma     sync (mma.sync) or wgmma (sm_90a)
 //     vals    value layout: slot (default, not printed) or pair (ir/bitmap_format.h)
@@ -50,7 +50,7 @@ struct BitmapTcSchedule {
   static constexpr std::string_view kFamily = "bitmap_tc";
 
   int warps_per_block = 4;      // 1, 2, 4, 8: the block's row tiles are warps x m_tiles
-  int m_tiles = 1;              // 16-row tiles per warp: 1, 2, 4 (B fragments reused across them)
+  int m_tiles = 1;              // 16-row tiles per warp: 1, 2 (B fragments reused across them)
   int k_tiles = 1;              // 64-column tiles per pipeline step: 1, 2, 4
   int ksplit = 1;               // K parts (grid.y): 1..64
   int stages = 2;               // shared-memory buffers of the cp.async pipeline: 2, 3

@@ -1470,28 +1470,6 @@ TEST(GpuBitmapTc, PairValues) {
   EXPECT_GE(checked, 16);
 }
 
-// bitmap_tc with four row tiles per warp (mt=4: B fragments reused over 64 rows): N {8, 24, 64,
-// 32} (N = 64 with kt=1, where the accumulators leave room), fp16 and bf16, on the odd 333 x 1000
-// matrix (a block of 256 or 512 rows holds all of it) and a 70 %-pruned 1024 x 4096 weight; each
-// against the CPU reference (gpu_check: poisoned C, two betas).
-TEST(GpuBitmapTc, FourRowTiles) {
-  SKIP_WITHOUT_GPU();
-  if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
-  auto ctx = std::make_shared<cuda::Context>(0);
-  const CompileTarget target = detect_target(0);
-  const char* const specs[4] = {
-      "bitmap_tc;warps=4;mt=4;kt=1;ksplit=1;stages=2",
-      "bitmap_tc;warps=8;mt=4;kt=1;ksplit=3;stages=3",
-      "bitmap_tc;warps=1;mt=4;kt=2;ksplit=2;stages=2",
-      "bitmap_tc;warps=4;mt=4;kt=4;ksplit=4;stages=2;vals=pair",
-  };
-  const int64_t ns[4] = {8, 24, 64, 32};
-  const int checked =
-      check_bitmap_rotation(ctx, target, bitmap_test_matrices(25, 11), specs, ns, 51);
-  ctx->synchronize();
-  EXPECT_EQ(checked, 16);
-}
-
 TEST(GpuBitmapTc, Pruned) {
   SKIP_WITHOUT_GPU();
   run_pruned("bitmap_tc", 0.5);

@@ -174,7 +174,7 @@ TEST(BitmapTcSchedule, ParseErrorsNameTheField) {
   expect_user_error(parse("bitmap_tc;stages="), {"field 'stages'"}, "stages=");
   // In the parser's range but illegal: the validation reason names the field and value.
   expect_user_error(parse("bitmap_tc;warps=3"), {"warps=3 must be 1, 2, 4 or 8"}, "warps=3");
-  expect_user_error(parse("bitmap_tc;mt=3"), {"mt=3 must be 1, 2 or 4"}, "mt=3");
+  expect_user_error(parse("bitmap_tc;mt=3"), {"mt=3 must be 1 or 2"}, "mt=3");
   expect_user_error(parse("bitmap_tc;ksplit=65"), {"ksplit=65 must be in 1..64"}, "ksplit=65");
   expect_user_error(parse("bitmap_tc;stages=4"), {"stages=4 must be 2 or 3"}, "stages=4");
   expect_user_error(parse("bitmap_tc;kt=3"), {"kt=3 must be 1, 2 or 4"}, "kt=3");
