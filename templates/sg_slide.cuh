@@ -459,8 +459,11 @@ __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
 
 // lift=fused (fp16 / bf16, split=k): one kernel, no b_transform. Each lane builds its B fragment
 // straight from the caller's B (element (k, n) at B[k·b_ks + n·b_ns]) through the lift map of
-// (2P−2):2P, one 16-bit load per element: at decode sizes B is small and cached, and the saved
-// launch is worth more than the wider loads.
+// (2P−2):2P: at decode sizes B is small and cached, and the saved launch is worth more than the
+// wider loads. A fragment register holds lifted rows 2i, 2i + 1, which the map sends to two
+// consecutive columns of one window (offsets 0, 1 or 2, 3; the column is even). So where B is
+// column-major with an even leading dimension and a 4-byte aligned base, a register is one 32-bit
+// load; otherwise (and for a pair cut by K) one 16-bit load per element.
 template <typename T, int KIND, int P, int MT, int NT, int U, int WARPS>
 __device__ __forceinline__ void slide_spmm_fused(const unsigned* __restrict__ a,
                                                  const unsigned* __restrict__ meta,
@@ -469,21 +472,38 @@ __device__ __forceinline__ void slide_spmm_fused(const unsigned* __restrict__ a,
                                                  int K, int b_ks, int b_ns, int row_tiles,
                                                  int col_tiles, int chunks, int c_rs, int c_ns) {
   const unsigned short* b16 = reinterpret_cast<const unsigned short*>(B);
+  const bool pairs = b_ks == 1 && (b_ns & 1) == 0 && (reinterpret_cast<size_t>(B) & 3) == 0;
+  // The column of B that lifted row lc of the window map lands on.
+  auto column = [](int lc) {
+    const int grp = lc / (4 * (P - 1)), rest = lc - grp * (4 * (P - 1));
+    return grp * 2 * P + 2 * (rest >> 2) + (rest & 3);
+  };
   auto load_b = [&](int kc, int ct, int lane) {
     const int n = ct * 8 + (lane >> 2), t = lane & 3;
     unsigned r32[4];
+    // Chunk-uniform: every pair of the chunk lies inside K (the map is monotone in lc).
+    if (pairs && column(kc * 32 + 30) + 1 < K) {
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-      unsigned word = 0;
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        const int lc = kc * 32 + r * 8 + 2 * t + e;
-        const int grp = lc / (4 * (P - 1)), rest = lc - grp * (4 * (P - 1));
-        const int col = grp * 2 * P + 2 * (rest >> 2) + (rest & 3);
-        if (n < N && col < K)
-          word |= static_cast<unsigned>(__ldg(b16 + col * b_ks + n * b_ns)) << (16 * e);
+      for (int r = 0; r < 4; ++r) {
+        const int col = column(kc * 32 + r * 8 + 2 * t);
+        r32[r] = n < N ? __ldg(reinterpret_cast<const unsigned*>(b16 + col +
+                                                                 static_cast<long long>(n) * b_ns))
+                       : 0u;
       }
-      r32[r] = word;
+    } else {
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        unsigned word = 0;
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const int col = column(kc * 32 + r * 8 + 2 * t + e);
+          if (n < N && col < K)
+            word |= static_cast<unsigned>(__ldg(b16 + static_cast<long long>(col) * b_ks +
+                                                static_cast<long long>(n) * b_ns))
+                    << (16 * e);
+        }
+        r32[r] = word;
+      }
     }
     return make_uint4(r32[0], r32[1], r32[2], r32[3]);
   };
