@@ -136,7 +136,7 @@ class SlideEmitter : public Emitter {
           fmt::format("codegen: {} exceeds the slide kernel's 32-bit offsets", to_string(p_)));
     quant_ = is_quantized(p_.dtype);
     for (const char* n : {"values", "B", "C", "alpha", "beta", "meta", "row_scales", "bw",
-                          "token_scales", "T", "sg_smem"})
+                          "token_scales", "ws", "T", "sg_smem"})
       reserve(n);
     decl(fmt::format("// sparsegen slide kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -166,29 +166,44 @@ class SlideEmitter : public Emitter {
           fmt::format("{} warps x {} row tile(s), {} column tile(s) per block; B staged in "
                       "shared memory, {} chunks",
                       s_.warps, s_.m_tiles, s_.n_tiles, f_.chunks));
+    if (split_k_parts())
+      comment(fmt::format(
+          "grid.y = {} column block(s) x {} K parts of {} chunks; the parts add into ws and the "
+          "last of each output tile rounds it into C",
+          slide_col_blocks(p_, s_), s_.ksplit, slide_part_chunks(f_.chunks, s_.ksplit)));
     const bool row_c = p_.c_layout == Layout::RowMajor;
     const auto targ =
         targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.m_tiles}, IntArg{s_.n_tiles},
-              IntArg{s_.unroll}, IntArg{s_.warps}, IntArg{quant_ ? 1 : 0});
-    const auto args = std::make_tuple(
-        cptr_u32("values"), cptr_u32("meta"), cptr_u32("bw"), ptr_t("C"),
-        cptr_f32(quant_ ? "row_scales" : "static_cast<const float*>(nullptr)"),
-        cptr_f32(quant_ ? "token_scales" : "static_cast<const float*>(nullptr)"),
-        ptr_f32("sg_smem"), f32("alpha"), f32("beta"), i32(std::to_string(p_.m)),
-        i32(std::to_string(p_.n)), i32(std::to_string(f_.row_tiles)),
-        i32(std::to_string(slide_col_tiles(p_))), i32(std::to_string(f_.chunks)),
-        i32(row_c ? std::to_string(p_.n) : "1"), i32(row_c ? "1" : std::to_string(p_.m)));
+              IntArg{s_.unroll}, IntArg{s_.warps}, IntArg{quant_ ? 1 : 0}, IntArg{s_.ksplit});
+    // The K parts' workspace and its counters (one per output tile of a block), or none.
+    const auto ws = ptr_f32(split_k_parts() ? "ws" : "static_cast<float*>(nullptr)");
+    const auto counters =
+        ptr_u32(split_k_parts()
+                    ? fmt::format("reinterpret_cast<unsigned*>(ws + {})", slide_counters_offset(p_))
+                    : "static_cast<unsigned*>(nullptr)");
+    const auto col_blocks = i32(std::to_string(slide_col_blocks(p_, s_)));
+    const auto args =
+        std::make_tuple(cptr_u32("values"), cptr_u32("meta"), cptr_u32("bw"), ptr_t("C"),
+                        cptr_f32(quant_ ? "row_scales" : "static_cast<const float*>(nullptr)"),
+                        cptr_f32(quant_ ? "token_scales" : "static_cast<const float*>(nullptr)"),
+                        ptr_f32("sg_smem"), f32("alpha"), f32("beta"), i32(std::to_string(p_.m)),
+                        i32(std::to_string(p_.n)), i32(std::to_string(f_.row_tiles)),
+                        i32(std::to_string(slide_col_tiles(p_))), i32(std::to_string(f_.chunks)),
+                        i32(row_c ? std::to_string(p_.n) : "1"),
+                        i32(row_c ? "1" : std::to_string(p_.m)), ws, counters, col_blocks);
     if (fused_) {
       const bool row_b = p_.b_layout == Layout::RowMajor;
-      call_stmt(tmpl::slide_spmm_fused,
-                targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.pattern},
-                      IntArg{s_.m_tiles}, IntArg{s_.n_tiles}, IntArg{s_.unroll}, IntArg{s_.warps}),
-                cptr_u32("values"), cptr_u32("meta"), cptr_t("B"), ptr_t("C"), ptr_f32("sg_smem"),
-                f32("alpha"), f32("beta"), i32(std::to_string(p_.m)), i32(std::to_string(p_.n)),
-                i32(std::to_string(p_.k)), i32(row_b ? std::to_string(p_.n) : "1"),
-                i32(row_b ? "1" : std::to_string(p_.k)), i32(std::to_string(f_.row_tiles)),
-                i32(std::to_string(slide_col_tiles(p_))), i32(std::to_string(f_.chunks)),
-                i32(row_c ? std::to_string(p_.n) : "1"), i32(row_c ? "1" : std::to_string(p_.m)));
+      call_stmt(
+          tmpl::slide_spmm_fused,
+          targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.pattern}, IntArg{s_.m_tiles},
+                IntArg{s_.n_tiles}, IntArg{s_.unroll}, IntArg{s_.warps}, IntArg{s_.ksplit}),
+          cptr_u32("values"), cptr_u32("meta"), cptr_t("B"), ptr_t("C"), ptr_f32("sg_smem"),
+          f32("alpha"), f32("beta"), i32(std::to_string(p_.m)), i32(std::to_string(p_.n)),
+          i32(std::to_string(p_.k)), i32(row_b ? std::to_string(p_.n) : "1"),
+          i32(row_b ? "1" : std::to_string(p_.k)), i32(std::to_string(f_.row_tiles)),
+          i32(std::to_string(slide_col_tiles(p_))), i32(std::to_string(f_.chunks)),
+          i32(row_c ? std::to_string(p_.n) : "1"), i32(row_c ? "1" : std::to_string(p_.m)), ws,
+          counters, col_blocks);
       return;
     }
     std::apply(
@@ -206,12 +221,15 @@ class SlideEmitter : public Emitter {
         "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
         "    const unsigned* __restrict__ values,\n    T* __restrict__ C,\n    float alpha,\n"
         "    float beta,\n    const unsigned* __restrict__ meta,\n{}"
-        "    {}{}) {{\n",
+        "    {}{}{}) {{\n",
         s_.threads_per_block(), opt_.kernel_name,
         quant_ ? "    const float* __restrict__ row_scales,\n" : "",
         fused_ ? "const T* __restrict__ B" : "const unsigned* __restrict__ bw",
-        quant_ ? ",\n    const float* __restrict__ token_scales" : ""));
+        quant_ ? ",\n    const float* __restrict__ token_scales" : "",
+        split_k_parts() ? ",\n    float* __restrict__ ws" : ""));
   }
+
+  bool split_k_parts() const { return s_.ksplit > 1; }
 
   KernelSignature signature() const {
     KernelSignature sig;
@@ -241,6 +259,12 @@ class SlideEmitter : public Emitter {
     sig.b_alignment = fused_ ? 2 : quant_ && vec_b() ? 16 : 4;
     sig.b_work_bytes = slide_b_work_bytes(p_, s_);
     if (quant_) sig.token_scales = p_.n;
+    if (split_k_parts()) {
+      sig.params.push_back({"ws", ParamKind::Workspace, "workspace", {}});
+      // M·N fp32 sums, then a counter per output tile (slide_split_finish); zero between runs.
+      sig.workspace_bytes = slide_workspace_bytes(p_, s_);
+      sig.workspace_zeroed = true;
+    }
     if (fused_) return sig;
     sig.b_transform = lift_;
     return sig;

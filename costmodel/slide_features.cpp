@@ -28,29 +28,33 @@ class SlideCost final : public CostFamily {
     const double col_tiles = double(slide_col_tiles(p));
     const double chunks = double(slide_chunks(p, s.pattern));
     const double grid_x = double(slide_grid_x(p, s)), grid_y = double(slide_grid_y(p, s));
+    const double col_blocks = double(slide_col_blocks(p, s));
+    const double part = double(slide_part_chunks(slide_chunks(p, s.pattern), s.ksplit));
     const double lifted_b = chunks * mma.chunk * col_tiles * 8 * vb;
     f.nnz = double(fs.nnz);
     f.pad_overhead = fs.pad_overhead();
-    // A once per column block (grid.y re-reads it).
-    f.a_bytes = row_tiles * chunks * (512.0 + 4.0 * mma.meta_words()) * grid_y;
+    // A once per column block (each column block re-reads it; K parts split it).
+    f.a_bytes = row_tiles * chunks * (512.0 + 4.0 * mma.meta_words()) * col_blocks;
     f.table_bytes = 0;
     // lift=kernel: read B, write and read B'; fused: B only (re-read through the caches).
     f.b_unique_bytes = double(p.k) * n * io + (s.lift == SlideLift::Kernel ? 2.0 * lifted_b : 0.0);
     f.b_sector_bytes = grid_x * lifted_b;
     f.c_bytes = double(p.m) * n * io;
+    // K parts: every part adds M·N floats into the workspace; the finish reads and re-zeroes it.
+    if (s.ksplit > 1) f.c_bytes += double(p.m) * n * 4.0 * (s.ksplit + 2);
     f.dram_bytes = f.a_bytes + f.b_unique_bytes + f.c_bytes;
     f.l2_bytes = f.a_bytes + f.b_sector_bytes + f.c_bytes;
     f.warp_workers = grid_x * grid_y * s.warps;
     const double mmas = row_tiles * chunks * col_tiles;
     f.warp_iters_total = mmas;
     f.warp_iters_max =
-        (s.split == SlideSplit::K ? std::ceil(chunks / s.warps) : chunks) * s.m_tiles * s.n_tiles;
+        (s.split == SlideSplit::K ? std::ceil(part / s.warps) : part) * s.m_tiles * s.n_tiles;
     f.warp_iters_mean = f.warp_workers > 0 ? f.warp_iters_total / f.warp_workers : 0.0;
     f.lane_efficiency = 1.0;
     f.column_efficiency = std::min(1.0, n / (col_tiles * 8.0));
-    f.atomics = 0;
+    f.atomics = s.ksplit > 1 ? double(p.m) * n * s.ksplit : 0.0;
     f.shuffles = 0;
-    f.block_syncs = grid_x * grid_y * (s.split == SlideSplit::K ? 1.0 : 2.0 * chunks / s.unroll);
+    f.block_syncs = grid_x * grid_y * (s.split == SlideSplit::K ? 1.0 : 2.0 * part / s.unroll);
     f.blocks = grid_x * grid_y;
     f.threads_per_block = s.threads_per_block();
     f.registers_estimate = std::min(255, (slide_registers(p, s) + 7) / 8 * 8);

@@ -62,6 +62,8 @@ std::vector<std::string> validate(const SlideSchedule& s) {
   one_of("mt", s.m_tiles, {1, 2, 4});
   one_of("nt", s.n_tiles, {1, 2, 4, 8});
   one_of("unroll", s.unroll, {1, 2, 4});
+  if (s.ksplit < 1 || s.ksplit > 64)
+    why.push_back(fmt::format("ksplit={} must be in 1..64", s.ksplit));
   if (s.lift == SlideLift::Fused && s.split != SlideSplit::K)
     why.push_back("lift=fused needs split=k (split=rows stages lifted B fragments)");
   return why;
@@ -86,13 +88,17 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
   if (s.n_tiles > 1 && s.n_tiles > tiles)
     why.push_back(
         fmt::format("nt={} exceeds the {} 8-column tiles of n={}", s.n_tiles, tiles, p.n));
+  if (s.ksplit > 1 && slide_dtype(p.dtype) && s.ksplit > slide_chunks(p, s.pattern))
+    why.push_back(fmt::format("ksplit={} exceeds the {} chunks of k={}", s.ksplit,
+                              slide_chunks(p, s.pattern), p.k));
   return why;
 }
 
 std::string slide_spec(const SlideSchedule& s) {
-  return fmt::format("slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}",
+  return fmt::format("slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}",
                      2 * s.pattern - 2, 2 * s.pattern, to_string(s.split), to_string(s.lift),
-                     s.warps, s.m_tiles, s.n_tiles, s.unroll);
+                     s.warps, s.m_tiles, s.n_tiles, s.unroll,
+                     s.ksplit > 1 ? fmt::format(";ksplit={}", s.ksplit) : "");
 }
 
 std::string print_slide(const SlideSchedule& s) {
@@ -116,6 +122,10 @@ std::string print_slide(const SlideSchedule& s) {
   out += s.lift == SlideLift::Kernel
              ? "  b     : lifted (and quantized per token) by the b_transform kernel\n"
              : "  b     : read through the lift map by the main kernel (one launch)\n";
+  if (s.ksplit > 1)
+    out += fmt::format(
+        "  parts : ksplit={} K parts add into an fp32 workspace; the last rounds it into C\n",
+        s.ksplit);
   out += "  math  : mma.sp m16n8k32 (16-bit) / m16n8k64 (8-bit) per warp\n";
   return out;
 }
@@ -167,9 +177,11 @@ SlideSchedule parse_slide_fields(std::string_view spec,
       s.n_tiles = num(64);
     else if (key == "unroll")
       s.unroll = num(64);
+    else if (key == "ksplit")
+      s.ksplit = num(64);
     else
-      spec_fields::error(key, "one of pattern, split, lift, warps, mt, nt, unroll (family slide)",
-                         key);
+      spec_fields::error(
+          key, "one of pattern, split, lift, warps, mt, nt, unroll, ksplit (family slide)", key);
   });
   spec_fields::check_legal(spec, validate(s));
   return s;
@@ -193,8 +205,22 @@ int64_t slide_grid_x(const Problem& p, const SlideSchedule& s) {
   const int64_t per_block = s.split == SlideSplit::K ? s.m_tiles : int64_t{s.warps} * s.m_tiles;
   return (slide_row_tiles(p) + per_block - 1) / per_block;
 }
-int64_t slide_grid_y(const Problem& p, const SlideSchedule& s) {
+int64_t slide_col_blocks(const Problem& p, const SlideSchedule& s) {
   return (slide_col_tiles(p) + s.n_tiles - 1) / s.n_tiles;
+}
+int64_t slide_grid_y(const Problem& p, const SlideSchedule& s) {
+  return slide_col_blocks(p, s) * s.ksplit;
+}
+int64_t slide_part_chunks(int64_t chunks, int ksplit) {
+  return (chunks + ksplit - 1) / ksplit;
+}
+int64_t slide_counters_offset(const Problem& p) {
+  return (p.m * p.n + 3) / 4 * 4;
+}
+int64_t slide_workspace_bytes(const Problem& p, const SlideSchedule& s) {
+  if (s.ksplit <= 1) return 0;
+  return 4 * slide_counters_offset(p) +
+         (slide_grid_x(p, s) * slide_col_blocks(p, s) * 4 + 15) / 16 * 16;
 }
 
 int64_t slide_shared_bytes(const Problem&, const SlideSchedule& s) {
@@ -256,6 +282,7 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
   const SlidePattern pat = detect_slide_pattern(a);
   if (pat.n == 0) return out;
   const int64_t tiles = slide_col_tiles(p);
+  const int64_t chunks = slide_chunks(p, pat.n);
   for (SlideLift lift : {SlideLift::Kernel, SlideLift::Fused})
     for (SlideSplit split : {SlideSplit::K, SlideSplit::Rows})
       for (int warps : {2, 4, 8})
@@ -265,19 +292,28 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
             if (split == SlideSplit::Rows && warps == 2) continue;
             if (lift == SlideLift::Fused && (split != SlideSplit::K || dtype_bytes(p.dtype) != 2))
               continue;
-            for (int unroll : {1, 2, 4}) {
-              SlideSchedule s;
-              s.pattern = pat.n;
-              s.split = split;
-              s.lift = lift;
-              s.warps = warps;
-              s.m_tiles = mt;
-              s.n_tiles = nt;
-              s.unroll = unroll;
-              if (slide_registers(p, s) > 160 || slide_shared_bytes(p, s) > 48 * 1024) continue;
-              if (!validate_slide(p, s).empty() || !verify_slide(p, s, dev).empty()) continue;
-              out.emplace_back(s);
-            }
+            for (int unroll : {1, 2, 4})
+              for (int ks = 1; ks <= 64; ks *= 2) {
+                SlideSchedule s;
+                s.pattern = pat.n;
+                s.split = split;
+                s.lift = lift;
+                s.warps = warps;
+                s.m_tiles = mt;
+                s.n_tiles = nt;
+                s.unroll = unroll;
+                s.ksplit = ks;
+                // More parts only while the grid is short of two waves and each warp keeps
+                // at least 4 load steps of its part (the workspace round trip costs M·N floats).
+                if (ks > 1 && (slide_grid_x(p, s) * slide_grid_y(p, s) / 2 >=
+                                   2 * 4 * int64_t{std::max(dev.multiprocessors, 1)} ||
+                               slide_part_chunks(chunks, ks) <
+                                   4 * (split == SlideSplit::K ? warps : 1) * unroll))
+                  break;
+                if (slide_registers(p, s) > 160 || slide_shared_bytes(p, s) > 48 * 1024) continue;
+                if (!validate_slide(p, s).empty() || !verify_slide(p, s, dev).empty()) continue;
+                out.emplace_back(s);
+              }
           }
   return out;
 }

@@ -9,6 +9,8 @@
 //              main kernel reads B through the lift map itself, one launch)
 //     warps    warps per block (1, 2, 4, 8)              mt  16-row tiles per warp-row group
 //     nt       8-column tiles of N per block             unroll  chunks per load step (1, 2, 4)
+//     ksplit   K parts (1..64; printed when > 1): blocks take the chunks of one part; the parts add
+//              into an fp32 workspace and the last block of each output tile rounds it into C
 //
 // Two kernels per run (one with lift=fused):
 //   b_transform  lifts B into the sliding windows (Ψ) and, for int8 / fp8, quantizes it per token
@@ -62,6 +64,7 @@ struct SlideSchedule {
   int m_tiles = 1;                     // 16-row tiles per block: 1, 2, 4
   int n_tiles = 1;                     // 8-column tiles of N per block: 1, 2, 4, 8
   int unroll = 2;                      // chunks in flight per warp: 1, 2, 4
+  int ksplit = 1;                      // K parts, each its own blocks (grid.y): 1..64
 
   int threads_per_block() const { return warps * kWarpSize; }
   bool operator==(const SlideSchedule&) const = default;
@@ -93,11 +96,18 @@ std::string slide_spec(const SlideSchedule& s);
 std::string print_slide(const SlideSchedule& s);
 SlideSchedule parse_slide_fields(std::string_view spec, const std::vector<std::string_view>& parts);
 
-int64_t slide_row_tiles(const Problem& p);                       // ceil(M / 16)
-int64_t slide_col_tiles(const Problem& p);                       // ceil(N / 8)
-int64_t slide_chunks(const Problem& p, int pattern);             // lifted K / chunk, rounded up
-int64_t slide_grid_x(const Problem& p, const SlideSchedule& s);  // ceil(row tiles / mt)
-int64_t slide_grid_y(const Problem& p, const SlideSchedule& s);  // ceil(col tiles / nt)
+int64_t slide_row_tiles(const Problem& p);                           // ceil(M / 16)
+int64_t slide_col_tiles(const Problem& p);                           // ceil(N / 8)
+int64_t slide_chunks(const Problem& p, int pattern);                 // lifted K / chunk, rounded up
+int64_t slide_grid_x(const Problem& p, const SlideSchedule& s);      // ceil(row tiles / mt)
+int64_t slide_col_blocks(const Problem& p, const SlideSchedule& s);  // ceil(col tiles / nt)
+int64_t slide_grid_y(const Problem& p, const SlideSchedule& s);      // column blocks x ksplit
+// Chunks per K part: ceil(chunks / ksplit) (part z covers [z·P, min((z+1)·P, chunks))).
+int64_t slide_part_chunks(int64_t chunks, int ksplit);
+// ksplit > 1: floats of the workspace before its counters (M·N rounded to 4), and its bytes
+// (one counter per output tile of a block: grid.x x column blocks).
+int64_t slide_counters_offset(const Problem& p);
+int64_t slide_workspace_bytes(const Problem& p, const SlideSchedule& s);
 int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s);  // the warps' partial sums
 int slide_registers(const Problem& p, const SlideSchedule& s);
 // Bytes of the lifted B in fragment order (BWork); 0 for lift=fused.
@@ -111,7 +121,8 @@ std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
 // Every legal schedule for the matrix's smallest pattern (none when it has none: why_not says
 // where it breaks): split k: warps {2, 4, 8} x mt {1, 2}; split rows: warps {4, 8} x mt {1, 2};
 // each x nt {1, 2, 4, 8 up to N's tiles} x unroll {1, 2, 4}, within 160 registers and 48 KiB of
-// shared memory.
+// shared memory; x ksplit from 1, doubling while the grid is short of two waves (of 4 blocks per
+// multiprocessor) and each part keeps at least 4 load steps per warp.
 std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev);
 

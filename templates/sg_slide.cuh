@@ -116,6 +116,71 @@ __device__ __forceinline__ void slide_store(const Acc* acc, T* __restrict__ C,
       }
 }
 
+// K parts (KS > 1): the warp's scaled sums added into the fp32 workspace ws, which has C's layout
+// (element (r, n) at r·c_rs + n·c_ns): ws[r, n] += alpha · acc · (QUANT ? row_scales[r] ·
+// token_scales[n] : 1). The parts meet there; slide_split_finish rounds them into C.
+template <int MT, int NT, int QUANT, typename Acc>
+__device__ __forceinline__ void slide_store_add(const Acc* acc, float* ws,
+                                                const float* __restrict__ row_scales,
+                                                const float* __restrict__ token_scales, float alpha,
+                                                int M, int N, int rt0, int ct0, int g, int t,
+                                                int c_rs, int c_ns) {
+#pragma unroll
+  for (int i = 0; i < MT; ++i)
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int r = (rt0 + i) * 16 + g + 8 * (q >> 1);
+        const int n = (ct0 + j) * 8 + 2 * t + (q & 1);
+        if (r >= M || n >= N) continue;
+        float v = static_cast<float>(acc[(i * NT + j) * 4 + q]);
+        if constexpr (QUANT) v *= row_scales[r] * token_scales[n];
+        atomicAdd(ws + r * c_rs + n * c_ns, alpha * v);
+      }
+}
+
+// K parts, once the THREADS threads of the caller (tid among them: one warp, or the block) have
+// added their sums (slide_store_add): the caller that completes its output tile (rows r0 ..
+// r0 + rows − 1, columns n0 .. n0 + cols − 1) last, counted in *counter, rounds the tile into C
+// (C = ws + beta·C; C not read when beta == 0) and leaves the tile of ws and the counter at zero,
+// so each run finds the workspace as the runtime zeroed it once.
+template <typename T, int THREADS, int KS>
+__device__ __forceinline__ void slide_split_finish(T* __restrict__ C, float* ws, unsigned* counter,
+                                                   int r0, int rows, int n0, int cols, int M, int N,
+                                                   int c_rs, int c_ns, float beta, int tid) {
+  // Release: this caller's adds are visible before it is counted.
+  asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
+  int last;
+  if constexpr (THREADS == 32) {
+    __syncwarp();
+    int v = 0;
+    if (tid == 0) v = atomicAdd(counter, 1u) == static_cast<unsigned>(KS - 1);
+    last = __shfl_sync(0xffffffffu, v, 0);
+  } else {
+    __shared__ int s_last;
+    __syncthreads();
+    if (tid == 0) s_last = atomicAdd(counter, 1u) == static_cast<unsigned>(KS - 1);
+    __syncthreads();
+    last = s_last;
+  }
+  if (!last) return;
+  asm volatile("fence.acq_rel.gpu;\n" ::: "memory");  // the other parts' adds are visible now
+  // Consecutive threads walk C's contiguous dimension.
+  const bool rows_fast = c_rs == 1;
+  for (int i = tid; i < rows * cols; i += THREADS) {
+    const int a = rows_fast ? i % rows : i / cols, b = rows_fast ? i / rows : i % cols;
+    const int r = r0 + a, n = n0 + b;
+    if (r >= M || n >= N) continue;
+    const int e = r * c_rs + n * c_ns;
+    float out = __ldcg(ws + e);  // from L2, where the atomics were performed
+    ws[e] = 0.0f;
+    if (beta != 0.0f) out += beta * Cvt<T>::to_f32(C[e]);
+    C[e] = Cvt<T>::from_f32(out);
+  }
+  if (tid == 0) *counter = 0u;
+}
+
 }  // namespace detail
 
 namespace detail {
@@ -354,38 +419,42 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
 }
 
 // The main kernel: block (x, y) computes row tiles x·MT … x·MT + MT − 1 and column tiles
-// y·NT … y·NT + NT − 1; warp w multiplies chunks w·U … w·U + U − 1, then w·U + WARPS·U …,
+// cb·NT … cb·NT + NT − 1 (cb = y mod col_blocks) over the chunks of K part y / col_blocks (all of
+// them when KS = 1); warp w multiplies the part's chunks w·U … w·U + U − 1, then + WARPS·U …,
 // loading all U chunks' A values, metadata and B before their mma.sp. The warps' sums meet in
 // shared memory (smem: (WARPS − 1) · MT·NT·4·32 words) and warp 0 stores
 //   C[r, n] = alpha · acc · (QUANT ? row_scales[r] · token_scales[n] : 1) + beta · C[r, n]
-// (beta == 0: C not read), C element (r, n) at C[r·c_rs + n·c_ns].
+// (beta == 0: C not read), C element (r, n) at C[r·c_rs + n·c_ns]. With KS > 1 K parts, warp 0
+// adds its sums into the workspace ws instead and the last part rounds them into C.
 namespace detail {
-template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, typename LoadB>
-__device__ __forceinline__ void slide_k_body(const unsigned* __restrict__ a,
-                                             const unsigned* __restrict__ meta, const LoadB& load_b,
-                                             T* __restrict__ C,
-                                             const float* __restrict__ row_scales,
-                                             const float* __restrict__ token_scales, float* smem,
-                                             float alpha, float beta, int M, int N, int row_tiles,
-                                             int col_tiles, int chunks, int c_rs, int c_ns) {
+template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, int KS, typename LoadB>
+__device__ __forceinline__ void slide_k_body(
+    const unsigned* __restrict__ a, const unsigned* __restrict__ meta, const LoadB& load_b,
+    T* __restrict__ C, const float* __restrict__ row_scales, const float* __restrict__ token_scales,
+    float* smem, float alpha, float beta, int M, int N, int row_tiles, int col_tiles, int chunks,
+    int c_rs, int c_ns, float* ws, unsigned* counters, int col_blocks) {
   using K_ = detail::SlideKind<KIND>;
   using Acc = typename K_::Acc;
   constexpr int ML = K_::kMetaLanes;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int rt0 = blockIdx.x * MT, ct0 = blockIdx.y * NT;
+  // grid.y = column blocks x K parts; part z takes chunks c0 .. c1 − 1.
+  const int cb = KS > 1 ? static_cast<int>(blockIdx.y) % col_blocks : blockIdx.y;
+  const int part = (chunks + KS - 1) / KS, c0 = (KS > 1 ? blockIdx.y / col_blocks : 0) * part;
+  const int c1 = min(chunks, c0 + part);
+  const int rt0 = blockIdx.x * MT, ct0 = cb * NT;
   Acc acc[MT * NT * 4];
 #pragma unroll
   for (int i = 0; i < MT * NT * 4; ++i) acc[i] = 0;
   const uint4* a4 = reinterpret_cast<const uint4*>(a);
   const int meta_lane = g * ML + (t % ML);
-  for (int kc0 = warp * U; kc0 < chunks; kc0 += WARPS * U) {
+  for (int kc0 = c0 + warp * U; kc0 < c1; kc0 += WARPS * U) {
     uint4 av[U][MT], bv[U][NT];
     unsigned ev[U][MT];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int kc = kc0 + u;
-      const bool in = kc < chunks;
+      const bool in = kc < c1;
 #pragma unroll
       for (int i = 0; i < MT; ++i) {
         const int rt = rt0 + i;
@@ -431,20 +500,28 @@ __device__ __forceinline__ void slide_k_body(const unsigned* __restrict__ a,
           acc[i] += v;
       }
   }
-  slide_store<T, MT, NT, QUANT>(acc, C, row_scales, token_scales, alpha, beta, M, N, rt0, ct0, g, t,
-                                c_rs, c_ns);
+  if constexpr (KS > 1) {
+    slide_store_add<MT, NT, QUANT>(acc, ws, row_scales, token_scales, alpha, M, N, rt0, ct0, g, t,
+                                   c_rs, c_ns);
+    slide_split_finish<T, 32, KS>(C, ws, counters + blockIdx.x * col_blocks + cb, rt0 * 16, MT * 16,
+                                  ct0 * 8, NT * 8, M, N, c_rs, c_ns, beta, lane);
+  } else {
+    slide_store<T, MT, NT, QUANT>(acc, C, row_scales, token_scales, alpha, beta, M, N, rt0, ct0, g,
+                                  t, c_rs, c_ns);
+  }
 }
 }  // namespace detail
 
 // The main kernel (split=k) reading the lifted B fragments the b_transform kernel wrote (bw).
-template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT>
+template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, int KS>
 __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
                                            const unsigned* __restrict__ meta,
                                            const unsigned* __restrict__ bw, T* __restrict__ C,
                                            const float* __restrict__ row_scales,
                                            const float* __restrict__ token_scales, float* smem,
                                            float alpha, float beta, int M, int N, int row_tiles,
-                                           int col_tiles, int chunks, int c_rs, int c_ns) {
+                                           int col_tiles, int chunks, int c_rs, int c_ns, float* ws,
+                                           unsigned* counters, int col_blocks) {
   // The lift wrote bw and token_scales; this kernel may have started before it ended.
   bw = after_grid_dependency(bw);
   if (QUANT) token_scales = after_grid_dependency(token_scales);
@@ -452,9 +529,9 @@ __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
   auto load_b = [&](int kc, int ct, int lane) {
     return __ldg(b4 + (kc * col_tiles + ct) * 32 + lane);
   };
-  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, QUANT>(a, meta, load_b, C, row_scales,
-                                                         token_scales, smem, alpha, beta, M, N,
-                                                         row_tiles, col_tiles, chunks, c_rs, c_ns);
+  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, QUANT, KS>(
+      a, meta, load_b, C, row_scales, token_scales, smem, alpha, beta, M, N, row_tiles, col_tiles,
+      chunks, c_rs, c_ns, ws, counters, col_blocks);
 }
 
 // lift=fused (fp16 / bf16, split=k): one kernel, no b_transform. Each lane builds its B fragment
@@ -464,13 +541,14 @@ __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
 // consecutive columns of one window (offsets 0, 1 or 2, 3; the column is even). So where B is
 // column-major with an even leading dimension and a 4-byte aligned base, a register is one 32-bit
 // load; otherwise (and for a pair cut by K) one 16-bit load per element.
-template <typename T, int KIND, int P, int MT, int NT, int U, int WARPS>
+template <typename T, int KIND, int P, int MT, int NT, int U, int WARPS, int KS>
 __device__ __forceinline__ void slide_spmm_fused(const unsigned* __restrict__ a,
                                                  const unsigned* __restrict__ meta,
                                                  const T* __restrict__ B, T* __restrict__ C,
                                                  float* smem, float alpha, float beta, int M, int N,
                                                  int K, int b_ks, int b_ns, int row_tiles,
-                                                 int col_tiles, int chunks, int c_rs, int c_ns) {
+                                                 int col_tiles, int chunks, int c_rs, int c_ns,
+                                                 float* ws, unsigned* counters, int col_blocks) {
   const unsigned short* b16 = reinterpret_cast<const unsigned short*>(B);
   const bool pairs = b_ks == 1 && (b_ns & 1) == 0 && (reinterpret_cast<size_t>(B) & 3) == 0;
   // The column of B that lifted row lc of the window map lands on.
@@ -507,29 +585,35 @@ __device__ __forceinline__ void slide_spmm_fused(const unsigned* __restrict__ a,
     }
     return make_uint4(r32[0], r32[1], r32[2], r32[3]);
   };
-  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, 0>(
+  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, 0, KS>(
       a, meta, load_b, C, static_cast<const float*>(nullptr), static_cast<const float*>(nullptr),
-      smem, alpha, beta, M, N, row_tiles, col_tiles, chunks, c_rs, c_ns);
+      smem, alpha, beta, M, N, row_tiles, col_tiles, chunks, c_rs, c_ns, ws, counters, col_blocks);
 }
 
 // split=rows: warps own rows. Block x computes row tiles x·WARPS·MT … (warp w: MT tiles from
-// (x·WARPS + w)·MT) and column tiles y·NT …; every warp walks all chunks, U per step. The block
+// (x·WARPS + w)·MT) and column tiles cb·NT … (cb, K part and finish as in slide_k_body, the
+// finish block-wide); every warp walks the part's chunks, U per step. The block
 // stages each step's B fragments (U chunks x NT column tiles, 512 bytes each) in shared memory
 // with cp.async, two steps in flight (smem: 2·U·NT·512 bytes), so the lifted B is read once per
 // block instead of once per 16 rows; A and its metadata stream from global memory per warp.
-template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT>
+template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, int KS>
 __device__ __forceinline__ void slide_spmm_rows(
     const unsigned* __restrict__ a, const unsigned* __restrict__ meta,
     const unsigned* __restrict__ bw, T* __restrict__ C, const float* __restrict__ row_scales,
     const float* __restrict__ token_scales, float* smem, float alpha, float beta, int M, int N,
-    int row_tiles, int col_tiles, int chunks, int c_rs, int c_ns) {
+    int row_tiles, int col_tiles, int chunks, int c_rs, int c_ns, float* ws, unsigned* counters,
+    int col_blocks) {
   using K_ = detail::SlideKind<KIND>;
   using Acc = typename K_::Acc;
   constexpr int ML = K_::kMetaLanes;
   constexpr int kStep = U * NT * 32;  // 16-byte pieces of B per step
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
-  const int rt0 = (blockIdx.x * WARPS + warp) * MT, ct0 = blockIdx.y * NT;
+  // grid.y = column blocks x K parts; part z takes chunks c0 .. c1 − 1.
+  const int cb = KS > 1 ? static_cast<int>(blockIdx.y) % col_blocks : blockIdx.y;
+  const int part = (chunks + KS - 1) / KS, c0 = (KS > 1 ? blockIdx.y / col_blocks : 0) * part;
+  const int c1 = min(chunks, c0 + part);
+  const int rt0 = (blockIdx.x * WARPS + warp) * MT, ct0 = cb * NT;
   Acc acc[MT * NT * 4];
 #pragma unroll
   for (int i = 0; i < MT * NT * 4; ++i) acc[i] = 0;
@@ -540,15 +624,15 @@ __device__ __forceinline__ void slide_spmm_rows(
   const uint4* b4 = reinterpret_cast<const uint4*>(bw);
   const unsigned s0 = smem_addr(reinterpret_cast<const unsigned*>(smem));
   const int meta_lane = g * ML + (t % ML);
-  const int steps = (chunks + U - 1) / U;
+  const int steps = c1 > c0 ? (c1 - c0 + U - 1) / U : 0;
   // Step i's B pieces into buffer i % 2; pieces past K' or N are zero-filled (never read from B).
   auto issue = [&](int i) {
     const unsigned dst = s0 + static_cast<unsigned>((i & 1) * kStep * 16);
     for (int p = tid; p < kStep; p += WARPS * 32) {
       const int u = p / (NT * 32), rest = p - u * (NT * 32), j = rest >> 5, l = rest & 31;
-      const int kc = i * U + u, ct = ct0 + j;
+      const int kc = c0 + i * U + u, ct = ct0 + j;
       detail::cp_async16(dst + p * 16, b4 + (kc * col_tiles + ct) * 32 + l,
-                         kc >= chunks || ct >= col_tiles);
+                         kc >= c1 || ct >= col_tiles);
     }
   };
   if (steps > 0) issue(0);
@@ -562,8 +646,8 @@ __device__ __forceinline__ void slide_spmm_rows(
     for (int u = 0; u < U; ++u)
 #pragma unroll
       for (int m = 0; m < MT; ++m) {
-        const int kc = i * U + u, rt = rt0 + m;
-        const bool ok = kc < chunks && rt < row_tiles;
+        const int kc = c0 + i * U + u, rt = rt0 + m;
+        const bool ok = kc < c1 && rt < row_tiles;
         const int tc = rt * chunks + kc;
         av[u][m] = ok ? __ldcs(a4 + tc * 32 + lane) : make_uint4(0u, 0u, 0u, 0u);
         ev[u][m] = ok ? __ldcs(meta + tc * (8 * ML) + meta_lane) : 0x44444444u;
@@ -582,8 +666,16 @@ __device__ __forceinline__ void slide_spmm_rows(
       }
     __syncthreads();
   }
-  detail::slide_store<T, MT, NT, QUANT>(acc, C, row_scales, token_scales, alpha, beta, M, N, rt0,
-                                        ct0, g, t, c_rs, c_ns);
+  if constexpr (KS > 1) {
+    detail::slide_store_add<MT, NT, QUANT>(acc, ws, row_scales, token_scales, alpha, M, N, rt0, ct0,
+                                           g, t, c_rs, c_ns);
+    detail::slide_split_finish<T, WARPS * 32, KS>(C, ws, counters + blockIdx.x * col_blocks + cb,
+                                                  blockIdx.x * WARPS * MT * 16, WARPS * MT * 16,
+                                                  ct0 * 8, NT * 8, M, N, c_rs, c_ns, beta, tid);
+  } else {
+    detail::slide_store<T, MT, NT, QUANT>(acc, C, row_scales, token_scales, alpha, beta, M, N, rt0,
+                                          ct0, g, t, c_rs, c_ns);
+  }
 }
 
 // The scale step after a library 2:4 GEMM of 8-bit types: C (M x N, column-major) =

@@ -30,7 +30,7 @@ TEST(SlideCodegen, SourceShapeAndSignature) {
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("all of K staged at once"), std::string::npos);
-  EXPECT_NE(k.source.find("sg::slide_spmm<T, 2, 1, 2, 2, 4, 1>(values, meta, bw, C, row_scales, "
+  EXPECT_NE(k.source.find("sg::slide_spmm<T, 2, 1, 2, 2, 4, 1, 1>(values, meta, bw, C, row_scales, "
                           "token_scales, sg_smem"),
             std::string::npos)
       << k.source;
@@ -39,7 +39,7 @@ TEST(SlideCodegen, SourceShapeAndSignature) {
   SlideSchedule r = s;
   r.split = SlideSplit::Rows;
   const GeneratedKernel kr = emit_slide(p, Schedule(r), pack_slide_tc(a, 4, DType::I8));
-  EXPECT_NE(kr.source.find("sg::slide_spmm_rows<T, 2, 1, 2, 2, 4, 1>(values, meta, bw, C"),
+  EXPECT_NE(kr.source.find("sg::slide_spmm_rows<T, 2, 1, 2, 2, 4, 1, 1>(values, meta, bw, C"),
             std::string::npos)
       << kr.source;
   EXPECT_EQ(kr.signature.launch.dynamic_shared_bytes, 2 * 2 * 2 * 512);
@@ -49,7 +49,7 @@ TEST(SlideCodegen, SourceShapeAndSignature) {
   fu.lift = SlideLift::Fused;
   const Problem p16 = Problem::spmm(64, 100, 16, DType::F16, Layout::ColMajor, Layout::RowMajor);
   const GeneratedKernel kf = emit_slide(p16, Schedule(fu), pack_slide_tc(a, 4, DType::F16));
-  EXPECT_NE(kf.source.find("sg::slide_spmm_fused<T, 0, 4, 1, 1, 2, 4>(values, meta, B, C, sg_smem"),
+  EXPECT_NE(kf.source.find("sg::slide_spmm_fused<T, 0, 4, 1, 1, 2, 4, 1>(values, meta, B, C, sg_smem"),
             std::string::npos)
       << kf.source;
   EXPECT_FALSE(kf.signature.b_transform.present());
@@ -71,6 +71,40 @@ TEST(SlideCodegen, SourceShapeAndSignature) {
   EXPECT_EQ(sig.b_transform.launch.grid_x, 16);  // one block per token of the 2 column tiles
   EXPECT_EQ(sig.b_transform.launch.grid_y, 1);
   EXPECT_EQ(sig.b_transform.launch.dynamic_shared_bytes, 160 * 2);
+}
+
+// ksplit > 1: grid.y = column blocks x K parts, an fp32 workspace of M·N sums and one counter per
+// output tile, left zero by the kernel; no workspace with one part.
+TEST(SlideCodegen, KParts) {
+  const CsrMatrix a = weight_6_8(64, 1000);
+  const Problem p = Problem::quantized_spmm(64, 1000, 16, DType::I8, DType::F16, Layout::ColMajor,
+                                            Layout::RowMajor);
+  SlideSchedule s;
+  s.warps = 4;
+  s.ksplit = 3;
+  const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::I8));
+  EXPECT_NE(k.source.find("sg::slide_spmm<T, 2, 1, 1, 2, 4, 1, 3>(values, meta, bw, C"),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("ws, reinterpret_cast<unsigned*>(ws + 1024), 2);"), std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("float* __restrict__ ws) {"), std::string::npos);
+  EXPECT_NE(k.source.find("2 column block(s) x 3 K parts of"), std::string::npos);
+  const KernelSignature& sig = k.signature;
+  EXPECT_EQ(sig.launch.grid_x, 4);
+  EXPECT_EQ(sig.launch.grid_y, 2 * 3);
+  EXPECT_EQ(sig.params.back().kind, ParamKind::Workspace);
+  EXPECT_EQ(sig.workspace_bytes, 4 * 1024 + 32);  // 64 x 16 sums, 4 x 2 counters (16-byte units)
+  EXPECT_TRUE(sig.workspace_zeroed);
+  EXPECT_EQ(slide_spec(s).find(";ksplit=3"), slide_spec(s).size() - 9);
+  EXPECT_EQ(parse_schedule(slide_spec(s)), Schedule(s));
+  s.ksplit = 1;
+  const GeneratedKernel k1 = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::I8));
+  EXPECT_EQ(k1.signature.workspace_bytes, 0);
+  EXPECT_EQ(slide_spec(s).find("ksplit"), std::string::npos);  // one part: the SPEC as before
+  // More parts than chunks is refused with a reason.
+  s.ksplit = 64;
+  EXPECT_FALSE(validate(p, Schedule(s)).empty());
 }
 
 // The lift's staging plan: row-major B stages 8 tokens per block (a column's tokens are

@@ -10,6 +10,7 @@
 #include <limits>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "compiler/family.h"
 #include "compiler/gpu_check.h"
@@ -121,6 +122,41 @@ TEST_F(GpuSlide, EverySplitAndLift) {
         EXPECT_EQ(kinds.size(), dtype_bytes(dt) == 2 ? 3u : 2u) << to_string(p);
       }
   std::printf("slide splits and lifts: %d kernels checked\n", checked_);
+}
+
+// K parts (ksplit 2, 3, 5: the last part short or empty) for every split and lift, every value
+// type, N = 1, 8 and 64, K odd and even, B and C in both layouts; gpu_check runs each kernel twice
+// (two betas), so the second run also checks that the first left the workspace at zero.
+TEST_F(GpuSlide, KParts) {
+  uint64_t seed = 700;
+  const std::tuple<SlideSplit, SlideLift, int> kinds[3] = {
+      {SlideSplit::K, SlideLift::Kernel, 2},
+      {SlideSplit::Rows, SlideLift::Kernel, 5},
+      {SlideSplit::K, SlideLift::Fused, 3},
+  };
+  for (const int64_t cols : {int64_t{8 * 61 + 3}, int64_t{8 * 61 + 2}})
+    for (DType dt : {DType::F16, DType::BF16, DType::I8, DType::F8E4M3})
+      for (int64_t n : {1, 8, 64}) {
+        const CsrMatrix a = slide_weight(150, cols, 4, 41);
+        const Problem p = problem_of(dt, a.rows, a.cols, n, int(seed));
+        for (const auto& [split, lift, ks] : kinds) {
+          SlideSchedule s;
+          s.pattern = 4;
+          s.split = split;
+          s.lift = lift;
+          s.warps = 4;
+          s.n_tiles = n >= 16 ? 2 : 1;
+          s.ksplit = ks;
+          if (!validate_slide(p, s).empty()) continue;  // lift=fused: 16-bit types only
+          SCOPED_TRACE(to_string(p) + " " + to_string(Schedule(s)));
+          const CompiledKernel k(ctx_, build_kernel(a, p, Schedule(s), target_));
+          const GpuCheckPair r = gpu_check(k, a, ++seed);
+          EXPECT_TRUE(r.passed()) << r.error();
+          ++checked_;
+        }
+      }
+  EXPECT_EQ(checked_, 2 * 3 * (2 * 3 + 2 * 2));
+  std::printf("slide K parts: %d kernels checked\n", checked_);
 }
 
 // The lift's staging paths: K % 8 == 0 with column-major B (16-byte copies of each token's
