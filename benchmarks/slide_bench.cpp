@@ -144,7 +144,8 @@ int main(int argc, char** argv) {
   app.add_option("--patterns", patterns, "(2N-2):2N patterns");
   app.add_option("--lift-n", lift_ns, "token counts at which the lift kernel is timed alone");
   app.add_option("--top", top,
-                 "slide schedules timed per case and warp split (the tuner's ranking)");
+                 "slide schedules timed per case, warp split, lift placement and K split (one "
+                 "part or several; the tuner's ranking)");
   app.add_option("--reps", reps, "timed runs per candidate");
   app.add_option("--out", out_path, "JSON path (default $BENCH_DIR/slide.json)");
   std::vector<std::string> backends = {"mma", "lt"};
@@ -272,19 +273,22 @@ int main(int argc, char** argv) {
             double best = 0;
             std::string best_spec;
             json tried = json::array();
-            // The first `top` of the ranking for each warp split and lift placement.
+            // The first `top` of the ranking for each warp split, lift placement and K split
+            // (one part, or several).
             std::vector<size_t> picks;
             for (SlideSplit split : {SlideSplit::K, SlideSplit::Rows})
-              for (SlideLift lift : {SlideLift::Kernel, SlideLift::Fused}) {
-                int taken = 0;
-                for (size_t i : ranked.order) {
-                  const auto& b = ranked.all[i].as<SlideSchedule>();
-                  if (taken < top && b.split == split && b.lift == lift) {
-                    picks.push_back(i);
-                    ++taken;
+              for (SlideLift lift : {SlideLift::Kernel, SlideLift::Fused})
+                for (bool parts : {false, true}) {
+                  int taken = 0;
+                  for (size_t i : ranked.order) {
+                    const auto& b = ranked.all[i].as<SlideSchedule>();
+                    if (taken < top && b.split == split && b.lift == lift &&
+                        (b.ksplit > 1) == parts) {
+                      picks.push_back(i);
+                      ++taken;
+                    }
                   }
                 }
-              }
             if (!use_mma) picks.clear();
             for (size_t i : picks) {
               const Schedule& s = ranked.all[i];
