@@ -91,9 +91,11 @@ __device__ __forceinline__ unsigned slide_operand_bits(float x, float inv) {
 
 // Warp epilogue: C[r, n] = alpha · acc · (QUANT ? row_scales[r] · token_scales[n] : 1)
 // + beta · C[r, n] for the warp's MT x NT tiles from row tile rt0 and column tile ct0 (beta == 0:
-// C not read).
-template <typename T, int MT, int NT, int QUANT, typename Acc>
-__device__ __forceinline__ void slide_store(const Acc* acc, T* __restrict__ C,
+// C not read). ADD = 1 (K parts): the scaled sums alpha · acc · scales are added into the fp32
+// workspace ws instead, which has C's layout (element (r, n) at r·c_rs + n·c_ns); the parts meet
+// there and slide_split_finish rounds them into C.
+template <typename T, int MT, int NT, int QUANT, int ADD, typename Acc>
+__device__ __forceinline__ void slide_store(const Acc* acc, T* __restrict__ C, float* ws,
                                             const float* __restrict__ row_scales,
                                             const float* __restrict__ token_scales, float alpha,
                                             float beta, int M, int N, int rt0, int ct0, int g,
@@ -109,40 +111,20 @@ __device__ __forceinline__ void slide_store(const Acc* acc, T* __restrict__ C,
         if (r >= M || n >= N) continue;
         float v = static_cast<float>(acc[(i * NT + j) * 4 + q]);
         if constexpr (QUANT) v *= row_scales[r] * token_scales[n];
-        T* p = C + r * c_rs + n * c_ns;
-        float out = alpha * v;
-        if (beta != 0.0f) out += beta * Cvt<T>::to_f32(*p);
-        *p = Cvt<T>::from_f32(out);
-      }
-}
-
-// K parts (KS > 1): the warp's scaled sums added into the fp32 workspace ws, which has C's layout
-// (element (r, n) at r·c_rs + n·c_ns): ws[r, n] += alpha · acc · (QUANT ? row_scales[r] ·
-// token_scales[n] : 1). The parts meet there; slide_split_finish rounds them into C.
-template <int MT, int NT, int QUANT, typename Acc>
-__device__ __forceinline__ void slide_store_add(const Acc* acc, float* ws,
-                                                const float* __restrict__ row_scales,
-                                                const float* __restrict__ token_scales, float alpha,
-                                                int M, int N, int rt0, int ct0, int g, int t,
-                                                int c_rs, int c_ns) {
-#pragma unroll
-  for (int i = 0; i < MT; ++i)
-#pragma unroll
-    for (int j = 0; j < NT; ++j)
-#pragma unroll
-      for (int q = 0; q < 4; ++q) {
-        const int r = (rt0 + i) * 16 + g + 8 * (q >> 1);
-        const int n = (ct0 + j) * 8 + 2 * t + (q & 1);
-        if (r >= M || n >= N) continue;
-        float v = static_cast<float>(acc[(i * NT + j) * 4 + q]);
-        if constexpr (QUANT) v *= row_scales[r] * token_scales[n];
-        atomicAdd(ws + r * c_rs + n * c_ns, alpha * v);
+        const int e = r * c_rs + n * c_ns;
+        if constexpr (ADD) {
+          atomicAdd(ws + e, alpha * v);
+        } else {
+          float out = alpha * v;
+          if (beta != 0.0f) out += beta * Cvt<T>::to_f32(C[e]);
+          C[e] = Cvt<T>::from_f32(out);
+        }
       }
 }
 
 // K parts, once the THREADS threads of the caller (tid among them: one warp, or the block) have
-// added their sums (slide_store_add): the caller that completes its output tile (rows r0 ..
-// r0 + rows − 1, columns n0 .. n0 + cols − 1) last, counted in *counter, rounds the tile into C
+// added their sums (slide_store<..., ADD = 1>): the caller that completes its output tile (rows r0
+// .. r0 + rows − 1, columns n0 .. n0 + cols − 1) last, counted in *counter, rounds the tile into C
 // (C = ws + beta·C; C not read when beta == 0) and leaves the tile of ws and the counter at zero,
 // so each run finds the workspace as the runtime zeroed it once.
 template <typename T, int THREADS, int KS>
@@ -500,15 +482,11 @@ __device__ __forceinline__ void slide_k_body(
           acc[i] += v;
       }
   }
-  if constexpr (KS > 1) {
-    slide_store_add<MT, NT, QUANT>(acc, ws, row_scales, token_scales, alpha, M, N, rt0, ct0, g, t,
-                                   c_rs, c_ns);
+  slide_store<T, MT, NT, QUANT, (KS > 1)>(acc, C, ws, row_scales, token_scales, alpha, beta, M, N,
+                                          rt0, ct0, g, t, c_rs, c_ns);
+  if constexpr (KS > 1)
     slide_split_finish<T, 32, KS>(C, ws, counters + blockIdx.x * col_blocks + cb, rt0 * 16, MT * 16,
                                   ct0 * 8, NT * 8, M, N, c_rs, c_ns, beta, lane);
-  } else {
-    slide_store<T, MT, NT, QUANT>(acc, C, row_scales, token_scales, alpha, beta, M, N, rt0, ct0, g,
-                                  t, c_rs, c_ns);
-  }
 }
 }  // namespace detail
 
@@ -666,16 +644,12 @@ __device__ __forceinline__ void slide_spmm_rows(
       }
     __syncthreads();
   }
-  if constexpr (KS > 1) {
-    detail::slide_store_add<MT, NT, QUANT>(acc, ws, row_scales, token_scales, alpha, M, N, rt0, ct0,
-                                           g, t, c_rs, c_ns);
+  detail::slide_store<T, MT, NT, QUANT, (KS > 1)>(acc, C, ws, row_scales, token_scales, alpha, beta,
+                                                  M, N, rt0, ct0, g, t, c_rs, c_ns);
+  if constexpr (KS > 1)
     detail::slide_split_finish<T, WARPS * 32, KS>(C, ws, counters + blockIdx.x * col_blocks + cb,
                                                   blockIdx.x * WARPS * MT * 16, WARPS * MT * 16,
                                                   ct0 * 8, NT * 8, M, N, c_rs, c_ns, beta, tid);
-  } else {
-    detail::slide_store<T, MT, NT, QUANT>(acc, C, row_scales, token_scales, alpha, beta, M, N, rt0,
-                                          ct0, g, t, c_rs, c_ns);
-  }
 }
 
 // The scale step after a library 2:4 GEMM of 8-bit types: C (M x N, column-major) =
