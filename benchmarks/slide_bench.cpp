@@ -30,6 +30,7 @@
 #include "codegen/slide.h"
 #include "compiler/pipeline.h"
 #include "compiler/tune.h"
+#include "ir/diagnostics.h"
 #include "ir/enumerate.h"
 #include "ir/family.h"
 #include "ir/gen/pruning.h"
@@ -155,7 +156,25 @@ int main(int argc, char** argv) {
   app.add_flag("--lift-only", lift_only, "time the lift kernel alone (no decode cases)");
   bool no_plot = false;
   app.add_flag("--no-plot", no_plot, "no SVG plot next to the JSON");
+  std::vector<std::string> schedule_specs;
+  app.add_option("--schedule", schedule_specs,
+                 "slide schedule SPECs timed too, in every case they fit (their pattern, the "
+                 "type, N); rank -1 in the JSON");
   CLI11_PARSE(app, argc, argv);
+  std::vector<Schedule> given;
+  for (const std::string& spec : schedule_specs) {
+    try {
+      given.push_back(parse_schedule(spec));
+      if (given.back().family_name() != SlideSchedule::kFamily)
+        throw UserError(fmt::format("'{}' is not a slide schedule", spec));
+    } catch (const UserError& e) {
+      // parse_schedule's message already names the flag.
+      const std::string m = e.what();
+      std::fprintf(stderr, "%s%s\n",
+                   m.rfind("--schedule", 0) == 0 ? "" : "--schedule: ", m.c_str());
+      return 2;
+    }
+  }
   if (lift_only) ns.clear();
   const bool use_mma = std::count(backends.begin(), backends.end(), "mma") > 0;
   const bool use_lt = std::count(backends.begin(), backends.end(), "lt") > 0;
@@ -289,14 +308,19 @@ int main(int argc, char** argv) {
                     }
                   }
                 }
-            if (!use_mma) picks.clear();
-            for (size_t i : picks) {
-              const Schedule& s = ranked.all[i];
+            // Then the --schedule SPECs that fit this case (rank -1).
+            std::vector<std::pair<Schedule, long long>> timed;
+            for (size_t i : picks) timed.emplace_back(ranked.all[i], static_cast<long long>(i));
+            for (const Schedule& s : given)
+              if (s.as<SlideSchedule>().pattern == pn && validate(p, s).empty())
+                timed.emplace_back(s, -1);
+            if (!use_mma) timed.clear();
+            for (const auto& [s, rank] : timed) {
               CompiledKernel kern(ctx, build_kernel(a, p, s, target));
               const double ms =
                   measure([&](CUstream st) { kern.run(db.ptr(), dc.ptr(), 1.0f, 0.0f, st); }, topt)
                       .median_ms;
-              tried.push_back({{"schedule", to_string(s)}, {"ms", ms}, {"rank", i}});
+              tried.push_back({{"schedule", to_string(s)}, {"ms", ms}, {"rank", rank}});
               if (best_spec.empty() || ms < best) best = ms, best_spec = to_string(s);
             }
             // The library back end: cuSPARSELt on the lifted weight, its algorithm searched
