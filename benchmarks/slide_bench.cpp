@@ -310,7 +310,11 @@ int main(int argc, char** argv) {
                 }
             // Then the --schedule SPECs that fit this case (rank -1).
             std::vector<std::pair<Schedule, long long>> timed;
-            for (size_t i : picks) timed.emplace_back(ranked.all[i], static_cast<long long>(i));
+            // "rank": the schedule's place in the cost model's order (0 = its first choice).
+            std::vector<long long> place(ranked.all.size(), -1);
+            for (size_t j = 0; j < ranked.order.size(); ++j)
+              place[ranked.order[j]] = static_cast<long long>(j);
+            for (size_t i : picks) timed.emplace_back(ranked.all[i], place[i]);
             for (const Schedule& s : given)
               if (s.as<SlideSchedule>().pattern == pn && validate(p, s).empty())
                 timed.emplace_back(s, -1);
