@@ -166,5 +166,38 @@ TEST(SlideFamily, WhyNotNamesTheRowAndEnumerateOffersThePattern) {
   EXPECT_FALSE(fam.why_not(Problem::spmm(64, 200, 16, DType::F32), a).empty());
 }
 
+// K parts are offered while the grid is short of two waves, never leave a warp of a part with
+// fewer than four load steps, and are not offered where one part already fills the device.
+TEST(SlideFamily, KPartsOnlyWhereTheGridIsShort) {
+  const IrFamily& fam = *find_ir_family("slide");
+  EnumerateOptions o;
+  o.include_specialised = true;
+  o.device.multiprocessors = 132;
+  // 256 rows, K = 4096: 16 row tiles, 192 chunks of 32 lifted columns.
+  const CsrMatrix a = slide_weight(256, 4096, 4, 5);
+  const Problem p = Problem::spmm(256, 4096, 8, DType::F16, Layout::ColMajor, Layout::ColMajor);
+  int with_parts = 0;
+  for (const Schedule& s : fam.enumerate(p, a, o)) {
+    const SlideSchedule& b = s.as<SlideSchedule>();
+    if (b.ksplit == 1) continue;
+    ++with_parts;
+    const int64_t part = slide_part_chunks(slide_chunks(p, b.pattern), b.ksplit);
+    EXPECT_GE(part, 4 * (b.split == SlideSplit::K ? b.warps : 1) * b.unroll) << to_string(s);
+    // The grid with half the parts was short of two waves of 4 blocks per multiprocessor.
+    EXPECT_LT(slide_grid_x(p, b) * slide_grid_y(p, b) / 2, 2 * 4 * 132) << to_string(s);
+  }
+  EXPECT_GT(with_parts, 0);
+  // 2048 rows at N = 512 (nt = 1: 64 column blocks): 8192 blocks of one part already, while the
+  // 48 chunks of K = 1024 would leave room for parts.
+  const CsrMatrix big = slide_weight(2048, 1024, 4, 6);
+  const Problem pb = Problem::spmm(2048, 1024, 512, DType::F16, Layout::ColMajor, Layout::ColMajor);
+  for (const Schedule& s : fam.enumerate(pb, big, o)) {
+    const SlideSchedule& b = s.as<SlideSchedule>();
+    if (b.split == SlideSplit::K && b.m_tiles == 1 && b.n_tiles == 1) {
+      EXPECT_EQ(b.ksplit, 1) << to_string(s);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace sparsegen
