@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> types = {"fp16", "int8"};
   std::vector<std::string> patterns = {"6:8"};
   std::vector<int64_t> lift_ns = {1024, 4096};
-  int top = 3, reps = 20;
+  int top = 2, reps = 20;  // 2 per group: six groups (split x lift x K split) per case
   std::string out_path;
   app.add_option("--shapes", shapes, "weight shapes MxK");
   app.add_option("--n", ns, "token counts");
