@@ -89,6 +89,19 @@ __device__ __forceinline__ unsigned slide_operand_bits(float x, float inv) {
   }
 }
 
+// This block's column block and K part: grid.y = column blocks x KS parts, blockIdx.y =
+// part · col_blocks + column block; the part takes chunks c0 .. c1 − 1 (of ceil(chunks / KS)).
+struct SlideBlockPart {
+  int cb, c0, c1;
+};
+template <int KS>
+__device__ __forceinline__ SlideBlockPart slide_block_part(int chunks, int col_blocks) {
+  if constexpr (KS == 1) return {static_cast<int>(blockIdx.y), 0, chunks};
+  const int part = (chunks + KS - 1) / KS;
+  const int c0 = static_cast<int>(blockIdx.y) / col_blocks * part;
+  return {static_cast<int>(blockIdx.y) % col_blocks, c0, min(chunks, c0 + part)};
+}
+
 // Warp epilogue: C[r, n] = alpha · acc · (QUANT ? row_scales[r] · token_scales[n] : 1)
 // + beta · C[r, n] for the warp's MT x NT tiles from row tile rt0 and column tile ct0 (beta == 0:
 // C not read). ADD = 1 (K parts): the scaled sums alpha · acc · scales are added into the fp32
@@ -420,10 +433,8 @@ __device__ __forceinline__ void slide_k_body(
   constexpr int ML = K_::kMetaLanes;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
-  // grid.y = column blocks x K parts; part z takes chunks c0 .. c1 − 1.
-  const int cb = KS > 1 ? static_cast<int>(blockIdx.y) % col_blocks : blockIdx.y;
-  const int part = (chunks + KS - 1) / KS, c0 = (KS > 1 ? blockIdx.y / col_blocks : 0) * part;
-  const int c1 = min(chunks, c0 + part);
+  const SlideBlockPart bp = slide_block_part<KS>(chunks, col_blocks);
+  const int cb = bp.cb, c0 = bp.c0, c1 = bp.c1;
   const int rt0 = blockIdx.x * MT, ct0 = cb * NT;
   Acc acc[MT * NT * 4];
 #pragma unroll
@@ -587,10 +598,8 @@ __device__ __forceinline__ void slide_spmm_rows(
   constexpr int kStep = U * NT * 32;  // 16-byte pieces of B per step
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
-  // grid.y = column blocks x K parts; part z takes chunks c0 .. c1 − 1.
-  const int cb = KS > 1 ? static_cast<int>(blockIdx.y) % col_blocks : blockIdx.y;
-  const int part = (chunks + KS - 1) / KS, c0 = (KS > 1 ? blockIdx.y / col_blocks : 0) * part;
-  const int c1 = min(chunks, c0 + part);
+  const detail::SlideBlockPart bp = detail::slide_block_part<KS>(chunks, col_blocks);
+  const int cb = bp.cb, c0 = bp.c0, c1 = bp.c1;
   const int rt0 = (blockIdx.x * WARPS + warp) * MT, ct0 = cb * NT;
   Acc acc[MT * NT * 4];
 #pragma unroll
