@@ -19,9 +19,11 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <stdexcept>
+#include <tuple>
 
 #include "benchmarks/baselines.h"
 #include "benchmarks/bench_plot.h"
@@ -293,28 +295,16 @@ int main(int argc, char** argv) {
             std::string best_spec;
             json tried = json::array();
             // The first `top` of the ranking for each warp split, lift placement and K split
-            // (one part, or several).
-            std::vector<size_t> picks;
-            for (SlideSplit split : {SlideSplit::K, SlideSplit::Rows})
-              for (SlideLift lift : {SlideLift::Kernel, SlideLift::Fused})
-                for (bool parts : {false, true}) {
-                  int taken = 0;
-                  for (size_t i : ranked.order) {
-                    const auto& b = ranked.all[i].as<SlideSchedule>();
-                    if (taken < top && b.split == split && b.lift == lift &&
-                        (b.ksplit > 1) == parts) {
-                      picks.push_back(i);
-                      ++taken;
-                    }
-                  }
-                }
-            // Then the --schedule SPECs that fit this case (rank -1).
+            // (one part, or several); "rank" is the schedule's place in the cost model's order
+            // (0 = its first choice). Then the --schedule SPECs that fit this case (rank -1).
             std::vector<std::pair<Schedule, long long>> timed;
-            // "rank": the schedule's place in the cost model's order (0 = its first choice).
-            std::vector<long long> place(ranked.all.size(), -1);
-            for (size_t j = 0; j < ranked.order.size(); ++j)
-              place[ranked.order[j]] = static_cast<long long>(j);
-            for (size_t i : picks) timed.emplace_back(ranked.all[i], place[i]);
+            std::map<std::tuple<SlideSplit, SlideLift, bool>, int> taken;
+            for (size_t j = 0; j < ranked.order.size(); ++j) {
+              const Schedule& s = ranked.all[ranked.order[j]];
+              const auto& b = s.as<SlideSchedule>();
+              if (taken[{b.split, b.lift, b.ksplit > 1}]++ < top)
+                timed.emplace_back(s, static_cast<long long>(j));
+            }
             for (const Schedule& s : given)
               if (s.as<SlideSchedule>().pattern == pn && validate(p, s).empty())
                 timed.emplace_back(s, -1);
