@@ -172,9 +172,9 @@ class SlideEmitter : public Emitter {
           "last of each output tile rounds it into C",
           slide_col_blocks(p_, s_), s_.ksplit, slide_part_chunks(f_.chunks, s_.ksplit)));
     const bool row_c = p_.c_layout == Layout::RowMajor;
-    const auto targ =
-        targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.m_tiles}, IntArg{s_.n_tiles},
-              IntArg{s_.unroll}, IntArg{s_.warps}, IntArg{quant_ ? 1 : 0}, IntArg{s_.ksplit});
+    const auto targ = targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.m_tiles},
+                            IntArg{s_.n_tiles}, IntArg{s_.unroll}, IntArg{s_.warps},
+                            IntArg{quant_ ? 1 : 0}, IntArg{s_.ksplit}, IntArg{s_.stages});
     // The K parts' workspace and its counters (one per output tile of a block), or none.
     const auto ws = ptr_f32(split_k_parts() ? "ws" : "static_cast<float*>(nullptr)");
     const auto counters =
@@ -193,17 +193,17 @@ class SlideEmitter : public Emitter {
                         i32(row_c ? "1" : std::to_string(p_.m)), ws, counters, col_blocks);
     if (fused_) {
       const bool row_b = p_.b_layout == Layout::RowMajor;
-      call_stmt(
-          tmpl::slide_spmm_fused,
-          targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.pattern}, IntArg{s_.m_tiles},
-                IntArg{s_.n_tiles}, IntArg{s_.unroll}, IntArg{s_.warps}, IntArg{s_.ksplit}),
-          cptr_u32("values"), cptr_u32("meta"), cptr_t("B"), ptr_t("C"), ptr_f32("sg_smem"),
-          f32("alpha"), f32("beta"), i32(std::to_string(p_.m)), i32(std::to_string(p_.n)),
-          i32(std::to_string(p_.k)), i32(row_b ? std::to_string(p_.n) : "1"),
-          i32(row_b ? "1" : std::to_string(p_.k)), i32(std::to_string(f_.row_tiles)),
-          i32(std::to_string(slide_col_tiles(p_))), i32(std::to_string(f_.chunks)),
-          i32(row_c ? std::to_string(p_.n) : "1"), i32(row_c ? "1" : std::to_string(p_.m)), ws,
-          counters, col_blocks);
+      call_stmt(tmpl::slide_spmm_fused,
+                targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.pattern},
+                      IntArg{s_.m_tiles}, IntArg{s_.n_tiles}, IntArg{s_.unroll}, IntArg{s_.warps},
+                      IntArg{s_.ksplit}, IntArg{s_.stages}),
+                cptr_u32("values"), cptr_u32("meta"), cptr_t("B"), ptr_t("C"), ptr_f32("sg_smem"),
+                f32("alpha"), f32("beta"), i32(std::to_string(p_.m)), i32(std::to_string(p_.n)),
+                i32(std::to_string(p_.k)), i32(row_b ? std::to_string(p_.n) : "1"),
+                i32(row_b ? "1" : std::to_string(p_.k)), i32(std::to_string(f_.row_tiles)),
+                i32(std::to_string(slide_col_tiles(p_))), i32(std::to_string(f_.chunks)),
+                i32(row_c ? std::to_string(p_.n) : "1"), i32(row_c ? "1" : std::to_string(p_.m)),
+                ws, counters, col_blocks);
       return;
     }
     std::apply(

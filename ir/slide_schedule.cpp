@@ -64,6 +64,7 @@ std::vector<std::string> validate(const SlideSchedule& s) {
   one_of("unroll", s.unroll, {1, 2, 4});
   if (s.ksplit < 1 || s.ksplit > 64)
     why.push_back(fmt::format("ksplit={} must be in 1..64", s.ksplit));
+  one_of("stages", s.stages, {1, 2});
   if (s.lift == SlideLift::Fused && s.split != SlideSplit::K)
     why.push_back("lift=fused needs split=k (split=rows stages lifted B fragments)");
   return why;
@@ -95,10 +96,11 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
 }
 
 std::string slide_spec(const SlideSchedule& s) {
-  return fmt::format("slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}",
+  return fmt::format("slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}",
                      2 * s.pattern - 2, 2 * s.pattern, to_string(s.split), to_string(s.lift),
                      s.warps, s.m_tiles, s.n_tiles, s.unroll,
-                     s.ksplit > 1 ? fmt::format(";ksplit={}", s.ksplit) : "");
+                     s.ksplit > 1 ? fmt::format(";ksplit={}", s.ksplit) : "",
+                     s.stages > 1 ? fmt::format(";stages={}", s.stages) : "");
 }
 
 std::string print_slide(const SlideSchedule& s) {
@@ -126,6 +128,11 @@ std::string print_slide(const SlideSchedule& s) {
     out += fmt::format(
         "  parts : ksplit={} K parts add into an fp32 workspace; the last rounds it into C\n",
         s.ksplit);
+  if (s.stages > 1)
+    out += fmt::format(
+        "  loads : stages={} load steps in flight per warp (the next step's {} "
+        "loaded before this step's mma.sp)\n",
+        s.stages, s.split == SlideSplit::K ? "A, metadata and B" : "A and metadata");
   out += "  math  : mma.sp m16n8k32 (16-bit) / m16n8k64 (8-bit) per warp\n";
   return out;
 }
@@ -179,9 +186,12 @@ SlideSchedule parse_slide_fields(std::string_view spec,
       s.unroll = num(64);
     else if (key == "ksplit")
       s.ksplit = num(64);
+    else if (key == "stages")
+      s.stages = num(64);
     else
       spec_fields::error(
-          key, "one of pattern, split, lift, warps, mt, nt, unroll, ksplit (family slide)", key);
+          key, "one of pattern, split, lift, warps, mt, nt, unroll, ksplit, stages (family slide)",
+          key);
   });
   spec_fields::check_legal(spec, validate(s));
   return s;
@@ -233,8 +243,8 @@ int64_t slide_shared_bytes(const Problem&, const SlideSchedule& s) {
 int slide_registers(const Problem&, const SlideSchedule& s) {
   const int acc = s.m_tiles * s.n_tiles * 4;
   const int loads = s.split == SlideSplit::K ? s.unroll * (s.m_tiles * 5 + s.n_tiles * 4)
-                                             : s.unroll * s.m_tiles * 5 + 4;
-  return acc + loads + 32;
+                                             : s.unroll * s.m_tiles * 5;
+  return acc + s.stages * loads + (s.split == SlideSplit::K ? 0 : 4) + 32;
 }
 
 int64_t slide_b_work_bytes(const Problem& p, const SlideSchedule& s) {
@@ -293,27 +303,29 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
             if (lift == SlideLift::Fused && (split != SlideSplit::K || dtype_bytes(p.dtype) != 2))
               continue;
             for (int unroll : {1, 2, 4})
-              for (int ks = 1; ks <= 64; ks *= 2) {
-                SlideSchedule s;
-                s.pattern = pat.n;
-                s.split = split;
-                s.lift = lift;
-                s.warps = warps;
-                s.m_tiles = mt;
-                s.n_tiles = nt;
-                s.unroll = unroll;
-                s.ksplit = ks;
-                // More parts only while the grid is short of two waves and each warp keeps
-                // at least 4 load steps of its part (the workspace round trip costs M·N floats).
-                if (ks > 1 && (slide_grid_x(p, s) * slide_grid_y(p, s) / 2 >=
-                                   2 * 4 * int64_t{std::max(dev.multiprocessors, 1)} ||
-                               slide_part_chunks(chunks, ks) <
-                                   4 * (split == SlideSplit::K ? warps : 1) * unroll))
-                  break;
-                if (slide_registers(p, s) > 160 || slide_shared_bytes(p, s) > 48 * 1024) continue;
-                if (!validate_slide(p, s).empty() || !verify_slide(p, s, dev).empty()) continue;
-                out.emplace_back(s);
-              }
+              for (int stages : {1, 2})
+                for (int ks = 1; ks <= 64; ks *= 2) {
+                  SlideSchedule s;
+                  s.pattern = pat.n;
+                  s.split = split;
+                  s.lift = lift;
+                  s.warps = warps;
+                  s.m_tiles = mt;
+                  s.n_tiles = nt;
+                  s.unroll = unroll;
+                  s.ksplit = ks;
+                  s.stages = stages;
+                  // More parts only while the grid is short of two waves and each warp keeps
+                  // at least 4 load steps of its part (the workspace round trip costs M·N floats).
+                  if (ks > 1 && (slide_grid_x(p, s) * slide_grid_y(p, s) / 2 >=
+                                     2 * 4 * int64_t{std::max(dev.multiprocessors, 1)} ||
+                                 slide_part_chunks(chunks, ks) <
+                                     4 * (split == SlideSplit::K ? warps : 1) * unroll))
+                    break;
+                  if (slide_registers(p, s) > 160 || slide_shared_bytes(p, s) > 48 * 1024) continue;
+                  if (!validate_slide(p, s).empty() || !verify_slide(p, s, dev).empty()) continue;
+                  out.emplace_back(s);
+                }
           }
   return out;
 }

@@ -11,6 +11,8 @@
 //     nt       8-column tiles of N per block             unroll  chunks per load step (1, 2, 4)
 //     ksplit   K parts (1..64; printed when > 1): blocks take the chunks of one part; the parts add
 //              into an fp32 workspace and the last block of each output tile rounds it into C
+//     stages   load steps in flight per warp (1 or 2; printed when 2): with 2 a warp loads the
+//              next step's A and metadata (and, split=k, B) before this step's mma.sp
 //
 // Two kernels per run (one with lift=fused):
 //   b_transform  lifts B into the sliding windows (Ψ) and, for int8 / fp8, quantizes it per token
@@ -65,6 +67,7 @@ struct SlideSchedule {
   int n_tiles = 1;                     // 8-column tiles of N per block: 1, 2, 4, 8
   int unroll = 2;                      // chunks in flight per warp: 1, 2, 4
   int ksplit = 1;                      // K parts, each its own blocks (grid.y): 1..64
+  int stages = 1;                      // load steps in flight per warp: 1, 2
 
   int threads_per_block() const { return warps * kWarpSize; }
   bool operator==(const SlideSchedule&) const = default;
@@ -120,9 +123,9 @@ std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
 
 // Every legal schedule for the matrix's smallest pattern (none when it has none: why_not says
 // where it breaks): split k: warps {2, 4, 8} x mt {1, 2}; split rows: warps {4, 8} x mt {1, 2};
-// each x nt {1, 2, 4, 8 up to N's tiles} x unroll {1, 2, 4}, within 160 registers and 48 KiB of
-// shared memory; x ksplit from 1, doubling while the grid is short of two waves (of 4 blocks per
-// multiprocessor) and each part keeps at least 4 load steps per warp.
+// each x nt {1, 2, 4, 8 up to N's tiles} x unroll {1, 2, 4} x stages {1, 2}, within 160
+// registers and 48 KiB of shared memory; x ksplit from 1, doubling while the grid is short of two
+// waves (of 4 blocks per multiprocessor) and each part keeps at least 4 load steps per warp.
 std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev);
 

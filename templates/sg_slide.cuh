@@ -422,12 +422,14 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
 // (beta == 0: C not read), C element (r, n) at C[r·c_rs + n·c_ns]. With KS > 1 K parts, warp 0
 // adds its sums into the workspace ws instead and the last part rounds them into C.
 namespace detail {
-template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, int KS, typename LoadB>
+template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, int KS, int ST,
+          typename LoadB>
 __device__ __forceinline__ void slide_k_body(
     const unsigned* __restrict__ a, const unsigned* __restrict__ meta, const LoadB& load_b,
     T* __restrict__ C, const float* __restrict__ row_scales, const float* __restrict__ token_scales,
     float* smem, float alpha, float beta, int M, int N, int row_tiles, int col_tiles, int chunks,
     int c_rs, int c_ns, float* ws, unsigned* counters, int col_blocks) {
+  static_assert(ST == 1 || ST == 2, "load steps in flight: 1 or 2");
   using K_ = detail::SlideKind<KIND>;
   using Acc = typename K_::Acc;
   constexpr int ML = K_::kMetaLanes;
@@ -441,9 +443,12 @@ __device__ __forceinline__ void slide_k_body(
   for (int i = 0; i < MT * NT * 4; ++i) acc[i] = 0;
   const uint4* a4 = reinterpret_cast<const uint4*>(a);
   const int meta_lane = g * ML + (t % ML);
-  for (int kc0 = c0 + warp * U; kc0 < c1; kc0 += WARPS * U) {
+  // One load step: the U chunks from kc0 (zeros past the part's end or the last tile).
+  struct Step {
     uint4 av[U][MT], bv[U][NT];
     unsigned ev[U][MT];
+  };
+  auto load = [&](int kc0, Step& s) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int kc = kc0 + u;
@@ -453,22 +458,40 @@ __device__ __forceinline__ void slide_k_body(
         const int rt = rt0 + i;
         const bool ok = in && rt < row_tiles;
         const int tc = rt * chunks + kc;
-        av[u][i] = ok ? __ldcs(a4 + tc * 32 + lane) : make_uint4(0u, 0u, 0u, 0u);
-        ev[u][i] = ok ? __ldcs(meta + tc * (8 * ML) + meta_lane) : 0x44444444u;
+        s.av[u][i] = ok ? __ldcs(a4 + tc * 32 + lane) : make_uint4(0u, 0u, 0u, 0u);
+        s.ev[u][i] = ok ? __ldcs(meta + tc * (8 * ML) + meta_lane) : 0x44444444u;
       }
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
         const int ct = ct0 + j;
-        bv[u][j] = in && ct < col_tiles ? load_b(kc, ct, lane) : make_uint4(0u, 0u, 0u, 0u);
+        s.bv[u][j] = in && ct < col_tiles ? load_b(kc, ct, lane) : make_uint4(0u, 0u, 0u, 0u);
       }
     }
+  };
+  auto multiply = [&](const Step& s) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
       for (int i = 0; i < MT; ++i)
 #pragma unroll
         for (int j = 0; j < NT; ++j)
-          slide_mma<KIND>(acc + (i * NT + j) * 4, av[u][i], bv[u][j], ev[u][i]);
+          slide_mma<KIND>(acc + (i * NT + j) * 4, s.av[u][i], s.bv[u][j], s.ev[u][i]);
+  };
+  // ST = 2: the next step's loads are issued before this step's mma.sp, so each warp keeps two
+  // steps of A, metadata and B in flight (registers: twice the step).
+  Step cur;
+  int kc0 = c0 + warp * U;
+  if (kc0 < c1) load(kc0, cur);
+  for (; kc0 < c1; kc0 += WARPS * U) {
+    if constexpr (ST == 2) {
+      Step next;
+      load(kc0 + WARPS * U, next);  // zeros past the part's end
+      multiply(cur);
+      cur = next;
+    } else {
+      multiply(cur);
+      load(kc0 + WARPS * U, cur);
+    }
   }
   if constexpr (WARPS > 1) {
     constexpr int kWords = MT * NT * 4;
@@ -502,7 +525,7 @@ __device__ __forceinline__ void slide_k_body(
 }  // namespace detail
 
 // The main kernel (split=k) reading the lifted B fragments the b_transform kernel wrote (bw).
-template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, int KS>
+template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, int KS, int ST>
 __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
                                            const unsigned* __restrict__ meta,
                                            const unsigned* __restrict__ bw, T* __restrict__ C,
@@ -518,7 +541,7 @@ __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
   auto load_b = [&](int kc, int ct, int lane) {
     return __ldg(b4 + (kc * col_tiles + ct) * 32 + lane);
   };
-  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, QUANT, KS>(
+  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, QUANT, KS, ST>(
       a, meta, load_b, C, row_scales, token_scales, smem, alpha, beta, M, N, row_tiles, col_tiles,
       chunks, c_rs, c_ns, ws, counters, col_blocks);
 }
@@ -530,7 +553,7 @@ __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
 // consecutive columns of one window (offsets 0, 1 or 2, 3; the column is even). So where B is
 // column-major with an even leading dimension and a 4-byte aligned base, a register is one 32-bit
 // load; otherwise (and for a pair cut by K) one 16-bit load per element.
-template <typename T, int KIND, int P, int MT, int NT, int U, int WARPS, int KS>
+template <typename T, int KIND, int P, int MT, int NT, int U, int WARPS, int KS, int ST>
 __device__ __forceinline__ void slide_spmm_fused(const unsigned* __restrict__ a,
                                                  const unsigned* __restrict__ meta,
                                                  const T* __restrict__ B, T* __restrict__ C,
@@ -574,7 +597,7 @@ __device__ __forceinline__ void slide_spmm_fused(const unsigned* __restrict__ a,
     }
     return make_uint4(r32[0], r32[1], r32[2], r32[3]);
   };
-  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, 0, KS>(
+  detail::slide_k_body<T, KIND, MT, NT, U, WARPS, 0, KS, ST>(
       a, meta, load_b, C, static_cast<const float*>(nullptr), static_cast<const float*>(nullptr),
       smem, alpha, beta, M, N, row_tiles, col_tiles, chunks, c_rs, c_ns, ws, counters, col_blocks);
 }
@@ -584,14 +607,18 @@ __device__ __forceinline__ void slide_spmm_fused(const unsigned* __restrict__ a,
 // finish block-wide); every warp walks the part's chunks, U per step. The block
 // stages each step's B fragments (U chunks x NT column tiles, 512 bytes each) in shared memory
 // with cp.async, two steps in flight (smem: 2·U·NT·512 bytes), so the lifted B is read once per
-// block instead of once per 16 rows; A and its metadata stream from global memory per warp.
-template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, int KS>
+// block instead of once per 16 rows; A and its metadata stream from global memory per warp, ST
+// steps in flight (ST = 2: the next step's are loaded before this step's mma.sp).
+//   issue B(0)
+//   for step i: issue B(i + 1); [ST = 2: A(i + 1) -> registers]; wait B(i); mma.sp; sync
+template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, int KS, int ST>
 __device__ __forceinline__ void slide_spmm_rows(
     const unsigned* __restrict__ a, const unsigned* __restrict__ meta,
     const unsigned* __restrict__ bw, T* __restrict__ C, const float* __restrict__ row_scales,
     const float* __restrict__ token_scales, float* smem, float alpha, float beta, int M, int N,
     int row_tiles, int col_tiles, int chunks, int c_rs, int c_ns, float* ws, unsigned* counters,
     int col_blocks) {
+  static_assert(ST == 1 || ST == 2, "load steps in flight: 1 or 2");
   using K_ = detail::SlideKind<KIND>;
   using Acc = typename K_::Acc;
   constexpr int ML = K_::kMetaLanes;
@@ -622,13 +649,12 @@ __device__ __forceinline__ void slide_spmm_rows(
                          kc >= c1 || ct >= col_tiles);
     }
   };
-  if (steps > 0) issue(0);
-  cp_async_commit();
-  for (int i = 0; i < steps; ++i) {
-    if (i + 1 < steps) issue(i + 1);
-    cp_async_commit();
+  // Step i's A values and metadata of the warp's row tiles (zeros past the part or the rows).
+  struct StepA {
     uint4 av[U][MT];
     unsigned ev[U][MT];
+  };
+  auto load_a = [&](int i, StepA& s) {
 #pragma unroll
     for (int u = 0; u < U; ++u)
 #pragma unroll
@@ -636,9 +662,12 @@ __device__ __forceinline__ void slide_spmm_rows(
         const int kc = c0 + i * U + u, rt = rt0 + m;
         const bool ok = kc < c1 && rt < row_tiles;
         const int tc = rt * chunks + kc;
-        av[u][m] = ok ? __ldcs(a4 + tc * 32 + lane) : make_uint4(0u, 0u, 0u, 0u);
-        ev[u][m] = ok ? __ldcs(meta + tc * (8 * ML) + meta_lane) : 0x44444444u;
+        s.av[u][m] = ok ? __ldcs(a4 + tc * 32 + lane) : make_uint4(0u, 0u, 0u, 0u);
+        s.ev[u][m] = ok ? __ldcs(meta + tc * (8 * ML) + meta_lane) : 0x44444444u;
       }
+  };
+  // Step i's mma.sp, once the block's copies of its B have landed.
+  auto multiply = [&](int i, const StepA& s) {
     cp_async_wait<1>();
     __syncthreads();
     const uint4* sb = reinterpret_cast<const uint4*>(smem) + (i & 1) * kStep;
@@ -649,9 +678,26 @@ __device__ __forceinline__ void slide_spmm_rows(
         const uint4 b = sb[(u * NT + j) * 32 + lane];
 #pragma unroll
         for (int m = 0; m < MT; ++m)
-          detail::slide_mma<KIND>(acc + (m * NT + j) * 4, av[u][m], b, ev[u][m]);
+          detail::slide_mma<KIND>(acc + (m * NT + j) * 4, s.av[u][m], b, s.ev[u][m]);
       }
-    __syncthreads();
+    __syncthreads();  // buffer i % 2 is restaged by step i + 2
+  };
+  if (steps > 0) issue(0);
+  cp_async_commit();
+  StepA cur;
+  if constexpr (ST == 2) load_a(0, cur);
+  for (int i = 0; i < steps; ++i) {
+    if (i + 1 < steps) issue(i + 1);
+    cp_async_commit();
+    if constexpr (ST == 2) {
+      StepA next;
+      load_a(i + 1, next);  // zeros past the part's end
+      multiply(i, cur);
+      cur = next;
+    } else {
+      load_a(i, cur);
+      multiply(i, cur);
+    }
   }
   detail::slide_store<T, MT, NT, QUANT, (KS > 1)>(acc, C, ws, row_scales, token_scales, alpha, beta,
                                                   M, N, rt0, ct0, g, t, c_rs, c_ns);

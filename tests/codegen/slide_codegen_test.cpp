@@ -30,16 +30,17 @@ TEST(SlideCodegen, SourceShapeAndSignature) {
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("all of K staged at once"), std::string::npos);
-  EXPECT_NE(k.source.find("sg::slide_spmm<T, 2, 1, 2, 2, 4, 1, 1>(values, meta, bw, C, row_scales, "
-                          "token_scales, sg_smem"),
-            std::string::npos)
+  EXPECT_NE(
+      k.source.find("sg::slide_spmm<T, 2, 1, 2, 2, 4, 1, 1, 1>(values, meta, bw, C, row_scales, "
+                    "token_scales, sg_smem"),
+      std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("using T = __half;"), std::string::npos);
   // split=rows: the row-owning kernel, B staged in shared memory (two steps of nt x unroll x 512).
   SlideSchedule r = s;
   r.split = SlideSplit::Rows;
   const GeneratedKernel kr = emit_slide(p, Schedule(r), pack_slide_tc(a, 4, DType::I8));
-  EXPECT_NE(kr.source.find("sg::slide_spmm_rows<T, 2, 1, 2, 2, 4, 1, 1>(values, meta, bw, C"),
+  EXPECT_NE(kr.source.find("sg::slide_spmm_rows<T, 2, 1, 2, 2, 4, 1, 1, 1>(values, meta, bw, C"),
             std::string::npos)
       << kr.source;
   EXPECT_EQ(kr.signature.launch.dynamic_shared_bytes, 2 * 2 * 2 * 512);
@@ -49,8 +50,9 @@ TEST(SlideCodegen, SourceShapeAndSignature) {
   fu.lift = SlideLift::Fused;
   const Problem p16 = Problem::spmm(64, 100, 16, DType::F16, Layout::ColMajor, Layout::RowMajor);
   const GeneratedKernel kf = emit_slide(p16, Schedule(fu), pack_slide_tc(a, 4, DType::F16));
-  EXPECT_NE(kf.source.find("sg::slide_spmm_fused<T, 0, 4, 1, 1, 2, 4, 1>(values, meta, B, C, sg_smem"),
-            std::string::npos)
+  EXPECT_NE(
+      kf.source.find("sg::slide_spmm_fused<T, 0, 4, 1, 1, 2, 4, 1, 1>(values, meta, B, C, sg_smem"),
+      std::string::npos)
       << kf.source;
   EXPECT_FALSE(kf.signature.b_transform.present());
   EXPECT_EQ(kf.signature.b_work_bytes, 0);
@@ -83,7 +85,7 @@ TEST(SlideCodegen, KParts) {
   s.warps = 4;
   s.ksplit = 3;
   const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::I8));
-  EXPECT_NE(k.source.find("sg::slide_spmm<T, 2, 1, 1, 2, 4, 1, 3>(values, meta, bw, C"),
+  EXPECT_NE(k.source.find("sg::slide_spmm<T, 2, 1, 1, 2, 4, 1, 3, 1>(values, meta, bw, C"),
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("ws, reinterpret_cast<unsigned*>(ws + 1024), 2);"), std::string::npos)
@@ -105,6 +107,39 @@ TEST(SlideCodegen, KParts) {
   // More parts than chunks is refused with a reason.
   s.ksplit = 64;
   EXPECT_FALSE(validate(p, Schedule(s)).empty());
+}
+
+// stages=2 (two load steps in flight per warp): the last template argument of every main kernel,
+// a SPEC field printed only when 2, and a kernel that compiles for each split and lift.
+TEST(SlideCodegen, TwoLoadSteps) {
+  const CsrMatrix a = weight_6_8(64, 1000);
+  const Problem p = Problem::spmm(64, 1000, 16, DType::F16, Layout::ColMajor, Layout::ColMajor);
+  SlideSchedule s;
+  s.warps = 4;
+  s.stages = 2;
+  EXPECT_EQ(slide_spec(s).find(";stages=2"), slide_spec(s).size() - 9);
+  EXPECT_EQ(parse_schedule(slide_spec(s)), Schedule(s));
+  EXPECT_NE(print_slide(s).find("stages=2 load steps in flight"), std::string::npos);
+  const char* calls[3] = {"sg::slide_spmm<T, 0, 1, 1, 2, 4, 0, 1, 2>(",
+                          "sg::slide_spmm_rows<T, 0, 1, 1, 2, 4, 0, 1, 2>(",
+                          "sg::slide_spmm_fused<T, 0, 4, 1, 1, 2, 4, 1, 2>("};
+  int i = 0;
+  for (const auto& [split, lift] :
+       {std::pair{SlideSplit::K, SlideLift::Kernel}, std::pair{SlideSplit::Rows, SlideLift::Kernel},
+        std::pair{SlideSplit::K, SlideLift::Fused}}) {
+    s.split = split;
+    s.lift = lift;
+    const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::F16));
+    EXPECT_NE(k.source.find(calls[i++]), std::string::npos) << k.source;
+    nvrtc::CompileOptions o;
+    o.arch = "sm_90";
+    o.headers = k.headers;
+    EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
+  }
+  s.stages = 1;
+  EXPECT_EQ(slide_spec(s).find("stages"), std::string::npos);  // one step: the SPEC as before
+  s.stages = 3;
+  EXPECT_FALSE(validate(s).empty());
 }
 
 // The lift's staging plan: row-major B stages 8 tokens per block (a column's tokens are

@@ -159,6 +159,48 @@ TEST_F(GpuSlide, KParts) {
   std::printf("slide K parts: %d kernels checked\n", checked_);
 }
 
+// Two load steps in flight (stages=2: the next step's loads are issued before this step's
+// mma.sp) for every split and lift, every value type, N = 1, 8 and 64, K odd and even, one part
+// and three (a part's last step and the step past its end), unroll 1 and 2.
+TEST_F(GpuSlide, TwoLoadStepsInFlight) {
+  uint64_t seed = 900;
+  const std::pair<SlideSplit, SlideLift> kinds[3] = {
+      {SlideSplit::K, SlideLift::Kernel},
+      {SlideSplit::Rows, SlideLift::Kernel},
+      {SlideSplit::K, SlideLift::Fused},
+  };
+  int expected = 0;
+  for (const int64_t cols : {int64_t{8 * 45 + 3}, int64_t{8 * 45 + 2}})
+    for (DType dt : {DType::F16, DType::BF16, DType::I8, DType::F8E4M3})
+      for (int64_t n : {1, 8, 64}) {
+        const CsrMatrix a = slide_weight(100, cols, 4, 43);
+        const Problem p = problem_of(dt, a.rows, a.cols, n, int(seed));
+        for (const auto& [split, lift] : kinds)
+          for (const int ks : {1, 3}) {
+            SlideSchedule s;
+            s.pattern = 4;
+            s.split = split;
+            s.lift = lift;
+            s.warps = split == SlideSplit::K ? 2 : 4;
+            s.m_tiles = n == 64 ? 2 : 1;
+            s.n_tiles = n >= 16 ? 4 : 1;
+            s.unroll = ks == 1 ? 2 : 1;
+            s.ksplit = ks;
+            s.stages = 2;
+            if (!validate_slide(p, s).empty()) continue;  // lift=fused: 16-bit types only
+            ++expected;
+            SCOPED_TRACE(to_string(p) + " " + to_string(Schedule(s)));
+            const CompiledKernel k(ctx_, build_kernel(a, p, Schedule(s), target_));
+            const GpuCheckPair r = gpu_check(k, a, ++seed);
+            EXPECT_TRUE(r.passed()) << r.error();
+            ++checked_;
+          }
+      }
+  EXPECT_EQ(checked_, expected);
+  EXPECT_EQ(expected, 2 * 3 * 2 * (2 * 3 + 2 * 2));
+  std::printf("slide two load steps: %d kernels checked\n", checked_);
+}
+
 // The lift's staging paths: K % 8 == 0 with column-major B (16-byte copies of each token's
 // columns), row-major B (8 tokens per block), many tokens, and a K too long to stage at once
 // (segments; the 8-bit token maximum then read from B first).
