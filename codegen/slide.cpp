@@ -41,17 +41,24 @@ int kind_of(DType t) {
   }
 }
 
-// The lift's staging plan: tokens per block, chunks and columns per staged segment.
+// The lift's staging plan: tokens per block, chunks and columns per staged segment, and the
+// blocks that share a token's segments.
 struct LiftPlan {
   int tokens = 1;      // TOK: tokens per block (1 for column-major B, 8 for row-major)
   int seg_chunks = 0;  // chunks per staged segment (>= chunks: all of K at once)
   int seg_cols = 0;    // staged columns per token (a multiple of 8)
   int64_t smem = 0;    // dynamic shared bytes: tokens x seg_cols values of T
+  int64_t grid_y = 1;  // blocks per token group, each taking every grid_y-th segment
 };
 
 // Shared memory the lift may stage per block: all of K up to about 48k columns per token
 // (column-major B; 6k for the 8 tokens of row-major B), segments beyond that.
 constexpr int64_t kLiftSmemBudget = 96 * 1024;
+// At decode-sized N the token groups alone are a few blocks, each walking all of K: K is then cut
+// into segments of their own blocks until the grid has about this many (two per multiprocessor
+// of an H100 / H200), each segment at least kLiftMinSegChunks chunks.
+constexpr int64_t kLiftBlocks = 264;
+constexpr int64_t kLiftMinSegChunks = 4;
 
 LiftPlan lift_plan(const Problem& p, int pattern, int64_t chunks) {
   const SlideMma m = slide_mma(p.dtype);
@@ -65,6 +72,12 @@ LiftPlan lift_plan(const Problem& p, int pattern, int64_t chunks) {
   int64_t seg = chunks;
   if (cols_for(seg) > per_token)
     seg = std::max<int64_t>(1, ((per_token - 16) / two_p - 3) * w / chunk);
+  const int64_t groups = slide_col_tiles(p) * 8 / l.tokens;
+  if (groups < kLiftBlocks) {
+    const int64_t per_group = (kLiftBlocks + groups - 1) / groups;
+    seg = std::min(seg, std::max(kLiftMinSegChunks, (chunks + per_group - 1) / per_group));
+  }
+  l.grid_y = std::min<int64_t>((chunks + seg - 1) / seg, 65535);
   SG_ASSERT(cols_for(std::min<int64_t>(seg, chunks)) <= per_token, "slide lift: segment too wide");
   l.seg_chunks = static_cast<int>(seg);
   l.seg_cols = static_cast<int>((cols_for(std::min<int64_t>(seg, chunks)) + 7) / 8 * 8);
@@ -100,8 +113,10 @@ AuxKernel emit_slide_lift(Emitter& e, const Problem& p, int pattern, int64_t chu
       "  extern __shared__ __align__(16) unsigned char sg_lift_smem[];\n  {};\n}}",
       quant ? " and quantized per token" : "",
       plain ? "lifted K x N column-major" : "in mma.sp B fragment order", l.tokens,
-      l.seg_chunks >= chunks ? "all of K staged at once"
-                             : fmt::format("{} chunks staged at a time", l.seg_chunks),
+      l.seg_chunks >= chunks
+          ? "all of K staged at once"
+          : fmt::format("{} chunks staged at a time, {} block(s) per token group", l.seg_chunks,
+                        l.grid_y),
       kLiftThreads, name, quant ? ",\n    float* __restrict__ token_scales" : "", c.text));
   // One block per TOK tokens of the whole column tiles (tokens >= N get zeros, or no writes).
   AuxKernel t;
@@ -109,7 +124,7 @@ AuxKernel emit_slide_lift(Emitter& e, const Problem& p, int pattern, int64_t chu
   t.params = {{"B", ParamKind::B, "B", {}}, {"bw", ParamKind::BWork, "lifted B", {}}};
   if (quant) t.params.push_back({"token_scales", ParamKind::TokenScales, "token scales", {}});
   t.launch.grid_x = slide_col_tiles(p) * 8 / l.tokens;
-  t.launch.grid_y = 1;
+  t.launch.grid_y = l.grid_y;
   t.launch.dynamic_shared_bytes = l.smem;
   t.launch.block_threads = kLiftThreads;
   return t;

@@ -261,6 +261,73 @@ __device__ __forceinline__ float slide_staged_max(const T* s_b, int stride, int 
   return f;
 }
 
+// The largest |x| of TOK tokens n0 … n0 + TOK − 1 over all K rows of B (element (k, n) at
+// B[k·b_ks + n·b_ns]; tokens >= N count 0), read from global memory, as slide_staged_max: thread
+// j < TOK gets token j's maximum, every thread whether one of them holds a NaN. VEC: column-major
+// B, K % 8 == 0 and B 16-byte aligned, so a token is K / 8 16-byte pieces, four in flight per
+// thread.
+template <typename T, int THREADS, int TOK, int VEC>
+__device__ __forceinline__ float slide_global_max(const T* __restrict__ B, int K, int N, int b_ks,
+                                                  int b_ns, int n0, float (*s_part)[TOK],
+                                                  bool& any_nan) {
+  constexpr unsigned kInf = SlideInfBits<T>::value;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const unsigned short* b16 = reinterpret_cast<const unsigned short*>(B);
+  const bool vec = VEC && (reinterpret_cast<unsigned long long>(B) & 15ull) == 0;
+  unsigned mx[TOK];
+#pragma unroll
+  for (int j = 0; j < TOK; ++j) {
+    mx[j] = 0u;
+    const int n = n0 + j;
+    if (n >= N) continue;
+    if (vec) {
+      const uint4* col = reinterpret_cast<const uint4*>(B + static_cast<long long>(n) * b_ns);
+      const int pieces = K / 8;
+      for (int i0 = tid; i0 < pieces; i0 += 4 * THREADS) {
+        uint4 r[4];
+#pragma unroll
+        for (int q = 0; q < 4; ++q)
+          r[q] = i0 + q * THREADS < pieces ? __ldg(col + i0 + q * THREADS) : make_uint4(0, 0, 0, 0);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const unsigned w[4] = {r[q].x, r[q].y, r[q].z, r[q].w};
+#pragma unroll
+          for (int h = 0; h < 4; ++h)
+            mx[j] = max(mx[j], max(w[h] & 0x7fffu, (w[h] >> 16) & 0x7fffu));
+        }
+      }
+    } else {
+      for (int k = tid; k < K; k += THREADS)
+        mx[j] = max(mx[j], static_cast<unsigned>(__ldg(b16 + static_cast<long long>(k) * b_ks +
+                                                       static_cast<long long>(n) * b_ns)) &
+                               0x7fffu);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < TOK; ++j) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mx[j] = max(mx[j], __shfl_xor_sync(0xffffffffu, mx[j], o));
+    if (lane == 0) s_part[warp][j] = __uint_as_float(mx[j]);
+  }
+  __syncthreads();
+  unsigned m = 0u;
+  if (tid < TOK)
+    for (int w = 0; w < THREADS / 32; ++w) m = max(m, __float_as_uint(s_part[w][tid]));
+  any_nan = __syncthreads_or(m > kInf) != 0;  // block-uniform
+  if (!any_nan) {
+    const unsigned short bits = static_cast<unsigned short>(m);
+    return Cvt<T>::to_f32(*reinterpret_cast<const T*>(&bits));
+  }
+  // A NaN among the tokens (rare): their maxima again in floats, skipping NaN.
+  float f = 0.0f;
+  if (tid < TOK && n0 + tid < N)
+    for (int k = 0; k < K; ++k)
+      f = fmaxf(
+          f, fabsf(Cvt<T>::to_f32(
+                 B[static_cast<long long>(k) * b_ks + static_cast<long long>(n0 + tid) * b_ns])));
+  return f;
+}
+
 }  // namespace detail
 
 // b_transform: lifts B (K x N, element (k, n) at B[k·b_ks + n·b_ns]) into the sliding windows of
@@ -268,19 +335,23 @@ __device__ __forceinline__ float slide_staged_max(const T* s_b, int stride, int 
 // writes it in B fragment order: bw[((chunk · col_tiles + tile) · 32 + lane) · 4 + r], lane
 // 4·(n % 8) + t holding token n. A token's units are independent of the other tokens of its
 // tile, so block b owns tokens b·TOK … b·TOK + TOK − 1 (TOK divides 8; tokens ≥ N get zeros)
-// and all their chunks, in segments of seg_chunks chunks: per segment it stages the original
-// columns the segment reads (at most seg_cols per token) in shared memory s_b, B read once with
+// and, with grid.y = 1, all their chunks, in segments of seg_chunks chunks (grid.y > 1: block
+// (b, y) takes segments y, y + grid.y, …, so that decode-sized N still fills the device): per
+// segment it stages the original columns the segment reads (at most seg_cols per token) in shared
+// memory s_b, B read once with
 // 16-byte cp.async copies (VEC = 1: column-major B, K % 8 == 0, B 16-byte aligned; else plain
 // loads in B's memory order), then writes each (chunk, token, t) unit as one 16-byte store, the
 // 4·TOK units of a chunk adjacent. For 8-bit types (QUANT = 1) the per-token scale comes from
 // the largest |B| of the token: from the staged columns when one segment holds all of K (B is
-// read once), else from a pass over B before staging; block b stores its tokens' scales.
+// read once), else from a pass over all of the token's B before staging (every block of the
+// token, the same value); blocks (b, 0) store their tokens' scales.
 //
 // PLAIN = 1 writes B' plainly instead, for a library GEMM: lifted K (chunks · kChunk) x N
 // column-major, unit (chunk, token, t) = lifted columns chunk · kChunk + 4E·t … + 4E − 1 of the
 // token at bw[(n · chunks + chunk) · 4 + t] (16-byte units; tokens >= N are not written).
 //
-//   for seg in segments:                                // one when the token fits
+//   (QUANT, several segments) inv[token] <- qmax / max |B[token]|   // 16-byte loads
+//   for seg = y, y + grid.y, … of the segments:         // one when the token fits
 //     s_b[TOK][cols of seg] <- B                        // cp.async, 16 bytes per copy
 //     (QUANT) inv[token] <- qmax / max |s_b[token]|     // block reduction
 //     for unit (chunk, token, t) of seg, per thread:    // 4·TOK adjacent 16-byte stores
@@ -305,36 +376,24 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
     if (tid < TOK) {
       const bool ok = m > 0.0f && m <= 3.402823466e38f;  // finite and non-zero
       s_inv[tid] = ok ? kQmax / m : 0.0f;
-      if (n0 + tid < N) token_scales[n0 + tid] = ok ? m / kQmax : 1.0f;
+      if (blockIdx.y == 0 && n0 + tid < N) token_scales[n0 + tid] = ok ? m / kQmax : 1.0f;
     }
   };
+  // int8's short conversion (slide_int8_word) needs the tokens free of NaN: known when their
+  // maximum came from the staged columns or the pass over B.
+  bool fast_tokens = false;
   if constexpr (QUANT) {
     if (!one_segment) {  // the maximum over all of K before the segments
-      float mx[TOK];
-#pragma unroll
-      for (int j = 0; j < TOK; ++j) {
-        mx[j] = 0.0f;
-        if (n0 + j < N)
-          for (int k = tid; k < K; k += THREADS)
-            mx[j] = fmaxf(mx[j], fabsf(detail::Cvt<T>::to_f32(B[k * b_ks + (n0 + j) * b_ns])));
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-          mx[j] = fmaxf(mx[j], __shfl_xor_sync(0xffffffffu, mx[j], o));
-        if ((tid & 31) == 0) s_part[tid >> 5][j] = mx[j];
-      }
-      __syncthreads();
-      float m = 0.0f;
-      if (tid < TOK)
-        for (int w = 0; w < THREADS / 32; ++w) m = fmaxf(m, s_part[w][tid]);
-      set_scale(m);
+      bool any_nan = false;
+      set_scale(
+          detail::slide_global_max<T, THREADS, TOK, VEC>(B, K, N, b_ks, b_ns, n0, s_part, any_nan));
+      fast_tokens = !any_nan;
       __syncthreads();
     }
   }
   const bool vec = VEC && (reinterpret_cast<unsigned long long>(B) & 15ull) == 0;
-  // int8's short conversion (slide_int8_word) needs the tokens free of NaN: known when their
-  // maximum came from the staged columns.
-  bool fast_tokens = false;
-  for (int c0 = 0; c0 < chunks; c0 += seg_chunks) {
+  const int seg_step = static_cast<int>(gridDim.y) * seg_chunks;
+  for (int c0 = static_cast<int>(blockIdx.y) * seg_chunks; c0 < chunks; c0 += seg_step) {
     const int c1 = min(chunks, c0 + seg_chunks);
     int lo = c0 * K_::kChunk / W * 2 * P;
     if (vec) lo &= ~7;

@@ -5,7 +5,10 @@
 #   STEPS=bench BENCH_ONLY=ncu NCU_CASES="4096x4096 magnitude 0.9 1 macko;delta=8;..." \
 #     bash tools/gpu_run.sh
 # NCU_CASES: cases separated by '|', each "SHAPE METHOD SPARSITY N SCHEDULE" (the weight is made
-# by `sparsegen gen --seed 5`, fp16). One text report per case lands in $BENCH_DIR/ncu_<i>.txt.
+# by `sparsegen gen --seed 5`, fp16; METHOD nm6:8 means `--method nm --nm 6:8`, SPARSITY then
+# "-"). One text report per case lands in $BENCH_DIR/ncu_<i>.txt. NCU_RUN_ARGS adds arguments to
+# `sparsegen run` (e.g. "--b-layout col --c-layout col"); NCU_KERNEL profiles only the kernels
+# whose name matches that regex (e.g. "_slide$": the main kernel, not the lift before it).
 # NCU_FFN_CASES: gated-FFN cases, each "KxN M MEAN SCHEDULE" (`sparsegen ffn --gen KxN -m M
 # --mean-nnz MEAN --schedule SCHEDULE`, bf16): every kernel of the block's first run (the library
 # GEMM, the pack, kernel 2) with the same sections, in $BENCH_DIR/ncu_ffn_<i>.txt.
@@ -26,15 +29,19 @@ IFS='|' read -r -a cases <<<"${NCU_CASES:-}"
 for c in "${cases[@]}"; do
   read -r shape method sparsity n schedule <<<"$c"
   w=$BENCH_DIR/w_${shape}_${method}_${sparsity}.safetensors
-  [ -f "$w" ] || timeout 120 tools/sparsegen gen --shape "$shape" --method "$method" \
-    --sparsity "$sparsity" --seed 5 -o "$w" >/dev/null || { status=1; continue; }
+  if [[ $method == nm* ]]; then prune=(--method nm --nm "${method#nm}"); else
+    prune=(--method "$method" --sparsity "$sparsity"); fi
+  [ -f "$w" ] || timeout 120 tools/sparsegen gen --shape "$shape" "${prune[@]}" --seed 5 \
+    -o "$w" >/dev/null || { status=1; continue; }
+  filter=(); [ -n "${NCU_KERNEL:-}" ] && filter=(--kernel-name "regex:$NCU_KERNEL")
   out=$BENCH_DIR/ncu_$i.txt
   echo "== $shape $method $sparsity n=$n $schedule" >"$out"
   # The first launch of `run` is a warm-up; the second is profiled.
-  timeout 180 "$NCU" --clock-control none --cache-control all "${SECTIONS[@]}" \
+  # shellcheck disable=SC2086  # NCU_RUN_ARGS is a list of words
+  timeout 180 "$NCU" --clock-control none --cache-control all "${SECTIONS[@]}" "${filter[@]}" \
     --launch-skip 1 --launch-count 1 \
     tools/sparsegen run "$w" -n "$n" --dtype fp16 --schedule "$schedule" --repeats 2 \
-    >>"$out" 2>&1 || status=1
+    ${NCU_RUN_ARGS:-} >>"$out" 2>&1 || status=1
   i=$((i + 1))
 done
 rm -f "$BENCH_DIR"/w_*.safetensors

@@ -2,6 +2,8 @@
 // type on sm_90 (fp16 / bf16 / int8 also on sm_80), no GPU needed.
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "codegen/slide.h"
 #include "ir/gen/pruning.h"
 #include "ir/slide_schedule.h"
@@ -160,9 +162,11 @@ TEST(SlideCodegen, LiftStagesRowMajorTilesAndSegmentsOfLongK) {
     EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
   }
   {
-    const int64_t kk = 64000;  // 128 KB of fp16 per token: more than the lift stages at once
+    // 128 KB of fp16 per token: more than the lift stages at once (two segments, each its own
+    // block of the token: grid.y = 2).
+    const int64_t kk = 64000;
     const CsrMatrix a = weight_6_8(16, kk);
-    const Problem p = Problem::quantized_spmm(16, kk, 8, DType::I8, DType::F16, Layout::ColMajor,
+    const Problem p = Problem::quantized_spmm(16, kk, 512, DType::I8, DType::F16, Layout::ColMajor,
                                               Layout::ColMajor);
     const GeneratedKernel k =
         emit_slide(p, Schedule(SlideSchedule{}), pack_slide_tc(a, 4, DType::I8));
@@ -173,10 +177,47 @@ TEST(SlideCodegen, LiftStagesRowMajorTilesAndSegmentsOfLongK) {
     const int64_t smem = k.signature.b_transform.launch.dynamic_shared_bytes;
     EXPECT_GT(smem, 64 * 1024);
     EXPECT_LE(smem, 96 * 1024);
+    EXPECT_EQ(k.signature.b_transform.launch.grid_y, 2);
     nvrtc::CompileOptions o;
     o.arch = "sm_90";
     o.headers = k.headers;
     EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
+  }
+}
+
+// At decode-sized N the token groups are few (N = 1: 8 blocks), so K is cut into segments of
+// their own blocks (grid.y) until the grid has about 264 blocks, each at least 4 chunks; at
+// N = 512 the groups alone fill the device and a block stages all of K.
+TEST(SlideCodegen, LiftSplitsKAcrossBlocksAtDecodeSizes) {
+  const int64_t kk = 14336;  // 6:8 lifted: 21504 columns, 336 chunks of int8, 672 of fp16
+  const CsrMatrix a = weight_6_8(16, kk);
+  for (const DType dt : {DType::I8, DType::F16}) {
+    const int64_t chunks = dt == DType::I8 ? 336 : 672;
+    const Problem p1 =
+        is_quantized(dt)
+            ? Problem::quantized_spmm(16, kk, 1, dt, DType::F16, Layout::ColMajor, Layout::ColMajor)
+            : Problem::spmm(16, kk, 1, dt, Layout::ColMajor, Layout::ColMajor);
+    const GeneratedKernel k = emit_slide(p1, Schedule(SlideSchedule{}), pack_slide_tc(a, 4, dt));
+    const auto& lift = k.signature.b_transform.launch;
+    EXPECT_EQ(lift.grid_x, 8);  // one token per block (column-major B), 8 of the column tile
+    // 264 / 8 = 33 segments wanted: ceil(chunks / 33) chunks each, then ceil(chunks / that).
+    const int64_t seg = (chunks + 32) / 33;
+    EXPECT_EQ(lift.grid_y, (chunks + seg - 1) / seg) << to_string(dt);
+    EXPECT_NE(k.source.find(fmt::format("{} chunks staged at a time, {} block(s) per token group",
+                                        seg, lift.grid_y)),
+              std::string::npos)
+        << k.source;
+    nvrtc::CompileOptions o;
+    o.arch = "sm_90";
+    o.headers = k.headers;
+    EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
+    const Problem p512 = is_quantized(dt)
+                             ? Problem::quantized_spmm(16, kk, 512, dt, DType::F16,
+                                                       Layout::ColMajor, Layout::ColMajor)
+                             : Problem::spmm(16, kk, 512, dt, Layout::ColMajor, Layout::ColMajor);
+    EXPECT_EQ(emit_slide(p512, Schedule(SlideSchedule{}), pack_slide_tc(a, 4, dt))
+                  .signature.b_transform.launch.grid_y,
+              1);
   }
 }
 
