@@ -202,7 +202,9 @@ void finish_features(ScheduleFeatures& f, const KernelShape& g, const Problem& p
   const double t_issue = f.warp_iters_total * issue_cycles(g) / (dev.sm_count * 4.0) * cyc_to_us;
   const bool b_in_l2 = double(p.k) * n * db <= double(dev.l2_bytes);
   const double t_crit =
-      f.warp_iters_max * (b_in_l2 ? kIterLatencyCycles : kIterLatencyDramCycles) * cyc_to_us;
+      f.step_latency_cycles > 0
+          ? f.warp_iters_max * f.step_latency_cycles * std::max(1.0, std::ceil(f.waves)) * cyc_to_us
+          : f.warp_iters_max * (b_in_l2 ? kIterLatencyCycles : kIterLatencyDramCycles) * cyc_to_us;
   const double t_atomic = f.atomics / (dev.sm_count * kAtomicsPerSmCycle) * cyc_to_us;
   const double t_serial = f.serial_mmas * kMmaIssueCycles / (dev.sm_count * 4.0) * cyc_to_us;
   f.roofline_us = kLaunchUs + (g.prologue ? kPrologueUs : 0.0) + t_serial +

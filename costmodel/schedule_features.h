@@ -155,6 +155,11 @@ struct ScheduleFeatures {
   double shuffles = 0;
   double block_syncs = 0;
   double blocks = 0;  // grid.x x grid.y
+  // A family whose warps stream their operand in load steps (each step's loads issued together,
+  // then waited for) sets the latency of one step in cycles; warp_iters_max then counts the
+  // slowest warp's steps, and the critical path repeats once per wave of resident blocks. 0: the
+  // shared per-iteration latency, one wave.
+  double step_latency_cycles = 0;
   // 16 x 8 x 16 tensor-core multiplies of a GEMM kernel that runs before the rest of the launch
   // sequence and does not overlap it (e.g. an FFN's gate projection): their time is added to the
   // roofline of everything above, which describes the rest.

@@ -1,7 +1,12 @@
-// The slide family's cost description: a streaming kernel over the fragment-ordered weight (values
-// and metadata read once), the lifted B read once per row block from L2, one mma.sp per 16 x 8
-// tile and chunk, the warps' partial sums added in shared memory; plus the b_transform pass over
-// B (read K x N, write the lifted K' x N).
+// The slide family's cost description, ranked by its roofline (no fitted formula: the global one,
+// fitted on other families' sparse products, did not order slide schedules at all). A streaming
+// kernel over the fragment-ordered weight: values and metadata read once per column block, the
+// lifted B read once per row block from L2 (lift=fused: gathered from B itself, one 32-byte sector
+// per token and fragment register), one mma.sp per 16 x 8 tile and chunk; K parts add into an
+// fp32 workspace with atomics; lift=kernel runs the b_transform launch first. The critical path
+// is a warp's load steps: each step issues its loads together and waits for them, about one
+// loaded DRAM latency on split=k, a few on split=rows, whose warps meet at two block barriers
+// per step (both measured on an H200: results/2026-11-29_nvidia-h200).
 #include <algorithm>
 #include <cmath>
 
@@ -11,6 +16,15 @@
 
 namespace sparsegen {
 namespace {
+
+// Cycles of one load step (H200, 1.98 GHz): split=k kernels, whose warps run free, and split=rows,
+// whose warps meet at the step's barriers. Fitted to the measured times of 4096x4096 and
+// 4096x14336 at N = 8-64 (steps x waves x latency).
+constexpr double kStepCyclesK = 1100.0;
+constexpr double kStepCyclesRows = 4000.0;
+// lift=fused: what each fragment register's gather adds to a step, per token of the tile (one
+// sector each): fitted to fused against lift=kernel at N = 1 and 8 (4096x4096, 4096x14336).
+constexpr double kGatherCyclesPerToken = 18.0;
 
 class SlideCost final : public CostFamily {
  public:
@@ -38,7 +52,12 @@ class SlideCost final : public CostFamily {
     f.table_bytes = 0;
     // lift=kernel: read B, write and read B'; fused: B only (re-read through the caches).
     f.b_unique_bytes = double(p.k) * n * io + (s.lift == SlideLift::Kernel ? 2.0 * lifted_b : 0.0);
-    f.b_sector_bytes = grid_x * lifted_b;
+    // Each row block reads all of the lifted B once; the fused gathers touch one 32-byte sector
+    // per token of a tile for each of a lane group's 4 fragment registers per chunk.
+    const double tokens_per_tile = std::min(8.0, n / col_tiles);
+    f.b_sector_bytes = s.lift == SlideLift::Kernel
+                           ? grid_x * lifted_b
+                           : grid_x * chunks * col_tiles * 4.0 * 32.0 * tokens_per_tile;
     f.c_bytes = double(p.m) * n * io;
     // K parts: every part adds M·N floats into the workspace; the finish reads and re-zeroes it.
     if (s.ksplit > 1) f.c_bytes += double(p.m) * n * 4.0 * (s.ksplit + 2);
@@ -47,9 +66,15 @@ class SlideCost final : public CostFamily {
     f.warp_workers = grid_x * grid_y * s.warps;
     const double mmas = row_tiles * chunks * col_tiles;
     f.warp_iters_total = mmas;
+    // The slowest warp's load steps (unroll chunks each): split=k warps share a part's chunks,
+    // split=rows warps each walk all of them.
     f.warp_iters_max =
-        (s.split == SlideSplit::K ? std::ceil(part / s.warps) : part) * s.m_tiles * s.n_tiles;
-    f.warp_iters_mean = f.warp_workers > 0 ? f.warp_iters_total / f.warp_workers : 0.0;
+        std::ceil(part / ((s.split == SlideSplit::K ? s.warps : 1) * double(s.unroll)));
+    f.step_latency_cycles = s.split == SlideSplit::K ? kStepCyclesK : kStepCyclesRows;
+    if (s.lift == SlideLift::Fused)
+      f.step_latency_cycles +=
+          s.unroll * s.n_tiles * 4.0 * kGatherCyclesPerToken * tokens_per_tile;
+    f.warp_iters_mean = f.warp_iters_max;
     f.lane_efficiency = 1.0;
     f.column_efficiency = std::min(1.0, n / (col_tiles * 8.0));
     f.atomics = s.ksplit > 1 ? double(p.m) * n * s.ksplit : 0.0;
@@ -60,11 +85,12 @@ class SlideCost final : public CostFamily {
     f.registers_estimate = std::min(255, (slide_registers(p, s) + 7) / 8 * 8);
     KernelShape k;
     k.warps_per_block = s.warps;
-    k.thread_cols = 8 * s.n_tiles;
+    k.thread_cols = 1;  // one mma.sp issue per tile, whatever its width
     k.vector_width = 8;
     k.prologue = s.lift == SlideLift::Kernel;  // the b_transform launch
     return k;
   }
+  bool global_formula() const override { return false; }
 };
 
 }  // namespace
