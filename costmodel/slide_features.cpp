@@ -25,6 +25,11 @@ constexpr double kStepCyclesRows = 4000.0;
 // lift=fused: what each fragment register's gather adds to a step, per token of the tile (one
 // sector each): fitted to fused against lift=kernel at N = 1 and 8 (4096x4096, 4096x14336).
 constexpr double kGatherCyclesPerToken = 18.0;
+// The share of the lifted B a row block reads from L2 rather than L1, and the cost of a fused
+// gather's sector against an L2 byte stream: an L1 wavefront per sector per cycle and SM is about
+// 8.4 TB/s on an H200 against the profile's 14.4 TB/s of L2.
+constexpr double kLiftedBFromL2 = 0.5;
+constexpr double kGatherSectorWeight = 1.7;
 
 class SlideCost final : public CostFamily {
  public:
@@ -52,12 +57,14 @@ class SlideCost final : public CostFamily {
     f.table_bytes = 0;
     // lift=kernel: read B, write and read B'; fused: B only (re-read through the caches).
     f.b_unique_bytes = double(p.k) * n * io + (s.lift == SlideLift::Kernel ? 2.0 * lifted_b : 0.0);
-    // Each row block reads all of the lifted B once; the fused gathers touch one 32-byte sector
-    // per token of a tile for each of a lane group's 4 fragment registers per chunk.
+    // Each row block reads all of the lifted B once, about half of it from L1 (the blocks that
+    // share a multiprocessor walk the same chunks at about the same time); the fused gathers
+    // touch one 32-byte sector per token of a tile for each of a lane group's 4 fragment
+    // registers per chunk, each an L1 wavefront, at kGatherSectorWeight times the L2's cost.
     const double tokens_per_tile = std::min(8.0, n / col_tiles);
-    f.b_sector_bytes = s.lift == SlideLift::Kernel
-                           ? grid_x * lifted_b
-                           : grid_x * chunks * col_tiles * 4.0 * 32.0 * tokens_per_tile;
+    f.b_sector_bytes = s.lift == SlideLift::Kernel ? grid_x * lifted_b * kLiftedBFromL2
+                                                   : grid_x * chunks * col_tiles * 4.0 * 32.0 *
+                                                         tokens_per_tile * kGatherSectorWeight;
     f.c_bytes = double(p.m) * n * io;
     // K parts: every part adds M·N floats into the workspace; the finish reads and re-zeroes it.
     if (s.ksplit > 1) f.c_bytes += double(p.m) * n * 4.0 * (s.ksplit + 2);
@@ -72,8 +79,7 @@ class SlideCost final : public CostFamily {
         std::ceil(part / ((s.split == SlideSplit::K ? s.warps : 1) * double(s.unroll)));
     f.step_latency_cycles = s.split == SlideSplit::K ? kStepCyclesK : kStepCyclesRows;
     if (s.lift == SlideLift::Fused)
-      f.step_latency_cycles +=
-          s.unroll * s.n_tiles * 4.0 * kGatherCyclesPerToken * tokens_per_tile;
+      f.step_latency_cycles += s.unroll * s.n_tiles * 4.0 * kGatherCyclesPerToken * tokens_per_tile;
     f.warp_iters_mean = f.warp_iters_max;
     f.lane_efficiency = 1.0;
     f.column_efficiency = std::min(1.0, n / (col_tiles * 8.0));
