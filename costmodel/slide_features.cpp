@@ -1,12 +1,13 @@
 // The slide family's cost description, ranked by its roofline (no fitted formula: the global one,
 // fitted on other families' sparse products, did not order slide schedules at all). A streaming
 // kernel over the fragment-ordered weight: values and metadata read once per column block, the
-// lifted B read once per row block from L2 (lift=fused: gathered from B itself, one 32-byte sector
+// lifted B read once per row block, half from L2 (lift=fused: gathered from B itself, one sector
 // per token and fragment register), one mma.sp per 16 x 8 tile and chunk; K parts add into an
 // fp32 workspace with atomics; lift=kernel runs the b_transform launch first. The critical path
 // is a warp's load steps: each step issues its loads together and waits for them, about one
 // loaded DRAM latency on split=k, a few on split=rows, whose warps meet at two block barriers
-// per step (both measured on an H200: results/2026-11-29_nvidia-h200).
+// per step (both measured on an H200; tools/slide_rank_check.py compares the order with a
+// slide bench JSON).
 #include <algorithm>
 #include <cmath>
 

@@ -227,11 +227,38 @@ struct SlideInfBits<__half> {
 // thread whether any of the tokens holds a NaN. The
 // magnitudes are compared as integers (|x|'s bits order as its value; NaN above Inf), so a
 // token holding a NaN is found and, as fmaxf does, its maximum then skips the NaN (a float pass).
+// The block's largest |x| bits of TOK tokens from each thread's mx (|x| bits of a 16-bit type
+// order as the value; NaN above Inf): thread j < TOK gets token j's (others: 0), every thread
+// whether one of the tokens holds a NaN. Every thread of the block must call it.
+template <typename T, int THREADS, int TOK>
+__device__ __forceinline__ unsigned slide_block_max_bits(unsigned (&mx)[TOK], float (*s_part)[TOK],
+                                                         bool& any_nan) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+#pragma unroll
+  for (int j = 0; j < TOK; ++j) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) mx[j] = max(mx[j], __shfl_xor_sync(0xffffffffu, mx[j], o));
+    if (lane == 0) s_part[warp][j] = __uint_as_float(mx[j]);
+  }
+  __syncthreads();
+  unsigned m = 0u;
+  if (tid < TOK)
+    for (int w = 0; w < THREADS / 32; ++w) m = max(m, __float_as_uint(s_part[w][tid]));
+  any_nan = __syncthreads_or(m > SlideInfBits<T>::value) != 0;  // block-uniform
+  return m;
+}
+
+// The value of |x| bits of a 16-bit type, as fp32.
+template <typename T>
+__device__ __forceinline__ float slide_bits_f32(unsigned m) {
+  const unsigned short bits = static_cast<unsigned short>(m);
+  return Cvt<T>::to_f32(*reinterpret_cast<const T*>(&bits));
+}
+
 template <typename T, int THREADS, int TOK>
 __device__ __forceinline__ float slide_staged_max(const T* s_b, int stride, int width,
                                                   float (*s_part)[TOK], bool& any_nan) {
-  constexpr unsigned kInf = SlideInfBits<T>::value;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x;
   unsigned mx[TOK];
 #pragma unroll
   for (int j = 0; j < TOK; ++j) {
@@ -241,19 +268,9 @@ __device__ __forceinline__ float slide_staged_max(const T* s_b, int stride, int 
       const unsigned w = row[i];
       mx[j] = max(mx[j], max(w & 0x7fffu, (w >> 16) & 0x7fffu));
     }
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) mx[j] = max(mx[j], __shfl_xor_sync(0xffffffffu, mx[j], o));
-    if (lane == 0) s_part[warp][j] = __uint_as_float(mx[j]);
   }
-  __syncthreads();
-  unsigned m = 0u;
-  if (tid < TOK)
-    for (int w = 0; w < THREADS / 32; ++w) m = max(m, __float_as_uint(s_part[w][tid]));
-  any_nan = __syncthreads_or(m > kInf) != 0;  // block-uniform
-  if (!any_nan) {
-    const unsigned short bits = static_cast<unsigned short>(m);
-    return Cvt<T>::to_f32(*reinterpret_cast<const T*>(&bits));
-  }
+  const unsigned m = slide_block_max_bits<T, THREADS, TOK>(mx, s_part, any_nan);
+  if (!any_nan) return slide_bits_f32<T>(m);
   // A NaN among the tokens (rare): their maxima again in floats, skipping NaN.
   float f = 0.0f;
   if (tid < TOK)
@@ -270,8 +287,7 @@ template <typename T, int THREADS, int TOK, int VEC>
 __device__ __forceinline__ float slide_global_max(const T* __restrict__ B, int K, int N, int b_ks,
                                                   int b_ns, int n0, float (*s_part)[TOK],
                                                   bool& any_nan) {
-  constexpr unsigned kInf = SlideInfBits<T>::value;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int tid = threadIdx.x;
   const unsigned short* b16 = reinterpret_cast<const unsigned short*>(B);
   const bool vec = VEC && (reinterpret_cast<unsigned long long>(B) & 15ull) == 0;
   unsigned mx[TOK];
@@ -303,21 +319,8 @@ __device__ __forceinline__ float slide_global_max(const T* __restrict__ B, int K
                                0x7fffu);
     }
   }
-#pragma unroll
-  for (int j = 0; j < TOK; ++j) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) mx[j] = max(mx[j], __shfl_xor_sync(0xffffffffu, mx[j], o));
-    if (lane == 0) s_part[warp][j] = __uint_as_float(mx[j]);
-  }
-  __syncthreads();
-  unsigned m = 0u;
-  if (tid < TOK)
-    for (int w = 0; w < THREADS / 32; ++w) m = max(m, __float_as_uint(s_part[w][tid]));
-  any_nan = __syncthreads_or(m > kInf) != 0;  // block-uniform
-  if (!any_nan) {
-    const unsigned short bits = static_cast<unsigned short>(m);
-    return Cvt<T>::to_f32(*reinterpret_cast<const T*>(&bits));
-  }
+  const unsigned m = slide_block_max_bits<T, THREADS, TOK>(mx, s_part, any_nan);
+  if (!any_nan) return slide_bits_f32<T>(m);
   // A NaN among the tokens (rare): their maxima again in floats, skipping NaN.
   float f = 0.0f;
   if (tid < TOK && n0 + tid < N)

@@ -1,5 +1,5 @@
 // The slide family's roofline (costmodel/slide_features.cpp): the orderings measured on an H200
-// (results/2026-11-29_nvidia-h200, slide sweeps at N = 1-64) that the ranking must keep.
+// (the slide bench sweeps at N = 1-64) that the ranking must keep.
 #include <gtest/gtest.h>
 
 #include <cmath>
