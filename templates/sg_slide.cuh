@@ -280,16 +280,15 @@ __device__ __forceinline__ float slide_staged_max(const T* s_b, int stride, int 
 
 // The largest |x| of TOK tokens n0 … n0 + TOK − 1 over all K rows of B (element (k, n) at
 // B[k·b_ks + n·b_ns]; tokens >= N count 0), read from global memory, as slide_staged_max: thread
-// j < TOK gets token j's maximum, every thread whether one of them holds a NaN. VEC: column-major
+// j < TOK gets token j's maximum, every thread whether one of them holds a NaN. vec: column-major
 // B, K % 8 == 0 and B 16-byte aligned, so a token is K / 8 16-byte pieces, four in flight per
 // thread.
-template <typename T, int THREADS, int TOK, int VEC>
+template <typename T, int THREADS, int TOK>
 __device__ __forceinline__ float slide_global_max(const T* __restrict__ B, int K, int N, int b_ks,
-                                                  int b_ns, int n0, float (*s_part)[TOK],
+                                                  int b_ns, int n0, bool vec, float (*s_part)[TOK],
                                                   bool& any_nan) {
   const int tid = threadIdx.x;
   const unsigned short* b16 = reinterpret_cast<const unsigned short*>(B);
-  const bool vec = VEC && (reinterpret_cast<unsigned long long>(B) & 15ull) == 0;
   unsigned mx[TOK];
 #pragma unroll
   for (int j = 0; j < TOK; ++j) {
@@ -382,6 +381,7 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
       if (blockIdx.y == 0 && n0 + tid < N) token_scales[n0 + tid] = ok ? m / kQmax : 1.0f;
     }
   };
+  const bool vec = VEC && (reinterpret_cast<unsigned long long>(B) & 15ull) == 0;
   // int8's short conversion (slide_int8_word) needs the tokens free of NaN: known when their
   // maximum came from the staged columns or the pass over B.
   bool fast_tokens = false;
@@ -389,12 +389,11 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
     if (!one_segment) {  // the maximum over all of K before the segments
       bool any_nan = false;
       set_scale(
-          detail::slide_global_max<T, THREADS, TOK, VEC>(B, K, N, b_ks, b_ns, n0, s_part, any_nan));
+          detail::slide_global_max<T, THREADS, TOK>(B, K, N, b_ks, b_ns, n0, vec, s_part, any_nan));
       fast_tokens = !any_nan;
       __syncthreads();
     }
   }
-  const bool vec = VEC && (reinterpret_cast<unsigned long long>(B) & 15ull) == 0;
   const int seg_step = static_cast<int>(gridDim.y) * seg_chunks;
   for (int c0 = static_cast<int>(blockIdx.y) * seg_chunks; c0 < chunks; c0 += seg_step) {
     const int c1 = min(chunks, c0 + seg_chunks);
@@ -475,6 +474,30 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
   }
 }
 
+namespace detail {
+// One load step's A values and metadata: the MT row tiles from rt0 of chunks kc0 … kc0 + U − 1
+// (zeros, and the "no nonzero" metadata, past the part's end c1 or the last row tile).
+template <int U, int MT, int ML>
+struct SlideStepA {
+  uint4 av[U][MT];
+  unsigned ev[U][MT];
+  __device__ __forceinline__ void load(const uint4* __restrict__ a4,
+                                       const unsigned* __restrict__ meta, int kc0, int c1, int rt0,
+                                       int row_tiles, int chunks, int lane, int meta_lane) {
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+#pragma unroll
+      for (int m = 0; m < MT; ++m) {
+        const int kc = kc0 + u, rt = rt0 + m;
+        const bool ok = kc < c1 && rt < row_tiles;
+        const int tc = rt * chunks + kc;
+        av[u][m] = ok ? __ldcs(a4 + tc * 32 + lane) : make_uint4(0u, 0u, 0u, 0u);
+        ev[u][m] = ok ? __ldcs(meta + tc * (8 * ML) + meta_lane) : 0x44444444u;
+      }
+  }
+};
+}  // namespace detail
+
 // The main kernel: block (x, y) computes row tiles x·MT … x·MT + MT − 1 and column tiles
 // cb·NT … cb·NT + NT − 1 (cb = y mod col_blocks) over the chunks of K part y / col_blocks (all of
 // them when KS = 1); warp w multiplies the part's chunks w·U … w·U + U − 1, then + WARPS·U …,
@@ -507,26 +530,18 @@ __device__ __forceinline__ void slide_k_body(
   const int meta_lane = g * ML + (t % ML);
   // One load step: the U chunks from kc0 (zeros past the part's end or the last tile).
   struct Step {
-    uint4 av[U][MT], bv[U][NT];
-    unsigned ev[U][MT];
+    SlideStepA<U, MT, ML> a;
+    uint4 bv[U][NT];
   };
   auto load = [&](int kc0, Step& s) {
+    s.a.load(a4, meta, kc0, c1, rt0, row_tiles, chunks, lane, meta_lane);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int kc = kc0 + u;
-      const bool in = kc < c1;
-#pragma unroll
-      for (int i = 0; i < MT; ++i) {
-        const int rt = rt0 + i;
-        const bool ok = in && rt < row_tiles;
-        const int tc = rt * chunks + kc;
-        s.av[u][i] = ok ? __ldcs(a4 + tc * 32 + lane) : make_uint4(0u, 0u, 0u, 0u);
-        s.ev[u][i] = ok ? __ldcs(meta + tc * (8 * ML) + meta_lane) : 0x44444444u;
-      }
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
         const int ct = ct0 + j;
-        s.bv[u][j] = in && ct < col_tiles ? load_b(kc, ct, lane) : make_uint4(0u, 0u, 0u, 0u);
+        s.bv[u][j] = kc < c1 && ct < col_tiles ? load_b(kc, ct, lane) : make_uint4(0u, 0u, 0u, 0u);
       }
     }
   };
@@ -537,7 +552,7 @@ __device__ __forceinline__ void slide_k_body(
       for (int i = 0; i < MT; ++i)
 #pragma unroll
         for (int j = 0; j < NT; ++j)
-          slide_mma<KIND>(acc + (i * NT + j) * 4, s.av[u][i], s.bv[u][j], s.ev[u][i]);
+          slide_mma<KIND>(acc + (i * NT + j) * 4, s.a.av[u][i], s.bv[u][j], s.a.ev[u][i]);
   };
   // ST = 2: the next step's loads are issued before this step's mma.sp, so each warp keeps two
   // steps of A, metadata and B in flight (registers: twice the step).
@@ -712,21 +727,9 @@ __device__ __forceinline__ void slide_spmm_rows(
     }
   };
   // Step i's A values and metadata of the warp's row tiles (zeros past the part or the rows).
-  struct StepA {
-    uint4 av[U][MT];
-    unsigned ev[U][MT];
-  };
+  using StepA = detail::SlideStepA<U, MT, ML>;
   auto load_a = [&](int i, StepA& s) {
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        const int kc = c0 + i * U + u, rt = rt0 + m;
-        const bool ok = kc < c1 && rt < row_tiles;
-        const int tc = rt * chunks + kc;
-        s.av[u][m] = ok ? __ldcs(a4 + tc * 32 + lane) : make_uint4(0u, 0u, 0u, 0u);
-        s.ev[u][m] = ok ? __ldcs(meta + tc * (8 * ML) + meta_lane) : 0x44444444u;
-      }
+    s.load(a4, meta, c0 + i * U, c1, rt0, row_tiles, chunks, lane, meta_lane);
   };
   // Step i's mma.sp, once the block's copies of its B have landed.
   auto multiply = [&](int i, const StepA& s) {
