@@ -4,21 +4,39 @@
 
 #include "codegen/beta_workspace.h"
 #include "codegen/emitter.h"
+#include "codegen/slide.h"
+#include "codegen/template_types.h"
+#include "ir/csr_pack.h"
 #include "ir/dense_schedule.h"
 #include "ir/diagnostics.h"
+#include "ir/quantize.h"
+#include "ir/slide_schedule.h"
+#include "templates/template_index.h"
 
 namespace sparsegen::codegen {
 namespace {
 
+using tmpl::cptr_f32;
+using tmpl::cptr_t;
+using tmpl::f32;
+using tmpl::i32;
+using tmpl::ptr_t;
+using tmpl::targs;
+using tmpl::TypeArg;
+
+constexpr int kScaleThreads = 256;
+
 class DenseEmitter : public Emitter {
  public:
-  DenseEmitter(const Problem& p, const EmitOptions& opt) : p_(p), opt_(opt) {}
+  DenseEmitter(const Problem& p, std::span<const float> row_scales, const EmitOptions& opt)
+      : p_(p), row_scales_(row_scales.begin(), row_scales.end()), opt_(opt) {}
 
   GeneratedKernel run() {
     const auto why = validate_dense(p_);
     if (!why.empty())
       throw UserError(
           fmt::format("codegen: dense cannot run {}: {}", to_string(p_), fmt::join(why, "; ")));
+    if (p_.dtype == DType::I8) return run_int8();
     decl(fmt::format("// sparsegen dense: C = alpha·A·B + beta·C by the BLAS library\n// {}",
                      to_string(p_)));
     decl(fmt::format("using T = {};", p_.dtype == DType::F16 ? "__half" : "__nv_bfloat16"));
@@ -32,6 +50,74 @@ class DenseEmitter : public Emitter {
   }
 
  private:
+  // int8: the per-token quantization of B is the slide lift of 2:4 (one window per group of 4,
+  // the identity map), written K' x N column-major; the library's int8 GEMM; the scale kernel.
+  //   sparsegen_dense_lift(B, bw, token_scales)         -> bw (int8 K' x N), token_scales
+  //   library: acc^T (N x M, int32) = bw^T · A_q^T        (TN, exact)
+  //   sparsegen_dense(acc, row_scales, token_scales, C, alpha, beta): one thread per element
+  GeneratedKernel run_int8() {
+    SG_ASSERT(static_cast<int64_t>(row_scales_.size()) == p_.m,
+              "emit_dense: int8 needs the weight's row scales");
+    const int64_t chunks = slide_chunks(p_, 2);
+    SG_ASSERT(chunks * slide_mma(p_.dtype).chunk == dense_k(p_),
+              "emit_dense: the quantization kernel's K' is not dense_k");
+    for (const char* n : {"acc", "B", "C", "alpha", "beta", "row_scales", "bw", "token_scales", "T",
+                          "sg_lift_smem"})
+      reserve(n);
+    decl(
+        fmt::format("// sparsegen dense int8: B quantized per token, the library's int8 GEMM, "
+                    "one scaling\n// {}",
+                    to_string(p_)));
+    decl(fmt::format("using T = {};", p_.b_dtype() == DType::F16 ? "__half" : "__nv_bfloat16"));
+    lift_ = emit_slide_lift(*this, p_, 2, chunks, true, opt_.kernel_name + "_lift");
+    comment("C = alpha · acc · (row scale · token scale) + beta · C, one thread per element");
+    call_stmt(tmpl::slide_lt_scale, targs(TypeArg{"T"}, TypeArg{"int"}), cptr_t("acc"),
+              cptr_f32("row_scales"), cptr_f32("token_scales"), ptr_t("C"), f32("alpha"),
+              f32("beta"), i32(std::to_string(p_.m)), i32(std::to_string(p_.n)));
+    GeneratedKernel k;
+    k.signature = signature_int8();
+    k.source = kernel_source(fmt::format(
+        "extern \"C\" __global__ void __launch_bounds__({}) {}(const int* __restrict__ acc,\n"
+        "    const float* __restrict__ row_scales, const float* __restrict__ token_scales,\n"
+        "    T* __restrict__ C, float alpha, float beta) {{\n",
+        kScaleThreads, opt_.kernel_name));
+    k.headers = header_sources();
+    return k;
+  }
+
+  KernelSignature signature_int8() const {
+    const int64_t kp = dense_k(p_);
+    KernelSignature sig;
+    sig.kernel_name = opt_.kernel_name;
+    sig.params = {{"acc", ParamKind::Workspace, "the library's int32 sums", {}},
+                  {"row_scales", ParamKind::F32Table, "dense.row_scales", f32_table(row_scales_)},
+                  {"token_scales", ParamKind::TokenScales, "token scales", {}},
+                  {"C", ParamKind::C, "C", {}},
+                  {"alpha", ParamKind::Alpha, "alpha", {}},
+                  {"beta", ParamKind::Beta, "beta", {}}};
+    sig.launch.grid_x = (p_.m * p_.n + kScaleThreads - 1) / kScaleThreads;
+    sig.launch.grid_y = 1;
+    sig.launch.block_threads = kScaleThreads;
+    sig.workspace_bytes = p_.m * p_.n * 4;
+    sig.token_scales = p_.n;
+    sig.b_alignment = slide_vec_b(p_) ? 16 : 4;
+    sig.b_work_bytes = kp * p_.n;
+    sig.b_transform = lift_;
+    // acc column-major M x N is row-major N x M: (B_q as N x K') · (A_q stored M x K')^T.
+    LibraryGemm g;
+    g.name = "dense int8";
+    g.i8 = true;
+    g.m = p_.n;
+    g.n = p_.m;
+    g.k = kp;
+    g.a = {ParamKind::BWork, 0, kp};
+    g.b_transposed = true;
+    g.b = {ParamKind::Values, 0, kp};
+    g.c = {ParamKind::Workspace, 0, p_.m};
+    sig.gemms_before.push_back(g);
+    return sig;
+  }
+
   // Launch sequence, beta == 0: the GEMM into C. beta != 0: prologue ws = beta·C, the GEMM into
   // ws (fp32, beta 1), epilogue C = round(ws): one rounding, as the error bound assumes.
   KernelSignature signature() {
@@ -66,7 +152,9 @@ class DenseEmitter : public Emitter {
   }
 
   const Problem& p_;
+  const std::vector<float> row_scales_;  // int8: the weight's per-row scales
   const EmitOptions& opt_;
+  AuxKernel lift_;
 };
 
 // The matrix reaches the kernel as its dense values (the compiler lays them out): `packed` is
@@ -74,20 +162,22 @@ class DenseEmitter : public Emitter {
 class DenseCodegenFamily final : public CodegenFamily {
  public:
   std::string_view name() const override { return DenseSchedule::kFamily; }
-  GeneratedKernel emit(const Problem& p, const Schedule& s, const PackedMatrix&,
+  GeneratedKernel emit(const Problem& p, const Schedule& s, const PackedMatrix& packed,
                        const EmitOptions& opt) const override {
-    return emit_dense(p, s, opt);
+    if (p.dtype == DType::I8)
+      return emit_dense(p, s, quantize_rows(packed_csr(packed), p.dtype).scales, opt);
+    return emit_dense(p, s, {}, opt);
   }
 };
 
 }  // namespace
 
 GeneratedKernel emit_dense(const Problem& problem, const Schedule& schedule,
-                           const EmitOptions& opt) {
+                           std::span<const float> row_scales, const EmitOptions& opt) {
   (void)schedule.as<DenseSchedule>();
   EmitOptions o = opt;
   if (o.kernel_name.empty()) o.kernel_name = "sparsegen_dense";
-  DenseEmitter e(problem, o);
+  DenseEmitter e(problem, row_scales, o);
   return e.run();
 }
 

@@ -10,14 +10,26 @@
 // launches:
 //
 //   extern "C" __global__ void sparsegen_dense() {}
+//
+// int8 (ir/dense_schedule.h) launches three steps: the per-token quantization of B (the slide
+// lift of 2:4, an identity window map), the library's int8 GEMM into the int32 workspace, and
+// the scale kernel:
+//
+//   extern "C" __global__ void __launch_bounds__(256) sparsegen_dense(const int* acc,
+//       const float* row_scales, const float* token_scales, T* C, float alpha, float beta) {
+//     sg::slide_lt_scale<T, int>(acc, row_scales, token_scales, C, alpha, beta, M, N);
+//   }
 #pragma once
+
+#include <span>
 
 #include "codegen/family.h"
 
 namespace sparsegen::codegen {
 
-// Precondition: schedule is a dense one and validate_dense(problem) is empty.
+// Precondition: schedule is a dense one and validate_dense(problem) is empty; for int8,
+// row_scales are the weight's per-row scales (quantize_rows), else empty.
 GeneratedKernel emit_dense(const Problem& problem, const Schedule& schedule,
-                           const EmitOptions& opt = {});
+                           std::span<const float> row_scales = {}, const EmitOptions& opt = {});
 
 }  // namespace sparsegen::codegen

@@ -53,7 +53,8 @@ std::string describe_aux(const char* what, const AuxKernel& k) {
 }
 
 std::string describe_gemm(const LibraryGemm& g) {
-  return fmt::format("library gemm {} {}x{}x{}{}{}\n", g.name, g.m, g.n, g.k, g.relu ? " relu" : "",
+  return fmt::format("library gemm {} {}x{}x{}{}{}{}\n", g.name, g.m, g.n, g.k,
+                     g.i8 ? " int8 -> int32" : "", g.relu ? " relu" : "",
                      g.beta_in_workspace ? " (beta != 0: into the fp32 workspace)" : "");
 }
 

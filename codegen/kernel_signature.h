@@ -101,6 +101,10 @@ struct LibraryGemm {
   // before it adds beta·C, two roundings the fp32-accumulation error bound does not allow.
   // beta == 0 writes C directly (one rounding).
   bool beta_in_workspace = false;
+  // int8 a and b (the quantized problem's 8-bit operands), exact int32 accumulation into an int32
+  // c (the Workspace); alpha 1 and beta 0. The library needs b_transposed, k and every ld
+  // multiples of 4.
+  bool i8 = false;
 };
 
 // A sparse-times-dense product the runtime runs through the sparse library (cuSPARSE, loaded at

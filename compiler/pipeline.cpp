@@ -358,6 +358,7 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src, DeviceArrays*
         sh.half = src.problem.dtype == DType::F16;
         sh.b_transposed = g.b_transposed;
         sh.relu = g.relu;
+        sh.i8 = g.i8;
         gemms.push_back(std::make_unique<cublaslt::Gemm>(sh));
         sh.c_fp32 = true;  // the twin for beta != 0 never runs with its plan: one workspace
         gemms_fp32.push_back(g.beta_in_workspace
@@ -512,10 +513,14 @@ struct RunArgs {
   const std::vector<cuda::DeviceBuffer>* tables = nullptr;  // main kernel's, by parameter index
 };
 
-// The device address of a library GEMM operand (its buffer bound by kind, plus the offset).
+// The device address of a library GEMM operand (its buffer bound by kind, plus the offset in
+// elements of elem_bytes).
 CUdeviceptr operand_ptr(const codegen::GemmOperand& o, const RunArgs& a, int64_t elem_bytes) {
   CUdeviceptr base = 0;
   switch (o.buffer) {
+    case codegen::ParamKind::Workspace:
+      base = a.workspace;
+      break;
     case codegen::ParamKind::B:
       base = a.b;
       break;
@@ -545,15 +550,18 @@ void run_gemms(const std::vector<codegen::LibraryGemm>& list, const GemmPlans& p
                CUstream stream) {
   for (size_t i = 0; i < list.size(); ++i) {
     const codegen::LibraryGemm& g = list[i];
-    const CUdeviceptr pa = operand_ptr(g.a, a, elem_bytes);
-    const CUdeviceptr pb = operand_ptr(g.b, a, elem_bytes);
+    // int8 GEMMs: 1-byte a and b, a 4-byte (int32) c.
+    const int64_t ab_bytes = g.i8 ? 1 : elem_bytes;
+    const CUdeviceptr pa = operand_ptr(g.a, a, ab_bytes);
+    const CUdeviceptr pb = operand_ptr(g.b, a, ab_bytes);
     const float alpha = g.run_alpha_beta ? a.alpha : 1.0f;
     const float beta = g.run_alpha_beta ? a.beta : 0.0f;
     if (g.beta_in_workspace && beta != 0.0f) {
       const CUdeviceptr ws = a.workspace + static_cast<CUdeviceptr>(g.c.offset * sizeof(float));
       plans_fp32[first + i]->run(pa, pb, ws, alpha, 1.0f, stream);
     } else {
-      plans[first + i]->run(pa, pb, operand_ptr(g.c, a, elem_bytes), alpha, beta, stream);
+      plans[first + i]->run(pa, pb, operand_ptr(g.c, a, g.i8 ? 4 : elem_bytes), alpha, beta,
+                            stream);
     }
   }
 }

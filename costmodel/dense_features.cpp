@@ -18,17 +18,18 @@ class DenseCost final : public CostFamily {
   KernelShape features(ScheduleFeatures& f, const Problem& p, const Schedule&,
                        const FormatStats& fs, const MatrixFeatures&,
                        const RowProfile&) const override {
-    const double m = double(p.m), k = double(p.k), n = double(std::max<int64_t>(p.n, 1));
+    const double m = double(p.m), k = double(dense_k(p)), n = double(std::max<int64_t>(p.n, 1));
+    const double ab = double(dtype_bytes(p.dtype));  // int8: 1; the mma then takes k 32
     f.nnz = double(fs.nnz);
     f.pad_overhead = fs.nnz > 0 ? (m * k - double(fs.nnz)) / double(fs.nnz) : 0.0;
-    f.a_bytes = m * k * 2.0;
+    f.a_bytes = m * k * ab;
     f.table_bytes = 0;
-    f.b_unique_bytes = k * n * 2.0;
+    f.b_unique_bytes = k * n * ab;
     f.b_sector_bytes = f.b_unique_bytes;
     f.c_bytes = m * n * 2.0;
     f.dram_bytes = f.a_bytes + f.b_unique_bytes + f.c_bytes;
     f.l2_bytes = f.dram_bytes;
-    const double mmas = std::ceil(m / 16.0) * std::ceil(n / 8.0) * std::ceil(k / 16.0);
+    const double mmas = std::ceil(m / 16.0) * std::ceil(n / 8.0) * std::ceil(k / (16.0 * 2.0 / ab));
     f.blocks = std::max(1.0, std::ceil(m / 128.0) * std::ceil(n / 128.0));
     f.warp_workers = f.blocks * 8.0;
     f.warp_iters_total = mmas;

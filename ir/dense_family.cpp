@@ -1,7 +1,10 @@
 // The dense family's ir/ layer (ir/dense_schedule.h): the weight multiplied densely by the BLAS
 // library. The pack keeps the CSR (the compiler lays A out densely for the device); interpret()
-// is the CSR reference, which is the library's arithmetic up to the order of fp32 sums.
+// is the CSR reference, which is the library's arithmetic up to the order of fp32 sums (int8: the
+// quantized steps, exact up to the one scaling).
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "ir/csr_pack.h"
 #include "ir/dense_schedule.h"
@@ -9,9 +12,34 @@
 #include "ir/enumerate.h"
 #include "ir/family.h"
 #include "ir/interpreter.h"
+#include "ir/parallel.h"
+#include "ir/quantize.h"
 
 namespace sparsegen {
 namespace {
+
+// The int8 steps' arithmetic (ir/dense_schedule.h): weights quantized per row, B per token, exact
+// integer sums, one scaling C = alpha · acc · (row scale · token scale) + beta · C in fp32.
+void interpret_int8(const Problem& p, const CsrMatrix& a, std::span<const float> b,
+                    std::span<float> c, float alpha, float beta) {
+  const RowQuantized rq = quantize_rows(a, p.dtype);
+  const TokenQuantized tq = quantize_tokens(p, b);
+  parallel_for(p.m, a.nnz() * std::max<int64_t>(p.n, 1) + p.m, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r)
+      for (int64_t j = 0; j < p.n; ++j) {
+        int64_t acc = 0;
+        for (int64_t i = a.row_ptr[r]; i < a.row_ptr[r + 1]; ++i) {
+          const int64_t k = a.col_idx[static_cast<size_t>(i)];
+          acc += static_cast<int64_t>(rq.q[static_cast<size_t>(i)]) *
+                 static_cast<int64_t>(tq.q[static_cast<size_t>(p.b_index(k, j))]);
+        }
+        float v = static_cast<float>(acc);
+        v *= rq.scales[static_cast<size_t>(r)] * tq.scales[static_cast<size_t>(j)];
+        const size_t ci = static_cast<size_t>(p.c_index(r, j));
+        c[ci] = beta == 0.0f ? alpha * v : alpha * v + beta * c[ci];
+      }
+  });
+}
 
 class DenseIrFamily final : public IrFamily {
  public:
@@ -55,7 +83,10 @@ class DenseIrFamily final : public IrFamily {
   void interpret(const Problem& p, const Schedule&, const PackedMatrix& packed,
                  std::span<const float> b, std::span<float> c, float alpha,
                  float beta) const override {
-    reference_spmm(p, packed_csr(packed), b, c, alpha, beta);
+    if (p.dtype == DType::I8)
+      interpret_int8(p, packed_csr(packed), b, c, alpha, beta);
+    else
+      reference_spmm(p, packed_csr(packed), b, c, alpha, beta);
   }
   std::optional<FormatSummary> summarize(const CsrMatrix&) const override { return std::nullopt; }
   // The library may split K and add the parts in fp32.

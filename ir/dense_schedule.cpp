@@ -13,14 +13,30 @@ std::vector<std::string> validate_dense(const Problem& p) {
   std::vector<std::string> why;
   if (!p.sparse_weight())
     why.push_back(fmt::format("dense multiplies a sparse weight, not a {}", to_string(p.op)));
-  if (p.dtype != DType::F16 && p.dtype != DType::BF16)
-    why.push_back(
-        fmt::format("dense runs the BLAS library in fp16 or bf16, not {}", to_string(p.dtype)));
-  if (p.b_layout == Layout::RowMajor && p.c_layout == Layout::ColMajor)
+  if (p.dtype == DType::I8) {
+    if (p.io_dtype != DType::F16 && p.io_dtype != DType::BF16)
+      why.push_back(
+          fmt::format("dense int8 writes fp16 or bf16 outputs, not {}", to_string(p.io_dtype)));
+    if (p.c_layout != Layout::ColMajor)
+      why.push_back(
+          "dense int8 needs C column-major (its scale step writes each token's outputs "
+          "contiguously)");
+    if (p.m % 4 != 0)
+      why.push_back(fmt::format(
+          "dense int8 needs M a multiple of 4 (the library's int8 GEMM rule), not {}", p.m));
+  } else if (p.dtype != DType::F16 && p.dtype != DType::BF16) {
+    why.push_back(fmt::format("dense runs the BLAS library in fp16, bf16 or int8, not {}",
+                              to_string(p.dtype)));
+  } else if (p.b_layout == Layout::RowMajor && p.c_layout == Layout::ColMajor) {
     why.push_back("dense needs B column-major when C is column-major (b=row c=col)");
+  }
   if (p.degenerate())
     why.push_back(fmt::format("dense needs M, K, N > 0 (got M={}, K={}, N={})", p.m, p.k, p.n));
   return why;
+}
+
+int64_t dense_k(const Problem& p) {
+  return p.dtype == DType::I8 ? (p.k + 63) / 64 * 64 : p.k;
 }
 
 std::string dense_spec(const DenseSchedule&) {
@@ -52,7 +68,7 @@ std::vector<std::string> verify_dense(const Problem& p, const DeviceLimits& dev)
                     dev.name, dev.max_threads_per_block));
   // The dense copy of A lives on the host and the device: a graph-scale matrix has no business
   // being multiplied densely.
-  const double bytes = double(p.m) * double(p.k) * 2.0;
+  const double bytes = double(p.m) * double(dense_k(p)) * double(dtype_bytes(p.dtype));
   if (bytes > double(kMaxDenseBytes))
     why.push_back(
         fmt::format("the dense copy of A ({} x {}) would take {:.1f} GiB, above the "

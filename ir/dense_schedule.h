@@ -5,9 +5,17 @@
 //   dense;lib=cublaslt
 //     lib  the BLAS library (cuBLASLt, loaded at run time)
 //
-// One step per run: C = alpha · A · B + beta · C by the library's GEMM, A stored densely (M x K
-// row-major in the dtype), fp32 accumulation. fp16 / bf16; B and C row/row, col/row or col/col
+// fp16 / bf16, one step per run: C = alpha · A · B + beta · C by the library's GEMM, A stored
+// densely (M x K row-major in the dtype), fp32 accumulation; B and C row/row, col/row or col/col
 // (C column-major is computed as C^T = B^T · A^T, which needs B column-major too).
+//
+// int8 (the quantized problem of ir/quantize.h: weights per row, tokens per column), three steps,
+// the dense yardstick of the quantized sparse families:
+//   1. B quantized per token into an int8 K' x N copy (column-major, K' = dense_k(p): K rounded
+//      up to 64, zero rows below K) and the token scales;
+//   2. acc (int32, M x N column-major) = A_q · B_q by the library's int8 GEMM, exact;
+//   3. C = alpha · acc · (row scale · token scale) + beta · C, one rounding.
+// A_q is stored M x K' row-major. C column-major; the library's int8 GEMM needs M % 4 == 0.
 #pragma once
 
 #include <cstdint>
@@ -29,6 +37,9 @@ struct DenseSchedule {
 
 // Reasons the library cannot run the problem (op, dtype, layouts, empty sizes); empty = it can.
 std::vector<std::string> validate_dense(const Problem& p);
+// The K the library multiplies over: K for 16-bit types, K rounded up to 64 for int8 (the
+// quantization kernel writes whole 64-row chunks; the rows past K are zeros in A_q and B_q).
+int64_t dense_k(const Problem& p);
 std::string dense_spec(const DenseSchedule& s);
 std::string print_dense(const DenseSchedule& s);
 DenseSchedule parse_dense_fields(std::string_view spec, const std::vector<std::string_view>& parts);

@@ -126,9 +126,19 @@ Gemm::Gemm(const GemmShape& shape, const Gemm* share_workspace_with)
   s.api = &api_or_throw();
   s.shape = shape;
   const Api& api = *s.api;
-  const cudaDataType t = shape.half ? CUDA_R_16F : CUDA_R_16BF;
+  if (shape.i8 && (!shape.b_transposed || shape.relu || shape.c_fp32 || shape.k % 4 != 0 ||
+                   shape.lda % 4 != 0 || shape.ldb % 4 != 0 || shape.ldc % 4 != 0))
+    throw CublasLtError(fmt::format("cuBLASLt runs an int8 {}x{}x{} GEMM only as TN with k and "
+                                    "the leading dimensions multiples of 4, without ReLU",
+                                    shape.m, shape.n, shape.k),
+                        -1);
+  const cudaDataType t = shape.i8 ? CUDA_R_8I : shape.half ? CUDA_R_16F : CUDA_R_16BF;
+  const cudaDataType tc = shape.i8 ? CUDA_R_32I : shape.c_fp32 ? CUDA_R_32F : t;
   check(api.Create(&s.lt), "cublasLtCreate");
-  check(api.DescCreate(&s.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
+  if (shape.i8)
+    check(api.DescCreate(&s.desc, CUBLAS_COMPUTE_32I, CUDA_R_32I), "cublasLtMatmulDescCreate");
+  else
+    check(api.DescCreate(&s.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
   // Row-major C = A·B is column-major C^T = B^T·A^T: the library's "A" is our B (n x k as
   // column-major when B is row-major k x n; transposed when B is stored n x k), its "B" our A.
   const cublasOperation_t ta = shape.b_transposed ? CUBLAS_OP_T : CUBLAS_OP_N;
@@ -151,7 +161,7 @@ Gemm::Gemm(const GemmShape& shape, const Gemm* share_workspace_with)
           "cublasLtMatrixLayoutCreate(B)");
   check(api.LayoutCreate(&s.lb, t, u(shape.k), u(shape.m), shape.lda),
         "cublasLtMatrixLayoutCreate(A)");
-  check(api.LayoutCreate(&s.lc, shape.c_fp32 ? CUDA_R_32F : t, u(shape.n), u(shape.m), shape.ldc),
+  check(api.LayoutCreate(&s.lc, tc, u(shape.n), u(shape.m), shape.ldc),
         "cublasLtMatrixLayoutCreate(C)");
   cublasLtMatmulPreference_t pref = nullptr;
   check(api.PrefCreate(&pref), "cublasLtMatmulPreferenceCreate");
@@ -190,8 +200,15 @@ void Gemm::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, float alpha, float b
                CUstream stream) const {
   const Impl& s = *impl_;
   if (s.shape.m == 0 || s.shape.n == 0) return;
-  check(s.api->Matmul(s.lt, s.desc, &alpha, vptr(b), s.la, vptr(a), s.lb, &beta, vptr(c), s.lc,
-                      vptr(c), s.lc, &s.algo, vptr(s.workspace->ptr()), s.workspace->bytes(),
+  // int8: the scale type is int32 (CUBLAS_COMPUTE_32I).
+  const int32_t alpha_i = static_cast<int32_t>(alpha), beta_i = static_cast<int32_t>(beta);
+  if (s.shape.i8 && (static_cast<float>(alpha_i) != alpha || static_cast<float>(beta_i) != beta))
+    throw CublasLtError(
+        fmt::format("cuBLASLt int8 GEMM with non-integer alpha {} or beta {}", alpha, beta), -1);
+  const void* pa = s.shape.i8 ? static_cast<const void*>(&alpha_i) : &alpha;
+  const void* pb = s.shape.i8 ? static_cast<const void*>(&beta_i) : &beta;
+  check(s.api->Matmul(s.lt, s.desc, pa, vptr(b), s.la, vptr(a), s.lb, pb, vptr(c), s.lc, vptr(c),
+                      s.lc, &s.algo, vptr(s.workspace->ptr()), s.workspace->bytes(),
                       reinterpret_cast<cudaStream_t>(stream)),
         "cublasLtMatmul");
 }

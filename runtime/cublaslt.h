@@ -7,8 +7,10 @@
 //
 // Convention: row-major C (m x n, ldc) = alpha · A (m x k, lda) · B + beta · C, with B row-major
 // k x n (ldb) or, transposed, n x k (ldb); fp16 or bf16 in and out (or C in fp32: c_fp32), fp32
-// accumulation; optional ReLU applied to the result. beta == 0 never reads C. With a 16-bit C the
-// library rounds alpha·A·B to C's type before it adds beta·C (measured: up to 8x the
+// accumulation; optional ReLU applied to the result. Or (i8) int8 in and int32 out with int32
+// accumulation, exact; the library runs that only as "TN" (b_transposed) with k, lda, ldb and ldc
+// multiples of 4, and alpha, beta then must be integers. beta == 0 never reads C. With a 16-bit C
+// the library rounds alpha·A·B to C's type before it adds beta·C (measured: up to 8x the
 // one-rounding bound with bf16); callers that need one rounding with beta != 0 use c_fp32.
 //
 // Objects need the CUDA context they were made under to be current (runtime/cuda_driver.h).
@@ -47,6 +49,7 @@ struct GemmShape {
   bool b_transposed = false;  // B stored n x k
   bool relu = false;
   bool c_fp32 = false;  // C in fp32 (A and B stay 16-bit): adds beta·C before the one rounding
+  bool i8 = false;      // int8 A and B, int32 C and accumulation (half, c_fp32 and relu unused)
 };
 
 // One planned GEMM: descriptors and the heuristic's first algorithm, chosen once at construction

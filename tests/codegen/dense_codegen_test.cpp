@@ -4,6 +4,8 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <random>
+#include <vector>
 
 #include "codegen/dense.h"
 #include "compiler/pipeline.h"
@@ -12,7 +14,9 @@
 #include "ir/dtype.h"
 #include "ir/enumerate.h"
 #include "ir/family.h"
+#include "ir/quantize.h"
 #include "tests/codegen/codegen_test_matrices.h"
+#include "tests/ir/slide_test_weights.h"
 
 namespace sparsegen {
 namespace {
@@ -142,6 +146,100 @@ TEST(DenseFamily, BuildLaysADenselyAndCompilesOffline) {
   EXPECT_EQ(at(0, 0), 0.0f);
   EXPECT_EQ(at(1, 3), 0.0f);
   EXPECT_FALSE(b.compiled.image.empty());
+}
+
+TEST(DenseFamily, TakesInt8WithCColumnMajorAndMMultipleOfFour) {
+  const CsrMatrix a = testing::slide_weight(64, 75, 4, 5);
+  EnumerateOptions o;
+  o.include_specialised = true;
+  const IrFamily& f = *find_ir_family("dense");
+  for (Layout bl : {Layout::RowMajor, Layout::ColMajor})
+    EXPECT_EQ(
+        f.enumerate(
+             Problem::quantized_spmm(64, 75, 8, DType::I8, DType::BF16, bl, Layout::ColMajor), a, o)
+            .size(),
+        1u);
+  const auto row_c = f.why_not(Problem::quantized_spmm(64, 75, 8, DType::I8, DType::F16), a);
+  ASSERT_FALSE(row_c.empty());
+  EXPECT_NE(row_c.front().find("C column-major"), std::string::npos) << row_c.front();
+  const auto odd_m = f.why_not(
+      Problem::quantized_spmm(62, 75, 8, DType::I8, DType::F16, Layout::ColMajor, Layout::ColMajor),
+      a);
+  ASSERT_FALSE(odd_m.empty());
+  EXPECT_NE(odd_m.front().find("multiple of 4"), std::string::npos) << odd_m.front();
+  EXPECT_FALSE(f.why_not(Problem::quantized_spmm(64, 75, 8, DType::F8E4M3, DType::F16,
+                                                 Layout::ColMajor, Layout::ColMajor),
+                         a)
+                   .empty());
+}
+
+// int8: quantize B (the slide lift of 2:4, written K' x N), the library's int8 GEMM into the
+// int32 workspace, the scale kernel; A laid out quantized, M x K' with K' = K rounded up to 64.
+TEST(DenseFamily, Int8IsQuantizeLibraryGemmAndScale) {
+  const CsrMatrix a = testing::slide_weight(64, 75, 4, 5);
+  const Problem p =
+      Problem::quantized_spmm(64, 75, 9, DType::I8, DType::F16, Layout::ColMajor, Layout::ColMajor);
+  EXPECT_EQ(dense_k(p), 128);
+  const KernelBuild b =
+      build_kernel(a, p, parse_schedule("dense;lib=cublaslt"), offline_target("sm_90"));
+  EXPECT_FALSE(b.compiled.image.empty());
+  ASSERT_EQ(b.values.size(), 64u * 128u);
+  const RowQuantized q = quantize_rows(a, DType::I8);
+  for (int64_t r = 0; r < a.rows; ++r)
+    for (int64_t i = a.row_ptr[r]; i < a.row_ptr[r + 1]; ++i)
+      ASSERT_EQ(static_cast<float>(static_cast<int8_t>(
+                    b.values[static_cast<size_t>(r * 128 + a.col_idx[static_cast<size_t>(i)])])),
+                q.q[static_cast<size_t>(i)]);
+  for (size_t j = 75; j < 128; ++j) EXPECT_EQ(b.values[j], 0);  // row 0's padding
+  const codegen::KernelSignature& sig = b.kernel.signature;
+  ASSERT_EQ(sig.gemms_before.size(), 1u);
+  EXPECT_TRUE(sig.gemms_after.empty());
+  const codegen::LibraryGemm& g = sig.gemms_before.front();
+  EXPECT_TRUE(g.i8);
+  EXPECT_FALSE(g.run_alpha_beta);
+  EXPECT_EQ(g.m, 9);
+  EXPECT_EQ(g.n, 64);
+  EXPECT_EQ(g.k, 128);
+  EXPECT_EQ(g.a.buffer, codegen::ParamKind::BWork);
+  EXPECT_EQ(g.b.buffer, codegen::ParamKind::Values);
+  EXPECT_TRUE(g.b_transposed);
+  EXPECT_EQ(g.c.buffer, codegen::ParamKind::Workspace);
+  EXPECT_EQ(g.c.ld, 64);
+  EXPECT_EQ(sig.workspace_bytes, 64 * 9 * 4);
+  EXPECT_EQ(sig.b_work_bytes, 128 * 9);
+  EXPECT_EQ(sig.token_scales, 9);
+  ASSERT_TRUE(sig.b_transform.present());
+  EXPECT_EQ(sig.b_transform.params.back().kind, codegen::ParamKind::TokenScales);
+  EXPECT_NE(b.kernel.source.find("sg::slide_lift<T, 2, 2,"), std::string::npos);
+  EXPECT_NE(b.kernel.source.find("sg::slide_lt_scale<T, int>(acc, row_scales, token_scales, C"),
+            std::string::npos);
+}
+
+// The int8 steps compute what the slide kernels compute on the same weight (both quantize per
+// row and per token, sum exactly and scale once): equal bit for bit, beta 0 and beta != 0.
+TEST(DenseFamily, Int8InterpretIsTheSlideArithmetic) {
+  const CsrMatrix a = testing::slide_weight(32, 77, 4, 8);
+  const IrFamily& dense = *find_ir_family("dense");
+  const IrFamily& slide = *find_ir_family("slide");
+  const Schedule ds = parse_schedule("dense;lib=cublaslt");
+  const Schedule ss =
+      parse_schedule("slide;pattern=6:8;split=k;lift=kernel;warps=4;mt=1;nt=1;unroll=1");
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> u(-2.0f, 2.0f);
+  for (Layout bl : {Layout::RowMajor, Layout::ColMajor}) {
+    const Problem p =
+        Problem::quantized_spmm(32, 77, 6, DType::I8, DType::F16, bl, Layout::ColMajor);
+    std::vector<float> b(77 * 6), c0(32 * 6);
+    for (float& x : b) x = u(rng) + 0.01f;
+    for (float& x : c0) x = u(rng);
+    for (float beta : {0.0f, -1.5f}) {
+      std::vector<float> cd = c0, cs = c0;
+      dense.interpret(p, ds, *dense.pack(a, p, ds), b, cd, 1.25f, beta);
+      slide.interpret(p, ss, *slide.pack(a, p, ss), b, cs, 1.25f, beta);
+      for (size_t i = 0; i < cd.size(); ++i) ASSERT_EQ(cd[i], cs[i]) << i << " beta " << beta;
+      EXPECT_NE(cd, c0);
+    }
+  }
 }
 
 // A model-only search never returns the library candidate (it is measured, not predicted); it

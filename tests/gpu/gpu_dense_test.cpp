@@ -1,7 +1,7 @@
 // dense family on the device (skipped without a GPU): the library GEMM of every layout pair and
-// 16-bit type against the reference of compiler/gpu_check.h (tight bound, C poisoned with beta 0,
-// then beta -1.5 and beta 1), and the tuner measuring it next to the generated kernels: returned
-// where it is the fastest, named in the reason either way.
+// 16-bit type, and the int8 steps, against the reference of compiler/gpu_check.h (tight bound, C
+// poisoned with beta 0, then beta -1.5 and beta 1), and the tuner measuring it next to the
+// generated kernels: returned where it is the fastest, named in the reason either way.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -42,6 +42,28 @@ TEST_F(GpuDense, EveryLayoutPairAndTypeAgainstTheReference) {
         EXPECT_TRUE(r.passed()) << r.error();
         // beta = 1 (C holding a bias): cuBLASLt rounds alpha·A·B to a 16-bit C before it adds
         // C there (up to 8x the bound with bf16); the fp32 workspace path must keep one rounding.
+        const CheckInputs in = make_check_inputs(p, ++seed, 1.0f, 1.0f);
+        const CheckResult r1 = gpu_check(k, a, in, compute_reference(a, in));
+        EXPECT_TRUE(r1.passed) << "beta = 1: " << r1.error << " (max ratio " << r1.max_ratio << ")";
+      }
+}
+
+// int8 (quantized per row and per token, the library's exact int8 GEMM, one scaling) against the
+// reference over the quantized inputs: B of both layouts, fp16 and bf16 outputs, K not a multiple
+// of 64 (the quantized copies' padding), N from decode to wide, beta 0 and 1.
+TEST_F(GpuDense, Int8AgainstTheQuantizedReference) {
+  const CsrMatrix a = weight(300, 515, 0.5, 7);
+  const Schedule s = parse_schedule("dense;lib=cublaslt");
+  uint64_t seed = 40;
+  for (DType out : {DType::F16, DType::BF16})
+    for (Layout bl : {Layout::RowMajor, Layout::ColMajor})
+      for (int64_t n : {1, 8, 64, 77}) {
+        const Problem p =
+            Problem::quantized_spmm(a.rows, a.cols, n, DType::I8, out, bl, Layout::ColMajor);
+        SCOPED_TRACE(to_string(p));
+        const CompiledKernel k(ctx_, build_kernel(a, p, s, target_));
+        const GpuCheckPair r = gpu_check(k, a, ++seed);
+        EXPECT_TRUE(r.passed()) << r.error();
         const CheckInputs in = make_check_inputs(p, ++seed, 1.0f, 1.0f);
         const CheckResult r1 = gpu_check(k, a, in, compute_reference(a, in));
         EXPECT_TRUE(r1.passed) << "beta = 1: " << r1.error << " (max ratio " << r1.max_ratio << ")";
