@@ -19,7 +19,8 @@ class DenseCost final : public CostFamily {
                        const FormatStats& fs, const MatrixFeatures&,
                        const RowProfile&) const override {
     const double m = double(p.m), k = double(dense_k(p)), n = double(std::max<int64_t>(p.n, 1));
-    const double ab = double(dtype_bytes(p.dtype));  // int8: 1; the mma then takes k 32
+    const double ab = double(dtype_bytes(p.dtype));  // bytes of A and B: 2, int8 1
+    const double mma_k = ab == 1 ? 32.0 : 16.0;      // the int8 mma takes k 32
     f.nnz = double(fs.nnz);
     f.pad_overhead = fs.nnz > 0 ? (m * k - double(fs.nnz)) / double(fs.nnz) : 0.0;
     f.a_bytes = m * k * ab;
@@ -29,7 +30,7 @@ class DenseCost final : public CostFamily {
     f.c_bytes = m * n * 2.0;
     f.dram_bytes = f.a_bytes + f.b_unique_bytes + f.c_bytes;
     f.l2_bytes = f.dram_bytes;
-    const double mmas = std::ceil(m / 16.0) * std::ceil(n / 8.0) * std::ceil(k / (16.0 * 2.0 / ab));
+    const double mmas = std::ceil(m / 16.0) * std::ceil(n / 8.0) * std::ceil(k / mma_k);
     f.blocks = std::max(1.0, std::ceil(m / 128.0) * std::ceil(n / 128.0));
     f.warp_workers = f.blocks * 8.0;
     f.warp_iters_total = mmas;

@@ -1,6 +1,6 @@
 // The quantization a quantized problem (Problem::quantized_spmm, int8 / fp8 e4m3) is defined by,
 // in one place: the packers, the CPU interpreters, the GPU check's reference and the device
-// helpers (templates/sg_quant.cuh mirrors quantize_value) all follow it.
+// helpers (slide_operand_bits in templates/sg_slide.cuh mirrors quantize_value) all follow it.
 //
 //   weights (per row r):   scale_r = max_j |a_rj| / qmax,   q_rj = Q(a_rj · (qmax / max_j |a_rj|))
 //   tokens  (per column c): scale_c = max_k |b_kc| / qmax,   q_kc = Q(b_kc · (qmax / max_k |b_kc|))
