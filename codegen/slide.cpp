@@ -187,9 +187,10 @@ class SlideEmitter : public Emitter {
           "last of each output tile rounds it into C",
           slide_col_blocks(p_, s_), s_.ksplit, slide_part_chunks(f_.chunks, s_.ksplit)));
     const bool row_c = p_.c_layout == Layout::RowMajor;
-    const auto targ = targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.m_tiles},
-                            IntArg{s_.n_tiles}, IntArg{s_.unroll}, IntArg{s_.warps},
-                            IntArg{quant_ ? 1 : 0}, IntArg{s_.ksplit}, IntArg{s_.stages});
+    const auto targ =
+        targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.m_tiles}, IntArg{s_.n_tiles},
+              IntArg{s_.unroll}, IntArg{s_.warps}, IntArg{quant_ ? 1 : 0}, IntArg{s_.ksplit},
+              IntArg{s_.stages}, IntArg{s_.prefetch});
     // The K parts' workspace and its counters (one per output tile of a block), or none.
     const auto ws = ptr_f32(split_k_parts() ? "ws" : "static_cast<float*>(nullptr)");
     const auto counters =

@@ -12,7 +12,7 @@
 //   extern "C" __global__ void __launch_bounds__(128) sparsegen_slide(const unsigned* values,
 //       T* C, float alpha, float beta, const unsigned* meta, const unsigned* bw) {
 //     extern __shared__ __align__(16) float sg_smem[];
-//     sg::slide_spmm<T, 0, 1, 1, 2, 4, 0, 1, 1>(values, meta, bw, C, nullptr, nullptr, sg_smem,
+//     sg::slide_spmm<T, 0, 1, 1, 2, 4, 0, 1, 1, 0>(values, meta, bw, C, nullptr, nullptr, sg_smem,
 //         alpha, beta, M, N, row_tiles, col_tiles, chunks, c_rs, c_ns, ws, counters, col_blocks);
 //   }
 //

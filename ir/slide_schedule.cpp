@@ -65,6 +65,10 @@ std::vector<std::string> validate(const SlideSchedule& s) {
   if (s.ksplit < 1 || s.ksplit > 64)
     why.push_back(fmt::format("ksplit={} must be in 1..64", s.ksplit));
   one_of("stages", s.stages, {1, 2});
+  if (s.prefetch < 0 || s.prefetch > kSlideMaxPrefetch)
+    why.push_back(fmt::format("prefetch={} must be in 0..{}", s.prefetch, kSlideMaxPrefetch));
+  if (s.prefetch > 0 && s.lift == SlideLift::Fused)
+    why.push_back("prefetch needs lift=kernel (it overlaps A's first loads with the lift kernel)");
   if (s.lift == SlideLift::Fused && s.split != SlideSplit::K)
     why.push_back("lift=fused needs split=k (split=rows stages lifted B fragments)");
   return why;
@@ -96,11 +100,12 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
 }
 
 std::string slide_spec(const SlideSchedule& s) {
-  return fmt::format("slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}",
+  return fmt::format("slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}{}",
                      2 * s.pattern - 2, 2 * s.pattern, to_string(s.split), to_string(s.lift),
                      s.warps, s.m_tiles, s.n_tiles, s.unroll,
                      s.ksplit > 1 ? fmt::format(";ksplit={}", s.ksplit) : "",
-                     s.stages > 1 ? fmt::format(";stages={}", s.stages) : "");
+                     s.stages > 1 ? fmt::format(";stages={}", s.stages) : "",
+                     s.prefetch > 0 ? fmt::format(";prefetch={}", s.prefetch) : "");
 }
 
 std::string print_slide(const SlideSchedule& s) {
@@ -133,6 +138,10 @@ std::string print_slide(const SlideSchedule& s) {
         "  loads : stages={} load steps in flight per warp (the next step's {} "
         "loaded before this step's mma.sp)\n",
         s.stages, s.split == SlideSplit::K ? "A, metadata and B" : "A and metadata");
+  if (s.prefetch > 0)
+    out += fmt::format(
+        "  early : prefetch={} chunks of A per row tile asked of the L2 before the lift ends\n",
+        s.prefetch);
   out += "  math  : mma.sp m16n8k32 (16-bit) / m16n8k64 (8-bit) per warp\n";
   return out;
 }
@@ -188,10 +197,13 @@ SlideSchedule parse_slide_fields(std::string_view spec,
       s.ksplit = num(64);
     else if (key == "stages")
       s.stages = num(64);
+    else if (key == "prefetch")
+      s.prefetch = static_cast<int>(spec_fields::parse_int(key, v, 0, kSlideMaxPrefetch));
     else
-      spec_fields::error(
-          key, "one of pattern, split, lift, warps, mt, nt, unroll, ksplit, stages (family slide)",
-          key);
+      spec_fields::error(key,
+                         "one of pattern, split, lift, warps, mt, nt, unroll, ksplit, stages, "
+                         "prefetch (family slide)",
+                         key);
   });
   spec_fields::check_legal(spec, validate(s));
   return s;

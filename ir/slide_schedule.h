@@ -13,6 +13,10 @@
 //              into an fp32 workspace and the last block of each output tile rounds it into C
 //     stages   load steps in flight per warp (1 or 2; printed when 2): with 2 a warp loads the
 //              next step's A and metadata (and, split=k, B) before this step's mma.sp
+//     prefetch chunks of A (values and metadata) per row tile a block asks the L2 for before it
+//              waits for the lift kernel (0..4096; printed when > 0; lift=kernel, sm_90): the
+//              main kernel starts while the lift runs (programmatic dependent launch) and streams
+//              its first A meanwhile. Given by SPEC only: not enumerated until measured.
 //
 // Two kernels per run (one with lift=fused):
 //   b_transform  lifts B into the sliding windows (Ψ) and, for int8 / fp8, quantizes it per token
@@ -56,6 +60,9 @@ enum class SlideLift { Kernel, Fused };
 std::string_view to_string(SlideLift l);  // "kernel", "fused"
 std::optional<SlideLift> parse_slide_lift(std::string_view s);
 
+// The largest prefetch field: chunks of A per row tile.
+inline constexpr int kSlideMaxPrefetch = 4096;
+
 struct SlideSchedule {
   static constexpr std::string_view kFamily = "slide";
 
@@ -68,6 +75,7 @@ struct SlideSchedule {
   int unroll = 2;                      // chunks in flight per warp: 1, 2, 4
   int ksplit = 1;                      // K parts, each its own blocks (grid.y): 1..64
   int stages = 1;                      // load steps in flight per warp: 1, 2
+  int prefetch = 0;                    // chunks of A per row tile prefetched before the lift ends
 
   int threads_per_block() const { return warps * kWarpSize; }
   bool operator==(const SlideSchedule&) const = default;

@@ -498,6 +498,31 @@ struct SlideStepA {
 };
 }  // namespace detail
 
+// Asks the L2 for the first PF chunks of a block's K part [c0, c1) of A values and metadata, for
+// row tiles rt0 … rt0 + tiles − 1 (those below row_tiles), before the main kernel waits for the
+// lift: launched early (programmatic dependent launch), the block then streams its first A from
+// memory while the lift still runs. A hint (sm_90 bulk prefetch); the ranges lie inside the pack.
+// Threads 2i and 2i + 1 take row tile i's values and metadata.
+namespace detail {
+template <int KIND, int PF>
+__device__ __forceinline__ void slide_prefetch_a(const unsigned* a, const unsigned* meta, int rt0,
+                                                 int tiles, int row_tiles, int c0, int c1,
+                                                 int chunks) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (PF > 0) {
+    constexpr int ML = SlideKind<KIND>::kMetaLanes;
+    const int n = min(PF, c1 - c0), t = static_cast<int>(threadIdx.x), rt = rt0 + (t >> 1);
+    if (n <= 0 || t >= 2 * tiles || rt >= row_tiles) return;
+    const long long tc = static_cast<long long>(rt) * chunks + c0;
+    // Per tile and chunk: 32 lanes x 16 bytes of values, 8·ML metadata words.
+    const unsigned* p = (t & 1) == 0 ? a + tc * 128 : meta + tc * (8 * ML);
+    const unsigned bytes = static_cast<unsigned>(n) * ((t & 1) == 0 ? 512u : 32u * ML);
+    asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
+  }
+#endif
+}
+}  // namespace detail
+
 // The main kernel: block (x, y) computes row tiles x·MT … x·MT + MT − 1 and column tiles
 // cb·NT … cb·NT + NT − 1 (cb = y mod col_blocks) over the chunks of K part y / col_blocks (all of
 // them when KS = 1); warp w multiplies the part's chunks w·U … w·U + U − 1, then + WARPS·U …,
@@ -601,8 +626,9 @@ __device__ __forceinline__ void slide_k_body(
 }
 }  // namespace detail
 
-// The main kernel (split=k) reading the lifted B fragments the b_transform kernel wrote (bw).
-template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, int KS, int ST>
+// The main kernel (split=k) reading the lifted B fragments the b_transform kernel wrote (bw);
+// PF > 0: slide_prefetch_a of PF chunks before the wait for the lift.
+template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, int KS, int ST, int PF>
 __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
                                            const unsigned* __restrict__ meta,
                                            const unsigned* __restrict__ bw, T* __restrict__ C,
@@ -611,6 +637,11 @@ __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
                                            float alpha, float beta, int M, int N, int row_tiles,
                                            int col_tiles, int chunks, int c_rs, int c_ns, float* ws,
                                            unsigned* counters, int col_blocks) {
+  if constexpr (PF > 0) {
+    const detail::SlideBlockPart bp = detail::slide_block_part<KS>(chunks, col_blocks);
+    detail::slide_prefetch_a<KIND, PF>(a, meta, blockIdx.x * MT, MT, row_tiles, bp.c0, bp.c1,
+                                       chunks);
+  }
   // The lift wrote bw and token_scales; this kernel may have started before it ended.
   bw = after_grid_dependency(bw);
   if (QUANT) token_scales = after_grid_dependency(token_scales);
@@ -686,9 +717,10 @@ __device__ __forceinline__ void slide_spmm_fused(const unsigned* __restrict__ a,
 // with cp.async, two steps in flight (smem: 2·U·NT·512 bytes), so the lifted B is read once per
 // block instead of once per 16 rows; A and its metadata stream from global memory per warp, ST
 // steps in flight (ST = 2: the next step's are loaded before this step's mma.sp).
+// PF > 0: slide_prefetch_a of PF chunks of the block's row tiles before the wait for the lift.
 //   issue B(0)
 //   for step i: issue B(i + 1); [ST = 2: A(i + 1) -> registers]; wait B(i); mma.sp; sync
-template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, int KS, int ST>
+template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, int KS, int ST, int PF>
 __device__ __forceinline__ void slide_spmm_rows(
     const unsigned* __restrict__ a, const unsigned* __restrict__ meta,
     const unsigned* __restrict__ bw, T* __restrict__ C, const float* __restrict__ row_scales,
@@ -708,6 +740,8 @@ __device__ __forceinline__ void slide_spmm_rows(
   Acc acc[MT * NT * 4];
 #pragma unroll
   for (int i = 0; i < MT * NT * 4; ++i) acc[i] = 0;
+  detail::slide_prefetch_a<KIND, PF>(a, meta, blockIdx.x * WARPS * MT, WARPS * MT, row_tiles, c0,
+                                     c1, chunks);
   // The lift wrote bw and token_scales; this kernel may have started before it ended.
   bw = after_grid_dependency(bw);
   if (QUANT) token_scales = after_grid_dependency(token_scales);

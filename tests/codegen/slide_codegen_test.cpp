@@ -33,7 +33,7 @@ TEST(SlideCodegen, SourceShapeAndSignature) {
       << k.source;
   EXPECT_NE(k.source.find("all of K staged at once"), std::string::npos);
   EXPECT_NE(
-      k.source.find("sg::slide_spmm<T, 2, 1, 2, 2, 4, 1, 1, 1>(values, meta, bw, C, row_scales, "
+      k.source.find("sg::slide_spmm<T, 2, 1, 2, 2, 4, 1, 1, 1, 0>(values, meta, bw, C, row_scales, "
                     "token_scales, sg_smem"),
       std::string::npos)
       << k.source;
@@ -42,7 +42,7 @@ TEST(SlideCodegen, SourceShapeAndSignature) {
   SlideSchedule r = s;
   r.split = SlideSplit::Rows;
   const GeneratedKernel kr = emit_slide(p, Schedule(r), pack_slide_tc(a, 4, DType::I8));
-  EXPECT_NE(kr.source.find("sg::slide_spmm_rows<T, 2, 1, 2, 2, 4, 1, 1, 1>(values, meta, bw, C"),
+  EXPECT_NE(kr.source.find("sg::slide_spmm_rows<T, 2, 1, 2, 2, 4, 1, 1, 1, 0>(values, meta, bw, C"),
             std::string::npos)
       << kr.source;
   EXPECT_EQ(kr.signature.launch.dynamic_shared_bytes, 2 * 2 * 2 * 512);
@@ -87,7 +87,7 @@ TEST(SlideCodegen, KParts) {
   s.warps = 4;
   s.ksplit = 3;
   const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::I8));
-  EXPECT_NE(k.source.find("sg::slide_spmm<T, 2, 1, 1, 2, 4, 1, 3, 1>(values, meta, bw, C"),
+  EXPECT_NE(k.source.find("sg::slide_spmm<T, 2, 1, 1, 2, 4, 1, 3, 1, 0>(values, meta, bw, C"),
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("ws, reinterpret_cast<unsigned*>(ws + 1024), 2);"), std::string::npos)
@@ -122,8 +122,8 @@ TEST(SlideCodegen, TwoLoadSteps) {
   EXPECT_EQ(slide_spec(s).find(";stages=2"), slide_spec(s).size() - 9);
   EXPECT_EQ(parse_schedule(slide_spec(s)), Schedule(s));
   EXPECT_NE(print_slide(s).find("stages=2 load steps in flight"), std::string::npos);
-  const char* calls[3] = {"sg::slide_spmm<T, 0, 1, 1, 2, 4, 0, 1, 2>(",
-                          "sg::slide_spmm_rows<T, 0, 1, 1, 2, 4, 0, 1, 2>(",
+  const char* calls[3] = {"sg::slide_spmm<T, 0, 1, 1, 2, 4, 0, 1, 2, 0>(",
+                          "sg::slide_spmm_rows<T, 0, 1, 1, 2, 4, 0, 1, 2, 0>(",
                           "sg::slide_spmm_fused<T, 0, 4, 1, 1, 2, 4, 1, 2>("};
   int i = 0;
   for (const auto& [split, lift] :
@@ -142,6 +142,46 @@ TEST(SlideCodegen, TwoLoadSteps) {
   EXPECT_EQ(slide_spec(s).find("stages"), std::string::npos);  // one step: the SPEC as before
   s.stages = 3;
   EXPECT_FALSE(validate(s).empty());
+}
+
+// prefetch: the SPEC field (printed when > 0), the template argument of both main kernels, the
+// L2 bulk prefetch in the sm_90 code and none for sm_80; lift=fused and out-of-range values are
+// refused; the enumeration never offers it (not measured yet).
+TEST(SlideCodegen, PrefetchBeforeTheLift) {
+  const CsrMatrix a = weight_6_8(64, 1000);
+  const Problem p = Problem::spmm(64, 1000, 16, DType::F16, Layout::ColMajor, Layout::ColMajor);
+  SlideSchedule s;
+  s.warps = 4;
+  s.prefetch = 16;
+  EXPECT_EQ(slide_spec(s).find(";prefetch=16"), slide_spec(s).size() - 12);
+  EXPECT_EQ(parse_schedule(slide_spec(s)), Schedule(s));
+  EXPECT_NE(print_slide(s).find("prefetch=16 chunks of A per row tile"), std::string::npos);
+  const char* calls[2] = {"sg::slide_spmm<T, 0, 1, 1, 2, 4, 0, 1, 1, 16>(",
+                          "sg::slide_spmm_rows<T, 0, 1, 1, 2, 4, 0, 1, 1, 16>("};
+  int i = 0;
+  for (SlideSplit split : {SlideSplit::K, SlideSplit::Rows}) {
+    s.split = split;
+    const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::F16));
+    EXPECT_NE(k.source.find(calls[i++]), std::string::npos) << k.source;
+    for (const char* arch : {"compute_90", "compute_80"}) {
+      nvrtc::CompileOptions o;
+      o.arch = arch;
+      o.headers = k.headers;
+      const std::vector<char> image = nvrtc::compile(k.source, o).image;
+      const std::string ptx(image.begin(), image.end());
+      EXPECT_EQ(ptx.find("cp.async.bulk.prefetch.L2") != std::string::npos,
+                std::string(arch) == "compute_90")
+          << arch;
+    }
+  }
+  s.lift = SlideLift::Fused;
+  s.split = SlideSplit::K;
+  EXPECT_FALSE(validate(s).empty());
+  s.lift = SlideLift::Kernel;
+  s.prefetch = kSlideMaxPrefetch + 1;
+  EXPECT_FALSE(validate(s).empty());
+  for (const Schedule& e : enumerate_slide_schedules(p, a, DeviceLimits::sm90()))
+    EXPECT_EQ(e.as<SlideSchedule>().prefetch, 0) << to_string(e);
 }
 
 // The lift's staging plan: row-major B stages 8 tokens per block (a column's tokens are

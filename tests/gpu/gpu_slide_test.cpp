@@ -201,6 +201,42 @@ TEST_F(GpuSlide, TwoLoadStepsInFlight) {
   std::printf("slide two load steps: %d kernels checked\n", checked_);
 }
 
+// prefetch: the main kernel asks the L2 for its first A chunks before it waits for the lift. A
+// hint, so the results must not change: both splits, every value type, a prefetch shorter and
+// longer than a K part, one part and three, and row tiles past M (100 rows: the last tile's
+// prefetch stops at the pack's end).
+TEST_F(GpuSlide, PrefetchBeforeTheLift) {
+  uint64_t seed = 1300;
+  int expected = 0;
+  const CsrMatrix a = slide_weight(100, 8 * 45 + 3, 4, 47);
+  for (DType dt : {DType::F16, DType::BF16, DType::I8, DType::F8E4M3})
+    for (int64_t n : {1, 64})
+      for (SlideSplit split : {SlideSplit::K, SlideSplit::Rows})
+        for (const int ks : {1, 3})
+          for (const int pf : {2, 4096}) {
+            const Problem p = problem_of(dt, a.rows, a.cols, n, int(seed));
+            SlideSchedule s;
+            s.pattern = 4;
+            s.split = split;
+            s.warps = split == SlideSplit::K ? 4 : 2;
+            s.m_tiles = 2;
+            s.n_tiles = n == 64 ? 4 : 1;
+            s.unroll = 2;
+            s.ksplit = ks;
+            s.prefetch = pf;
+            ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
+            ++expected;
+            SCOPED_TRACE(to_string(p) + " " + to_string(Schedule(s)));
+            const CompiledKernel k(ctx_, build_kernel(a, p, Schedule(s), target_));
+            const GpuCheckPair r = gpu_check(k, a, ++seed);
+            EXPECT_TRUE(r.passed()) << r.error();
+            ++checked_;
+          }
+  EXPECT_EQ(checked_, expected);
+  EXPECT_EQ(expected, 4 * 2 * 2 * 2 * 2);
+  std::printf("slide prefetch: %d kernels checked\n", checked_);
+}
+
 // The lift's staging paths: K % 8 == 0 with column-major B (16-byte copies of each token's
 // columns), row-major B (8 tokens per block), many tokens, and a K too long to stage at once
 // (segments; the 8-bit token maximum then read from B first).
