@@ -5,26 +5,14 @@
 #include "codegen/beta_workspace.h"
 #include "codegen/emitter.h"
 #include "codegen/slide.h"
-#include "codegen/template_types.h"
 #include "ir/csr_pack.h"
 #include "ir/dense_schedule.h"
 #include "ir/diagnostics.h"
 #include "ir/quantize.h"
 #include "ir/slide_schedule.h"
-#include "templates/template_index.h"
 
 namespace sparsegen::codegen {
 namespace {
-
-using tmpl::cptr_f32;
-using tmpl::cptr_t;
-using tmpl::f32;
-using tmpl::i32;
-using tmpl::ptr_t;
-using tmpl::targs;
-using tmpl::TypeArg;
-
-constexpr int kScaleThreads = 256;
 
 class DenseEmitter : public Emitter {
  public:
@@ -70,36 +58,19 @@ class DenseEmitter : public Emitter {
                     to_string(p_)));
     decl(fmt::format("using T = {};", p_.b_dtype() == DType::F16 ? "__half" : "__nv_bfloat16"));
     lift_ = emit_slide_lift(*this, p_, 2, chunks, true, opt_.kernel_name + "_lift");
-    comment("C = alpha · acc · (row scale · token scale) + beta · C, one thread per element");
-    call_stmt(tmpl::slide_lt_scale, targs(TypeArg{"T"}, TypeArg{"int"}), cptr_t("acc"),
-              cptr_f32("row_scales"), cptr_f32("token_scales"), ptr_t("C"), f32("alpha"),
-              f32("beta"), i32(std::to_string(p_.m)), i32(std::to_string(p_.n)));
+    KernelSignature sig;
+    const std::string head =
+        emit_quant_scale(*this, p_, "int", row_scales_, "dense.row_scales", opt_.kernel_name, sig);
     GeneratedKernel k;
-    k.signature = signature_int8();
-    k.source = kernel_source(fmt::format(
-        "extern \"C\" __global__ void __launch_bounds__({}) {}(const int* __restrict__ acc,\n"
-        "    const float* __restrict__ row_scales, const float* __restrict__ token_scales,\n"
-        "    T* __restrict__ C, float alpha, float beta) {{\n",
-        kScaleThreads, opt_.kernel_name));
+    k.signature = library_steps_int8(std::move(sig));
+    k.source = kernel_source(head);
     k.headers = header_sources();
     return k;
   }
 
-  KernelSignature signature_int8() const {
+  // The quantization kernel and the library's int8 GEMM around the scale step's signature.
+  KernelSignature library_steps_int8(KernelSignature sig) const {
     const int64_t kp = dense_k(p_);
-    KernelSignature sig;
-    sig.kernel_name = opt_.kernel_name;
-    sig.params = {{"acc", ParamKind::Workspace, "the library's int32 sums", {}},
-                  {"row_scales", ParamKind::F32Table, "dense.row_scales", f32_table(row_scales_)},
-                  {"token_scales", ParamKind::TokenScales, "token scales", {}},
-                  {"C", ParamKind::C, "C", {}},
-                  {"alpha", ParamKind::Alpha, "alpha", {}},
-                  {"beta", ParamKind::Beta, "beta", {}}};
-    sig.launch.grid_x = (p_.m * p_.n + kScaleThreads - 1) / kScaleThreads;
-    sig.launch.grid_y = 1;
-    sig.launch.block_threads = kScaleThreads;
-    sig.workspace_bytes = p_.m * p_.n * 4;
-    sig.token_scales = p_.n;
     sig.b_alignment = slide_vec_b(p_) ? 16 : 4;
     sig.b_work_bytes = kp * p_.n;
     sig.b_transform = lift_;

@@ -130,6 +130,33 @@ AuxKernel emit_slide_lift(Emitter& e, const Problem& p, int pattern, int64_t chu
   return t;
 }
 
+std::string emit_quant_scale(Emitter& e, const Problem& p, const char* acc,
+                             const std::vector<float>& row_scales, const std::string& table,
+                             const std::string& name, KernelSignature& sig) {
+  constexpr int kThreads = 256;
+  e.comment("C = alpha · acc · (row scale · token scale) + beta · C, one thread per element");
+  e.call_stmt(tmpl::slide_lt_scale, targs(TypeArg{"T"}, TypeArg{acc}), cptr_t("acc"),
+              cptr_f32("row_scales"), cptr_f32("token_scales"), ptr_t("C"), f32("alpha"),
+              f32("beta"), i32(std::to_string(p.m)), i32(std::to_string(p.n)));
+  sig.kernel_name = name;
+  sig.params = {{"acc", ParamKind::Workspace, "the library's raw accumulators", {}},
+                {"row_scales", ParamKind::F32Table, table, f32_table(row_scales)},
+                {"token_scales", ParamKind::TokenScales, "token scales", {}},
+                {"C", ParamKind::C, "C", {}},
+                {"alpha", ParamKind::Alpha, "alpha", {}},
+                {"beta", ParamKind::Beta, "beta", {}}};
+  sig.launch.grid_x = (p.m * p.n + kThreads - 1) / kThreads;
+  sig.launch.grid_y = 1;
+  sig.launch.block_threads = kThreads;
+  sig.workspace_bytes = p.m * p.n * 4;
+  sig.token_scales = p.n;
+  return fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ acc,\n"
+      "    const float* __restrict__ row_scales, const float* __restrict__ token_scales,\n"
+      "    T* __restrict__ C, float alpha, float beta) {{\n",
+      kThreads, name, acc);
+}
+
 namespace {
 
 class SlideEmitter : public Emitter {

@@ -45,4 +45,14 @@ AuxKernel emit_slide_lift(Emitter& e, const Problem& p, int pattern, int64_t chu
 // 16-byte aligned for 8-bit types.
 bool slide_vec_b(const Problem& p);
 
+// The scale step after a library GEMM of 8-bit operands quantized per row and per token, shared
+// by the families that run one: the main kernel `name` reads the raw accumulators (`acc`: "int"
+// or "float", M x N column-major in the Workspace) and writes
+//   C = alpha · acc · (row scale · token scale) + beta · C   (sg::slide_lt_scale, one thread each)
+// Emits its body into `e` (T declared there) and returns the kernel's head; sets sig's params
+// (row_scales as the F32Table `table`), launch, workspace and token scales.
+std::string emit_quant_scale(Emitter& e, const Problem& p, const char* acc,
+                             const std::vector<float>& row_scales, const std::string& table,
+                             const std::string& name, KernelSignature& sig);
+
 }  // namespace sparsegen::codegen

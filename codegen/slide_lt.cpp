@@ -12,16 +12,6 @@
 namespace sparsegen::codegen {
 namespace {
 
-using tmpl::cptr_f32;
-using tmpl::cptr_t;
-using tmpl::f32;
-using tmpl::i32;
-using tmpl::ptr_t;
-using tmpl::targs;
-using tmpl::TypeArg;
-
-constexpr int kScaleThreads = 256;
-
 class SlideLtEmitter : public Emitter {
  public:
   SlideLtEmitter(const Problem& p, const SlideLtSchedule& s, const SlideTcFormat& f,
@@ -43,51 +33,32 @@ class SlideLtEmitter : public Emitter {
                      2 * s_.pattern - 2, 2 * s_.pattern, to_string(p_)));
     decl(fmt::format("using T = {};", p_.b_dtype() == DType::F16 ? "__half" : "__nv_bfloat16"));
     lift_ = emit_slide_lift(*this, p_, s_.pattern, f_.chunks, true, opt_.kernel_name + "_lift");
+    KernelSignature sig;
     std::string head;
     if (quant_) {
-      const char* acc = p_.dtype == DType::I8 ? "int" : "float";
-      comment("C = alpha · acc · (row scale · token scale) + beta · C, one thread per element");
-      call_stmt(tmpl::slide_lt_scale, targs(TypeArg{"T"}, TypeArg{acc}), cptr_t("acc"),
-                cptr_f32("row_scales"), cptr_f32("token_scales"), ptr_t("C"), f32("alpha"),
-                f32("beta"), i32(std::to_string(p_.m)), i32(std::to_string(p_.n)));
-      head = fmt::format(
-          "extern \"C\" __global__ void __launch_bounds__({}) {}(const {}* __restrict__ acc,\n"
-          "    const float* __restrict__ row_scales, const float* __restrict__ token_scales,\n"
-          "    T* __restrict__ C, float alpha, float beta) {{\n",
-          kScaleThreads, opt_.kernel_name, acc);
+      head = emit_quant_scale(*this, p_, p_.dtype == DType::I8 ? "int" : "float", f_.row_scales,
+                              "slide.row_scales", opt_.kernel_name, sig);
+      SG_ASSERT(sig.workspace_bytes == slide_lt_workspace_bytes(p_),
+                "emit_slide_lt: the scale step's workspace is not the accumulators'");
     } else {
       comment("placeholder: the main grid is empty (the library GEMM writes C)");
       head = fmt::format("extern \"C\" __global__ void {}(T* C) {{\n", opt_.kernel_name);
+      sig.kernel_name = opt_.kernel_name;
+      sig.params = {{"C", ParamKind::C, "C", {}}};
+      sig.launch.grid_x = 0;  // empty: the library GEMM is the product
+      sig.launch.grid_y = 1;
+      sig.launch.block_threads = 32;
     }
     GeneratedKernel k;
     k.source = kernel_source(head);
     k.headers = header_sources();
-    k.signature = signature();
+    k.signature = library_steps(std::move(sig));
     return k;
   }
 
  private:
-  KernelSignature signature() const {
-    KernelSignature sig;
-    sig.kernel_name = opt_.kernel_name;
-    if (quant_) {
-      sig.params = {
-          {"acc", ParamKind::Workspace, "the library's raw accumulators", {}},
-          {"row_scales", ParamKind::F32Table, "slide.row_scales", f32_table(f_.row_scales)},
-          {"token_scales", ParamKind::TokenScales, "token scales", {}},
-          {"C", ParamKind::C, "C", {}},
-          {"alpha", ParamKind::Alpha, "alpha", {}},
-          {"beta", ParamKind::Beta, "beta", {}}};
-      sig.launch.grid_x = (p_.m * p_.n + kScaleThreads - 1) / kScaleThreads;
-      sig.launch.block_threads = kScaleThreads;
-      sig.workspace_bytes = slide_lt_workspace_bytes(p_);
-      sig.token_scales = p_.n;
-    } else {
-      sig.params = {{"C", ParamKind::C, "C", {}}};
-      sig.launch.grid_x = 0;  // empty: the library GEMM is the product
-      sig.launch.block_threads = 32;
-    }
-    sig.launch.grid_y = 1;
+  // The lift and the 2:4 library GEMM around the main kernel's signature.
+  KernelSignature library_steps(KernelSignature sig) const {
     sig.b_alignment = quant_ && slide_vec_b(p_) ? 16 : 4;
     sig.b_work_bytes = slide_lt_b_work_bytes(p_, s_.pattern);
     sig.b_transform = lift_;
