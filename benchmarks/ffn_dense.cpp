@@ -91,7 +91,16 @@ CublasFfn::CublasFfn(const FfnWeights& w, DType dtype, int64_t max_m, const Comp
 
 CublasFfn::~CublasFfn() = default;
 
-void CublasFfn::run(CUdeviceptr x, CUdeviceptr y, int64_t m64, CUstream stream) const {
+void CublasFfn::run(CUdeviceptr x, CUdeviceptr y, int64_t m, CUstream stream) const {
+  run_gemms(x, y, m, false, stream);
+}
+
+void CublasFfn::run_three_gemms(CUdeviceptr x, CUdeviceptr y, int64_t m, CUstream stream) const {
+  run_gemms(x, y, m, impl_->gated, stream);
+}
+
+void CublasFfn::run_gemms(CUdeviceptr x, CUdeviceptr y, int64_t m64, bool split_gate_up,
+                          CUstream stream) const {
   const Impl& s = *impl_;
   SG_ASSERT(m64 <= s.max_m, "CublasFfn::run: more tokens than its buffers");
   const int m = static_cast<int>(m64);
@@ -99,11 +108,17 @@ void CublasFfn::run(CUdeviceptr x, CUdeviceptr y, int64_t m64, CUstream stream) 
   const float one = 1.0f, zero = 0.0f;
   const cudaDataType t = cuda_type(s.dtype);
   check_cublas(cublasSetStream(s.handle, stream), "cublasSetStream");
-  // Row-major GU (m x cols) = x (m x K) · W (K x cols): column-major GU^T = W^T · x^T.
-  check_cublas(cublasGemmEx(s.handle, CUBLAS_OP_N, CUBLAS_OP_N, cols, m, s.k, &one,
-                            ptr(s.w_gu.ptr()), t, cols, ptr(x), t, s.k, &zero, ptr(s.gu.ptr()), t,
-                            cols, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
-               "cublasGemmEx (gate and up)");
+  // Row-major GU (m x cols) = x (m x K) · W (K x cols): column-major GU^T = W^T · x^T. Split:
+  // G and U as the column blocks 0 .. N-1 and N .. 2N-1 of both, each its own GEMM.
+  const int parts = split_gate_up ? 2 : 1, width = cols / parts;
+  for (int i = 0; i < parts; ++i) {
+    const size_t off = static_cast<size_t>(i) * static_cast<size_t>(width) * 2;  // bytes
+    check_cublas(cublasGemmEx(s.handle, CUBLAS_OP_N, CUBLAS_OP_N, width, m, s.k, &one,
+                              static_cast<char*>(ptr(s.w_gu.ptr())) + off, t, cols, ptr(x), t, s.k,
+                              &zero, static_cast<char*>(ptr(s.gu.ptr())) + off, t, cols,
+                              CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                 parts == 1 ? "cublasGemmEx (gate and up)" : "cublasGemmEx (gate or up)");
+  }
   cuda::LaunchConfig c;
   const int64_t total = int64_t{m} * s.n;
   c.grid.x = static_cast<unsigned>((total + 255) / 256);
