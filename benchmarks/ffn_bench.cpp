@@ -291,9 +291,12 @@ int main(int argc, char** argv) {
           }
           std::printf(
               "%s M=%-6lld mean %-5g (sample %.1f, max %lld)  dense %.4f ms  twell %.4f ms "
-              " %.2fx (%.2fx of 3 GEMMs)  tuned %.2fx [%s]\n",
+              " %.2fx%s  tuned %.2fx [%s]\n",
               shape.c_str(), (long long)m, mean, st.mean, (long long)st.max, dense_ms, best,
-              any_twell ? dense_ms / best : 0.0, any_twell ? dense3_ms / best : 0.0,
+              any_twell ? dense_ms / best : 0.0,
+              any_twell && dense3_ms > 0
+                  ? fmt::format(" ({:.2f}x of 3 GEMMs)", dense3_ms / best).c_str()
+                  : "",
               kernels.empty() ? 0.0 : dense_ms / tuned,
               kernels.empty() ? "-" : kernels[tuned_i].first.c_str());
           std::fflush(stdout);
