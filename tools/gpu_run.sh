@@ -30,7 +30,9 @@
 # Environment knobs: JOBS (default 16), BUILD_DIR (default build-gpu), OUT (default
 # $BUILD_DIR/out), SKIP_BUILD=1 (reuse an existing build), BUILD_TARGETS (ninja targets instead of
 # all, e.g. "sparsegen sparsegen-bench"), SPARSEGEN_GIT_COMMIT, PYTEST_ARGS (extra pytest
-# arguments of the python step, e.g. "-s -k tight_bound").
+# arguments of the python step, e.g. "-s -k tight_bound"), DEADLINE_S (seconds after the start by
+# which every benchmark must have ended: give the device call's limit less about 30 s, so that a
+# benchmark still running then is stopped and what the benchmarks wrote still comes back).
 
 set -uo pipefail
 
@@ -553,10 +555,36 @@ for entry in "${BENCH_RUNS[@]}"; do
   has_step bench || break
   name=${entry%%|*}; cmd=${entry#*|}
   if [ -n "$BENCH_ONLY" ] && [[ " $BENCH_ONLY " != *" $name "* ]]; then continue; fi
-  log "bench $name"
-  (cd "$BUILD_DIR" && eval "$cmd") >"$BENCH_DIR/$name.log" 2>&1
+  # Seconds this benchmark may take under DEADLINE_S (empty: no limit).
+  left=""
+  if [ -n "${DEADLINE_S:-}" ]; then
+    left=$((DEADLINE_S - ($(date +%s) - T0)))
+    if [ "$left" -le 5 ]; then
+      log "bench $name: not run, past DEADLINE_S=$DEADLINE_S"
+      BENCH_SUMMARY+=("$name|not run (DEADLINE_S)")
+      continue
+    fi
+  fi
+  log "bench $name${left:+ (at most ${left} s)}"
+  (cd "$BUILD_DIR" && eval "$cmd") >"$BENCH_DIR/$name.log" 2>&1 &
+  bench_pid=$!
+  watcher=""
+  if [ -n "$left" ]; then
+    # The commands run as the subshell's children: stop them at the deadline, then kill them.
+    rm -f "$BUILD_DIR/.bench_deadline"
+    (sleep "$left"; touch "$BUILD_DIR/.bench_deadline"; pkill -TERM -P "$bench_pid"; sleep 5
+      pkill -KILL -P "$bench_pid") >/dev/null 2>&1 &
+    watcher=$!
+  fi
+  wait "$bench_pid"
   rc=$?
-  BENCH_SUMMARY+=("$name|rc=$rc")
+  [ -n "$watcher" ] && kill "$watcher" 2>/dev/null
+  if [ -n "$watcher" ] && [ -e "$BUILD_DIR/.bench_deadline" ]; then
+    log "bench $name: stopped at DEADLINE_S=$DEADLINE_S"
+    BENCH_SUMMARY+=("$name|rc=$rc, stopped at DEADLINE_S")
+  else
+    BENCH_SUMMARY+=("$name|rc=$rc")
+  fi
   RAN_BENCH=1
   tail -25 "$BENCH_DIR/$name.log" | sed "s/^/  [$name] /"
 done
