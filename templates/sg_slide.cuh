@@ -496,14 +496,12 @@ struct SlideStepA {
       }
   }
 };
-}  // namespace detail
 
 // Asks the L2 for the first PF chunks of a block's K part [c0, c1) of A values and metadata, for
 // row tiles rt0 … rt0 + tiles − 1 (those below row_tiles), before the main kernel waits for the
 // lift: launched early (programmatic dependent launch), the block then streams its first A from
 // memory while the lift still runs. A hint (sm_90 bulk prefetch); the ranges lie inside the pack.
 // Threads 2i and 2i + 1 take row tile i's values and metadata.
-namespace detail {
 template <int KIND, int PF>
 __device__ __forceinline__ void slide_prefetch_a(const unsigned* a, const unsigned* meta, int rt0,
                                                  int tiles, int row_tiles, int c0, int c1,

@@ -24,6 +24,18 @@ class GpuDense : public testing::GpuFixture {
     spec.sparsity = sparsity;
     return prune(make_llm_weight(m, k, seed), spec);
   }
+  // The kernel of (a, p, s) against the reference with C poisoned (beta 0), then with beta = 1
+  // (C holding a bias): cuBLASLt rounds alpha·A·B to a 16-bit C before it adds C there (up to 8x
+  // the bound with bf16), so the fp32 workspace path must keep one rounding. Two seeds from seed.
+  void check_beta_zero_and_one(const CsrMatrix& a, const Problem& p, const Schedule& s,
+                               uint64_t& seed) {
+    const CompiledKernel k(ctx_, build_kernel(a, p, s, target_));
+    const GpuCheckPair r = gpu_check(k, a, ++seed);
+    EXPECT_TRUE(r.passed()) << r.error();
+    const CheckInputs in = make_check_inputs(p, ++seed, 1.0f, 1.0f);
+    const CheckResult r1 = gpu_check(k, a, in, compute_reference(a, in));
+    EXPECT_TRUE(r1.passed) << "beta = 1: " << r1.error << " (max ratio " << r1.max_ratio << ")";
+  }
 };
 
 TEST_F(GpuDense, EveryLayoutPairAndTypeAgainstTheReference) {
@@ -37,14 +49,7 @@ TEST_F(GpuDense, EveryLayoutPairAndTypeAgainstTheReference) {
       for (int64_t n : {1, 8, 77}) {
         const Problem p = Problem::spmm(a.rows, a.cols, n, dt, bl, cl);
         SCOPED_TRACE(to_string(p));
-        const CompiledKernel k(ctx_, build_kernel(a, p, s, target_));
-        const GpuCheckPair r = gpu_check(k, a, ++seed);
-        EXPECT_TRUE(r.passed()) << r.error();
-        // beta = 1 (C holding a bias): cuBLASLt rounds alpha·A·B to a 16-bit C before it adds
-        // C there (up to 8x the bound with bf16); the fp32 workspace path must keep one rounding.
-        const CheckInputs in = make_check_inputs(p, ++seed, 1.0f, 1.0f);
-        const CheckResult r1 = gpu_check(k, a, in, compute_reference(a, in));
-        EXPECT_TRUE(r1.passed) << "beta = 1: " << r1.error << " (max ratio " << r1.max_ratio << ")";
+        check_beta_zero_and_one(a, p, s, seed);
       }
 }
 
@@ -61,12 +66,7 @@ TEST_F(GpuDense, Int8AgainstTheQuantizedReference) {
         const Problem p =
             Problem::quantized_spmm(a.rows, a.cols, n, DType::I8, out, bl, Layout::ColMajor);
         SCOPED_TRACE(to_string(p));
-        const CompiledKernel k(ctx_, build_kernel(a, p, s, target_));
-        const GpuCheckPair r = gpu_check(k, a, ++seed);
-        EXPECT_TRUE(r.passed()) << r.error();
-        const CheckInputs in = make_check_inputs(p, ++seed, 1.0f, 1.0f);
-        const CheckResult r1 = gpu_check(k, a, in, compute_reference(a, in));
-        EXPECT_TRUE(r1.passed) << "beta = 1: " << r1.error << " (max ratio " << r1.max_ratio << ")";
+        check_beta_zero_and_one(a, p, s, seed);
       }
 }
 
