@@ -167,6 +167,11 @@ int main(int argc, char** argv) {
   app.add_option("--schedule", schedule_specs,
                  "slide schedule SPECs timed too, in every case they fit (their pattern, the "
                  "type, N); rank -1 in the JSON");
+  std::vector<int> prefetches;
+  app.add_option("--prefetch", prefetches,
+                 "also time each ranked lift=kernel schedule with these prefetch fields (chunks "
+                 "of A asked of the L2 before the lift ends); rank -2 and prefetch_of in the JSON")
+      ->check(CLI::Range(1, kSlideMaxPrefetch));
   CLI11_PARSE(app, argc, argv);
   std::vector<Schedule> given;
   for (const std::string& spec : schedule_specs) {
@@ -336,13 +341,32 @@ int main(int argc, char** argv) {
             for (const Schedule& s : given)
               if (s.as<SlideSchedule>().pattern == pn && validate(p, s).empty())
                 timed.emplace_back(s, -1);
+            // --prefetch: the ranked lift=kernel schedules again with each prefetch field
+            // (rank -2; prefetch_of names the ranked schedule it varies).
+            std::map<size_t, std::string> prefetch_of;
+            const size_t n_ranked = timed.size();
+            for (size_t j = 0; j < n_ranked; ++j) {
+              if (timed[j].second < 0) continue;
+              const auto& b = timed[j].first.as<SlideSchedule>();
+              if (b.lift != SlideLift::Kernel || b.prefetch != 0) continue;
+              for (const int c : prefetches) {
+                SlideSchedule v = b;
+                v.prefetch = c;
+                if (!validate(p, Schedule(v)).empty()) continue;
+                prefetch_of[timed.size()] = to_string(timed[j].first);
+                timed.emplace_back(Schedule(v), -2);
+              }
+            }
             if (!use_mma) timed.clear();
-            for (const auto& [s, rank] : timed) {
+            for (size_t j = 0; j < timed.size(); ++j) {
+              const auto& [s, rank] = timed[j];
               CompiledKernel kern(ctx, build_kernel(a, p, s, target));
               const double ms =
                   measure([&](CUstream st) { kern.run(db.ptr(), dc.ptr(), 1.0f, 0.0f, st); }, topt)
                       .median_ms;
               tried.push_back({{"schedule", to_string(s)}, {"ms", ms}, {"rank", rank}});
+              if (const auto it = prefetch_of.find(j); it != prefetch_of.end())
+                tried.back()["prefetch_of"] = it->second;
               if (best_spec.empty() || ms < best) best = ms, best_spec = to_string(s);
               if (rank >= 0 && rank < first && (first_ms == 0 || ms < first_ms)) first_ms = ms;
             }
