@@ -86,7 +86,7 @@ class SlideCost final : public CostFamily {
     f.column_efficiency = std::min(1.0, n / (col_tiles * 8.0));
     f.atomics = s.ksplit > 1 ? double(p.m) * n * s.ksplit : 0.0;
     f.shuffles = 0;
-    f.block_syncs = grid_x * grid_y * (s.split == SlideSplit::K ? 1.0 : part / s.unroll);
+    f.block_syncs = grid_x * grid_y * (s.split == SlideSplit::K ? 1.0 : 2.0 * part / s.unroll);
     f.blocks = grid_x * grid_y;
     f.threads_per_block = s.threads_per_block();
     f.registers_estimate = std::min(255, (slide_registers(p, s) + 7) / 8 * 8);

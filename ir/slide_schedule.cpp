@@ -64,10 +64,7 @@ std::vector<std::string> validate(const SlideSchedule& s) {
   one_of("unroll", s.unroll, {1, 2, 4});
   if (s.ksplit < 1 || s.ksplit > 64)
     why.push_back(fmt::format("ksplit={} must be in 1..64", s.ksplit));
-  if (s.split == SlideSplit::Rows)
-    one_of("stages", s.stages, {1, 2, 3});
-  else
-    one_of("stages", s.stages, {1, 2});
+  one_of("stages", s.stages, {1, 2});
   if (s.prefetch < 0 || s.prefetch > kSlideMaxPrefetch)
     why.push_back(fmt::format("prefetch={} must be in 0..{}", s.prefetch, kSlideMaxPrefetch));
   if (s.prefetch > 0 && s.lift == SlideLift::Fused)
@@ -127,9 +124,7 @@ std::string print_slide(const SlideSchedule& s) {
     out += fmt::format("  block : warps={} x {} row tile{} each, {} column tile{}\n", s.warps,
                        s.m_tiles, s.m_tiles == 1 ? "" : "s", s.n_tiles, s.n_tiles == 1 ? "" : "s");
     out += fmt::format(
-        "  k     : unroll={} chunks per step, A, metadata and B staged in shared memory "
-        "(cp.async)\n",
-        s.unroll);
+        "  k     : unroll={} chunks per step, B staged in shared memory (cp.async)\n", s.unroll);
   }
   out += s.lift == SlideLift::Kernel
              ? "  b     : lifted (and quantized per token) by the b_transform kernel\n"
@@ -139,15 +134,10 @@ std::string print_slide(const SlideSchedule& s) {
         "  parts : ksplit={} K parts add into an fp32 workspace; the last rounds it into C\n",
         s.ksplit);
   if (s.stages > 1)
-    out += s.split == SlideSplit::K
-               ? fmt::format(
-                     "  loads : stages={} load steps in flight per warp (the next step's "
-                     "A, metadata and B loaded before this step's mma.sp)\n",
-                     s.stages)
-               : fmt::format(
-                     "  loads : stages={} load steps in flight per block (a ring of "
-                     "stages + 1 buffers)\n",
-                     s.stages);
+    out += fmt::format(
+        "  loads : stages={} load steps in flight per warp (the next step's {} "
+        "loaded before this step's mma.sp)\n",
+        s.stages, s.split == SlideSplit::K ? "A, metadata and B" : "A and metadata");
   if (s.prefetch > 0)
     out += fmt::format(
         "  early : prefetch={} chunks of A per row tile asked of the L2 before the lift ends\n",
@@ -256,11 +246,9 @@ int64_t slide_workspace_bytes(const Problem& p, const SlideSchedule& s) {
 }
 
 int64_t slide_shared_bytes(const Problem&, const SlideSchedule& s) {
-  // split=k: warps 1 … warps−1 leave their mt·nt·4 sums per lane for warp 0; split=rows: a ring
-  // of stages + 1 steps, each unroll chunks of B fragments (nt tiles x 512 bytes) and of the
-  // warps' A (warps·mt tiles x 512 bytes of values + 128 of metadata, a word per lane).
-  if (s.split == SlideSplit::Rows)
-    return int64_t{s.stages + 1} * s.unroll * (s.n_tiles * 512 + s.warps * s.m_tiles * 640);
+  // split=k: warps 1 … warps−1 leave their mt·nt·4 sums per lane for warp 0; split=rows: two
+  // steps of B fragments (unroll chunks x nt tiles x 512 bytes).
+  if (s.split == SlideSplit::Rows) return int64_t{2} * s.unroll * s.n_tiles * 512;
   return int64_t{s.warps - 1} * s.m_tiles * s.n_tiles * 4 * 32 * 4;
 }
 
@@ -269,10 +257,9 @@ int64_t slide_shared_bytes(const Problem&, const SlideSchedule& s) {
 // unroll 2 uses 98), so the cost model's blocks per multiprocessor match the hardware's.
 int slide_registers(const Problem&, const SlideSchedule& s) {
   const int acc = s.m_tiles * s.n_tiles * 4;
-  // split=rows: the steps in flight wait in shared memory; a chunk's A is read just before use.
-  if (s.split == SlideSplit::Rows) return acc + s.m_tiles * 5 + 8 + 32;
-  const int loads = s.unroll * (s.m_tiles * 5 + s.n_tiles * 4);
-  return acc + s.stages * loads + 24;
+  const int loads = s.split == SlideSplit::K ? s.unroll * (s.m_tiles * 5 + s.n_tiles * 4)
+                                             : s.unroll * s.m_tiles * 5;
+  return acc + s.stages * loads + (s.split == SlideSplit::K ? 0 : 4) + 24;
 }
 
 int64_t slide_b_work_bytes(const Problem& p, const SlideSchedule& s) {
@@ -327,10 +314,11 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
         for (int mt : {1, 2})
           for (int nt : {1, 2, 4, 8}) {
             if (nt > 1 && nt > tiles) continue;
+            if (split == SlideSplit::Rows && warps == 2) continue;
             if (lift == SlideLift::Fused && (split != SlideSplit::K || dtype_bytes(p.dtype) != 2))
               continue;
             for (int unroll : {1, 2, 4})
-              for (int stages : {1, 2, 3})
+              for (int stages : {1, 2})
                 for (int ks = 1; ks <= 64; ks *= 2) {
                   SlideSchedule s;
                   s.pattern = pat.n;
@@ -342,7 +330,6 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
                   s.unroll = unroll;
                   s.ksplit = ks;
                   s.stages = stages;
-                  if (stages > 2 && split == SlideSplit::K) break;
                   // More parts only while the grid is short of two waves and each warp keeps
                   // at least 4 load steps of its part (the workspace round trip costs M·N floats).
                   if (ks > 1 && (slide_grid_x(p, s) * slide_grid_y(p, s) / 2 >=

@@ -4,17 +4,15 @@
 //   slide;pattern=6:8;split=k;lift=kernel;warps=4;mt=1;nt=1;unroll=2
 //     pattern  (2N−2):2N of the weight (2:4 … 14:16)
 //     split    how the block's warps share the work: k (the chunks; all warps on the block's
-//              rows) or rows (each warp its own rows; A and B staged in shared memory)
+//              rows) or rows (each warp its own rows; B staged in shared memory per block)
 //     lift     kernel (a b_transform kernel lifts B first) or fused (fp16/bf16, split=k: the
 //              main kernel reads B through the lift map itself, one launch)
 //     warps    warps per block (1, 2, 4, 8)              mt  16-row tiles per warp-row group
 //     nt       8-column tiles of N per block             unroll  chunks per load step (1, 2, 4)
 //     ksplit   K parts (1..64; printed when > 1): blocks take the chunks of one part; the parts add
 //              into an fp32 workspace and the last block of each output tile rounds it into C
-//     stages   load steps in flight (printed when > 1): split=k 1 or 2, with 2 a warp loads the
-//              next step's A, metadata and B before this step's mma.sp; split=rows 1 … 3, the
-//              steps copied (cp.async) into a ring of stages + 1 shared buffers ahead of the one
-//              being multiplied
+//     stages   load steps in flight per warp (1 or 2; printed when 2): with 2 a warp loads the
+//              next step's A and metadata (and, split=k, B) before this step's mma.sp
 //     prefetch chunks of A (values and metadata) per row tile a block asks the L2 for before it
 //              waits for the lift kernel (0..4096; printed when > 0; lift=kernel, sm_90): the
 //              main kernel starts while the lift runs (programmatic dependent launch) and streams
@@ -31,9 +29,8 @@
 //                warps' fp32 (int32 for int8) sums are added in shared memory and warp 0 stores
 //                C = alpha·acc·(row scale · token scale) + beta·C.
 //                split=rows: block x owns warps·mt row tiles (mt per warp), every warp walks all
-//                chunks, and the block stages each step's B fragments and each lane its A values
-//                and metadata in shared memory (cp.async, stages steps ahead): B is read once per
-//                warps·mt·16 rows, not per 16.
+//                chunks, and the block stages each step's B fragments in shared memory
+//                (cp.async, double-buffered): B is read once per warps·mt·16 rows, not per 16.
 //
 // Value types: fp16, bf16 (mma.sp m16n8k32, 32 lifted columns per chunk) and int8, fp8 e4m3
 // (m16n8k64, 64 per chunk; e4m3 needs sm_89 or newer), B and C in the problem's layouts.
@@ -133,8 +130,8 @@ std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
                                       const DeviceLimits& dev);
 
 // Every legal schedule for the matrix's smallest pattern (none when it has none: why_not says
-// where it breaks): warps {2, 4, 8} x mt {1, 2} x split {k, rows} x nt {1, 2, 4, 8 up to N's
-// tiles} x unroll {1, 2, 4} x stages ({1, 2}, split rows {1, 2, 3}), within 160
+// where it breaks): split k: warps {2, 4, 8} x mt {1, 2}; split rows: warps {4, 8} x mt {1, 2};
+// each x nt {1, 2, 4, 8 up to N's tiles} x unroll {1, 2, 4} x stages {1, 2}, within 160
 // registers and 48 KiB of shared memory; x ksplit from 1, doubling while the grid is short of two
 // waves (of 4 blocks per multiprocessor) and each part keeps at least 4 load steps per warp.
 std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatrix& a,

@@ -25,12 +25,6 @@ __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool s
       "l"(src), "r"(static_cast<int>(skip)));
 }
 
-// 4-byte asynchronous copy global -> shared (both 4-byte aligned), through the L1 (.ca: the
-// 16-byte-only .cg form does not take 4 bytes).
-__device__ __forceinline__ void cp_async4(unsigned dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src));
-}
-
 }  // namespace detail
 
 // Commits the cp.async copies issued so far as one group.

@@ -709,27 +709,15 @@ __device__ __forceinline__ void slide_spmm_fused(const unsigned* __restrict__ a,
 }
 
 // split=rows: warps own rows. Block x computes row tiles x·WARPS·MT … (warp w: MT tiles from
-// (x·WARPS + w)·MT) and column tiles cb·NT … cb·NT + NT − 1 (cb, K part and finish as in
-// slide_k_body, the finish block-wide); every warp walks the part's chunks, U per step. Each step's
-// operands travel by cp.async into a ring of ST + 1 shared buffers, ST steps in flight while one
-// multiplies:
-//   B     U chunks x NT column tiles of fragments (512 bytes each), copied by the whole block and
-//         read by every warp: the lifted B is read once per block instead of once per 16 rows;
-//   A, E  each lane's own 16 bytes of values and metadata word per (row tile, chunk), copied and
-//         read back by that lane alone (a register load that can run ST steps ahead).
-// The block's A copies of its first steps go out before the wait for the lift (A does not depend
-// on it); PF > 0 adds slide_prefetch_a of PF chunks ahead of them.
-//   A(0 … ST−1); wait for the lift; B(0), commit; … B(ST−1), commit
-//   for step i: wait until step i landed; sync; A, B(i + ST), commit; mma.sp on buffer i % (ST+1)
-namespace detail {
-template <int U, int NT, int WARPS, int MT>
-struct SlideRowsRing {
-  static constexpr int kB = U * NT * 32;          // 16-byte pieces of B per step
-  static constexpr int kA = WARPS * MT * U * 32;  // 16-byte pieces of A per step (a lane each)
-  static constexpr int kBytes = (kB + kA) * 16 + kA * 4;  // + a metadata word per A piece
-};
-}  // namespace detail
-
+// (x·WARPS + w)·MT) and column tiles cb·NT … (cb, K part and finish as in slide_k_body, the
+// finish block-wide); every warp walks the part's chunks, U per step. The block
+// stages each step's B fragments (U chunks x NT column tiles, 512 bytes each) in shared memory
+// with cp.async, two steps in flight (smem: 2·U·NT·512 bytes), so the lifted B is read once per
+// block instead of once per 16 rows; A and its metadata stream from global memory per warp, ST
+// steps in flight (ST = 2: the next step's are loaded before this step's mma.sp).
+// PF > 0: slide_prefetch_a of PF chunks of the block's row tiles before the wait for the lift.
+//   issue B(0)
+//   for step i: issue B(i + 1); [ST = 2: A(i + 1) -> registers]; wait B(i); mma.sp; sync
 template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, int KS, int ST, int PF>
 __device__ __forceinline__ void slide_spmm_rows(
     const unsigned* __restrict__ a, const unsigned* __restrict__ meta,
@@ -737,11 +725,11 @@ __device__ __forceinline__ void slide_spmm_rows(
     const float* __restrict__ token_scales, float* smem, float alpha, float beta, int M, int N,
     int row_tiles, int col_tiles, int chunks, int c_rs, int c_ns, float* ws, unsigned* counters,
     int col_blocks) {
-  static_assert(ST >= 1 && ST <= 3, "load steps in flight: 1 … 3");
+  static_assert(ST == 1 || ST == 2, "load steps in flight: 1 or 2");
   using K_ = detail::SlideKind<KIND>;
   using Acc = typename K_::Acc;
-  using Ring = detail::SlideRowsRing<U, NT, WARPS, MT>;
-  constexpr int ML = K_::kMetaLanes, R = ST + 1;
+  constexpr int ML = K_::kMetaLanes;
+  constexpr int kStep = U * NT * 32;  // 16-byte pieces of B per step
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
   const detail::SlideBlockPart bp = detail::slide_block_part<KS>(chunks, col_blocks);
@@ -752,80 +740,60 @@ __device__ __forceinline__ void slide_spmm_rows(
   for (int i = 0; i < MT * NT * 4; ++i) acc[i] = 0;
   detail::slide_prefetch_a<KIND, PF>(a, meta, blockIdx.x * WARPS * MT, WARPS * MT, row_tiles, c0,
                                      c1, chunks);
+  // The lift wrote bw and token_scales; this kernel may have started before it ended.
+  bw = after_grid_dependency(bw);
+  if (QUANT) token_scales = after_grid_dependency(token_scales);
   const uint4* a4 = reinterpret_cast<const uint4*>(a);
+  const uint4* b4 = reinterpret_cast<const uint4*>(bw);
   const unsigned s0 = smem_addr(reinterpret_cast<const unsigned*>(smem));
   const int meta_lane = g * ML + (t % ML);
   const int steps = c1 > c0 ? (c1 - c0 + U - 1) / U : 0;
-  // The shared addresses of buffer b's B pieces, this lane's A pieces and metadata words.
-  auto b_at = [&](int b) { return s0 + static_cast<unsigned>(b * Ring::kBytes); };
-  auto a_slot = [&](int u, int m) { return ((warp * MT + m) * U + u) * 32 + lane; };
-  // Step i's A values and metadata of this lane into buffer i % R: zeros and the identity
-  // metadata past the part or the rows (never read from the pack).
-  auto issue_a = [&](int i) {
-    const unsigned base = b_at(i % R) + Ring::kB * 16;
-#pragma unroll
-    for (int u = 0; u < U; ++u)
-#pragma unroll
-      for (int m = 0; m < MT; ++m) {
-        const int kc = c0 + i * U + u, rt = rt0 + m;
-        const bool ok = kc < c1 && rt < row_tiles;
-        const int tc = rt * chunks + kc;
-        detail::cp_async16(base + a_slot(u, m) * 16, a4 + tc * 32 + lane, !ok);
-        const unsigned e = base + Ring::kA * 16 + a_slot(u, m) * 4;
-        if (ok)
-          detail::cp_async4(e, meta + tc * (8 * ML) + meta_lane);
-        else
-          asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(e), "r"(0x44444444u) : "memory");
-      }
-  };
-  // Step i's B pieces into buffer i % R; pieces past K' or N are zero-filled (never read from B).
-  const uint4* b4 = nullptr;
-  auto issue_b = [&](int i) {
-    const unsigned dst = b_at(i % R);
-    for (int p = tid; p < Ring::kB; p += WARPS * 32) {
+  // Step i's B pieces into buffer i % 2; pieces past K' or N are zero-filled (never read from B).
+  auto issue = [&](int i) {
+    const unsigned dst = s0 + static_cast<unsigned>((i & 1) * kStep * 16);
+    for (int p = tid; p < kStep; p += WARPS * 32) {
       const int u = p / (NT * 32), rest = p - u * (NT * 32), j = rest >> 5, l = rest & 31;
       const int kc = c0 + i * U + u, ct = ct0 + j;
       detail::cp_async16(dst + p * 16, b4 + (kc * col_tiles + ct) * 32 + l,
                          kc >= c1 || ct >= col_tiles);
     }
   };
+  // Step i's A values and metadata of the warp's row tiles (zeros past the part or the rows).
+  using StepA = detail::SlideStepA<U, MT, ML>;
+  auto load_a = [&](int i, StepA& s) {
+    s.load(a4, meta, c0 + i * U, c1, rt0, row_tiles, chunks, lane, meta_lane);
+  };
+  // Step i's mma.sp, once the block's copies of its B have landed.
+  auto multiply = [&](int i, const StepA& s) {
+    cp_async_wait<1>();
+    __syncthreads();
+    const uint4* sb = reinterpret_cast<const uint4*>(smem) + (i & 1) * kStep;
 #pragma unroll
-  for (int i = 0; i < ST; ++i)
-    if (i < steps) issue_a(i);
-  // The lift wrote bw and token_scales; this kernel may have started before it ended.
-  b4 = reinterpret_cast<const uint4*>(after_grid_dependency(bw));
-  if (QUANT) token_scales = after_grid_dependency(token_scales);
-#pragma unroll
-  for (int i = 0; i < ST; ++i) {
-    if (i < steps) issue_b(i);
-    cp_async_commit();
-  }
-  for (int i = 0; i < steps; ++i) {
-    cp_async_wait<ST - 1>();  // step i's group (and those before it) landed
-    __syncthreads();          // every thread's B of step i; every warp done with step i − 1
-    if (i + ST < steps) {
-      issue_a(i + ST);  // into buffer (i − 1) % R
-      issue_b(i + ST);
-    }
-    cp_async_commit();
-    const unsigned char* buf =
-        reinterpret_cast<const unsigned char*>(smem) + (i % R) * Ring::kBytes;
-    const uint4* sb = reinterpret_cast<const uint4*>(buf);
-    const uint4* sa = sb + Ring::kB;
-    const unsigned* se = reinterpret_cast<const unsigned*>(sa + Ring::kA);
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      uint4 av[MT];
-      unsigned ev[MT];
-#pragma unroll
-      for (int m = 0; m < MT; ++m) av[m] = sa[a_slot(u, m)], ev[m] = se[a_slot(u, m)];
+    for (int u = 0; u < U; ++u)
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
         const uint4 b = sb[(u * NT + j) * 32 + lane];
 #pragma unroll
         for (int m = 0; m < MT; ++m)
-          detail::slide_mma<KIND>(acc + (m * NT + j) * 4, av[m], b, ev[m]);
+          detail::slide_mma<KIND>(acc + (m * NT + j) * 4, s.av[u][m], b, s.ev[u][m]);
       }
+    __syncthreads();  // buffer i % 2 is restaged by step i + 2
+  };
+  if (steps > 0) issue(0);
+  cp_async_commit();
+  StepA cur;
+  if constexpr (ST == 2) load_a(0, cur);
+  for (int i = 0; i < steps; ++i) {
+    if (i + 1 < steps) issue(i + 1);
+    cp_async_commit();
+    if constexpr (ST == 2) {
+      StepA next;
+      load_a(i + 1, next);  // zeros past the part's end
+      multiply(i, cur);
+      cur = next;
+    } else {
+      load_a(i, cur);
+      multiply(i, cur);
     }
   }
   detail::slide_store<T, MT, NT, QUANT, (KS > 1)>(acc, C, ws, row_scales, token_scales, alpha, beta,

@@ -38,15 +38,14 @@ TEST(SlideCodegen, SourceShapeAndSignature) {
       std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("using T = __half;"), std::string::npos);
-  // split=rows: the row-owning kernel, a ring of two steps in shared memory, each unroll chunks of
-  // B (nt x 512 bytes) and of the warps' A (4 warps x mt x 640: values and a metadata word a lane).
+  // split=rows: the row-owning kernel, B staged in shared memory (two steps of nt x unroll x 512).
   SlideSchedule r = s;
   r.split = SlideSplit::Rows;
   const GeneratedKernel kr = emit_slide(p, Schedule(r), pack_slide_tc(a, 4, DType::I8));
   EXPECT_NE(kr.source.find("sg::slide_spmm_rows<T, 2, 1, 2, 2, 4, 1, 1, 1, 0>(values, meta, bw, C"),
             std::string::npos)
       << kr.source;
-  EXPECT_EQ(kr.signature.launch.dynamic_shared_bytes, 2 * 2 * (2 * 512 + 4 * 640));
+  EXPECT_EQ(kr.signature.launch.dynamic_shared_bytes, 2 * 2 * 2 * 512);
   EXPECT_EQ(kr.signature.launch.grid_x, 1);  // 4 row tiles / (4 warps x 1)
   // lift=fused (fp16): one kernel reading B itself, no b_transform, no B work buffer.
   SlideSchedule fu;
@@ -112,8 +111,8 @@ TEST(SlideCodegen, KParts) {
   EXPECT_FALSE(validate(p, Schedule(s)).empty());
 }
 
-// stages (load steps in flight): the last template argument of every main kernel, a SPEC field
-// printed only when above 1, and a kernel that compiles for each split and lift.
+// stages=2 (two load steps in flight per warp): the last template argument of every main kernel,
+// a SPEC field printed only when 2, and a kernel that compiles for each split and lift.
 TEST(SlideCodegen, TwoLoadSteps) {
   const CsrMatrix a = weight_6_8(64, 1000);
   const Problem p = Problem::spmm(64, 1000, 16, DType::F16, Layout::ColMajor, Layout::ColMajor);
@@ -142,20 +141,6 @@ TEST(SlideCodegen, TwoLoadSteps) {
   s.stages = 1;
   EXPECT_EQ(slide_spec(s).find("stages"), std::string::npos);  // one step: the SPEC as before
   s.stages = 3;
-  EXPECT_FALSE(validate(s).empty());  // split=k: one or two steps
-  // split=rows takes up to three steps in flight (a ring of four buffers), and no more.
-  s.split = SlideSplit::Rows;
-  s.lift = SlideLift::Kernel;
-  EXPECT_TRUE(validate(p, Schedule(s)).empty());
-  EXPECT_NE(print_slide(s).find("stages=3 load steps in flight per block"), std::string::npos);
-  const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::F16));
-  EXPECT_NE(k.source.find("sg::slide_spmm_rows<T, 0, 1, 1, 2, 4, 0, 1, 3, 0>("), std::string::npos);
-  EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, 4 * 2 * (512 + 4 * 640));
-  nvrtc::CompileOptions o;
-  o.arch = "sm_90";
-  o.headers = k.headers;
-  EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
-  s.stages = 4;
   EXPECT_FALSE(validate(s).empty());
 }
 

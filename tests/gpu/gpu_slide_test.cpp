@@ -201,41 +201,6 @@ TEST_F(GpuSlide, TwoLoadStepsInFlight) {
   std::printf("slide two load steps: %d kernels checked\n", checked_);
 }
 
-// split=rows with one to three load steps in flight (a ring of cp.async buffers holding A, its
-// metadata and B): every value type, N = 1, 8, 64, one K part and three (parts shorter than the
-// ring, so steps past a part's end are zero-filled), two and four warps, row tiles past M.
-TEST_F(GpuSlide, RowsRingOfSteps) {
-  uint64_t seed = 1300;
-  int expected = 0;
-  for (DType dt : {DType::F16, DType::BF16, DType::I8, DType::F8E4M3})
-    for (int64_t n : {1, 8, 64}) {
-      const CsrMatrix a = slide_weight(100, 8 * 45 + 3, 4, 47);
-      const Problem p = problem_of(dt, a.rows, a.cols, n, int(seed));
-      for (const int stages : {1, 2, 3})
-        for (const int ks : {1, 3}) {
-          SlideSchedule s;
-          s.pattern = 4;
-          s.split = SlideSplit::Rows;
-          s.warps = stages == 2 ? 2 : 4;
-          s.m_tiles = n == 64 ? 2 : 1;
-          s.n_tiles = n >= 16 ? 8 : 1;
-          s.unroll = stages == 3 ? 1 : 2;
-          s.ksplit = ks;
-          s.stages = stages;
-          ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
-          ++expected;
-          SCOPED_TRACE(to_string(p) + " " + to_string(Schedule(s)));
-          const CompiledKernel k(ctx_, build_kernel(a, p, Schedule(s), target_));
-          const GpuCheckPair r = gpu_check(k, a, ++seed);
-          EXPECT_TRUE(r.passed()) << r.error();
-          ++checked_;
-        }
-    }
-  EXPECT_EQ(checked_, expected);
-  EXPECT_EQ(expected, 4 * 3 * 3 * 2);
-  std::printf("slide split=rows ring: %d kernels checked\n", checked_);
-}
-
 // prefetch: the main kernel asks the L2 for its first A chunks before it waits for the lift. A
 // hint, so the results must not change: both splits, every value type, a prefetch shorter and
 // longer than a K part, one part and three, and row tiles past M (100 rows: the last tile's

@@ -46,8 +46,7 @@ TEST(SlideSchedule, SpecRoundTripAndPrint) {
             "schedule slide\n"
             "  format: 4:6 as 2:4 sliding windows (gamma 1.333), mma.sp fragment order\n"
             "  block : warps=8 x 2 row tiles each, 4 column tiles\n"
-            "  k     : unroll=1 chunks per step, A, metadata and B staged in shared memory "
-            "(cp.async)\n"
+            "  k     : unroll=1 chunks per step, B staged in shared memory (cp.async)\n"
             "  b     : lifted (and quantized per token) by the b_transform kernel\n"
             "  math  : mma.sp m16n8k32 (16-bit) / m16n8k64 (8-bit) per warp\n");
   for (const char* bad : {"slide;pattern=6:9", "slide;pattern=7:8", "slide;pattern=16:18",
