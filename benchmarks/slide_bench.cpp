@@ -20,7 +20,9 @@
 #include <ctime>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <random>
 #include <stdexcept>
 #include <tuple>
@@ -30,6 +32,7 @@
 #include "benchmarks/lt_dense.h"
 #include "benchmarks/slide_plot.h"
 #include "codegen/slide.h"
+#include "compiler/gpu_check.h"
 #include "compiler/pipeline.h"
 #include "compiler/tune.h"
 #include "ir/diagnostics.h"
@@ -48,15 +51,42 @@ using json = nlohmann::json;
 
 namespace {
 
-std::vector<char> io_values(size_t count, uint64_t seed) {
+// B's values in the 16-bit type the kernels read (bf16 for bf16 problems, fp16 otherwise).
+std::vector<char> io_values(size_t count, uint64_t seed, DType io) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<char> out(count * 2);
   for (size_t i = 0; i < count; ++i) {
-    const uint16_t h = float_to_half_bits(u(rng));
+    const float v = u(rng);
+    const uint16_t h = io == DType::BF16 ? float_to_bf16_bits(v) : float_to_half_bits(v);
     std::memcpy(out.data() + 2 * i, &h, 2);
   }
   return out;
+}
+
+// A --types name as the weight's value type, or nullopt.
+std::optional<DType> slide_bench_type(const std::string& name) {
+  if (name == "fp16") return DType::F16;
+  if (name == "bf16") return DType::BF16;
+  if (name == "int8") return DType::I8;
+  if (name == "fp8") return DType::F8E4M3;
+  return std::nullopt;
+}
+
+// A --patterns entry "(2N-2):2N" as N (2 … 8), or 0.
+int slide_bench_pattern(const std::string& pat) {
+  const size_t colon = pat.find(':');
+  if (colon == std::string::npos) return 0;
+  try {
+    size_t used_n = 0, used_m = 0;
+    const int n = std::stoi(pat.substr(0, colon), &used_n);
+    const int m = std::stoi(pat.substr(colon + 1), &used_m);
+    if (used_n != colon || used_m != pat.size() - colon - 1) return 0;
+    if (m % 2 != 0 || n != m - 2 || m / 2 < kSlideMinN || m / 2 > kSlideMaxN) return 0;
+    return m / 2;
+  } catch (const std::exception&) {
+    return 0;
+  }
 }
 
 // Dense copy of the pruned weight in the library's input type (int8: per-row quantized).
@@ -70,8 +100,8 @@ std::vector<char> dense_bytes(const CsrMatrix& a, DType t) {
     for (int64_t e = a.row_ptr[size_t(r)]; e < a.row_ptr[size_t(r + 1)]; ++e) {
       const size_t i = static_cast<size_t>(r * a.cols + a.col_idx[size_t(e)]);
       const float v = a.values[size_t(e)];
-      if (t == DType::F16) {
-        const uint16_t h = float_to_half_bits(v);
+      if (t == DType::F16 || t == DType::BF16) {
+        const uint16_t h = t == DType::BF16 ? float_to_bf16_bits(v) : float_to_half_bits(v);
         std::memcpy(out.data() + 2 * i, &h, 2);
       } else if (t == DType::I8) {
         out[i] = static_cast<char>(float_to_int8(mx > 0 ? v * 127.0f / mx : 0.0f));
@@ -143,7 +173,8 @@ int main(int argc, char** argv) {
   std::string out_path;
   app.add_option("--shapes", shapes, "weight shapes MxK");
   app.add_option("--n", ns, "token counts");
-  app.add_option("--types", types, "fp16, int8, fp8");
+  app.add_option("--types", types,
+                 "fp16, bf16, int8, fp8 (8-bit weights: fp16 activations and output)");
   app.add_option("--patterns", patterns, "(2N-2):2N patterns");
   app.add_option("--lift-n", lift_ns, "token counts at which the lift kernel is timed alone");
   app.add_option("--top", top,
@@ -187,6 +218,17 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
+  for (const std::string& t : types)
+    if (!slide_bench_type(t)) {
+      std::fprintf(stderr, "--types: '%s' is not fp16, bf16, int8 or fp8\n", t.c_str());
+      return 2;
+    }
+  for (const std::string& pat : patterns)
+    if (slide_bench_pattern(pat) == 0) {
+      std::fprintf(stderr, "--patterns: '%s' is not a (2N-2):2N pattern from 2:4 to 14:16\n",
+                   pat.c_str());
+      return 2;
+    }
   if (lift_only) ns.clear();
   const bool use_mma = std::count(backends.begin(), backends.end(), "mma") > 0;
   const bool use_lt = std::count(backends.begin(), backends.end(), "lt") > 0;
@@ -236,8 +278,8 @@ int main(int argc, char** argv) {
                 {"method",
                  "medians of L2-flushed runs in one process; slide = fastest of the tuner's top "
                  "generated schedules (mma) and cuSPARSELt on the lifted weight with its "
-                 "algorithm searched at load (lt), lift included; dense = cuBLASLt best of 8 "
-                 "heuristics, same type"},
+                 "algorithm searched at load (lt), lift included, checked against the CPU "
+                 "reference (check); dense = cuBLASLt best of 8 heuristics, same type"},
                 {"cases", cases},
                 {"lift", lifts}};
     if (first > 0)
@@ -247,10 +289,15 @@ int main(int argc, char** argv) {
     return doc;
   };
   for (const std::string& type : types) {
-    const DType dt = type == "fp16" ? DType::F16 : type == "int8" ? DType::I8 : DType::F8E4M3;
-    const cusparselt::Type lt = dt == DType::F16  ? cusparselt::Type::F16
-                                : dt == DType::I8 ? cusparselt::Type::I8
-                                                  : cusparselt::Type::E4M3;
+    const DType dt = *slide_bench_type(type);
+    // 8-bit weights read fp16 activations and write fp16; 16-bit ones their own type.
+    const DType io = dt == DType::BF16 ? DType::BF16 : DType::F16;
+    const cusparselt::Type lt = dt == DType::F16    ? cusparselt::Type::F16
+                                : dt == DType::BF16 ? cusparselt::Type::BF16
+                                : dt == DType::I8   ? cusparselt::Type::I8
+                                                    : cusparselt::Type::E4M3;
+    const cusparselt::Type lt_out =
+        io == DType::BF16 ? cusparselt::Type::BF16 : cusparselt::Type::F16;
     for (const std::string& shape : shapes) {
       const auto mk = parse_shape(shape);
       if (!mk) {
@@ -259,7 +306,7 @@ int main(int argc, char** argv) {
       }
       const auto [m, k] = *mk;
       for (const std::string& pat : patterns) {
-        const int pn = (std::stoi(pat.substr(pat.find(':') + 1))) / 2;
+        const int pn = slide_bench_pattern(pat);
         PruneSpec spec;
         spec.method = PruneMethod::NM;
         spec.n = 2 * pn - 2;
@@ -275,7 +322,7 @@ int main(int argc, char** argv) {
                                 ? Problem::quantized_spmm(m, k, n, dt, DType::F16, Layout::ColMajor,
                                                           Layout::ColMajor)
                                 : Problem::spmm(m, k, n, dt, Layout::ColMajor, Layout::ColMajor);
-          const std::vector<char> hb = io_values(static_cast<size_t>(k * n), 3 + uint64_t(n));
+          const std::vector<char> hb = io_values(static_cast<size_t>(k * n), 3 + uint64_t(n), io);
           cuda::DeviceBuffer db(hb.size());
           db.upload(hb.data(), hb.size());
           SlideSchedule ls;
@@ -306,13 +353,12 @@ int main(int argc, char** argv) {
                                   ? Problem::quantized_spmm(m, k, n, dt, DType::F16,
                                                             Layout::ColMajor, Layout::ColMajor)
                                   : Problem::spmm(m, k, n, dt, Layout::ColMajor, Layout::ColMajor);
-            const std::vector<char> hb = io_values(static_cast<size_t>(k * n), 7 + uint64_t(n));
+            const std::vector<char> hb = io_values(static_cast<size_t>(k * n), 7 + uint64_t(n), io);
             cuda::DeviceBuffer db(hb.size()), dc(static_cast<size_t>(m * n) * 2),
                 dd(static_cast<size_t>(m * n) * 2);
             db.upload(hb.data(), hb.size());
             // dense cuBLASLt of the same type
-            bench::LtDenseGemm dense(da.ptr(),
-                                     cusparselt::Shape{m, k, n, lt, cusparselt::Type::F16});
+            bench::LtDenseGemm dense(da.ptr(), cusparselt::Shape{m, k, n, lt, lt_out});
             row["dense_algo"] = dense.search(db.ptr(), dd.ptr(), stream.get(), 8, 3);
             const double dense_ms =
                 measure([&](CUstream s) { dense.run(db.ptr(), dd.ptr(), 1.0f, 0.0f, s); }, topt)
@@ -358,16 +404,19 @@ int main(int argc, char** argv) {
               }
             }
             if (!use_mma) timed.clear();
+            // The fastest kernel so far, kept for the check below.
+            std::unique_ptr<CompiledKernel> best_kernel;
             for (size_t j = 0; j < timed.size(); ++j) {
               const auto& [s, rank] = timed[j];
-              CompiledKernel kern(ctx, build_kernel(a, p, s, target));
+              auto kern = std::make_unique<CompiledKernel>(ctx, build_kernel(a, p, s, target));
               const double ms =
-                  measure([&](CUstream st) { kern.run(db.ptr(), dc.ptr(), 1.0f, 0.0f, st); }, topt)
+                  measure([&](CUstream st) { kern->run(db.ptr(), dc.ptr(), 1.0f, 0.0f, st); }, topt)
                       .median_ms;
               tried.push_back({{"schedule", to_string(s)}, {"ms", ms}, {"rank", rank}});
               if (const auto it = prefetch_of.find(j); it != prefetch_of.end())
                 tried.back()["prefetch_of"] = it->second;
-              if (best_spec.empty() || ms < best) best = ms, best_spec = to_string(s);
+              if (best_spec.empty() || ms < best)
+                best = ms, best_spec = to_string(s), best_kernel = std::move(kern);
               if (rank >= 0 && rank < first && (first_ms == 0 || ms < first_ms)) first_ms = ms;
             }
             // The library back end: cuSPARSELt on the lifted weight, its algorithm searched
@@ -376,18 +425,20 @@ int main(int argc, char** argv) {
               try {
                 SlideLtSchedule ls;
                 ls.pattern = pn;
-                CompiledKernel kern(ctx, build_kernel(a, p, Schedule(ls), target));
+                auto kern =
+                    std::make_unique<CompiledKernel>(ctx, build_kernel(a, p, Schedule(ls), target));
                 const double ms =
-                    measure([&](CUstream st) { kern.run(db.ptr(), dc.ptr(), 1.0f, 0.0f, st); },
+                    measure([&](CUstream st) { kern->run(db.ptr(), dc.ptr(), 1.0f, 0.0f, st); },
                             topt)
                         .median_ms;
                 const std::string lt_spec = to_string(
-                    Schedule(with_choice(ls, kern.signature().sparse_gemms.front().choice)));
+                    Schedule(with_choice(ls, kern->signature().sparse_gemms.front().choice)));
                 tried.push_back({{"schedule", lt_spec}, {"ms", ms}});
                 row["lt_ms"] = ms;
                 row["lt_schedule"] = lt_spec;
                 row["lt_speedup_vs_dense"] = dense_ms / ms;
-                if (best_spec.empty() || ms < best) best = ms, best_spec = lt_spec;
+                if (best_spec.empty() || ms < best)
+                  best = ms, best_spec = lt_spec, best_kernel = std::move(kern);
               } catch (const std::exception& e) {
                 row["lt_error"] = e.what();
                 std::printf("  slide_lt: %s\n", e.what());
@@ -404,6 +455,16 @@ int main(int argc, char** argv) {
             }
             row["tried"] = tried;
             row["speedup_vs_dense"] = dense_ms / best;
+            // The winner against the CPU reference (int8 / fp8: over the quantized inputs), C
+            // poisoned, beta 0 and beta != 0, on evenly spread columns at prefill N.
+            const GpuCheckPair check =
+                gpu_check(*best_kernel, a, 11 + uint64_t(n), check_columns(p));
+            row["check"] = check.passed() ? "pass" : check.error();
+            row["check_max_ratio"] = std::max(check.beta0.max_ratio, check.beta1.max_ratio);
+            if (!check.passed()) {
+              ++failures;
+              std::printf("  check FAILED: %s\n", check.error().c_str());
+            }
             // the lift kernel alone (the b_transform of the first lift=kernel schedule tried,
             // also when a fused one won): B read (K x N, 2 bytes) + lifted B written
             {

@@ -241,6 +241,27 @@ TEST(MackoBenchCli, BadCaseFlagsExit1NamingTheFlag) {
   EXPECT_NE(r.out.find("--sparsities"), std::string::npos) << r.out;
 }
 
+// sparsegen-slide-bench checks its type and pattern lists before it looks for a GPU: an unknown
+// type (bf16 once fell through to fp8) or a pattern that is not (2N-2):2N exits 2 naming the
+// flag and the value, on any machine.
+TEST(SlideBenchCli, BadTypesAndPatternsExit2NamingTheFlag) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--types fp32", "--types: 'fp32'"},
+      {"--types fp16 e5m2", "--types: 'e5m2'"},
+      {"--patterns 6:9", "--patterns: '6:9'"},
+      {"--patterns 2:4x", "--patterns: '2:4x'"},
+      {"--patterns 16:18", "--patterns: '16:18'"},
+      {"--patterns eight", "--patterns: 'eight'"},
+      {"--schedule not-a-schedule", "not-a-schedule"},
+  };
+  for (const auto& [args, text] : cases) {
+    const BenchRun r = sparsegen::testing::run_command(std::string("'") + SPARSEGEN_SLIDE_BENCH +
+                                                       "' " + args + " 2>&1");
+    EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(text), std::string::npos) << args << "\n" << r.out;
+  }
+}
+
 TEST(BenchCli, WithoutGpuExits3WithAClearMessage) {
   std::string why;
   if (cuda::driver_available(&why)) GTEST_SKIP() << "a GPU is present (GpuBench covers it)";
