@@ -164,14 +164,16 @@ double copy_bandwidth(size_t bytes, const TimingOptions& topt) {
 
 int main(int argc, char** argv) {
   CLI::App app{"sparsegen-slide-bench: slide (SlideSparse) vs dense cuBLASLt"};
-  std::vector<std::string> shapes = {"4096x4096", "14336x4096", "4096x14336"};
+  // Llama-3-8B and Qwen2.5-7B linear shapes (M x K).
+  std::vector<std::string> shapes = {"4096x4096", "14336x4096", "4096x14336", "18944x3584",
+                                     "3584x18944"};
   std::vector<int64_t> ns = {1, 8, 16, 32, 64};
   std::vector<std::string> types = {"fp16", "int8"};
   std::vector<std::string> patterns = {"6:8"};
   std::vector<int64_t> lift_ns = {1024, 4096};
   int top = 2, reps = 20;  // 2 per group: six groups (split x lift x K split) per case
   std::string out_path;
-  app.add_option("--shapes", shapes, "weight shapes MxK");
+  app.add_option("--shapes", shapes, "weight shapes MxK (default: Llama-3-8B and Qwen2.5-7B)");
   app.add_option("--n", ns, "token counts");
   app.add_option("--types", types,
                  "fp16, bf16, int8, fp8 (8-bit weights: fp16 activations and output)");
