@@ -217,6 +217,17 @@ TEST(BenchCli, BadValuesExit1NamingTheFlag) {
   fs::remove(m);
 }
 
+// Runs `exe ARGS` for each (ARGS, text) case: it must exit with `rc` and print `text`.
+void expect_cli_errors(const char* exe,
+                       const std::vector<std::pair<std::string, std::string>>& cases, int rc) {
+  for (const auto& [args, text] : cases) {
+    const BenchRun r =
+        sparsegen::testing::run_command(std::string("'") + exe + "' " + args + " 2>&1");
+    EXPECT_EQ(r.rc, rc) << args << "\n" << r.out;
+    EXPECT_NE(r.out.find(text), std::string::npos) << args << "\n" << r.out;
+  }
+}
+
 // sparsegen-macko-bench checks its case flags before it looks for a GPU: a bad value exits 1 and
 // names the flag on any machine.
 TEST(MackoBenchCli, BadCaseFlagsExit1NamingTheFlag) {
@@ -228,12 +239,7 @@ TEST(MackoBenchCli, BadCaseFlagsExit1NamingTheFlag) {
       {"--schedule not-a-schedule", "not-a-schedule"},
       {"--schedule 'bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2'", "--schedule"},
   };
-  for (const auto& [args, flag] : cases) {
-    const BenchRun r = sparsegen::testing::run_command(std::string("'") + SPARSEGEN_MACKO_BENCH +
-                                                       "' " + args + " 2>&1");
-    EXPECT_EQ(r.rc, 1) << args << "\n" << r.out;
-    EXPECT_NE(r.out.find(flag), std::string::npos) << args << "\n" << r.out;
-  }
+  expect_cli_errors(SPARSEGEN_MACKO_BENCH, cases, 1);
   // CLI11 range check: a sparsity of 1 is a usage error (exit 2, the flag named).
   const BenchRun r = sparsegen::testing::run_command(std::string("'") + SPARSEGEN_MACKO_BENCH +
                                                      "' --sparsities 1 2>&1");
@@ -254,12 +260,7 @@ TEST(SlideBenchCli, BadTypesAndPatternsExit2NamingTheFlag) {
       {"--patterns eight", "--patterns: 'eight'"},
       {"--schedule not-a-schedule", "not-a-schedule"},
   };
-  for (const auto& [args, text] : cases) {
-    const BenchRun r = sparsegen::testing::run_command(std::string("'") + SPARSEGEN_SLIDE_BENCH +
-                                                       "' " + args + " 2>&1");
-    EXPECT_EQ(r.rc, 2) << args << "\n" << r.out;
-    EXPECT_NE(r.out.find(text), std::string::npos) << args << "\n" << r.out;
-  }
+  expect_cli_errors(SPARSEGEN_SLIDE_BENCH, cases, 2);
 }
 
 TEST(BenchCli, WithoutGpuExits3WithAClearMessage) {
