@@ -6,7 +6,8 @@ regenerated here (`sparsegen gen --method nm --nm 6:8`; the slide ranking depend
 not the values), `sparsegen schedules --ranked` gives the model's order offline, and per case it
 prints: the fastest measured schedule's place in that order, the Spearman correlation between
 predicted and measured times over the measured schedules, and the fastest measured schedule among
-the model's first eight (what `tune` measures), against the fastest measured at all.
+the model's first eight (what `tune` measures), against the fastest measured at all; last, how
+close the model's first choice alone (a tune without a GPU) came, over the cases that measured it.
 
   tools/slide_rank_check.py --sparsegen build/tools/sparsegen results/<day>/slide_*.json
 """
@@ -59,6 +60,7 @@ def main():
                 case["times"][t["schedule"]] = t["ms"] if old is None else min(old, t["ms"])
 
     within = 0
+    firsts = []  # the model's first choice over the fastest measured, where it was measured
     with tempfile.TemporaryDirectory() as tmp:
         for (m, k, n, pattern), case in sorted(cases.items()):
             w = os.path.join(tmp, f"w_{m}x{k}_{pattern.replace(':', '_')}.safetensors")
@@ -83,12 +85,20 @@ def main():
             ok = pick is not None and pick <= 1.1 * times[best]
             within += ok
             place = order.index(best) if best in order else "not enumerated"
+            first_choice = times.get(order[0]) if order else None
+            if first_choice is not None:
+                firsts.append(first_choice / times[best])
             print(f"{m}x{k} {pattern} n={n}: best {times[best] * 1e3:.1f} us at place {place}, "
                   f"spearman {rho:.2f} over {len(both)}, measured in the top {args.top}: "
                   f"{len(top)}, their best "
                   f"{'-' if pick is None else f'{pick * 1e3:.1f} us'}{' (within 10 %)' if ok else ''}")
     print(f"{within} of {len(cases)} cases: the top {args.top} hold a measured schedule within 10 % "
           "of the fastest measured")
+    if firsts:
+        gm = math.exp(sum(math.log(f) for f in firsts) / len(firsts))
+        print(f"the model's first choice, measured in {len(firsts)} cases: within 10 % of the "
+              f"fastest in {sum(f <= 1.1 for f in firsts)}, geometric mean {gm:.3f}, worst "
+              f"{max(firsts):.3f}")
 
 
 if __name__ == "__main__":
