@@ -2,9 +2,10 @@
 """The SASS instruction mix of a generated kernel's main loop, offline (no GPU).
 
 Emits the kernel with `sparsegen emit`, compiles it with nvcc to an sm_90 cubin (ptxas -v gives
-the registers), disassembles it with cuobjdump and reports, for the innermost backward branch
-whose body holds the most tensor-core instructions (HMMA/HGMMA; else the longest loop), its
-instruction count and opcode histogram. Use it to compare two schedules' steps before spending
+the registers), disassembles it with cuobjdump and reports, for the backward branch whose body
+holds the most tensor-core instructions (HMMA/HGMMA; else the longest loop), in whichever of the
+module's kernels it lies, the kernel's name, the loop's instruction count (every instruction
+between the branch and its target, also those its inner branches skip) and opcode histogram. Use it to compare two schedules' steps before spending
 device time on them:
 
   tools/sass_mix.py W.safetensors -n 64 --dtype fp16 \
@@ -34,19 +35,30 @@ def opcode(text):
     return text.split()[0].split(".")[0]
 
 
+def functions(sass):
+    """The disassembly cut per kernel: [(name, text)]. Each function's addresses start at 0, so a
+    loop's body must be looked for inside one function (a cubin holding a slide main kernel and
+    its lift kernel would otherwise mix the two)."""
+    parts = re.split(r"^\s*Function : (\S+)\s*$", sass, flags=re.M)
+    return [(parts[i], parts[i + 1]) for i in range(1, len(parts) - 1, 2)] or [("", sass)]
+
+
 def main_loop(sass):
-    ins = [(int(m.group(1), 16), m.group(2)) for m in map(INSTR.match, sass.splitlines()) if m]
+    """(function name, body) of the backward branch, in any function, whose body holds the most
+    tensor-core instructions (then the most instructions)."""
     best = None
-    for addr, text in ins:
-        m = re.search(r"\bBRA (0x[0-9a-f]+)", text)
-        if not m or int(m.group(1), 16) >= addr:
-            continue
-        body = [t for a, t in ins if int(m.group(1), 16) <= a <= addr]
-        tensor = sum(opcode(t) in TENSOR for t in body)
-        key = (tensor, len(body))
-        if best is None or key > best[0]:
-            best = (key, body)
-    return best[1] if best else []
+    for name, text in functions(sass):
+        ins = [(int(m.group(1), 16), m.group(2)) for m in map(INSTR.match, text.splitlines()) if m]
+        for addr, t in ins:
+            m = re.search(r"\bBRA (0x[0-9a-f]+)", t)
+            if not m or int(m.group(1), 16) >= addr:
+                continue
+            body = [b for a, b in ins if int(m.group(1), 16) <= a <= addr]
+            tensor = sum(opcode(b) in TENSOR for b in body)
+            key = (tensor, len(body))
+            if best is None or key > best[0]:
+                best = (key, name, body)
+    return (best[1], best[2]) if best else ("", [])
 
 
 def run(cmd, **kw):
@@ -81,9 +93,10 @@ def main():
             log = run([nvcc, "-cubin", f"-arch={a.arch}", "-O3", "-std=c++17",
                        "-I", os.path.join(ROOT, "templates"), "-Xptxas", "-v", cu, "-o", cubin]).stderr
             regs = [int(x) for x in re.findall(r"Used (\d+) registers", log)]
-            body = main_loop(run([a.cuobjdump, "-sass", cubin]).stdout)
+            function, body = main_loop(run([a.cuobjdump, "-sass", cubin]).stdout)
             mix = collections.Counter(opcode(t) for t in body)
-            out.append({"schedule": spec, "registers": max(regs) if regs else None,
+            out.append({"schedule": spec, "function": function,
+                        "registers": max(regs) if regs else None,
                         "loop_instructions": len(body),
                         "tensor_instructions": sum(mix[t] for t in TENSOR),
                         "opcodes": dict(mix.most_common())})
@@ -93,8 +106,9 @@ def main():
         return
     for k in out:
         top = ", ".join(f"{op} {c}" for op, c in list(k["opcodes"].items())[:12])
-        print(f"{k['schedule']}\n  registers {k['registers']}, main loop {k['loop_instructions']} "
-              f"instructions ({k['tensor_instructions']} tensor core): {top}")
+        print(f"{k['schedule']}\n  {k['function']}: registers {k['registers']}, main loop "
+              f"{k['loop_instructions']} instructions ({k['tensor_instructions']} tensor core): "
+              f"{top}")
 
 
 if __name__ == "__main__":
