@@ -144,8 +144,10 @@ struct Candidate {
 // What the fastest measured library candidate (IrFamily::library) says about the pick, for the
 // reason: "; 1.31x faster than the library (dense;lib=cublaslt, 0.0310 ms)", or, when a library
 // won, "; the library was fastest (cusparse;alg=alg2): the best generated kernel (...) took 1.18x
-// its time". Empty when no library candidate was measured.
-std::string library_note(const std::vector<Candidate>& cands, const Candidate& winner) {
+// its time". When no library family can run the problem at all: "; not compared with a library
+// (dense: ...)". Empty when a library could have run but none was measured.
+std::string library_note(const std::vector<Candidate>& cands, const Candidate& winner,
+                         const Problem& p, const CsrMatrix& a) {
   const Candidate* lib = nullptr;
   const Candidate* gen = nullptr;
   for (const Candidate& c : cands) {
@@ -153,7 +155,12 @@ std::string library_note(const std::vector<Candidate>& cands, const Candidate& w
     const Candidate*& slot = c.schedule.family().library() ? lib : gen;
     if (slot == nullptr || *c.measured_ms < *slot->measured_ms) slot = &c;
   }
-  if (lib == nullptr || !winner.measured_ms) return "";
+  if (!winner.measured_ms) return "";
+  if (lib == nullptr) {
+    const std::vector<std::string> why = library_why_not(p, a);
+    return why.empty() ? ""
+                       : fmt::format("; not compared with a library ({})", fmt::join(why, "; "));
+  }
   if (&winner == lib)
     return gen == nullptr
                ? "; only library candidates ran"
@@ -407,6 +414,17 @@ std::vector<size_t> refine_for_measurement(const std::vector<size_t>& order,
     if (d >= 1 && d <= kRefineFields) out.push_back(i);
   }
   return out;
+}
+
+std::vector<std::string> library_why_not(const Problem& p, const CsrMatrix& a) {
+  std::vector<std::string> why;
+  for (const IrFamily* f : ir_families()) {
+    if (!f->library()) continue;
+    const std::vector<std::string> w = f->why_not(p, a);
+    if (w.empty()) return {};
+    why.push_back(fmt::format("{}: {}", f->name(), w.front()));
+  }
+  return why;
 }
 
 TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarget& target,
@@ -904,7 +922,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
         "ranked by {}), checked against the CPU reference{}{}",
         compiled().size(), res.refined, res.enumerated, res.ranking,
         check_columns(p) < p.n ? fmt::format(" ({} of the {} columns)", check_columns(p), p.n) : "",
-        library_note(cands, *winner));
+        library_note(cands, *winner, p, a));
   else
     res.reason = fmt::format("top of {} enumerated, ranked by {} (not measured: top-k 0)",
                              res.enumerated, res.ranking);

@@ -15,6 +15,7 @@
 
 #include "compiler/fingerprint.h"
 #include "compiler/tune.h"
+#include "ir/family.h"
 #include "ir/general_schedule.h"
 #include "ir/macko_schedule.h"
 #include "ir/schedule.h"
@@ -128,6 +129,34 @@ TEST(Tune, ModelOnlyCompilesCachesAndHits) {
 }
 
 // The measured set keeps k / 4 places per schedule family; the rest follows the ranking.
+// A measured search whose problem no library can run says so in its reason: library_why_not gives
+// one reason per library family, each named, and nothing when one of them can run it.
+TEST(Tune, LibraryWhyNotNamesEachLibraryFamily) {
+  const CsrMatrix a = make_matrix();
+  const Layout col = Layout::ColMajor;
+  EXPECT_TRUE(library_why_not(Problem::spmm(64, 96, 8, DType::F16, col, col), a).empty());
+  EXPECT_TRUE(library_why_not(Problem::spmm(64, 96, 8, DType::F32, col, col), a).empty());
+  EXPECT_TRUE(
+      library_why_not(Problem::quantized_spmm(64, 96, 8, DType::I8, DType::F16, col, col), a)
+          .empty());
+  // fp8 e4m3: no library family runs it (each says why, under its name: the dense GEMM, cuSPARSE,
+  // cuSPARSELt and the dense FFN).
+  const std::vector<std::string> fp8 =
+      library_why_not(Problem::quantized_spmm(64, 96, 8, DType::F8E4M3, DType::F16, col, col), a);
+  int libraries = 0;
+  for (const IrFamily* f : ir_families()) libraries += f->library() ? 1 : 0;
+  ASSERT_EQ(fp8.size(), size_t(libraries));
+  const auto dense = std::find_if(fp8.begin(), fp8.end(),
+                                  [](const std::string& w) { return w.rfind("dense: ", 0) == 0; });
+  ASSERT_NE(dense, fp8.end());
+  EXPECT_NE(dense->find("fp8_e4m3"), std::string::npos) << *dense;
+  // int8 with C row-major: the dense int8 GEMM writes C column-major only.
+  const std::vector<std::string> i8_row = library_why_not(
+      Problem::quantized_spmm(64, 96, 8, DType::I8, DType::F16, col, Layout::RowMajor), a);
+  ASSERT_FALSE(i8_row.empty());
+  EXPECT_NE(i8_row[0].find("column-major"), std::string::npos) << i8_row[0];
+}
+
 TEST(Tune, MeasurementSetKeepsEveryFamily) {
   std::vector<Schedule> all;
   for (int i = 0; i < 10; ++i) all.emplace_back(GeneralSchedule{});  // ranked 0..9

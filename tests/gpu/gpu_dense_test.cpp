@@ -89,6 +89,19 @@ TEST_F(GpuDense, TunerMeasuresTheLibraryAndSaysWhatItFound) {
   EXPECT_EQ(sparse_wins.schedule.rfind("dense;", 0), std::string::npos) << sparse_wins.reason;
   EXPECT_NE(sparse_wins.reason.find("faster than the library"), std::string::npos)
       << sparse_wins.reason;
+  // fp8 e4m3 (6:8 weight, slide): no library runs it, and the reason says the pick was not
+  // compared with one.
+  PruneSpec nm;
+  nm.method = PruneMethod::NM;
+  nm.n = 6;
+  nm.m = 8;
+  KernelRequest q;
+  q.dtype = DType::F8E4M3;
+  q.n = 8;
+  q.b_layout = q.c_layout = Layout::ColMajor;
+  const TuneResult fp8 = tune(prune(make_llm_weight(256, 512, 7), nm), q, target_, o);
+  EXPECT_NE(fp8.reason.find("not compared with a library ("), std::string::npos) << fp8.reason;
+  EXPECT_NE(fp8.reason.find("dense: "), std::string::npos) << fp8.reason;
 }
 
 }  // namespace
