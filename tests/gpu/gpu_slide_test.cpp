@@ -46,7 +46,10 @@ class GpuSlide : public testing::GpuFixture {
     o.include_specialised = true;
     const auto all = find_ir_family("slide")->enumerate(p, a, o);
     ASSERT_FALSE(all.empty()) << to_string(p);
-    const Schedule& s = all[seed % all.size()];
+    check_schedule(a, p, all[seed % all.size()], seed);
+  }
+  // Builds schedule s for p and checks it (beta 0 with C poisoned, then beta != 0).
+  void check_schedule(const CsrMatrix& a, const Problem& p, const Schedule& s, uint64_t seed) {
     SCOPED_TRACE(to_string(p) + " " + to_string(s));
     const CompiledKernel k(ctx_, build_kernel(a, p, s, target_));
     const GpuCheckPair r = gpu_check(k, a, seed);
@@ -113,11 +116,7 @@ TEST_F(GpuSlide, EverySplitAndLift) {
           const auto& b = s.as<SlideSchedule>();
           const std::string kind = fmt::format("{}/{}", to_string(b.split), to_string(b.lift));
           if (!kinds.insert(kind).second) continue;
-          SCOPED_TRACE(to_string(p) + " " + to_string(s));
-          const CompiledKernel k(ctx_, build_kernel(a, p, s, target_));
-          const GpuCheckPair r = gpu_check(k, a, ++seed);
-          EXPECT_TRUE(r.passed()) << r.error();
-          ++checked_;
+          check_schedule(a, p, s, ++seed);
         }
         EXPECT_EQ(kinds.size(), dtype_bytes(dt) == 2 ? 3u : 2u) << to_string(p);
       }
@@ -148,11 +147,7 @@ TEST_F(GpuSlide, KParts) {
           s.n_tiles = n >= 16 ? 2 : 1;
           s.ksplit = ks;
           if (!validate_slide(p, s).empty()) continue;  // lift=fused: 16-bit types only
-          SCOPED_TRACE(to_string(p) + " " + to_string(Schedule(s)));
-          const CompiledKernel k(ctx_, build_kernel(a, p, Schedule(s), target_));
-          const GpuCheckPair r = gpu_check(k, a, ++seed);
-          EXPECT_TRUE(r.passed()) << r.error();
-          ++checked_;
+          check_schedule(a, p, Schedule(s), ++seed);
         }
       }
   EXPECT_EQ(checked_, 2 * 3 * (2 * 3 + 2 * 2));
@@ -189,11 +184,7 @@ TEST_F(GpuSlide, TwoLoadStepsInFlight) {
             s.stages = 2;
             if (!validate_slide(p, s).empty()) continue;  // lift=fused: 16-bit types only
             ++expected;
-            SCOPED_TRACE(to_string(p) + " " + to_string(Schedule(s)));
-            const CompiledKernel k(ctx_, build_kernel(a, p, Schedule(s), target_));
-            const GpuCheckPair r = gpu_check(k, a, ++seed);
-            EXPECT_TRUE(r.passed()) << r.error();
-            ++checked_;
+            check_schedule(a, p, Schedule(s), ++seed);
           }
       }
   EXPECT_EQ(checked_, expected);
@@ -226,11 +217,7 @@ TEST_F(GpuSlide, PrefetchBeforeTheLift) {
             s.prefetch = pf;
             ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
             ++expected;
-            SCOPED_TRACE(to_string(p) + " " + to_string(Schedule(s)));
-            const CompiledKernel k(ctx_, build_kernel(a, p, Schedule(s), target_));
-            const GpuCheckPair r = gpu_check(k, a, ++seed);
-            EXPECT_TRUE(r.passed()) << r.error();
-            ++checked_;
+            check_schedule(a, p, Schedule(s), ++seed);
           }
   EXPECT_EQ(checked_, expected);
   EXPECT_EQ(expected, 4 * 2 * 2 * 2 * 2);
