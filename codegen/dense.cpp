@@ -24,7 +24,7 @@ class DenseEmitter : public Emitter {
     if (!why.empty())
       throw UserError(
           fmt::format("codegen: dense cannot run {}: {}", to_string(p_), fmt::join(why, "; ")));
-    if (p_.dtype == DType::I8) return run_int8();
+    if (is_quantized(p_.dtype)) return run_quantized();
     decl(fmt::format("// sparsegen dense: C = alpha·A·B + beta·C by the BLAS library\n// {}",
                      to_string(p_)));
     decl(fmt::format("using T = {};", p_.dtype == DType::F16 ? "__half" : "__nv_bfloat16"));
@@ -38,46 +38,48 @@ class DenseEmitter : public Emitter {
   }
 
  private:
-  // int8: the per-token quantization of B is the slide lift of 2:4 (one window per group of 4,
-  // the identity map), written K' x N column-major; the library's int8 GEMM; the scale kernel.
-  //   sparsegen_dense_lift(B, bw, token_scales)         -> bw (int8 K' x N), token_scales
-  //   library: acc^T (N x M, int32) = bw^T · A_q^T        (TN, exact)
+  // int8 / fp8: the per-token quantization of B is the slide lift of 2:4 (one window per group
+  // of 4, the identity map), written K' x N column-major; the library's 8-bit GEMM; the scale
+  // kernel. ACC is int (int8: exact int32 sums) or float (fp8: fp32 sums).
+  //   sparsegen_dense_lift(B, bw, token_scales)         -> bw (8-bit K' x N), token_scales
+  //   library: acc^T (N x M, ACC) = bw^T · A_q^T          (TN)
   //   sparsegen_dense(acc, row_scales, token_scales, C, alpha, beta): one thread per element
-  GeneratedKernel run_int8() {
+  GeneratedKernel run_quantized() {
     SG_ASSERT(static_cast<int64_t>(row_scales_.size()) == p_.m,
-              "emit_dense: int8 needs the weight's row scales");
+              "emit_dense: an 8-bit weight needs its row scales");
     const int64_t chunks = slide_chunks(p_, 2);
     SG_ASSERT(chunks * slide_mma(p_.dtype).chunk == dense_k(p_),
               "emit_dense: the quantization kernel's K' is not dense_k");
     for (const char* n : {"acc", "B", "C", "alpha", "beta", "row_scales", "bw", "token_scales", "T",
                           "sg_lift_smem"})
       reserve(n);
+    const bool i8 = p_.dtype == DType::I8;
     decl(
-        fmt::format("// sparsegen dense int8: B quantized per token, the library's int8 GEMM, "
-                    "one scaling\n// {}",
-                    to_string(p_)));
+        fmt::format("// sparsegen dense {}: B quantized per token, the library's 8-bit GEMM, one "
+                    "scaling\n// {}",
+                    to_string(p_.dtype), to_string(p_)));
     decl(fmt::format("using T = {};", p_.b_dtype() == DType::F16 ? "__half" : "__nv_bfloat16"));
     lift_ = emit_slide_lift(*this, p_, 2, chunks, true, opt_.kernel_name + "_lift");
     KernelSignature sig;
-    const std::string head =
-        emit_quant_scale(*this, p_, "int", row_scales_, "dense.row_scales", opt_.kernel_name, sig);
+    const std::string head = emit_quant_scale(*this, p_, i8 ? "int" : "float", row_scales_,
+                                              "dense.row_scales", opt_.kernel_name, sig);
     GeneratedKernel k;
-    k.signature = library_steps_int8(std::move(sig));
+    k.signature = library_steps_quantized(std::move(sig));
     k.source = kernel_source(head);
     k.headers = header_sources();
     return k;
   }
 
-  // The quantization kernel and the library's int8 GEMM around the scale step's signature.
-  KernelSignature library_steps_int8(KernelSignature sig) const {
+  // The quantization kernel and the library's 8-bit GEMM around the scale step's signature.
+  KernelSignature library_steps_quantized(KernelSignature sig) const {
     const int64_t kp = dense_k(p_);
     sig.b_alignment = slide_vec_b(p_) ? 16 : 4;
     sig.b_work_bytes = kp * p_.n;
     sig.b_transform = lift_;
     // acc column-major M x N is row-major N x M: (B_q as N x K') · (A_q stored M x K')^T.
     LibraryGemm g;
-    g.name = "dense int8";
-    g.i8 = true;
+    g.name = fmt::format("dense {}", to_string(p_.dtype));
+    g.operands = p_.dtype == DType::I8 ? GemmOperands::Int8 : GemmOperands::Fp8;
     g.m = p_.n;
     g.n = p_.m;
     g.k = kp;
@@ -123,7 +125,7 @@ class DenseEmitter : public Emitter {
   }
 
   const Problem& p_;
-  const std::vector<float> row_scales_;  // int8: the weight's per-row scales
+  const std::vector<float> row_scales_;  // int8 / fp8: the weight's per-row scales
   const EmitOptions& opt_;
   AuxKernel lift_;
 };
@@ -135,7 +137,7 @@ class DenseCodegenFamily final : public CodegenFamily {
   std::string_view name() const override { return DenseSchedule::kFamily; }
   GeneratedKernel emit(const Problem& p, const Schedule& s, const PackedMatrix& packed,
                        const EmitOptions& opt) const override {
-    if (p.dtype == DType::I8)
+    if (is_quantized(p.dtype))
       return emit_dense(p, s, quantize_rows(packed_csr(packed), p.dtype).scales, opt);
     return emit_dense(p, s, {}, opt);
   }

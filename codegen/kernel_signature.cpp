@@ -54,7 +54,10 @@ std::string describe_aux(const char* what, const AuxKernel& k) {
 
 std::string describe_gemm(const LibraryGemm& g) {
   return fmt::format("library gemm {} {}x{}x{}{}{}{}\n", g.name, g.m, g.n, g.k,
-                     g.i8 ? " int8 -> int32" : "", g.relu ? " relu" : "",
+                     g.operands == GemmOperands::Int8  ? " int8 -> int32"
+                     : g.operands == GemmOperands::Fp8 ? " fp8_e4m3 -> fp32"
+                                                       : "",
+                     g.relu ? " relu" : "",
                      g.beta_in_workspace ? " (beta != 0: into the fp32 workspace)" : "");
 }
 

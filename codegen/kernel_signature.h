@@ -83,6 +83,12 @@ struct GemmOperand {
   int64_t ld = 0;
 };
 
+// The operand types of a LibraryGemm: the problem's 16-bit type (fp32 accumulation, C in that
+// type), or the quantized problem's 8-bit operands into the Workspace with alpha 1 and beta 0:
+// int8 into int32 (exact), fp8 e4m3 into fp32 (fp32 accumulation). The 8-bit GEMMs need
+// b_transposed ("TN"), k and every ld multiples of 4 (of 16 for fp8).
+enum class GemmOperands { Io16, Int8, Fp8 };
+
 // A dense GEMM the runtime runs through the BLAS library (cuBLASLt, loaded at run time:
 // runtime/cublaslt.h) as a step of the launch sequence: row-major c (m x n) = alpha · a (m x k) ·
 // b + beta · c, b row-major k x n or (b_transposed) n x k; the problem's 16-bit type, fp32
@@ -101,10 +107,8 @@ struct LibraryGemm {
   // before it adds beta·C, two roundings the fp32-accumulation error bound does not allow.
   // beta == 0 writes C directly (one rounding).
   bool beta_in_workspace = false;
-  // int8 a and b (the quantized problem's 8-bit operands), exact int32 accumulation into an int32
-  // c (the Workspace); alpha 1 and beta 0. The library needs b_transposed, k and every ld
-  // multiples of 4.
-  bool i8 = false;
+  GemmOperands operands = GemmOperands::Io16;
+  bool eight_bit() const { return operands != GemmOperands::Io16; }
 };
 
 // A sparse-times-dense product the runtime runs through the sparse library (cuSPARSE, loaded at

@@ -1,6 +1,6 @@
 // The dense family's compiler/ layer: A laid out densely (M x K row-major in the dtype, zeros
-// where the sparse weight has none; int8: quantized per row, M x K') as the library GEMM's
-// operand, and the placeholder (int8: the quantization and scale kernels) compiled.
+// where the sparse weight has none; int8 / fp8: quantized per row, M x K') as the library GEMM's
+// operand, and the placeholder (int8 / fp8: the quantization and scale kernels) compiled.
 #include <fmt/format.h>
 
 #include <cstring>
@@ -31,18 +31,22 @@ std::vector<char> dense_values(const CsrMatrix& a, DType dtype) {
   return out;
 }
 
-// int8: A_q (M x K' row-major, K' = dense_k, zeros past K and where the weight has none) and the
-// row scales of ir/quantize.h.
-std::vector<char> dense_int8_values(const CsrMatrix& a, const Problem& p,
-                                    std::vector<float>* row_scales) {
+// int8 / fp8: A_q (M x K' row-major, K' = dense_k, zeros past K and where the weight has none;
+// int8 values or e4m3 bits) and the row scales of ir/quantize.h.
+std::vector<char> dense_quantized_values(const CsrMatrix& a, const Problem& p,
+                                         std::vector<float>* row_scales) {
   const int64_t kp = dense_k(p);
   RowQuantized q = quantize_rows(a, p.dtype);
+  const bool i8 = p.dtype == DType::I8;
   std::vector<char> out(static_cast<size_t>(a.rows * kp), 0);
   parallel_for(a.rows, a.nnz() + a.rows, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r)
-      for (int64_t i = a.row_ptr[r]; i < a.row_ptr[r + 1]; ++i)
+      for (int64_t i = a.row_ptr[r]; i < a.row_ptr[r + 1]; ++i) {
+        const float v = q.q[static_cast<size_t>(i)];
         out[static_cast<size_t>(r * kp + a.col_idx[static_cast<size_t>(i)])] =
-            static_cast<char>(static_cast<int8_t>(q.q[static_cast<size_t>(i)]));
+            i8 ? static_cast<char>(static_cast<int8_t>(v))
+               : static_cast<char>(float_to_e4m3_bits(v));
+      }
   });
   *row_scales = std::move(q.scales);
   return out;
@@ -54,7 +58,7 @@ class DenseBuild final : public CompilerFamily {
   KernelBuild build(const CsrMatrix& a, const Problem& p, const Schedule& s,
                     const CompileTarget& target, const BuildOptions& opt) const override {
     KernelBuild b = start_build(a, p, s, target);
-    std::vector<float> row_scales;  // int8
+    std::vector<float> row_scales;  // int8 / fp8
     {
       PipelineStep st(3, "verify", &b.step_log);
       auto why = validate_dense(p);
@@ -70,8 +74,8 @@ class DenseBuild final : public CompilerFamily {
     }
     {
       PipelineStep st(5, "values", &b.step_log);
-      if (p.dtype == DType::I8) {
-        b.values = dense_int8_values(a, p, &row_scales);
+      if (is_quantized(p.dtype)) {
+        b.values = dense_quantized_values(a, p, &row_scales);
       } else {
         check_value_range(a, p.dtype);
         b.values = dense_values(a, p.dtype);

@@ -269,6 +269,8 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
   // fp32 adds a row's partial results go through after its products (atomics, split K): the
   // family says (IrFamily::output_adds).
   const IrFamily& family = s.family();
+  // A library's reduced-precision accumulation (IrFamily::accumulation_error), else 0.
+  const double acc_eps = family.accumulation_error(p, s);
   const bool have_indeterminate = ref.indeterminate.size() == ref.exact.size();
   res.compared_reference_spmm = !ref.spmm.empty();
   res.compared_interpreter = interp != nullptr;
@@ -303,6 +305,7 @@ CheckResult compare_output(const CsrMatrix& a, const Schedule& s, const CheckInp
         bt.abs_beta_c0 = in.beta == 0.0f ? 0.0 : std::fabs(double(in.beta) * double(in.c0[i]));
         bt.sum_abs_products = std::max(0.0, ref.scale[i] - bt.abs_beta_c0);
         bt.abs_exact = std::fabs(e);
+        bt.accumulation_eps = acc_eps;
         const double tol = spmm_error_bound(p.c_dtype(), bt);
         if (in.beta == 0.0f && out_bits[i] == poison) {
           ++part.unwritten;

@@ -358,7 +358,9 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src, DeviceArrays*
         sh.half = src.problem.dtype == DType::F16;
         sh.b_transposed = g.b_transposed;
         sh.relu = g.relu;
-        sh.i8 = g.i8;
+        sh.operands = g.operands == codegen::GemmOperands::Int8  ? cublaslt::Operands::Int8
+                      : g.operands == codegen::GemmOperands::Fp8 ? cublaslt::Operands::Fp8
+                                                                 : cublaslt::Operands::Io16;
         gemms.push_back(std::make_unique<cublaslt::Gemm>(sh));
         sh.c_fp32 = true;  // the twin for beta != 0 never runs with its plan: one workspace
         gemms_fp32.push_back(g.beta_in_workspace
@@ -550,8 +552,8 @@ void run_gemms(const std::vector<codegen::LibraryGemm>& list, const GemmPlans& p
                CUstream stream) {
   for (size_t i = 0; i < list.size(); ++i) {
     const codegen::LibraryGemm& g = list[i];
-    // int8 GEMMs: 1-byte a and b, a 4-byte (int32) c.
-    const int64_t ab_bytes = g.i8 ? 1 : elem_bytes;
+    // 8-bit GEMMs: 1-byte a and b, a 4-byte (int32 or fp32) c.
+    const int64_t ab_bytes = g.eight_bit() ? 1 : elem_bytes;
     const CUdeviceptr pa = operand_ptr(g.a, a, ab_bytes);
     const CUdeviceptr pb = operand_ptr(g.b, a, ab_bytes);
     const float alpha = g.run_alpha_beta ? a.alpha : 1.0f;
@@ -560,8 +562,8 @@ void run_gemms(const std::vector<codegen::LibraryGemm>& list, const GemmPlans& p
       const CUdeviceptr ws = a.workspace + static_cast<CUdeviceptr>(g.c.offset * sizeof(float));
       plans_fp32[first + i]->run(pa, pb, ws, alpha, 1.0f, stream);
     } else {
-      plans[first + i]->run(pa, pb, operand_ptr(g.c, a, g.i8 ? 4 : elem_bytes), alpha, beta,
-                            stream);
+      plans[first + i]->run(pa, pb, operand_ptr(g.c, a, g.eight_bit() ? 4 : elem_bytes), alpha,
+                            beta, stream);
     }
   }
 }

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "ir/diagnostics.h"
+#include "ir/quantize.h"
 #include "ir/spec_fields.h"
 
 namespace sparsegen {
@@ -13,19 +14,21 @@ std::vector<std::string> validate_dense(const Problem& p) {
   std::vector<std::string> why;
   if (!p.sparse_weight())
     why.push_back(fmt::format("dense multiplies a sparse weight, not a {}", to_string(p.op)));
-  if (p.dtype == DType::I8) {
+  if (is_quantized(p.dtype)) {
+    const std::string_view t = to_string(p.dtype);
     if (p.io_dtype != DType::F16 && p.io_dtype != DType::BF16)
       why.push_back(
-          fmt::format("dense int8 writes fp16 or bf16 outputs, not {}", to_string(p.io_dtype)));
+          fmt::format("dense {} writes fp16 or bf16 outputs, not {}", t, to_string(p.io_dtype)));
     if (p.c_layout != Layout::ColMajor)
       why.push_back(
-          "dense int8 needs C column-major (its scale step writes each token's outputs "
-          "contiguously)");
+          fmt::format("dense {} needs C column-major (its scale step writes each token's outputs "
+                      "contiguously)",
+                      t));
     if (p.m % 4 != 0)
       why.push_back(fmt::format(
-          "dense int8 needs M a multiple of 4 (the library's int8 GEMM rule), not {}", p.m));
+          "dense {} needs M a multiple of 4 (the library's 8-bit GEMM rule), not {}", t, p.m));
   } else if (p.dtype != DType::F16 && p.dtype != DType::BF16) {
-    why.push_back(fmt::format("dense runs the BLAS library in fp16, bf16 or int8, not {}",
+    why.push_back(fmt::format("dense runs the BLAS library in fp16, bf16, int8 or fp8_e4m3, not {}",
                               to_string(p.dtype)));
   } else if (p.b_layout == Layout::RowMajor && p.c_layout == Layout::ColMajor) {
     why.push_back("dense needs B column-major when C is column-major (b=row c=col)");
@@ -36,7 +39,7 @@ std::vector<std::string> validate_dense(const Problem& p) {
 }
 
 int64_t dense_k(const Problem& p) {
-  return p.dtype == DType::I8 ? (p.k + 63) / 64 * 64 : p.k;
+  return is_quantized(p.dtype) ? (p.k + 63) / 64 * 64 : p.k;
 }
 
 std::string dense_spec(const DenseSchedule&) {
@@ -61,6 +64,9 @@ DenseSchedule parse_dense_fields(std::string_view, const std::vector<std::string
 std::vector<std::string> verify_dense(const Problem& p, const DeviceLimits& dev) {
   std::vector<std::string> why;
   // The library's tensor-core GEMM kernels run blocks of 128 threads and more.
+  if (p.dtype == DType::F8E4M3 && dev.sm() != 0 && dev.sm() < 89)
+    why.push_back(
+        fmt::format("the BLAS library's fp8 e4m3 GEMM needs sm_89 or newer, not {}", dev.name));
   if (dev.max_threads_per_block < 128)
     why.push_back(
         fmt::format("the BLAS library's GEMM kernels need blocks of 128 threads; {} "

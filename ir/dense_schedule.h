@@ -9,13 +9,15 @@
 // densely (M x K row-major in the dtype), fp32 accumulation; B and C row/row, col/row or col/col
 // (C column-major is computed as C^T = B^T · A^T, which needs B column-major too).
 //
-// int8 (the quantized problem of ir/quantize.h: weights per row, tokens per column), three steps,
-// the dense yardstick of the quantized sparse families:
-//   1. B quantized per token into an int8 K' x N copy (column-major, K' = dense_k(p): K rounded
+// int8 and fp8 e4m3 (the quantized problem of ir/quantize.h: weights per row, tokens per
+// column), three steps, the dense yardstick of the quantized sparse families:
+//   1. B quantized per token into an 8-bit K' x N copy (column-major, K' = dense_k(p): K rounded
 //      up to 64, zero rows below K) and the token scales;
-//   2. acc (int32, M x N column-major) = A_q · B_q by the library's int8 GEMM, exact;
+//   2. acc (M x N column-major) = A_q · B_q by the library's 8-bit GEMM: int8 into int32, exact;
+//      e4m3 into fp32 with fp32 accumulation;
 //   3. C = alpha · acc · (row scale · token scale) + beta · C, one rounding.
-// A_q is stored M x K' row-major. C column-major; the library's int8 GEMM needs M % 4 == 0.
+// A_q is stored M x K' row-major. C column-major; the library's 8-bit GEMMs need M % 4 == 0, and
+// e4m3 needs sm_89 or newer.
 #pragma once
 
 #include <cstdint>
@@ -37,7 +39,7 @@ struct DenseSchedule {
 
 // Reasons the library cannot run the problem (op, dtype, layouts, empty sizes); empty = it can.
 std::vector<std::string> validate_dense(const Problem& p);
-// The K the library multiplies over: K for 16-bit types, K rounded up to 64 for int8 (the
+// The K the library multiplies over: K for 16-bit types, K rounded up to 64 for int8 and fp8 (the
 // quantization kernel writes whole 64-row chunks; the rows past K are zeros in A_q and B_q).
 int64_t dense_k(const Problem& p);
 std::string dense_spec(const DenseSchedule& s);

@@ -38,7 +38,7 @@ double half_ulp(DType t, double x) {
 double fp32_error_bound(const ElementBoundTerms& t) {
   const double u = std::ldexp(1.0, -24);
   const double ops = double(t.row_length + t.atomic_adds + 4);
-  return ops * 2.0 * u * t.sum_abs_products +
+  return (ops * 2.0 * u + t.accumulation_eps) * t.sum_abs_products +
          double(1 + std::max<int64_t>(1, t.atomic_adds)) * u * t.abs_beta_c0 +
          ops * std::ldexp(1.0, -126);
 }

@@ -36,6 +36,9 @@
 //   - Output rounding. The fp32 value y is within E of exact and is rounded to the dtype once
 //     (round to nearest even): |RN(y) − y| <= ½ ulp(y) <= ½ ulp(|exact| + E). For fp32 outputs
 //     that rounding is the last add itself, counted twice (a u·|exact| of slack).
+// A library GEMM whose tensor cores accumulate below fp32 precision (fp8 e4m3 on Hopper keeps a
+// narrower sum between its promotions to fp32, undocumented) adds accumulation_eps·S to E, the
+// figure its family states (IrFamily::accumulation_error); 0 for every kernel of ours.
 // A kernel that rounds twice (alpha·acc to the dtype, then + beta·C₀ and round again) errs by up
 // to ½ ulp(alpha·acc) more, up to (1 + ulp(alpha·acc) / ulp(exact)) times this bound: 2.7x on the
 // DLMC ffn_conv1 case of tests/ir/error_bound_test.cpp, so the bound tells the two apart.
@@ -59,6 +62,7 @@ struct ElementBoundTerms {
   double sum_abs_products = 0;  // S = Σ |alpha·a·b| over the row
   double abs_beta_c0 = 0;       // Cb = |beta·C₀| (0 when beta == 0)
   double abs_exact = 0;         // |alpha·A·B + beta·C₀| in exact arithmetic
+  double accumulation_eps = 0;  // a reduced-precision accumulation's error, relative to S
 };
 
 // The fp32 part E (everything before the final rounding to the dtype).

@@ -163,6 +163,10 @@ class IrFamily {
   // fp32 additions a row's partial results go through after its products are summed (atomic
   // adds of split rows or split K parts, a workspace prologue): part of the error bound's L.
   virtual int64_t output_adds(const Problem& p, const Schedule& s, int64_t row_length) const = 0;
+  // The error a library's reduced-precision accumulation may add beyond the fp32 bound, relative
+  // to the magnitude of the products (ElementBoundTerms::accumulation_eps). 0 (the default): the
+  // sums are fp32.
+  virtual double accumulation_error(const Problem&, const Schedule&) const { return 0.0; }
   // A library candidate whose algorithm is searched when its kernel is loaded: the schedule with
   // the choices the load found (the library steps' own words, in step order), so that a tuner
   // stores the choice with the kernel and a later load plans it without searching. nullopt: the

@@ -126,16 +126,24 @@ Gemm::Gemm(const GemmShape& shape, const Gemm* share_workspace_with)
   s.api = &api_or_throw();
   s.shape = shape;
   const Api& api = *s.api;
-  if (shape.i8 && (!shape.b_transposed || shape.relu || shape.c_fp32 || shape.k % 4 != 0 ||
-                   shape.lda % 4 != 0 || shape.ldb % 4 != 0 || shape.ldc % 4 != 0))
-    throw CublasLtError(fmt::format("cuBLASLt runs an int8 {}x{}x{} GEMM only as TN with k and "
-                                    "the leading dimensions multiples of 4, without ReLU",
-                                    shape.m, shape.n, shape.k),
-                        -1);
-  const cudaDataType t = shape.i8 ? CUDA_R_8I : shape.half ? CUDA_R_16F : CUDA_R_16BF;
-  const cudaDataType tc = shape.i8 ? CUDA_R_32I : shape.c_fp32 ? CUDA_R_32F : t;
+  const bool i8 = shape.operands == Operands::Int8, f8 = shape.operands == Operands::Fp8;
+  if (i8 || f8) {
+    const int64_t kq = f8 ? 16 : 4;  // k, lda and ldb (elements, 1 byte each)
+    if (!shape.b_transposed || shape.relu || shape.c_fp32 || shape.k % kq != 0 ||
+        shape.lda % kq != 0 || shape.ldb % kq != 0 || shape.ldc % 4 != 0)
+      throw CublasLtError(
+          fmt::format("cuBLASLt runs an {} {}x{}x{} GEMM only as TN with k and the leading "
+                      "dimensions of A and B multiples of {} (of C: of 4), without ReLU",
+                      i8 ? "int8" : "fp8 e4m3", shape.m, shape.n, shape.k, kq),
+          -1);
+  }
+  const cudaDataType t = i8           ? CUDA_R_8I
+                         : f8         ? CUDA_R_8F_E4M3
+                         : shape.half ? CUDA_R_16F
+                                      : CUDA_R_16BF;
+  const cudaDataType tc = i8 ? CUDA_R_32I : f8 || shape.c_fp32 ? CUDA_R_32F : t;
   check(api.Create(&s.lt), "cublasLtCreate");
-  if (shape.i8)
+  if (i8)
     check(api.DescCreate(&s.desc, CUBLAS_COMPUTE_32I, CUDA_R_32I), "cublasLtMatmulDescCreate");
   else
     check(api.DescCreate(&s.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F), "cublasLtMatmulDescCreate");
@@ -201,12 +209,13 @@ void Gemm::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, float alpha, float b
   const Impl& s = *impl_;
   if (s.shape.m == 0 || s.shape.n == 0) return;
   // int8: the scale type is int32 (CUBLAS_COMPUTE_32I).
+  const bool i8 = s.shape.operands == Operands::Int8;
   const int32_t alpha_i = static_cast<int32_t>(alpha), beta_i = static_cast<int32_t>(beta);
-  if (s.shape.i8 && (static_cast<float>(alpha_i) != alpha || static_cast<float>(beta_i) != beta))
+  if (i8 && (static_cast<float>(alpha_i) != alpha || static_cast<float>(beta_i) != beta))
     throw CublasLtError(
         fmt::format("cuBLASLt int8 GEMM with non-integer alpha {} or beta {}", alpha, beta), -1);
-  const void* pa = s.shape.i8 ? static_cast<const void*>(&alpha_i) : &alpha;
-  const void* pb = s.shape.i8 ? static_cast<const void*>(&beta_i) : &beta;
+  const void* pa = i8 ? static_cast<const void*>(&alpha_i) : &alpha;
+  const void* pb = i8 ? static_cast<const void*>(&beta_i) : &beta;
   check(s.api->Matmul(s.lt, s.desc, pa, vptr(b), s.la, vptr(a), s.lb, pb, vptr(c), s.lc, vptr(c),
                       s.lc, &s.algo, vptr(s.workspace->ptr()), s.workspace->bytes(),
                       reinterpret_cast<cudaStream_t>(stream)),

@@ -7,9 +7,10 @@
 //
 // Convention: row-major C (m x n, ldc) = alpha · A (m x k, lda) · B + beta · C, with B row-major
 // k x n (ldb) or, transposed, n x k (ldb); fp16 or bf16 in and out (or C in fp32: c_fp32), fp32
-// accumulation; optional ReLU applied to the result. Or (i8) int8 in and int32 out with int32
-// accumulation, exact; the library runs that only as "TN" (b_transposed) with k, lda, ldb and ldc
-// multiples of 4, and alpha, beta then must be integers. beta == 0 never reads C. With a 16-bit C
+// accumulation; optional ReLU applied to the result. Or 8-bit operands: int8 in and int32 out with
+// int32 accumulation, exact, or fp8 e4m3 in and fp32 out with fp32 accumulation; the library runs
+// those only as "TN" (b_transposed) with k, lda, ldb and ldc multiples of 4 (k, lda and ldb of 16
+// for fp8), and for int8 alpha and beta must be integers. beta == 0 never reads C. With a 16-bit C
 // the library rounds alpha·A·B to C's type before it adds beta·C (measured: up to 8x the
 // one-rounding bound with bf16); callers that need one rounding with beta != 0 use c_fp32.
 //
@@ -42,6 +43,9 @@ bool available(std::string* why = nullptr);
 // "cuBLASLt 130000 (/usr/local/cuda/lib64/libcublasLt.so.13)". Throws when unavailable.
 std::string version();
 
+// The operand types: 16-bit (fp16 or bf16, GemmShape::half), int8 -> int32, fp8 e4m3 -> fp32.
+enum class Operands { Io16, Int8, Fp8 };
+
 struct GemmShape {
   int64_t m = 0, n = 0, k = 0;
   int64_t lda = 0, ldb = 0, ldc = 0;
@@ -49,7 +53,7 @@ struct GemmShape {
   bool b_transposed = false;  // B stored n x k
   bool relu = false;
   bool c_fp32 = false;  // C in fp32 (A and B stay 16-bit): adds beta·C before the one rounding
-  bool i8 = false;      // int8 A and B, int32 C and accumulation (half, c_fp32 and relu unused)
+  Operands operands = Operands::Io16;  // 8-bit: half, c_fp32 and relu unused
 };
 
 // One planned GEMM: descriptors and the heuristic's first algorithm, chosen once at construction

@@ -3,6 +3,10 @@
 // out (offline; the GPU runs are in tests/gpu/gpu_dense_test.cpp).
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <random>
 #include <vector>
@@ -148,76 +152,92 @@ TEST(DenseFamily, BuildLaysADenselyAndCompilesOffline) {
   EXPECT_FALSE(b.compiled.image.empty());
 }
 
-TEST(DenseFamily, TakesInt8WithCColumnMajorAndMMultipleOfFour) {
+// int8 and fp8: C column-major and M % 4 == 0 (the library's 8-bit GEMMs), B in either layout;
+// fp8 needs sm_89 or newer.
+TEST(DenseFamily, TakesEightBitWithCColumnMajorAndMMultipleOfFour) {
   const CsrMatrix a = testing::slide_weight(64, 75, 4, 5);
   EnumerateOptions o;
   o.include_specialised = true;
   const IrFamily& f = *find_ir_family("dense");
-  for (Layout bl : {Layout::RowMajor, Layout::ColMajor})
-    EXPECT_EQ(
-        f.enumerate(
-             Problem::quantized_spmm(64, 75, 8, DType::I8, DType::BF16, bl, Layout::ColMajor), a, o)
-            .size(),
-        1u);
-  const auto row_c = f.why_not(Problem::quantized_spmm(64, 75, 8, DType::I8, DType::F16), a);
-  ASSERT_FALSE(row_c.empty());
-  EXPECT_NE(row_c.front().find("C column-major"), std::string::npos) << row_c.front();
-  const auto odd_m = f.why_not(
-      Problem::quantized_spmm(62, 75, 8, DType::I8, DType::F16, Layout::ColMajor, Layout::ColMajor),
-      a);
-  ASSERT_FALSE(odd_m.empty());
-  EXPECT_NE(odd_m.front().find("multiple of 4"), std::string::npos) << odd_m.front();
-  EXPECT_FALSE(f.why_not(Problem::quantized_spmm(64, 75, 8, DType::F8E4M3, DType::F16,
-                                                 Layout::ColMajor, Layout::ColMajor),
-                         a)
-                   .empty());
+  for (DType t : {DType::I8, DType::F8E4M3}) {
+    for (Layout bl : {Layout::RowMajor, Layout::ColMajor})
+      EXPECT_EQ(f.enumerate(
+                     Problem::quantized_spmm(64, 75, 8, t, DType::BF16, bl, Layout::ColMajor), a, o)
+                    .size(),
+                1u)
+          << to_string(t);
+    const auto row_c = f.why_not(Problem::quantized_spmm(64, 75, 8, t, DType::F16), a);
+    ASSERT_FALSE(row_c.empty());
+    EXPECT_NE(row_c.front().find("C column-major"), std::string::npos) << row_c.front();
+    const auto odd_m = f.why_not(
+        Problem::quantized_spmm(62, 75, 8, t, DType::F16, Layout::ColMajor, Layout::ColMajor), a);
+    ASSERT_FALSE(odd_m.empty());
+    EXPECT_NE(odd_m.front().find("multiple of 4"), std::string::npos) << odd_m.front();
+  }
+  const Problem f8 = Problem::quantized_spmm(64, 75, 8, DType::F8E4M3, DType::F16, Layout::ColMajor,
+                                             Layout::ColMajor);
+  EXPECT_TRUE(verify_dense(f8, DeviceLimits::sm90()).empty());
+  const auto old = verify_dense(f8, DeviceLimits::sm80());
+  ASSERT_EQ(old.size(), 1u);
+  EXPECT_NE(old.front().find("sm_89"), std::string::npos) << old.front();
 }
 
-// int8: quantize B (the slide lift of 2:4, written K' x N), the library's int8 GEMM into the
-// int32 workspace, the scale kernel; A laid out quantized, M x K' with K' = K rounded up to 64.
-TEST(DenseFamily, Int8IsQuantizeLibraryGemmAndScale) {
+// int8 / fp8: quantize B (the slide lift of 2:4, written K' x N), the library's 8-bit GEMM into
+// the workspace (int32 / fp32), the scale kernel; A laid out quantized, M x K' with K' = K rounded
+// up to 64.
+TEST(DenseFamily, EightBitIsQuantizeLibraryGemmAndScale) {
   const CsrMatrix a = testing::slide_weight(64, 75, 4, 5);
-  const Problem p =
-      Problem::quantized_spmm(64, 75, 9, DType::I8, DType::F16, Layout::ColMajor, Layout::ColMajor);
-  EXPECT_EQ(dense_k(p), 128);
-  const KernelBuild b =
-      build_kernel(a, p, parse_schedule("dense;lib=cublaslt"), offline_target("sm_90"));
-  EXPECT_FALSE(b.compiled.image.empty());
-  ASSERT_EQ(b.values.size(), 64u * 128u);
-  const RowQuantized q = quantize_rows(a, DType::I8);
-  for (int64_t r = 0; r < a.rows; ++r)
-    for (int64_t i = a.row_ptr[r]; i < a.row_ptr[r + 1]; ++i)
-      ASSERT_EQ(static_cast<float>(static_cast<int8_t>(
-                    b.values[static_cast<size_t>(r * 128 + a.col_idx[static_cast<size_t>(i)])])),
-                q.q[static_cast<size_t>(i)]);
-  for (size_t j = 75; j < 128; ++j) EXPECT_EQ(b.values[j], 0);  // row 0's padding
-  const codegen::KernelSignature& sig = b.kernel.signature;
-  ASSERT_EQ(sig.gemms_before.size(), 1u);
-  EXPECT_TRUE(sig.gemms_after.empty());
-  const codegen::LibraryGemm& g = sig.gemms_before.front();
-  EXPECT_TRUE(g.i8);
-  EXPECT_FALSE(g.run_alpha_beta);
-  EXPECT_EQ(g.m, 9);
-  EXPECT_EQ(g.n, 64);
-  EXPECT_EQ(g.k, 128);
-  EXPECT_EQ(g.a.buffer, codegen::ParamKind::BWork);
-  EXPECT_EQ(g.b.buffer, codegen::ParamKind::Values);
-  EXPECT_TRUE(g.b_transposed);
-  EXPECT_EQ(g.c.buffer, codegen::ParamKind::Workspace);
-  EXPECT_EQ(g.c.ld, 64);
-  EXPECT_EQ(sig.workspace_bytes, 64 * 9 * 4);
-  EXPECT_EQ(sig.b_work_bytes, 128 * 9);
-  EXPECT_EQ(sig.token_scales, 9);
-  ASSERT_TRUE(sig.b_transform.present());
-  EXPECT_EQ(sig.b_transform.params.back().kind, codegen::ParamKind::TokenScales);
-  EXPECT_NE(b.kernel.source.find("sg::slide_lift<T, 2, 2,"), std::string::npos);
-  EXPECT_NE(b.kernel.source.find("sg::slide_lt_scale<T, int>(acc, row_scales, token_scales, C"),
-            std::string::npos);
+  for (DType t : {DType::I8, DType::F8E4M3}) {
+    SCOPED_TRACE(to_string(t));
+    const bool i8 = t == DType::I8;
+    const Problem p =
+        Problem::quantized_spmm(64, 75, 9, t, DType::F16, Layout::ColMajor, Layout::ColMajor);
+    EXPECT_EQ(dense_k(p), 128);
+    const KernelBuild b =
+        build_kernel(a, p, parse_schedule("dense;lib=cublaslt"), offline_target("sm_90"));
+    EXPECT_FALSE(b.compiled.image.empty());
+    ASSERT_EQ(b.values.size(), 64u * 128u);
+    const RowQuantized q = quantize_rows(a, t);
+    for (int64_t r = 0; r < a.rows; ++r)
+      for (int64_t i = a.row_ptr[r]; i < a.row_ptr[r + 1]; ++i) {
+        const char v = b.values[static_cast<size_t>(r * 128 + a.col_idx[static_cast<size_t>(i)])];
+        ASSERT_EQ(i8 ? static_cast<float>(static_cast<int8_t>(v))
+                     : e4m3_bits_to_float(static_cast<uint8_t>(v)),
+                  q.q[static_cast<size_t>(i)]);
+      }
+    for (size_t j = 75; j < 128; ++j) EXPECT_EQ(b.values[j], 0);  // row 0's padding
+    const codegen::KernelSignature& sig = b.kernel.signature;
+    ASSERT_EQ(sig.gemms_before.size(), 1u);
+    EXPECT_TRUE(sig.gemms_after.empty());
+    const codegen::LibraryGemm& g = sig.gemms_before.front();
+    EXPECT_EQ(g.operands, i8 ? codegen::GemmOperands::Int8 : codegen::GemmOperands::Fp8);
+    EXPECT_FALSE(g.run_alpha_beta);
+    EXPECT_EQ(g.m, 9);
+    EXPECT_EQ(g.n, 64);
+    EXPECT_EQ(g.k, 128);
+    EXPECT_EQ(g.a.buffer, codegen::ParamKind::BWork);
+    EXPECT_EQ(g.b.buffer, codegen::ParamKind::Values);
+    EXPECT_TRUE(g.b_transposed);
+    EXPECT_EQ(g.c.buffer, codegen::ParamKind::Workspace);
+    EXPECT_EQ(g.c.ld, 64);
+    EXPECT_EQ(sig.workspace_bytes, 64 * 9 * 4);
+    EXPECT_EQ(sig.b_work_bytes, 128 * 9);
+    EXPECT_EQ(sig.token_scales, 9);
+    ASSERT_TRUE(sig.b_transform.present());
+    EXPECT_EQ(sig.b_transform.params.back().kind, codegen::ParamKind::TokenScales);
+    EXPECT_NE(b.kernel.source.find(i8 ? "sg::slide_lift<T, 2, 2," : "sg::slide_lift<T, 3, 2,"),
+              std::string::npos);
+    EXPECT_NE(
+        b.kernel.source.find(fmt::format(
+            "sg::slide_lt_scale<T, {}>(acc, row_scales, token_scales, C", i8 ? "int" : "float")),
+        std::string::npos);
+  }
 }
 
-// The int8 steps compute what the slide kernels compute on the same weight (both quantize per
-// row and per token, sum exactly and scale once): equal bit for bit, beta 0 and beta != 0.
-TEST(DenseFamily, Int8InterpretIsTheSlideArithmetic) {
+// The 8-bit steps compute what the slide kernels compute on the same weight (both quantize per
+// row and per token, sum and scale once): int8 bit for bit (exact sums), fp8 up to the order of
+// its fp32 sums; beta 0 and beta != 0.
+TEST(DenseFamily, EightBitInterpretIsTheSlideArithmetic) {
   const CsrMatrix a = testing::slide_weight(32, 77, 4, 8);
   const IrFamily& dense = *find_ir_family("dense");
   const IrFamily& slide = *find_ir_family("slide");
@@ -226,20 +246,26 @@ TEST(DenseFamily, Int8InterpretIsTheSlideArithmetic) {
       parse_schedule("slide;pattern=6:8;split=k;lift=kernel;warps=4;mt=1;nt=1;unroll=1");
   std::mt19937_64 rng(11);
   std::uniform_real_distribution<float> u(-2.0f, 2.0f);
-  for (Layout bl : {Layout::RowMajor, Layout::ColMajor}) {
-    const Problem p =
-        Problem::quantized_spmm(32, 77, 6, DType::I8, DType::F16, bl, Layout::ColMajor);
-    std::vector<float> b(77 * 6), c0(32 * 6);
-    for (float& x : b) x = u(rng) + 0.01f;
-    for (float& x : c0) x = u(rng);
-    for (float beta : {0.0f, -1.5f}) {
-      std::vector<float> cd = c0, cs = c0;
-      dense.interpret(p, ds, *dense.pack(a, p, ds), b, cd, 1.25f, beta);
-      slide.interpret(p, ss, *slide.pack(a, p, ss), b, cs, 1.25f, beta);
-      for (size_t i = 0; i < cd.size(); ++i) ASSERT_EQ(cd[i], cs[i]) << i << " beta " << beta;
-      EXPECT_NE(cd, c0);
+  for (DType t : {DType::I8, DType::F8E4M3})
+    for (Layout bl : {Layout::RowMajor, Layout::ColMajor}) {
+      const Problem p = Problem::quantized_spmm(32, 77, 6, t, DType::F16, bl, Layout::ColMajor);
+      std::vector<float> b(77 * 6), c0(32 * 6);
+      for (float& x : b) x = u(rng) + 0.01f;
+      for (float& x : c0) x = u(rng);
+      for (float beta : {0.0f, -1.5f}) {
+        std::vector<float> cd = c0, cs = c0;
+        dense.interpret(p, ds, *dense.pack(a, p, ds), b, cd, 1.25f, beta);
+        slide.interpret(p, ss, *slide.pack(a, p, ss), b, cs, 1.25f, beta);
+        for (size_t i = 0; i < cd.size(); ++i) {
+          if (t == DType::I8)
+            ASSERT_EQ(cd[i], cs[i]) << i << " beta " << beta;
+          else
+            ASSERT_NEAR(cd[i], cs[i], 1e-5f * std::max(1.0f, std::fabs(cs[i])))
+                << i << " beta " << beta;
+        }
+        EXPECT_NE(cd, c0);
+      }
     }
-  }
 }
 
 // A model-only search never returns the library candidate (it is measured, not predicted); it
