@@ -47,8 +47,8 @@ class DenseEmitter : public Emitter {
   GeneratedKernel run_quantized() {
     SG_ASSERT(static_cast<int64_t>(row_scales_.size()) == p_.m,
               "emit_dense: an 8-bit weight needs its row scales");
-    const int64_t chunks = slide_chunks(p_, 2);
-    SG_ASSERT(chunks * slide_mma(p_.dtype).chunk == dense_k(p_),
+    const int64_t chunks = slide_chunks(p_, 2, SlideForm::Library);
+    SG_ASSERT(chunks * slide_mma(p_.dtype, SlideForm::Library).chunk == dense_k(p_),
               "emit_dense: the quantization kernel's K' is not dense_k");
     for (const char* n : {"acc", "B", "C", "alpha", "beta", "row_scales", "bw", "token_scales", "T",
                           "sg_lift_smem"})

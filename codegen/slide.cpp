@@ -28,7 +28,9 @@ using tmpl::TypeArg;
 
 constexpr int kLiftThreads = 128;  // measured best of 128 / 256 / 512 for the lift (H200)
 
-int kind_of(DType t) {
+// The templates' KIND (templates/sg_slide.cuh): 4 is e4m3 in the kernel form (ir/slide_schedule.h,
+// SlideForm: on the fp16 mma.sp), 3 e4m3 in its own m16n8k64 form.
+int kind_of(DType t, SlideForm form) {
   switch (t) {
     case DType::F16:
       return 0;
@@ -37,7 +39,7 @@ int kind_of(DType t) {
     case DType::I8:
       return 2;
     default:
-      return 3;
+      return form == SlideForm::Kernel ? 4 : 3;
   }
 }
 
@@ -60,8 +62,8 @@ constexpr int64_t kLiftSmemBudget = 96 * 1024;
 constexpr int64_t kLiftBlocks = 264;
 constexpr int64_t kLiftMinSegChunks = 4;
 
-LiftPlan lift_plan(const Problem& p, int pattern, int64_t chunks) {
-  const SlideMma m = slide_mma(p.dtype);
+LiftPlan lift_plan(const Problem& p, int pattern, int64_t chunks, SlideForm form) {
+  const SlideMma m = slide_mma(p.dtype, form);
   const int64_t chunk = m.chunk, two_p = 2 * pattern, w = 4 * (pattern - 1);
   LiftPlan l;
   l.tokens = p.b_layout == Layout::RowMajor ? 8 : 1;
@@ -94,9 +96,11 @@ bool slide_vec_b(const Problem& p) {
 AuxKernel emit_slide_lift(Emitter& e, const Problem& p, int pattern, int64_t chunks, bool plain,
                           const std::string& name) {
   const bool row_b = p.b_layout == Layout::RowMajor, quant = is_quantized(p.dtype);
-  const LiftPlan l = lift_plan(p, pattern, chunks);
+  // A plain lift feeds a library GEMM, which reads its own form of the type.
+  const SlideForm form = plain ? SlideForm::Library : SlideForm::Kernel;
+  const LiftPlan l = lift_plan(p, pattern, chunks, form);
   const auto c = e.call(tmpl::slide_lift,
-                        targs(TypeArg{"T"}, IntArg{kind_of(p.dtype)}, IntArg{pattern},
+                        targs(TypeArg{"T"}, IntArg{kind_of(p.dtype, form)}, IntArg{pattern},
                               IntArg{kLiftThreads}, IntArg{quant ? 1 : 0}, IntArg{l.tokens},
                               IntArg{slide_vec_b(p) ? 1 : 0}, IntArg{plain ? 1 : 0}),
                         cptr_t("B"), ptr_u32("bw"),
@@ -170,7 +174,8 @@ class SlideEmitter : public Emitter {
     if (!why.empty())
       throw UserError(
           fmt::format("codegen: slide cannot run {}: {}", to_string(p_), fmt::join(why, "; ")));
-    SG_ASSERT(f_.rows == p_.m && f_.cols == p_.k && f_.n == s_.pattern && f_.dtype == p_.dtype,
+    SG_ASSERT(f_.rows == p_.m && f_.cols == p_.k && f_.n == s_.pattern && f_.dtype == p_.dtype &&
+                  f_.form == SlideForm::Kernel,
               "emit_slide: the format does not match the problem and schedule");
     if (f_.row_tiles * f_.chunks * 32 * 4 > INT32_MAX || p_.m * p_.n > INT32_MAX ||
         p_.k * p_.n > INT32_MAX || slide_b_work_bytes(p_, s_.pattern) / 4 > INT32_MAX)
@@ -215,9 +220,9 @@ class SlideEmitter : public Emitter {
           slide_col_blocks(p_, s_), s_.ksplit, slide_part_chunks(f_.chunks, s_.ksplit)));
     const bool row_c = p_.c_layout == Layout::RowMajor;
     const auto targ =
-        targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.m_tiles}, IntArg{s_.n_tiles},
-              IntArg{s_.unroll}, IntArg{s_.warps}, IntArg{quant_ ? 1 : 0}, IntArg{s_.ksplit},
-              IntArg{s_.stages}, IntArg{s_.prefetch});
+        targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype, SlideForm::Kernel)}, IntArg{s_.m_tiles},
+              IntArg{s_.n_tiles}, IntArg{s_.unroll}, IntArg{s_.warps}, IntArg{quant_ ? 1 : 0},
+              IntArg{s_.ksplit}, IntArg{s_.stages}, IntArg{s_.prefetch});
     // The K parts' workspace and its counters (one per output tile of a block), or none.
     const auto ws = ptr_f32(split_k_parts() ? "ws" : "static_cast<float*>(nullptr)");
     const auto counters =
@@ -237,9 +242,9 @@ class SlideEmitter : public Emitter {
     if (fused_) {
       const bool row_b = p_.b_layout == Layout::RowMajor;
       call_stmt(tmpl::slide_spmm_fused,
-                targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype)}, IntArg{s_.pattern},
-                      IntArg{s_.m_tiles}, IntArg{s_.n_tiles}, IntArg{s_.unroll}, IntArg{s_.warps},
-                      IntArg{s_.ksplit}, IntArg{s_.stages}),
+                targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype, SlideForm::Kernel)},
+                      IntArg{s_.pattern}, IntArg{s_.m_tiles}, IntArg{s_.n_tiles}, IntArg{s_.unroll},
+                      IntArg{s_.warps}, IntArg{s_.ksplit}, IntArg{s_.stages}),
                 cptr_u32("values"), cptr_u32("meta"), cptr_t("B"), ptr_t("C"), ptr_f32("sg_smem"),
                 f32("alpha"), f32("beta"), i32(std::to_string(p_.m)), i32(std::to_string(p_.n)),
                 i32(std::to_string(p_.k)), i32(row_b ? std::to_string(p_.n) : "1"),

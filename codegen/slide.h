@@ -38,7 +38,8 @@ GeneratedKernel emit_slide(const Problem& problem, const Schedule& schedule, con
 // The lift (b_transform) of (2·pattern−2):2·pattern for p, shared by the families that run slide
 // weights: declares kernel `name` (sg::slide_lift) in `e`, T being the problem's B type, and
 // returns its launch step. plain: B' for a library GEMM (lifted K x N, column-major, `chunks`
-// chunks of the lift's width) instead of the mma.sp fragment order.
+// chunks of the lift's width, in the library's form of the type: SlideForm::Library) instead of
+// the generated kernel's mma.sp fragment order.
 AuxKernel emit_slide_lift(Emitter& e, const Problem& p, int pattern, int64_t chunks, bool plain,
                           const std::string& name);
 // Whether the lift copies B in 16-byte pieces (column-major B, K % 8 == 0): B must then be

@@ -23,7 +23,8 @@ class SlideLtEmitter : public Emitter {
     if (!why.empty())
       throw UserError(
           fmt::format("codegen: slide_lt cannot run {}: {}", to_string(p_), fmt::join(why, "; ")));
-    SG_ASSERT(f_.rows == p_.m && f_.cols == p_.k && f_.n == s_.pattern && f_.dtype == p_.dtype,
+    SG_ASSERT(f_.rows == p_.m && f_.cols == p_.k && f_.n == s_.pattern && f_.dtype == p_.dtype &&
+                  f_.form == SlideForm::Library,
               "emit_slide_lt: the format does not match the problem and schedule");
     for (const char* n : {"acc", "B", "C", "alpha", "beta", "row_scales", "bw", "token_scales", "T",
                           "sg_lift_smem"})

@@ -39,11 +39,12 @@ int64_t SlideTcFormat::bytes() const {
          static_cast<int64_t>(meta.size()) * 4 + static_cast<int64_t>(row_scales.size()) * 4;
 }
 
-SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype) {
-  const SlideMma mma = slide_mma(dtype);
+SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype, SlideForm form) {
+  const SlideMma mma = slide_mma(dtype, form);
   SlideTcFormat f;
   f.n = n;
   f.dtype = dtype;
+  f.form = form;
   SlideFormat s;
   if (is_quantized(dtype)) {
     RowQuantized q = quantize_rows(a, dtype);
@@ -102,7 +103,7 @@ SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype) {
 }
 
 std::vector<float> decode_slide_tc(const SlideTcFormat& f) {
-  const SlideMma mma = slide_mma(f.dtype);
+  const SlideMma mma = slide_mma(f.dtype, f.form);
   const int E = mma.per_reg;
   const int64_t width = f.chunks * mma.chunk, lane_vals = 4 * E, tile_vals = 32 * lane_vals;
   std::vector<float> w(static_cast<size_t>(f.rows * width), 0.0f);
@@ -136,7 +137,7 @@ std::vector<float> decode_slide_tc(const SlideTcFormat& f) {
 void interpret_slide_tc(const Problem& p, const SlideTcFormat& f, std::span<const float> b,
                         std::span<float> c, float alpha, float beta) {
   SG_ASSERT(f.rows == p.m && f.cols == p.k, "interpret_slide_tc: the format is not the problem's");
-  const SlideMma mma = slide_mma(f.dtype);
+  const SlideMma mma = slide_mma(f.dtype, f.form);
   const int64_t width = f.chunks * mma.chunk;
   const int n = f.n;
   const bool quant = is_quantized(f.dtype);

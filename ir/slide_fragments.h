@@ -14,6 +14,8 @@
 //   B   register r, element e of lane (g, t): lifted row r·4E + E·t + e of the chunk, column g of
 //       the 8-column tile (the b_transform kernel writes B that way; templates/sg_slide.cuh)
 //
+// e4m3 in the kernel form (ir/slide_schedule.h, SlideForm) uses the fp16 layout (E = 2) with
+// 1-byte values: one 8-byte load per lane.
 // Arrays, row tile-major then chunk-major: values [row tile][chunk][lane][4E] (rows past M and
 // windows past K' hold zeros with code 0b0100), metadata [row tile][chunk][8·meta_lanes].
 #pragma once
@@ -31,8 +33,9 @@
 namespace sparsegen {
 
 struct SlideTcFormat {
-  int n = 0;                 // (2N−2):2N
-  DType dtype = DType::F16;  // the value type the fragments are laid out for
+  int n = 0;                           // (2N−2):2N
+  DType dtype = DType::F16;            // the value type the fragments are laid out for
+  SlideForm form = SlideForm::Kernel;  // and the mma.sp form (ir/slide_schedule.h)
   int64_t rows = 0, cols = 0, lifted_cols = 0, nnz = 0;
   int64_t row_tiles = 0, chunks = 0;
   std::vector<float> values;      // fragment order; quantized types: the quantized values
@@ -44,9 +47,10 @@ struct SlideTcFormat {
 };
 
 // Φ (pack_slide), then the fragment order for `dtype` (fp16, bf16, int8 or e4m3; int8 / e4m3
-// quantize the rows first). Throws UserError as pack_slide does, or for non-finite weights of a
-// quantized type.
-SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype);
+// quantize the rows first) in the mma.sp form `form`. Throws UserError as pack_slide does, or for
+// non-finite weights of a quantized type.
+SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype,
+                            SlideForm form = SlideForm::Kernel);
 
 // The lifted weight W' (rows × chunks·chunk, row-major, fp32) decoded from the fragment arrays
 // with the PTX mapping above: what the tensor cores see. For the interpreter and the tests.

@@ -102,7 +102,7 @@ class SlideLtIrFamily final : public IrFamily {
                                   a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m,
                                   p.k));
     return std::make_shared<PackedSlideLt>(
-        pack_slide_tc(a, s.as<SlideLtSchedule>().pattern, p.dtype));
+        pack_slide_tc(a, s.as<SlideLtSchedule>().pattern, p.dtype, SlideForm::Library));
   }
   void interpret(const Problem& p, const Schedule&, const PackedMatrix& packed,
                  std::span<const float> b, std::span<float> c, float alpha,

@@ -158,7 +158,8 @@ SlideLtSchedule with_choice(const SlideLtSchedule& s, std::string_view choice) {
 }
 
 int64_t slide_lt_lifted_k(const Problem& p, int pattern) {
-  return slide_chunks(p, pattern) * slide_mma(p.dtype).chunk;
+  return slide_chunks(p, pattern, SlideForm::Library) *
+         slide_mma(p.dtype, SlideForm::Library).chunk;
 }
 
 int64_t slide_lt_b_work_bytes(const Problem& p, int pattern) {

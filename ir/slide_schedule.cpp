@@ -34,11 +34,14 @@ std::optional<SlideLift> parse_slide_lift(std::string_view s) {
   return spec_fields::lookup<SlideLift>(kLiftNames, s);
 }
 
-SlideMma slide_mma(DType dtype) {
+SlideMma slide_mma(DType dtype, SlideForm form) {
   SG_ASSERT(slide_dtype(dtype), "slide_mma: not a 2:4 tensor-core type");
   SlideMma m;
-  if (dtype_bytes(dtype) == 1) {
+  if (dtype == DType::F8E4M3 && form == SlideForm::Kernel) {
+    m.a_bytes = 1;  // the fp16 shape, B's elements in fp16
+  } else if (dtype_bytes(dtype) == 1) {
     m.elem_bytes = 1;
+    m.a_bytes = 1;
     m.chunk = 64;
     m.per_reg = 4;
     m.meta_lanes = 4;
@@ -216,10 +219,10 @@ int64_t slide_col_tiles(const Problem& p) {
   return (p.n + 7) / 8;
 }
 
-int64_t slide_chunks(const Problem& p, int pattern) {
+int64_t slide_chunks(const Problem& p, int pattern, SlideForm form) {
   const int64_t width = 2 * int64_t{pattern};
   const int64_t lifted = (p.k + width - 1) / width * 4 * (pattern - 1);
-  const int chunk = slide_mma(p.dtype).chunk;
+  const int chunk = slide_mma(p.dtype, form).chunk;
   return (lifted + chunk - 1) / chunk;
 }
 
@@ -293,7 +296,8 @@ std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
     why.push_back(fmt::format("grid {} x {} exceeds {}'s limits", slide_grid_x(p, s),
                               slide_grid_y(p, s), dev.name));
   // 32-bit offsets into the fragment arrays and the lifted B.
-  const int64_t frag_words = slide_row_tiles(p) * slide_chunks(p, s.pattern) * 32 * 4;
+  const int64_t frag_words =
+      slide_row_tiles(p) * slide_chunks(p, s.pattern) * 32 * slide_mma(p.dtype).a_lane_bytes() / 4;
   if (frag_words > INT32_MAX || slide_b_work_bytes(p, s.pattern) / 4 > INT32_MAX ||
       p.m * p.n > INT32_MAX || p.k * p.n > INT32_MAX)
     why.push_back("the operands exceed the kernel's 32-bit offsets");

@@ -84,14 +84,23 @@ struct SlideSchedule {
 // The mma.sp shape of a value type: lifted columns per chunk (one mma), elements per 32-bit
 // register, lanes per quad that supply metadata.
 struct SlideMma {
-  int elem_bytes = 2;
+  int elem_bytes = 2;  // bytes of a lifted B element (and of an A value, unless a_bytes says)
+  int a_bytes = 2;     // bytes of a stored A value
   int chunk = 32;      // 32 (16-bit types, m16n8k32) or 64 (8-bit types, m16n8k64)
   int per_reg = 2;     // elements per 32-bit fragment register
   int meta_lanes = 2;  // lanes t of each quad whose metadata word the instruction reads
-  int meta_words() const { return 8 * meta_lanes; }  // per 16-row tile and chunk
+  int meta_words() const { return 8 * meta_lanes; }           // per 16-row tile and chunk
+  int a_lane_bytes() const { return 4 * per_reg * a_bytes; }  // A per lane and chunk
 };
+// Which mma.sp the operands are laid out for. Kernel: the generated slide kernel's, where e4m3
+// weights run on the fp16 mma.sp (m16n8k32: 1-byte A values converted to fp16 in registers, B
+// quantized per token to e4m3 values held in fp16), because sm_90 has no native mma.sp for e4m3
+// (ptxas lowers it to fp16 mma.sp behind shuffles and conversions, 2-4x slower than int8).
+// Library: the type's own m16n8k64 form, whose lifted e4m3 B the 2:4 library (cuSPARSELt) and
+// the dense 8-bit GEMM read. The two differ only for e4m3.
+enum class SlideForm { Kernel, Library };
 // Precondition: dtype is fp16, bf16, int8 or e4m3.
-SlideMma slide_mma(DType dtype);
+SlideMma slide_mma(DType dtype, SlideForm form = SlideForm::Kernel);
 
 std::vector<std::string> validate(const SlideSchedule& s);
 // fp16/bf16/int8/e4m3 SpMM or SpMV with a static weight; nt no more than N's 8-column tiles.
@@ -107,9 +116,10 @@ std::string slide_spec(const SlideSchedule& s);
 std::string print_slide(const SlideSchedule& s);
 SlideSchedule parse_slide_fields(std::string_view spec, const std::vector<std::string_view>& parts);
 
-int64_t slide_row_tiles(const Problem& p);                           // ceil(M / 16)
-int64_t slide_col_tiles(const Problem& p);                           // ceil(N / 8)
-int64_t slide_chunks(const Problem& p, int pattern);                 // lifted K / chunk, rounded up
+int64_t slide_row_tiles(const Problem& p);           // ceil(M / 16)
+int64_t slide_col_tiles(const Problem& p);           // ceil(N / 8)
+int64_t slide_chunks(const Problem& p, int pattern,  // lifted K / chunk, rounded up
+                     SlideForm form = SlideForm::Kernel);
 int64_t slide_grid_x(const Problem& p, const SlideSchedule& s);      // ceil(row tiles / mt)
 int64_t slide_col_blocks(const Problem& p, const SlideSchedule& s);  // ceil(col tiles / nt)
 int64_t slide_grid_y(const Problem& p, const SlideSchedule& s);      // column blocks x ksplit

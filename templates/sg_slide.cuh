@@ -5,7 +5,11 @@
 // order, 16 bytes per lane per chunk and 8-column tile; slide_spmm multiplies.
 //
 // KIND: 0 fp16, 1 bf16 (mma.sp m16n8k32, fp32 accumulate), 2 int8 (m16n8k64, int32
-// accumulate), 3 fp8 e4m3 (m16n8k64, fp32 accumulate; sm_89+).
+// accumulate), 3 fp8 e4m3 (m16n8k64, fp32 accumulate; sm_89+: the form a library reads),
+// 4 fp8 e4m3 weights on the fp16 mma.sp (m16n8k32, fp32 accumulate; sm_89+): A holds 1-byte e4m3
+// values in the fp16 fragment order (8 bytes per lane), converted to fp16 in registers, and the
+// lift writes B quantized to e4m3 values held in fp16 (exact). sm_90 has no native e4m3 mma.sp:
+// ptxas lowers KIND 3 to fp16 mma.sp behind shuffles, which KIND 4's layout makes unnecessary.
 // Fragments (PTX ISA; g = lane / 4, t = lane % 4, E = 2 for 16-bit and 4 for 8-bit types):
 //   A reg r, element e: row g + 8(r & 1), compressed column (r >> 1)·4E + E·t + e
 //   B reg r, element e: chunk row r·4E + E·t + e, column g
@@ -30,11 +34,21 @@ struct SlideCond<false, X, Y> {
 
 template <int KIND>
 struct SlideKind {
-  static constexpr int kPerReg = KIND >= 2 ? 4 : 2;     // elements per 32-bit register
-  static constexpr int kChunk = KIND >= 2 ? 64 : 32;    // lifted columns per mma
-  static constexpr int kMetaLanes = KIND >= 2 ? 4 : 2;  // metadata lanes per quad
+  static constexpr bool kEight = KIND == 2 || KIND == 3;  // the m16n8k64 form of 8-bit operands
+  static constexpr int kPerReg = kEight ? 4 : 2;          // elements per 32-bit register
+  static constexpr int kChunk = kEight ? 64 : 32;         // lifted columns per mma
+  static constexpr int kMetaLanes = kEight ? 4 : 2;       // metadata lanes per quad
+  static constexpr int kALane = KIND == 4 ? 8 : 16;       // bytes of A per lane and chunk
   using Acc = typename SlideCond<KIND == 2, int, float>::type;
 };
+
+// Two e4m3 values (the low 16 bits of w, element 0 in the low byte) as fp16x2 (element 0 in the
+// low half); exact.
+__device__ __forceinline__ unsigned slide_e4m3x2_to_f16x2(unsigned w) {
+  unsigned r;
+  asm("{\n .reg .b16 t;\n cvt.u16.u32 t, %1;\n cvt.rn.f16x2.e4m3x2 %0, t;\n}\n" : "=r"(r) : "r"(w));
+  return r;
+}
 
 // d += A(sparse) · B for one 16 x 8 tile; sparsity selector 0.
 template <int KIND, typename Acc>
@@ -57,6 +71,15 @@ __device__ __forceinline__ void slide_mma(Acc* d, const uint4& a, const uint4& b
         "{%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, 0x0;\n"
         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
         : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y), "r"(b.z), "r"(b.w), "r"(e));
+  } else if constexpr (KIND == 4) {
+    // a.x, a.y: the 8 e4m3 values of the fp16 fragment, two per register after conversion.
+    const unsigned a0 = slide_e4m3x2_to_f16x2(a.x), a1 = slide_e4m3x2_to_f16x2(a.x >> 16);
+    const unsigned a2 = slide_e4m3x2_to_f16x2(a.y), a3 = slide_e4m3x2_to_f16x2(a.y >> 16);
+    asm volatile(
+        "mma.sp.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
+        "{%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, 0x0;\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b.x), "r"(b.y), "r"(b.z), "r"(b.w), "r"(e));
   } else {
     asm volatile(
         "mma.sp.sync.aligned.m16n8k64.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, "
@@ -85,7 +108,8 @@ __device__ __forceinline__ unsigned slide_operand_bits(float x, float inv) {
     asm("{\n .reg .b16 t;\n cvt.rn.satfinite.e4m3x2.f32 t, %1, %2;\n cvt.u32.u16 %0, t;\n}\n"
         : "=r"(pair)
         : "f"(0.0f), "f"(y));
-    return pair & 0xffu;
+    // KIND 4: the e4m3 value held in fp16
+    return KIND == 4 ? slide_e4m3x2_to_f16x2(pair) & 0xffffu : pair & 0xffu;
   }
 }
 
@@ -184,14 +208,14 @@ namespace detail {
 // half), 8-bit types in the low 16 bits (x in the low byte).
 template <int KIND, typename T>
 __device__ __forceinline__ unsigned slide_operand_pair(float x, float y, float inv) {
-  if constexpr (KIND == 3) {
+  if constexpr (KIND == 3 || KIND == 4) {
     unsigned pair;
     asm("{\n .reg .b16 t;\n cvt.rn.satfinite.e4m3x2.f32 t, %1, %2;\n cvt.u32.u16 %0, t;\n}\n"
         : "=r"(pair)
         : "f"(y * inv), "f"(x * inv));
-    return pair;
+    return KIND == 4 ? slide_e4m3x2_to_f16x2(pair) : pair;  // 4: the e4m3 values held in fp16
   } else {
-    constexpr int kBits = KIND >= 2 ? 8 : 16;
+    constexpr int kBits = SlideKind<KIND>::kEight ? 8 : 16;
     return slide_operand_bits<KIND, T>(x, inv) | (slide_operand_bits<KIND, T>(y, inv) << kBits);
   }
 }
@@ -477,11 +501,12 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
 namespace detail {
 // One load step's A values and metadata: the MT row tiles from rt0 of chunks kc0 … kc0 + U − 1
 // (zeros, and the "no nonzero" metadata, past the part's end c1 or the last row tile).
-template <int U, int MT, int ML>
+// AL: bytes of A per lane and chunk (16, or 8 for KIND 4: the values in .x and .y).
+template <int U, int MT, int ML, int AL>
 struct SlideStepA {
   uint4 av[U][MT];
   unsigned ev[U][MT];
-  __device__ __forceinline__ void load(const uint4* __restrict__ a4,
+  __device__ __forceinline__ void load(const unsigned* __restrict__ a,
                                        const unsigned* __restrict__ meta, int kc0, int c1, int rt0,
                                        int row_tiles, int chunks, int lane, int meta_lane) {
 #pragma unroll
@@ -491,7 +516,14 @@ struct SlideStepA {
         const int kc = kc0 + u, rt = rt0 + m;
         const bool ok = kc < c1 && rt < row_tiles;
         const int tc = rt * chunks + kc;
-        av[u][m] = ok ? __ldcs(a4 + tc * 32 + lane) : make_uint4(0u, 0u, 0u, 0u);
+        if constexpr (AL == 8) {
+          const uint2 v =
+              ok ? __ldcs(reinterpret_cast<const uint2*>(a) + tc * 32 + lane) : make_uint2(0u, 0u);
+          av[u][m] = make_uint4(v.x, v.y, 0u, 0u);
+        } else {
+          av[u][m] = ok ? __ldcs(reinterpret_cast<const uint4*>(a) + tc * 32 + lane)
+                        : make_uint4(0u, 0u, 0u, 0u);
+        }
         ev[u][m] = ok ? __ldcs(meta + tc * (8 * ML) + meta_lane) : 0x44444444u;
       }
   }
@@ -508,13 +540,13 @@ __device__ __forceinline__ void slide_prefetch_a(const unsigned* a, const unsign
                                                  int chunks) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if constexpr (PF > 0) {
-    constexpr int ML = SlideKind<KIND>::kMetaLanes;
+    constexpr int ML = SlideKind<KIND>::kMetaLanes, AL = SlideKind<KIND>::kALane;
     const int n = min(PF, c1 - c0), t = static_cast<int>(threadIdx.x), rt = rt0 + (t >> 1);
     if (n <= 0 || t >= 2 * tiles || rt >= row_tiles) return;
     const long long tc = static_cast<long long>(rt) * chunks + c0;
-    // Per tile and chunk: 32 lanes x 16 bytes of values, 8·ML metadata words.
-    const unsigned* p = (t & 1) == 0 ? a + tc * 128 : meta + tc * (8 * ML);
-    const unsigned bytes = static_cast<unsigned>(n) * ((t & 1) == 0 ? 512u : 32u * ML);
+    // Per tile and chunk: 32 lanes x AL bytes of values, 8·ML metadata words.
+    const unsigned* p = (t & 1) == 0 ? a + tc * (8 * AL) : meta + tc * (8 * ML);
+    const unsigned bytes = static_cast<unsigned>(n) * ((t & 1) == 0 ? 32u * AL : 32u * ML);
     asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(p), "r"(bytes) : "memory");
   }
 #endif
@@ -549,15 +581,14 @@ __device__ __forceinline__ void slide_k_body(
   Acc acc[MT * NT * 4];
 #pragma unroll
   for (int i = 0; i < MT * NT * 4; ++i) acc[i] = 0;
-  const uint4* a4 = reinterpret_cast<const uint4*>(a);
   const int meta_lane = g * ML + (t % ML);
   // One load step: the U chunks from kc0 (zeros past the part's end or the last tile).
   struct Step {
-    SlideStepA<U, MT, ML> a;
+    SlideStepA<U, MT, ML, K_::kALane> a;
     uint4 bv[U][NT];
   };
   auto load = [&](int kc0, Step& s) {
-    s.a.load(a4, meta, kc0, c1, rt0, row_tiles, chunks, lane, meta_lane);
+    s.a.load(a, meta, kc0, c1, rt0, row_tiles, chunks, lane, meta_lane);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int kc = kc0 + u;
@@ -743,7 +774,6 @@ __device__ __forceinline__ void slide_spmm_rows(
   // The lift wrote bw and token_scales; this kernel may have started before it ended.
   bw = after_grid_dependency(bw);
   if (QUANT) token_scales = after_grid_dependency(token_scales);
-  const uint4* a4 = reinterpret_cast<const uint4*>(a);
   const uint4* b4 = reinterpret_cast<const uint4*>(bw);
   const unsigned s0 = smem_addr(reinterpret_cast<const unsigned*>(smem));
   const int meta_lane = g * ML + (t % ML);
@@ -759,9 +789,9 @@ __device__ __forceinline__ void slide_spmm_rows(
     }
   };
   // Step i's A values and metadata of the warp's row tiles (zeros past the part or the rows).
-  using StepA = detail::SlideStepA<U, MT, ML>;
+  using StepA = detail::SlideStepA<U, MT, ML, K_::kALane>;
   auto load_a = [&](int i, StepA& s) {
-    s.load(a4, meta, c0 + i * U, c1, rt0, row_tiles, chunks, lane, meta_lane);
+    s.load(a, meta, c0 + i * U, c1, rt0, row_tiles, chunks, lane, meta_lane);
   };
   // Step i's mma.sp, once the block's copies of its B have landed.
   auto multiply = [&](int i, const StepA& s) {

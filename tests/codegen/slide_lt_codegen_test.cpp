@@ -16,7 +16,8 @@ TEST(SlideLtCodegen, SixteenBitIsTheLiftAndTheLibraryStep) {
   const CsrMatrix a = testing::slide_weight(64, 100, 4, 9);
   const Problem p = Problem::spmm(64, 100, 24, DType::F16, Layout::RowMajor, Layout::ColMajor);
   SlideLtSchedule s;  // pattern 6:8, alg=search
-  const GeneratedKernel k = emit_slide_lt(p, Schedule(s), pack_slide_tc(a, 4, DType::F16));
+  const GeneratedKernel k =
+      emit_slide_lt(p, Schedule(s), pack_slide_tc(a, 4, DType::F16, SlideForm::Library));
   // Row-major B: 8 tokens per block; PLAIN = 1 (lifted K x N column-major).
   EXPECT_NE(k.source.find("sg::slide_lift<T, 0, 4, 128, 0, 8, 0, 1>(B, bw, "), std::string::npos)
       << k.source;
@@ -43,7 +44,8 @@ TEST(SlideLtCodegen, SixteenBitIsTheLiftAndTheLibraryStep) {
   c.alg = 7;
   c.split_k = 2;
   c.split_k_mode = 1;
-  const GeneratedKernel kc = emit_slide_lt(p, Schedule(c), pack_slide_tc(a, 4, DType::F16));
+  const GeneratedKernel kc =
+      emit_slide_lt(p, Schedule(c), pack_slide_tc(a, 4, DType::F16, SlideForm::Library));
   EXPECT_EQ(kc.signature.sparse_gemms[0].choice, "alg=7,split_k=2,mode=1,buffers=1");
   // The source does not name the algorithm: a searched kernel and its choice share one image.
   EXPECT_EQ(kc.source, k.source);
@@ -55,7 +57,7 @@ TEST(SlideLtCodegen, EightBitTypesScaleTheRawAccumulators) {
     const Problem p =
         Problem::quantized_spmm(64, 96, 8, dt, DType::BF16, Layout::ColMajor, Layout::ColMajor);
     const GeneratedKernel k =
-        emit_slide_lt(p, Schedule(SlideLtSchedule{}), pack_slide_tc(a, 4, dt));
+        emit_slide_lt(p, Schedule(SlideLtSchedule{}), pack_slide_tc(a, 4, dt, SlideForm::Library));
     const char* acc = dt == DType::I8 ? "int" : "float";
     EXPECT_NE(k.source.find(fmt::format("sg::slide_lt_scale<T, {}>(acc, row_scales, "
                                         "token_scales, C, alpha, beta, 64, 8)",
@@ -91,7 +93,8 @@ TEST(SlideLtCodegen, CompilesForSixteenBitTypes) {
     const Problem p = Problem::spmm(32, 130, 5, dt, Layout::ColMajor, Layout::ColMajor);
     SlideLtSchedule s;
     s.pattern = 3;
-    const GeneratedKernel k = emit_slide_lt(p, Schedule(s), pack_slide_tc(a, 3, dt));
+    const GeneratedKernel k =
+        emit_slide_lt(p, Schedule(s), pack_slide_tc(a, 3, dt, SlideForm::Library));
     nvrtc::CompileOptions o;
     o.arch = "sm_90";
     o.headers = k.headers;

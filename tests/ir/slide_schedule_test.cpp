@@ -55,27 +55,36 @@ TEST(SlideSchedule, SpecRoundTripAndPrint) {
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
+// Both mma.sp forms (ir/slide_schedule.h, SlideForm): they differ for e4m3, whose kernel form is
+// the fp16 layout (32-column chunks) and whose library form is m16n8k64's (64).
 TEST(SlideFragments, DecodeIsTheLiftedWeightForEveryPatternAndWidth) {
   for (int p = kSlideMinN; p <= kSlideMaxN; ++p)
-    for (DType dt : {DType::F16, DType::BF16, DType::I8, DType::F8E4M3}) {
-      // K not a multiple of 2P (nor of the chunk), M not a multiple of 16.
-      const CsrMatrix a = slide_weight(37, 2 * p * 9 + 3, p, 7 + p);
-      const SlideTcFormat f = pack_slide_tc(a, p, dt);
-      const std::vector<float> w = decode_slide_tc(f);
-      CsrMatrix aq = a;
-      if (is_quantized(dt)) aq.values = quantize_rows(a, dt).q;
-      const SlideFormat canon = pack_slide(aq, p);
-      const std::vector<float> lifted = unpack_slide_lifted(canon);
-      const int64_t width = f.chunks * slide_mma(dt).chunk;
-      ASSERT_GE(width, canon.lifted_cols);
-      for (int64_t r = 0; r < a.rows; ++r)
-        for (int64_t c = 0; c < width; ++c) {
-          const float want =
-              c < canon.lifted_cols ? lifted[static_cast<size_t>(r * canon.lifted_cols + c)] : 0.0f;
-          ASSERT_EQ(w[static_cast<size_t>(r * width + c)], want)
-              << "pattern " << p << " " << to_string(dt) << " row " << r << " col " << c;
-        }
-    }
+    for (DType dt : {DType::F16, DType::BF16, DType::I8, DType::F8E4M3})
+      for (SlideForm form : {SlideForm::Kernel, SlideForm::Library}) {
+        // K not a multiple of 2P (nor of the chunk), M not a multiple of 16.
+        const CsrMatrix a = slide_weight(37, 2 * p * 9 + 3, p, 7 + p);
+        const SlideTcFormat f = pack_slide_tc(a, p, dt, form);
+        const std::vector<float> w = decode_slide_tc(f);
+        CsrMatrix aq = a;
+        if (is_quantized(dt)) aq.values = quantize_rows(a, dt).q;
+        const SlideFormat canon = pack_slide(aq, p);
+        const std::vector<float> lifted = unpack_slide_lifted(canon);
+        const int64_t width = f.chunks * slide_mma(dt, form).chunk;
+        EXPECT_EQ(slide_mma(dt, form).chunk,
+                  dt == DType::F16 || dt == DType::BF16 ||
+                          (dt == DType::F8E4M3 && form == SlideForm::Kernel)
+                      ? 32
+                      : 64);
+        ASSERT_GE(width, canon.lifted_cols);
+        for (int64_t r = 0; r < a.rows; ++r)
+          for (int64_t c = 0; c < width; ++c) {
+            const float want = c < canon.lifted_cols
+                                   ? lifted[static_cast<size_t>(r * canon.lifted_cols + c)]
+                                   : 0.0f;
+            ASSERT_EQ(w[static_cast<size_t>(r * width + c)], want)
+                << "pattern " << p << " " << to_string(dt) << " row " << r << " col " << c;
+          }
+      }
 }
 
 // Interpreter vs fp64: floating types within fp32 summation error, quantized types against the

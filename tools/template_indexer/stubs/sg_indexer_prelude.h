@@ -31,6 +31,7 @@ template <class T> __device__ T __shfl_xor_sync(unsigned, T, int, int = 32);
 __device__ float atomicAdd(float*, float);
 // sg_macko.cuh: streaming loads and vector construction.
 template <class T> __device__ T __ldcs(const T*);
+__device__ uint2 make_uint2(unsigned, unsigned);
 __device__ uint4 make_uint4(unsigned, unsigned, unsigned, unsigned);
 // sg_macko.cuh, staged B: read-only loads, fp32 vectors, byte permutes and 4-way dot products.
 struct float4 { float x, y, z, w; };
