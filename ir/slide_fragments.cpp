@@ -12,14 +12,15 @@ namespace {
 
 // Which (row half, window of the chunk) nibble i of metadata lane t describes (PTX mma.sp
 // metadata layouts, confirmed on an H100 by a probe of every candidate mapping):
-//   16-bit types (lanes t = 0, 1): nibbles 0-3 row g, 4-7 row g + 8, windows 4t + (i % 4);
-//   8-bit types (lanes t = 0 … 3): row g for even t, g + 8 for odd t, windows 8(t / 2) + i.
+//   the m16n8k32 form (16-bit types and e4m3's kernel form; lanes t = 0, 1): nibbles 0-3 row g,
+//   4-7 row g + 8, windows 4t + (i % 4);
+//   the m16n8k64 form (lanes t = 0 … 3): row g for even t, g + 8 for odd t, windows 8(t / 2) + i.
 struct MetaSlot {
   int row_hi = 0;
   int window = 0;
 };
 MetaSlot meta_slot(const SlideMma& mma, int t, int i) {
-  if (mma.elem_bytes == 2) return {i / 4, 4 * t + i % 4};
+  if (mma.per_reg == 2) return {i / 4, 4 * t + i % 4};
   return {t & 1, 8 * (t >> 1) + i};
 }
 // The inverse: the lane t of the quad and nibble holding (row half, window).
@@ -28,7 +29,7 @@ struct MetaNibble {
   int nibble = 0;
 };
 MetaNibble meta_nibble(const SlideMma& mma, int row_hi, int window) {
-  if (mma.elem_bytes == 2) return {window / 4, 4 * row_hi + window % 4};
+  if (mma.per_reg == 2) return {window / 4, 4 * row_hi + window % 4};
   return {2 * (window / 8) + row_hi, window % 8};
 }
 

@@ -15,7 +15,7 @@
 //       the 8-column tile (the b_transform kernel writes B that way; templates/sg_slide.cuh)
 //
 // e4m3 in the kernel form (ir/slide_schedule.h, SlideForm) uses the fp16 layout (E = 2) with
-// 1-byte values: one 8-byte load per lane.
+// 1-byte values, A and B: one 8-byte load per lane.
 // Arrays, row tile-major then chunk-major: values [row tile][chunk][lane][4E] (rows past M and
 // windows past K' hold zeros with code 0b0100), metadata [row tile][chunk][8·meta_lanes].
 #pragma once

@@ -37,11 +37,8 @@ std::optional<SlideLift> parse_slide_lift(std::string_view s) {
 SlideMma slide_mma(DType dtype, SlideForm form) {
   SG_ASSERT(slide_dtype(dtype), "slide_mma: not a 2:4 tensor-core type");
   SlideMma m;
-  if (dtype == DType::F8E4M3 && form == SlideForm::Kernel) {
-    m.a_bytes = 1;  // the fp16 shape, B's elements in fp16
-  } else if (dtype_bytes(dtype) == 1) {
-    m.elem_bytes = 1;
-    m.a_bytes = 1;
+  if (dtype_bytes(dtype) == 1) m.elem_bytes = 1;
+  if (dtype_bytes(dtype) == 1 && !(dtype == DType::F8E4M3 && form == SlideForm::Kernel)) {
     m.chunk = 64;
     m.per_reg = 4;
     m.meta_lanes = 4;
@@ -248,10 +245,11 @@ int64_t slide_workspace_bytes(const Problem& p, const SlideSchedule& s) {
          (slide_grid_x(p, s) * slide_col_blocks(p, s) * 4 + 15) / 16 * 16;
 }
 
-int64_t slide_shared_bytes(const Problem&, const SlideSchedule& s) {
+int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s) {
   // split=k: warps 1 … warps−1 leave their mt·nt·4 sums per lane for warp 0; split=rows: two
-  // steps of B fragments (unroll chunks x nt tiles x 512 bytes).
-  if (s.split == SlideSplit::Rows) return int64_t{2} * s.unroll * s.n_tiles * 512;
+  // steps of B fragments (unroll chunks x nt tiles x 32 lanes' bytes).
+  if (s.split == SlideSplit::Rows)
+    return int64_t{2} * s.unroll * s.n_tiles * 32 * slide_mma(p.dtype).lane_bytes();
   return int64_t{s.warps - 1} * s.m_tiles * s.n_tiles * 4 * 32 * 4;
 }
 
@@ -271,7 +269,7 @@ int64_t slide_b_work_bytes(const Problem& p, const SlideSchedule& s) {
 
 int64_t slide_b_work_bytes(const Problem& p, int pattern) {
   const SlideMma m = slide_mma(p.dtype);
-  return slide_chunks(p, pattern) * slide_col_tiles(p) * 32 * 4 * m.per_reg * m.elem_bytes;
+  return slide_chunks(p, pattern) * slide_col_tiles(p) * 32 * m.lane_bytes();
 }
 
 std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
@@ -297,7 +295,7 @@ std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
                               slide_grid_y(p, s), dev.name));
   // 32-bit offsets into the fragment arrays and the lifted B.
   const int64_t frag_words =
-      slide_row_tiles(p) * slide_chunks(p, s.pattern) * 32 * slide_mma(p.dtype).a_lane_bytes() / 4;
+      slide_row_tiles(p) * slide_chunks(p, s.pattern) * 32 * slide_mma(p.dtype).lane_bytes() / 4;
   if (frag_words > INT32_MAX || slide_b_work_bytes(p, s.pattern) / 4 > INT32_MAX ||
       p.m * p.n > INT32_MAX || p.k * p.n > INT32_MAX)
     why.push_back("the operands exceed the kernel's 32-bit offsets");

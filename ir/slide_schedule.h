@@ -84,18 +84,18 @@ struct SlideSchedule {
 // The mma.sp shape of a value type: lifted columns per chunk (one mma), elements per 32-bit
 // register, lanes per quad that supply metadata.
 struct SlideMma {
-  int elem_bytes = 2;  // bytes of a lifted B element (and of an A value, unless a_bytes says)
-  int a_bytes = 2;     // bytes of a stored A value
+  int elem_bytes = 2;  // bytes of a stored A value and of a lifted B element
   int chunk = 32;      // 32 (16-bit types, m16n8k32) or 64 (8-bit types, m16n8k64)
-  int per_reg = 2;     // elements per 32-bit fragment register
+  int per_reg = 2;     // elements per 32-bit fragment register (e4m3's kernel form: once converted)
   int meta_lanes = 2;  // lanes t of each quad whose metadata word the instruction reads
-  int meta_words() const { return 8 * meta_lanes; }           // per 16-row tile and chunk
-  int a_lane_bytes() const { return 4 * per_reg * a_bytes; }  // A per lane and chunk
+  int meta_words() const { return 8 * meta_lanes; }            // per 16-row tile and chunk
+  int lane_bytes() const { return 4 * per_reg * elem_bytes; }  // of A or B, per lane and chunk
 };
 // Which mma.sp the operands are laid out for. Kernel: the generated slide kernel's, where e4m3
-// weights run on the fp16 mma.sp (m16n8k32: 1-byte A values converted to fp16 in registers, B
-// quantized per token to e4m3 values held in fp16), because sm_90 has no native mma.sp for e4m3
-// (ptxas lowers it to fp16 mma.sp behind shuffles and conversions, 2-4x slower than int8).
+// runs on the fp16 mma.sp (m16n8k32): A and the lifted B hold 1-byte e4m3 values in the fp16
+// fragment order (8 bytes per lane and chunk), converted to fp16 in registers (exactly), because
+// sm_90 has no native mma.sp for e4m3 (ptxas lowers it to fp16 mma.sp behind shuffles and
+// conversions, 2-4x slower than int8).
 // Library: the type's own m16n8k64 form, whose lifted e4m3 B the 2:4 library (cuSPARSELt) and
 // the dense 8-bit GEMM read. The two differ only for e4m3.
 enum class SlideForm { Kernel, Library };

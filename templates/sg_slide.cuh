@@ -1,15 +1,16 @@
 // slide device helpers: SlideSparse weights on the 2:4 sparse tensor cores (mma.sp). The weight
 // arrives in fragment order (ir/slide_fragments.h): per 16-row tile and chunk of lifted columns,
-// 16 bytes of values and one metadata word per lane. B is lifted into the sliding windows (and
-// quantized per token for 8-bit types) by slide_lift, which writes it in the mma.sp B fragment
-// order, 16 bytes per lane per chunk and 8-column tile; slide_spmm multiplies.
+// 16 bytes of values (8 for KIND 4) and one metadata word per lane. B is lifted into the sliding
+// windows (and quantized per token for 8-bit types) by slide_lift, which writes it in the mma.sp B
+// fragment order, 16 bytes per lane per chunk and 8-column tile (8 for KIND 4); slide_spmm
+// multiplies.
 //
 // KIND: 0 fp16, 1 bf16 (mma.sp m16n8k32, fp32 accumulate), 2 int8 (m16n8k64, int32
 // accumulate), 3 fp8 e4m3 (m16n8k64, fp32 accumulate; sm_89+: the form a library reads),
-// 4 fp8 e4m3 weights on the fp16 mma.sp (m16n8k32, fp32 accumulate; sm_89+): A holds 1-byte e4m3
-// values in the fp16 fragment order (8 bytes per lane), converted to fp16 in registers, and the
-// lift writes B quantized to e4m3 values held in fp16 (exact). sm_90 has no native e4m3 mma.sp:
-// ptxas lowers KIND 3 to fp16 mma.sp behind shuffles, which KIND 4's layout makes unnecessary.
+// 4 fp8 e4m3 on the fp16 mma.sp (m16n8k32, fp32 accumulate; sm_89+): A and the lifted B hold
+// 1-byte e4m3 values in the fp16 fragment order (8 bytes per lane and chunk), converted to fp16
+// in registers (exact). sm_90 has no native e4m3 mma.sp: ptxas lowers KIND 3 to fp16 mma.sp
+// behind shuffles, which KIND 4's layout makes unnecessary.
 // Fragments (PTX ISA; g = lane / 4, t = lane % 4, E = 2 for 16-bit and 4 for 8-bit types):
 //   A reg r, element e: row g + 8(r & 1), compressed column (r >> 1)·4E + E·t + e
 //   B reg r, element e: chunk row r·4E + E·t + e, column g
@@ -38,16 +39,17 @@ struct SlideKind {
   static constexpr int kPerReg = kEight ? 4 : 2;          // elements per 32-bit register
   static constexpr int kChunk = kEight ? 64 : 32;         // lifted columns per mma
   static constexpr int kMetaLanes = kEight ? 4 : 2;       // metadata lanes per quad
-  static constexpr int kALane = KIND == 4 ? 8 : 16;       // bytes of A per lane and chunk
+  static constexpr int kLane = KIND == 4 ? 8 : 16;        // bytes of A or B per lane and chunk
   using Acc = typename SlideCond<KIND == 2, int, float>::type;
 };
 
-// Two e4m3 values (the low 16 bits of w, element 0 in the low byte) as fp16x2 (element 0 in the
-// low half); exact.
-__device__ __forceinline__ unsigned slide_e4m3x2_to_f16x2(unsigned w) {
-  unsigned r;
-  asm("{\n .reg .b16 t;\n cvt.u16.u32 t, %1;\n cvt.rn.f16x2.e4m3x2 %0, t;\n}\n" : "=r"(r) : "r"(w));
-  return r;
+// Four e4m3 values (w, element 0 in the low byte) as two fp16x2 (elements 0, 1 in lo, 2, 3 in
+// hi; element 0 and 2 in the low halves); exact.
+__device__ __forceinline__ void slide_e4m3x4_to_f16x2(unsigned w, unsigned& lo, unsigned& hi) {
+  asm("{\n .reg .b16 l, h;\n mov.b32 {l, h}, %2;\n cvt.rn.f16x2.e4m3x2 %0, l;\n"
+      " cvt.rn.f16x2.e4m3x2 %1, h;\n}\n"
+      : "=r"(lo), "=r"(hi)
+      : "r"(w));
 }
 
 // d += A(sparse) · B for one 16 x 8 tile; sparsity selector 0.
@@ -72,14 +74,17 @@ __device__ __forceinline__ void slide_mma(Acc* d, const uint4& a, const uint4& b
         : "+r"(d[0]), "+r"(d[1]), "+r"(d[2]), "+r"(d[3])
         : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b.x), "r"(b.y), "r"(b.z), "r"(b.w), "r"(e));
   } else if constexpr (KIND == 4) {
-    // a.x, a.y: the 8 e4m3 values of the fp16 fragment, two per register after conversion.
-    const unsigned a0 = slide_e4m3x2_to_f16x2(a.x), a1 = slide_e4m3x2_to_f16x2(a.x >> 16);
-    const unsigned a2 = slide_e4m3x2_to_f16x2(a.y), a3 = slide_e4m3x2_to_f16x2(a.y >> 16);
+    // .x, .y of a and b: the 8 e4m3 values of the fp16 fragments, two per register once converted.
+    unsigned a0, a1, a2, a3, b0, b1, b2, b3;
+    slide_e4m3x4_to_f16x2(a.x, a0, a1);
+    slide_e4m3x4_to_f16x2(a.y, a2, a3);
+    slide_e4m3x4_to_f16x2(b.x, b0, b1);
+    slide_e4m3x4_to_f16x2(b.y, b2, b3);
     asm volatile(
         "mma.sp.sync.aligned.m16n8k32.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, "
         "{%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, 0x0;\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b.x), "r"(b.y), "r"(b.z), "r"(b.w), "r"(e));
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1), "r"(b2), "r"(b3), "r"(e));
   } else {
     asm volatile(
         "mma.sp.sync.aligned.m16n8k64.row.col.f32.e4m3.e4m3.f32 {%0, %1, %2, %3}, "
@@ -108,8 +113,7 @@ __device__ __forceinline__ unsigned slide_operand_bits(float x, float inv) {
     asm("{\n .reg .b16 t;\n cvt.rn.satfinite.e4m3x2.f32 t, %1, %2;\n cvt.u32.u16 %0, t;\n}\n"
         : "=r"(pair)
         : "f"(0.0f), "f"(y));
-    // KIND 4: the e4m3 value held in fp16
-    return KIND == 4 ? slide_e4m3x2_to_f16x2(pair) & 0xffffu : pair & 0xffu;
+    return pair & 0xffu;
   }
 }
 
@@ -213,7 +217,7 @@ __device__ __forceinline__ unsigned slide_operand_pair(float x, float y, float i
     asm("{\n .reg .b16 t;\n cvt.rn.satfinite.e4m3x2.f32 t, %1, %2;\n cvt.u32.u16 %0, t;\n}\n"
         : "=r"(pair)
         : "f"(y * inv), "f"(x * inv));
-    return KIND == 4 ? slide_e4m3x2_to_f16x2(pair) : pair;  // 4: the e4m3 values held in fp16
+    return pair;
   } else {
     constexpr int kBits = SlideKind<KIND>::kEight ? 8 : 16;
     return slide_operand_bits<KIND, T>(x, inv) | (slide_operand_bits<KIND, T>(y, inv) << kBits);
@@ -492,7 +496,11 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
       }
       const int unit =
           PLAIN ? (n * chunks + kc) * 4 + t : (kc * col_tiles + (n >> 3)) * 32 + (n & 7) * 4 + t;
-      reinterpret_cast<uint4*>(bw)[unit] = make_uint4(r32[0], r32[1], r32[2], r32[3]);
+      if constexpr (KIND == 4)  // four e4m3 pairs: 8 bytes
+        reinterpret_cast<uint2*>(bw)[unit] =
+            make_uint2(r32[0] | (r32[1] << 16), r32[2] | (r32[3] << 16));
+      else
+        reinterpret_cast<uint4*>(bw)[unit] = make_uint4(r32[0], r32[1], r32[2], r32[3]);
     }
     if (c1 < chunks) __syncthreads();  // s_b is restaged by the next segment
   }
@@ -540,7 +548,7 @@ __device__ __forceinline__ void slide_prefetch_a(const unsigned* a, const unsign
                                                  int chunks) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   if constexpr (PF > 0) {
-    constexpr int ML = SlideKind<KIND>::kMetaLanes, AL = SlideKind<KIND>::kALane;
+    constexpr int ML = SlideKind<KIND>::kMetaLanes, AL = SlideKind<KIND>::kLane;
     const int n = min(PF, c1 - c0), t = static_cast<int>(threadIdx.x), rt = rt0 + (t >> 1);
     if (n <= 0 || t >= 2 * tiles || rt >= row_tiles) return;
     const long long tc = static_cast<long long>(rt) * chunks + c0;
@@ -584,7 +592,7 @@ __device__ __forceinline__ void slide_k_body(
   const int meta_lane = g * ML + (t % ML);
   // One load step: the U chunks from kc0 (zeros past the part's end or the last tile).
   struct Step {
-    SlideStepA<U, MT, ML, K_::kALane> a;
+    SlideStepA<U, MT, ML, K_::kLane> a;
     uint4 bv[U][NT];
   };
   auto load = [&](int kc0, Step& s) {
@@ -674,9 +682,14 @@ __device__ __forceinline__ void slide_spmm(const unsigned* __restrict__ a,
   // The lift wrote bw and token_scales; this kernel may have started before it ended.
   bw = after_grid_dependency(bw);
   if (QUANT) token_scales = after_grid_dependency(token_scales);
-  const uint4* b4 = reinterpret_cast<const uint4*>(bw);
   auto load_b = [&](int kc, int ct, int lane) {
-    return __ldg(b4 + (kc * col_tiles + ct) * 32 + lane);
+    const int i = (kc * col_tiles + ct) * 32 + lane;
+    if constexpr (detail::SlideKind<KIND>::kLane == 8) {
+      const uint2 v = __ldg(reinterpret_cast<const uint2*>(bw) + i);
+      return make_uint4(v.x, v.y, 0u, 0u);
+    } else {
+      return __ldg(reinterpret_cast<const uint4*>(bw) + i);
+    }
   };
   detail::slide_k_body<T, KIND, MT, NT, U, WARPS, QUANT, KS, ST>(
       a, meta, load_b, C, row_scales, token_scales, smem, alpha, beta, M, N, row_tiles, col_tiles,
@@ -742,11 +755,11 @@ __device__ __forceinline__ void slide_spmm_fused(const unsigned* __restrict__ a,
 // split=rows: warps own rows. Block x computes row tiles x·WARPS·MT … (warp w: MT tiles from
 // (x·WARPS + w)·MT) and column tiles cb·NT … (cb, K part and finish as in slide_k_body, the
 // finish block-wide); every warp walks the part's chunks, U per step. The block
-// stages each step's B fragments (U chunks x NT column tiles, 512 bytes each) in shared memory
-// with cp.async, two steps in flight (smem: 2·U·NT·512 bytes), so the lifted B is read once per
-// block instead of once per 16 rows; A and its metadata stream from global memory per warp, ST
-// steps in flight (ST = 2: the next step's are loaded before this step's mma.sp).
-// PF > 0: slide_prefetch_a of PF chunks of the block's row tiles before the wait for the lift.
+// stages each step's B fragments (U chunks x NT column tiles, 32·kLane bytes each) in shared
+// memory with cp.async, two steps in flight (smem: 2·U·NT·32·kLane bytes), so the lifted B is read
+// once per block instead of once per 16 rows; A and its metadata stream from global memory per
+// warp, ST steps in flight (ST = 2: the next step's are loaded before this step's mma.sp). PF > 0:
+// slide_prefetch_a of PF chunks of the block's row tiles before the wait for the lift.
 //   issue B(0)
 //   for step i: issue B(i + 1); [ST = 2: A(i + 1) -> registers]; wait B(i); mma.sp; sync
 template <typename T, int KIND, int MT, int NT, int U, int WARPS, int QUANT, int KS, int ST, int PF>
@@ -760,7 +773,8 @@ __device__ __forceinline__ void slide_spmm_rows(
   using K_ = detail::SlideKind<KIND>;
   using Acc = typename K_::Acc;
   constexpr int ML = K_::kMetaLanes;
-  constexpr int kStep = U * NT * 32;  // 16-byte pieces of B per step
+  constexpr int kPieces = 2 * K_::kLane;   // 16-byte pieces of B per chunk and column tile
+  constexpr int kStep = U * NT * kPieces;  // 16-byte pieces of B per step
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
   const detail::SlideBlockPart bp = detail::slide_block_part<KS>(chunks, col_blocks);
@@ -774,7 +788,7 @@ __device__ __forceinline__ void slide_spmm_rows(
   // The lift wrote bw and token_scales; this kernel may have started before it ended.
   bw = after_grid_dependency(bw);
   if (QUANT) token_scales = after_grid_dependency(token_scales);
-  const uint4* b4 = reinterpret_cast<const uint4*>(bw);
+  const uint4* b4 = reinterpret_cast<const uint4*>(bw);  // kPieces per chunk and column tile
   const unsigned s0 = smem_addr(reinterpret_cast<const unsigned*>(smem));
   const int meta_lane = g * ML + (t % ML);
   const int steps = c1 > c0 ? (c1 - c0 + U - 1) / U : 0;
@@ -782,14 +796,15 @@ __device__ __forceinline__ void slide_spmm_rows(
   auto issue = [&](int i) {
     const unsigned dst = s0 + static_cast<unsigned>((i & 1) * kStep * 16);
     for (int p = tid; p < kStep; p += WARPS * 32) {
-      const int u = p / (NT * 32), rest = p - u * (NT * 32), j = rest >> 5, l = rest & 31;
+      const int u = p / (NT * kPieces), rest = p - u * (NT * kPieces), j = rest / kPieces,
+                l = rest % kPieces;
       const int kc = c0 + i * U + u, ct = ct0 + j;
-      detail::cp_async16(dst + p * 16, b4 + (kc * col_tiles + ct) * 32 + l,
+      detail::cp_async16(dst + p * 16, b4 + (kc * col_tiles + ct) * kPieces + l,
                          kc >= c1 || ct >= col_tiles);
     }
   };
   // Step i's A values and metadata of the warp's row tiles (zeros past the part or the rows).
-  using StepA = detail::SlideStepA<U, MT, ML, K_::kALane>;
+  using StepA = detail::SlideStepA<U, MT, ML, K_::kLane>;
   auto load_a = [&](int i, StepA& s) {
     s.load(a, meta, c0 + i * U, c1, rt0, row_tiles, chunks, lane, meta_lane);
   };
@@ -802,7 +817,13 @@ __device__ __forceinline__ void slide_spmm_rows(
     for (int u = 0; u < U; ++u)
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
-        const uint4 b = sb[(u * NT + j) * 32 + lane];
+        uint4 b;
+        if constexpr (K_::kLane == 8) {
+          const uint2 v = reinterpret_cast<const uint2*>(sb + (u * NT + j) * kPieces)[lane];
+          b = make_uint4(v.x, v.y, 0u, 0u);
+        } else {
+          b = sb[(u * NT + j) * 32 + lane];
+        }
 #pragma unroll
         for (int m = 0; m < MT; ++m)
           detail::slide_mma<KIND>(acc + (m * NT + j) * 4, s.av[u][m], b, s.ev[u][m]);
