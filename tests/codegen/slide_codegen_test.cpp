@@ -261,6 +261,36 @@ TEST(SlideCodegen, LiftSplitsKAcrossBlocksAtDecodeSizes) {
   }
 }
 
+// e4m3 in the kernel form (ir/slide_schedule.h, SlideForm): the fp16 mma.sp shape (32-column
+// chunks), KIND 4 in the lift and the main kernel, 8 bytes of A and of the lifted B per lane and
+// chunk; the library form keeps m16n8k64 (64-column chunks, KIND 3) for cuSPARSELt.
+TEST(SlideCodegen, E4m3RunsOnTheFp16SparseTensorCores) {
+  const CsrMatrix a = weight_6_8(48, 130);
+  const Problem p = Problem::quantized_spmm(48, 130, 16, DType::F8E4M3, DType::F16,
+                                            Layout::ColMajor, Layout::ColMajor);
+  const SlideTcFormat f = pack_slide_tc(a, 4, DType::F8E4M3);
+  const SlideTcFormat lib = pack_slide_tc(a, 4, DType::F8E4M3, SlideForm::Library);
+  // 130 columns: 17 groups of 8, 204 lifted columns.
+  EXPECT_EQ(f.chunks, 7);
+  EXPECT_EQ(lib.chunks, 4);
+  EXPECT_EQ(f.chunks, slide_chunks(p, 4));
+  EXPECT_EQ(f.values.size(), static_cast<size_t>(f.row_tiles * f.chunks * 32 * 8));
+  EXPECT_EQ(slide_mma(DType::F8E4M3).lane_bytes(), 8);
+  EXPECT_EQ(slide_mma(DType::F8E4M3, SlideForm::Library).lane_bytes(), 16);
+  SlideSchedule s;
+  s.n_tiles = 2;
+  const GeneratedKernel k = emit_slide(p, Schedule(s), f);
+  EXPECT_NE(k.source.find("sg::slide_lift<T, 4, 4, 128, 1, 1, 0, 0>(B, bw, token_scales,"),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("sg::slide_spmm<T, 4, "), std::string::npos) << k.source;
+  EXPECT_EQ(k.signature.b_work_bytes, f.chunks * slide_col_tiles(p) * 32 * 8);
+  nvrtc::CompileOptions o;
+  o.arch = "sm_90";
+  o.headers = k.headers;
+  EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
+}
+
 TEST(SlideCodegen, CompilesForEveryValueType) {
   const CsrMatrix a = weight_6_8(48, 130);
   for (DType dt : {DType::F16, DType::BF16, DType::I8, DType::F8E4M3})
