@@ -63,10 +63,10 @@ DenseSchedule parse_dense_fields(std::string_view, const std::vector<std::string
 
 std::vector<std::string> verify_dense(const Problem& p, const DeviceLimits& dev) {
   std::vector<std::string> why;
-  // The library's tensor-core GEMM kernels run blocks of 128 threads and more.
   if (p.dtype == DType::F8E4M3 && dev.sm() != 0 && dev.sm() < 89)
     why.push_back(
         fmt::format("the BLAS library's fp8 e4m3 GEMM needs sm_89 or newer, not {}", dev.name));
+  // The library's tensor-core GEMM kernels run blocks of 128 threads and more.
   if (dev.max_threads_per_block < 128)
     why.push_back(
         fmt::format("the BLAS library's GEMM kernels need blocks of 128 threads; {} "
