@@ -70,7 +70,8 @@ SANITIZER_RUNS=(
   "macko_dlmc|tests/gpu_tests '--gtest_filter=GpuMacko.Dlmc'"
   # MACKO work items: long rows cut into segments that several warps share.
   "macko_cut_rows|tests/gpu_tests '--gtest_filter=GpuMacko.CutRows'"
-  # slide: the lift and the main kernel it launches programmatically (every split and lift).
+  # slide: the lift and the main kernel it launches programmatically (every split and lift, every
+  # value type: e4m3's 8-byte A and B lanes included).
   "slide_split_lift|tests/gpu_tests '--gtest_filter=GpuSlide.EverySplitAndLift'"
   # twell: both gates, overflowing tiles, tokens split across blocks (the fp32 workspace), the
   # queue of long tokens' parts.

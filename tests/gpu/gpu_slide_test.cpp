@@ -98,16 +98,17 @@ TEST_F(GpuSlide, EveryPattern) {
   std::printf("slide patterns: %d kernels checked\n", checked_);
 }
 
-// Every warp split and lift placement explicitly (fp16 / bf16: lift=fused too), N = 1, 8, 24 and
-// 64, B in both layouts; K odd, and K even but not a multiple of 8 (lift=fused with column-major B
-// then loads a register's two elements as one word, except in the chunk cut by K).
+// Every warp split and lift placement explicitly for every value type (fp16 / bf16: lift=fused
+// too; e4m3 in its fp16 form), N = 1, 8, 24 and 64, B in both layouts; K odd, and K even but not a
+// multiple of 8 (lift=fused with column-major B then loads a register's two elements as one word,
+// except in the chunk cut by K).
 TEST_F(GpuSlide, EverySplitAndLift) {
   uint64_t seed = 300;
   EnumerateOptions o;
   o.device = target_.limits;
   o.include_specialised = true;
   for (const int64_t cols : {int64_t{8 * 29 + 3}, int64_t{8 * 29 + 2}})
-    for (DType dt : {DType::F16, DType::BF16, DType::I8})
+    for (DType dt : {DType::F16, DType::BF16, DType::I8, DType::F8E4M3})
       for (int64_t n : {1, 8, 24, 64}) {
         const CsrMatrix a = slide_weight(90, cols, 4, 31);
         const Problem p = problem_of(dt, a.rows, a.cols, n, int(seed));
