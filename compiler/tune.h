@@ -169,8 +169,8 @@ size_t build_window(int64_t nnz, int64_t rows, DType dtype, int threads, int64_t
                     bool freed_memory_reused = true);
 
 // Why no library family (IrFamily::library: the dense BLAS GEMM, cuSPARSE) can run problem p on
-// matrix a: each library family's first reason, prefixed by its name ("dense: dense runs the BLAS
-// library in fp16, bf16 or int8, not fp8_e4m3"); empty when one of them can. A measured search
+// matrix a: each library family's first reason, prefixed by its name ("dense: dense int8 needs C
+// column-major ..."); empty when one of them can. A measured search
 // whose candidates hold no library says so in its reason, with these, so that a pick is never
 // read as compared with a library when none ran.
 std::vector<std::string> library_why_not(const Problem& p, const CsrMatrix& a);
