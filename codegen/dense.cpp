@@ -59,7 +59,7 @@ class DenseEmitter : public Emitter {
                     "scaling\n// {}",
                     to_string(p_.dtype), to_string(p_)));
     decl(fmt::format("using T = {};", p_.b_dtype() == DType::F16 ? "__half" : "__nv_bfloat16"));
-    lift_ = emit_slide_lift(*this, p_, 2, chunks, true, opt_.kernel_name + "_lift");
+    lift_ = emit_slide_lift(*this, p_, 2, chunks, LiftOrder::Plain, opt_.kernel_name + "_lift");
     KernelSignature sig;
     const std::string head = emit_quant_scale(*this, p_, i8 ? "int" : "float", row_scales_,
                                               "dense.row_scales", opt_.kernel_name, sig);

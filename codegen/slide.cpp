@@ -93,16 +93,17 @@ bool slide_vec_b(const Problem& p) {
   return p.b_layout == Layout::ColMajor && p.k % 8 == 0;
 }
 
-AuxKernel emit_slide_lift(Emitter& e, const Problem& p, int pattern, int64_t chunks, bool plain,
-                          const std::string& name) {
+AuxKernel emit_slide_lift(Emitter& e, const Problem& p, int pattern, int64_t chunks,
+                          LiftOrder order, const std::string& name) {
   const bool row_b = p.b_layout == Layout::RowMajor, quant = is_quantized(p.dtype);
+  const bool plain = order == LiftOrder::Plain;
   // A plain lift feeds a library GEMM, which reads its own form of the type.
   const SlideForm form = plain ? SlideForm::Library : SlideForm::Kernel;
   const LiftPlan l = lift_plan(p, pattern, chunks, form);
   const auto c = e.call(tmpl::slide_lift,
                         targs(TypeArg{"T"}, IntArg{kind_of(p.dtype, form)}, IntArg{pattern},
                               IntArg{kLiftThreads}, IntArg{quant ? 1 : 0}, IntArg{l.tokens},
-                              IntArg{slide_vec_b(p) ? 1 : 0}, IntArg{plain ? 1 : 0}),
+                              IntArg{slide_vec_b(p) ? 1 : 0}, IntArg{static_cast<int>(order)}),
                         cptr_t("B"), ptr_u32("bw"),
                         ptr_f32(quant ? "token_scales" : "static_cast<float*>(nullptr)"),
                         ptr_t("reinterpret_cast<T*>(sg_lift_smem)"), i32(std::to_string(p.k)),
@@ -116,7 +117,10 @@ AuxKernel emit_slide_lift(Emitter& e, const Problem& p, int pattern, int64_t chu
       "    const T* __restrict__ B,\n    unsigned* __restrict__ bw{}) {{\n"
       "  extern __shared__ __align__(16) unsigned char sg_lift_smem[];\n  {};\n}}",
       quant ? " and quantized per token" : "",
-      plain ? "lifted K x N column-major" : "in mma.sp B fragment order", l.tokens,
+      plain                           ? "lifted K x N column-major"
+      : order == LiftOrder::Fragments ? "in mma.sp B fragment order"
+                                      : "in wgmma.sp K-major core matrices",
+      l.tokens,
       l.seg_chunks >= chunks
           ? "all of K staged at once"
           : fmt::format("{} chunks staged at a time, {} block(s) per token group", l.seg_chunks,
@@ -189,12 +193,16 @@ class SlideEmitter : public Emitter {
                      to_string(Schedule(s_))));
     decl(fmt::format("using T = {};", p_.b_dtype() == DType::F16 ? "__half" : "__nv_bfloat16"));
     fused_ = s_.lift == SlideLift::Fused;
-    if (!fused_) lift_ = emit_slide_lift(*this, p_, s_.pattern, f_.chunks, false, lift_name());
+    if (!fused_)
+      lift_ = emit_slide_lift(
+          *this, p_, s_.pattern, f_.chunks,
+          s_.split == SlideSplit::Group ? LiftOrder::Cores : LiftOrder::Fragments, lift_name());
     emit_main();
     GeneratedKernel k;
     k.source = assemble();
     k.headers = header_sources();
     k.signature = signature();
+    k.arch_specific = s_.split == SlideSplit::Group;  // wgmma.sp exists on sm_90a only
     return k;
   }
 
@@ -208,11 +216,16 @@ class SlideEmitter : public Emitter {
       comment(
           fmt::format("{} row tile(s) x {} column tile(s) per block; {} warps split the {} chunks",
                       s_.m_tiles, s_.n_tiles, s_.warps, f_.chunks));
-    else
+    else if (s_.split == SlideSplit::Rows)
       comment(
           fmt::format("{} warps x {} row tile(s), {} column tile(s) per block; B staged in "
                       "shared memory, {} chunks",
                       s_.warps, s_.m_tiles, s_.n_tiles, f_.chunks));
+    else
+      comment(fmt::format(
+          "{} warpgroup(s) x 64 rows, {} column tile(s) per block; B staged in shared memory, "
+          "one wgmma.sp m64n{} per chunk and warpgroup, {} chunks",
+          s_.warps / 4, s_.n_tiles, 8 * s_.n_tiles, f_.chunks));
     if (split_k_parts())
       comment(fmt::format(
           "grid.y = {} column block(s) x {} K parts of {} chunks; the parts add into ws and the "
@@ -254,12 +267,18 @@ class SlideEmitter : public Emitter {
                 ws, counters, col_blocks);
       return;
     }
+    // split=wg: no mt (one row tile per warp) and no prefetch.
+    const auto targ_wg = targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype, SlideForm::Kernel)},
+                               IntArg{s_.n_tiles}, IntArg{s_.unroll}, IntArg{s_.warps},
+                               IntArg{quant_ ? 1 : 0}, IntArg{s_.ksplit}, IntArg{s_.stages});
     std::apply(
         [&](const auto&... a) {
           if (s_.split == SlideSplit::K)
             call_stmt(tmpl::slide_spmm, targ, a...);
-          else
+          else if (s_.split == SlideSplit::Rows)
             call_stmt(tmpl::slide_spmm_rows, targ, a...);
+          else
+            call_stmt(tmpl::slide_spmm_wg, targ_wg, a...);
         },
         args);
   }

@@ -35,13 +35,16 @@ namespace sparsegen::codegen {
 GeneratedKernel emit_slide(const Problem& problem, const Schedule& schedule, const SlideTcFormat& f,
                            const EmitOptions& opt = {});
 
+// The order the lift writes B' in (sg::slide_lift's ORDER): the mma.sp B fragments (split=k and
+// rows), plain (a library GEMM's lifted K x N, column-major, in the library's form of the type:
+// SlideForm::Library), or the K-major core matrices wgmma.sp reads (split=wg).
+enum class LiftOrder { Fragments = 0, Plain = 1, Cores = 2 };
+
 // The lift (b_transform) of (2·pattern−2):2·pattern for p, shared by the families that run slide
 // weights: declares kernel `name` (sg::slide_lift) in `e`, T being the problem's B type, and
-// returns its launch step. plain: B' for a library GEMM (lifted K x N, column-major, `chunks`
-// chunks of the lift's width, in the library's form of the type: SlideForm::Library) instead of
-// the generated kernel's mma.sp fragment order.
-AuxKernel emit_slide_lift(Emitter& e, const Problem& p, int pattern, int64_t chunks, bool plain,
-                          const std::string& name);
+// returns its launch step; `chunks` chunks of the lift's width, written in `order`.
+AuxKernel emit_slide_lift(Emitter& e, const Problem& p, int pattern, int64_t chunks,
+                          LiftOrder order, const std::string& name);
 // Whether the lift copies B in 16-byte pieces (column-major B, K % 8 == 0): B must then be
 // 16-byte aligned for 8-bit types.
 bool slide_vec_b(const Problem& p);

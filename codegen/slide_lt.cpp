@@ -33,7 +33,8 @@ class SlideLtEmitter : public Emitter {
     decl(fmt::format("// sparsegen slide_lt: the 2:4 library GEMM on {}:{} sliding windows\n// {}",
                      2 * s_.pattern - 2, 2 * s_.pattern, to_string(p_)));
     decl(fmt::format("using T = {};", p_.b_dtype() == DType::F16 ? "__half" : "__nv_bfloat16"));
-    lift_ = emit_slide_lift(*this, p_, s_.pattern, f_.chunks, true, opt_.kernel_name + "_lift");
+    lift_ = emit_slide_lift(*this, p_, s_.pattern, f_.chunks, LiftOrder::Plain,
+                            opt_.kernel_name + "_lift");
     KernelSignature sig;
     std::string head;
     if (quant_) {

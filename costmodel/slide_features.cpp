@@ -23,6 +23,9 @@ namespace {
 // 4096x14336 at N = 8-64 (steps x waves x latency).
 constexpr double kStepCyclesK = 1100.0;
 constexpr double kStepCyclesRows = 4000.0;
+// split=wg (one barrier per step, the next step's A already in flight): a first estimate between
+// the two, not yet fitted to measurements.
+constexpr double kStepCyclesWg = 2000.0;
 // lift=fused: what each fragment register's gather adds to a step, per token of the tile (one
 // sector each): fitted to fused against lift=kernel at N = 1 and 8 (4096x4096, 4096x14336).
 constexpr double kGatherCyclesPerToken = 18.0;
@@ -79,7 +82,9 @@ class SlideCost final : public CostFamily {
     // split=rows warps each walk all of them.
     f.warp_iters_max =
         std::ceil(part / ((s.split == SlideSplit::K ? s.warps : 1) * double(s.unroll)));
-    f.step_latency_cycles = s.split == SlideSplit::K ? kStepCyclesK : kStepCyclesRows;
+    f.step_latency_cycles = s.split == SlideSplit::K      ? kStepCyclesK
+                            : s.split == SlideSplit::Rows ? kStepCyclesRows
+                                                          : kStepCyclesWg;
     if (s.lift == SlideLift::Fused)
       f.step_latency_cycles += s.unroll * s.n_tiles * 4.0 * kGatherCyclesPerToken * tokens_per_tile;
     f.warp_iters_mean = f.warp_iters_max;
@@ -87,7 +92,10 @@ class SlideCost final : public CostFamily {
     f.column_efficiency = std::min(1.0, n / (col_tiles * 8.0));
     f.atomics = s.ksplit > 1 ? double(p.m) * n * s.ksplit : 0.0;
     f.shuffles = 0;
-    f.block_syncs = grid_x * grid_y * (s.split == SlideSplit::K ? 1.0 : 2.0 * part / s.unroll);
+    f.block_syncs = grid_x * grid_y *
+                    (s.split == SlideSplit::K      ? 1.0
+                     : s.split == SlideSplit::Rows ? 2.0 * part / s.unroll
+                                                   : part / s.unroll);
     f.blocks = grid_x * grid_y;
     f.threads_per_block = s.threads_per_block();
     f.registers_estimate = std::min(255, (slide_registers(p, s) + 7) / 8 * 8);

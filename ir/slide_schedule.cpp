@@ -15,7 +15,7 @@ bool slide_dtype(DType t) {
   return t == DType::F16 || t == DType::BF16 || t == DType::I8 || t == DType::F8E4M3;
 }
 
-constexpr std::string_view kSplitNames[] = {"k", "rows"};
+constexpr std::string_view kSplitNames[] = {"k", "rows", "wg"};
 constexpr std::string_view kLiftNames[] = {"kernel", "fused"};
 
 }  // namespace
@@ -70,7 +70,17 @@ std::vector<std::string> validate(const SlideSchedule& s) {
   if (s.prefetch > 0 && s.lift == SlideLift::Fused)
     why.push_back("prefetch needs lift=kernel (it overlaps A's first loads with the lift kernel)");
   if (s.lift == SlideLift::Fused && s.split != SlideSplit::K)
-    why.push_back("lift=fused needs split=k (split=rows stages lifted B fragments)");
+    why.push_back("lift=fused needs split=k (split=rows and wg stage lifted B fragments)");
+  if (s.split == SlideSplit::Group) {
+    if (s.warps % 4 != 0)
+      why.push_back(fmt::format("split=wg needs warps 4 or 8, not {}", s.warps));
+    if (s.m_tiles != 1)
+      why.push_back(
+          fmt::format("split=wg needs mt=1 (a warp's 16 rows of its warpgroup's 64), "
+                      "not {}",
+                      s.m_tiles));
+    if (s.prefetch > 0) why.push_back("prefetch needs split=k or rows");
+  }
   return why;
 }
 
@@ -89,6 +99,9 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
     why.push_back(fmt::format(
         "lift=fused is for fp16/bf16 (int8 and e4m3 quantize B per token first), not {}",
         to_string(p.dtype)));
+  if (s.split == SlideSplit::Group && slide_dtype(p.dtype) && slide_mma(p.dtype).lane_bytes() != 16)
+    why.push_back(fmt::format("split=wg runs fp16, bf16 or int8 (wgmma.sp from registers), not {}",
+                              to_string(p.dtype)));
   const int64_t tiles = slide_col_tiles(p);
   if (s.n_tiles > 1 && s.n_tiles > tiles)
     why.push_back(
@@ -120,11 +133,17 @@ std::string print_slide(const SlideSchedule& s) {
     out += fmt::format(
         "  k     : unroll={} chunks per load step, partial sums added in shared memory\n",
         s.unroll);
-  } else {
+  } else if (s.split == SlideSplit::Rows) {
     out += fmt::format("  block : warps={} x {} row tile{} each, {} column tile{}\n", s.warps,
                        s.m_tiles, s.m_tiles == 1 ? "" : "s", s.n_tiles, s.n_tiles == 1 ? "" : "s");
     out += fmt::format(
         "  k     : unroll={} chunks per step, B staged in shared memory (cp.async)\n", s.unroll);
+  } else {
+    out += fmt::format("  block : {} warpgroup{} x 64 rows each, {} column tile{}\n", s.warps / 4,
+                       s.warps == 4 ? "" : "s", s.n_tiles, s.n_tiles == 1 ? "" : "s");
+    out += fmt::format(
+        "  k     : unroll={} chunks per step, B staged in shared memory (cp.async, core order)\n",
+        s.unroll);
   }
   out += s.lift == SlideLift::Kernel
              ? "  b     : lifted (and quantized per token) by the b_transform kernel\n"
@@ -133,7 +152,9 @@ std::string print_slide(const SlideSchedule& s) {
     out += fmt::format(
         "  parts : ksplit={} K parts add into an fp32 workspace; the last rounds it into C\n",
         s.ksplit);
-  if (s.stages > 1)
+  if (s.stages > 1 && s.split == SlideSplit::Group)
+    out += fmt::format("  loads : stages={} steps of B in flight in shared memory\n", s.stages);
+  else if (s.stages > 1)
     out += fmt::format(
         "  loads : stages={} load steps in flight per warp (the next step's {} "
         "loaded before this step's mma.sp)\n",
@@ -142,7 +163,10 @@ std::string print_slide(const SlideSchedule& s) {
     out += fmt::format(
         "  early : prefetch={} chunks of A per row tile asked of the L2 before the lift ends\n",
         s.prefetch);
-  out += "  math  : mma.sp m16n8k32 (16-bit) / m16n8k64 (8-bit) per warp\n";
+  out += s.split == SlideSplit::Group
+             ? fmt::format("  math  : wgmma.sp m64n{}k32 (16-bit) / k64 (8-bit) per warpgroup\n",
+                           8 * s.n_tiles)
+             : "  math  : mma.sp m16n8k32 (16-bit) / m16n8k64 (8-bit) per warp\n";
   return out;
 }
 
@@ -179,7 +203,7 @@ SlideSchedule parse_slide_fields(std::string_view spec,
       s.pattern = parse_slide_pattern_field(key, v);
     } else if (key == "split") {
       const auto v2 = parse_slide_split(v);
-      if (!v2) spec_fields::error(key, "k or rows", v);
+      if (!v2) spec_fields::error(key, "k, rows or wg", v);
       s.split = *v2;
     } else if (key == "lift") {
       const auto v2 = parse_slide_lift(v);
@@ -250,6 +274,8 @@ int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s) {
   // steps of B fragments (unroll chunks x nt tiles x 32 lanes' bytes).
   if (s.split == SlideSplit::Rows)
     return int64_t{2} * s.unroll * s.n_tiles * 32 * slide_mma(p.dtype).lane_bytes();
+  // split=wg: a ring of stages + 1 steps of B (unroll chunks x nt tiles x 512 bytes).
+  if (s.split == SlideSplit::Group) return int64_t{s.stages + 1} * s.unroll * s.n_tiles * 512;
   return int64_t{s.warps - 1} * s.m_tiles * s.n_tiles * 4 * 32 * 4;
 }
 
@@ -258,6 +284,8 @@ int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s) {
 // unroll 2 uses 98), so the cost model's blocks per multiprocessor match the hardware's.
 int slide_registers(const Problem&, const SlideSchedule& s) {
   const int acc = s.m_tiles * s.n_tiles * 4;
+  // split=wg: this step's A and the next (values and metadata) beside the accumulators.
+  if (s.split == SlideSplit::Group) return acc + 2 * s.unroll * 5 + 28;
   const int loads = s.split == SlideSplit::K ? s.unroll * (s.m_tiles * 5 + s.n_tiles * 4)
                                              : s.unroll * s.m_tiles * 5;
   return acc + s.stages * loads + (s.split == SlideSplit::K ? 0 : 4) + 24;
@@ -278,6 +306,9 @@ std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
   const int sm = dev.sm();
   if (sm != 0 && sm < 80)
     why.push_back(fmt::format("{} has no 2:4 sparse tensor cores (mma.sp needs sm_80)", dev.name));
+  if (s.split == SlideSplit::Group && !dev.wgmma)
+    why.push_back(
+        fmt::format("split=wg needs an sm_90 device (wgmma.sp, sm_90a), not {}", dev.name));
   if (p.dtype == DType::F8E4M3 && sm != 0 && sm < 89)
     why.push_back(fmt::format("fp8 e4m3 mma.sp needs sm_89 or newer, not {}", dev.name));
   if (s.threads_per_block() > dev.max_threads_per_block)
@@ -311,12 +342,15 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
   const int64_t tiles = slide_col_tiles(p);
   const int64_t chunks = slide_chunks(p, pat.n);
   for (SlideLift lift : {SlideLift::Kernel, SlideLift::Fused})
-    for (SlideSplit split : {SlideSplit::K, SlideSplit::Rows})
+    for (SlideSplit split : {SlideSplit::K, SlideSplit::Rows, SlideSplit::Group})
       for (int warps : {2, 4, 8})
         for (int mt : {1, 2})
           for (int nt : {1, 2, 4, 8}) {
             if (nt > 1 && nt > tiles) continue;
-            if (split == SlideSplit::Rows && warps == 2) continue;
+            if (split != SlideSplit::K && warps == 2) continue;
+            if (split == SlideSplit::Group && (mt != 1 || lift != SlideLift::Kernel || !dev.wgmma ||
+                                               slide_mma(p.dtype).lane_bytes() != 16))
+              continue;
             if (lift == SlideLift::Fused && (split != SlideSplit::K || dtype_bytes(p.dtype) != 2))
               continue;
             for (int unroll : {1, 2, 4})

@@ -4,7 +4,9 @@
 //   slide;pattern=6:8;split=k;lift=kernel;warps=4;mt=1;nt=1;unroll=2
 //     pattern  (2N−2):2N of the weight (2:4 … 14:16)
 //     split    how the block's warps share the work: k (the chunks; all warps on the block's
-//              rows) or rows (each warp its own rows; B staged in shared memory per block)
+//              rows), rows (each warp its own rows; B staged in shared memory per block) or wg
+//              (sm_90a: each warpgroup of 4 warps its own 64 rows, one wgmma.sp per chunk
+//              reading B from shared memory; warps 4 or 8, mt 1, lift=kernel, fp16/bf16/int8)
 //     lift     kernel (a b_transform kernel lifts B first) or fused (fp16/bf16, split=k: the
 //              main kernel reads B through the lift map itself, one launch)
 //     warps    warps per block (1, 2, 4, 8)              mt  16-row tiles per warp-row group
@@ -12,7 +14,8 @@
 //     ksplit   K parts (1..64; printed when > 1): blocks take the chunks of one part; the parts add
 //              into an fp32 workspace and the last block of each output tile rounds it into C
 //     stages   load steps in flight per warp (1 or 2; printed when 2): with 2 a warp loads the
-//              next step's A and metadata (and, split=k, B) before this step's mma.sp
+//              next step's A and metadata (and, split=k, B) before this step's mma.sp; split=wg:
+//              steps of B in flight in the block's shared-memory ring (A's next step always is)
 //     prefetch chunks of A (values and metadata) per row tile a block asks the L2 for before it
 //              waits for the lift kernel (0..4096; printed when > 0; lift=kernel, sm_90): the
 //              main kernel starts while the lift runs (programmatic dependent launch) and streams
@@ -31,6 +34,8 @@
 //                split=rows: block x owns warps·mt row tiles (mt per warp), every warp walks all
 //                chunks, and the block stages each step's B fragments in shared memory
 //                (cp.async, double-buffered): B is read once per warps·mt·16 rows, not per 16.
+//                split=wg: as rows with mt = 1, the lifted B in wgmma.sp's K-major core order,
+//                and one wgmma.sp m64n(8·nt) per chunk and warpgroup instead of mma.sp per warp.
 //
 // Value types: fp16, bf16 (mma.sp m16n8k32, 32 lifted columns per chunk) and int8, fp8 e4m3
 // (m16n8k64, 64 per chunk; e4m3 needs sm_89 or newer), B and C in the problem's layouts.
@@ -51,8 +56,8 @@
 namespace sparsegen {
 
 // How a slide block's warps share its work (one name table: SPEC, printer, cache key).
-enum class SlideSplit { K, Rows };
-std::string_view to_string(SlideSplit s);  // "k", "rows"
+enum class SlideSplit { K, Rows, Group };
+std::string_view to_string(SlideSplit s);  // "k", "rows", "wg"
 std::optional<SlideSplit> parse_slide_split(std::string_view s);
 
 // Where B is lifted into the sliding windows: a b_transform kernel, or inside the main kernel.

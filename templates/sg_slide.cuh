@@ -20,6 +20,7 @@
 #include "sg_async_copy.cuh"
 #include "sg_dtype.cuh"
 #include "sg_grid_dependency.cuh"
+#include "sg_wgmma.cuh"
 
 namespace sg {
 namespace detail {
@@ -376,7 +377,10 @@ __device__ __forceinline__ float slide_global_max(const T* __restrict__ B, int K
 // read once), else from a pass over all of the token's B before staging (every block of the
 // token, the same value); blocks (b, 0) store their tokens' scales.
 //
-// PLAIN = 1 writes B' plainly instead, for a library GEMM: lifted K (chunks · kChunk) x N
+// ORDER: 0 the fragment order above; 2 core order (16-byte lanes only), for wgmma.sp's K-major B:
+// the 128 words of a (chunk, tile) hold word r of lane l at r·32 + l, i.e. core matrix r (chunk
+// rows r·4E … r·4E + 4E − 1) as 8 rows of 16 bytes, token n % 8 in row n % 8; 1 (PLAIN) writes B'
+// plainly instead, for a library GEMM: lifted K (chunks · kChunk) x N
 // column-major, unit (chunk, token, t) = lifted columns chunk · kChunk + 4E·t … + 4E − 1 of the
 // token at bw[(n · chunks + chunk) · 4 + t] (16-byte units; tokens >= N are not written).
 //
@@ -386,7 +390,7 @@ __device__ __forceinline__ float slide_global_max(const T* __restrict__ B, int K
 //     (QUANT) inv[token] <- qmax / max |s_b[token]|     // block reduction
 //     for unit (chunk, token, t) of seg, per thread:    // 4·TOK adjacent 16-byte stores
 //       bw[unit] <- lift(s_b)
-template <typename T, int KIND, int P, int THREADS, int QUANT, int TOK, int VEC, int PLAIN>
+template <typename T, int KIND, int P, int THREADS, int QUANT, int TOK, int VEC, int ORDER>
 __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __restrict__ bw,
                                            float* __restrict__ token_scales, T* s_b, int K, int N,
                                            int b_ks, int b_ns, int chunks, int col_tiles,
@@ -396,6 +400,8 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
   constexpr int W = 4 * (P - 1);  // lifted columns per group of 2P original ones
   constexpr float kQmax = KIND == 2 ? 127.0f : 448.0f;
   static_assert(THREADS % 32 == 0 && 8 % TOK == 0, "slide_lift: whole warps, TOK divides 8");
+  static_assert(ORDER != 2 || K_::kLane == 16, "slide_lift: core order needs 16-byte lanes");
+  constexpr bool PLAIN = ORDER == 1;
   __shared__ float s_part[THREADS / 32][TOK];
   __shared__ float s_inv[TOK];
   launch_dependents();  // the kernel reading bw may start now (it waits for this grid's end)
@@ -496,7 +502,11 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
       }
       const int unit =
           PLAIN ? (n * chunks + kc) * 4 + t : (kc * col_tiles + (n >> 3)) * 32 + (n & 7) * 4 + t;
-      if constexpr (KIND == 4)  // four e4m3 pairs: 8 bytes
+      if constexpr (ORDER == 2) {  // word r of lane l at r·32 + l: the tile's 4 core matrices
+        unsigned* tile = bw + (unit & ~31) * 4;
+#pragma unroll
+        for (int r = 0; r < 4; ++r) tile[r * 32 + (unit & 31)] = r32[r];
+      } else if constexpr (KIND == 4)  // four e4m3 pairs: 8 bytes
         reinterpret_cast<uint2*>(bw)[unit] =
             make_uint2(r32[0] | (r32[1] << 16), r32[2] | (r32[3] << 16));
       else
@@ -853,6 +863,104 @@ __device__ __forceinline__ void slide_spmm_rows(
     detail::slide_split_finish<T, WARPS * 32, KS>(C, ws, counters + blockIdx.x * col_blocks + cb,
                                                   blockIdx.x * WARPS * MT * 16, WARPS * MT * 16,
                                                   ct0 * 8, NT * 8, M, N, c_rs, c_ns, beta, tid);
+}
+
+// split=wg (sm_90a): warpgroups own rows and multiply with wgmma.sp. Block x computes row tiles
+// x·WARPS … (warp w: tile x·WARPS + w; warpgroup q: the 64 rows of warps 4q … 4q + 3) and column
+// tiles cb·NT … (cb, K part and finish as in slide_spmm_rows). Each step the block stages U
+// chunks of the lifted B, written by slide_lift in core order (ORDER = 2), in shared memory with
+// cp.async, ST steps in flight in a ring of ST + 1 buffers: per chunk and column tile 512 bytes,
+// the K-major core matrices of one wgmma.sp B operand (LBO 128: the next 4E lifted rows; SBO
+// 512: the next 8 tokens), so B is read once per WARPS·16 rows. Each warp keeps its A fragments
+// and metadata in registers, the next step's loaded before this step's multiply; per chunk its
+// warpgroup issues one wgmma.sp m64n(8·NT)k(kChunk), fp32 (int32) sums in the mma C layout.
+//   issue B(0 … ST − 1); A(0) -> registers
+//   for step i: wait B(i); fence.proxy.async; sync; issue B(i + ST); A(i + 1) -> registers;
+//               wgmma.sp x U; wait for the wgmma; sync
+template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST>
+__device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
+                                              const unsigned* __restrict__ meta,
+                                              const unsigned* __restrict__ bw, T* __restrict__ C,
+                                              const float* __restrict__ row_scales,
+                                              const float* __restrict__ token_scales, float* smem,
+                                              float alpha, float beta, int M, int N, int row_tiles,
+                                              int col_tiles, int chunks, int c_rs, int c_ns,
+                                              float* ws, unsigned* counters, int col_blocks) {
+  static_assert(ST == 1 || ST == 2, "B steps in flight: 1 or 2");
+  static_assert(WARPS % 4 == 0, "split=wg: whole warpgroups");
+  static_assert(KIND <= 2, "split=wg: fp16, bf16 or int8 (16-byte lanes)");
+  using K_ = detail::SlideKind<KIND>;
+  using Acc = typename K_::Acc;
+  using E = typename detail::SlideCond<
+      KIND == 0, __half,
+      typename detail::SlideCond<KIND == 1, __nv_bfloat16, signed char>::type>::type;
+  constexpr int ML = K_::kMetaLanes;
+  constexpr int kTile = 512;                  // bytes of B per chunk and column tile
+  constexpr int kStep = U * NT * kTile / 16;  // 16-byte pieces of B per step
+  constexpr int kBuffers = ST + 1;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const detail::SlideBlockPart bp = detail::slide_block_part<KS>(chunks, col_blocks);
+  const int cb = bp.cb, c0 = bp.c0, c1 = bp.c1;
+  const int rt0 = blockIdx.x * WARPS + warp, ct0 = cb * NT;
+  Acc acc[NT * 4];
+#pragma unroll
+  for (int i = 0; i < NT * 4; ++i) acc[i] = 0;
+  // The lift wrote bw and token_scales; this kernel may have started before it ended.
+  bw = after_grid_dependency(bw);
+  if (QUANT) token_scales = after_grid_dependency(token_scales);
+  const uint4* b4 = reinterpret_cast<const uint4*>(bw);  // 32 pieces per chunk and column tile
+  const unsigned s0 = smem_addr(reinterpret_cast<const unsigned*>(smem));
+  const int meta_lane = g * ML + (t % ML);
+  const int steps = c1 > c0 ? (c1 - c0 + U - 1) / U : 0;
+  // Step i's B pieces into buffer i % kBuffers; pieces past K' or N are zero-filled.
+  auto issue = [&](int i) {
+    if (i >= steps) return;
+    const unsigned dst = s0 + static_cast<unsigned>((i % kBuffers) * kStep * 16);
+    for (int p = tid; p < kStep; p += WARPS * 32) {
+      const int u = p / (NT * 32), rest = p - u * (NT * 32), j = rest / 32, l = rest % 32;
+      const int kc = c0 + i * U + u, ct = ct0 + j;
+      detail::cp_async16(dst + p * 16, b4 + (kc * col_tiles + ct) * 32 + l,
+                         kc >= c1 || ct >= col_tiles);
+    }
+  };
+  using StepA = detail::SlideStepA<U, 1, ML, K_::kLane>;
+  auto load_a = [&](int i, StepA& s) {
+    s.load(a, meta, c0 + i * U, c1, rt0, row_tiles, chunks, lane, meta_lane);
+  };
+#pragma unroll
+  for (int i = 0; i < ST; ++i) {
+    issue(i);
+    cp_async_commit();
+  }
+  StepA cur;
+  load_a(0, cur);
+  for (int i = 0; i < steps; ++i) {
+    cp_async_wait<ST - 1>();
+    fence_proxy_async();  // this thread's copies, visible to the wgmma's async proxy
+    __syncthreads();
+    issue(i + ST);  // into the buffer step i − 1 read, which every warpgroup has finished
+    cp_async_commit();
+    StepA next;
+    load_a(i + 1, next);  // zeros past the part's end
+    const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep * 16);
+    wgmma_fence();
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      detail::wgmma_sp_m64<E, 8 * NT>(
+          acc, cur.av[u][0],
+          detail::wgmma_desc_kmajor(buf + static_cast<unsigned>(u * NT * kTile), 128, kTile),
+          cur.ev[u][0]);
+    wgmma_commit();
+    wgmma_wait<0>();
+    cur = next;
+  }
+  detail::slide_store<T, 1, NT, QUANT, (KS > 1)>(acc, C, ws, row_scales, token_scales, alpha, beta,
+                                                 M, N, rt0, ct0, g, t, c_rs, c_ns);
+  if constexpr (KS > 1)
+    detail::slide_split_finish<T, WARPS * 32, KS>(C, ws, counters + blockIdx.x * col_blocks + cb,
+                                                  blockIdx.x * WARPS * 16, WARPS * 16, ct0 * 8,
+                                                  NT * 8, M, N, c_rs, c_ns, beta, tid);
 }
 
 // The scale step after a library 2:4 GEMM of 8-bit types: C (M x N, column-major) =

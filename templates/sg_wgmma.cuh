@@ -4,7 +4,8 @@
 // read by the tensor cores straight from shared memory through a 64-bit descriptor; fp32
 // accumulators in the mma.m16n8k16 C layout, one n8 tile after another. Against mma.sync per warp
 // (sg_bitmap_tc.cuh), B is read from shared memory once per warpgroup instead of once per warp,
-// with no ldmatrix, and one instruction replaces a warp's N/8 mma.sync.
+// with no ldmatrix, and one instruction replaces a warp's N/8 mma.sync. wgmma_sp_m64 is the
+// sparse form (2:4 A, m64nNk32 / m64nNk64) with B K-major (wgmma_desc_kmajor).
 //
 // Shared layout of B that the descriptor below describes (no swizzle, "N-major": 16-byte rows of 8
 // columns): the 16-byte piece of row k, columns 8j .. 8j+7 sits at j·SBO + (k / 8)·LBO + (k %
@@ -138,6 +139,96 @@ __device__ __forceinline__ void wgmma_m64k16(float* d, const unsigned* a, unsign
     else
       SG_WGMMA_M64N64K16_RS("bf16", d, a, desc);
   }
+}
+
+// Descriptor of a K-major, unswizzled operand starting at shared address `start` (16-byte
+// aligned): core matrices of 8 rows (of N) x 16 bytes (of K), LBO the byte step between core
+// matrices along K, SBO along N. The same bit fields as wgmma_desc_nmajor.
+__device__ __forceinline__ unsigned long long wgmma_desc_kmajor(unsigned start, unsigned lbo,
+                                                                unsigned sbo) {
+  return wgmma_desc_nmajor(start, lbo, sbo);
+}
+
+// Sparse A (wgmma.mma_async.sp, 2:4 along K) from registers: per warp of the warpgroup, its 16
+// rows in the mma.sp fragment order (16-bit: m16n8k32; 8-bit: m16n8k64) and metadata word e in
+// the mma.sp metadata order with sparsity selector 0; B K-major (imm-trans-b = 0); scale-d = 1.
+#define SG_ACC_F(x) "+f"(x)
+#define SG_ACC_R(x) "+r"(x)
+#define SG_WGMMA_SP_N8(INSTR, CONS, TRAIL, d, a, desc, e) \
+  asm volatile(                                           \
+      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"        \
+      " wgmma.mma_async.sp.sync.aligned." INSTR           \
+      " {"                                                \
+      "%0, %1, %2, %3"                                    \
+      "}, {%4, %5, %6, %7}, %8, %9, 0, p" TRAIL ";\n}\n"  \
+      : CONS(d[0]), CONS(d[1]), CONS(d[2]), CONS(d[3])    \
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e))
+
+#define SG_WGMMA_SP_N16(INSTR, CONS, TRAIL, d, a, desc, e)                                  \
+  asm volatile(                                                                             \
+      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"                                          \
+      " wgmma.mma_async.sp.sync.aligned." INSTR                                             \
+      " {"                                                                                  \
+      "%0, %1, %2, %3, %4, %5, %6, %7"                                                      \
+      "}, {%8, %9, %10, %11}, %12, %13, 0, p" TRAIL ";\n}\n"                                \
+      : CONS(d[0]), CONS(d[1]), CONS(d[2]), CONS(d[3]), CONS(d[4]), CONS(d[5]), CONS(d[6]), \
+        CONS(d[7])                                                                          \
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e))
+
+#define SG_WGMMA_SP_N32(INSTR, CONS, TRAIL, d, a, desc, e)                                      \
+  asm volatile(                                                                                 \
+      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"                                              \
+      " wgmma.mma_async.sp.sync.aligned." INSTR                                                 \
+      " {"                                                                                      \
+      "%0, %1, %2, %3, %4, %5, %6, %7, "                                                        \
+      "%8, %9, %10, %11, %12, %13, %14, %15"                                                    \
+      "}, {%16, %17, %18, %19}, %20, %21, 0, p" TRAIL ";\n}\n"                                  \
+      : CONS(d[0]), CONS(d[1]), CONS(d[2]), CONS(d[3]), CONS(d[4]), CONS(d[5]), CONS(d[6]),     \
+        CONS(d[7]), CONS(d[8]), CONS(d[9]), CONS(d[10]), CONS(d[11]), CONS(d[12]), CONS(d[13]), \
+        CONS(d[14]), CONS(d[15])                                                                \
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e))
+
+#define SG_WGMMA_SP_N64(INSTR, CONS, TRAIL, d, a, desc, e)                                         \
+  asm volatile(                                                                                    \
+      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"                                                 \
+      " wgmma.mma_async.sp.sync.aligned." INSTR                                                    \
+      " {"                                                                                         \
+      "%0, %1, %2, %3, %4, %5, %6, %7, "                                                           \
+      "%8, %9, %10, %11, %12, %13, %14, %15, "                                                     \
+      "%16, %17, %18, %19, %20, %21, %22, %23, "                                                   \
+      "%24, %25, %26, %27, %28, %29, %30, %31"                                                     \
+      "}, {%32, %33, %34, %35}, %36, %37, 0, p" TRAIL ";\n}\n"                                     \
+      : CONS(d[0]), CONS(d[1]), CONS(d[2]), CONS(d[3]), CONS(d[4]), CONS(d[5]), CONS(d[6]),        \
+        CONS(d[7]), CONS(d[8]), CONS(d[9]), CONS(d[10]), CONS(d[11]), CONS(d[12]), CONS(d[13]),    \
+        CONS(d[14]), CONS(d[15]), CONS(d[16]), CONS(d[17]), CONS(d[18]), CONS(d[19]), CONS(d[20]), \
+        CONS(d[21]), CONS(d[22]), CONS(d[23]), CONS(d[24]), CONS(d[25]), CONS(d[26]), CONS(d[27]), \
+        CONS(d[28]), CONS(d[29]), CONS(d[30]), CONS(d[31])                                         \
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e))
+
+// d (N/2 accumulators per thread, the mma C layout per n8 tile) += A(sparse, 64 x K) x B
+// (K x N, K-major through desc) for one warpgroup: K = 32 for __half / __nv_bfloat16 (fp32
+// accumulators), 64 for signed char (int32). N in {8, 16, 32, 64}.
+template <typename E, int N, typename Acc>
+__device__ __forceinline__ void wgmma_sp_m64(Acc* d, const uint4& a, unsigned long long desc,
+                                             unsigned e) {
+  static_assert(N == 8 || N == 16 || N == 32 || N == 64, "wgmma_sp_m64: N must be 8, 16, 32, 64");
+#define SG_WGMMA_SP_PICK(SHAPE, CONS, TRAIL)                     \
+  if constexpr (N == 8)                                          \
+    SG_WGMMA_SP_N8("m64n8" SHAPE, CONS, TRAIL, d, a, desc, e);   \
+  else if constexpr (N == 16)                                    \
+    SG_WGMMA_SP_N16("m64n16" SHAPE, CONS, TRAIL, d, a, desc, e); \
+  else if constexpr (N == 32)                                    \
+    SG_WGMMA_SP_N32("m64n32" SHAPE, CONS, TRAIL, d, a, desc, e); \
+  else                                                           \
+    SG_WGMMA_SP_N64("m64n64" SHAPE, CONS, TRAIL, d, a, desc, e);
+  if constexpr (IsHalf<E>::value) {
+    SG_WGMMA_SP_PICK("k32.f32.f16.f16", SG_ACC_F, ", 1, 1, 0")
+  } else if constexpr (sizeof(E) == 2) {
+    SG_WGMMA_SP_PICK("k32.f32.bf16.bf16", SG_ACC_F, ", 1, 1, 0")
+  } else {
+    SG_WGMMA_SP_PICK("k64.s32.s8.s8", SG_ACC_R, "")
+  }
+#undef SG_WGMMA_SP_PICK
 }
 
 }  // namespace detail

@@ -291,6 +291,44 @@ TEST(SlideCodegen, E4m3RunsOnTheFp16SparseTensorCores) {
   EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
 }
 
+// split=wg: the lift writes core order (ORDER 2; row-major B: 8 tokens per block), the main kernel
+// is slide_spmm_wg, needs the sm_90a target, stages a ring of stages + 1 B steps; its cubin holds
+// sparse wgmma for fp16, bf16 and int8.
+TEST(SlideCodegen, WarpgroupKernelOnSm90a) {
+  const CsrMatrix a = weight_6_8(100, 130);
+  for (DType dt : {DType::F16, DType::BF16, DType::I8}) {
+    SlideSchedule s;
+    s.split = SlideSplit::Group;
+    s.warps = 8;
+    s.n_tiles = 4;
+    s.unroll = 2;
+    s.stages = 2;
+    const Problem p = is_quantized(dt) ? Problem::quantized_spmm(100, 130, 32, dt, DType::BF16)
+                                       : Problem::spmm(100, 130, 32, dt);
+    const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, dt));
+    const int kind = dt == DType::F16 ? 0 : dt == DType::BF16 ? 1 : 2;
+    const int quant = is_quantized(dt) ? 1 : 0;
+    EXPECT_NE(
+        k.source.find(fmt::format("sg::slide_lift<T, {}, 4, 128, {}, 8, 0, 2>(", kind, quant)),
+        std::string::npos)
+        << k.source;
+    EXPECT_NE(k.source.find(fmt::format("sg::slide_spmm_wg<T, {}, 4, 2, 8, {}, 1, 2>(values, meta, "
+                                        "bw, C",
+                                        kind, quant)),
+              std::string::npos)
+        << k.source;
+    EXPECT_TRUE(k.arch_specific);
+    EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, 3 * 2 * 4 * 512);
+    EXPECT_EQ(k.signature.launch.grid_x, 1);  // 7 row tiles, 8 per block
+    EXPECT_EQ(k.signature.launch.block_threads, 256);
+    nvrtc::CompileOptions o;
+    o.arch = "sm_90a";
+    o.headers = k.headers;
+    const auto r = nvrtc::compile(k.source, o);
+    EXPECT_FALSE(r.image.empty()) << to_string(dt);
+  }
+}
+
 TEST(SlideCodegen, CompilesForEveryValueType) {
   const CsrMatrix a = weight_6_8(48, 130);
   for (DType dt : {DType::F16, DType::BF16, DType::I8, DType::F8E4M3})

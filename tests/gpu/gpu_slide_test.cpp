@@ -119,9 +119,45 @@ TEST_F(GpuSlide, EverySplitAndLift) {
           if (!kinds.insert(kind).second) continue;
           check_schedule(a, p, s, ++seed);
         }
-        EXPECT_EQ(kinds.size(), dtype_bytes(dt) == 2 ? 3u : 2u) << to_string(p);
+        // k and rows with lift=kernel; lift=fused for 16-bit types; wg for 16-byte lanes (fp16,
+        // bf16, int8) on an sm_90 device.
+        const bool wg = o.device.wgmma && slide_mma(dt).lane_bytes() == 16;
+        EXPECT_EQ(kinds.size(), (dtype_bytes(dt) == 2 ? 3u : 2u) + (wg ? 1u : 0u)) << to_string(p);
       }
   std::printf("slide splits and lifts: %d kernels checked\n", checked_);
+}
+
+// split=wg (sm_90: wgmma.sp per warpgroup, B in shared memory in core order): fp16, bf16 and int8,
+// every n-width of the instruction (nt 1 … 8), one and two warpgroups, unroll 1 and 2, one and
+// two B steps in flight, one K part and three; 150 rows (the last block's warps past M) and K odd
+// and even, N = 1, 24, 64 and 72 (a column block past N).
+TEST_F(GpuSlide, WarpgroupWgmma) {
+  if (!target_.limits.wgmma) GTEST_SKIP() << "split=wg needs an sm_90 device";
+  uint64_t seed = 1500;
+  int expected = 0;
+  for (const int64_t cols : {int64_t{8 * 45 + 3}, int64_t{8 * 45 + 2}}) {
+    const CsrMatrix a = slide_weight(150, cols, 4, 53);
+    for (DType dt : {DType::F16, DType::BF16, DType::I8})
+      for (int64_t n : {1, 24, 64, 72})
+        for (const int nt : {1, 2, 4, 8}) {
+          const Problem p = problem_of(dt, a.rows, a.cols, n, int(seed));
+          if (nt > 1 && nt > slide_col_tiles(p)) continue;
+          SlideSchedule s;
+          s.pattern = 4;
+          s.split = SlideSplit::Group;
+          s.warps = nt % 2 == 0 ? 8 : 4;
+          s.n_tiles = nt;
+          s.unroll = nt <= 2 ? 1 : 2;
+          s.stages = nt == 2 || nt == 8 ? 2 : 1;
+          s.ksplit = n == 64 || nt == 1 ? 3 : 1;
+          ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
+          ++expected;
+          check_schedule(a, p, Schedule(s), ++seed);
+        }
+  }
+  EXPECT_EQ(checked_, expected);
+  EXPECT_EQ(expected, 2 * 3 * (1 + 2 + 4 + 4));
+  std::printf("slide split=wg: %d kernels checked\n", checked_);
 }
 
 // K parts (ksplit 2, 3, 5: the last part short or empty) for every split and lift, every value

@@ -55,6 +55,49 @@ TEST(SlideSchedule, SpecRoundTripAndPrint) {
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
+// split=wg: its SPEC and print, its legality (whole warpgroups, one row tile per warp, the lift
+// kernel, 16-byte lanes, an sm_90 device) and its shared memory (a ring of stages + 1 B steps).
+TEST(SlideSchedule, WarpgroupSplit) {
+  SlideSchedule s;
+  s.pattern = 4;
+  s.split = SlideSplit::Group;
+  s.warps = 8;
+  s.n_tiles = 8;
+  s.unroll = 2;
+  s.stages = 2;
+  s.ksplit = 4;
+  const std::string spec = to_string(Schedule(s));
+  EXPECT_EQ(spec,
+            "slide;pattern=6:8;split=wg;lift=kernel;warps=8;mt=1;nt=8;unroll=2;ksplit=4;stages=2");
+  EXPECT_EQ(parse_schedule(spec), Schedule(s));
+  EXPECT_EQ(print_schedule(Schedule(s)),
+            "schedule slide\n"
+            "  format: 6:8 as 2:4 sliding windows (gamma 1.500), mma.sp fragment order\n"
+            "  block : 2 warpgroups x 64 rows each, 8 column tiles\n"
+            "  k     : unroll=2 chunks per step, B staged in shared memory (cp.async, core order)\n"
+            "  b     : lifted (and quantized per token) by the b_transform kernel\n"
+            "  parts : ksplit=4 K parts add into an fp32 workspace; the last rounds it into C\n"
+            "  loads : stages=2 steps of B in flight in shared memory\n"
+            "  math  : wgmma.sp m64n64k32 (16-bit) / k64 (8-bit) per warpgroup\n");
+  const Problem p = Problem::spmm(300, 512, 64, DType::F16);
+  EXPECT_EQ(slide_shared_bytes(p, s), 3 * 2 * 8 * 512);
+  EXPECT_EQ(slide_grid_x(p, s), 3);  // 19 row tiles, 8 per block
+  EXPECT_TRUE(verify_slide(p, s, DeviceLimits::sm90()).empty());
+  const auto on_80 = verify_slide(p, s, DeviceLimits::sm80());
+  ASSERT_FALSE(on_80.empty());
+  EXPECT_NE(on_80.front().find("split=wg needs an sm_90 device"), std::string::npos);
+  for (const char* bad : {"slide;split=wg;warps=2", "slide;split=wg;mt=2",
+                          "slide;split=wg;lift=fused", "slide;split=wg;prefetch=4"})
+    EXPECT_THROW(parse_schedule(bad), UserError) << bad;
+  // e4m3's kernel form has 8-byte lanes: not a wgmma.sp operand.
+  const auto e4 =
+      validate_slide(Problem::quantized_spmm(300, 512, 64, DType::F8E4M3, DType::F16), s);
+  ASSERT_EQ(e4.size(), 1u);
+  EXPECT_NE(e4.front().find("split=wg runs fp16, bf16 or int8"), std::string::npos);
+  EXPECT_TRUE(
+      validate_slide(Problem::quantized_spmm(300, 512, 64, DType::I8, DType::F16), s).empty());
+}
+
 // Both mma.sp forms (ir/slide_schedule.h, SlideForm): they differ for e4m3, whose kernel form is
 // the fp16 layout (32-column chunks) and whose library form is m16n8k64's (64).
 TEST(SlideFragments, DecodeIsTheLiftedWeightForEveryPatternAndWidth) {
