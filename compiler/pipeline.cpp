@@ -342,8 +342,11 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src, DeviceArrays*
     if (sig.epilogue.present()) epilogue = module->function(sig.epilogue.name);
     if (sig.b_transform.present()) b_transform = module->function(sig.b_transform.name);
     registers = cuda::function_attribute(kernel, CU_FUNC_ATTRIBUTE_NUM_REGS);
-    // Above the default 48 KiB a function must opt in to its dynamic shared memory.
-    if (sig.launch.dynamic_shared_bytes > 48 * 1024)
+    // Above the default 48 KiB of dynamic and static shared memory together, a function must opt
+    // in to its dynamic shared memory.
+    if (sig.launch.dynamic_shared_bytes +
+            cuda::function_attribute(kernel, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) >
+        48 * 1024)
       cuda::set_max_dynamic_shared_memory(kernel,
                                           static_cast<int>(sig.launch.dynamic_shared_bytes));
     for (const auto* list : {&sig.gemms_before, &sig.gemms_after})

@@ -64,7 +64,10 @@ std::vector<std::string> validate(const SlideSchedule& s) {
   one_of("unroll", s.unroll, {1, 2, 4});
   if (s.ksplit < 1 || s.ksplit > 64)
     why.push_back(fmt::format("ksplit={} must be in 1..64", s.ksplit));
-  one_of("stages", s.stages, {1, 2});
+  if (s.split == SlideSplit::Group)
+    one_of("stages", s.stages, {1, 2, 3, 4});
+  else
+    one_of("stages", s.stages, {1, 2});
   if (s.prefetch < 0 || s.prefetch > kSlideMaxPrefetch)
     why.push_back(fmt::format("prefetch={} must be in 0..{}", s.prefetch, kSlideMaxPrefetch));
   if (s.prefetch > 0 && s.lift == SlideLift::Fused)
@@ -142,7 +145,7 @@ std::string print_slide(const SlideSchedule& s) {
     out += fmt::format("  block : {} warpgroup{} x 64 rows each, {} column tile{}\n", s.warps / 4,
                        s.warps == 4 ? "" : "s", s.n_tiles, s.n_tiles == 1 ? "" : "s");
     out += fmt::format(
-        "  k     : unroll={} chunks per step, B staged in shared memory (cp.async, core order)\n",
+        "  k     : unroll={} chunks per step, A and B staged in shared memory (cp.async)\n",
         s.unroll);
   }
   out += s.lift == SlideLift::Kernel
@@ -153,7 +156,8 @@ std::string print_slide(const SlideSchedule& s) {
         "  parts : ksplit={} K parts add into an fp32 workspace; the last rounds it into C\n",
         s.ksplit);
   if (s.stages > 1 && s.split == SlideSplit::Group)
-    out += fmt::format("  loads : stages={} steps of B in flight in shared memory\n", s.stages);
+    out += fmt::format("  loads : stages={} steps (A, metadata, B) in flight in shared memory\n",
+                       s.stages);
   else if (s.stages > 1)
     out += fmt::format(
         "  loads : stages={} load steps in flight per warp (the next step's {} "
@@ -274,8 +278,11 @@ int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s) {
   // steps of B fragments (unroll chunks x nt tiles x 32 lanes' bytes).
   if (s.split == SlideSplit::Rows)
     return int64_t{2} * s.unroll * s.n_tiles * 32 * slide_mma(p.dtype).lane_bytes();
-  // split=wg: a ring of stages + 1 steps of B (unroll chunks x nt tiles x 512 bytes).
-  if (s.split == SlideSplit::Group) return int64_t{s.stages + 1} * s.unroll * s.n_tiles * 512;
+  // split=wg: a ring of stages + 1 steps, each unroll chunks of B (nt tiles x 512 bytes), A (warps
+  // x 512 bytes) and metadata (warps x 32 bytes per metadata lane).
+  if (s.split == SlideSplit::Group)
+    return int64_t{s.stages + 1} * s.unroll *
+           (s.n_tiles * 512 + int64_t{s.warps} * (512 + 32 * slide_mma(p.dtype).meta_lanes));
   return int64_t{s.warps - 1} * s.m_tiles * s.n_tiles * 4 * 32 * 4;
 }
 
@@ -284,8 +291,8 @@ int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s) {
 // unroll 2 uses 98), so the cost model's blocks per multiprocessor match the hardware's.
 int slide_registers(const Problem&, const SlideSchedule& s) {
   const int acc = s.m_tiles * s.n_tiles * 4;
-  // split=wg: this step's A and the next (values and metadata) beside the accumulators.
-  if (s.split == SlideSplit::Group) return acc + 2 * s.unroll * 5 + 28;
+  // split=wg: the step's A (values and metadata) beside the accumulators.
+  if (s.split == SlideSplit::Group) return acc + s.unroll * 5 + 32;
   const int loads = s.split == SlideSplit::K ? s.unroll * (s.m_tiles * 5 + s.n_tiles * 4)
                                              : s.unroll * s.m_tiles * 5;
   return acc + s.stages * loads + (s.split == SlideSplit::K ? 0 : 4) + 24;
@@ -354,8 +361,13 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
             if (lift == SlideLift::Fused && (split != SlideSplit::K || dtype_bytes(p.dtype) != 2))
               continue;
             for (int unroll : {1, 2, 4})
-              for (int stages : {1, 2})
+              for (int stages : {1, 2, 4})
                 for (int ks = 1; ks <= 64; ks *= 2) {
+                  // split=wg: 2 or 4 steps in flight (it has no registers' worth of latency
+                  // hiding); the others 1 or 2.
+                  if ((stages == 1 && split == SlideSplit::Group) ||
+                      (stages == 4 && split != SlideSplit::Group))
+                    break;
                   SlideSchedule s;
                   s.pattern = pat.n;
                   s.split = split;
@@ -373,7 +385,9 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
                                  slide_part_chunks(chunks, ks) <
                                      4 * (split == SlideSplit::K ? warps : 1) * unroll))
                     break;
-                  if (slide_registers(p, s) > 160 || slide_shared_bytes(p, s) > 48 * 1024) continue;
+                  // split=wg stages whole steps: up to two blocks' worth per multiprocessor.
+                  const int64_t smem_cap = split == SlideSplit::Group ? 100 * 1024 : 48 * 1024;
+                  if (slide_registers(p, s) > 160 || slide_shared_bytes(p, s) > smem_cap) continue;
                   if (!validate_slide(p, s).empty() || !verify_slide(p, s, dev).empty()) continue;
                   out.emplace_back(s);
                 }

@@ -14,8 +14,9 @@
 //     ksplit   K parts (1..64; printed when > 1): blocks take the chunks of one part; the parts add
 //              into an fp32 workspace and the last block of each output tile rounds it into C
 //     stages   load steps in flight per warp (1 or 2; printed when 2): with 2 a warp loads the
-//              next step's A and metadata (and, split=k, B) before this step's mma.sp; split=wg:
-//              steps of B in flight in the block's shared-memory ring (A's next step always is)
+//              next step's A and metadata (and, split=k, B) before this step's mma.sp; split=wg
+//              (1..4, printed when > 1): whole steps (A, metadata and B) in flight in the
+//              block's shared-memory ring
 //     prefetch chunks of A (values and metadata) per row tile a block asks the L2 for before it
 //              waits for the lift kernel (0..4096; printed when > 0; lift=kernel, sm_90): the
 //              main kernel starts while the lift runs (programmatic dependent launch) and streams
@@ -34,8 +35,9 @@
 //                split=rows: block x owns warps·mt row tiles (mt per warp), every warp walks all
 //                chunks, and the block stages each step's B fragments in shared memory
 //                (cp.async, double-buffered): B is read once per warps·mt·16 rows, not per 16.
-//                split=wg: as rows with mt = 1, the lifted B in wgmma.sp's K-major core order,
-//                and one wgmma.sp m64n(8·nt) per chunk and warpgroup instead of mma.sp per warp.
+//                split=wg: as rows with mt = 1, A and metadata staged too, the lifted B in
+//                wgmma.sp's K-major core order, and one wgmma.sp m64n(8·nt) per chunk and
+//                warpgroup instead of an mma.sp per warp and 8 columns.
 //
 // Value types: fp16, bf16 (mma.sp m16n8k32, 32 lifted columns per chunk) and int8, fp8 e4m3
 // (m16n8k64, 64 per chunk; e4m3 needs sm_89 or newer), B and C in the problem's layouts.

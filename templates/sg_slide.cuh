@@ -867,16 +867,19 @@ __device__ __forceinline__ void slide_spmm_rows(
 
 // split=wg (sm_90a): warpgroups own rows and multiply with wgmma.sp. Block x computes row tiles
 // x·WARPS … (warp w: tile x·WARPS + w; warpgroup q: the 64 rows of warps 4q … 4q + 3) and column
-// tiles cb·NT … (cb, K part and finish as in slide_spmm_rows). Each step the block stages U
-// chunks of the lifted B, written by slide_lift in core order (ORDER = 2), in shared memory with
-// cp.async, ST steps in flight in a ring of ST + 1 buffers: per chunk and column tile 512 bytes,
-// the K-major core matrices of one wgmma.sp B operand (LBO 128: the next 4E lifted rows; SBO
-// 512: the next 8 tokens), so B is read once per WARPS·16 rows. Each warp keeps its A fragments
-// and metadata in registers, the next step's loaded before this step's multiply; per chunk its
-// warpgroup issues one wgmma.sp m64n(8·NT)k(kChunk), fp32 (int32) sums in the mma C layout.
-//   issue B(0 … ST − 1); A(0) -> registers
-//   for step i: wait B(i); fence.proxy.async; sync; issue B(i + ST); A(i + 1) -> registers;
-//               wgmma.sp x U; wait for the wgmma; sync
+// tiles cb·NT … (cb, K part and finish as in slide_spmm_rows). A step is U chunks. The block
+// stages each step whole in shared memory with cp.async, ST steps in flight in a ring of ST + 1
+// buffers, one barrier per step:
+//   B     U x NT x 512 bytes, written by slide_lift in core order (ORDER = 2): per chunk and
+//         column tile the K-major core matrices of one wgmma.sp B operand (LBO 128: the next 4E
+//         lifted rows; SBO 512: the next 8 tokens), read once per WARPS·16 rows
+//   A     WARPS x U x 512 bytes, each (row tile, chunk) the 32 lanes' 16-byte fragments
+//   meta  WARPS x U x 32·ML bytes, each (row tile, chunk) the 8·ML metadata words
+// Each warp then takes its fragments into registers and its warpgroup issues one wgmma.sp
+// m64n(8·NT)k(kChunk) per chunk; fp32 (int32) sums in the mma C layout.
+//   issue steps 0 … ST − 1
+//   for step i: wait step i; fence.proxy.async; sync; issue step i + ST;
+//               A, meta <- shared; wgmma.sp x U; wait for the wgmma
 template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST>
 __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
                                               const unsigned* __restrict__ meta,
@@ -886,7 +889,7 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
                                               float alpha, float beta, int M, int N, int row_tiles,
                                               int col_tiles, int chunks, int c_rs, int c_ns,
                                               float* ws, unsigned* counters, int col_blocks) {
-  static_assert(ST == 1 || ST == 2, "B steps in flight: 1 or 2");
+  static_assert(ST >= 1 && ST <= 4, "steps in flight: 1 … 4");
   static_assert(WARPS % 4 == 0, "split=wg: whole warpgroups");
   static_assert(KIND <= 2, "split=wg: fp16, bf16 or int8 (16-byte lanes)");
   using K_ = detail::SlideKind<KIND>;
@@ -895,65 +898,93 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
       KIND == 0, __half,
       typename detail::SlideCond<KIND == 1, __nv_bfloat16, signed char>::type>::type;
   constexpr int ML = K_::kMetaLanes;
-  constexpr int kTile = 512;                  // bytes of B per chunk and column tile
-  constexpr int kStep = U * NT * kTile / 16;  // 16-byte pieces of B per step
+  constexpr int kTile = 512;                    // bytes of B per chunk and column tile
+  constexpr int kPiecesB = U * NT * 32;         // 16-byte pieces of a step: B,
+  constexpr int kPiecesA = WARPS * U * 32;      // A,
+  constexpr int kPiecesM = WARPS * U * 2 * ML;  // and metadata
+  constexpr int kPieces = kPiecesB + kPiecesA + kPiecesM;
   constexpr int kBuffers = ST + 1;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
   const detail::SlideBlockPart bp = detail::slide_block_part<KS>(chunks, col_blocks);
   const int cb = bp.cb, c0 = bp.c0, c1 = bp.c1;
-  const int rt0 = blockIdx.x * WARPS + warp, ct0 = cb * NT;
+  const int bt0 = blockIdx.x * WARPS, rt0 = bt0 + warp, ct0 = cb * NT;
   Acc acc[NT * 4];
 #pragma unroll
   for (int i = 0; i < NT * 4; ++i) acc[i] = 0;
+  const uint4* a4 = reinterpret_cast<const uint4*>(a);     // 32 pieces per tile and chunk
+  const uint4* m4 = reinterpret_cast<const uint4*>(meta);  // 2·ML pieces per tile and chunk
+  const unsigned s0 = smem_addr(reinterpret_cast<const unsigned*>(smem));
+  const int steps = c1 > c0 ? (c1 - c0 + U - 1) / U : 0;
+  // Step i's pieces (WHAT: 1 A and metadata, 2 B, 3 both) into buffer i % kBuffers (none past the
+  // last step); pieces past the part's end, the last row tile or N are zero-filled without a read.
+  auto issue = [&](int i, int what) {
+    if (i >= steps) return;
+    const unsigned dst = s0 + static_cast<unsigned>((i % kBuffers) * kPieces * 16);
+    const int kc0 = c0 + i * U;
+    for (int p = tid; p < kPieces; p += WARPS * 32) {
+      if (p < kPiecesB) {
+        if ((what & 2) == 0) continue;
+        const int u = p / (NT * 32), j = p / 32 % NT, l = p % 32;
+        const int kc = kc0 + u, ct = ct0 + j;
+        detail::cp_async16(dst + p * 16,
+                           reinterpret_cast<const uint4*>(bw) + (kc * col_tiles + ct) * 32 + l,
+                           kc >= c1 || ct >= col_tiles);
+      } else if ((what & 1) == 0) {
+        continue;
+      } else if (p < kPiecesB + kPiecesA) {
+        const int q = p - kPiecesB, w = q / (U * 32), u = q / 32 % U, l = q % 32;
+        const int kc = kc0 + u, rt = bt0 + w;
+        detail::cp_async16(dst + p * 16, a4 + (rt * chunks + kc) * 32 + l,
+                           kc >= c1 || rt >= row_tiles);
+      } else {
+        const int q = p - kPiecesB - kPiecesA, w = q / (U * 2 * ML), u = q / (2 * ML) % U,
+                  l = q % (2 * ML);
+        const int kc = kc0 + u, rt = bt0 + w;
+        detail::cp_async16(dst + p * 16, m4 + (rt * chunks + kc) * (2 * ML) + l,
+                           kc >= c1 || rt >= row_tiles);
+      }
+    }
+  };
+  // A and metadata do not depend on the lift: the first steps' copies go out before the wait for
+  // it (B's of those steps after).
+#pragma unroll
+  for (int i = 0; i < ST; ++i) issue(i, 1);
   // The lift wrote bw and token_scales; this kernel may have started before it ended.
   bw = after_grid_dependency(bw);
   if (QUANT) token_scales = after_grid_dependency(token_scales);
-  const uint4* b4 = reinterpret_cast<const uint4*>(bw);  // 32 pieces per chunk and column tile
-  const unsigned s0 = smem_addr(reinterpret_cast<const unsigned*>(smem));
-  const int meta_lane = g * ML + (t % ML);
-  const int steps = c1 > c0 ? (c1 - c0 + U - 1) / U : 0;
-  // Step i's B pieces into buffer i % kBuffers; pieces past K' or N are zero-filled.
-  auto issue = [&](int i) {
-    if (i >= steps) return;
-    const unsigned dst = s0 + static_cast<unsigned>((i % kBuffers) * kStep * 16);
-    for (int p = tid; p < kStep; p += WARPS * 32) {
-      const int u = p / (NT * 32), rest = p - u * (NT * 32), j = rest / 32, l = rest % 32;
-      const int kc = c0 + i * U + u, ct = ct0 + j;
-      detail::cp_async16(dst + p * 16, b4 + (kc * col_tiles + ct) * 32 + l,
-                         kc >= c1 || ct >= col_tiles);
-    }
-  };
-  using StepA = detail::SlideStepA<U, 1, ML, K_::kLane>;
-  auto load_a = [&](int i, StepA& s) {
-    s.load(a, meta, c0 + i * U, c1, rt0, row_tiles, chunks, lane, meta_lane);
-  };
 #pragma unroll
   for (int i = 0; i < ST; ++i) {
-    issue(i);
-    cp_async_commit();
+    issue(i, 2);
+    cp_async_commit();  // group 0 also holds the first steps' A
   }
-  StepA cur;
-  load_a(0, cur);
+  const int meta_lane = g * ML + (t % ML);
   for (int i = 0; i < steps; ++i) {
     cp_async_wait<ST - 1>();
     fence_proxy_async();  // this thread's copies, visible to the wgmma's async proxy
     __syncthreads();
-    issue(i + ST);  // into the buffer step i − 1 read, which every warpgroup has finished
+    issue(i + ST, 3);  // into the buffer step i − 1 used, which every warpgroup has finished
     cp_async_commit();
-    StepA next;
-    load_a(i + 1, next);  // zeros past the part's end
-    const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep * 16);
+    const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kPieces * 16);
+    const uint4* sa = reinterpret_cast<const uint4*>(smem) + (i % kBuffers) * kPieces + kPiecesB;
+    const unsigned* sm = reinterpret_cast<const unsigned*>(sa + kPiecesA);
+    uint4 av[U];
+    unsigned ev[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const bool ok = c0 + i * U + u < c1 && rt0 < row_tiles;
+      av[u] = sa[(warp * U + u) * 32 + lane];
+      ev[u] = ok ? sm[(warp * U + u) * 8 * ML + meta_lane] : 0x44444444u;  // a valid 2:4 index
+    }
     wgmma_fence();
 #pragma unroll
     for (int u = 0; u < U; ++u)
       detail::wgmma_sp_m64<E, 8 * NT>(
-          acc, cur.av[u][0],
+          acc, av[u],
           detail::wgmma_desc_kmajor(buf + static_cast<unsigned>(u * NT * kTile), 128, kTile),
-          cur.ev[u][0]);
+          ev[u]);
     wgmma_commit();
     wgmma_wait<0>();
-    cur = next;
   }
   detail::slide_store<T, 1, NT, QUANT, (KS > 1)>(acc, C, ws, row_scales, token_scales, alpha, beta,
                                                  M, N, rt0, ct0, g, t, c_rs, c_ns);

@@ -318,7 +318,10 @@ TEST(SlideCodegen, WarpgroupKernelOnSm90a) {
               std::string::npos)
         << k.source;
     EXPECT_TRUE(k.arch_specific);
-    EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, 3 * 2 * 4 * 512);
+    // 3 buffers x 2 chunks x (B: 4 tiles x 512, A: 8 warps x 512, metadata: 8 warps x 32 per lane).
+    const int meta_lanes = dt == DType::I8 ? 4 : 2;
+    EXPECT_EQ(k.signature.launch.dynamic_shared_bytes,
+              3 * 2 * (4 * 512 + 8 * 512 + 8 * 32 * meta_lanes));
     EXPECT_EQ(k.signature.launch.grid_x, 1);  // 7 row tiles, 8 per block
     EXPECT_EQ(k.signature.launch.block_threads, 256);
     nvrtc::CompileOptions o;

@@ -128,8 +128,8 @@ TEST_F(GpuSlide, EverySplitAndLift) {
 }
 
 // split=wg (sm_90: wgmma.sp per warpgroup, B in shared memory in core order): fp16, bf16 and int8,
-// every n-width of the instruction (nt 1 … 8), one and two warpgroups, unroll 1 and 2, one and
-// two B steps in flight, one K part and three; 150 rows (the last block's warps past M) and K odd
+// every n-width of the instruction (nt 1 … 8), one and two warpgroups, unroll 1 and 2, 1 to 4
+// steps in flight, one K part and three; 150 rows (the last block's warps past M) and K odd
 // and even, N = 1, 24, 64 and 72 (a column block past N).
 TEST_F(GpuSlide, WarpgroupWgmma) {
   if (!target_.limits.wgmma) GTEST_SKIP() << "split=wg needs an sm_90 device";
@@ -148,7 +148,7 @@ TEST_F(GpuSlide, WarpgroupWgmma) {
           s.warps = nt % 2 == 0 ? 8 : 4;
           s.n_tiles = nt;
           s.unroll = nt <= 2 ? 1 : 2;
-          s.stages = nt == 2 || nt == 8 ? 2 : 1;
+          s.stages = nt == 1 ? 1 : nt == 2 ? 3 : nt == 4 ? 2 : 4;
           s.ksplit = n == 64 || nt == 1 ? 3 : 1;
           ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
           ++expected;

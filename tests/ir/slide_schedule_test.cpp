@@ -74,13 +74,14 @@ TEST(SlideSchedule, WarpgroupSplit) {
             "schedule slide\n"
             "  format: 6:8 as 2:4 sliding windows (gamma 1.500), mma.sp fragment order\n"
             "  block : 2 warpgroups x 64 rows each, 8 column tiles\n"
-            "  k     : unroll=2 chunks per step, B staged in shared memory (cp.async, core order)\n"
+            "  k     : unroll=2 chunks per step, A and B staged in shared memory (cp.async)\n"
             "  b     : lifted (and quantized per token) by the b_transform kernel\n"
             "  parts : ksplit=4 K parts add into an fp32 workspace; the last rounds it into C\n"
-            "  loads : stages=2 steps of B in flight in shared memory\n"
+            "  loads : stages=2 steps (A, metadata, B) in flight in shared memory\n"
             "  math  : wgmma.sp m64n64k32 (16-bit) / k64 (8-bit) per warpgroup\n");
   const Problem p = Problem::spmm(300, 512, 64, DType::F16);
-  EXPECT_EQ(slide_shared_bytes(p, s), 3 * 2 * 8 * 512);
+  // 3 buffers x 2 chunks x (B: 8 tiles x 512, A: 8 warps x 512, metadata: 8 warps x 64).
+  EXPECT_EQ(slide_shared_bytes(p, s), 3 * 2 * (8 * 512 + 8 * 512 + 8 * 64));
   EXPECT_EQ(slide_grid_x(p, s), 3);  // 19 row tiles, 8 per block
   EXPECT_TRUE(verify_slide(p, s, DeviceLimits::sm90()).empty());
   const auto on_80 = verify_slide(p, s, DeviceLimits::sm80());
