@@ -56,7 +56,8 @@ nvrtc::CompileOptions probe_compile_options(const std::string& arch,
   co.arch = arch;
   co.program_name = program_name;
   for (const EmbeddedHeader& h : embedded_template_headers())
-    if (h.name == "sg_probe.cuh") co.headers.emplace(std::string(h.name), std::string(h.content));
+    if (h.name == "sg_probe.cuh" || h.name == "sg_bulk_copy.cuh")
+      co.headers.emplace(std::string(h.name), std::string(h.content));
   return co;
 }
 

@@ -30,7 +30,8 @@ ProbeProgram stream_program();
 std::string stream_warps_kernel(int loads);  // "sg_stream_warps<loads>"
 std::string stream_bulk_kernel(int kib);     // "sg_stream_bulk<kib>"
 
-// NVRTC options for a probe program on `arch`: sg_probe.cuh from the embedded templates.
+// NVRTC options for a probe program on `arch`: sg_probe.cuh and what it includes, from the
+// embedded templates.
 nvrtc::CompileOptions probe_compile_options(const std::string& arch,
                                             const std::string& program_name);
 

@@ -114,7 +114,7 @@ double time_lift(const Problem& p, const Schedule& s, const SlideTcFormat& f, CU
                  const CompileTarget& target, const TimingOptions& topt) {
   const codegen::GeneratedKernel g = codegen::emit_slide(p, s, f);
   nvrtc::CompileOptions co;
-  co.arch = target.arch;
+  co.arch = g.arch_specific ? nvrtc::arch_specific_variant(target.arch) : target.arch;
   co.headers = g.headers;
   const cuda::Module mod(nvrtc::compile(g.source, co).image);
   const CUfunction lift = mod.function(g.signature.b_transform.name);

@@ -1,6 +1,8 @@
 // Device code of the benchmarks' floor probes; no generated kernel calls these.
 #pragma once
 
+#include "sg_bulk_copy.cuh"
+
 namespace sg {
 
 // What every row-compressed SpMV does for a row, and nothing more: read where the row starts (a
@@ -53,33 +55,6 @@ __device__ __forceinline__ void probe_stream_warps(const unsigned* __restrict__ 
   if (lane == 0) out[w] = x;
 }
 
-namespace detail {
-
-__device__ __forceinline__ void probe_bulk_issue(unsigned dst, const void* src, unsigned bytes,
-                                                 unsigned bar) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes)
-               : "memory");
-  asm volatile(
-      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
-          "r"(dst),
-      "l"(src), "r"(bytes), "r"(bar)
-      : "memory");
-}
-
-__device__ __forceinline__ void probe_bulk_wait(unsigned bar, unsigned parity) {
-  unsigned ok = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(ok)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (ok == 0);
-}
-
-}  // namespace detail
-
 // Bulk pattern: block b reads the b-th contiguous share as STAGE-byte bulk copies (cp.async.bulk,
 // sm_90) through a ring of S shared-memory stages; one thread issues, an mbarrier per stage counts
 // the bytes in, and the block reads each stage from shared memory before it is refilled. ring:
@@ -100,23 +75,22 @@ __device__ __forceinline__ void probe_stream_bulk(const unsigned* __restrict__ w
   const unsigned ring_s = static_cast<unsigned>(__cvta_generic_to_shared(ring));
   const unsigned bar_s = static_cast<unsigned>(__cvta_generic_to_shared(full));
   if (threadIdx.x == 0) {
-    for (int s = 0; s < S; ++s)
-      asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar_s + 8 * s) : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    for (int s = 0; s < S; ++s) detail::bulk_barrier_init(bar_s + 8 * s);
+    detail::bulk_barrier_init_fence();
   }
   __syncthreads();
   auto issue = [&](int st) {
     const long long off = static_cast<long long>(st) * STAGE;
     const unsigned n = static_cast<unsigned>(bytes - off < STAGE ? bytes - off : STAGE);
-    detail::probe_bulk_issue(ring_s + (st % S) * STAGE,
-                             reinterpret_cast<const char*>(src + v0) + off, n,
-                             bar_s + 8 * (st % S));
+    detail::bulk_expect(bar_s + 8 * (st % S), n);
+    detail::bulk_copy(ring_s + (st % S) * STAGE, reinterpret_cast<const char*>(src + v0) + off, n,
+                      bar_s + 8 * (st % S));
   };
   if (threadIdx.x == 0)
     for (int st = 0; st < S && st < stages; ++st) issue(st);
   unsigned x = 0;
   for (int st = 0; st < stages; ++st) {
-    detail::probe_bulk_wait(bar_s + 8 * (st % S), static_cast<unsigned>((st / S) & 1));
+    detail::bulk_wait(bar_s + 8 * (st % S), static_cast<unsigned>((st / S) & 1));
     const long long off = static_cast<long long>(st) * STAGE;
     const int nv = static_cast<int>((bytes - off < STAGE ? bytes - off : STAGE) / 16);
     const uint4* p = ring + (st % S) * (STAGE / 16);

@@ -18,6 +18,7 @@
 #pragma once
 
 #include "sg_async_copy.cuh"
+#include "sg_bulk_copy.cuh"
 #include "sg_dtype.cuh"
 #include "sg_grid_dependency.cuh"
 #include "sg_wgmma.cuh"
@@ -867,19 +868,22 @@ __device__ __forceinline__ void slide_spmm_rows(
 
 // split=wg (sm_90a): warpgroups own rows and multiply with wgmma.sp. Block x computes row tiles
 // x·WARPS … (warp w: tile x·WARPS + w; warpgroup q: the 64 rows of warps 4q … 4q + 3) and column
-// tiles cb·NT … (cb, K part and finish as in slide_spmm_rows). A step is U chunks. The block
-// stages each step whole in shared memory with cp.async, ST steps in flight in a ring of ST + 1
-// buffers, one barrier per step:
+// tiles cb·NT … (cb, K part and finish as in slide_spmm_rows). A step is U chunks. Thread 0
+// stages each step whole in shared memory with bulk copies (sg_bulk_copy.cuh) counted by the
+// step's mbarrier, ST + 1 steps in flight in a ring of ST + 1 buffers:
 //   B     U x NT x 512 bytes, written by slide_lift in core order (ORDER = 2): per chunk and
 //         column tile the K-major core matrices of one wgmma.sp B operand (LBO 128: the next 4E
-//         lifted rows; SBO 512: the next 8 tokens), read once per WARPS·16 rows
-//   A     WARPS x U x 512 bytes, each (row tile, chunk) the 32 lanes' 16-byte fragments
-//   meta  WARPS x U x 32·ML bytes, each (row tile, chunk) the 8·ML metadata words
-// Each warp then takes its fragments into registers and its warpgroup issues one wgmma.sp
+//         lifted rows; SBO 512: the next 8 tokens), read once per WARPS·16 rows; per chunk one
+//         copy of the block's column tiles (adjacent in bw)
+//   A     WARPS x U x 512 bytes, per row tile one copy of its U chunks' fragments (adjacent)
+//   meta  WARPS x U x 32·ML bytes, per row tile one copy of its U chunks' metadata words
+// Chunks past the part's end are neither copied nor multiplied; column tiles past N and row tiles
+// past M are not copied (their garbage only reaches the columns and rows never stored). Each warp
+// then takes its fragments into registers and its warpgroup issues one wgmma.sp
 // m64n(8·NT)k(kChunk) per chunk; fp32 (int32) sums in the mma C layout.
-//   issue steps 0 … ST − 1
-//   for step i: wait step i; fence.proxy.async; sync; issue step i + ST;
-//               A, meta <- shared; wgmma.sp x U; wait for the wgmma
+//   issue steps 0 … ST (A and metadata before the wait for the lift, B after)
+//   for step i: wait for its barrier; A, meta <- shared; wgmma.sp x U; wait for the wgmma;
+//               sync; thread 0 issues step i + ST + 1 into the freed buffer
 template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST>
 __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
                                               const unsigned* __restrict__ meta,
@@ -889,7 +893,7 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
                                               float alpha, float beta, int M, int N, int row_tiles,
                                               int col_tiles, int chunks, int c_rs, int c_ns,
                                               float* ws, unsigned* counters, int col_blocks) {
-  static_assert(ST >= 1 && ST <= 4, "steps in flight: 1 … 4");
+  static_assert(ST >= 1 && ST <= 4, "steps in flight: 2 … 5");
   static_assert(WARPS % 4 == 0, "split=wg: whole warpgroups");
   static_assert(KIND <= 2, "split=wg: fp16, bf16 or int8 (16-byte lanes)");
   using K_ = detail::SlideKind<KIND>;
@@ -898,12 +902,14 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
       KIND == 0, __half,
       typename detail::SlideCond<KIND == 1, __nv_bfloat16, signed char>::type>::type;
   constexpr int ML = K_::kMetaLanes;
-  constexpr int kTile = 512;                    // bytes of B per chunk and column tile
-  constexpr int kPiecesB = U * NT * 32;         // 16-byte pieces of a step: B,
-  constexpr int kPiecesA = WARPS * U * 32;      // A,
-  constexpr int kPiecesM = WARPS * U * 2 * ML;  // and metadata
-  constexpr int kPieces = kPiecesB + kPiecesA + kPiecesM;
+  constexpr int kTile = 512;                  // bytes per chunk of a column tile or row tile
+  constexpr int kMeta = 32 * ML;              // metadata bytes per chunk of a row tile
+  constexpr int kBytesB = U * NT * kTile;     // a step's bytes: B,
+  constexpr int kBytesA = WARPS * U * kTile;  // A,
+  constexpr int kBytesM = WARPS * U * kMeta;  // and metadata
+  constexpr int kStep = kBytesB + kBytesA + kBytesM;
   constexpr int kBuffers = ST + 1;
+  __shared__ alignas(8) unsigned long long full[kBuffers];
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
   const detail::SlideBlockPart bp = detail::slide_block_part<KS>(chunks, col_blocks);
@@ -912,79 +918,78 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
   Acc acc[NT * 4];
 #pragma unroll
   for (int i = 0; i < NT * 4; ++i) acc[i] = 0;
-  const uint4* a4 = reinterpret_cast<const uint4*>(a);     // 32 pieces per tile and chunk
-  const uint4* m4 = reinterpret_cast<const uint4*>(meta);  // 2·ML pieces per tile and chunk
   const unsigned s0 = smem_addr(reinterpret_cast<const unsigned*>(smem));
+  const unsigned bar0 = static_cast<unsigned>(__cvta_generic_to_shared(full));
   const int steps = c1 > c0 ? (c1 - c0 + U - 1) / U : 0;
-  // Step i's pieces (WHAT: 1 A and metadata, 2 B, 3 both) into buffer i % kBuffers (none past the
-  // last step); pieces past the part's end, the last row tile or N are zero-filled without a read.
-  auto issue = [&](int i, int what) {
-    if (i >= steps) return;
-    const unsigned dst = s0 + static_cast<unsigned>((i % kBuffers) * kPieces * 16);
-    const int kc0 = c0 + i * U;
-    for (int p = tid; p < kPieces; p += WARPS * 32) {
-      if (p < kPiecesB) {
-        if ((what & 2) == 0) continue;
-        const int u = p / (NT * 32), j = p / 32 % NT, l = p % 32;
-        const int kc = kc0 + u, ct = ct0 + j;
-        detail::cp_async16(dst + p * 16,
-                           reinterpret_cast<const uint4*>(bw) + (kc * col_tiles + ct) * 32 + l,
-                           kc >= c1 || ct >= col_tiles);
-      } else if ((what & 1) == 0) {
-        continue;
-      } else if (p < kPiecesB + kPiecesA) {
-        const int q = p - kPiecesB, w = q / (U * 32), u = q / 32 % U, l = q % 32;
-        const int kc = kc0 + u, rt = bt0 + w;
-        detail::cp_async16(dst + p * 16, a4 + (rt * chunks + kc) * 32 + l,
-                           kc >= c1 || rt >= row_tiles);
-      } else {
-        const int q = p - kPiecesB - kPiecesA, w = q / (U * 2 * ML), u = q / (2 * ML) % U,
-                  l = q % (2 * ML);
-        const int kc = kc0 + u, rt = bt0 + w;
-        detail::cp_async16(dst + p * 16, m4 + (rt * chunks + kc) * (2 * ML) + l,
-                           kc >= c1 || rt >= row_tiles);
-      }
+  const int tiles_n = min(NT, col_tiles - ct0), tiles_m = min(WARPS, row_tiles - bt0);
+  if (tid == 0) {
+    for (int b = 0; b < kBuffers; ++b) detail::bulk_barrier_init(bar0 + 8 * b);
+    detail::bulk_barrier_init_fence();
+  }
+  __syncthreads();
+  const char* a8 = reinterpret_cast<const char*>(a);
+  const char* m8 = reinterpret_cast<const char*>(meta);
+  // Thread 0: step i's A and metadata (announcing the whole step's bytes), then its B.
+  auto issue_a = [&](int i) {
+    const int kc0 = c0 + i * U, nu = min(U, c1 - kc0);
+    const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
+    const unsigned bar = bar0 + 8 * (i % kBuffers);
+    detail::bulk_expect(bar,
+                        static_cast<unsigned>(nu * (tiles_n * kTile + tiles_m * (kTile + kMeta))));
+    for (int w = 0; w < tiles_m; ++w) {
+      const long long tc = static_cast<long long>(bt0 + w) * chunks + kc0;
+      detail::bulk_copy(buf + kBytesB + w * U * kTile, a8 + tc * kTile, nu * kTile, bar);
+      detail::bulk_copy(buf + kBytesB + kBytesA + w * U * kMeta, m8 + tc * kMeta, nu * kMeta, bar);
     }
   };
-  // A and metadata do not depend on the lift: the first steps' copies go out before the wait for
-  // it (B's of those steps after).
-#pragma unroll
-  for (int i = 0; i < ST; ++i) issue(i, 1);
+  auto issue_b = [&](int i) {
+    const int kc0 = c0 + i * U, nu = min(U, c1 - kc0);
+    const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
+    const unsigned bar = bar0 + 8 * (i % kBuffers);
+    const char* b8 = reinterpret_cast<const char*>(bw);
+    for (int u = 0; u < nu; ++u)
+      detail::bulk_copy(buf + u * NT * kTile,
+                        b8 + (static_cast<long long>(kc0 + u) * col_tiles + ct0) * kTile,
+                        tiles_n * kTile, bar);
+  };
+  if (tid == 0)
+    for (int i = 0; i < kBuffers && i < steps; ++i) issue_a(i);
   // The lift wrote bw and token_scales; this kernel may have started before it ended.
   bw = after_grid_dependency(bw);
   if (QUANT) token_scales = after_grid_dependency(token_scales);
-#pragma unroll
-  for (int i = 0; i < ST; ++i) {
-    issue(i, 2);
-    cp_async_commit();  // group 0 also holds the first steps' A
-  }
+  if (tid == 0)
+    for (int i = 0; i < kBuffers && i < steps; ++i) issue_b(i);
   const int meta_lane = g * ML + (t % ML);
   for (int i = 0; i < steps; ++i) {
-    cp_async_wait<ST - 1>();
-    fence_proxy_async();  // this thread's copies, visible to the wgmma's async proxy
-    __syncthreads();
-    issue(i + ST, 3);  // into the buffer step i − 1 used, which every warpgroup has finished
-    cp_async_commit();
-    const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kPieces * 16);
-    const uint4* sa = reinterpret_cast<const uint4*>(smem) + (i % kBuffers) * kPieces + kPiecesB;
-    const unsigned* sm = reinterpret_cast<const unsigned*>(sa + kPiecesA);
+    const int kc0 = c0 + i * U;
+    detail::bulk_wait(bar0 + 8 * (i % kBuffers), static_cast<unsigned>((i / kBuffers) & 1));
+    const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
+    const char* sb = reinterpret_cast<const char*>(smem) + (i % kBuffers) * kStep;
+    const uint4* sa = reinterpret_cast<const uint4*>(sb + kBytesB);
+    const unsigned* sm = reinterpret_cast<const unsigned*>(sb + kBytesB + kBytesA);
     uint4 av[U];
     unsigned ev[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const bool ok = c0 + i * U + u < c1 && rt0 < row_tiles;
-      av[u] = sa[(warp * U + u) * 32 + lane];
+      const bool ok = kc0 + u < c1 && rt0 < row_tiles;
+      av[u] = ok ? sa[(warp * U + u) * 32 + lane] : make_uint4(0u, 0u, 0u, 0u);
       ev[u] = ok ? sm[(warp * U + u) * 8 * ML + meta_lane] : 0x44444444u;  // a valid 2:4 index
     }
     wgmma_fence();
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      detail::wgmma_sp_m64<E, 8 * NT>(
-          acc, av[u],
-          detail::wgmma_desc_kmajor(buf + static_cast<unsigned>(u * NT * kTile), 128, kTile),
-          ev[u]);
+      if (kc0 + u < c1)  // the same for the whole block
+        detail::wgmma_sp_m64<E, 8 * NT>(
+            acc, av[u],
+            detail::wgmma_desc_kmajor(buf + static_cast<unsigned>(u * NT * kTile), 128, kTile),
+            ev[u]);
     wgmma_commit();
     wgmma_wait<0>();
+    __syncthreads();  // buffer i % kBuffers is read: step i + kBuffers may refill it
+    if (tid == 0 && i + kBuffers < steps) {
+      issue_a(i + kBuffers);
+      issue_b(i + kBuffers);
+    }
   }
   detail::slide_store<T, 1, NT, QUANT, (KS > 1)>(acc, C, ws, row_scales, token_scales, alpha, beta,
                                                  M, N, rt0, ct0, g, t, c_rs, c_ns);
