@@ -380,7 +380,8 @@ __device__ __forceinline__ float slide_global_max(const T* __restrict__ B, int K
 //
 // ORDER: 0 the fragment order above; 2 core order (16-byte lanes only), for wgmma.sp's K-major B:
 // the 128 words of a (chunk, tile) hold word r of lane l at r·32 + l, i.e. core matrix r (chunk
-// rows r·4E … r·4E + 4E − 1) as 8 rows of 16 bytes, token n % 8 in row n % 8; 1 (PLAIN) writes B'
+// rows r·4E … r·4E + 4E − 1) as 8 rows of 16 bytes, token n % 8 in row n % 8, each row one unit
+// and one 16-byte store; 1 (PLAIN) writes B'
 // plainly instead, for a library GEMM: lifted K (chunks · kChunk) x N
 // column-major, unit (chunk, token, t) = lifted columns chunk · kChunk + 4E·t … + 4E − 1 of the
 // token at bw[(n · chunks + chunk) · 4 + t] (16-byte units; tokens >= N are not written).
@@ -479,8 +480,10 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
       unsigned r32[4];
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        // first lifted column: fragment order, or 4E consecutive ones per unit (PLAIN)
-        const int lc = kc * K_::kChunk + (PLAIN ? 4 * E * t + E * r : r * 4 * E + E * t);
+        // first lifted column: fragment order, or 4E consecutive ones per unit (PLAIN, and core
+        // order, whose unit is row n % 8 of core matrix t)
+        const int lc =
+            kc * K_::kChunk + (PLAIN || ORDER == 2 ? 4 * E * t + E * r : r * 4 * E + E * t);
         const int grp = lc / W, rest = lc - grp * W;
         const int col = grp * 2 * P + 2 * (rest >> 2) + (rest & 3);
         const unsigned* src = reinterpret_cast<const unsigned*>(s_b + row + col);
@@ -501,13 +504,10 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
           r32[r] = word;
         }
       }
-      const int unit =
-          PLAIN ? (n * chunks + kc) * 4 + t : (kc * col_tiles + (n >> 3)) * 32 + (n & 7) * 4 + t;
-      if constexpr (ORDER == 2) {  // word r of lane l at r·32 + l: the tile's 4 core matrices
-        unsigned* tile = bw + (unit & ~31) * 4;
-#pragma unroll
-        for (int r = 0; r < 4; ++r) tile[r * 32 + (unit & 31)] = r32[r];
-      } else if constexpr (KIND == 4)  // four e4m3 pairs: 8 bytes
+      const int unit = PLAIN        ? (n * chunks + kc) * 4 + t
+                       : ORDER == 2 ? (kc * col_tiles + (n >> 3)) * 32 + t * 8 + (n & 7)
+                                    : (kc * col_tiles + (n >> 3)) * 32 + (n & 7) * 4 + t;
+      if constexpr (KIND == 4)  // four e4m3 pairs: 8 bytes
         reinterpret_cast<uint2*>(bw)[unit] =
             make_uint2(r32[0] | (r32[1] << 16), r32[2] | (r32[3] << 16));
       else
@@ -881,6 +881,8 @@ __device__ __forceinline__ void slide_spmm_rows(
 // past M are not copied (their garbage only reaches the columns and rows never stored). Each warp
 // then takes its fragments into registers and its warpgroup issues one wgmma.sp
 // m64n(8·NT)k(kChunk) per chunk; fp32 (int32) sums in the mma C layout.
+// The blocks start their walks over the part at different steps (the order of the sums differs
+// by block, deterministically).
 //   issue steps 0 … ST (A and metadata before the wait for the lift, B after)
 //   for step i: wait for its barrier; A, meta <- shared; wgmma.sp x U; wait for the wgmma;
 //               sync; thread 0 issues step i + ST + 1 into the freed buffer
@@ -930,8 +932,12 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
   const char* a8 = reinterpret_cast<const char*>(a);
   const char* m8 = reinterpret_cast<const char*>(meta);
   // Thread 0: step i's A and metadata (announcing the whole step's bytes), then its B.
+  // Step i's first chunk: the blocks walk their part from different steps (block x from step
+  // x mod steps), so the grid does not ask the L2 for the same B chunk all at once.
+  const int rot = steps > 0 ? static_cast<int>(blockIdx.x % static_cast<unsigned>(steps)) : 0;
+  auto first_chunk = [&](int i) { return c0 + (i + rot < steps ? i + rot : i + rot - steps) * U; };
   auto issue_a = [&](int i) {
-    const int kc0 = c0 + i * U, nu = min(U, c1 - kc0);
+    const int kc0 = first_chunk(i), nu = min(U, c1 - kc0);
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
     const unsigned bar = bar0 + 8 * (i % kBuffers);
     detail::bulk_expect(bar,
@@ -943,7 +949,7 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
     }
   };
   auto issue_b = [&](int i) {
-    const int kc0 = c0 + i * U, nu = min(U, c1 - kc0);
+    const int kc0 = first_chunk(i), nu = min(U, c1 - kc0);
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
     const unsigned bar = bar0 + 8 * (i % kBuffers);
     const char* b8 = reinterpret_cast<const char*>(bw);
@@ -961,7 +967,7 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
     for (int i = 0; i < kBuffers && i < steps; ++i) issue_b(i);
   const int meta_lane = g * ML + (t % ML);
   for (int i = 0; i < steps; ++i) {
-    const int kc0 = c0 + i * U;
+    const int kc0 = first_chunk(i);
     detail::bulk_wait(bar0 + 8 * (i % kBuffers), static_cast<unsigned>((i / kBuffers) & 1));
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
     const char* sb = reinterpret_cast<const char*>(smem) + (i % kBuffers) * kStep;
