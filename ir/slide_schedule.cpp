@@ -265,7 +265,8 @@ int64_t slide_part_chunks(int64_t chunks, int ksplit) {
   return (chunks + ksplit - 1) / ksplit;
 }
 int64_t slide_counters_offset(const Problem& p) {
-  return (p.m * p.n + 3) / 4 * 4;
+  // The sums in mma C fragment order (templates/sg_slide.cuh, slide_ws_index): whole 16 x 8 tiles.
+  return slide_row_tiles(p) * slide_col_tiles(p) * 128;
 }
 int64_t slide_workspace_bytes(const Problem& p, const SlideSchedule& s) {
   if (s.ksplit <= 1) return 0;

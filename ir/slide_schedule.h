@@ -132,7 +132,8 @@ int64_t slide_col_blocks(const Problem& p, const SlideSchedule& s);  // ceil(col
 int64_t slide_grid_y(const Problem& p, const SlideSchedule& s);      // column blocks x ksplit
 // Chunks per K part: ceil(chunks / ksplit) (part z covers [z·P, min((z+1)·P, chunks))).
 int64_t slide_part_chunks(int64_t chunks, int ksplit);
-// ksplit > 1: floats of the workspace before its counters (M·N rounded to 4), and its bytes
+// ksplit > 1: floats of the workspace before its counters (the sums of whole 16 x 8 tiles, in the
+// mma C fragment order), and its bytes
 // (one counter per output tile of a block: grid.x x column blocks).
 int64_t slide_counters_offset(const Problem& p);
 int64_t slide_workspace_bytes(const Problem& p, const SlideSchedule& s);

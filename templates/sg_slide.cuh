@@ -132,37 +132,78 @@ __device__ __forceinline__ SlideBlockPart slide_block_part(int chunks, int col_b
   return {static_cast<int>(blockIdx.y) % col_blocks, c0, min(chunks, c0 + part)};
 }
 
+// The K parts' fp32 workspace holds the output in mma C fragment order, not in C's layout:
+// element (r, n) at ((r / 16 · col_tiles + n / 8) · 32 + lane) · 4 + q, lane = 4·(r % 8) +
+// (n % 8) / 2, q = 2·((r % 16) / 8) + n % 2, so a lane's four sums of a 16 x 8 tile are one
+// 16-byte vector add (sm_90: red.global.add.v4.f32) and a warp's adds one 512-byte span.
+__device__ __forceinline__ int slide_ws_index(int r, int n, int col_tiles) {
+  return (((r >> 4) * col_tiles + (n >> 3)) * 32 + (r & 7) * 4 + ((n & 7) >> 1)) * 4 +
+         ((r >> 3) & 1) * 2 + (n & 1);
+}
+__device__ __forceinline__ void slide_ws_add4(float* p, float a, float b, float c, float d) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(a), "f"(b), "f"(c),
+               "f"(d)
+               : "memory");
+#else
+  atomicAdd(p, a);
+  atomicAdd(p + 1, b);
+  atomicAdd(p + 2, c);
+  atomicAdd(p + 3, d);
+#endif
+}
+
 // Warp epilogue: C[r, n] = alpha · acc · (QUANT ? row_scales[r] · token_scales[n] : 1)
 // + beta · C[r, n] for the warp's MT x NT tiles from row tile rt0 and column tile ct0 (beta == 0:
-// C not read). ADD = 1 (K parts): the scaled sums alpha · acc · scales are added into the fp32
-// workspace ws instead, which has C's layout (element (r, n) at r·c_rs + n·c_ns); the parts meet
-// there and slide_split_finish rounds them into C.
+// C not read), C element (r, n) at C[r·c_rs + n·c_ns]. ADD = 1 (K parts): the scaled sums
+// alpha · acc · scales are added into the fp32 workspace ws instead (slide_ws_index: a tile wholly
+// inside M x N as one vector add per lane); the parts meet there and slide_split_finish rounds
+// them into C.
 template <typename T, int MT, int NT, int QUANT, int ADD, typename Acc>
 __device__ __forceinline__ void slide_store(const Acc* acc, T* __restrict__ C, float* ws,
                                             const float* __restrict__ row_scales,
                                             const float* __restrict__ token_scales, float alpha,
                                             float beta, int M, int N, int rt0, int ct0, int g,
                                             int t, int c_rs, int c_ns) {
+  const int col_tiles = (N + 7) >> 3;
 #pragma unroll
   for (int i = 0; i < MT; ++i)
 #pragma unroll
-    for (int j = 0; j < NT; ++j)
+    for (int j = 0; j < NT; ++j) {
+      float v[4];
+      bool whole = true;
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        const int r = (rt0 + i) * 16 + g + 8 * (q >> 1);
+        const int n = (ct0 + j) * 8 + 2 * t + (q & 1);
+        const bool in = r < M && n < N;
+        whole = whole && in;
+        float x = static_cast<float>(acc[(i * NT + j) * 4 + q]);
+        if constexpr (QUANT) x = in ? x * (row_scales[r] * token_scales[n]) : 0.0f;
+        v[q] = alpha * x;
+      }
+      if constexpr (ADD) {
+        const int r0 = (rt0 + i) * 16 + g, n0 = (ct0 + j) * 8 + 2 * t;
+        if (whole) {
+          slide_ws_add4(ws + slide_ws_index(r0, n0, col_tiles), v[0], v[1], v[2], v[3]);
+          continue;
+        }
+      }
 #pragma unroll
       for (int q = 0; q < 4; ++q) {
         const int r = (rt0 + i) * 16 + g + 8 * (q >> 1);
         const int n = (ct0 + j) * 8 + 2 * t + (q & 1);
         if (r >= M || n >= N) continue;
-        float v = static_cast<float>(acc[(i * NT + j) * 4 + q]);
-        if constexpr (QUANT) v *= row_scales[r] * token_scales[n];
-        const int e = r * c_rs + n * c_ns;
         if constexpr (ADD) {
-          atomicAdd(ws + e, alpha * v);
+          atomicAdd(ws + slide_ws_index(r, n, col_tiles), v[q]);
         } else {
-          float out = alpha * v;
+          const int e = r * c_rs + n * c_ns;
+          float out = v[q];
           if (beta != 0.0f) out += beta * Cvt<T>::to_f32(C[e]);
           C[e] = Cvt<T>::from_f32(out);
         }
       }
+    }
 }
 
 // K parts, once the THREADS threads of the caller (tid among them: one warp, or the block) have
@@ -197,9 +238,9 @@ __device__ __forceinline__ void slide_split_finish(T* __restrict__ C, float* ws,
     const int a = rows_fast ? i % rows : i / cols, b = rows_fast ? i / rows : i % cols;
     const int r = r0 + a, n = n0 + b;
     if (r >= M || n >= N) continue;
-    const int e = r * c_rs + n * c_ns;
-    float out = __ldcg(ws + e);  // from L2, where the atomics were performed
-    ws[e] = 0.0f;
+    const int e = r * c_rs + n * c_ns, w = slide_ws_index(r, n, (N + 7) >> 3);
+    float out = __ldcg(ws + w);  // from L2, where the atomics were performed
+    ws[w] = 0.0f;
     if (beta != 0.0f) out += beta * Cvt<T>::to_f32(C[e]);
     C[e] = Cvt<T>::from_f32(out);
   }
