@@ -6,8 +6,9 @@
 // fp32 workspace with atomics; lift=kernel runs the b_transform launch first. The critical path
 // is a warp's load steps: each step issues its loads together and waits for them, about one
 // loaded DRAM latency on split=k, a few on split=rows, whose warps meet at two block barriers
-// per step (both measured on an H200; tools/slide_rank_check.py compares the order with a
-// slide bench JSON).
+// per step, and about two on split=wg, whose step is a block barrier and a warpgroup's wgmma.sp
+// (all measured on an H200; tools/slide_rank_check.py compares the order with a slide bench
+// JSON).
 #include <algorithm>
 #include <cmath>
 
@@ -23,9 +24,10 @@ namespace {
 // 4096x14336 at N = 8-64 (steps x waves x latency).
 constexpr double kStepCyclesK = 1100.0;
 constexpr double kStepCyclesRows = 4000.0;
-// split=wg (one barrier per step, the next step's A already in flight): a first estimate between
-// the two, not yet fitted to measurements.
-constexpr double kStepCyclesWg = 2000.0;
+// split=wg (a whole step staged by bulk copies, one barrier per step): fitted to its first times on
+// 4096x4096, 14336x4096 and 4096x14336 at N = 32 and 64 (H200), where the model's first choice
+// then came within 5 % of the fastest measured schedule of every case.
+constexpr double kStepCyclesWg = 2600.0;
 // lift=fused: what each fragment register's gather adds to a step, per token of the tile (one
 // sector each): fitted to fused against lift=kernel at N = 1 and 8 (4096x4096, 4096x14336).
 constexpr double kGatherCyclesPerToken = 18.0;
