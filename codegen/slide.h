@@ -6,7 +6,7 @@
 //   extern "C" __global__ void __launch_bounds__(128) sparsegen_slide_lift(const T* B,
 //       unsigned* bw) {                       // one block per token (column-major B)
 //     extern __shared__ __align__(16) unsigned char sg_lift_smem[];
-//     sg::slide_lift<T, 0, 4, 128, 0, 1, 1>(B, bw, nullptr, (T*)sg_lift_smem, K, N, b_ks, b_ns,
+//     sg::slide_lift<T, 0, 4, 128, 0, 1, 1, 0>(B, bw, nullptr, (T*)sg_lift_smem, K, N, b_ks, b_ns,
 //                                           chunks, tiles, seg_chunks, seg_cols);
 //   }
 //   extern "C" __global__ void __launch_bounds__(128) sparsegen_slide(const unsigned* values,
@@ -16,8 +16,11 @@
 //         alpha, beta, M, N, row_tiles, col_tiles, chunks, c_rs, c_ns, ws, counters, col_blocks);
 //   }
 //
-// Quantized types add the row scales (F32Table) to the main kernel and the token scales
-// (TokenScales) to both; T is then the problem's io type (the caller's B and C).
+// split=rows calls sg::slide_spmm_rows with the same arguments; split=wg calls
+// sg::slide_spmm_wg<T, KIND, nt, unroll, warps, QUANT, ksplit, stages> after a lift writing ORDER 2
+// (wgmma's core order), compiled for sm_90a (GeneratedKernel::arch_specific). Quantized types add
+// the row scales (F32Table) to the main kernel and the token scales (TokenScales) to both; T is
+// then the problem's io type (the caller's B and C).
 #pragma once
 
 #include <string>

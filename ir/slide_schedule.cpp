@@ -145,7 +145,7 @@ std::string print_slide(const SlideSchedule& s) {
     out += fmt::format("  block : {} warpgroup{} x 64 rows each, {} column tile{}\n", s.warps / 4,
                        s.warps == 4 ? "" : "s", s.n_tiles, s.n_tiles == 1 ? "" : "s");
     out += fmt::format(
-        "  k     : unroll={} chunks per step, A and B staged in shared memory (cp.async)\n",
+        "  k     : unroll={} chunks per step, A and B staged in shared memory (bulk copies)\n",
         s.unroll);
   }
   out += s.lift == SlideLift::Kernel
@@ -362,13 +362,11 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
             if (lift == SlideLift::Fused && (split != SlideSplit::K || dtype_bytes(p.dtype) != 2))
               continue;
             for (int unroll : {1, 2, 4})
-              for (int stages : {1, 2, 4})
+              for (int stages : {1, 2, 4}) {
+                // split=wg: 2 or 4 steps in flight (it hides no latency in registers); the
+                // others 1 or 2.
+                if (split == SlideSplit::Group ? stages == 1 : stages == 4) continue;
                 for (int ks = 1; ks <= 64; ks *= 2) {
-                  // split=wg: 2 or 4 steps in flight (it has no registers' worth of latency
-                  // hiding); the others 1 or 2.
-                  if ((stages == 1 && split == SlideSplit::Group) ||
-                      (stages == 4 && split != SlideSplit::Group))
-                    break;
                   SlideSchedule s;
                   s.pattern = pat.n;
                   s.split = split;
@@ -392,6 +390,7 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
                   if (!validate_slide(p, s).empty() || !verify_slide(p, s, dev).empty()) continue;
                   out.emplace_back(s);
                 }
+              }
           }
   return out;
 }

@@ -2,8 +2,8 @@
 // arrives in fragment order (ir/slide_fragments.h): per 16-row tile and chunk of lifted columns,
 // 16 bytes of values (8 for KIND 4) and one metadata word per lane. B is lifted into the sliding
 // windows (and quantized per token for 8-bit types) by slide_lift, which writes it in the mma.sp B
-// fragment order, 16 bytes per lane per chunk and 8-column tile (8 for KIND 4); slide_spmm
-// multiplies.
+// fragment order, 16 bytes per lane per chunk and 8-column tile (8 for KIND 4), or for split=wg in
+// wgmma.sp's K-major core order; slide_spmm (and its split=rows and wg forms) multiplies.
 //
 // KIND: 0 fp16, 1 bf16 (mma.sp m16n8k32, fp32 accumulate), 2 int8 (m16n8k64, int32
 // accumulate), 3 fp8 e4m3 (m16n8k64, fp32 accumulate; sm_89+: the form a library reads),

@@ -74,7 +74,7 @@ TEST(SlideSchedule, WarpgroupSplit) {
             "schedule slide\n"
             "  format: 6:8 as 2:4 sliding windows (gamma 1.500), mma.sp fragment order\n"
             "  block : 2 warpgroups x 64 rows each, 8 column tiles\n"
-            "  k     : unroll=2 chunks per step, A and B staged in shared memory (cp.async)\n"
+            "  k     : unroll=2 chunks per step, A and B staged in shared memory (bulk copies)\n"
             "  b     : lifted (and quantized per token) by the b_transform kernel\n"
             "  parts : ksplit=4 K parts add into an fp32 workspace; the last rounds it into C\n"
             "  loads : stages=2 steps (A, metadata, B) in flight in shared memory\n"
