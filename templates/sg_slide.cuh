@@ -972,11 +972,11 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
   __syncthreads();
   const char* a8 = reinterpret_cast<const char*>(a);
   const char* m8 = reinterpret_cast<const char*>(meta);
-  // Thread 0: step i's A and metadata (announcing the whole step's bytes), then its B.
   // Step i's first chunk: the blocks walk their part from different steps (block x from step
   // x mod steps), so the grid does not ask the L2 for the same B chunk all at once.
   const int rot = steps > 0 ? static_cast<int>(blockIdx.x % static_cast<unsigned>(steps)) : 0;
   auto first_chunk = [&](int i) { return c0 + (i + rot < steps ? i + rot : i + rot - steps) * U; };
+  // Thread 0: step i's A and metadata (announcing the whole step's bytes), then its B.
   auto issue_a = [&](int i) {
     const int kc0 = first_chunk(i), nu = min(U, c1 - kc0);
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
