@@ -223,8 +223,8 @@ class SlideEmitter : public Emitter {
                       s_.warps, s_.m_tiles, s_.n_tiles, f_.chunks));
     else
       comment(fmt::format(
-          "{} warpgroup(s) x 64 rows, {} column tile(s) per block; B staged in shared memory, "
-          "one wgmma.sp m64n{} per chunk and warpgroup, {} chunks",
+          "{} warpgroup(s) x 64 rows, {} column tile(s) per block; A, metadata and B staged "
+          "by bulk copies, one wgmma.sp m64n{} per chunk and warpgroup, {} chunks",
           s_.warps / 4, s_.n_tiles, 8 * s_.n_tiles, f_.chunks));
     if (split_k_parts())
       comment(fmt::format(

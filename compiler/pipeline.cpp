@@ -268,6 +268,13 @@ struct CompiledKernel::Impl {
 
 namespace {
 
+// Above the default 48 KiB of dynamic and static shared memory together, a function must opt in
+// to its dynamic shared memory.
+void opt_in_shared_memory(CUfunction f, int64_t dynamic_bytes) {
+  if (dynamic_bytes + cuda::function_attribute(f, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) > 48 * 1024)
+    cuda::set_max_dynamic_shared_memory(f, static_cast<int>(dynamic_bytes));
+}
+
 cuda::DeviceBuffer upload_bytes(const void* data, size_t bytes) {
   if (bytes == 0) return {};
   cuda::DeviceBuffer buf(bytes);
@@ -342,13 +349,7 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src, DeviceArrays*
     if (sig.epilogue.present()) epilogue = module->function(sig.epilogue.name);
     if (sig.b_transform.present()) b_transform = module->function(sig.b_transform.name);
     registers = cuda::function_attribute(kernel, CU_FUNC_ATTRIBUTE_NUM_REGS);
-    // Above the default 48 KiB of dynamic and static shared memory together, a function must opt
-    // in to its dynamic shared memory.
-    if (sig.launch.dynamic_shared_bytes +
-            cuda::function_attribute(kernel, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) >
-        48 * 1024)
-      cuda::set_max_dynamic_shared_memory(kernel,
-                                          static_cast<int>(sig.launch.dynamic_shared_bytes));
+    opt_in_shared_memory(kernel, sig.launch.dynamic_shared_bytes);
     for (const auto* list : {&sig.gemms_before, &sig.gemms_after})
       for (const codegen::LibraryGemm& g : *list) {
         cublaslt::GemmShape sh;
@@ -370,9 +371,8 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src, DeviceArrays*
                                  ? std::make_unique<cublaslt::Gemm>(sh, gemms.back().get())
                                  : nullptr);
       }
-    if (b_transform != nullptr && sig.b_transform.launch.dynamic_shared_bytes > 48 * 1024)
-      cuda::set_max_dynamic_shared_memory(
-          b_transform, static_cast<int>(sig.b_transform.launch.dynamic_shared_bytes));
+    if (b_transform != nullptr)
+      opt_in_shared_memory(b_transform, sig.b_transform.launch.dynamic_shared_bytes);
     st.finish(fmt::format("{} registers/thread", registers));
   }
   {
