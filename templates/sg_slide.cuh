@@ -232,17 +232,45 @@ __device__ __forceinline__ void slide_split_finish(T* __restrict__ C, float* ws,
   }
   if (!last) return;
   asm volatile("fence.acq_rel.gpu;\n" ::: "memory");  // the other parts' adds are visible now
-  // Consecutive threads walk C's contiguous dimension.
-  const bool rows_fast = c_rs == 1;
-  for (int i = tid; i < rows * cols; i += THREADS) {
-    const int a = rows_fast ? i % rows : i / cols, b = rows_fast ? i / rows : i % cols;
-    const int r = r0 + a, n = n0 + b;
-    if (r >= M || n >= N) continue;
-    const int e = r * c_rs + n * c_ns, w = slide_ws_index(r, n, (N + 7) >> 3);
-    float out = __ldcg(ws + w);  // from L2, where the atomics were performed
-    ws[w] = 0.0f;
-    if (beta != 0.0f) out += beta * Cvt<T>::to_f32(C[e]);
-    C[e] = Cvt<T>::from_f32(out);
+  // The tile's sums lie in ws as whole 16 x 8 tiles in fragment order (slide_ws_index): lane l of
+  // a tile holds (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1) in four consecutive floats, g
+  // = l / 4, t = l % 4. Each thread loads a batch of such quads (one 16-byte L2 load each, __ldcg:
+  // where the atomics were performed) before it stores any, so the loads overlap; one dependent
+  // round trip per element would leave a long serial tail in the one block that finishes.
+  const int col_tiles = (N + 7) >> 3, tile_cols = cols >> 3;
+  const int quads = rows * cols / 4;
+  constexpr int kBatch = 4;
+  for (int q0 = tid; q0 < quads; q0 += THREADS * kBatch) {
+    float4 v[kBatch];
+    float old[kBatch][4];
+    int base[kBatch];
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int q = q0 + j * THREADS, tile = q >> 5, lane = q & 31;
+      base[j] = -1;
+      if (q >= quads) continue;
+      const int rt = (r0 >> 4) + tile / tile_cols, ct = (n0 >> 3) + tile % tile_cols;
+      base[j] = ((rt * col_tiles + ct) * 32 + lane) * 4;
+      v[j] = __ldcg(reinterpret_cast<const float4*>(ws + base[j]));
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int r = rt * 16 + (lane >> 2) + 8 * (k >> 1), n = ct * 8 + 2 * (lane & 3) + (k & 1);
+        old[j][k] = beta != 0.0f && r < M && n < N ? Cvt<T>::to_f32(C[r * c_rs + n * c_ns]) : 0.0f;
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      if (base[j] < 0) continue;
+      *reinterpret_cast<float4*>(ws + base[j]) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+      const int q = q0 + j * THREADS, tile = q >> 5, lane = q & 31;
+      const int rt = (r0 >> 4) + tile / tile_cols, ct = (n0 >> 3) + tile % tile_cols;
+      const float sums[4] = {v[j].x, v[j].y, v[j].z, v[j].w};
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const int r = rt * 16 + (lane >> 2) + 8 * (k >> 1), n = ct * 8 + 2 * (lane & 3) + (k & 1);
+        if (r < M && n < N) C[r * c_rs + n * c_ns] = Cvt<T>::from_f32(sums[k] + beta * old[j][k]);
+      }
+    }
   }
   if (tid == 0) *counter = 0u;
 }
