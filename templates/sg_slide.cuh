@@ -248,8 +248,9 @@ __device__ __forceinline__ void slide_split_finish(T* __restrict__ C, float* ws,
     for (int j = 0; j < kBatch; ++j) {
       const int q = q0 + j * THREADS, tile = q >> 5, lane = q & 31;
       base[j] = -1;
-      if (q >= quads) continue;
       const int rt = (r0 >> 4) + tile / tile_cols, ct = (n0 >> 3) + tile % tile_cols;
+      // ws holds the tiles that meet M x N; the counters follow it.
+      if (q >= quads || rt * 16 >= M || ct * 8 >= N) continue;
       base[j] = ((rt * col_tiles + ct) * 32 + lane) * 4;
       v[j] = __ldcg(reinterpret_cast<const float4*>(ws + base[j]));
 #pragma unroll
