@@ -114,6 +114,7 @@ std::string describe(const KernelSignature& sig) {
   if (sig.launch.dynamic_shared_bytes > 0)
     s += fmt::format(" dynamic_shared={}B", sig.launch.dynamic_shared_bytes);
   if (sig.launch.programmatic_wait) s += " programmatic-wait";
+  if (sig.launch.cluster_x > 1) s += fmt::format(" cluster={}", sig.launch.cluster_x);
   s += "\n";
   if (sig.empty_grid())
     s += sig.gemms_before.empty() && sig.gemms_after.empty() && sig.spmms.empty() &&

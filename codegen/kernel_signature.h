@@ -61,6 +61,9 @@ struct LaunchShape {
   // launch it with programmatic stream serialization right after another kernel of the sequence,
   // so that its start and its loads of A and B overlap that kernel (one launch's fixed cost less).
   bool programmatic_wait = false;
+  // Blocks per thread-block cluster along x (sm_90; grid_x a multiple of it): the launch carries
+  // the cluster dimension, and the kernel may use the cluster's shared memory and barriers.
+  int cluster_x = 1;
 };
 
 // A helper kernel of the same module, launched around the main kernel: elementwise over C

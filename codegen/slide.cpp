@@ -226,6 +226,11 @@ class SlideEmitter : public Emitter {
           "{} warpgroup(s) x 64 rows, {} column tile(s) per block; A, metadata and B staged "
           "by bulk copies, one wgmma.sp m64n{} per chunk and warpgroup, {} chunks",
           s_.warps / 4, s_.n_tiles, 8 * s_.n_tiles, f_.chunks));
+    if (s_.cluster > 1)
+      comment(fmt::format(
+          "clusters of {} row blocks (launch attribute); the first stages B into all of them by "
+          "multicast",
+          s_.cluster));
     if (split_k_parts())
       comment(fmt::format(
           "grid.y = {} column block(s) x {} K parts of {} chunks; the parts add into ws and the "
@@ -268,9 +273,10 @@ class SlideEmitter : public Emitter {
       return;
     }
     // split=wg: no mt (one row tile per warp) and no prefetch.
-    const auto targ_wg = targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype, SlideForm::Kernel)},
-                               IntArg{s_.n_tiles}, IntArg{s_.unroll}, IntArg{s_.warps},
-                               IntArg{quant_ ? 1 : 0}, IntArg{s_.ksplit}, IntArg{s_.stages});
+    const auto targ_wg =
+        targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype, SlideForm::Kernel)}, IntArg{s_.n_tiles},
+              IntArg{s_.unroll}, IntArg{s_.warps}, IntArg{quant_ ? 1 : 0}, IntArg{s_.ksplit},
+              IntArg{s_.stages}, IntArg{s_.cluster});
     std::apply(
         [&](const auto&... a) {
           if (s_.split == SlideSplit::K)
@@ -321,6 +327,7 @@ class SlideEmitter : public Emitter {
     sig.launch.grid_y = slide_grid_y(p_, s_);
     sig.launch.block_threads = s_.threads_per_block();
     sig.launch.dynamic_shared_bytes = slide_shared_bytes(p_, s_);
+    sig.launch.cluster_x = s_.cluster;
     // After the lift, the kernel may start early: it waits before its first read of bw.
     sig.launch.programmatic_wait = !fused_;
     sig.b_alignment = fused_ ? 2 : quant_ && vec_b() ? 16 : 4;

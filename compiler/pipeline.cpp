@@ -298,6 +298,7 @@ cuda::LaunchConfig config_of(const codegen::LaunchShape& s, CUstream stream) {
   c.grid.y = static_cast<unsigned>(s.grid_y);
   c.block.x = static_cast<unsigned>(s.block_threads);
   c.shared_bytes = static_cast<unsigned>(s.dynamic_shared_bytes);
+  c.cluster_x = static_cast<unsigned>(s.cluster_x);
   c.stream = stream;
   return c;
 }

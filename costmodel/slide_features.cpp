@@ -69,7 +69,8 @@ class SlideCost final : public CostFamily {
     // touch one 32-byte sector per token of a tile for each of a lane group's 4 fragment
     // registers per chunk, each an L1 wavefront, at kGatherSectorWeight times the L2's cost.
     const double tokens_per_tile = std::min(8.0, n / col_tiles);
-    f.b_sector_bytes = s.lift == SlideLift::Kernel ? grid_x * lifted_b * kLiftedBFromL2
+    // split=wg clusters: one L2 read of each B step per cluster (multicast).
+    f.b_sector_bytes = s.lift == SlideLift::Kernel ? grid_x / s.cluster * lifted_b * kLiftedBFromL2
                                                    : grid_x * chunks * col_tiles * 4.0 * 32.0 *
                                                          tokens_per_tile * kGatherSectorWeight;
     f.c_bytes = double(p.m) * n * io;

@@ -84,6 +84,10 @@ std::vector<std::string> validate(const SlideSchedule& s) {
                       s.m_tiles));
     if (s.prefetch > 0) why.push_back("prefetch needs split=k or rows");
   }
+  one_of("cluster", s.cluster, {1, 2, 4});
+  if (s.cluster > 1 && s.split != SlideSplit::Group)
+    why.push_back(fmt::format(
+        "cluster={} needs split=wg (its blocks share B by multicast bulk copies)", s.cluster));
   return why;
 }
 
@@ -116,12 +120,13 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
 }
 
 std::string slide_spec(const SlideSchedule& s) {
-  return fmt::format("slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}{}",
+  return fmt::format("slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}{}{}",
                      2 * s.pattern - 2, 2 * s.pattern, to_string(s.split), to_string(s.lift),
                      s.warps, s.m_tiles, s.n_tiles, s.unroll,
                      s.ksplit > 1 ? fmt::format(";ksplit={}", s.ksplit) : "",
                      s.stages > 1 ? fmt::format(";stages={}", s.stages) : "",
-                     s.prefetch > 0 ? fmt::format(";prefetch={}", s.prefetch) : "");
+                     s.prefetch > 0 ? fmt::format(";prefetch={}", s.prefetch) : "",
+                     s.cluster > 1 ? fmt::format(";cluster={}", s.cluster) : "");
 }
 
 std::string print_slide(const SlideSchedule& s) {
@@ -167,6 +172,11 @@ std::string print_slide(const SlideSchedule& s) {
     out += fmt::format(
         "  early : prefetch={} chunks of A per row tile asked of the L2 before the lift ends\n",
         s.prefetch);
+  if (s.cluster > 1)
+    out += fmt::format(
+        "  share : cluster={} row blocks per cluster; its first stages B into all of them "
+        "(multicast)\n",
+        s.cluster);
   out += s.split == SlideSplit::Group
              ? fmt::format("  math  : wgmma.sp m64n{}k32 (16-bit) / k64 (8-bit) per warpgroup\n",
                            8 * s.n_tiles)
@@ -227,10 +237,12 @@ SlideSchedule parse_slide_fields(std::string_view spec,
       s.stages = num(64);
     else if (key == "prefetch")
       s.prefetch = static_cast<int>(spec_fields::parse_int(key, v, 0, kSlideMaxPrefetch));
+    else if (key == "cluster")
+      s.cluster = num(64);
     else
       spec_fields::error(key,
                          "one of pattern, split, lift, warps, mt, nt, unroll, ksplit, stages, "
-                         "prefetch (family slide)",
+                         "prefetch, cluster (family slide)",
                          key);
   });
   spec_fields::check_legal(spec, validate(s));
@@ -253,7 +265,8 @@ int64_t slide_chunks(const Problem& p, int pattern, SlideForm form) {
 
 int64_t slide_grid_x(const Problem& p, const SlideSchedule& s) {
   const int64_t per_block = s.split == SlideSplit::K ? s.m_tiles : int64_t{s.warps} * s.m_tiles;
-  return (slide_row_tiles(p) + per_block - 1) / per_block;
+  const int64_t blocks = (slide_row_tiles(p) + per_block - 1) / per_block;
+  return (blocks + s.cluster - 1) / s.cluster * s.cluster;  // whole clusters
 }
 int64_t slide_col_blocks(const Problem& p, const SlideSchedule& s) {
   return (slide_col_tiles(p) + s.n_tiles - 1) / s.n_tiles;

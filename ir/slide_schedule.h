@@ -21,6 +21,10 @@
 //              waits for the lift kernel (0..4096; printed when > 0; lift=kernel, sm_90): the
 //              main kernel starts while the lift runs (programmatic dependent launch) and streams
 //              its first A meanwhile. Given by SPEC only: not enumerated until measured.
+//     cluster  split=wg: row blocks per thread-block cluster (1, 2, 4; printed when > 1). The
+//              cluster's first block stages each step's B into all of them with one multicast
+//              bulk copy, so the L2 serves B once per cluster·warps·16 rows; the grid is rounded
+//              up to whole clusters.
 //
 // Two kernels per run (one with lift=fused):
 //   b_transform  lifts B into the sliding windows (Ψ) and, for int8 / fp8, quantizes it per token
@@ -83,6 +87,7 @@ struct SlideSchedule {
   int ksplit = 1;                      // K parts, each its own blocks (grid.y): 1..64
   int stages = 1;                      // load steps in flight per warp: 1, 2
   int prefetch = 0;                    // chunks of A per row tile prefetched before the lift ends
+  int cluster = 1;                     // split=wg: row blocks sharing B by multicast: 1, 2, 4
 
   int threads_per_block() const { return warps * kWarpSize; }
   bool operator==(const SlideSchedule&) const = default;
@@ -127,7 +132,8 @@ int64_t slide_row_tiles(const Problem& p);           // ceil(M / 16)
 int64_t slide_col_tiles(const Problem& p);           // ceil(N / 8)
 int64_t slide_chunks(const Problem& p, int pattern,  // lifted K / chunk, rounded up
                      SlideForm form = SlideForm::Kernel);
-int64_t slide_grid_x(const Problem& p, const SlideSchedule& s);      // ceil(row tiles / mt)
+// ceil(row tiles / rows per block), rounded up to whole clusters
+int64_t slide_grid_x(const Problem& p, const SlideSchedule& s);
 int64_t slide_col_blocks(const Problem& p, const SlideSchedule& s);  // ceil(col tiles / nt)
 int64_t slide_grid_y(const Problem& p, const SlideSchedule& s);      // column blocks x ksplit
 // Chunks per K part: ceil(chunks / ksplit) (part z covers [z·P, min((z+1)·P, chunks))).

@@ -742,15 +742,24 @@ void launch(CUfunction f, const LaunchConfig& c, void** params) {
     return fmt::format("grid ({},{},{}) block ({},{},{}) shared {} bytes", c.grid.x, c.grid.y,
                        c.grid.z, c.block.x, c.block.y, c.block.z, c.shared_bytes);
   };
-  if (!c.programmatic) {
+  if (!c.programmatic && c.cluster_x <= 1) {
     const CUresult r = drv().cuLaunchKernel(f, c.grid.x, c.grid.y, c.grid.z, c.block.x, c.block.y,
                                             c.block.z, c.shared_bytes, c.stream, params, nullptr);
     if (r != CUDA_SUCCESS) check(r, "cuLaunchKernel", shape());
     return;
   }
-  CUlaunchAttribute attr{};
-  attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
-  attr.value.programmaticStreamSerializationAllowed = 1;
+  CUlaunchAttribute attrs[2]{};
+  unsigned n = 0;
+  if (c.programmatic) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attrs[n++].value.programmaticStreamSerializationAllowed = 1;
+  }
+  if (c.cluster_x > 1) {
+    attrs[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attrs[n].value.clusterDim.x = c.cluster_x;
+    attrs[n].value.clusterDim.y = 1;
+    attrs[n++].value.clusterDim.z = 1;
+  }
   CUlaunchConfig lc{};
   lc.gridDimX = c.grid.x;
   lc.gridDimY = c.grid.y;
@@ -760,11 +769,14 @@ void launch(CUfunction f, const LaunchConfig& c, void** params) {
   lc.blockDimZ = c.block.z;
   lc.sharedMemBytes = c.shared_bytes;
   lc.hStream = c.stream;
-  lc.attrs = &attr;
-  lc.numAttrs = 1;
+  lc.attrs = attrs;
+  lc.numAttrs = n;
   const CUresult r = drv().cuLaunchKernelEx(&lc, f, params, nullptr);
   if (r != CUDA_SUCCESS)
-    check(r, "cuLaunchKernelEx", shape() + ", programmatic stream serialization");
+    check(
+        r, "cuLaunchKernelEx",
+        fmt::format("{}{}{}", shape(), c.programmatic ? ", programmatic stream serialization" : "",
+                    c.cluster_x > 1 ? fmt::format(", clusters of {}", c.cluster_x) : ""));
 }
 
 }  // namespace sparsegen::cuda

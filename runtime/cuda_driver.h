@@ -246,11 +246,13 @@ struct LaunchConfig {
   // .launch_dependents, or exited). The kernel must call griddepcontrol.wait before it touches
   // anything the previous kernel writes (templates/sg_grid_dependency.cuh).
   bool programmatic = false;
+  // Blocks per thread-block cluster along x (sm_90+; grid.x a multiple of it); 1: no cluster.
+  unsigned cluster_x = 1;
 };
 
 // Launches `f` with kernel parameters `params` (one pointer per parameter, as cuLaunchKernel
-// takes them; cuLaunchKernelEx with config.programmatic). An invalid configuration throws
-// CudaError from the launch call; faults during the kernel surface at the next synchronizing
+// takes them; cuLaunchKernelEx with config.programmatic or a cluster). An invalid configuration
+// throws CudaError from the launch call; faults during the kernel surface at the next synchronizing
 // call.
 void launch(CUfunction f, const LaunchConfig& config, void** params);
 

@@ -8,10 +8,10 @@
 namespace sg {
 namespace detail {
 
-// Initialises the mbarrier at shared address bar for one arriving thread (call from one thread,
-// then a block barrier).
-__device__ __forceinline__ void bulk_barrier_init(unsigned bar) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;\n" ::"r"(bar) : "memory");
+// Initialises the mbarrier at shared address bar for `count` arriving threads (call from one
+// thread, then a block or cluster barrier).
+__device__ __forceinline__ void bulk_barrier_init(unsigned bar, unsigned count = 1) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
 // Makes the barriers' initialisation visible to the async proxy (after the inits, before use).
 __device__ __forceinline__ void bulk_barrier_init_fence() {
@@ -42,6 +42,63 @@ __device__ __forceinline__ void bulk_wait(unsigned bar, unsigned parity) {
     asm volatile(
         "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
         " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(ok)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (ok == 0);
+}
+
+// Clusters (a launch with a cluster dimension): several CTAs, co-scheduled on one GPC, that may
+// write each other's shared memory and arrive on each other's barriers.
+//   leader: wait(empty) -> copy_multicast(dst, src, n, full, mask)   lands in every CTA of mask
+//   each CTA: wait(full) ... read ... arrive_remote(empty, leader)
+// This CTA's rank in its cluster.
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+
+// Every thread of every CTA of the cluster: the CTAs' earlier shared-memory writes and barrier
+// initialisations are visible to the others after it (release / acquire at cluster scope), and
+// no CTA leaves before the others have stopped touching its shared memory.
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile(
+      "barrier.cluster.arrive.release.aligned;\n"
+      "barrier.cluster.wait.acquire.aligned;\n" ::
+          : "memory");
+}
+
+// As bulk_copy, written to the same shared offset dst in every CTA of the cluster whose bit is
+// set in mask, completing the bytes on the barrier at offset bar of each of them.
+__device__ __forceinline__ void bulk_copy_multicast(unsigned dst, const void* src, unsigned n,
+                                                    unsigned bar, unsigned mask) {
+  asm volatile(
+      "{\n .reg .b16 m;\n cvt.u16.u32 m, %4;\n"
+      " cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+      "[%0], [%1], %2, [%3], m;\n}\n" ::"r"(dst),
+      "l"(src), "r"(n), "r"(bar), "r"(mask)
+      : "memory");
+}
+
+// One arrival (release at cluster scope) on the barrier at this CTA's shared offset bar, in the
+// CTA of the cluster with rank `rank` (which may be this one).
+__device__ __forceinline__ void cluster_arrive(unsigned bar, unsigned rank) {
+  asm volatile(
+      "{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, %0, %1;\n"
+      " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+      "r"(rank)
+      : "memory");
+}
+
+// bulk_wait for a barrier that other CTAs of the cluster arrive on: acquire at cluster scope, so
+// what they did before they arrived (their last reads of a buffer) happens before what follows.
+__device__ __forceinline__ void cluster_wait(unsigned bar, unsigned parity) {
+  unsigned ok = 0;
+  do {
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], "
+        "%2;\n selp.u32 %0, 1, 0, p;\n}\n"
         : "=r"(ok)
         : "r"(bar), "r"(parity)
         : "memory");

@@ -953,10 +953,17 @@ __device__ __forceinline__ void slide_spmm_rows(
 // m64n(8·NT)k(kChunk) per chunk; fp32 (int32) sums in the mma C layout.
 // The blocks start their walks over the part at different steps (the order of the sums differs
 // by block, deterministically).
+// CL > 1: the grid is launched in clusters of CL consecutive row blocks (the same column block
+// and K part, so the same B), and the cluster's rank-0 block stages each step's B with one
+// multicast copy into all CL blocks: the L2 serves B once per CL·WARPS·16 rows. Before it
+// refills a buffer it waits on its "empty" barrier there, on which every block of the cluster
+// arrives once it has read the buffer. Row blocks past M (the grid rounded up to whole clusters)
+// take part in the staging and store nothing.
 //   issue steps 0 … ST (A and metadata before the wait for the lift, B after)
 //   for step i: wait for its barrier; A, meta <- shared; wgmma.sp x U; wait for the wgmma;
 //               sync; thread 0 issues step i + ST + 1 into the freed buffer
-template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST>
+//               (CL > 1: arrive on the leader's empty barrier; the leader waits on it for B)
+template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST, int CL>
 __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
                                               const unsigned* __restrict__ meta,
                                               const unsigned* __restrict__ bw, T* __restrict__ C,
@@ -968,6 +975,7 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
   static_assert(ST >= 1 && ST <= 4, "steps in flight: 2 … 5");
   static_assert(WARPS % 4 == 0, "split=wg: whole warpgroups");
   static_assert(KIND <= 2, "split=wg: fp16, bf16 or int8 (16-byte lanes)");
+  static_assert(CL == 1 || CL == 2 || CL == 4, "cluster of 1, 2 or 4 blocks");
   using K_ = detail::SlideKind<KIND>;
   using Acc = typename K_::Acc;
   using E = typename detail::SlideCond<
@@ -982,6 +990,8 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
   constexpr int kStep = kBytesB + kBytesA + kBytesM;
   constexpr int kBuffers = ST + 1;
   __shared__ alignas(8) unsigned long long full[kBuffers];
+  __shared__ alignas(8) unsigned long long empty[CL > 1 ? kBuffers : 1];  // the leader's
+  const unsigned rank = CL > 1 ? detail::cluster_rank() : 0u;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
   const detail::SlideBlockPart bp = detail::slide_block_part<KS>(chunks, col_blocks);
@@ -993,17 +1003,25 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
   const unsigned s0 = smem_addr(reinterpret_cast<const unsigned*>(smem));
   const unsigned bar0 = static_cast<unsigned>(__cvta_generic_to_shared(full));
   const int steps = c1 > c0 ? (c1 - c0 + U - 1) / U : 0;
-  const int tiles_n = min(NT, col_tiles - ct0), tiles_m = min(WARPS, row_tiles - bt0);
+  const int tiles_n = min(NT, col_tiles - ct0), tiles_m = max(0, min(WARPS, row_tiles - bt0));
+  const unsigned empty0 = static_cast<unsigned>(__cvta_generic_to_shared(empty));
   if (tid == 0) {
-    for (int b = 0; b < kBuffers; ++b) detail::bulk_barrier_init(bar0 + 8 * b);
+    for (int b = 0; b < kBuffers; ++b) {
+      detail::bulk_barrier_init(bar0 + 8 * b);
+      if (CL > 1) detail::bulk_barrier_init(empty0 + 8 * b, CL);
+    }
     detail::bulk_barrier_init_fence();
   }
-  __syncthreads();
+  // The peers' barriers are initialised before anyone copies into them or arrives on them.
+  if constexpr (CL > 1)
+    detail::cluster_sync();
+  else
+    __syncthreads();
   const char* a8 = reinterpret_cast<const char*>(a);
   const char* m8 = reinterpret_cast<const char*>(meta);
-  // Step i's first chunk: the blocks walk their part from different steps (block x from step
+  // Step i's first chunk: the blocks walk their part from different steps (cluster x from step
   // x mod steps), so the grid does not ask the L2 for the same B chunk all at once.
-  const int rot = steps > 0 ? static_cast<int>(blockIdx.x % static_cast<unsigned>(steps)) : 0;
+  const int rot = steps > 0 ? static_cast<int>(blockIdx.x / CL % static_cast<unsigned>(steps)) : 0;
   auto first_chunk = [&](int i) { return c0 + (i + rot < steps ? i + rot : i + rot - steps) * U; };
   // Thread 0: step i's A and metadata (announcing the whole step's bytes), then its B.
   auto issue_a = [&](int i) {
@@ -1018,22 +1036,28 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
       detail::bulk_copy(buf + kBytesB + kBytesA + w * U * kMeta, m8 + tc * kMeta, nu * kMeta, bar);
     }
   };
+  // Step i's B: this block's (CL = 1) or, from the leader, the cluster's.
   auto issue_b = [&](int i) {
     const int kc0 = first_chunk(i), nu = min(U, c1 - kc0);
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
     const unsigned bar = bar0 + 8 * (i % kBuffers);
     const char* b8 = reinterpret_cast<const char*>(bw);
-    for (int u = 0; u < nu; ++u)
-      detail::bulk_copy(buf + u * NT * kTile,
-                        b8 + (static_cast<long long>(kc0 + u) * col_tiles + ct0) * kTile,
-                        tiles_n * kTile, bar);
+    for (int u = 0; u < nu; ++u) {
+      const char* src = b8 + (static_cast<long long>(kc0 + u) * col_tiles + ct0) * kTile;
+      if constexpr (CL > 1)
+        detail::bulk_copy_multicast(buf + u * NT * kTile, src, tiles_n * kTile, bar,
+                                    (1u << CL) - 1u);
+      else
+        detail::bulk_copy(buf + u * NT * kTile, src, tiles_n * kTile, bar);
+    }
   };
+  const bool stages_b = CL == 1 || rank == 0;
   if (tid == 0)
     for (int i = 0; i < kBuffers && i < steps; ++i) issue_a(i);
   // The lift wrote bw and token_scales; this kernel may have started before it ended.
   bw = after_grid_dependency(bw);
   if (QUANT) token_scales = after_grid_dependency(token_scales);
-  if (tid == 0)
+  if (tid == 0 && stages_b)
     for (int i = 0; i < kBuffers && i < steps; ++i) issue_b(i);
   const int meta_lane = g * ML + (t % ML);
   for (int i = 0; i < steps; ++i) {
@@ -1063,9 +1087,20 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
     wgmma_wait<0>();
     __syncthreads();  // buffer i % kBuffers is read: step i + kBuffers may refill it
     if (tid == 0 && i + kBuffers < steps) {
+      const int b = i % kBuffers;
+      if constexpr (CL > 1) detail::cluster_arrive(empty0 + 8 * b, 0u);
       issue_a(i + kBuffers);
-      issue_b(i + kBuffers);
+      if (stages_b) {
+        // The cluster's blocks have all read the buffer (the barrier's (i / kBuffers)-th phase).
+        if constexpr (CL > 1)
+          detail::cluster_wait(empty0 + 8 * b, static_cast<unsigned>((i / kBuffers) & 1));
+        issue_b(i + kBuffers);
+      }
     }
+  }
+  if constexpr (CL > 1) {
+    detail::cluster_sync();  // no block leaves while the leader's copies or arrivals may reach it
+    if (bt0 >= row_tiles) return;  // a row block past M, there for the cluster's staging
   }
   detail::slide_store<T, 1, NT, QUANT, (KS > 1)>(acc, C, ws, row_scales, token_scales, alpha, beta,
                                                  M, N, rt0, ct0, g, t, c_rs, c_ns);

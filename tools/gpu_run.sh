@@ -73,6 +73,8 @@ SANITIZER_RUNS=(
   # slide: the lift and the main kernel it launches programmatically (every split and lift, every
   # value type: e4m3's 8-byte A and B lanes included).
   "slide_split_lift|tests/gpu_tests '--gtest_filter=GpuSlide.EverySplitAndLift'"
+  # slide split=wg in clusters: multicast staging and the cross-block barriers, grids past M.
+  "slide_wg_clusters|tests/gpu_tests '--gtest_filter=GpuSlide.WarpgroupClusters'"
   # twell: both gates, overflowing tiles, tokens split across blocks (the fp32 workspace), the
   # queue of long tokens' parts.
   "twell|tests/gpu_tests '--gtest_filter=GpuTwell.FromAFewNonzerosToRowsThatOverflowEveryTile:GpuTwell.FewTokensSplitAcrossBlocks:GpuTwell.QueueCutsLongTokensIntoParts'"

@@ -312,8 +312,8 @@ TEST(SlideCodegen, WarpgroupKernelOnSm90a) {
         k.source.find(fmt::format("sg::slide_lift<T, {}, 4, 128, {}, 8, 0, 2>(", kind, quant)),
         std::string::npos)
         << k.source;
-    EXPECT_NE(k.source.find(fmt::format("sg::slide_spmm_wg<T, {}, 4, 2, 8, {}, 1, 2>(values, meta, "
-                                        "bw, C",
+    EXPECT_NE(k.source.find(fmt::format("sg::slide_spmm_wg<T, {}, 4, 2, 8, {}, 1, 2, 1>(values, "
+                                        "meta, bw, C",
                                         kind, quant)),
               std::string::npos)
         << k.source;
@@ -330,6 +330,34 @@ TEST(SlideCodegen, WarpgroupKernelOnSm90a) {
     const auto r = nvrtc::compile(k.source, o);
     EXPECT_FALSE(r.image.empty()) << to_string(dt);
   }
+}
+
+// split=wg in clusters: the template's last argument, a grid of whole clusters (7 row tiles: 2
+// blocks of 4 warps, rounded up to 4), the launch's cluster dimension, and a cubin for sm_90a.
+TEST(SlideCodegen, WarpgroupClusterLaunch) {
+  const CsrMatrix a = weight_6_8(100, 130);
+  SlideSchedule s;
+  s.split = SlideSplit::Group;
+  s.warps = 4;
+  s.n_tiles = 4;
+  s.unroll = 2;
+  s.stages = 2;
+  s.cluster = 4;
+  const Problem p = Problem::spmm(100, 130, 32, DType::F16);
+  const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::F16));
+  EXPECT_NE(k.source.find("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, 1, 2, 4>(values, meta, bw, C"),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("// clusters of 4 row blocks"), std::string::npos) << k.source;
+  EXPECT_EQ(k.signature.launch.grid_x, 4);
+  EXPECT_EQ(k.signature.launch.cluster_x, 4);
+  EXPECT_NE(describe(k.signature).find(" cluster=4"), std::string::npos);
+  EXPECT_EQ(to_string(Schedule(s)),
+            "slide;pattern=6:8;split=wg;lift=kernel;warps=4;mt=1;nt=4;unroll=2;stages=2;cluster=4");
+  nvrtc::CompileOptions o;
+  o.arch = "sm_90a";
+  o.headers = k.headers;
+  EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
 }
 
 TEST(SlideCodegen, CompilesForEveryValueType) {

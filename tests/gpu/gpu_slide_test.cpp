@@ -160,6 +160,38 @@ TEST_F(GpuSlide, WarpgroupWgmma) {
   std::printf("slide split=wg: %d kernels checked\n", checked_);
 }
 
+// split=wg in clusters of 2 and 4 row blocks (B staged once per cluster by multicast): grids
+// rounded up past M (150 rows: 3 or 2 row blocks), rings that wrap many times (unroll 1) or not
+// at all, K parts, every 16-byte type, N from 1 to 72.
+TEST_F(GpuSlide, WarpgroupClusters) {
+  if (!target_.limits.wgmma) GTEST_SKIP() << "split=wg needs an sm_90 device";
+  uint64_t seed = 1700;
+  int expected = 0;
+  const CsrMatrix a = slide_weight(150, 8 * 45 + 3, 4, 59);
+  for (DType dt : {DType::F16, DType::BF16, DType::I8})
+    for (int64_t n : {1, 64, 72})
+      for (const int cluster : {2, 4})
+        for (const int warps : {4, 8}) {
+          const Problem p = problem_of(dt, a.rows, a.cols, n, int(seed));
+          SlideSchedule s;
+          s.pattern = 4;
+          s.split = SlideSplit::Group;
+          s.warps = warps;
+          s.n_tiles = n == 1 ? 1 : 8;  // N = 72: two column blocks, the second one tile wide
+          s.unroll = warps == 4 ? 1 : 4;
+          s.stages = warps == 4 ? 2 : 1;
+          s.ksplit = n == 64 ? 3 : 1;
+          s.cluster = cluster;
+          ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
+          ASSERT_EQ(slide_grid_x(p, s) % cluster, 0);
+          ++expected;
+          check_schedule(a, p, Schedule(s), ++seed);
+        }
+  EXPECT_EQ(checked_, expected);
+  EXPECT_EQ(expected, 3 * 3 * 2 * 2);
+  std::printf("slide split=wg clusters: %d kernels checked\n", checked_);
+}
+
 // K parts (ksplit 2, 3, 5: the last part short or empty) for every split and lift, every value
 // type, N = 1, 8 and 64, K odd and even, B and C in both layouts; gpu_check runs each kernel twice
 // (two betas), so the second run also checks that the first left the workspace at zero.

@@ -99,6 +99,42 @@ TEST(SlideSchedule, WarpgroupSplit) {
       validate_slide(Problem::quantized_spmm(300, 512, 64, DType::I8, DType::F16), s).empty());
 }
 
+// split=wg clusters: printed, parsed, the grid rounded up to whole clusters; other splits and
+// sizes refused with the reason.
+TEST(SlideSchedule, WarpgroupClusters) {
+  SlideSchedule s;
+  s.pattern = 4;
+  s.split = SlideSplit::Group;
+  s.warps = 8;
+  s.n_tiles = 8;
+  s.stages = 2;
+  s.cluster = 2;
+  const std::string spec = to_string(Schedule(s));
+  EXPECT_EQ(spec,
+            "slide;pattern=6:8;split=wg;lift=kernel;warps=8;mt=1;nt=8;unroll=2;stages=2;cluster=2");
+  EXPECT_EQ(parse_schedule(spec), Schedule(s));
+  EXPECT_NE(print_schedule(Schedule(s))
+                .find("  share : cluster=2 row blocks per cluster; its first stages B into all of "
+                      "them (multicast)\n"),
+            std::string::npos);
+  const Problem p = Problem::spmm(300, 512, 64, DType::F16);
+  EXPECT_EQ(slide_grid_x(p, s), 4);  // 19 row tiles, 8 per block: 3 blocks, 2 clusters
+  s.cluster = 4;
+  EXPECT_EQ(slide_grid_x(p, s), 4);
+  s.warps = 4;
+  EXPECT_EQ(slide_grid_x(p, s), 8);  // 5 blocks
+  EXPECT_TRUE(verify_slide(p, s, DeviceLimits::sm90()).empty());
+  for (const char* bad : {"slide;split=k;cluster=2", "slide;split=rows;warps=4;cluster=2",
+                          "slide;split=wg;warps=4;cluster=3", "slide;split=wg;warps=4;cluster=8"})
+    EXPECT_THROW(parse_schedule(bad), UserError) << bad;
+  try {
+    parse_schedule("slide;split=k;cluster=2");
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("cluster=2 needs split=wg"), std::string::npos)
+        << e.what();
+  }
+}
+
 // Both mma.sp forms (ir/slide_schedule.h, SlideForm): they differ for e4m3, whose kernel form is
 // the fp16 layout (32-column chunks) and whose library form is m16n8k64's (64).
 TEST(SlideFragments, DecodeIsTheLiftedWeightForEveryPatternAndWidth) {
