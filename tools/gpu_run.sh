@@ -51,7 +51,7 @@ BENCH_DIR=/tmp/sparsegen-bench
 GPU_TEST_REGEX='^(Gpu[A-Za-z0-9_]*)\.'
 # ctest runs every registered suite; these extra labels/regexes can narrow it (empty: all).
 # CTEST_REGEX narrows ctest to matching tests (e.g. "Macko" while iterating on one kernel family).
-CTEST_ARGS=(--timeout 300 -j 8)
+CTEST_ARGS=(--timeout "${CTEST_TIMEOUT:-300}" -j 8)  # CTEST_TIMEOUT: seconds per test
 [ -n "${CTEST_REGEX:-}" ] && CTEST_ARGS+=(-R "$CTEST_REGEX")
 # Wall-clock caps (s) so that a slow step still leaves time for the rest of a 600 s device call.
 CTEST_BUDGET_S=${CTEST_BUDGET_S:-300}
