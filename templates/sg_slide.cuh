@@ -1038,27 +1038,22 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
       detail::bulk_copy(buf + kBytesB + kBytesA + w * U * kMeta, m8 + tc * kMeta, nu * kMeta, bar);
     }
   };
-  // The byte step between a chunk's core columns in shared memory (the descriptor's LBO).
-  const bool whole_b = ct0 == 0 && tiles_n == col_tiles;
-  const unsigned b_lbo = (whole_b ? col_tiles : NT) * (kTile / 4);
   // Step i's B: this block's (CL = 1) or, from the leader, the cluster's.
   auto issue_b = [&](int i) {
     const int kc0 = first_chunk(i), nu = min(U, c1 - kc0);
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
     const unsigned bar = bar0 + 8 * (i % kBuffers);
     const char* b8 = reinterpret_cast<const char*>(bw);
-    // A block that holds every column tile copies a chunk whole (its 4 core columns adjacent).
-    const int pieces = whole_b ? 1 : 4;
-    const unsigned piece = whole_b ? 4 * col_tiles * (kTile / 4) : tiles_n * (kTile / 4);
     for (int u = 0; u < nu; ++u)
-      for (int c = 0; c < pieces; ++c) {
+#pragma unroll
+      for (int c = 0; c < 4; ++c) {
         const char* src =
             b8 + (static_cast<long long>((kc0 + u) * 4 + c) * col_tiles + ct0) * (kTile / 4);
-        const unsigned dst = buf + u * NT * kTile + c * b_lbo;
+        const unsigned dst = buf + u * NT * kTile + c * NT * (kTile / 4);
         if constexpr (CL > 1)
-          detail::bulk_copy_multicast(dst, src, piece, bar, (1u << CL) - 1u);
+          detail::bulk_copy_multicast(dst, src, tiles_n * (kTile / 4), bar, (1u << CL) - 1u);
         else
-          detail::bulk_copy(dst, src, piece, bar);
+          detail::bulk_copy(dst, src, tiles_n * (kTile / 4), bar);
       }
   };
   const bool stages_b = CL == 1 || rank == 0;
@@ -1091,7 +1086,7 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
       if (kc0 + u < c1)  // the same for the whole block
         detail::wgmma_sp_m64<E, 8 * NT>(
             acc, av[u],
-            detail::wgmma_desc_kmajor(buf + static_cast<unsigned>(u * NT * kTile), b_lbo, 128),
+            detail::wgmma_desc_kmajor(buf + static_cast<unsigned>(u * NT * kTile), NT * 128, 128),
             ev[u]);
     wgmma_commit();
     wgmma_wait<0>();
