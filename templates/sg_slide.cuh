@@ -449,11 +449,9 @@ __device__ __forceinline__ float slide_global_max(const T* __restrict__ B, int K
 // token, the same value); blocks (b, 0) store their tokens' scales.
 //
 // ORDER: 0 the fragment order above; 2 core order (16-byte lanes only), for wgmma.sp's K-major B:
-// core matrix t of chunk kc (chunk rows t·4E … t·4E + 4E − 1) and tile ct as 8 rows of 16 bytes
-// (token n % 8 in row n % 8, each row one unit and one 16-byte store), the tiles of (kc, t)
-// adjacent: unit ((kc·4 + t)·col_tiles + ct)·8 + n % 8. So a block's tiles of one core column
-// are one contiguous copy, and in shared memory the core matrices a wgmma reads side by side
-// along N lie in consecutive 128-byte rows (different banks); 1 (PLAIN) writes B'
+// the 128 words of a (chunk, tile) hold word r of lane l at r·32 + l, i.e. core matrix r (chunk
+// rows r·4E … r·4E + 4E − 1) as 8 rows of 16 bytes, token n % 8 in row n % 8, each row one unit
+// and one 16-byte store; 1 (PLAIN) writes B'
 // plainly instead, for a library GEMM: lifted K (chunks · kChunk) x N
 // column-major, unit (chunk, token, t) = lifted columns chunk · kChunk + 4E·t … + 4E − 1 of the
 // token at bw[(n · chunks + chunk) · 4 + t] (16-byte units; tokens >= N are not written).
@@ -577,7 +575,7 @@ __device__ __forceinline__ void slide_lift(const T* __restrict__ B, unsigned* __
         }
       }
       const int unit = PLAIN        ? (n * chunks + kc) * 4 + t
-                       : ORDER == 2 ? ((kc * 4 + t) * col_tiles + (n >> 3)) * 8 + (n & 7)
+                       : ORDER == 2 ? (kc * col_tiles + (n >> 3)) * 32 + t * 8 + (n & 7)
                                     : (kc * col_tiles + (n >> 3)) * 32 + (n & 7) * 4 + t;
       if constexpr (KIND == 4)  // four e4m3 pairs: 8 bytes
         reinterpret_cast<uint2*>(bw)[unit] =
@@ -943,9 +941,9 @@ __device__ __forceinline__ void slide_spmm_rows(
 // tiles cb·NT … (cb, K part and finish as in slide_spmm_rows). A step is U chunks. Thread 0
 // stages each step whole in shared memory with bulk copies (sg_bulk_copy.cuh) counted by the
 // step's mbarrier, ST + 1 steps in flight in a ring of ST + 1 buffers:
-//   B     U x NT x 512 bytes, written by slide_lift in core order (ORDER = 2): per chunk the
-//         K-major core matrices of one wgmma.sp B operand (LBO NT·128: the next 4E lifted rows;
-//         SBO 128: the next 8 tokens), read once per WARPS·16 rows; per chunk and core column one
+//   B     U x NT x 512 bytes, written by slide_lift in core order (ORDER = 2): per chunk and
+//         column tile the K-major core matrices of one wgmma.sp B operand (LBO 128: the next 4E
+//         lifted rows; SBO 512: the next 8 tokens), read once per WARPS·16 rows; per chunk one
 //         copy of the block's column tiles (adjacent in bw)
 //   A     WARPS x U x 512 bytes, per row tile one copy of its U chunks' fragments (adjacent)
 //   meta  WARPS x U x 32·ML bytes, per row tile one copy of its U chunks' metadata words
@@ -1044,17 +1042,14 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
     const unsigned bar = bar0 + 8 * (i % kBuffers);
     const char* b8 = reinterpret_cast<const char*>(bw);
-    for (int u = 0; u < nu; ++u)
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const char* src =
-            b8 + (static_cast<long long>((kc0 + u) * 4 + c) * col_tiles + ct0) * (kTile / 4);
-        const unsigned dst = buf + u * NT * kTile + c * NT * (kTile / 4);
-        if constexpr (CL > 1)
-          detail::bulk_copy_multicast(dst, src, tiles_n * (kTile / 4), bar, (1u << CL) - 1u);
-        else
-          detail::bulk_copy(dst, src, tiles_n * (kTile / 4), bar);
-      }
+    for (int u = 0; u < nu; ++u) {
+      const char* src = b8 + (static_cast<long long>(kc0 + u) * col_tiles + ct0) * kTile;
+      if constexpr (CL > 1)
+        detail::bulk_copy_multicast(buf + u * NT * kTile, src, tiles_n * kTile, bar,
+                                    (1u << CL) - 1u);
+      else
+        detail::bulk_copy(buf + u * NT * kTile, src, tiles_n * kTile, bar);
+    }
   };
   const bool stages_b = CL == 1 || rank == 0;
   if (tid == 0)
@@ -1086,7 +1081,7 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
       if (kc0 + u < c1)  // the same for the whole block
         detail::wgmma_sp_m64<E, 8 * NT>(
             acc, av[u],
-            detail::wgmma_desc_kmajor(buf + static_cast<unsigned>(u * NT * kTile), NT * 128, 128),
+            detail::wgmma_desc_kmajor(buf + static_cast<unsigned>(u * NT * kTile), 128, kTile),
             ev[u]);
     wgmma_commit();
     wgmma_wait<0>();
