@@ -24,7 +24,8 @@
 //     cluster  split=wg: row blocks per thread-block cluster (1, 2, 4; printed when > 1). The
 //              cluster's first block stages each step's B into all of them with one multicast
 //              bulk copy, so the L2 serves B once per cluster·warps·16 rows; the grid is rounded
-//              up to whole clusters.
+//              up to whole clusters. Given by SPEC only: on an H200 it ran 1.4-2x slower than
+//              cluster=1 (the blocks of a cluster then walk K in lockstep), so not enumerated.
 //
 // Two kernels per run (one with lift=fused):
 //   b_transform  lifts B into the sliding windows (Ψ) and, for int8 / fp8, quantizes it per token
