@@ -962,7 +962,8 @@ __device__ __forceinline__ void slide_spmm_rows(
 //   issue steps 0 … ST (A and metadata before the wait for the lift, B after)
 //   for step i: wait for its barrier; A, meta <- shared; wgmma.sp x U; wait for the wgmma;
 //               sync; thread 0 issues step i + ST + 1 into the freed buffer
-//               (CL > 1: arrive on the leader's empty barrier; the leader waits on it for B)
+//               (CL > 1: arrive on the leader's empty barrier; the leader issues step
+//               i + ST's B once every block has read buffer (i − 1) % (ST + 1))
 template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST, int CL>
 __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
                                               const unsigned* __restrict__ meta,
@@ -1087,15 +1088,18 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
     wgmma_wait<0>();
     __syncthreads();  // buffer i % kBuffers is read: step i + kBuffers may refill it
     if (tid == 0 && i + kBuffers < steps) {
-      const int b = i % kBuffers;
-      if constexpr (CL > 1) detail::cluster_arrive(empty0 + 8 * b, 0u);
+      if constexpr (CL > 1) detail::cluster_arrive(empty0 + 8 * (i % kBuffers), 0u);
       issue_a(i + kBuffers);
-      if (stages_b) {
-        // The cluster's blocks have all read the buffer (the barrier's (i / kBuffers)-th phase).
-        if constexpr (CL > 1)
-          detail::cluster_wait(empty0 + 8 * b, static_cast<unsigned>((i / kBuffers) & 1));
-        issue_b(i + kBuffers);
-      }
+      if constexpr (CL == 1) issue_b(i + kBuffers);
+    }
+    // The leader refills B one step late: buffer (i − 1) % kBuffers, once the cluster's blocks
+    // have all read it (its empty barrier's ((i − 1) / kBuffers)-th phase). Waiting for this
+    // step's buffer instead would hold the leader's warpgroup until the slowest block of the
+    // cluster finished this step, every step.
+    if (CL > 1 && tid == 0 && stages_b && i >= 1 && i - 1 + kBuffers < steps) {
+      detail::cluster_wait(empty0 + 8 * ((i - 1) % kBuffers),
+                           static_cast<unsigned>(((i - 1) / kBuffers) & 1));
+      issue_b(i - 1 + kBuffers);
     }
   }
   if constexpr (CL > 1) {
