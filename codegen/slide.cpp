@@ -226,6 +226,10 @@ class SlideEmitter : public Emitter {
           "{} warpgroup(s) x 64 rows, {} column tile(s) per block; A, metadata and B staged "
           "by bulk copies, one wgmma.sp m64n{} per chunk and warpgroup, {} chunks",
           s_.warps / 4, s_.n_tiles, 8 * s_.n_tiles, f_.chunks));
+    if (s_.producer > 0)
+      comment(
+          "warp-specialised: the last warp stages the steps; the warpgroups release each buffer "
+          "through its empty barrier");
     if (s_.cluster > 1)
       comment(fmt::format(
           "clusters of {} row blocks (launch attribute); the first stages B into all of them by "
@@ -276,7 +280,7 @@ class SlideEmitter : public Emitter {
     const auto targ_wg =
         targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype, SlideForm::Kernel)}, IntArg{s_.n_tiles},
               IntArg{s_.unroll}, IntArg{s_.warps}, IntArg{quant_ ? 1 : 0}, IntArg{s_.ksplit},
-              IntArg{s_.stages}, IntArg{s_.cluster});
+              IntArg{s_.stages}, IntArg{s_.cluster}, IntArg{s_.producer});
     std::apply(
         [&](const auto&... a) {
           if (s_.split == SlideSplit::K)

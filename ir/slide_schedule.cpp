@@ -85,6 +85,9 @@ std::vector<std::string> validate(const SlideSchedule& s) {
     if (s.prefetch > 0) why.push_back("prefetch needs split=k or rows");
   }
   one_of("cluster", s.cluster, {1, 2, 4});
+  one_of("producer", s.producer, {0, 1});
+  if (s.producer > 0 && s.split != SlideSplit::Group)
+    why.push_back("producer=1 needs split=wg (a warp that stages the steps by bulk copies)");
   if (s.cluster > 1 && s.split != SlideSplit::Group)
     why.push_back(fmt::format(
         "cluster={} needs split=wg (its blocks share B by multicast bulk copies)", s.cluster));
@@ -120,13 +123,14 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
 }
 
 std::string slide_spec(const SlideSchedule& s) {
-  return fmt::format("slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}{}{}",
-                     2 * s.pattern - 2, 2 * s.pattern, to_string(s.split), to_string(s.lift),
-                     s.warps, s.m_tiles, s.n_tiles, s.unroll,
-                     s.ksplit > 1 ? fmt::format(";ksplit={}", s.ksplit) : "",
-                     s.stages > 1 ? fmt::format(";stages={}", s.stages) : "",
-                     s.prefetch > 0 ? fmt::format(";prefetch={}", s.prefetch) : "",
-                     s.cluster > 1 ? fmt::format(";cluster={}", s.cluster) : "");
+  return fmt::format(
+      "slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}{}{}{}",
+      2 * s.pattern - 2, 2 * s.pattern, to_string(s.split), to_string(s.lift), s.warps, s.m_tiles,
+      s.n_tiles, s.unroll, s.ksplit > 1 ? fmt::format(";ksplit={}", s.ksplit) : "",
+      s.stages > 1 ? fmt::format(";stages={}", s.stages) : "",
+      s.prefetch > 0 ? fmt::format(";prefetch={}", s.prefetch) : "",
+      s.cluster > 1 ? fmt::format(";cluster={}", s.cluster) : "",
+      s.producer > 0 ? ";producer=1" : "");
 }
 
 std::string print_slide(const SlideSchedule& s) {
@@ -172,6 +176,8 @@ std::string print_slide(const SlideSchedule& s) {
     out += fmt::format(
         "  early : prefetch={} chunks of A per row tile asked of the L2 before the lift ends\n",
         s.prefetch);
+  if (s.producer > 0)
+    out += "  warps : + 1 producer warp staging the steps; the warpgroups only wait and multiply\n";
   if (s.cluster > 1)
     out += fmt::format(
         "  share : cluster={} row blocks per cluster; its first stages B into all of them "
@@ -239,10 +245,12 @@ SlideSchedule parse_slide_fields(std::string_view spec,
       s.prefetch = static_cast<int>(spec_fields::parse_int(key, v, 0, kSlideMaxPrefetch));
     else if (key == "cluster")
       s.cluster = num(64);
+    else if (key == "producer")
+      s.producer = static_cast<int>(spec_fields::parse_int(key, v, 0, 1));
     else
       spec_fields::error(key,
                          "one of pattern, split, lift, warps, mt, nt, unroll, ksplit, stages, "
-                         "prefetch, cluster (family slide)",
+                         "prefetch, cluster, producer (family slide)",
                          key);
   });
   spec_fields::check_legal(spec, validate(s));

@@ -26,6 +26,10 @@
 //              bulk copy, so the L2 serves B once per cluster·warps·16 rows; the grid is rounded
 //              up to whole clusters. Given by SPEC only: on an H200 it ran 1.4-2x slower than
 //              cluster=1 (the blocks of a cluster then walk K in lockstep), so not enumerated.
+//     producer split=wg: 1 adds a warp that only stages the steps (bulk copies into a ring whose
+//              buffers the multiplying warps release through barriers), so that the warpgroups
+//              never wait at a block barrier or for a copy's issue (printed when 1). Given by SPEC
+//              only until measured.
 //
 // Two kernels per run (one with lift=fused):
 //   b_transform  lifts B into the sliding windows (Ψ) and, for int8 / fp8, quantizes it per token
@@ -89,8 +93,11 @@ struct SlideSchedule {
   int stages = 1;                      // load steps in flight per warp: 1, 2
   int prefetch = 0;                    // chunks of A per row tile prefetched before the lift ends
   int cluster = 1;                     // split=wg: row blocks sharing B by multicast: 1, 2, 4
+  int producer = 0;                    // split=wg: 1 adds a producer warp that stages the steps
 
-  int threads_per_block() const { return warps * kWarpSize; }
+  // warps multiply; split=wg with producer=1 adds the producer warp
+  int threads_per_block() const { return (warps + producer) * kWarpSize; }
+
   bool operator==(const SlideSchedule&) const = default;
 };
 

@@ -35,6 +35,12 @@ __device__ __forceinline__ void bulk_copy(unsigned dst, const void* src, unsigne
       : "memory");
 }
 
+// One plain arrival (release at CTA scope) on the barrier at shared address bar: a reader telling
+// the thread that refills a buffer that it is done with it.
+__device__ __forceinline__ void barrier_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
 // Waits until the barrier's phase of the given parity (0, 1, 0, … per use) has completed.
 __device__ __forceinline__ void bulk_wait(unsigned bar, unsigned parity) {
   unsigned ok = 0;

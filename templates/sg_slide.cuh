@@ -240,7 +240,8 @@ __device__ __forceinline__ void slide_split_finish(T* __restrict__ C, float* ws,
   const int col_tiles = (N + 7) >> 3, tile_cols = cols >> 3;
   const int quads = rows * cols / 4;
   constexpr int kBatch = 4;
-  for (int q0 = tid; q0 < quads; q0 += THREADS * kBatch) {
+  // tid >= THREADS: a thread of the caller's block that only meets the barriers (a producer warp).
+  for (int q0 = tid; tid < THREADS && q0 < quads; q0 += THREADS * kBatch) {
     float4 v[kBatch];
     float old[kBatch][4];
     int base[kBatch];
@@ -964,7 +965,14 @@ __device__ __forceinline__ void slide_spmm_rows(
 //               sync; thread 0 issues step i + ST + 1 into the freed buffer
 //               (CL > 1: arrive on the leader's empty barrier; the leader issues step
 //               i + ST's B once every block has read buffer (i − 1) % (ST + 1))
-template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST, int CL>
+// PW = 1 (warp-specialised): one more warp, warp WARPS, stages the steps and the WARPS consumer
+// warps never meet at a block barrier. Each consumer warp arrives on its buffer's "empty" barrier
+// (WARPS arrivals; CL > 1: also on the leader's, WARPS·CL) once its warpgroup's wgmma has read it,
+// and the producer's lane 0 refills a buffer as soon as it is free; so the copies' issue and the
+// wait for the slowest reader leave the consumers' path.
+//   producer: steps 0 … ST; for step i > ST: wait empty(i − ST − 1); A(i); [wait the cluster] B(i)
+//   consumer: for step i: wait full; A, meta <- shared; wgmma.sp x U; wait; arrive empty
+template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST, int CL, int PW>
 __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
                                               const unsigned* __restrict__ meta,
                                               const unsigned* __restrict__ bw, T* __restrict__ C,
@@ -977,6 +985,7 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
   static_assert(WARPS % 4 == 0, "split=wg: whole warpgroups");
   static_assert(KIND <= 2, "split=wg: fp16, bf16 or int8 (16-byte lanes)");
   static_assert(CL == 1 || CL == 2 || CL == 4, "cluster of 1, 2 or 4 blocks");
+  static_assert(PW == 0 || PW == 1, "one producer warp or none");
   using K_ = detail::SlideKind<KIND>;
   using Acc = typename K_::Acc;
   using E = typename detail::SlideCond<
@@ -991,7 +1000,9 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
   constexpr int kStep = kBytesB + kBytesA + kBytesM;
   constexpr int kBuffers = ST + 1;
   __shared__ alignas(8) unsigned long long full[kBuffers];
-  __shared__ alignas(8) unsigned long long empty[CL > 1 ? kBuffers : 1];  // the leader's
+  // PW: this block's consumer warps release a buffer here; else (CL > 1) the leader's, per block.
+  __shared__ alignas(8) unsigned long long empty[CL > 1 || PW ? kBuffers : 1];
+  __shared__ alignas(8) unsigned long long cluster_empty[CL > 1 && PW ? kBuffers : 1];  // leader's
   const unsigned rank = CL > 1 ? detail::cluster_rank() : 0u;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int g = lane >> 2, t = lane & 3;
@@ -1006,10 +1017,13 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
   const int steps = c1 > c0 ? (c1 - c0 + U - 1) / U : 0;
   const int tiles_n = min(NT, col_tiles - ct0), tiles_m = max(0, min(WARPS, row_tiles - bt0));
   const unsigned empty0 = static_cast<unsigned>(__cvta_generic_to_shared(empty));
+  const unsigned cempty0 = static_cast<unsigned>(__cvta_generic_to_shared(cluster_empty));
   if (tid == 0) {
     for (int b = 0; b < kBuffers; ++b) {
       detail::bulk_barrier_init(bar0 + 8 * b);
-      if (CL > 1) detail::bulk_barrier_init(empty0 + 8 * b, CL);
+      if (PW) detail::bulk_barrier_init(empty0 + 8 * b, WARPS);
+      if (PW && CL > 1) detail::bulk_barrier_init(cempty0 + 8 * b, WARPS * CL);
+      if (!PW && CL > 1) detail::bulk_barrier_init(empty0 + 8 * b, CL);
     }
     detail::bulk_barrier_init_fence();
   }
@@ -1053,15 +1067,10 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
     }
   };
   const bool stages_b = CL == 1 || rank == 0;
-  if (tid == 0)
-    for (int i = 0; i < kBuffers && i < steps; ++i) issue_a(i);
-  // The lift wrote bw and token_scales; this kernel may have started before it ended.
-  bw = after_grid_dependency(bw);
-  if (QUANT) token_scales = after_grid_dependency(token_scales);
-  if (tid == 0 && stages_b)
-    for (int i = 0; i < kBuffers && i < steps; ++i) issue_b(i);
   const int meta_lane = g * ML + (t % ML);
-  for (int i = 0; i < steps; ++i) {
+  // Step i's product of this warp's warpgroup, once the step has landed; on return the wgmma has
+  // read the buffer.
+  auto multiply = [&](int i) {
     const int kc0 = first_chunk(i);
     detail::bulk_wait(bar0 + 8 * (i % kBuffers), static_cast<unsigned>((i / kBuffers) & 1));
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
@@ -1086,28 +1095,69 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
             ev[u]);
     wgmma_commit();
     wgmma_wait<0>();
-    __syncthreads();  // buffer i % kBuffers is read: step i + kBuffers may refill it
-    if (tid == 0 && i + kBuffers < steps) {
-      if constexpr (CL > 1) detail::cluster_arrive(empty0 + 8 * (i % kBuffers), 0u);
-      issue_a(i + kBuffers);
-      if constexpr (CL == 1) issue_b(i + kBuffers);
+  };
+  if constexpr (PW == 0) {
+    if (tid == 0)
+      for (int i = 0; i < kBuffers && i < steps; ++i) issue_a(i);
+    // The lift wrote bw and token_scales; this kernel may have started before it ended.
+    bw = after_grid_dependency(bw);
+    if (QUANT) token_scales = after_grid_dependency(token_scales);
+    if (tid == 0 && stages_b)
+      for (int i = 0; i < kBuffers && i < steps; ++i) issue_b(i);
+    for (int i = 0; i < steps; ++i) {
+      multiply(i);
+      __syncthreads();  // buffer i % kBuffers is read: step i + kBuffers may refill it
+      if (tid == 0 && i + kBuffers < steps) {
+        if constexpr (CL > 1) detail::cluster_arrive(empty0 + 8 * (i % kBuffers), 0u);
+        issue_a(i + kBuffers);
+        if constexpr (CL == 1) issue_b(i + kBuffers);
+      }
+      // The leader refills B one step late: buffer (i − 1) % kBuffers, once the cluster's blocks
+      // have all read it (its empty barrier's ((i − 1) / kBuffers)-th phase). Waiting for this
+      // step's buffer instead would hold the leader's warpgroup until the slowest block of the
+      // cluster finished this step, every step.
+      if (CL > 1 && tid == 0 && stages_b && i >= 1 && i - 1 + kBuffers < steps) {
+        detail::cluster_wait(empty0 + 8 * ((i - 1) % kBuffers),
+                             static_cast<unsigned>(((i - 1) / kBuffers) & 1));
+        issue_b(i - 1 + kBuffers);
+      }
     }
-    // The leader refills B one step late: buffer (i − 1) % kBuffers, once the cluster's blocks
-    // have all read it (its empty barrier's ((i − 1) / kBuffers)-th phase). Waiting for this
-    // step's buffer instead would hold the leader's warpgroup until the slowest block of the
-    // cluster finished this step, every step.
-    if (CL > 1 && tid == 0 && stages_b && i >= 1 && i - 1 + kBuffers < steps) {
-      detail::cluster_wait(empty0 + 8 * ((i - 1) % kBuffers),
-                           static_cast<unsigned>(((i - 1) / kBuffers) & 1));
-      issue_b(i - 1 + kBuffers);
+  } else if (warp == WARPS) {  // the producer warp
+    if (lane == 0) {
+      for (int i = 0; i < kBuffers && i < steps; ++i) issue_a(i);
+      bw = after_grid_dependency(bw);  // the lift wrote bw
+      if (stages_b)
+        for (int i = 0; i < kBuffers && i < steps; ++i) issue_b(i);
+      for (int i = kBuffers; i < steps; ++i) {
+        // Step i − kBuffers, the buffer's last use, is read: the barrier's phase of that step.
+        const unsigned phase = static_cast<unsigned>((i / kBuffers - 1) & 1);
+        detail::bulk_wait(empty0 + 8 * (i % kBuffers), phase);
+        issue_a(i);
+        if (!stages_b) continue;
+        if constexpr (CL > 1) detail::cluster_wait(cempty0 + 8 * (i % kBuffers), phase);
+        issue_b(i);
+      }
+    }
+    __syncwarp();
+  } else {                                                          // a consumer warp
+    if (QUANT) token_scales = after_grid_dependency(token_scales);  // the lift wrote them
+    for (int i = 0; i < steps; ++i) {
+      multiply(i);
+      if (i + kBuffers >= steps) continue;  // the buffer is not refilled
+      __syncwarp();
+      if (lane == 0) {
+        detail::barrier_arrive(empty0 + 8 * (i % kBuffers));
+        if constexpr (CL > 1) detail::cluster_arrive(cempty0 + 8 * (i % kBuffers), 0u);
+      }
     }
   }
   if constexpr (CL > 1) {
     detail::cluster_sync();  // no block leaves while the leader's copies or arrivals may reach it
     if (bt0 >= row_tiles) return;  // a row block past M, there for the cluster's staging
   }
-  detail::slide_store<T, 1, NT, QUANT, (KS > 1)>(acc, C, ws, row_scales, token_scales, alpha, beta,
-                                                 M, N, rt0, ct0, g, t, c_rs, c_ns);
+  if (warp < WARPS)
+    detail::slide_store<T, 1, NT, QUANT, (KS > 1)>(acc, C, ws, row_scales, token_scales, alpha,
+                                                   beta, M, N, rt0, ct0, g, t, c_rs, c_ns);
   if constexpr (KS > 1)
     detail::slide_split_finish<T, WARPS * 32, KS>(C, ws, counters + blockIdx.x * col_blocks + cb,
                                                   blockIdx.x * WARPS * 16, WARPS * 16, ct0 * 8,

@@ -312,7 +312,7 @@ TEST(SlideCodegen, WarpgroupKernelOnSm90a) {
         k.source.find(fmt::format("sg::slide_lift<T, {}, 4, 128, {}, 8, 0, 2>(", kind, quant)),
         std::string::npos)
         << k.source;
-    EXPECT_NE(k.source.find(fmt::format("sg::slide_spmm_wg<T, {}, 4, 2, 8, {}, 1, 2, 1>(values, "
+    EXPECT_NE(k.source.find(fmt::format("sg::slide_spmm_wg<T, {}, 4, 2, 8, {}, 1, 2, 1, 0>(values, "
                                         "meta, bw, C",
                                         kind, quant)),
               std::string::npos)
@@ -345,7 +345,7 @@ TEST(SlideCodegen, WarpgroupClusterLaunch) {
   s.cluster = 4;
   const Problem p = Problem::spmm(100, 130, 32, DType::F16);
   const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::F16));
-  EXPECT_NE(k.source.find("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, 1, 2, 4>(values, meta, bw, C"),
+  EXPECT_NE(k.source.find("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, 1, 2, 4, 0>(values, meta, bw, C"),
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("// clusters of 4 row blocks"), std::string::npos) << k.source;
@@ -358,6 +358,39 @@ TEST(SlideCodegen, WarpgroupClusterLaunch) {
   o.arch = "sm_90a";
   o.headers = k.headers;
   EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
+}
+
+// split=wg with a producer warp: one more warp in the launch bounds and the launch, the template's
+// last argument, and a cubin for sm_90a (with clusters and K parts as well).
+TEST(SlideCodegen, WarpgroupProducerWarp) {
+  const CsrMatrix a = weight_6_8(100, 130);
+  SlideSchedule s;
+  s.split = SlideSplit::Group;
+  s.warps = 4;
+  s.n_tiles = 4;
+  s.unroll = 2;
+  s.stages = 2;
+  s.producer = 1;
+  for (const int cluster : {1, 2}) {
+    s.cluster = cluster;
+    s.ksplit = cluster == 1 ? 1 : 2;
+    const Problem p = Problem::spmm(100, 130, 32, DType::F16);
+    const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::F16));
+    EXPECT_NE(k.source.find(fmt::format("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, {}, 2, {}, 1>(values, "
+                                        "meta, bw, C",
+                                        s.ksplit, cluster)),
+              std::string::npos)
+        << k.source;
+    EXPECT_NE(k.source.find("__launch_bounds__(160) sparsegen_slide("), std::string::npos)
+        << k.source;
+    EXPECT_NE(k.source.find("// warp-specialised: the last warp stages the steps"),
+              std::string::npos);
+    EXPECT_EQ(k.signature.launch.block_threads, 160);
+    nvrtc::CompileOptions o;
+    o.arch = "sm_90a";
+    o.headers = k.headers;
+    EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty()) << cluster;
+  }
 }
 
 TEST(SlideCodegen, CompilesForEveryValueType) {

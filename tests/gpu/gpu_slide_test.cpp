@@ -192,6 +192,37 @@ TEST_F(GpuSlide, WarpgroupClusters) {
   std::printf("slide split=wg clusters: %d kernels checked\n", checked_);
 }
 
+// split=wg with a producer warp (producer=1): rings of 2 to 5 buffers that wrap many times or
+// not at all, one or two warpgroups, K parts (the producer warp meets the finish's barriers),
+// clusters of 2 (the leader's producer waits for the cluster), every 16-byte type, N 1 to 72.
+TEST_F(GpuSlide, WarpgroupProducerWarp) {
+  if (!target_.limits.wgmma) GTEST_SKIP() << "split=wg needs an sm_90 device";
+  uint64_t seed = 1900;
+  int expected = 0;
+  const CsrMatrix a = slide_weight(150, 8 * 45 + 3, 4, 61);
+  for (DType dt : {DType::F16, DType::BF16, DType::I8})
+    for (int64_t n : {1, 64, 72})
+      for (const int stages : {1, 2, 4}) {
+        const Problem p = problem_of(dt, a.rows, a.cols, n, int(seed));
+        SlideSchedule s;
+        s.pattern = 4;
+        s.split = SlideSplit::Group;
+        s.producer = 1;
+        s.warps = stages == 2 ? 8 : 4;
+        s.n_tiles = n == 1 ? 1 : 8;
+        s.unroll = stages == 4 ? 4 : 1;
+        s.stages = stages;
+        s.ksplit = n == 64 ? 3 : 1;
+        s.cluster = stages == 1 ? 1 : 2;
+        ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
+        ++expected;
+        check_schedule(a, p, Schedule(s), ++seed);
+      }
+  EXPECT_EQ(checked_, expected);
+  EXPECT_EQ(expected, 3 * 3 * 3);
+  std::printf("slide split=wg producer warp: %d kernels checked\n", checked_);
+}
+
 // K parts (ksplit 2, 3, 5: the last part short or empty) for every split and lift, every value
 // type, N = 1, 8 and 64, K odd and even, B and C in both layouts; gpu_check runs each kernel twice
 // (two betas), so the second run also checks that the first left the workspace at zero.

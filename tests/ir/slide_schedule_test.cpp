@@ -127,6 +127,16 @@ TEST(SlideSchedule, WarpgroupClusters) {
   for (const char* bad : {"slide;split=k;cluster=2", "slide;split=rows;warps=4;cluster=2",
                           "slide;split=wg;warps=4;cluster=3", "slide;split=wg;warps=4;cluster=8"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
+  s.producer = 1;
+  EXPECT_EQ(to_string(Schedule(s)),
+            "slide;pattern=6:8;split=wg;lift=kernel;warps=4;mt=1;nt=8;unroll=2;stages=2;cluster=4;"
+            "producer=1");
+  EXPECT_EQ(parse_schedule(to_string(Schedule(s))), Schedule(s));
+  EXPECT_EQ(s.threads_per_block(), 160);
+  EXPECT_NE(print_schedule(Schedule(s)).find("  warps : + 1 producer warp staging the steps"),
+            std::string::npos);
+  EXPECT_THROW(parse_schedule("slide;split=k;producer=1"), UserError);
+  EXPECT_THROW(parse_schedule("slide;split=wg;warps=4;producer=2"), UserError);
   try {
     parse_schedule("slide;split=k;cluster=2");
   } catch (const UserError& e) {
