@@ -42,22 +42,33 @@ __device__ __forceinline__ void barrier_arrive(unsigned bar) {
 }
 
 // Waits until the barrier's phase of the given parity (0, 1, 0, … per use) has completed.
+// CLUSTER: for a barrier that other CTAs of the cluster arrive on; acquire at cluster scope, so
+// what they did before they arrived (their last reads of a buffer) happens before what follows.
+template <bool CLUSTER = false>
 __device__ __forceinline__ void bulk_wait(unsigned bar, unsigned parity) {
   unsigned ok = 0;
   do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(ok)
-        : "r"(bar), "r"(parity)
-        : "memory");
+    if constexpr (CLUSTER)
+      asm volatile(
+          "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], "
+          "%2;\n selp.u32 %0, 1, 0, p;\n}\n"
+          : "=r"(ok)
+          : "r"(bar), "r"(parity)
+          : "memory");
+    else
+      asm volatile(
+          "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+          " selp.u32 %0, 1, 0, p;\n}\n"
+          : "=r"(ok)
+          : "r"(bar), "r"(parity)
+          : "memory");
   } while (ok == 0);
 }
 
 // Clusters (a launch with a cluster dimension): several CTAs, co-scheduled on one GPC, that may
 // write each other's shared memory and arrive on each other's barriers.
-//   leader: wait(empty) -> copy_multicast(dst, src, n, full, mask)   lands in every CTA of mask
-//   each CTA: wait(full) ... read ... arrive_remote(empty, leader)
+//   leader: bulk_wait<true>(empty) -> bulk_copy_multicast(dst, src, n, full, mask)
+//   each CTA: bulk_wait(full) ... read ... cluster_arrive(empty, leader's rank)
 // This CTA's rank in its cluster.
 __device__ __forceinline__ unsigned cluster_rank() {
   unsigned r;
@@ -95,20 +106,6 @@ __device__ __forceinline__ void cluster_arrive(unsigned bar, unsigned rank) {
       " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
       "r"(rank)
       : "memory");
-}
-
-// bulk_wait for a barrier that other CTAs of the cluster arrive on: acquire at cluster scope, so
-// what they did before they arrived (their last reads of a buffer) happens before what follows.
-__device__ __forceinline__ void cluster_wait(unsigned bar, unsigned parity) {
-  unsigned ok = 0;
-  do {
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], "
-        "%2;\n selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(ok)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (ok == 0);
 }
 
 }  // namespace detail

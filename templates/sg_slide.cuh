@@ -1117,8 +1117,8 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
       // step's buffer instead would hold the leader's warpgroup until the slowest block of the
       // cluster finished this step, every step.
       if (CL > 1 && tid == 0 && stages_b && i >= 1 && i - 1 + kBuffers < steps) {
-        detail::cluster_wait(empty0 + 8 * ((i - 1) % kBuffers),
-                             static_cast<unsigned>(((i - 1) / kBuffers) & 1));
+        detail::bulk_wait<true>(empty0 + 8 * ((i - 1) % kBuffers),
+                                static_cast<unsigned>(((i - 1) / kBuffers) & 1));
         issue_b(i - 1 + kBuffers);
       }
     }
@@ -1134,7 +1134,7 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
         detail::bulk_wait(empty0 + 8 * (i % kBuffers), phase);
         issue_a(i);
         if (!stages_b) continue;
-        if constexpr (CL > 1) detail::cluster_wait(cempty0 + 8 * (i % kBuffers), phase);
+        if constexpr (CL > 1) detail::bulk_wait<true>(cempty0 + 8 * (i % kBuffers), phase);
         issue_b(i);
       }
     }
