@@ -17,6 +17,14 @@ CsrMatrix weight_6_8(int64_t m, int64_t k) {
   return testing::slide_weight(m, k, 4, 9);
 }
 
+// The kernel's NVRTC image for `arch` (empty when it does not compile).
+std::vector<char> image_for(const GeneratedKernel& k, const std::string& arch) {
+  nvrtc::CompileOptions o;
+  o.arch = arch;
+  o.headers = k.headers;
+  return nvrtc::compile(k.source, o).image;
+}
+
 TEST(SlideCodegen, SourceShapeAndSignature) {
   const CsrMatrix a = weight_6_8(64, 100);
   SlideSchedule s;
@@ -133,10 +141,7 @@ TEST(SlideCodegen, TwoLoadSteps) {
     s.lift = lift;
     const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::F16));
     EXPECT_NE(k.source.find(calls[i++]), std::string::npos) << k.source;
-    nvrtc::CompileOptions o;
-    o.arch = "sm_90";
-    o.headers = k.headers;
-    EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
+    EXPECT_FALSE(image_for(k, "sm_90").empty());
   }
   s.stages = 1;
   EXPECT_EQ(slide_spec(s).find("stages"), std::string::npos);  // one step: the SPEC as before
@@ -164,10 +169,7 @@ TEST(SlideCodegen, PrefetchBeforeTheLift) {
     const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::F16));
     EXPECT_NE(k.source.find(calls[i++]), std::string::npos) << k.source;
     for (const char* arch : {"compute_90", "compute_80"}) {
-      nvrtc::CompileOptions o;
-      o.arch = arch;
-      o.headers = k.headers;
-      const std::vector<char> image = nvrtc::compile(k.source, o).image;
+      const std::vector<char> image = image_for(k, arch);
       const std::string ptx(image.begin(), image.end());
       EXPECT_EQ(ptx.find("cp.async.bulk.prefetch.L2") != std::string::npos,
                 std::string(arch) == "compute_90")
@@ -196,10 +198,7 @@ TEST(SlideCodegen, LiftStagesRowMajorTilesAndSegmentsOfLongK) {
     EXPECT_NE(k.source.find("sg::slide_lift<T, 0, 4, 128, 0, 8, 0, 0>(B, bw,"), std::string::npos)
         << k.source;
     EXPECT_EQ(k.signature.b_transform.launch.grid_x, 3);  // 3 column tiles of 8 tokens
-    nvrtc::CompileOptions o;
-    o.arch = "sm_90";
-    o.headers = k.headers;
-    EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
+    EXPECT_FALSE(image_for(k, "sm_90").empty());
   }
   {
     // 128 KB of fp16 per token: more than the lift stages at once (two segments, each its own
@@ -218,10 +217,7 @@ TEST(SlideCodegen, LiftStagesRowMajorTilesAndSegmentsOfLongK) {
     EXPECT_GT(smem, 64 * 1024);
     EXPECT_LE(smem, 96 * 1024);
     EXPECT_EQ(k.signature.b_transform.launch.grid_y, 2);
-    nvrtc::CompileOptions o;
-    o.arch = "sm_90";
-    o.headers = k.headers;
-    EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
+    EXPECT_FALSE(image_for(k, "sm_90").empty());
   }
 }
 
@@ -247,10 +243,7 @@ TEST(SlideCodegen, LiftSplitsKAcrossBlocksAtDecodeSizes) {
                                         seg, lift.grid_y)),
               std::string::npos)
         << k.source;
-    nvrtc::CompileOptions o;
-    o.arch = "sm_90";
-    o.headers = k.headers;
-    EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
+    EXPECT_FALSE(image_for(k, "sm_90").empty());
     const Problem p512 = is_quantized(dt)
                              ? Problem::quantized_spmm(16, kk, 512, dt, DType::F16,
                                                        Layout::ColMajor, Layout::ColMajor)
@@ -285,10 +278,7 @@ TEST(SlideCodegen, E4m3RunsOnTheFp16SparseTensorCores) {
       << k.source;
   EXPECT_NE(k.source.find("sg::slide_spmm<T, 4, "), std::string::npos) << k.source;
   EXPECT_EQ(k.signature.b_work_bytes, f.chunks * slide_col_tiles(p) * 32 * 8);
-  nvrtc::CompileOptions o;
-  o.arch = "sm_90";
-  o.headers = k.headers;
-  EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
+  EXPECT_FALSE(image_for(k, "sm_90").empty());
 }
 
 // split=wg: the lift writes core order (ORDER 2; row-major B: 8 tokens per block), the main kernel
@@ -324,11 +314,7 @@ TEST(SlideCodegen, WarpgroupKernelOnSm90a) {
               3 * 2 * (4 * 512 + 8 * 512 + 8 * 32 * meta_lanes));
     EXPECT_EQ(k.signature.launch.grid_x, 1);  // 7 row tiles, 8 per block
     EXPECT_EQ(k.signature.launch.block_threads, 256);
-    nvrtc::CompileOptions o;
-    o.arch = "sm_90a";
-    o.headers = k.headers;
-    const auto r = nvrtc::compile(k.source, o);
-    EXPECT_FALSE(r.image.empty()) << to_string(dt);
+    EXPECT_FALSE(image_for(k, "sm_90a").empty()) << to_string(dt);
   }
 }
 
@@ -354,10 +340,7 @@ TEST(SlideCodegen, WarpgroupClusterLaunch) {
   EXPECT_NE(describe(k.signature).find(" cluster=4"), std::string::npos);
   EXPECT_EQ(to_string(Schedule(s)),
             "slide;pattern=6:8;split=wg;lift=kernel;warps=4;mt=1;nt=4;unroll=2;stages=2;cluster=4");
-  nvrtc::CompileOptions o;
-  o.arch = "sm_90a";
-  o.headers = k.headers;
-  EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
+  EXPECT_FALSE(image_for(k, "sm_90a").empty());
 }
 
 // split=wg with a producer warp: one more warp in the launch bounds and the launch, the template's
@@ -386,10 +369,7 @@ TEST(SlideCodegen, WarpgroupProducerWarp) {
     EXPECT_NE(k.source.find("// warp-specialised: the last warp stages the steps"),
               std::string::npos);
     EXPECT_EQ(k.signature.launch.block_threads, 160);
-    nvrtc::CompileOptions o;
-    o.arch = "sm_90a";
-    o.headers = k.headers;
-    EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty()) << cluster;
+    EXPECT_FALSE(image_for(k, "sm_90a").empty()) << cluster;
   }
 }
 
@@ -406,11 +386,7 @@ TEST(SlideCodegen, CompilesForEveryValueType) {
       const Problem p = is_quantized(dt) ? Problem::quantized_spmm(48, 130, 8, dt, DType::BF16)
                                          : Problem::spmm(48, 130, 8, dt);
       const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, dt));
-      nvrtc::CompileOptions o;
-      o.arch = arch;
-      o.headers = k.headers;
-      const auto r = nvrtc::compile(k.source, o);
-      EXPECT_FALSE(r.image.empty()) << to_string(dt) << " " << arch;
+      EXPECT_FALSE(image_for(k, arch).empty()) << to_string(dt) << " " << arch;
     }
 }
 
@@ -427,10 +403,7 @@ TEST(SlideCodegen, WaitsForTheLiftOnlyWhenThereIsOne) {
       const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, dt));
       EXPECT_TRUE(k.signature.launch.programmatic_wait);
       EXPECT_TRUE(k.signature.b_transform.present());
-      nvrtc::CompileOptions o;
-      o.arch = "sm_90";
-      o.headers = k.headers;
-      EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty()) << to_string(dt);
+      EXPECT_FALSE(image_for(k, "sm_90").empty()) << to_string(dt);
     }
   SlideSchedule fused;
   fused.split = SlideSplit::K;
