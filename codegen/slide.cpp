@@ -179,9 +179,9 @@ class SlideEmitter : public Emitter {
       throw UserError(
           fmt::format("codegen: slide cannot run {}: {}", to_string(p_), fmt::join(why, "; ")));
     SG_ASSERT(f_.rows == p_.m && f_.cols == p_.k && f_.n == s_.pattern && f_.dtype == p_.dtype &&
-                  f_.form == SlideForm::Kernel,
+                  f_.form == SlideForm::Kernel && f_.group == slide_pack_group(s_),
               "emit_slide: the format does not match the problem and schedule");
-    if (f_.row_tiles * f_.chunks * 32 * 4 > INT32_MAX || p_.m * p_.n > INT32_MAX ||
+    if (f_.stored_row_tiles() * f_.chunks * 32 * 4 > INT32_MAX || p_.m * p_.n > INT32_MAX ||
         p_.k * p_.n > INT32_MAX || slide_b_work_bytes(p_, s_.pattern) / 4 > INT32_MAX)
       throw UserError(
           fmt::format("codegen: {} exceeds the slide kernel's 32-bit offsets", to_string(p_)));

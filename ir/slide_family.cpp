@@ -78,9 +78,11 @@ class SlideIrFamily final : public IrFamily {
     if (auto w = slide_pattern_why_not(a)) why.push_back(std::move(*w));
     return why;
   }
-  // The packing depends on the pattern only (the dtype is the problem's).
+  // The packing depends on the pattern and the slot order's group (the dtype is the problem's).
   std::optional<std::string> pack_key(const Schedule& s) const override {
-    return std::to_string(s.as<SlideSchedule>().pattern);
+    const SlideSchedule& ss = s.as<SlideSchedule>();
+    const int group = slide_pack_group(ss);
+    return std::to_string(ss.pattern) + (group > 1 ? fmt::format(";group={}", group) : "");
   }
   FormatStats format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s) const override {
     return restat(slide_stats(a, p, s.as<SlideSchedule>().pattern), p, s);
@@ -107,7 +109,9 @@ class SlideIrFamily final : public IrFamily {
       throw UserError(fmt::format("{}: matrix is {}x{} but the problem expects m={} k={}",
                                   a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m,
                                   p.k));
-    return std::make_shared<PackedSlide>(pack_slide_tc(a, s.as<SlideSchedule>().pattern, p.dtype));
+    const SlideSchedule& ss = s.as<SlideSchedule>();
+    return std::make_shared<PackedSlide>(
+        pack_slide_tc(a, ss.pattern, p.dtype, SlideForm::Kernel, slide_pack_group(ss)));
   }
   void interpret(const Problem& p, const Schedule&, const PackedMatrix& packed,
                  std::span<const float> b, std::span<float> c, float alpha,

@@ -40,9 +40,12 @@ int64_t SlideTcFormat::bytes() const {
          static_cast<int64_t>(meta.size()) * 4 + static_cast<int64_t>(row_scales.size()) * 4;
 }
 
-SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype, SlideForm form) {
+SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype, SlideForm form, int group) {
+  SG_ASSERT(group == 1 || group == 2 || group == 4 || group == 8,
+            "pack_slide_tc: group must be 1, 2, 4 or 8");
   const SlideMma mma = slide_mma(dtype, form);
   SlideTcFormat f;
+  f.group = group;
   f.n = n;
   f.dtype = dtype;
   f.form = form;
@@ -64,8 +67,9 @@ SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype, SlideForm fo
   f.chunks = (s.lifted_cols + mma.chunk - 1) / mma.chunk;
   const int E = mma.per_reg, wpc = mma.chunk / 4;  // windows per chunk
   const int64_t lane_vals = 4 * E, tile_vals = 32 * lane_vals;
-  f.values.assign(static_cast<size_t>(f.row_tiles * f.chunks * tile_vals), 0.0f);
-  f.meta.assign(static_cast<size_t>(f.row_tiles * f.chunks * mma.meta_words()), 0u);
+  const int64_t stored = f.stored_row_tiles();
+  f.values.assign(static_cast<size_t>(stored * f.chunks * tile_vals), 0.0f);
+  f.meta.assign(static_cast<size_t>(stored * f.chunks * mma.meta_words()), 0u);
   const int64_t win = s.windows_per_row(), words = s.meta_words_per_row();
   // The canonical window code and values of (row, window); padding: zeros, code 0b0100.
   auto code_of = [&](int64_t r, int64_t w) -> uint32_t {
@@ -76,11 +80,12 @@ SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype, SlideForm fo
     if (r >= s.rows || w >= win) return 0.0f;
     return s.values[static_cast<size_t>((r * win + w) * 2 + slot)];
   };
-  parallel_for(f.row_tiles, f.row_tiles * f.chunks * tile_vals, [&](int64_t t0, int64_t t1) {
+  // Every stored tile, the padding ones too (rows past M: zeros, code 0b0100).
+  parallel_for(stored, stored * f.chunks * tile_vals, [&](int64_t t0, int64_t t1) {
     for (int64_t rt = t0; rt < t1; ++rt)
       for (int64_t kc = 0; kc < f.chunks; ++kc) {
-        const size_t vbase = static_cast<size_t>((rt * f.chunks + kc) * tile_vals);
-        const size_t mbase = static_cast<size_t>((rt * f.chunks + kc) * mma.meta_words());
+        const size_t vbase = static_cast<size_t>(f.slot(rt, kc) * tile_vals);
+        const size_t mbase = static_cast<size_t>(f.slot(rt, kc) * mma.meta_words());
         for (int lane = 0; lane < 32; ++lane) {
           const int g = lane / 4, t = lane % 4;
           for (int r = 0; r < 4; ++r)
@@ -110,8 +115,8 @@ std::vector<float> decode_slide_tc(const SlideTcFormat& f) {
   std::vector<float> w(static_cast<size_t>(f.rows * width), 0.0f);
   for (int64_t rt = 0; rt < f.row_tiles; ++rt)
     for (int64_t kc = 0; kc < f.chunks; ++kc) {
-      const size_t vbase = static_cast<size_t>((rt * f.chunks + kc) * tile_vals);
-      const size_t mbase = static_cast<size_t>((rt * f.chunks + kc) * mma.meta_words());
+      const size_t vbase = static_cast<size_t>(f.slot(rt, kc) * tile_vals);
+      const size_t mbase = static_cast<size_t>(f.slot(rt, kc) * mma.meta_words());
       for (int lane = 0; lane < 32; ++lane) {
         const int g = lane / 4, t = lane % 4;
         for (int r = 0; r < 4; ++r)

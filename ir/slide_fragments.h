@@ -16,8 +16,11 @@
 //
 // e4m3 in the kernel form (ir/slide_schedule.h, SlideForm) uses the fp16 layout (E = 2) with
 // 1-byte values, A and B: one 8-byte load per lane.
-// Arrays, row tile-major then chunk-major: values [row tile][chunk][lane][4E] (rows past M and
-// windows past K' hold zeros with code 0b0100), metadata [row tile][chunk][8·meta_lanes].
+// Arrays, by (row tile, chunk) slot (SlideTcFormat::slot): values [slot][lane][4E] (rows past M
+// and windows past K' hold zeros with code 0b0100), metadata [slot][8·meta_lanes]. group = 1:
+// row tile-major, then chunk-major. group = G > 1 (split=wg, G = warps): blocks of G row tiles,
+// chunk-major within a block, so one block's tiles of a run of chunks are one contiguous span; the
+// row tiles are padded to whole blocks (zeros, code 0b0100).
 #pragma once
 
 #include <cstdint>
@@ -38,19 +41,27 @@ struct SlideTcFormat {
   SlideForm form = SlideForm::Kernel;  // and the mma.sp form (ir/slide_schedule.h)
   int64_t rows = 0, cols = 0, lifted_cols = 0, nnz = 0;
   int64_t row_tiles = 0, chunks = 0;
+  int group = 1;                  // row tiles per block of the order (1, 2, 4, 8)
   std::vector<float> values;      // fragment order; quantized types: the quantized values
   std::vector<uint32_t> meta;     // fragment order
   std::vector<float> row_scales;  // quantized types: one per row (ir/quantize.h); else empty
 
   // Bytes the main kernel reads for A: values in the dtype, metadata, scales.
   int64_t bytes() const;
+  // Row tiles stored: row_tiles rounded up to whole groups.
+  int64_t stored_row_tiles() const { return (row_tiles + group - 1) / group * group; }
+  // The array slot of row tile rt's chunk kc.
+  int64_t slot(int64_t rt, int64_t kc) const {
+    return (rt / group * chunks + kc) * group + rt % group;
+  }
 };
 
 // Φ (pack_slide), then the fragment order for `dtype` (fp16, bf16, int8 or e4m3; int8 / e4m3
 // quantize the rows first) in the mma.sp form `form`. Throws UserError as pack_slide does, or for
 // non-finite weights of a quantized type.
+// group: the slot order's row tiles per block (1, 2, 4 or 8; see above).
 SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype,
-                            SlideForm form = SlideForm::Kernel);
+                            SlideForm form = SlideForm::Kernel, int group = 1);
 
 // The lifted weight W' (rows × chunks·chunk, row-major, fp32) decoded from the fragment arrays
 // with the PTX mapping above: what the tensor cores see. For the interpreter and the tests.

@@ -320,6 +320,10 @@ int slide_registers(const Problem&, const SlideSchedule& s) {
   return acc + s.stages * loads + (s.split == SlideSplit::K ? 0 : 4) + 24;
 }
 
+int slide_pack_group(const SlideSchedule& s) {
+  return s.split == SlideSplit::Group ? s.warps : 1;
+}
+
 int64_t slide_b_work_bytes(const Problem& p, const SlideSchedule& s) {
   return s.lift == SlideLift::Fused ? 0 : slide_b_work_bytes(p, s.pattern);
 }
@@ -354,8 +358,9 @@ std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
     why.push_back(fmt::format("grid {} x {} exceeds {}'s limits", slide_grid_x(p, s),
                               slide_grid_y(p, s), dev.name));
   // 32-bit offsets into the fragment arrays and the lifted B.
-  const int64_t frag_words =
-      slide_row_tiles(p) * slide_chunks(p, s.pattern) * 32 * slide_mma(p.dtype).lane_bytes() / 4;
+  const int group = slide_pack_group(s);
+  const int64_t frag_words = (slide_row_tiles(p) + group - 1) / group * group *
+                             slide_chunks(p, s.pattern) * 32 * slide_mma(p.dtype).lane_bytes() / 4;
   if (frag_words > INT32_MAX || slide_b_work_bytes(p, s.pattern) / 4 > INT32_MAX ||
       p.m * p.n > INT32_MAX || p.k * p.n > INT32_MAX)
     why.push_back("the operands exceed the kernel's 32-bit offsets");

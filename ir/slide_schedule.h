@@ -155,6 +155,9 @@ int64_t slide_counters_offset(const Problem& p);
 int64_t slide_workspace_bytes(const Problem& p, const SlideSchedule& s);
 int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s);  // the warps' partial sums
 int slide_registers(const Problem& p, const SlideSchedule& s);
+// The row tiles per block of the pack's slot order the schedule reads (ir/slide_fragments.h):
+// split=wg stages a block's tiles of a step with one copy (warps), the others 1.
+int slide_pack_group(const SlideSchedule& s);
 // Bytes of the lifted B in fragment order (BWork); 0 for lift=fused.
 int64_t slide_b_work_bytes(const Problem& p, int pattern);
 int64_t slide_b_work_bytes(const Problem& p, const SlideSchedule& s);

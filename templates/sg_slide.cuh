@@ -945,9 +945,11 @@ __device__ __forceinline__ void slide_spmm_rows(
 //   B     U x NT x 512 bytes, written by slide_lift in core order (ORDER = 2): per chunk and
 //         column tile the K-major core matrices of one wgmma.sp B operand (LBO 128: the next 4E
 //         lifted rows; SBO 512: the next 8 tokens), read once per WARPS·16 rows; per chunk one
-//         copy of the block's column tiles (adjacent in bw)
-//   A     WARPS x U x 512 bytes, per row tile one copy of its U chunks' fragments (adjacent)
-//   meta  WARPS x U x 32·ML bytes, per row tile one copy of its U chunks' metadata words
+//         copy of the block's column tiles (adjacent in bw), or one copy of the step when the
+//         block holds every column tile (NT = col_tiles: the step's chunks are adjacent too)
+//   A     U x WARPS x 512 bytes: the pack's slot order groups WARPS row tiles (group = WARPS,
+//         ir/slide_fragments.h), so a step's fragments of the block are one copy
+//   meta  U x WARPS x 32·ML bytes, one copy likewise
 // Chunks past the part's end are neither copied nor multiplied; column tiles past N and row tiles
 // past M are not copied (their garbage only reaches the columns and rows never stored). Each warp
 // then takes its fragments into registers and its warpgroup issues one wgmma.sp
@@ -1043,13 +1045,15 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
     const int kc0 = first_chunk(i), nu = min(U, c1 - kc0);
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
     const unsigned bar = bar0 + 8 * (i % kBuffers);
-    detail::bulk_expect(bar,
-                        static_cast<unsigned>(nu * (tiles_n * kTile + tiles_m * (kTile + kMeta))));
-    for (int w = 0; w < tiles_m; ++w) {
-      const long long tc = static_cast<long long>(bt0 + w) * chunks + kc0;
-      detail::bulk_copy(buf + kBytesB + w * U * kTile, a8 + tc * kTile, nu * kTile, bar);
-      detail::bulk_copy(buf + kBytesB + kBytesA + w * U * kMeta, m8 + tc * kMeta, nu * kMeta, bar);
-    }
+    // A block past M (the grid rounded up to whole clusters) has no tiles to copy.
+    const int rows_copied = tiles_m > 0 ? WARPS : 0;
+    detail::bulk_expect(
+        bar, static_cast<unsigned>(nu * (tiles_n * kTile + rows_copied * (kTile + kMeta))));
+    if (rows_copied == 0) return;
+    // Slot (block x, chunk kc0) onwards: the block's WARPS tiles of nu chunks, adjacent.
+    const long long slot = (static_cast<long long>(blockIdx.x) * chunks + kc0) * WARPS;
+    detail::bulk_copy(buf + kBytesB, a8 + slot * kTile, nu * WARPS * kTile, bar);
+    detail::bulk_copy(buf + kBytesB + kBytesA, m8 + slot * kMeta, nu * WARPS * kMeta, bar);
   };
   // Step i's B: this block's (CL = 1) or, from the leader, the cluster's.
   auto issue_b = [&](int i) {
@@ -1057,13 +1061,15 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
     const unsigned bar = bar0 + 8 * (i % kBuffers);
     const char* b8 = reinterpret_cast<const char*>(bw);
-    for (int u = 0; u < nu; ++u) {
+    // Every column tile in the block: the step's chunks are adjacent in bw, one copy.
+    const int pieces = col_tiles == NT ? 1 : nu;
+    const unsigned piece = (col_tiles == NT ? nu : 1) * tiles_n * kTile;
+    for (int u = 0; u < pieces; ++u) {
       const char* src = b8 + (static_cast<long long>(kc0 + u) * col_tiles + ct0) * kTile;
       if constexpr (CL > 1)
-        detail::bulk_copy_multicast(buf + u * NT * kTile, src, tiles_n * kTile, bar,
-                                    (1u << CL) - 1u);
+        detail::bulk_copy_multicast(buf + u * NT * kTile, src, piece, bar, (1u << CL) - 1u);
       else
-        detail::bulk_copy(buf + u * NT * kTile, src, tiles_n * kTile, bar);
+        detail::bulk_copy(buf + u * NT * kTile, src, piece, bar);
     }
   };
   const bool stages_b = CL == 1 || rank == 0;
@@ -1082,8 +1088,8 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const bool ok = kc0 + u < c1 && rt0 < row_tiles;
-      av[u] = ok ? sa[(warp * U + u) * 32 + lane] : make_uint4(0u, 0u, 0u, 0u);
-      ev[u] = ok ? sm[(warp * U + u) * 8 * ML + meta_lane] : 0x44444444u;  // a valid 2:4 index
+      av[u] = ok ? sa[(u * WARPS + warp) * 32 + lane] : make_uint4(0u, 0u, 0u, 0u);
+      ev[u] = ok ? sm[(u * WARPS + warp) * 8 * ML + meta_lane] : 0x44444444u;  // a valid 2:4 index
     }
     wgmma_fence();
 #pragma unroll

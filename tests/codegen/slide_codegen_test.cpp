@@ -295,7 +295,8 @@ TEST(SlideCodegen, WarpgroupKernelOnSm90a) {
     s.stages = 2;
     const Problem p = is_quantized(dt) ? Problem::quantized_spmm(100, 130, 32, dt, DType::BF16)
                                        : Problem::spmm(100, 130, 32, dt);
-    const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, dt));
+    const GeneratedKernel k =
+        emit_slide(p, Schedule(s), pack_slide_tc(a, 4, dt, SlideForm::Kernel, s.warps));
     const int kind = dt == DType::F16 ? 0 : dt == DType::BF16 ? 1 : 2;
     const int quant = is_quantized(dt) ? 1 : 0;
     EXPECT_NE(
@@ -330,7 +331,8 @@ TEST(SlideCodegen, WarpgroupClusterLaunch) {
   s.stages = 2;
   s.cluster = 4;
   const Problem p = Problem::spmm(100, 130, 32, DType::F16);
-  const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::F16));
+  const GeneratedKernel k =
+      emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::F16, SlideForm::Kernel, 4));
   EXPECT_NE(k.source.find("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, 1, 2, 4, 0>(values, meta, bw, C"),
             std::string::npos)
       << k.source;
@@ -358,7 +360,8 @@ TEST(SlideCodegen, WarpgroupProducerWarp) {
     s.cluster = cluster;
     s.ksplit = cluster == 1 ? 1 : 2;
     const Problem p = Problem::spmm(100, 130, 32, DType::F16);
-    const GeneratedKernel k = emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::F16));
+    const GeneratedKernel k =
+        emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::F16, SlideForm::Kernel, 4));
     EXPECT_NE(k.source.find(fmt::format("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, {}, 2, {}, 1>(values, "
                                         "meta, bw, C",
                                         s.ksplit, cluster)),

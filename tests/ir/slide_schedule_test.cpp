@@ -177,6 +177,47 @@ TEST(SlideFragments, DecodeIsTheLiftedWeightForEveryPatternAndWidth) {
       }
 }
 
+// The slot order of split=wg (group = warps): the same fragments as group 1, each at its slot
+// (a block's tiles of consecutive chunks adjacent), the rows padded to whole blocks with zeros and
+// code 0b0100; the decoded weight is the same.
+TEST(SlideFragments, GroupedSlotOrderHoldsTheSameFragments) {
+  const CsrMatrix a = slide_weight(37, 2 * 4 * 9 + 3, 4, 11);  // 3 row tiles
+  for (DType dt : {DType::F16, DType::I8})
+    for (int group : {4, 8}) {
+      const SlideTcFormat f1 = pack_slide_tc(a, 4, dt);
+      const SlideTcFormat fg = pack_slide_tc(a, 4, dt, SlideForm::Kernel, group);
+      ASSERT_EQ(fg.group, group);
+      ASSERT_EQ(fg.stored_row_tiles(), group);
+      EXPECT_EQ(decode_slide_tc(fg), decode_slide_tc(f1));
+      const int meta_words = slide_mma(dt).meta_words();
+      const size_t tile_vals = f1.values.size() / static_cast<size_t>(f1.row_tiles * f1.chunks);
+      ASSERT_EQ(fg.values.size(), static_cast<size_t>(group * fg.chunks) * tile_vals);
+      for (int64_t rt = 0; rt < fg.stored_row_tiles(); ++rt)
+        for (int64_t kc = 0; kc < fg.chunks; ++kc) {
+          EXPECT_EQ(fg.slot(rt, kc), kc * group + rt);  // one block: chunk-major
+          for (size_t v = 0; v < tile_vals; ++v) {
+            const float want = rt < f1.row_tiles
+                                   ? f1.values[static_cast<size_t>(f1.slot(rt, kc)) * tile_vals + v]
+                                   : 0.0f;
+            ASSERT_EQ(fg.values[static_cast<size_t>(fg.slot(rt, kc)) * tile_vals + v], want);
+          }
+          for (int w = 0; w < meta_words; ++w) {
+            const uint32_t got = fg.meta[static_cast<size_t>(fg.slot(rt, kc) * meta_words + w)];
+            if (rt < f1.row_tiles)
+              EXPECT_EQ(got, f1.meta[static_cast<size_t>(f1.slot(rt, kc) * meta_words + w)]);
+            else
+              EXPECT_EQ(got, 0x44444444u);  // every window of a padding tile: code 0b0100
+          }
+        }
+    }
+  // The family packs split=wg in its warps' order, under its own key.
+  SlideSchedule wg;
+  wg.split = SlideSplit::Group;
+  wg.warps = 8;
+  EXPECT_EQ(slide_pack_group(wg), 8);
+  EXPECT_EQ(slide_pack_group(SlideSchedule{}), 1);
+}
+
 // Interpreter vs fp64: floating types within fp32 summation error, quantized types against the
 // reference over the quantized inputs (int8: exact integer sums).
 TEST(SlideFragments, InterpreterMatchesReference) {
