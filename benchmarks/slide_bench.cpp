@@ -110,9 +110,13 @@ std::vector<char> dense_bytes(const CsrMatrix& a, DType t) {
 }
 
 // Median ms of schedule s's b_transform (the lift) alone on B at b, from its own NVRTC module.
-double time_lift(const Problem& p, const Schedule& s, const SlideTcFormat& f, CUdeviceptr b,
-                 const CompileTarget& target, const TimingOptions& topt) {
-  const codegen::GeneratedKernel g = codegen::emit_slide(p, s, f);
+double time_lift(const Problem& p, const Schedule& s, const CsrMatrix& a, const SlideTcFormat& f,
+                 CUdeviceptr b, const CompileTarget& target, const TimingOptions& topt) {
+  // f is packed in the plain slot order; a split=wg schedule reads its own (grouped) order.
+  const int group = slide_pack_group(s.as<SlideSchedule>());
+  std::optional<SlideTcFormat> regrouped;
+  if (group != f.group) regrouped = pack_slide_tc(a, f.n, f.dtype, SlideForm::Kernel, group);
+  const codegen::GeneratedKernel g = codegen::emit_slide(p, s, regrouped ? *regrouped : f);
   nvrtc::CompileOptions co;
   co.arch = g.arch_specific ? nvrtc::arch_specific_variant(target.arch) : target.arch;
   co.headers = g.headers;
@@ -325,7 +329,7 @@ int main(int argc, char** argv) {
           db.upload(hb.data(), hb.size());
           SlideSchedule ls;
           ls.pattern = pn;
-          const double ms = time_lift(p, Schedule(ls), f, db.ptr(), target, topt);
+          const double ms = time_lift(p, Schedule(ls), a, f, db.ptr(), target, topt);
           const double bytes = double(k * n * 2) + double(slide_b_work_bytes(p, pn));
           const double same_gbs = copy_bandwidth(static_cast<size_t>(bytes / 2), topt);
           lifts.push_back({{"type", type},
@@ -476,7 +480,7 @@ int main(int argc, char** argv) {
               ls.pattern = pn;
               if (!lift_spec.empty()) ls = parse_schedule(lift_spec).as<SlideSchedule>();
               ls.lift = SlideLift::Kernel;
-              const double lift_ms = time_lift(p, Schedule(ls), f, db.ptr(), target, topt);
+              const double lift_ms = time_lift(p, Schedule(ls), a, f, db.ptr(), target, topt);
               const double lift_bytes = double(k * n * 2) + double(slide_b_work_bytes(p, pn));
               row["lift_ms"] = lift_ms;
               row["lift_gbs"] = lift_bytes / (lift_ms * 1e6);
