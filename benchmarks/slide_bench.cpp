@@ -377,7 +377,7 @@ int main(int argc, char** argv) {
             json tried = json::array();
             // The first `top` of the ranking for each warp split, lift placement and K split
             // (one part, or several); "rank" is the schedule's place in the cost model's order
-            // (0 = its first choice). Then the --schedule SPECs that fit this case (rank -1).
+            // (0 = its first choice). Then the --schedule SPECs that fit the case and device (-1).
             std::vector<std::pair<Schedule, long long>> timed;
             std::map<std::tuple<SlideSplit, SlideLift, bool>, int> taken;
             for (size_t j = 0; j < ranked.order.size(); ++j) {
@@ -387,7 +387,8 @@ int main(int argc, char** argv) {
                 timed.emplace_back(s, static_cast<long long>(j));
             }
             for (const Schedule& s : given)
-              if (s.as<SlideSchedule>().pattern == pn && validate(p, s).empty())
+              if (s.as<SlideSchedule>().pattern == pn && validate(p, s).empty() &&
+                  verify_slide(p, s.as<SlideSchedule>(), target.limits).empty())
                 timed.emplace_back(s, -1);
             // --prefetch: the ranked lift=kernel schedules again with each prefetch field
             // (rank -2; prefetch_of names the ranked schedule it varies).

@@ -1183,6 +1183,151 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
                                                   NT * 8, M, N, c_rs, c_ns, beta, tid);
 }
 
+// split=wg with B resident (sm_90a; NT covers all of N, one column block): block (x, y) copies
+// its K part y's lifted B (chunks c0 … c1 − 1, every column tile: one span of bw) into shared
+// memory once, then multiplies row blocks x, x + grid.x, … (WARPS row tiles each) streaming only
+// A and metadata through a ring of ST + 1 steps, one wgmma.sp m64n(8·NT) per chunk and
+// warpgroup reading B where it stays. The L2 serves B once per block instead of once per row
+// block. The ring runs across row blocks: flat step f is row block f / S, step f % S (S steps per
+// part), so the next row block's A is in flight while a row block's sums are stored.
+//   issue A steps 0 … ST; wait for the lift; copy the part's B (one barrier)
+//   for flat step f: wait for its barrier; A, meta <- shared; wgmma.sp x U (B at chunk kc);
+//                    wait for the wgmma; sync; thread 0 issues step f + ST + 1
+//                    last step of a row block: store (or add its K part and finish), zero sums
+// Shared memory: the part's B (b_bytes, chunk stride col_tiles·512), then the ring.
+template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST>
+__device__ __forceinline__ void slide_spmm_wg_res(
+    const unsigned* __restrict__ a, const unsigned* __restrict__ meta,
+    const unsigned* __restrict__ bw, T* __restrict__ C, const float* __restrict__ row_scales,
+    const float* __restrict__ token_scales, float* smem, float alpha, float beta, int M, int N,
+    int row_tiles, int col_tiles, int chunks, int c_rs, int c_ns, float* ws, unsigned* counters,
+    int col_blocks, int row_blocks, int b_bytes) {
+  static_assert(ST >= 1 && ST <= 4, "steps in flight: 2 … 5");
+  static_assert(WARPS % 4 == 0, "split=wg: whole warpgroups");
+  static_assert(KIND <= 2, "split=wg: fp16, bf16 or int8 (16-byte lanes)");
+  using K_ = detail::SlideKind<KIND>;
+  using Acc = typename K_::Acc;
+  using E = typename detail::SlideCond<
+      KIND == 0, __half,
+      typename detail::SlideCond<KIND == 1, __nv_bfloat16, signed char>::type>::type;
+  constexpr int ML = K_::kMetaLanes;
+  constexpr int kTile = 512;                  // bytes per chunk of a column tile or row tile
+  constexpr int kMeta = 32 * ML;              // metadata bytes per chunk of a row tile
+  constexpr int kBytesA = WARPS * U * kTile;  // a step's A
+  constexpr int kStep = kBytesA + WARPS * U * kMeta;
+  constexpr int kBuffers = ST + 1;
+  __shared__ alignas(8) unsigned long long full[kBuffers + 1];  // the ring's, then B's
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t = lane & 3;
+  const detail::SlideBlockPart bp = detail::slide_block_part<KS>(chunks, col_blocks);
+  const int c0 = bp.c0, c1 = bp.c1;
+  const unsigned s0 = smem_addr(reinterpret_cast<const unsigned*>(smem));
+  const unsigned ring0 = s0 + static_cast<unsigned>(b_bytes);
+  const unsigned bar0 = static_cast<unsigned>(__cvta_generic_to_shared(full));
+  const unsigned bar_b = bar0 + 8 * kBuffers;
+  const int steps = c1 > c0 ? (c1 - c0 + U - 1) / U : 0;  // per row block
+  const int mine = blockIdx.x < static_cast<unsigned>(row_blocks)
+                       ? (row_blocks - 1 - static_cast<int>(blockIdx.x)) / gridDim.x + 1
+                       : 0;
+  const int flat = steps * mine;
+  Acc acc[NT * 4];
+#pragma unroll
+  for (int i = 0; i < NT * 4; ++i) acc[i] = 0;
+  if (tid == 0) {
+    for (int b = 0; b <= kBuffers; ++b) detail::bulk_barrier_init(bar0 + 8 * b);
+    detail::bulk_barrier_init_fence();
+  }
+  __syncthreads();
+  const char* a8 = reinterpret_cast<const char*>(a);
+  const char* m8 = reinterpret_cast<const char*>(meta);
+  // Thread 0: flat step f's A and metadata, the block's WARPS tiles of nu chunks (adjacent in
+  // the grouped slot order, ir/slide_fragments.h).
+  auto issue_a = [&](int f) {
+    const int rb = static_cast<int>(blockIdx.x) + f / steps * static_cast<int>(gridDim.x);
+    const int kc0 = c0 + f % steps * U, nu = min(U, c1 - kc0);
+    const unsigned buf = ring0 + static_cast<unsigned>((f % kBuffers) * kStep);
+    const unsigned bar = bar0 + 8 * (f % kBuffers);
+    detail::bulk_expect(bar, static_cast<unsigned>(nu * WARPS * (kTile + kMeta)));
+    const long long slot = (static_cast<long long>(rb) * chunks + kc0) * WARPS;
+    detail::bulk_copy(buf, a8 + slot * kTile, nu * WARPS * kTile, bar);
+    detail::bulk_copy(buf + kBytesA, m8 + slot * kMeta, nu * WARPS * kMeta, bar);
+  };
+  if (tid == 0)
+    for (int f = 0; f < kBuffers && f < flat; ++f) issue_a(f);
+  // The lift wrote bw and token_scales; this kernel may have started before it ended.
+  bw = after_grid_dependency(bw);
+  if (QUANT) token_scales = after_grid_dependency(token_scales);
+  if (tid == 0 && flat > 0) {
+    // The part's B: chunks c0 … c1 − 1 of every column tile, one span of bw, in pieces.
+    const unsigned bytes = static_cast<unsigned>((c1 - c0) * col_tiles * kTile);
+    detail::bulk_expect(bar_b, bytes);
+    const char* src =
+        reinterpret_cast<const char*>(bw) + static_cast<long long>(c0) * col_tiles * kTile;
+    constexpr unsigned kPiece = 32768;
+    for (unsigned o = 0; o < bytes; o += kPiece)
+      detail::bulk_copy(s0 + o, src + o, min(kPiece, bytes - o), bar_b);
+  }
+  if (flat > 0) detail::bulk_wait(bar_b, 0u);
+  const int meta_lane = g * ML + (t % ML);
+  const unsigned b_chunk = static_cast<unsigned>(col_tiles * kTile);  // B's chunk stride
+  for (int f = 0; f < flat; ++f) {
+    const int j = f / steps, st = f - j * steps;
+    const int rb = static_cast<int>(blockIdx.x) + j * static_cast<int>(gridDim.x);
+    const int rt0 = rb * WARPS + warp, kc0 = c0 + st * U;
+    detail::bulk_wait(bar0 + 8 * (f % kBuffers), static_cast<unsigned>((f / kBuffers) & 1));
+    const char* sb = reinterpret_cast<const char*>(smem) + b_bytes + (f % kBuffers) * kStep;
+    const uint4* sa = reinterpret_cast<const uint4*>(sb);
+    const unsigned* sm = reinterpret_cast<const unsigned*>(sb + kBytesA);
+    uint4 av[U];
+    unsigned ev[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const bool ok = kc0 + u < c1 && rt0 < row_tiles;
+      av[u] = ok ? sa[(u * WARPS + warp) * 32 + lane] : make_uint4(0u, 0u, 0u, 0u);
+      ev[u] = ok ? sm[(u * WARPS + warp) * 8 * ML + meta_lane] : 0x44444444u;  // a valid 2:4 index
+    }
+    const unsigned b0 = s0 + static_cast<unsigned>(kc0 - c0) * b_chunk;
+    // A whole step with no branch between its multiplies (a branch makes ptxas serialise them).
+    if (kc0 + U <= c1) {
+      wgmma_fence();
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        detail::wgmma_sp_m64<E, 8 * NT>(
+            acc, av[u], detail::wgmma_desc_kmajor(b0 + u * b_chunk, 128, kTile), ev[u]);
+      wgmma_commit();
+    } else {
+      wgmma_fence();
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (kc0 + u < c1)  // the same for the whole block
+          detail::wgmma_sp_m64<E, 8 * NT>(
+              acc, av[u], detail::wgmma_desc_kmajor(b0 + u * b_chunk, 128, kTile), ev[u]);
+      wgmma_commit();
+    }
+    wgmma_wait<0>();
+    __syncthreads();  // buffer f % kBuffers is read: step f + kBuffers may refill it
+    if (tid == 0 && f + kBuffers < flat) issue_a(f + kBuffers);
+    if (st == steps - 1) {  // the row block's part is done
+      detail::slide_store<T, 1, NT, QUANT, (KS > 1)>(acc, C, ws, row_scales, token_scales, alpha,
+                                                     beta, M, N, rt0, 0, g, t, c_rs, c_ns);
+      if constexpr (KS > 1)
+        detail::slide_split_finish<T, WARPS * 32, KS>(C, ws, counters + rb * col_blocks,
+                                                      rb * WARPS * 16, WARPS * 16, 0, NT * 8, M, N,
+                                                      c_rs, c_ns, beta, tid);
+#pragma unroll
+      for (int i = 0; i < NT * 4; ++i) acc[i] = 0;
+    }
+  }
+  // An empty K part (its start past the chunks) still counts in each of its row blocks' tiles.
+  if (KS > 1 && steps == 0)
+    for (int j = 0; j < mine; ++j) {
+      const int rb = static_cast<int>(blockIdx.x) + j * static_cast<int>(gridDim.x);
+      detail::slide_split_finish<T, WARPS * 32, KS>(C, ws, counters + rb * col_blocks,
+                                                    rb * WARPS * 16, WARPS * 16, 0, NT * 8, M, N,
+                                                    c_rs, c_ns, beta, tid);
+    }
+}
+
 // The scale step after a library 2:4 GEMM of 8-bit types: C (M x N, column-major) =
 // alpha · acc · (row_scales[r] · token_scales[n]) + beta · C, acc the GEMM's raw accumulators
 // (Acc: int for int8, float for fp8; M x N column-major); one thread per element, one rounding
