@@ -230,11 +230,6 @@ class SlideEmitter : public Emitter {
       comment(
           "warp-specialised: the last warp stages the steps; the warpgroups release each buffer "
           "through its empty barrier");
-    if (s_.resident > 0)
-      comment(fmt::format(
-          "{} row blocks per block (x, x + grid.x, ...); the block's K part of B ({} bytes) stays "
-          "in shared memory, the ring streams A and metadata",
-          s_.resident, slide_resident_b_bytes(p_, s_)));
     if (s_.cluster > 1)
       comment(fmt::format(
           "clusters of {} row blocks (launch attribute); the first stages B into all of them by "
@@ -286,17 +281,9 @@ class SlideEmitter : public Emitter {
         targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype, SlideForm::Kernel)}, IntArg{s_.n_tiles},
               IntArg{s_.unroll}, IntArg{s_.warps}, IntArg{quant_ ? 1 : 0}, IntArg{s_.ksplit},
               IntArg{s_.stages}, IntArg{s_.cluster}, IntArg{s_.producer});
-    // resident: the block's K part of B stays in shared memory over its row blocks.
-    const auto targ_res = targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype, SlideForm::Kernel)},
-                                IntArg{s_.n_tiles}, IntArg{s_.unroll}, IntArg{s_.warps},
-                                IntArg{quant_ ? 1 : 0}, IntArg{s_.ksplit}, IntArg{s_.stages});
     std::apply(
         [&](const auto&... a) {
-          if (s_.resident > 0)
-            call_stmt(tmpl::slide_spmm_wg_res, targ_res, a...,
-                      i32(std::to_string(slide_row_blocks(p_, s_))),
-                      i32(std::to_string(slide_resident_b_bytes(p_, s_))));
-          else if (s_.split == SlideSplit::K)
+          if (s_.split == SlideSplit::K)
             call_stmt(tmpl::slide_spmm, targ, a...);
           else if (s_.split == SlideSplit::Rows)
             call_stmt(tmpl::slide_spmm_rows, targ, a...);

@@ -88,11 +88,6 @@ std::vector<std::string> validate(const SlideSchedule& s) {
   one_of("producer", s.producer, {0, 1});
   if (s.producer > 0 && s.split != SlideSplit::Group)
     why.push_back("producer=1 needs split=wg (a warp that stages the steps by bulk copies)");
-  if (s.resident < 0 || s.resident > 1024)
-    why.push_back(fmt::format("resident={} must be in 0..1024", s.resident));
-  if (s.resident > 0 && (s.split != SlideSplit::Group || s.cluster > 1 || s.producer > 0))
-    why.push_back(
-        "resident needs split=wg with cluster=1 and producer=0 (the block's own ring streams A)");
   if (s.cluster > 1 && s.split != SlideSplit::Group)
     why.push_back(fmt::format(
         "cluster={} needs split=wg (its blocks share B by multicast bulk copies)", s.cluster));
@@ -121,10 +116,6 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
   if (s.n_tiles > 1 && s.n_tiles > tiles)
     why.push_back(
         fmt::format("nt={} exceeds the {} 8-column tiles of n={}", s.n_tiles, tiles, p.n));
-  if (s.resident > 0 && slide_col_blocks(p, s) != 1)
-    why.push_back(fmt::format(
-        "resident needs nt={} to cover the {} 8-column tiles of n={} (B's part is one copy)",
-        s.n_tiles, tiles, p.n));
   if (s.ksplit > 1 && slide_dtype(p.dtype) && s.ksplit > slide_chunks(p, s.pattern))
     why.push_back(fmt::format("ksplit={} exceeds the {} chunks of k={}", s.ksplit,
                               slide_chunks(p, s.pattern), p.k));
@@ -133,14 +124,13 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
 
 std::string slide_spec(const SlideSchedule& s) {
   return fmt::format(
-      "slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}{}{}{}{}",
+      "slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}{}{}{}",
       2 * s.pattern - 2, 2 * s.pattern, to_string(s.split), to_string(s.lift), s.warps, s.m_tiles,
       s.n_tiles, s.unroll, s.ksplit > 1 ? fmt::format(";ksplit={}", s.ksplit) : "",
       s.stages > 1 ? fmt::format(";stages={}", s.stages) : "",
       s.prefetch > 0 ? fmt::format(";prefetch={}", s.prefetch) : "",
       s.cluster > 1 ? fmt::format(";cluster={}", s.cluster) : "",
-      s.producer > 0 ? ";producer=1" : "",
-      s.resident > 0 ? fmt::format(";resident={}", s.resident) : "");
+      s.producer > 0 ? ";producer=1" : "");
 }
 
 std::string print_slide(const SlideSchedule& s) {
@@ -193,11 +183,6 @@ std::string print_slide(const SlideSchedule& s) {
         "  share : cluster={} row blocks per cluster; its first stages B into all of them "
         "(multicast)\n",
         s.cluster);
-  if (s.resident > 0)
-    out += fmt::format(
-        "  reuse : resident={} row blocks per block; its K part of B copied once into shared "
-        "memory\n",
-        s.resident);
   out += s.split == SlideSplit::Group
              ? fmt::format("  math  : wgmma.sp m64n{}k32 (16-bit) / k64 (8-bit) per warpgroup\n",
                            8 * s.n_tiles)
@@ -262,12 +247,10 @@ SlideSchedule parse_slide_fields(std::string_view spec,
       s.cluster = num(64);
     else if (key == "producer")
       s.producer = static_cast<int>(spec_fields::parse_int(key, v, 0, 1));
-    else if (key == "resident")
-      s.resident = static_cast<int>(spec_fields::parse_int(key, v, 0, 1024));
     else
       spec_fields::error(key,
                          "one of pattern, split, lift, warps, mt, nt, unroll, ksplit, stages, "
-                         "prefetch, cluster, producer, resident (family slide)",
+                         "prefetch, cluster, producer (family slide)",
                          key);
   });
   spec_fields::check_legal(spec, validate(s));
@@ -288,14 +271,10 @@ int64_t slide_chunks(const Problem& p, int pattern, SlideForm form) {
   return (lifted + chunk - 1) / chunk;
 }
 
-int64_t slide_row_blocks(const Problem& p, const SlideSchedule& s) {
+int64_t slide_grid_x(const Problem& p, const SlideSchedule& s) {
   const int64_t per_block = s.split == SlideSplit::K ? s.m_tiles : int64_t{s.warps} * s.m_tiles;
   const int64_t blocks = (slide_row_tiles(p) + per_block - 1) / per_block;
   return (blocks + s.cluster - 1) / s.cluster * s.cluster;  // whole clusters
-}
-int64_t slide_grid_x(const Problem& p, const SlideSchedule& s) {
-  const int64_t rows = slide_row_blocks(p, s);
-  return s.resident > 0 ? (rows + s.resident - 1) / s.resident : rows;
 }
 int64_t slide_col_blocks(const Problem& p, const SlideSchedule& s) {
   return (slide_col_tiles(p) + s.n_tiles - 1) / s.n_tiles;
@@ -312,13 +291,8 @@ int64_t slide_counters_offset(const Problem& p) {
 }
 int64_t slide_workspace_bytes(const Problem& p, const SlideSchedule& s) {
   if (s.ksplit <= 1) return 0;
-  // One counter per output tile: row block x column block.
   return 4 * slide_counters_offset(p) +
-         (slide_row_blocks(p, s) * slide_col_blocks(p, s) * 4 + 15) / 16 * 16;
-}
-int64_t slide_resident_b_bytes(const Problem& p, const SlideSchedule& s) {
-  if (s.resident <= 0) return 0;
-  return slide_part_chunks(slide_chunks(p, s.pattern), s.ksplit) * slide_col_tiles(p) * 512;
+         (slide_grid_x(p, s) * slide_col_blocks(p, s) * 4 + 15) / 16 * 16;
 }
 
 int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s) {
@@ -328,12 +302,9 @@ int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s) {
     return int64_t{2} * s.unroll * s.n_tiles * 32 * slide_mma(p.dtype).lane_bytes();
   // split=wg: a ring of stages + 1 steps, each unroll chunks of B (nt tiles x 512 bytes), A (warps
   // x 512 bytes) and metadata (warps x 32 bytes per metadata lane).
-  // resident > 0: the K part of B first, and steps of A and metadata only.
   if (s.split == SlideSplit::Group)
-    return slide_resident_b_bytes(p, s) +
-           int64_t{s.stages + 1} * s.unroll *
-               ((s.resident > 0 ? 0 : s.n_tiles * 512) +
-                int64_t{s.warps} * (512 + 32 * slide_mma(p.dtype).meta_lanes));
+    return int64_t{s.stages + 1} * s.unroll *
+           (s.n_tiles * 512 + int64_t{s.warps} * (512 + 32 * slide_mma(p.dtype).meta_lanes));
   return int64_t{s.warps - 1} * s.m_tiles * s.n_tiles * 4 * 32 * 4;
 }
 

@@ -32,12 +32,6 @@
 //              only: on an H200 it paid only where one block per multiprocessor waits on memory
 //              (4096x4096, N = 64, one K part: 37.7 against 46.9 us) and lost where two blocks
 //              share one (14336x4096: 52.0-81.5 against 49.2 us), so not enumerated.
-//     resident split=wg: row blocks per block with the block's K part of B resident in shared
-//              memory (0 = off, else 1..1024; printed when > 0). The block copies its part's
-//              lifted B once, then streams only A and metadata through its ring for row blocks x,
-//              x + grid.x, …, so the L2 serves B once per block instead of once per row block.
-//              Needs nt covering all of N (one column block), cluster 1, producer 0, and the part
-//              (chunks / ksplit x nt x 512 bytes) beside the ring within the shared memory.
 //
 // Two kernels per run (one with lift=fused):
 //   b_transform  lifts B into the sliding windows (Ψ) and, for int8 / fp8, quantizes it per token
@@ -102,7 +96,6 @@ struct SlideSchedule {
   int prefetch = 0;                    // chunks of A per row tile prefetched before the lift ends
   int cluster = 1;                     // split=wg: row blocks sharing B by multicast: 1, 2, 4
   int producer = 0;                    // split=wg: 1 adds a producer warp that stages the steps
-  int resident = 0;                    // split=wg: row blocks per block, B's part kept (0: off)
 
   // warps multiply; split=wg with producer=1 adds the producer warp
   int threads_per_block() const { return (warps + producer) * kWarpSize; }
@@ -159,10 +152,6 @@ int64_t slide_part_chunks(int64_t chunks, int ksplit);
 // mma C fragment order), and its bytes
 // (one counter per output tile of a block: grid.x x column blocks).
 int64_t slide_counters_offset(const Problem& p);
-// Row blocks (the grid's x before resident blocks take several, rounded up to whole clusters).
-int64_t slide_row_blocks(const Problem& p, const SlideSchedule& s);
-// Bytes of one K part of the lifted B (resident > 0: kept in shared memory before the ring).
-int64_t slide_resident_b_bytes(const Problem& p, const SlideSchedule& s);
 int64_t slide_workspace_bytes(const Problem& p, const SlideSchedule& s);
 int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s);  // the warps' partial sums
 int slide_registers(const Problem& p, const SlideSchedule& s);

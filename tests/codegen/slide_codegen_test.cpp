@@ -376,40 +376,6 @@ TEST(SlideCodegen, WarpgroupProducerWarp) {
   }
 }
 
-// split=wg with B resident: the template and its last two arguments (row blocks, the part's B
-// bytes), the grid of row blocks shared out, the shared memory, and a cubin for sm_90a, with one
-// K part and with three (workspace counters per row block).
-TEST(SlideCodegen, WarpgroupResidentB) {
-  const CsrMatrix a = weight_6_8(300, 130);
-  SlideSchedule s;
-  s.split = SlideSplit::Group;
-  s.warps = 4;
-  s.n_tiles = 4;
-  s.unroll = 2;
-  s.stages = 2;
-  s.resident = 2;
-  for (const int ksplit : {1, 3}) {
-    s.ksplit = ksplit;
-    const Problem p = Problem::spmm(300, 130, 32, DType::F16);
-    const GeneratedKernel k =
-        emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::F16, SlideForm::Kernel, 4));
-    // 19 row tiles: 5 row blocks, 2 per block; 130 columns at 6:8: 7 chunks of B.
-    EXPECT_NE(k.source.find(fmt::format("sg::slide_spmm_wg_res<T, 0, 4, 2, 4, 0, {}, 2>(values, "
-                                        "meta, bw, C",
-                                        ksplit)),
-              std::string::npos)
-        << k.source;
-    const int64_t part = slide_resident_b_bytes(p, s);
-    EXPECT_EQ(part, (ksplit == 1 ? 7 : 3) * 4 * 512);
-    EXPECT_NE(k.source.find(fmt::format(", 1, 5, {});", part)), std::string::npos) << k.source;
-    EXPECT_NE(k.source.find("// 2 row blocks per block (x, x + grid.x, ...)"), std::string::npos);
-    EXPECT_EQ(k.signature.launch.grid_x, 3);
-    EXPECT_EQ(k.signature.launch.grid_y, ksplit);
-    EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, part + 3 * 2 * 4 * (512 + 64));
-    EXPECT_FALSE(image_for(k, "sm_90a").empty()) << ksplit;
-  }
-}
-
 TEST(SlideCodegen, CompilesForEveryValueType) {
   const CsrMatrix a = weight_6_8(48, 130);
   for (DType dt : {DType::F16, DType::BF16, DType::I8, DType::F8E4M3})

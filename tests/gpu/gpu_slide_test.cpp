@@ -160,40 +160,6 @@ TEST_F(GpuSlide, WarpgroupWgmma) {
   std::printf("slide split=wg: %d kernels checked\n", checked_);
 }
 
-// split=wg with B resident: row blocks shared out unevenly (150 and 300 rows: 3 and 5 row blocks
-// of 64, 1-3 per block), rings that wrap within and across row blocks (unroll 1) or not, one K
-// part or several (fp16's 18 chunks in 3 or 4 parts; int8's 9 in 4: the last part empty), every
-// 16-byte type, N = 5, 30 and 64 (nt covering all of N: 1, 4 and 8 column tiles).
-TEST_F(GpuSlide, WarpgroupResidentB) {
-  if (!target_.limits.wgmma) GTEST_SKIP() << "split=wg needs an sm_90 device";
-  uint64_t seed = 1900;
-  int expected = 0;
-  for (const int64_t rows : {int64_t{150}, int64_t{300}}) {
-    const CsrMatrix a = slide_weight(rows, 8 * 45 + 3, 4, 61);
-    for (DType dt : {DType::F16, DType::BF16, DType::I8})
-      for (int64_t n : {5, 30, 64})
-        for (const int resident : {1, 2, 3}) {
-          const Problem p = problem_of(dt, a.rows, a.cols, n, int(seed));
-          SlideSchedule s;
-          s.pattern = 4;
-          s.split = SlideSplit::Group;
-          s.warps = resident == 3 ? 8 : 4;
-          s.n_tiles = static_cast<int>(slide_col_tiles(p));  // all of N in one column block
-          s.unroll = resident == 1 ? 1 : 4;
-          s.stages = resident == 2 ? 1 : 2;
-          s.ksplit = resident == 1 ? 1 : resident == 2 ? 3 : 4;
-          s.resident = resident;
-          ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
-          ASSERT_TRUE(verify_slide(p, s, target_.limits).empty()) << to_string(Schedule(s));
-          ++expected;
-          check_schedule(a, p, Schedule(s), ++seed);
-        }
-  }
-  EXPECT_EQ(checked_, expected);
-  EXPECT_EQ(expected, 2 * 3 * 3 * 3);
-  std::printf("slide split=wg resident B: %d kernels checked\n", checked_);
-}
-
 // split=wg in clusters of 2 and 4 row blocks (B staged once per cluster by multicast): grids
 // rounded up past M (150 rows: 3 or 2 row blocks), rings that wrap many times (unroll 1) or not
 // at all, K parts, every 16-byte type, N from 1 to 72.

@@ -145,46 +145,6 @@ TEST(SlideSchedule, WarpgroupClusters) {
   }
 }
 
-// split=wg with B resident: printed, parsed, a grid of row blocks shared out, the part of B
-// before the ring in shared memory, the counters per row block; refused off split=wg, with
-// clusters or a producer warp, or with N in more than one column block.
-TEST(SlideSchedule, WarpgroupResidentB) {
-  SlideSchedule s;
-  s.pattern = 4;
-  s.split = SlideSplit::Group;
-  s.warps = 4;
-  s.n_tiles = 8;
-  s.unroll = 4;
-  s.stages = 2;
-  s.ksplit = 4;
-  s.resident = 7;
-  const std::string spec = to_string(Schedule(s));
-  EXPECT_EQ(spec,
-            "slide;pattern=6:8;split=wg;lift=kernel;warps=4;mt=1;nt=8;unroll=4;ksplit=4;stages=2;"
-            "resident=7");
-  EXPECT_EQ(parse_schedule(spec), Schedule(s));
-  EXPECT_NE(print_schedule(Schedule(s)).find("  reuse : resident=7 row blocks per block"),
-            std::string::npos);
-  // 14336 rows: 224 row blocks of 64, 7 per block; K = 4096 at 6:8: 192 chunks, 48 per part.
-  const Problem p = Problem::spmm(14336, 4096, 64, DType::F16);
-  EXPECT_TRUE(validate_slide(p, s).empty());
-  EXPECT_EQ(slide_row_blocks(p, s), 224);
-  EXPECT_EQ(slide_grid_x(p, s), 32);
-  EXPECT_EQ(slide_resident_b_bytes(p, s), 48 * 8 * 512);
-  EXPECT_EQ(slide_shared_bytes(p, s), 48 * 8 * 512 + 3 * 4 * 4 * (512 + 64));
-  EXPECT_EQ(slide_workspace_bytes(p, s), 4 * slide_counters_offset(p) + 224 * 4);
-  EXPECT_TRUE(verify_slide(p, s, DeviceLimits::sm90()).empty());
-  s.ksplit = 2;  // a part of 96 chunks: 384 KiB of B
-  EXPECT_FALSE(verify_slide(p, s, DeviceLimits::sm90()).empty());
-  s.ksplit = 4;
-  s.n_tiles = 4;  // two column blocks
-  EXPECT_FALSE(validate_slide(p, s).empty());
-  for (const char* bad :
-       {"slide;split=k;resident=2", "slide;split=wg;warps=4;cluster=2;resident=2",
-        "slide;split=wg;warps=4;producer=1;resident=2", "slide;split=wg;warps=4;resident=2000"})
-    EXPECT_THROW(parse_schedule(bad), UserError) << bad;
-}
-
 // Both mma.sp forms (ir/slide_schedule.h, SlideForm): they differ for e4m3, whose kernel form is
 // the fp16 layout (32-column chunks) and whose library form is m16n8k64's (64).
 TEST(SlideFragments, DecodeIsTheLiftedWeightForEveryPatternAndWidth) {
