@@ -73,6 +73,9 @@ DeviceProfile device_profile(const std::string& name, int cc_major, int cc_minor
   if (clock_khz > 0) d.clock_ghz = clock_khz / 1e6;
   if (max_threads_per_sm > 0) d.max_threads_per_sm = max_threads_per_sm;
   if (registers_per_sm > 0) d.registers_per_sm = registers_per_sm;
+  // Shared memory per multiprocessor by compute capability: 8.0 164 KiB, 8.6 / 8.9 100 KiB,
+  // 9.0 228 KiB.
+  if (cc_major == 8) d.shared_per_sm = cc_minor == 0 ? 164 << 10 : 100 << 10;
   bool guessed = true;
   for (const BoardBandwidth& b : kBoards) {
     if (name.find(b.name) != std::string::npos) {
@@ -190,7 +193,11 @@ void finish_features(ScheduleFeatures& f, const KernelShape& g, const Problem& p
   const int regs = f.registers_estimate;
   const int by_threads = dev.max_threads_per_sm / std::max(1, f.threads_per_block);
   const int by_regs = dev.registers_per_sm / std::max(1, regs * f.threads_per_block);
-  f.blocks_per_sm = std::max(1, std::min({dev.max_blocks_per_sm, by_threads, by_regs}));
+  // The runtime reserves 1 KiB of shared memory per block.
+  const int by_smem = f.shared_bytes > 0
+                          ? static_cast<int>(dev.shared_per_sm / (f.shared_bytes + 1024))
+                          : dev.max_blocks_per_sm;
+  f.blocks_per_sm = std::max(1, std::min({dev.max_blocks_per_sm, by_threads, by_regs, by_smem}));
   const double max_warps_sm = dev.max_threads_per_sm / 32.0;
   f.occupancy = std::min(1.0, f.blocks_per_sm * g.warps_per_block / max_warps_sm);
   f.waves = f.blocks / (double(dev.sm_count) * f.blocks_per_sm);

@@ -59,6 +59,7 @@ struct DeviceProfile {
   int max_threads_per_sm = 2048;
   int max_blocks_per_sm = 32;
   int registers_per_sm = 65536;
+  int64_t shared_per_sm = 228 << 10;  // shared memory per multiprocessor (sm_90: 228 KiB)
 
   static DeviceProfile h100_sxm() { return {}; }
   // "sm_90" for cc 9.0.
@@ -166,6 +167,8 @@ struct ScheduleFeatures {
   double serial_mmas = 0;
   int threads_per_block = 0;
   int registers_estimate = 0;
+  // Shared memory per block, where the family counts it towards residency (0: not counted).
+  int64_t shared_bytes = 0;
   int blocks_per_sm = 0;
   double occupancy = 0;  // resident warps per SM / (max_threads_per_sm / 32)
   double waves = 0;      // blocks / (SMs x blocks_per_sm)

@@ -24,16 +24,22 @@ namespace {
 // 4096x14336 at N = 8-64 (steps x waves x latency).
 constexpr double kStepCyclesK = 1100.0;
 constexpr double kStepCyclesRows = 4000.0;
-// split=wg (a whole step staged by bulk copies, one barrier per step): fitted to its first times on
-// 4096x4096, 14336x4096 and 4096x14336 at N = 32 and 64 (H200), where the model's first choice
-// then came within 5 % of the fastest measured schedule of every case.
-constexpr double kStepCyclesWg = 2600.0;
+// split=wg (a whole step staged by bulk copies, one barrier per step): fitted to the times of
+// 4096x4096, 14336x4096 and 4096x14336 at N = 32 and 64 (H200) once a step's A, metadata and B
+// were one bulk copy each.
+constexpr double kStepCyclesWg = 1800.0;
+// split=wg with three or four steps in flight. With one K part a step's wait partly hides behind
+// the steps before it: 0.85 µs per step with stages 2, 0.71 with 3, 0.75 with 4 (14336x4096,
+// N = 64, warps 8, H200). With K parts every such ring measured was 35-60 % slower than stages 2
+// (4096², 4096x14336, 14336x4096, N = 64); why is not known.
+constexpr double kDeepRingWg = 0.83;
+constexpr double kDeepRingPartsWg = 1.4;
 // lift=fused: what each fragment register's gather adds to a step, per token of the tile (one
 // sector each): fitted to fused against lift=kernel at N = 1 and 8 (4096x4096, 4096x14336).
 constexpr double kGatherCyclesPerToken = 18.0;
-// The share of the lifted B a row block reads from L2 rather than L1, and the cost of a fused
-// gather's sector against an L2 byte stream: an L1 wavefront per sector per cycle and SM is about
-// 8.4 TB/s on an H200 against the profile's 14.4 TB/s of L2.
+// The share of the lifted B a row block reads from L2 rather than L1 (split=k and rows), and the
+// cost of a fused gather's sector against an L2 byte stream: an L1 wavefront per sector per cycle
+// and SM is about 8.4 TB/s on an H200 against the profile's 14.4 TB/s of L2.
 constexpr double kLiftedBFromL2 = 0.5;
 constexpr double kGatherSectorWeight = 1.7;
 
@@ -69,10 +75,12 @@ class SlideCost final : public CostFamily {
     // touch one 32-byte sector per token of a tile for each of a lane group's 4 fragment
     // registers per chunk, each an L1 wavefront, at kGatherSectorWeight times the L2's cost.
     const double tokens_per_tile = std::min(8.0, n / col_tiles);
-    // split=wg clusters: one L2 read of each B step per cluster (multicast).
-    f.b_sector_bytes = s.lift == SlideLift::Kernel ? grid_x / s.cluster * lifted_b * kLiftedBFromL2
-                                                   : grid_x * chunks * col_tiles * 4.0 * 32.0 *
-                                                         tokens_per_tile * kGatherSectorWeight;
+    // split=wg: all of it from L2 (bulk copies bypass L1); with clusters one L2 read of each B
+    // step per cluster (multicast).
+    f.b_sector_bytes =
+        s.lift == SlideLift::Kernel
+            ? grid_x / s.cluster * lifted_b * (s.split == SlideSplit::Group ? 1.0 : kLiftedBFromL2)
+            : grid_x * chunks * col_tiles * 4.0 * 32.0 * tokens_per_tile * kGatherSectorWeight;
     f.c_bytes = double(p.m) * n * io;
     // K parts: every part adds M·N floats into the workspace; the finish reads and re-zeroes it.
     if (s.ksplit > 1) f.c_bytes += double(p.m) * n * 4.0 * (s.ksplit + 2);
@@ -87,7 +95,9 @@ class SlideCost final : public CostFamily {
         std::ceil(part / ((s.split == SlideSplit::K ? s.warps : 1) * double(s.unroll)));
     f.step_latency_cycles = s.split == SlideSplit::K      ? kStepCyclesK
                             : s.split == SlideSplit::Rows ? kStepCyclesRows
-                                                          : kStepCyclesWg;
+                            : s.stages < 3                ? kStepCyclesWg
+                            : s.ksplit == 1               ? kStepCyclesWg * kDeepRingWg
+                                                          : kStepCyclesWg * kDeepRingPartsWg;
     if (s.lift == SlideLift::Fused)
       f.step_latency_cycles += s.unroll * s.n_tiles * 4.0 * kGatherCyclesPerToken * tokens_per_tile;
     f.warp_iters_mean = f.warp_iters_max;
@@ -102,6 +112,9 @@ class SlideCost final : public CostFamily {
     f.blocks = grid_x * grid_y;
     f.threads_per_block = s.threads_per_block();
     f.registers_estimate = std::min(255, (slide_registers(p, s) + 7) / 8 * 8);
+    // split=wg's ring of whole steps can hold a multiprocessor's shared memory: one block per
+    // multiprocessor past half of it. (The other splits stay within 48 KiB.)
+    if (s.split == SlideSplit::Group) f.shared_bytes = slide_shared_bytes(p, s);
     KernelShape k;
     k.warps_per_block = s.warps;
     k.thread_cols = 1;  // one mma.sp issue per tile, whatever its width

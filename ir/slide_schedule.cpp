@@ -388,10 +388,10 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
             if (lift == SlideLift::Fused && (split != SlideSplit::K || dtype_bytes(p.dtype) != 2))
               continue;
             for (int unroll : {1, 2, 4})
-              for (int stages : {1, 2, 4}) {
-                // split=wg: 2 or 4 steps in flight (it hides no latency in registers); the
+              for (int stages : {1, 2, 3, 4}) {
+                // split=wg: 2 to 4 steps in flight (it hides no latency in registers); the
                 // others 1 or 2.
-                if (split == SlideSplit::Group ? stages == 1 : stages == 4) continue;
+                if (split == SlideSplit::Group ? stages == 1 : stages > 2) continue;
                 for (int ks = 1; ks <= 64; ks *= 2) {
                   SlideSchedule s;
                   s.pattern = pat.n;
@@ -410,8 +410,11 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
                                  slide_part_chunks(chunks, ks) <
                                      4 * (split == SlideSplit::K ? warps : 1) * unroll))
                     break;
-                  // split=wg stages whole steps: up to two blocks' worth per multiprocessor.
-                  const int64_t smem_cap = split == SlideSplit::Group ? 100 * 1024 : 48 * 1024;
+                  // split=wg stages whole steps, up to the device's shared memory per block: one
+                  // block per multiprocessor with a deep ring can stream more than two with
+                  // short ones.
+                  const int64_t smem_cap =
+                      split == SlideSplit::Group ? int64_t{dev.max_shared_per_block} : 48 * 1024;
                   if (slide_registers(p, s) > 160 || slide_shared_bytes(p, s) > smem_cap) continue;
                   if (!validate_slide(p, s).empty() || !verify_slide(p, s, dev).empty()) continue;
                   out.emplace_back(s);

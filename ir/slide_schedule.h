@@ -170,9 +170,9 @@ std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
 // where it breaks): split k: warps {2, 4, 8} x mt {1, 2}; split rows: warps {4, 8} x mt {1, 2};
 // each x nt {1, 2, 4, 8 up to N's tiles} x unroll {1, 2, 4} x stages {1, 2}, within 160
 // registers and 48 KiB of shared memory; split wg (an sm_90 device, 16-byte lanes): warps {4, 8},
-// mt 1, lift=kernel, stages {2, 4}, within 100 KiB; x ksplit from 1, doubling while the grid is
-// short of two waves (of 4 blocks per multiprocessor) and each part keeps at least 4 load steps
-// per warp.
+// mt 1, lift=kernel, stages {2, 3, 4}, within the shared memory per block; x ksplit from 1,
+// doubling while the grid is short of two waves (of 4 blocks per multiprocessor) and each part
+// keeps at least 4 load steps per warp.
 std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev);
 
