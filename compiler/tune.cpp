@@ -16,6 +16,7 @@
 #include <tuple>
 #include <utility>
 
+#include "codegen/template_library.h"
 #include "compiler/device_check_inputs.h"
 #include "compiler/family.h"
 #include "compiler/fingerprint.h"
@@ -30,6 +31,7 @@
 #include "ir/verifier.h"
 #include "runtime/nvrtc_compiler.h"
 #include "runtime/process_memory.h"
+#include "runtime/sha256.h"
 #include "runtime/timing.h"
 
 namespace sparsegen {
@@ -324,8 +326,18 @@ kdb::KeyParts key_parts(const MatrixFingerprint& f, const Problem& p, const Comp
                  ? fmt::format("{} {} arch={}", target.device_name, target.limits.name, target.arch)
                  : fmt::format("offline arch={}", target.arch);
   k.nvrtc_version = nvrtc::version_string();
-  k.generator_version = kGeneratorVersion;
+  k.generator_version = generator_version();
   return k;
+}
+
+const std::string& generator_version() {
+  static const std::string v = [] {
+    std::string all;
+    for (const EmbeddedHeader& h : embedded_template_headers())
+      all.append(h.name).append(1, '\0').append(h.content).append(1, '\0');
+    return std::string(kGeneratorVersion) + "/templates-" + sha256_hex(all).substr(0, 16);
+  }();
+  return v;
 }
 
 KernelBuild prepare_kernel(const CsrMatrix& a, const Problem& p, const Schedule& s,

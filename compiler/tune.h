@@ -60,9 +60,16 @@ namespace sparsegen {
 // general-3: elementwise prologues/epilogues stride over one wave of blocks (large atomic kernels
 // take 16-25 % less time, so a cached choice between atomic and store schedules may change);
 // the cache also re-emits on use and compares sources, so a forgotten bump costs a recompile,
-// never a wrong kernel.
+// never a wrong kernel. The device helpers (templates/*.cuh) are keyed by their digest instead
+// (generator_version()): an emitted source only #includes them, so a changed helper behind the
+// same source must not find the old kernel.
 inline constexpr const char* kGeneratorVersion =
     "sparsegen-0.2.0/general-3/macko-5/bitmap_tc-3/refine-1";
+
+// kGeneratorVersion, then "/templates-" and the first 16 hex digits of the SHA-256 of every
+// embedded template header (name and bytes, templates/CMakeLists.txt order): the key part
+// `generator_version` of every kernel and tuning.
+const std::string& generator_version();
 
 struct TuneProgress {
   std::string phase;  // "enumerate", "rank", "compile", "measure", "check", "store"

@@ -246,7 +246,11 @@ TEST(Tune, KeyFollowsStructure) {
   EXPECT_NE(kdb::tuning_key(key_parts(a, p, gpu, "")), k0);
   const kdb::KeyParts parts = key_parts(a, p, t, "");
   EXPECT_EQ(parts.nvrtc_version, nvrtc::version_string());
-  EXPECT_EQ(parts.generator_version, kGeneratorVersion);
+  EXPECT_EQ(parts.generator_version, generator_version());
+  // kGeneratorVersion, then the templates' digest: 16 hex digits.
+  EXPECT_EQ(parts.generator_version.rfind(std::string(kGeneratorVersion) + "/templates-", 0), 0u);
+  EXPECT_EQ(parts.generator_version.size(),
+            std::string(kGeneratorVersion).size() + std::string("/templates-").size() + 16);
   EXPECT_NE(parts.matrix.find("nnz=" + std::to_string(a.nnz())), std::string::npos);
 }
 
