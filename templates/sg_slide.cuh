@@ -1091,26 +1091,24 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
       av[u] = ok ? sa[(u * WARPS + warp) * 32 + lane] : make_uint4(0u, 0u, 0u, 0u);
       ev[u] = ok ? sm[(u * WARPS + warp) * 8 * ML + meta_lane] : 0x44444444u;  // a valid 2:4 index
     }
+    auto mma = [&](int u) {
+      detail::wgmma_sp_m64<E, 8 * NT>(
+          acc, av[u],
+          detail::wgmma_desc_kmajor(buf + static_cast<unsigned>(u * NT * kTile), 128, kTile),
+          ev[u]);
+    };
     // A whole step issues its U multiplies with no branch between them: a branch there makes ptxas
     // wait for each wgmma before the next (C7519). Only a part's last step may be short.
     if (kc0 + U <= c1) {
       wgmma_fence();
 #pragma unroll
-      for (int u = 0; u < U; ++u)
-        detail::wgmma_sp_m64<E, 8 * NT>(
-            acc, av[u],
-            detail::wgmma_desc_kmajor(buf + static_cast<unsigned>(u * NT * kTile), 128, kTile),
-            ev[u]);
+      for (int u = 0; u < U; ++u) mma(u);
       wgmma_commit();
     } else {
       wgmma_fence();
 #pragma unroll
       for (int u = 0; u < U; ++u)
-        if (kc0 + u < c1)  // the same for the whole block
-          detail::wgmma_sp_m64<E, 8 * NT>(
-              acc, av[u],
-              detail::wgmma_desc_kmajor(buf + static_cast<unsigned>(u * NT * kTile), 128, kTile),
-              ev[u]);
+        if (kc0 + u < c1) mma(u);  // the same for the whole block
       wgmma_commit();
     }
     wgmma_wait<0>();

@@ -17,6 +17,21 @@ CsrMatrix weight_6_8(int64_t m, int64_t k) {
   return testing::slide_weight(m, k, 4, 9);
 }
 
+// A split=wg schedule (pattern 6:8), and its kernel over the weight packed in its slot order.
+SlideSchedule wg_schedule(int warps, int nt, int unroll, int stages) {
+  SlideSchedule s;
+  s.split = SlideSplit::Group;
+  s.warps = warps;
+  s.n_tiles = nt;
+  s.unroll = unroll;
+  s.stages = stages;
+  return s;
+}
+GeneratedKernel emit_wg(const CsrMatrix& a, const Problem& p, const SlideSchedule& s) {
+  return emit_slide(p, Schedule(s),
+                    pack_slide_tc(a, s.pattern, p.dtype, SlideForm::Kernel, slide_pack_group(s)));
+}
+
 // The kernel's NVRTC image for `arch` (empty when it does not compile).
 std::vector<char> image_for(const GeneratedKernel& k, const std::string& arch) {
   nvrtc::CompileOptions o;
@@ -287,16 +302,10 @@ TEST(SlideCodegen, E4m3RunsOnTheFp16SparseTensorCores) {
 TEST(SlideCodegen, WarpgroupKernelOnSm90a) {
   const CsrMatrix a = weight_6_8(100, 130);
   for (DType dt : {DType::F16, DType::BF16, DType::I8}) {
-    SlideSchedule s;
-    s.split = SlideSplit::Group;
-    s.warps = 8;
-    s.n_tiles = 4;
-    s.unroll = 2;
-    s.stages = 2;
+    const SlideSchedule s = wg_schedule(8, 4, 2, 2);
     const Problem p = is_quantized(dt) ? Problem::quantized_spmm(100, 130, 32, dt, DType::BF16)
                                        : Problem::spmm(100, 130, 32, dt);
-    const GeneratedKernel k =
-        emit_slide(p, Schedule(s), pack_slide_tc(a, 4, dt, SlideForm::Kernel, s.warps));
+    const GeneratedKernel k = emit_wg(a, p, s);
     const int kind = dt == DType::F16 ? 0 : dt == DType::BF16 ? 1 : 2;
     const int quant = is_quantized(dt) ? 1 : 0;
     EXPECT_NE(
@@ -323,16 +332,10 @@ TEST(SlideCodegen, WarpgroupKernelOnSm90a) {
 // blocks of 4 warps, rounded up to 4), the launch's cluster dimension, and a cubin for sm_90a.
 TEST(SlideCodegen, WarpgroupClusterLaunch) {
   const CsrMatrix a = weight_6_8(100, 130);
-  SlideSchedule s;
-  s.split = SlideSplit::Group;
-  s.warps = 4;
-  s.n_tiles = 4;
-  s.unroll = 2;
-  s.stages = 2;
+  SlideSchedule s = wg_schedule(4, 4, 2, 2);
   s.cluster = 4;
   const Problem p = Problem::spmm(100, 130, 32, DType::F16);
-  const GeneratedKernel k =
-      emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::F16, SlideForm::Kernel, 4));
+  const GeneratedKernel k = emit_wg(a, p, s);
   EXPECT_NE(k.source.find("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, 1, 2, 4, 0>(values, meta, bw, C"),
             std::string::npos)
       << k.source;
@@ -349,19 +352,13 @@ TEST(SlideCodegen, WarpgroupClusterLaunch) {
 // last argument, and a cubin for sm_90a (with clusters and K parts as well).
 TEST(SlideCodegen, WarpgroupProducerWarp) {
   const CsrMatrix a = weight_6_8(100, 130);
-  SlideSchedule s;
-  s.split = SlideSplit::Group;
-  s.warps = 4;
-  s.n_tiles = 4;
-  s.unroll = 2;
-  s.stages = 2;
+  SlideSchedule s = wg_schedule(4, 4, 2, 2);
   s.producer = 1;
   for (const int cluster : {1, 2}) {
     s.cluster = cluster;
     s.ksplit = cluster == 1 ? 1 : 2;
     const Problem p = Problem::spmm(100, 130, 32, DType::F16);
-    const GeneratedKernel k =
-        emit_slide(p, Schedule(s), pack_slide_tc(a, 4, DType::F16, SlideForm::Kernel, 4));
+    const GeneratedKernel k = emit_wg(a, p, s);
     EXPECT_NE(k.source.find(fmt::format("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, {}, 2, {}, 1>(values, "
                                         "meta, bw, C",
                                         s.ksplit, cluster)),

@@ -37,6 +37,19 @@ Problem problem_of(DType dt, int64_t m, int64_t k, int64_t n, int variant) {
   return Problem::spmm(m, k, n, dt, bl, cl);
 }
 
+// A split=wg schedule of pattern 6:8 (the rest as given).
+SlideSchedule wg_schedule(int warps, int nt, int unroll, int stages, int ksplit) {
+  SlideSchedule s;
+  s.pattern = 4;
+  s.split = SlideSplit::Group;
+  s.warps = warps;
+  s.n_tiles = nt;
+  s.unroll = unroll;
+  s.stages = stages;
+  s.ksplit = ksplit;
+  return s;
+}
+
 class GpuSlide : public testing::GpuFixture {
  protected:
   // Runs one schedule (a different one of the enumeration per call) and checks it.
@@ -142,14 +155,12 @@ TEST_F(GpuSlide, WarpgroupWgmma) {
         for (const int nt : {1, 2, 4, 8}) {
           const Problem p = problem_of(dt, a.rows, a.cols, n, int(seed));
           if (nt > 1 && nt > slide_col_tiles(p)) continue;
-          SlideSchedule s;
-          s.pattern = 4;
-          s.split = SlideSplit::Group;
-          s.warps = nt % 2 == 0 ? 8 : 4;
-          s.n_tiles = nt;
-          s.unroll = nt <= 2 ? 1 : 2;
-          s.stages = nt == 1 ? 1 : nt == 2 ? 3 : nt == 4 ? 2 : 4;
-          s.ksplit = n == 64 || nt == 1 ? 3 : 1;
+          const SlideSchedule s = wg_schedule(nt % 2 == 0 ? 8 : 4, nt, nt <= 2 ? 1 : 2,
+                                              nt == 1   ? 1
+                                              : nt == 2 ? 3
+                                              : nt == 4 ? 2
+                                                        : 4,
+                                              n == 64 || nt == 1 ? 3 : 1);
           ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
           ++expected;
           check_schedule(a, p, Schedule(s), ++seed);
@@ -173,14 +184,9 @@ TEST_F(GpuSlide, WarpgroupClusters) {
       for (const int cluster : {2, 4})
         for (const int warps : {4, 8}) {
           const Problem p = problem_of(dt, a.rows, a.cols, n, int(seed));
-          SlideSchedule s;
-          s.pattern = 4;
-          s.split = SlideSplit::Group;
-          s.warps = warps;
-          s.n_tiles = n == 1 ? 1 : 8;  // N = 72: two column blocks, the second one tile wide
-          s.unroll = warps == 4 ? 1 : 4;
-          s.stages = warps == 4 ? 2 : 1;
-          s.ksplit = n == 64 ? 3 : 1;
+          // N = 72: two column blocks, the second one tile wide.
+          SlideSchedule s = wg_schedule(warps, n == 1 ? 1 : 8, warps == 4 ? 1 : 4,
+                                        warps == 4 ? 2 : 1, n == 64 ? 3 : 1);
           s.cluster = cluster;
           ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
           ASSERT_EQ(slide_grid_x(p, s) % cluster, 0);
@@ -204,15 +210,9 @@ TEST_F(GpuSlide, WarpgroupProducerWarp) {
     for (int64_t n : {1, 64, 72})
       for (const int stages : {1, 2, 4}) {
         const Problem p = problem_of(dt, a.rows, a.cols, n, int(seed));
-        SlideSchedule s;
-        s.pattern = 4;
-        s.split = SlideSplit::Group;
+        SlideSchedule s = wg_schedule(stages == 2 ? 8 : 4, n == 1 ? 1 : 8, stages == 4 ? 4 : 1,
+                                      stages, n == 64 ? 3 : 1);
         s.producer = 1;
-        s.warps = stages == 2 ? 8 : 4;
-        s.n_tiles = n == 1 ? 1 : 8;
-        s.unroll = stages == 4 ? 4 : 1;
-        s.stages = stages;
-        s.ksplit = n == 64 ? 3 : 1;
         s.cluster = stages == 1 ? 1 : 2;
         ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
         ++expected;
