@@ -114,8 +114,10 @@ double time_lift(const Problem& p, const Schedule& s, const CsrMatrix& a, const 
                  CUdeviceptr b, const CompileTarget& target, const TimingOptions& topt) {
   // f is packed in the plain slot order; a split=wg schedule reads its own (grouped) order.
   const int group = slide_pack_group(s.as<SlideSchedule>());
+  const SlideWindowOrder order = slide_pack_order(s.as<SlideSchedule>());
   std::optional<SlideTcFormat> regrouped;
-  if (group != f.group) regrouped = pack_slide_tc(a, f.n, f.dtype, SlideForm::Kernel, group);
+  if (group != f.group || order != f.order)
+    regrouped = pack_slide_tc(a, f.n, f.dtype, SlideForm::Kernel, group, order);
   const codegen::GeneratedKernel g = codegen::emit_slide(p, s, regrouped ? *regrouped : f);
   nvrtc::CompileOptions co;
   co.arch = g.arch_specific ? nvrtc::arch_specific_variant(target.arch) : target.arch;

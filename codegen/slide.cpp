@@ -179,7 +179,8 @@ class SlideEmitter : public Emitter {
       throw UserError(
           fmt::format("codegen: slide cannot run {}: {}", to_string(p_), fmt::join(why, "; ")));
     SG_ASSERT(f_.rows == p_.m && f_.cols == p_.k && f_.n == s_.pattern && f_.dtype == p_.dtype &&
-                  f_.form == SlideForm::Kernel && f_.group == slide_pack_group(s_),
+                  f_.form == SlideForm::Kernel && f_.group == slide_pack_group(s_) &&
+                  f_.order == slide_pack_order(s_) && f_.chunks == slide_chunks(p_, s_),
               "emit_slide: the format does not match the problem and schedule");
     if (f_.stored_row_tiles() * f_.chunks * 32 * 4 > INT32_MAX || p_.m * p_.n > INT32_MAX ||
         p_.k * p_.n > INT32_MAX || slide_b_work_bytes(p_, s_.pattern) / 4 > INT32_MAX)
@@ -223,13 +224,19 @@ class SlideEmitter : public Emitter {
                       s_.warps, s_.m_tiles, s_.n_tiles, f_.chunks));
     else
       comment(fmt::format(
-          "{} warpgroup(s) x 64 rows, {} column tile(s) per block; A, metadata and B staged "
-          "by bulk copies, one wgmma.sp m64n{} per chunk and warpgroup, {} chunks",
-          s_.warps / 4, s_.n_tiles, 8 * s_.n_tiles, f_.chunks));
+          "{} warpgroup(s) x 64 rows, {} column tile(s) per block; {} staged by bulk copies, "
+          "one wgmma.sp m64n{} per chunk and warpgroup, {} chunks",
+          s_.warps / 4, s_.n_tiles, wg_fused() ? "A and metadata" : "A, metadata and B",
+          8 * s_.n_tiles, f_.chunks));
     if (s_.producer > 0)
       comment(
           "warp-specialised: the last warp stages the steps; the warpgroups release each buffer "
           "through its empty barrier");
+    if (wg_fused())
+      comment(fmt::format(
+          "lift fused: {} producer warps, one per buffer, copy A and stage B's original columns "
+          "(raw-first windows), building the overlapping windows in shared memory",
+          s_.producer_warps()));
     if (s_.cluster > 1)
       comment(fmt::format(
           "clusters of {} row blocks (launch attribute); the first stages B into all of them by "
@@ -252,16 +259,17 @@ class SlideEmitter : public Emitter {
                     ? fmt::format("reinterpret_cast<unsigned*>(ws + {})", slide_counters_offset(p_))
                     : "static_cast<unsigned*>(nullptr)");
     const auto col_blocks = i32(std::to_string(slide_col_blocks(p_, s_)));
-    const auto args =
-        std::make_tuple(cptr_u32("values"), cptr_u32("meta"), cptr_u32("bw"), ptr_t("C"),
-                        cptr_f32(quant_ ? "row_scales" : "static_cast<const float*>(nullptr)"),
-                        cptr_f32(quant_ ? "token_scales" : "static_cast<const float*>(nullptr)"),
-                        ptr_f32("sg_smem"), f32("alpha"), f32("beta"), i32(std::to_string(p_.m)),
-                        i32(std::to_string(p_.n)), i32(std::to_string(f_.row_tiles)),
-                        i32(std::to_string(slide_col_tiles(p_))), i32(std::to_string(f_.chunks)),
-                        i32(row_c ? std::to_string(p_.n) : "1"),
-                        i32(row_c ? "1" : std::to_string(p_.m)), ws, counters, col_blocks);
-    if (fused_) {
+    const auto args = std::make_tuple(
+        cptr_u32("values"), cptr_u32("meta"),
+        cptr_u32(wg_fused() ? "static_cast<const unsigned*>(nullptr)" : "bw"), ptr_t("C"),
+        cptr_f32(quant_ ? "row_scales" : "static_cast<const float*>(nullptr)"),
+        cptr_f32(quant_ ? "token_scales" : "static_cast<const float*>(nullptr)"),
+        ptr_f32("sg_smem"), f32("alpha"), f32("beta"), i32(std::to_string(p_.m)),
+        i32(std::to_string(p_.n)), i32(std::to_string(f_.row_tiles)),
+        i32(std::to_string(slide_col_tiles(p_))), i32(std::to_string(f_.chunks)),
+        i32(row_c ? std::to_string(p_.n) : "1"), i32(row_c ? "1" : std::to_string(p_.m)), ws,
+        counters, col_blocks);
+    if (fused_ && !wg_fused()) {
       const bool row_b = p_.b_layout == Layout::RowMajor;
       call_stmt(tmpl::slide_spmm_fused,
                 targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype, SlideForm::Kernel)},
@@ -276,19 +284,26 @@ class SlideEmitter : public Emitter {
                 ws, counters, col_blocks);
       return;
     }
-    // split=wg: no mt (one row tile per warp) and no prefetch.
-    const auto targ_wg =
-        targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype, SlideForm::Kernel)}, IntArg{s_.n_tiles},
-              IntArg{s_.unroll}, IntArg{s_.warps}, IntArg{quant_ ? 1 : 0}, IntArg{s_.ksplit},
-              IntArg{s_.stages}, IntArg{s_.cluster}, IntArg{s_.producer});
+    if (s_.split == SlideSplit::Group) {
+      // No mt (one row tile per warp) and no prefetch; U counts chunks, with lift=fused whole
+      // runs; lift=fused reads the column-major B itself.
+      const auto targ_wg =
+          targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype, SlideForm::Kernel)}, IntArg{s_.n_tiles},
+                IntArg{slide_step_chunks(s_)}, IntArg{s_.warps}, IntArg{quant_ ? 1 : 0},
+                IntArg{s_.ksplit}, IntArg{s_.stages}, IntArg{s_.cluster}, IntArg{s_.producer},
+                IntArg{wg_fused() ? 1 : 0}, IntArg{s_.pattern});
+      const auto args_wg = std::tuple_cat(
+          args, std::make_tuple(cptr_t(wg_fused() ? "B" : "static_cast<const T*>(nullptr)"),
+                                i32(std::to_string(p_.k)), i32(std::to_string(p_.k))));
+      std::apply([&](const auto&... a) { call_stmt(tmpl::slide_spmm_wg, targ_wg, a...); }, args_wg);
+      return;
+    }
     std::apply(
         [&](const auto&... a) {
           if (s_.split == SlideSplit::K)
             call_stmt(tmpl::slide_spmm, targ, a...);
-          else if (s_.split == SlideSplit::Rows)
-            call_stmt(tmpl::slide_spmm_rows, targ, a...);
           else
-            call_stmt(tmpl::slide_spmm_wg, targ_wg, a...);
+            call_stmt(tmpl::slide_spmm_rows, targ, a...);
         },
         args);
   }
@@ -307,6 +322,8 @@ class SlideEmitter : public Emitter {
   }
 
   bool split_k_parts() const { return s_.ksplit > 1; }
+  // split=wg with lift=fused: its producer warps stage B from the original columns.
+  bool wg_fused() const { return fused_ && s_.split == SlideSplit::Group; }
 
   KernelSignature signature() const {
     KernelSignature sig;
@@ -334,7 +351,8 @@ class SlideEmitter : public Emitter {
     sig.launch.cluster_x = s_.cluster;
     // After the lift, the kernel may start early: it waits before its first read of bw.
     sig.launch.programmatic_wait = !fused_;
-    sig.b_alignment = fused_ ? 2 : quant_ && vec_b() ? 16 : 4;
+    // split=wg with lift=fused loads 16-byte pieces of B.
+    sig.b_alignment = wg_fused() ? 16 : fused_ ? 2 : quant_ && vec_b() ? 16 : 4;
     sig.b_work_bytes = slide_b_work_bytes(p_, s_);
     if (quant_) sig.token_scales = p_.n;
     if (split_k_parts()) {

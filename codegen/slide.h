@@ -17,10 +17,21 @@
 //   }
 //
 // split=rows calls sg::slide_spmm_rows with the same arguments; split=wg calls
-// sg::slide_spmm_wg<T, KIND, nt, unroll, warps, QUANT, ksplit, stages> after a lift writing ORDER 2
-// (wgmma's core order), compiled for sm_90a (GeneratedKernel::arch_specific). Quantized types add
-// the row scales (F32Table) to the main kernel and the token scales (TokenScales) to both; T is
-// then the problem's io type (the caller's B and C).
+// sg::slide_spmm_wg<T, KIND, nt, U, warps, QUANT, ksplit, stages, cluster, producer, LIFT, P>
+// with B, K and B's column stride appended, compiled for sm_90a (GeneratedKernel::arch_specific):
+// after a lift writing ORDER 2 (wgmma's core order; LIFT 0, B null), or with lift=fused alone
+// (LIFT 1, bw null, U = unroll runs of P − 1 chunks, raw-first windows), reading B itself:
+//
+//   extern "C" __global__ void __launch_bounds__(416) sparsegen_slide(const unsigned* values,
+//       T* C, float alpha, float beta, const unsigned* meta, const T* B) {
+//     extern __shared__ __align__(16) float sg_smem[];
+//     sg::slide_spmm_wg<T, 0, 8, 3, 8, 0, 1, 4, 1, 0, 1, 4>(values, meta, nullptr, C, nullptr,
+//         nullptr, sg_smem, alpha, beta, M, N, row_tiles, col_tiles, chunks, c_rs, c_ns, ws,
+//         counters, col_blocks, B, K, K);
+//   }
+//
+// Quantized types add the row scales (F32Table) to the main kernel and the token scales
+// (TokenScales) to both; T is then the problem's io type (the caller's B and C).
 #pragma once
 
 #include <string>
@@ -33,8 +44,8 @@ namespace sparsegen::codegen {
 
 // Precondition: schedule is a slide one, validate(problem, schedule) is empty and
 // f = pack_slide_tc(a, pattern, problem.dtype). Parameters of the main kernel: values (Values),
-// C, alpha, beta, meta (U32Table), [row_scales (F32Table)], bw (BWork), [token_scales
-// (TokenScales)]; b_transform: B, bw, [token_scales].
+// C, alpha, beta, meta (U32Table), [row_scales (F32Table)], bw (BWork) or with lift=fused B,
+// [token_scales (TokenScales)]; b_transform (lift=kernel): B, bw, [token_scales].
 GeneratedKernel emit_slide(const Problem& problem, const Schedule& schedule, const SlideTcFormat& f,
                            const EmitOptions& opt = {});
 

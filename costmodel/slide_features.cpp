@@ -57,10 +57,14 @@ class SlideCost final : public CostFamily {
     const double n = double(std::max<int64_t>(p.n, 1));
     const double row_tiles = double(slide_row_tiles(p));
     const double col_tiles = double(slide_col_tiles(p));
-    const double chunks = double(slide_chunks(p, s.pattern));
+    const double chunks = double(slide_chunks(p, s));
     const double grid_x = double(slide_grid_x(p, s)), grid_y = double(slide_grid_y(p, s));
     const double col_blocks = double(slide_col_blocks(p, s));
-    const double part = double(slide_part_chunks(slide_chunks(p, s.pattern), s.ksplit));
+    const double part = double(slide_part_chunks(p, s));
+    const double step = double(slide_step_chunks(s));
+    // split=wg with lift=fused stages the original B (no lift kernel, no B').
+    const bool wg_fused = s.split == SlideSplit::Group && s.lift == SlideLift::Fused;
+    const double raw_b = double(p.k) * col_tiles * 8 * io;
     const double lifted_b = chunks * mma.chunk * col_tiles * 8 * vb;
     f.nnz = double(fs.nnz);
     f.pad_overhead = fs.pad_overhead();
@@ -77,8 +81,10 @@ class SlideCost final : public CostFamily {
     const double tokens_per_tile = std::min(8.0, n / col_tiles);
     // split=wg: all of it from L2 (bulk copies bypass L1); with clusters one L2 read of each B
     // step per cluster (multicast).
+    // split=wg with lift=fused: each row block reads the original B from L2 once.
     f.b_sector_bytes =
-        s.lift == SlideLift::Kernel
+        wg_fused ? grid_x * raw_b
+        : s.lift == SlideLift::Kernel
             ? grid_x / s.cluster * lifted_b * (s.split == SlideSplit::Group ? 1.0 : kLiftedBFromL2)
             : grid_x * chunks * col_tiles * 4.0 * 32.0 * tokens_per_tile * kGatherSectorWeight;
     f.c_bytes = double(p.m) * n * io;
@@ -91,14 +97,13 @@ class SlideCost final : public CostFamily {
     f.warp_iters_total = mmas;
     // The slowest warp's load steps (unroll chunks each): split=k warps share a part's chunks,
     // split=rows warps each walk all of them.
-    f.warp_iters_max =
-        std::ceil(part / ((s.split == SlideSplit::K ? s.warps : 1) * double(s.unroll)));
+    f.warp_iters_max = std::ceil(part / ((s.split == SlideSplit::K ? s.warps : 1) * step));
     f.step_latency_cycles = s.split == SlideSplit::K      ? kStepCyclesK
                             : s.split == SlideSplit::Rows ? kStepCyclesRows
                             : s.stages < 3                ? kStepCyclesWg
                             : s.ksplit == 1               ? kStepCyclesWg * kDeepRingWg
                                                           : kStepCyclesWg * kDeepRingPartsWg;
-    if (s.lift == SlideLift::Fused)
+    if (s.lift == SlideLift::Fused && !wg_fused)
       f.step_latency_cycles += s.unroll * s.n_tiles * 4.0 * kGatherCyclesPerToken * tokens_per_tile;
     f.warp_iters_mean = f.warp_iters_max;
     f.lane_efficiency = 1.0;
@@ -107,8 +112,8 @@ class SlideCost final : public CostFamily {
     f.shuffles = 0;
     f.block_syncs = grid_x * grid_y *
                     (s.split == SlideSplit::K      ? 1.0
-                     : s.split == SlideSplit::Rows ? 2.0 * part / s.unroll
-                                                   : part / s.unroll);
+                     : s.split == SlideSplit::Rows ? 2.0 * part / step
+                                                   : part / step);
     f.blocks = grid_x * grid_y;
     f.threads_per_block = s.threads_per_block();
     f.registers_estimate = std::min(255, (slide_registers(p, s) + 7) / 8 * 8);

@@ -45,9 +45,9 @@ struct PackedSlide final : Packed<SlideTcFormat> {
   }
   std::string describe() const override {
     return fmt::format(
-        "{}:{} sliding windows, {} lifted columns, {} row tiles x {} chunks, {} bytes",
-        2 * format.n - 2, 2 * format.n, format.lifted_cols, format.row_tiles, format.chunks,
-        format.bytes());
+        "{}:{} sliding windows ({} order), {} lifted columns, {} row tiles x {} chunks, {} bytes",
+        2 * format.n - 2, 2 * format.n, to_string(format.order), format.lifted_cols,
+        format.row_tiles, format.chunks, format.bytes());
   }
 };
 
@@ -78,11 +78,14 @@ class SlideIrFamily final : public IrFamily {
     if (auto w = slide_pattern_why_not(a)) why.push_back(std::move(*w));
     return why;
   }
-  // The packing depends on the pattern and the slot order's group (the dtype is the problem's).
+  // The packing depends on the pattern, the slot order's group and the window order (the dtype
+  // is the problem's).
   std::optional<std::string> pack_key(const Schedule& s) const override {
     const SlideSchedule& ss = s.as<SlideSchedule>();
     const int group = slide_pack_group(ss);
-    return std::to_string(ss.pattern) + (group > 1 ? fmt::format(";group={}", group) : "");
+    const SlideWindowOrder order = slide_pack_order(ss);
+    return std::to_string(ss.pattern) + (group > 1 ? fmt::format(";group={}", group) : "") +
+           (order != SlideWindowOrder::Sliding ? fmt::format(";order={}", to_string(order)) : "");
   }
   FormatStats format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s) const override {
     return restat(slide_stats(a, p, s.as<SlideSchedule>().pattern), p, s);
@@ -110,8 +113,8 @@ class SlideIrFamily final : public IrFamily {
                                   a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m,
                                   p.k));
     const SlideSchedule& ss = s.as<SlideSchedule>();
-    return std::make_shared<PackedSlide>(
-        pack_slide_tc(a, ss.pattern, p.dtype, SlideForm::Kernel, slide_pack_group(ss)));
+    return std::make_shared<PackedSlide>(pack_slide_tc(a, ss.pattern, p.dtype, SlideForm::Kernel,
+                                                       slide_pack_group(ss), slide_pack_order(ss)));
   }
   void interpret(const Problem& p, const Schedule&, const PackedMatrix& packed,
                  std::span<const float> b, std::span<float> c, float alpha,

@@ -35,17 +35,39 @@ MetaNibble meta_nibble(const SlideMma& mma, int row_hi, int window) {
 
 }  // namespace
 
+int64_t slide_order_source(int n, SlideWindowOrder o, int64_t index, int64_t groups) {
+  const int64_t per_group = n - 1;
+  if (o == SlideWindowOrder::Sliding) return index < groups * per_group ? index : -1;
+  const int64_t even = n / 2, odd = n / 2 - 1, run = kSlideRunGroups * per_group;
+  const int64_t j = index % run;
+  int64_t g = 0, w = 0;
+  if (j < kSlideRunGroups * even) {  // the run's original columns, in order
+    g = j / even;
+    w = 2 * (j % even);
+  } else {  // the overlaps
+    const int64_t jj = j - kSlideRunGroups * even;
+    g = jj / odd;
+    w = 2 * (jj % odd) + 1;
+  }
+  g += index / run * kSlideRunGroups;
+  return g < groups ? g * per_group + w : -1;
+}
+
 int64_t SlideTcFormat::bytes() const {
   return static_cast<int64_t>(values.size()) * dtype_bytes(dtype) +
          static_cast<int64_t>(meta.size()) * 4 + static_cast<int64_t>(row_scales.size()) * 4;
 }
 
-SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype, SlideForm form, int group) {
+SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype, SlideForm form, int group,
+                            SlideWindowOrder order) {
   SG_ASSERT(group == 1 || group == 2 || group == 4 || group == 8,
             "pack_slide_tc: group must be 1, 2, 4 or 8");
   const SlideMma mma = slide_mma(dtype, form);
+  SG_ASSERT(order == SlideWindowOrder::Sliding || (n % 2 == 0 && mma.chunk == 32),
+            "pack_slide_tc: raw-first windows need an even N and 32-column chunks");
   SlideTcFormat f;
   f.group = group;
+  f.order = order;
   f.n = n;
   f.dtype = dtype;
   f.form = form;
@@ -64,20 +86,24 @@ SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype, SlideForm fo
   f.lifted_cols = s.lifted_cols;
   f.nnz = s.nnz;
   f.row_tiles = (s.rows + 15) / 16;
-  f.chunks = (s.lifted_cols + mma.chunk - 1) / mma.chunk;
+  f.chunks = slide_order_chunks(n, order, s.cols, mma.chunk);
   const int E = mma.per_reg, wpc = mma.chunk / 4;  // windows per chunk
+  const int64_t groups = s.padded_cols / (2 * n);
   const int64_t lane_vals = 4 * E, tile_vals = 32 * lane_vals;
   const int64_t stored = f.stored_row_tiles();
   f.values.assign(static_cast<size_t>(stored * f.chunks * tile_vals), 0.0f);
   f.meta.assign(static_cast<size_t>(stored * f.chunks * mma.meta_words()), 0u);
   const int64_t win = s.windows_per_row(), words = s.meta_words_per_row();
-  // The canonical window code and values of (row, window); padding: zeros, code 0b0100.
-  auto code_of = [&](int64_t r, int64_t w) -> uint32_t {
-    if (r >= s.rows || w >= win) return 0x4u;
+  // The code and values of (row, window at position i of the order); padding: zeros, code
+  // 0b0100.
+  auto code_of = [&](int64_t r, int64_t i) -> uint32_t {
+    const int64_t w = slide_order_source(n, order, i, groups);
+    if (r >= s.rows || w < 0 || w >= win) return 0x4u;
     return (s.meta[static_cast<size_t>(r * words + w / 8)] >> (4 * (w % 8))) & 0xfu;
   };
-  auto value_of = [&](int64_t r, int64_t w, int slot) -> float {
-    if (r >= s.rows || w >= win) return 0.0f;
+  auto value_of = [&](int64_t r, int64_t i, int slot) -> float {
+    const int64_t w = slide_order_source(n, order, i, groups);
+    if (r >= s.rows || w < 0 || w >= win) return 0.0f;
     return s.values[static_cast<size_t>((r * win + w) * 2 + slot)];
   };
   // Every stored tile, the padding ones too (rows past M: zeros, code 0b0100).
@@ -149,11 +175,14 @@ void interpret_slide_tc(const Problem& p, const SlideTcFormat& f, std::span<cons
   const bool quant = is_quantized(f.dtype);
   TokenQuantized tq;
   if (quant) tq = quantize_tokens(p, b);
-  // Ψ: lifted column lc copies original column g·2N + 2w + p (zero past K or past K').
+  // Ψ: lifted column lc, position p of the order's window i = lc / 4 (canonical window g·(N − 1)
+  // + w), copies original column g·2N + 2w + p (zero past K or for padding windows).
   std::vector<float> bl(static_cast<size_t>(width * p.n), 0.0f);
-  for (int64_t lc = 0; lc < f.lifted_cols; ++lc) {
-    const int64_t grp = lc / (4 * (n - 1)), rest = lc % (4 * (n - 1));
-    const int64_t col = grp * 2 * n + 2 * (rest / 4) + rest % 4;
+  const int64_t groups = (p.k + 2 * n - 1) / (2 * n);
+  for (int64_t lc = 0; lc < width; ++lc) {
+    const int64_t cw = slide_order_source(n, f.order, lc / 4, groups);
+    if (cw < 0) continue;
+    const int64_t col = cw / (n - 1) * 2 * n + 2 * (cw % (n - 1)) + lc % 4;
     if (col >= p.k) continue;
     for (int64_t j = 0; j < p.n; ++j) {
       const size_t i = static_cast<size_t>(p.b_index(col, j));

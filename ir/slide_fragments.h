@@ -21,6 +21,17 @@
 // row tile-major, then chunk-major. group = G > 1 (split=wg, G = warps): blocks of G row tiles,
 // chunk-major within a block, so one block's tiles of a run of chunks are one contiguous span; the
 // row tiles are padded to whole blocks (zeros, code 0b0100).
+//
+// Window order along K' (SlideWindowOrder). sliding: group after group, each group's windows in
+// order (ir/slide_format.h). raw-first (even N, 32-column chunks; split=wg with lift=fused): per
+// run of 8 groups, first their even windows w = 0, 2, …, which cover the run's original columns
+// once each and in order (N/2 chunks that are plain copies of B), then their odd windows (N/2 − 1
+// chunks, the overlaps), so a kernel can stage B itself and build only the overlaps: N − 1 chunks
+// per 16·N original columns, the last run padded with zero windows.
+//   6:8, run r (original columns 64r … 64r + 63):
+//     chunk 3r      windows (g, 0), (g, 2) of groups 8r … 8r + 3 = columns 64r … 64r + 31
+//     chunk 3r + 1  the same of groups 8r + 4 … 8r + 7        = columns 64r + 32 … 64r + 63
+//     chunk 3r + 2  windows (g, 1) of groups 8r … 8r + 7      = columns 8g + 2 … 8g + 5 each
 #pragma once
 
 #include <cstdint>
@@ -35,13 +46,18 @@
 
 namespace sparsegen {
 
+// The canonical window (group·(n − 1) + w, ir/slide_format.h) at position `index` of the order, or
+// −1 for a padding window; `groups` = the row's groups of 2n original columns.
+int64_t slide_order_source(int n, SlideWindowOrder o, int64_t index, int64_t groups);
+
 struct SlideTcFormat {
   int n = 0;                           // (2N−2):2N
   DType dtype = DType::F16;            // the value type the fragments are laid out for
   SlideForm form = SlideForm::Kernel;  // and the mma.sp form (ir/slide_schedule.h)
   int64_t rows = 0, cols = 0, lifted_cols = 0, nnz = 0;
   int64_t row_tiles = 0, chunks = 0;
-  int group = 1;                  // row tiles per block of the order (1, 2, 4, 8)
+  int group = 1;  // row tiles per block of the order (1, 2, 4, 8)
+  SlideWindowOrder order = SlideWindowOrder::Sliding;  // of the windows along K'
   std::vector<float> values;      // fragment order; quantized types: the quantized values
   std::vector<uint32_t> meta;     // fragment order
   std::vector<float> row_scales;  // quantized types: one per row (ir/quantize.h); else empty
@@ -59,9 +75,11 @@ struct SlideTcFormat {
 // Φ (pack_slide), then the fragment order for `dtype` (fp16, bf16, int8 or e4m3; int8 / e4m3
 // quantize the rows first) in the mma.sp form `form`. Throws UserError as pack_slide does, or for
 // non-finite weights of a quantized type.
-// group: the slot order's row tiles per block (1, 2, 4 or 8; see above).
+// group: the slot order's row tiles per block (1, 2, 4 or 8); order: the windows' order along K'
+// (see above).
 SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype,
-                            SlideForm form = SlideForm::Kernel, int group = 1);
+                            SlideForm form = SlideForm::Kernel, int group = 1,
+                            SlideWindowOrder order = SlideWindowOrder::Sliding);
 
 // The lifted weight W' (rows × chunks·chunk, row-major, fp32) decoded from the fragment arrays
 // with the PTX mapping above: what the tensor cores see. For the interpreter and the tests.

@@ -17,6 +17,7 @@ bool slide_dtype(DType t) {
 
 constexpr std::string_view kSplitNames[] = {"k", "rows", "wg"};
 constexpr std::string_view kLiftNames[] = {"kernel", "fused"};
+constexpr std::string_view kOrderNames[] = {"sliding", "raw-first"};
 
 }  // namespace
 
@@ -32,6 +33,18 @@ std::string_view to_string(SlideLift l) {
 }
 std::optional<SlideLift> parse_slide_lift(std::string_view s) {
   return spec_fields::lookup<SlideLift>(kLiftNames, s);
+}
+
+std::string_view to_string(SlideWindowOrder o) {
+  return kOrderNames[static_cast<int>(o)];
+}
+
+int64_t slide_order_chunks(int pattern, SlideWindowOrder o, int64_t k, int chunk) {
+  const int64_t groups = (k + 2 * pattern - 1) / (2 * pattern);
+  if (o == SlideWindowOrder::Sliding) return (groups * 4 * (pattern - 1) + chunk - 1) / chunk;
+  SG_ASSERT(pattern % 2 == 0 && chunk == 32,
+            "raw-first windows need an even N and 32-column chunks");
+  return (groups + kSlideRunGroups - 1) / kSlideRunGroups * (pattern - 1);
 }
 
 SlideMma slide_mma(DType dtype, SlideForm form) {
@@ -72,8 +85,29 @@ std::vector<std::string> validate(const SlideSchedule& s) {
     why.push_back(fmt::format("prefetch={} must be in 0..{}", s.prefetch, kSlideMaxPrefetch));
   if (s.prefetch > 0 && s.lift == SlideLift::Fused)
     why.push_back("prefetch needs lift=kernel (it overlaps A's first loads with the lift kernel)");
-  if (s.lift == SlideLift::Fused && s.split != SlideSplit::K)
-    why.push_back("lift=fused needs split=k (split=rows and wg stage lifted B fragments)");
+  if (s.lift == SlideLift::Fused && s.split == SlideSplit::Rows)
+    why.push_back("lift=fused needs split=k or wg (split=rows stages lifted B fragments)");
+  if (s.lift == SlideLift::Fused && s.split == SlideSplit::Group) {
+    // Its producer warps stage runs of 8 groups: the original columns as they are, the
+    // overlapping windows built from them.
+    if (s.pattern != 2 && s.pattern != 4)
+      why.push_back(fmt::format(
+          "lift=fused with split=wg builds the windows of 2:4 and 6:8, not {}:{} (lift=kernel "
+          "does)",
+          2 * s.pattern - 2, 2 * s.pattern));
+    if (s.unroll != 1 && s.unroll != 2)
+      why.push_back(fmt::format(
+          "lift=fused with split=wg needs unroll 1 or 2 (runs of 8 groups per step), not {}",
+          s.unroll));
+    if (s.producer != 0)
+      why.push_back(
+          "lift=fused with split=wg has its own producer warps (stages + 1): no producer=1");
+    if (s.cluster != 1)
+      why.push_back("lift=fused with split=wg needs cluster=1 (each block stages its own B)");
+    if (s.stages < 2)
+      why.push_back(
+          "lift=fused with split=wg needs stages 2 to 4 (its producers own a buffer each)");
+  }
   if (s.split == SlideSplit::Group) {
     if (s.warps % 4 != 0)
       why.push_back(fmt::format("split=wg needs warps 4 or 8, not {}", s.warps));
@@ -109,6 +143,12 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
     why.push_back(fmt::format(
         "lift=fused is for fp16/bf16 (int8 and e4m3 quantize B per token first), not {}",
         to_string(p.dtype)));
+  if (s.lift == SlideLift::Fused && s.split == SlideSplit::Group &&
+      (p.b_layout != Layout::ColMajor || p.k % 8 != 0))
+    why.push_back(fmt::format(
+        "lift=fused with split=wg stages B in 16-byte pieces of a token's columns: it needs "
+        "column-major B and k a multiple of 8, not {} B with k={}",
+        p.b_layout == Layout::ColMajor ? "column-major" : "row-major", p.k));
   if (s.split == SlideSplit::Group && slide_dtype(p.dtype) && slide_mma(p.dtype).lane_bytes() != 16)
     why.push_back(fmt::format("split=wg runs fp16, bf16 or int8 (wgmma.sp from registers), not {}",
                               to_string(p.dtype)));
@@ -116,9 +156,9 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
   if (s.n_tiles > 1 && s.n_tiles > tiles)
     why.push_back(
         fmt::format("nt={} exceeds the {} 8-column tiles of n={}", s.n_tiles, tiles, p.n));
-  if (s.ksplit > 1 && slide_dtype(p.dtype) && s.ksplit > slide_chunks(p, s.pattern))
-    why.push_back(fmt::format("ksplit={} exceeds the {} chunks of k={}", s.ksplit,
-                              slide_chunks(p, s.pattern), p.k));
+  if (s.ksplit > 1 && slide_dtype(p.dtype) && why.empty() && s.ksplit > slide_chunks(p, s))
+    why.push_back(
+        fmt::format("ksplit={} exceeds the {} chunks of k={}", s.ksplit, slide_chunks(p, s), p.k));
   return why;
 }
 
@@ -153,13 +193,25 @@ std::string print_slide(const SlideSchedule& s) {
   } else {
     out += fmt::format("  block : {} warpgroup{} x 64 rows each, {} column tile{}\n", s.warps / 4,
                        s.warps == 4 ? "" : "s", s.n_tiles, s.n_tiles == 1 ? "" : "s");
-    out += fmt::format(
-        "  k     : unroll={} chunks per step, A and B staged in shared memory (bulk copies)\n",
-        s.unroll);
+    if (s.lift == SlideLift::Fused)
+      out += fmt::format(
+          "  k     : unroll={} run(s) of 8 groups ({} chunks) per step, A by bulk copies, B by "
+          "the producer warps\n",
+          s.unroll, slide_step_chunks(s));
+    else
+      out += fmt::format(
+          "  k     : unroll={} chunks per step, A and B staged in shared memory (bulk copies)\n",
+          s.unroll);
   }
-  out += s.lift == SlideLift::Kernel
-             ? "  b     : lifted (and quantized per token) by the b_transform kernel\n"
-             : "  b     : read through the lift map by the main kernel (one launch)\n";
+  if (s.lift == SlideLift::Kernel)
+    out += "  b     : lifted (and quantized per token) by the b_transform kernel\n";
+  else if (s.split == SlideSplit::Group)
+    out += fmt::format(
+        "  b     : staged from B by {} producer warps (one per buffer): the original columns "
+        "copied, the overlapping windows built from them (raw-first windows, one launch)\n",
+        s.producer_warps());
+  else
+    out += "  b     : read through the lift map by the main kernel (one launch)\n";
   if (s.ksplit > 1)
     out += fmt::format(
         "  parts : ksplit={} K parts add into an fp32 workspace; the last rounds it into C\n",
@@ -282,8 +334,23 @@ int64_t slide_col_blocks(const Problem& p, const SlideSchedule& s) {
 int64_t slide_grid_y(const Problem& p, const SlideSchedule& s) {
   return slide_col_blocks(p, s) * s.ksplit;
 }
-int64_t slide_part_chunks(int64_t chunks, int ksplit) {
-  return (chunks + ksplit - 1) / ksplit;
+int64_t slide_chunks(const Problem& p, const SlideSchedule& s) {
+  const int chunk = slide_mma(p.dtype).chunk;
+  // A schedule whose raw-first order cannot exist (validate_slide says why) counts as sliding.
+  const bool runs =
+      slide_pack_order(s) == SlideWindowOrder::RawFirst && s.pattern % 2 == 0 && chunk == 32;
+  return slide_order_chunks(
+      s.pattern, runs ? SlideWindowOrder::RawFirst : SlideWindowOrder::Sliding, p.k, chunk);
+}
+int slide_step_chunks(const SlideSchedule& s) {
+  return slide_pack_order(s) == SlideWindowOrder::RawFirst ? s.unroll * (s.pattern - 1) : s.unroll;
+}
+int64_t slide_part_chunks(int64_t chunks, int ksplit, int align) {
+  return ((chunks + ksplit - 1) / ksplit + align - 1) / align * align;
+}
+int64_t slide_part_chunks(const Problem& p, const SlideSchedule& s) {
+  const bool runs = slide_pack_order(s) == SlideWindowOrder::RawFirst;
+  return slide_part_chunks(slide_chunks(p, s), s.ksplit, runs ? s.pattern - 1 : 1);
 }
 int64_t slide_counters_offset(const Problem& p) {
   // The sums in mma C fragment order (templates/sg_slide.cuh, slide_ws_index): whole 16 x 8 tiles.
@@ -303,7 +370,7 @@ int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s) {
   // split=wg: a ring of stages + 1 steps, each unroll chunks of B (nt tiles x 512 bytes), A (warps
   // x 512 bytes) and metadata (warps x 32 bytes per metadata lane).
   if (s.split == SlideSplit::Group)
-    return int64_t{s.stages + 1} * s.unroll *
+    return int64_t{s.stages + 1} * slide_step_chunks(s) *
            (s.n_tiles * 512 + int64_t{s.warps} * (512 + 32 * slide_mma(p.dtype).meta_lanes));
   return int64_t{s.warps - 1} * s.m_tiles * s.n_tiles * 4 * 32 * 4;
 }
@@ -313,8 +380,13 @@ int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s) {
 // unroll 2 uses 98), so the cost model's blocks per multiprocessor match the hardware's.
 int slide_registers(const Problem&, const SlideSchedule& s) {
   const int acc = s.m_tiles * s.n_tiles * 4;
-  // split=wg: the step's A (values and metadata) beside the accumulators.
-  if (s.split == SlideSplit::Group) return acc + s.unroll * 5 + 32;
+  // split=wg: the step's A (values and metadata) beside the accumulators; lift=fused: a producer
+  // lane holds a run's 16-byte pieces of B (nt·N / 2 of them) before it stores them.
+  if (s.split == SlideSplit::Group) {
+    const int consumer = acc + slide_step_chunks(s) * 5 + 32;
+    if (s.lift == SlideLift::Kernel) return consumer;
+    return std::max(consumer, 2 * s.n_tiles * s.pattern + 24);
+  }
   const int loads = s.split == SlideSplit::K ? s.unroll * (s.m_tiles * 5 + s.n_tiles * 4)
                                              : s.unroll * s.m_tiles * 5;
   return acc + s.stages * loads + (s.split == SlideSplit::K ? 0 : 4) + 24;
@@ -322,6 +394,11 @@ int slide_registers(const Problem&, const SlideSchedule& s) {
 
 int slide_pack_group(const SlideSchedule& s) {
   return s.split == SlideSplit::Group ? s.warps : 1;
+}
+
+SlideWindowOrder slide_pack_order(const SlideSchedule& s) {
+  return s.split == SlideSplit::Group && s.lift == SlideLift::Fused ? SlideWindowOrder::RawFirst
+                                                                    : SlideWindowOrder::Sliding;
 }
 
 int64_t slide_b_work_bytes(const Problem& p, const SlideSchedule& s) {
@@ -359,8 +436,8 @@ std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
                               slide_grid_y(p, s), dev.name));
   // 32-bit offsets into the fragment arrays and the lifted B.
   const int group = slide_pack_group(s);
-  const int64_t frag_words = (slide_row_tiles(p) + group - 1) / group * group *
-                             slide_chunks(p, s.pattern) * 32 * slide_mma(p.dtype).lane_bytes() / 4;
+  const int64_t frag_words = (slide_row_tiles(p) + group - 1) / group * group * slide_chunks(p, s) *
+                             32 * slide_mma(p.dtype).lane_bytes() / 4;
   if (frag_words > INT32_MAX || slide_b_work_bytes(p, s.pattern) / 4 > INT32_MAX ||
       p.m * p.n > INT32_MAX || p.k * p.n > INT32_MAX)
     why.push_back("the operands exceed the kernel's 32-bit offsets");
@@ -374,7 +451,6 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
   const SlidePattern pat = detect_slide_pattern(a);
   if (pat.n == 0) return out;
   const int64_t tiles = slide_col_tiles(p);
-  const int64_t chunks = slide_chunks(p, pat.n);
   for (SlideLift lift : {SlideLift::Kernel, SlideLift::Fused})
     for (SlideSplit split : {SlideSplit::K, SlideSplit::Rows, SlideSplit::Group})
       for (int warps : {2, 4, 8})
@@ -382,16 +458,20 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
           for (int nt : {1, 2, 4, 8}) {
             if (nt > 1 && nt > tiles) continue;
             if (split != SlideSplit::K && warps == 2) continue;
-            if (split == SlideSplit::Group && (mt != 1 || lift != SlideLift::Kernel || !dev.wgmma ||
-                                               slide_mma(p.dtype).lane_bytes() != 16))
+            if (split == SlideSplit::Group &&
+                (mt != 1 || !dev.wgmma || slide_mma(p.dtype).lane_bytes() != 16))
               continue;
-            if (lift == SlideLift::Fused && (split != SlideSplit::K || dtype_bytes(p.dtype) != 2))
+            if (lift == SlideLift::Fused &&
+                (split == SlideSplit::Rows || dtype_bytes(p.dtype) != 2))
               continue;
+            // split=wg with lift=fused: unroll counts runs of N − 1 chunks.
+            const bool runs = split == SlideSplit::Group && lift == SlideLift::Fused;
             for (int unroll : {1, 2, 4})
               for (int stages : {1, 2, 3, 4}) {
                 // split=wg: 2 to 4 steps in flight (it hides no latency in registers); the
                 // others 1 or 2.
                 if (split == SlideSplit::Group ? stages == 1 : stages > 2) continue;
+                if (runs && unroll == 4) continue;
                 for (int ks = 1; ks <= 64; ks *= 2) {
                   SlideSchedule s;
                   s.pattern = pat.n;
@@ -405,10 +485,11 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
                   s.stages = stages;
                   // More parts only while the grid is short of two waves and each warp keeps
                   // at least 4 load steps of its part (the workspace round trip costs M·N floats).
-                  if (ks > 1 && (slide_grid_x(p, s) * slide_grid_y(p, s) / 2 >=
-                                     2 * 4 * int64_t{std::max(dev.multiprocessors, 1)} ||
-                                 slide_part_chunks(chunks, ks) <
-                                     4 * (split == SlideSplit::K ? warps : 1) * unroll))
+                  if (ks > 1 &&
+                      (slide_grid_x(p, s) * slide_grid_y(p, s) / 2 >=
+                           2 * 4 * int64_t{std::max(dev.multiprocessors, 1)} ||
+                       slide_part_chunks(p, s) <
+                           4 * (split == SlideSplit::K ? warps : 1) * slide_step_chunks(s)))
                     break;
                   // split=wg stages whole steps, up to the device's shared memory per block: one
                   // block per multiprocessor with a deep ring can stream more than two with
@@ -416,7 +497,9 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
                   const int64_t smem_cap =
                       split == SlideSplit::Group ? int64_t{dev.max_shared_per_block} : 48 * 1024;
                   if (slide_registers(p, s) > 160 || slide_shared_bytes(p, s) > smem_cap) continue;
-                  if (!validate_slide(p, s).empty() || !verify_slide(p, s, dev).empty()) continue;
+                  if (!validate(s).empty() || !validate_slide(p, s).empty() ||
+                      !verify_slide(p, s, dev).empty())
+                    continue;
                   out.emplace_back(s);
                 }
               }

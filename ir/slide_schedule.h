@@ -7,8 +7,12 @@
 //              rows), rows (each warp its own rows; B staged in shared memory per block) or wg
 //              (sm_90a: each warpgroup of 4 warps its own 64 rows, one wgmma.sp per chunk
 //              reading B from shared memory; warps 4 or 8, mt 1, lift=kernel, fp16/bf16/int8)
-//     lift     kernel (a b_transform kernel lifts B first) or fused (fp16/bf16, split=k: the
-//              main kernel reads B through the lift map itself, one launch)
+//     lift     kernel (a b_transform kernel lifts B first) or fused (fp16/bf16, one launch):
+//              split=k reads B through the lift map itself; split=wg (2:4 and 6:8, column-major
+//              B, K a multiple of 8) packs its windows raw-first (ir/slide_fragments.h) and has
+//              stages + 1 producer warps that stage each step's original columns from B and
+//              build the overlapping windows from them in shared memory (a step is then unroll
+//              runs of 8 groups: N − 1 chunks each)
 //     warps    warps per block (1, 2, 4, 8)              mt  16-row tiles per warp-row group
 //     nt       8-column tiles of N per block             unroll  chunks per load step (1, 2, 4)
 //     ksplit   K parts (1..64; printed when > 1): blocks take the chunks of one part; the parts add
@@ -97,8 +101,13 @@ struct SlideSchedule {
   int cluster = 1;                     // split=wg: row blocks sharing B by multicast: 1, 2, 4
   int producer = 0;                    // split=wg: 1 adds a producer warp that stages the steps
 
-  // warps multiply; split=wg with producer=1 adds the producer warp
-  int threads_per_block() const { return (warps + producer) * kWarpSize; }
+  // Warps that only stage steps: split=wg's producer field, or with lift=fused one per buffer of
+  // its ring (stages + 1).
+  int producer_warps() const {
+    return split == SlideSplit::Group && lift == SlideLift::Fused ? stages + 1 : producer;
+  }
+  // warps multiply; the producer warps stage
+  int threads_per_block() const { return (warps + producer_warps()) * kWarpSize; }
 
   bool operator==(const SlideSchedule&) const = default;
 };
@@ -124,6 +133,16 @@ enum class SlideForm { Kernel, Library };
 // Precondition: dtype is fp16, bf16, int8 or e4m3.
 SlideMma slide_mma(DType dtype, SlideForm form = SlideForm::Kernel);
 
+// The order of the lifted windows along K' (ir/slide_fragments.h): sliding (group after group) or
+// raw-first (per run of 8 groups their even windows, i.e. the original columns, then the odd ones).
+enum class SlideWindowOrder { Sliding, RawFirst };
+std::string_view to_string(SlideWindowOrder o);  // "sliding", "raw-first"
+// Groups of 2N original columns per run of the raw-first order.
+inline constexpr int kSlideRunGroups = 8;
+// Chunks of `chunk` lifted columns per row for k original columns in the order (raw-first: whole
+// runs of N − 1 chunks; it needs an even N and 32-column chunks).
+int64_t slide_order_chunks(int pattern, SlideWindowOrder o, int64_t k, int chunk);
+
 std::vector<std::string> validate(const SlideSchedule& s);
 // fp16/bf16/int8/e4m3 SpMM or SpMV with a static weight; nt no more than N's 8-column tiles.
 std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s);
@@ -142,12 +161,19 @@ int64_t slide_row_tiles(const Problem& p);           // ceil(M / 16)
 int64_t slide_col_tiles(const Problem& p);           // ceil(N / 8)
 int64_t slide_chunks(const Problem& p, int pattern,  // lifted K / chunk, rounded up
                      SlideForm form = SlideForm::Kernel);
+// The chunks of the schedule's window order (slide_pack_order).
+int64_t slide_chunks(const Problem& p, const SlideSchedule& s);
+// Chunks per load step: unroll, or for split=wg with lift=fused unroll runs of N − 1 chunks.
+int slide_step_chunks(const SlideSchedule& s);
 // ceil(row tiles / rows per block), rounded up to whole clusters
 int64_t slide_grid_x(const Problem& p, const SlideSchedule& s);
 int64_t slide_col_blocks(const Problem& p, const SlideSchedule& s);  // ceil(col tiles / nt)
 int64_t slide_grid_y(const Problem& p, const SlideSchedule& s);      // column blocks x ksplit
-// Chunks per K part: ceil(chunks / ksplit) (part z covers [z·P, min((z+1)·P, chunks))).
-int64_t slide_part_chunks(int64_t chunks, int ksplit);
+// Chunks per K part: ceil(chunks / ksplit) rounded up to a multiple of `align` (part z covers
+// [z·P, min((z+1)·P, chunks))).
+int64_t slide_part_chunks(int64_t chunks, int ksplit, int align = 1);
+// The schedule's part: aligned to whole runs for split=wg with lift=fused.
+int64_t slide_part_chunks(const Problem& p, const SlideSchedule& s);
 // ksplit > 1: floats of the workspace before its counters (the sums of whole 16 x 8 tiles, in the
 // mma C fragment order), and its bytes
 // (one counter per output tile of a block: grid.x x column blocks).
@@ -158,6 +184,8 @@ int slide_registers(const Problem& p, const SlideSchedule& s);
 // The row tiles per block of the pack's slot order the schedule reads (ir/slide_fragments.h):
 // split=wg stages a block's tiles of a step with one copy (warps), the others 1.
 int slide_pack_group(const SlideSchedule& s);
+// The pack's window order the schedule reads: raw-first for split=wg with lift=fused.
+SlideWindowOrder slide_pack_order(const SlideSchedule& s);
 // Bytes of the lifted B in fragment order (BWork); 0 for lift=fused.
 int64_t slide_b_work_bytes(const Problem& p, int pattern);
 int64_t slide_b_work_bytes(const Problem& p, const SlideSchedule& s);
@@ -170,8 +198,9 @@ std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
 // where it breaks): split k: warps {2, 4, 8} x mt {1, 2}; split rows: warps {4, 8} x mt {1, 2};
 // each x nt {1, 2, 4, 8 up to N's tiles} x unroll {1, 2, 4} x stages {1, 2}, within 160
 // registers and 48 KiB of shared memory; split wg (an sm_90 device, 16-byte lanes): warps {4, 8},
-// mt 1, lift=kernel, stages {2, 3, 4}, within the shared memory per block; x ksplit from 1,
-// doubling while the grid is short of two waves (of 4 blocks per multiprocessor) and each part
+// mt 1, stages {2, 3, 4}, lift=kernel with unroll {1, 2, 4} or (2:4 and 6:8, 16-bit, column-major
+// B, K % 8 == 0) lift=fused with unroll {1, 2}, within the shared memory per block; x ksplit from
+// 1, doubling while the grid is short of two waves (of 4 blocks per multiprocessor) and each part
 // keeps at least 4 load steps per warp.
 std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev);

@@ -120,14 +120,15 @@ __device__ __forceinline__ unsigned slide_operand_bits(float x, float inv) {
 }
 
 // This block's column block and K part: grid.y = column blocks x KS parts, blockIdx.y =
-// part · col_blocks + column block; the part takes chunks c0 .. c1 − 1 (of ceil(chunks / KS)).
+// part · col_blocks + column block; the part takes chunks c0 .. c1 − 1 (of ceil(chunks / KS),
+// rounded up to a multiple of ALIGN).
 struct SlideBlockPart {
   int cb, c0, c1;
 };
-template <int KS>
+template <int KS, int ALIGN = 1>
 __device__ __forceinline__ SlideBlockPart slide_block_part(int chunks, int col_blocks) {
   if constexpr (KS == 1) return {static_cast<int>(blockIdx.y), 0, chunks};
-  const int part = (chunks + KS - 1) / KS;
+  const int part = ((chunks + KS - 1) / KS + ALIGN - 1) / ALIGN * ALIGN;
   const int c0 = static_cast<int>(blockIdx.y) / col_blocks * part;
   return {static_cast<int>(blockIdx.y) % col_blocks, c0, min(chunks, c0 + part)};
 }
@@ -974,16 +975,28 @@ __device__ __forceinline__ void slide_spmm_rows(
 // wait for the slowest reader leave the consumers' path.
 //   producer: steps 0 … ST; for step i > ST: wait empty(i − ST − 1); A(i); [wait the cluster] B(i)
 //   consumer: for step i: wait full; A, meta <- shared; wgmma.sp x U; wait; arrive empty
-template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST, int CL, int PW>
-__device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
-                                              const unsigned* __restrict__ meta,
-                                              const unsigned* __restrict__ bw, T* __restrict__ C,
-                                              const float* __restrict__ row_scales,
-                                              const float* __restrict__ token_scales, float* smem,
-                                              float alpha, float beta, int M, int N, int row_tiles,
-                                              int col_tiles, int chunks, int c_rs, int c_ns,
-                                              float* ws, unsigned* counters, int col_blocks) {
+// LIFT = 1 (lift=fused; 16-bit types, P = 2 or 4, column-major B with K % 8 == 0 and 16-byte
+// aligned): no lift kernel. The pack's windows are raw-first (ir/slide_fragments.h), U is whole
+// runs of P − 1 chunks (K parts too), and ST + 1 producer warps, warp WARPS + j owning buffer j,
+// stage steps j, j + ST + 1, … themselves: lane 0 copies A and metadata (bulk copies), and the
+// warp loads the run's original columns of its tokens from B in 16-byte pieces (one group of 8
+// columns each at 6:8), stores each piece as a core-matrix row of the run's first P / 2 chunks
+// and, at 6:8, builds the overlap chunk's rows from the middle words of two adjacent groups;
+// each lane fences its stores for the async proxy and arrives on the buffer's barrier.
+//   producer j: for step i = j, j + ST + 1, …: wait empty(j); A(i) by bulk copy;
+//               v <- B pieces; shared <- v, overlaps of v; fence; arrive full(j)
+template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST, int CL, int PW,
+          int LIFT, int P>
+__device__ __forceinline__ void slide_spmm_wg(
+    const unsigned* __restrict__ a, const unsigned* __restrict__ meta,
+    const unsigned* __restrict__ bw, T* __restrict__ C, const float* __restrict__ row_scales,
+    const float* __restrict__ token_scales, float* smem, float alpha, float beta, int M, int N,
+    int row_tiles, int col_tiles, int chunks, int c_rs, int c_ns, float* ws, unsigned* counters,
+    int col_blocks, const T* __restrict__ B, int K, int b_ns) {
   static_assert(ST >= 1 && ST <= 4, "steps in flight: 2 … 5");
+  static_assert(
+      LIFT == 0 || (KIND <= 1 && (P == 2 || P == 4) && PW == 0 && CL == 1 && U % (P - 1) == 0),
+      "split=wg lift=fused: 16-bit types, 2:4 or 6:8, whole runs per step, no cluster");
   static_assert(WARPS % 4 == 0, "split=wg: whole warpgroups");
   static_assert(KIND <= 2, "split=wg: fp16, bf16 or int8 (16-byte lanes)");
   static_assert(CL == 1 || CL == 2 || CL == 4, "cluster of 1, 2 or 4 blocks");
@@ -1001,14 +1014,19 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
   constexpr int kBytesM = WARPS * U * kMeta;  // and metadata
   constexpr int kStep = kBytesB + kBytesA + kBytesM;
   constexpr int kBuffers = ST + 1;
+  constexpr int kProducers = LIFT ? kBuffers : PW;  // warps that only stage: one per buffer, or PW
   __shared__ alignas(8) unsigned long long full[kBuffers];
-  // PW: this block's consumer warps release a buffer here; else (CL > 1) the leader's, per block.
-  __shared__ alignas(8) unsigned long long empty[CL > 1 || PW ? kBuffers : 1];
+  // PW, LIFT: this block's consumer warps release a buffer here; else (CL > 1) the leader's, per
+  // block.
+  __shared__ alignas(8) unsigned long long empty[CL > 1 || kProducers ? kBuffers : 1];
   __shared__ alignas(8) unsigned long long cluster_empty[CL > 1 && PW ? kBuffers : 1];  // leader's
   const unsigned rank = CL > 1 ? detail::cluster_rank() : 0u;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  // warp read from lane 0: warp-uniform for the compiler too, so the producer / consumer branch
+  // does not count as divergent (ptxas would serialise the wgmma.sp behind it, C7520).
+  const int tid = threadIdx.x, lane = tid & 31, warp = __shfl_sync(0xffffffffu, tid >> 5, 0);
   const int g = lane >> 2, t = lane & 3;
-  const detail::SlideBlockPart bp = detail::slide_block_part<KS>(chunks, col_blocks);
+  const detail::SlideBlockPart bp = detail::slide_block_part < KS,
+                               LIFT ? P - 1 : 1 > (chunks, col_blocks);
   const int cb = bp.cb, c0 = bp.c0, c1 = bp.c1;
   const int bt0 = blockIdx.x * WARPS, rt0 = bt0 + warp, ct0 = cb * NT;
   Acc acc[NT * 4];
@@ -1022,8 +1040,9 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
   const unsigned cempty0 = static_cast<unsigned>(__cvta_generic_to_shared(cluster_empty));
   if (tid == 0) {
     for (int b = 0; b < kBuffers; ++b) {
-      detail::bulk_barrier_init(bar0 + 8 * b);
-      if (PW) detail::bulk_barrier_init(empty0 + 8 * b, WARPS);
+      // LIFT: lane 0's arrival with A's bytes, then each lane's once its B stores are fenced.
+      detail::bulk_barrier_init(bar0 + 8 * b, LIFT ? 33 : 1);
+      if (kProducers) detail::bulk_barrier_init(empty0 + 8 * b, WARPS);
       if (PW && CL > 1) detail::bulk_barrier_init(cempty0 + 8 * b, WARPS * CL);
       if (!PW && CL > 1) detail::bulk_barrier_init(empty0 + 8 * b, CL);
     }
@@ -1045,10 +1064,11 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
     const int kc0 = first_chunk(i), nu = min(U, c1 - kc0);
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
     const unsigned bar = bar0 + 8 * (i % kBuffers);
-    // A block past M (the grid rounded up to whole clusters) has no tiles to copy.
+    // A block past M (the grid rounded up to whole clusters) has no tiles to copy; LIFT: B is
+    // stored by the producer warp, not copied.
     const int rows_copied = tiles_m > 0 ? WARPS : 0;
-    detail::bulk_expect(
-        bar, static_cast<unsigned>(nu * (tiles_n * kTile + rows_copied * (kTile + kMeta))));
+    detail::bulk_expect(bar, static_cast<unsigned>(nu * ((LIFT ? 0 : tiles_n * kTile) +
+                                                         rows_copied * (kTile + kMeta))));
     if (rows_copied == 0) return;
     // Slot (block x, chunk kc0) onwards: the block's WARPS tiles of nu chunks, adjacent.
     const long long slot = (static_cast<long long>(blockIdx.x) * chunks + kc0) * WARPS;
@@ -1073,6 +1093,54 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
     }
   };
   const bool stages_b = CL == 1 || rank == 0;
+  // LIFT: step i's B from the original columns, by all lanes of a producer warp. Run q of the
+  // step covers the original columns 16P·run … 16P·run + 16P − 1: 2P pieces of 16 bytes per token
+  // (piece pc = group pc at 6:8, groups 2pc and 2pc + 1 at 2:4), each stored as row n % 8 of core
+  // matrix pc % 4 of the run's chunk pc / 4; at 6:8 the lane of an even group g also stores row
+  // n % 8 of core g / 2 of the run's overlap chunk (2): words 1-2 of groups g and g + 1 (from the
+  // lane 8 up), their columns 2 … 5, i.e. the windows (g, 1) and (g + 1, 1). A load instruction
+  // covers 8 tokens x 4 adjacent pieces (whole sectors), its stores 8 rows of one core matrix.
+  // Loads go out in batches of 4 column tiles (8 loads per lane at 6:8), each stored before the
+  // next, which bounds the producer's registers; the ring's other producers keep more in flight.
+  auto stage_b = [&](int i) {
+    constexpr int kPieceLoads = 2 * P / 4;   // per column tile and lane
+    constexpr int kBatch = NT < 4 ? NT : 4;  // column tiles per batch
+    const int kc0 = first_chunk(i), runs = min(U, c1 - kc0) / (P - 1);
+    char* const sb = reinterpret_cast<char*>(smem) + (i % kBuffers) * kStep;
+    const int tn = lane & 7, pq = lane >> 3;
+#pragma unroll 1
+    for (int q = 0; q < runs; ++q) {
+      const int col0 = (kc0 / (P - 1) + q) * 16 * P;
+      char* const run_b = sb + q * (P - 1) * NT * kTile;
+#pragma unroll 1
+      for (int tb = 0; tb < tiles_n; tb += kBatch) {
+        uint4 v[kBatch * kPieceLoads];
+#pragma unroll
+        for (int j = 0; j < kBatch * kPieceLoads; ++j) {
+          const int tile = tb + j / kPieceLoads, pc = (j % kPieceLoads) * 4 + pq;
+          const int n = (ct0 + tile) * 8 + tn, col = col0 + 8 * pc;
+          v[j] = tile < tiles_n && n < N && col < K
+                     ? __ldg(reinterpret_cast<const uint4*>(B + static_cast<long long>(n) * b_ns +
+                                                            col))
+                     : make_uint4(0u, 0u, 0u, 0u);
+        }
+#pragma unroll
+        for (int j = 0; j < kBatch * kPieceLoads; ++j) {
+          const int tile = tb + j / kPieceLoads, pc = (j % kPieceLoads) * 4 + pq;
+          if (tile >= tiles_n) break;  // the same for the whole warp
+          char* const row = run_b + tile * kTile + tn * 16;
+          *reinterpret_cast<uint4*>(row + (pc / 4) * NT * kTile + (pc % 4) * 128) = v[j];
+          if constexpr (P == 4) {
+            const unsigned y = __shfl_down_sync(0xffffffffu, v[j].y, 8);
+            const unsigned z = __shfl_down_sync(0xffffffffu, v[j].z, 8);
+            if ((pq & 1) == 0)
+              *reinterpret_cast<uint4*>(row + 2 * NT * kTile + (pc / 2) * 128) =
+                  make_uint4(v[j].y, v[j].z, y, z);
+          }
+        }
+      }
+    }
+  };
   const int meta_lane = g * ML + (t % ML);
   // Step i's product of this warp's warpgroup, once the step has landed; on return the wgmma has
   // read the buffer.
@@ -1113,7 +1181,7 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
     }
     wgmma_wait<0>();
   };
-  if constexpr (PW == 0) {
+  if constexpr (kProducers == 0) {
     if (tid == 0)
       for (int i = 0; i < kBuffers && i < steps; ++i) issue_a(i);
     // The lift wrote bw and token_scales; this kernel may have started before it ended.
@@ -1139,23 +1207,36 @@ __device__ __forceinline__ void slide_spmm_wg(const unsigned* __restrict__ a,
         issue_b(i - 1 + kBuffers);
       }
     }
-  } else if (warp == WARPS) {  // the producer warp
-    if (lane == 0) {
-      for (int i = 0; i < kBuffers && i < steps; ++i) issue_a(i);
-      bw = after_grid_dependency(bw);  // the lift wrote bw
-      if (stages_b)
-        for (int i = 0; i < kBuffers && i < steps; ++i) issue_b(i);
-      for (int i = kBuffers; i < steps; ++i) {
+  } else if (warp >= WARPS) {
+    if constexpr (LIFT) {  // producer warp j = warp − WARPS, the owner of buffer j
+      const int j = warp - WARPS;
+      for (int i = j; i < steps; i += kBuffers) {
         // Step i − kBuffers, the buffer's last use, is read: the barrier's phase of that step.
-        const unsigned phase = static_cast<unsigned>((i / kBuffers - 1) & 1);
-        detail::bulk_wait(empty0 + 8 * (i % kBuffers), phase);
-        issue_a(i);
-        if (!stages_b) continue;
-        if constexpr (CL > 1) detail::bulk_wait<true>(cempty0 + 8 * (i % kBuffers), phase);
-        issue_b(i);
+        if (i >= kBuffers)
+          detail::bulk_wait(empty0 + 8 * j, static_cast<unsigned>((i / kBuffers - 1) & 1));
+        if (lane == 0) issue_a(i);
+        stage_b(i);
+        fence_proxy_async();  // this lane's stores, before the wgmma reads them
+        detail::barrier_arrive(bar0 + 8 * j);
       }
+    } else {  // the producer warp (PW)
+      if (lane == 0) {
+        for (int i = 0; i < kBuffers && i < steps; ++i) issue_a(i);
+        bw = after_grid_dependency(bw);  // the lift wrote bw
+        if (stages_b)
+          for (int i = 0; i < kBuffers && i < steps; ++i) issue_b(i);
+        for (int i = kBuffers; i < steps; ++i) {
+          // Step i − kBuffers, the buffer's last use, is read: the barrier's phase of that step.
+          const unsigned phase = static_cast<unsigned>((i / kBuffers - 1) & 1);
+          detail::bulk_wait(empty0 + 8 * (i % kBuffers), phase);
+          issue_a(i);
+          if (!stages_b) continue;
+          if constexpr (CL > 1) detail::bulk_wait<true>(cempty0 + 8 * (i % kBuffers), phase);
+          issue_b(i);
+        }
+      }
+      __syncwarp();
     }
-    __syncwarp();
   } else {                                                          // a consumer warp
     if (QUANT) token_scales = after_grid_dependency(token_scales);  // the lift wrote them
     for (int i = 0; i < steps; ++i) {

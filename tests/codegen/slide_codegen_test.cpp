@@ -29,7 +29,8 @@ SlideSchedule wg_schedule(int warps, int nt, int unroll, int stages) {
 }
 GeneratedKernel emit_wg(const CsrMatrix& a, const Problem& p, const SlideSchedule& s) {
   return emit_slide(p, Schedule(s),
-                    pack_slide_tc(a, s.pattern, p.dtype, SlideForm::Kernel, slide_pack_group(s)));
+                    pack_slide_tc(a, s.pattern, p.dtype, SlideForm::Kernel, slide_pack_group(s),
+                                  slide_pack_order(s)));
 }
 
 // The kernel's NVRTC image for `arch` (empty when it does not compile).
@@ -312,10 +313,11 @@ TEST(SlideCodegen, WarpgroupKernelOnSm90a) {
         k.source.find(fmt::format("sg::slide_lift<T, {}, 4, 128, {}, 8, 0, 2>(", kind, quant)),
         std::string::npos)
         << k.source;
-    EXPECT_NE(k.source.find(fmt::format("sg::slide_spmm_wg<T, {}, 4, 2, 8, {}, 1, 2, 1, 0>(values, "
-                                        "meta, bw, C",
-                                        kind, quant)),
-              std::string::npos)
+    EXPECT_NE(
+        k.source.find(fmt::format("sg::slide_spmm_wg<T, {}, 4, 2, 8, {}, 1, 2, 1, 0, 0, 4>(values, "
+                                  "meta, bw, C",
+                                  kind, quant)),
+        std::string::npos)
         << k.source;
     EXPECT_TRUE(k.arch_specific);
     // 3 buffers x 2 chunks x (B: 4 tiles x 512, A: 8 warps x 512, metadata: 8 warps x 32 per lane).
@@ -336,8 +338,9 @@ TEST(SlideCodegen, WarpgroupClusterLaunch) {
   s.cluster = 4;
   const Problem p = Problem::spmm(100, 130, 32, DType::F16);
   const GeneratedKernel k = emit_wg(a, p, s);
-  EXPECT_NE(k.source.find("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, 1, 2, 4, 0>(values, meta, bw, C"),
-            std::string::npos)
+  EXPECT_NE(
+      k.source.find("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, 1, 2, 4, 0, 0, 4>(values, meta, bw, C"),
+      std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("// clusters of 4 row blocks"), std::string::npos) << k.source;
   EXPECT_EQ(k.signature.launch.grid_x, 4);
@@ -359,10 +362,11 @@ TEST(SlideCodegen, WarpgroupProducerWarp) {
     s.ksplit = cluster == 1 ? 1 : 2;
     const Problem p = Problem::spmm(100, 130, 32, DType::F16);
     const GeneratedKernel k = emit_wg(a, p, s);
-    EXPECT_NE(k.source.find(fmt::format("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, {}, 2, {}, 1>(values, "
-                                        "meta, bw, C",
-                                        s.ksplit, cluster)),
-              std::string::npos)
+    EXPECT_NE(
+        k.source.find(fmt::format("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, {}, 2, {}, 1, 0, 4>(values, "
+                                  "meta, bw, C",
+                                  s.ksplit, cluster)),
+        std::string::npos)
         << k.source;
     EXPECT_NE(k.source.find("__launch_bounds__(160) sparsegen_slide("), std::string::npos)
         << k.source;
@@ -370,6 +374,46 @@ TEST(SlideCodegen, WarpgroupProducerWarp) {
               std::string::npos);
     EXPECT_EQ(k.signature.launch.block_threads, 160);
     EXPECT_FALSE(image_for(k, "sm_90a").empty()) << cluster;
+  }
+}
+
+// split=wg with lift=fused: no lift kernel, B itself a parameter (16-byte aligned), U whole runs
+// (unroll x 3 chunks at 6:8, x 1 at 2:4), one producer warp per buffer in the launch, the B stores
+// fenced for the async proxy; cubins for sm_90a with and without K parts.
+TEST(SlideCodegen, WarpgroupFusedLift) {
+  for (const int pattern : {4, 2}) {
+    const CsrMatrix a = testing::slide_weight(100, 136, pattern, 9);
+    for (DType dt : {DType::F16, DType::BF16})
+      for (const int ksplit : {1, 2}) {
+        SlideSchedule s = wg_schedule(8, 4, 2, 3);
+        s.pattern = pattern;
+        s.lift = SlideLift::Fused;
+        s.ksplit = ksplit;
+        const Problem p = Problem::spmm(100, 136, 32, dt, Layout::ColMajor, Layout::ColMajor);
+        ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
+        const GeneratedKernel k = emit_wg(a, p, s);
+        const int u = 2 * (pattern - 1);
+        EXPECT_NE(k.source.find(fmt::format(
+                      "sg::slide_spmm_wg<T, {}, 4, {}, 8, 0, {}, 3, 1, 0, 1, {}>(values, meta, "
+                      "static_cast<const unsigned*>(nullptr), C",
+                      dt == DType::F16 ? 0 : 1, u, ksplit, pattern)),
+                  std::string::npos)
+            << k.source;
+        EXPECT_NE(k.source.find(", B, 136, 136);"), std::string::npos) << k.source;
+        EXPECT_NE(k.source.find("const T* __restrict__ B"), std::string::npos);
+        EXPECT_EQ(k.source.find("_lift"), std::string::npos) << k.source;
+        EXPECT_NE(k.source.find("// lift fused: 4 producer warps, one per buffer"),
+                  std::string::npos)
+            << k.source;
+        EXPECT_TRUE(k.signature.b_transform.name.empty());
+        EXPECT_FALSE(k.signature.launch.programmatic_wait);
+        EXPECT_EQ(k.signature.b_alignment, 16);
+        EXPECT_EQ(k.signature.b_work_bytes, 0);
+        EXPECT_EQ(k.signature.launch.block_threads, (8 + 4) * 32);
+        // 4 buffers x u chunks x (B: 4 tiles x 512, A: 8 warps x 512, metadata: 8 warps x 64).
+        EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, 4 * u * (4 * 512 + 8 * 512 + 8 * 64));
+        EXPECT_FALSE(image_for(k, "sm_90a").empty()) << to_string(Schedule(s));
+      }
   }
 }
 

@@ -223,6 +223,37 @@ TEST_F(GpuSlide, WarpgroupProducerWarp) {
   std::printf("slide split=wg producer warp: %d kernels checked\n", checked_);
 }
 
+// split=wg with lift=fused (no lift kernel: the producer warps stage B's original columns and
+// build the overlapping windows): 2:4 and 6:8, fp16 and bf16, K a multiple of 8 but not of a run
+// (360: the last run padded) and of whole runs (384), N = 1, 24, 64 and 72 (a column block past
+// N), one and two warpgroups, every n-width, unroll 1 and 2, rings of 3 to 5 buffers (as many
+// producer warps), one K part and three (parts aligned to runs, the last one short or empty).
+TEST_F(GpuSlide, WarpgroupFusedLift) {
+  if (!target_.limits.wgmma) GTEST_SKIP() << "split=wg needs an sm_90 device";
+  uint64_t seed = 2100;
+  int expected = 0;
+  for (const int pattern : {4, 2})
+    for (const int64_t cols : {int64_t{360}, int64_t{384}}) {
+      const CsrMatrix a = slide_weight(150, cols, pattern, 67 + pattern);
+      for (DType dt : {DType::F16, DType::BF16})
+        for (int64_t n : {1, 24, 64, 72}) {
+          const Problem p = Problem::spmm(a.rows, a.cols, n, dt, Layout::ColMajor,
+                                          n == 24 ? Layout::RowMajor : Layout::ColMajor);
+          const int nt = n == 1 ? 1 : n == 24 ? 2 : 8;
+          SlideSchedule s = wg_schedule(n == 24 ? 4 : 8, nt, n == 64 ? 2 : 1,
+                                        2 + static_cast<int>(seed % 3), n == 1 || n == 64 ? 3 : 1);
+          s.pattern = pattern;
+          s.lift = SlideLift::Fused;
+          ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
+          ++expected;
+          check_schedule(a, p, Schedule(s), ++seed);
+        }
+    }
+  EXPECT_EQ(checked_, expected);
+  EXPECT_EQ(expected, 2 * 2 * 2 * 4);
+  std::printf("slide split=wg lift=fused: %d kernels checked\n", checked_);
+}
+
 // K parts (ksplit 2, 3, 5: the last part short or empty) for every split and lift, every value
 // type, N = 1, 8 and 64, K odd and even, B and C in both layouts; gpu_check runs each kernel twice
 // (two betas), so the second run also checks that the first left the workspace at zero.

@@ -87,8 +87,8 @@ TEST(SlideSchedule, WarpgroupSplit) {
   const auto on_80 = verify_slide(p, s, DeviceLimits::sm80());
   ASSERT_FALSE(on_80.empty());
   EXPECT_NE(on_80.front().find("split=wg needs an sm_90 device"), std::string::npos);
-  for (const char* bad : {"slide;split=wg;warps=2", "slide;split=wg;mt=2",
-                          "slide;split=wg;lift=fused", "slide;split=wg;prefetch=4"})
+  for (const char* bad :
+       {"slide;split=wg;warps=2", "slide;split=wg;mt=2", "slide;split=wg;prefetch=4"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
   // e4m3's kernel form has 8-byte lanes: not a wgmma.sp operand.
   const auto e4 =
@@ -97,6 +97,73 @@ TEST(SlideSchedule, WarpgroupSplit) {
   EXPECT_NE(e4.front().find("split=wg runs fp16, bf16 or int8"), std::string::npos);
   EXPECT_TRUE(
       validate_slide(Problem::quantized_spmm(300, 512, 64, DType::I8, DType::F16), s).empty());
+}
+
+// split=wg with lift=fused: raw-first windows, a step of whole runs (unroll x 3 chunks at 6:8),
+// one producer warp per buffer, parts aligned to runs; the combinations it refuses, each with its
+// reason.
+TEST(SlideSchedule, WarpgroupFusedLift) {
+  SlideSchedule s;
+  s.pattern = 4;
+  s.split = SlideSplit::Group;
+  s.lift = SlideLift::Fused;
+  s.warps = 8;
+  s.n_tiles = 8;
+  s.unroll = 1;
+  s.stages = 3;
+  s.ksplit = 5;
+  const std::string spec = to_string(Schedule(s));
+  EXPECT_EQ(spec,
+            "slide;pattern=6:8;split=wg;lift=fused;warps=8;mt=1;nt=8;unroll=1;ksplit=5;stages=3");
+  EXPECT_EQ(parse_schedule(spec), Schedule(s));
+  EXPECT_EQ(print_schedule(Schedule(s)),
+            "schedule slide\n"
+            "  format: 6:8 as 2:4 sliding windows (gamma 1.500), mma.sp fragment order\n"
+            "  block : 2 warpgroups x 64 rows each, 8 column tiles\n"
+            "  k     : unroll=1 run(s) of 8 groups (3 chunks) per step, A by bulk copies, B by the "
+            "producer warps\n"
+            "  b     : staged from B by 4 producer warps (one per buffer): the original columns "
+            "copied, the overlapping windows built from them (raw-first windows, one launch)\n"
+            "  parts : ksplit=5 K parts add into an fp32 workspace; the last rounds it into C\n"
+            "  loads : stages=3 steps (A, metadata, B) in flight in shared memory\n"
+            "  math  : wgmma.sp m64n64k32 (16-bit) / k64 (8-bit) per warpgroup\n");
+  EXPECT_EQ(slide_pack_order(s), SlideWindowOrder::RawFirst);
+  EXPECT_EQ(slide_step_chunks(s), 3);
+  EXPECT_EQ(s.producer_warps(), 4);
+  EXPECT_EQ(s.threads_per_block(), 12 * 32);
+  // K = 1000: 125 groups, 16 runs of 3 chunks; 5 parts of 10 chunks rounded up to 12.
+  const Problem p = Problem::spmm(300, 1000, 64, DType::F16, Layout::ColMajor, Layout::ColMajor);
+  EXPECT_TRUE(validate_slide(p, s).empty());
+  EXPECT_EQ(slide_chunks(p, s), 48);
+  EXPECT_EQ(slide_part_chunks(p, s), 12);
+  // 4 buffers x 3 chunks x (B: 8 tiles x 512, A: 8 warps x 512, metadata: 8 warps x 64).
+  EXPECT_EQ(slide_shared_bytes(p, s), 4 * 3 * (8 * 512 + 8 * 512 + 8 * 64));
+  EXPECT_TRUE(verify_slide(p, s, DeviceLimits::sm90()).empty());
+  s.unroll = 2;
+  EXPECT_EQ(slide_step_chunks(s), 6);
+  s.pattern = 2;
+  EXPECT_EQ(slide_step_chunks(s), 2);  // a 2:4 run is one chunk of original columns
+  // The problem's side: column-major B with K a multiple of 8.
+  auto why = [&](const Problem& q) {
+    const auto w = validate_slide(q, s);
+    return w.empty() ? std::string() : w.front();
+  };
+  EXPECT_NE(why(Problem::spmm(300, 1000, 64, DType::F16)).find("needs column-major B"),
+            std::string::npos);
+  EXPECT_NE(why(Problem::spmm(300, 1004, 64, DType::F16, Layout::ColMajor, Layout::ColMajor))
+                .find("k a multiple of 8"),
+            std::string::npos);
+  EXPECT_NE(why(Problem::quantized_spmm(300, 1000, 64, DType::I8, DType::F16, Layout::ColMajor,
+                                        Layout::ColMajor))
+                .find("lift=fused is for fp16/bf16"),
+            std::string::npos);
+  for (const char* bad : {"slide;split=wg;lift=fused;pattern=4:6;stages=2",
+                          "slide;split=wg;lift=fused;unroll=4;"
+                          "stages=2",
+                          "slide;split=wg;lift=fused;stages=2;producer=1",
+                          "slide;split=wg;lift=fused;stages=2;cluster=2",
+                          "slide;split=wg;lift=fused;stages=1", "slide;split=rows;lift=fused"})
+    EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
 // split=wg clusters: printed, parsed, the grid rounded up to whole clusters; other splits and
@@ -218,6 +285,45 @@ TEST(SlideFragments, GroupedSlotOrderHoldsTheSameFragments) {
   EXPECT_EQ(slide_pack_group(SlideSchedule{}), 1);
 }
 
+// The raw-first window order: at 6:8 a run of 8 groups lists their windows 0 and 2 (the original
+// columns in order), then their windows 1; 2:4 is the canonical order; windows past the last
+// group are padding. Decoded, the raw-first pack is the sliding one with its windows permuted.
+TEST(SlideFragments, RawFirstOrderPermutesTheWindows) {
+  std::vector<int64_t> run;
+  for (int64_t i = 0; i < 24; ++i)
+    run.push_back(slide_order_source(4, SlideWindowOrder::RawFirst, i, 16));
+  EXPECT_EQ(run, (std::vector<int64_t>{0,  2,  3,  5,  6, 8, 9, 11, 12, 14, 15, 17,
+                                       18, 20, 21, 23, 1, 4, 7, 10, 13, 16, 19, 22}));
+  EXPECT_EQ(slide_order_source(4, SlideWindowOrder::RawFirst, 24, 9), 24);  // group 8, window 0
+  EXPECT_EQ(slide_order_source(4, SlideWindowOrder::RawFirst, 26, 9), -1);  // group 9: padding
+  EXPECT_EQ(slide_order_source(4, SlideWindowOrder::RawFirst, 40, 9), 25);  // group 8, window 1
+  for (int64_t i = 0; i < 20; ++i)
+    EXPECT_EQ(slide_order_source(2, SlideWindowOrder::RawFirst, i, 17), i < 17 ? i : -1);
+  EXPECT_EQ(slide_order_chunks(4, SlideWindowOrder::RawFirst, 200, 32), 12);  // 25 groups
+  EXPECT_EQ(slide_order_chunks(4, SlideWindowOrder::Sliding, 200, 32), 10);
+  EXPECT_EQ(slide_order_chunks(2, SlideWindowOrder::RawFirst, 200, 32), 7);  // 50 groups
+  for (const int n : {2, 4})
+    for (DType dt : {DType::F16, DType::BF16}) {
+      const CsrMatrix a = slide_weight(37, 2 * n * 25, n, 13 + n);
+      const SlideTcFormat fs = pack_slide_tc(a, n, dt);
+      const SlideTcFormat fr =
+          pack_slide_tc(a, n, dt, SlideForm::Kernel, 4, SlideWindowOrder::RawFirst);
+      ASSERT_EQ(fr.order, SlideWindowOrder::RawFirst);
+      ASSERT_EQ(fr.chunks, slide_order_chunks(n, SlideWindowOrder::RawFirst, a.cols, 32));
+      const std::vector<float> ws = decode_slide_tc(fs), wr = decode_slide_tc(fr);
+      const int64_t widths = fs.chunks * 32, widthr = fr.chunks * 32;
+      for (int64_t r = 0; r < a.rows; ++r)
+        for (int64_t i = 0; i < widthr / 4; ++i) {
+          const int64_t cw = slide_order_source(n, SlideWindowOrder::RawFirst, i, 25);
+          for (int p = 0; p < 4; ++p) {
+            const float want = cw < 0 ? 0.0f : ws[static_cast<size_t>(r * widths + 4 * cw + p)];
+            ASSERT_EQ(wr[static_cast<size_t>(r * widthr + 4 * i + p)], want)
+                << "n " << n << " row " << r << " window " << i;
+          }
+        }
+    }
+}
+
 // Interpreter vs fp64: floating types within fp32 summation error, quantized types against the
 // reference over the quantized inputs (int8: exact integer sums).
 TEST(SlideFragments, InterpreterMatchesReference) {
@@ -231,7 +337,11 @@ TEST(SlideFragments, InterpreterMatchesReference) {
                                             : Problem::spmm(m, k, n, dt, bl, Layout::RowMajor);
         std::vector<float> b = random_b(k * n, 5 + p);
         for (float& x : b) x = round_to(pr.b_dtype(), x);
-        const SlideTcFormat f = pack_slide_tc(a, p, dt);
+        // 16-bit types with an even N: the raw-first window order as well (split=wg, lift=fused).
+        const bool raw_first = dtype_bytes(dt) == 2 && p % 2 == 0 && bl == Layout::ColMajor;
+        const SlideTcFormat f =
+            pack_slide_tc(a, p, dt, SlideForm::Kernel, 1,
+                          raw_first ? SlideWindowOrder::RawFirst : SlideWindowOrder::Sliding);
         std::vector<float> c(static_cast<size_t>(m * n), std::nanf(""));
         interpret_slide_tc(pr, f, b, c, 0.75f, 0.0f);
         // Reference operands: A and B as the tensor cores see them.
@@ -321,8 +431,9 @@ TEST(SlideFamily, KPartsOnlyWhereTheGridIsShort) {
     const SlideSchedule& b = s.as<SlideSchedule>();
     if (b.ksplit == 1) continue;
     ++with_parts;
-    const int64_t part = slide_part_chunks(slide_chunks(p, b.pattern), b.ksplit);
-    EXPECT_GE(part, 4 * (b.split == SlideSplit::K ? b.warps : 1) * b.unroll) << to_string(s);
+    const int64_t part = slide_part_chunks(p, b);
+    EXPECT_GE(part, 4 * (b.split == SlideSplit::K ? b.warps : 1) * slide_step_chunks(b))
+        << to_string(s);
     // The grid with half the parts was short of two waves of 4 blocks per multiprocessor.
     EXPECT_LT(slide_grid_x(p, b) * slide_grid_y(p, b) / 2, 2 * 4 * 132) << to_string(s);
   }
