@@ -1095,48 +1095,46 @@ __device__ __forceinline__ void slide_spmm_wg(
   const bool stages_b = CL == 1 || rank == 0;
   // LIFT: step i's B from the original columns, by all lanes of a producer warp. Run q of the
   // step covers the original columns 16P·run … 16P·run + 16P − 1: 2P pieces of 16 bytes per token
-  // (piece pc = group pc at 6:8, groups 2pc and 2pc + 1 at 2:4), each stored as row n % 8 of core
-  // matrix pc % 4 of the run's chunk pc / 4; at 6:8 the lane of an even group g also stores row
-  // n % 8 of core g / 2 of the run's overlap chunk (2): words 1-2 of groups g and g + 1 (from the
-  // lane 8 up), their columns 2 … 5, i.e. the windows (g, 1) and (g + 1, 1). A load instruction
-  // covers 8 tokens x 4 adjacent pieces (whole sectors), its stores 8 rows of one core matrix.
-  // Loads go out in batches of 4 column tiles (8 loads per lane at 6:8), each stored before the
-  // next, which bounds the producer's registers; the ring's other producers keep more in flight.
+  // (piece pc = group pc at 6:8, groups 2pc and 2pc + 1 at 2:4), each copied by cp.async to row
+  // n % 8 of core matrix pc % 4 of the run's chunk pc / 4 (a copy instruction covers 8 tokens x 4
+  // adjacent pieces: whole sectors; all of the step's copies in flight at once). At 6:8 the warp
+  // then builds the run's overlap chunk (2): row n % 8 of its core r holds words 1-2 of groups 2r
+  // and 2r + 1, their columns 2 … 5, i.e. the windows (2r, 1) and (2r + 1, 1).
   auto stage_b = [&](int i) {
-    constexpr int kPieceLoads = 2 * P / 4;   // per column tile and lane
-    constexpr int kBatch = NT < 4 ? NT : 4;  // column tiles per batch
+    constexpr int kPieceCopies = 2 * P / 4;  // per column tile and lane
     const int kc0 = first_chunk(i), runs = min(U, c1 - kc0) / (P - 1);
-    char* const sb = reinterpret_cast<char*>(smem) + (i % kBuffers) * kStep;
+    const unsigned sb = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
     const int tn = lane & 7, pq = lane >> 3;
-#pragma unroll 1
     for (int q = 0; q < runs; ++q) {
       const int col0 = (kc0 / (P - 1) + q) * 16 * P;
-      char* const run_b = sb + q * (P - 1) * NT * kTile;
-#pragma unroll 1
-      for (int tb = 0; tb < tiles_n; tb += kBatch) {
-        uint4 v[kBatch * kPieceLoads];
+      const unsigned run_b = sb + static_cast<unsigned>(q * (P - 1) * NT * kTile + tn * 16);
+      for (int tile = 0; tile < tiles_n; ++tile) {
+        const int n = (ct0 + tile) * 8 + tn;
 #pragma unroll
-        for (int j = 0; j < kBatch * kPieceLoads; ++j) {
-          const int tile = tb + j / kPieceLoads, pc = (j % kPieceLoads) * 4 + pq;
-          const int n = (ct0 + tile) * 8 + tn, col = col0 + 8 * pc;
-          v[j] = tile < tiles_n && n < N && col < K
-                     ? __ldg(reinterpret_cast<const uint4*>(B + static_cast<long long>(n) * b_ns +
-                                                            col))
-                     : make_uint4(0u, 0u, 0u, 0u);
+        for (int h = 0; h < kPieceCopies; ++h) {
+          const int pc = h * 4 + pq, col = col0 + 8 * pc;
+          const bool skip = n >= N || col >= K;
+          detail::cp_async16(run_b + (pc / 4) * NT * kTile + tile * kTile + (pc % 4) * 128,
+                             B + (skip ? 0 : static_cast<long long>(n) * b_ns + col), skip);
         }
-#pragma unroll
-        for (int j = 0; j < kBatch * kPieceLoads; ++j) {
-          const int tile = tb + j / kPieceLoads, pc = (j % kPieceLoads) * 4 + pq;
-          if (tile >= tiles_n) break;  // the same for the whole warp
-          char* const row = run_b + tile * kTile + tn * 16;
-          *reinterpret_cast<uint4*>(row + (pc / 4) * NT * kTile + (pc % 4) * 128) = v[j];
-          if constexpr (P == 4) {
-            const unsigned y = __shfl_down_sync(0xffffffffu, v[j].y, 8);
-            const unsigned z = __shfl_down_sync(0xffffffffu, v[j].z, 8);
-            if ((pq & 1) == 0)
-              *reinterpret_cast<uint4*>(row + 2 * NT * kTile + (pc / 2) * 128) =
-                  make_uint4(v[j].y, v[j].z, y, z);
-          }
+      }
+    }
+    cp_async_commit();
+    cp_async_wait<0>();
+    if constexpr (P == 4) {
+      __syncwarp();  // every lane's copies have landed
+      char* const sbp = reinterpret_cast<char*>(smem) + (i % kBuffers) * kStep;
+      for (int q = 0; q < runs; ++q) {
+        char* const run_b = sbp + q * (P - 1) * NT * kTile + tn * 16;
+        for (int tile = 0; tile < tiles_n; ++tile) {
+          char* const row = run_b + tile * kTile;
+          const int g0 = 2 * pq;  // groups g0, g0 + 1: chunk 0 (pq < 2) or 1, cores g0 % 4, + 1
+          const uint4 a =
+              *reinterpret_cast<const uint4*>(row + (g0 / 4) * NT * kTile + (g0 % 4) * 128);
+          const uint4 b =
+              *reinterpret_cast<const uint4*>(row + (g0 / 4) * NT * kTile + (g0 % 4 + 1) * 128);
+          *reinterpret_cast<uint4*>(row + 2 * NT * kTile + pq * 128) =
+              make_uint4(a.y, a.z, b.y, b.z);
         }
       }
     }
