@@ -1,6 +1,6 @@
 // bitmap_tc emitter: CUDA source for a BitmapTcSchedule (ir/bitmap_tc_schedule.h) over a
-// BitmapTileFormat (ir/bitmap_format.h). The kernel, for fp16, warps = 4, mt = 1, N = 64 (NT = 8 n8 tiles), 2
-// stages, ksplit = 1:
+// BitmapTileFormat (ir/bitmap_format.h). The kernel, for fp16, warps = 4, mt = 1, N = 64 (NT = 8 n8
+// tiles), 2 stages, ksplit = 1:
 //
 //   extern "C" __global__ void __launch_bounds__(128) sparsegen_bitmap_tc(const T* values,
 //       const T* B, T* C, float alpha, float beta, const unsigned* masks, const int* tile_ptr) {

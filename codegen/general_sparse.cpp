@@ -503,6 +503,8 @@ class GeneralSparseEmitter : public Emitter {
         return "const float* __restrict__ " + prm.name;
       case ParamKind::BWork:  // the family that transforms B declares its element type
         return "void* __restrict__ " + prm.name;
+      case ParamKind::BTensorMap:
+        return "const __grid_constant__ sg::TensorMap " + prm.name;
     }
     return "";
   }

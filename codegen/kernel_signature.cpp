@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "ir/diagnostics.h"
+
 namespace sparsegen::codegen {
 
 std::string_view to_string(ParamKind k) {
@@ -36,8 +38,27 @@ std::string_view to_string(ParamKind k) {
       return "f32 token scales";
     case ParamKind::F32Table:
       return "f32[]";
+    case ParamKind::BTensorMap:
+      return "B tensor map";
   }
   return "?";
+}
+
+std::vector<int64_t> TensorMapShape::to_data() const {
+  return {inner, outer, row_elems, box_inner, box_outer, elem_bytes, swizzle_bytes};
+}
+
+TensorMapShape TensorMapShape::from_data(const std::vector<int64_t>& d) {
+  SG_ASSERT(d.size() == 7, "a B tensor map parameter holds 7 shape values");
+  TensorMapShape s;
+  s.inner = d[0];
+  s.outer = d[1];
+  s.row_elems = d[2];
+  s.box_inner = d[3];
+  s.box_outer = d[4];
+  s.elem_bytes = d[5];
+  s.swizzle_bytes = d[6];
+  return s;
 }
 
 namespace {

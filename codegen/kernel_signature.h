@@ -35,8 +35,22 @@ enum class ParamKind {
   // const float* per-row fp32 weight scales of A (quantized types): a table whose data holds the
   // floats' bit patterns (uploaded as 32-bit words).
   F32Table,
+  // const __grid_constant__ sg::TensorMap: a 2-D TMA tensor map of B, encoded per run from the B
+  // pointer (runtime/cuda_driver.h, encode_tensor_map_2d). Its data holds the map's shape, see
+  // TensorMapShape.
+  BTensorMap,
 };
 std::string_view to_string(ParamKind k);
+
+// The shape of a BTensorMap parameter, stored in its KernelParam::data in this order: B as a 2-D
+// tensor of `outer` rows of `inner` elements (elem_bytes each), rows `row_elems` elements apart,
+// copied in boxes of box_inner x box_outer elements with a 0, 32, 64 or 128-byte swizzle.
+struct TensorMapShape {
+  int64_t inner = 0, outer = 0, row_elems = 0, box_inner = 0, box_outer = 0, elem_bytes = 2;
+  int64_t swizzle_bytes = 0;
+  std::vector<int64_t> to_data() const;
+  static TensorMapShape from_data(const std::vector<int64_t>& d);
+};
 
 struct KernelParam {
   std::string name;  // the parameter's name in the emitted source

@@ -293,8 +293,8 @@ class SlideEmitter : public Emitter {
                 IntArg{s_.ksplit}, IntArg{s_.stages}, IntArg{s_.cluster}, IntArg{s_.producer},
                 IntArg{wg_fused() ? 1 : 0}, IntArg{s_.pattern});
       const auto args_wg = std::tuple_cat(
-          args, std::make_tuple(cptr_t(wg_fused() ? "B" : "static_cast<const T*>(nullptr)"),
-                                i32(std::to_string(p_.k)), i32(std::to_string(p_.k))));
+          args, std::make_tuple(tmpl::cptr_tmap(
+                    wg_fused() ? "&b_map" : "static_cast<const sg::TensorMap*>(nullptr)")));
       std::apply([&](const auto&... a) { call_stmt(tmpl::slide_spmm_wg, targ_wg, a...); }, args_wg);
       return;
     }
@@ -316,7 +316,9 @@ class SlideEmitter : public Emitter {
         "    {}{}{}) {{\n",
         s_.threads_per_block(), opt_.kernel_name,
         quant_ ? "    const float* __restrict__ row_scales,\n" : "",
-        fused_ ? "const T* __restrict__ B" : "const unsigned* __restrict__ bw",
+        wg_fused() ? "const __grid_constant__ sg::TensorMap b_map"
+        : fused_   ? "const T* __restrict__ B"
+                   : "const unsigned* __restrict__ bw",
         quant_ ? ",\n    const float* __restrict__ token_scales" : "",
         split_k_parts() ? ",\n    float* __restrict__ ws" : ""));
   }
@@ -338,7 +340,19 @@ class SlideEmitter : public Emitter {
       sig.params.push_back(
           {"row_scales", ParamKind::F32Table, "slide.row_scales", f32_table(f_.row_scales)});
     }
-    if (fused_) {
+    if (wg_fused()) {
+      // B's original columns, copied per run by TMA: boxes of 64 columns x the block's tokens,
+      // in the 128-byte swizzle wgmma.sp reads (column-major B: a token's K elements per row).
+      TensorMapShape m;
+      m.inner = p_.k;
+      m.outer = p_.n;
+      m.row_elems = p_.k;
+      m.box_inner = 64;
+      m.box_outer = 8 * s_.n_tiles;
+      m.elem_bytes = 2;
+      m.swizzle_bytes = 128;
+      sig.params.push_back({"b_map", ParamKind::BTensorMap, "B", m.to_data()});
+    } else if (fused_) {
       sig.params.push_back({"B", ParamKind::B, "B", {}});
     } else {
       sig.params.push_back({"bw", ParamKind::BWork, "lifted B", {}});

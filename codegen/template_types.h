@@ -34,6 +34,7 @@ enum class Kind {
   kConstPtrU32,
   kPtrT,
   kConstPtrT,
+  kConstPtrTensorMap,  // const sg::TensorMap*: the address of a __grid_constant__ tensor map
 };
 
 // Kind of a template parameter.
@@ -109,6 +110,9 @@ inline Expr<Kind::kPtrT> ptr_t(std::string s) {
   return {std::move(s)};
 }
 inline Expr<Kind::kConstPtrT> cptr_t(std::string s) {
+  return {std::move(s)};
+}
+inline Expr<Kind::kConstPtrTensorMap> cptr_tmap(std::string s) {
   return {std::move(s)};
 }
 

@@ -598,8 +598,25 @@ void launch_bound(CUfunction f, const std::vector<codegen::KernelParam>& params,
                   bool after_own_kernel, CUstream stream) {
   std::vector<CUdeviceptr> ptrs(params.size(), 0);
   std::vector<void*> args(params.size() + 1, nullptr);
+  std::vector<cuda::TensorMap> maps;  // by value: args point into it (reserved, never moved)
+  maps.reserve(params.size());
   for (size_t i = 0; i < params.size(); ++i) {
     switch (params[i].kind) {
+      case codegen::ParamKind::BTensorMap: {
+        // Encoded from this run's B pointer (B's address may change from run to run).
+        const auto s = codegen::TensorMapShape::from_data(params[i].data);
+        cuda::TensorMapRequest r;
+        r.inner = s.inner;
+        r.outer = s.outer;
+        r.row_elems = s.row_elems;
+        r.box_inner = s.box_inner;
+        r.box_outer = s.box_outer;
+        r.elem_bytes = static_cast<int>(s.elem_bytes);
+        r.swizzle_bytes = static_cast<int>(s.swizzle_bytes);
+        maps.push_back(cuda::encode_tensor_map_2d(a.b, r));
+        args[i] = &maps.back();
+        continue;
+      }
       case codegen::ParamKind::Values:
         ptrs[i] = a.values;
         break;

@@ -88,12 +88,11 @@ std::vector<std::string> validate(const SlideSchedule& s) {
   if (s.lift == SlideLift::Fused && s.split == SlideSplit::Rows)
     why.push_back("lift=fused needs split=k or wg (split=rows stages lifted B fragments)");
   if (s.lift == SlideLift::Fused && s.split == SlideSplit::Group) {
-    // Its producer warps stage runs of 8 groups: the original columns as they are, the
+    // Its producer warps stage runs of 8 groups: the original columns as they are (TMA), the
     // overlapping windows built from them.
-    if (s.pattern != 2 && s.pattern != 4)
+    if (s.pattern != 4)
       why.push_back(fmt::format(
-          "lift=fused with split=wg builds the windows of 2:4 and 6:8, not {}:{} (lift=kernel "
-          "does)",
+          "lift=fused with split=wg builds the windows of 6:8, not {}:{} (lift=kernel does)",
           2 * s.pattern - 2, 2 * s.pattern));
     if (s.unroll != 1 && s.unroll != 2)
       why.push_back(fmt::format(
@@ -369,9 +368,15 @@ int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s) {
     return int64_t{2} * s.unroll * s.n_tiles * 32 * slide_mma(p.dtype).lane_bytes();
   // split=wg: a ring of stages + 1 steps, each unroll chunks of B (nt tiles x 512 bytes), A (warps
   // x 512 bytes) and metadata (warps x 32 bytes per metadata lane).
-  if (s.split == SlideSplit::Group)
-    return int64_t{s.stages + 1} * slide_step_chunks(s) *
-           (s.n_tiles * 512 + int64_t{s.warps} * (512 + 32 * slide_mma(p.dtype).meta_lanes));
+  // lift=fused: each buffer on a 1024-byte boundary (TMA's 128-byte swizzle), plus 1024 bytes to
+  // align the first.
+  if (s.split == SlideSplit::Group) {
+    const int64_t step =
+        slide_step_chunks(s) *
+        (s.n_tiles * 512 + int64_t{s.warps} * (512 + 32 * slide_mma(p.dtype).meta_lanes));
+    if (s.lift == SlideLift::Kernel) return int64_t{s.stages + 1} * step;
+    return int64_t{s.stages + 1} * ((step + 1023) / 1024 * 1024) + 1024;
+  }
   return int64_t{s.warps - 1} * s.m_tiles * s.n_tiles * 4 * 32 * 4;
 }
 

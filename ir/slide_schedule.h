@@ -8,11 +8,11 @@
 //              (sm_90a: each warpgroup of 4 warps its own 64 rows, one wgmma.sp per chunk
 //              reading B from shared memory; warps 4 or 8, mt 1, lift=kernel, fp16/bf16/int8)
 //     lift     kernel (a b_transform kernel lifts B first) or fused (fp16/bf16, one launch):
-//              split=k reads B through the lift map itself; split=wg (2:4 and 6:8, column-major
-//              B, K a multiple of 8) packs its windows raw-first (ir/slide_fragments.h) and has
-//              stages + 1 producer warps that stage each step's original columns from B and
-//              build the overlapping windows from them in shared memory (a step is then unroll
-//              runs of 8 groups: N − 1 chunks each)
+//              split=k reads B through the lift map itself; split=wg (6:8, column-major B, K a
+//              multiple of 8) packs its windows raw-first (ir/slide_fragments.h) and has
+//              stages + 1 producer warps that copy each step's original columns from B (TMA)
+//              and build the overlapping windows from them in shared memory (a step is then
+//              unroll runs of 8 groups: 3 chunks each)
 //     warps    warps per block (1, 2, 4, 8)              mt  16-row tiles per warp-row group
 //     nt       8-column tiles of N per block             unroll  chunks per load step (1, 2, 4)
 //     ksplit   K parts (1..64; printed when > 1): blocks take the chunks of one part; the parts add
@@ -198,8 +198,8 @@ std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
 // where it breaks): split k: warps {2, 4, 8} x mt {1, 2}; split rows: warps {4, 8} x mt {1, 2};
 // each x nt {1, 2, 4, 8 up to N's tiles} x unroll {1, 2, 4} x stages {1, 2}, within 160
 // registers and 48 KiB of shared memory; split wg (an sm_90 device, 16-byte lanes): warps {4, 8},
-// mt 1, stages {2, 3, 4}, lift=kernel with unroll {1, 2, 4} or (2:4 and 6:8, 16-bit, column-major
-// B, K % 8 == 0) lift=fused with unroll {1, 2}, within the shared memory per block; x ksplit from
+// mt 1, stages {2, 3, 4}, lift=kernel with unroll {1, 2, 4} or (6:8, 16-bit, column-major B,
+// K % 8 == 0) lift=fused with unroll {1, 2}, within the shared memory per block; x ksplit from
 // 1, doubling while the grid is short of two waves (of 4 blocks per multiprocessor) and each part
 // keeps at least 4 load steps per warp.
 std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatrix& a,

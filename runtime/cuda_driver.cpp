@@ -71,7 +71,8 @@ namespace {
   X(cuGraphInstantiateWithFlags, 11040) \
   X(cuGraphLaunch, 10000)               \
   X(cuGraphExecDestroy, 10000)          \
-  X(cuGraphDestroy, 10000)
+  X(cuGraphDestroy, 10000)              \
+  X(cuTensorMapEncodeTiled, 12000)
 
 #define SPARSEGEN_CU_CHECK_TYPE(name, version)                              \
   static_assert(std::is_same_v<PFN_##name##_v##version, decltype(&::name)>, \
@@ -777,6 +778,34 @@ void launch(CUfunction f, const LaunchConfig& c, void** params) {
         r, "cuLaunchKernelEx",
         fmt::format("{}{}{}", shape(), c.programmatic ? ", programmatic stream serialization" : "",
                     c.cluster_x > 1 ? fmt::format(", clusters of {}", c.cluster_x) : ""));
+}
+
+TensorMap encode_tensor_map_2d(CUdeviceptr base, const TensorMapRequest& r) {
+  if (r.elem_bytes != 1 && r.elem_bytes != 2 && r.elem_bytes != 4)
+    throw std::invalid_argument("encode_tensor_map_2d: elements of 1, 2 or 4 bytes");
+  const CUtensorMapDataType type = r.elem_bytes == 1   ? CU_TENSOR_MAP_DATA_TYPE_UINT8
+                                   : r.elem_bytes == 2 ? CU_TENSOR_MAP_DATA_TYPE_UINT16
+                                                       : CU_TENSOR_MAP_DATA_TYPE_UINT32;
+  const CUtensorMapSwizzle swizzle = r.swizzle_bytes == 128  ? CU_TENSOR_MAP_SWIZZLE_128B
+                                     : r.swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                     : r.swizzle_bytes == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+                                                             : CU_TENSOR_MAP_SWIZZLE_NONE;
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(r.inner), static_cast<cuuint64_t>(r.outer)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(r.row_elems * r.elem_bytes)};
+  const cuuint32_t box[2] = {static_cast<cuuint32_t>(r.box_inner),
+                             static_cast<cuuint32_t>(r.box_outer)};
+  const cuuint32_t elem_strides[2] = {1, 1};
+  TensorMap m;
+  static_assert(sizeof(TensorMap) == sizeof(CUtensorMap) && alignof(TensorMap) >= 64);
+  check(drv().cuTensorMapEncodeTiled(
+            reinterpret_cast<CUtensorMap*>(m.word), type, 2, reinterpret_cast<void*>(base), dims,
+            strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+        "cuTensorMapEncodeTiled",
+        fmt::format("{} x {} elements of {} bytes, rows {} apart, box {} x {}, at 0x{:x}", r.inner,
+                    r.outer, r.elem_bytes, r.row_elems, r.box_inner, r.box_outer,
+                    static_cast<unsigned long long>(base)));
+  return m;
 }
 
 }  // namespace sparsegen::cuda

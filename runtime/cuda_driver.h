@@ -250,6 +250,22 @@ struct LaunchConfig {
   unsigned cluster_x = 1;
 };
 
+// A 2-D TMA tensor map (CUtensorMap's 128 bytes), to pass to a kernel by value
+// (templates/sg_bulk_copy.cuh, sg::TensorMap): `outer` rows of `inner` elements of elem_bytes,
+// rows `row_elems` elements apart (row_elems·elem_bytes a multiple of 16, base 16-byte aligned),
+// copied in boxes of box_inner x box_outer elements with a 0, 32, 64 or 128-byte swizzle
+// (box_inner·elem_bytes at most the swizzle); elements outside the tensor are read as zeros.
+struct alignas(64) TensorMap {
+  unsigned long long word[16] = {};
+};
+struct TensorMapRequest {
+  int64_t inner = 0, outer = 0, row_elems = 0, box_inner = 0, box_outer = 0;
+  int elem_bytes = 2, swizzle_bytes = 0;
+};
+// Encodes the map on the host (no device work; cheap enough per launch). Throws CudaError when the
+// driver refuses the shape.
+TensorMap encode_tensor_map_2d(CUdeviceptr base, const TensorMapRequest& r);
+
 // Launches `f` with kernel parameters `params` (one pointer per parameter, as cuLaunchKernel
 // takes them; cuLaunchKernelEx with config.programmatic or a cluster). An invalid configuration
 // throws CudaError from the launch call; faults during the kernel surface at the next synchronizing

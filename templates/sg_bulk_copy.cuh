@@ -6,6 +6,13 @@
 #pragma once
 
 namespace sg {
+
+// A CUDA tensor map (CUtensorMap: 128 bytes, 64-byte aligned), passed to a kernel by value as a
+// __grid_constant__ parameter and encoded on the host per run (runtime/cuda_driver.h).
+struct alignas(64) TensorMap {
+  unsigned long long word[16];
+};
+
 namespace detail {
 
 // Initialises the mbarrier at shared address bar for `count` arriving threads (call from one
@@ -32,6 +39,19 @@ __device__ __forceinline__ void bulk_copy(unsigned dst, const void* src, unsigne
       "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
           "r"(dst),
       "l"(src), "r"(n), "r"(bar)
+      : "memory");
+}
+
+// Copies the box at coordinates (c0 along the inner dimension, c1 along the outer) of the 2-D
+// tensor `map` describes (the map's box size and swizzle) to shared dst (aligned as the swizzle
+// needs: 1024 bytes for 128-byte swizzle), completing on bar; elements outside the tensor arrive
+// as zeros and count toward the box's bytes.
+__device__ __forceinline__ void bulk_copy_tensor_2d(unsigned dst, const TensorMap* map, int c0,
+                                                    int c1, unsigned bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], "
+      "[%1, {%2, %3}], [%4];\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar)
       : "memory");
 }
 

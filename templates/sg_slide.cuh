@@ -975,16 +975,20 @@ __device__ __forceinline__ void slide_spmm_rows(
 // wait for the slowest reader leave the consumers' path.
 //   producer: steps 0 … ST; for step i > ST: wait empty(i − ST − 1); A(i); [wait the cluster] B(i)
 //   consumer: for step i: wait full; A, meta <- shared; wgmma.sp x U; wait; arrive empty
-// LIFT = 1 (lift=fused; 16-bit types, P = 2 or 4, column-major B with K % 8 == 0 and 16-byte
-// aligned): no lift kernel. The pack's windows are raw-first (ir/slide_fragments.h), U is whole
-// runs of P − 1 chunks (K parts too), and ST + 1 producer warps, warp WARPS + j owning buffer j,
-// stage steps j, j + ST + 1, … themselves: lane 0 copies A and metadata (bulk copies), and the
-// warp loads the run's original columns of its tokens from B in 16-byte pieces (one group of 8
-// columns each at 6:8), stores each piece as a core-matrix row of the run's first P / 2 chunks
-// and, at 6:8, builds the overlap chunk's rows from the middle words of two adjacent groups;
-// each lane fences its stores for the async proxy and arrives on the buffer's barrier.
-//   producer j: for step i = j, j + ST + 1, …: wait empty(j); A(i) by bulk copy;
-//               v <- B pieces; shared <- v, overlaps of v; fence; arrive full(j)
+// LIFT = 1 (lift=fused; fp16 / bf16 6:8, column-major B with K % 8 == 0, 16-byte aligned): no
+// lift kernel. The pack's windows are raw-first (ir/slide_fragments.h): U is whole runs of 3
+// chunks (K parts too), run r holding the original columns 64r … 64r + 63 as two chunks and the
+// overlapping windows of its 8 groups as the third. ST + 1 producer warps, warp WARPS + j owning
+// buffer j, stage steps j, j + ST + 1, …: lane 0 copies each run's original columns of the
+// block's tokens with one TMA copy of the tensor map b_map (box 64 columns x 8·NT tokens, 128-byte
+// swizzle: token n's row of 128 bytes, its group g at 16-byte piece g ^ n % 8; tokens past N and
+// columns past K arrive as zeros), and A and metadata with bulk copies; once the TMA copy has
+// landed the warp builds the overlap chunk in core order from the middle words of adjacent
+// groups, fences its stores for the async proxy and arrives. The wgmma.sp of a run's first two
+// chunks read the swizzled rows (K offset 0 or 64 bytes), the third the overlap's core matrices.
+//   step buffer: [runs x NT·1024 swizzled B][runs x NT·512 overlaps][A][metadata], 1024-aligned
+//   producer j: for step i = j, j + ST + 1, …: wait empty(j); TMA B -> raw(j); A -> full(j);
+//               wait raw(j); overlaps <- B rows; fence; arrive full(j)
 template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST, int CL, int PW,
           int LIFT, int P>
 __device__ __forceinline__ void slide_spmm_wg(
@@ -992,11 +996,10 @@ __device__ __forceinline__ void slide_spmm_wg(
     const unsigned* __restrict__ bw, T* __restrict__ C, const float* __restrict__ row_scales,
     const float* __restrict__ token_scales, float* smem, float alpha, float beta, int M, int N,
     int row_tiles, int col_tiles, int chunks, int c_rs, int c_ns, float* ws, unsigned* counters,
-    int col_blocks, const T* __restrict__ B, int K, int b_ns) {
+    int col_blocks, const TensorMap* __restrict__ b_map) {
   static_assert(ST >= 1 && ST <= 4, "steps in flight: 2 … 5");
-  static_assert(
-      LIFT == 0 || (KIND <= 1 && (P == 2 || P == 4) && PW == 0 && CL == 1 && U % (P - 1) == 0),
-      "split=wg lift=fused: 16-bit types, 2:4 or 6:8, whole runs per step, no cluster");
+  static_assert(LIFT == 0 || (KIND <= 1 && P == 4 && PW == 0 && CL == 1 && U % 3 == 0),
+                "split=wg lift=fused: fp16 / bf16 6:8, whole runs per step, no cluster");
   static_assert(WARPS % 4 == 0, "split=wg: whole warpgroups");
   static_assert(KIND <= 2, "split=wg: fp16, bf16 or int8 (16-byte lanes)");
   static_assert(CL == 1 || CL == 2 || CL == 4, "cluster of 1, 2 or 4 blocks");
@@ -1012,7 +1015,10 @@ __device__ __forceinline__ void slide_spmm_wg(
   constexpr int kBytesB = U * NT * kTile;     // a step's bytes: B,
   constexpr int kBytesA = WARPS * U * kTile;  // A,
   constexpr int kBytesM = WARPS * U * kMeta;  // and metadata
-  constexpr int kStep = kBytesB + kBytesA + kBytesM;
+  // LIFT: buffers on 1024-byte boundaries (the TMA copies' 128-byte swizzle atoms).
+  constexpr int kStep =
+      LIFT ? (kBytesB + kBytesA + kBytesM + 1023) / 1024 * 1024 : kBytesB + kBytesA + kBytesM;
+  constexpr int kRuns = LIFT ? U / 3 : 1;  // runs per step
   constexpr int kBuffers = ST + 1;
   constexpr int kProducers = LIFT ? kBuffers : PW;  // warps that only stage: one per buffer, or PW
   __shared__ alignas(8) unsigned long long full[kBuffers];
@@ -1020,20 +1026,26 @@ __device__ __forceinline__ void slide_spmm_wg(
   // block.
   __shared__ alignas(8) unsigned long long empty[CL > 1 || kProducers ? kBuffers : 1];
   __shared__ alignas(8) unsigned long long cluster_empty[CL > 1 && PW ? kBuffers : 1];  // leader's
+  __shared__ alignas(8) unsigned long long raw[LIFT ? kBuffers : 1];  // LIFT: B's TMA copies
   const unsigned rank = CL > 1 ? detail::cluster_rank() : 0u;
   // warp read from lane 0: warp-uniform for the compiler too, so the producer / consumer branch
   // does not count as divergent (ptxas would serialise the wgmma.sp behind it, C7520).
   const int tid = threadIdx.x, lane = tid & 31, warp = __shfl_sync(0xffffffffu, tid >> 5, 0);
   const int g = lane >> 2, t = lane & 3;
-  const detail::SlideBlockPart bp = detail::slide_block_part < KS,
-                               LIFT ? P - 1 : 1 > (chunks, col_blocks);
+  constexpr int kPartAlign = LIFT ? 3 : 1;  // LIFT: parts of whole runs
+  const detail::SlideBlockPart bp = detail::slide_block_part<KS, kPartAlign>(chunks, col_blocks);
   const int cb = bp.cb, c0 = bp.c0, c1 = bp.c1;
   const int bt0 = blockIdx.x * WARPS, rt0 = bt0 + warp, ct0 = cb * NT;
   Acc acc[NT * 4];
 #pragma unroll
   for (int i = 0; i < NT * 4; ++i) acc[i] = 0;
-  const unsigned s0 = smem_addr(reinterpret_cast<const unsigned*>(smem));
+  // The ring's base (LIFT: rounded up to 1024 bytes; the launch allots 1024 more), as a shared
+  // address and as a pointer.
+  const unsigned s_in = smem_addr(reinterpret_cast<const unsigned*>(smem));
+  const unsigned s0 = LIFT ? (s_in + 1023u) & ~1023u : s_in;
+  char* const sbase = reinterpret_cast<char*>(smem) + (s0 - s_in);
   const unsigned bar0 = static_cast<unsigned>(__cvta_generic_to_shared(full));
+  const unsigned raw0 = static_cast<unsigned>(__cvta_generic_to_shared(raw));
   const int steps = c1 > c0 ? (c1 - c0 + U - 1) / U : 0;
   const int tiles_n = min(NT, col_tiles - ct0), tiles_m = max(0, min(WARPS, row_tiles - bt0));
   const unsigned empty0 = static_cast<unsigned>(__cvta_generic_to_shared(empty));
@@ -1043,6 +1055,7 @@ __device__ __forceinline__ void slide_spmm_wg(
       // LIFT: lane 0's arrival with A's bytes, then each lane's once its B stores are fenced.
       detail::bulk_barrier_init(bar0 + 8 * b, LIFT ? 33 : 1);
       if (kProducers) detail::bulk_barrier_init(empty0 + 8 * b, WARPS);
+      if (LIFT) detail::bulk_barrier_init(raw0 + 8 * b);
       if (PW && CL > 1) detail::bulk_barrier_init(cempty0 + 8 * b, WARPS * CL);
       if (!PW && CL > 1) detail::bulk_barrier_init(empty0 + 8 * b, CL);
     }
@@ -1093,51 +1106,29 @@ __device__ __forceinline__ void slide_spmm_wg(
     }
   };
   const bool stages_b = CL == 1 || rank == 0;
-  // LIFT: step i's B from the original columns, by all lanes of a producer warp. Run q of the
-  // step covers the original columns 16P·run … 16P·run + 16P − 1: 2P pieces of 16 bytes per token
-  // (piece pc = group pc at 6:8, groups 2pc and 2pc + 1 at 2:4), each copied by cp.async to row
-  // n % 8 of core matrix pc % 4 of the run's chunk pc / 4 (a copy instruction covers 8 tokens x 4
-  // adjacent pieces: whole sectors; all of the step's copies in flight at once). At 6:8 the warp
-  // then builds the run's overlap chunk (2): row n % 8 of its core r holds words 1-2 of groups 2r
-  // and 2r + 1, their columns 2 … 5, i.e. the windows (2r, 1) and (2r + 1, 1).
+  // LIFT: step i's B, by a producer warp: lane 0 copies each run's original columns (TMA, one
+  // box of 64 columns x 8·NT tokens per run); once they land, lane (tn, r) builds row tn of core
+  // r of each column tile's overlap chunk: words 1-2 of groups 2r and 2r + 1 of token tn, i.e.
+  // their columns 2 … 5, the windows (2r, 1) and (2r + 1, 1).
   auto stage_b = [&](int i) {
-    constexpr int kPieceCopies = 2 * P / 4;  // per column tile and lane
-    const int kc0 = first_chunk(i), runs = min(U, c1 - kc0) / (P - 1);
-    const unsigned sb = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
-    const int tn = lane & 7, pq = lane >> 3;
-    for (int q = 0; q < runs; ++q) {
-      const int col0 = (kc0 / (P - 1) + q) * 16 * P;
-      const unsigned run_b = sb + static_cast<unsigned>(q * (P - 1) * NT * kTile + tn * 16);
+    const int b = i % kBuffers, kc0 = first_chunk(i), runs = min(U, c1 - kc0) / 3;
+    const unsigned buf = s0 + static_cast<unsigned>(b * kStep), rbar = raw0 + 8 * b;
+    if (lane == 0) {
+      detail::bulk_expect(rbar, static_cast<unsigned>(runs * NT * 1024));
+      for (int q = 0; q < runs; ++q)
+        detail::bulk_copy_tensor_2d(buf + q * NT * 1024, b_map, (kc0 / 3 + q) * 64, ct0 * 8, rbar);
+    }
+    detail::bulk_wait(rbar, static_cast<unsigned>((i / kBuffers) & 1));
+    char* const sb = sbase + b * kStep;
+    const int tn = lane & 7, r = lane >> 3;
+    for (int q = 0; q < runs; ++q)
       for (int tile = 0; tile < tiles_n; ++tile) {
-        const int n = (ct0 + tile) * 8 + tn;
-#pragma unroll
-        for (int h = 0; h < kPieceCopies; ++h) {
-          const int pc = h * 4 + pq, col = col0 + 8 * pc;
-          const bool skip = n >= N || col >= K;
-          detail::cp_async16(run_b + (pc / 4) * NT * kTile + tile * kTile + (pc % 4) * 128,
-                             B + (skip ? 0 : static_cast<long long>(n) * b_ns + col), skip);
-        }
+        const char* const row = sb + q * NT * 1024 + (tile * 8 + tn) * 128;
+        const uint4 x = *reinterpret_cast<const uint4*>(row + ((2 * r) ^ tn) * 16);
+        const uint4 y = *reinterpret_cast<const uint4*>(row + ((2 * r + 1) ^ tn) * 16);
+        *reinterpret_cast<uint4*>(sb + kRuns * NT * 1024 + q * NT * kTile + tile * kTile + r * 128 +
+                                  tn * 16) = make_uint4(x.y, x.z, y.y, y.z);
       }
-    }
-    cp_async_commit();
-    cp_async_wait<0>();
-    if constexpr (P == 4) {
-      __syncwarp();  // every lane's copies have landed
-      char* const sbp = reinterpret_cast<char*>(smem) + (i % kBuffers) * kStep;
-      for (int q = 0; q < runs; ++q) {
-        char* const run_b = sbp + q * (P - 1) * NT * kTile + tn * 16;
-        for (int tile = 0; tile < tiles_n; ++tile) {
-          char* const row = run_b + tile * kTile;
-          const int g0 = 2 * pq;  // groups g0, g0 + 1: chunk 0 (pq < 2) or 1, cores g0 % 4, + 1
-          const uint4 a =
-              *reinterpret_cast<const uint4*>(row + (g0 / 4) * NT * kTile + (g0 % 4) * 128);
-          const uint4 b =
-              *reinterpret_cast<const uint4*>(row + (g0 / 4) * NT * kTile + (g0 % 4 + 1) * 128);
-          *reinterpret_cast<uint4*>(row + 2 * NT * kTile + pq * 128) =
-              make_uint4(a.y, a.z, b.y, b.z);
-        }
-      }
-    }
   };
   const int meta_lane = g * ML + (t % ML);
   // Step i's product of this warp's warpgroup, once the step has landed; on return the wgmma has
@@ -1146,7 +1137,7 @@ __device__ __forceinline__ void slide_spmm_wg(
     const int kc0 = first_chunk(i);
     detail::bulk_wait(bar0 + 8 * (i % kBuffers), static_cast<unsigned>((i / kBuffers) & 1));
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
-    const char* sb = reinterpret_cast<const char*>(smem) + (i % kBuffers) * kStep;
+    const char* sb = sbase + (i % kBuffers) * kStep;
     const uint4* sa = reinterpret_cast<const uint4*>(sb + kBytesB);
     const unsigned* sm = reinterpret_cast<const unsigned*>(sb + kBytesB + kBytesA);
     uint4 av[U];
@@ -1157,11 +1148,17 @@ __device__ __forceinline__ void slide_spmm_wg(
       av[u] = ok ? sa[(u * WARPS + warp) * 32 + lane] : make_uint4(0u, 0u, 0u, 0u);
       ev[u] = ok ? sm[(u * WARPS + warp) * 8 * ML + meta_lane] : 0x44444444u;  // a valid 2:4 index
     }
+    // B of chunk u: core order (LBO 128, SBO 512); LIFT: a run's first two chunks in the TMA
+    // copy's swizzled rows, its third (the overlaps) in core order after the step's rows.
     auto mma = [&](int u) {
-      detail::wgmma_sp_m64<E, 8 * NT>(
-          acc, av[u],
-          detail::wgmma_desc_kmajor(buf + static_cast<unsigned>(u * NT * kTile), 128, kTile),
-          ev[u]);
+      const unsigned long long desc =
+          !LIFT ? detail::wgmma_desc_kmajor(buf + static_cast<unsigned>(u * NT * kTile), 128, kTile)
+          : u % 3 < 2 ? detail::wgmma_desc_kmajor_sw128(
+                            buf + static_cast<unsigned>((u / 3) * NT * 1024 + (u % 3) * 64))
+                      : detail::wgmma_desc_kmajor(
+                            buf + static_cast<unsigned>(kRuns * NT * 1024 + (u / 3) * NT * kTile),
+                            128, kTile);
+      detail::wgmma_sp_m64<E, 8 * NT>(acc, av[u], desc, ev[u]);
     };
     // A whole step issues its U multiplies with no branch between them: a branch there makes ptxas
     // wait for each wgmma before the next (C7519). Only a part's last step may be short.
@@ -1214,7 +1211,7 @@ __device__ __forceinline__ void slide_spmm_wg(
           detail::bulk_wait(empty0 + 8 * j, static_cast<unsigned>((i / kBuffers - 1) & 1));
         if (lane == 0) issue_a(i);
         stage_b(i);
-        fence_proxy_async();  // this lane's stores, before the wgmma reads them
+        fence_proxy_async();  // this lane's overlap stores, before the wgmma reads them
         detail::barrier_arrive(bar0 + 8 * j);
       }
     } else {  // the producer warp (PW)

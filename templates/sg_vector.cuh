@@ -12,21 +12,31 @@ namespace detail {
 template <int BYTES>
 struct Chunk;
 template <>
-struct Chunk<2> { using type = unsigned short; };
+struct Chunk<2> {
+  using type = unsigned short;
+};
 template <>
-struct Chunk<4> { using type = unsigned int; };
+struct Chunk<4> {
+  using type = unsigned int;
+};
 template <>
-struct Chunk<8> { using type = uint2; };
+struct Chunk<8> {
+  using type = uint2;
+};
 template <>
-struct Chunk<16> { using type = uint4; };
+struct Chunk<16> {
+  using type = uint4;
+};
 template <>
 struct Chunk<32> {
-  struct type { uint4 lo, hi; };
+  struct type {
+    uint4 lo, hi;
+  };
 };
 
 template <int VW, typename T>
 union Pack {
-  typename Chunk<VW * static_cast<int>(sizeof(T))>::type raw;
+  typename Chunk<VW* static_cast<int>(sizeof(T))>::type raw;
   T elem[VW];
 };
 
@@ -36,7 +46,7 @@ union Pack {
 template <int VW, typename T>
 __device__ __forceinline__ void load_vec_f32(const T* __restrict__ p, float* out) {
   static_assert(VW == 1 || VW == 2 || VW == 4 || VW == 8, "vector width must be 1, 2, 4 or 8");
-  using Raw = typename detail::Chunk<VW * static_cast<int>(sizeof(T))>::type;
+  using Raw = typename detail::Chunk<VW* static_cast<int>(sizeof(T))>::type;
   detail::Pack<VW, T> pack;
   pack.raw = *reinterpret_cast<const Raw*>(p);
 #pragma unroll
@@ -47,7 +57,7 @@ __device__ __forceinline__ void load_vec_f32(const T* __restrict__ p, float* out
 template <int VW, typename T>
 __device__ __forceinline__ void store_vec_f32(T* __restrict__ p, const float* in) {
   static_assert(VW == 1 || VW == 2 || VW == 4 || VW == 8, "vector width must be 1, 2, 4 or 8");
-  using Raw = typename detail::Chunk<VW * static_cast<int>(sizeof(T))>::type;
+  using Raw = typename detail::Chunk<VW* static_cast<int>(sizeof(T))>::type;
   detail::Pack<VW, T> pack;
 #pragma unroll
   for (int i = 0; i < VW; ++i) pack.elem[i] = detail::Cvt<T>::from_f32(in[i]);

@@ -149,6 +149,15 @@ __device__ __forceinline__ unsigned long long wgmma_desc_kmajor(unsigned start, 
   return wgmma_desc_nmajor(start, lbo, sbo);
 }
 
+// Descriptor of a K-major operand in the 128-byte swizzle layout that a TMA copy with
+// CU_TENSOR_MAP_SWIZZLE_128B writes: rows (of N) of 128 bytes (of K), the 16-byte piece c of row n
+// at (c ^ n % 8)·16 within 1024-byte atoms of 8 rows; SBO 1024 (the next 8 rows), LBO unused (1),
+// swizzle mode 1. `start` lies in a 1024-byte aligned atom, plus the K offset within the row (a
+// k-slice of 32 bytes at 0, 32, 64 or 96).
+__device__ __forceinline__ unsigned long long wgmma_desc_kmajor_sw128(unsigned start) {
+  return wgmma_desc_nmajor(start, 16, 1024) | (1ull << 62);
+}
+
 // Sparse A (wgmma.mma_async.sp, 2:4 along K) from registers: per warp of the warpgroup, its 16
 // rows in the mma.sp fragment order (16-bit: m16n8k32; 8-bit: m16n8k64) and metadata word e in
 // the mma.sp metadata order with sparsity selector 0; B K-major (imm-trans-b = 0); scale-d = 1.

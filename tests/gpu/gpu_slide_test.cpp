@@ -223,8 +223,8 @@ TEST_F(GpuSlide, WarpgroupProducerWarp) {
   std::printf("slide split=wg producer warp: %d kernels checked\n", checked_);
 }
 
-// split=wg with lift=fused (no lift kernel: the producer warps stage B's original columns and
-// build the overlapping windows): 2:4 and 6:8, fp16 and bf16, K a multiple of 8 but not of a run
+// split=wg with lift=fused (no lift kernel: the producer warps copy B's original columns by TMA and
+// build the overlapping windows): 6:8, fp16 and bf16, K a multiple of 8 but not of a run
 // (360: the last run padded) and of whole runs (384), N = 1, 24, 64 and 72 (a column block past
 // N), one and two warpgroups, every n-width, unroll 1 and 2, rings of 3 to 5 buffers (as many
 // producer warps), one K part and three (parts aligned to runs, the last one short or empty).
@@ -232,7 +232,7 @@ TEST_F(GpuSlide, WarpgroupFusedLift) {
   if (!target_.limits.wgmma) GTEST_SKIP() << "split=wg needs an sm_90 device";
   uint64_t seed = 2100;
   int expected = 0;
-  for (const int pattern : {4, 2})
+  for (const int pattern : {4})
     for (const int64_t cols : {int64_t{360}, int64_t{384}}) {
       const CsrMatrix a = slide_weight(150, cols, pattern, 67 + pattern);
       for (DType dt : {DType::F16, DType::BF16})
@@ -252,7 +252,7 @@ TEST_F(GpuSlide, WarpgroupFusedLift) {
         }
     }
   EXPECT_EQ(checked_, expected);
-  EXPECT_EQ(expected, 2 * 2 * 2 * 4);
+  EXPECT_EQ(expected, 2 * 2 * 4);
   std::printf("slide split=wg lift=fused: %d kernels checked\n", checked_);
 }
 

@@ -136,13 +136,13 @@ TEST(SlideSchedule, WarpgroupFusedLift) {
   EXPECT_TRUE(validate_slide(p, s).empty());
   EXPECT_EQ(slide_chunks(p, s), 48);
   EXPECT_EQ(slide_part_chunks(p, s), 12);
-  // 4 buffers x 3 chunks x (B: 8 tiles x 512, A: 8 warps x 512, metadata: 8 warps x 64).
-  EXPECT_EQ(slide_shared_bytes(p, s), 4 * 3 * (8 * 512 + 8 * 512 + 8 * 64));
+  // 4 buffers of 3 chunks x (B: 8 tiles x 512, A: 8 warps x 512, metadata: 8 warps x 64), each
+  // rounded up to 1024 bytes (the TMA copies' swizzle atoms), and 1024 to align the first.
+  EXPECT_EQ(slide_shared_bytes(p, s), 4 * 26624 + 1024);
+  EXPECT_EQ(3 * (8 * 512 + 8 * 512 + 8 * 64), 26112);
   EXPECT_TRUE(verify_slide(p, s, DeviceLimits::sm90()).empty());
   s.unroll = 2;
   EXPECT_EQ(slide_step_chunks(s), 6);
-  s.pattern = 2;
-  EXPECT_EQ(slide_step_chunks(s), 2);  // a 2:4 run is one chunk of original columns
   // The problem's side: column-major B with K a multiple of 8.
   auto why = [&](const Problem& q) {
     const auto w = validate_slide(q, s);
@@ -158,8 +158,8 @@ TEST(SlideSchedule, WarpgroupFusedLift) {
                 .find("lift=fused is for fp16/bf16"),
             std::string::npos);
   for (const char* bad : {"slide;split=wg;lift=fused;pattern=4:6;stages=2",
-                          "slide;split=wg;lift=fused;unroll=4;"
-                          "stages=2",
+                          "slide;split=wg;lift=fused;pattern=2:4;stages=2",
+                          "slide;split=wg;lift=fused;unroll=4;stages=2",
                           "slide;split=wg;lift=fused;stages=2;producer=1",
                           "slide;split=wg;lift=fused;stages=2;cluster=2",
                           "slide;split=wg;lift=fused;stages=1", "slide;split=rows;lift=fused"})

@@ -69,6 +69,10 @@ std::optional<std::string> kind_of(clang::QualType qt) {
       base = "I32";
     } else if (p->isSpecificBuiltinType(clang::BuiltinType::UInt)) {
       base = "U32";
+    } else if (const auto* rd = p->getAsRecordDecl();
+               rd != nullptr && rd->getName() == "TensorMap") {
+      base =
+          "TensorMap";  // sg::TensorMap (sg_bulk_copy.cuh), a __grid_constant__ parameter's address
     } else {
       return std::nullopt;
     }
