@@ -77,7 +77,9 @@ std::vector<std::string> validate(const SlideSchedule& s) {
   one_of("unroll", s.unroll, {1, 2, 4});
   if (s.ksplit < 1 || s.ksplit > 64)
     why.push_back(fmt::format("ksplit={} must be in 1..64", s.ksplit));
-  if (s.split == SlideSplit::Group)
+  if (s.split == SlideSplit::Group && s.lift == SlideLift::Fused)
+    one_of("stages", s.stages, {1, 2, 3, 4, 5, 6});  // 1 refused below, with the reason
+  else if (s.split == SlideSplit::Group)
     one_of("stages", s.stages, {1, 2, 3, 4});
   else
     one_of("stages", s.stages, {1, 2});
@@ -105,7 +107,7 @@ std::vector<std::string> validate(const SlideSchedule& s) {
       why.push_back("lift=fused with split=wg needs cluster=1 (each block stages its own B)");
     if (s.stages < 2)
       why.push_back(
-          "lift=fused with split=wg needs stages 2 to 4 (its producers own a buffer each)");
+          "lift=fused with split=wg needs stages 2 to 6 (its producers own a buffer each)");
   }
   if (s.split == SlideSplit::Group) {
     if (s.warps % 4 != 0)

@@ -19,8 +19,8 @@
 //              into an fp32 workspace and the last block of each output tile rounds it into C
 //     stages   load steps in flight per warp (1 or 2; printed when 2): with 2 a warp loads the
 //              next step's A and metadata (and, split=k, B) before this step's mma.sp; split=wg
-//              (1..4, printed when > 1): whole steps (A, metadata and B) in flight in the
-//              block's shared-memory ring
+//              (1..4, with lift=fused 2..6; printed when > 1): whole steps (A, metadata and B)
+//              in flight in the block's shared-memory ring
 //     prefetch chunks of A (values and metadata) per row tile a block asks the L2 for before it
 //              waits for the lift kernel (0..4096; printed when > 0; lift=kernel, sm_90): the
 //              main kernel starts while the lift runs (programmatic dependent launch) and streams

@@ -997,7 +997,7 @@ __device__ __forceinline__ void slide_spmm_wg(
     const float* __restrict__ token_scales, float* smem, float alpha, float beta, int M, int N,
     int row_tiles, int col_tiles, int chunks, int c_rs, int c_ns, float* ws, unsigned* counters,
     int col_blocks, const TensorMap* __restrict__ b_map) {
-  static_assert(ST >= 1 && ST <= 4, "steps in flight: 2 … 5");
+  static_assert(ST >= 1 && ST <= (LIFT ? 6 : 4), "steps in flight: 2 … 5 (LIFT: 3 … 7)");
   static_assert(LIFT == 0 || (KIND <= 1 && P == 4 && PW == 0 && CL == 1 && U % 3 == 0),
                 "split=wg lift=fused: fp16 / bf16 6:8, whole runs per step, no cluster");
   static_assert(WARPS % 4 == 0, "split=wg: whole warpgroups");
