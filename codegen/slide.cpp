@@ -242,11 +242,16 @@ class SlideEmitter : public Emitter {
           "clusters of {} row blocks (launch attribute); the first stages B into all of them by "
           "multicast",
           s_.cluster));
-    if (split_k_parts())
+    if (s_.spread > 0)
+      comment(fmt::format(
+          "spread: {} blocks share {} row blocks x {} runs equally; a row block's partial sums "
+          "add into ws and its last block rounds each tile into C",
+          s_.spread, (f_.row_tiles + s_.warps - 1) / s_.warps, f_.chunks / 3));
+    else if (split_k_parts())
       comment(fmt::format(
           "grid.y = {} column block(s) x {} K parts of {} chunks; the parts add into ws and the "
           "last of each output tile rounds it into C",
-          slide_col_blocks(p_, s_), s_.ksplit, slide_part_chunks(f_.chunks, s_.ksplit)));
+          slide_col_blocks(p_, s_), s_.ksplit, slide_part_chunks(p_, s_)));
     const bool row_c = p_.c_layout == Layout::RowMajor;
     const auto targ =
         targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype, SlideForm::Kernel)}, IntArg{s_.m_tiles},
@@ -291,7 +296,7 @@ class SlideEmitter : public Emitter {
           targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype, SlideForm::Kernel)}, IntArg{s_.n_tiles},
                 IntArg{slide_step_chunks(s_)}, IntArg{s_.warps}, IntArg{quant_ ? 1 : 0},
                 IntArg{s_.ksplit}, IntArg{s_.stages}, IntArg{s_.cluster}, IntArg{s_.producer},
-                IntArg{wg_fused() ? 1 : 0}, IntArg{s_.pattern});
+                IntArg{wg_fused() ? 1 : 0}, IntArg{s_.pattern}, IntArg{s_.spread > 0 ? 1 : 0});
       const auto args_wg = std::tuple_cat(
           args, std::make_tuple(tmpl::cptr_tmap(
                     wg_fused() ? "&b_map" : "static_cast<const sg::TensorMap*>(nullptr)")));
@@ -323,7 +328,8 @@ class SlideEmitter : public Emitter {
         split_k_parts() ? ",\n    float* __restrict__ ws" : ""));
   }
 
-  bool split_k_parts() const { return s_.ksplit > 1; }
+  // K parts, or spread: partial sums meet in an fp32 workspace.
+  bool split_k_parts() const { return s_.ksplit > 1 || s_.spread > 0; }
   // split=wg with lift=fused: its producer warps stage B from the original columns.
   bool wg_fused() const { return fused_ && s_.split == SlideSplit::Group; }
 

@@ -60,7 +60,9 @@ class SlideCost final : public CostFamily {
     const double chunks = double(slide_chunks(p, s));
     const double grid_x = double(slide_grid_x(p, s)), grid_y = double(slide_grid_y(p, s));
     const double col_blocks = double(slide_col_blocks(p, s));
-    const double part = double(slide_part_chunks(p, s));
+    // spread: each block's equal share of the row blocks x runs (3 chunks each).
+    const double part = s.spread > 0 ? std::ceil(double(slide_spread_work(p, s)) / s.spread) * 3.0
+                                     : double(slide_part_chunks(p, s));
     const double step = double(slide_step_chunks(s));
     // split=wg with lift=fused stages the original B (no lift kernel, no B').
     const bool wg_fused = s.split == SlideSplit::Group && s.lift == SlideLift::Fused;
@@ -90,6 +92,8 @@ class SlideCost final : public CostFamily {
     f.c_bytes = double(p.m) * n * io;
     // K parts: every part adds M·N floats into the workspace; the finish reads and re-zeroes it.
     if (s.ksplit > 1) f.c_bytes += double(p.m) * n * 4.0 * (s.ksplit + 2);
+    // spread: the rows shared by two blocks (about one per block) add through the workspace.
+    if (s.spread > 0) f.c_bytes += std::min(double(p.m), s.spread * 16.0 * s.warps) * n * 4.0 * 4.0;
     f.dram_bytes = f.a_bytes + f.b_unique_bytes + f.c_bytes;
     f.l2_bytes = f.a_bytes + f.b_sector_bytes + f.c_bytes;
     f.warp_workers = grid_x * grid_y * s.warps;

@@ -123,6 +123,11 @@ std::vector<std::string> validate(const SlideSchedule& s) {
   one_of("producer", s.producer, {0, 1});
   if (s.producer > 0 && s.split != SlideSplit::Group)
     why.push_back("producer=1 needs split=wg (a warp that stages the steps by bulk copies)");
+  if (s.spread < 0 || s.spread > 65535)
+    why.push_back(fmt::format("spread={} must be in 0..65535", s.spread));
+  if (s.spread > 0 && (s.split != SlideSplit::Group || s.lift != SlideLift::Fused || s.ksplit > 1))
+    why.push_back(fmt::format(
+        "spread={} needs split=wg with lift=fused and one K part (it splits K itself)", s.spread));
   if (s.cluster > 1 && s.split != SlideSplit::Group)
     why.push_back(fmt::format(
         "cluster={} needs split=wg (its blocks share B by multicast bulk copies)", s.cluster));
@@ -157,6 +162,9 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
   if (s.n_tiles > 1 && s.n_tiles > tiles)
     why.push_back(
         fmt::format("nt={} exceeds the {} 8-column tiles of n={}", s.n_tiles, tiles, p.n));
+  if (s.spread > 0 && why.empty() && s.spread > slide_spread_work(p, s))
+    why.push_back(fmt::format("spread={} exceeds the {} runs of work (row blocks x runs)", s.spread,
+                              slide_spread_work(p, s)));
   if (s.ksplit > 1 && slide_dtype(p.dtype) && why.empty() && s.ksplit > slide_chunks(p, s))
     why.push_back(
         fmt::format("ksplit={} exceeds the {} chunks of k={}", s.ksplit, slide_chunks(p, s), p.k));
@@ -165,13 +173,13 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
 
 std::string slide_spec(const SlideSchedule& s) {
   return fmt::format(
-      "slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}{}{}{}",
+      "slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}{}{}{}{}",
       2 * s.pattern - 2, 2 * s.pattern, to_string(s.split), to_string(s.lift), s.warps, s.m_tiles,
       s.n_tiles, s.unroll, s.ksplit > 1 ? fmt::format(";ksplit={}", s.ksplit) : "",
       s.stages > 1 ? fmt::format(";stages={}", s.stages) : "",
       s.prefetch > 0 ? fmt::format(";prefetch={}", s.prefetch) : "",
       s.cluster > 1 ? fmt::format(";cluster={}", s.cluster) : "",
-      s.producer > 0 ? ";producer=1" : "");
+      s.producer > 0 ? ";producer=1" : "", s.spread > 0 ? fmt::format(";spread={}", s.spread) : "");
 }
 
 std::string print_slide(const SlideSchedule& s) {
@@ -231,6 +239,11 @@ std::string print_slide(const SlideSchedule& s) {
         s.prefetch);
   if (s.producer > 0)
     out += "  warps : + 1 producer warp staging the steps; the warpgroups only wait and multiply\n";
+  if (s.spread > 0)
+    out += fmt::format(
+        "  grid  : spread={} blocks share the row blocks x runs equally (stream-K); partial rows "
+        "add into an fp32 workspace\n",
+        s.spread);
   if (s.cluster > 1)
     out += fmt::format(
         "  share : cluster={} row blocks per cluster; its first stages B into all of them "
@@ -300,10 +313,12 @@ SlideSchedule parse_slide_fields(std::string_view spec,
       s.cluster = num(64);
     else if (key == "producer")
       s.producer = static_cast<int>(spec_fields::parse_int(key, v, 0, 1));
+    else if (key == "spread")
+      s.spread = static_cast<int>(spec_fields::parse_int(key, v, 0, 65535));
     else
       spec_fields::error(key,
                          "one of pattern, split, lift, warps, mt, nt, unroll, ksplit, stages, "
-                         "prefetch, cluster, producer (family slide)",
+                         "prefetch, cluster, producer, spread (family slide)",
                          key);
   });
   spec_fields::check_legal(spec, validate(s));
@@ -324,7 +339,13 @@ int64_t slide_chunks(const Problem& p, int pattern, SlideForm form) {
   return (lifted + chunk - 1) / chunk;
 }
 
+int64_t slide_spread_work(const Problem& p, const SlideSchedule& s) {
+  const int64_t row_blocks = (slide_row_tiles(p) + s.warps - 1) / s.warps;
+  return row_blocks * (slide_chunks(p, s) / 3);
+}
+
 int64_t slide_grid_x(const Problem& p, const SlideSchedule& s) {
+  if (s.spread > 0) return s.spread;
   const int64_t per_block = s.split == SlideSplit::K ? s.m_tiles : int64_t{s.warps} * s.m_tiles;
   const int64_t blocks = (slide_row_tiles(p) + per_block - 1) / per_block;
   return (blocks + s.cluster - 1) / s.cluster * s.cluster;  // whole clusters
@@ -358,6 +379,12 @@ int64_t slide_counters_offset(const Problem& p) {
   return slide_row_tiles(p) * slide_col_tiles(p) * 128;
 }
 int64_t slide_workspace_bytes(const Problem& p, const SlideSchedule& s) {
+  // spread: a counter per 16-row tile (of whole row blocks) and column block.
+  if (s.spread > 0)
+    return 4 * slide_counters_offset(p) +
+           ((slide_row_tiles(p) + s.warps - 1) / s.warps * s.warps * slide_col_blocks(p, s) * 4 +
+            15) /
+               16 * 16;
   if (s.ksplit <= 1) return 0;
   return 4 * slide_counters_offset(p) +
          (slide_grid_x(p, s) * slide_col_blocks(p, s) * 4 + 15) / 16 * 16;
@@ -508,6 +535,23 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
                       !verify_slide(p, s, dev).empty())
                     continue;
                   out.emplace_back(s);
+                  // lift=fused split=wg, one K part: also spread over the device (stream-K) when
+                  // its row blocks leave multiprocessors idle in the last wave.
+                  if (runs && ks == 1) {
+                    SlideSchedule sp = s;
+                    const int64_t per_sm = std::max<int64_t>(
+                        1, std::min<int64_t>(
+                               dev.max_shared_per_multiprocessor /
+                                   (slide_shared_bytes(p, s) + dev.shared_reserved_per_block),
+                               2));
+                    const int64_t slots = per_sm * std::max(dev.multiprocessors, 1);
+                    const int64_t blocks = slide_grid_x(p, s) * slide_grid_y(p, s);
+                    sp.spread = static_cast<int>(
+                        std::min(slide_spread_work(p, s), slots / slide_grid_y(p, s)));
+                    if (blocks % slots != 0 && sp.spread > 0 && validate_slide(p, sp).empty() &&
+                        verify_slide(p, sp, dev).empty())
+                      out.emplace_back(sp);
+                  }
                 }
               }
           }

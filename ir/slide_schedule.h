@@ -30,6 +30,12 @@
 //              bulk copy, so the L2 serves B once per cluster·warps·16 rows; the grid is rounded
 //              up to whole clusters. Given by SPEC only: on an H200 it ran 1.4-2x slower than
 //              cluster=1 (the blocks of a cluster then walk K in lockstep), so not enumerated.
+//     spread   split=wg with lift=fused and one K part: the grid's block count (printed when > 0).
+//              Its blocks share the row blocks x runs equally, stream-K style: a block takes a
+//              few segments of consecutive runs, stores C for a segment that covers its row
+//              block and otherwise adds into an fp32 workspace whose last block per tile rounds
+//              it into C; so every multiprocessor gets the same share when the row blocks do not
+//              divide among them (14336 rows: 112 row blocks of 128 on 132 multiprocessors).
 //     producer split=wg: 1 adds a warp that only stages the steps (bulk copies into a ring whose
 //              buffers the multiplying warps release through barriers), so that the warpgroups
 //              never wait at a block barrier or for a copy's issue (printed when 1). Given by SPEC
@@ -100,6 +106,7 @@ struct SlideSchedule {
   int prefetch = 0;                    // chunks of A per row tile prefetched before the lift ends
   int cluster = 1;                     // split=wg: row blocks sharing B by multicast: 1, 2, 4
   int producer = 0;                    // split=wg: 1 adds a producer warp that stages the steps
+  int spread = 0;                      // split=wg lift=fused: grid blocks sharing the work, or 0
 
   // Warps that only stage steps: split=wg's producer field, or with lift=fused one per buffer of
   // its ring (stages + 1).
@@ -174,6 +181,8 @@ int64_t slide_grid_y(const Problem& p, const SlideSchedule& s);      // column b
 int64_t slide_part_chunks(int64_t chunks, int ksplit, int align = 1);
 // The schedule's part: aligned to whole runs for split=wg with lift=fused.
 int64_t slide_part_chunks(const Problem& p, const SlideSchedule& s);
+// spread: the runs of work (row blocks x runs of 3 chunks) its blocks share.
+int64_t slide_spread_work(const Problem& p, const SlideSchedule& s);
 // ksplit > 1: floats of the workspace before its counters (the sums of whole 16 x 8 tiles, in the
 // mma C fragment order), and its bytes
 // (one counter per output tile of a block: grid.x x column blocks).

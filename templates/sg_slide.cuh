@@ -212,22 +212,24 @@ __device__ __forceinline__ void slide_store(const Acc* acc, T* __restrict__ C, f
 // .. r0 + rows − 1, columns n0 .. n0 + cols − 1) last, counted in *counter, rounds the tile into C
 // (C = ws + beta·C; C not read when beta == 0) and leaves the tile of ws and the counter at zero,
 // so each run finds the workspace as the runtime zeroed it once.
-template <typename T, int THREADS, int KS>
+// `parts`: the callers that add into the tile (KS, or a spread kernel's blocks on its rows).
+template <typename T, int THREADS>
 __device__ __forceinline__ void slide_split_finish(T* __restrict__ C, float* ws, unsigned* counter,
-                                                   int r0, int rows, int n0, int cols, int M, int N,
-                                                   int c_rs, int c_ns, float beta, int tid) {
+                                                   unsigned parts, int r0, int rows, int n0,
+                                                   int cols, int M, int N, int c_rs, int c_ns,
+                                                   float beta, int tid) {
   // Release: this caller's adds are visible before it is counted.
   asm volatile("fence.acq_rel.gpu;\n" ::: "memory");
   int last;
   if constexpr (THREADS == 32) {
     __syncwarp();
     int v = 0;
-    if (tid == 0) v = atomicAdd(counter, 1u) == static_cast<unsigned>(KS - 1);
+    if (tid == 0) v = atomicAdd(counter, 1u) == parts - 1u;
     last = __shfl_sync(0xffffffffu, v, 0);
   } else {
     __shared__ int s_last;
     __syncthreads();
-    if (tid == 0) s_last = atomicAdd(counter, 1u) == static_cast<unsigned>(KS - 1);
+    if (tid == 0) s_last = atomicAdd(counter, 1u) == parts - 1u;
     __syncthreads();
     last = s_last;
   }
@@ -741,8 +743,8 @@ __device__ __forceinline__ void slide_k_body(
   slide_store<T, MT, NT, QUANT, (KS > 1)>(acc, C, ws, row_scales, token_scales, alpha, beta, M, N,
                                           rt0, ct0, g, t, c_rs, c_ns);
   if constexpr (KS > 1)
-    slide_split_finish<T, 32, KS>(C, ws, counters + blockIdx.x * col_blocks + cb, rt0 * 16, MT * 16,
-                                  ct0 * 8, NT * 8, M, N, c_rs, c_ns, beta, lane);
+    slide_split_finish<T, 32>(C, ws, counters + blockIdx.x * col_blocks + cb, KS, rt0 * 16, MT * 16,
+                              ct0 * 8, NT * 8, M, N, c_rs, c_ns, beta, lane);
 }
 }  // namespace detail
 
@@ -933,9 +935,9 @@ __device__ __forceinline__ void slide_spmm_rows(
   detail::slide_store<T, MT, NT, QUANT, (KS > 1)>(acc, C, ws, row_scales, token_scales, alpha, beta,
                                                   M, N, rt0, ct0, g, t, c_rs, c_ns);
   if constexpr (KS > 1)
-    detail::slide_split_finish<T, WARPS * 32, KS>(C, ws, counters + blockIdx.x * col_blocks + cb,
-                                                  blockIdx.x * WARPS * MT * 16, WARPS * MT * 16,
-                                                  ct0 * 8, NT * 8, M, N, c_rs, c_ns, beta, tid);
+    detail::slide_split_finish<T, WARPS * 32>(C, ws, counters + blockIdx.x * col_blocks + cb, KS,
+                                              blockIdx.x * WARPS * MT * 16, WARPS * MT * 16,
+                                              ct0 * 8, NT * 8, M, N, c_rs, c_ns, beta, tid);
 }
 
 // split=wg (sm_90a): warpgroups own rows and multiply with wgmma.sp. Block x computes row tiles
@@ -989,8 +991,16 @@ __device__ __forceinline__ void slide_spmm_rows(
 //   step buffer: [runs x NT·1024 swizzled B][runs x NT·512 overlaps][A][metadata], 1024-aligned
 //   producer j: for step i = j, j + ST + 1, …: wait empty(j); TMA B -> raw(j); A -> full(j);
 //               wait raw(j); overlaps <- B rows; fence; arrive full(j)
+// SPREAD = 1 (LIFT, KS = 1; stream-K): the grid's blocks share the work (row blocks x runs, row
+// block after row block) equally, block b the runs [b·W / grid.x, (b + 1)·W / grid.x) of the
+// W = row blocks x runs: a few segments of consecutive runs of one row block each, walked as one
+// sequence of steps through the ring. A segment that covers its row block stores C; the others add
+// their sums into ws and the last block to add a tile (counted per 16-row tile and column block:
+// as many as there are blocks on that row block) rounds it into C. So every multiprocessor gets
+// the same share when the row blocks do not divide among them.
+//   consumer: for step i: multiply; arrive empty; at a segment's end: store or add + finish
 template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST, int CL, int PW,
-          int LIFT, int P>
+          int LIFT, int P, int SPREAD>
 __device__ __forceinline__ void slide_spmm_wg(
     const unsigned* __restrict__ a, const unsigned* __restrict__ meta,
     const unsigned* __restrict__ bw, T* __restrict__ C, const float* __restrict__ row_scales,
@@ -1004,6 +1014,7 @@ __device__ __forceinline__ void slide_spmm_wg(
   static_assert(KIND <= 2, "split=wg: fp16, bf16 or int8 (16-byte lanes)");
   static_assert(CL == 1 || CL == 2 || CL == 4, "cluster of 1, 2 or 4 blocks");
   static_assert(PW == 0 || PW == 1, "one producer warp or none");
+  static_assert(SPREAD == 0 || (LIFT && KS == 1), "spread: lift=fused, one K part");
   using K_ = detail::SlideKind<KIND>;
   using Acc = typename K_::Acc;
   using E = typename detail::SlideCond<
@@ -1046,7 +1057,21 @@ __device__ __forceinline__ void slide_spmm_wg(
   char* const sbase = reinterpret_cast<char*>(smem) + (s0 - s_in);
   const unsigned bar0 = static_cast<unsigned>(__cvta_generic_to_shared(full));
   const unsigned raw0 = static_cast<unsigned>(__cvta_generic_to_shared(raw));
-  const int steps = c1 > c0 ? (c1 - c0 + U - 1) / U : 0;
+  // SPREAD: this block's runs [u_begin, u_end) of the W = row blocks x runs, row-block-major.
+  const int runs_total = chunks / 3, row_blocks = (row_tiles + WARPS - 1) / WARPS;
+  const long long work = static_cast<long long>(row_blocks) * runs_total;
+  const long long u_begin = SPREAD ? blockIdx.x * work / gridDim.x : 0;
+  const long long u_end = SPREAD ? (blockIdx.x + 1ll) * work / gridDim.x : 0;
+  int steps = c1 > c0 ? (c1 - c0 + U - 1) / U : 0;
+  if constexpr (SPREAD) {
+    steps = 0;
+    for (long long u = u_begin; u < u_end;) {
+      const long long row_end = (u / runs_total + 1) * runs_total;
+      const long long end = u_end < row_end ? u_end : row_end;
+      steps += static_cast<int>((end - u + kRuns - 1) / kRuns);
+      u = end;
+    }
+  }
   const int tiles_n = min(NT, col_tiles - ct0), tiles_m = max(0, min(WARPS, row_tiles - bt0));
   const unsigned empty0 = static_cast<unsigned>(__cvta_generic_to_shared(empty));
   const unsigned cempty0 = static_cast<unsigned>(__cvta_generic_to_shared(cluster_empty));
@@ -1070,21 +1095,47 @@ __device__ __forceinline__ void slide_spmm_wg(
   const char* m8 = reinterpret_cast<const char*>(meta);
   // Step i's first chunk: the blocks walk their part from different steps (cluster x from step
   // x mod steps), so the grid does not ask the L2 for the same B chunk all at once.
-  const int rot = steps > 0 ? static_cast<int>(blockIdx.x / CL % static_cast<unsigned>(steps)) : 0;
+  const int rot =
+      steps > 0 && !SPREAD ? static_cast<int>(blockIdx.x / CL % static_cast<unsigned>(steps)) : 0;
   auto first_chunk = [&](int i) { return c0 + (i + rot < steps ? i + rot : i + rot - steps) * U; };
+  // Step i: its row block, first chunk and the end of its chunk range (the part's, or SPREAD's
+  // segment's), and whether it is the range's last step.
+  struct Step {
+    int rb, kc0, c1;
+    bool last;
+  };
+  auto step_of = [&](int i) -> Step {
+    if constexpr (!SPREAD) {
+      return {static_cast<int>(blockIdx.x), first_chunk(i), c1, i == steps - 1};
+    } else {
+      for (long long u = u_begin;;) {
+        const int rb = static_cast<int>(u / runs_total);
+        const long long row_end = (rb + 1ll) * runs_total;
+        const long long end = u_end < row_end ? u_end : row_end;
+        const int n = static_cast<int>((end - u + kRuns - 1) / kRuns);
+        if (i < n)
+          return {rb,
+                  static_cast<int>((u - static_cast<long long>(rb) * runs_total) + i * kRuns) * 3,
+                  static_cast<int>(end - static_cast<long long>(rb) * runs_total) * 3, i == n - 1};
+        i -= n;
+        u = end;
+      }
+    }
+  };
   // Thread 0: step i's A and metadata (announcing the whole step's bytes), then its B.
   auto issue_a = [&](int i) {
-    const int kc0 = first_chunk(i), nu = min(U, c1 - kc0);
+    const Step st = step_of(i);
+    const int kc0 = st.kc0, nu = min(U, st.c1 - kc0);
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
     const unsigned bar = bar0 + 8 * (i % kBuffers);
     // A block past M (the grid rounded up to whole clusters) has no tiles to copy; LIFT: B is
     // stored by the producer warp, not copied.
-    const int rows_copied = tiles_m > 0 ? WARPS : 0;
+    const int rows_copied = tiles_m > 0 || SPREAD ? WARPS : 0;
     detail::bulk_expect(bar, static_cast<unsigned>(nu * ((LIFT ? 0 : tiles_n * kTile) +
                                                          rows_copied * (kTile + kMeta))));
     if (rows_copied == 0) return;
-    // Slot (block x, chunk kc0) onwards: the block's WARPS tiles of nu chunks, adjacent.
-    const long long slot = (static_cast<long long>(blockIdx.x) * chunks + kc0) * WARPS;
+    // Slot (row block, chunk kc0) onwards: the block's WARPS tiles of nu chunks, adjacent.
+    const long long slot = (static_cast<long long>(st.rb) * chunks + kc0) * WARPS;
     detail::bulk_copy(buf + kBytesB, a8 + slot * kTile, nu * WARPS * kTile, bar);
     detail::bulk_copy(buf + kBytesB + kBytesA, m8 + slot * kMeta, nu * WARPS * kMeta, bar);
   };
@@ -1111,7 +1162,8 @@ __device__ __forceinline__ void slide_spmm_wg(
   // r of each column tile's overlap chunk: words 1-2 of groups 2r and 2r + 1 of token tn, i.e.
   // their columns 2 … 5, the windows (2r, 1) and (2r + 1, 1).
   auto stage_b = [&](int i) {
-    const int b = i % kBuffers, kc0 = first_chunk(i), runs = min(U, c1 - kc0) / 3;
+    const Step st = step_of(i);
+    const int b = i % kBuffers, kc0 = st.kc0, runs = min(U, st.c1 - kc0) / 3;
     const unsigned buf = s0 + static_cast<unsigned>(b * kStep), rbar = raw0 + 8 * b;
     if (lane == 0) {
       detail::bulk_expect(rbar, static_cast<unsigned>(runs * NT * 1024));
@@ -1134,7 +1186,8 @@ __device__ __forceinline__ void slide_spmm_wg(
   // Step i's product of this warp's warpgroup, once the step has landed; on return the wgmma has
   // read the buffer.
   auto multiply = [&](int i) {
-    const int kc0 = first_chunk(i);
+    const Step st = step_of(i);
+    const int kc0 = st.kc0, kc1 = st.c1, wrt = st.rb * WARPS + warp;
     detail::bulk_wait(bar0 + 8 * (i % kBuffers), static_cast<unsigned>((i / kBuffers) & 1));
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
     const char* sb = sbase + (i % kBuffers) * kStep;
@@ -1144,7 +1197,7 @@ __device__ __forceinline__ void slide_spmm_wg(
     unsigned ev[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const bool ok = kc0 + u < c1 && rt0 < row_tiles;
+      const bool ok = kc0 + u < kc1 && wrt < row_tiles;
       av[u] = ok ? sa[(u * WARPS + warp) * 32 + lane] : make_uint4(0u, 0u, 0u, 0u);
       ev[u] = ok ? sm[(u * WARPS + warp) * 8 * ML + meta_lane] : 0x44444444u;  // a valid 2:4 index
     }
@@ -1162,7 +1215,7 @@ __device__ __forceinline__ void slide_spmm_wg(
     };
     // A whole step issues its U multiplies with no branch between them: a branch there makes ptxas
     // wait for each wgmma before the next (C7519). Only a part's last step may be short.
-    if (kc0 + U <= c1) {
+    if (kc0 + U <= kc1) {
       wgmma_fence();
 #pragma unroll
       for (int u = 0; u < U; ++u) mma(u);
@@ -1171,7 +1224,7 @@ __device__ __forceinline__ void slide_spmm_wg(
       wgmma_fence();
 #pragma unroll
       for (int u = 0; u < U; ++u)
-        if (kc0 + u < c1) mma(u);  // the same for the whole block
+        if (kc0 + u < kc1) mma(u);  // the same for the whole block
       wgmma_commit();
     }
     wgmma_wait<0>();
@@ -1234,27 +1287,69 @@ __device__ __forceinline__ void slide_spmm_wg(
     }
   } else {                                                          // a consumer warp
     if (QUANT) token_scales = after_grid_dependency(token_scales);  // the lift wrote them
+    // SPREAD: the row tiles whose sums this warp added into ws (a block's first and last segments
+    // may cover their row blocks partly, the others wholly) and how many blocks add into each;
+    // finished after the last wgmma.sp, since the finish's divergent path inside the loop would
+    // make ptxas serialise every wgmma.sp (C7520).
+    int rt_first = 0, rt_last = 0, partials = 0;
+    unsigned parts_first = 0u, parts_last = 0u;
     for (int i = 0; i < steps; ++i) {
       multiply(i);
-      if (i + kBuffers >= steps) continue;  // the buffer is not refilled
-      __syncwarp();
-      if (lane == 0) {
-        detail::barrier_arrive(empty0 + 8 * (i % kBuffers));
-        if constexpr (CL > 1) detail::cluster_arrive(cempty0 + 8 * (i % kBuffers), 0u);
+      if (i + kBuffers < steps) {  // the buffer is refilled
+        __syncwarp();
+        if (lane == 0) {
+          detail::barrier_arrive(empty0 + 8 * (i % kBuffers));
+          if constexpr (CL > 1) detail::cluster_arrive(cempty0 + 8 * (i % kBuffers), 0u);
+        }
       }
+      if constexpr (SPREAD) {
+        const Step st = step_of(i);
+        if (!st.last) continue;
+        // The segment's sums: C itself when it covers the whole row block, else added into ws.
+        const int rt = st.rb * WARPS + warp;
+        const long long first = static_cast<long long>(st.rb) * runs_total;
+        if (u_begin <= first && u_end >= first + runs_total) {
+          detail::slide_store<T, 1, NT, QUANT, 0>(acc, C, ws, row_scales, token_scales, alpha, beta,
+                                                  M, N, rt, ct0, g, t, c_rs, c_ns);
+        } else {
+          detail::slide_store<T, 1, NT, QUANT, 1>(acc, C, ws, row_scales, token_scales, alpha, beta,
+                                                  M, N, rt, ct0, g, t, c_rs, c_ns);
+          // Blocks on this row block: the owners of its first and last runs and those between
+          // (owner(u) = ceil((u + 1)·grid / W) − 1).
+          const long long grid = gridDim.x;
+          const long long b0 = (first * grid + grid + work - 1) / work - 1;
+          const long long b1 = ((first + runs_total) * grid + work - 1) / work - 1;
+          if (partials++ == 0) {
+            rt_first = rt;
+            parts_first = static_cast<unsigned>(b1 - b0 + 1);
+          } else {
+            rt_last = rt;
+            parts_last = static_cast<unsigned>(b1 - b0 + 1);
+          }
+        }
+#pragma unroll
+        for (int q = 0; q < NT * 4; ++q) acc[q] = 0;
+      }
+    }
+    // The tiles' last block rounds them into C (K parts: after the loop, below, for the block).
+    for (int k = 0; SPREAD && k < partials && k < 2; ++k) {
+      const int rt = k == 0 ? rt_first : rt_last;
+      detail::slide_split_finish<T, 32>(C, ws, counters + rt * col_blocks + cb,
+                                        k == 0 ? parts_first : parts_last, rt * 16, 16, ct0 * 8,
+                                        NT * 8, M, N, c_rs, c_ns, beta, lane);
     }
   }
   if constexpr (CL > 1) {
     detail::cluster_sync();  // no block leaves while the leader's copies or arrivals may reach it
     if (bt0 >= row_tiles) return;  // a row block past M, there for the cluster's staging
   }
-  if (warp < WARPS)
+  if (warp < WARPS && !SPREAD)
     detail::slide_store<T, 1, NT, QUANT, (KS > 1)>(acc, C, ws, row_scales, token_scales, alpha,
                                                    beta, M, N, rt0, ct0, g, t, c_rs, c_ns);
   if constexpr (KS > 1)
-    detail::slide_split_finish<T, WARPS * 32, KS>(C, ws, counters + blockIdx.x * col_blocks + cb,
-                                                  blockIdx.x * WARPS * 16, WARPS * 16, ct0 * 8,
-                                                  NT * 8, M, N, c_rs, c_ns, beta, tid);
+    detail::slide_split_finish<T, WARPS * 32>(C, ws, counters + blockIdx.x * col_blocks + cb, KS,
+                                              blockIdx.x * WARPS * 16, WARPS * 16, ct0 * 8, NT * 8,
+                                              M, N, c_rs, c_ns, beta, tid);
 }
 
 // The scale step after a library 2:4 GEMM of 8-bit types: C (M x N, column-major) =

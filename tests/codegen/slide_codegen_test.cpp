@@ -315,11 +315,11 @@ TEST(SlideCodegen, WarpgroupKernelOnSm90a) {
         k.source.find(fmt::format("sg::slide_lift<T, {}, 4, 128, {}, 8, 0, 2>(", kind, quant)),
         std::string::npos)
         << k.source;
-    EXPECT_NE(
-        k.source.find(fmt::format("sg::slide_spmm_wg<T, {}, 4, 2, 8, {}, 1, 2, 1, 0, 0, 4>(values, "
-                                  "meta, bw, C",
-                                  kind, quant)),
-        std::string::npos)
+    EXPECT_NE(k.source.find(
+                  fmt::format("sg::slide_spmm_wg<T, {}, 4, 2, 8, {}, 1, 2, 1, 0, 0, 4, 0>(values, "
+                              "meta, bw, C",
+                              kind, quant)),
+              std::string::npos)
         << k.source;
     EXPECT_TRUE(k.arch_specific);
     // 3 buffers x 2 chunks x (B: 4 tiles x 512, A: 8 warps x 512, metadata: 8 warps x 32 per lane).
@@ -341,7 +341,7 @@ TEST(SlideCodegen, WarpgroupClusterLaunch) {
   const Problem p = Problem::spmm(100, 130, 32, DType::F16);
   const GeneratedKernel k = emit_wg(a, p, s);
   EXPECT_NE(
-      k.source.find("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, 1, 2, 4, 0, 0, 4>(values, meta, bw, C"),
+      k.source.find("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, 1, 2, 4, 0, 0, 4, 0>(values, meta, bw, C"),
       std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("// clusters of 4 row blocks"), std::string::npos) << k.source;
@@ -364,11 +364,11 @@ TEST(SlideCodegen, WarpgroupProducerWarp) {
     s.ksplit = cluster == 1 ? 1 : 2;
     const Problem p = Problem::spmm(100, 130, 32, DType::F16);
     const GeneratedKernel k = emit_wg(a, p, s);
-    EXPECT_NE(
-        k.source.find(fmt::format("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, {}, 2, {}, 1, 0, 4>(values, "
-                                  "meta, bw, C",
-                                  s.ksplit, cluster)),
-        std::string::npos)
+    EXPECT_NE(k.source.find(
+                  fmt::format("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, {}, 2, {}, 1, 0, 4, 0>(values, "
+                              "meta, bw, C",
+                              s.ksplit, cluster)),
+              std::string::npos)
         << k.source;
     EXPECT_NE(k.source.find("__launch_bounds__(160) sparsegen_slide("), std::string::npos)
         << k.source;
@@ -397,7 +397,7 @@ TEST(SlideCodegen, WarpgroupFusedLift) {
         const GeneratedKernel k = emit_wg(a, p, s);
         const int u = 2 * (pattern - 1);
         EXPECT_NE(k.source.find(fmt::format(
-                      "sg::slide_spmm_wg<T, {}, 4, {}, 8, 0, {}, 3, 1, 0, 1, {}>(values, meta, "
+                      "sg::slide_spmm_wg<T, {}, 4, {}, 8, 0, {}, 3, 1, 0, 1, {}, 0>(values, meta, "
                       "static_cast<const unsigned*>(nullptr), C",
                       dt == DType::F16 ? 0 : 1, u, ksplit, pattern)),
                   std::string::npos)
@@ -425,6 +425,42 @@ TEST(SlideCodegen, WarpgroupFusedLift) {
         EXPECT_FALSE(image_for(k, "sm_90a").empty()) << to_string(Schedule(s));
       }
   }
+}
+
+// split=wg lift=fused spread over a fixed grid (stream-K): the template's last argument, the
+// grid, the workspace (the sums and a counter per 16-row tile and column block, zeroed once),
+// and a cubin for sm_90a.
+TEST(SlideCodegen, WarpgroupFusedLiftSpread) {
+  const CsrMatrix a = weight_6_8(300, 512);  // 19 row tiles: 3 row blocks of 8 warps
+  SlideSchedule s = wg_schedule(8, 4, 1, 3);
+  s.lift = SlideLift::Fused;
+  s.spread = 5;  // 3 row blocks x 8 runs = 24 runs over 5 blocks
+  const Problem p = Problem::spmm(300, 512, 32, DType::F16, Layout::ColMajor, Layout::ColMajor);
+  ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
+  EXPECT_EQ(slide_spread_work(p, s), 24);
+  const GeneratedKernel k = emit_wg(a, p, s);
+  EXPECT_NE(k.source.find("sg::slide_spmm_wg<T, 0, 4, 3, 8, 0, 1, 3, 1, 0, 1, 4, 1>(values, meta, "
+                          "static_cast<const unsigned*>(nullptr), C"),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("// spread: 5 blocks share 3 row blocks x 8 runs equally"),
+            std::string::npos)
+      << k.source;
+  EXPECT_EQ(k.signature.launch.grid_x, 5);
+  EXPECT_EQ(k.signature.launch.grid_y, 1);
+  EXPECT_TRUE(k.signature.workspace_zeroed);
+  // 19 x 4 tiles of 128 sums, then 24 row tiles x 1 column block of counters.
+  EXPECT_EQ(k.signature.workspace_bytes, 4 * 19 * 4 * 128 + 96);
+  EXPECT_EQ(to_string(Schedule(s)),
+            "slide;pattern=6:8;split=wg;lift=fused;warps=8;mt=1;nt=4;unroll=1;stages=3;spread=5");
+  EXPECT_EQ(parse_schedule(to_string(Schedule(s))), Schedule(s));
+  EXPECT_FALSE(image_for(k, "sm_90a").empty());
+  s.spread = 25;
+  ASSERT_FALSE(validate_slide(p, s).empty());
+  EXPECT_NE(validate_slide(p, s).front().find("spread=25 exceeds the 24 runs"), std::string::npos);
+  for (const char* bad : {"slide;split=wg;stages=2;spread=4", "slide;split=k;lift=fused;spread=4",
+                          "slide;split=wg;lift=fused;stages=2;ksplit=2;spread=4"})
+    EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
 TEST(SlideCodegen, CompilesForEveryValueType) {

@@ -256,6 +256,37 @@ TEST_F(GpuSlide, WarpgroupFusedLift) {
   std::printf("slide split=wg lift=fused: %d kernels checked\n", checked_);
 }
 
+// split=wg lift=fused spread over a fixed grid (stream-K): 1 block (every row block whole), a few
+// (segments that start and end inside row blocks, row blocks shared by 2-3 blocks), and one block
+// per run (every segment partial); one and two warpgroups, fp16 and bf16, K = 360 and 384, N = 1,
+// 24, 64 and 72; gpu_check's second run (beta != 0) also checks that the first left the workspace
+// and its counters at zero.
+TEST_F(GpuSlide, WarpgroupFusedLiftSpread) {
+  if (!target_.limits.wgmma) GTEST_SKIP() << "split=wg needs an sm_90 device";
+  uint64_t seed = 2300;
+  int expected = 0;
+  for (const int64_t cols : {int64_t{360}, int64_t{384}}) {
+    const CsrMatrix a = slide_weight(150, cols, 4, 71);
+    for (DType dt : {DType::F16, DType::BF16})
+      for (int64_t n : {1, 24, 64, 72}) {
+        const Problem p = Problem::spmm(a.rows, a.cols, n, dt, Layout::ColMajor,
+                                        n == 24 ? Layout::RowMajor : Layout::ColMajor);
+        SlideSchedule s = wg_schedule(n == 24 ? 4 : 8, n == 1 ? 1 : n == 24 ? 2 : 8, 1, 3, 1);
+        s.lift = SlideLift::Fused;
+        const int64_t work = slide_spread_work(p, s);
+        for (const int64_t spread : {int64_t{1}, int64_t{3}, work / 2 + 1, work}) {
+          s.spread = static_cast<int>(spread);
+          ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
+          ++expected;
+          check_schedule(a, p, Schedule(s), ++seed);
+        }
+      }
+  }
+  EXPECT_EQ(checked_, expected);
+  EXPECT_EQ(expected, 2 * 2 * 4 * 4);
+  std::printf("slide split=wg lift=fused spread: %d kernels checked\n", checked_);
+}
+
 // K parts (ksplit 2, 3, 5: the last part short or empty) for every split and lift, every value
 // type, N = 1, 8 and 64, K odd and even, B and C in both layouts; gpu_check runs each kernel twice
 // (two betas), so the second run also checks that the first left the workspace at zero.
