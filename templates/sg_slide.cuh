@@ -1062,16 +1062,22 @@ __device__ __forceinline__ void slide_spmm_wg(
   const long long work = static_cast<long long>(row_blocks) * runs_total;
   const long long u_begin = SPREAD ? blockIdx.x * work / gridDim.x : 0;
   const long long u_end = SPREAD ? (blockIdx.x + 1ll) * work / gridDim.x : 0;
+  // Its segments, found once (64-bit divisions): the first row block's runs [r_first, end_first),
+  // whole row blocks, and the last row block's runs [0, r_last_end); steps_row steps per whole
+  // row block.
+  const int rb_first = SPREAD && u_end > u_begin ? static_cast<int>(u_begin / runs_total) : 0;
+  const int rb_last = SPREAD && u_end > u_begin ? static_cast<int>((u_end - 1) / runs_total) : 0;
+  const int r_first = static_cast<int>(u_begin - static_cast<long long>(rb_first) * runs_total);
+  const int r_last_end = static_cast<int>(u_end - static_cast<long long>(rb_last) * runs_total);
+  const int end_first = rb_first == rb_last ? r_last_end : runs_total;
+  const int steps_first = (end_first - r_first + kRuns - 1) / kRuns;
+  const int steps_row = (runs_total + kRuns - 1) / kRuns;
   int steps = c1 > c0 ? (c1 - c0 + U - 1) / U : 0;
-  if constexpr (SPREAD) {
-    steps = 0;
-    for (long long u = u_begin; u < u_end;) {
-      const long long row_end = (u / runs_total + 1) * runs_total;
-      const long long end = u_end < row_end ? u_end : row_end;
-      steps += static_cast<int>((end - u + kRuns - 1) / kRuns);
-      u = end;
-    }
-  }
+  if constexpr (SPREAD)
+    steps = u_end <= u_begin      ? 0
+            : rb_first == rb_last ? steps_first
+                                  : steps_first + (rb_last - rb_first - 1) * steps_row +
+                                        (r_last_end + kRuns - 1) / kRuns;
   const int tiles_n = min(NT, col_tiles - ct0), tiles_m = max(0, min(WARPS, row_tiles - bt0));
   const unsigned empty0 = static_cast<unsigned>(__cvta_generic_to_shared(empty));
   const unsigned cempty0 = static_cast<unsigned>(__cvta_generic_to_shared(cluster_empty));
@@ -1108,18 +1114,11 @@ __device__ __forceinline__ void slide_spmm_wg(
     if constexpr (!SPREAD) {
       return {static_cast<int>(blockIdx.x), first_chunk(i), c1, i == steps - 1};
     } else {
-      for (long long u = u_begin;;) {
-        const int rb = static_cast<int>(u / runs_total);
-        const long long row_end = (rb + 1ll) * runs_total;
-        const long long end = u_end < row_end ? u_end : row_end;
-        const int n = static_cast<int>((end - u + kRuns - 1) / kRuns);
-        if (i < n)
-          return {rb,
-                  static_cast<int>((u - static_cast<long long>(rb) * runs_total) + i * kRuns) * 3,
-                  static_cast<int>(end - static_cast<long long>(rb) * runs_total) * 3, i == n - 1};
-        i -= n;
-        u = end;
-      }
+      if (i < steps_first)
+        return {rb_first, (r_first + i * kRuns) * 3, end_first * 3, i == steps_first - 1};
+      const int j = i - steps_first, k = j / steps_row, local = j - k * steps_row;
+      const int rb = rb_first + 1 + k, end = rb == rb_last ? r_last_end : runs_total;
+      return {rb, local * kRuns * 3, end * 3, local == (end + kRuns - 1) / kRuns - 1};
     }
   };
   // Thread 0: step i's A and metadata (announcing the whole step's bytes), then its B.
