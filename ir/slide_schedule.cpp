@@ -501,10 +501,11 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
             // split=wg with lift=fused: unroll counts runs of N − 1 chunks.
             const bool runs = split == SlideSplit::Group && lift == SlideLift::Fused;
             for (int unroll : {1, 2, 4})
-              for (int stages : {1, 2, 3, 4}) {
-                // split=wg: 2 to 4 steps in flight (it hides no latency in registers); the
-                // others 1 or 2.
-                if (split == SlideSplit::Group ? stages == 1 : stages > 2) continue;
+              for (int stages : {1, 2, 3, 4, 5, 6}) {
+                // split=wg: 2 to 4 steps in flight (it hides no latency in registers), with
+                // lift=fused up to 6; the others 1 or 2.
+                if (split == SlideSplit::Group ? stages == 1 || (stages > 4 && !runs) : stages > 2)
+                  continue;
                 if (runs && unroll == 4) continue;
                 for (int ks = 1; ks <= 64; ks *= 2) {
                   SlideSchedule s;
@@ -535,23 +536,6 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
                       !verify_slide(p, s, dev).empty())
                     continue;
                   out.emplace_back(s);
-                  // lift=fused split=wg, one K part: also spread over the device (stream-K) when
-                  // its row blocks leave multiprocessors idle in the last wave.
-                  if (runs && ks == 1) {
-                    SlideSchedule sp = s;
-                    const int64_t per_sm = std::max<int64_t>(
-                        1, std::min<int64_t>(
-                               dev.max_shared_per_multiprocessor /
-                                   (slide_shared_bytes(p, s) + dev.shared_reserved_per_block),
-                               2));
-                    const int64_t slots = per_sm * std::max(dev.multiprocessors, 1);
-                    const int64_t blocks = slide_grid_x(p, s) * slide_grid_y(p, s);
-                    sp.spread = static_cast<int>(
-                        std::min(slide_spread_work(p, s), slots / slide_grid_y(p, s)));
-                    if (blocks % slots != 0 && sp.spread > 0 && validate_slide(p, sp).empty() &&
-                        verify_slide(p, sp, dev).empty())
-                      out.emplace_back(sp);
-                  }
                 }
               }
           }
