@@ -17,17 +17,20 @@
 //   }
 //
 // split=rows calls sg::slide_spmm_rows with the same arguments; split=wg calls
-// sg::slide_spmm_wg<T, KIND, nt, U, warps, QUANT, ksplit, stages, cluster, producer, LIFT, P>
-// with B, K and B's column stride appended, compiled for sm_90a (GeneratedKernel::arch_specific):
-// after a lift writing ORDER 2 (wgmma's core order; LIFT 0, B null), or with lift=fused alone
-// (LIFT 1, bw null, U = unroll runs of P − 1 chunks, raw-first windows), reading B itself:
+// sg::slide_spmm_wg<T, KIND, nt, U, warps, QUANT, ksplit, stages, cluster, producer, LIFT, P,
+// SPREAD> with the address of a B tensor map appended, compiled for sm_90a
+// (GeneratedKernel::arch_specific): after a lift writing ORDER 2 (wgmma's core order; LIFT 0, the
+// map null), or with lift=fused alone (LIFT 1, bw null, U = unroll runs of 3 chunks, raw-first
+// windows; SPREAD 1 with spread=S), copying B's original columns through the map (TMA). For
+// fp16, 6:8, warps = 8, nt = 8, unroll = 1, stages = 3, N = 64:
 //
-//   extern "C" __global__ void __launch_bounds__(416) sparsegen_slide(const unsigned* values,
-//       T* C, float alpha, float beta, const unsigned* meta, const T* B) {
+//   extern "C" __global__ void __launch_bounds__(384) sparsegen_slide(const unsigned* values,
+//       T* C, float alpha, float beta, const unsigned* meta,
+//       const __grid_constant__ sg::TensorMap b_map) {
 //     extern __shared__ __align__(16) float sg_smem[];
-//     sg::slide_spmm_wg<T, 0, 8, 3, 8, 0, 1, 4, 1, 0, 1, 4>(values, meta, nullptr, C, nullptr,
-//         nullptr, sg_smem, alpha, beta, M, N, row_tiles, col_tiles, chunks, c_rs, c_ns, ws,
-//         counters, col_blocks, B, K, K);
+//     sg::slide_spmm_wg<T, 0, 8, 3, 8, 0, 1, 3, 1, 0, 1, 4, 0>(values, meta, nullptr, C, nullptr,
+//         nullptr, sg_smem, alpha, beta, M, N, row_tiles, col_tiles, chunks, c_rs, c_ns, nullptr,
+//         nullptr, col_blocks, &b_map);
 //   }
 //
 // Quantized types add the row scales (F32Table) to the main kernel and the token scales
@@ -44,8 +47,9 @@ namespace sparsegen::codegen {
 
 // Precondition: schedule is a slide one, validate(problem, schedule) is empty and
 // f = pack_slide_tc(a, pattern, problem.dtype). Parameters of the main kernel: values (Values),
-// C, alpha, beta, meta (U32Table), [row_scales (F32Table)], bw (BWork) or with lift=fused B,
-// [token_scales (TokenScales)]; b_transform (lift=kernel): B, bw, [token_scales].
+// C, alpha, beta, meta (U32Table), [row_scales (F32Table)], bw (BWork) or with lift=fused B
+// (split=k) or b_map (BTensorMap, split=wg), [token_scales (TokenScales)], [ws (Workspace): K
+// parts or spread]; b_transform (lift=kernel): B, bw, [token_scales].
 GeneratedKernel emit_slide(const Problem& problem, const Schedule& schedule, const SlideTcFormat& f,
                            const EmitOptions& opt = {});
 

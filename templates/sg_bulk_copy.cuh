@@ -1,7 +1,8 @@
-// Bulk asynchronous copies (cp.async.bulk, sm_90: the TMA unit's 1-D form) into shared memory,
-// counted by an mbarrier. One thread announces a stage's bytes and issues its copies; the
-// threads that read the stage wait on the barrier's phase. The copies write through the async
-// proxy, so a wgmma may read them with no proxy fence; plain loads may too once the wait returns.
+// Bulk asynchronous copies (cp.async.bulk, sm_90: the TMA unit's 1-D form, and its 2-D tensor
+// form through a tensor map) into shared memory, counted by an mbarrier. One thread announces a
+// stage's bytes and issues its copies; the threads that read the stage wait on the barrier's phase.
+// The copies write through the async proxy, so a wgmma may read them with no proxy fence; plain
+// loads may too once the wait returns.
 //   init(bar, 1) ... expect(bar, bytes); copy(dst, src, n, bar) x k ... wait(bar, phase)
 #pragma once
 
