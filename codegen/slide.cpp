@@ -331,7 +331,7 @@ class SlideEmitter : public Emitter {
   // K parts, or spread: partial sums meet in an fp32 workspace.
   bool split_k_parts() const { return s_.ksplit > 1 || s_.spread > 0; }
   // split=wg with lift=fused: its producer warps stage B from the original columns.
-  bool wg_fused() const { return fused_ && s_.split == SlideSplit::Group; }
+  bool wg_fused() const { return s_.fused_wg(); }
 
   KernelSignature signature() const {
     KernelSignature sig;
@@ -371,7 +371,7 @@ class SlideEmitter : public Emitter {
     sig.launch.cluster_x = s_.cluster;
     // After the lift, the kernel may start early: it waits before its first read of bw.
     sig.launch.programmatic_wait = !fused_;
-    // split=wg with lift=fused loads 16-byte pieces of B.
+    // split=wg with lift=fused: B's tensor map needs a 16-byte aligned base.
     sig.b_alignment = wg_fused() ? 16 : fused_ ? 2 : quant_ && vec_b() ? 16 : 4;
     sig.b_work_bytes = slide_b_work_bytes(p_, s_);
     if (quant_) sig.token_scales = p_.n;

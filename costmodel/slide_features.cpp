@@ -65,7 +65,7 @@ class SlideCost final : public CostFamily {
                                      : double(slide_part_chunks(p, s));
     const double step = double(slide_step_chunks(s));
     // split=wg with lift=fused stages the original B (no lift kernel, no B').
-    const bool wg_fused = s.split == SlideSplit::Group && s.lift == SlideLift::Fused;
+    const bool wg_fused = s.fused_wg();
     const double raw_b = double(p.k) * col_tiles * 8 * io;
     const double lifted_b = chunks * mma.chunk * col_tiles * 8 * vb;
     f.nnz = double(fs.nnz);

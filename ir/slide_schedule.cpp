@@ -77,7 +77,7 @@ std::vector<std::string> validate(const SlideSchedule& s) {
   one_of("unroll", s.unroll, {1, 2, 4});
   if (s.ksplit < 1 || s.ksplit > 64)
     why.push_back(fmt::format("ksplit={} must be in 1..64", s.ksplit));
-  if (s.split == SlideSplit::Group && s.lift == SlideLift::Fused)
+  if (s.fused_wg())
     one_of("stages", s.stages, {1, 2, 3, 4, 5, 6});  // 1 refused below, with the reason
   else if (s.split == SlideSplit::Group)
     one_of("stages", s.stages, {1, 2, 3, 4});
@@ -89,7 +89,7 @@ std::vector<std::string> validate(const SlideSchedule& s) {
     why.push_back("prefetch needs lift=kernel (it overlaps A's first loads with the lift kernel)");
   if (s.lift == SlideLift::Fused && s.split == SlideSplit::Rows)
     why.push_back("lift=fused needs split=k or wg (split=rows stages lifted B fragments)");
-  if (s.lift == SlideLift::Fused && s.split == SlideSplit::Group) {
+  if (s.fused_wg()) {
     // Its producer warps stage runs of 8 groups: the original columns as they are (TMA), the
     // overlapping windows built from them.
     if (s.pattern != 4)
@@ -125,7 +125,7 @@ std::vector<std::string> validate(const SlideSchedule& s) {
     why.push_back("producer=1 needs split=wg (a warp that stages the steps by bulk copies)");
   if (s.spread < 0 || s.spread > 65535)
     why.push_back(fmt::format("spread={} must be in 0..65535", s.spread));
-  if (s.spread > 0 && (s.split != SlideSplit::Group || s.lift != SlideLift::Fused || s.ksplit > 1))
+  if (s.spread > 0 && (!s.fused_wg() || s.ksplit > 1))
     why.push_back(fmt::format(
         "spread={} needs split=wg with lift=fused and one K part (it splits K itself)", s.spread));
   if (s.cluster > 1 && s.split != SlideSplit::Group)
@@ -149,10 +149,9 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
     why.push_back(fmt::format(
         "lift=fused is for fp16/bf16 (int8 and e4m3 quantize B per token first), not {}",
         to_string(p.dtype)));
-  if (s.lift == SlideLift::Fused && s.split == SlideSplit::Group &&
-      (p.b_layout != Layout::ColMajor || p.k % 8 != 0))
+  if (s.fused_wg() && (p.b_layout != Layout::ColMajor || p.k % 8 != 0))
     why.push_back(fmt::format(
-        "lift=fused with split=wg stages B in 16-byte pieces of a token's columns: it needs "
+        "lift=fused with split=wg copies B's tokens by TMA (rows 16-byte aligned): it needs "
         "column-major B and k a multiple of 8, not {} B with k={}",
         p.b_layout == Layout::ColMajor ? "column-major" : "row-major", p.k));
   if (s.split == SlideSplit::Group && slide_dtype(p.dtype) && slide_mma(p.dtype).lane_bytes() != 16)
@@ -431,8 +430,7 @@ int slide_pack_group(const SlideSchedule& s) {
 }
 
 SlideWindowOrder slide_pack_order(const SlideSchedule& s) {
-  return s.split == SlideSplit::Group && s.lift == SlideLift::Fused ? SlideWindowOrder::RawFirst
-                                                                    : SlideWindowOrder::Sliding;
+  return s.fused_wg() ? SlideWindowOrder::RawFirst : SlideWindowOrder::Sliding;
 }
 
 int64_t slide_b_work_bytes(const Problem& p, const SlideSchedule& s) {

@@ -110,11 +110,12 @@ struct SlideSchedule {
   int producer = 0;                    // split=wg: 1 adds a producer warp that stages the steps
   int spread = 0;                      // split=wg lift=fused: grid blocks sharing the work, or 0
 
+  // split=wg with lift=fused: the kernel that copies B's original columns itself (TMA) over
+  // raw-first windows (see lift above).
+  bool fused_wg() const { return split == SlideSplit::Group && lift == SlideLift::Fused; }
   // Warps that only stage steps: split=wg's producer field, or with lift=fused one per buffer of
   // its ring (stages + 1).
-  int producer_warps() const {
-    return split == SlideSplit::Group && lift == SlideLift::Fused ? stages + 1 : producer;
-  }
+  int producer_warps() const { return fused_wg() ? stages + 1 : producer; }
   // warps multiply; the producer warps stage
   int threads_per_block() const { return (warps + producer_warps()) * kWarpSize; }
 
@@ -210,9 +211,9 @@ std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
 // each x nt {1, 2, 4, 8 up to N's tiles} x unroll {1, 2, 4} x stages {1, 2}, within 160
 // registers and 48 KiB of shared memory; split wg (an sm_90 device, 16-byte lanes): warps {4, 8},
 // mt 1, lift=kernel with unroll {1, 2, 4} and stages {2, 3, 4} or (6:8, 16-bit, column-major B,
-// K % 8 == 0) lift=fused with unroll {1, 2} and stages {2 … 6}, within the shared memory per block; x ksplit from
-// 1, doubling while the grid is short of two waves (of 4 blocks per multiprocessor) and each part
-// keeps at least 4 load steps per warp.
+// K % 8 == 0) lift=fused with unroll {1, 2} and stages {2 … 6}, within the shared memory per block;
+// x ksplit from 1, doubling while the grid is short of two waves (of 4 blocks per multiprocessor)
+// and each part keeps at least 4 load steps per warp.
 std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev);
 

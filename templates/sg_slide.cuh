@@ -1127,8 +1127,8 @@ __device__ __forceinline__ void slide_spmm_wg(
     const int kc0 = st.kc0, nu = min(U, st.c1 - kc0);
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
     const unsigned bar = bar0 + 8 * (i % kBuffers);
-    // A block past M (the grid rounded up to whole clusters) has no tiles to copy; LIFT: B is
-    // stored by the producer warp, not copied.
+    // A block past M (the grid rounded up to whole clusters) has no tiles to copy; LIFT: B
+    // arrives on the raw barrier instead (stage_b).
     const int rows_copied = tiles_m > 0 || SPREAD ? WARPS : 0;
     detail::bulk_expect(bar, static_cast<unsigned>(nu * ((LIFT ? 0 : tiles_n * kTile) +
                                                          rows_copied * (kTile + kMeta))));
