@@ -244,8 +244,8 @@ class SlideEmitter : public Emitter {
           s_.cluster));
     if (s_.spread > 0)
       comment(fmt::format(
-          "spread: {} blocks share {} row blocks x {} runs equally; a row block's partial sums "
-          "add into ws and its last block rounds each tile into C",
+          "spread: {} blocks share {} row blocks x {} runs equally; the blocks on a row block "
+          "store their partial sums in slots of ws and its last block adds them into C",
           s_.spread, (f_.row_tiles + s_.warps - 1) / s_.warps, f_.chunks / 3));
     else if (split_k_parts())
       comment(fmt::format(
@@ -260,9 +260,9 @@ class SlideEmitter : public Emitter {
     // The K parts' workspace and its counters (one per output tile of a block), or none.
     const auto ws = ptr_f32(split_k_parts() ? "ws" : "static_cast<float*>(nullptr)");
     const auto counters =
-        ptr_u32(split_k_parts()
-                    ? fmt::format("reinterpret_cast<unsigned*>(ws + {})", slide_counters_offset(p_))
-                    : "static_cast<unsigned*>(nullptr)");
+        ptr_u32(split_k_parts() ? fmt::format("reinterpret_cast<unsigned*>(ws + {})",
+                                              slide_counters_offset(p_, s_))
+                                : "static_cast<unsigned*>(nullptr)");
     const auto col_blocks = i32(std::to_string(slide_col_blocks(p_, s_)));
     const auto args = std::make_tuple(
         cptr_u32("values"), cptr_u32("meta"),

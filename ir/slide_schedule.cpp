@@ -240,8 +240,8 @@ std::string print_slide(const SlideSchedule& s) {
     out += "  warps : + 1 producer warp staging the steps; the warpgroups only wait and multiply\n";
   if (s.spread > 0)
     out += fmt::format(
-        "  grid  : spread={} blocks share the row blocks x runs equally (stream-K); partial rows "
-        "add into an fp32 workspace\n",
+        "  grid  : spread={} blocks share the row blocks x runs equally (stream-K); the blocks on "
+        "a row block store their partial sums in fp32 slots, the last adds them into C\n",
         s.spread);
   if (s.cluster > 1)
     out += fmt::format(
@@ -373,19 +373,27 @@ int64_t slide_part_chunks(const Problem& p, const SlideSchedule& s) {
   const bool runs = slide_pack_order(s) == SlideWindowOrder::RawFirst;
   return slide_part_chunks(slide_chunks(p, s), s.ksplit, runs ? s.pattern - 1 : 1);
 }
-int64_t slide_counters_offset(const Problem& p) {
+int64_t slide_spread_slots(const Problem& p, const SlideSchedule& s) {
+  if (s.spread <= 0) return 0;
+  const int64_t per_block = slide_spread_work(p, s) / s.spread;  // every block has at least this
+  return slide_chunks(p, s) / 3 / std::max<int64_t>(per_block, 1) + 2;
+}
+int64_t slide_counters_offset(const Problem& p, const SlideSchedule& s) {
+  const int64_t padded_rows = (slide_row_tiles(p) + s.warps - 1) / s.warps * s.warps;
+  if (s.spread > 0)
+    return padded_rows * slide_col_blocks(p, s) * slide_spread_slots(p, s) * s.n_tiles * 128;
   // The sums in mma C fragment order (templates/sg_slide.cuh, slide_ws_index): whole 16 x 8 tiles.
   return slide_row_tiles(p) * slide_col_tiles(p) * 128;
 }
 int64_t slide_workspace_bytes(const Problem& p, const SlideSchedule& s) {
   // spread: a counter per 16-row tile (of whole row blocks) and column block.
   if (s.spread > 0)
-    return 4 * slide_counters_offset(p) +
+    return 4 * slide_counters_offset(p, s) +
            ((slide_row_tiles(p) + s.warps - 1) / s.warps * s.warps * slide_col_blocks(p, s) * 4 +
             15) /
                16 * 16;
   if (s.ksplit <= 1) return 0;
-  return 4 * slide_counters_offset(p) +
+  return 4 * slide_counters_offset(p, s) +
          (slide_grid_x(p, s) * slide_col_blocks(p, s) * 4 + 15) / 16 * 16;
 }
 

@@ -33,11 +33,12 @@
 //     spread   split=wg with lift=fused and one K part: the grid's block count (printed when > 0).
 //              Its blocks share the row blocks x runs equally, stream-K style: a block takes a
 //              few segments of consecutive runs, stores C for a segment that covers its row
-//              block and otherwise adds into an fp32 workspace whose last block per tile rounds
-//              it into C; so every multiprocessor gets the same share when the row blocks do not
-//              divide among them (14336 rows: 112 row blocks of 128 on 132 multiprocessors).
-//              Given by SPEC only: on an H200 spread=132 ran 46.7 us against 38.6 us for the
-//              112 plain blocks (14336x4096, N = 64), so not enumerated.
+//              block and otherwise stores its partial sums in its own fp32 slot of each tile;
+//              the tile's last block adds the slots in slot order (the same result whichever
+//              block ends last) into C; so every multiprocessor gets the same share when the row
+//              blocks do not divide among them (14336 rows: 112 row blocks of 128 on 132
+//              multiprocessors). Given by SPEC only: on an H200 spread=132 ran 46.7 us against 38.6
+//              us for the 112 plain blocks (14336x4096, N = 64), so not enumerated.
 //     producer split=wg: 1 adds a warp that only stages the steps (bulk copies into a ring whose
 //              buffers the multiplying warps release through barriers), so that the warpgroups
 //              never wait at a block barrier or for a copy's issue (printed when 1). Given by SPEC
@@ -186,10 +187,14 @@ int64_t slide_part_chunks(int64_t chunks, int ksplit, int align = 1);
 int64_t slide_part_chunks(const Problem& p, const SlideSchedule& s);
 // spread: the runs of work (row blocks x runs of 3 chunks) its blocks share.
 int64_t slide_spread_work(const Problem& p, const SlideSchedule& s);
-// ksplit > 1: floats of the workspace before its counters (the sums of whole 16 x 8 tiles, in the
-// mma C fragment order), and its bytes
-// (one counter per output tile of a block: grid.x x column blocks).
-int64_t slide_counters_offset(const Problem& p);
+// spread: the most blocks whose runs meet one row block, R / (W / spread) + 2 (R runs per row
+// block, W the work): each 16-row tile has that many slots for the blocks' partial sums.
+int64_t slide_spread_slots(const Problem& p, const SlideSchedule& s);
+// Floats of the workspace before its counters, and its bytes. ksplit > 1: the sums of whole
+// 16 x 8 tiles in the mma C fragment order, added into by the parts; one counter per output tile
+// of a block (grid.x x column blocks). spread: per 16-row tile (of whole row blocks) and column
+// block, slide_spread_slots slots of nt·128 floats (fragment order), then one counter each.
+int64_t slide_counters_offset(const Problem& p, const SlideSchedule& s);
 int64_t slide_workspace_bytes(const Problem& p, const SlideSchedule& s);
 int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s);  // the warps' partial sums
 int slide_registers(const Problem& p, const SlideSchedule& s);

@@ -280,6 +280,79 @@ __device__ __forceinline__ void slide_split_finish(T* __restrict__ C, float* ws,
   if (tid == 0) *counter = 0u;
 }
 
+// spread (stream-K without atomics on the sums): each block on a partly covered row block stores
+// its warp's partial sums of a 16 x 8·NT tile into its own slot of the tile (alpha · acc · scales,
+// in fragment order: lane l's four sums of column tile j as one 16-byte store at
+// slot + j·128 + 4·l; q-th sum at (g + 8·(q / 2), 2t + q % 2)), announces it on the tile's
+// counter, and the last of the tile's `parts` warps adds the slots in slot order and rounds the
+// sum into C. The order of the additions does not depend on which block ends last.
+template <int NT, int QUANT, typename Acc>
+__device__ __forceinline__ void slide_part_store(const Acc* acc, float* slot,
+                                                 const float* __restrict__ row_scales,
+                                                 const float* __restrict__ token_scales,
+                                                 float alpha, int M, int N, int rt, int ct0,
+                                                 int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    float v[4];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int r = rt * 16 + g + 8 * (q >> 1), n = (ct0 + j) * 8 + 2 * t + (q & 1);
+      float x = static_cast<float>(acc[j * 4 + q]);
+      if constexpr (QUANT) x = r < M && n < N ? x * (row_scales[r] * token_scales[n]) : 0.0f;
+      v[q] = alpha * x;
+    }
+    reinterpret_cast<float4*>(slot + j * 128)[lane] = make_float4(v[0], v[1], v[2], v[3]);
+  }
+}
+
+// After slide_part_store: counts the warp's part on the tile's counter; whether it was the last of
+// `parts` (then the other parts' slots are visible to the whole warp).
+__device__ __forceinline__ bool slide_part_arrive(unsigned* counter, int parts, int lane) {
+  asm volatile("fence.acq_rel.gpu;\n" ::: "memory");  // release: the slot before the count
+  __syncwarp();
+  int v = 0;
+  if (lane == 0) v = atomicAdd(counter, 1u) == static_cast<unsigned>(parts - 1);
+  const bool last = __shfl_sync(0xffffffffu, v, 0) != 0;
+  if (last) asm volatile("fence.acq_rel.gpu;\n" ::: "memory");  // acquire: the others' slots
+  return last;
+}
+
+// The last part of a tile: C = sum of its `parts` slots (slot order) + beta·C (C not read when
+// beta == 0), rows and columns past M x N skipped; the counter is left at zero for the next run.
+template <typename T, int NT>
+__device__ __forceinline__ void slide_part_finish(T* __restrict__ C, const float* slots, int parts,
+                                                  unsigned* counter, float beta, int M, int N,
+                                                  int rt, int ct0, int c_rs, int c_ns, int lane) {
+  float4 s[NT];
+#pragma unroll
+  for (int j = 0; j < NT; ++j) s[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  for (int p = 0; p < parts; ++p) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j) {  // NT loads in flight per slot
+      const float4 v = __ldcg(reinterpret_cast<const float4*>(slots + (p * NT + j) * 128) + lane);
+      s[j].x += v.x;
+      s[j].y += v.y;
+      s[j].z += v.z;
+      s[j].w += v.w;
+    }
+  }
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const float sums[4] = {s[j].x, s[j].y, s[j].z, s[j].w};
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int r = rt * 16 + g + 8 * (q >> 1), n = (ct0 + j) * 8 + 2 * t + (q & 1);
+      if (r >= M || n >= N) continue;
+      T* const e = C + r * c_rs + n * c_ns;
+      *e = Cvt<T>::from_f32(beta != 0.0f ? sums[q] + beta * Cvt<T>::to_f32(*e) : sums[q]);
+    }
+  }
+  if (lane == 0) *counter = 0u;
+}
+
 }  // namespace detail
 
 namespace detail {
@@ -1104,26 +1177,37 @@ __device__ __forceinline__ void slide_spmm_wg(
   const int rot =
       steps > 0 && !SPREAD ? static_cast<int>(blockIdx.x / CL % static_cast<unsigned>(steps)) : 0;
   auto first_chunk = [&](int i) { return c0 + (i + rot < steps ? i + rot : i + rot - steps) * U; };
-  // Step i: its row block, first chunk and the end of its chunk range (the part's, or SPREAD's
+  // A step: its row block, first chunk and the end of its chunk range (the part's, or SPREAD's
   // segment's), and whether it is the range's last step.
   struct Step {
     int rb, kc0, c1;
     bool last;
   };
-  auto step_of = [&](int i) -> Step {
-    if constexpr (!SPREAD) {
-      return {static_cast<int>(blockIdx.x), first_chunk(i), c1, i == steps - 1};
-    } else {
-      if (i < steps_first)
-        return {rb_first, (r_first + i * kRuns) * 3, end_first * 3, i == steps_first - 1};
-      const int j = i - steps_first, k = j / steps_row, local = j - k * steps_row;
-      const int rb = rb_first + 1 + k, end = rb == rb_last ? r_last_end : runs_total;
-      return {rb, local * kRuns * 3, end * 3, local == (end + kRuns - 1) / kRuns - 1};
-    }
+  auto step_of = [&](int i) -> Step {  // not SPREAD
+    return {static_cast<int>(blockIdx.x), first_chunk(i), c1, i == steps - 1};
   };
+  // SPREAD: a position in the block's walk (row block, its run, the run where the segment ends),
+  // advanced step by step without divisions.
+  struct Walk {
+    int rb, run, end;
+  };
+  auto advance = [&](Walk w, int by) {
+    for (int k = 0; k < by; ++k) {
+      w.run += kRuns;
+      if (w.run >= w.end) {
+        ++w.rb;
+        w.run = 0;
+        w.end = w.rb == rb_last ? r_last_end : runs_total;
+      }
+    }
+    return w;
+  };
+  auto step_at = [&](const Walk& w) -> Step {
+    return {w.rb, w.run * 3, w.end * 3, w.run + kRuns >= w.end};
+  };
+  const Walk walk0 = {rb_first, r_first, end_first};
   // Thread 0: step i's A and metadata (announcing the whole step's bytes), then its B.
-  auto issue_a = [&](int i) {
-    const Step st = step_of(i);
+  auto issue_a = [&](int i, const Step& st) {
     const int kc0 = st.kc0, nu = min(U, st.c1 - kc0);
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
     const unsigned bar = bar0 + 8 * (i % kBuffers);
@@ -1160,8 +1244,7 @@ __device__ __forceinline__ void slide_spmm_wg(
   // box of 64 columns x 8·NT tokens per run); once they land, lane (tn, r) builds row tn of core
   // r of each column tile's overlap chunk: words 1-2 of groups 2r and 2r + 1 of token tn, i.e.
   // their columns 2 … 5, the windows (2r, 1) and (2r + 1, 1).
-  auto stage_b = [&](int i) {
-    const Step st = step_of(i);
+  auto stage_b = [&](int i, const Step& st) {
     const int b = i % kBuffers, kc0 = st.kc0, runs = min(U, st.c1 - kc0) / 3;
     const unsigned buf = s0 + static_cast<unsigned>(b * kStep), rbar = raw0 + 8 * b;
     if (lane == 0) {
@@ -1184,8 +1267,7 @@ __device__ __forceinline__ void slide_spmm_wg(
   const int meta_lane = g * ML + (t % ML);
   // Step i's product of this warp's warpgroup, once the step has landed; on return the wgmma has
   // read the buffer.
-  auto multiply = [&](int i) {
-    const Step st = step_of(i);
+  auto multiply = [&](int i, const Step& st) {
     const int kc0 = st.kc0, kc1 = st.c1, wrt = st.rb * WARPS + warp;
     detail::bulk_wait(bar0 + 8 * (i % kBuffers), static_cast<unsigned>((i / kBuffers) & 1));
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
@@ -1230,18 +1312,18 @@ __device__ __forceinline__ void slide_spmm_wg(
   };
   if constexpr (kProducers == 0) {
     if (tid == 0)
-      for (int i = 0; i < kBuffers && i < steps; ++i) issue_a(i);
+      for (int i = 0; i < kBuffers && i < steps; ++i) issue_a(i, step_of(i));
     // The lift wrote bw and token_scales; this kernel may have started before it ended.
     bw = after_grid_dependency(bw);
     if (QUANT) token_scales = after_grid_dependency(token_scales);
     if (tid == 0 && stages_b)
       for (int i = 0; i < kBuffers && i < steps; ++i) issue_b(i);
     for (int i = 0; i < steps; ++i) {
-      multiply(i);
+      multiply(i, step_of(i));
       __syncthreads();  // buffer i % kBuffers is read: step i + kBuffers may refill it
       if (tid == 0 && i + kBuffers < steps) {
         if constexpr (CL > 1) detail::cluster_arrive(empty0 + 8 * (i % kBuffers), 0u);
-        issue_a(i + kBuffers);
+        issue_a(i + kBuffers, step_of(i + kBuffers));
         if constexpr (CL == 1) issue_b(i + kBuffers);
       }
       // The leader refills B one step late: buffer (i − 1) % kBuffers, once the cluster's blocks
@@ -1257,18 +1339,21 @@ __device__ __forceinline__ void slide_spmm_wg(
   } else if (warp >= WARPS) {
     if constexpr (LIFT) {  // producer warp j = warp − WARPS, the owner of buffer j
       const int j = warp - WARPS;
+      Walk w = SPREAD ? advance(walk0, j) : walk0;
       for (int i = j; i < steps; i += kBuffers) {
+        const Step st = SPREAD ? step_at(w) : step_of(i);
+        if constexpr (SPREAD) w = advance(w, kBuffers);
         // Step i − kBuffers, the buffer's last use, is read: the barrier's phase of that step.
         if (i >= kBuffers)
           detail::bulk_wait(empty0 + 8 * j, static_cast<unsigned>((i / kBuffers - 1) & 1));
-        if (lane == 0) issue_a(i);
-        stage_b(i);
+        if (lane == 0) issue_a(i, st);
+        stage_b(i, st);
         fence_proxy_async();  // this lane's overlap stores, before the wgmma reads them
         detail::barrier_arrive(bar0 + 8 * j);
       }
     } else {  // the producer warp (PW)
       if (lane == 0) {
-        for (int i = 0; i < kBuffers && i < steps; ++i) issue_a(i);
+        for (int i = 0; i < kBuffers && i < steps; ++i) issue_a(i, step_of(i));
         bw = after_grid_dependency(bw);  // the lift wrote bw
         if (stages_b)
           for (int i = 0; i < kBuffers && i < steps; ++i) issue_b(i);
@@ -1276,7 +1361,7 @@ __device__ __forceinline__ void slide_spmm_wg(
           // Step i − kBuffers, the buffer's last use, is read: the barrier's phase of that step.
           const unsigned phase = static_cast<unsigned>((i / kBuffers - 1) & 1);
           detail::bulk_wait(empty0 + 8 * (i % kBuffers), phase);
-          issue_a(i);
+          issue_a(i, step_of(i));
           if (!stages_b) continue;
           if constexpr (CL > 1) detail::bulk_wait<true>(cempty0 + 8 * (i % kBuffers), phase);
           issue_b(i);
@@ -1286,14 +1371,23 @@ __device__ __forceinline__ void slide_spmm_wg(
     }
   } else {                                                          // a consumer warp
     if (QUANT) token_scales = after_grid_dependency(token_scales);  // the lift wrote them
-    // SPREAD: the row tiles whose sums this warp added into ws (a block's first and last segments
-    // may cover their row blocks partly, the others wholly) and how many blocks add into each;
-    // finished after the last wgmma.sp, since the finish's divergent path inside the loop would
-    // make ptxas serialise every wgmma.sp (C7520).
-    int rt_first = 0, rt_last = 0, partials = 0;
-    unsigned parts_first = 0u, parts_last = 0u;
+    // SPREAD: the row tiles whose partial sums this warp stored (a block's first and last
+    // segments may cover their row blocks partly, the others wholly), how many blocks store into
+    // each and whether this warp was the last; finished after the last wgmma.sp, since the
+    // finish's divergent path inside the loop would make ptxas serialise every wgmma.sp (C7520).
+    // The slots of tile rt (one per block on its row block, NT·128 floats each) lie at
+    // ws + (rt·col_blocks + cb)·slots·NT·128, the most blocks on a row block being
+    // slots = R / (W / grid) + 2 (R runs per row block; slide_spread_slots on the host).
+    const int slots = SPREAD ? runs_total / static_cast<int>(work / gridDim.x) + 2 : 0;
+    auto tile_slots = [&](int rt) {
+      return ws + (static_cast<long long>(rt) * col_blocks + cb) * slots * (NT * 128);
+    };
+    int rt_a = 0, parts_a = 0, rt_b = 0, parts_b = 0, partials = 0;  // first and second partial
+    bool last_a = false, last_b = false;
+    Walk w = walk0;
     for (int i = 0; i < steps; ++i) {
-      multiply(i);
+      const Step st = SPREAD ? step_at(w) : step_of(i);
+      multiply(i, st);
       if (i + kBuffers < steps) {  // the buffer is refilled
         __syncwarp();
         if (lane == 0) {
@@ -1302,40 +1396,44 @@ __device__ __forceinline__ void slide_spmm_wg(
         }
       }
       if constexpr (SPREAD) {
-        const Step st = step_of(i);
+        w = advance(w, 1);
         if (!st.last) continue;
-        // The segment's sums: C itself when it covers the whole row block, else added into ws.
+        // The segment's sums: C itself when it covers the whole row block, else this block's slot.
         const int rt = st.rb * WARPS + warp;
         const long long first = static_cast<long long>(st.rb) * runs_total;
         if (u_begin <= first && u_end >= first + runs_total) {
           detail::slide_store<T, 1, NT, QUANT, 0>(acc, C, ws, row_scales, token_scales, alpha, beta,
                                                   M, N, rt, ct0, g, t, c_rs, c_ns);
-        } else {
-          detail::slide_store<T, 1, NT, QUANT, 1>(acc, C, ws, row_scales, token_scales, alpha, beta,
-                                                  M, N, rt, ct0, g, t, c_rs, c_ns);
+        } else if (partials < 2) {
           // Blocks on this row block: the owners of its first and last runs and those between
-          // (owner(u) = ceil((u + 1)·grid / W) − 1).
+          // (owner(u) = ceil((u + 1)·grid / W) − 1); this block's slot is its place among them.
           const long long grid = gridDim.x;
           const long long b0 = (first * grid + grid + work - 1) / work - 1;
           const long long b1 = ((first + runs_total) * grid + work - 1) / work - 1;
+          const int n_parts = static_cast<int>(b1 - b0 + 1);
+          float* const slot =
+              tile_slots(rt) + (static_cast<int>(blockIdx.x) - static_cast<int>(b0)) * (NT * 128);
+          detail::slide_part_store<NT, QUANT>(acc, slot, row_scales, token_scales, alpha, M, N, rt,
+                                              ct0, lane);
+          const bool last =
+              detail::slide_part_arrive(counters + rt * col_blocks + cb, n_parts, lane);
           if (partials++ == 0) {
-            rt_first = rt;
-            parts_first = static_cast<unsigned>(b1 - b0 + 1);
+            rt_a = rt, parts_a = n_parts, last_a = last;
           } else {
-            rt_last = rt;
-            parts_last = static_cast<unsigned>(b1 - b0 + 1);
+            rt_b = rt, parts_b = n_parts, last_b = last;
           }
         }
 #pragma unroll
         for (int q = 0; q < NT * 4; ++q) acc[q] = 0;
       }
     }
-    // The tiles' last block rounds them into C (K parts: after the loop, below, for the block).
-    for (int k = 0; SPREAD && k < partials && k < 2; ++k) {
-      const int rt = k == 0 ? rt_first : rt_last;
-      detail::slide_split_finish<T, 32>(C, ws, counters + rt * col_blocks + cb,
-                                        k == 0 ? parts_first : parts_last, rt * 16, 16, ct0 * 8,
-                                        NT * 8, M, N, c_rs, c_ns, beta, lane);
+    // The tiles' last block adds their slots in order and rounds them into C.
+    for (int k = 0; SPREAD && k < partials; ++k) {
+      const int rt = k == 0 ? rt_a : rt_b;
+      if (k == 0 ? last_a : last_b)
+        detail::slide_part_finish<T, NT>(C, tile_slots(rt), k == 0 ? parts_a : parts_b,
+                                         counters + rt * col_blocks + cb, beta, M, N, rt, ct0, c_rs,
+                                         c_ns, lane);
     }
   }
   if constexpr (CL > 1) {

@@ -428,7 +428,8 @@ TEST(SlideCodegen, WarpgroupFusedLift) {
 }
 
 // split=wg lift=fused spread over a fixed grid (stream-K): the template's last argument, the
-// grid, the workspace (the sums and a counter per 16-row tile and column block, zeroed once),
+// grid, the workspace (the blocks' slots and a counter per 16-row tile and column block, zeroed
+// once),
 // and a cubin for sm_90a.
 TEST(SlideCodegen, WarpgroupFusedLiftSpread) {
   const CsrMatrix a = weight_6_8(300, 512);  // 19 row tiles: 3 row blocks of 8 warps
@@ -449,8 +450,11 @@ TEST(SlideCodegen, WarpgroupFusedLiftSpread) {
   EXPECT_EQ(k.signature.launch.grid_x, 5);
   EXPECT_EQ(k.signature.launch.grid_y, 1);
   EXPECT_TRUE(k.signature.workspace_zeroed);
-  // 19 x 4 tiles of 128 sums, then 24 row tiles x 1 column block of counters.
-  EXPECT_EQ(k.signature.workspace_bytes, 4 * 19 * 4 * 128 + 96);
+  // 24 row tiles (3 whole row blocks) x 1 column block x 4 slots (8 runs per row block, at
+  // least 24 / 5 = 4 per block: at most 8 / 4 + 2 blocks on a row block) of 4 x 128 sums, then
+  // one counter per row tile and column block.
+  EXPECT_EQ(slide_spread_slots(p, s), 4);
+  EXPECT_EQ(k.signature.workspace_bytes, 4 * 24 * 4 * 4 * 128 + 96);
   EXPECT_EQ(to_string(Schedule(s)),
             "slide;pattern=6:8;split=wg;lift=fused;warps=8;mt=1;nt=4;unroll=1;stages=3;spread=5");
   EXPECT_EQ(parse_schedule(to_string(Schedule(s))), Schedule(s));
