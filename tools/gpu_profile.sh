@@ -9,6 +9,8 @@
 # "-"). One text report per case lands in $BENCH_DIR/ncu_<i>.txt. NCU_RUN_ARGS adds arguments to
 # `sparsegen run` (e.g. "--b-layout col --c-layout col"); NCU_KERNEL profiles only the kernels
 # whose name matches that regex (e.g. "_slide$": the main kernel, not the lift before it).
+# NCU_SASS=1 adds, per case, ncu_<i>_sass.csv.xz: the SASS with each instruction's warp-stall
+# samples.
 # NCU_FFN_CASES: gated-FFN cases, each "KxN M MEAN SCHEDULE" (`sparsegen ffn --gen KxN -m M
 # --mean-nnz MEAN --schedule SCHEDULE`, bf16): every kernel of the block's first run (the library
 # GEMM, the pack, kernel 2) with the same sections, in $BENCH_DIR/ncu_ffn_<i>.txt.
@@ -42,6 +44,17 @@ for c in "${cases[@]}"; do
     --launch-skip 1 --launch-count 1 \
     tools/sparsegen run "$w" -n "$n" --dtype fp16 --schedule "$schedule" --repeats 2 \
     ${NCU_RUN_ARGS:-} >>"$out" 2>&1 || status=1
+  # NCU_SASS=1: also the kernel's SASS with the warp-stall samples of each instruction (CSV), to
+  # see where its warps wait.
+  if [ "${NCU_SASS:-0}" = 1 ]; then
+    # shellcheck disable=SC2086
+    timeout 180 "$NCU" --clock-control none --cache-control all --section WarpStateStats \
+      --section SourceCounters --page source --print-source sass --csv "${filter[@]}" \
+      --launch-skip 1 --launch-count 1 \
+      tools/sparsegen run "$w" -n "$n" --dtype fp16 --schedule "$schedule" --repeats 2 \
+      ${NCU_RUN_ARGS:-} >"$BENCH_DIR/ncu_${i}_sass.csv" 2>&1 || status=1
+    xz -f "$BENCH_DIR/ncu_${i}_sass.csv"
+  fi
   i=$((i + 1))
 done
 rm -f "$BENCH_DIR"/w_*.safetensors
