@@ -1266,8 +1266,8 @@ __device__ __forceinline__ void slide_spmm_wg(
   };
   const int meta_lane = g * ML + (t % ML);
   // Step i's product of this warp's warpgroup, once the step has landed; on return the wgmma has
-  // read the buffer.
-  auto multiply = [&](int i, const Step& st) {
+  // read the buffer. acc_in = 0: the step starts a new sum (its first wgmma.sp ignores acc).
+  auto multiply = [&](int i, const Step& st, int acc_in) {
     const int kc0 = st.kc0, kc1 = st.c1, wrt = st.rb * WARPS + warp;
     detail::bulk_wait(bar0 + 8 * (i % kBuffers), static_cast<unsigned>((i / kBuffers) & 1));
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
@@ -1292,7 +1292,7 @@ __device__ __forceinline__ void slide_spmm_wg(
                       : detail::wgmma_desc_kmajor(
                             buf + static_cast<unsigned>(kRuns * NT * 1024 + (u / 3) * NT * kTile),
                             128, kTile);
-      detail::wgmma_sp_m64<E, 8 * NT>(acc, av[u], desc, ev[u]);
+      detail::wgmma_sp_m64<E, 8 * NT>(acc, av[u], desc, ev[u], u == 0 ? acc_in : 1);
     };
     // A whole step issues its U multiplies with no branch between them: a branch there makes ptxas
     // wait for each wgmma before the next (C7519). Only a part's last step may be short.
@@ -1319,7 +1319,7 @@ __device__ __forceinline__ void slide_spmm_wg(
     if (tid == 0 && stages_b)
       for (int i = 0; i < kBuffers && i < steps; ++i) issue_b(i);
     for (int i = 0; i < steps; ++i) {
-      multiply(i, step_of(i));
+      multiply(i, step_of(i), 1);
       __syncthreads();  // buffer i % kBuffers is read: step i + kBuffers may refill it
       if (tid == 0 && i + kBuffers < steps) {
         if constexpr (CL > 1) detail::cluster_arrive(empty0 + 8 * (i % kBuffers), 0u);
@@ -1385,9 +1385,11 @@ __device__ __forceinline__ void slide_spmm_wg(
     int rt_a = 0, parts_a = 0, rt_b = 0, parts_b = 0, partials = 0;  // first and second partial
     bool last_a = false, last_b = false;
     Walk w = walk0;
+    int acc_in = 1;  // SPREAD: 0 at a segment's first step (a new sum, without zeroing acc)
     for (int i = 0; i < steps; ++i) {
       const Step st = SPREAD ? step_at(w) : step_of(i);
-      multiply(i, st);
+      multiply(i, st, acc_in);
+      acc_in = 1;
       if (i + kBuffers < steps) {  // the buffer is refilled
         __syncwarp();
         if (lane == 0) {
@@ -1423,8 +1425,7 @@ __device__ __forceinline__ void slide_spmm_wg(
             rt_b = rt, parts_b = n_parts, last_b = last;
           }
         }
-#pragma unroll
-        for (int q = 0; q < NT * 4; ++q) acc[q] = 0;
+        acc_in = 0;
       }
     }
     // The tiles' last block adds their slots in order and rounds them into C.

@@ -160,33 +160,35 @@ __device__ __forceinline__ unsigned long long wgmma_desc_kmajor_sw128(unsigned s
 
 // Sparse A (wgmma.mma_async.sp, 2:4 along K) from registers: per warp of the warpgroup, its 16
 // rows in the mma.sp fragment order (16-bit: m16n8k32; 8-bit: m16n8k64) and metadata word e in
-// the mma.sp metadata order with sparsity selector 0; B K-major (imm-trans-b = 0); scale-d = 1.
+// the mma.sp metadata order with sparsity selector 0; B K-major (imm-trans-b = 0); scale-d from
+// `acc_in` (0: d = A x B, the accumulators' old values ignored, so a new sum needs no zeroing of
+// them, which would make ptxas copy them around the wgmma every step).
 #define SG_ACC_F(x) "+f"(x)
 #define SG_ACC_R(x) "+r"(x)
-#define SG_WGMMA_SP_N8(INSTR, CONS, TRAIL, d, a, desc, e) \
-  asm volatile(                                           \
-      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"        \
-      " wgmma.mma_async.sp.sync.aligned." INSTR           \
-      " {"                                                \
-      "%0, %1, %2, %3"                                    \
-      "}, {%4, %5, %6, %7}, %8, %9, 0, p" TRAIL ";\n}\n"  \
-      : CONS(d[0]), CONS(d[1]), CONS(d[2]), CONS(d[3])    \
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e))
+#define SG_WGMMA_SP_N8(INSTR, CONS, TRAIL, d, a, desc, e, acc_in) \
+  asm volatile(                                                   \
+      "{\n .reg .pred p;\n setp.ne.b32 p, %10, 0;\n"              \
+      " wgmma.mma_async.sp.sync.aligned." INSTR                   \
+      " {"                                                        \
+      "%0, %1, %2, %3"                                            \
+      "}, {%4, %5, %6, %7}, %8, %9, 0, p" TRAIL ";\n}\n"          \
+      : CONS(d[0]), CONS(d[1]), CONS(d[2]), CONS(d[3])            \
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e), "r"(acc_in))
 
-#define SG_WGMMA_SP_N16(INSTR, CONS, TRAIL, d, a, desc, e)                                  \
+#define SG_WGMMA_SP_N16(INSTR, CONS, TRAIL, d, a, desc, e, acc_in)                          \
   asm volatile(                                                                             \
-      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"                                          \
+      "{\n .reg .pred p;\n setp.ne.b32 p, %14, 0;\n"                                        \
       " wgmma.mma_async.sp.sync.aligned." INSTR                                             \
       " {"                                                                                  \
       "%0, %1, %2, %3, %4, %5, %6, %7"                                                      \
       "}, {%8, %9, %10, %11}, %12, %13, 0, p" TRAIL ";\n}\n"                                \
       : CONS(d[0]), CONS(d[1]), CONS(d[2]), CONS(d[3]), CONS(d[4]), CONS(d[5]), CONS(d[6]), \
         CONS(d[7])                                                                          \
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e))
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e), "r"(acc_in))
 
-#define SG_WGMMA_SP_N32(INSTR, CONS, TRAIL, d, a, desc, e)                                      \
+#define SG_WGMMA_SP_N32(INSTR, CONS, TRAIL, d, a, desc, e, acc_in)                              \
   asm volatile(                                                                                 \
-      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"                                              \
+      "{\n .reg .pred p;\n setp.ne.b32 p, %22, 0;\n"                                            \
       " wgmma.mma_async.sp.sync.aligned." INSTR                                                 \
       " {"                                                                                      \
       "%0, %1, %2, %3, %4, %5, %6, %7, "                                                        \
@@ -195,11 +197,11 @@ __device__ __forceinline__ unsigned long long wgmma_desc_kmajor_sw128(unsigned s
       : CONS(d[0]), CONS(d[1]), CONS(d[2]), CONS(d[3]), CONS(d[4]), CONS(d[5]), CONS(d[6]),     \
         CONS(d[7]), CONS(d[8]), CONS(d[9]), CONS(d[10]), CONS(d[11]), CONS(d[12]), CONS(d[13]), \
         CONS(d[14]), CONS(d[15])                                                                \
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e))
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e), "r"(acc_in))
 
-#define SG_WGMMA_SP_N64(INSTR, CONS, TRAIL, d, a, desc, e)                                         \
+#define SG_WGMMA_SP_N64(INSTR, CONS, TRAIL, d, a, desc, e, acc_in)                                 \
   asm volatile(                                                                                    \
-      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"                                                 \
+      "{\n .reg .pred p;\n setp.ne.b32 p, %38, 0;\n"                                               \
       " wgmma.mma_async.sp.sync.aligned." INSTR                                                    \
       " {"                                                                                         \
       "%0, %1, %2, %3, %4, %5, %6, %7, "                                                           \
@@ -212,24 +214,24 @@ __device__ __forceinline__ unsigned long long wgmma_desc_kmajor_sw128(unsigned s
         CONS(d[14]), CONS(d[15]), CONS(d[16]), CONS(d[17]), CONS(d[18]), CONS(d[19]), CONS(d[20]), \
         CONS(d[21]), CONS(d[22]), CONS(d[23]), CONS(d[24]), CONS(d[25]), CONS(d[26]), CONS(d[27]), \
         CONS(d[28]), CONS(d[29]), CONS(d[30]), CONS(d[31])                                         \
-      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e))
+      : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "l"(desc), "r"(e), "r"(acc_in))
 
 // d (N/2 accumulators per thread, the mma C layout per n8 tile) += A(sparse, 64 x K) x B
 // (K x N, K-major through desc) for one warpgroup: K = 32 for __half / __nv_bfloat16 (fp32
 // accumulators), 64 for signed char (int32). N in {8, 16, 32, 64}.
 template <typename E, int N, typename Acc>
 __device__ __forceinline__ void wgmma_sp_m64(Acc* d, const uint4& a, unsigned long long desc,
-                                             unsigned e) {
+                                             unsigned e, int acc_in = 1) {
   static_assert(N == 8 || N == 16 || N == 32 || N == 64, "wgmma_sp_m64: N must be 8, 16, 32, 64");
-#define SG_WGMMA_SP_PICK(SHAPE, CONS, TRAIL)                     \
-  if constexpr (N == 8)                                          \
-    SG_WGMMA_SP_N8("m64n8" SHAPE, CONS, TRAIL, d, a, desc, e);   \
-  else if constexpr (N == 16)                                    \
-    SG_WGMMA_SP_N16("m64n16" SHAPE, CONS, TRAIL, d, a, desc, e); \
-  else if constexpr (N == 32)                                    \
-    SG_WGMMA_SP_N32("m64n32" SHAPE, CONS, TRAIL, d, a, desc, e); \
-  else                                                           \
-    SG_WGMMA_SP_N64("m64n64" SHAPE, CONS, TRAIL, d, a, desc, e);
+#define SG_WGMMA_SP_PICK(SHAPE, CONS, TRAIL)                             \
+  if constexpr (N == 8)                                                  \
+    SG_WGMMA_SP_N8("m64n8" SHAPE, CONS, TRAIL, d, a, desc, e, acc_in);   \
+  else if constexpr (N == 16)                                            \
+    SG_WGMMA_SP_N16("m64n16" SHAPE, CONS, TRAIL, d, a, desc, e, acc_in); \
+  else if constexpr (N == 32)                                            \
+    SG_WGMMA_SP_N32("m64n32" SHAPE, CONS, TRAIL, d, a, desc, e, acc_in); \
+  else                                                                   \
+    SG_WGMMA_SP_N64("m64n64" SHAPE, CONS, TRAIL, d, a, desc, e, acc_in);
   if constexpr (IsHalf<E>::value) {
     SG_WGMMA_SP_PICK("k32.f32.f16.f16", SG_ACC_F, ", 1, 1, 0")
   } else if constexpr (sizeof(E) == 2) {
