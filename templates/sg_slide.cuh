@@ -1372,10 +1372,9 @@ __device__ __forceinline__ void slide_spmm_wg(
   } else {                                                          // a consumer warp
     if (QUANT) token_scales = after_grid_dependency(token_scales);  // the lift wrote them
     // SPREAD: the row tiles whose partial sums this warp stored (a block's first and last
-    // segments may cover their row blocks partly, the others wholly) and how many blocks store
-    // into each. Counted on the tiles' counters and finished only after the last wgmma.sp: the
-    // count's fence would hold the warp mid-loop until its stores are done, and the finish's
-    // divergent path inside the loop would make ptxas serialise every wgmma.sp (C7520).
+    // segments may cover their row blocks partly, the others wholly), how many blocks store into
+    // each and whether this warp was the last; finished after the last wgmma.sp, since the
+    // finish's divergent path inside the loop would make ptxas serialise every wgmma.sp (C7520).
     // The slots of tile rt (one per block on its row block, NT·128 floats each) lie at
     // ws + (rt·col_blocks + cb)·slots·NT·128, the most blocks on a row block being
     // slots = R / (W / grid) + 2 (R runs per row block; slide_spread_slots on the host).
@@ -1384,6 +1383,7 @@ __device__ __forceinline__ void slide_spmm_wg(
       return ws + (static_cast<long long>(rt) * col_blocks + cb) * slots * (NT * 128);
     };
     int rt_a = 0, parts_a = 0, rt_b = 0, parts_b = 0, partials = 0;  // first and second partial
+    bool last_a = false, last_b = false;
     Walk w = walk0;
     int acc_in = 1;  // SPREAD: 0 at a segment's first step (a new sum, without zeroing acc)
     for (int i = 0; i < steps; ++i) {
@@ -1417,10 +1417,12 @@ __device__ __forceinline__ void slide_spmm_wg(
               tile_slots(rt) + (static_cast<int>(blockIdx.x) - static_cast<int>(b0)) * (NT * 128);
           detail::slide_part_store<NT, QUANT>(acc, slot, row_scales, token_scales, alpha, M, N, rt,
                                               ct0, lane);
+          const bool last =
+              detail::slide_part_arrive(counters + rt * col_blocks + cb, n_parts, lane);
           if (partials++ == 0) {
-            rt_a = rt, parts_a = n_parts;
+            rt_a = rt, parts_a = n_parts, last_a = last;
           } else {
-            rt_b = rt, parts_b = n_parts;
+            rt_b = rt, parts_b = n_parts, last_b = last;
           }
         }
         acc_in = 0;
@@ -1428,9 +1430,9 @@ __device__ __forceinline__ void slide_spmm_wg(
     }
     // The tiles' last block adds their slots in order and rounds them into C.
     for (int k = 0; SPREAD && k < partials; ++k) {
-      const int rt = k == 0 ? rt_a : rt_b, n_parts = k == 0 ? parts_a : parts_b;
-      if (detail::slide_part_arrive(counters + rt * col_blocks + cb, n_parts, lane))
-        detail::slide_part_finish<T, NT>(C, tile_slots(rt), n_parts,
+      const int rt = k == 0 ? rt_a : rt_b;
+      if (k == 0 ? last_a : last_b)
+        detail::slide_part_finish<T, NT>(C, tile_slots(rt), k == 0 ? parts_a : parts_b,
                                          counters + rt * col_blocks + cb, beta, M, N, rt, ct0, c_rs,
                                          c_ns, lane);
     }
