@@ -246,7 +246,7 @@ class SlideEmitter : public Emitter {
       comment(fmt::format(
           "spread: {} blocks share {} row blocks x {} runs equally; the blocks on a row block "
           "store their partial sums in slots of ws and its last block adds them into C",
-          s_.spread, (f_.row_tiles + s_.warps - 1) / s_.warps, f_.chunks / 3));
+          s_.spread, (f_.row_tiles + s_.wg_tiles() - 1) / s_.wg_tiles(), f_.chunks / 3));
     else if (split_k_parts())
       comment(fmt::format(
           "grid.y = {} column block(s) x {} K parts of {} chunks; the parts add into ws and the "
@@ -296,7 +296,8 @@ class SlideEmitter : public Emitter {
           targs(TypeArg{"T"}, IntArg{kind_of(p_.dtype, SlideForm::Kernel)}, IntArg{s_.n_tiles},
                 IntArg{slide_step_chunks(s_)}, IntArg{s_.warps}, IntArg{quant_ ? 1 : 0},
                 IntArg{s_.ksplit}, IntArg{s_.stages}, IntArg{s_.cluster}, IntArg{s_.producer},
-                IntArg{wg_fused() ? 1 : 0}, IntArg{s_.pattern}, IntArg{s_.spread > 0 ? 1 : 0});
+                IntArg{wg_fused() ? 1 : 0}, IntArg{s_.pattern}, IntArg{s_.spread > 0 ? 1 : 0},
+                IntArg{s_.wg_tiles()});
       const auto args_wg = std::tuple_cat(
           args, std::make_tuple(tmpl::cptr_tmap(
                     wg_fused() ? "&b_map" : "static_cast<const sg::TensorMap*>(nullptr)")));

@@ -93,7 +93,8 @@ class SlideCost final : public CostFamily {
     // K parts: every part adds M·N floats into the workspace; the finish reads and re-zeroes it.
     if (s.ksplit > 1) f.c_bytes += double(p.m) * n * 4.0 * (s.ksplit + 2);
     // spread: the rows shared by two blocks (about one per block) add through the workspace.
-    if (s.spread > 0) f.c_bytes += std::min(double(p.m), s.spread * 16.0 * s.warps) * n * 4.0 * 4.0;
+    if (s.spread > 0)
+      f.c_bytes += std::min(double(p.m), s.spread * 16.0 * s.wg_tiles()) * n * 4.0 * 4.0;
     f.dram_bytes = f.a_bytes + f.b_unique_bytes + f.c_bytes;
     f.l2_bytes = f.a_bytes + f.b_sector_bytes + f.c_bytes;
     f.warp_workers = grid_x * grid_y * s.warps;

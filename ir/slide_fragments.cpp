@@ -60,8 +60,7 @@ int64_t SlideTcFormat::bytes() const {
 
 SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype, SlideForm form, int group,
                             SlideWindowOrder order) {
-  SG_ASSERT(group == 1 || group == 2 || group == 4 || group == 8,
-            "pack_slide_tc: group must be 1, 2, 4 or 8");
+  SG_ASSERT(group >= 1 && group <= 8, "pack_slide_tc: group must be 1 … 8");
   const SlideMma mma = slide_mma(dtype, form);
   SG_ASSERT(order == SlideWindowOrder::Sliding || (n % 2 == 0 && mma.chunk == 32),
             "pack_slide_tc: raw-first windows need an even N and 32-column chunks");

@@ -18,9 +18,9 @@
 // 1-byte values, A and B: one 8-byte load per lane.
 // Arrays, by (row tile, chunk) slot (SlideTcFormat::slot): values [slot][lane][4E] (rows past M
 // and windows past K' hold zeros with code 0b0100), metadata [slot][8·meta_lanes]. group = 1:
-// row tile-major, then chunk-major. group = G > 1 (split=wg, G = warps): blocks of G row tiles,
-// chunk-major within a block, so one block's tiles of a run of chunks are one contiguous span; the
-// row tiles are padded to whole blocks (zeros, code 0b0100).
+// row tile-major, then chunk-major. group = G > 1 (split=wg, G = its row tiles per block): blocks
+// of G row tiles, chunk-major within a block, so one block's tiles of a run of chunks are one
+// contiguous span; the row tiles are padded to whole blocks (zeros, code 0b0100).
 //
 // Window order along K' (SlideWindowOrder). sliding: group after group, each group's windows in
 // order (ir/slide_format.h). raw-first (even N, 32-column chunks; split=wg with lift=fused): per
@@ -56,7 +56,7 @@ struct SlideTcFormat {
   SlideForm form = SlideForm::Kernel;  // and the mma.sp form (ir/slide_schedule.h)
   int64_t rows = 0, cols = 0, lifted_cols = 0, nnz = 0;
   int64_t row_tiles = 0, chunks = 0;
-  int group = 1;  // row tiles per block of the order (1, 2, 4, 8)
+  int group = 1;                                       // row tiles per block of the order (1 … 8)
   SlideWindowOrder order = SlideWindowOrder::Sliding;  // of the windows along K'
   std::vector<float> values;      // fragment order; quantized types: the quantized values
   std::vector<uint32_t> meta;     // fragment order
@@ -75,7 +75,7 @@ struct SlideTcFormat {
 // Φ (pack_slide), then the fragment order for `dtype` (fp16, bf16, int8 or e4m3; int8 / e4m3
 // quantize the rows first) in the mma.sp form `form`. Throws UserError as pack_slide does, or for
 // non-finite weights of a quantized type.
-// group: the slot order's row tiles per block (1, 2, 4 or 8); order: the windows' order along K'
+// group: the slot order's row tiles per block (1 … 8); order: the windows' order along K'
 // (see above).
 SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype,
                             SlideForm form = SlideForm::Kernel, int group = 1,

@@ -123,6 +123,15 @@ std::vector<std::string> validate(const SlideSchedule& s) {
   one_of("producer", s.producer, {0, 1});
   if (s.producer > 0 && s.split != SlideSplit::Group)
     why.push_back("producer=1 needs split=wg (a warp that stages the steps by bulk copies)");
+  if (s.tiles != 0 &&
+      (s.split != SlideSplit::Group || s.tiles >= s.warps || s.tiles <= s.warps - 4 || s.tiles < 1))
+    why.push_back(fmt::format(
+        "tiles={} needs split=wg and warps − 3 … warps − 1 tiles (warps={}; warps itself is the "
+        "default)",
+        s.tiles, s.warps));
+  if (s.tiles != 0 && s.cluster > 1)
+    why.push_back(
+        fmt::format("tiles={} needs cluster=1 (a cluster stages whole warps' tiles)", s.tiles));
   if (s.spread < 0 || s.spread > 65535)
     why.push_back(fmt::format("spread={} must be in 0..65535", s.spread));
   if (s.spread > 0 && (!s.fused_wg() || s.ksplit > 1))
@@ -172,13 +181,14 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
 
 std::string slide_spec(const SlideSchedule& s) {
   return fmt::format(
-      "slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}{}{}{}{}",
+      "slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}{}{}{}{}{}",
       2 * s.pattern - 2, 2 * s.pattern, to_string(s.split), to_string(s.lift), s.warps, s.m_tiles,
       s.n_tiles, s.unroll, s.ksplit > 1 ? fmt::format(";ksplit={}", s.ksplit) : "",
       s.stages > 1 ? fmt::format(";stages={}", s.stages) : "",
       s.prefetch > 0 ? fmt::format(";prefetch={}", s.prefetch) : "",
       s.cluster > 1 ? fmt::format(";cluster={}", s.cluster) : "",
-      s.producer > 0 ? ";producer=1" : "", s.spread > 0 ? fmt::format(";spread={}", s.spread) : "");
+      s.producer > 0 ? ";producer=1" : "", s.spread > 0 ? fmt::format(";spread={}", s.spread) : "",
+      s.tiles > 0 ? fmt::format(";tiles={}", s.tiles) : "");
 }
 
 std::string print_slide(const SlideSchedule& s) {
@@ -201,6 +211,10 @@ std::string print_slide(const SlideSchedule& s) {
   } else {
     out += fmt::format("  block : {} warpgroup{} x 64 rows each, {} column tile{}\n", s.warps / 4,
                        s.warps == 4 ? "" : "s", s.n_tiles, s.n_tiles == 1 ? "" : "s");
+    if (s.tiles > 0)
+      out += fmt::format(
+          "  rows  : tiles={} row tiles per block ({} rows); the last {} warp{} multiply zeros\n",
+          s.tiles, 16 * s.tiles, s.warps - s.tiles, s.warps - s.tiles == 1 ? "" : "s");
     if (s.lift == SlideLift::Fused)
       out += fmt::format(
           "  k     : unroll={} run(s) of 8 groups ({} chunks) per step, A by bulk copies, B by "
@@ -314,12 +328,15 @@ SlideSchedule parse_slide_fields(std::string_view spec,
       s.producer = static_cast<int>(spec_fields::parse_int(key, v, 0, 1));
     else if (key == "spread")
       s.spread = static_cast<int>(spec_fields::parse_int(key, v, 0, 65535));
+    else if (key == "tiles")
+      s.tiles = num(64);
     else
       spec_fields::error(key,
                          "one of pattern, split, lift, warps, mt, nt, unroll, ksplit, stages, "
-                         "prefetch, cluster, producer, spread (family slide)",
+                         "prefetch, cluster, producer, spread, tiles (family slide)",
                          key);
   });
+  if (s.tiles == s.warps) s.tiles = 0;  // the default, written out: the same schedule
   spec_fields::check_legal(spec, validate(s));
   return s;
 }
@@ -339,13 +356,15 @@ int64_t slide_chunks(const Problem& p, int pattern, SlideForm form) {
 }
 
 int64_t slide_spread_work(const Problem& p, const SlideSchedule& s) {
-  const int64_t row_blocks = (slide_row_tiles(p) + s.warps - 1) / s.warps;
+  const int64_t row_blocks = (slide_row_tiles(p) + s.wg_tiles() - 1) / s.wg_tiles();
   return row_blocks * (slide_chunks(p, s) / 3);
 }
 
 int64_t slide_grid_x(const Problem& p, const SlideSchedule& s) {
   if (s.spread > 0) return s.spread;
-  const int64_t per_block = s.split == SlideSplit::K ? s.m_tiles : int64_t{s.warps} * s.m_tiles;
+  const int64_t per_block = s.split == SlideSplit::K       ? s.m_tiles
+                            : s.split == SlideSplit::Group ? s.wg_tiles()
+                                                           : int64_t{s.warps} * s.m_tiles;
   const int64_t blocks = (slide_row_tiles(p) + per_block - 1) / per_block;
   return (blocks + s.cluster - 1) / s.cluster * s.cluster;  // whole clusters
 }
@@ -379,7 +398,7 @@ int64_t slide_spread_slots(const Problem& p, const SlideSchedule& s) {
   return slide_chunks(p, s) / 3 / std::max<int64_t>(per_block, 1) + 2;
 }
 int64_t slide_counters_offset(const Problem& p, const SlideSchedule& s) {
-  const int64_t padded_rows = (slide_row_tiles(p) + s.warps - 1) / s.warps * s.warps;
+  const int64_t padded_rows = (slide_row_tiles(p) + s.wg_tiles() - 1) / s.wg_tiles() * s.wg_tiles();
   if (s.spread > 0)
     return padded_rows * slide_col_blocks(p, s) * slide_spread_slots(p, s) * s.n_tiles * 128;
   // The sums in mma C fragment order (templates/sg_slide.cuh, slide_ws_index): whole 16 x 8 tiles.
@@ -389,7 +408,8 @@ int64_t slide_workspace_bytes(const Problem& p, const SlideSchedule& s) {
   // spread: a counter per 16-row tile (of whole row blocks) and column block.
   if (s.spread > 0)
     return 4 * slide_counters_offset(p, s) +
-           ((slide_row_tiles(p) + s.warps - 1) / s.warps * s.warps * slide_col_blocks(p, s) * 4 +
+           ((slide_row_tiles(p) + s.wg_tiles() - 1) / s.wg_tiles() * s.wg_tiles() *
+                slide_col_blocks(p, s) * 4 +
             15) /
                16 * 16;
   if (s.ksplit <= 1) return 0;
@@ -409,7 +429,7 @@ int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s) {
   if (s.split == SlideSplit::Group) {
     const int64_t step =
         slide_step_chunks(s) *
-        (s.n_tiles * 512 + int64_t{s.warps} * (512 + 32 * slide_mma(p.dtype).meta_lanes));
+        (s.n_tiles * 512 + int64_t{s.wg_tiles()} * (512 + 32 * slide_mma(p.dtype).meta_lanes));
     if (s.lift == SlideLift::Kernel) return int64_t{s.stages + 1} * step;
     return int64_t{s.stages + 1} * ((step + 1023) / 1024 * 1024) + 1024;
   }
@@ -434,7 +454,7 @@ int slide_registers(const Problem&, const SlideSchedule& s) {
 }
 
 int slide_pack_group(const SlideSchedule& s) {
-  return s.split == SlideSplit::Group ? s.warps : 1;
+  return s.split == SlideSplit::Group ? s.wg_tiles() : 1;
 }
 
 SlideWindowOrder slide_pack_order(const SlideSchedule& s) {
@@ -483,6 +503,37 @@ std::vector<std::string> verify_slide(const Problem& p, const SlideSchedule& s,
     why.push_back("the operands exceed the kernel's 32-bit offsets");
   return why;
 }
+
+namespace {
+
+// The share of the resident-block slots a one-or-more-wave grid of s fills on dev (1: every slot
+// busy in every wave).
+double slide_slot_fill(const Problem& p, const SlideSchedule& s, const DeviceLimits& dev) {
+  const int64_t by_smem = dev.max_shared_per_multiprocessor / (slide_shared_bytes(p, s) + 1024);
+  const int64_t by_threads = dev.max_threads_per_multiprocessor / s.threads_per_block();
+  const int64_t slots = int64_t{std::max(dev.multiprocessors, 1)} *
+                        std::max<int64_t>(1, std::min(by_smem, by_threads));
+  const int64_t blocks = slide_grid_x(p, s) * slide_grid_y(p, s);
+  return double(blocks) / double((blocks + slots - 1) / slots * slots);
+}
+
+// split=wg: the row tiles per block below warps (warps − 3 … warps − 1) whose grid fills the
+// multiprocessors best, when it fills at least 5 % more of them than warps tiles; 0 otherwise.
+int slide_fill_tiles(const Problem& p, const SlideSchedule& s, const DeviceLimits& dev) {
+  SlideSchedule t = s;
+  t.tiles = 0;
+  const double base = slide_slot_fill(p, t, dev);
+  double best = base + 0.05;
+  int pick = 0;
+  for (int tiles = s.warps - 1; tiles > s.warps - 4 && tiles >= 1; --tiles) {
+    t.tiles = tiles;
+    const double fill = slide_slot_fill(p, t, dev);
+    if (fill > best) best = fill, pick = tiles;
+  }
+  return pick;
+}
+
+}  // namespace
 
 std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev) {
@@ -542,6 +593,12 @@ std::vector<Schedule> enumerate_slide_schedules(const Problem& p, const CsrMatri
                       !verify_slide(p, s, dev).empty())
                     continue;
                   out.emplace_back(s);
+                  // split=wg: also the block of fewer row tiles that fills the multiprocessors.
+                  if (split != SlideSplit::Group) continue;
+                  s.tiles = slide_fill_tiles(p, s, dev);
+                  if (s.tiles > 0 && validate(s).empty() && validate_slide(p, s).empty() &&
+                      verify_slide(p, s, dev).empty())
+                    out.emplace_back(s);
                 }
               }
           }

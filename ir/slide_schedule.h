@@ -39,6 +39,10 @@
 //              blocks do not divide among them (14336 rows: 112 row blocks of 128 on 132
 //              multiprocessors). Given by SPEC only: on an H200 spread=132 ran 46.7 us against 38.6
 //              us for the 112 plain blocks (14336x4096, N = 64), so not enumerated.
+//     tiles    split=wg: 16-row tiles per block, warps − 3 … warps − 1 (printed when set; the
+//              default is warps): the last warpgroup's last warps multiply zeros and store
+//              nothing, so that the row blocks fill the multiprocessors when warps tiles would
+//              leave many idle (14336 rows: 128 blocks of 7 tiles on 132 SMs, not 112 of 8).
 //     producer split=wg: 1 adds a warp that only stages the steps (bulk copies into a ring whose
 //              buffers the multiplying warps release through barriers), so that the warpgroups
 //              never wait at a block barrier or for a copy's issue (printed when 1). Given by SPEC
@@ -110,6 +114,7 @@ struct SlideSchedule {
   int cluster = 1;                     // split=wg: row blocks sharing B by multicast: 1, 2, 4
   int producer = 0;                    // split=wg: 1 adds a producer warp that stages the steps
   int spread = 0;                      // split=wg lift=fused: grid blocks sharing the work, or 0
+  int tiles = 0;  // split=wg: 16-row tiles per block (warps − 3 … warps − 1), 0: warps
 
   // split=wg with lift=fused: the kernel that copies B's original columns itself (TMA) over
   // raw-first windows (see lift above).
@@ -117,6 +122,8 @@ struct SlideSchedule {
   // Warps that only stage steps: split=wg's producer field, or with lift=fused one per buffer of
   // its ring (stages + 1).
   int producer_warps() const { return fused_wg() ? stages + 1 : producer; }
+  // split=wg: the block's 16-row tiles (its last warps multiply zeros when fewer than warps).
+  int wg_tiles() const { return tiles > 0 ? tiles : warps; }
   // warps multiply; the producer warps stage
   int threads_per_block() const { return (warps + producer_warps()) * kWarpSize; }
 

@@ -1013,19 +1013,23 @@ __device__ __forceinline__ void slide_spmm_rows(
                                               ct0 * 8, NT * 8, M, N, c_rs, c_ns, beta, tid);
 }
 
-// split=wg (sm_90a): warpgroups own rows and multiply with wgmma.sp. Block x computes row tiles
-// x·WARPS … (warp w: tile x·WARPS + w; warpgroup q: the 64 rows of warps 4q … 4q + 3) and column
-// tiles cb·NT … (cb, K part and finish as in slide_spmm_rows). A step is U chunks. Thread 0
+// split=wg (sm_90a): warpgroups own rows and multiply with wgmma.sp. Block x computes the TB row
+// tiles x·TB … (warp w: tile x·TB + w; warpgroup q: the 64 rows of warps 4q … 4q + 3) and column
+// tiles cb·NT … (cb, K part and finish as in slide_spmm_rows). TB < WARPS (at least WARPS − 3):
+// the last warpgroup's last warps multiply zeros and store nothing, so that the row blocks can
+// fill the multiprocessors (14336 rows: 128 blocks of 7 tiles on 132, not 112 of 8). Below,
+// "the block's tiles" are its TB tiles (a step's A and metadata: TB x U fragments). A step is U
+// chunks. Thread 0
 // stages each step whole in shared memory with bulk copies (sg_bulk_copy.cuh) counted by the
 // step's mbarrier, ST + 1 steps in flight in a ring of ST + 1 buffers:
 //   B     U x NT x 512 bytes, written by slide_lift in core order (ORDER = 2): per chunk and
 //         column tile the K-major core matrices of one wgmma.sp B operand (LBO 128: the next 4E
-//         lifted rows; SBO 512: the next 8 tokens), read once per WARPS·16 rows; per chunk one
+//         lifted rows; SBO 512: the next 8 tokens), read once per TB·16 rows; per chunk one
 //         copy of the block's column tiles (adjacent in bw), or one copy of the step when the
 //         block holds every column tile (NT = col_tiles: the step's chunks are adjacent too)
-//   A     U x WARPS x 512 bytes: the pack's slot order groups WARPS row tiles (group = WARPS,
+//   A     U x TB x 512 bytes: the pack's slot order groups TB row tiles (group = TB,
 //         ir/slide_fragments.h), so a step's fragments of the block are one copy
-//   meta  U x WARPS x 32·ML bytes, one copy likewise
+//   meta  U x TB x 32·ML bytes, one copy likewise
 // Chunks past the part's end are neither copied nor multiplied; column tiles past N and row tiles
 // past M are not copied (their garbage only reaches the columns and rows never stored). Each warp
 // then takes its fragments into registers and its warpgroup issues one wgmma.sp
@@ -1073,7 +1077,7 @@ __device__ __forceinline__ void slide_spmm_rows(
 // the same share when the row blocks do not divide among them.
 //   consumer: for step i: multiply; arrive empty; at a segment's end: store or add + finish
 template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST, int CL, int PW,
-          int LIFT, int P, int SPREAD>
+          int LIFT, int P, int SPREAD, int TB>
 __device__ __forceinline__ void slide_spmm_wg(
     const unsigned* __restrict__ a, const unsigned* __restrict__ meta,
     const unsigned* __restrict__ bw, T* __restrict__ C, const float* __restrict__ row_scales,
@@ -1084,6 +1088,8 @@ __device__ __forceinline__ void slide_spmm_wg(
   static_assert(LIFT == 0 || (KIND <= 1 && P == 4 && PW == 0 && CL == 1 && U % 3 == 0),
                 "split=wg lift=fused: fp16 / bf16 6:8, whole runs per step, no cluster");
   static_assert(WARPS % 4 == 0, "split=wg: whole warpgroups");
+  static_assert(TB > WARPS - 4 && TB <= WARPS && (TB == WARPS || CL == 1),
+                "row tiles per block: warps − 3 … warps (fewer with no cluster)");
   static_assert(KIND <= 2, "split=wg: fp16, bf16 or int8 (16-byte lanes)");
   static_assert(CL == 1 || CL == 2 || CL == 4, "cluster of 1, 2 or 4 blocks");
   static_assert(PW == 0 || PW == 1, "one producer warp or none");
@@ -1094,11 +1100,11 @@ __device__ __forceinline__ void slide_spmm_wg(
       KIND == 0, __half,
       typename detail::SlideCond<KIND == 1, __nv_bfloat16, signed char>::type>::type;
   constexpr int ML = K_::kMetaLanes;
-  constexpr int kTile = 512;                  // bytes per chunk of a column tile or row tile
-  constexpr int kMeta = 32 * ML;              // metadata bytes per chunk of a row tile
-  constexpr int kBytesB = U * NT * kTile;     // a step's bytes: B,
-  constexpr int kBytesA = WARPS * U * kTile;  // A,
-  constexpr int kBytesM = WARPS * U * kMeta;  // and metadata
+  constexpr int kTile = 512;               // bytes per chunk of a column tile or row tile
+  constexpr int kMeta = 32 * ML;           // metadata bytes per chunk of a row tile
+  constexpr int kBytesB = U * NT * kTile;  // a step's bytes: B,
+  constexpr int kBytesA = TB * U * kTile;  // A,
+  constexpr int kBytesM = TB * U * kMeta;  // and metadata
   // LIFT: buffers on 1024-byte boundaries (the TMA copies' 128-byte swizzle atoms).
   constexpr int kStep =
       LIFT ? (kBytesB + kBytesA + kBytesM + 1023) / 1024 * 1024 : kBytesB + kBytesA + kBytesM;
@@ -1119,7 +1125,9 @@ __device__ __forceinline__ void slide_spmm_wg(
   constexpr int kPartAlign = LIFT ? 3 : 1;  // LIFT: parts of whole runs
   const detail::SlideBlockPart bp = detail::slide_block_part<KS, kPartAlign>(chunks, col_blocks);
   const int cb = bp.cb, c0 = bp.c0, c1 = bp.c1;
-  const int bt0 = blockIdx.x * WARPS, rt0 = bt0 + warp, ct0 = cb * NT;
+  // The block's TB row tiles from bt0; warp w < TB multiplies tile bt0 + w, the others (TB <
+  // WARPS: the last warpgroup's last warps) multiply zeros and store nothing.
+  const int bt0 = blockIdx.x * TB, rt0 = bt0 + warp, ct0 = cb * NT;
   Acc acc[NT * 4];
 #pragma unroll
   for (int i = 0; i < NT * 4; ++i) acc[i] = 0;
@@ -1131,7 +1139,7 @@ __device__ __forceinline__ void slide_spmm_wg(
   const unsigned bar0 = static_cast<unsigned>(__cvta_generic_to_shared(full));
   const unsigned raw0 = static_cast<unsigned>(__cvta_generic_to_shared(raw));
   // SPREAD: this block's runs [u_begin, u_end) of the W = row blocks x runs, row-block-major.
-  const int runs_total = chunks / 3, row_blocks = (row_tiles + WARPS - 1) / WARPS;
+  const int runs_total = chunks / 3, row_blocks = (row_tiles + TB - 1) / TB;
   const long long work = static_cast<long long>(row_blocks) * runs_total;
   const long long u_begin = SPREAD ? blockIdx.x * work / gridDim.x : 0;
   const long long u_end = SPREAD ? (blockIdx.x + 1ll) * work / gridDim.x : 0;
@@ -1151,7 +1159,7 @@ __device__ __forceinline__ void slide_spmm_wg(
             : rb_first == rb_last ? steps_first
                                   : steps_first + (rb_last - rb_first - 1) * steps_row +
                                         (r_last_end + kRuns - 1) / kRuns;
-  const int tiles_n = min(NT, col_tiles - ct0), tiles_m = max(0, min(WARPS, row_tiles - bt0));
+  const int tiles_n = min(NT, col_tiles - ct0), tiles_m = max(0, min(TB, row_tiles - bt0));
   const unsigned empty0 = static_cast<unsigned>(__cvta_generic_to_shared(empty));
   const unsigned cempty0 = static_cast<unsigned>(__cvta_generic_to_shared(cluster_empty));
   if (tid == 0) {
@@ -1213,14 +1221,14 @@ __device__ __forceinline__ void slide_spmm_wg(
     const unsigned bar = bar0 + 8 * (i % kBuffers);
     // A block past M (the grid rounded up to whole clusters) has no tiles to copy; LIFT: B
     // arrives on the raw barrier instead (stage_b).
-    const int rows_copied = tiles_m > 0 || SPREAD ? WARPS : 0;
+    const int rows_copied = tiles_m > 0 || SPREAD ? TB : 0;
     detail::bulk_expect(bar, static_cast<unsigned>(nu * ((LIFT ? 0 : tiles_n * kTile) +
                                                          rows_copied * (kTile + kMeta))));
     if (rows_copied == 0) return;
-    // Slot (row block, chunk kc0) onwards: the block's WARPS tiles of nu chunks, adjacent.
-    const long long slot = (static_cast<long long>(st.rb) * chunks + kc0) * WARPS;
-    detail::bulk_copy(buf + kBytesB, a8 + slot * kTile, nu * WARPS * kTile, bar);
-    detail::bulk_copy(buf + kBytesB + kBytesA, m8 + slot * kMeta, nu * WARPS * kMeta, bar);
+    // Slot (row block, chunk kc0) onwards: the block's TB tiles of nu chunks, adjacent.
+    const long long slot = (static_cast<long long>(st.rb) * chunks + kc0) * TB;
+    detail::bulk_copy(buf + kBytesB, a8 + slot * kTile, nu * TB * kTile, bar);
+    detail::bulk_copy(buf + kBytesB + kBytesA, m8 + slot * kMeta, nu * TB * kMeta, bar);
   };
   // Step i's B: this block's (CL = 1) or, from the leader, the cluster's.
   auto issue_b = [&](int i) {
@@ -1268,7 +1276,7 @@ __device__ __forceinline__ void slide_spmm_wg(
   // Step i's product of this warp's warpgroup, once the step has landed; on return the wgmma has
   // read the buffer. acc_in = 0: the step starts a new sum (its first wgmma.sp ignores acc).
   auto multiply = [&](int i, const Step& st, int acc_in) {
-    const int kc0 = st.kc0, kc1 = st.c1, wrt = st.rb * WARPS + warp;
+    const int kc0 = st.kc0, kc1 = st.c1, wrt = st.rb * TB + warp;
     detail::bulk_wait(bar0 + 8 * (i % kBuffers), static_cast<unsigned>((i / kBuffers) & 1));
     const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
     const char* sb = sbase + (i % kBuffers) * kStep;
@@ -1278,9 +1286,9 @@ __device__ __forceinline__ void slide_spmm_wg(
     unsigned ev[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const bool ok = kc0 + u < kc1 && wrt < row_tiles;
-      av[u] = ok ? sa[(u * WARPS + warp) * 32 + lane] : make_uint4(0u, 0u, 0u, 0u);
-      ev[u] = ok ? sm[(u * WARPS + warp) * 8 * ML + meta_lane] : 0x44444444u;  // a valid 2:4 index
+      const bool ok = kc0 + u < kc1 && warp < TB && wrt < row_tiles;
+      av[u] = ok ? sa[(u * TB + warp) * 32 + lane] : make_uint4(0u, 0u, 0u, 0u);
+      ev[u] = ok ? sm[(u * TB + warp) * 8 * ML + meta_lane] : 0x44444444u;  // a valid 2:4 index
     }
     // B of chunk u: core order (LBO 128, SBO 512); LIFT: a run's first two chunks in the TMA
     // copy's swizzled rows, its third (the overlaps) in core order after the step's rows.
@@ -1401,9 +1409,11 @@ __device__ __forceinline__ void slide_spmm_wg(
         w = advance(w, 1);
         if (!st.last) continue;
         // The segment's sums: C itself when it covers the whole row block, else this block's slot.
-        const int rt = st.rb * WARPS + warp;
+        const int rt = st.rb * TB + warp;
         const long long first = static_cast<long long>(st.rb) * runs_total;
-        if (u_begin <= first && u_end >= first + runs_total) {
+        if (warp >= TB) {
+          // no tile of its own
+        } else if (u_begin <= first && u_end >= first + runs_total) {
           detail::slide_store<T, 1, NT, QUANT, 0>(acc, C, ws, row_scales, token_scales, alpha, beta,
                                                   M, N, rt, ct0, g, t, c_rs, c_ns);
         } else if (partials < 2) {
@@ -1441,13 +1451,13 @@ __device__ __forceinline__ void slide_spmm_wg(
     detail::cluster_sync();  // no block leaves while the leader's copies or arrivals may reach it
     if (bt0 >= row_tiles) return;  // a row block past M, there for the cluster's staging
   }
-  if (warp < WARPS && !SPREAD)
+  if (warp < TB && !SPREAD)
     detail::slide_store<T, 1, NT, QUANT, (KS > 1)>(acc, C, ws, row_scales, token_scales, alpha,
                                                    beta, M, N, rt0, ct0, g, t, c_rs, c_ns);
   if constexpr (KS > 1)
     detail::slide_split_finish<T, WARPS * 32>(C, ws, counters + blockIdx.x * col_blocks + cb, KS,
-                                              blockIdx.x * WARPS * 16, WARPS * 16, ct0 * 8, NT * 8,
-                                              M, N, c_rs, c_ns, beta, tid);
+                                              blockIdx.x * TB * 16, TB * 16, ct0 * 8, NT * 8, M, N,
+                                              c_rs, c_ns, beta, tid);
 }
 
 // The scale step after a library 2:4 GEMM of 8-bit types: C (M x N, column-major) =

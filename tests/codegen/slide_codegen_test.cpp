@@ -315,10 +315,10 @@ TEST(SlideCodegen, WarpgroupKernelOnSm90a) {
         k.source.find(fmt::format("sg::slide_lift<T, {}, 4, 128, {}, 8, 0, 2>(", kind, quant)),
         std::string::npos)
         << k.source;
-    EXPECT_NE(k.source.find(
-                  fmt::format("sg::slide_spmm_wg<T, {}, 4, 2, 8, {}, 1, 2, 1, 0, 0, 4, 0>(values, "
-                              "meta, bw, C",
-                              kind, quant)),
+    EXPECT_NE(k.source.find(fmt::format(
+                  "sg::slide_spmm_wg<T, {}, 4, 2, 8, {}, 1, 2, 1, 0, 0, 4, 0, 8>(values, "
+                  "meta, bw, C",
+                  kind, quant)),
               std::string::npos)
         << k.source;
     EXPECT_TRUE(k.arch_specific);
@@ -340,9 +340,9 @@ TEST(SlideCodegen, WarpgroupClusterLaunch) {
   s.cluster = 4;
   const Problem p = Problem::spmm(100, 130, 32, DType::F16);
   const GeneratedKernel k = emit_wg(a, p, s);
-  EXPECT_NE(
-      k.source.find("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, 1, 2, 4, 0, 0, 4, 0>(values, meta, bw, C"),
-      std::string::npos)
+  EXPECT_NE(k.source.find(
+                "sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, 1, 2, 4, 0, 0, 4, 0, 4>(values, meta, bw, C"),
+            std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("// clusters of 4 row blocks"), std::string::npos) << k.source;
   EXPECT_EQ(k.signature.launch.grid_x, 4);
@@ -364,10 +364,10 @@ TEST(SlideCodegen, WarpgroupProducerWarp) {
     s.ksplit = cluster == 1 ? 1 : 2;
     const Problem p = Problem::spmm(100, 130, 32, DType::F16);
     const GeneratedKernel k = emit_wg(a, p, s);
-    EXPECT_NE(k.source.find(
-                  fmt::format("sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, {}, 2, {}, 1, 0, 4, 0>(values, "
-                              "meta, bw, C",
-                              s.ksplit, cluster)),
+    EXPECT_NE(k.source.find(fmt::format(
+                  "sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, {}, 2, {}, 1, 0, 4, 0, 4>(values, "
+                  "meta, bw, C",
+                  s.ksplit, cluster)),
               std::string::npos)
         << k.source;
     EXPECT_NE(k.source.find("__launch_bounds__(160) sparsegen_slide("), std::string::npos)
@@ -396,11 +396,12 @@ TEST(SlideCodegen, WarpgroupFusedLift) {
         ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
         const GeneratedKernel k = emit_wg(a, p, s);
         const int u = 2 * (pattern - 1);
-        EXPECT_NE(k.source.find(fmt::format(
-                      "sg::slide_spmm_wg<T, {}, 4, {}, 8, 0, {}, 3, 1, 0, 1, {}, 0>(values, meta, "
-                      "static_cast<const unsigned*>(nullptr), C",
-                      dt == DType::F16 ? 0 : 1, u, ksplit, pattern)),
-                  std::string::npos)
+        EXPECT_NE(
+            k.source.find(fmt::format(
+                "sg::slide_spmm_wg<T, {}, 4, {}, 8, 0, {}, 3, 1, 0, 1, {}, 0, 8>(values, meta, "
+                "static_cast<const unsigned*>(nullptr), C",
+                dt == DType::F16 ? 0 : 1, u, ksplit, pattern)),
+            std::string::npos)
             << k.source;
         EXPECT_NE(k.source.find(", &b_map);"), std::string::npos) << k.source;
         EXPECT_NE(k.source.find("const __grid_constant__ sg::TensorMap b_map"), std::string::npos);
@@ -440,9 +441,10 @@ TEST(SlideCodegen, WarpgroupFusedLiftSpread) {
   ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
   EXPECT_EQ(slide_spread_work(p, s), 24);
   const GeneratedKernel k = emit_wg(a, p, s);
-  EXPECT_NE(k.source.find("sg::slide_spmm_wg<T, 0, 4, 3, 8, 0, 1, 3, 1, 0, 1, 4, 1>(values, meta, "
-                          "static_cast<const unsigned*>(nullptr), C"),
-            std::string::npos)
+  EXPECT_NE(
+      k.source.find("sg::slide_spmm_wg<T, 0, 4, 3, 8, 0, 1, 3, 1, 0, 1, 4, 1, 8>(values, meta, "
+                    "static_cast<const unsigned*>(nullptr), C"),
+      std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("// spread: 5 blocks share 3 row blocks x 8 runs equally"),
             std::string::npos)
@@ -465,6 +467,28 @@ TEST(SlideCodegen, WarpgroupFusedLiftSpread) {
   for (const char* bad : {"slide;split=wg;stages=2;spread=4", "slide;split=k;lift=fused;spread=4",
                           "slide;split=wg;lift=fused;stages=2;ksplit=2;spread=4"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
+}
+
+// split=wg with fewer row tiles per block than warps: the template's last argument, the grid of
+// 7-tile blocks, the pack grouped by 7, and a cubin for sm_90a (lift=fused and lift=kernel).
+TEST(SlideCodegen, WarpgroupFewerRowTiles) {
+  const CsrMatrix a = weight_6_8(300, 512);  // 19 row tiles: 3 blocks of 7
+  for (const SlideLift lift : {SlideLift::Fused, SlideLift::Kernel}) {
+    SlideSchedule s = wg_schedule(8, 4, lift == SlideLift::Fused ? 1 : 2, 3);
+    s.lift = lift;
+    s.tiles = 7;
+    const Problem p = Problem::spmm(300, 512, 32, DType::F16, Layout::ColMajor, Layout::ColMajor);
+    ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
+    const GeneratedKernel k = emit_wg(a, p, s);
+    EXPECT_NE(k.source.find(fmt::format(
+                  "sg::slide_spmm_wg<T, 0, 4, {}, 8, 0, 1, 3, 1, 0, {}, 4, 0, 7>(values, meta, ",
+                  lift == SlideLift::Fused ? 3 : 2, lift == SlideLift::Fused ? 1 : 0)),
+              std::string::npos)
+        << k.source;
+    EXPECT_EQ(k.signature.launch.grid_x, 3);
+    EXPECT_EQ(slide_pack_group(s), 7);
+    EXPECT_FALSE(image_for(k, "sm_90a").empty()) << to_string(Schedule(s));
+  }
 }
 
 TEST(SlideCodegen, CompilesForEveryValueType) {

@@ -287,6 +287,42 @@ TEST_F(GpuSlide, WarpgroupFusedLiftSpread) {
   std::printf("slide split=wg lift=fused spread: %d kernels checked\n", checked_);
 }
 
+// split=wg blocks of fewer row tiles than warps (tiles = warps − 3 … warps − 1: the last warps
+// multiply zeros and store nothing): lift=kernel (fp16, bf16, int8) and lift=fused, one K part and
+// three, fused with spread (row blocks of `tiles` shared by blocks); M = 150 (10 row tiles: the
+// last block short) and 300, N = 1, 24 and 64.
+TEST_F(GpuSlide, WarpgroupFewerRowTiles) {
+  if (!target_.limits.wgmma) GTEST_SKIP() << "split=wg needs an sm_90 device";
+  uint64_t seed = 2500;
+  int expected = 0;
+  for (const int64_t rows : {int64_t{150}, int64_t{300}}) {
+    const CsrMatrix a = slide_weight(rows, 384, 4, 73);
+    for (DType dt : {DType::F16, DType::BF16, DType::I8})
+      for (int64_t n : {1, 24, 64})
+        for (const SlideLift lift : {SlideLift::Kernel, SlideLift::Fused}) {
+          if (lift == SlideLift::Fused && dt == DType::I8) continue;
+          const Problem p = Problem::spmm(a.rows, a.cols, n, dt, Layout::ColMajor,
+                                          n == 24 ? Layout::RowMajor : Layout::ColMajor);
+          const int warps = n == 24 ? 4 : 8;
+          SlideSchedule s =
+              wg_schedule(warps,
+                          n == 1    ? 1
+                          : n == 24 ? 2
+                                    : 8,
+                          lift == SlideLift::Fused ? 1 : 2, 2 + int(seed % 2), n == 64 ? 3 : 1);
+          s.lift = lift;
+          s.tiles = warps - 1 - static_cast<int>(seed % 3);
+          if (lift == SlideLift::Fused && n == 24) s.spread = 5;
+          ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
+          ++expected;
+          check_schedule(a, p, Schedule(s), ++seed);
+        }
+  }
+  EXPECT_EQ(checked_, expected);
+  EXPECT_EQ(expected, 2 * 3 * 5);
+  std::printf("slide split=wg fewer row tiles: %d kernels checked\n", checked_);
+}
+
 // K parts (ksplit 2, 3, 5: the last part short or empty) for every split and lift, every value
 // type, N = 1, 8 and 64, K odd and even, B and C in both layouts; gpu_check runs each kernel twice
 // (two betas), so the second run also checks that the first left the workspace at zero.

@@ -166,6 +166,62 @@ TEST(SlideSchedule, WarpgroupFusedLift) {
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
+// split=wg blocks of fewer row tiles than warps: printed and parsed (tiles = warps is the default
+// and reads back as it), the grid, the pack group and the ring's A sized by the tiles; the
+// enumeration offers the count that fills the multiprocessors (14336 rows: 7 tiles, 128 blocks
+// on 132) and none where warps tiles already do; the combinations refused, with the reason.
+TEST(SlideSchedule, WarpgroupFewerRowTiles) {
+  SlideSchedule s;
+  s.pattern = 4;
+  s.split = SlideSplit::Group;
+  s.lift = SlideLift::Fused;
+  s.warps = 8;
+  s.n_tiles = 8;
+  s.unroll = 1;
+  s.stages = 5;
+  s.tiles = 7;
+  const std::string spec = to_string(Schedule(s));
+  EXPECT_EQ(spec,
+            "slide;pattern=6:8;split=wg;lift=fused;warps=8;mt=1;nt=8;unroll=1;stages=5;tiles=7");
+  EXPECT_EQ(parse_schedule(spec), Schedule(s));
+  EXPECT_NE(print_schedule(Schedule(s))
+                .find("  rows  : tiles=7 row tiles per block (112 rows); the last 1 warp multiply "
+                      "zeros\n"),
+            std::string::npos);
+  EXPECT_EQ(parse_schedule("slide;pattern=6:8;split=wg;warps=8;stages=2;tiles=8"),
+            parse_schedule("slide;pattern=6:8;split=wg;warps=8;stages=2"));
+  const Problem p = Problem::spmm(14336, 4096, 64, DType::F16, Layout::ColMajor, Layout::ColMajor);
+  EXPECT_TRUE(validate_slide(p, s).empty());
+  EXPECT_EQ(s.wg_tiles(), 7);
+  EXPECT_EQ(slide_grid_x(p, s), 128);  // 896 row tiles / 7
+  EXPECT_EQ(slide_pack_group(s), 7);
+  // 6 buffers of 3 chunks x (B: 8 tiles x 512, A: 7 tiles x 512, metadata: 7 x 64), each rounded
+  // up to 1024 bytes, and 1024 to align the first.
+  EXPECT_EQ(slide_shared_bytes(p, s), 6 * 24576 + 1024);
+  EXPECT_TRUE(verify_slide(p, s, DeviceLimits::sm90()).empty());
+  // The enumeration: tiles=7 beside the default at 14336 rows, nothing at 4096 rows with 4 K
+  // parts (32 row blocks x 4 = 128 blocks already).
+  const CsrMatrix a = slide_weight(32, 64, 4, 5);  // 6:8: the pattern is what it reads
+  auto offered = [&](const Problem& q, const std::string& want) {
+    for (const Schedule& e : enumerate_slide_schedules(q, a, DeviceLimits::sm90()))
+      if (to_string(e) == want) return true;
+    return false;
+  };
+  EXPECT_TRUE(offered(p, spec));
+  EXPECT_TRUE(
+      offered(p, "slide;pattern=6:8;split=wg;lift=fused;warps=8;mt=1;nt=8;unroll=1;stages=5"));
+  const Problem square =
+      Problem::spmm(4096, 4096, 64, DType::F16, Layout::ColMajor, Layout::ColMajor);
+  EXPECT_FALSE(offered(square,
+                       "slide;pattern=6:8;split=wg;lift=fused;warps=8;mt=1;nt=8;unroll=1;ksplit=4;"
+                       "stages=2;tiles=7"));
+  for (const char* bad : {"slide;split=k;tiles=3", "slide;split=wg;warps=8;stages=2;tiles=4",
+                          "slide;split=wg;warps=4;stages=2;tiles=9",
+                          "slide;split=wg;warps=8;stages=2;tiles=7;cluster=2",
+                          "slide;split=wg;warps=8;stages=2;tiles=0"})
+    EXPECT_THROW(parse_schedule(bad), UserError) << bad;
+}
+
 // split=wg clusters: printed, parsed, the grid rounded up to whole clusters; other splits and
 // sizes refused with the reason.
 TEST(SlideSchedule, WarpgroupClusters) {
