@@ -301,8 +301,11 @@ TEST_F(GpuSlide, WarpgroupFewerRowTiles) {
       for (int64_t n : {1, 24, 64})
         for (const SlideLift lift : {SlideLift::Kernel, SlideLift::Fused}) {
           if (lift == SlideLift::Fused && dt == DType::I8) continue;
-          const Problem p = Problem::spmm(a.rows, a.cols, n, dt, Layout::ColMajor,
-                                          n == 24 ? Layout::RowMajor : Layout::ColMajor);
+          const Layout cl = n == 24 ? Layout::RowMajor : Layout::ColMajor;
+          const Problem p = is_quantized(dt)
+                                ? Problem::quantized_spmm(a.rows, a.cols, n, dt, DType::BF16,
+                                                          Layout::ColMajor, cl)
+                                : Problem::spmm(a.rows, a.cols, n, dt, Layout::ColMajor, cl);
           const int warps = n == 24 ? 4 : 8;
           SlideSchedule s =
               wg_schedule(warps,
