@@ -37,12 +37,16 @@
 //              the tile's last block adds the slots in slot order (the same result whichever
 //              block ends last) into C; so every multiprocessor gets the same share when the row
 //              blocks do not divide among them (14336 rows: 112 row blocks of 128 on 132
-//              multiprocessors). Given by SPEC only: on an H200 spread=132 ran 46.7 us against 38.6
-//              us for the 112 plain blocks (14336x4096, N = 64), so not enumerated.
+//              multiprocessors). Given by SPEC only: on an H200 spread=132 ran 42.7 us against 38.7
+//              us for the 112 plain blocks (14336x4096, N = 64), and even spread=112, the plain
+//              blocks' own split, 40.5 us, so not enumerated; tiles (below) is the measured way
+//              to fill the multiprocessors.
 //     tiles    split=wg: 16-row tiles per block, warps − 3 … warps − 1 (printed when set; the
 //              default is warps): the last warpgroup's last warps multiply zeros and store
 //              nothing, so that the row blocks fill the multiprocessors when warps tiles would
-//              leave many idle (14336 rows: 128 blocks of 7 tiles on 132 SMs, not 112 of 8).
+//              leave many idle (14336 rows: 128 blocks of 7 tiles on 132 SMs, not 112 of 8;
+//              18944 rows: 237 blocks of 5 in two full waves, not 148 of 8). On an H200 at N = 64
+//              that gained 2 % and 12 % there. Enumerated: the count that fills the most slots.
 //     producer split=wg: 1 adds a warp that only stages the steps (bulk copies into a ring whose
 //              buffers the multiplying warps release through barriers), so that the warpgroups
 //              never wait at a block barrier or for a copy's issue (printed when 1). Given by SPEC
