@@ -355,7 +355,7 @@ class SlideEmitter : public Emitter {
       m.outer = p_.n;
       m.row_elems = p_.k;
       m.box_inner = 64;
-      m.box_outer = 8 * s_.n_tiles;
+      m.box_outer = 8 * s_.n_tiles / s_.cluster;  // clusters: each block's slice of the tokens
       m.elem_bytes = 2;
       m.swizzle_bytes = 128;
       sig.params.push_back({"b_map", ParamKind::BTensorMap, "B", m.to_data()});

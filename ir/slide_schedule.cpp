@@ -103,8 +103,11 @@ std::vector<std::string> validate(const SlideSchedule& s) {
     if (s.producer != 0)
       why.push_back(
           "lift=fused with split=wg has its own producer warps (stages + 1): no producer=1");
-    if (s.cluster != 1)
-      why.push_back("lift=fused with split=wg needs cluster=1 (each block stages its own B)");
+    if (s.cluster > 1 && s.n_tiles % s.cluster != 0)
+      why.push_back(fmt::format(
+          "lift=fused with split=wg and cluster={} needs nt a multiple of it (each block "
+          "multicasts a slice of the tokens), not nt={}",
+          s.cluster, s.n_tiles));
     if (s.stages < 2)
       why.push_back(
           "lift=fused with split=wg needs stages 2 to 6 (its producers own a buffer each)");
@@ -129,11 +132,10 @@ std::vector<std::string> validate(const SlideSchedule& s) {
         "tiles={} needs split=wg and warps − 3 … warps − 1 tiles (warps={}; warps itself is the "
         "default)",
         s.tiles, s.warps));
-  if (s.tiles != 0 && s.cluster > 1)
-    why.push_back(
-        fmt::format("tiles={} needs cluster=1 (a cluster stages whole warps' tiles)", s.tiles));
   if (s.spread < 0 || s.spread > 65535)
     why.push_back(fmt::format("spread={} must be in 0..65535", s.spread));
+  if (s.spread > 0 && s.cluster > 1)
+    why.push_back(fmt::format("spread={} needs cluster=1", s.spread));
   if (s.spread > 0 && (!s.fused_wg() || s.ksplit > 1))
     why.push_back(fmt::format(
         "spread={} needs split=wg with lift=fused and one K part (it splits K itself)", s.spread));

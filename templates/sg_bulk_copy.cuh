@@ -56,6 +56,19 @@ __device__ __forceinline__ void bulk_copy_tensor_2d(unsigned dst, const TensorMa
       : "memory");
 }
 
+// As bulk_copy_tensor_2d, the box written to the same shared offset dst in every CTA of the
+// cluster whose bit is set in mask, completing its bytes on the barrier at offset bar of each.
+__device__ __forceinline__ void bulk_copy_tensor_2d_multicast(unsigned dst, const TensorMap* map,
+                                                              int c0, int c1, unsigned bar,
+                                                              unsigned mask) {
+  asm volatile(
+      "{\n .reg .b16 m;\n cvt.u16.u32 m, %5;\n"
+      " cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+      ".multicast::cluster [%0], [%1, {%2, %3}], [%4], m;\n}\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(c0), "r"(c1), "r"(bar), "r"(mask)
+      : "memory");
+}
+
 // One plain arrival (release at CTA scope) on the barrier at shared address bar: a reader telling
 // the thread that refills a buffer that it is done with it.
 __device__ __forceinline__ void barrier_arrive(unsigned bar) {

@@ -1068,6 +1068,11 @@ __device__ __forceinline__ void slide_spmm_rows(
 //   step buffer: [runs x NT·1024 swizzled B][runs x NT·512 overlaps][A][metadata], 1024-aligned
 //   producer j: for step i = j, j + ST + 1, …: wait empty(j); TMA B -> raw(j); A -> full(j);
 //               wait raw(j); overlaps <- B rows; fence; arrive full(j)
+// LIFT with CL > 1 (clusters of CL consecutive row blocks, one K walk): producer j of block rank c
+// copies only slice c of each run's box (8·NT / CL tokens, 1024-byte atoms) and multicasts it into
+// buffer j of every block of the cluster, whose raw(j) counts the whole box; each consumer warp
+// releases buffer j on empty(j) of every block (WARPS·CL arrivals), since every block writes into
+// it. So the L2 serves each B box once per cluster.
 // SPREAD = 1 (LIFT, KS = 1; stream-K): the grid's blocks share the work (row blocks x runs, row
 // block after row block) equally, block b the runs [b·W / grid.x, (b + 1)·W / grid.x) of the
 // W = row blocks x runs: a few segments of consecutive runs of one row block each, walked as one
@@ -1085,11 +1090,10 @@ __device__ __forceinline__ void slide_spmm_wg(
     int row_tiles, int col_tiles, int chunks, int c_rs, int c_ns, float* ws, unsigned* counters,
     int col_blocks, const TensorMap* __restrict__ b_map) {
   static_assert(ST >= 1 && ST <= (LIFT ? 6 : 4), "steps in flight: 2 … 5 (LIFT: 3 … 7)");
-  static_assert(LIFT == 0 || (KIND <= 1 && P == 4 && PW == 0 && CL == 1 && U % 3 == 0),
-                "split=wg lift=fused: fp16 / bf16 6:8, whole runs per step, no cluster");
+  static_assert(LIFT == 0 || (KIND <= 1 && P == 4 && PW == 0 && NT % CL == 0 && U % 3 == 0),
+                "split=wg lift=fused: fp16 / bf16 6:8, whole runs per step, NT a multiple of CL");
   static_assert(WARPS % 4 == 0, "split=wg: whole warpgroups");
-  static_assert(TB > WARPS - 4 && TB <= WARPS && (TB == WARPS || CL == 1),
-                "row tiles per block: warps − 3 … warps (fewer with no cluster)");
+  static_assert(TB > WARPS - 4 && TB <= WARPS, "row tiles per block: warps − 3 … warps");
   static_assert(KIND <= 2, "split=wg: fp16, bf16 or int8 (16-byte lanes)");
   static_assert(CL == 1 || CL == 2 || CL == 4, "cluster of 1, 2 or 4 blocks");
   static_assert(PW == 0 || PW == 1, "one producer warp or none");
@@ -1166,7 +1170,9 @@ __device__ __forceinline__ void slide_spmm_wg(
     for (int b = 0; b < kBuffers; ++b) {
       // LIFT: lane 0's arrival with A's bytes, then each lane's once its B stores are fenced.
       detail::bulk_barrier_init(bar0 + 8 * b, LIFT ? 33 : 1);
-      if (kProducers) detail::bulk_barrier_init(empty0 + 8 * b, WARPS);
+      // LIFT with CL > 1: the consumers of every block of the cluster release buffer b, since
+      // every block's producer writes its slice of B into it.
+      if (kProducers) detail::bulk_barrier_init(empty0 + 8 * b, LIFT ? WARPS * CL : WARPS);
       if (LIFT) detail::bulk_barrier_init(raw0 + 8 * b);
       if (PW && CL > 1) detail::bulk_barrier_init(cempty0 + 8 * b, WARPS * CL);
       if (!PW && CL > 1) detail::bulk_barrier_init(empty0 + 8 * b, CL);
@@ -1257,8 +1263,17 @@ __device__ __forceinline__ void slide_spmm_wg(
     const unsigned buf = s0 + static_cast<unsigned>(b * kStep), rbar = raw0 + 8 * b;
     if (lane == 0) {
       detail::bulk_expect(rbar, static_cast<unsigned>(runs * NT * 1024));
-      for (int q = 0; q < runs; ++q)
-        detail::bulk_copy_tensor_2d(buf + q * NT * 1024, b_map, (kc0 / 3 + q) * 64, ct0 * 8, rbar);
+      for (int q = 0; q < runs; ++q) {
+        if constexpr (CL == 1) {
+          detail::bulk_copy_tensor_2d(buf + q * NT * 1024, b_map, (kc0 / 3 + q) * 64, ct0 * 8,
+                                      rbar);
+        } else {  // this block's slice of 8·NT / CL tokens, into every block of the cluster
+          constexpr int kSlice = NT / CL;  // 1024-byte atoms of 8 tokens per slice
+          detail::bulk_copy_tensor_2d_multicast(
+              buf + (q * NT + static_cast<int>(rank) * kSlice) * 1024, b_map, (kc0 / 3 + q) * 64,
+              (ct0 + static_cast<int>(rank) * kSlice) * 8, rbar, (1u << CL) - 1u);
+        }
+      }
     }
     detail::bulk_wait(rbar, static_cast<unsigned>((i / kBuffers) & 1));
     char* const sb = sbase + b * kStep;
@@ -1353,7 +1368,8 @@ __device__ __forceinline__ void slide_spmm_wg(
         if constexpr (SPREAD) w = advance(w, kBuffers);
         // Step i − kBuffers, the buffer's last use, is read: the barrier's phase of that step.
         if (i >= kBuffers)
-          detail::bulk_wait(empty0 + 8 * j, static_cast<unsigned>((i / kBuffers - 1) & 1));
+          detail::bulk_wait<(CL > 1)>(empty0 + 8 * j,
+                                      static_cast<unsigned>((i / kBuffers - 1) & 1));
         if (lane == 0) issue_a(i, st);
         stage_b(i, st);
         fence_proxy_async();  // this lane's overlap stores, before the wgmma reads them
@@ -1401,8 +1417,13 @@ __device__ __forceinline__ void slide_spmm_wg(
       if (i + kBuffers < steps) {  // the buffer is refilled
         __syncwarp();
         if (lane == 0) {
-          detail::barrier_arrive(empty0 + 8 * (i % kBuffers));
-          if constexpr (CL > 1) detail::cluster_arrive(cempty0 + 8 * (i % kBuffers), 0u);
+          if constexpr (LIFT && CL > 1) {  // every block's producer writes into this buffer
+            for (unsigned r = 0; r < static_cast<unsigned>(CL); ++r)
+              detail::cluster_arrive(empty0 + 8 * (i % kBuffers), r);
+          } else {
+            detail::barrier_arrive(empty0 + 8 * (i % kBuffers));
+            if constexpr (CL > 1) detail::cluster_arrive(cempty0 + 8 * (i % kBuffers), 0u);
+          }
         }
       }
       if constexpr (SPREAD) {

@@ -287,6 +287,38 @@ TEST_F(GpuSlide, WarpgroupFusedLiftSpread) {
   std::printf("slide split=wg lift=fused spread: %d kernels checked\n", checked_);
 }
 
+// split=wg lift=fused in clusters (each block's producers multicast a slice of the tokens of each
+// B box into every block of the cluster): clusters of 2 and 4, nt 2 (N = 24: the second column
+// block's slices past N) and 8 (N = 64, 72), grids rounded up past M (150 rows: 2 blocks, then
+// 2 more that only stage), one K part and three, with tiles = 7, fp16 and bf16.
+TEST_F(GpuSlide, WarpgroupFusedLiftClusters) {
+  if (!target_.limits.wgmma) GTEST_SKIP() << "split=wg needs an sm_90 device";
+  uint64_t seed = 2700;
+  int expected = 0;
+  for (const int64_t rows : {int64_t{150}, int64_t{300}}) {
+    const CsrMatrix a = slide_weight(rows, 384, 4, 79);
+    for (DType dt : {DType::F16, DType::BF16})
+      for (int64_t n : {24, 64, 72})
+        for (const int cluster : {2, 4}) {
+          if (n == 24 && cluster == 4) continue;  // nt = 2
+          const Problem p = Problem::spmm(a.rows, a.cols, n, dt, Layout::ColMajor,
+                                          n == 24 ? Layout::RowMajor : Layout::ColMajor);
+          SlideSchedule s = wg_schedule(8, n == 24 ? 2 : 8, 1 + static_cast<int>(seed % 2),
+                                        2 + static_cast<int>(seed % 3), n == 64 ? 3 : 1);
+          s.lift = SlideLift::Fused;
+          s.cluster = cluster;
+          if (rows == 300 && n != 24) s.tiles = 7;
+          while (slide_shared_bytes(p, s) > target_.limits.max_shared_per_block) --s.stages;
+          ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
+          ++expected;
+          check_schedule(a, p, Schedule(s), ++seed);
+        }
+  }
+  EXPECT_EQ(checked_, expected);
+  EXPECT_EQ(expected, 2 * 2 * 5);
+  std::printf("slide split=wg lift=fused clusters: %d kernels checked\n", checked_);
+}
+
 // split=wg blocks of fewer row tiles than warps (tiles = warps − 3 … warps − 1: the last warps
 // multiply zeros and store nothing): lift=kernel (fp16, bf16, int8) and lift=fused, one K part and
 // three, fused with spread (row blocks of `tiles` shared by blocks); M = 150 (10 row tiles: the

@@ -161,7 +161,7 @@ TEST(SlideSchedule, WarpgroupFusedLift) {
                           "slide;split=wg;lift=fused;pattern=2:4;stages=2",
                           "slide;split=wg;lift=fused;unroll=4;stages=2",
                           "slide;split=wg;lift=fused;stages=2;producer=1",
-                          "slide;split=wg;lift=fused;stages=2;cluster=2",
+                          "slide;split=wg;lift=fused;nt=1;stages=2;cluster=2",
                           "slide;split=wg;lift=fused;stages=1", "slide;split=rows;lift=fused"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
@@ -215,10 +215,9 @@ TEST(SlideSchedule, WarpgroupFewerRowTiles) {
   EXPECT_FALSE(offered(square,
                        "slide;pattern=6:8;split=wg;lift=fused;warps=8;mt=1;nt=8;unroll=1;ksplit=4;"
                        "stages=2;tiles=7"));
-  for (const char* bad : {"slide;split=k;tiles=3", "slide;split=wg;warps=8;stages=2;tiles=4",
-                          "slide;split=wg;warps=4;stages=2;tiles=9",
-                          "slide;split=wg;warps=8;stages=2;tiles=7;cluster=2",
-                          "slide;split=wg;warps=8;stages=2;tiles=0"})
+  for (const char* bad :
+       {"slide;split=k;tiles=3", "slide;split=wg;warps=8;stages=2;tiles=4",
+        "slide;split=wg;warps=4;stages=2;tiles=9", "slide;split=wg;warps=8;stages=2;tiles=0"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
