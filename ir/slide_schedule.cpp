@@ -103,11 +103,13 @@ std::vector<std::string> validate(const SlideSchedule& s) {
     if (s.producer != 0)
       why.push_back(
           "lift=fused with split=wg has its own producer warps (stages + 1): no producer=1");
-    if (s.cluster > 1 && s.n_tiles % s.cluster != 0)
+    // The template's multicast form (a slice of the tokens per block) hung on its first GPU run;
+    // its empty barriers were re-initialised with the lift=kernel count, fixed since but not yet
+    // run on a GPU (GpuSlide.DISABLED_WarpgroupFusedLiftClusters).
+    if (s.cluster > 1)
       why.push_back(fmt::format(
-          "lift=fused with split=wg and cluster={} needs nt a multiple of it (each block "
-          "multicasts a slice of the tokens), not nt={}",
-          s.cluster, s.n_tiles));
+          "lift=fused with split=wg needs cluster=1 (cluster={} is not verified on a GPU yet)",
+          s.cluster));
     if (s.stages < 2)
       why.push_back(
           "lift=fused with split=wg needs stages 2 to 6 (its producers own a buffer each)");

@@ -28,9 +28,9 @@
 //     cluster  split=wg: row blocks per thread-block cluster (1, 2, 4; printed when > 1). The
 //              cluster's first block stages each step's B into all of them with one multicast
 //              bulk copy, so the L2 serves B once per cluster·warps·16 rows; the grid is rounded
-//              up to whole clusters. With lift=fused (nt a multiple of cluster) each block's
-//              producers copy a slice of the tokens of each box into all of them instead, as
-//              cuBLASLt's N = 64 kernel does. Given by SPEC only: on an H200 lift=kernel ran
+//              up to whole clusters. (lift=fused: refused until its multicast form, each block
+//              copying a slice of each box's tokens into all of them as cuBLASLt's N = 64 kernel
+//              does, has passed on a GPU.) Given by SPEC only: on an H200 lift=kernel ran
 //              1.4-2x slower than cluster=1 (the blocks of a cluster then walk K in lockstep),
 //              so not enumerated.
 //     spread   split=wg with lift=fused and one K part: the grid's block count (printed when > 0).

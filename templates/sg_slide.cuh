@@ -1175,7 +1175,7 @@ __device__ __forceinline__ void slide_spmm_wg(
       if (kProducers) detail::bulk_barrier_init(empty0 + 8 * b, LIFT ? WARPS * CL : WARPS);
       if (LIFT) detail::bulk_barrier_init(raw0 + 8 * b);
       if (PW && CL > 1) detail::bulk_barrier_init(cempty0 + 8 * b, WARPS * CL);
-      if (!PW && CL > 1) detail::bulk_barrier_init(empty0 + 8 * b, CL);
+      if (!PW && !LIFT && CL > 1) detail::bulk_barrier_init(empty0 + 8 * b, CL);
     }
     detail::bulk_barrier_init_fence();
   }

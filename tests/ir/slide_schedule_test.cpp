@@ -161,7 +161,7 @@ TEST(SlideSchedule, WarpgroupFusedLift) {
                           "slide;split=wg;lift=fused;pattern=2:4;stages=2",
                           "slide;split=wg;lift=fused;unroll=4;stages=2",
                           "slide;split=wg;lift=fused;stages=2;producer=1",
-                          "slide;split=wg;lift=fused;nt=1;stages=2;cluster=2",
+                          "slide;split=wg;lift=fused;nt=8;stages=2;cluster=2",
                           "slide;split=wg;lift=fused;stages=1", "slide;split=rows;lift=fused"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
