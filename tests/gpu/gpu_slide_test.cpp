@@ -291,8 +291,9 @@ TEST_F(GpuSlide, WarpgroupFusedLiftSpread) {
 // B box into every block of the cluster): clusters of 2 and 4, nt 2 (N = 24: the second column
 // block's slices past N) and 8 (N = 64, 72), grids rounded up past M (150 rows: 2 blocks, then
 // 2 more that only stage), one K part and three, with tiles = 7, fp16 and bf16.
-// Disabled, and the schedule refused by validate(), until it passes on a GPU: its first run hung
-// (the empty barriers were re-initialised with the lift=kernel cluster count, since fixed).
+// Disabled, and the schedule refused by validate() (lift=fused with cluster, tiles with cluster),
+// until it passes on a GPU: its first run hung (the empty barriers were re-initialised with the
+// lift=kernel cluster count, since fixed).
 TEST_F(GpuSlide, DISABLED_WarpgroupFusedLiftClusters) {
   if (!target_.limits.wgmma) GTEST_SKIP() << "split=wg needs an sm_90 device";
   uint64_t seed = 2700;
