@@ -217,7 +217,8 @@ TEST(SlideSchedule, WarpgroupFewerRowTiles) {
                        "stages=2;tiles=7"));
   for (const char* bad :
        {"slide;split=k;tiles=3", "slide;split=wg;warps=8;stages=2;tiles=4",
-        "slide;split=wg;warps=4;stages=2;tiles=9", "slide;split=wg;warps=8;stages=2;tiles=0"})
+        "slide;split=wg;warps=4;stages=2;tiles=9", "slide;split=wg;warps=8;stages=2;tiles=0",
+        "slide;split=wg;warps=8;stages=2;tiles=7;cluster=2"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
