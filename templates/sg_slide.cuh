@@ -1017,11 +1017,9 @@ __device__ __forceinline__ void slide_spmm_rows(
 // tiles x·TB … (warp w: tile x·TB + w; warpgroup q: the 64 rows of warps 4q … 4q + 3) and column
 // tiles cb·NT … (cb, K part and finish as in slide_spmm_rows). TB < WARPS (at least WARPS − 3):
 // the last warpgroup's last warps multiply zeros and store nothing, so that the row blocks can
-// fill the multiprocessors (14336 rows: 128 blocks of 7 tiles on 132, not 112 of 8). Below,
-// "the block's tiles" are its TB tiles (a step's A and metadata: TB x U fragments). A step is U
-// chunks. Thread 0
-// stages each step whole in shared memory with bulk copies (sg_bulk_copy.cuh) counted by the
-// step's mbarrier, ST + 1 steps in flight in a ring of ST + 1 buffers:
+// fill the multiprocessors (14336 rows: 128 blocks of 7 tiles on 132, not 112 of 8). A step is U
+// chunks. Thread 0 stages each step whole in shared memory with bulk copies (sg_bulk_copy.cuh)
+// counted by the step's mbarrier, ST + 1 steps in flight in a ring of ST + 1 buffers:
 //   B     U x NT x 512 bytes, written by slide_lift in core order (ORDER = 2): per chunk and
 //         column tile the K-major core matrices of one wgmma.sp B operand (LBO 128: the next 4E
 //         lifted rows; SBO 512: the next 8 tokens), read once per TB·16 rows; per chunk one
@@ -1076,11 +1074,13 @@ __device__ __forceinline__ void slide_spmm_rows(
 // SPREAD = 1 (LIFT, KS = 1; stream-K): the grid's blocks share the work (row blocks x runs, row
 // block after row block) equally, block b the runs [b·W / grid.x, (b + 1)·W / grid.x) of the
 // W = row blocks x runs: a few segments of consecutive runs of one row block each, walked as one
-// sequence of steps through the ring. A segment that covers its row block stores C; the others add
-// their sums into ws and the last block to add a tile (counted per 16-row tile and column block:
-// as many as there are blocks on that row block) rounds it into C. So every multiprocessor gets
-// the same share when the row blocks do not divide among them.
-//   consumer: for step i: multiply; arrive empty; at a segment's end: store or add + finish
+// sequence of steps through the ring. A segment that covers its row block stores C; the others
+// store their sums in the block's slot of each tile (slide_part_store), and the last block to
+// count a tile (per 16-row tile and column block: as many as there are blocks on that row block)
+// adds the slots in slot order into C. So every multiprocessor gets the same share when the row
+// blocks do not divide among them. A segment's first wgmma.sp starts a new sum (scale-d 0).
+//   consumer: for step i: multiply; arrive empty; at a segment's end: store C, or store the slot
+//             and count it; after the last step: the finish of the tiles it counted last
 template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST, int CL, int PW,
           int LIFT, int P, int SPREAD, int TB>
 __device__ __forceinline__ void slide_spmm_wg(
