@@ -1331,8 +1331,7 @@ int run(const Args& a) {
   doc["tool"] = "sparsegen-bench";
   doc["date"] = now_utc();
   doc["command"] = a.command_line;
-  const char* commit = std::getenv("SPARSEGEN_GIT_COMMIT");
-  doc["git_commit"] = commit ? commit : "unknown";
+  doc["git_commit"] = git_commit();
   {
     utsname u{};
     if (uname(&u) == 0) doc["host"] = u.nodename;
@@ -1579,7 +1578,7 @@ int main(int argc, char** argv) {
       "sparsegen-bench: our generated kernels vs cuBLAS (dense) and cuSPARSE (CSR), L2 flushed, "
       "medians, JSON out"};
   Args a;
-  for (int i = 0; i < argc; ++i) a.command_line += (i ? " " : "") + std::string(argv[i]);
+  a.command_line = command_line(argc, argv);
   auto* file = app.add_option("file", a.file, "matrix file (.mtx, .smtx, .safetensors, .npy)");
   app.add_option("-n", a.ns, "dense columns N (comma list allowed, e.g. 1,8,32)")->delimiter(',');
   app.add_option("--dtype", a.dtype,

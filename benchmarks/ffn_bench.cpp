@@ -30,6 +30,7 @@
 #include "benchmarks/baselines.h"
 #include "benchmarks/ffn_dense.h"
 #include "benchmarks/ffn_report.h"
+#include "benchmarks/report.h"
 #include "compiler/ffn.h"
 #include "compiler/pipeline.h"
 #include "ir/dtype.h"
@@ -126,6 +127,8 @@ int main(int argc, char** argv) {
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     json doc = {{"device", info.name},
                 {"date", date},
+                {"command", bench::command_line(argc, argv)},
+                {"git_commit", bench::git_commit()},
                 {"cublas", bench::cublas_version()},
                 {"method",
                  "medians of L2-flushed runs in one process; twell = both kernels, fastest of the "

@@ -43,6 +43,7 @@
 
 #include "benchmarks/baselines.h"
 #include "benchmarks/lt_dense.h"
+#include "benchmarks/report.h"
 #include "ir/dtype.h"
 #include "runtime/cuda_driver.h"
 #include "runtime/cusparselt.h"
@@ -198,6 +199,7 @@ int run(const Options& o, const std::string& command) {
         {"cc", fmt::format("{}.{}", info.cc_major, info.cc_minor)},
         {"date", date},
         {"command", command},
+        {"git_commit", bench::git_commit()},
         {"versions", versions},
         {"timing", fmt::format("L2 flushed before every run, 2 warm-up + {} timed, median",
                                topt.repetitions)},
@@ -360,10 +362,8 @@ int main(int argc, char** argv) {
                "skip cusparseLtMatmulSearch's pick among the sparse candidates");
   app.add_option("--seed", o.seed, "random seed");
   CLI11_PARSE(app, argc, argv);
-  std::string command;
-  for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
   try {
-    return sparsegen::run(o, command);
+    return sparsegen::run(o, sparsegen::bench::command_line(argc, argv));
   } catch (const std::exception& e) {
     std::fprintf(stderr, "sparsegen-lt-bench: %s\n", e.what());
     return 1;

@@ -54,6 +54,7 @@
 
 #include "benchmarks/baselines.h"
 #include "benchmarks/floor_probes.h"
+#include "benchmarks/report.h"
 #include "codegen/template_library.h"
 #include "compiler/gpu_check.h"
 #include "compiler/pipeline.h"
@@ -521,6 +522,7 @@ int run(const BenchOptions& o, const std::string& command) {
                       {"arch", target.arch},
                       {"date", date},
                       {"command", command},
+                      {"git_commit", bench::git_commit()},
                       {"cublas", bench::cublas_version()},
                       {"timing", "L2 flushed before every run, 3 warm-up + 20 timed, median"},
                       {"rows", rows},
@@ -554,8 +556,7 @@ int main(int argc, char** argv) {
   app.add_option("--schedule", o.schedules,
                  "extra MACKO schedule SPEC measured where valid (repeatable)");
   CLI11_PARSE(app, argc, argv);
-  std::string command;
-  for (int i = 0; i < argc; ++i) command += (i ? " " : "") + std::string(argv[i]);
+  const std::string command = sparsegen::bench::command_line(argc, argv);
   try {
     o.max_schedules = std::max<size_t>(1, o.max_schedules);
     return sparsegen::run(o, command);

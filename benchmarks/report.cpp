@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <stdexcept>
 
@@ -183,6 +184,20 @@ std::string format_summary(const std::vector<GroupSummary>& groups) {
 std::optional<double> json_number(const nlohmann::json& j, const char* key) {
   if (!j.contains(key) || !j[key].is_number()) return std::nullopt;
   return j[key].get<double>();
+}
+
+std::string command_line(int argc, const char* const* argv) {
+  std::string out;
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0) out += ' ';
+    out += argv[i];
+  }
+  return out;
+}
+
+std::string git_commit() {
+  const char* c = std::getenv("SPARSEGEN_GIT_COMMIT");
+  return c != nullptr && *c != '\0' ? c : "unknown";
 }
 
 std::string json_text(const nlohmann::json& j, const char* key, const std::string& fallback) {

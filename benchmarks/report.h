@@ -56,6 +56,11 @@ struct CaseResult : CaseKey {
 std::optional<double> json_number(const nlohmann::json& j, const char* key);
 std::string json_text(const nlohmann::json& j, const char* key, const std::string& fallback = "");
 
+// How a benchmark ran, for its JSON: its command line (argv joined by spaces) and the commit it was
+// built from ($SPARSEGEN_GIT_COMMIT, which tools/gpu_run.sh sets; "unknown" without it).
+std::string command_line(int argc, const char* const* argv);
+std::string git_commit();
+
 nlohmann::json to_json(const MethodResult& m);
 nlohmann::json to_json(const CaseResult& c);
 

@@ -30,6 +30,7 @@
 #include "benchmarks/baselines.h"
 #include "benchmarks/bench_plot.h"
 #include "benchmarks/lt_dense.h"
+#include "benchmarks/report.h"
 #include "benchmarks/slide_plot.h"
 #include "codegen/slide.h"
 #include "compiler/gpu_check.h"
@@ -277,6 +278,8 @@ int main(int argc, char** argv) {
     std::strftime(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
     json doc = {{"device", info.name},
                 {"date", date},
+                {"command", bench::command_line(argc, argv)},
+                {"git_commit", bench::git_commit()},
                 {"cublaslt", bench::cublaslt_version()},
                 {"copy_gbs", copy_gbs},
                 {"method",

@@ -264,6 +264,7 @@ export PATH
 DEVICE_NAME=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
 DEVICE_NAME=${DEVICE_NAME:-none}
 GIT_COMMIT=${SPARSEGEN_GIT_COMMIT:-$(git rev-parse HEAD 2>/dev/null || echo unknown)}
+export SPARSEGEN_GIT_COMMIT=$GIT_COMMIT  # the benchmarks write it into their JSON
 log "device: $DEVICE_NAME; commit $GIT_COMMIT"
 
 # ---- dependencies from carried .deb files --------------------------------------------------

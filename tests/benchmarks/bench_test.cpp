@@ -59,6 +59,23 @@ TEST(BenchReport, GeomeanOfKnownValues) {
 }
 
 // The case key: sparsity from the shape, and the same flat JSON fields for every record kind.
+// What a benchmark's JSON records of how it ran: the command line as typed (argv joined by
+// spaces) and the commit from $SPARSEGEN_GIT_COMMIT ("unknown" when unset or empty).
+TEST(BenchReport, CommandLineAndCommit) {
+  const char* argv[] = {"tools/sparsegen-slide-bench", "--n", "64", "--schedule", "slide;nt=8"};
+  EXPECT_EQ(command_line(5, argv), "tools/sparsegen-slide-bench --n 64 --schedule slide;nt=8");
+  EXPECT_EQ(command_line(0, argv), "");
+  const char* saved = std::getenv("SPARSEGEN_GIT_COMMIT");
+  const std::string keep = saved != nullptr ? saved : "";
+  ::setenv("SPARSEGEN_GIT_COMMIT", "6eb72d2", 1);
+  EXPECT_EQ(git_commit(), "6eb72d2");
+  ::setenv("SPARSEGEN_GIT_COMMIT", "", 1);
+  EXPECT_EQ(git_commit(), "unknown");
+  ::unsetenv("SPARSEGEN_GIT_COMMIT");
+  EXPECT_EQ(git_commit(), "unknown");
+  if (saved != nullptr) ::setenv("SPARSEGEN_GIT_COMMIT", keep.c_str(), 1);
+}
+
 TEST(BenchReport, CaseKeyFieldsAndJson) {
   const CaseKey k = case_key("llm", "llm 8x10 random 50%", 8, 10, 20, "random", 8, "fp16");
   EXPECT_DOUBLE_EQ(k.sparsity, 0.75);
