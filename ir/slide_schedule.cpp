@@ -136,9 +136,10 @@ std::vector<std::string> validate(const SlideSchedule& s) {
         s.tiles, s.warps));
   if (s.spread < 0 || s.spread > 65535)
     why.push_back(fmt::format("spread={} must be in 0..65535", s.spread));
-  if (s.tiles != 0 && s.cluster > 1)
+  if (s.tiles != 0 && (s.cluster > 1 || s.producer > 0))
     why.push_back(fmt::format(
-        "tiles={} needs cluster=1 (the two together are not verified on a GPU)", s.tiles));
+        "tiles={} needs cluster=1 and producer=0 (those together are not verified on a GPU)",
+        s.tiles));
   if (s.spread > 0 && s.cluster > 1)
     why.push_back(fmt::format("spread={} needs cluster=1", s.spread));
   if (s.spread > 0 && (!s.fused_wg() || s.ksplit > 1))

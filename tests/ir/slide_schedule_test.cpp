@@ -218,7 +218,8 @@ TEST(SlideSchedule, WarpgroupFewerRowTiles) {
   for (const char* bad :
        {"slide;split=k;tiles=3", "slide;split=wg;warps=8;stages=2;tiles=4",
         "slide;split=wg;warps=4;stages=2;tiles=9", "slide;split=wg;warps=8;stages=2;tiles=0",
-        "slide;split=wg;warps=8;stages=2;tiles=7;cluster=2"})
+        "slide;split=wg;warps=8;stages=2;tiles=7;cluster=2",
+        "slide;split=wg;warps=8;stages=2;tiles=7;producer=1"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
