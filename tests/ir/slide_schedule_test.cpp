@@ -23,6 +23,19 @@ namespace {
 
 using testing::slide_weight;
 
+// A split=wg lift=fused 6:8 schedule: 8 warps, 8 column tiles, one run per step, `stages`.
+SlideSchedule fused_wg_schedule(int stages) {
+  SlideSchedule s;
+  s.pattern = 4;
+  s.split = SlideSplit::Group;
+  s.lift = SlideLift::Fused;
+  s.warps = 8;
+  s.n_tiles = 8;
+  s.unroll = 1;
+  s.stages = stages;
+  return s;
+}
+
 std::vector<float> random_b(int64_t count, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<float> mag(0.25f, 2.0f);
@@ -103,14 +116,7 @@ TEST(SlideSchedule, WarpgroupSplit) {
 // one producer warp per buffer, parts aligned to runs; the combinations it refuses, each with its
 // reason.
 TEST(SlideSchedule, WarpgroupFusedLift) {
-  SlideSchedule s;
-  s.pattern = 4;
-  s.split = SlideSplit::Group;
-  s.lift = SlideLift::Fused;
-  s.warps = 8;
-  s.n_tiles = 8;
-  s.unroll = 1;
-  s.stages = 3;
+  SlideSchedule s = fused_wg_schedule(3);
   s.ksplit = 5;
   const std::string spec = to_string(Schedule(s));
   EXPECT_EQ(spec,
@@ -171,14 +177,7 @@ TEST(SlideSchedule, WarpgroupFusedLift) {
 // enumeration offers the count that fills the multiprocessors (14336 rows: 7 tiles, 128 blocks
 // on 132) and none where warps tiles already do; the combinations refused, with the reason.
 TEST(SlideSchedule, WarpgroupFewerRowTiles) {
-  SlideSchedule s;
-  s.pattern = 4;
-  s.split = SlideSplit::Group;
-  s.lift = SlideLift::Fused;
-  s.warps = 8;
-  s.n_tiles = 8;
-  s.unroll = 1;
-  s.stages = 5;
+  SlideSchedule s = fused_wg_schedule(5);
   s.tiles = 7;
   const std::string spec = to_string(Schedule(s));
   EXPECT_EQ(spec,
