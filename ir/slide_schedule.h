@@ -50,7 +50,7 @@
 //              leave many idle (14336 rows: 128 blocks of 7 tiles on 132 SMs, not 112 of 8;
 //              18944 rows: 237 blocks of 5 in two full waves, not 148 of 8). On an H200 at N = 64
 //              that gained 2 % and 12 % there. Enumerated: the count that fills the most slots.
-//              Not with cluster or producer (not verified on a GPU together).
+//              Not with producer (not verified on a GPU together).
 //     producer split=wg: 1 adds a warp that only stages the steps (bulk copies into a ring whose
 //              buffers the multiplying warps release through barriers), so that the warpgroups
 //              never wait at a block barrier or for a copy's issue (printed when 1). Given by SPEC

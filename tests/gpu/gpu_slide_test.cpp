@@ -290,11 +290,9 @@ TEST_F(GpuSlide, WarpgroupFusedLiftSpread) {
 // split=wg lift=fused in clusters (each block's producers multicast a slice of the tokens of each
 // B box into every block of the cluster): clusters of 2 and 4, nt 2 (N = 24: the second column
 // block's slices past N) and 8 (N = 64, 72), grids rounded up past M (150 rows: 2 blocks, then
-// 2 more that only stage), one K part and three, with tiles = 7, fp16 and bf16.
-// Disabled, and the schedule refused by validate() (lift=fused with cluster, tiles with cluster),
-// until it passes on a GPU: its first run hung (the empty barriers were re-initialised with the
-// lift=kernel cluster count, since fixed).
-TEST_F(GpuSlide, DISABLED_WarpgroupFusedLiftClusters) {
+// 2 more that only stage), one K part and three, with tiles = 7, fp16 and bf16; and lift=kernel
+// with tiles = 7 in clusters (the leader's multicast of B into blocks of fewer row tiles).
+TEST_F(GpuSlide, WarpgroupFusedLiftClusters) {
   if (!target_.limits.wgmma) GTEST_SKIP() << "split=wg needs an sm_90 device";
   uint64_t seed = 2700;
   int expected = 0;
@@ -317,8 +315,19 @@ TEST_F(GpuSlide, DISABLED_WarpgroupFusedLiftClusters) {
           check_schedule(a, p, Schedule(s), ++seed);
         }
   }
+  for (const int cluster : {2, 4}) {
+    const CsrMatrix a = slide_weight(300, 384, 4, 83);
+    const Problem p =
+        Problem::spmm(a.rows, a.cols, 64, DType::F16, Layout::ColMajor, Layout::ColMajor);
+    SlideSchedule s = wg_schedule(8, 8, 4, 2, cluster == 2 ? 1 : 3);
+    s.cluster = cluster;
+    s.tiles = 7;
+    ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
+    ++expected;
+    check_schedule(a, p, Schedule(s), ++seed);
+  }
   EXPECT_EQ(checked_, expected);
-  EXPECT_EQ(expected, 2 * 2 * 5);
+  EXPECT_EQ(expected, 2 * 2 * 5 + 2);
   std::printf("slide split=wg lift=fused clusters: %d kernels checked\n", checked_);
 }
 

@@ -167,9 +167,10 @@ TEST(SlideSchedule, WarpgroupFusedLift) {
                           "slide;split=wg;lift=fused;pattern=2:4;stages=2",
                           "slide;split=wg;lift=fused;unroll=4;stages=2",
                           "slide;split=wg;lift=fused;stages=2;producer=1",
-                          "slide;split=wg;lift=fused;nt=8;stages=2;cluster=2",
                           "slide;split=wg;lift=fused;stages=1", "slide;split=rows;lift=fused"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
+  // In clusters, each block multicasts a slice of the tokens of each B box.
+  EXPECT_NO_THROW(parse_schedule("slide;split=wg;lift=fused;nt=8;stages=2;cluster=2"));
 }
 
 // split=wg blocks of fewer row tiles than warps: printed and parsed (tiles = warps is the default
@@ -217,9 +218,9 @@ TEST(SlideSchedule, WarpgroupFewerRowTiles) {
   for (const char* bad :
        {"slide;split=k;tiles=3", "slide;split=wg;warps=8;stages=2;tiles=4",
         "slide;split=wg;warps=4;stages=2;tiles=9", "slide;split=wg;warps=8;stages=2;tiles=0",
-        "slide;split=wg;warps=8;stages=2;tiles=7;cluster=2",
         "slide;split=wg;warps=8;stages=2;tiles=7;producer=1"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
+  EXPECT_NO_THROW(parse_schedule("slide;split=wg;warps=8;stages=2;tiles=7;cluster=2"));
 }
 
 // split=wg clusters: printed, parsed, the grid rounded up to whole clusters; other splits and
