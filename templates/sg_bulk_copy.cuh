@@ -76,32 +76,25 @@ __device__ __forceinline__ void barrier_arrive(unsigned bar) {
 }
 
 // Waits until the barrier's phase of the given parity (0, 1, 0, … per use) has completed.
-// CLUSTER: for a barrier that other CTAs of the cluster arrive on; acquire at cluster scope, so
-// what they did before they arrived (their last reads of a buffer) happens before what follows.
-template <bool CLUSTER = false>
+// Acquire at CTA scope, also for a barrier that other CTAs of the cluster arrive on: what they
+// released is the end of their reads of a buffer (wgmma, completed before they arrived), and
+// what follows is an async-proxy copy into it, ordered by the barrier's phase itself. A
+// cluster-scope acquire (and release in cluster_arrive) added a memory barrier to every wait.
 __device__ __forceinline__ void bulk_wait(unsigned bar, unsigned parity) {
   unsigned ok = 0;
   do {
-    if constexpr (CLUSTER)
-      asm volatile(
-          "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], "
-          "%2;\n selp.u32 %0, 1, 0, p;\n}\n"
-          : "=r"(ok)
-          : "r"(bar), "r"(parity)
-          : "memory");
-    else
-      asm volatile(
-          "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-          " selp.u32 %0, 1, 0, p;\n}\n"
-          : "=r"(ok)
-          : "r"(bar), "r"(parity)
-          : "memory");
+    asm volatile(
+        "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+        " selp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(ok)
+        : "r"(bar), "r"(parity)
+        : "memory");
   } while (ok == 0);
 }
 
 // Clusters (a launch with a cluster dimension): several CTAs, co-scheduled on one GPC, that may
 // write each other's shared memory and arrive on each other's barriers.
-//   leader: bulk_wait<true>(empty) -> bulk_copy_multicast(dst, src, n, full, mask)
+//   leader: bulk_wait(empty) -> bulk_copy_multicast(dst, src, n, full, mask)
 //   each CTA: bulk_wait(full) ... read ... cluster_arrive(empty, leader's rank)
 // This CTA's rank in its cluster.
 __device__ __forceinline__ unsigned cluster_rank() {
@@ -132,12 +125,12 @@ __device__ __forceinline__ void bulk_copy_multicast(unsigned dst, const void* sr
       : "memory");
 }
 
-// One arrival (release at cluster scope) on the barrier at this CTA's shared offset bar, in the
-// CTA of the cluster with rank `rank` (which may be this one).
+// One arrival (release at CTA scope, as bulk_wait acquires) on the barrier at this CTA's shared
+// offset bar, in the CTA of the cluster with rank `rank` (which may be this one).
 __device__ __forceinline__ void cluster_arrive(unsigned bar, unsigned rank) {
   asm volatile(
       "{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, %0, %1;\n"
-      " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+      " mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
       "r"(rank)
       : "memory");
 }

@@ -1354,8 +1354,8 @@ __device__ __forceinline__ void slide_spmm_wg(
       // step's buffer instead would hold the leader's warpgroup until the slowest block of the
       // cluster finished this step, every step.
       if (CL > 1 && tid == 0 && stages_b && i >= 1 && i - 1 + kBuffers < steps) {
-        detail::bulk_wait<true>(empty0 + 8 * ((i - 1) % kBuffers),
-                                static_cast<unsigned>(((i - 1) / kBuffers) & 1));
+        detail::bulk_wait(empty0 + 8 * ((i - 1) % kBuffers),
+                          static_cast<unsigned>(((i - 1) / kBuffers) & 1));
         issue_b(i - 1 + kBuffers);
       }
     }
@@ -1368,8 +1368,7 @@ __device__ __forceinline__ void slide_spmm_wg(
         if constexpr (SPREAD) w = advance(w, kBuffers);
         // Step i − kBuffers, the buffer's last use, is read: the barrier's phase of that step.
         if (i >= kBuffers)
-          detail::bulk_wait<(CL > 1)>(empty0 + 8 * j,
-                                      static_cast<unsigned>((i / kBuffers - 1) & 1));
+          detail::bulk_wait(empty0 + 8 * j, static_cast<unsigned>((i / kBuffers - 1) & 1));
         if (lane == 0) issue_a(i, st);
         stage_b(i, st);
         fence_proxy_async();  // this lane's overlap stores, before the wgmma reads them
@@ -1387,7 +1386,7 @@ __device__ __forceinline__ void slide_spmm_wg(
           detail::bulk_wait(empty0 + 8 * (i % kBuffers), phase);
           issue_a(i, step_of(i));
           if (!stages_b) continue;
-          if constexpr (CL > 1) detail::bulk_wait<true>(cempty0 + 8 * (i % kBuffers), phase);
+          if constexpr (CL > 1) detail::bulk_wait(cempty0 + 8 * (i % kBuffers), phase);
           issue_b(i);
         }
       }
@@ -1416,14 +1415,12 @@ __device__ __forceinline__ void slide_spmm_wg(
       acc_in = 1;
       if (i + kBuffers < steps) {  // the buffer is refilled
         __syncwarp();
-        if (lane == 0) {
-          if constexpr (LIFT && CL > 1) {  // every block's producer writes into this buffer
-            for (unsigned r = 0; r < static_cast<unsigned>(CL); ++r)
-              detail::cluster_arrive(empty0 + 8 * (i % kBuffers), r);
-          } else {
-            detail::barrier_arrive(empty0 + 8 * (i % kBuffers));
-            if constexpr (CL > 1) detail::cluster_arrive(cempty0 + 8 * (i % kBuffers), 0u);
-          }
+        if constexpr (LIFT && CL > 1) {  // every block's producer writes into this buffer
+          if (lane < CL)
+            detail::cluster_arrive(empty0 + 8 * (i % kBuffers), static_cast<unsigned>(lane));
+        } else if (lane == 0) {
+          detail::barrier_arrive(empty0 + 8 * (i % kBuffers));
+          if constexpr (CL > 1) detail::cluster_arrive(cempty0 + 8 * (i % kBuffers), 0u);
         }
       }
       if constexpr (SPREAD) {
