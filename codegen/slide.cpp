@@ -239,9 +239,10 @@ class SlideEmitter : public Emitter {
           s_.producer_warps()));
     if (s_.cluster > 1)
       comment(fmt::format(
-          "clusters of {} row blocks (launch attribute); the first stages B into all of them by "
-          "multicast",
-          s_.cluster));
+          "clusters of {} row blocks (launch attribute); {} into all of them by multicast",
+          s_.cluster,
+          s_.fused_wg() ? "each stages a slice of the tokens of each B box"
+                        : "the first stages B"));
     if (s_.spread > 0)
       comment(fmt::format(
           "spread: {} blocks share {} row blocks x {} runs equally; the blocks on a row block "

@@ -258,10 +258,10 @@ std::string print_slide(const SlideSchedule& s) {
         "a row block store their partial sums in fp32 slots, the last adds them into C\n",
         s.spread);
   if (s.cluster > 1)
-    out += fmt::format(
-        "  share : cluster={} row blocks per cluster; its first stages B into all of them "
-        "(multicast)\n",
-        s.cluster);
+    out += fmt::format("  share : cluster={} row blocks per cluster; {} (multicast)\n", s.cluster,
+                       s.fused_wg()
+                           ? "each copies a slice of the tokens of each B box into all of them"
+                           : "its first stages B into all of them");
   out += s.split == SlideSplit::Group
              ? fmt::format("  math  : wgmma.sp m64n{}k32 (16-bit) / k64 (8-bit) per warpgroup\n",
                            8 * s.n_tiles)

@@ -170,7 +170,10 @@ TEST(SlideSchedule, WarpgroupFusedLift) {
                           "slide;split=wg;lift=fused;stages=1", "slide;split=rows;lift=fused"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
   // In clusters, each block multicasts a slice of the tokens of each B box.
-  EXPECT_NO_THROW(parse_schedule("slide;split=wg;lift=fused;nt=8;stages=2;cluster=2"));
+  EXPECT_NE(print_schedule(parse_schedule("slide;split=wg;lift=fused;nt=8;stages=2;cluster=2"))
+                .find("  share : cluster=2 row blocks per cluster; each copies a slice of the "
+                      "tokens of each B box into all of them (multicast)\n"),
+            std::string::npos);
 }
 
 // split=wg blocks of fewer row tiles than warps: printed and parsed (tiles = warps is the default
