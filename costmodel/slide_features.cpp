@@ -34,6 +34,15 @@ constexpr double kStepCyclesWg = 1800.0;
 // (4096², 4096x14336, 14336x4096, N = 64); why is not known.
 constexpr double kDeepRingWg = 0.83;
 constexpr double kDeepRingPartsWg = 1.4;
+// split=wg with lift=fused: a producer warp per buffer refills it as soon as it is free, so the
+// stages + 1 buffers' waits overlap and a step costs kStepCyclesWg · 3 / (stages + 1): 1350
+// cycles measured with 4 buffers (18944x3584, two blocks per SM) and 960-1000 with 5-7 (14336x4096,
+// one block per SM, where the DRAM stream bounds it) at N = 64 on an H200.
+constexpr double kFusedRingBuffersWg = 3.0;
+// split=wg streams A with one thread's bulk copies, which read DRAM about 13 % slower than the
+// plain loads of many warps: 30 against 26.4 µs for the same A at N = 16 (14336x4096, H200),
+// as the MACKO streaming probes found (bulk / warp time 1.13, geometric mean of 60 cases).
+constexpr double kBulkStreamWg = 1.13;
 // lift=fused: what each fragment register's gather adds to a step, per token of the tile (one
 // sector each): fitted to fused against lift=kernel at N = 1 and 8 (4096x4096, 4096x14336).
 constexpr double kGatherCyclesPerToken = 18.0;
@@ -95,7 +104,8 @@ class SlideCost final : public CostFamily {
     // spread: the rows shared by two blocks (about one per block) add through the workspace.
     if (s.spread > 0)
       f.c_bytes += std::min(double(p.m), s.spread * 16.0 * s.wg_tiles()) * n * 4.0 * 4.0;
-    f.dram_bytes = f.a_bytes + f.b_unique_bytes + f.c_bytes;
+    f.dram_bytes = f.a_bytes * (s.split == SlideSplit::Group ? kBulkStreamWg : 1.0) +
+                   f.b_unique_bytes + f.c_bytes;
     f.l2_bytes = f.a_bytes + f.b_sector_bytes + f.c_bytes;
     f.warp_workers = grid_x * grid_y * s.warps;
     const double mmas = row_tiles * chunks * col_tiles;
@@ -105,9 +115,11 @@ class SlideCost final : public CostFamily {
     f.warp_iters_max = std::ceil(part / ((s.split == SlideSplit::K ? s.warps : 1) * step));
     f.step_latency_cycles = s.split == SlideSplit::K      ? kStepCyclesK
                             : s.split == SlideSplit::Rows ? kStepCyclesRows
-                            : s.stages < 3                ? kStepCyclesWg
-                            : s.ksplit == 1               ? kStepCyclesWg * kDeepRingWg
-                                                          : kStepCyclesWg * kDeepRingPartsWg;
+                            : wg_fused && s.ksplit == 1
+                                ? kStepCyclesWg * kFusedRingBuffersWg / (s.stages + 1)
+                            : s.stages < 3  ? kStepCyclesWg
+                            : s.ksplit == 1 ? kStepCyclesWg * kDeepRingWg
+                                            : kStepCyclesWg * kDeepRingPartsWg;
     if (s.lift == SlideLift::Fused && !wg_fused)
       f.step_latency_cycles += s.unroll * s.n_tiles * 4.0 * kGatherCyclesPerToken * tokens_per_tile;
     f.warp_iters_mean = f.warp_iters_max;
