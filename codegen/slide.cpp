@@ -298,7 +298,7 @@ class SlideEmitter : public Emitter {
                 IntArg{slide_step_chunks(s_)}, IntArg{s_.warps}, IntArg{quant_ ? 1 : 0},
                 IntArg{s_.ksplit}, IntArg{s_.stages}, IntArg{s_.cluster}, IntArg{s_.producer},
                 IntArg{wg_fused() ? 1 : 0}, IntArg{s_.pattern}, IntArg{s_.spread > 0 ? 1 : 0},
-                IntArg{s_.wg_tiles()}, IntArg{s_.lanes});
+                IntArg{s_.wg_tiles()});
       const auto args_wg = std::tuple_cat(
           args, std::make_tuple(tmpl::cptr_tmap(
                     wg_fused() ? "&b_map" : "static_cast<const sg::TensorMap*>(nullptr)")));

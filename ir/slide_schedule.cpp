@@ -129,9 +129,6 @@ std::vector<std::string> validate(const SlideSchedule& s) {
         s.tiles, s.warps));
   if (s.spread < 0 || s.spread > 65535)
     why.push_back(fmt::format("spread={} must be in 0..65535", s.spread));
-  one_of("lanes", s.lanes, {0, 1});
-  if (s.lanes > 0 && !s.fused_wg())
-    why.push_back("lanes=1 needs split=wg with lift=fused (its producer warps copy A)");
   if (s.tiles != 0 && s.producer > 0)
     why.push_back(fmt::format(
         "tiles={} needs producer=0 (the two together are not verified on a GPU)", s.tiles));
@@ -184,14 +181,14 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
 
 std::string slide_spec(const SlideSchedule& s) {
   return fmt::format(
-      "slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}{}{}{}{}{}{}",
+      "slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}{}{}{}{}{}",
       2 * s.pattern - 2, 2 * s.pattern, to_string(s.split), to_string(s.lift), s.warps, s.m_tiles,
       s.n_tiles, s.unroll, s.ksplit > 1 ? fmt::format(";ksplit={}", s.ksplit) : "",
       s.stages > 1 ? fmt::format(";stages={}", s.stages) : "",
       s.prefetch > 0 ? fmt::format(";prefetch={}", s.prefetch) : "",
       s.cluster > 1 ? fmt::format(";cluster={}", s.cluster) : "",
       s.producer > 0 ? ";producer=1" : "", s.spread > 0 ? fmt::format(";spread={}", s.spread) : "",
-      s.tiles > 0 ? fmt::format(";tiles={}", s.tiles) : "", s.lanes > 0 ? ";lanes=1" : "");
+      s.tiles > 0 ? fmt::format(";tiles={}", s.tiles) : "");
 }
 
 std::string print_slide(const SlideSchedule& s) {
@@ -255,8 +252,6 @@ std::string print_slide(const SlideSchedule& s) {
         s.prefetch);
   if (s.producer > 0)
     out += "  warps : + 1 producer warp staging the steps; the warpgroups only wait and multiply\n";
-  if (s.lanes > 0)
-    out += "  a     : lanes=1: each producer warp's lanes copy A and metadata (16-byte cp.async)\n";
   if (s.spread > 0)
     out += fmt::format(
         "  grid  : spread={} blocks share the row blocks x runs equally (stream-K); the blocks on "
@@ -335,12 +330,10 @@ SlideSchedule parse_slide_fields(std::string_view spec,
       s.spread = static_cast<int>(spec_fields::parse_int(key, v, 0, 65535));
     else if (key == "tiles")
       s.tiles = num(64);
-    else if (key == "lanes")
-      s.lanes = static_cast<int>(spec_fields::parse_int(key, v, 0, 1));
     else
       spec_fields::error(key,
                          "one of pattern, split, lift, warps, mt, nt, unroll, ksplit, stages, "
-                         "prefetch, cluster, producer, spread, tiles, lanes (family slide)",
+                         "prefetch, cluster, producer, spread, tiles (family slide)",
                          key);
   });
   if (s.tiles == s.warps) s.tiles = 0;  // the default, written out: the same schedule

@@ -50,10 +50,6 @@
 //              18944 rows: 237 blocks of 5 in two full waves, not 148 of 8). On an H200 at N = 64
 //              that gained 2 % and 12 % there. Enumerated: the count that fills the most slots.
 //              Not with producer (not verified on a GPU together).
-//     lanes    split=wg with lift=fused: 1 has each producer warp's 32 lanes copy a step's A and
-//              metadata with 16-byte cp.async copies (their completion counted on the step's
-//              barrier) instead of one bulk copy from lane 0 (printed when 1): the MACKO probes
-//              read DRAM about 13 % faster by many 16-byte requests than by bulk copies.
 //     producer split=wg: 1 adds a warp that only stages the steps (bulk copies into a ring whose
 //              buffers the multiplying warps release through barriers), so that the warpgroups
 //              never wait at a block barrier or for a copy's issue (printed when 1). Given by SPEC
@@ -126,7 +122,6 @@ struct SlideSchedule {
   int producer = 0;                    // split=wg: 1 adds a producer warp that stages the steps
   int spread = 0;                      // split=wg lift=fused: grid blocks sharing the work, or 0
   int tiles = 0;  // split=wg: 16-row tiles per block (warps − 3 … warps − 1), 0: warps
-  int lanes = 0;  // split=wg lift=fused: 1 stages A and metadata by the producers' lanes
 
   // split=wg with lift=fused: the kernel that copies B's original columns itself (TMA) over
   // raw-first windows (see lift above).

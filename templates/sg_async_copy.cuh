@@ -25,13 +25,6 @@ __device__ __forceinline__ void cp_async16(unsigned dst, const void* src, bool s
       "l"(src), "r"(static_cast<int>(skip)));
 }
 
-// Has the mbarrier at shared address bar track this thread's cp.async copies issued so far: its
-// pending count rises now and falls once they have landed, so the current phase completes only
-// after them (not an arrival of its own: the thread still arrives).
-__device__ __forceinline__ void cp_async_barrier_track(unsigned bar) {
-  asm volatile("cp.async.mbarrier.arrive.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
-
 }  // namespace detail
 
 // Commits the cp.async copies issued so far as one group.

@@ -1071,9 +1071,6 @@ __device__ __forceinline__ void slide_spmm_rows(
 // buffer j of every block of the cluster, whose raw(j) counts the whole box; each consumer warp
 // releases buffer j on empty(j) of every block (WARPS·CL arrivals), since every block writes into
 // it. So the L2 serves each B box once per cluster.
-// AL = 1 (LIFT): the producer warp's 32 lanes copy the step's A and metadata, 16 bytes per
-// cp.async, each lane's copies tracked on the step's barrier (cp.async.mbarrier.arrive), instead
-// of lane 0's two bulk copies: many 16-byte requests instead of one bulk request per array.
 // SPREAD = 1 (LIFT, KS = 1; stream-K): the grid's blocks share the work (row blocks x runs, row
 // block after row block) equally, block b the runs [b·W / grid.x, (b + 1)·W / grid.x) of the
 // W = row blocks x runs: a few segments of consecutive runs of one row block each, walked as one
@@ -1085,7 +1082,7 @@ __device__ __forceinline__ void slide_spmm_rows(
 //   consumer: for step i: multiply; arrive empty; at a segment's end: store C, or store the slot
 //             and count it; after the last step: the finish of the tiles it counted last
 template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST, int CL, int PW,
-          int LIFT, int P, int SPREAD, int TB, int AL>
+          int LIFT, int P, int SPREAD, int TB>
 __device__ __forceinline__ void slide_spmm_wg(
     const unsigned* __restrict__ a, const unsigned* __restrict__ meta,
     const unsigned* __restrict__ bw, T* __restrict__ C, const float* __restrict__ row_scales,
@@ -1101,7 +1098,6 @@ __device__ __forceinline__ void slide_spmm_wg(
   static_assert(CL == 1 || CL == 2 || CL == 4, "cluster of 1, 2 or 4 blocks");
   static_assert(PW == 0 || PW == 1, "one producer warp or none");
   static_assert(SPREAD == 0 || (LIFT && KS == 1), "spread: lift=fused, one K part");
-  static_assert(AL == 0 || LIFT, "lanes: lift=fused (its producer warps copy A)");
   using K_ = detail::SlideKind<KIND>;
   using Acc = typename K_::Acc;
   using E = typename detail::SlideCond<
@@ -1232,31 +1228,13 @@ __device__ __forceinline__ void slide_spmm_wg(
     // A block past M (the grid rounded up to whole clusters) has no tiles to copy; LIFT: B
     // arrives on the raw barrier instead (stage_b).
     const int rows_copied = tiles_m > 0 || SPREAD ? TB : 0;
-    detail::bulk_expect(
-        bar, static_cast<unsigned>(
-                 nu * ((LIFT ? 0 : tiles_n * kTile) + (AL ? 0 : rows_copied * (kTile + kMeta)))));
-    if (rows_copied == 0 || AL) return;
+    detail::bulk_expect(bar, static_cast<unsigned>(nu * ((LIFT ? 0 : tiles_n * kTile) +
+                                                         rows_copied * (kTile + kMeta))));
+    if (rows_copied == 0) return;
     // Slot (row block, chunk kc0) onwards: the block's TB tiles of nu chunks, adjacent.
     const long long slot = (static_cast<long long>(st.rb) * chunks + kc0) * TB;
     detail::bulk_copy(buf + kBytesB, a8 + slot * kTile, nu * TB * kTile, bar);
     detail::bulk_copy(buf + kBytesB + kBytesA, m8 + slot * kMeta, nu * TB * kMeta, bar);
-  };
-  // AL: step i's A and metadata copied by the 32 lanes of a producer warp, 16 bytes per cp.async,
-  // tracked on the step's barrier (issue_a, by lane 0, then announces no bytes).
-  auto issue_a_lanes = [&](int i, const Step& st) {
-    const int kc0 = st.kc0, nu = min(U, st.c1 - kc0);
-    const unsigned buf = s0 + static_cast<unsigned>((i % kBuffers) * kStep);
-    if (tiles_m > 0 || SPREAD) {
-      const long long slot = (static_cast<long long>(st.rb) * chunks + kc0) * TB;
-      const char* sa = a8 + slot * kTile;
-      const char* sm = m8 + slot * kMeta;
-      const int na = nu * TB * (kTile / 16), nm = nu * TB * (kMeta / 16);
-      for (int v = lane; v < na; v += 32)
-        detail::cp_async16(buf + kBytesB + v * 16, sa + v * 16, false);
-      for (int v = lane; v < nm; v += 32)
-        detail::cp_async16(buf + kBytesB + kBytesA + v * 16, sm + v * 16, false);
-    }
-    detail::cp_async_barrier_track(bar0 + 8 * (i % kBuffers));
   };
   // Step i's B: this block's (CL = 1) or, from the leader, the cluster's.
   auto issue_b = [&](int i) {
@@ -1392,7 +1370,6 @@ __device__ __forceinline__ void slide_spmm_wg(
         if (i >= kBuffers)
           detail::bulk_wait(empty0 + 8 * j, static_cast<unsigned>((i / kBuffers - 1) & 1));
         if (lane == 0) issue_a(i, st);
-        if constexpr (AL) issue_a_lanes(i, st);
         stage_b(i, st);
         fence_proxy_async();  // this lane's overlap stores, before the wgmma reads them
         detail::barrier_arrive(bar0 + 8 * j);
