@@ -187,8 +187,8 @@ class SlideEmitter : public Emitter {
       throw UserError(
           fmt::format("codegen: {} exceeds the slide kernel's 32-bit offsets", to_string(p_)));
     quant_ = is_quantized(p_.dtype);
-    for (const char* n : {"values", "B", "C", "alpha", "beta", "meta", "mask_lut", "row_scales",
-                          "bw", "token_scales", "ws", "T", "sg_smem"})
+    for (const char* n : {"values", "B", "C", "alpha", "beta", "meta", "row_scales", "bw",
+                          "token_scales", "ws", "T", "sg_smem"})
       reserve(n);
     decl(fmt::format("// sparsegen slide kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -298,13 +298,10 @@ class SlideEmitter : public Emitter {
                 IntArg{slide_step_chunks(s_)}, IntArg{s_.warps}, IntArg{quant_ ? 1 : 0},
                 IntArg{s_.ksplit}, IntArg{s_.stages}, IntArg{s_.cluster}, IntArg{s_.producer},
                 IntArg{wg_fused() ? 1 : 0}, IntArg{s_.pattern}, IntArg{s_.spread > 0 ? 1 : 0},
-                IntArg{s_.wg_tiles()}, IntArg{s_.masks});
-      // masks=1: meta holds the group masks, mask_lut the table that expands them.
+                IntArg{s_.wg_tiles()});
       const auto args_wg = std::tuple_cat(
-          args,
-          std::make_tuple(
-              tmpl::cptr_tmap(wg_fused() ? "&b_map" : "static_cast<const sg::TensorMap*>(nullptr)"),
-              tmpl::cptr_u32(s_.masks > 0 ? "mask_lut" : "static_cast<const unsigned*>(nullptr)")));
+          args, std::make_tuple(tmpl::cptr_tmap(
+                    wg_fused() ? "&b_map" : "static_cast<const sg::TensorMap*>(nullptr)")));
       std::apply([&](const auto&... a) { call_stmt(tmpl::slide_spmm_wg, targ_wg, a...); }, args_wg);
       return;
     }
@@ -322,10 +319,9 @@ class SlideEmitter : public Emitter {
     return kernel_source(fmt::format(
         "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
         "    const unsigned* __restrict__ values,\n    T* __restrict__ C,\n    float alpha,\n"
-        "    float beta,\n    const unsigned* __restrict__ meta,\n{}{}"
+        "    float beta,\n    const unsigned* __restrict__ meta,\n{}"
         "    {}{}{}) {{\n",
         s_.threads_per_block(), opt_.kernel_name,
-        s_.masks > 0 ? "    const unsigned* __restrict__ mask_lut,\n" : "",
         quant_ ? "    const float* __restrict__ row_scales,\n" : "",
         wg_fused() ? "const __grid_constant__ sg::TensorMap b_map"
         : fused_   ? "const T* __restrict__ B"
@@ -342,29 +338,12 @@ class SlideEmitter : public Emitter {
   KernelSignature signature() const {
     KernelSignature sig;
     sig.kernel_name = opt_.kernel_name;
-    // masks=1: the group masks (ir/slide_fragments.h) in place of the metadata words, four to a
-    // word, and the table that expands them (two 16-bit codes to a word).
-    std::vector<int64_t> meta;
-    if (s_.masks > 0) {
-      SG_ASSERT(!f_.masks.empty() && f_.masks.size() % 4 == 0, "emit_slide: the pack has no masks");
-      meta.resize(f_.masks.size() / 4, 0);
-      for (size_t i = 0; i < f_.masks.size(); ++i)
-        meta[i / 4] |= int64_t{f_.masks[i]} << (8 * (i % 4));
-    } else {
-      meta.assign(f_.meta.begin(), f_.meta.end());
-    }
+    std::vector<int64_t> meta(f_.meta.begin(), f_.meta.end());
     sig.params = {{"values", ParamKind::Values, "slide.values", {}},
                   {"C", ParamKind::C, "C", {}},
                   {"alpha", ParamKind::Alpha, "alpha", {}},
                   {"beta", ParamKind::Beta, "beta", {}},
-                  {"meta", ParamKind::U32Table, s_.masks > 0 ? "slide.masks" : "slide.meta",
-                   std::move(meta)}};
-    if (s_.masks > 0) {
-      const auto& lut = slide_mask_codes();
-      std::vector<int64_t> words(lut.size() / 2);
-      for (size_t i = 0; i < lut.size(); ++i) words[i / 2] |= int64_t{lut[i]} << (16 * (i % 2));
-      sig.params.push_back({"mask_lut", ParamKind::U32Table, "slide.mask_codes", std::move(words)});
-    }
+                  {"meta", ParamKind::U32Table, "slide.meta", std::move(meta)}};
     if (quant_) {
       sig.params.push_back(
           {"row_scales", ParamKind::F32Table, "slide.row_scales", f32_table(f_.row_scales)});

@@ -80,10 +80,8 @@ class SlideCost final : public CostFamily {
     f.nnz = double(fs.nnz);
     f.pad_overhead = fs.pad_overhead();
     // A once per column block (each column block re-reads it; K parts split it).
-    // masks=1: 128 bytes of group masks per row tile and run (3 chunks) instead of the codes.
-    f.a_bytes = row_tiles * chunks *
-                (32.0 * mma.lane_bytes() + (s.masks > 0 ? 128.0 / 3.0 : 4.0 * mma.meta_words())) *
-                col_blocks;
+    f.a_bytes =
+        row_tiles * chunks * (32.0 * mma.lane_bytes() + 4.0 * mma.meta_words()) * col_blocks;
     f.table_bytes = 0;
     // lift=kernel: read B, write and read B'; fused: B only (re-read through the caches).
     f.b_unique_bytes = double(p.k) * n * io + (s.lift == SlideLift::Kernel ? 2.0 * lifted_b : 0.0);

@@ -1,6 +1,5 @@
 #include "ir/slide_fragments.h"
 
-#include <bit>
 #include <cmath>
 
 #include "ir/diagnostics.h"
@@ -52,30 +51,6 @@ int64_t slide_order_source(int n, SlideWindowOrder o, int64_t index, int64_t gro
   }
   g += index / run * kSlideRunGroups;
   return g < groups ? g * per_group + w : -1;
-}
-
-const std::array<uint16_t, 256>& slide_mask_codes() {
-  static const std::array<uint16_t, 256> table = [] {
-    std::array<uint16_t, 256> t{};
-    for (int mask = 0; mask < 256; ++mask) {
-      if (std::popcount(static_cast<unsigned>(mask)) > 6) continue;
-      CsrMatrix g;
-      g.rows = 1;
-      g.cols = 8;
-      g.row_ptr = {0};
-      for (int c = 0; c < 8; ++c)
-        if (mask >> c & 1) {
-          g.col_idx.push_back(c);
-          g.values.push_back(1.0f);
-        }
-      g.row_ptr.push_back(static_cast<int64_t>(g.col_idx.size()));
-      const SlideFormat s = pack_slide(g, 4);
-      auto code = [&](int w) { return (s.meta[0] >> (4 * w)) & 0xfu; };
-      t[static_cast<size_t>(mask)] = static_cast<uint16_t>(code(0) | code(2) << 4 | code(1) << 8);
-    }
-    return t;
-  }();
-  return table;
 }
 
 int64_t SlideTcFormat::bytes() const {
@@ -155,20 +130,6 @@ SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype, SlideForm fo
         }
       }
   });
-  // Raw-first 6:8: each row's group masks, run by run (the group of local column c: bit c).
-  if (order == SlideWindowOrder::RawFirst && n == 4) {
-    const int64_t runs = f.chunks / 3;
-    f.masks.assign(static_cast<size_t>(stored * runs * 16 * kSlideRunGroups), 0);
-    for (int64_t r = 0; r < a.rows; ++r)
-      for (int64_t i = a.row_ptr[static_cast<size_t>(r)]; i < a.row_ptr[static_cast<size_t>(r) + 1];
-           ++i) {
-        const int64_t c = a.col_idx[static_cast<size_t>(i)], grp = c / 8;
-        const int64_t q = grp / kSlideRunGroups;
-        const size_t at = static_cast<size_t>(
-            (f.mask_slot(r / 16, q) * 16 + r % 16) * kSlideRunGroups + grp % kSlideRunGroups);
-        f.masks[at] = static_cast<uint8_t>(f.masks[at] | 1u << (c % 8));
-      }
-  }
   return f;
 }
 

@@ -32,16 +32,8 @@
 //     chunk 3r      windows (g, 0), (g, 2) of groups 8r … 8r + 3 = columns 64r … 64r + 31
 //     chunk 3r + 1  the same of groups 8r + 4 … 8r + 7        = columns 64r + 32 … 64r + 63
 //     chunk 3r + 2  windows (g, 1) of groups 8r … 8r + 7      = columns 8g + 2 … 8g + 5 each
-//
-// Group masks (raw-first 6:8 only; split=wg lift=fused with masks=1). A group's window codes are
-// a function of which of its 8 columns hold entries (the first fit above, zeros filled in at the
-// lowest free positions), so the pack also keeps, per row and group, that 8-bit mask: 8 bits
-// instead of the 12 of its three codes. slide_mask_codes() is the table the kernel expands them
-// with; masks [mask slot][16 rows][8 groups of the run] by (row tile, run) slot, in the slot
-// order of the chunks (group G: blocks of G row tiles, run-major within a block).
 #pragma once
 
-#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -68,7 +60,6 @@ struct SlideTcFormat {
   SlideWindowOrder order = SlideWindowOrder::Sliding;  // of the windows along K'
   std::vector<float> values;      // fragment order; quantized types: the quantized values
   std::vector<uint32_t> meta;     // fragment order
-  std::vector<uint8_t> masks;     // raw-first 6:8: the group masks (above); else empty
   std::vector<float> row_scales;  // quantized types: one per row (ir/quantize.h); else empty
 
   // Bytes the main kernel reads for A: values in the dtype, metadata, scales.
@@ -78,10 +69,6 @@ struct SlideTcFormat {
   // The array slot of row tile rt's chunk kc.
   int64_t slot(int64_t rt, int64_t kc) const {
     return (rt / group * chunks + kc) * group + rt % group;
-  }
-  // The masks slot of row tile rt's run q (raw-first 6:8: 3 chunks per run).
-  int64_t mask_slot(int64_t rt, int64_t q) const {
-    return (rt / group * (chunks / 3) + q) * group + rt % group;
   }
 };
 
@@ -93,12 +80,6 @@ struct SlideTcFormat {
 SlideTcFormat pack_slide_tc(const CsrMatrix& a, int n, DType dtype,
                             SlideForm form = SlideForm::Kernel, int group = 1,
                             SlideWindowOrder order = SlideWindowOrder::Sliding);
-
-// 6:8: the window codes (p0 | p1 << 2, ir/slide_format.h) of a group whose entries sit at the set
-// bits of `mask` (bit c: local column c), as windows 0 | 2 << 4 | 1 << 8 (the raw-first order:
-// the raw chunks' windows, then the overlap's); 0 for masks of more than 6 bits. From pack_slide
-// itself, so the expansion agrees with the codes it writes.
-const std::array<uint16_t, 256>& slide_mask_codes();
 
 // The lifted weight W' (rows × chunks·chunk, row-major, fp32) decoded from the fragment arrays
 // with the PTX mapping above: what the tensor cores see. For the interpreter and the tests.

@@ -129,9 +129,6 @@ std::vector<std::string> validate(const SlideSchedule& s) {
         s.tiles, s.warps));
   if (s.spread < 0 || s.spread > 65535)
     why.push_back(fmt::format("spread={} must be in 0..65535", s.spread));
-  one_of("masks", s.masks, {0, 1});
-  if (s.masks > 0 && !s.fused_wg())
-    why.push_back("masks=1 needs split=wg with lift=fused (its producer warps expand the masks)");
   if (s.tiles != 0 && s.producer > 0)
     why.push_back(fmt::format(
         "tiles={} needs producer=0 (the two together are not verified on a GPU)", s.tiles));
@@ -184,14 +181,14 @@ std::vector<std::string> validate_slide(const Problem& p, const SlideSchedule& s
 
 std::string slide_spec(const SlideSchedule& s) {
   return fmt::format(
-      "slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}{}{}{}{}{}{}",
+      "slide;pattern={}:{};split={};lift={};warps={};mt={};nt={};unroll={}{}{}{}{}{}{}{}",
       2 * s.pattern - 2, 2 * s.pattern, to_string(s.split), to_string(s.lift), s.warps, s.m_tiles,
       s.n_tiles, s.unroll, s.ksplit > 1 ? fmt::format(";ksplit={}", s.ksplit) : "",
       s.stages > 1 ? fmt::format(";stages={}", s.stages) : "",
       s.prefetch > 0 ? fmt::format(";prefetch={}", s.prefetch) : "",
       s.cluster > 1 ? fmt::format(";cluster={}", s.cluster) : "",
       s.producer > 0 ? ";producer=1" : "", s.spread > 0 ? fmt::format(";spread={}", s.spread) : "",
-      s.tiles > 0 ? fmt::format(";tiles={}", s.tiles) : "", s.masks > 0 ? ";masks=1" : "");
+      s.tiles > 0 ? fmt::format(";tiles={}", s.tiles) : "");
 }
 
 std::string print_slide(const SlideSchedule& s) {
@@ -255,10 +252,6 @@ std::string print_slide(const SlideSchedule& s) {
         s.prefetch);
   if (s.producer > 0)
     out += "  warps : + 1 producer warp staging the steps; the warpgroups only wait and multiply\n";
-  if (s.masks > 0)
-    out +=
-        "  meta  : masks=1: 8-bit entry masks per group, expanded into the codes by the "
-        "producers\n";
   if (s.spread > 0)
     out += fmt::format(
         "  grid  : spread={} blocks share the row blocks x runs equally (stream-K); the blocks on "
@@ -337,12 +330,10 @@ SlideSchedule parse_slide_fields(std::string_view spec,
       s.spread = static_cast<int>(spec_fields::parse_int(key, v, 0, 65535));
     else if (key == "tiles")
       s.tiles = num(64);
-    else if (key == "masks")
-      s.masks = static_cast<int>(spec_fields::parse_int(key, v, 0, 1));
     else
       spec_fields::error(key,
                          "one of pattern, split, lift, warps, mt, nt, unroll, ksplit, stages, "
-                         "prefetch, cluster, producer, spread, tiles, masks (family slide)",
+                         "prefetch, cluster, producer, spread, tiles (family slide)",
                          key);
   });
   if (s.tiles == s.warps) s.tiles = 0;  // the default, written out: the same schedule
@@ -440,11 +431,7 @@ int64_t slide_shared_bytes(const Problem& p, const SlideSchedule& s) {
         slide_step_chunks(s) *
         (s.n_tiles * 512 + int64_t{s.wg_tiles()} * (512 + 32 * slide_mma(p.dtype).meta_lanes));
     if (s.lift == SlideLift::Kernel) return int64_t{s.stages + 1} * step;
-    // masks=1: a step's masks too (128 bytes per row tile and run), and the 512-byte table.
-    const int64_t masks =
-        s.masks > 0 ? int64_t{s.wg_tiles()} * (slide_step_chunks(s) / 3) * 128 : 0;
-    return int64_t{s.stages + 1} * ((step + masks + 1023) / 1024 * 1024) + 1024 +
-           (s.masks > 0 ? 512 : 0);
+    return int64_t{s.stages + 1} * ((step + 1023) / 1024 * 1024) + 1024;
   }
   return int64_t{s.warps - 1} * s.m_tiles * s.n_tiles * 4 * 32 * 4;
 }

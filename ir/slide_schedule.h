@@ -50,11 +50,6 @@
 //              18944 rows: 237 blocks of 5 in two full waves, not 148 of 8). On an H200 at N = 64
 //              that gained 2 % and 12 % there. Enumerated: the count that fills the most slots.
 //              Not with producer (not verified on a GPU together).
-//     masks    split=wg with lift=fused: 1 streams, per row and 6:8 group, the 8-bit mask of its
-//              entries instead of its three windows' 4-bit codes (ir/slide_fragments.h): 128
-//              bytes per row tile and run instead of 192, 0.79 of the dense bytes instead of
-//              0.84. The producer warps copy the masks with B and expand them into the codes with
-//              a 256-entry table (printed when 1).
 //     producer split=wg: 1 adds a warp that only stages the steps (bulk copies into a ring whose
 //              buffers the multiplying warps release through barriers), so that the warpgroups
 //              never wait at a block barrier or for a copy's issue (printed when 1). Given by SPEC
@@ -127,7 +122,6 @@ struct SlideSchedule {
   int producer = 0;                    // split=wg: 1 adds a producer warp that stages the steps
   int spread = 0;                      // split=wg lift=fused: grid blocks sharing the work, or 0
   int tiles = 0;  // split=wg: 16-row tiles per block (warps − 3 … warps − 1), 0: warps
-  int masks = 0;  // split=wg lift=fused: 1 reads each group's 8-bit entry mask, not its codes
 
   // split=wg with lift=fused: the kernel that copies B's original columns itself (TMA) over
   // raw-first windows (see lift above).

@@ -1082,13 +1082,13 @@ __device__ __forceinline__ void slide_spmm_rows(
 //   consumer: for step i: multiply; arrive empty; at a segment's end: store C, or store the slot
 //             and count it; after the last step: the finish of the tiles it counted last
 template <typename T, int KIND, int NT, int U, int WARPS, int QUANT, int KS, int ST, int CL, int PW,
-          int LIFT, int P, int SPREAD, int TB, int MK>
+          int LIFT, int P, int SPREAD, int TB>
 __device__ __forceinline__ void slide_spmm_wg(
     const unsigned* __restrict__ a, const unsigned* __restrict__ meta,
     const unsigned* __restrict__ bw, T* __restrict__ C, const float* __restrict__ row_scales,
     const float* __restrict__ token_scales, float* smem, float alpha, float beta, int M, int N,
     int row_tiles, int col_tiles, int chunks, int c_rs, int c_ns, float* ws, unsigned* counters,
-    int col_blocks, const TensorMap* __restrict__ b_map, const unsigned* __restrict__ mask_lut) {
+    int col_blocks, const TensorMap* __restrict__ b_map) {
   static_assert(ST >= 1 && ST <= (LIFT ? 6 : 4), "steps in flight: 2 … 5 (LIFT: 3 … 7)");
   static_assert(LIFT == 0 || (KIND <= 1 && P == 4 && PW == 0 && NT % CL == 0 && U % 3 == 0),
                 "split=wg lift=fused: fp16 / bf16 6:8, whole runs per step, NT a multiple of CL");
@@ -1098,7 +1098,6 @@ __device__ __forceinline__ void slide_spmm_wg(
   static_assert(CL == 1 || CL == 2 || CL == 4, "cluster of 1, 2 or 4 blocks");
   static_assert(PW == 0 || PW == 1, "one producer warp or none");
   static_assert(SPREAD == 0 || (LIFT && KS == 1), "spread: lift=fused, one K part");
-  static_assert(MK == 0 || LIFT, "masks: lift=fused (its producer warps expand them)");
   using K_ = detail::SlideKind<KIND>;
   using Acc = typename K_::Acc;
   using E = typename detail::SlideCond<
@@ -1110,13 +1109,10 @@ __device__ __forceinline__ void slide_spmm_wg(
   constexpr int kBytesB = U * NT * kTile;  // a step's bytes: B,
   constexpr int kBytesA = TB * U * kTile;  // A,
   constexpr int kBytesM = TB * U * kMeta;  // and metadata
-  constexpr int kRuns = LIFT ? U / 3 : 1;  // runs per step
-  // MK: the step's group masks (16 rows x 8 groups per row tile and run), which the producers
-  // expand into the metadata.
-  constexpr int kBytesK = MK ? TB * kRuns * 128 : 0;
   // LIFT: buffers on 1024-byte boundaries (the TMA copies' 128-byte swizzle atoms).
-  constexpr int kStep = LIFT ? (kBytesB + kBytesA + kBytesM + kBytesK + 1023) / 1024 * 1024
-                             : kBytesB + kBytesA + kBytesM;
+  constexpr int kStep =
+      LIFT ? (kBytesB + kBytesA + kBytesM + 1023) / 1024 * 1024 : kBytesB + kBytesA + kBytesM;
+  constexpr int kRuns = LIFT ? U / 3 : 1;  // runs per step
   constexpr int kBuffers = ST + 1;
   constexpr int kProducers = LIFT ? kBuffers : PW;  // warps that only stage: one per buffer, or PW
   __shared__ alignas(8) unsigned long long full[kBuffers];
@@ -1170,10 +1166,6 @@ __device__ __forceinline__ void slide_spmm_wg(
   const int tiles_n = min(NT, col_tiles - ct0), tiles_m = max(0, min(TB, row_tiles - bt0));
   const unsigned empty0 = static_cast<unsigned>(__cvta_generic_to_shared(empty));
   const unsigned cempty0 = static_cast<unsigned>(__cvta_generic_to_shared(cluster_empty));
-  // MK: the mask table (256 codes of 16 bits) after the ring, before the block's first barrier.
-  unsigned short* const s_lut = reinterpret_cast<unsigned short*>(sbase + kBuffers * kStep);
-  if constexpr (MK)
-    for (int i = tid; i < 128; i += blockDim.x) reinterpret_cast<unsigned*>(s_lut)[i] = mask_lut[i];
   if (tid == 0) {
     for (int b = 0; b < kBuffers; ++b) {
       // LIFT: lane 0's arrival with A's bytes, then each lane's once its B stores are fenced.
@@ -1236,15 +1228,13 @@ __device__ __forceinline__ void slide_spmm_wg(
     // A block past M (the grid rounded up to whole clusters) has no tiles to copy; LIFT: B
     // arrives on the raw barrier instead (stage_b).
     const int rows_copied = tiles_m > 0 || SPREAD ? TB : 0;
-    detail::bulk_expect(
-        bar, static_cast<unsigned>(
-                 nu * ((LIFT ? 0 : tiles_n * kTile) + rows_copied * (kTile + (MK ? 0 : kMeta)))));
+    detail::bulk_expect(bar, static_cast<unsigned>(nu * ((LIFT ? 0 : tiles_n * kTile) +
+                                                         rows_copied * (kTile + kMeta))));
     if (rows_copied == 0) return;
     // Slot (row block, chunk kc0) onwards: the block's TB tiles of nu chunks, adjacent.
     const long long slot = (static_cast<long long>(st.rb) * chunks + kc0) * TB;
     detail::bulk_copy(buf + kBytesB, a8 + slot * kTile, nu * TB * kTile, bar);
-    if constexpr (!MK)  // MK: the masks come with B (stage_b)
-      detail::bulk_copy(buf + kBytesB + kBytesA, m8 + slot * kMeta, nu * TB * kMeta, bar);
+    detail::bulk_copy(buf + kBytesB + kBytesA, m8 + slot * kMeta, nu * TB * kMeta, bar);
   };
   // Step i's B: this block's (CL = 1) or, from the leader, the cluster's.
   auto issue_b = [&](int i) {
@@ -1271,17 +1261,8 @@ __device__ __forceinline__ void slide_spmm_wg(
   auto stage_b = [&](int i, const Step& st) {
     const int b = i % kBuffers, kc0 = st.kc0, runs = min(U, st.c1 - kc0) / 3;
     const unsigned buf = s0 + static_cast<unsigned>(b * kStep), rbar = raw0 + 8 * b;
-    // MK: the step's masks (m8 holds them: runs of TB row tiles from (row block, run)), copied
-    // onto the raw barrier, since this warp expands them; none for a block past M.
-    const bool has_masks = MK && (tiles_m > 0 || SPREAD);
     if (lane == 0) {
-      detail::bulk_expect(
-          rbar, static_cast<unsigned>(runs * NT * 1024 + (has_masks ? runs * TB * 128 : 0)));
-      if (has_masks) {
-        const long long mslot = (static_cast<long long>(st.rb) * runs_total + kc0 / 3) * TB;
-        detail::bulk_copy(buf + kBytesB + kBytesA + kBytesM, m8 + mslot * 128, runs * TB * 128,
-                          rbar);
-      }
+      detail::bulk_expect(rbar, static_cast<unsigned>(runs * NT * 1024));
       for (int q = 0; q < runs; ++q) {
         if constexpr (CL == 1) {
           detail::bulk_copy_tensor_2d(buf + q * NT * 1024, b_map, (kc0 / 3 + q) * 64, ct0 * 8,
@@ -1296,36 +1277,6 @@ __device__ __forceinline__ void slide_spmm_wg(
     }
     detail::bulk_wait(rbar, static_cast<unsigned>((i / kBuffers) & 1));
     char* const sb = sbase + b * kStep;
-    // MK: metadata word (g, t) of row tile `tile`, chunk 3q + c, from the masks of rows g and
-    // g + 8: chunks 3q, 3q + 1 hold windows 0 and 2 of groups 2t, 2t + 1 (c = 0) or 4 + 2t,
-    // 5 + 2t (c = 1), chunk 3q + 2 window 1 of groups 4t … 4t + 3; nibbles 0-3 row g, 4-7 g + 8.
-    if (has_masks)
-      for (int q = 0; q < runs; ++q)
-        for (int item = lane; item < TB * 16; item += 32) {
-          const int tile = item >> 4, mg = (item >> 1) & 7, mt = item & 1;
-          const unsigned char* mrow =
-              reinterpret_cast<const unsigned char*>(sb + kBytesB + kBytesA + kBytesM) +
-              ((q * TB + tile) * 16 + mg) * 8;
-          const uint2 lo = *reinterpret_cast<const uint2*>(mrow);
-          const uint2 hi = *reinterpret_cast<const uint2*>(mrow + 64);  // row g + 8
-          auto code = [&](const uint2& m, int grp) -> unsigned {
-            return s_lut[((grp < 4 ? m.x : m.y) >> (8 * (grp & 3))) & 0xffu];
-          };
-          auto raw_half = [&](const uint2& m, int g0) {
-            return (code(m, g0) & 0xffu) | (code(m, g0 + 1) & 0xffu) << 8;
-          };
-          auto overlap_half = [&](const uint2& m) {
-            unsigned h = 0;
-#pragma unroll
-            for (int j = 0; j < 4; ++j) h |= (code(m, 4 * mt + j) >> 8 & 0xfu) << (4 * j);
-            return h;
-          };
-          unsigned* const words = reinterpret_cast<unsigned*>(sb + kBytesB + kBytesA);
-          const int w0 = (3 * q * TB + tile) * 16 + mg * 2 + mt;  // chunk 3q; + TB·16 per chunk
-          words[w0] = raw_half(lo, 2 * mt) | raw_half(hi, 2 * mt) << 16;
-          words[w0 + TB * 16] = raw_half(lo, 4 + 2 * mt) | raw_half(hi, 4 + 2 * mt) << 16;
-          words[w0 + 2 * TB * 16] = overlap_half(lo) | overlap_half(hi) << 16;
-        }
     const int tn = lane & 7, r = lane >> 3;
     for (int q = 0; q < runs; ++q)
       for (int tile = 0; tile < tiles_n; ++tile) {

@@ -316,7 +316,7 @@ TEST(SlideCodegen, WarpgroupKernelOnSm90a) {
         std::string::npos)
         << k.source;
     EXPECT_NE(k.source.find(fmt::format(
-                  "sg::slide_spmm_wg<T, {}, 4, 2, 8, {}, 1, 2, 1, 0, 0, 4, 0, 8, 0>(values, "
+                  "sg::slide_spmm_wg<T, {}, 4, 2, 8, {}, 1, 2, 1, 0, 0, 4, 0, 8>(values, "
                   "meta, bw, C",
                   kind, quant)),
               std::string::npos)
@@ -340,10 +340,9 @@ TEST(SlideCodegen, WarpgroupClusterLaunch) {
   s.cluster = 4;
   const Problem p = Problem::spmm(100, 130, 32, DType::F16);
   const GeneratedKernel k = emit_wg(a, p, s);
-  EXPECT_NE(
-      k.source.find(
-          "sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, 1, 2, 4, 0, 0, 4, 0, 4, 0>(values, meta, bw, C"),
-      std::string::npos)
+  EXPECT_NE(k.source.find(
+                "sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, 1, 2, 4, 0, 0, 4, 0, 4>(values, meta, bw, C"),
+            std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("// clusters of 4 row blocks"), std::string::npos) << k.source;
   EXPECT_EQ(k.signature.launch.grid_x, 4);
@@ -366,7 +365,7 @@ TEST(SlideCodegen, WarpgroupProducerWarp) {
     const Problem p = Problem::spmm(100, 130, 32, DType::F16);
     const GeneratedKernel k = emit_wg(a, p, s);
     EXPECT_NE(k.source.find(fmt::format(
-                  "sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, {}, 2, {}, 1, 0, 4, 0, 4, 0>(values, "
+                  "sg::slide_spmm_wg<T, 0, 4, 2, 4, 0, {}, 2, {}, 1, 0, 4, 0, 4>(values, "
                   "meta, bw, C",
                   s.ksplit, cluster)),
               std::string::npos)
@@ -399,14 +398,12 @@ TEST(SlideCodegen, WarpgroupFusedLift) {
         const int u = 2 * (pattern - 1);
         EXPECT_NE(
             k.source.find(fmt::format(
-                "sg::slide_spmm_wg<T, {}, 4, {}, 8, 0, {}, 3, 1, 0, 1, {}, 0, 8, 0>(values, meta, "
+                "sg::slide_spmm_wg<T, {}, 4, {}, 8, 0, {}, 3, 1, 0, 1, {}, 0, 8>(values, meta, "
                 "static_cast<const unsigned*>(nullptr), C",
                 dt == DType::F16 ? 0 : 1, u, ksplit, pattern)),
             std::string::npos)
             << k.source;
-        EXPECT_NE(k.source.find(", &b_map, static_cast<const unsigned*>(nullptr));"),
-                  std::string::npos)
-            << k.source;
+        EXPECT_NE(k.source.find(", &b_map);"), std::string::npos) << k.source;
         EXPECT_NE(k.source.find("const __grid_constant__ sg::TensorMap b_map"), std::string::npos);
         const auto prm = std::find_if(k.signature.params.begin(), k.signature.params.end(),
                                       [](const KernelParam& q) { return q.name == "b_map"; });
@@ -431,53 +428,6 @@ TEST(SlideCodegen, WarpgroupFusedLift) {
   }
 }
 
-// split=wg lift=fused with masks=1: the template's last argument, the group masks as the meta
-// table (four to a word, in the pack's mask slot order) and the 256-code table after it, the
-// shared memory with the masks and the table, the printed SPEC and IR line, and cubins for
-// sm_90a with and without K parts.
-TEST(SlideCodegen, WarpgroupFusedLiftMasks) {
-  const CsrMatrix a = weight_6_8(300, 512);
-  for (const int ksplit : {1, 2}) {
-    SlideSchedule s = wg_schedule(8, 4, 1, 3);
-    s.lift = SlideLift::Fused;
-    s.ksplit = ksplit;
-    s.masks = 1;
-    const Problem p = Problem::spmm(300, 512, 32, DType::F16, Layout::ColMajor, Layout::ColMajor);
-    ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
-    EXPECT_NE(to_string(Schedule(s)).find(";masks=1"), std::string::npos);
-    EXPECT_EQ(parse_schedule(to_string(Schedule(s))), Schedule(s));
-    EXPECT_NE(print_schedule(Schedule(s)).find("  meta  : masks=1: 8-bit entry masks per group"),
-              std::string::npos);
-    const GeneratedKernel k = emit_wg(a, p, s);
-    EXPECT_NE(k.source.find(fmt::format(
-                  "sg::slide_spmm_wg<T, 0, 4, 3, 8, 0, {}, 3, 1, 0, 1, 4, 0, 8, 1>(values, meta, ",
-                  ksplit)),
-              std::string::npos)
-        << k.source;
-    EXPECT_NE(k.source.find(", &b_map, mask_lut);"), std::string::npos) << k.source;
-    const SlideTcFormat f =
-        pack_slide_tc(a, 4, DType::F16, SlideForm::Kernel, 8, SlideWindowOrder::RawFirst);
-    const auto& params = k.signature.params;
-    ASSERT_GE(params.size(), 6u);
-    EXPECT_EQ(params[4].name, "meta");
-    ASSERT_EQ(params[4].data.size(), f.masks.size() / 4);
-    for (size_t i = 0; i < f.masks.size(); ++i)
-      ASSERT_EQ((params[4].data[i / 4] >> (8 * (i % 4))) & 0xff, f.masks[i]) << i;
-    EXPECT_EQ(params[5].name, "mask_lut");
-    ASSERT_EQ(params[5].data.size(), 128u);
-    EXPECT_EQ(params[5].data[0] & 0xffff, slide_mask_codes()[0]);
-    EXPECT_EQ(params[5].data[127] >> 16, slide_mask_codes()[255]);
-    // 4 buffers of (3 chunks x (B 4 x 512, A 8 x 512, metadata 8 x 64) + masks 8 x 128), each
-    // rounded up to 1024 bytes, 1024 to align the first, and the 512-byte table.
-    EXPECT_EQ(k.signature.launch.dynamic_shared_bytes,
-              4 * ((3 * (4 * 512 + 8 * 512 + 8 * 64) + 8 * 128 + 1023) / 1024 * 1024) + 1024 + 512);
-    EXPECT_FALSE(image_for(k, "sm_90a").empty()) << to_string(Schedule(s));
-  }
-  for (const char* bad : {"slide;split=k;masks=1", "slide;split=wg;stages=2;masks=1",
-                          "slide;split=wg;lift=fused;stages=2;masks=2"})
-    EXPECT_THROW(parse_schedule(bad), UserError) << bad;
-}
-
 // split=wg lift=fused spread over a fixed grid (stream-K): the template's last argument, the
 // grid, the workspace (the blocks' slots and a counter per 16-row tile and column block, zeroed
 // once),
@@ -492,7 +442,7 @@ TEST(SlideCodegen, WarpgroupFusedLiftSpread) {
   EXPECT_EQ(slide_spread_work(p, s), 24);
   const GeneratedKernel k = emit_wg(a, p, s);
   EXPECT_NE(
-      k.source.find("sg::slide_spmm_wg<T, 0, 4, 3, 8, 0, 1, 3, 1, 0, 1, 4, 1, 8, 0>(values, meta, "
+      k.source.find("sg::slide_spmm_wg<T, 0, 4, 3, 8, 0, 1, 3, 1, 0, 1, 4, 1, 8>(values, meta, "
                     "static_cast<const unsigned*>(nullptr), C"),
       std::string::npos)
       << k.source;
@@ -531,7 +481,7 @@ TEST(SlideCodegen, WarpgroupFewerRowTiles) {
     ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
     const GeneratedKernel k = emit_wg(a, p, s);
     EXPECT_NE(k.source.find(fmt::format(
-                  "sg::slide_spmm_wg<T, 0, 4, {}, 8, 0, 1, 3, 1, 0, {}, 4, 0, 7, 0>(values, meta, ",
+                  "sg::slide_spmm_wg<T, 0, 4, {}, 8, 0, 1, 3, 1, 0, {}, 4, 0, 7>(values, meta, ",
                   lift == SlideLift::Fused ? 3 : 2, lift == SlideLift::Fused ? 1 : 0)),
               std::string::npos)
         << k.source;

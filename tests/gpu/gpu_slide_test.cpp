@@ -256,56 +256,6 @@ TEST_F(GpuSlide, WarpgroupFusedLift) {
   std::printf("slide split=wg lift=fused: %d kernels checked\n", checked_);
 }
 
-// split=wg lift=fused with masks=1 (the producers expand 8-bit group masks into the metadata):
-// fp16 and bf16, K = 360 (a last run short of 64 columns) and 384, N = 1, 24, 64 and 72, one K
-// part and three, with tiles = 7, a cluster of 2 and spread; on 150 rows with 6 entries in every
-// group and on 300 rows whose groups hold 0 … 6 entries and explicit zeros.
-TEST_F(GpuSlide, WarpgroupFusedLiftMasks) {
-  if (!target_.limits.wgmma) GTEST_SKIP() << "split=wg needs an sm_90 device";
-  uint64_t seed = 3100;
-  int expected = 0;
-  for (const int64_t cols : {int64_t{360}, int64_t{384}}) {
-    CsrMatrix a = slide_weight(cols == 360 ? 150 : 300, cols, 4, 97);
-    if (cols == 384) {  // groups of 0 … 6 entries, every ninth entry an explicit zero
-      CsrMatrix b;
-      b.rows = a.rows;
-      b.cols = a.cols;
-      b.row_ptr = {0};
-      for (int64_t r = 0; r < a.rows; ++r) {
-        for (int64_t i = a.row_ptr[static_cast<size_t>(r)];
-             i < a.row_ptr[static_cast<size_t>(r) + 1]; ++i) {
-          const int c = a.col_idx[static_cast<size_t>(i)];
-          if ((c / 8 + r) % 7 < c % 8) continue;
-          b.col_idx.push_back(c);
-          b.values.push_back(b.col_idx.size() % 9 == 0 ? 0.0f : a.values[static_cast<size_t>(i)]);
-        }
-        b.row_ptr.push_back(static_cast<int64_t>(b.col_idx.size()));
-      }
-      a = b;
-    }
-    for (DType dt : {DType::F16, DType::BF16})
-      for (int64_t n : {1, 24, 64, 72}) {
-        const Problem p = Problem::spmm(a.rows, a.cols, n, dt, Layout::ColMajor,
-                                        n == 24 ? Layout::RowMajor : Layout::ColMajor);
-        const int nt = n == 1 ? 1 : n == 24 ? 2 : 8;
-        SlideSchedule s = wg_schedule(8, nt, n == 64 ? 2 : 1, 2 + static_cast<int>(seed % 3),
-                                      n == 1 || n == 64 ? 3 : 1);
-        s.lift = SlideLift::Fused;
-        s.masks = 1;
-        if (n == 72) s.tiles = 7;
-        if (n == 24 && dt == DType::F16) s.cluster = 2;
-        if (n == 24 && dt == DType::BF16) s.spread = 3;
-        while (slide_shared_bytes(p, s) > target_.limits.max_shared_per_block) --s.stages;
-        ASSERT_TRUE(validate_slide(p, s).empty()) << to_string(Schedule(s));
-        ++expected;
-        check_schedule(a, p, Schedule(s), ++seed);
-      }
-  }
-  EXPECT_EQ(checked_, expected);
-  EXPECT_EQ(expected, 2 * 2 * 4);
-  std::printf("slide split=wg lift=fused masks=1: %d kernels checked\n", checked_);
-}
-
 // split=wg lift=fused spread over a fixed grid (stream-K): 1 block (every row block whole), a few
 // (segments that start and end inside row blocks, row blocks shared by 2-3 blocks), and one block
 // per run (every segment partial); one and two warpgroups, fp16 and bf16, K = 360 and 384, N = 1,

@@ -384,67 +384,6 @@ TEST(SlideFragments, RawFirstOrderPermutesTheWindows) {
     }
 }
 
-// Group masks (raw-first 6:8): the table holds pack_slide's codes (two spot checks), and the
-// kernel's expansion of each (row tile, run)'s masks with it, word by word as the producer warps
-// do it, gives the pack's metadata words exactly: random 6:8 weights, groups of 0-6 entries and
-// explicit zeros, K of 25 groups (the last run short) and of 2 runs, 37 rows (tiles past M), the
-// slot orders of 1 and 7 row tiles.
-TEST(SlideFragments, GroupMasksExpandToTheMetadata) {
-  const auto& lut = slide_mask_codes();
-  EXPECT_EQ(lut[0], 0x444);     // no entries: every window 0b0100
-  EXPECT_EQ(lut[0x3f], 0x444);  // columns 0-5: windows (0, 1), (2, 3) -> 0 1, (4, 5) -> 0 1
-  EXPECT_EQ(lut[0xfc], 0xeee);  // columns 2-7: each window its positions 2, 3
-  EXPECT_EQ(lut[0x7f], 0);      // 7 entries: not 6:8
-  CsrMatrix adversarial = slide_weight(37, 128, 4, 5);
-  for (size_t i = 0; i < adversarial.values.size(); i += 7) adversarial.values[i] = 0.0f;
-  CsrMatrix sparse_groups = slide_weight(21, 200, 4, 9);
-  {  // drop entries so that groups hold 0 … 6 of them
-    CsrMatrix b;
-    b.rows = sparse_groups.rows;
-    b.cols = sparse_groups.cols;
-    b.row_ptr = {0};
-    for (int64_t r = 0; r < b.rows; ++r) {
-      for (int64_t i = sparse_groups.row_ptr[static_cast<size_t>(r)];
-           i < sparse_groups.row_ptr[static_cast<size_t>(r) + 1]; ++i) {
-        const int c = sparse_groups.col_idx[static_cast<size_t>(i)];
-        if ((c / 8 + r) % 7 < c % 8) continue;
-        b.col_idx.push_back(c);
-        b.values.push_back(sparse_groups.values[static_cast<size_t>(i)]);
-      }
-      b.row_ptr.push_back(static_cast<int64_t>(b.col_idx.size()));
-    }
-    sparse_groups = b;
-  }
-  for (const CsrMatrix* a : {&adversarial, &sparse_groups})
-    for (const int group : {1, 7}) {
-      const SlideTcFormat f =
-          pack_slide_tc(*a, 4, DType::F16, SlideForm::Kernel, group, SlideWindowOrder::RawFirst);
-      ASSERT_EQ(f.chunks % 3, 0);
-      ASSERT_EQ(f.masks.size(), static_cast<size_t>(f.stored_row_tiles() * f.chunks / 3 * 128));
-      for (int64_t rt = 0; rt < f.stored_row_tiles(); ++rt)
-        for (int64_t kc = 0; kc < f.chunks; ++kc) {
-          const int64_t q = kc / 3, c = kc % 3;
-          const uint8_t* m = f.masks.data() + f.mask_slot(rt, q) * 128;
-          for (int g = 0; g < 8; ++g)
-            for (int t = 0; t < 2; ++t) {
-              auto half = [&](int row) -> uint32_t {
-                auto code = [&](int grp) { return uint32_t{lut[m[row * 8 + grp]]}; };
-                if (c < 2) {
-                  const int g0 = static_cast<int>(4 * c) + 2 * t;
-                  return (code(g0) & 0xffu) | (code(g0 + 1) & 0xffu) << 8;
-                }
-                uint32_t h = 0;
-                for (int j = 0; j < 4; ++j) h |= (code(4 * t + j) >> 8 & 0xfu) << (4 * j);
-                return h;
-              };
-              const uint32_t word = half(g) | half(g + 8) << 16;
-              ASSERT_EQ(word, f.meta[static_cast<size_t>(f.slot(rt, kc) * 16 + g * 2 + t)])
-                  << "tile " << rt << " chunk " << kc << " g " << g << " t " << t;
-            }
-        }
-    }
-}
-
 // Interpreter vs fp64: floating types within fp32 summation error, quantized types against the
 // reference over the quantized inputs (int8: exact integer sums).
 TEST(SlideFragments, InterpreterMatchesReference) {
