@@ -34,8 +34,9 @@ constexpr double kStepCyclesWg = 1800.0;
 // (4096², 4096x14336, 14336x4096, N = 64); why is not known.
 constexpr double kDeepRingWg = 0.83;
 constexpr double kDeepRingPartsWg = 1.4;
-// split=wg with lift=fused: a producer warp per buffer refills it as soon as it is free, so the
-// stages + 1 buffers' waits overlap and a step costs kStepCyclesWg · 3 / (stages + 1): 1350
+// split=wg with lift=fused and one K part (K parts keep the factors above): a producer warp per
+// buffer refills it as soon as it is free, so the stages + 1 buffers' waits overlap and a step
+// costs kStepCyclesWg · 3 / (stages + 1): 1350
 // cycles measured with 4 buffers (18944x3584, two blocks per SM) and 960-1000 with 5-7 (14336x4096,
 // one block per SM, where the DRAM stream bounds it) at N = 64 on an H200.
 constexpr double kFusedRingBuffersWg = 3.0;

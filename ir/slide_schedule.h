@@ -29,9 +29,10 @@
 //              cluster's first block stages each step's B into all of them with one multicast
 //              bulk copy (lift=fused: each block copies a slice of each box's tokens into all of
 //              them), so the L2 serves B once per cluster·warps·16 rows; the grid is rounded up
-//              to whole clusters. Given by SPEC only: on an H200 it runs as fast as cluster=1
-//              (within 3 %, slower on some shapes), since B's L2 reads were not what limits
-//              these kernels; clusters of 4 also fit only 30 at a time on 132 SMs.
+//              to whole clusters. Given by SPEC only: on an H200 it ran at best within 1 % of
+//              cluster=1 (lift=fused, cluster=2) and up to 8 % slower elsewhere, since B's L2
+//              reads were not what limits these kernels; clusters of 4 also fit only 30 at a
+//              time on 132 SMs.
 //     spread   split=wg with lift=fused and one K part: the grid's block count (printed when > 0).
 //              Its blocks share the row blocks x runs equally, stream-K style: a block takes a
 //              few segments of consecutive runs, stores C for a segment that covers its row
