@@ -70,6 +70,26 @@ TEST_F(SlideCost, FusedLiftOnlyAtOneToken) {
   EXPECT_GT(us(8, with("fused")), us(8, with("kernel")));
 }
 
+// split=wg with lift=fused and one K part: a producer warp per buffer, so a step costs the
+// 3-buffer ring's latency times 3 / (stages + 1) (K parts keep their measured factor); its A
+// bytes count 1.13x in the DRAM term (bulk copies read DRAM slower than plain loads), split=k's
+// once; and at stages 3 with 5 row tiles (74 registers by ptxas, 80 estimated, x 384 threads)
+// two blocks share an SM, as measured on 18944x3584, while unroll 2's ring holds one.
+TEST_F(SlideCost, FusedRingStagesAndTwoBlocksPerSm) {
+  const std::string wg = "split=wg;lift=fused;warps=8;mt=1;nt=8;";
+  const ScheduleFeatures st2 = features(64, wg + "unroll=1;stages=2");
+  const ScheduleFeatures st5 = features(64, wg + "unroll=1;stages=5");
+  EXPECT_DOUBLE_EQ(st5.step_latency_cycles, st2.step_latency_cycles * 3.0 / 6.0);
+  const ScheduleFeatures parts = features(64, wg + "unroll=1;ksplit=2;stages=5");
+  EXPECT_GT(parts.step_latency_cycles, st2.step_latency_cycles);
+  EXPECT_NEAR(st5.dram_bytes - st5.b_unique_bytes - st5.c_bytes, 1.13 * st5.a_bytes,
+              1e-6 * st5.a_bytes);
+  const ScheduleFeatures k = features(64, "split=k;lift=kernel;warps=8;mt=1;nt=8;unroll=2");
+  EXPECT_NEAR(k.dram_bytes - k.b_unique_bytes - k.c_bytes, k.a_bytes, 1e-6 * k.a_bytes);
+  EXPECT_EQ(features(64, wg + "unroll=1;stages=3;tiles=5").blocks_per_sm, 2);
+  EXPECT_EQ(features(64, wg + "unroll=2;stages=3").blocks_per_sm, 1);
+}
+
 // slide is ranked by its roofline even where the model has a fitted global formula.
 TEST_F(SlideCost, RankedByTheRoofline) {
   const CostModel m = offline_model(DeviceProfile::h100_sxm()).model;
