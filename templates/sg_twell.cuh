@@ -11,7 +11,10 @@
 //                    row's entries in batches of 64: the worker's warps compute u = x·W_u[:, n]
 //                    for each (gated), then every thread adds
 //                    h·u·W_d[n, its 8-column groups] in fp32 registers; the overflowing tiles'
-//                    dense values follow; y = alpha·acc + beta·y rounded once.
+//                    dense values follow; y = alpha·acc + beta·y rounded once. SLOTS > 0
+//                    (rows=bulk): one thread copies each nonzero's two weight rows into a ring of
+//                    SLOTS shared-memory slots (cp.async.bulk), SLOTS - 1 nonzeros ahead, and the
+//                    worker computes u and the down row from shared memory.
 //
 // TwELL buffer (32-bit words; ir/twell_format.h): counts [M][tiles] at 0, entries
 // [M][tiles][CAP] at entries_off, backup [M][N] values of T at backup_off (words).
@@ -19,7 +22,9 @@
 #pragma once
 
 #include "sg_async_copy.cuh"
+#include "sg_bulk_copy.cuh"
 #include "sg_dtype.cuh"
+#include "sg_wgmma.cuh"
 
 namespace sg {
 namespace detail {
@@ -289,8 +294,14 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
 //   ws        the pool: qpool fp32 rows of split tokens
 //   counters  per pool row: 0 free, then 1 + its finished parts; the last part frees the row
 // Each thread of a worker accumulates G groups of 8 output columns (8·(tid + g·threads) …).
-// smem per worker (16-byte aligned): the x row (KP values), the batch (64 columns, values,
-// h·u), tile prefix sums (tiles + 1), the overflowing tiles (tiles), 8 ints.
+// smem per worker (16-byte aligned): SLOTS > 0: the ring (SLOTS slots of the W_u^T row, gated,
+// and the W_d row, KP values each), a barrier per slot and two sets of 8 warp partial sums; then
+// the x row (KP values), the batch (64 columns, values, h·u), tile prefix sums (tiles + 1), the
+// overflowing tiles (tiles), 8 ints.
+// SLOTS > 0, per nonzero j of a batch (slot (g + j) % SLOTS, g the worker's nonzeros so far):
+//   wait slot j; partial dot of x and the slot's W_u^T row over the thread's columns; warp sum;
+//   worker barrier (every thread is done with slot j - 1); thread 0 copies nonzero
+//   j + SLOTS - 1 into slot j - 1; u = the warps' sums; acc += h·u·(the slot's W_d row)
 // KP (K rounded up to 8) is a constant so that the dot products' loads are unrolled: all of a
 // lane's 16-byte pieces of a W_u row are in flight at once.
 // A token's work is a list of batches: its packed entries 64 at a time, then its overflowing
@@ -298,7 +309,7 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
 // parts of one token add their partial rows into an fp32 row (ws for SPLIT, the queue's pool),
 // and the last to finish (a per-row counter) writes y and returns the row and counter to zero.
 template <typename T, int WARPS, int TEAMS, int TILE, int CAP, int GATED, int G, int KP, int SPLIT,
-          int BALANCE, int PART_BATCHES, int MAX_PARTS>
+          int BALANCE, int PART_BATCHES, int MAX_PARTS, int SLOTS>
 __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __restrict__ w_up_t,
                                            const T* __restrict__ w_down,
                                            const unsigned* __restrict__ tw, T* __restrict__ y,
@@ -309,18 +320,28 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
   static_assert(MAX_PARTS < 256, "a queue item holds a part's index and count in 8 bits each");
   static_assert(WARPS % TEAMS == 0 && (TEAMS == 1 || BALANCE == 1),
                 "teams divide the block's warps and take their work from the queue");
+  static_assert(SLOTS == 0 || (SLOTS >= 2 && WARPS / TEAMS <= 8),
+                "rows=bulk: at least two slots, at most 8 warps per worker");
   constexpr int kp = KP;
   constexpr int THREADS = WARPS / TEAMS * 32, BATCH = 64, SUB = TILE / BATCH;
+  // rows=bulk: a slot's bytes (W_u^T row when gated, then the W_d row) and the ring's, with its
+  // barriers and partial sums (twell_down_shared_bytes in ir/twell_schedule.cpp).
+  constexpr int kRow = kp * 2, kSlot = kRow * (GATED != 0 ? 2 : 1);
+  constexpr int kRing = SLOTS > 0 ? (SLOTS * (kSlot + 8) + 64 + 15) / 16 * 16 : 0;
   const int team = TEAMS == 1 ? 0 : static_cast<int>(threadIdx.x) / THREADS;
   const int tid =
       TEAMS == 1 ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x) % THREADS;
   const int lane = tid & 31, warp = tid >> 5;
   auto sync = [&]() { detail::twell_team_sync<TEAMS, THREADS>(team); };
-  T* xs = reinterpret_cast<T*>(smem_f);
+  char* wbase = reinterpret_cast<char*>(smem_f);
   if constexpr (TEAMS > 1) {  // this team's slice: twell_down_shared_bytes (ir) reserves TEAMS
-    const int slice = (kp * 2 + BATCH * 12 + (2 * tiles + 1) * 4 + 32 + 15) / 16 * 16;
-    xs = reinterpret_cast<T*>(reinterpret_cast<char*>(smem_f) + team * slice);
+    const int slice = kRing + (kp * 2 + BATCH * 12 + (2 * tiles + 1) * 4 + 32 + 15) / 16 * 16;
+    wbase += team * slice;
   }
+  const unsigned sring = static_cast<unsigned>(__cvta_generic_to_shared(wbase));
+  const unsigned sbars = sring + SLOTS * kSlot;  // SLOTS barriers, 8-byte aligned
+  float* part = reinterpret_cast<float*>(wbase + SLOTS * (kSlot + 8));
+  T* xs = reinterpret_cast<T*>(wbase + kRing);
   int* bcol = reinterpret_cast<int*>(xs + kp);
   float* bval = reinterpret_cast<float*>(bcol + BATCH);
   float* bhu = bval + BATCH;
@@ -373,8 +394,92 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
 
   float acc[G][8];
 
+  // rows=bulk: the worker's nonzeros so far (every thread keeps the same count), the ring's
+  // barriers ready before the first copy.
+  int ring_g = 0;
+  if constexpr (SLOTS > 0) {
+    if (tid == 0) {
+#pragma unroll
+      for (int i = 0; i < SLOTS; ++i) detail::bulk_barrier_init(sbars + 8 * i, 1);
+      detail::bulk_barrier_init_fence();
+    }
+    sync();
+  }
+
+  // rows=bulk: one batch of cnt (column, h) pairs through the ring of slots (see above).
+  auto run_batch_bulk = [&](int cnt) {
+    auto issue = [&](int j) {  // thread 0: nonzero j's rows into its slot
+      const int sl = (ring_g + j) % SLOTS;
+      const unsigned dst = sring + static_cast<unsigned>(sl * kSlot), bar = sbars + 8 * sl;
+      const size_t col = static_cast<size_t>(bcol[j]);
+      // This worker's reads of the slot (generic proxy) come before the copy's writes.
+      fence_proxy_async();
+      detail::bulk_expect(bar, kSlot);
+      if constexpr (GATED != 0) detail::bulk_copy(dst, w_up_t + col * kp, kRow, bar);
+      detail::bulk_copy(dst + (GATED != 0 ? kRow : 0), w_down + col * kp, kRow, bar);
+    };
+    if (tid == 0)
+      for (int j = 0; j < SLOTS - 1 && j < cnt; ++j) issue(j);
+    for (int j = 0; j < cnt; ++j) {
+      const int g = ring_g + j, sl = g % SLOTS;
+      const char* slot = wbase + sl * kSlot;
+      detail::bulk_wait(sbars + 8 * sl, static_cast<unsigned>((g / SLOTS) & 1));
+      float hu = bval[j];
+      if constexpr (GATED != 0) {
+        const T* wu = reinterpret_cast<const T*>(slot);
+        float sdot = 0.0f;
+#pragma unroll
+        for (int gi = 0; gi < G; ++gi) {
+          const int col = 8 * (tid + gi * THREADS);
+          if (col < kp) {
+            const uint4 xv = *reinterpret_cast<const uint4*>(xs + col);
+            const uint4 wv = *reinterpret_cast<const uint4*>(wu + col);
+            const unsigned xa[4] = {xv.x, xv.y, xv.z, xv.w}, wa[4] = {wv.x, wv.y, wv.z, wv.w};
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const float2 a = detail::twell_pair<T>(wa[e]), b = detail::twell_pair<T>(xa[e]);
+              sdot = fmaf(a.x, b.x, sdot);
+              sdot = fmaf(a.y, b.y, sdot);
+            }
+          }
+        }
+        sdot = detail::twell_warp_sum(sdot);
+        if (lane == 0) part[(g & 1) * 8 + warp] = sdot;
+      }
+      sync();  // the warps' sums are there, and every thread is done with slot j - 1
+      if (tid == 0 && j + SLOTS - 1 < cnt) issue(j + SLOTS - 1);
+      if constexpr (GATED != 0) {
+        float u = 0.0f;
+#pragma unroll
+        for (int w = 0; w < THREADS / 32; ++w) u += part[(g & 1) * 8 + w];
+        hu *= u;
+      }
+      const T* wd = reinterpret_cast<const T*>(slot + (GATED != 0 ? kRow : 0));
+#pragma unroll
+      for (int gi = 0; gi < G; ++gi) {
+        const int col = 8 * (tid + gi * THREADS);
+        if (col < kp) {
+          const uint4 v = *reinterpret_cast<const uint4*>(wd + col);
+          const unsigned va[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float2 f = detail::twell_pair<T>(va[e]);
+            acc[gi][2 * e] = fmaf(hu, f.x, acc[gi][2 * e]);
+            acc[gi][2 * e + 1] = fmaf(hu, f.y, acc[gi][2 * e + 1]);
+          }
+        }
+      }
+    }
+    ring_g += cnt;
+    sync();  // the next batch overwrites bcol / bval and refills the ring
+  };
+
   // One batch of cnt (column, h) pairs in bcol / bval: u per pair (gated), then the down rows.
   auto run_batch = [&](int cnt) {
+    if constexpr (SLOTS > 0) {
+      run_batch_bulk(cnt);
+      return;
+    }
     if constexpr (GATED != 0) {
       // A warp takes U pairs at a time: the loads of their W_u rows interleave, so every lane
       // has U x KP / 256 16-byte loads in flight (2 when the accumulators take many registers).

@@ -1,0 +1,226 @@
+// How fast an SM grid can read bytes that sit in the L2, for the twell kernel 2 floor: it reads
+// whole weight rows (W_u column and W_d row, K values each) once per nonzero, picked at random.
+//   stream  every block reads a region of S bytes with 16-byte loads, R passes (S below the L2:
+//           L2 hits after the first pass; S far above it: DRAM)
+//   rows    every warp reads whole rows of ROW bytes picked at random from a region of S bytes,
+//           U rows in flight per warp (kernel 2's access: one row per nonzero)
+// Build and run (on the GPU machine):
+//   nvcc -O3 -arch=sm_90 -std=c++17 -Itemplates -o l2probe tools/debug/l2_bandwidth_probe.cu
+//   ./l2probe
+//   seq     as rows, but warp w reads rows w·per_warp, w·per_warp + 1, … (no random jumps)
+//   bulk    as rows, each row one cp.async.bulk copy into a ring of 4 shared-memory slots per
+//           warp (the TMA unit instead of the lanes' loads)
+// Prints one JSON object: per case the bytes read, the median time of 9 runs and GB/s.
+#include <cuda_runtime.h>
+
+#include "sg_bulk_copy.cuh"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CK(x)                                                                                 \
+  do {                                                                                        \
+    cudaError_t e_ = (x);                                                                     \
+    if (e_ != cudaSuccess) {                                                                  \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+__global__ void stream_kernel(const uint4* __restrict__ p, size_t n16, int passes, unsigned* sink) {
+  unsigned acc = 0;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (int r = 0; r < passes; ++r) {
+    size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+    for (; i + 3 * stride < n16; i += 4 * stride) {
+      const uint4 a = __ldcg(p + i), b = __ldcg(p + i + stride), c = __ldcg(p + i + 2 * stride),
+                  d = __ldcg(p + i + 3 * stride);
+      acc ^= a.x ^ b.y ^ c.z ^ d.w;
+    }
+    for (; i < n16; i += stride) acc ^= __ldcg(p + i).x;
+  }
+  if (acc == 0x12345678u) sink[0] = acc;
+}
+
+// Each warp reads `per_warp` rows of ROW16 16-byte pieces, U at a time, picked by a hash.
+template <int ROW16, int U, int SEQ = 0>
+__global__ void rows_kernel(const uint4* __restrict__ p, unsigned rows, int per_warp,
+                            unsigned* sink) {
+  const unsigned lane = threadIdx.x & 31;
+  const unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  unsigned acc = 0, h = warp * 2654435761u + 12345u;
+  for (int j = 0; j < per_warp; j += U) {
+    const uint4* r[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      h = h * 1664525u + 1013904223u;
+      const unsigned row = SEQ ? (warp * per_warp + j + u) % rows : h % rows;
+      r[u] = p + static_cast<size_t>(row) * ROW16;
+    }
+#pragma unroll
+    for (int i = 0; i < ROW16; i += 32)
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const uint4 v = __ldcg(r[u] + i + lane);
+        acc ^= v.x ^ v.w;
+      }
+  }
+  if (acc == 0x12345678u) sink[0] = acc;
+}
+
+// Each warp: a ring of 4 slots of ROW bytes; lane 0 keeps 4 row copies in flight, the warp reads
+// each landed row from shared memory (16 bytes per lane) and refills its slot.
+template <int ROW>
+__global__ void bulk_kernel(const uint4* __restrict__ p, unsigned rows, int per_warp,
+                            unsigned* sink) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ alignas(8) unsigned long long bars[4 * 4];
+  const unsigned lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
+  const unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+  unsigned char* ring = smem + wib * 4 * ROW;
+  const unsigned sring = static_cast<unsigned>(__cvta_generic_to_shared(ring));
+  const unsigned sbar = static_cast<unsigned>(__cvta_generic_to_shared(bars + 4 * wib));
+  if (lane < 4) sg::detail::bulk_barrier_init(sbar + 8 * lane, 1);
+  sg::detail::bulk_barrier_init_fence();
+  __syncwarp();
+  unsigned acc = 0, h = warp * 2654435761u + 12345u;
+  auto issue = [&](int j) {
+    h = h * 1664525u + 1013904223u;
+    const int s = j & 3;
+    sg::detail::bulk_expect(sbar + 8 * s, ROW);
+    sg::detail::bulk_copy(sring + s * ROW, p + static_cast<size_t>(h % rows) * (ROW / 16), ROW,
+                          sbar + 8 * s);
+  };
+  if (lane == 0)
+    for (int j = 0; j < 4 && j < per_warp; ++j) issue(j);
+  for (int j = 0; j < per_warp; ++j) {
+    const int s = j & 3;
+    sg::detail::bulk_wait(sbar + 8 * s, static_cast<unsigned>((j >> 2) & 1));
+#pragma unroll
+    for (int i = 0; i < ROW / 16; i += 32) {
+      const uint4 v = reinterpret_cast<const uint4*>(ring + s * ROW)[i + lane];
+      acc ^= v.x ^ v.w;
+    }
+    __syncwarp();
+    if (lane == 0 && j + 4 < per_warp) issue(j + 4);
+  }
+  if (acc == 0x12345678u) sink[0] = acc;
+}
+
+template <typename F>
+static float median_ms(F launch) {
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  launch();  // warm: the region is in the L2 where it fits
+  CK(cudaDeviceSynchronize());
+  std::vector<float> t;
+  for (int i = 0; i < 9; ++i) {
+    CK(cudaEventRecord(a));
+    launch();
+    CK(cudaEventRecord(b));
+    CK(cudaEventSynchronize(b));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, a, b));
+    t.push_back(ms);
+  }
+  std::sort(t.begin(), t.end());
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  return t[t.size() / 2];
+}
+
+int main() {
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, 0));
+  const size_t big = size_t(2) << 30;
+  uint4* buf = nullptr;
+  unsigned* sink = nullptr;
+  CK(cudaMalloc(&buf, big));
+  CK(cudaMalloc(&sink, 4));
+  CK(cudaMemset(buf, 1, big));
+  const int sms = prop.multiProcessorCount;
+  std::printf("{\"device\": \"%s\", \"sms\": %d, \"l2_bytes\": %d, \"cases\": [\n", prop.name, sms,
+              prop.l2CacheSize);
+  bool first = true;
+  auto report = [&](const char* kind, size_t region, size_t row, int u, double bytes, float ms) {
+    std::printf(
+        "%s{\"kind\": \"%s\", \"region_mb\": %.1f, \"row_bytes\": %zu, \"in_flight\": %d, "
+        "\"bytes\": %.0f, \"ms\": %.5f, \"gbs\": %.1f}",
+        first ? "" : ",\n", kind, region / 1048576.0, row, u, bytes, ms, bytes / (ms * 1e6));
+    first = false;
+  };
+  for (size_t mb : {8, 16, 24, 32, 40, 48, 64, 2048}) {
+    const size_t region = mb << 20;
+    const int passes =
+        mb >= 1024 ? 1 : static_cast<int>(std::max<size_t>(1, (size_t(2) << 30) / region));
+    const float ms = median_ms([&] {
+      stream_kernel<<<sms * 8, 256>>>(buf, region / 16, passes, sink);
+      CK(cudaGetLastError());
+    });
+    report("stream", region, 0, 4, double(region) * passes, ms);
+  }
+  // Rows of 4 KB (K = 2048 bf16) and 8 KB (K = 4096) from regions of 46 MB (the 2048x5632 FFN's
+  // W_u and W_d), 32 MB and 235 MB (4096x14336), 8 warps per block, 4 blocks per SM.
+  for (size_t mb : {32, 46, 235}) {
+    const size_t region = mb << 20;
+    const int blocks = sms * 4, per_warp = 256;
+    const double bytes4 = double(blocks) * 8 * per_warp * 4096;
+    const float ms4 = median_ms([&] {
+      rows_kernel<256, 2>
+          <<<blocks, 256>>>(buf, static_cast<unsigned>(region / 4096), per_warp, sink);
+      CK(cudaGetLastError());
+    });
+    report("rows", region, 4096, 2, bytes4, ms4);
+    const float ms4u4 = median_ms([&] {
+      rows_kernel<256, 4>
+          <<<blocks, 256>>>(buf, static_cast<unsigned>(region / 4096), per_warp, sink);
+      CK(cudaGetLastError());
+    });
+    report("rows", region, 4096, 4, bytes4, ms4u4);
+    const float ms8 = median_ms([&] {
+      rows_kernel<512, 2>
+          <<<blocks, 256>>>(buf, static_cast<unsigned>(region / 8192), per_warp, sink);
+      CK(cudaGetLastError());
+    });
+    report("rows", region, 8192, 2, bytes4 * 2, ms8);
+  }
+  // The same gathers of 4 KB rows, sequential, from a 4 MB region, 64 KB rows, and by bulk copy.
+  for (size_t mb : {4, 46, 235}) {
+    const size_t region = mb << 20;
+    const int blocks = sms * 4, per_warp = 256;
+    const double bytes4 = double(blocks) * 8 * per_warp * 4096;
+    const float seq = median_ms([&] {
+      rows_kernel<256, 2, 1>
+          <<<blocks, 256>>>(buf, static_cast<unsigned>(region / 4096), per_warp, sink);
+      CK(cudaGetLastError());
+    });
+    report("seq", region, 4096, 2, bytes4, seq);
+    const float r4 = median_ms([&] {
+      rows_kernel<256, 2>
+          <<<blocks, 256>>>(buf, static_cast<unsigned>(region / 4096), per_warp, sink);
+      CK(cudaGetLastError());
+    });
+    report("rows", region, 4096, 2, bytes4, r4);
+    const float r64 = median_ms([&] {
+      rows_kernel<4096, 1>
+          <<<blocks, 256>>>(buf, static_cast<unsigned>(region / 65536), per_warp / 16, sink);
+      CK(cudaGetLastError());
+    });
+    report("rows", region, 65536, 1, bytes4, r64);
+    CK(cudaFuncSetAttribute(bulk_kernel<4096>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                            4 * 4 * 4096));
+    const float bk = median_ms([&] {
+      bulk_kernel<4096><<<sms * 3, 128, 4 * 4 * 4096>>>(buf, static_cast<unsigned>(region / 4096),
+                                                        per_warp * 8 * 4 / 12, sink);
+      CK(cudaGetLastError());
+    });
+    report("bulk", region, 4096, 4, double(sms) * 3 * 4 * (per_warp * 8 * 4 / 12) * 4096.0, bk);
+  }
+  std::printf("\n]}\n");
+  CK(cudaFree(buf));
+  CK(cudaFree(sink));
+  return 0;
+}
