@@ -213,9 +213,10 @@ int64_t worker_base_bytes(const Problem& p, const TwellSchedule& s) {
   return (twell_k_padded(p) * 2 + kTwellBatch * 12 + (tiles + 1) * 4 + tiles * 4 + 32 + 15) / 16 *
          16;
 }
-// rows=bulk, per slot besides its rows: its mbarrier; per worker: two sets of 8 warp partial sums.
+// rows=bulk, per slot besides its rows: its mbarrier; per worker: two sets of partial sums of 8
+// warps for the kTwellMaxSlots / 2 nonzeros of a step.
 constexpr int64_t kSlotBarrierBytes = 8;
-constexpr int64_t kPartialBytes = 2 * 8 * 4;
+constexpr int64_t kPartialBytes = 2 * (kTwellMaxSlots / 2) * 8 * 4;
 }  // namespace
 
 int64_t twell_slot_bytes(const Problem& p) {

@@ -295,13 +295,15 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
 //   counters  per pool row: 0 free, then 1 + its finished parts; the last part frees the row
 // Each thread of a worker accumulates G groups of 8 output columns (8·(tid + g·threads) …).
 // smem per worker (16-byte aligned): SLOTS > 0: the ring (SLOTS slots of the W_u^T row, gated,
-// and the W_d row, KP values each), a barrier per slot and two sets of 8 warp partial sums; then
+// and the W_d row, KP values each), a barrier per slot and two sets of partial sums (4 nonzeros x 8
+// warps); then
 // the x row (KP values), the batch (64 columns, values, h·u), tile prefix sums (tiles + 1), the
 // overflowing tiles (tiles), 8 ints.
-// SLOTS > 0, per nonzero j of a batch (slot (g + j) % SLOTS, g the worker's nonzeros so far):
-//   wait slot j; partial dot of x and the slot's W_u^T row over the thread's columns; warp sum;
-//   worker barrier (every thread is done with slot j - 1); thread 0 copies nonzero
-//   j + SLOTS - 1 into slot j - 1; u = the warps' sums; acc += h·u·(the slot's W_d row)
+// SLOTS > 0, per step of E = SLOTS / 2 nonzeros j .. j + E - 1 of a batch (nonzero j in slot
+// (g + j) % SLOTS, g the worker's nonzeros so far):
+//   wait their slots; partial dots of x and each slot's W_u^T row over the thread's columns;
+//   warp sums; worker barrier (every thread is done with the last step's slots); thread 0 copies
+//   nonzeros j + SLOTS - E … into them; u = the warps' sums; acc += h·u·(each slot's W_d row)
 // KP (K rounded up to 8) is a constant so that the dot products' loads are unrolled: all of a
 // lane's 16-byte pieces of a W_u row are in flight at once.
 // A token's work is a list of batches: its packed entries 64 at a time, then its overflowing
@@ -320,14 +322,16 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
   static_assert(MAX_PARTS < 256, "a queue item holds a part's index and count in 8 bits each");
   static_assert(WARPS % TEAMS == 0 && (TEAMS == 1 || BALANCE == 1),
                 "teams divide the block's warps and take their work from the queue");
-  static_assert(SLOTS == 0 || (SLOTS >= 2 && WARPS / TEAMS <= 8),
-                "rows=bulk: at least two slots, at most 8 warps per worker");
+  static_assert(SLOTS == 0 || (SLOTS >= 2 && SLOTS <= 8 && WARPS / TEAMS <= 8),
+                "rows=bulk: 2 to 8 slots, at most 8 warps per worker");
   constexpr int kp = KP;
   constexpr int THREADS = WARPS / TEAMS * 32, BATCH = 64, SUB = TILE / BATCH;
   // rows=bulk: a slot's bytes (W_u^T row when gated, then the W_d row) and the ring's, with its
   // barriers and partial sums (twell_down_shared_bytes in ir/twell_schedule.cpp).
   constexpr int kRow = kp * 2, kSlot = kRow * (GATED != 0 ? 2 : 1);
-  constexpr int kRing = SLOTS > 0 ? (SLOTS * (kSlot + 8) + 64 + 15) / 16 * 16 : 0;
+  // E nonzeros per step, SLOTS - E of them in flight ahead; partial sums: 2 sets of E x 8 warps.
+  constexpr int E = SLOTS / 2 > 0 ? SLOTS / 2 : 1;
+  constexpr int kRing = SLOTS > 0 ? (SLOTS * (kSlot + 8) + 2 * 4 * 8 * 4 + 15) / 16 * 16 : 0;
   const int team = TEAMS == 1 ? 0 : static_cast<int>(threadIdx.x) / THREADS;
   const int tid =
       TEAMS == 1 ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x) % THREADS;
@@ -396,7 +400,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
 
   // rows=bulk: the worker's nonzeros so far (every thread keeps the same count), the ring's
   // barriers ready before the first copy.
-  int ring_g = 0;
+  int ring_g = 0, ring_s = 0;  // nonzeros and steps so far
   if constexpr (SLOTS > 0) {
     if (tid == 0) {
 #pragma unroll
@@ -406,7 +410,8 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     sync();
   }
 
-  // rows=bulk: one batch of cnt (column, h) pairs through the ring of slots (see above).
+  // rows=bulk: one batch of cnt (column, h) pairs through the ring of slots (see above), E
+  // nonzeros per step: their dots, sums and down rows interleave, and one barrier serves them.
   auto run_batch_bulk = [&](int cnt) {
     auto issue = [&](int j) {  // thread 0: nonzero j's rows into its slot
       const int sl = (ring_g + j) % SLOTS;
@@ -419,53 +424,79 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       detail::bulk_copy(dst + (GATED != 0 ? kRow : 0), w_down + col * kp, kRow, bar);
     };
     if (tid == 0)
-      for (int j = 0; j < SLOTS - 1 && j < cnt; ++j) issue(j);
-    for (int j = 0; j < cnt; ++j) {
-      const int g = ring_g + j, sl = g % SLOTS;
-      const char* slot = wbase + sl * kSlot;
-      detail::bulk_wait(sbars + 8 * sl, static_cast<unsigned>((g / SLOTS) & 1));
-      float hu = bval[j];
+      for (int j = 0; j < SLOTS - E && j < cnt; ++j) issue(j);
+    for (int j0 = 0; j0 < cnt; j0 += E, ++ring_s) {
+      const int ne = min(E, cnt - j0);
+      const char* slot[E];
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        const int g = ring_g + j0 + e, sl = g % SLOTS;
+        slot[e] = wbase + sl * kSlot;
+        if (e < ne) detail::bulk_wait(sbars + 8 * sl, static_cast<unsigned>((g / SLOTS) & 1));
+      }
+      float* const ps = part + (ring_s & 1) * 8 * E;
       if constexpr (GATED != 0) {
-        const T* wu = reinterpret_cast<const T*>(slot);
-        float sdot = 0.0f;
+        float sdot[E];
+#pragma unroll
+        for (int e = 0; e < E; ++e) sdot[e] = 0.0f;
 #pragma unroll
         for (int gi = 0; gi < G; ++gi) {
           const int col = 8 * (tid + gi * THREADS);
           if (col < kp) {
             const uint4 xv = *reinterpret_cast<const uint4*>(xs + col);
-            const uint4 wv = *reinterpret_cast<const uint4*>(wu + col);
-            const unsigned xa[4] = {xv.x, xv.y, xv.z, xv.w}, wa[4] = {wv.x, wv.y, wv.z, wv.w};
+            const unsigned xa[4] = {xv.x, xv.y, xv.z, xv.w};
 #pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const float2 a = detail::twell_pair<T>(wa[e]), b = detail::twell_pair<T>(xa[e]);
-              sdot = fmaf(a.x, b.x, sdot);
-              sdot = fmaf(a.y, b.y, sdot);
+            for (int e = 0; e < E; ++e) {
+              if (e >= ne) break;
+              const uint4 wv = *reinterpret_cast<const uint4*>(slot[e] + col * 2);
+              const unsigned wa[4] = {wv.x, wv.y, wv.z, wv.w};
+#pragma unroll
+              for (int q = 0; q < 4; ++q) {
+                const float2 a = detail::twell_pair<T>(wa[q]), b = detail::twell_pair<T>(xa[q]);
+                sdot[e] = fmaf(a.x, b.x, sdot[e]);
+                sdot[e] = fmaf(a.y, b.y, sdot[e]);
+              }
             }
           }
         }
-        sdot = detail::twell_warp_sum(sdot);
-        if (lane == 0) part[(g & 1) * 8 + warp] = sdot;
-      }
-      sync();  // the warps' sums are there, and every thread is done with slot j - 1
-      if (tid == 0 && j + SLOTS - 1 < cnt) issue(j + SLOTS - 1);
-      if constexpr (GATED != 0) {
-        float u = 0.0f;
 #pragma unroll
-        for (int w = 0; w < THREADS / 32; ++w) u += part[(g & 1) * 8 + w];
-        hu *= u;
+        for (int o = 16; o > 0; o >>= 1)
+#pragma unroll
+          for (int e = 0; e < E; ++e) sdot[e] += __shfl_xor_sync(0xffffffffu, sdot[e], o);
+        if (lane == 0)
+#pragma unroll
+          for (int e = 0; e < E; ++e) ps[e * 8 + warp] = sdot[e];
       }
-      const T* wd = reinterpret_cast<const T*>(slot + (GATED != 0 ? kRow : 0));
+      sync();  // the warps' sums are there, and every thread is done with the last step's slots
+      if (tid == 0)
+        for (int e = 0; e < E && j0 + SLOTS - E + e < cnt; ++e) issue(j0 + SLOTS - E + e);
+      float hu[E];
+#pragma unroll
+      for (int e = 0; e < E; ++e) {
+        hu[e] = e < ne ? bval[j0 + e] : 0.0f;
+        if constexpr (GATED != 0) {
+          float u = 0.0f;
+#pragma unroll
+          for (int w = 0; w < THREADS / 32; ++w) u += ps[e * 8 + w];
+          hu[e] *= u;
+        }
+      }
 #pragma unroll
       for (int gi = 0; gi < G; ++gi) {
         const int col = 8 * (tid + gi * THREADS);
         if (col < kp) {
-          const uint4 v = *reinterpret_cast<const uint4*>(wd + col);
-          const unsigned va[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float2 f = detail::twell_pair<T>(va[e]);
-            acc[gi][2 * e] = fmaf(hu, f.x, acc[gi][2 * e]);
-            acc[gi][2 * e + 1] = fmaf(hu, f.y, acc[gi][2 * e + 1]);
+          for (int e = 0; e < E; ++e) {
+            if (e >= ne) break;
+            const uint4 v =
+                *reinterpret_cast<const uint4*>(slot[e] + (GATED != 0 ? kRow : 0) + col * 2);
+            const unsigned va[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+              const float2 f = detail::twell_pair<T>(va[q]);
+              acc[gi][2 * q] = fmaf(hu[e], f.x, acc[gi][2 * q]);
+              acc[gi][2 * q + 1] = fmaf(hu[e], f.y, acc[gi][2 * q + 1]);
+            }
           }
         }
       }
