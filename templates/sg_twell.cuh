@@ -12,7 +12,7 @@
 //                    for each (gated), then every thread adds
 //                    h·u·W_d[n, its 8-column groups] in fp32 registers; the overflowing tiles'
 //                    dense values follow; y = alpha·acc + beta·y rounded once. SLOTS > 0
-//                    (rows=bulk): one thread copies each nonzero's two weight rows into a ring of
+//                    (rows=bulk): a lane copies each nonzero's two weight rows into a ring of
 //                    SLOTS shared-memory slots (cp.async.bulk), SLOTS - 1 nonzeros ahead, and the
 //                    worker computes u and the down row from shared memory.
 //
@@ -24,7 +24,6 @@
 #include "sg_async_copy.cuh"
 #include "sg_bulk_copy.cuh"
 #include "sg_dtype.cuh"
-#include "sg_wgmma.cuh"
 
 namespace sg {
 namespace detail {
@@ -302,8 +301,8 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
 // SLOTS > 0, per step of E = SLOTS / 2 nonzeros j .. j + E - 1 of a batch (nonzero j in slot
 // (g + j) % SLOTS, g the worker's nonzeros so far):
 //   wait their slots; partial dots of x and each slot's W_u^T row over the thread's columns;
-//   warp sums; worker barrier (every thread is done with the last step's slots); thread 0 copies
-//   nonzeros j + SLOTS - E … into them; u = the warps' sums; acc += h·u·(each slot's W_d row)
+//   warp sums; worker barrier (every thread is done with the last step's slots); lanes 0 … E - 1
+//   copy nonzeros j + SLOTS - E … into them; u = the warps' sums; acc += h·u·(each slot's W_d row)
 // KP (K rounded up to 8) is a constant so that the dot products' loads are unrolled: all of a
 // lane's 16-byte pieces of a W_u row are in flight at once.
 // A token's work is a list of batches: its packed entries 64 at a time, then its overflowing
@@ -413,18 +412,18 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
   // rows=bulk: one batch of cnt (column, h) pairs through the ring of slots (see above), E
   // nonzeros per step: their dots, sums and down rows interleave, and one barrier serves them.
   auto run_batch_bulk = [&](int cnt) {
-    auto issue = [&](int j) {  // thread 0: nonzero j's rows into its slot
+    // Nonzero j's rows into its slot, by one lane of the worker's first warp. The worker's reads
+    // of the slot's last use ended before the barrier that precedes the call (as a TMA pipeline's
+    // consumers release a buffer before its producer refills it).
+    auto issue = [&](int j) {
       const int sl = (ring_g + j) % SLOTS;
       const unsigned dst = sring + static_cast<unsigned>(sl * kSlot), bar = sbars + 8 * sl;
       const size_t col = static_cast<size_t>(bcol[j]);
-      // This worker's reads of the slot (generic proxy) come before the copy's writes.
-      fence_proxy_async();
       detail::bulk_expect(bar, kSlot);
       if constexpr (GATED != 0) detail::bulk_copy(dst, w_up_t + col * kp, kRow, bar);
       detail::bulk_copy(dst + (GATED != 0 ? kRow : 0), w_down + col * kp, kRow, bar);
     };
-    if (tid == 0)
-      for (int j = 0; j < SLOTS - E && j < cnt; ++j) issue(j);
+    if (tid < SLOTS - E && tid < cnt) issue(tid);
     for (int j0 = 0; j0 < cnt; j0 += E, ++ring_s) {
       const int ne = min(E, cnt - j0);
       const char* slot[E];
@@ -468,8 +467,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
           for (int e = 0; e < E; ++e) ps[e * 8 + warp] = sdot[e];
       }
       sync();  // the warps' sums are there, and every thread is done with the last step's slots
-      if (tid == 0)
-        for (int e = 0; e < E && j0 + SLOTS - E + e < cnt; ++e) issue(j0 + SLOTS - E + e);
+      if (tid < E && j0 + SLOTS - E + tid < cnt) issue(j0 + SLOTS - E + tid);
       float hu[E];
 #pragma unroll
       for (int e = 0; e < E; ++e) {
