@@ -105,8 +105,7 @@ class TwellEmitter : public Emitter {
   }
 
   // Kernel 2: the main kernel's body.
-  //   sg::twell_down<T, WARPS, TEAMS, TILE, CAP, GATED, G, KP, SPLIT, BALANCE, PART, MAX_PARTS,
-  //                  SLOTS>(
+  //   sg::twell_down<T, WARPS, TEAMS, TILE, CAP, GATED, G, KP, SPLIT, BALANCE, PART, MAX_PARTS>(
   //       B, W_u^T, W_d, bw, C, sg_smem, ws rows, counters, queue control, queue items, pool,
   //       alpha, beta, M, K, N, tiles, entries, backup);
   void emit_down() {
@@ -115,7 +114,7 @@ class TwellEmitter : public Emitter {
     const TwellWorkspace ws = twell_workspace(p_, s_);
     line("extern __shared__ __align__(16) float sg_smem[];");
     comment(fmt::format(
-        "kernel 2: {}; {} warps{}; batches of {} entries; {} x 8 output columns per thread{}",
+        "kernel 2: {}; {} warps{}; batches of {} entries; {} x 8 output columns per thread",
         queue() ? fmt::format("{} persistent blocks taking tokens and parts of "
                               "{} batches from a queue",
                               twell_down_grid(p_, s_), kTwellPartBatches)
@@ -123,11 +122,7 @@ class TwellEmitter : public Emitter {
         s_.warps,
         s_.teams == 1 ? std::string()
                       : fmt::format(" in {} workers of {}", s_.teams, s_.team_warps()),
-        kTwellBatch, groups(),
-        s_.rows == TwellRows::Bulk
-            ? fmt::format("; weight rows through a ring of {} shared-memory slots (cp.async.bulk)",
-                          twell_slots(p_, s_))
-            : std::string()));
+        kTwellBatch, groups()));
     const bool work = uses_workspace();
     auto ws_ptr = [&](const char* type, int64_t offset) {
       return fmt::format("reinterpret_cast<{}*>(ws + {})", type, offset);
@@ -136,7 +131,7 @@ class TwellEmitter : public Emitter {
               targs(TypeArg{"T"}, IntArg{s_.warps}, IntArg{s_.teams}, IntArg{s_.tile},
                     IntArg{s_.cap()}, IntArg{p_.gated ? 1 : 0}, IntArg{groups()},
                     IntArg{twell_k_padded(p_)}, IntArg{s_.split}, IntArg{queue() ? 1 : 0},
-                    IntArg{kTwellPartBatches}, IntArg{kTwellMaxParts}, IntArg{twell_slots(p_, s_)}),
+                    IntArg{kTwellPartBatches}, IntArg{kTwellMaxParts}),
               cptr_t("B"), cptr_t(fmt::format("values + {}", w.up_t)),
               cptr_t(fmt::format("values + {}", w.down)), cptr_u32("bw"), ptr_t("C"),
               ptr_f32("sg_smem"), ptr_f32(work ? "ws" : "static_cast<float*>(nullptr)"),

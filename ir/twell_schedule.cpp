@@ -17,7 +17,6 @@ int64_t align256(int64_t b) {
 
 constexpr std::string_view kGateNames[] = {"mma", "lib"};
 constexpr std::string_view kBalanceNames[] = {"token", "queue"};
-constexpr std::string_view kRowsNames[] = {"lanes", "bulk"};
 
 // The queue's teams of an 8-warp block, nearest to 4 column groups per thread first, more groups
 // counting double (ties: fewer groups first). On an H200 the teams with 4 groups were fastest at K
@@ -53,13 +52,6 @@ std::string_view to_string(TwellBalance b) {
 }
 std::optional<TwellBalance> parse_twell_balance(std::string_view s) {
   return spec_fields::lookup<TwellBalance>(kBalanceNames, s);
-}
-
-std::string_view to_string(TwellRows r) {
-  return kRowsNames[static_cast<int>(r)];
-}
-std::optional<TwellRows> parse_twell_rows(std::string_view s) {
-  return spec_fields::lookup<TwellRows>(kRowsNames, s);
 }
 
 std::vector<std::string> validate(const TwellSchedule& s) {
@@ -100,10 +92,8 @@ std::vector<std::string> validate_twell(const Problem& p, const TwellSchedule& s
 }
 
 std::string twell_spec(const TwellSchedule& s) {
-  return fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}{}",
-                     s.tile, s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance),
-                     s.teams,
-                     s.rows == TwellRows::Lanes ? "" : fmt::format(";rows={}", to_string(s.rows)));
+  return fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
+                     s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
 }
 
 std::string print_twell(const TwellSchedule& s) {
@@ -138,11 +128,6 @@ std::string print_twell(const TwellSchedule& s) {
                      s.split == 1 && s.balance == TwellBalance::Token
                          ? ""
                          : " (partial rows added in an fp32 workspace)");
-  if (s.rows == TwellRows::Bulk)
-    out +=
-        "  rows   : each nonzero's weight rows copied by cp.async.bulk into a ring of "
-        "shared-memory "
-        "slots per worker\n";
   return out;
 }
 
@@ -169,13 +154,9 @@ TwellSchedule parse_twell_fields(std::string_view spec,
       s.balance = *b;
     } else if (key == "teams") {
       s.teams = num(64);
-    } else if (key == "rows") {
-      const auto r = parse_twell_rows(v);
-      if (!r) spec_fields::error(key, spec_fields::alternatives(kRowsNames), v);
-      s.rows = *r;
     } else {
       spec_fields::error(
-          key, "one of tile, comp, warps, gate, split, balance, teams, rows (family twell)", key);
+          key, "one of tile, comp, warps, gate, split, balance, teams (family twell)", key);
     }
   });
   spec_fields::check_legal(spec, validate(s));
@@ -205,38 +186,13 @@ int64_t twell_gemm_shared_bytes(const TwellSchedule& s) {
   return std::max<int64_t>(kTwellGemmStages * stage, int64_t{kTwellGemmRows} * (s.tile + 8) * 2);
 }
 
-namespace {
-// One worker's shared memory besides the ring: x row (dtype), batch columns / values / h·u, tile
-// prefix sums, overflowing tile list, 8 ints; 16-byte aligned.
-int64_t worker_base_bytes(const Problem& p, const TwellSchedule& s) {
-  const int64_t tiles = twell_tiles(p, s);
-  return (twell_k_padded(p) * 2 + kTwellBatch * 12 + (tiles + 1) * 4 + tiles * 4 + 32 + 15) / 16 *
-         16;
-}
-// rows=bulk, per slot besides its rows: its mbarrier; per worker: two sets of partial sums of 8
-// warps for the kTwellMaxSlots / 2 nonzeros of a step.
-constexpr int64_t kSlotBarrierBytes = 8;
-constexpr int64_t kPartialBytes = 2 * (kTwellMaxSlots / 2) * 8 * 4;
-}  // namespace
-
-int64_t twell_slot_bytes(const Problem& p) {
-  return twell_k_padded(p) * 2 * (p.gated ? 2 : 1);
-}
-
-int twell_slots(const Problem& p, const TwellSchedule& s) {
-  if (s.rows != TwellRows::Bulk) return 0;
-  const int64_t room = kTwellBulkShared / s.teams - worker_base_bytes(p, s) - kPartialBytes;
-  const int64_t per = twell_slot_bytes(p) + kSlotBarrierBytes;
-  return static_cast<int>(std::clamp<int64_t>(room / per, 0, kTwellMaxSlots));
-}
-
 int64_t twell_down_shared_bytes(const Problem& p, const TwellSchedule& s) {
-  // rows=bulk: the ring first (16-byte aligned slots), then its barriers and the partial sums.
-  const int slots = twell_slots(p, s);
-  const int64_t ring =
-      slots > 0 ? (slots * (twell_slot_bytes(p) + kSlotBarrierBytes) + kPartialBytes + 15) / 16 * 16
-                : 0;
-  return (ring + worker_base_bytes(p, s)) * s.teams;
+  const int64_t tiles = twell_tiles(p, s);
+  // Per worker: x row (dtype), batch columns / values / h·u, tile prefix sums, overflowing tile
+  // list, 8 ints; 16-byte aligned.
+  const int64_t worker =
+      twell_k_padded(p) * 2 + kTwellBatch * 12 + (tiles + 1) * 4 + tiles * 4 + 32;
+  return (worker + 15) / 16 * 16 * s.teams;
 }
 
 TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s) {
@@ -304,12 +260,6 @@ std::vector<std::string> verify_twell(const Problem& p, const TwellSchedule& s,
                                 dev.max_threads_per_block));
       break;
     }
-  if (s.rows == TwellRows::Bulk && sm != 0 && sm < 90)
-    why.push_back(fmt::format("rows=bulk copies with cp.async.bulk (sm_90+), not {}", dev.name));
-  if (s.rows == TwellRows::Bulk && twell_slots(p, s) < 2)
-    why.push_back(fmt::format(
-        "rows=bulk needs two slots of {} bytes per worker ({} of shared memory for {} teams)",
-        twell_slot_bytes(p), kTwellBulkShared, s.teams));
   const int64_t gemm = twell_gemm_shared_bytes(s), down = twell_down_shared_bytes(p, s);
   if (gemm > dev.max_shared_per_block)
     why.push_back(fmt::format("kernel 1 needs {} bytes of shared memory, the device has {}", gemm,
@@ -342,12 +292,10 @@ std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatri
         for (int warps : {8, 4})
           for (TwellBalance balance : {TwellBalance::Queue, TwellBalance::Token}) {
             if (balance == TwellBalance::Queue && warps == 8) {
-              for (int teams : queue_teams_order(p))
-                for (TwellRows rows : {TwellRows::Lanes, TwellRows::Bulk}) {
-                  const TwellSchedule s{tile, comp, warps, gate, 1, balance, teams, rows};
-                  if (twell_groups(p, s) <= 8 && verify_twell(p, s, dev).empty())
-                    out.emplace_back(s);
-                }
+              for (int teams : queue_teams_order(p)) {
+                const TwellSchedule s{tile, comp, warps, gate, 1, balance, teams};
+                if (twell_groups(p, s) <= 8 && verify_twell(p, s, dev).empty()) out.emplace_back(s);
+              }
               continue;
             }
             for (int split : {1, 4, 16}) {

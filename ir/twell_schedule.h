@@ -20,11 +20,6 @@
 //            team of warps / teams warps takes its own tokens and parts with its own shared
 //            memory and barrier, so the block's warps no longer wait for each other (one warp per
 //            team: no block barrier at all); its threads hold more output columns each
-//     rows   how kernel 2 reads a nonzero's weight rows (W_u^T row n and W_d row n): lanes (each
-//            thread loads its 16-byte pieces from global memory) or bulk (sm_90: one thread
-//            copies both rows into a ring of twell_slots() shared-memory slots with
-//            cp.async.bulk, the worker computes from shared memory; the TMA unit gathers whole
-//            rows about twice as fast from the L2 as the lanes' loads do). Printed only when bulk.
 //
 // Kernel 1 (b_transform, on x):  block (t, y) computes G = x[128 rows of y] · W_g[:, tile t] on
 //   the tensor cores (mma.sync m16n8k16, fp32 accumulation, cp.async 3-stage pipeline, 8 warps),
@@ -66,11 +61,6 @@ enum class TwellBalance { Token, Queue };
 std::string_view to_string(TwellBalance b);  // "token", "queue"
 std::optional<TwellBalance> parse_twell_balance(std::string_view s);
 
-// How kernel 2 reads the weight rows of a nonzero (one name table: SPEC, printer, key).
-enum class TwellRows { Lanes, Bulk };
-std::string_view to_string(TwellRows r);  // "lanes", "bulk"
-std::optional<TwellRows> parse_twell_rows(std::string_view s);
-
 struct TwellSchedule {
   static constexpr std::string_view kFamily = "twell";
 
@@ -81,7 +71,6 @@ struct TwellSchedule {
   int split = 1;                               // kernel 2 blocks per token: 1, 4, 16
   TwellBalance balance = TwellBalance::Token;  // queue: split 1 only
   int teams = 1;                               // kernel 2 workers per block: 1, 2, 4, 8 (queue)
-  TwellRows rows = TwellRows::Lanes;           // bulk: weight rows copied into shared memory
 
   int cap() const { return tile / comp; }
   int team_warps() const { return warps / teams; }  // warps of one kernel-2 worker
@@ -122,14 +111,6 @@ TwellBuffer twell_buffer(const Problem& p, const TwellSchedule& s);
 // 2 (per worker, 16-byte aligned: x row, batch, tile prefix sums, overflowing tiles).
 int64_t twell_gemm_shared_bytes(const TwellSchedule& s);
 int64_t twell_down_shared_bytes(const Problem& p, const TwellSchedule& s);
-// rows=bulk: the shared memory a block of kernel 2 may fill (one block per multiprocessor, some
-// left to the L1), and the weight-row slots of one worker's ring: as many as fit beside the
-// worker's other shared memory, at most kTwellMaxSlots; 0 for rows=lanes. A slot holds a nonzero's
-// W_u^T row (gated) and W_d row, KP values each.
-inline constexpr int64_t kTwellBulkShared = 200 * 1024;
-inline constexpr int kTwellMaxSlots = 8;
-int twell_slots(const Problem& p, const TwellSchedule& s);
-int64_t twell_slot_bytes(const Problem& p);
 // Kernel 2's groups of 8 fp32 output columns per thread (ceil(Kp / 8 / worker threads)), and its
 // register estimate.
 int twell_groups(const Problem& p, const TwellSchedule& s);
@@ -164,10 +145,9 @@ std::vector<std::string> verify_twell(const Problem& p, const TwellSchedule& s,
 
 // Every legal schedule: gate {lib, mma} × tile {128, 64} × comp {4, 8, 2, 16, 1} × warps {8, 4}
 // × balance {queue, token} with split 1 and teams 1; the queue ones of 8 warps with teams 1, 2,
-// 4, 8 instead (those whose threads hold at most 8 column groups, nearest 4 groups first), each
-// also with rows=bulk on sm_90 where two slots fit, and for M <= 1024 also the gate=lib token ones
-// with split 4 and 16; none unless the problem is a gated FFN and `a` an activation pattern with N
-// columns.
+// 4, 8 instead (those whose threads hold at most 8 column groups, nearest 4 groups first), and for
+// M <= 1024 also the gate=lib token ones with split 4 and 16; none unless the problem is a gated
+// FFN and `a` an activation pattern with N columns.
 std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev);
 

@@ -11,10 +11,7 @@
 //                    row's entries in batches of 64: the worker's warps compute u = x·W_u[:, n]
 //                    for each (gated), then every thread adds
 //                    h·u·W_d[n, its 8-column groups] in fp32 registers; the overflowing tiles'
-//                    dense values follow; y = alpha·acc + beta·y rounded once. SLOTS > 0
-//                    (rows=bulk): a lane copies each nonzero's two weight rows into a ring of
-//                    SLOTS shared-memory slots (cp.async.bulk), SLOTS - 1 nonzeros ahead, and the
-//                    worker computes u and the down row from shared memory.
+//                    dense values follow; y = alpha·acc + beta·y rounded once.
 //
 // TwELL buffer (32-bit words; ir/twell_format.h): counts [M][tiles] at 0, entries
 // [M][tiles][CAP] at entries_off, backup [M][N] values of T at backup_off (words).
@@ -22,7 +19,6 @@
 #pragma once
 
 #include "sg_async_copy.cuh"
-#include "sg_bulk_copy.cuh"
 #include "sg_dtype.cuh"
 
 namespace sg {
@@ -293,16 +289,8 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
 //   ws        the pool: qpool fp32 rows of split tokens
 //   counters  per pool row: 0 free, then 1 + its finished parts; the last part frees the row
 // Each thread of a worker accumulates G groups of 8 output columns (8·(tid + g·threads) …).
-// smem per worker (16-byte aligned): SLOTS > 0: the ring (SLOTS slots of the W_u^T row, gated,
-// and the W_d row, KP values each), a barrier per slot and two sets of partial sums (4 nonzeros x 8
-// warps); then
-// the x row (KP values), the batch (64 columns, values, h·u), tile prefix sums (tiles + 1), the
-// overflowing tiles (tiles), 8 ints.
-// SLOTS > 0, per step of E = SLOTS / 2 nonzeros j .. j + E - 1 of a batch (nonzero j in slot
-// (g + j) % SLOTS, g the worker's nonzeros so far):
-//   wait their slots; partial dots of x and each slot's W_u^T row over the thread's columns;
-//   warp sums; worker barrier (every thread is done with the last step's slots); lanes 0 … E - 1
-//   copy nonzeros j + SLOTS - E … into them; u = the warps' sums; acc += h·u·(each slot's W_d row)
+// smem per worker (16-byte aligned): the x row (KP values), the batch (64 columns, values,
+// h·u), tile prefix sums (tiles + 1), the overflowing tiles (tiles), 8 ints.
 // KP (K rounded up to 8) is a constant so that the dot products' loads are unrolled: all of a
 // lane's 16-byte pieces of a W_u row are in flight at once.
 // A token's work is a list of batches: its packed entries 64 at a time, then its overflowing
@@ -310,7 +298,7 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
 // parts of one token add their partial rows into an fp32 row (ws for SPLIT, the queue's pool),
 // and the last to finish (a per-row counter) writes y and returns the row and counter to zero.
 template <typename T, int WARPS, int TEAMS, int TILE, int CAP, int GATED, int G, int KP, int SPLIT,
-          int BALANCE, int PART_BATCHES, int MAX_PARTS, int SLOTS>
+          int BALANCE, int PART_BATCHES, int MAX_PARTS>
 __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __restrict__ w_up_t,
                                            const T* __restrict__ w_down,
                                            const unsigned* __restrict__ tw, T* __restrict__ y,
@@ -321,30 +309,18 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
   static_assert(MAX_PARTS < 256, "a queue item holds a part's index and count in 8 bits each");
   static_assert(WARPS % TEAMS == 0 && (TEAMS == 1 || BALANCE == 1),
                 "teams divide the block's warps and take their work from the queue");
-  static_assert(SLOTS == 0 || (SLOTS >= 2 && SLOTS <= 8 && WARPS / TEAMS <= 8),
-                "rows=bulk: 2 to 8 slots, at most 8 warps per worker");
   constexpr int kp = KP;
   constexpr int THREADS = WARPS / TEAMS * 32, BATCH = 64, SUB = TILE / BATCH;
-  // rows=bulk: a slot's bytes (W_u^T row when gated, then the W_d row) and the ring's, with its
-  // barriers and partial sums (twell_down_shared_bytes in ir/twell_schedule.cpp).
-  constexpr int kRow = kp * 2, kSlot = kRow * (GATED != 0 ? 2 : 1);
-  // E nonzeros per step, SLOTS - E of them in flight ahead; partial sums: 2 sets of E x 8 warps.
-  constexpr int E = SLOTS / 2 > 0 ? SLOTS / 2 : 1;
-  constexpr int kRing = SLOTS > 0 ? (SLOTS * (kSlot + 8) + 2 * 4 * 8 * 4 + 15) / 16 * 16 : 0;
   const int team = TEAMS == 1 ? 0 : static_cast<int>(threadIdx.x) / THREADS;
   const int tid =
       TEAMS == 1 ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x) % THREADS;
   const int lane = tid & 31, warp = tid >> 5;
   auto sync = [&]() { detail::twell_team_sync<TEAMS, THREADS>(team); };
-  char* wbase = reinterpret_cast<char*>(smem_f);
+  T* xs = reinterpret_cast<T*>(smem_f);
   if constexpr (TEAMS > 1) {  // this team's slice: twell_down_shared_bytes (ir) reserves TEAMS
-    const int slice = kRing + (kp * 2 + BATCH * 12 + (2 * tiles + 1) * 4 + 32 + 15) / 16 * 16;
-    wbase += team * slice;
+    const int slice = (kp * 2 + BATCH * 12 + (2 * tiles + 1) * 4 + 32 + 15) / 16 * 16;
+    xs = reinterpret_cast<T*>(reinterpret_cast<char*>(smem_f) + team * slice);
   }
-  const unsigned sring = static_cast<unsigned>(__cvta_generic_to_shared(wbase));
-  const unsigned sbars = sring + SLOTS * kSlot;  // SLOTS barriers, 8-byte aligned
-  float* part = reinterpret_cast<float*>(wbase + SLOTS * (kSlot + 8));
-  T* xs = reinterpret_cast<T*>(wbase + kRing);
   int* bcol = reinterpret_cast<int*>(xs + kp);
   float* bval = reinterpret_cast<float*>(bcol + BATCH);
   float* bhu = bval + BATCH;
@@ -397,118 +373,8 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
 
   float acc[G][8];
 
-  // rows=bulk: the worker's nonzeros so far (every thread keeps the same count), the ring's
-  // barriers ready before the first copy.
-  int ring_g = 0, ring_s = 0;  // nonzeros and steps so far
-  if constexpr (SLOTS > 0) {
-    if (tid == 0) {
-#pragma unroll
-      for (int i = 0; i < SLOTS; ++i) detail::bulk_barrier_init(sbars + 8 * i, 1);
-      detail::bulk_barrier_init_fence();
-    }
-    sync();
-  }
-
-  // rows=bulk: one batch of cnt (column, h) pairs through the ring of slots (see above), E
-  // nonzeros per step: their dots, sums and down rows interleave, and one barrier serves them.
-  auto run_batch_bulk = [&](int cnt) {
-    // Nonzero j's rows into its slot, by one lane of the worker's first warp. The worker's reads
-    // of the slot's last use ended before the barrier that precedes the call (as a TMA pipeline's
-    // consumers release a buffer before its producer refills it).
-    auto issue = [&](int j) {
-      const int sl = (ring_g + j) % SLOTS;
-      const unsigned dst = sring + static_cast<unsigned>(sl * kSlot), bar = sbars + 8 * sl;
-      const size_t col = static_cast<size_t>(bcol[j]);
-      detail::bulk_expect(bar, kSlot);
-      if constexpr (GATED != 0) detail::bulk_copy(dst, w_up_t + col * kp, kRow, bar);
-      detail::bulk_copy(dst + (GATED != 0 ? kRow : 0), w_down + col * kp, kRow, bar);
-    };
-    if (tid < SLOTS - E && tid < cnt) issue(tid);
-    for (int j0 = 0; j0 < cnt; j0 += E, ++ring_s) {
-      const int ne = min(E, cnt - j0);
-      const char* slot[E];
-#pragma unroll
-      for (int e = 0; e < E; ++e) {
-        const int g = ring_g + j0 + e, sl = g % SLOTS;
-        slot[e] = wbase + sl * kSlot;
-        if (e < ne) detail::bulk_wait(sbars + 8 * sl, static_cast<unsigned>((g / SLOTS) & 1));
-      }
-      float* const ps = part + (ring_s & 1) * 8 * E;
-      if constexpr (GATED != 0) {
-        float sdot[E];
-#pragma unroll
-        for (int e = 0; e < E; ++e) sdot[e] = 0.0f;
-#pragma unroll
-        for (int gi = 0; gi < G; ++gi) {
-          const int col = 8 * (tid + gi * THREADS);
-          if (col < kp) {
-            const uint4 xv = *reinterpret_cast<const uint4*>(xs + col);
-            const unsigned xa[4] = {xv.x, xv.y, xv.z, xv.w};
-#pragma unroll
-            for (int e = 0; e < E; ++e) {
-              if (e >= ne) break;
-              const uint4 wv = *reinterpret_cast<const uint4*>(slot[e] + col * 2);
-              const unsigned wa[4] = {wv.x, wv.y, wv.z, wv.w};
-#pragma unroll
-              for (int q = 0; q < 4; ++q) {
-                const float2 a = detail::twell_pair<T>(wa[q]), b = detail::twell_pair<T>(xa[q]);
-                sdot[e] = fmaf(a.x, b.x, sdot[e]);
-                sdot[e] = fmaf(a.y, b.y, sdot[e]);
-              }
-            }
-          }
-        }
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1)
-#pragma unroll
-          for (int e = 0; e < E; ++e) sdot[e] += __shfl_xor_sync(0xffffffffu, sdot[e], o);
-        if (lane == 0)
-#pragma unroll
-          for (int e = 0; e < E; ++e) ps[e * 8 + warp] = sdot[e];
-      }
-      sync();  // the warps' sums are there, and every thread is done with the last step's slots
-      if (tid < E && j0 + SLOTS - E + tid < cnt) issue(j0 + SLOTS - E + tid);
-      float hu[E];
-#pragma unroll
-      for (int e = 0; e < E; ++e) {
-        hu[e] = e < ne ? bval[j0 + e] : 0.0f;
-        if constexpr (GATED != 0) {
-          float u = 0.0f;
-#pragma unroll
-          for (int w = 0; w < THREADS / 32; ++w) u += ps[e * 8 + w];
-          hu[e] *= u;
-        }
-      }
-#pragma unroll
-      for (int gi = 0; gi < G; ++gi) {
-        const int col = 8 * (tid + gi * THREADS);
-        if (col < kp) {
-#pragma unroll
-          for (int e = 0; e < E; ++e) {
-            if (e >= ne) break;
-            const uint4 v =
-                *reinterpret_cast<const uint4*>(slot[e] + (GATED != 0 ? kRow : 0) + col * 2);
-            const unsigned va[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-            for (int q = 0; q < 4; ++q) {
-              const float2 f = detail::twell_pair<T>(va[q]);
-              acc[gi][2 * q] = fmaf(hu[e], f.x, acc[gi][2 * q]);
-              acc[gi][2 * q + 1] = fmaf(hu[e], f.y, acc[gi][2 * q + 1]);
-            }
-          }
-        }
-      }
-    }
-    ring_g += cnt;
-    sync();  // the next batch overwrites bcol / bval and refills the ring
-  };
-
   // One batch of cnt (column, h) pairs in bcol / bval: u per pair (gated), then the down rows.
   auto run_batch = [&](int cnt) {
-    if constexpr (SLOTS > 0) {
-      run_batch_bulk(cnt);
-      return;
-    }
     if constexpr (GATED != 0) {
       // A warp takes U pairs at a time: the loads of their W_u rows interleave, so every lane
       // has U x KP / 256 16-byte loads in flight (2 when the accumulators take many registers).

@@ -23,7 +23,7 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
             std::string::npos)
       << k.source;
   EXPECT_NE(
-      k.source.find(fmt::format("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 2048, 1, 0, 2, 255, 0>(B, "
+      k.source.find(fmt::format("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 2048, 1, 0, 2, 255>(B, "
                                 "values + {}, values + {}, bw, C, sg_smem, "
                                 "static_cast<float*>(nullptr), static_cast<int*>(nullptr), "
                                 "static_cast<int*>(nullptr), static_cast<unsigned*>(nullptr)"
@@ -47,7 +47,7 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                            "104, 700, 11,"),
             std::string::npos)
       << kq.source;
-  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 1, 64, 4, 0, 1, 104, 1, 0, 2, 255, 0>"),
+  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 1, 64, 4, 0, 1, 104, 1, 0, 2, 255>"),
             std::string::npos)
       << kq.source;
   EXPECT_EQ(kq.signature.b_alignment, 2);
@@ -93,7 +93,7 @@ TEST(TwellCodegen, SplitTokensShareAWorkspace) {
   EXPECT_EQ(k.signature.workspace_bytes, (3 * 256 + 3) * 4);
   EXPECT_TRUE(k.signature.workspace_zeroed);
   EXPECT_EQ(k.signature.params.back().kind, ParamKind::Workspace);
-  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 16, 0, 2, 255, 0>"),
+  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 16, 0, 2, 255>"),
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("ws, reinterpret_cast<int*>(ws + 768), static_cast<int*>(nullptr), "
@@ -126,14 +126,14 @@ TEST(TwellCodegen, QueueBalanceHasAPersistentGridAndAWorkQueue) {
   EXPECT_EQ(ws.bytes, (ws.items + 2 * 3000 * 7) * 4);
   EXPECT_EQ(k.signature.workspace_bytes, ws.bytes);
   EXPECT_TRUE(k.signature.workspace_zeroed);
-  EXPECT_NE(k.source.find(fmt::format(
-                "sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 1, 1, 2, 255, 0>(B, values + 256000, "
-                "values + "
-                "512000, bw, C, sg_smem, ws, reinterpret_cast<int*>(ws + {}), "
-                "reinterpret_cast<int*>(ws + {}), reinterpret_cast<unsigned*>(ws + {}), 1024, "
-                "alpha, beta, 3000, 256, 1000,",
-                ws.counters, ws.control, ws.items)),
-            std::string::npos)
+  EXPECT_NE(
+      k.source.find(fmt::format(
+          "sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 1, 1, 2, 255>(B, values + 256000, values + "
+          "512000, bw, C, sg_smem, ws, reinterpret_cast<int*>(ws + {}), "
+          "reinterpret_cast<int*>(ws + {}), reinterpret_cast<unsigned*>(ws + {}), 1024, "
+          "alpha, beta, 3000, 256, 1000,",
+          ws.counters, ws.control, ws.items)),
+      std::string::npos)
       << k.source;
   // Fewer tokens than the grid's cap: one block each, a pool row each.
   const Problem few = Problem::gated_ffn(5, 100, 700, DType::F16, false);
@@ -164,7 +164,7 @@ TEST(TwellCodegen, QueueTeamsShareABlock) {
   const GeneratedKernel k = emit_twell(p, Schedule(s));
   EXPECT_EQ(k.signature.launch.grid_x, 750);
   EXPECT_EQ(k.signature.launch.block_threads, 256);
-  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 4, 128, 32, 1, 4, 2048, 1, 1, 2, 255, 0>"),
+  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 4, 128, 32, 1, 4, 2048, 1, 1, 2, 255>"),
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("in 4 workers of 2"), std::string::npos);
@@ -176,48 +176,6 @@ TEST(TwellCodegen, QueueTeamsShareABlock) {
     nvrtc::CompileOptions o;
     o.arch = "sm_90";
     o.headers = g->headers;
-    EXPECT_FALSE(nvrtc::compile(g->source, o).image.empty());
-  }
-}
-
-// rows=bulk: each worker's ring of weight-row slots sits first in its shared-memory slice; the
-// kernel copies the rows with cp.async.bulk on an mbarrier per slot (sm_90), gated or not.
-TEST(TwellCodegen, BulkRowsRingOfSlotsPerWorker) {
-  const Problem p = Problem::gated_ffn(3000, 4096, 1000, DType::BF16);
-  TwellSchedule s{128, 4, 8, TwellGate::Lib, 1, TwellBalance::Queue, 2, TwellRows::Bulk};
-  EXPECT_TRUE(validate(s).empty());
-  EXPECT_EQ(twell_slot_bytes(p), 2 * 4096 * 2);
-  // Per worker: 9072 bytes besides the ring (8192 of x, 768 of batch, ...); the ring of 5 slots
-  // of 16392 bytes (rows and barrier) and 256 of partial sums, within the 200 KB of a block.
-  EXPECT_EQ(twell_slots(p, s), 5);
-  const int64_t base = (8192 + 768 + 9 * 4 + 8 * 4 + 32 + 15) / 16 * 16;
-  const int64_t ring = (5 * (16384 + 8) + 256 + 15) / 16 * 16;
-  EXPECT_EQ(twell_down_shared_bytes(p, s), 2 * (ring + base));
-  EXPECT_LE(twell_down_shared_bytes(p, s), kTwellBulkShared);
-  EXPECT_TRUE(verify_twell(p, s, DeviceLimits::sm90()).empty());
-  EXPECT_FALSE(verify_twell(p, s, DeviceLimits::sm80()).empty());
-  const GeneratedKernel k = emit_twell(p, Schedule(s));
-  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 2, 128, 32, 1, 4, 4096, 1, 1, 2, 255, 5>"),
-            std::string::npos)
-      << k.source;
-  EXPECT_NE(k.source.find("weight rows through a ring of 5 shared-memory slots"),
-            std::string::npos);
-  EXPECT_EQ(k.signature.launch.dynamic_shared_bytes, twell_down_shared_bytes(p, s));
-  // Not gated (one row per slot), and one-warp workers at K = 2048.
-  const Problem q = Problem::gated_ffn(3000, 2048, 1000, DType::F16, false);
-  TwellSchedule t{128, 4, 8, TwellGate::Lib, 1, TwellBalance::Queue, 8, TwellRows::Bulk};
-  EXPECT_EQ(twell_slots(q, t), 4);
-  const GeneratedKernel kq = emit_twell(q, Schedule(t));
-  for (const GeneratedKernel* g : {&k, &kq}) {
-    nvrtc::CompileOptions o;
-    o.arch = "compute_90";
-    o.headers = g->headers;
-    const std::vector<char> image = nvrtc::compile(g->source, o).image;
-    const std::string ptx(image.begin(), image.end());
-    EXPECT_NE(ptx.find("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"),
-              std::string::npos);
-    EXPECT_NE(ptx.find("mbarrier.try_wait.parity"), std::string::npos);
-    o.arch = "sm_90";
     EXPECT_FALSE(nvrtc::compile(g->source, o).image.empty());
   }
 }

@@ -66,7 +66,7 @@ TEST_F(GpuTwell, EveryScheduleOfTheSpace) {
   EnumerateOptions o;
   o.device = target_.limits;
   const auto all = find_ir_family("twell")->enumerate(c.problem, h, o);
-  ASSERT_EQ(all.size(), 260u);  // 80 of them rows=bulk
+  ASSERT_EQ(all.size(), 180u);
   for (const Schedule& s : all) check(spec, to_string(s));
 }
 
@@ -95,9 +95,7 @@ TEST_F(GpuTwell, FromAFewNonzerosToRowsThatOverflowEveryTile) {
           "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue",
           "twell;tile=64;comp=16;warps=4;balance=queue",
           "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=8",
-          "twell;tile=64;comp=8;warps=8;balance=queue;teams=2",
-          "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=2;rows=bulk",
-          "twell;tile=64;comp=16;warps=8;balance=queue;teams=8;rows=bulk"})
+          "twell;tile=64;comp=8;warps=8;balance=queue;teams=2"})
       check({.m = 200, .k = 264, .n = 2100, .mean_nnz = mean, .seed = ++seed}, sched);
   // Every tile of every row overflows (dense activations).
   check({.m = 64, .k = 128, .n = 700, .mean_nnz = 699, .spread = 0, .seed = 77},
@@ -128,9 +126,7 @@ TEST_F(GpuTwell, QueueCutsLongTokensIntoParts) {
     for (const char* sched : {"twell;tile=128;comp=4;warps=8;gate=lib;balance=queue",
                               "twell;tile=64;comp=8;warps=4;gate=mma;balance=queue",
                               "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=8",
-                              "twell;tile=128;comp=8;warps=8;gate=mma;balance=queue;teams=4",
-                              "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=4;"
-                              "rows=bulk"})
+                              "twell;tile=128;comp=8;warps=8;gate=mma;balance=queue;teams=4"})
       check({.m = m, .k = 136, .n = 2100, .mean_nnz = mean, .seed = ++seed}, sched, 300);
 }
 
@@ -143,25 +139,6 @@ TEST_F(GpuTwell, QueueTeamsAtLlmWidths) {
         "twell;tile=128;comp=8;warps=8;gate=lib;balance=queue;teams=4", 48);
   check({.m = 300, .k = 4000, .n = 3000, .mean_nnz = 300, .seed = 232},
         "twell;tile=64;comp=4;warps=8;gate=mma;balance=queue;teams=2", 48);
-  // rows=bulk at LLM widths: rings of 5 slots of 16 KB (K = 4096, two teams), of 2 (four
-  // teams), of 8 KB slots (K = 2048), one row per slot without the gate, and K not a multiple of 8
-  // (the rows padded to KP).
-  for (const char* sched :
-       {"twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=2;rows=bulk",
-        "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=4;rows=bulk"})
-    check({.m = 700, .k = 4096, .n = 3000, .mean_nnz = 60, .seed = 233}, sched, 48);
-  check({.m = 700, .k = 2048, .n = 5632, .mean_nnz = 30, .seed = 234},
-        "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=4;rows=bulk", 48);
-  check({.m = 500,
-         .k = 2048,
-         .n = 5632,
-         .dtype = DType::F16,
-         .gated = false,
-         .mean_nnz = 40,
-         .seed = 235},
-        "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=2;rows=bulk", 48);
-  check({.m = 300, .k = 4001, .n = 3000, .mean_nnz = 300, .seed = 236},
-        "twell;tile=64;comp=4;warps=8;gate=mma;balance=queue;teams=2;rows=bulk", 48);
 }
 
 TEST_F(GpuTwell, LlmShapeWithManyTokens) {
