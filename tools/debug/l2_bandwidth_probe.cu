@@ -4,12 +4,12 @@
 //           L2 hits after the first pass; S far above it: DRAM)
 //   rows    every warp reads whole rows of ROW bytes picked at random from a region of S bytes,
 //           U rows in flight per warp (kernel 2's access: one row per nonzero)
-// Build and run (on the GPU machine; it includes templates/sg_bulk_copy.cuh):
-//   nvcc -O3 -arch=sm_90 -std=c++17 -Itemplates -o l2probe tools/debug/l2_bandwidth_probe.cu
-//   ./l2probe
 //   seq     as rows, but warp w reads rows w·per_warp, w·per_warp + 1, … (no random jumps)
 //   bulk    as rows, each row one cp.async.bulk copy into a ring of 4 shared-memory slots per
 //           warp (the TMA unit instead of the lanes' loads)
+// Build and run (on the GPU machine; it includes templates/sg_bulk_copy.cuh):
+//   nvcc -O3 -arch=sm_90 -std=c++17 -Itemplates -o l2probe tools/debug/l2_bandwidth_probe.cu
+//   ./l2probe
 // Prints one JSON object: per case the bytes read, the median time of 9 runs and GB/s.
 #include <cuda_runtime.h>
 
