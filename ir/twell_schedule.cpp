@@ -72,11 +72,6 @@ std::vector<std::string> validate(const TwellSchedule& s) {
   if (s.teams > 1 && s.balance != TwellBalance::Queue)
     why.push_back(
         fmt::format("teams={} take their work from the queue: balance must be queue", s.teams));
-  if (s.part != 1 && s.part != 2 && s.part != 4)
-    why.push_back(fmt::format("part={} must be 1, 2 or 4 batches", s.part));
-  else if (s.part != kTwellPartBatches && s.balance != TwellBalance::Queue)
-    why.push_back(
-        fmt::format("part={} cuts long tokens for the queue: balance must be queue", s.part));
   return why;
 }
 
@@ -97,9 +92,8 @@ std::vector<std::string> validate_twell(const Problem& p, const TwellSchedule& s
 }
 
 std::string twell_spec(const TwellSchedule& s) {
-  return fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}{}",
-                     s.tile, s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance),
-                     s.teams, s.part == kTwellPartBatches ? "" : fmt::format(";part={}", s.part));
+  return fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
+                     s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
 }
 
 std::string print_twell(const TwellSchedule& s) {
@@ -120,12 +114,12 @@ std::string print_twell(const TwellSchedule& s) {
   const std::string blocks =
       s.balance == TwellBalance::Queue
           ? fmt::format(
-                "persistent blocks of {} warps{} taking tokens and parts of {} batch{} "
+                "persistent blocks of {} warps{} taking tokens and parts of {} batches "
                 "from a queue",
                 s.warps,
                 s.teams == 1 ? std::string()
                              : fmt::format(" ({} teams of {})", s.teams, s.team_warps()),
-                s.part, s.part == 1 ? "" : "es")
+                kTwellPartBatches)
           : fmt::format("{} of {} warps per token",
                         s.split == 1 ? std::string("one block") : fmt::format("{} blocks", s.split),
                         s.warps);
@@ -160,11 +154,9 @@ TwellSchedule parse_twell_fields(std::string_view spec,
       s.balance = *b;
     } else if (key == "teams") {
       s.teams = num(64);
-    } else if (key == "part") {
-      s.part = num(64);
     } else {
       spec_fields::error(
-          key, "one of tile, comp, warps, gate, split, balance, teams, part (family twell)", key);
+          key, "one of tile, comp, warps, gate, split, balance, teams (family twell)", key);
     }
   });
   spec_fields::check_legal(spec, validate(s));
@@ -222,7 +214,8 @@ TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s) {
 
 int64_t twell_max_parts(const Problem& p, const TwellSchedule& s) {
   const int64_t batches = twell_tiles(p, s) * (s.tile / kTwellBatch);
-  return std::min<int64_t>(kTwellMaxParts, std::max<int64_t>(1, (batches + s.part - 1) / s.part));
+  return std::min<int64_t>(
+      kTwellMaxParts, std::max<int64_t>(1, (batches + kTwellPartBatches - 1) / kTwellPartBatches));
 }
 
 int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s) {
@@ -299,12 +292,10 @@ std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatri
         for (int warps : {8, 4})
           for (TwellBalance balance : {TwellBalance::Queue, TwellBalance::Token}) {
             if (balance == TwellBalance::Queue && warps == 8) {
-              for (int teams : queue_teams_order(p))
-                for (int part : {kTwellPartBatches, 1}) {
-                  const TwellSchedule s{tile, comp, warps, gate, 1, balance, teams, part};
-                  if (twell_groups(p, s) <= 8 && verify_twell(p, s, dev).empty())
-                    out.emplace_back(s);
-                }
+              for (int teams : queue_teams_order(p)) {
+                const TwellSchedule s{tile, comp, warps, gate, 1, balance, teams};
+                if (twell_groups(p, s) <= 8 && verify_twell(p, s, dev).empty()) out.emplace_back(s);
+              }
               continue;
             }
             for (int split : {1, 4, 16}) {

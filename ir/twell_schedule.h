@@ -20,10 +20,6 @@
 //            team of warps / teams warps takes its own tokens and parts with its own shared
 //            memory and barrier, so the block's warps no longer wait for each other (one warp per
 //            team: no block barrier at all); its threads hold more output columns each
-//     part   balance=queue: batches per part of a long token (1, 2, 4; printed when not 2): a
-//            token of more batches is cut into parts of this many. A worker walks a batch as a
-//            chain of dependent loads, so the launch ends a part's time after the last part was
-//            taken: smaller parts shorten that tail, at the price of more fp32 row adds
 //
 // Kernel 1 (b_transform, on x):  block (t, y) computes G = x[128 rows of y] · W_g[:, tile t] on
 //   the tensor cores (mma.sync m16n8k16, fp32 accumulation, cp.async 3-stage pipeline, 8 warps),
@@ -75,7 +71,6 @@ struct TwellSchedule {
   int split = 1;                               // kernel 2 blocks per token: 1, 4, 16
   TwellBalance balance = TwellBalance::Token;  // queue: split 1 only
   int teams = 1;                               // kernel 2 workers per block: 1, 2, 4, 8 (queue)
-  int part = 2;                                // queue: batches per part of a long token: 1, 2, 4
 
   int cap() const { return tile / comp; }
   int team_warps() const { return warps / teams; }  // warps of one kernel-2 worker
@@ -88,9 +83,9 @@ inline constexpr int kTwellGemmThreads = 256;
 inline constexpr int kTwellGemmStages = 3;
 // Kernel 2's batch: entries gathered per step (u computed, then accumulated).
 inline constexpr int kTwellBatch = 64;
-// balance=queue: a token of more batches than `part` (default kTwellPartBatches) is cut into parts
-// of that many (at most kTwellMaxParts parts); the persistent grid has at most kTwellQueueGrid
-// blocks and the pool at most kTwellQueuePool fp32 rows (a token splits only while a row is free).
+// balance=queue: a token of more batches than this is cut into parts of this many (at most
+// kTwellMaxParts parts); the persistent grid has at most kTwellQueueGrid blocks and the pool at
+// most kTwellQueuePool fp32 rows (a token splits only while a row is free).
 inline constexpr int kTwellPartBatches = 2;
 inline constexpr int kTwellMaxParts = 255;
 inline constexpr int64_t kTwellQueueGrid = 1024;
@@ -132,8 +127,8 @@ struct TwellWorkspace {
 TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s);
 int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s);
 // balance=queue: the most parts a token can be cut into. Its batches (packed entries 64 at a
-// time, then the overflowing tiles' 64-column pieces) are at most tiles × T / 64, cut `part` at a
-// time, at most kTwellMaxParts.
+// time, then the overflowing tiles' 64-column pieces) are at most tiles × T / 64, cut
+// kTwellPartBatches at a time, at most kTwellMaxParts.
 int64_t twell_max_parts(const Problem& p, const TwellSchedule& s);
 // Kernel 2's grid: M × split blocks, or min(ceil(M / teams), kTwellQueueGrid) persistent ones.
 int64_t twell_down_grid(const Problem& p, const TwellSchedule& s);
@@ -150,8 +145,7 @@ std::vector<std::string> verify_twell(const Problem& p, const TwellSchedule& s,
 
 // Every legal schedule: gate {lib, mma} × tile {128, 64} × comp {4, 8, 2, 16, 1} × warps {8, 4}
 // × balance {queue, token} with split 1 and teams 1; the queue ones of 8 warps with teams 1, 2,
-// 4, 8 instead (those whose threads hold at most 8 column groups, nearest 4 groups first), each
-// with parts of 2 and of 1 batch, and for
+// 4, 8 instead (those whose threads hold at most 8 column groups, nearest 4 groups first), and for
 // M <= 1024 also the gate=lib token ones with split 4 and 16; none unless the problem is a gated
 // FFN and `a` an activation pattern with N columns.
 std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatrix& a,

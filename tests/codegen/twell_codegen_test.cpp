@@ -135,16 +135,6 @@ TEST(TwellCodegen, QueueBalanceHasAPersistentGridAndAWorkQueue) {
           ws.counters, ws.control, ws.items)),
       std::string::npos)
       << k.source;
-  // Parts of one batch: 16 parts of a token at most, so 15 items per token, and the kernel's part
-  // size is 1.
-  s.part = 1;
-  EXPECT_EQ(twell_max_parts(p, s), 16);
-  EXPECT_EQ(twell_workspace(p, s).bytes, (ws.items + 2 * 3000 * 15) * 4);
-  const GeneratedKernel k1 = emit_twell(p, Schedule(s));
-  EXPECT_NE(k1.source.find("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 1, 1, 1, 255>(B"),
-            std::string::npos);
-  EXPECT_NE(k1.source.find("taking tokens and parts of 1 batch from a queue"), std::string::npos);
-  s.part = 2;
   // Fewer tokens than the grid's cap: one block each, a pool row each.
   const Problem few = Problem::gated_ffn(5, 100, 700, DType::F16, false);
   const GeneratedKernel kf = emit_twell(few, Schedule(s));

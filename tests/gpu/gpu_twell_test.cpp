@@ -66,7 +66,7 @@ TEST_F(GpuTwell, EveryScheduleOfTheSpace) {
   EnumerateOptions o;
   o.device = target_.limits;
   const auto all = find_ir_family("twell")->enumerate(c.problem, h, o);
-  ASSERT_EQ(all.size(), 260u);  // 80 of them with parts of one batch
+  ASSERT_EQ(all.size(), 180u);
   for (const Schedule& s : all) check(spec, to_string(s));
 }
 
@@ -115,10 +115,10 @@ TEST_F(GpuTwell, FewTokensSplitAcrossBlocks) {
         check({.m = m, .k = 520, .n = 1600, .mean_nnz = mean, .seed = ++seed}, sched);
 }
 
-// balance=queue: tokens of more than two batches (one, four: part) are cut into parts that other
-// blocks take from the work queue. More long tokens than the pool has rows (1024): the rest stay
-// whole. Every token of the grid's size and beyond; check_ffn's two runs in a row see the queue,
-// the pool rows and their counters returned to zero.
+// balance=queue: tokens of more than two batches are cut into parts that other blocks take from
+// the work queue. More long tokens than the pool has rows (1024): the rest stay whole. Every
+// token of the grid's size and beyond; check_ffn's two runs in a row see the queue, the pool rows
+// and their counters returned to zero.
 TEST_F(GpuTwell, QueueCutsLongTokensIntoParts) {
   uint64_t seed = 200;
   for (const auto& [m, mean] : {std::pair{int64_t{300}, 30.0}, std::pair{int64_t{2048}, 400.0},
@@ -126,9 +126,7 @@ TEST_F(GpuTwell, QueueCutsLongTokensIntoParts) {
     for (const char* sched : {"twell;tile=128;comp=4;warps=8;gate=lib;balance=queue",
                               "twell;tile=64;comp=8;warps=4;gate=mma;balance=queue",
                               "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=8",
-                              "twell;tile=128;comp=8;warps=8;gate=mma;balance=queue;teams=4",
-                              "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=4;part=1",
-                              "twell;tile=64;comp=8;warps=8;gate=mma;balance=queue;teams=2;part=4"})
+                              "twell;tile=128;comp=8;warps=8;gate=mma;balance=queue;teams=4"})
       check({.m = m, .k = 136, .n = 2100, .mean_nnz = mean, .seed = ++seed}, sched, 300);
 }
 

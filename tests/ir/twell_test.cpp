@@ -190,21 +190,10 @@ TEST(TwellSchedule, SpecRoundTripsAndPrints) {
   EXPECT_NE(print_schedule(t).find("persistent blocks of 8 warps (4 teams of 2) taking tokens"),
             std::string::npos)
       << print_schedule(t);
-  // part: printed in the SPEC only when not the default 2, and said in the printed IR.
-  const Schedule one = parse_schedule("twell;warps=8;gate=lib;balance=queue;teams=2;part=1");
-  EXPECT_EQ(one.as<TwellSchedule>().part, 1);
-  EXPECT_EQ(to_string(one),
-            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams=2;part=1");
-  EXPECT_EQ(parse_schedule(to_string(one)), one);
-  EXPECT_EQ(parse_schedule("twell;part=2"), parse_schedule("twell"));
-  EXPECT_NE(print_schedule(one).find("taking tokens and parts of 1 batch from a queue"),
-            std::string::npos)
-      << print_schedule(one);
   for (const char* bad :
-       {"twell;part=3", "twell;part=1", "twell;balance=queue;part=0", "twell;tile=96",
-        "twell;comp=3", "twell;warps=2", "twell;tile=x", "twell;gate=cublas", "twell;split=3",
-        "twell;nosuch=1", "twell;balance=steal", "twell;split=4;balance=queue", "twell;teams=4",
-        "twell;balance=queue;teams=3", "twell;warps=4;balance=queue;teams=8"})
+       {"twell;tile=96", "twell;comp=3", "twell;warps=2", "twell;tile=x", "twell;gate=cublas",
+        "twell;split=3", "twell;nosuch=1", "twell;balance=steal", "twell;split=4;balance=queue",
+        "twell;teams=4", "twell;balance=queue;teams=3", "twell;warps=4;balance=queue;teams=8"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
@@ -214,30 +203,28 @@ TEST(TwellSchedule, ServesGatedFfnsOnlyAndSaysWhy) {
   const Problem ffn = Problem::gated_ffn(2, 48, 200, DType::BF16);
   EXPECT_TRUE(fam.why_not(ffn, h).empty());
   // 40 with one block per token, 40 with the queue and 60 more with queue teams (8, 4, 2 of
-  // the 8 warps), each queue one also with parts of one batch (80), and for few tokens 40 more
-  // gate=lib ones with split 4 and 16.
-  // The first queue schedules of the enumeration differ only in teams and part.
-  auto queue_spec = [](int teams, int part = 2) {
-    return fmt::format("twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams={}{}",
-                       teams, part == 2 ? std::string() : fmt::format(";part={}", part));
+  // the 8 warps), and for few tokens 40 more gate=lib ones with split 4 and 16.
+  // The first queue schedules of the enumeration differ only in teams.
+  auto queue_spec = [](int teams) {
+    return fmt::format("twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams={}",
+                       teams);
   };
   const auto space = fam.enumerate(ffn, h, {});
-  EXPECT_EQ(space.size(), 260u);
+  EXPECT_EQ(space.size(), 180u);
   EXPECT_EQ(to_string(space.front()), queue_spec(1));
-  EXPECT_EQ(to_string(space[1]), queue_spec(1, 1));
   // Teams nearest to 4 column groups per thread come first; at K = 48 every team holds one,
   // so the order is by size.
-  EXPECT_EQ(to_string(space[2]), queue_spec(2));
+  EXPECT_EQ(to_string(space[1]), queue_spec(2));
   // At K = 4096 a one-warp team would hold 16 column groups per thread: not offered. Two teams
   // of 4 warps hold 4 groups and lead; at K = 2048 four teams of 2 warps do.
   const auto wide = fam.enumerate(Problem::gated_ffn(2, 4096, 200, DType::BF16), h, {});
-  EXPECT_EQ(wide.size(), 220u);
+  EXPECT_EQ(wide.size(), 160u);
   EXPECT_EQ(to_string(wide.front()), queue_spec(2));
-  EXPECT_EQ(to_string(wide[2]), queue_spec(1));
+  EXPECT_EQ(to_string(wide[1]), queue_spec(1));
   const auto mid = fam.enumerate(Problem::gated_ffn(2, 2048, 200, DType::BF16), h, {});
   EXPECT_EQ(to_string(mid.front()), queue_spec(4));
-  EXPECT_EQ(to_string(mid[4]), queue_spec(1));
-  EXPECT_EQ(to_string(mid[6]), queue_spec(8));
+  EXPECT_EQ(to_string(mid[2]), queue_spec(1));
+  EXPECT_EQ(to_string(mid[3]), queue_spec(8));
   const Schedule lib = parse_schedule("twell;gate=lib");
   EXPECT_EQ(lib.as<TwellSchedule>().gate, TwellGate::Lib);
   EXPECT_NE(print_schedule(lib).find("BLAS library"), std::string::npos);
@@ -271,7 +258,7 @@ TEST(TwellSchedule, EnumerationOfEveryFamilyForAnFfnWithAShortCalibration) {
     twell += s.family_name() == "twell";
     dense += s.family_name() == "dense_ffn";
   }
-  EXPECT_EQ(twell, 220);  // 140 and 80 queue ones with parts of one batch
+  EXPECT_EQ(twell, 140);
   EXPECT_EQ(dense, 3);
   EXPECT_EQ(twell + dense, static_cast<int>(all.size()));
 }
