@@ -1278,28 +1278,13 @@ __device__ __forceinline__ void slide_spmm_wg(
     detail::bulk_wait(rbar, static_cast<unsigned>((i / kBuffers) & 1));
     char* const sb = sbase + b * kStep;
     const int tn = lane & 7, r = lane >> 3;
-    // Four tiles' loads, then their stores: the stores cannot move above loads of the same shared
-    // memory, so a loop storing after each tile's loads waited out a load latency per tile (the
-    // build was 7 % of the kernel's stall samples on an H200). Four at a time, not all NT: eight
-    // tiles' values took 9 more registers and would cost the second block per multiprocessor.
-    constexpr int kGroup = NT < 4 ? NT : 4;
     for (int q = 0; q < runs; ++q)
-      for (int t0 = 0; t0 < tiles_n; t0 += kGroup) {
-        uint4 v[kGroup];
-#pragma unroll
-        for (int j = 0; j < kGroup; ++j) {
-          if (t0 + j >= tiles_n) break;
-          const char* const row = sb + q * NT * 1024 + ((t0 + j) * 8 + tn) * 128;
-          const uint4 x = *reinterpret_cast<const uint4*>(row + ((2 * r) ^ tn) * 16);
-          const uint4 y = *reinterpret_cast<const uint4*>(row + ((2 * r + 1) ^ tn) * 16);
-          v[j] = make_uint4(x.y, x.z, y.y, y.z);
-        }
-#pragma unroll
-        for (int j = 0; j < kGroup; ++j) {
-          if (t0 + j >= tiles_n) break;
-          *reinterpret_cast<uint4*>(sb + kRuns * NT * 1024 + q * NT * kTile + (t0 + j) * kTile +
-                                    r * 128 + tn * 16) = v[j];
-        }
+      for (int tile = 0; tile < tiles_n; ++tile) {
+        const char* const row = sb + q * NT * 1024 + (tile * 8 + tn) * 128;
+        const uint4 x = *reinterpret_cast<const uint4*>(row + ((2 * r) ^ tn) * 16);
+        const uint4 y = *reinterpret_cast<const uint4*>(row + ((2 * r + 1) ^ tn) * 16);
+        *reinterpret_cast<uint4*>(sb + kRuns * NT * 1024 + q * NT * kTile + tile * kTile + r * 128 +
+                                  tn * 16) = make_uint4(x.y, x.z, y.y, y.z);
       }
   };
   const int meta_lane = g * ML + (t % ML);
