@@ -162,54 +162,37 @@ int main() {
     });
     report("stream", region, 0, 4, double(region) * passes, ms);
   }
+  // Warps of 4 blocks of 8 per SM, each reading warp_rows rows of row_bytes: launch(rows in the
+  // region, warp_rows), reported with the bytes read and the median time.
+  const int blocks = sms * 4, per_warp = 256;
+  auto rows = [&](const char* kind, size_t region, size_t row_bytes, int u, int warp_rows,
+                  auto launch) {
+    const double bytes = double(blocks) * 8 * warp_rows * double(row_bytes);
+    report(kind, region, row_bytes, u, bytes, median_ms([&] {
+             launch(static_cast<unsigned>(region / row_bytes), warp_rows);
+             CK(cudaGetLastError());
+           }));
+  };
   // Rows of 4 KB (K = 2048 bf16) and 8 KB (K = 4096) from regions of 46 MB (the 2048x5632 FFN's
-  // W_u and W_d), 32 MB and 235 MB (4096x14336), 8 warps per block, 4 blocks per SM.
+  // W_u and W_d), 32 MB and 235 MB (4096x14336).
   for (size_t mb : {32, 46, 235}) {
     const size_t region = mb << 20;
-    const int blocks = sms * 4, per_warp = 256;
-    const double bytes4 = double(blocks) * 8 * per_warp * 4096;
-    const float ms4 = median_ms([&] {
-      rows_kernel<256, 2>
-          <<<blocks, 256>>>(buf, static_cast<unsigned>(region / 4096), per_warp, sink);
-      CK(cudaGetLastError());
-    });
-    report("rows", region, 4096, 2, bytes4, ms4);
-    const float ms4u4 = median_ms([&] {
-      rows_kernel<256, 4>
-          <<<blocks, 256>>>(buf, static_cast<unsigned>(region / 4096), per_warp, sink);
-      CK(cudaGetLastError());
-    });
-    report("rows", region, 4096, 4, bytes4, ms4u4);
-    const float ms8 = median_ms([&] {
-      rows_kernel<512, 2>
-          <<<blocks, 256>>>(buf, static_cast<unsigned>(region / 8192), per_warp, sink);
-      CK(cudaGetLastError());
-    });
-    report("rows", region, 8192, 2, bytes4 * 2, ms8);
+    rows("rows", region, 4096, 2, per_warp,
+         [&](unsigned n, int w) { rows_kernel<256, 2><<<blocks, 256>>>(buf, n, w, sink); });
+    rows("rows", region, 4096, 4, per_warp,
+         [&](unsigned n, int w) { rows_kernel<256, 4><<<blocks, 256>>>(buf, n, w, sink); });
+    rows("rows", region, 8192, 2, per_warp,
+         [&](unsigned n, int w) { rows_kernel<512, 2><<<blocks, 256>>>(buf, n, w, sink); });
   }
   // The same gathers of 4 KB rows, sequential, from a 4 MB region, 64 KB rows, and by bulk copy.
   for (size_t mb : {4, 46, 235}) {
     const size_t region = mb << 20;
-    const int blocks = sms * 4, per_warp = 256;
-    const double bytes4 = double(blocks) * 8 * per_warp * 4096;
-    const float seq = median_ms([&] {
-      rows_kernel<256, 2, 1>
-          <<<blocks, 256>>>(buf, static_cast<unsigned>(region / 4096), per_warp, sink);
-      CK(cudaGetLastError());
-    });
-    report("seq", region, 4096, 2, bytes4, seq);
-    const float r4 = median_ms([&] {
-      rows_kernel<256, 2>
-          <<<blocks, 256>>>(buf, static_cast<unsigned>(region / 4096), per_warp, sink);
-      CK(cudaGetLastError());
-    });
-    report("rows", region, 4096, 2, bytes4, r4);
-    const float r64 = median_ms([&] {
-      rows_kernel<4096, 1>
-          <<<blocks, 256>>>(buf, static_cast<unsigned>(region / 65536), per_warp / 16, sink);
-      CK(cudaGetLastError());
-    });
-    report("rows", region, 65536, 1, bytes4, r64);
+    rows("seq", region, 4096, 2, per_warp,
+         [&](unsigned n, int w) { rows_kernel<256, 2, 1><<<blocks, 256>>>(buf, n, w, sink); });
+    rows("rows", region, 4096, 2, per_warp,
+         [&](unsigned n, int w) { rows_kernel<256, 2><<<blocks, 256>>>(buf, n, w, sink); });
+    rows("rows", region, 65536, 1, per_warp / 16,
+         [&](unsigned n, int w) { rows_kernel<4096, 1><<<blocks, 256>>>(buf, n, w, sink); });
     CK(cudaFuncSetAttribute(bulk_kernel<4096>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             4 * 4 * 4096));
     const float bk = median_ms([&] {
