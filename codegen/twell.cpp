@@ -64,6 +64,10 @@ class TwellEmitter : public Emitter {
 
  private:
   bool vec_x() const { return p_.k % 8 == 0; }
+  // G's rows (N values, the backup region 256-byte aligned) are 16-byte aligned: the row pack.
+  bool vec_g() const { return p_.n % 8 == 0; }
+  // The row pack's 16-byte loads in flight per lane.
+  static constexpr int kPackLoads = 4;
   bool queue() const { return s_.balance == TwellBalance::Queue; }
   bool uses_workspace() const { return s_.split > 1 || queue(); }
   std::string gate_name() const { return opt_.kernel_name + "_gate"; }
@@ -90,13 +94,19 @@ class TwellEmitter : public Emitter {
         p_.gated ? "gate" : "up", kTwellGemmRows, s_.tile, kTwellGemmThreads, gate_name(), c.text));
   }
 
-  // gate=lib: the pack kernel over the library GEMM's dense G (a prologue before kernel 2).
+  // gate=lib: the pack kernel over the library GEMM's dense G (a prologue before kernel 2):
+  //   sg::twell_pack_rows<T, TILE, CAP, 4>(bw, M, N, tiles, entries, backup);  N % 8 == 0
+  //   sg::twell_pack<T, TILE, CAP>(bw, M, N, tiles, entries, backup);          otherwise
   void emit_pack() {
     const TwellBuffer b = twell_buffer(p_, s_);
     const auto c =
-        call(tmpl::twell_pack, targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}),
-             ptr_u32("bw"), i32(num(p_.m)), i32(num(p_.n)), i32(num(twell_tiles(p_, s_))),
-             i32(num(b.entries / 4)), i32(num(b.backup / 4)));
+        vec_g() ? call(tmpl::twell_pack_rows,
+                       targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}, IntArg{kPackLoads}),
+                       ptr_u32("bw"), i32(num(p_.m)), i32(num(p_.n)), i32(num(twell_tiles(p_, s_))),
+                       i32(num(b.entries / 4)), i32(num(b.backup / 4)))
+                : call(tmpl::twell_pack, targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}),
+                       ptr_u32("bw"), i32(num(p_.m)), i32(num(p_.n)), i32(num(twell_tiles(p_, s_))),
+                       i32(num(b.entries / 4)), i32(num(b.backup / 4)));
     decl(fmt::format(
         "// G = ReLU(x · W_g) comes from the BLAS library; this packs it as TwELL\n"
         "extern \"C\" __global__ void __launch_bounds__(256) {}(unsigned* __restrict__ bw) {{\n"
@@ -183,8 +193,9 @@ class TwellEmitter : public Emitter {
       AuxKernel& pk = sig.prologue;
       pk.name = pack_name();
       pk.params = {{"bw", ParamKind::BWork, "TwELL activations", {}}};
-      pk.launch.grid_x = twell_tiles(p_, s_);
-      pk.launch.grid_y = (p_.m + 7) / 8;
+      // 8 warps per block: a warp per token row (row pack) or per (row, tile).
+      pk.launch.grid_x = vec_g() ? (p_.m + 7) / 8 : twell_tiles(p_, s_);
+      pk.launch.grid_y = vec_g() ? 1 : (p_.m + 7) / 8;
       pk.launch.block_threads = 256;
       return sig;
     }

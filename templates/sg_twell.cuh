@@ -275,6 +275,62 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
       entries[slot++] = (static_cast<unsigned>(lane * V + e) << 16) | detail::twell_bits(v[e]);
 }
 
+// twell_pack for N a multiple of 8 (G's rows 16-byte aligned): one warp per token row, 8 rows
+// per block (grid: ceil(M / 8)). The warp reads its row 256 columns per 16-byte load, U loads in
+// flight per lane, so the pack streams G near the memory's rate (twell_pack's 2-byte loads over
+// a (row, tile) per warp do not). Lane l of a load holds columns 8l .. 8l+7; the TILE / 8 lanes of
+// one tile scan their nonzero counts together and write the same count and column-ordered
+// entries as twell_pack. A value counts as nonzero unless both its magnitude bits are zero
+// (fp16 and bf16: -0 is zero, NaN is not), as twell_pack's comparison with 0.
+template <typename T, int TILE, int CAP, int U>
+__device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m, int n, int tiles,
+                                                int entries_off, int backup_off) {
+  static_assert(TILE % 8 == 0 && 256 % TILE == 0, "a load's 256 columns hold whole tiles");
+  constexpr int LPT = TILE / 8, CHUNK = 256;
+  const int lane = threadIdx.x & 31, sub = lane % LPT;
+  const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (row >= m) return;
+  const T* g = reinterpret_cast<const T*>(tw + backup_off) + static_cast<size_t>(row) * n;
+  int* counts = reinterpret_cast<int*>(tw) + static_cast<size_t>(row) * tiles;
+  unsigned* entries = tw + entries_off + static_cast<size_t>(row) * tiles * CAP;
+  for (int c0 = 0; c0 < n; c0 += U * CHUNK) {
+    uint4 v[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int col = c0 + u * CHUNK + lane * 8;
+      v[u] = col < n ? __ldcs(reinterpret_cast<const uint4*>(g + col)) : make_uint4(0, 0, 0, 0);
+    }
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int base = c0 + u * CHUNK;
+      if (base >= n) break;  // the same for every lane
+      const unsigned w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
+      unsigned nz = 0u;  // bit e: column base + 8·lane + e is nonzero
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        nz |= ((w[e >> 1] >> (16 * (e & 1))) & 0x7fffu) != 0u ? 1u << e : 0u;
+      const int mine = __popc(nz);
+      int incl = mine;
+#pragma unroll
+      for (int o = 1; o < LPT; o <<= 1) {
+        const int y = __shfl_up_sync(0xffffffffu, incl, o);
+        if (sub >= o) incl += y;
+      }
+      const int total = __shfl_sync(0xffffffffu, incl, lane | (LPT - 1));
+      const int tile = base / TILE + lane / LPT;
+      if (tile >= tiles) continue;
+      if (sub == 0) counts[tile] = total;
+      if (total > CAP) continue;  // overflow: its dense values are G's
+      unsigned* out = entries + static_cast<size_t>(tile) * CAP + (incl - mine);
+#pragma unroll
+      for (int e = 0; e < 8; ++e)
+        if ((nz >> e) & 1u)
+          *out++ = (static_cast<unsigned>(sub * 8 + e) << 16) |
+                   ((w[e >> 1] >> (16 * (e & 1))) & 0xffffu);
+    }
+  }
+}
+
 // Kernel 2 (see the top comment). Its work split (ir/twell_schedule.h): BALANCE 0 (token) is one
 // block per token, SPLIT blocks (blockIdx.y) sharing it when SPLIT > 1; BALANCE 1 (queue) is a
 // persistent grid whose workers take tokens from a counter and cut a long one into parts of

@@ -75,12 +75,21 @@ TEST(TwellCodegen, LibraryGateSignature) {
   EXPECT_EQ(g.c.offset, twell_buffer(p, s).backup / 2);
   EXPECT_EQ(g.c.ld, 1000);
   EXPECT_FALSE(k.signature.b_transform.present());
+  // N = 1000 is a multiple of 8: a warp per token row with 16-byte loads, 8 rows per block.
   EXPECT_EQ(k.signature.prologue.name, "sparsegen_twell_pack");
-  EXPECT_EQ(k.signature.prologue.launch.grid_x, 16);
-  EXPECT_EQ(k.signature.prologue.launch.grid_y, 38);
-  EXPECT_NE(k.source.find("sg::twell_pack<T, 64, 8>(bw, 300, 1000, 16,"), std::string::npos)
+  EXPECT_EQ(k.signature.prologue.launch.grid_x, 38);
+  EXPECT_EQ(k.signature.prologue.launch.grid_y, 1);
+  EXPECT_NE(k.source.find("sg::twell_pack_rows<T, 64, 8, 4>(bw, 300, 1000, 16,"), std::string::npos)
       << k.source;
   EXPECT_EQ(k.source.find("twell_gate_gemm"), std::string::npos);
+
+  // N = 1001: G's rows are not 16-byte aligned, so a warp per (row, tile) with 2-byte loads.
+  const Problem odd = Problem::gated_ffn(300, 100, 1001, DType::F16);
+  const GeneratedKernel ko = emit_twell(odd, Schedule(s));
+  EXPECT_EQ(ko.signature.prologue.launch.grid_x, 16);
+  EXPECT_EQ(ko.signature.prologue.launch.grid_y, 38);
+  EXPECT_NE(ko.source.find("sg::twell_pack<T, 64, 8>(bw, 300, 1001, 16,"), std::string::npos)
+      << ko.source;
 }
 
 // split = 16: kernel 2's grid has 16 blocks per token and a self-cleaning fp32 workspace.
