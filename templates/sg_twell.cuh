@@ -773,7 +773,7 @@ __device__ __forceinline__ void twell_down_group(
   // output row.
   auto down = [&](int cnt, const float* hu) {
     float acc[G][8];
-    int cur = 0;
+    int cur = btok[0];
     auto flush = [&]() {
 #pragma unroll
       for (int gi = 0; gi < G; ++gi) {
@@ -794,20 +794,15 @@ __device__ __forceinline__ void twell_down_group(
     for (int gi = 0; gi < G; ++gi)
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[gi][e] = 0.0f;
-    // Runs of one token: each run's rows unrolled (about 8 rows' loads in flight per thread,
-    // as twell_down), then added into the token's output row.
-    constexpr int JU = G >= 8 ? 1 : 8 / G;
-    for (int j = 0; j < cnt;) {
-      cur = btok[j];
-      int j1 = j + 1;
-      while (j1 < cnt && btok[j1] == cur) ++j1;  // the same for every thread
-#pragma unroll JU
-      for (int i = j; i < j1; ++i)
-        detail::twell_down_row<T, G, KP, THREADS>(w_down + static_cast<size_t>(bcol[i]) * KP, hu[i],
-                                                  tid, acc);
-      flush();
-      j = j1;
+    for (int j = 0; j < cnt; ++j) {
+      if (btok[j] != cur) {  // the same for every thread
+        flush();
+        cur = btok[j];
+      }
+      detail::twell_down_row<T, G, KP, THREADS>(w_down + static_cast<size_t>(bcol[j]) * KP, hu[j],
+                                                tid, acc);
     }
+    flush();
   };
   // u = x[token]·W_u[:, n] per entry (gated), then the down phase; barriers before and after.
   auto run_batch = [&](int cnt) {
