@@ -69,8 +69,7 @@ class TwellEmitter : public Emitter {
   // The row pack's 16-byte loads in flight per lane.
   static constexpr int kPackLoads = 4;
   bool queue() const { return s_.balance == TwellBalance::Queue; }
-  bool grouped() const { return s_.balance == TwellBalance::Group; }
-  bool uses_workspace() const { return s_.split > 1 || queue() || grouped(); }
+  bool uses_workspace() const { return s_.split > 1 || queue(); }
   std::string gate_name() const { return opt_.kernel_name + "_gate"; }
   std::string pack_name() const { return opt_.kernel_name + "_pack"; }
   int groups() const { return twell_groups(p_, s_); }
@@ -124,10 +123,6 @@ class TwellEmitter : public Emitter {
     const TwellBuffer b = twell_buffer(p_, s_);
     const TwellWorkspace ws = twell_workspace(p_, s_);
     line("extern __shared__ __align__(16) float sg_smem[];");
-    if (grouped()) {
-      emit_down_group();
-      return;
-    }
     comment(fmt::format(
         "kernel 2: {}; {} warps{}; batches of {} entries; {} x 8 output columns per thread",
         queue() ? fmt::format("{} persistent blocks taking tokens and parts of "
@@ -158,30 +153,6 @@ class TwellEmitter : public Emitter {
               i32(num(b.entries / 4)), i32(num(b.backup / 4)));
   }
 
-  // Kernel 2 with balance=group:
-  //   sg::twell_down_group<T, WARPS, TILE, CAP, GATED, G, KP, GROUP, SLICES>(
-  //       B, W_u^T, W_d, bw, C, sg_smem, queue control, alpha, beta, M, K, N, tiles, entries,
-  //       backup);
-  void emit_down_group() {
-    const TwellWeights w = twell_weights_layout(p_);
-    const TwellBuffer b = twell_buffer(p_, s_);
-    comment(fmt::format(
-        "kernel 2: {} persistent blocks of {} warps taking {} tokens at a time; the hidden units "
-        "in {} slices; {} x 8 output columns per thread",
-        twell_down_grid(p_, s_), s_.warps, s_.group, s_.slices, groups()));
-    call_stmt(tmpl::twell_down_group,
-              targs(TypeArg{"T"}, IntArg{s_.warps}, IntArg{s_.tile}, IntArg{s_.cap()},
-                    IntArg{p_.gated ? 1 : 0}, IntArg{groups()}, IntArg{twell_k_padded(p_)},
-                    IntArg{s_.group}, IntArg{s_.slices}),
-              cptr_t("B"), cptr_t(fmt::format("values + {}", w.up_t)),
-              cptr_t(fmt::format("values + {}", w.down)), cptr_u32("bw"), ptr_t("C"),
-              ptr_f32("sg_smem"),
-              tmpl::ptr_i32(
-                  fmt::format("reinterpret_cast<int*>(ws + {})", twell_workspace(p_, s_).control)),
-              f32("alpha"), f32("beta"), i32(num(p_.m)), i32(num(p_.k)), i32(num(p_.n)),
-              i32(num(twell_tiles(p_, s_))), i32(num(b.entries / 4)), i32(num(b.backup / 4)));
-  }
-
   KernelSignature signature() const {
     KernelSignature sig;
     sig.kernel_name = opt_.kernel_name;
@@ -194,9 +165,8 @@ class TwellEmitter : public Emitter {
     if (uses_workspace()) {
       sig.params.push_back({"ws",
                             ParamKind::Workspace,
-                            grouped() ? "the token and slice-step counters"
-                            : queue() ? "split tokens' partial rows, counters and the work queue"
-                                      : "partial rows and per-token counters",
+                            queue() ? "split tokens' partial rows, counters and the work queue"
+                                    : "partial rows and per-token counters",
                             {}});
       sig.workspace_bytes = twell_workspace_bytes(p_, s_);
       sig.workspace_zeroed = true;

@@ -61,8 +61,6 @@ class TwellCost final : public CostFamily {
     double longest = fs.max_row_length > 0 ? double(fs.max_row_length) : per_token;
     if (s.balance == TwellBalance::Queue)
       longest = std::min(longest, double(kTwellPartBatches * kTwellBatch));
-    if (s.balance == TwellBalance::Group)  // a block walks its group's tokens one after another
-      longest += double(s.group - 1) * per_token;
     f.warp_iters_max = longest / s.split * per_nonzero / worker_warps;
     f.warp_iters_mean = f.warp_workers > 0 ? f.warp_iters_total / f.warp_workers : 0.0;
     f.lane_efficiency = 1.0;

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <utility>
 
 #include "ir/diagnostics.h"
 #include "ir/spec_fields.h"
@@ -17,7 +16,7 @@ int64_t align256(int64_t b) {
 }
 
 constexpr std::string_view kGateNames[] = {"mma", "lib"};
-constexpr std::string_view kBalanceNames[] = {"token", "queue", "group"};
+constexpr std::string_view kBalanceNames[] = {"token", "queue"};
 
 // The queue's teams of an 8-warp block, nearest to 4 column groups per thread first, more groups
 // counting double (ties: fewer groups first). On an H200 the teams with 4 groups were fastest at K
@@ -73,16 +72,6 @@ std::vector<std::string> validate(const TwellSchedule& s) {
   if (s.teams > 1 && s.balance != TwellBalance::Queue)
     why.push_back(
         fmt::format("teams={} take their work from the queue: balance must be queue", s.teams));
-  if (s.balance == TwellBalance::Group) {
-    if (s.split != 1)
-      why.push_back(fmt::format("balance=group takes whole tokens: split={} must be 1", s.split));
-    if (s.group != 2 && s.group != 4 && s.group != 8)
-      why.push_back(fmt::format("group={} must be 2, 4 or 8 tokens", s.group));
-    if (s.slices != 1 && s.slices != 2 && s.slices != 4 && s.slices != 8 && s.slices != 16)
-      why.push_back(fmt::format("slices={} must be 1, 2, 4, 8 or 16", s.slices));
-  } else if (s.group != TwellSchedule{}.group || s.slices != TwellSchedule{}.slices) {
-    why.push_back(fmt::format("group={} and slices={} need balance=group", s.group, s.slices));
-  }
   return why;
 }
 
@@ -103,12 +92,8 @@ std::vector<std::string> validate_twell(const Problem& p, const TwellSchedule& s
 }
 
 std::string twell_spec(const TwellSchedule& s) {
-  std::string spec =
-      fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
-                  s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
-  if (s.balance == TwellBalance::Group)
-    spec += fmt::format(";group={};slices={}", s.group, s.slices);
-  return spec;
+  return fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
+                     s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
 }
 
 std::string print_twell(const TwellSchedule& s) {
@@ -125,14 +110,9 @@ std::string print_twell(const TwellSchedule& s) {
   else
     out +=
         "  kernel1: G = ReLU(x·W_g) by the BLAS library (dense, the backup), then one warp per "
-        "token row packs TwELL (per row and tile when N is not a multiple of 8)\n";
+        "row and tile packs TwELL\n";
   const std::string blocks =
-      s.balance == TwellBalance::Group
-          ? fmt::format(
-                "persistent blocks of {} warps taking {} tokens at a time, the hidden units in {} "
-                "slices (outputs in shared memory)",
-                s.warps, s.group, s.slices)
-      : s.balance == TwellBalance::Queue
+      s.balance == TwellBalance::Queue
           ? fmt::format(
                 "persistent blocks of {} warps{} taking tokens and parts of {} batches "
                 "from a queue",
@@ -145,7 +125,7 @@ std::string print_twell(const TwellSchedule& s) {
                         s.warps);
   out += fmt::format("  kernel2: {}, batches of {} entries: u = x·W_u[:,n], y += h·u·W_d[n,:]{}\n",
                      blocks, kTwellBatch,
-                     s.split == 1 && s.balance != TwellBalance::Queue
+                     s.split == 1 && s.balance == TwellBalance::Token
                          ? ""
                          : " (partial rows added in an fp32 workspace)");
   return out;
@@ -174,15 +154,9 @@ TwellSchedule parse_twell_fields(std::string_view spec,
       s.balance = *b;
     } else if (key == "teams") {
       s.teams = num(64);
-    } else if (key == "group") {
-      s.group = num(64);
-    } else if (key == "slices") {
-      s.slices = num(64);
     } else {
       spec_fields::error(
-          key,
-          "one of tile, comp, warps, gate, split, balance, teams, group, slices (family twell)",
-          key);
+          key, "one of tile, comp, warps, gate, split, balance, teams (family twell)", key);
     }
   });
   spec_fields::check_legal(spec, validate(s));
@@ -216,13 +190,6 @@ int64_t twell_down_shared_bytes(const Problem& p, const TwellSchedule& s) {
   const int64_t tiles = twell_tiles(p, s);
   // Per worker: x row (dtype), batch columns / values / h·u, tile prefix sums, overflowing tile
   // list, 8 ints; 16-byte aligned.
-  if (s.balance == TwellBalance::Group) {
-    // x rows (dtype) and fp32 outputs of the group, the batch (4 words per entry), prefix sums
-    // and overflowing tiles per token, 16 ints.
-    const int64_t g = s.group;
-    return (g * twell_k_padded(p) * 6 + kTwellBatch * 16 + g * (2 * tiles + 1) * 4 + 64 + 15) / 16 *
-           16;
-  }
   const int64_t worker =
       twell_k_padded(p) * 2 + kTwellBatch * 12 + (tiles + 1) * 4 + tiles * 4 + 32;
   return (worker + 15) / 16 * 16 * s.teams;
@@ -237,9 +204,6 @@ TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s) {
     w.control = w.counters + w.rows;
     w.items = (w.control + 8 + 1) / 2 * 2;  // 8-byte aligned
     w.bytes = (w.items + 2 * p.m * (twell_max_parts(p, s) - 1)) * 4;
-  } else if (s.balance == TwellBalance::Group) {
-    w.control = 0;  // next token, blocks out, slice steps, blocks started
-    w.bytes = 16;
   } else if (s.split > 1) {
     w.rows = p.m;
     w.counters = w.rows * kp;
@@ -259,8 +223,6 @@ int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s) {
 }
 
 int64_t twell_down_grid(const Problem& p, const TwellSchedule& s) {
-  if (s.balance == TwellBalance::Group)
-    return std::min<int64_t>((p.m + s.group - 1) / s.group, kTwellQueueGrid);
   return s.balance == TwellBalance::Queue ? std::min((p.m + s.teams - 1) / s.teams, kTwellQueueGrid)
                                           : p.m;
 }
@@ -334,15 +296,6 @@ std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatri
                 const TwellSchedule s{tile, comp, warps, gate, 1, balance, teams};
                 if (twell_groups(p, s) <= 8 && verify_twell(p, s, dev).empty()) out.emplace_back(s);
               }
-              // Token groups through hidden-unit slices, at the two usual compressions.
-              if (comp == 4 || comp == 8)
-                for (auto [group, slices] : {std::pair{4, 8}, std::pair{8, 8}, std::pair{4, 2}}) {
-                  TwellSchedule s{tile, comp, warps, gate, 1, TwellBalance::Group};
-                  s.group = group;
-                  s.slices = slices;
-                  if (twell_groups(p, s) <= 8 && verify_twell(p, s, dev).empty())
-                    out.emplace_back(s);
-                }
               continue;
             }
             for (int split : {1, 4, 16}) {

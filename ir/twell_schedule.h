@@ -3,7 +3,6 @@
 // ir/twell_family.cpp.
 //
 //   twell;tile=128;comp=4;warps=8;gate=mma;split=1;balance=queue;teams=1
-//   twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=group;teams=1;group=4;slices=8
 //     tile   T, the first kernel's N-tile and the TwELL tile: 64 or 128 columns
 //     comp   C, the compression: room for T / C entries per row and tile (1, 2, 4, 8, 16)
 //     warps  warps per block of the second kernel (4 or 8)
@@ -21,12 +20,6 @@
 //            team of warps / teams warps takes its own tokens and parts with its own shared
 //            memory and barrier, so the block's warps no longer wait for each other (one warp per
 //            team: no block barrier at all); its threads hold more output columns each
-//     balance=group (fields group and slices, printed only with it): a persistent grid whose
-//            blocks take `group` tokens at a time and walk the hidden units in `slices` slices of
-//            whole tiles, every token of the group through a slice before the next; all blocks
-//            go through the slices in the same order, so the weight rows read at one time are
-//            about one slice's and stay in the L2 for every token that needs them. The group's
-//            outputs are fp32 rows in shared memory; long tokens are not cut.
 //
 // Kernel 1 (b_transform, on x):  block (t, y) computes G = x[128 rows of y] · W_g[:, tile t] on
 //   the tensor cores (mma.sync m16n8k16, fp32 accumulation, cp.async 3-stage pipeline, 8 warps),
@@ -64,8 +57,8 @@ std::string_view to_string(TwellGate g);  // "mma", "lib"
 std::optional<TwellGate> parse_twell_gate(std::string_view s);
 
 // How kernel 2's blocks find their work (one name table: SPEC, printer, key).
-enum class TwellBalance { Token, Queue, Group };
-std::string_view to_string(TwellBalance b);  // "token", "queue", "group"
+enum class TwellBalance { Token, Queue };
+std::string_view to_string(TwellBalance b);  // "token", "queue"
 std::optional<TwellBalance> parse_twell_balance(std::string_view s);
 
 struct TwellSchedule {
@@ -78,8 +71,6 @@ struct TwellSchedule {
   int split = 1;                               // kernel 2 blocks per token: 1, 4, 16
   TwellBalance balance = TwellBalance::Token;  // queue: split 1 only
   int teams = 1;                               // kernel 2 workers per block: 1, 2, 4, 8 (queue)
-  int group = 4;   // balance=group: tokens per block at a time (2, 4, 8)
-  int slices = 8;  // balance=group: hidden-unit slices (1, 2, 4, 8, 16)
 
   int cap() const { return tile / comp; }
   int team_warps() const { return warps / teams; }  // warps of one kernel-2 worker
@@ -139,8 +130,7 @@ int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s);
 // time, then the overflowing tiles' 64-column pieces) are at most tiles × T / 64, cut
 // kTwellPartBatches at a time, at most kTwellMaxParts.
 int64_t twell_max_parts(const Problem& p, const TwellSchedule& s);
-// Kernel 2's grid: M × split blocks, or min(ceil(M / teams), kTwellQueueGrid) persistent ones
-// (balance=group: min(ceil(M / group), kTwellQueueGrid)).
+// Kernel 2's grid: M × split blocks, or min(ceil(M / teams), kTwellQueueGrid) persistent ones.
 int64_t twell_down_grid(const Problem& p, const TwellSchedule& s);
 // Weight values the device holds, in order: W_g transposed (N×Kp, gated only), W_u transposed
 // (N×Kp), W_d (N×Kp); offsets in elements.
@@ -155,8 +145,7 @@ std::vector<std::string> verify_twell(const Problem& p, const TwellSchedule& s,
 
 // Every legal schedule: gate {lib, mma} × tile {128, 64} × comp {4, 8, 2, 16, 1} × warps {8, 4}
 // × balance {queue, token} with split 1 and teams 1; the queue ones of 8 warps with teams 1, 2,
-// 4, 8 instead (those whose threads hold at most 8 column groups, nearest 4 groups first), after
-// them at comp 4 and 8 balance=group with (group, slices) (4, 8), (8, 8), (4, 2), and for
+// 4, 8 instead (those whose threads hold at most 8 column groups, nearest 4 groups first), and for
 // M <= 1024 also the gate=lib token ones with split 4 and 16; none unless the problem is a gated
 // FFN and `a` an activation pattern with N columns.
 std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatrix& a,

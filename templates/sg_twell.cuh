@@ -102,123 +102,6 @@ __device__ __forceinline__ void twell_team_sync(int team) {
   }
 }
 
-// The exclusive prefix of a token's packed counts over its tiles (an overflowing tile packs none;
-// prefix[tiles] = its packed entries) and its overflowing tiles in tile order; returns how many
-// overflow. One warp: every lane must call it, lane 0 writes prefix[tiles].
-template <int CAP>
-__device__ __forceinline__ int twell_token_prefix(const int* __restrict__ counts, int tiles,
-                                                  int* prefix, int* dense, int lane) {
-  int run = 0, nd = 0;
-  for (int base = 0; base < tiles; base += 32) {
-    const int t = base + lane;
-    const int c = t < tiles ? counts[t] : 0;
-    const bool over = c > CAP;
-    const int v = over ? 0 : c;
-    int s = v;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const int u = __shfl_up_sync(0xffffffffu, s, o);
-      if (lane >= o) s += u;
-    }
-    if (t < tiles) prefix[t] = run + s - v;
-    run += __shfl_sync(0xffffffffu, s, 31);
-    const unsigned om = __ballot_sync(0xffffffffu, over);
-    if (over) dense[nd + __popc(om & ((1u << lane) - 1u))] = t;
-    nd += __popc(om);
-  }
-  if (lane == 0) prefix[tiles] = run;
-  return nd;
-}
-
-// The tile of a token's packed entry e: the last tile t in [lo, hi] with prefix[t] <= e.
-__device__ __forceinline__ int twell_entry_tile(const int* prefix, int lo, int hi, int e) {
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) >> 1;
-    if (prefix[mid] <= e)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  return lo;
-}
-
-// The nonzeros of an overflowing tile t's columns c0 .. c0 + BATCH - 1 (within the tile and N),
-// read from the token's dense backup row, into bcol / bval in column order; returns how many.
-// One warp.
-template <typename T, int TILE, int BATCH>
-__device__ __forceinline__ int twell_dense_piece(const T* __restrict__ backup, int t, int c0, int n,
-                                                 int* bcol, float* bval, int lane) {
-  int cnt = 0;
-#pragma unroll
-  for (int h = 0; h < BATCH; h += 32) {
-    const int cc = c0 + h + lane, col = t * TILE + cc;
-    const float v = cc < TILE && col < n ? Cvt<T>::to_f32(backup[col]) : 0.0f;
-    const unsigned mk = __ballot_sync(0xffffffffu, v != 0.0f);
-    const int pos = cnt + __popc(mk & ((1u << lane) - 1u));
-    if (v != 0.0f) {
-      bcol[pos] = col;
-      bval[pos] = v;
-    }
-    cnt += __popc(mk);
-  }
-  return cnt;
-}
-
-// U dot products over KP values, s[q] = x_q · w_q, summed over the warp (every lane gets them).
-// Each lane reads 16-byte pieces lane·8, lane·8 + 256, ...: all U rows' pieces in flight at once.
-// ONE_X: every x_q is x[0] (read once per piece).
-template <typename T, int KP, int U, int ONE_X>
-__device__ __forceinline__ void twell_up_dots(const T* const* x, const T* const* w, float* s,
-                                              int lane) {
-#pragma unroll
-  for (int q = 0; q < U; ++q) s[q] = 0.0f;
-#pragma unroll
-  for (int i = lane * 8; i < KP; i += 256) {
-    unsigned xa[ONE_X ? 1 : U][4];
-#pragma unroll
-    for (int q = 0; q < (ONE_X ? 1 : U); ++q) {
-      const uint4 xv = *reinterpret_cast<const uint4*>(x[q] + i);
-      xa[q][0] = xv.x;
-      xa[q][1] = xv.y;
-      xa[q][2] = xv.z;
-      xa[q][3] = xv.w;
-    }
-#pragma unroll
-    for (int q = 0; q < U; ++q) {
-      const uint4 wv = *reinterpret_cast<const uint4*>(w[q] + i);
-      const unsigned wa[4] = {wv.x, wv.y, wv.z, wv.w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 a = twell_pair<T>(wa[e]), b = twell_pair<T>(xa[ONE_X ? 0 : q][e]);
-        s[q] = fmaf(a.x, b.x, s[q]);
-        s[q] = fmaf(a.y, b.y, s[q]);
-      }
-    }
-  }
-#pragma unroll
-  for (int q = 0; q < U; ++q) s[q] = twell_warp_sum(s[q]);
-}
-
-// acc[g][0..7] += h · W_d row wd, the thread's column groups 8·(tid + g·THREADS) below KP.
-template <typename T, int G, int KP, int THREADS>
-__device__ __forceinline__ void twell_down_row(const T* __restrict__ wd, float h, int tid,
-                                               float (*acc)[8]) {
-#pragma unroll
-  for (int gi = 0; gi < G; ++gi) {
-    const int col = 8 * (tid + gi * THREADS);
-    if (col < KP) {
-      const uint4 v = *reinterpret_cast<const uint4*>(wd + col);
-      const unsigned va[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const float2 f = twell_pair<T>(va[e]);
-        acc[gi][2 * e] = fmaf(h, f.x, acc[gi][2 * e]);
-        acc[gi][2 * e + 1] = fmaf(h, f.y, acc[gi][2 * e + 1]);
-      }
-    }
-  }
-}
-
 }  // namespace detail
 
 // Kernel 1 (see the top comment). Block (tile, y): rows 128·y …, columns tile·TILE …; 256
@@ -516,8 +399,28 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     }
     const int* counts = reinterpret_cast<const int*>(tw) + static_cast<size_t>(row) * tiles;
     if (warp == 0) {
-      const int nd = detail::twell_token_prefix<CAP>(counts, tiles, prefix, dense, lane);
-      if (lane == 0) misc[0] = nd;
+      int run = 0, nd = 0;
+      for (int base = 0; base < tiles; base += 32) {
+        const int t = base + lane;
+        const int c = t < tiles ? counts[t] : 0;
+        const bool over = c > CAP;
+        const int v = over ? 0 : c;
+        int s = v;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+          const int u = __shfl_up_sync(0xffffffffu, s, o);
+          if (lane >= o) s += u;
+        }
+        if (t < tiles) prefix[t] = run + s - v;
+        run += __shfl_sync(0xffffffffu, s, 31);
+        const unsigned om = __ballot_sync(0xffffffffu, over);
+        if (over) dense[nd + __popc(om & ((1u << lane) - 1u))] = t;
+        nd += __popc(om);
+      }
+      if (lane == 0) {
+        prefix[tiles] = run;
+        misc[0] = nd;
+      }
     }
     sync();
   };
@@ -534,15 +437,33 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       constexpr int U = G >= 4 ? 2 : 4;
       for (int j0 = warp * U; j0 < cnt; j0 += THREADS / 32 * U) {
         const T* wu[U];
-        const T* xr[1] = {xs};
         float s[U];
 #pragma unroll
-        for (int q2 = 0; q2 < U; ++q2)
+        for (int q2 = 0; q2 < U; ++q2) {
           wu[q2] = w_up_t + static_cast<size_t>(bcol[min(j0 + q2, cnt - 1)]) * kp;
-        detail::twell_up_dots<T, KP, U, 1>(xr, wu, s, lane);
+          s[q2] = 0.0f;
+        }
 #pragma unroll
-        for (int q2 = 0; q2 < U; ++q2)
-          if (lane == 0 && j0 + q2 < cnt) bhu[j0 + q2] = bval[j0 + q2] * s[q2];
+        for (int i = lane * 8; i < kp; i += 256) {
+          const uint4 xv = *reinterpret_cast<const uint4*>(xs + i);
+          const unsigned xa[4] = {xv.x, xv.y, xv.z, xv.w};
+#pragma unroll
+          for (int q2 = 0; q2 < U; ++q2) {
+            const uint4 wv = *reinterpret_cast<const uint4*>(wu[q2] + i);
+            const unsigned wa[4] = {wv.x, wv.y, wv.z, wv.w};
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const float2 a = detail::twell_pair<T>(wa[e]), b = detail::twell_pair<T>(xa[e]);
+              s[q2] = fmaf(a.x, b.x, s[q2]);
+              s[q2] = fmaf(a.y, b.y, s[q2]);
+            }
+          }
+        }
+#pragma unroll
+        for (int q2 = 0; q2 < U; ++q2) {
+          const float r = detail::twell_warp_sum(s[q2]);
+          if (lane == 0 && j0 + q2 < cnt) bhu[j0 + q2] = bval[j0 + q2] * r;
+        }
       }
       sync();
     }
@@ -550,9 +471,24 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     // About 8 rows' loads in flight per thread whatever G.
     constexpr int JU = G >= 8 ? 1 : 8 / G;
 #pragma unroll JU
-    for (int j = 0; j < cnt; ++j)
-      detail::twell_down_row<T, G, KP, THREADS>(w_down + static_cast<size_t>(bcol[j]) * kp, hu[j],
-                                                tid, acc);
+    for (int j = 0; j < cnt; ++j) {
+      const float h = hu[j];
+      const T* wd = w_down + static_cast<size_t>(bcol[j]) * kp;
+#pragma unroll
+      for (int gi = 0; gi < G; ++gi) {
+        const int col = 8 * (tid + gi * THREADS);
+        if (col < kp) {
+          const uint4 v = *reinterpret_cast<const uint4*>(wd + col);
+          const unsigned va[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float2 f = detail::twell_pair<T>(va[e]);
+            acc[gi][2 * e] = fmaf(h, f.x, acc[gi][2 * e]);
+            acc[gi][2 * e + 1] = fmaf(h, f.y, acc[gi][2 * e + 1]);
+          }
+        }
+      }
+    }
     sync();  // the next batch overwrites bcol / bval / bhu
   };
 
@@ -571,7 +507,14 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         const int b0 = b * BATCH, cnt = min(BATCH, total - b0);
         for (int i = tid; i < cnt; i += THREADS) {  // a one-warp worker takes two each
           const int e = b0 + i;
-          const int lo = detail::twell_entry_tile(prefix, 0, tiles - 1, e);
+          int lo = 0, hi = tiles - 1;  // the last tile whose prefix is <= e
+          while (lo < hi) {
+            const int mid = (lo + hi + 1) >> 1;
+            if (prefix[mid] <= e)
+              lo = mid;
+            else
+              hi = mid - 1;
+          }
           const unsigned word = entries[static_cast<size_t>(lo) * CAP + (e - prefix[lo])];
           bcol[i] = lo * TILE + static_cast<int>(word >> 16);
           bval[i] = detail::twell_float<T>(word & 0xffffu);
@@ -581,8 +524,19 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       } else {  // an overflowing tile's nonzeros from the dense backup, 64 columns
         const int d = (b - packed) / SUB, c0 = (b - packed) % SUB * BATCH, t = dense[d];
         if (warp == 0) {
-          const int cnt =
-              detail::twell_dense_piece<T, TILE, BATCH>(backup, t, c0, n, bcol, bval, lane);
+          int cnt = 0;
+#pragma unroll
+          for (int h = 0; h < BATCH; h += 32) {
+            const int cc = c0 + h + lane, col = t * TILE + cc;
+            const float v = cc < TILE && col < n ? detail::Cvt<T>::to_f32(backup[col]) : 0.0f;
+            const unsigned mk = __ballot_sync(0xffffffffu, v != 0.0f);
+            const int pos = cnt + __popc(mk & ((1u << lane) - 1u));
+            if (v != 0.0f) {
+              bcol[pos] = col;
+              bval[pos] = v;
+            }
+            cnt += __popc(mk);
+          }
           if (lane == 0) misc[1] = cnt;
         }
         sync();
@@ -731,223 +685,6 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         __threadfence();
         qctl[4] = 0;
       }
-    }
-  }
-}
-
-// Kernel 2 with balance=group (ir/twell_schedule.h): a persistent grid whose blocks take TG
-// tokens at a time from a counter and walk the hidden units in SLICES slices of whole tiles, each
-// slice for all TG tokens before the next. Every block goes through the slices in the same order
-// at about the same pace, so the weight rows that the grid reads at one time are about one
-// slice's, a share the L2 can hold, and a row that several tokens need is read from DRAM once.
-// The tokens' outputs are fp32 rows in shared memory (each thread adds only its own columns, so
-// no barrier guards them); a batch holds up to 64 entries of the slice, token after token, and
-// the down phase accumulates in registers while the token stays the same. After the last slice
-// y = alpha·acc + beta·y for the group. A long token makes its group longer; it is not cut.
-// smem (16-byte aligned): x rows [TG][KP] (T), outputs [TG][KP] (fp32), the batch (columns,
-// values, h·u, tokens: 64 each), prefix sums [TG][tiles + 1], overflowing tiles [TG][tiles],
-// 16 ints. qctl: [0] next token, [1] blocks out, [2] slice steps taken, [3] blocks started (zero
-// at launch, left zero by the last block out).
-template <typename T, int WARPS, int TILE, int CAP, int GATED, int G, int KP, int TG, int SLICES>
-__device__ __forceinline__ void twell_down_group(
-    const T* __restrict__ x, const T* __restrict__ w_up_t, const T* __restrict__ w_down,
-    const unsigned* __restrict__ tw, T* __restrict__ y, float* smem_f, int* qctl, float alpha,
-    float beta, int m, int k, int n, int tiles, int entries_off, int backup_off) {
-  constexpr int THREADS = WARPS * 32, BATCH = 64, SUB = TILE / BATCH;
-  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-  T* xs = reinterpret_cast<T*>(smem_f);
-  float* outs = reinterpret_cast<float*>(xs + TG * KP);
-  int* bcol = reinterpret_cast<int*>(outs + TG * KP);
-  float* bval = reinterpret_cast<float*>(bcol + BATCH);
-  float* bhu = bval + BATCH;
-  int* btok = reinterpret_cast<int*>(bhu + BATCH);
-  int* prefix = btok + BATCH;              // [TG][tiles + 1]
-  int* dense = prefix + TG * (tiles + 1);  // [TG][tiles]
-  // misc: [0] first token, [1] a piece's size, [2 + t] overflowing tiles of token t, [2 + TG]
-  // the slice of this step
-  int* misc = dense + TG * tiles;
-  static_assert(TG <= 13, "misc holds 16 ints");
-  const T zero = detail::Cvt<T>::from_f32(0.0f);
-
-  // The batch's down phase: h·u·W_d rows into registers while the token stays, then into its
-  // output row.
-  auto down = [&](int cnt, const float* hu) {
-    float acc[G][8];
-    int cur = btok[0];
-    auto flush = [&]() {
-#pragma unroll
-      for (int gi = 0; gi < G; ++gi) {
-        const int col = 8 * (tid + gi * THREADS);
-        if (col < KP) {
-          float4* o = reinterpret_cast<float4*>(outs + cur * KP + col);
-          const float4 a = o[0], b = o[1];
-          o[0] =
-              make_float4(a.x + acc[gi][0], a.y + acc[gi][1], a.z + acc[gi][2], a.w + acc[gi][3]);
-          o[1] =
-              make_float4(b.x + acc[gi][4], b.y + acc[gi][5], b.z + acc[gi][6], b.w + acc[gi][7]);
-        }
-#pragma unroll
-        for (int e = 0; e < 8; ++e) acc[gi][e] = 0.0f;
-      }
-    };
-#pragma unroll
-    for (int gi = 0; gi < G; ++gi)
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[gi][e] = 0.0f;
-    for (int j = 0; j < cnt; ++j) {
-      if (btok[j] != cur) {  // the same for every thread
-        flush();
-        cur = btok[j];
-      }
-      detail::twell_down_row<T, G, KP, THREADS>(w_down + static_cast<size_t>(bcol[j]) * KP, hu[j],
-                                                tid, acc);
-    }
-    flush();
-  };
-  // u = x[token]·W_u[:, n] per entry (gated), then the down phase; barriers before and after.
-  auto run_batch = [&](int cnt) {
-    __syncthreads();
-    if constexpr (GATED != 0) {
-      constexpr int U = G >= 4 ? 2 : 4;
-      for (int j0 = warp * U; j0 < cnt; j0 += WARPS * U) {
-        const T* wu[U];
-        const T* xr[U];
-        float s[U];
-#pragma unroll
-        for (int q = 0; q < U; ++q) {
-          const int j = min(j0 + q, cnt - 1);
-          wu[q] = w_up_t + static_cast<size_t>(bcol[j]) * KP;
-          xr[q] = xs + btok[j] * KP;
-        }
-        detail::twell_up_dots<T, KP, U, 0>(xr, wu, s, lane);
-#pragma unroll
-        for (int q = 0; q < U; ++q)
-          if (lane == 0 && j0 + q < cnt) bhu[j0 + q] = bval[j0 + q] * s[q];
-      }
-      __syncthreads();
-    }
-    down(cnt, GATED != 0 ? bhu : bval);
-    __syncthreads();  // the next batch overwrites the batch arrays
-  };
-
-  if (tid == 0) atomicAdd(qctl + 3, 1);  // blocks started
-  for (;;) {
-    if (tid == 0) misc[0] = atomicAdd(qctl, TG);
-    __syncthreads();
-    const int r0 = misc[0];
-    if (r0 >= m) break;
-    const int nt = min(TG, m - r0);
-    // The group's x rows, zero outputs, and per token its prefix sums and overflowing tiles.
-    if (k == KP && (reinterpret_cast<size_t>(x) & 15) == 0) {  // 16-byte rows
-      for (int i = tid * 8; i < TG * KP; i += THREADS * 8) {
-        const int t = i / KP;
-        *reinterpret_cast<uint4*>(xs + i) =
-            t < nt ? *reinterpret_cast<const uint4*>(x + static_cast<size_t>(r0) * k + i)
-                   : make_uint4(0u, 0u, 0u, 0u);
-      }
-    } else {
-      for (int i = tid; i < TG * KP; i += THREADS) {
-        const int t = i / KP, c = i - t * KP;
-        xs[i] = t < nt && c < k ? x[static_cast<size_t>(r0 + t) * k + c] : zero;
-      }
-    }
-    for (int i = tid; i < TG * KP; i += THREADS) outs[i] = 0.0f;
-    for (int t = warp; t < nt; t += WARPS) {
-      const int* counts = reinterpret_cast<const int*>(tw) + static_cast<size_t>(r0 + t) * tiles;
-      const int nd = detail::twell_token_prefix<CAP>(counts, tiles, prefix + t * (tiles + 1),
-                                                     dense + t * tiles, lane);
-      if (lane == 0) misc[2 + t] = nd;
-    }
-    __syncthreads();
-    unsigned done = 0u;  // the group's slices walked so far
-    for (int step = 0; step < SLICES; ++step) {
-      // The grid's phase: slice steps taken by all blocks over the blocks started, modulo
-      // SLICES. The block walks the first slice it has not walked yet from there, so a block
-      // that starts a group (or runs late) falls back in step with the others.
-      if (tid == 0) {
-        const int c = atomicAdd(qctl + 2, 1);
-        const int b = max(1, *reinterpret_cast<volatile int*>(qctl + 3));
-        int sl = (c / b) % SLICES;
-        while ((done >> sl) & 1u) sl = sl + 1 == SLICES ? 0 : sl + 1;
-        misc[2 + TG] = sl;
-      }
-      __syncthreads();
-      const int sl = misc[2 + TG];
-      __syncthreads();  // read before thread 0 writes the next step's
-      done |= 1u << sl;
-      const int t0 = sl * tiles / SLICES, t1 = (sl + 1) * tiles / SLICES;
-      if (t0 == t1) continue;
-      // Packed entries of the slice: token t's are its entries prefix[t0] .. prefix[t1] - 1;
-      // e counts over the group's tokens in turn.
-      int total = 0;
-      for (int t = 0; t < nt; ++t)
-        total += prefix[t * (tiles + 1) + t1] - prefix[t * (tiles + 1) + t0];
-      for (int b0 = 0; b0 < total; b0 += BATCH) {
-        const int cnt = min(BATCH, total - b0);
-        for (int i = tid; i < cnt; i += THREADS) {
-          int e = b0 + i, t = 0;
-          const int* pt = prefix;
-          for (;; ++t, pt += tiles + 1) {  // the token of entry e
-            const int c = pt[t1] - pt[t0];
-            if (e < c) break;
-            e -= c;
-          }
-          const int le = pt[t0] + e;
-          const int tile = detail::twell_entry_tile(pt, t0, t1 - 1, le);
-          const unsigned word =
-              tw[entries_off + (static_cast<size_t>(r0 + t) * tiles + tile) * CAP +
-                 (le - pt[tile])];
-          bcol[i] = tile * TILE + static_cast<int>(word >> 16);
-          bval[i] = detail::twell_float<T>(word & 0xffffu);
-          btok[i] = t;
-        }
-        run_batch(cnt);
-      }
-      // The slice's overflowing tiles, token by token, 64 columns at a time.
-      for (int t = 0; t < nt; ++t) {
-        const T* backup =
-            reinterpret_cast<const T*>(tw + backup_off) + static_cast<size_t>(r0 + t) * n;
-        for (int d = 0; d < misc[2 + t]; ++d) {
-          const int tile = dense[t * tiles + d];
-          if (tile < t0 || tile >= t1) continue;
-          for (int c0 = 0; c0 < SUB * BATCH; c0 += BATCH) {
-            if (warp == 0) {
-              const int cnt =
-                  detail::twell_dense_piece<T, TILE, BATCH>(backup, tile, c0, n, bcol, bval, lane);
-#pragma unroll
-              for (int h = 0; h < BATCH; h += 32) btok[h + lane] = t;  // one token: the piece's
-              if (lane == 0) misc[1] = cnt;
-            }
-            __syncthreads();
-            const int cnt = misc[1];
-            __syncthreads();  // read before warp 0 writes the next piece's size
-            if (cnt > 0) run_batch(cnt);
-          }
-        }
-      }
-    }
-    // y for the group's tokens.
-    for (int t = 0; t < nt; ++t) {
-      T* yr = y + static_cast<size_t>(r0 + t) * k;
-#pragma unroll
-      for (int gi = 0; gi < G; ++gi) {
-        const int col = 8 * (tid + gi * THREADS);
-#pragma unroll
-        for (int e = 0; e < 8; ++e)
-          if (col + e < k) store_axpby(yr + col + e, outs[t * KP + col + e], alpha, beta);
-      }
-    }
-    __syncthreads();  // misc, x rows and outputs are reused by the next group
-  }
-  // The last block out returns the counter to zero for the next launch.
-  if (tid == 0) {
-    __threadfence();
-    if (atomicAdd(qctl + 1, 1) == static_cast<int>(gridDim.x) - 1) {
-      qctl[0] = 0;
-      qctl[2] = 0;
-      qctl[3] = 0;
-      __threadfence();
-      qctl[1] = 0;
     }
   }
 }

@@ -189,42 +189,6 @@ TEST(TwellCodegen, QueueTeamsShareABlock) {
   }
 }
 
-// balance=group: a persistent grid of M / group blocks, the group's x rows and fp32 outputs in
-// shared memory, a 16-byte workspace (the token counter, the blocks out, the slice steps and the
-// blocks started).
-TEST(TwellCodegen, TokenGroupsWalkHiddenUnitSlices) {
-  const Problem p = Problem::gated_ffn(3000, 2048, 1000, DType::BF16);
-  TwellSchedule s{128, 4, 8, TwellGate::Lib, 1, TwellBalance::Group};
-  s.group = 4;
-  s.slices = 8;
-  EXPECT_TRUE(validate(s).empty());
-  EXPECT_EQ(twell_groups(p, s), 1);  // 2048 / 8 columns over 256 threads
-  // 4 x 2048 x (2 + 4) bytes, 64 x 16 of batch, 4 x (2 x 8 + 1) ints of tiles, 64.
-  EXPECT_EQ(twell_down_shared_bytes(p, s), 49152 + 1024 + 272 + 64);
-  const GeneratedKernel k = emit_twell(p, Schedule(s));
-  EXPECT_EQ(k.signature.launch.grid_x, 750);
-  EXPECT_EQ(k.signature.workspace_bytes, 16);
-  EXPECT_TRUE(k.signature.workspace_zeroed);
-  EXPECT_NE(k.source.find("sg::twell_down_group<T, 8, 128, 32, 1, 1, 2048, 4, 8>(B, values + "),
-            std::string::npos)
-      << k.source;
-  EXPECT_NE(k.source.find("taking 4 tokens at a time; the hidden units in 8 slices"),
-            std::string::npos);
-  // Not gated, K not a multiple of 8 (element loads of x), N not a multiple of the tile.
-  const Problem q = Problem::gated_ffn(7, 250, 700, DType::F16, false);
-  s.group = 8;
-  s.slices = 2;
-  const GeneratedKernel kq = emit_twell(q, Schedule(s));
-  EXPECT_EQ(kq.signature.launch.grid_x, 1);
-  for (const char* arch : {"sm_80", "sm_90"})
-    for (const GeneratedKernel* g : {&k, &kq}) {
-      nvrtc::CompileOptions o;
-      o.arch = arch;
-      o.headers = g->headers;
-      EXPECT_FALSE(nvrtc::compile(g->source, o).image.empty()) << arch;
-    }
-}
-
 TEST(TwellCodegen, CompilesForSm80AndSm90) {
   for (const char* arch : {"sm_80", "sm_90"})
     for (DType dt : {DType::BF16, DType::F16})

@@ -190,24 +190,10 @@ TEST(TwellSchedule, SpecRoundTripsAndPrints) {
   EXPECT_NE(print_schedule(t).find("persistent blocks of 8 warps (4 teams of 2) taking tokens"),
             std::string::npos)
       << print_schedule(t);
-  // Token groups through hidden-unit slices: group and slices are printed with balance=group
-  // only, and refused without it.
-  const Schedule g = parse_schedule("twell;gate=lib;balance=group;group=8;slices=4");
-  EXPECT_EQ(
-      to_string(g),
-      "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=group;teams=1;group=8;slices=4");
-  EXPECT_EQ(parse_schedule(to_string(g)), g);
-  EXPECT_NE(print_schedule(g).find("  kernel2: persistent blocks of 8 warps taking 8 tokens at a "
-                                   "time, the hidden units in 4 slices (outputs in shared "
-                                   "memory), batches of 64 entries"),
-            std::string::npos)
-      << print_schedule(g);
   for (const char* bad :
        {"twell;tile=96", "twell;comp=3", "twell;warps=2", "twell;tile=x", "twell;gate=cublas",
         "twell;split=3", "twell;nosuch=1", "twell;balance=steal", "twell;split=4;balance=queue",
-        "twell;teams=4", "twell;balance=queue;teams=3", "twell;warps=4;balance=queue;teams=8",
-        "twell;balance=queue;group=8", "twell;slices=2", "twell;balance=group;group=3",
-        "twell;balance=group;slices=3", "twell;balance=group;split=4"})
+        "twell;teams=4", "twell;balance=queue;teams=3", "twell;warps=4;balance=queue;teams=8"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
@@ -217,15 +203,14 @@ TEST(TwellSchedule, ServesGatedFfnsOnlyAndSaysWhy) {
   const Problem ffn = Problem::gated_ffn(2, 48, 200, DType::BF16);
   EXPECT_TRUE(fam.why_not(ffn, h).empty());
   // 40 with one block per token, 40 with the queue and 60 more with queue teams (8, 4, 2 of
-  // the 8 warps), 24 token groups (3 per gate, tile and comp 4 or 8), and for few tokens 40 more
-  // gate=lib ones with split 4 and 16.
+  // the 8 warps), and for few tokens 40 more gate=lib ones with split 4 and 16.
   // The first queue schedules of the enumeration differ only in teams.
   auto queue_spec = [](int teams) {
     return fmt::format("twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams={}",
                        teams);
   };
   const auto space = fam.enumerate(ffn, h, {});
-  EXPECT_EQ(space.size(), 204u);
+  EXPECT_EQ(space.size(), 180u);
   EXPECT_EQ(to_string(space.front()), queue_spec(1));
   // Teams nearest to 4 column groups per thread come first; at K = 48 every team holds one,
   // so the order is by size.
@@ -233,7 +218,7 @@ TEST(TwellSchedule, ServesGatedFfnsOnlyAndSaysWhy) {
   // At K = 4096 a one-warp team would hold 16 column groups per thread: not offered. Two teams
   // of 4 warps hold 4 groups and lead; at K = 2048 four teams of 2 warps do.
   const auto wide = fam.enumerate(Problem::gated_ffn(2, 4096, 200, DType::BF16), h, {});
-  EXPECT_EQ(wide.size(), 184u);
+  EXPECT_EQ(wide.size(), 160u);
   EXPECT_EQ(to_string(wide.front()), queue_spec(2));
   EXPECT_EQ(to_string(wide[1]), queue_spec(1));
   const auto mid = fam.enumerate(Problem::gated_ffn(2, 2048, 200, DType::BF16), h, {});
@@ -273,7 +258,7 @@ TEST(TwellSchedule, EnumerationOfEveryFamilyForAnFfnWithAShortCalibration) {
     twell += s.family_name() == "twell";
     dense += s.family_name() == "dense_ffn";
   }
-  EXPECT_EQ(twell, 164);
+  EXPECT_EQ(twell, 140);
   EXPECT_EQ(dense, 3);
   EXPECT_EQ(twell + dense, static_cast<int>(all.size()));
 }
