@@ -110,7 +110,7 @@ std::string print_twell(const TwellSchedule& s) {
   else
     out +=
         "  kernel1: G = ReLU(x·W_g) by the BLAS library (dense, the backup), then one warp per "
-        "row and tile packs TwELL\n";
+        "token row packs TwELL (per row and tile when N is not a multiple of 8)\n";
   const std::string blocks =
       s.balance == TwellBalance::Queue
           ? fmt::format(
