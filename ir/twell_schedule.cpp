@@ -17,7 +17,6 @@ int64_t align256(int64_t b) {
 
 constexpr std::string_view kGateNames[] = {"mma", "lib"};
 constexpr std::string_view kBalanceNames[] = {"token", "queue"};
-constexpr std::string_view kOrderNames[] = {"index", "long"};
 
 // The queue's teams of an 8-warp block, nearest to 4 column groups per thread first, more groups
 // counting double (ties: fewer groups first). On an H200 the teams with 4 groups were fastest at K
@@ -55,13 +54,6 @@ std::optional<TwellBalance> parse_twell_balance(std::string_view s) {
   return spec_fields::lookup<TwellBalance>(kBalanceNames, s);
 }
 
-std::string_view to_string(TwellOrder o) {
-  return kOrderNames[static_cast<int>(o)];
-}
-std::optional<TwellOrder> parse_twell_order(std::string_view s) {
-  return spec_fields::lookup<TwellOrder>(kOrderNames, s);
-}
-
 std::vector<std::string> validate(const TwellSchedule& s) {
   std::vector<std::string> why;
   if (s.tile != 64 && s.tile != 128)
@@ -80,9 +72,6 @@ std::vector<std::string> validate(const TwellSchedule& s) {
   if (s.teams > 1 && s.balance != TwellBalance::Queue)
     why.push_back(
         fmt::format("teams={} take their work from the queue: balance must be queue", s.teams));
-  if (s.order != TwellOrder::Index && s.balance != TwellBalance::Queue)
-    why.push_back(fmt::format("order={} orders the queue's tokens: balance must be queue",
-                              to_string(s.order)));
   return why;
 }
 
@@ -103,11 +92,8 @@ std::vector<std::string> validate_twell(const Problem& p, const TwellSchedule& s
 }
 
 std::string twell_spec(const TwellSchedule& s) {
-  std::string spec =
-      fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
-                  s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
-  if (s.order != TwellOrder::Index) spec += fmt::format(";order={}", to_string(s.order));
-  return spec;
+  return fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
+                     s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
 }
 
 std::string print_twell(const TwellSchedule& s) {
@@ -128,12 +114,12 @@ std::string print_twell(const TwellSchedule& s) {
   const std::string blocks =
       s.balance == TwellBalance::Queue
           ? fmt::format(
-                "persistent blocks of {} warps{} taking tokens{} and parts of {} batches "
+                "persistent blocks of {} warps{} taking tokens and parts of {} batches "
                 "from a queue",
                 s.warps,
                 s.teams == 1 ? std::string()
                              : fmt::format(" ({} teams of {})", s.teams, s.team_warps()),
-                s.order == TwellOrder::Long ? " (long ones first)" : "", kTwellPartBatches)
+                kTwellPartBatches)
           : fmt::format("{} of {} warps per token",
                         s.split == 1 ? std::string("one block") : fmt::format("{} blocks", s.split),
                         s.warps);
@@ -168,13 +154,9 @@ TwellSchedule parse_twell_fields(std::string_view spec,
       s.balance = *b;
     } else if (key == "teams") {
       s.teams = num(64);
-    } else if (key == "order") {
-      const auto o = parse_twell_order(v);
-      if (!o) spec_fields::error(key, spec_fields::alternatives(kOrderNames), v);
-      s.order = *o;
     } else {
       spec_fields::error(
-          key, "one of tile, comp, warps, gate, split, balance, teams, order (family twell)", key);
+          key, "one of tile, comp, warps, gate, split, balance, teams (family twell)", key);
     }
   });
   spec_fields::check_legal(spec, validate(s));

@@ -20,10 +20,6 @@
 //            team of warps / teams warps takes its own tokens and parts with its own shared
 //            memory and barrier, so the block's warps no longer wait for each other (one warp per
 //            team: no block barrier at all); its threads hold more output columns each
-//     order  balance=queue: the order the workers take tokens in: index (default, not printed)
-//            or long (two passes: first the tokens of more than one batch, whose parts are all
-//            handed out before the second pass takes the short ones, so that no long part runs
-//            alone at the launch's end)
 //
 // Kernel 1 (b_transform, on x):  block (t, y) computes G = x[128 rows of y] · W_g[:, tile t] on
 //   the tensor cores (mma.sync m16n8k16, fp32 accumulation, cp.async 3-stage pipeline, 8 warps),
@@ -60,11 +56,6 @@ enum class TwellGate { Mma, Lib };
 std::string_view to_string(TwellGate g);  // "mma", "lib"
 std::optional<TwellGate> parse_twell_gate(std::string_view s);
 
-// In which order kernel 2's queue hands out tokens (one name table: SPEC, printer, key).
-enum class TwellOrder { Index, Long };
-std::string_view to_string(TwellOrder o);  // "index", "long"
-std::optional<TwellOrder> parse_twell_order(std::string_view s);
-
 // How kernel 2's blocks find their work (one name table: SPEC, printer, key).
 enum class TwellBalance { Token, Queue };
 std::string_view to_string(TwellBalance b);  // "token", "queue"
@@ -80,7 +71,6 @@ struct TwellSchedule {
   int split = 1;                               // kernel 2 blocks per token: 1, 4, 16
   TwellBalance balance = TwellBalance::Token;  // queue: split 1 only
   int teams = 1;                               // kernel 2 workers per block: 1, 2, 4, 8 (queue)
-  TwellOrder order = TwellOrder::Index;        // queue: long tokens first (Long)
 
   int cap() const { return tile / comp; }
   int team_warps() const { return warps / teams; }  // warps of one kernel-2 worker

@@ -339,8 +339,7 @@ __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m
 // is the block (TEAMS 1) or one of its TEAMS teams of WARPS / TEAMS warps, each with its own
 // shared memory and barrier: a team of one warp needs no block barrier at all. Queue state
 // (BALANCE 1), all zero at launch and left so (the last worker out resets qctl):
-//   qctl      [0] next token, [1] parts pushed, [2] parts taken, [3] pool cursor, [4] workers out,
-//             [5] next token of the second pass (LONG_FIRST 1: long tokens in a first pass)
+//   qctl      [0] next token, [1] parts pushed, [2] parts taken, [3] pool cursor, [4] workers out
 //   qitem     the pushed parts, 64-bit words, 0 until written and again once taken; room for
 //             every part a launch can push (M x (most parts of a token - 1)), so never reused
 //   ws        the pool: qpool fp32 rows of split tokens
@@ -355,7 +354,7 @@ __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m
 // parts of one token add their partial rows into an fp32 row (ws for SPLIT, the queue's pool),
 // and the last to finish (a per-row counter) writes y and returns the row and counter to zero.
 template <typename T, int WARPS, int TEAMS, int TILE, int CAP, int GATED, int G, int KP, int SPLIT,
-          int BALANCE, int PART_BATCHES, int MAX_PARTS, int LONG_FIRST>
+          int BALANCE, int PART_BATCHES, int MAX_PARTS>
 __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __restrict__ w_up_t,
                                            const T* __restrict__ w_down,
                                            const unsigned* __restrict__ tw, T* __restrict__ y,
@@ -383,9 +382,8 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
   float* bhu = bval + BATCH;
   int* prefix = reinterpret_cast<int*>(bhu + BATCH);
   int* dense = prefix + tiles + 1;
-  // [0] overflowing tiles, [1] a dense batch's size (LONG_FIRST: also whether a fresh token is
-  // long), [2] last part flag, [3] token (-1: none), [4] part, [5] parts, [6] pool row (-1:
-  // none), [7] pass (LONG_FIRST)
+  // [0] overflowing tiles, [1] a dense batch's size, [2] last part flag, [3] token (-1: none),
+  // [4] part, [5] parts, [6] pool row (-1: none)
   int* misc = dense + tiles;
   const T zero = detail::Cvt<T>::from_f32(0.0f);
 
@@ -624,56 +622,19 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
           }
           h = prev;
         }
-        int pass = 0;
-        if (row < 0 && LONG_FIRST && vctl[0] < m) {  // pass 1 (LONG_FIRST): the long tokens
+        if (row < 0) {
           const int t = atomicAdd(qctl, 1);
-          if (t < m) {
-            row = t;
-            pass = 1;
-          }
-        }
-        if (row < 0) {  // the tokens in order (LONG_FIRST: pass 2, the short ones)
-          const int t = atomicAdd(qctl + (LONG_FIRST ? 5 : 0), 1);
           if (t < m) row = t;
         }
         misc[3] = row;
         misc[4] = part;
         misc[5] = parts;
         misc[6] = slot;
-        misc[7] = pass;
       }
       sync();
       const int row = misc[3];
       if (row < 0) break;
       int part = misc[4], parts = misc[5], slot = misc[6];
-      if constexpr (LONG_FIRST != 0) {
-        // A fresh token is long when it has more than one batch. Pass 1 keeps the long ones and
-        // pass 2 the others, so every long token's parts are out before the first short token
-        // is taken, and the launch ends on short tokens: no long part is left running alone at
-        // the end while the other multiprocessors idle.
-        if (parts == 0) {
-          const int pass = misc[7];
-          if (warp == 0) {
-            const int* counts = reinterpret_cast<const int*>(tw) + static_cast<size_t>(row) * tiles;
-            int packed = 0, over = 0;
-            for (int t = lane; t < tiles; t += 32) {
-              const int c = counts[t];
-              packed += c > CAP ? 0 : c;
-              over += c > CAP ? 1 : 0;
-            }
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) {
-              packed += __shfl_xor_sync(0xffffffffu, packed, o);
-              over += __shfl_xor_sync(0xffffffffu, over, o);
-            }
-            if (lane == 0) misc[1] = packed > BATCH || over > 0 ? 1 : 0;
-          }
-          sync();
-          const bool keep = (misc[1] != 0) == (pass == 1);
-          sync();  // every thread has read misc[1] and misc[7]
-          if (!keep) continue;
-        }
-      }
       setup(row);
       if (parts == 0) {  // a fresh token: cut it when it has more than PART_BATCHES batches
         parts = max(1, min(MAX_PARTS, (batches() + PART_BATCHES - 1) / PART_BATCHES));
@@ -721,7 +682,6 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         qctl[1] = 0;
         qctl[2] = 0;
         qctl[3] = 0;
-        qctl[5] = 0;
         __threadfence();
         qctl[4] = 0;
       }
