@@ -99,14 +99,15 @@ class TwellEmitter : public Emitter {
   //   sg::twell_pack<T, TILE, CAP>(bw, M, N, tiles, entries, backup);          otherwise
   void emit_pack() {
     const TwellBuffer b = twell_buffer(p_, s_);
+    // Both kernels take the same arguments.
+    auto pack = [&](const auto& helper, const auto& template_args) {
+      return call(helper, template_args, ptr_u32("bw"), i32(num(p_.m)), i32(num(p_.n)),
+                  i32(num(twell_tiles(p_, s_))), i32(num(b.entries / 4)), i32(num(b.backup / 4)));
+    };
     const auto c =
-        vec_g() ? call(tmpl::twell_pack_rows,
-                       targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}, IntArg{kPackLoads}),
-                       ptr_u32("bw"), i32(num(p_.m)), i32(num(p_.n)), i32(num(twell_tiles(p_, s_))),
-                       i32(num(b.entries / 4)), i32(num(b.backup / 4)))
-                : call(tmpl::twell_pack, targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}),
-                       ptr_u32("bw"), i32(num(p_.m)), i32(num(p_.n)), i32(num(twell_tiles(p_, s_))),
-                       i32(num(b.entries / 4)), i32(num(b.backup / 4)));
+        vec_g() ? pack(tmpl::twell_pack_rows,
+                       targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}, IntArg{kPackLoads}))
+                : pack(tmpl::twell_pack, targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}));
     decl(fmt::format(
         "// G = ReLU(x · W_g) comes from the BLAS library; this packs it as TwELL\n"
         "extern \"C\" __global__ void __launch_bounds__(256) {}(unsigned* __restrict__ bw) {{\n"
