@@ -21,6 +21,14 @@
 #include "sg_async_copy.cuh"
 #include "sg_dtype.cuh"
 
+// A timing probe (tools/debug/twell_timeline_probe.cu) defines SG_TWELL_TRACE_ITEM(worker, row,
+// part, parts, phase) before including this header, to record when each worker of kernel 2's
+// queue takes an item (phase 0), starts its batches (1) and has written its row (2). Otherwise it
+// is nothing.
+#ifndef SG_TWELL_TRACE_ITEM
+#define SG_TWELL_TRACE_ITEM(worker, row, part, parts, phase) ((void)0)
+#endif
+
 namespace sg {
 namespace detail {
 
@@ -635,6 +643,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       const int row = misc[3];
       if (row < 0) break;
       int part = misc[4], parts = misc[5], slot = misc[6];
+      if (tid == 0) SG_TWELL_TRACE_ITEM(blockIdx.x * TEAMS + team, row, part, parts, 0);
       setup(row);
       if (parts == 0) {  // a fresh token: cut it when it has more than PART_BATCHES batches
         parts = max(1, min(MAX_PARTS, (batches() + PART_BATCHES - 1) / PART_BATCHES));
@@ -667,11 +676,13 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         }
         part = 0;
       }
+      if (tid == 0) SG_TWELL_TRACE_ITEM(blockIdx.x * TEAMS + team, row, part, parts, 1);
       run_part(row, part, parts);
       if (parts == 1)
         store_row(row);
       else
         add_row(row, ws + static_cast<size_t>(slot) * KP, counters + slot, parts, 1);
+      if (tid == 0) SG_TWELL_TRACE_ITEM(blockIdx.x * TEAMS + team, row, part, parts, 2);
       sync();  // misc and the staged row are reused by the next item
     }
     // The last worker out returns the queue's counters to zero for the next launch.
