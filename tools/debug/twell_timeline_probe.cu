@@ -14,7 +14,7 @@
 //   nvcc -O3 -arch=sm_90 -std=c++17 -Itemplates -o twell_timeline
 //   tools/debug/twell_timeline_probe.cu
 //   ./twell_timeline [--k 2048|4096] [--n N] [--m M] [--mean 30] [--teams 4|2] [--seed 1]
-//                    [--items FILE.csv]
+//                    [--items FILE.csv] [--host-only]
 // Prints one JSON object: the kernel's time (events, median of 5 traced runs, L2 not flushed),
 // the traced span, per-SM idle time at the start and the end, per-worker busy time and the gaps
 // between its items, and the items still running in the last 10 % of the span.
@@ -105,6 +105,7 @@ struct Options {
   double mean = 30;
   unsigned seed = 1;
   std::string items_csv;
+  bool host_only = false;  // the activations' statistics only (no GPU needed)
 };
 
 Options parse(int argc, char** argv) {
@@ -134,6 +135,8 @@ Options parse(int argc, char** argv) {
       o.seed = static_cast<unsigned>(std::atoi(value()));
     else if (a == "--items")
       o.items_csv = value();
+    else if (a == "--host-only")
+      o.host_only = true;
     else {
       std::fprintf(stderr, "unknown flag %s\n", a.c_str());
       std::exit(2);
@@ -197,6 +200,28 @@ int main(int argc, char** argv) {
     batches[r] = (packed + kBatch - 1) / kBatch + over * (kTile / kBatch);
     total += cnt;
     longest = std::max<int64_t>(longest, cnt);
+  }
+
+  if (o.host_only) {
+    // How the work is spread over tokens: batches per token, and the share of all batches in
+    // tokens that the queue cuts into parts (more than kPartBatches batches).
+    int64_t all = 0, cut = 0, cut_tokens = 0, most = 0;
+    for (int b : batches) {
+      all += b;
+      most = std::max<int64_t>(most, b);
+      if (b > kPartBatches) {
+        cut += b;
+        ++cut_tokens;
+      }
+    }
+    std::printf(
+        "{\"k\": %d, \"n\": %d, \"m\": %d, \"mean\": %.1f, \"nonzeros\": %lld, "
+        "\"longest_token\": %lld, \"batches\": %lld, \"most_batches\": %lld, "
+        "\"cut_tokens\": %lld, \"cut_batch_share\": %.3f}\n",
+        k, n, m, o.mean, static_cast<long long>(total), static_cast<long long>(longest),
+        static_cast<long long>(all), static_cast<long long>(most),
+        static_cast<long long>(cut_tokens), all > 0 ? double(cut) / all : 0.0);
+    return 0;
   }
 
   // Device buffers: weights (W_u^T, W_d: N x KP each), x, y, TwELL, the queue's workspace.
