@@ -72,6 +72,12 @@ std::vector<std::string> validate(const TwellSchedule& s) {
   if (s.teams > 1 && s.balance != TwellBalance::Queue)
     why.push_back(
         fmt::format("teams={} take their work from the queue: balance must be queue", s.teams));
+  if (s.late != 1 && s.late != kTwellPartBatches)
+    why.push_back(
+        fmt::format("late={} must be 1 or {} batches per part", s.late, kTwellPartBatches));
+  else if (s.late != kTwellPartBatches && s.balance != TwellBalance::Queue)
+    why.push_back(
+        fmt::format("late={} cuts the queue's last tokens: balance must be queue", s.late));
   return why;
 }
 
@@ -92,8 +98,11 @@ std::vector<std::string> validate_twell(const Problem& p, const TwellSchedule& s
 }
 
 std::string twell_spec(const TwellSchedule& s) {
-  return fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
-                     s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
+  std::string spec =
+      fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
+                  s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
+  if (s.late != kTwellPartBatches) spec += fmt::format(";late={}", s.late);
+  return spec;
 }
 
 std::string print_twell(const TwellSchedule& s) {
@@ -114,12 +123,13 @@ std::string print_twell(const TwellSchedule& s) {
   const std::string blocks =
       s.balance == TwellBalance::Queue
           ? fmt::format(
-                "persistent blocks of {} warps{} taking tokens and parts of {} batches "
+                "persistent blocks of {} warps{} taking tokens and parts of {} batches{} "
                 "from a queue",
                 s.warps,
                 s.teams == 1 ? std::string()
                              : fmt::format(" ({} teams of {})", s.teams, s.team_warps()),
-                kTwellPartBatches)
+                kTwellPartBatches,
+                s.late == kTwellPartBatches ? "" : fmt::format(" ({} in the last stretch)", s.late))
           : fmt::format("{} of {} warps per token",
                         s.split == 1 ? std::string("one block") : fmt::format("{} blocks", s.split),
                         s.warps);
@@ -154,9 +164,11 @@ TwellSchedule parse_twell_fields(std::string_view spec,
       s.balance = *b;
     } else if (key == "teams") {
       s.teams = num(64);
+    } else if (key == "late") {
+      s.late = num(64);
     } else {
       spec_fields::error(
-          key, "one of tile, comp, warps, gate, split, balance, teams (family twell)", key);
+          key, "one of tile, comp, warps, gate, split, balance, teams, late (family twell)", key);
     }
   });
   spec_fields::check_legal(spec, validate(s));
@@ -214,8 +226,9 @@ TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s) {
 
 int64_t twell_max_parts(const Problem& p, const TwellSchedule& s) {
   const int64_t batches = twell_tiles(p, s) * (s.tile / kTwellBatch);
-  return std::min<int64_t>(
-      kTwellMaxParts, std::max<int64_t>(1, (batches + kTwellPartBatches - 1) / kTwellPartBatches));
+  const int64_t per_part = std::min(kTwellPartBatches, s.late);
+  return std::min<int64_t>(kTwellMaxParts,
+                           std::max<int64_t>(1, (batches + per_part - 1) / per_part));
 }
 
 int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s) {

@@ -20,6 +20,9 @@
 //            team of warps / teams warps takes its own tokens and parts with its own shared
 //            memory and barrier, so the block's warps no longer wait for each other (one warp per
 //            team: no block barrier at all); its threads hold more output columns each
+//     late   balance=queue: batches per part of a long token taken in the queue's last stretch
+//            (the last 2 x workers tokens): kTwellPartBatches (default, not printed) or 1, so
+//            that no part of two batches is left running alone at the launch's end; SPEC only
 //
 // Kernel 1 (b_transform, on x):  block (t, y) computes G = x[128 rows of y] · W_g[:, tile t] on
 //   the tensor cores (mma.sync m16n8k16, fp32 accumulation, cp.async 3-stage pipeline, 8 warps),
@@ -61,6 +64,9 @@ enum class TwellBalance { Token, Queue };
 std::string_view to_string(TwellBalance b);  // "token", "queue"
 std::optional<TwellBalance> parse_twell_balance(std::string_view s);
 
+// Batches per part of a cut token (balance=queue).
+inline constexpr int kTwellPartBatches = 2;
+
 struct TwellSchedule {
   static constexpr std::string_view kFamily = "twell";
 
@@ -71,6 +77,7 @@ struct TwellSchedule {
   int split = 1;                               // kernel 2 blocks per token: 1, 4, 16
   TwellBalance balance = TwellBalance::Token;  // queue: split 1 only
   int teams = 1;                               // kernel 2 workers per block: 1, 2, 4, 8 (queue)
+  int late = kTwellPartBatches;  // queue: batches per part in the last stretch (1 or 2)
 
   int cap() const { return tile / comp; }
   int team_warps() const { return warps / teams; }  // warps of one kernel-2 worker
@@ -83,10 +90,9 @@ inline constexpr int kTwellGemmThreads = 256;
 inline constexpr int kTwellGemmStages = 3;
 // Kernel 2's batch: entries gathered per step (u computed, then accumulated).
 inline constexpr int kTwellBatch = 64;
-// balance=queue: a token of more batches than this is cut into parts of this many (at most
-// kTwellMaxParts parts); the persistent grid has at most kTwellQueueGrid blocks and the pool at
-// most kTwellQueuePool fp32 rows (a token splits only while a row is free).
-inline constexpr int kTwellPartBatches = 2;
+// balance=queue: a token of more batches than kTwellPartBatches is cut into parts of this many
+// (at most kTwellMaxParts parts); the persistent grid has at most kTwellQueueGrid blocks and the
+// pool at most kTwellQueuePool fp32 rows (a token splits only while a row is free).
 inline constexpr int kTwellMaxParts = 255;
 inline constexpr int64_t kTwellQueueGrid = 1024;
 inline constexpr int64_t kTwellQueuePool = 1024;
@@ -128,7 +134,7 @@ TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s);
 int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s);
 // balance=queue: the most parts a token can be cut into. Its batches (packed entries 64 at a
 // time, then the overflowing tiles' 64-column pieces) are at most tiles × T / 64, cut
-// kTwellPartBatches at a time, at most kTwellMaxParts.
+// min(kTwellPartBatches, late) at a time, at most kTwellMaxParts.
 int64_t twell_max_parts(const Problem& p, const TwellSchedule& s);
 // Kernel 2's grid: M × split blocks, or min(ceil(M / teams), kTwellQueueGrid) persistent ones.
 int64_t twell_down_grid(const Problem& p, const TwellSchedule& s);

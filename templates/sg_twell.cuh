@@ -342,8 +342,9 @@ __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m
 // Kernel 2 (see the top comment). Its work split (ir/twell_schedule.h): BALANCE 0 (token) is one
 // block per token, SPLIT blocks (blockIdx.y) sharing it when SPLIT > 1; BALANCE 1 (queue) is a
 // persistent grid whose workers take tokens from a counter and cut a long one into parts of
-// PART_BATCHES batches (at most MAX_PARTS, below 256), which other workers take from a work queue:
-// one dense token no longer holds an SM alone while the rest of the grid has finished. A worker
+// PART_BATCHES batches (LATE_PART_BATCHES among the last 2 x workers tokens; at most MAX_PARTS,
+// below 256), which other workers take from a work queue: one dense token no longer holds an SM
+// alone while the rest of the grid has finished. A worker
 // is the block (TEAMS 1) or one of its TEAMS teams of WARPS / TEAMS warps, each with its own
 // shared memory and barrier: a team of one warp needs no block barrier at all. Queue state
 // (BALANCE 1), all zero at launch and left so (the last worker out resets qctl):
@@ -362,7 +363,7 @@ __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m
 // parts of one token add their partial rows into an fp32 row (ws for SPLIT, the queue's pool),
 // and the last to finish (a per-row counter) writes y and returns the row and counter to zero.
 template <typename T, int WARPS, int TEAMS, int TILE, int CAP, int GATED, int G, int KP, int SPLIT,
-          int BALANCE, int PART_BATCHES, int MAX_PARTS>
+          int BALANCE, int PART_BATCHES, int MAX_PARTS, int LATE_PART_BATCHES>
 __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __restrict__ w_up_t,
                                            const T* __restrict__ w_down,
                                            const unsigned* __restrict__ tw, T* __restrict__ y,
@@ -646,7 +647,12 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       if (tid == 0) SG_TWELL_TRACE_ITEM(blockIdx.x * TEAMS + team, row, part, parts, 0);
       setup(row);
       if (parts == 0) {  // a fresh token: cut it when it has more than PART_BATCHES batches
-        parts = max(1, min(MAX_PARTS, (batches() + PART_BATCHES - 1) / PART_BATCHES));
+        // Among the last 2 x workers tokens a long one is cut into parts of LATE_PART_BATCHES:
+        // its parts are what is still running when the queue has run dry.
+        const bool late =
+            LATE_PART_BATCHES < PART_BATCHES && row >= m - 2 * static_cast<int>(gridDim.x) * TEAMS;
+        const int per_part = late ? LATE_PART_BATCHES : PART_BATCHES;
+        parts = max(1, min(MAX_PARTS, (batches() + per_part - 1) / per_part));
         if (parts > 1) {
           sync();  // every thread has read misc[3..6]
           if (tid == 0) {

@@ -190,10 +190,21 @@ TEST(TwellSchedule, SpecRoundTripsAndPrints) {
   EXPECT_NE(print_schedule(t).find("persistent blocks of 8 warps (4 teams of 2) taking tokens"),
             std::string::npos)
       << print_schedule(t);
+  // late=1: printed only when set, and only with the queue.
+  const Schedule l = parse_schedule("twell;gate=lib;balance=queue;teams=2;late=1");
+  EXPECT_EQ(l.as<TwellSchedule>().late, 1);
+  EXPECT_EQ(to_string(l),
+            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams=2;late=1");
+  EXPECT_EQ(parse_schedule(to_string(l)), l);
+  EXPECT_NE(print_schedule(l).find("parts of 2 batches (1 in the last stretch) from a queue"),
+            std::string::npos)
+      << print_schedule(l);
+  EXPECT_EQ(to_string(t).find("late="), std::string::npos);
   for (const char* bad :
        {"twell;tile=96", "twell;comp=3", "twell;warps=2", "twell;tile=x", "twell;gate=cublas",
         "twell;split=3", "twell;nosuch=1", "twell;balance=steal", "twell;split=4;balance=queue",
-        "twell;teams=4", "twell;balance=queue;teams=3", "twell;warps=4;balance=queue;teams=8"})
+        "twell;teams=4", "twell;balance=queue;teams=3", "twell;warps=4;balance=queue;teams=8",
+        "twell;late=1", "twell;balance=queue;late=3"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 

@@ -12,9 +12,10 @@
 //
 // Build and run (on the GPU machine, from the repository root):
 //   nvcc -O3 -arch=sm_90 -std=c++17 -Itemplates -o twell_timeline
-//   tools/debug/twell_timeline_probe.cu
-//   ./twell_timeline [--k 2048|4096] [--n N] [--m M] [--mean 30] [--teams 4|2] [--seed 1]
-//                    [--items FILE.csv] [--host-only]
+//        tools/debug/twell_timeline_probe.cu
+//   ./twell_timeline [--k 2048|4096] [--n N] [--m M] [--mean 30] [--teams 4|2] [--late 2|1]
+//                    [--seed 1] [--items FILE.csv] [--host-only]
+// (or `STEPS=bench BENCH_ONLY=twell_timeline bash tools/gpu_run.sh`).
 // Prints one JSON object: the kernel's time (events, median of 5 traced runs, L2 not flushed),
 // the traced span, per-SM idle time at the start and the end, per-worker busy time and the gaps
 // between its items, and the items still running in the last 10 % of the span.
@@ -70,7 +71,7 @@ constexpr int kTile = 128, kCap = 32, kWarps = 8, kBatch = 64, kPartBatches = 2,
 constexpr int kQueueGrid = 1024, kQueuePool = 1024;
 
 // The generated kernel's body for one (K, teams): G column groups of 8 per thread.
-template <int TEAMS, int KP>
+template <int TEAMS, int KP, int LATE>
 __global__ void __launch_bounds__(kWarps * 32)
     down_kernel(const T* x, const T* w_up_t, const T* w_down, const unsigned* tw, T* y, float* ws,
                 int* counters, int* qctl, unsigned* qitem, int qpool, int m, int n, int tiles,
@@ -78,7 +79,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   extern __shared__ __align__(16) float sg_smem[];
   constexpr int kThreads = kWarps / TEAMS * 32;
   constexpr int G = (KP / 8 + kThreads - 1) / kThreads;
-  sg::twell_down<T, kWarps, TEAMS, kTile, kCap, 1, G, KP, 1, 1, kPartBatches, kMaxParts>(
+  sg::twell_down<T, kWarps, TEAMS, kTile, kCap, 1, G, KP, 1, 1, kPartBatches, kMaxParts, LATE>(
       x, w_up_t, w_down, tw, y, sg_smem, ws, counters, qctl, qitem, qpool, 1.0f, 0.0f, m, KP, n,
       tiles, entries_off, backup_off);
 }
@@ -102,6 +103,7 @@ int64_t align256(int64_t b) {
 
 struct Options {
   int k = 2048, n = 5632, m = 4096, teams = 4;
+  int late = kPartBatches;  // batches per part among the queue's last tokens (the SPEC's late)
   double mean = 30;
   unsigned seed = 1;
   std::string items_csv;
@@ -131,6 +133,8 @@ Options parse(int argc, char** argv) {
       o.mean = std::atof(value());
     else if (a == "--teams")
       o.teams = std::atoi(value());
+    else if (a == "--late")
+      o.late = std::atoi(value());
     else if (a == "--seed")
       o.seed = static_cast<unsigned>(std::atoi(value()));
     else if (a == "--items")
@@ -145,6 +149,10 @@ Options parse(int argc, char** argv) {
   if (!n_set) o.n = o.k == 4096 ? 14336 : 5632;
   if (!((o.k == 2048 && o.teams == 4) || (o.k == 4096 && o.teams == 2))) {
     std::fprintf(stderr, "--k 2048 --teams 4 or --k 4096 --teams 2 (the instantiated kernels)\n");
+    std::exit(2);
+  }
+  if (o.late != 1 && o.late != kPartBatches) {
+    std::fprintf(stderr, "--late 1 or %d\n", kPartBatches);
     std::exit(2);
   }
   if (o.m < 1 || o.n < 1 || o.mean <= 0 || o.mean > o.n) {
@@ -236,8 +244,7 @@ int main(int argc, char** argv) {
   CK(cudaGetLastError());
   CK(cudaMemcpy(d_tw, tw.data(), tw_bytes, cudaMemcpyHostToDevice));
   const int64_t max_parts = std::min<int64_t>(
-      kMaxParts,
-      std::max<int64_t>(1, (int64_t{tiles} * (kTile / kBatch) + kPartBatches - 1) / kPartBatches));
+      kMaxParts, std::max<int64_t>(1, (int64_t{tiles} * (kTile / kBatch) + o.late - 1) / o.late));
   const int64_t rows = std::min<int64_t>(m, kQueuePool);
   const int64_t ws_counters = rows * kp, ws_control = ws_counters + rows;
   const int64_t ws_items = (ws_control + 8 + 1) / 2 * 2;
@@ -258,28 +265,26 @@ int main(int argc, char** argv) {
       (int64_t{kp} * 2 + kBatch * 12 + (tiles + 1) * 4 + tiles * 4 + 32 + 15) / 16 * 16;
   const int smem = static_cast<int>(worker_smem * o.teams);
   const int grid = static_cast<int>(std::min<int64_t>((m + o.teams - 1) / o.teams, kQueueGrid));
-  CK(cudaFuncSetAttribute(down_kernel<4, 2048>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  CK(cudaFuncSetAttribute(down_kernel<2, 4096>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  // The four instantiated kernels: (K 2048, 4 teams) and (K 4096, 2 teams), late 2 or 1.
+  auto run = [&](auto kernel) {
+    CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    return [=]() {
+      kernel<<<grid, kWarps * 32, smem>>>(
+          x, w, w + int64_t{n} * kp, d_tw, y, ws, reinterpret_cast<int*>(ws + ws_counters),
+          reinterpret_cast<int*>(ws + ws_control), reinterpret_cast<unsigned*>(ws + ws_items),
+          static_cast<int>(rows), m, n, tiles, static_cast<int>(entries_b / 4),
+          static_cast<int>(backup_b / 4));
+      CK(cudaGetLastError());
+    };
+  };
+  const auto launch =
+      o.k == 2048
+          ? (o.late == 1 ? run(down_kernel<4, 2048, 1>) : run(down_kernel<4, 2048, kPartBatches>))
+          : (o.late == 1 ? run(down_kernel<2, 4096, 1>) : run(down_kernel<2, 4096, kPartBatches>));
   // The trace count is reset before the events, so that only the kernel is timed.
   auto reset_trace = [&]() {
     const unsigned zero = 0;
     CK(cudaMemcpyToSymbol(g_trace_count, &zero, sizeof zero));
-  };
-  auto launch = [&]() {
-    if (o.k == 2048) {
-      down_kernel<4, 2048><<<grid, kWarps * 32, smem>>>(
-          x, w, w + int64_t{n} * kp, d_tw, y, ws, reinterpret_cast<int*>(ws + ws_counters),
-          reinterpret_cast<int*>(ws + ws_control), reinterpret_cast<unsigned*>(ws + ws_items),
-          static_cast<int>(rows), m, n, tiles, static_cast<int>(entries_b / 4),
-          static_cast<int>(backup_b / 4));
-    } else {
-      down_kernel<2, 4096><<<grid, kWarps * 32, smem>>>(
-          x, w, w + int64_t{n} * kp, d_tw, y, ws, reinterpret_cast<int*>(ws + ws_counters),
-          reinterpret_cast<int*>(ws + ws_control), reinterpret_cast<unsigned*>(ws + ws_items),
-          static_cast<int>(rows), m, n, tiles, static_cast<int>(entries_b / 4),
-          static_cast<int>(backup_b / 4));
-    }
-    CK(cudaGetLastError());
   };
 
   cudaEvent_t e0, e1;
@@ -378,8 +383,10 @@ int main(int argc, char** argv) {
             [](const Item& a, const Item& b) { return a.end - a.take > b.end - b.take; });
 
   std::printf("{\n  \"device\": \"%s\",\n  \"probe\": \"twell_timeline\",\n", prop.name);
-  std::printf("  \"k\": %d, \"n\": %d, \"m\": %d, \"mean\": %.1f, \"teams\": %d, \"seed\": %u,\n",
-              k, n, m, o.mean, o.teams, o.seed);
+  std::printf(
+      "  \"k\": %d, \"n\": %d, \"m\": %d, \"mean\": %.1f, \"teams\": %d, \"late\": %d, "
+      "\"seed\": %u,\n",
+      k, n, m, o.mean, o.teams, o.late, o.seed);
   std::printf("  \"nonzeros\": %lld, \"longest_token\": %lld, \"grid\": %d, \"sms\": %d,\n",
               static_cast<long long>(total), static_cast<long long>(longest), grid, sms);
   std::printf("  \"kernel_ms\": {\"median\": %.4f, \"min\": %.4f, \"max\": %.4f},\n", ms[2], ms[0],
