@@ -13,21 +13,13 @@
 // Prints one JSON object: per case the bytes read, the median time of 9 runs and GB/s.
 #include <cuda_runtime.h>
 
+#include "probe_common.cuh"
 #include "sg_bulk_copy.cuh"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
-
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
 
 __global__ void stream_kernel(const uint4* __restrict__ p, size_t n16, int passes, unsigned* sink) {
   unsigned acc = 0;
@@ -111,24 +103,7 @@ __global__ void bulk_kernel(const uint4* __restrict__ p, unsigned rows, int per_
 
 template <typename F>
 static float median_ms(F launch) {
-  cudaEvent_t a, b;
-  CK(cudaEventCreate(&a));
-  CK(cudaEventCreate(&b));
-  launch();  // warm: the region is in the L2 where it fits
-  CK(cudaDeviceSynchronize());
-  std::vector<float> t;
-  for (int i = 0; i < 9; ++i) {
-    CK(cudaEventRecord(a));
-    launch();
-    CK(cudaEventRecord(b));
-    CK(cudaEventSynchronize(b));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, a, b));
-    t.push_back(ms);
-  }
-  std::sort(t.begin(), t.end());
-  CK(cudaEventDestroy(a));
-  CK(cudaEventDestroy(b));
+  const std::vector<float> t = time_launches(9, launch, [] {});  // warm: the L2 holds what fits
   return t[t.size() / 2];
 }
 

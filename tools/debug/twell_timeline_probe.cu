@@ -55,16 +55,8 @@ __device__ __forceinline__ void sg_probe_trace(unsigned worker, int row, int par
 #define SG_TWELL_TRACE_ITEM(worker, row, part, parts, phase) \
   ::sg_probe_trace(worker, row, part, parts, phase)
 
+#include "probe_common.cuh"
 #include "sg_twell.cuh"
-
-#define CK(x)                                                                                 \
-  do {                                                                                        \
-    cudaError_t e_ = (x);                                                                     \
-    if (e_ != cudaSuccess) {                                                                  \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_)); \
-      std::exit(1);                                                                           \
-    }                                                                                         \
-  } while (0)
 
 using T = __nv_bfloat16;
 constexpr int kTile = 128, kCap = 32, kWarps = 8, kBatch = 64, kPartBatches = 2, kMaxParts = 255;
@@ -287,25 +279,8 @@ int main(int argc, char** argv) {
     CK(cudaMemcpyToSymbol(g_trace_count, &zero, sizeof zero));
   };
 
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  reset_trace();
-  launch();  // warm-up (module load, caches)
-  CK(cudaDeviceSynchronize());
-  std::vector<float> ms;
-  for (int rep = 0; rep < 5; ++rep) {
-    reset_trace();
-    CK(cudaDeviceSynchronize());
-    CK(cudaEventRecord(e0));
-    launch();
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    float t = 0;
-    CK(cudaEventElapsedTime(&t, e0, e1));
-    ms.push_back(t);
-  }
-  std::sort(ms.begin(), ms.end());
+  // Five traced runs after a warm-up (module load, caches); the last one's trace is read.
+  const std::vector<float> ms = time_launches(5, launch, reset_trace);
   unsigned count = 0;
   CK(cudaMemcpyFromSymbol(&count, g_trace_count, sizeof count));
   if (count > capacity) {
