@@ -288,7 +288,7 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
 // flight per lane, so the pack streams G near the memory's rate (twell_pack's 2-byte loads over
 // a (row, tile) per warp do not). Lane l of a load holds columns 8l .. 8l+7; the TILE / 8 lanes of
 // one tile scan their nonzero counts together and write the same count and column-ordered
-// entries as twell_pack. A value counts as nonzero unless both its magnitude bits are zero
+// entries as twell_pack. A value counts as nonzero unless its 15 bits below the sign are all zero
 // (fp16 and bf16: -0 is zero, NaN is not), as twell_pack's comparison with 0.
 template <typename T, int TILE, int CAP, int U>
 __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m, int n, int tiles,
