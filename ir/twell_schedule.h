@@ -21,8 +21,9 @@
 //            memory and barrier, so the block's warps no longer wait for each other (one warp per
 //            team: no block barrier at all); its threads hold more output columns each
 //     late   balance=queue: batches per part of a long token taken in the queue's last stretch
-//            (the last 2 x workers tokens): kTwellPartBatches (default, not printed) or 1, so
-//            that no part of two batches is left running alone at the launch's end; SPEC only
+//            (the last 2 tokens per worker at work): kTwellPartBatches (default, not printed) or
+//            1, so that no part of two batches is left running alone at the launch's end; SPEC
+//            only
 //
 // Kernel 1 (b_transform, on x):  block (t, y) computes G = x[128 rows of y] · W_g[:, tile t] on
 //   the tensor cores (mma.sync m16n8k16, fp32 accumulation, cp.async 3-stage pipeline, 8 warps),

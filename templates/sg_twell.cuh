@@ -342,13 +342,14 @@ __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m
 // Kernel 2 (see the top comment). Its work split (ir/twell_schedule.h): BALANCE 0 (token) is one
 // block per token, SPLIT blocks (blockIdx.y) sharing it when SPLIT > 1; BALANCE 1 (queue) is a
 // persistent grid whose workers take tokens from a counter and cut a long one into parts of
-// PART_BATCHES batches (LATE_PART_BATCHES among the last 2 x workers tokens; at most MAX_PARTS,
-// below 256), which other workers take from a work queue: one dense token no longer holds an SM
-// alone while the rest of the grid has finished. A worker
+// PART_BATCHES batches (LATE_PART_BATCHES among the last tokens, 2 per worker that has taken one;
+// at most MAX_PARTS, below 256), which other workers take from a work queue: one dense token no
+// longer holds an SM alone while the rest of the grid has finished. A worker
 // is the block (TEAMS 1) or one of its TEAMS teams of WARPS / TEAMS warps, each with its own
 // shared memory and barrier: a team of one warp needs no block barrier at all. Queue state
 // (BALANCE 1), all zero at launch and left so (the last worker out resets qctl):
-//   qctl      [0] next token, [1] parts pushed, [2] parts taken, [3] pool cursor, [4] workers out
+//   qctl      [0] next token, [1] parts pushed, [2] parts taken, [3] pool cursor, [4] workers out,
+//             [5] workers that have taken a token (LATE_PART_BATCHES < PART_BATCHES)
 //   qitem     the pushed parts, 64-bit words, 0 until written and again once taken; room for
 //             every part a launch can push (M x (most parts of a token - 1)), so never reused
 //   ws        the pool: qpool fp32 rows of split tokens
@@ -392,7 +393,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
   int* prefix = reinterpret_cast<int*>(bhu + BATCH);
   int* dense = prefix + tiles + 1;
   // [0] overflowing tiles, [1] a dense batch's size, [2] last part flag, [3] token (-1: none),
-  // [4] part, [5] parts, [6] pool row (-1: none)
+  // [4] part, [5] parts, [6] pool row (-1: none), [7] a fresh token among the last ones
   int* misc = dense + tiles;
   const T zero = detail::Cvt<T>::from_f32(0.0f);
 
@@ -608,6 +609,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       add_row(row, ws + static_cast<size_t>(row) * KP, counters + row, SPLIT, 0);
   } else {
     unsigned long long* items = reinterpret_cast<unsigned long long*>(qitem);
+    bool started = false;  // thread 0: this worker is counted in qctl[5]
     for (;;) {
       // The worker's thread 0 takes work: a pushed part first (so that long tokens finish early),
       // else the next token.
@@ -631,14 +633,25 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
           }
           h = prev;
         }
+        int late = 0;
         if (row < 0) {
           const int t = atomicAdd(qctl, 1);
           if (t < m) row = t;
+          // The workers that have taken work: the resident ones (a block of the grid's rest
+          // starts only when a resident one has finished, at the end).
+          if (LATE_PART_BATCHES < PART_BATCHES) {
+            if (!started) {
+              atomicAdd(qctl + 5, 1);
+              started = true;
+            }
+            late = t >= m - 2 * vctl[5] ? 1 : 0;
+          }
         }
         misc[3] = row;
         misc[4] = part;
         misc[5] = parts;
         misc[6] = slot;
+        if (LATE_PART_BATCHES < PART_BATCHES) misc[7] = late;
       }
       sync();
       const int row = misc[3];
@@ -647,11 +660,10 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       if (tid == 0) SG_TWELL_TRACE_ITEM(blockIdx.x * TEAMS + team, row, part, parts, 0);
       setup(row);
       if (parts == 0) {  // a fresh token: cut it when it has more than PART_BATCHES batches
-        // Among the last 2 x workers tokens a long one is cut into parts of LATE_PART_BATCHES:
-        // its parts are what is still running when the queue has run dry.
-        const bool late =
-            LATE_PART_BATCHES < PART_BATCHES && row >= m - 2 * static_cast<int>(gridDim.x) * TEAMS;
-        const int per_part = late ? LATE_PART_BATCHES : PART_BATCHES;
+        // Among the last 2 x (working workers) tokens a long one is cut into parts of
+        // LATE_PART_BATCHES: its parts are what is still running when the queue has run dry.
+        const int per_part =
+            LATE_PART_BATCHES < PART_BATCHES && misc[7] != 0 ? LATE_PART_BATCHES : PART_BATCHES;
         parts = max(1, min(MAX_PARTS, (batches() + per_part - 1) / per_part));
         if (parts > 1) {
           sync();  // every thread has read misc[3..6]
@@ -699,6 +711,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         qctl[1] = 0;
         qctl[2] = 0;
         qctl[3] = 0;
+        qctl[5] = 0;
         __threadfence();
         qctl[4] = 0;
       }
