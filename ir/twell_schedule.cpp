@@ -17,6 +17,7 @@ int64_t align256(int64_t b) {
 
 constexpr std::string_view kGateNames[] = {"mma", "lib"};
 constexpr std::string_view kBalanceNames[] = {"token", "queue"};
+constexpr std::string_view kOrderNames[] = {"index", "long"};
 
 // The queue's teams of an 8-warp block, nearest to 4 column groups per thread first, more groups
 // counting double (ties: fewer groups first). On an H200 the teams with 4 groups were fastest at K
@@ -54,6 +55,13 @@ std::optional<TwellBalance> parse_twell_balance(std::string_view s) {
   return spec_fields::lookup<TwellBalance>(kBalanceNames, s);
 }
 
+std::string_view to_string(TwellOrder o) {
+  return kOrderNames[static_cast<int>(o)];
+}
+std::optional<TwellOrder> parse_twell_order(std::string_view s) {
+  return spec_fields::lookup<TwellOrder>(kOrderNames, s);
+}
+
 std::vector<std::string> validate(const TwellSchedule& s) {
   std::vector<std::string> why;
   if (s.tile != 64 && s.tile != 128)
@@ -78,6 +86,12 @@ std::vector<std::string> validate(const TwellSchedule& s) {
   else if (s.late != kTwellPartBatches && s.balance != TwellBalance::Queue)
     why.push_back(
         fmt::format("late={} cuts the queue's last tokens: balance must be queue", s.late));
+  if (s.order != TwellOrder::Index && s.balance != TwellBalance::Queue)
+    why.push_back(fmt::format("order={} orders the queue's tokens: balance must be queue",
+                              to_string(s.order)));
+  if (s.order == TwellOrder::Long && s.late != kTwellPartBatches)
+    why.push_back(fmt::format(
+        "order=long leaves no long token for the end: late={} has nothing to cut", s.late));
   return why;
 }
 
@@ -102,6 +116,7 @@ std::string twell_spec(const TwellSchedule& s) {
       fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
                   s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
   if (s.late != kTwellPartBatches) spec += fmt::format(";late={}", s.late);
+  if (s.order != TwellOrder::Index) spec += fmt::format(";order={}", to_string(s.order));
   return spec;
 }
 
@@ -123,12 +138,12 @@ std::string print_twell(const TwellSchedule& s) {
   const std::string blocks =
       s.balance == TwellBalance::Queue
           ? fmt::format(
-                "persistent blocks of {} warps{} taking tokens and parts of {} batches{} "
+                "persistent blocks of {} warps{} taking tokens{} and parts of {} batches{} "
                 "from a queue",
                 s.warps,
                 s.teams == 1 ? std::string()
                              : fmt::format(" ({} teams of {})", s.teams, s.team_warps()),
-                kTwellPartBatches,
+                s.order == TwellOrder::Long ? " (long ones first)" : "", kTwellPartBatches,
                 s.late == kTwellPartBatches ? "" : fmt::format(" ({} in the last stretch)", s.late))
           : fmt::format("{} of {} warps per token",
                         s.split == 1 ? std::string("one block") : fmt::format("{} blocks", s.split),
@@ -166,9 +181,14 @@ TwellSchedule parse_twell_fields(std::string_view spec,
       s.teams = num(64);
     } else if (key == "late") {
       s.late = num(64);
+    } else if (key == "order") {
+      const auto o = parse_twell_order(v);
+      if (!o) spec_fields::error(key, spec_fields::alternatives(kOrderNames), v);
+      s.order = *o;
     } else {
       spec_fields::error(
-          key, "one of tile, comp, warps, gate, split, balance, teams, late (family twell)", key);
+          key, "one of tile, comp, warps, gate, split, balance, teams, late, order (family twell)",
+          key);
     }
   });
   spec_fields::check_legal(spec, validate(s));
@@ -215,7 +235,9 @@ TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s) {
     w.counters = w.rows * kp;
     w.control = w.counters + w.rows;
     w.items = (w.control + 8 + 1) / 2 * 2;  // 8-byte aligned
-    w.bytes = (w.items + 2 * p.m * (twell_max_parts(p, s) - 1)) * 4;
+    w.bytes = (w.items +
+               (s.order == TwellOrder::Long ? 5 * p.m : 2 * p.m * (twell_max_parts(p, s) - 1))) *
+              4;
   } else if (s.split > 1) {
     w.rows = p.m;
     w.counters = w.rows * kp;

@@ -24,6 +24,9 @@
 //            (the last 2 tokens per worker at work): kTwellPartBatches (default, not printed) or
 //            1, so that no part of two batches is left running alone at the launch's end; SPEC
 //            only
+//     order  balance=queue: index (default, not printed) or long: two passes, the tokens of more
+//            than one batch first (cut, their parts listed and claimed with one fetch-and-add
+//            each), then the short ones, so that the launch ends on short tokens; SPEC only
 //
 // Kernel 1 (b_transform, on x):  block (t, y) computes G = x[128 rows of y] · W_g[:, tile t] on
 //   the tensor cores (mma.sync m16n8k16, fp32 accumulation, cp.async 3-stage pipeline, 8 warps),
@@ -60,6 +63,11 @@ enum class TwellGate { Mma, Lib };
 std::string_view to_string(TwellGate g);  // "mma", "lib"
 std::optional<TwellGate> parse_twell_gate(std::string_view s);
 
+// In which order kernel 2's queue hands out tokens (one name table: SPEC, printer, key).
+enum class TwellOrder { Index, Long };
+std::string_view to_string(TwellOrder o);  // "index", "long"
+std::optional<TwellOrder> parse_twell_order(std::string_view s);
+
 // How kernel 2's blocks find their work (one name table: SPEC, printer, key).
 enum class TwellBalance { Token, Queue };
 std::string_view to_string(TwellBalance b);  // "token", "queue"
@@ -78,7 +86,8 @@ struct TwellSchedule {
   int split = 1;                               // kernel 2 blocks per token: 1, 4, 16
   TwellBalance balance = TwellBalance::Token;  // queue: split 1 only
   int teams = 1;                               // kernel 2 workers per block: 1, 2, 4, 8 (queue)
-  int late = kTwellPartBatches;  // queue: batches per part in the last stretch (1 or 2)
+  int late = kTwellPartBatches;          // queue: batches per part in the last stretch (1 or 2)
+  TwellOrder order = TwellOrder::Index;  // queue: long tokens first (Long)
 
   int cap() const { return tile / comp; }
   int team_warps() const { return warps / teams; }  // warps of one kernel-2 worker
@@ -125,8 +134,9 @@ int twell_registers(const Problem& p, const TwellSchedule& s);
 // Kernel 2's fp32 workspace, offsets in 32-bit words. split > 1: KP floats per token, then one
 // counter per token. balance=queue: `pool` rows of KP floats, one counter per row, the queue's 8
 // control words, then room for every 64-bit work item a launch can push: M × (most parts of a
-// token − 1), so that an item is never reused within a launch. A pool row is freed when its
-// token's last part has written y. All zero between launches.
+// token − 1), so that an item is never reused within a launch (order=long: the long tokens' list,
+// M × 4 words, and the short tokens' list, M words). A pool row is freed when its token's last
+// part has written y. All zero between launches.
 struct TwellWorkspace {
   int64_t rows = 0;  // fp32 rows: M (split) or the queue's pool
   int64_t counters = 0, control = 0, items = 0, bytes = 0;

@@ -200,11 +200,21 @@ TEST(TwellSchedule, SpecRoundTripsAndPrints) {
             std::string::npos)
       << print_schedule(l);
   EXPECT_EQ(to_string(t).find("late="), std::string::npos);
+  // order=long: printed only when set; with the queue and the default late only.
+  const Schedule o = parse_schedule("twell;gate=lib;balance=queue;teams=4;order=long");
+  EXPECT_EQ(o.as<TwellSchedule>().order, TwellOrder::Long);
+  EXPECT_EQ(to_string(o),
+            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams=4;order=long");
+  EXPECT_EQ(parse_schedule(to_string(o)), o);
+  EXPECT_NE(print_schedule(o).find("taking tokens (long ones first) and parts"), std::string::npos)
+      << print_schedule(o);
+  EXPECT_EQ(to_string(t).find("order="), std::string::npos);
   for (const char* bad :
        {"twell;tile=96", "twell;comp=3", "twell;warps=2", "twell;tile=x", "twell;gate=cublas",
         "twell;split=3", "twell;nosuch=1", "twell;balance=steal", "twell;split=4;balance=queue",
         "twell;teams=4", "twell;balance=queue;teams=3", "twell;warps=4;balance=queue;teams=8",
-        "twell;late=1", "twell;balance=queue;late=3"})
+        "twell;late=1", "twell;balance=queue;late=3", "twell;order=long",
+        "twell;balance=queue;order=short", "twell;balance=queue;late=1;order=long"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 
