@@ -41,6 +41,13 @@ std::string alternatives(const std::string_view (&names)[N]) {
     out += (i ? (i + 1 == N ? " or " : ", ") : "") + std::string(names[i]);
   return out;
 }
+// Field `field`'s value v as the enum E of a name table, else error() naming the alternatives.
+template <typename E, size_t N>
+E parse_enum(std::string_view field, const std::string_view (&names)[N], std::string_view v) {
+  const std::optional<E> e = lookup<E>(names, v);
+  if (!e) error(field, alternatives(names), v);
+  return *e;
+}
 // Throws UserError "--schedule 'SPEC' is illegal:" with one line per reason, when there are any.
 void check_legal(std::string_view spec, const std::vector<std::string>& why);
 

@@ -168,23 +168,17 @@ TwellSchedule parse_twell_fields(std::string_view spec,
     else if (key == "warps")
       s.warps = num(64);
     else if (key == "gate") {
-      const auto g = parse_twell_gate(v);
-      if (!g) spec_fields::error(key, spec_fields::alternatives(kGateNames), v);
-      s.gate = *g;
+      s.gate = spec_fields::parse_enum<TwellGate>(key, kGateNames, v);
     } else if (key == "split") {
       s.split = num(4096);
     } else if (key == "balance") {
-      const auto b = parse_twell_balance(v);
-      if (!b) spec_fields::error(key, spec_fields::alternatives(kBalanceNames), v);
-      s.balance = *b;
+      s.balance = spec_fields::parse_enum<TwellBalance>(key, kBalanceNames, v);
     } else if (key == "teams") {
       s.teams = num(64);
     } else if (key == "late") {
       s.late = num(64);
     } else if (key == "order") {
-      const auto o = parse_twell_order(v);
-      if (!o) spec_fields::error(key, spec_fields::alternatives(kOrderNames), v);
-      s.order = *o;
+      s.order = spec_fields::parse_enum<TwellOrder>(key, kOrderNames, v);
     } else {
       spec_fields::error(
           key, "one of tile, comp, warps, gate, split, balance, teams, late, order (family twell)",
