@@ -106,9 +106,7 @@ BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
     else if (key == "stages")
       s.stages = num(16);
     else if (key == "mma") {
-      const auto m = parse_mma(v);
-      if (!m) spec_fields::error(key, "sync or wgmma", v);
-      s.mma = *m;
+      s.mma = spec_fields::parse_enum<MmaKind>(key, kMmaNames, v);
     } else if (key == "vals") {
       const auto l = parse_bitmap_values(v);
       if (!l) spec_fields::error(key, "slot or pair", v);

@@ -59,9 +59,7 @@ CusparseSchedule parse_cusparse_fields(std::string_view,
   CusparseSchedule s;
   spec_fields::for_each_field(parts, [&](std::string_view key, std::string_view v) {
     if (key != "alg") spec_fields::error(key, "alg (family cusparse)", key);
-    const auto a = spec_fields::lookup<CsrAlg>(kCsrAlgNames, v);
-    if (!a) spec_fields::error(key, spec_fields::alternatives(kCsrAlgNames), v);
-    s.alg = *a;
+    s.alg = spec_fields::parse_enum<CsrAlg>(key, kCsrAlgNames, v);
   });
   return s;
 }

@@ -136,9 +136,7 @@ MackoSchedule parse_macko_fields(std::string_view spec,
     } else if (key == "vec") {
       s.vector_bytes = num(1, 64);
     } else if (key == "stage") {
-      const auto b = parse_bstage(v);
-      if (!b) spec_fields::error(key, "global, shared or shared_f32", v);
-      s.stage = *b;
+      s.stage = spec_fields::parse_enum<BStage>(key, kBStageNames, v);
     } else if (key == "rpw") {
       s.rows_per_warp = num(1, 1 << 20);
     } else if (key == "sort") {

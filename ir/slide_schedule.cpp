@@ -301,13 +301,9 @@ SlideSchedule parse_slide_fields(std::string_view spec,
     if (key == "pattern") {
       s.pattern = parse_slide_pattern_field(key, v);
     } else if (key == "split") {
-      const auto v2 = parse_slide_split(v);
-      if (!v2) spec_fields::error(key, "k, rows or wg", v);
-      s.split = *v2;
+      s.split = spec_fields::parse_enum<SlideSplit>(key, kSplitNames, v);
     } else if (key == "lift") {
-      const auto v2 = parse_slide_lift(v);
-      if (!v2) spec_fields::error(key, "kernel or fused", v);
-      s.lift = *v2;
+      s.lift = spec_fields::parse_enum<SlideLift>(key, kLiftNames, v);
     } else if (key == "warps")
       s.warps = num(64);
     else if (key == "mt")
