@@ -402,6 +402,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
   int* dense = prefix + tiles + 1;
   // [0] overflowing tiles, [1] a dense batch's size, [2] last part flag, [3] token (-1: none),
   // [4] part, [5] parts, [6] pool row (-1: none), [7] a fresh token among the last ones
+  // (LATE_PART_BATCHES < PART_BATCHES) or a pass-1 token to classify (ORDER 1)
   int* misc = dense + tiles;
   const T zero = detail::Cvt<T>::from_f32(0.0f);
 
@@ -731,7 +732,8 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
               packed += __shfl_xor_sync(0xffffffffu, packed, o);
               over += __shfl_xor_sync(0xffffffffu, over, o);
             }
-            if (lane == 0) misc[1] = packed > BATCH || over > 0 ? 1 : 0;
+            // Long: more than one batch, as batches() will count them after setup().
+            if (lane == 0) misc[1] = (packed + BATCH - 1) / BATCH + over * SUB > 1 ? 1 : 0;
           }
           sync();
           const bool is_long = misc[1] != 0;
