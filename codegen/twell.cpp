@@ -116,8 +116,7 @@ class TwellEmitter : public Emitter {
   }
 
   // Kernel 2: the main kernel's body.
-  //   sg::twell_down<T, WARPS, TEAMS, TILE, CAP, GATED, G, KP, SPLIT, BALANCE, PART, MAX_PARTS,
-  //                  LATE_PART, ORDER>(
+  //   sg::twell_down<T, WARPS, TEAMS, TILE, CAP, GATED, G, KP, SPLIT, BALANCE, PART, MAX_PARTS>(
   //       B, W_u^T, W_d, bw, C, sg_smem, ws rows, counters, queue control, queue items, pool,
   //       alpha, beta, M, K, N, tiles, entries, backup);
   void emit_down() {
@@ -143,8 +142,7 @@ class TwellEmitter : public Emitter {
               targs(TypeArg{"T"}, IntArg{s_.warps}, IntArg{s_.teams}, IntArg{s_.tile},
                     IntArg{s_.cap()}, IntArg{p_.gated ? 1 : 0}, IntArg{groups()},
                     IntArg{twell_k_padded(p_)}, IntArg{s_.split}, IntArg{queue() ? 1 : 0},
-                    IntArg{kTwellPartBatches}, IntArg{kTwellMaxParts}, IntArg{s_.late},
-                    IntArg{s_.order == TwellOrder::Long ? 1 : 0}),
+                    IntArg{kTwellPartBatches}, IntArg{kTwellMaxParts}),
               cptr_t("B"), cptr_t(fmt::format("values + {}", w.up_t)),
               cptr_t(fmt::format("values + {}", w.down)), cptr_u32("bw"), ptr_t("C"),
               ptr_f32("sg_smem"), ptr_f32(work ? "ws" : "static_cast<float*>(nullptr)"),

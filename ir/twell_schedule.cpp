@@ -17,7 +17,6 @@ int64_t align256(int64_t b) {
 
 constexpr std::string_view kGateNames[] = {"mma", "lib"};
 constexpr std::string_view kBalanceNames[] = {"token", "queue"};
-constexpr std::string_view kOrderNames[] = {"index", "long"};
 
 // The queue's teams of an 8-warp block, nearest to 4 column groups per thread first, more groups
 // counting double (ties: fewer groups first). On an H200 the teams with 4 groups were fastest at K
@@ -55,13 +54,6 @@ std::optional<TwellBalance> parse_twell_balance(std::string_view s) {
   return spec_fields::lookup<TwellBalance>(kBalanceNames, s);
 }
 
-std::string_view to_string(TwellOrder o) {
-  return kOrderNames[static_cast<int>(o)];
-}
-std::optional<TwellOrder> parse_twell_order(std::string_view s) {
-  return spec_fields::lookup<TwellOrder>(kOrderNames, s);
-}
-
 std::vector<std::string> validate(const TwellSchedule& s) {
   std::vector<std::string> why;
   if (s.tile != 64 && s.tile != 128)
@@ -80,18 +72,6 @@ std::vector<std::string> validate(const TwellSchedule& s) {
   if (s.teams > 1 && s.balance != TwellBalance::Queue)
     why.push_back(
         fmt::format("teams={} take their work from the queue: balance must be queue", s.teams));
-  if (s.late != 1 && s.late != kTwellPartBatches)
-    why.push_back(
-        fmt::format("late={} must be 1 or {} batches per part", s.late, kTwellPartBatches));
-  else if (s.late != kTwellPartBatches && s.balance != TwellBalance::Queue)
-    why.push_back(
-        fmt::format("late={} cuts the queue's last tokens: balance must be queue", s.late));
-  if (s.order != TwellOrder::Index && s.balance != TwellBalance::Queue)
-    why.push_back(fmt::format("order={} orders the queue's tokens: balance must be queue",
-                              to_string(s.order)));
-  if (s.order == TwellOrder::Long && s.late != kTwellPartBatches)
-    why.push_back(fmt::format(
-        "order=long leaves no long token for the end: late={} has nothing to cut", s.late));
   return why;
 }
 
@@ -112,12 +92,8 @@ std::vector<std::string> validate_twell(const Problem& p, const TwellSchedule& s
 }
 
 std::string twell_spec(const TwellSchedule& s) {
-  std::string spec =
-      fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
-                  s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
-  if (s.late != kTwellPartBatches) spec += fmt::format(";late={}", s.late);
-  if (s.order != TwellOrder::Index) spec += fmt::format(";order={}", to_string(s.order));
-  return spec;
+  return fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
+                     s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
 }
 
 std::string print_twell(const TwellSchedule& s) {
@@ -138,13 +114,12 @@ std::string print_twell(const TwellSchedule& s) {
   const std::string blocks =
       s.balance == TwellBalance::Queue
           ? fmt::format(
-                "persistent blocks of {} warps{} taking tokens{} and parts of {} batches{} "
+                "persistent blocks of {} warps{} taking tokens and parts of {} batches "
                 "from a queue",
                 s.warps,
                 s.teams == 1 ? std::string()
                              : fmt::format(" ({} teams of {})", s.teams, s.team_warps()),
-                s.order == TwellOrder::Long ? " (long ones first)" : "", kTwellPartBatches,
-                s.late == kTwellPartBatches ? "" : fmt::format(" ({} in the last stretch)", s.late))
+                kTwellPartBatches)
           : fmt::format("{} of {} warps per token",
                         s.split == 1 ? std::string("one block") : fmt::format("{} blocks", s.split),
                         s.warps);
@@ -175,14 +150,9 @@ TwellSchedule parse_twell_fields(std::string_view spec,
       s.balance = spec_fields::parse_enum<TwellBalance>(key, kBalanceNames, v);
     } else if (key == "teams") {
       s.teams = num(64);
-    } else if (key == "late") {
-      s.late = num(64);
-    } else if (key == "order") {
-      s.order = spec_fields::parse_enum<TwellOrder>(key, kOrderNames, v);
     } else {
       spec_fields::error(
-          key, "one of tile, comp, warps, gate, split, balance, teams, late, order (family twell)",
-          key);
+          key, "one of tile, comp, warps, gate, split, balance, teams (family twell)", key);
     }
   });
   spec_fields::check_legal(spec, validate(s));
@@ -229,9 +199,7 @@ TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s) {
     w.counters = w.rows * kp;
     w.control = w.counters + w.rows;
     w.items = (w.control + 8 + 1) / 2 * 2;  // 8-byte aligned
-    w.bytes = (w.items +
-               (s.order == TwellOrder::Long ? 5 * p.m : 2 * p.m * (twell_max_parts(p, s) - 1))) *
-              4;
+    w.bytes = (w.items + 2 * p.m * (twell_max_parts(p, s) - 1)) * 4;
   } else if (s.split > 1) {
     w.rows = p.m;
     w.counters = w.rows * kp;
@@ -242,9 +210,8 @@ TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s) {
 
 int64_t twell_max_parts(const Problem& p, const TwellSchedule& s) {
   const int64_t batches = twell_tiles(p, s) * (s.tile / kTwellBatch);
-  const int64_t per_part = std::min(kTwellPartBatches, s.late);
-  return std::min<int64_t>(kTwellMaxParts,
-                           std::max<int64_t>(1, (batches + per_part - 1) / per_part));
+  return std::min<int64_t>(
+      kTwellMaxParts, std::max<int64_t>(1, (batches + kTwellPartBatches - 1) / kTwellPartBatches));
 }
 
 int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s) {

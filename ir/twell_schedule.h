@@ -20,13 +20,6 @@
 //            team of warps / teams warps takes its own tokens and parts with its own shared
 //            memory and barrier, so the block's warps no longer wait for each other (one warp per
 //            team: no block barrier at all); its threads hold more output columns each
-//     late   balance=queue: batches per part of a long token taken in the queue's last stretch
-//            (the last 2 tokens per worker at work): kTwellPartBatches (default, not printed) or
-//            1, so that no part of two batches is left running alone at the launch's end; SPEC
-//            only
-//     order  balance=queue: index (default, not printed) or long: two passes, the tokens of more
-//            than one batch first (cut, their parts listed and claimed with one fetch-and-add
-//            each), then the short ones, so that the launch ends on short tokens; SPEC only
 //
 // Kernel 1 (b_transform, on x):  block (t, y) computes G = x[128 rows of y] · W_g[:, tile t] on
 //   the tensor cores (mma.sync m16n8k16, fp32 accumulation, cp.async 3-stage pipeline, 8 warps),
@@ -63,18 +56,10 @@ enum class TwellGate { Mma, Lib };
 std::string_view to_string(TwellGate g);  // "mma", "lib"
 std::optional<TwellGate> parse_twell_gate(std::string_view s);
 
-// In which order kernel 2's queue hands out tokens (one name table: SPEC, printer, key).
-enum class TwellOrder { Index, Long };
-std::string_view to_string(TwellOrder o);  // "index", "long"
-std::optional<TwellOrder> parse_twell_order(std::string_view s);
-
 // How kernel 2's blocks find their work (one name table: SPEC, printer, key).
 enum class TwellBalance { Token, Queue };
 std::string_view to_string(TwellBalance b);  // "token", "queue"
 std::optional<TwellBalance> parse_twell_balance(std::string_view s);
-
-// Batches per part of a cut token (balance=queue).
-inline constexpr int kTwellPartBatches = 2;
 
 struct TwellSchedule {
   static constexpr std::string_view kFamily = "twell";
@@ -86,8 +71,6 @@ struct TwellSchedule {
   int split = 1;                               // kernel 2 blocks per token: 1, 4, 16
   TwellBalance balance = TwellBalance::Token;  // queue: split 1 only
   int teams = 1;                               // kernel 2 workers per block: 1, 2, 4, 8 (queue)
-  int late = kTwellPartBatches;          // queue: batches per part in the last stretch (1 or 2)
-  TwellOrder order = TwellOrder::Index;  // queue: long tokens first (Long)
 
   int cap() const { return tile / comp; }
   int team_warps() const { return warps / teams; }  // warps of one kernel-2 worker
@@ -100,9 +83,10 @@ inline constexpr int kTwellGemmThreads = 256;
 inline constexpr int kTwellGemmStages = 3;
 // Kernel 2's batch: entries gathered per step (u computed, then accumulated).
 inline constexpr int kTwellBatch = 64;
-// balance=queue: a token of more batches than kTwellPartBatches is cut into parts of this many
-// (at most kTwellMaxParts parts); the persistent grid has at most kTwellQueueGrid blocks and the
-// pool at most kTwellQueuePool fp32 rows (a token splits only while a row is free).
+// balance=queue: a token of more batches than this is cut into parts of this many (at most
+// kTwellMaxParts parts); the persistent grid has at most kTwellQueueGrid blocks and the pool at
+// most kTwellQueuePool fp32 rows (a token splits only while a row is free).
+inline constexpr int kTwellPartBatches = 2;
 inline constexpr int kTwellMaxParts = 255;
 inline constexpr int64_t kTwellQueueGrid = 1024;
 inline constexpr int64_t kTwellQueuePool = 1024;
@@ -134,9 +118,8 @@ int twell_registers(const Problem& p, const TwellSchedule& s);
 // Kernel 2's fp32 workspace, offsets in 32-bit words. split > 1: KP floats per token, then one
 // counter per token. balance=queue: `pool` rows of KP floats, one counter per row, the queue's 8
 // control words, then room for every 64-bit work item a launch can push: M × (most parts of a
-// token − 1), so that an item is never reused within a launch (order=long: the long tokens' list,
-// M × 4 words, and the short tokens' list, M words). A pool row is freed when its token's last
-// part has written y. All zero between launches.
+// token − 1), so that an item is never reused within a launch. A pool row is freed when its
+// token's last part has written y. All zero between launches.
 struct TwellWorkspace {
   int64_t rows = 0;  // fp32 rows: M (split) or the queue's pool
   int64_t counters = 0, control = 0, items = 0, bytes = 0;
@@ -145,7 +128,7 @@ TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s);
 int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s);
 // balance=queue: the most parts a token can be cut into. Its batches (packed entries 64 at a
 // time, then the overflowing tiles' 64-column pieces) are at most tiles × T / 64, cut
-// min(kTwellPartBatches, late) at a time, at most kTwellMaxParts.
+// kTwellPartBatches at a time, at most kTwellMaxParts.
 int64_t twell_max_parts(const Problem& p, const TwellSchedule& s);
 // Kernel 2's grid: M × split blocks, or min(ceil(M / teams), kTwellQueueGrid) persistent ones.
 int64_t twell_down_grid(const Problem& p, const TwellSchedule& s);

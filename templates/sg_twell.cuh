@@ -342,22 +342,12 @@ __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m
 // Kernel 2 (see the top comment). Its work split (ir/twell_schedule.h): BALANCE 0 (token) is one
 // block per token, SPLIT blocks (blockIdx.y) sharing it when SPLIT > 1; BALANCE 1 (queue) is a
 // persistent grid whose workers take tokens from a counter and cut a long one into parts of
-// PART_BATCHES batches (LATE_PART_BATCHES among the last tokens, 2 per worker that has taken one;
-// at most MAX_PARTS, below 256), which other workers take from a work queue: one dense token no
-// longer holds an SM alone while the rest of the grid has finished. A worker
+// PART_BATCHES batches (at most MAX_PARTS, below 256), which other workers take from a work queue:
+// one dense token no longer holds an SM alone while the rest of the grid has finished. A worker
 // is the block (TEAMS 1) or one of its TEAMS teams of WARPS / TEAMS warps, each with its own
 // shared memory and barrier: a team of one warp needs no block barrier at all. Queue state
 // (BALANCE 1), all zero at launch and left so (the last worker out resets qctl):
-//   qctl      [0] next token, [1] parts pushed, [2] parts taken, [3] pool cursor, [4] workers out,
-//             [5] workers that have taken a token (LATE_PART_BATCHES < PART_BATCHES)
-//   ORDER 1 (long tokens first, LATE_PART_BATCHES == PART_BATCHES): qctl [0] next token of pass
-//             1, [1] long list length, [2] its first entry not yet spent, [3] pool cursor,
-//             [4] workers out, [5] short list length, [6] next of pass 2, [7] tokens classified;
-//             qitem holds the long list [M][4] and the short list [M] instead of parts. Pass 1
-//             takes every token; its worker sends one of at most one batch to the short list, or
-//             cuts a longer one, lists it and runs its part 0. Workers claim listed parts with
-//             one fetch-and-add each, before any new token; pass 2 takes the short list once
-//             every token is classified.
+//   qctl      [0] next token, [1] parts pushed, [2] parts taken, [3] pool cursor, [4] workers out
 //   qitem     the pushed parts, 64-bit words, 0 until written and again once taken; room for
 //             every part a launch can push (M x (most parts of a token - 1)), so never reused
 //   ws        the pool: qpool fp32 rows of split tokens
@@ -372,7 +362,7 @@ __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m
 // parts of one token add their partial rows into an fp32 row (ws for SPLIT, the queue's pool),
 // and the last to finish (a per-row counter) writes y and returns the row and counter to zero.
 template <typename T, int WARPS, int TEAMS, int TILE, int CAP, int GATED, int G, int KP, int SPLIT,
-          int BALANCE, int PART_BATCHES, int MAX_PARTS, int LATE_PART_BATCHES, int ORDER>
+          int BALANCE, int PART_BATCHES, int MAX_PARTS>
 __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __restrict__ w_up_t,
                                            const T* __restrict__ w_down,
                                            const unsigned* __restrict__ tw, T* __restrict__ y,
@@ -401,8 +391,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
   int* prefix = reinterpret_cast<int*>(bhu + BATCH);
   int* dense = prefix + tiles + 1;
   // [0] overflowing tiles, [1] a dense batch's size, [2] last part flag, [3] token (-1: none),
-  // [4] part, [5] parts, [6] pool row (-1: none), [7] a fresh token among the last ones
-  // (LATE_PART_BATCHES < PART_BATCHES) or a pass-1 token to classify (ORDER 1)
+  // [4] part, [5] parts, [6] pool row (-1: none)
   int* misc = dense + tiles;
   const T zero = detail::Cvt<T>::from_f32(0.0f);
 
@@ -618,144 +607,48 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       add_row(row, ws + static_cast<size_t>(row) * KP, counters + row, SPLIT, 0);
   } else {
     unsigned long long* items = reinterpret_cast<unsigned long long*>(qitem);
-    // ORDER 1: the long tokens' list [M][4] (token + 1, 0 until written; pool row; parts; next
-    // part to claim), then the short tokens' list [M] (token + 1, 0 until written).
-    int* longs = reinterpret_cast<int*>(qitem);
-    int* shorts = longs + 4 * m;
-    bool started = false;  // thread 0: this worker is counted in qctl[5] (late parts)
     for (;;) {
       // The worker's thread 0 takes work: a pushed part first (so that long tokens finish early),
       // else the next token.
       if (tid == 0) {
-        int row = -1, part = 0, parts = 0, slot = -1, flag = 0;
+        int row = -1, part = 0, parts = 0, slot = -1;
         volatile int* vctl = qctl;
-        if constexpr (ORDER == 0) {
-          int h = vctl[2];
-          while (h < vctl[1]) {
-            const int prev = atomicCAS(qctl + 2, h, h + 1);
-            if (prev == h) {
-              unsigned long long v;
-              // Reserved before written: the pusher is writing it now.
-              while ((v = *reinterpret_cast<volatile unsigned long long*>(items + h)) == 0ull) {
-              }
-              items[h] = 0ull;  // zero again for the next launch
-              row = static_cast<int>((v >> 32) & 0x7fffffffull);
-              slot = static_cast<int>((v >> 16) & 0xffffull);
-              part = static_cast<int>((v >> 8) & 0xffull);
-              parts = static_cast<int>(v & 0xffull);
-              break;
+        int h = vctl[2];
+        while (h < vctl[1]) {
+          const int prev = atomicCAS(qctl + 2, h, h + 1);
+          if (prev == h) {
+            unsigned long long v;
+            // Reserved before written: the pusher is writing it now.
+            while ((v = *reinterpret_cast<volatile unsigned long long*>(items + h)) == 0ull) {
             }
-            h = prev;
+            items[h] = 0ull;  // zero again for the next launch
+            row = static_cast<int>((v >> 32) & 0x7fffffffull);
+            slot = static_cast<int>((v >> 16) & 0xffffull);
+            part = static_cast<int>((v >> 8) & 0xffull);
+            parts = static_cast<int>(v & 0xffull);
+            break;
           }
-          if (row < 0) {
-            const int t = atomicAdd(qctl, 1);
-            if (t < m) row = t;
-            // The workers that have taken work: the resident ones (a block of the grid's rest
-            // starts only when a resident one has finished, at the end).
-            if (LATE_PART_BATCHES < PART_BATCHES) {
-              if (!started) {
-                atomicAdd(qctl + 5, 1);
-                started = true;
-              }
-              flag = t >= m - 2 * vctl[5] ? 1 : 0;
-            }
-          }
-        } else {
-          // Long tokens first. Every claim is one fetch-and-add (a CAS loop on one counter
-          // stalls when a thousand workers want the parts pushed at the launch's start).
-          for (;;) {
-            // 1. The next part of a listed long token, from the first entry not yet spent.
-            const int len = vctl[1];
-            for (int e = vctl[2]; e < len; ++e) {
-              volatile int* entry = longs + 4 * e;
-              const int tok = entry[0];
-              if (tok == 0) continue;  // being written: its owner takes its parts
-              __threadfence();         // the entry's fields were written before tok
-              const int pp = entry[2];
-              // A spent entry is read, not claimed: no atomic for nothing.
-              const int p = entry[3] < pp ? atomicAdd(longs + 4 * e + 3, 1) : pp;
-              if (p < pp) {
-                row = tok - 1;
-                slot = entry[1];
-                part = p;
-                parts = pp;
-                break;
-              }
-              if (e == vctl[2]) atomicCAS(qctl + 2, e, e + 1);  // spent: skip it from now on
-            }
-            if (row >= 0) break;
-            // 2. Pass 1: the next token, to be classified (and cut when long) by the worker.
-            if (vctl[0] < m) {
-              const int t = atomicAdd(qctl, 1);
-              if (t < m) {
-                row = t;
-                flag = 1;
-                break;
-              }
-            }
-            // 3. Pass 2, once every token is classified: the short tokens in their list's order.
-            if (vctl[7] >= m) {
-              const int sidx = atomicAdd(qctl + 6, 1);
-              if (sidx < vctl[5]) {
-                int tok;
-                while ((tok = reinterpret_cast<volatile int*>(shorts)[sidx]) == 0) {
-                }
-                row = tok - 1;
-              }
-              break;  // a short token, or nothing is left
-            }
-          }
+          h = prev;
+        }
+        if (row < 0) {
+          const int t = atomicAdd(qctl, 1);
+          if (t < m) row = t;
         }
         misc[3] = row;
         misc[4] = part;
         misc[5] = parts;
         misc[6] = slot;
-        if (LATE_PART_BATCHES < PART_BATCHES || ORDER != 0) misc[7] = flag;
       }
       sync();
       const int row = misc[3];
       if (row < 0) break;
       int part = misc[4], parts = misc[5], slot = misc[6];
       if (tid == 0) SG_TWELL_TRACE_ITEM(blockIdx.x * TEAMS + team, row, part, parts, 0);
-      if constexpr (ORDER != 0) {
-        if (misc[7] != 0) {  // pass 1: a token of at most one batch goes to the short list
-          if (warp == 0) {
-            const int* counts = reinterpret_cast<const int*>(tw) + static_cast<size_t>(row) * tiles;
-            int packed = 0, over = 0;
-            for (int t = lane; t < tiles; t += 32) {
-              const int c = counts[t];
-              packed += c > CAP ? 0 : c;
-              over += c > CAP ? 1 : 0;
-            }
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) {
-              packed += __shfl_xor_sync(0xffffffffu, packed, o);
-              over += __shfl_xor_sync(0xffffffffu, over, o);
-            }
-            // Long: more than one batch, as batches() will count them after setup().
-            if (lane == 0) misc[1] = (packed + BATCH - 1) / BATCH + over * SUB > 1 ? 1 : 0;
-          }
-          sync();
-          const bool is_long = misc[1] != 0;
-          if (!is_long && tid == 0) {
-            const int sidx = atomicAdd(qctl + 5, 1);
-            atomicExch(shorts + sidx, row + 1);
-            __threadfence();
-            atomicAdd(qctl + 7, 1);  // classified
-          }
-          sync();  // every thread has read misc
-          if (!is_long) continue;
-        }
-      }
       setup(row);
       if (parts == 0) {  // a fresh token: cut it when it has more than PART_BATCHES batches
-        // Among the last 2 x (working workers) tokens a long one is cut into parts of
-        // LATE_PART_BATCHES: its parts are what is still running when the queue has run dry.
-        const int per_part =
-            LATE_PART_BATCHES < PART_BATCHES && misc[7] != 0 ? LATE_PART_BATCHES : PART_BATCHES;
-        parts = max(1, min(MAX_PARTS, (batches() + per_part - 1) / per_part));
+        parts = max(1, min(MAX_PARTS, (batches() + PART_BATCHES - 1) / PART_BATCHES));
         if (parts > 1) {
-          sync();  // every thread has read misc[3..7]
+          sync();  // every thread has read misc[3..6]
           if (tid == 0) {
             // A free pool row: its counter goes from 0 (free) to 1 (taken); a few tries.
             slot = -1;
@@ -764,25 +657,14 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
               if (atomicCAS(counters + c, 0, 1) == 0) slot = c;
             }
             if (slot >= 0) {
-              if constexpr (ORDER == 0) {
-                // Reserved, then written: a taker of a reserved item waits for it.
-                const int r = atomicAdd(qctl + 1, parts - 1);
-                for (int p = 1; p < parts; ++p)
-                  items[r + p - 1] = (1ull << 63) | (static_cast<unsigned long long>(row) << 32) |
-                                     (static_cast<unsigned long long>(slot) << 16) |
-                                     (static_cast<unsigned long long>(p) << 8) |
-                                     static_cast<unsigned long long>(parts);
-                __threadfence();
-              } else {
-                // Reserved, written, then published by its token: parts 1 .. parts - 1 are
-                // claimed from it, part 0 is this worker's.
-                const int e = atomicAdd(qctl + 1, 1);
-                longs[4 * e + 1] = slot;
-                longs[4 * e + 2] = parts;
-                longs[4 * e + 3] = 1;
-                __threadfence();
-                atomicExch(longs + 4 * e, row + 1);
-              }
+              // Reserved, then written: a taker of a reserved item waits for it.
+              const int r = atomicAdd(qctl + 1, parts - 1);
+              for (int p = 1; p < parts; ++p)
+                items[r + p - 1] = (1ull << 63) | (static_cast<unsigned long long>(row) << 32) |
+                                   (static_cast<unsigned long long>(slot) << 16) |
+                                   (static_cast<unsigned long long>(p) << 8) |
+                                   static_cast<unsigned long long>(parts);
+              __threadfence();
             } else {
               slot = -1;  // no free row: the token stays whole
             }
@@ -791,13 +673,6 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
           sync();
           slot = misc[6];
           if (slot < 0) parts = 1;
-        }
-        if constexpr (ORDER != 0) {
-          // A pass-1 token is classified once its parts are listed (or it stays whole).
-          if (tid == 0 && misc[7] != 0) {
-            __threadfence();
-            atomicAdd(qctl + 7, 1);
-          }
         }
         part = 0;
       }
@@ -810,40 +685,16 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       if (tid == 0) SG_TWELL_TRACE_ITEM(blockIdx.x * TEAMS + team, row, part, parts, 2);
       sync();  // misc and the staged row are reused by the next item
     }
-    // The last worker out returns the queue's counters (ORDER 1: and its lists' used entries) to
-    // zero for the next launch.
-    if constexpr (ORDER == 0) {
-      if (tid == 0) {
+    // The last worker out returns the queue's counters to zero for the next launch.
+    if (tid == 0) {
+      __threadfence();
+      if (atomicAdd(qctl + 4, 1) == static_cast<int>(gridDim.x) * TEAMS - 1) {
+        qctl[0] = 0;
+        qctl[1] = 0;
+        qctl[2] = 0;
+        qctl[3] = 0;
         __threadfence();
-        if (atomicAdd(qctl + 4, 1) == static_cast<int>(gridDim.x) * TEAMS - 1) {
-          qctl[0] = 0;
-          qctl[1] = 0;
-          qctl[2] = 0;
-          qctl[3] = 0;
-          qctl[5] = 0;
-          __threadfence();
-          qctl[4] = 0;
-        }
-      }
-    } else {
-      if (tid == 0) {
-        __threadfence();
-        misc[2] = atomicAdd(qctl + 4, 1) == static_cast<int>(gridDim.x) * TEAMS - 1 ? 1 : 0;
-      }
-      sync();
-      if (misc[2] != 0) {
-        __threadfence();
-        const int nl = qctl[1], ns = qctl[5];
-        for (int i = tid; i < nl; i += THREADS) longs[4 * i] = 0;
-        for (int i = tid; i < ns; i += THREADS) shorts[i] = 0;
-        __threadfence();
-        sync();
-        if (tid == 0) {
-          for (int i = 0; i < 8; ++i)
-            if (i != 4) qctl[i] = 0;
-          __threadfence();
-          qctl[4] = 0;
-        }
+        qctl[4] = 0;
       }
     }
   }

@@ -167,9 +167,8 @@ BENCH_RUNS=(
   'cmd|[ -n "${BENCH_CMD:-}" ] || exit 0; eval "$BENCH_CMD"'
   # twell_timeline: when each worker of the twell kernel 2 (the queue) is busy, from a trace of its
   # items (tools/debug/twell_timeline_probe.cu, built here with nvcc): K = 2048 with 4 teams and
-  # K = 4096 with 2, M = 4096 and 16384, mean 30: late 2 (default), late 1 and long tokens
-  # first. One JSON summary and one CSV of items per case.
-  'twell_timeline|nvcc -O3 -arch=sm_90 -std=c++17 -I"$REPO_ROOT/templates" -o twell_timeline "$REPO_ROOT/tools/debug/twell_timeline_probe.cu" || exit 1; for c in "2048 4" "4096 2"; do set -- $c; for m in 4096 16384; do for v in "--late 2" "--late 1" "--long-first"; do tag=$(echo $v | tr -d " -"); timeout 120 ./twell_timeline --k $1 --teams $2 --m $m $v --items "$BENCH_DIR/twell_items_k${1}_m${m}_${tag}.csv" > "$BENCH_DIR/twell_timeline_k${1}_m${m}_${tag}.json" || exit 1; done; done; done'
+  # K = 4096 with 2, M = 4096 and 16384, mean 30. One JSON summary and one CSV of items per case.
+  'twell_timeline|nvcc -O3 -arch=sm_90 -std=c++17 -I"$REPO_ROOT/templates" -o twell_timeline "$REPO_ROOT/tools/debug/twell_timeline_probe.cu" || exit 1; for c in "2048 4" "4096 2"; do set -- $c; for m in 4096 16384; do timeout 120 ./twell_timeline --k $1 --teams $2 --m $m --items "$BENCH_DIR/twell_items_k$1_m$m.csv" > "$BENCH_DIR/twell_timeline_k$1_m$m.json" || exit 1; done; done'
   'macko_probe|[ -n "${MACKO_PROBE_ARGS:-}" ] || exit 0; eval "timeout 400 tools/sparsegen-macko-bench $MACKO_PROBE_ARGS --out $BENCH_DIR/macko_probe.json"'
   # bitmap_probe: one family's best of the model's top K against cuBLAS/cuSPARSE on generated
   # weights, e.g. BITMAP_PROBE_CASES="28672x7168 magnitude 0.7 8,64|4096x4096 random 0.9 8"

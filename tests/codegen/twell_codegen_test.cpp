@@ -22,14 +22,14 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                                       b.entries / 4, b.backup / 4)),
             std::string::npos)
       << k.source;
-  EXPECT_NE(k.source.find(
-                fmt::format("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 2048, 1, 0, 2, 255, 2, 0>(B, "
-                            "values + {}, values + {}, bw, C, sg_smem, "
-                            "static_cast<float*>(nullptr), static_cast<int*>(nullptr), "
-                            "static_cast<int*>(nullptr), static_cast<unsigned*>(nullptr)"
-                            ", 0, alpha, beta, 300, 2048, 5632, 44",
-                            w.up_t, w.down)),
-            std::string::npos)
+  EXPECT_NE(
+      k.source.find(fmt::format("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 2048, 1, 0, 2, 255>(B, "
+                                "values + {}, values + {}, bw, C, sg_smem, "
+                                "static_cast<float*>(nullptr), static_cast<int*>(nullptr), "
+                                "static_cast<int*>(nullptr), static_cast<unsigned*>(nullptr)"
+                                ", 0, alpha, beta, 300, 2048, 5632, 44",
+                                w.up_t, w.down)),
+      std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("using T = __nv_bfloat16;"), std::string::npos);
   EXPECT_EQ(k.signature.b_transform.name, "sparsegen_twell_gate");
@@ -47,7 +47,7 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                            "104, 700, 11,"),
             std::string::npos)
       << kq.source;
-  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 1, 64, 4, 0, 1, 104, 1, 0, 2, 255, 2, 0>"),
+  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 1, 64, 4, 0, 1, 104, 1, 0, 2, 255>"),
             std::string::npos)
       << kq.source;
   EXPECT_EQ(kq.signature.b_alignment, 2);
@@ -102,7 +102,7 @@ TEST(TwellCodegen, SplitTokensShareAWorkspace) {
   EXPECT_EQ(k.signature.workspace_bytes, (3 * 256 + 3) * 4);
   EXPECT_TRUE(k.signature.workspace_zeroed);
   EXPECT_EQ(k.signature.params.back().kind, ParamKind::Workspace);
-  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 16, 0, 2, 255, 2, 0>"),
+  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 16, 0, 2, 255>"),
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("ws, reinterpret_cast<int*>(ws + 768), static_cast<int*>(nullptr), "
@@ -137,8 +137,7 @@ TEST(TwellCodegen, QueueBalanceHasAPersistentGridAndAWorkQueue) {
   EXPECT_TRUE(k.signature.workspace_zeroed);
   EXPECT_NE(
       k.source.find(fmt::format(
-          "sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 1, 1, 2, 255, 2, 0>(B, values + 256000, "
-          "values + "
+          "sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 1, 1, 2, 255>(B, values + 256000, values + "
           "512000, bw, C, sg_smem, ws, reinterpret_cast<int*>(ws + {}), "
           "reinterpret_cast<int*>(ws + {}), reinterpret_cast<unsigned*>(ws + {}), 1024, "
           "alpha, beta, 3000, 256, 1000,",
@@ -174,7 +173,7 @@ TEST(TwellCodegen, QueueTeamsShareABlock) {
   const GeneratedKernel k = emit_twell(p, Schedule(s));
   EXPECT_EQ(k.signature.launch.grid_x, 750);
   EXPECT_EQ(k.signature.launch.block_threads, 256);
-  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 4, 128, 32, 1, 4, 2048, 1, 1, 2, 255, 2, 0>"),
+  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 4, 128, 32, 1, 4, 2048, 1, 1, 2, 255>"),
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("in 4 workers of 2"), std::string::npos);
@@ -182,26 +181,7 @@ TEST(TwellCodegen, QueueTeamsShareABlock) {
   EXPECT_EQ(twell_groups(p, s), 8);
   const GeneratedKernel k8 = emit_twell(p, Schedule(s));
   EXPECT_EQ(k8.signature.launch.grid_x, 375);
-  // late=1: parts of one batch among the last tokens; the work queue has room for twice the parts.
-  s.teams = 2;
-  const int64_t items = twell_workspace_bytes(p, s) - twell_workspace(p, s).items * 4;
-  s.late = 1;
-  EXPECT_EQ(twell_max_parts(p, s), 16);  // 8 tiles x 2 batches
-  EXPECT_EQ(twell_workspace_bytes(p, s) - twell_workspace(p, s).items * 4,
-            items * 15 / 7);  // M x (16 - 1) against M x (8 - 1) 64-bit items
-  const GeneratedKernel kl = emit_twell(p, Schedule(s));
-  EXPECT_NE(kl.source.find("sg::twell_down<T, 8, 2, 128, 32, 1, 2, 2048, 1, 1, 2, 255, 1, 0>"),
-            std::string::npos)
-      << kl.source;
-  // order=long: the long tokens' list (M x 4 words) and the short tokens' (M) instead of items.
-  s.late = kTwellPartBatches;
-  s.order = TwellOrder::Long;
-  EXPECT_EQ(twell_workspace_bytes(p, s), (twell_workspace(p, s).items + 5 * 3000) * 4);
-  const GeneratedKernel ko = emit_twell(p, Schedule(s));
-  EXPECT_NE(ko.source.find("sg::twell_down<T, 8, 2, 128, 32, 1, 2, 2048, 1, 1, 2, 255, 2, 1>"),
-            std::string::npos)
-      << ko.source;
-  for (const GeneratedKernel* g : {&k, &k8, &kl, &ko}) {
+  for (const GeneratedKernel* g : {&k, &k8}) {
     nvrtc::CompileOptions o;
     o.arch = "sm_90";
     o.headers = g->headers;

@@ -126,15 +126,7 @@ TEST_F(GpuTwell, QueueCutsLongTokensIntoParts) {
     for (const char* sched : {"twell;tile=128;comp=4;warps=8;gate=lib;balance=queue",
                               "twell;tile=64;comp=8;warps=4;gate=mma;balance=queue",
                               "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=8",
-                              "twell;tile=128;comp=8;warps=8;gate=mma;balance=queue;teams=4",
-                              // late=1: at these M nearly every token is among the last 2 per
-                              // worker at work, so long tokens are cut into parts of one batch
-                              "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;late=1",
-                              "twell;tile=64;comp=8;warps=8;gate=mma;balance=queue;teams=4;late=1",
-                              // order=long: long tokens first, their parts claimed from a list
-                              "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;order=long",
-                              "twell;tile=64;comp=4;warps=8;gate=lib;balance=queue;teams=8;"
-                              "order=long"})
+                              "twell;tile=128;comp=8;warps=8;gate=mma;balance=queue;teams=4"})
       check({.m = m, .k = 136, .n = 2100, .mean_nnz = mean, .seed = ++seed}, sched, 300);
 }
 

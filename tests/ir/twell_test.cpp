@@ -190,31 +190,10 @@ TEST(TwellSchedule, SpecRoundTripsAndPrints) {
   EXPECT_NE(print_schedule(t).find("persistent blocks of 8 warps (4 teams of 2) taking tokens"),
             std::string::npos)
       << print_schedule(t);
-  // late=1: printed only when set, and only with the queue.
-  const Schedule l = parse_schedule("twell;gate=lib;balance=queue;teams=2;late=1");
-  EXPECT_EQ(l.as<TwellSchedule>().late, 1);
-  EXPECT_EQ(to_string(l),
-            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams=2;late=1");
-  EXPECT_EQ(parse_schedule(to_string(l)), l);
-  EXPECT_NE(print_schedule(l).find("parts of 2 batches (1 in the last stretch) from a queue"),
-            std::string::npos)
-      << print_schedule(l);
-  EXPECT_EQ(to_string(t).find("late="), std::string::npos);
-  // order=long: printed only when set; with the queue and the default late only.
-  const Schedule o = parse_schedule("twell;gate=lib;balance=queue;teams=4;order=long");
-  EXPECT_EQ(o.as<TwellSchedule>().order, TwellOrder::Long);
-  EXPECT_EQ(to_string(o),
-            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams=4;order=long");
-  EXPECT_EQ(parse_schedule(to_string(o)), o);
-  EXPECT_NE(print_schedule(o).find("taking tokens (long ones first) and parts"), std::string::npos)
-      << print_schedule(o);
-  EXPECT_EQ(to_string(t).find("order="), std::string::npos);
   for (const char* bad :
        {"twell;tile=96", "twell;comp=3", "twell;warps=2", "twell;tile=x", "twell;gate=cublas",
         "twell;split=3", "twell;nosuch=1", "twell;balance=steal", "twell;split=4;balance=queue",
-        "twell;teams=4", "twell;balance=queue;teams=3", "twell;warps=4;balance=queue;teams=8",
-        "twell;late=1", "twell;balance=queue;late=3", "twell;order=long",
-        "twell;balance=queue;order=short", "twell;balance=queue;late=1;order=long"})
+        "twell;teams=4", "twell;balance=queue;teams=3", "twell;warps=4;balance=queue;teams=8"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 

@@ -13,9 +13,8 @@
 // Build and run (on the GPU machine, from the repository root):
 //   nvcc -O3 -arch=sm_90 -std=c++17 -Itemplates -o twell_timeline
 //        tools/debug/twell_timeline_probe.cu
-//   ./twell_timeline [--k 2048|4096] [--n N] [--m M] [--mean 30] [--teams 4|2] [--late 2|1]
-//                    [--long-first]
-//                    [--seed 1] [--items FILE.csv] [--host-only]
+//   ./twell_timeline [--k 2048|4096] [--n N] [--m M] [--mean 30] [--teams 4|2] [--seed 1]
+//                    [--items FILE.csv] [--host-only]
 // (or `STEPS=bench BENCH_ONLY=twell_timeline bash tools/gpu_run.sh`).
 // Prints one JSON object: the kernel's time (events, median of 5 traced runs, L2 not flushed),
 // the traced span, per-SM idle time at the start and the end, per-worker busy time and the gaps
@@ -64,7 +63,7 @@ constexpr int kTile = 128, kCap = 32, kWarps = 8, kBatch = 64, kPartBatches = 2,
 constexpr int kQueueGrid = 1024, kQueuePool = 1024;
 
 // The generated kernel's body for one (K, teams): G column groups of 8 per thread.
-template <int TEAMS, int KP, int LATE, int ORDER>
+template <int TEAMS, int KP>
 __global__ void __launch_bounds__(kWarps * 32)
     down_kernel(const T* x, const T* w_up_t, const T* w_down, const unsigned* tw, T* y, float* ws,
                 int* counters, int* qctl, unsigned* qitem, int qpool, int m, int n, int tiles,
@@ -72,9 +71,9 @@ __global__ void __launch_bounds__(kWarps * 32)
   extern __shared__ __align__(16) float sg_smem[];
   constexpr int kThreads = kWarps / TEAMS * 32;
   constexpr int G = (KP / 8 + kThreads - 1) / kThreads;
-  sg::twell_down<T, kWarps, TEAMS, kTile, kCap, 1, G, KP, 1, 1, kPartBatches, kMaxParts, LATE,
-                 ORDER>(x, w_up_t, w_down, tw, y, sg_smem, ws, counters, qctl, qitem, qpool, 1.0f,
-                        0.0f, m, KP, n, tiles, entries_off, backup_off);
+  sg::twell_down<T, kWarps, TEAMS, kTile, kCap, 1, G, KP, 1, 1, kPartBatches, kMaxParts>(
+      x, w_up_t, w_down, tw, y, sg_smem, ws, counters, qctl, qitem, qpool, 1.0f, 0.0f, m, KP, n,
+      tiles, entries_off, backup_off);
 }
 
 // Random bf16 in [-scale, scale), from a hash of the index.
@@ -96,8 +95,6 @@ int64_t align256(int64_t b) {
 
 struct Options {
   int k = 2048, n = 5632, m = 4096, teams = 4;
-  int late = kPartBatches;  // batches per part among the queue's last tokens (the SPEC's late)
-  bool long_first = false;  // the SPEC's order=long
   double mean = 30;
   unsigned seed = 1;
   std::string items_csv;
@@ -127,10 +124,6 @@ Options parse(int argc, char** argv) {
       o.mean = std::atof(value());
     else if (a == "--teams")
       o.teams = std::atoi(value());
-    else if (a == "--late")
-      o.late = std::atoi(value());
-    else if (a == "--long-first")
-      o.long_first = true;
     else if (a == "--seed")
       o.seed = static_cast<unsigned>(std::atoi(value()));
     else if (a == "--items")
@@ -145,10 +138,6 @@ Options parse(int argc, char** argv) {
   if (!n_set) o.n = o.k == 4096 ? 14336 : 5632;
   if (!((o.k == 2048 && o.teams == 4) || (o.k == 4096 && o.teams == 2))) {
     std::fprintf(stderr, "--k 2048 --teams 4 or --k 4096 --teams 2 (the instantiated kernels)\n");
-    std::exit(2);
-  }
-  if ((o.late != 1 && o.late != kPartBatches) || (o.long_first && o.late != kPartBatches)) {
-    std::fprintf(stderr, "--late 1 or %d, and not 1 with --long-first\n", kPartBatches);
     std::exit(2);
   }
   if (o.m < 1 || o.n < 1 || o.mean <= 0 || o.mean > o.n) {
@@ -240,13 +229,12 @@ int main(int argc, char** argv) {
   CK(cudaGetLastError());
   CK(cudaMemcpy(d_tw, tw.data(), tw_bytes, cudaMemcpyHostToDevice));
   const int64_t max_parts = std::min<int64_t>(
-      kMaxParts, std::max<int64_t>(1, (int64_t{tiles} * (kTile / kBatch) + o.late - 1) / o.late));
+      kMaxParts,
+      std::max<int64_t>(1, (int64_t{tiles} * (kTile / kBatch) + kPartBatches - 1) / kPartBatches));
   const int64_t rows = std::min<int64_t>(m, kQueuePool);
   const int64_t ws_counters = rows * kp, ws_control = ws_counters + rows;
   const int64_t ws_items = (ws_control + 8 + 1) / 2 * 2;
-  // Room for the pushed parts (64-bit items), or with long tokens first for the two lists.
-  const int64_t ws_bytes =
-      (ws_items + std::max(2 * int64_t{m} * (max_parts - 1), 5 * int64_t{m})) * 4;
+  const int64_t ws_bytes = (ws_items + 2 * int64_t{m} * (max_parts - 1)) * 4;
   float* ws = nullptr;
   CK(cudaMalloc(&ws, ws_bytes));
   CK(cudaMemset(ws, 0, ws_bytes));
@@ -263,8 +251,7 @@ int main(int argc, char** argv) {
       (int64_t{kp} * 2 + kBatch * 12 + (tiles + 1) * 4 + tiles * 4 + 32 + 15) / 16 * 16;
   const int smem = static_cast<int>(worker_smem * o.teams);
   const int grid = static_cast<int>(std::min<int64_t>((m + o.teams - 1) / o.teams, kQueueGrid));
-  // The instantiated kernels: (K 2048, 4 teams) and (K 4096, 2 teams), each with late 2 or 1, or
-  // long tokens first.
+  // The instantiated kernels: (K 2048, 4 teams) and (K 4096, 2 teams).
   auto run = [&](auto kernel) {
     CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return [=]() {
@@ -276,12 +263,7 @@ int main(int argc, char** argv) {
       CK(cudaGetLastError());
     };
   };
-  const auto launch = o.k == 2048 ? (o.long_first  ? run(down_kernel<4, 2048, kPartBatches, 1>)
-                                     : o.late == 1 ? run(down_kernel<4, 2048, 1, 0>)
-                                                   : run(down_kernel<4, 2048, kPartBatches, 0>))
-                                  : (o.long_first  ? run(down_kernel<2, 4096, kPartBatches, 1>)
-                                     : o.late == 1 ? run(down_kernel<2, 4096, 1, 0>)
-                                                   : run(down_kernel<2, 4096, kPartBatches, 0>));
+  const auto launch = o.k == 2048 ? run(down_kernel<4, 2048>) : run(down_kernel<2, 4096>);
   // The trace count is reset before the events, so that only the kernel is timed.
   auto reset_trace = [&]() {
     const unsigned zero = 0;
@@ -367,11 +349,8 @@ int main(int argc, char** argv) {
             [](const Item& a, const Item& b) { return a.end - a.take > b.end - b.take; });
 
   std::printf("{\n  \"device\": \"%s\",\n  \"probe\": \"twell_timeline\",\n", prop.name);
-  std::printf(
-      "  \"k\": %d, \"n\": %d, \"m\": %d, \"mean\": %.1f, \"teams\": %d, \"late\": %d, "
-      "\"long_first\": %s, "
-      "\"seed\": %u,\n",
-      k, n, m, o.mean, o.teams, o.late, o.long_first ? "true" : "false", o.seed);
+  std::printf("  \"k\": %d, \"n\": %d, \"m\": %d, \"mean\": %.1f, \"teams\": %d, \"seed\": %u,\n",
+              k, n, m, o.mean, o.teams, o.seed);
   std::printf("  \"nonzeros\": %lld, \"longest_token\": %lld, \"grid\": %d, \"sms\": %d,\n",
               static_cast<long long>(total), static_cast<long long>(longest), grid, sms);
   std::printf("  \"kernel_ms\": {\"median\": %.4f, \"min\": %.4f, \"max\": %.4f},\n", ms[2], ms[0],
