@@ -69,7 +69,8 @@ class TwellEmitter : public Emitter {
   // The row pack's 16-byte loads in flight per lane.
   static constexpr int kPackLoads = 4;
   bool queue() const { return s_.balance == TwellBalance::Queue; }
-  bool uses_workspace() const { return s_.split > 1 || queue(); }
+  bool even() const { return s_.balance == TwellBalance::Even; }
+  bool uses_workspace() const { return s_.split > 1 || queue() || even(); }
   std::string gate_name() const { return opt_.kernel_name + "_gate"; }
   std::string pack_name() const { return opt_.kernel_name + "_pack"; }
   int groups() const { return twell_groups(p_, s_); }
@@ -95,19 +96,21 @@ class TwellEmitter : public Emitter {
   }
 
   // gate=lib: the pack kernel over the library GEMM's dense G (a prologue before kernel 2):
-  //   sg::twell_pack_rows<T, TILE, CAP, 4>(bw, M, N, tiles, entries, backup);  N % 8 == 0
-  //   sg::twell_pack<T, TILE, CAP>(bw, M, N, tiles, entries, backup);          otherwise
+  //   sg::twell_pack_rows<T, TILE, CAP, 4>(bw, M, N, tiles, entries, backup, tokens);  N % 8 == 0
+  //   sg::twell_pack<T, TILE, CAP>(bw, M, N, tiles, entries, backup);                  otherwise
+  // (tokens: balance=even's per-token counts, -1 for none).
   void emit_pack() {
     const TwellBuffer b = twell_buffer(p_, s_);
-    // Both kernels take the same arguments.
-    auto pack = [&](const auto& helper, const auto& template_args) {
-      return call(helper, template_args, ptr_u32("bw"), i32(num(p_.m)), i32(num(p_.n)),
-                  i32(num(twell_tiles(p_, s_))), i32(num(b.entries / 4)), i32(num(b.backup / 4)));
-    };
+    const auto tiles = i32(num(twell_tiles(p_, s_)));
     const auto c =
-        vec_g() ? pack(tmpl::twell_pack_rows,
-                       targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}, IntArg{kPackLoads}))
-                : pack(tmpl::twell_pack, targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}));
+        vec_g()
+            ? call(tmpl::twell_pack_rows,
+                   targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}, IntArg{kPackLoads}),
+                   ptr_u32("bw"), i32(num(p_.m)), i32(num(p_.n)), tiles, i32(num(b.entries / 4)),
+                   i32(num(b.backup / 4)), i32(num(even() ? b.tokens / 4 : -1)))
+            : call(tmpl::twell_pack, targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}),
+                   ptr_u32("bw"), i32(num(p_.m)), i32(num(p_.n)), tiles, i32(num(b.entries / 4)),
+                   i32(num(b.backup / 4)));
     decl(fmt::format(
         "// G = ReLU(x · W_g) comes from the BLAS library; this packs it as TwELL\n"
         "extern \"C\" __global__ void __launch_bounds__(256) {}(unsigned* __restrict__ bw) {{\n"
@@ -116,9 +119,10 @@ class TwellEmitter : public Emitter {
   }
 
   // Kernel 2: the main kernel's body.
-  //   sg::twell_down<T, WARPS, TEAMS, TILE, CAP, GATED, G, KP, SPLIT, BALANCE, PART, MAX_PARTS>(
+  //   sg::twell_down<T, WARPS, TEAMS, TILE, CAP, GATED, G, KP, SPLIT, BALANCE, PART, MAX_PARTS,
+  //                  EVEN_TOKEN_COST, EVEN_PIECE_COST>(
   //       B, W_u^T, W_d, bw, C, sg_smem, ws rows, counters, queue control, queue items, pool,
-  //       alpha, beta, M, K, N, tiles, entries, backup);
+  //       alpha, beta, M, K, N, tiles, entries, backup, tokens);
   void emit_down() {
     const TwellWeights w = twell_weights_layout(p_);
     const TwellBuffer b = twell_buffer(p_, s_);
@@ -126,10 +130,12 @@ class TwellEmitter : public Emitter {
     line("extern __shared__ __align__(16) float sg_smem[];");
     comment(fmt::format(
         "kernel 2: {}; {} warps{}; batches of {} entries; {} x 8 output columns per thread",
-        queue() ? fmt::format("{} persistent blocks taking tokens and parts of "
-                              "{} batches from a queue",
-                              twell_down_grid(p_, s_), kTwellPartBatches)
-                : std::string("one block per token"),
+        queue()  ? fmt::format("{} persistent blocks taking tokens and parts of "
+                                "{} batches from a queue",
+                               twell_down_grid(p_, s_), kTwellPartBatches)
+        : even() ? fmt::format("{} blocks, each worker an equal share of the tokens' batches",
+                               twell_down_grid(p_, s_))
+                 : std::string("one block per token"),
         s_.warps,
         s_.teams == 1 ? std::string()
                       : fmt::format(" in {} workers of {}", s_.teams, s_.team_warps()),
@@ -141,8 +147,12 @@ class TwellEmitter : public Emitter {
     call_stmt(tmpl::twell_down,
               targs(TypeArg{"T"}, IntArg{s_.warps}, IntArg{s_.teams}, IntArg{s_.tile},
                     IntArg{s_.cap()}, IntArg{p_.gated ? 1 : 0}, IntArg{groups()},
-                    IntArg{twell_k_padded(p_)}, IntArg{s_.split}, IntArg{queue() ? 1 : 0},
-                    IntArg{kTwellPartBatches}, IntArg{kTwellMaxParts}),
+                    IntArg{twell_k_padded(p_)}, IntArg{s_.split},
+                    IntArg{queue()  ? 1
+                           : even() ? 2
+                                    : 0},
+                    IntArg{kTwellPartBatches}, IntArg{kTwellMaxParts}, IntArg{kTwellEvenTokenCost},
+                    IntArg{kTwellEvenPieceCost}),
               cptr_t("B"), cptr_t(fmt::format("values + {}", w.up_t)),
               cptr_t(fmt::format("values + {}", w.down)), cptr_u32("bw"), ptr_t("C"),
               ptr_f32("sg_smem"), ptr_f32(work ? "ws" : "static_cast<float*>(nullptr)"),
@@ -151,7 +161,8 @@ class TwellEmitter : public Emitter {
               ptr_u32(queue() ? ws_ptr("unsigned", ws.items) : "static_cast<unsigned*>(nullptr)"),
               i32(num(queue() ? ws.rows : 0)), f32("alpha"), f32("beta"), i32(num(p_.m)),
               i32(num(p_.k)), i32(num(p_.n)), i32(num(twell_tiles(p_, s_))),
-              i32(num(b.entries / 4)), i32(num(b.backup / 4)));
+              i32(num(b.entries / 4)), i32(num(b.backup / 4)),
+              i32(num(even() ? b.tokens / 4 : -1)));
   }
 
   KernelSignature signature() const {
@@ -166,8 +177,9 @@ class TwellEmitter : public Emitter {
     if (uses_workspace()) {
       sig.params.push_back({"ws",
                             ParamKind::Workspace,
-                            queue() ? "split tokens' partial rows, counters and the work queue"
-                                    : "partial rows and per-token counters",
+                            queue()  ? "split tokens' partial rows, counters and the work queue"
+                            : even() ? "shared tokens' partial rows and counters, one per worker"
+                                     : "partial rows and per-token counters",
                             {}});
       sig.workspace_bytes = twell_workspace_bytes(p_, s_);
       sig.workspace_zeroed = true;

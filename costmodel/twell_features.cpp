@@ -59,7 +59,7 @@ class TwellCost final : public CostFamily {
     const double worker_warps = s.team_warps();
     f.warp_iters_total = walked * per_nonzero;
     double longest = fs.max_row_length > 0 ? double(fs.max_row_length) : per_token;
-    if (s.balance == TwellBalance::Queue)
+    if (s.balance != TwellBalance::Token)  // a part of the queue, or an even worker's share
       longest = std::min(longest, double(kTwellPartBatches * kTwellBatch));
     f.warp_iters_max = longest / s.split * per_nonzero / worker_warps;
     f.warp_iters_mean = f.warp_workers > 0 ? f.warp_iters_total / f.warp_workers : 0.0;

@@ -142,7 +142,7 @@ class TwellIrFamily final : public IrFamily {
   // most twell_max_parts.
   int64_t output_adds(const Problem& p, const Schedule& s, int64_t) const override {
     const TwellSchedule& t = s.as<TwellSchedule>();
-    return (t.balance == TwellBalance::Queue ? twell_max_parts(p, t) : t.split) - 1;
+    return (t.balance != TwellBalance::Token ? twell_max_parts(p, t) : t.split) - 1;
   }
 };
 

@@ -16,7 +16,7 @@ int64_t align256(int64_t b) {
 }
 
 constexpr std::string_view kGateNames[] = {"mma", "lib"};
-constexpr std::string_view kBalanceNames[] = {"token", "queue"};
+constexpr std::string_view kBalanceNames[] = {"token", "queue", "even"};
 
 // The queue's teams of an 8-warp block, nearest to 4 column groups per thread first, more groups
 // counting double (ties: fewer groups first). On an H200 the teams with 4 groups were fastest at K
@@ -69,15 +69,32 @@ std::vector<std::string> validate(const TwellSchedule& s) {
     why.push_back(fmt::format("teams={} must be 1, 2, 4 or 8", s.teams));
   else if (s.warps % s.teams != 0)
     why.push_back(fmt::format("teams={} must divide warps={}", s.teams, s.warps));
-  if (s.teams > 1 && s.balance != TwellBalance::Queue)
+  if (s.teams > 1 && s.balance == TwellBalance::Token)
+    why.push_back(fmt::format(
+        "teams={} take their own work: balance must be queue or even, not token", s.teams));
+  if (s.balance == TwellBalance::Even) {
+    if (s.split != 1)
+      why.push_back(fmt::format("balance=even divides tokens itself: split={} must be 1", s.split));
+    if (s.gate != TwellGate::Lib)
+      why.push_back(
+          "balance=even reads the token counts that the gate=lib pack writes: gate must "
+          "be lib");
+    if (s.blocks < 1 || s.blocks > 65535)
+      why.push_back(fmt::format("balance=even needs blocks=1..65535 (got {})", s.blocks));
+  } else if (s.blocks != 0) {
     why.push_back(
-        fmt::format("teams={} take their work from the queue: balance must be queue", s.teams));
+        fmt::format("blocks={} sizes balance=even's grid: balance must be even", s.blocks));
+  }
   return why;
 }
 
 std::vector<std::string> validate_twell(const Problem& p, const TwellSchedule& s) {
-  (void)s;
   std::vector<std::string> why;
+  if (s.balance == TwellBalance::Even && p.n % 8 != 0)
+    why.push_back(fmt::format(
+        "balance=even reads the token counts of the row pack, which needs N a multiple of 8 "
+        "(N={})",
+        p.n));
   if (p.op != Op::GatedFfn)
     why.push_back(fmt::format(
         "twell computes a gated FFN whose sparsity appears at run time, not {}", to_string(p.op)));
@@ -92,8 +109,11 @@ std::vector<std::string> validate_twell(const Problem& p, const TwellSchedule& s
 }
 
 std::string twell_spec(const TwellSchedule& s) {
-  return fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
-                     s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
+  std::string spec =
+      fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
+                  s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
+  if (s.balance == TwellBalance::Even) spec += fmt::format(";blocks={}", s.blocks);
+  return spec;
 }
 
 std::string print_twell(const TwellSchedule& s) {
@@ -111,18 +131,27 @@ std::string print_twell(const TwellSchedule& s) {
     out +=
         "  kernel1: G = ReLU(x·W_g) by the BLAS library (dense, the backup), then one warp per "
         "token row packs TwELL (per row and tile when N is not a multiple of 8)\n";
-  const std::string blocks =
-      s.balance == TwellBalance::Queue
-          ? fmt::format(
-                "persistent blocks of {} warps{} taking tokens and parts of {} batches "
-                "from a queue",
-                s.warps,
-                s.teams == 1 ? std::string()
-                             : fmt::format(" ({} teams of {})", s.teams, s.team_warps()),
-                kTwellPartBatches)
-          : fmt::format("{} of {} warps per token",
-                        s.split == 1 ? std::string("one block") : fmt::format("{} blocks", s.split),
-                        s.warps);
+  const std::string teams =
+      s.teams == 1 ? std::string() : fmt::format(" ({} teams of {})", s.teams, s.team_warps());
+  std::string blocks;
+  switch (s.balance) {
+    case TwellBalance::Queue:
+      blocks = fmt::format(
+          "persistent blocks of {} warps{} taking tokens and parts of {} batches from a queue",
+          s.warps, teams, kTwellPartBatches);
+      break;
+    case TwellBalance::Even:
+      blocks = fmt::format(
+          "{} blocks of {} warps{}, each worker an equal share of the tokens' batches (a token "
+          "{}, an entry 1, a dense piece {})",
+          s.blocks, s.warps, teams, kTwellEvenTokenCost, kTwellEvenPieceCost);
+      break;
+    case TwellBalance::Token:
+      blocks = fmt::format(
+          "{} of {} warps per token",
+          s.split == 1 ? std::string("one block") : fmt::format("{} blocks", s.split), s.warps);
+      break;
+  }
   out += fmt::format("  kernel2: {}, batches of {} entries: u = x·W_u[:,n], y += h·u·W_d[n,:]{}\n",
                      blocks, kTwellBatch,
                      s.split == 1 && s.balance == TwellBalance::Token
@@ -150,9 +179,11 @@ TwellSchedule parse_twell_fields(std::string_view spec,
       s.balance = spec_fields::parse_enum<TwellBalance>(key, kBalanceNames, v);
     } else if (key == "teams") {
       s.teams = num(64);
+    } else if (key == "blocks") {
+      s.blocks = num(65535);
     } else {
       spec_fields::error(
-          key, "one of tile, comp, warps, gate, split, balance, teams (family twell)", key);
+          key, "one of tile, comp, warps, gate, split, balance, teams, blocks (family twell)", key);
     }
   });
   spec_fields::check_legal(spec, validate(s));
@@ -172,7 +203,8 @@ TwellBuffer twell_buffer(const Problem& p, const TwellSchedule& s) {
   b.counts = 0;
   b.entries = align256(cells * 4);
   b.backup = align256(b.entries + cells * s.cap() * 4);
-  b.bytes = align256(b.backup + p.m * p.n * 2);
+  b.tokens = align256(b.backup + p.m * p.n * 2);
+  b.bytes = s.balance == TwellBalance::Even ? align256(b.tokens + p.m * 8) : b.tokens;
   return b;
 }
 
@@ -188,7 +220,10 @@ int64_t twell_down_shared_bytes(const Problem& p, const TwellSchedule& s) {
   // list, 8 ints; 16-byte aligned.
   const int64_t worker =
       twell_k_padded(p) * 2 + kTwellBatch * 12 + (tiles + 1) * 4 + tiles * 4 + 32;
-  return (worker + 15) / 16 * 16 * s.teams;
+  // balance=even: the block's chunk starts on the work line, C, and a scratch word per warp
+  // (64-bit), after the workers' slices.
+  const int64_t line = s.balance == TwellBalance::Even ? (s.warps * 33 + 1) * 8 : 0;
+  return (worker + 15) / 16 * 16 * s.teams + line;
 }
 
 TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s) {
@@ -200,6 +235,10 @@ TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s) {
     w.control = w.counters + w.rows;
     w.items = (w.control + 8 + 1) / 2 * 2;  // 8-byte aligned
     w.bytes = (w.items + 2 * p.m * (twell_max_parts(p, s) - 1)) * 4;
+  } else if (s.balance == TwellBalance::Even) {
+    w.rows = int64_t{s.blocks} * s.teams;
+    w.counters = w.rows * kp;
+    w.bytes = (w.counters + w.rows) * 4;
   } else if (s.split > 1) {
     w.rows = p.m;
     w.counters = w.rows * kp;
@@ -210,6 +249,8 @@ TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s) {
 
 int64_t twell_max_parts(const Problem& p, const TwellSchedule& s) {
   const int64_t batches = twell_tiles(p, s) * (s.tile / kTwellBatch);
+  if (s.balance == TwellBalance::Even)
+    return std::max<int64_t>(1, std::min<int64_t>(batches, int64_t{s.blocks} * s.teams));
   return std::min<int64_t>(
       kTwellMaxParts, std::max<int64_t>(1, (batches + kTwellPartBatches - 1) / kTwellPartBatches));
 }
@@ -219,8 +260,27 @@ int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s) {
 }
 
 int64_t twell_down_grid(const Problem& p, const TwellSchedule& s) {
-  return s.balance == TwellBalance::Queue ? std::min((p.m + s.teams - 1) / s.teams, kTwellQueueGrid)
-                                          : p.m;
+  switch (s.balance) {
+    case TwellBalance::Queue:
+      return std::min((p.m + s.teams - 1) / s.teams, kTwellQueueGrid);
+    case TwellBalance::Even:
+      return s.blocks;
+    case TwellBalance::Token:
+      break;
+  }
+  return p.m;
+}
+
+int64_t twell_even_blocks(const Problem& p, const TwellSchedule& s, const DeviceLimits& dev) {
+  const int64_t threads = int64_t{s.warps} * kWarpSize;
+  const int64_t by_threads = dev.max_threads_per_multiprocessor / threads;
+  const int64_t smem = twell_down_shared_bytes(p, s) + dev.shared_reserved_per_block;
+  const int64_t by_smem = dev.max_shared_per_multiprocessor / std::max<int64_t>(smem, 1);
+  const int64_t by_regs =
+      dev.registers_per_multiprocessor / (int64_t{(twell_registers(p, s) + 7) / 8 * 8} * threads);
+  const int64_t per_sm = std::max<int64_t>(
+      1, std::min({by_threads, by_smem, by_regs, int64_t{dev.max_blocks_per_multiprocessor}}));
+  return std::min<int64_t>(65535, per_sm * std::max(dev.multiprocessors, 1));
 }
 
 int twell_groups(const Problem& p, const TwellSchedule& s) {

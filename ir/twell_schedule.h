@@ -3,6 +3,7 @@
 // ir/twell_family.cpp.
 //
 //   twell;tile=128;comp=4;warps=8;gate=mma;split=1;balance=queue;teams=1
+//   twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=even;teams=4;blocks=264
 //     tile   T, the first kernel's N-tile and the TwELL tile: 64 or 128 columns
 //     comp   C, the compression: room for T / C entries per row and tile (1, 2, 4, 8, 16)
 //     warps  warps per block of the second kernel (4 or 8)
@@ -16,10 +17,18 @@
 //            into parts that idle blocks take from a work queue, its partial rows added in an fp32
 //            row of a pool: the heavy-tailed tokens of real activations no longer leave one block
 //            running long after the rest of the grid has finished)
-//     teams  kernel 2's workers per block with balance=queue (1, 2, 4, 8, dividing warps): each
-//            team of warps / teams warps takes its own tokens and parts with its own shared
-//            memory and barrier, so the block's warps no longer wait for each other (one warp per
-//            team: no block barrier at all); its threads hold more output columns each
+//            or even (gate=lib, N a multiple of 8: the row pack writes each token's packed
+//            entries and overflowing tiles; a fixed grid of `blocks` blocks lays the tokens'
+//            batches on one line of estimated work, kTwellEvenTokenCost per token, 1 per packed
+//            entry, kTwellEvenPieceCost per dense piece, and worker w of W takes the batches that
+//            start in [w·C/W, (w+1)·C/W) of its length C: no queue, no tail of long parts; a token
+//            whose batches fall to several workers adds their partial rows in an fp32 row)
+//     teams  kernel 2's workers per block with balance=queue or even (1, 2, 4, 8, dividing
+//            warps): each team of warps / teams warps takes its own tokens and parts with its own
+//            shared memory and barrier, so the block's warps no longer wait for each other (one
+//            warp per team: no block barrier at all); its threads hold more output columns each
+//     blocks balance=even: the fixed grid (the multiprocessors times the blocks resident on one,
+//            so that every worker's equal share runs at once)
 //
 // Kernel 1 (b_transform, on x):  block (t, y) computes G = x[128 rows of y] · W_g[:, tile t] on
 //   the tensor cores (mma.sync m16n8k16, fp32 accumulation, cp.async 3-stage pipeline, 8 warps),
@@ -57,8 +66,8 @@ std::string_view to_string(TwellGate g);  // "mma", "lib"
 std::optional<TwellGate> parse_twell_gate(std::string_view s);
 
 // How kernel 2's blocks find their work (one name table: SPEC, printer, key).
-enum class TwellBalance { Token, Queue };
-std::string_view to_string(TwellBalance b);  // "token", "queue"
+enum class TwellBalance { Token, Queue, Even };
+std::string_view to_string(TwellBalance b);  // "token", "queue", "even"
 std::optional<TwellBalance> parse_twell_balance(std::string_view s);
 
 struct TwellSchedule {
@@ -70,7 +79,8 @@ struct TwellSchedule {
   TwellGate gate = TwellGate::Mma;
   int split = 1;                               // kernel 2 blocks per token: 1, 4, 16
   TwellBalance balance = TwellBalance::Token;  // queue: split 1 only
-  int teams = 1;                               // kernel 2 workers per block: 1, 2, 4, 8 (queue)
+  int teams = 1;                               // kernel 2 workers per block: 1, 2, 4, 8
+  int blocks = 0;                              // balance=even: kernel 2's grid
 
   int cap() const { return tile / comp; }
   int team_warps() const { return warps / teams; }  // warps of one kernel-2 worker
@@ -90,6 +100,10 @@ inline constexpr int kTwellPartBatches = 2;
 inline constexpr int kTwellMaxParts = 255;
 inline constexpr int64_t kTwellQueueGrid = 1024;
 inline constexpr int64_t kTwellQueuePool = 1024;
+// balance=even's work line: a token's fixed cost (x row, tile prefix, y row) and a dense piece's
+// (64 columns of an overflowing tile, more than T/C of T nonzero), in packed entries.
+inline constexpr int kTwellEvenTokenCost = 8;
+inline constexpr int kTwellEvenPieceCost = 32;
 
 std::vector<std::string> validate(const TwellSchedule& s);
 // A gated FFN in fp16 / bf16 with K, N > 0.
@@ -103,8 +117,9 @@ TwellSchedule parse_twell_fields(std::string_view spec, const std::vector<std::s
 int64_t twell_k_padded(const Problem& p);
 int64_t twell_tiles(const Problem& p, const TwellSchedule& s);  // ceil(N / T)
 // Byte offsets in the TwELL buffer (BWork): counts, entries, dense backup; and its size.
+// balance=even: then per token its packed entries and overflowing tiles (two ints).
 struct TwellBuffer {
-  int64_t counts = 0, entries = 0, backup = 0, bytes = 0;
+  int64_t counts = 0, entries = 0, backup = 0, tokens = 0, bytes = 0;
 };
 TwellBuffer twell_buffer(const Problem& p, const TwellSchedule& s);
 // Dynamic shared memory of kernel 1 (pipeline stages / epilogue tile; 0 for gate=lib) and kernel
@@ -119,7 +134,8 @@ int twell_registers(const Problem& p, const TwellSchedule& s);
 // counter per token. balance=queue: `pool` rows of KP floats, one counter per row, the queue's 8
 // control words, then room for every 64-bit work item a launch can push: M × (most parts of a
 // token − 1), so that an item is never reused within a launch. A pool row is freed when its
-// token's last part has written y. All zero between launches.
+// token's last part has written y. balance=even: one fp32 row and counter per worker (a split
+// token's row is its first worker's). All zero between launches.
 struct TwellWorkspace {
   int64_t rows = 0;  // fp32 rows: M (split) or the queue's pool
   int64_t counters = 0, control = 0, items = 0, bytes = 0;
@@ -128,9 +144,14 @@ TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s);
 int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s);
 // balance=queue: the most parts a token can be cut into. Its batches (packed entries 64 at a
 // time, then the overflowing tiles' 64-column pieces) are at most tiles × T / 64, cut
-// kTwellPartBatches at a time, at most kTwellMaxParts.
+// kTwellPartBatches at a time, at most kTwellMaxParts. balance=even: a token's batches, one
+// worker each at most.
 int64_t twell_max_parts(const Problem& p, const TwellSchedule& s);
-// Kernel 2's grid: M × split blocks, or min(ceil(M / teams), kTwellQueueGrid) persistent ones.
+// balance=even's grid on dev: its multiprocessors times the blocks of s resident on one (by
+// threads, shared memory and the register estimate).
+int64_t twell_even_blocks(const Problem& p, const TwellSchedule& s, const DeviceLimits& dev);
+// Kernel 2's grid: M × split blocks, min(ceil(M / teams), kTwellQueueGrid) persistent ones, or
+// balance=even's `blocks`.
 int64_t twell_down_grid(const Problem& p, const TwellSchedule& s);
 // Weight values the device holds, in order: W_g transposed (N×Kp, gated only), W_u transposed
 // (N×Kp), W_d (N×Kp); offsets in elements.

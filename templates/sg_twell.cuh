@@ -289,10 +289,12 @@ __device__ __forceinline__ void twell_pack(unsigned* __restrict__ tw, int m, int
 // a (row, tile) per warp do not). Lane l of a load holds columns 8l .. 8l+7; the TILE / 8 lanes of
 // one tile scan their nonzero counts together and write the same count and column-ordered
 // entries as twell_pack. A value counts as nonzero unless its 15 bits below the sign are all zero
-// (fp16 and bf16: -0 is zero, NaN is not), as twell_pack's comparison with 0.
+// (fp16 and bf16: -0 is zero, NaN is not), as twell_pack's comparison with 0. tokens_off >= 0
+// (balance=even): the row's packed entries and overflowing tiles, two ints at tw + tokens_off +
+// 2·row.
 template <typename T, int TILE, int CAP, int U>
 __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m, int n, int tiles,
-                                                int entries_off, int backup_off) {
+                                                int entries_off, int backup_off, int tokens_off) {
   static_assert(TILE % 8 == 0 && 256 % TILE == 0, "a load's 256 columns hold whole tiles");
   constexpr int LPT = TILE / 8, CHUNK = 256;
   const int lane = threadIdx.x & 31, sub = lane % LPT;
@@ -301,6 +303,7 @@ __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m
   const T* g = reinterpret_cast<const T*>(tw + backup_off) + static_cast<size_t>(row) * n;
   int* counts = reinterpret_cast<int*>(tw) + static_cast<size_t>(row) * tiles;
   unsigned* entries = tw + entries_off + static_cast<size_t>(row) * tiles * CAP;
+  int packed = 0, over = 0;  // lanes with sub == 0: their tiles' sums
   for (int c0 = 0; c0 < n; c0 += U * CHUNK) {
     uint4 v[U];
 #pragma unroll
@@ -327,7 +330,11 @@ __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m
       const int total = __shfl_sync(0xffffffffu, incl, lane | (LPT - 1));
       const int tile = base / TILE + lane / LPT;
       if (tile >= tiles) continue;
-      if (sub == 0) counts[tile] = total;
+      if (sub == 0) {
+        counts[tile] = total;
+        packed += total > CAP ? 0 : total;
+        over += total > CAP ? 1 : 0;
+      }
       if (total > CAP) continue;  // overflow: its dense values are G's
       unsigned* out = entries + static_cast<size_t>(tile) * CAP + (incl - mine);
 #pragma unroll
@@ -337,13 +344,29 @@ __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m
                    ((w[e >> 1] >> (16 * (e & 1))) & 0xffffu);
     }
   }
+  if (tokens_off >= 0) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      packed += __shfl_xor_sync(0xffffffffu, packed, o);
+      over += __shfl_xor_sync(0xffffffffu, over, o);
+    }
+    if (lane == 0) {
+      int* t = reinterpret_cast<int*>(tw + tokens_off) + 2 * static_cast<size_t>(row);
+      t[0] = packed;
+      t[1] = over;
+    }
+  }
 }
 
 // Kernel 2 (see the top comment). Its work split (ir/twell_schedule.h): BALANCE 0 (token) is one
 // block per token, SPLIT blocks (blockIdx.y) sharing it when SPLIT > 1; BALANCE 1 (queue) is a
 // persistent grid whose workers take tokens from a counter and cut a long one into parts of
 // PART_BATCHES batches (at most MAX_PARTS, below 256), which other workers take from a work queue:
-// one dense token no longer holds an SM alone while the rest of the grid has finished. A worker
+// one dense token no longer holds an SM alone while the rest of the grid has finished; BALANCE 2
+// (even) is a fixed grid whose workers take equal shares of the tokens' batches on a line of
+// estimated work (TOKEN_COST per token, 1 per packed entry, PIECE_COST per dense piece), from the
+// per-token counts the row pack wrote at tokens_off; a shared token's partial rows meet in its
+// first worker's fp32 row of ws. A worker
 // is the block (TEAMS 1) or one of its TEAMS teams of WARPS / TEAMS warps, each with its own
 // shared memory and barrier: a team of one warp needs no block barrier at all. Queue state
 // (BALANCE 1), all zero at launch and left so (the last worker out resets qctl):
@@ -362,17 +385,17 @@ __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m
 // parts of one token add their partial rows into an fp32 row (ws for SPLIT, the queue's pool),
 // and the last to finish (a per-row counter) writes y and returns the row and counter to zero.
 template <typename T, int WARPS, int TEAMS, int TILE, int CAP, int GATED, int G, int KP, int SPLIT,
-          int BALANCE, int PART_BATCHES, int MAX_PARTS>
+          int BALANCE, int PART_BATCHES, int MAX_PARTS, int TOKEN_COST, int PIECE_COST>
 __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __restrict__ w_up_t,
                                            const T* __restrict__ w_down,
                                            const unsigned* __restrict__ tw, T* __restrict__ y,
                                            float* smem_f, float* ws, int* counters, int* qctl,
                                            unsigned* qitem, int qpool, float alpha, float beta,
                                            int m, int k, int n, int tiles, int entries_off,
-                                           int backup_off) {
+                                           int backup_off, int tokens_off) {
   static_assert(MAX_PARTS < 256, "a queue item holds a part's index and count in 8 bits each");
-  static_assert(WARPS % TEAMS == 0 && (TEAMS == 1 || BALANCE == 1),
-                "teams divide the block's warps and take their work from the queue");
+  static_assert(WARPS % TEAMS == 0 && (TEAMS == 1 || BALANCE != 0),
+                "teams divide the block's warps and take their own work (queue or even)");
   constexpr int kp = KP;
   constexpr int THREADS = WARPS / TEAMS * 32, BATCH = 64, SUB = TILE / BATCH;
   const int team = TEAMS == 1 ? 0 : static_cast<int>(threadIdx.x) / THREADS;
@@ -380,11 +403,10 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       TEAMS == 1 ? static_cast<int>(threadIdx.x) : static_cast<int>(threadIdx.x) % THREADS;
   const int lane = tid & 31, warp = tid >> 5;
   auto sync = [&]() { detail::twell_team_sync<TEAMS, THREADS>(team); };
-  T* xs = reinterpret_cast<T*>(smem_f);
-  if constexpr (TEAMS > 1) {  // this team's slice: twell_down_shared_bytes (ir) reserves TEAMS
-    const int slice = (kp * 2 + BATCH * 12 + (2 * tiles + 1) * 4 + 32 + 15) / 16 * 16;
-    xs = reinterpret_cast<T*>(reinterpret_cast<char*>(smem_f) + team * slice);
-  }
+  // This team's slice: twell_down_shared_bytes (ir) reserves TEAMS, then (BALANCE 2) the work
+  // line's chunk starts.
+  const int slice = (kp * 2 + BATCH * 12 + (2 * tiles + 1) * 4 + 32 + 15) / 16 * 16;
+  T* xs = reinterpret_cast<T*>(reinterpret_cast<char*>(smem_f) + team * slice);
   int* bcol = reinterpret_cast<int*>(xs + kp);
   float* bval = reinterpret_cast<float*>(bcol + BATCH);
   float* bhu = bval + BATCH;
@@ -500,8 +522,9 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     sync();  // the next batch overwrites bcol / bval / bhu
   };
 
-  // Part `part` of `parts` of token `row` (set up) into acc.
-  auto run_part = [&](int row, int part, int parts) {
+  // The batches first, first + step, … below end of token `row` (set up) into acc: part `part` of
+  // `parts` is (part, parts, nb), an even worker's share (b0, 1, b1).
+  auto run_part = [&](int row, int first, int step, int end) {
 #pragma unroll
     for (int gi = 0; gi < G; ++gi)
 #pragma unroll
@@ -510,7 +533,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     const int packed = (total + BATCH - 1) / BATCH, nb = packed + nd * SUB;
     const unsigned* entries = tw + entries_off + static_cast<size_t>(row) * tiles * CAP;
     const T* backup = reinterpret_cast<const T*>(tw + backup_off) + static_cast<size_t>(row) * n;
-    for (int b = part; b < nb; b += parts) {
+    for (int b = first; b < min(nb, end); b += step) {
       if (b < packed) {  // packed entries b·64 …
         const int b0 = b * BATCH, cnt = min(BATCH, total - b0);
         for (int i = tid; i < cnt; i += THREADS) {  // a one-warp worker takes two each
@@ -600,11 +623,138 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
   if constexpr (BALANCE == 0) {
     const int row = blockIdx.x;
     setup(row);
-    run_part(row, static_cast<int>(blockIdx.y), SPLIT);
+    run_part(row, static_cast<int>(blockIdx.y), SPLIT, 0x7fffffff);
     if constexpr (SPLIT == 1)
       store_row(row);
     else
       add_row(row, ws + static_cast<size_t>(row) * KP, counters + row, SPLIT, 0);
+  } else if constexpr (BALANCE == 2) {
+    // Even: the tokens' batches lie on one line of estimated work, token after token: a token
+    // costs TOKEN_COST, then its packed batches 64 entries apart, then its dense pieces
+    // PIECE_COST apart. Worker w of W takes the batches that start in [C·w/W, C·(w+1)/W); W is
+    // at most C / 64, so no worker's range falls between two batches of one token and a token
+    // is shared by the workers from its first batch's to its last's. A shared token adds its
+    // partial rows into its first worker's fp32 row (ws; counter per row).
+    constexpr int NT = WARPS * 32;
+    // A token's packed entries (x) and overflowing tiles (y), as the row pack wrote them.
+    struct Counts {
+      int x, y;
+    };
+    const int* tok_words = reinterpret_cast<const int*>(tw + tokens_off);
+    auto tok = [&](int row) { return Counts{tok_words[2 * row], tok_words[2 * row + 1]}; };
+    long long* line = reinterpret_cast<long long*>(reinterpret_cast<char*>(smem_f) + TEAMS * slice);
+    long long* scratch = line + NT + 1;  // WARPS: the warps' starts, then the teams' first tokens'
+    long long* team_start = scratch;
+    auto cost = [&](Counts t) {
+      return static_cast<long long>(TOKEN_COST + t.x + PIECE_COST * SUB * t.y);
+    };
+    // Chunk starts: thread i sums the costs of tokens [i·ch, (i+1)·ch); an exclusive block scan.
+    const int ch = (m + NT - 1) / NT;
+    {
+      const int i = static_cast<int>(threadIdx.x), i0 = min(m, i * ch), i1 = min(m, i0 + ch);
+      long long sum = 0;
+#pragma unroll 8
+      for (int j = i0; j < i1; ++j) sum += cost(tok(j));
+      long long incl = sum;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const long long u = __shfl_up_sync(0xffffffffu, incl, o);
+        if ((i & 31) >= o) incl += u;
+      }
+      if ((i & 31) == 31) line[i >> 5] = incl;  // the warps' totals, scanned below
+      __syncthreads();
+      if (i < 32) {
+        long long w = i < WARPS ? line[i] : 0, wi = w;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+          const long long u = __shfl_up_sync(0xffffffffu, wi, o);
+          if (i >= o) wi += u;
+        }
+        if (i < WARPS) team_start[i] = wi - w;  // scratch: the warps' exclusive starts
+        if (i == WARPS - 1) line[NT] = wi;      // C
+      }
+      __syncthreads();
+      line[i] = team_start[i >> 5] + incl - sum;
+      __syncthreads();
+    }
+    const long long total = line[NT];
+    const long long by_work = total / BATCH > 0 ? total / BATCH : 1;
+    const long long workers = min(static_cast<long long>(gridDim.x) * TEAMS, by_work);
+    const long long w = static_cast<long long>(blockIdx.x) * TEAMS + team;
+    if (w >= workers) return;  // no block barrier follows: the teams sync on their own
+    const long long lo = total * w / workers, hi = total * (w + 1) / workers;
+    auto owner = [&](long long pos) { return ((pos + 1) * workers - 1) / total; };
+    // The team's first token: the one whose stretch [start, start + cost) holds lo.
+    if (warp == 0) {
+      int c0 = 0, c1 = NT - 1;  // the last chunk starting at or before lo
+      while (c0 < c1) {
+        const int mid = (c0 + c1 + 1) >> 1;
+        if (line[mid] <= lo)
+          c0 = mid;
+        else
+          c1 = mid - 1;
+      }
+      long long start = line[c0];
+      const int end = min(m, c0 * ch + ch);
+      int found = -1;
+      for (int j0 = c0 * ch; j0 < end && found < 0; j0 += 32) {
+        const int j = j0 + lane;
+        const long long c = j < end ? cost(tok(j)) : 0;
+        long long incl = c;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+          const long long u = __shfl_up_sync(0xffffffffu, incl, o);
+          if (lane >= o) incl += u;
+        }
+        const unsigned hit = __ballot_sync(0xffffffffu, j < end && start + incl > lo);
+        if (hit != 0u) {
+          const int f = __ffs(hit) - 1;
+          found = j0 + f;
+          start += __shfl_sync(0xffffffffu, incl - c, f);
+        } else {
+          start += __shfl_sync(0xffffffffu, incl, 31);
+        }
+      }
+      if (lane == 0) {
+        misc[3] = found < 0 ? m : found;
+        team_start[team] = start;
+      }
+    }
+    sync();
+    long long start = team_start[team];
+    for (int row = misc[3]; row < m && start < hi; ++row) {
+      const Counts t = tok(row);
+      const long long base = start + TOKEN_COST;
+      start += cost(t);
+      const int pb = (t.x + BATCH - 1) / BATCH, nb = pb + t.y * SUB;
+      // Batches that start before x on the line.
+      auto before = [&](long long x) {
+        const long long r = x - base, rd = r - t.x;
+        const int cp =
+            r <= 0 ? 0 : static_cast<int>(min(static_cast<long long>(pb), (r + BATCH - 1) / BATCH));
+        const int cd = rd <= 0 ? 0
+                               : static_cast<int>(min(static_cast<long long>(t.y * SUB),
+                                                      (rd + PIECE_COST - 1) / PIECE_COST));
+        return cp + cd;
+      };
+      // A token without nonzeros is written (beta·y) by the worker holding its base.
+      const int b0 = nb == 0 ? (base >= lo ? 0 : 1) : before(lo);
+      const int b1 = nb == 0 ? (base >= hi ? 0 : 1) : before(hi);
+      if (b0 >= b1) continue;
+      const long long last =
+          nb == 0 ? base
+                  : base + (nb - 1 < pb ? static_cast<long long>(BATCH) * (nb - 1)
+                                        : t.x + static_cast<long long>(PIECE_COST) * (nb - 1 - pb));
+      const long long first_owner = owner(base);
+      const int parts = static_cast<int>(owner(last) - first_owner) + 1;
+      setup(row);
+      run_part(row, b0, 1, b1);
+      if (parts == 1)
+        store_row(row);
+      else
+        add_row(row, ws + static_cast<size_t>(first_owner) * KP, counters + first_owner, parts, 0);
+      sync();  // the staged row and misc are reused by the next token
+    }
   } else {
     unsigned long long* items = reinterpret_cast<unsigned long long*>(qitem);
     for (;;) {
@@ -677,7 +827,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         part = 0;
       }
       if (tid == 0) SG_TWELL_TRACE_ITEM(blockIdx.x * TEAMS + team, row, part, parts, 1);
-      run_part(row, part, parts);
+      run_part(row, part, parts, 0x7fffffff);
       if (parts == 1)
         store_row(row);
       else

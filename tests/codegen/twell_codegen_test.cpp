@@ -22,14 +22,14 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                                       b.entries / 4, b.backup / 4)),
             std::string::npos)
       << k.source;
-  EXPECT_NE(
-      k.source.find(fmt::format("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 2048, 1, 0, 2, 255>(B, "
-                                "values + {}, values + {}, bw, C, sg_smem, "
-                                "static_cast<float*>(nullptr), static_cast<int*>(nullptr), "
-                                "static_cast<int*>(nullptr), static_cast<unsigned*>(nullptr)"
-                                ", 0, alpha, beta, 300, 2048, 5632, 44",
-                                w.up_t, w.down)),
-      std::string::npos)
+  EXPECT_NE(k.source.find(
+                fmt::format("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 2048, 1, 0, 2, 255, 8, 32>(B, "
+                            "values + {}, values + {}, bw, C, sg_smem, "
+                            "static_cast<float*>(nullptr), static_cast<int*>(nullptr), "
+                            "static_cast<int*>(nullptr), static_cast<unsigned*>(nullptr)"
+                            ", 0, alpha, beta, 300, 2048, 5632, 44",
+                            w.up_t, w.down)),
+            std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("using T = __nv_bfloat16;"), std::string::npos);
   EXPECT_EQ(k.signature.b_transform.name, "sparsegen_twell_gate");
@@ -47,7 +47,7 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                            "104, 700, 11,"),
             std::string::npos)
       << kq.source;
-  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 1, 64, 4, 0, 1, 104, 1, 0, 2, 255>"),
+  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 1, 64, 4, 0, 1, 104, 1, 0, 2, 255, 8, 32>"),
             std::string::npos)
       << kq.source;
   EXPECT_EQ(kq.signature.b_alignment, 2);
@@ -102,7 +102,7 @@ TEST(TwellCodegen, SplitTokensShareAWorkspace) {
   EXPECT_EQ(k.signature.workspace_bytes, (3 * 256 + 3) * 4);
   EXPECT_TRUE(k.signature.workspace_zeroed);
   EXPECT_EQ(k.signature.params.back().kind, ParamKind::Workspace);
-  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 16, 0, 2, 255>"),
+  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 16, 0, 2, 255, 8, 32>"),
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("ws, reinterpret_cast<int*>(ws + 768), static_cast<int*>(nullptr), "
@@ -135,14 +135,14 @@ TEST(TwellCodegen, QueueBalanceHasAPersistentGridAndAWorkQueue) {
   EXPECT_EQ(ws.bytes, (ws.items + 2 * 3000 * 7) * 4);
   EXPECT_EQ(k.signature.workspace_bytes, ws.bytes);
   EXPECT_TRUE(k.signature.workspace_zeroed);
-  EXPECT_NE(
-      k.source.find(fmt::format(
-          "sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 1, 1, 2, 255>(B, values + 256000, values + "
-          "512000, bw, C, sg_smem, ws, reinterpret_cast<int*>(ws + {}), "
-          "reinterpret_cast<int*>(ws + {}), reinterpret_cast<unsigned*>(ws + {}), 1024, "
-          "alpha, beta, 3000, 256, 1000,",
-          ws.counters, ws.control, ws.items)),
-      std::string::npos)
+  EXPECT_NE(k.source.find(fmt::format(
+                "sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 1, 1, 2, 255, 8, 32>(B, values + "
+                "256000, values + "
+                "512000, bw, C, sg_smem, ws, reinterpret_cast<int*>(ws + {}), "
+                "reinterpret_cast<int*>(ws + {}), reinterpret_cast<unsigned*>(ws + {}), 1024, "
+                "alpha, beta, 3000, 256, 1000,",
+                ws.counters, ws.control, ws.items)),
+            std::string::npos)
       << k.source;
   // Fewer tokens than the grid's cap: one block each, a pool row each.
   const Problem few = Problem::gated_ffn(5, 100, 700, DType::F16, false);
@@ -173,7 +173,7 @@ TEST(TwellCodegen, QueueTeamsShareABlock) {
   const GeneratedKernel k = emit_twell(p, Schedule(s));
   EXPECT_EQ(k.signature.launch.grid_x, 750);
   EXPECT_EQ(k.signature.launch.block_threads, 256);
-  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 4, 128, 32, 1, 4, 2048, 1, 1, 2, 255>"),
+  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 4, 128, 32, 1, 4, 2048, 1, 1, 2, 255, 8, 32>"),
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("in 4 workers of 2"), std::string::npos);
@@ -187,6 +187,53 @@ TEST(TwellCodegen, QueueTeamsShareABlock) {
     o.headers = g->headers;
     EXPECT_FALSE(nvrtc::compile(g->source, o).image.empty());
   }
+}
+
+// balance=even: a grid of `blocks` blocks, the row pack writing two ints per token after the
+// backup, one fp32 row and counter per worker, the block's work line after the teams' slices.
+TEST(TwellCodegen, EvenBalanceHasAFixedGridAndTokenCounts) {
+  const Problem p = Problem::gated_ffn(3000, 2048, 1000, DType::BF16);
+  TwellSchedule s{128, 4, 8, TwellGate::Lib, 1, TwellBalance::Even, 4};
+  EXPECT_FALSE(validate(s).empty());  // no grid yet
+  s.blocks = 264;
+  EXPECT_TRUE(validate(s).empty());
+  const TwellBuffer b = twell_buffer(p, s);
+  EXPECT_EQ(b.tokens, (b.backup + 3000 * 1000 * 2 + 255) / 256 * 256);
+  EXPECT_EQ(b.bytes, (b.tokens + 3000 * 8 + 255) / 256 * 256);
+  EXPECT_EQ(twell_down_shared_bytes(p, s), 4 * 4976 + (8 * 33 + 1) * 8);
+  const TwellWorkspace ws = twell_workspace(p, s);
+  EXPECT_EQ(ws.rows, 264 * 4);
+  EXPECT_EQ(ws.bytes, (264 * 4 * 2048 + 264 * 4) * 4);
+  const GeneratedKernel k = emit_twell(p, Schedule(s));
+  EXPECT_EQ(k.signature.launch.grid_x, 264);
+  EXPECT_EQ(k.signature.workspace_bytes, ws.bytes);
+  EXPECT_TRUE(k.signature.workspace_zeroed);
+  EXPECT_EQ(k.signature.b_work_bytes, b.bytes);
+  EXPECT_NE(k.source.find(fmt::format("sg::twell_pack_rows<T, 128, 32, 4>(bw, 3000, 1000, 8, {}, "
+                                      "{}, {})",
+                                      b.entries / 4, b.backup / 4, b.tokens / 4)),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find(fmt::format(
+                "sg::twell_down<T, 8, 4, 128, 32, 1, 4, 2048, 1, 2, 2, 255, 8, 32>(B, values + "
+                "2048000, values + 4096000, bw, C, sg_smem, ws, reinterpret_cast<int*>(ws + {}), "
+                "static_cast<int*>(nullptr), static_cast<unsigned*>(nullptr), 0, alpha, beta, "
+                "3000, 2048, 1000, 8, {}, {}, {})",
+                ws.counters, b.entries / 4, b.backup / 4, b.tokens / 4)),
+            std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("264 blocks, each worker an equal share"), std::string::npos);
+  // The other balances pass no token counts.
+  s.balance = TwellBalance::Queue;
+  s.blocks = 0;
+  EXPECT_NE(
+      emit_twell(p, Schedule(s))
+          .source.find(fmt::format("(bw, 3000, 1000, 8, {}, {}, -1)", b.entries / 4, b.backup / 4)),
+      std::string::npos);
+  nvrtc::CompileOptions o;
+  o.arch = "sm_90";
+  o.headers = k.headers;
+  EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
 }
 
 TEST(TwellCodegen, CompilesForSm80AndSm90) {

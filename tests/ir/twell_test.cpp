@@ -190,10 +190,29 @@ TEST(TwellSchedule, SpecRoundTripsAndPrints) {
   EXPECT_NE(print_schedule(t).find("persistent blocks of 8 warps (4 teams of 2) taking tokens"),
             std::string::npos)
       << print_schedule(t);
+  // balance=even: a fixed grid of `blocks`, printed only with it.
+  const Schedule e = parse_schedule("twell;gate=lib;balance=even;teams=4;blocks=264");
+  EXPECT_EQ(e.as<TwellSchedule>().blocks, 264);
+  EXPECT_EQ(to_string(e),
+            "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=even;teams=4;blocks=264");
+  EXPECT_EQ(parse_schedule(to_string(e)), e);
+  EXPECT_NE(print_schedule(e).find("  kernel2: 264 blocks of 8 warps (4 teams of 2), each worker "
+                                   "an equal share of the tokens' batches (a token 8, an entry 1, "
+                                   "a dense piece 32)"),
+            std::string::npos)
+      << print_schedule(e);
+  // Even needs N a multiple of 8 (the row pack writes the token counts).
+  const Problem odd_n = Problem::gated_ffn(2, 48, 204, DType::BF16);
+  EXPECT_FALSE(validate_twell(odd_n, e.as<TwellSchedule>()).empty());
+  EXPECT_TRUE(
+      validate_twell(Problem::gated_ffn(2, 48, 208, DType::BF16), e.as<TwellSchedule>()).empty());
   for (const char* bad :
        {"twell;tile=96", "twell;comp=3", "twell;warps=2", "twell;tile=x", "twell;gate=cublas",
         "twell;split=3", "twell;nosuch=1", "twell;balance=steal", "twell;split=4;balance=queue",
-        "twell;teams=4", "twell;balance=queue;teams=3", "twell;warps=4;balance=queue;teams=8"})
+        "twell;teams=4", "twell;balance=queue;teams=3", "twell;warps=4;balance=queue;teams=8",
+        "twell;gate=lib;balance=even", "twell;balance=even;blocks=10",
+        "twell;gate=lib;balance=even;blocks=10;split=4", "twell;gate=lib;blocks=10",
+        "twell;gate=lib;balance=queue;blocks=10", "twell;gate=lib;balance=even;blocks=70000"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 

@@ -71,9 +71,9 @@ __global__ void __launch_bounds__(kWarps * 32)
   extern __shared__ __align__(16) float sg_smem[];
   constexpr int kThreads = kWarps / TEAMS * 32;
   constexpr int G = (KP / 8 + kThreads - 1) / kThreads;
-  sg::twell_down<T, kWarps, TEAMS, kTile, kCap, 1, G, KP, 1, 1, kPartBatches, kMaxParts>(
+  sg::twell_down<T, kWarps, TEAMS, kTile, kCap, 1, G, KP, 1, 1, kPartBatches, kMaxParts, 0, 0>(
       x, w_up_t, w_down, tw, y, sg_smem, ws, counters, qctl, qitem, qpool, 1.0f, 0.0f, m, KP, n,
-      tiles, entries_off, backup_off);
+      tiles, entries_off, backup_off, -1);
 }
 
 // Random bf16 in [-scale, scale), from a hash of the index.
