@@ -56,7 +56,10 @@ class TwellEmitter : public Emitter {
         "    const T* __restrict__ values,\n    const T* __restrict__ B,\n"
         "    const unsigned* __restrict__ bw,\n    T* __restrict__ C,\n    float alpha,\n"
         "    float beta{}) {{\n",
-        s_.warps * 32, opt_.kernel_name, uses_workspace() ? ",\n    float* __restrict__ ws" : ""));
+        // balance=even's grid counts on kTwellEvenBlocksPerSm blocks resident per multiprocessor
+        even() ? fmt::format("{}, {}", s_.warps * 32, kTwellEvenBlocksPerSm)
+               : std::to_string(s_.warps * 32),
+        opt_.kernel_name, uses_workspace() ? ",\n    float* __restrict__ ws" : ""));
     k.headers = header_sources();
     k.signature = signature();
     return k;

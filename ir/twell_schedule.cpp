@@ -276,10 +276,9 @@ int64_t twell_even_blocks(const Problem& p, const TwellSchedule& s, const Device
   const int64_t by_threads = dev.max_threads_per_multiprocessor / threads;
   const int64_t smem = twell_down_shared_bytes(p, s) + dev.shared_reserved_per_block;
   const int64_t by_smem = dev.max_shared_per_multiprocessor / std::max<int64_t>(smem, 1);
-  const int64_t by_regs =
-      dev.registers_per_multiprocessor / (int64_t{(twell_registers(p, s) + 7) / 8 * 8} * threads);
-  const int64_t per_sm = std::max<int64_t>(
-      1, std::min({by_threads, by_smem, by_regs, int64_t{dev.max_blocks_per_multiprocessor}}));
+  const int64_t per_sm =
+      std::max<int64_t>(1, std::min({by_threads, by_smem, int64_t{kTwellEvenBlocksPerSm},
+                                     int64_t{dev.max_blocks_per_multiprocessor}}));
   return std::min<int64_t>(65535, per_sm * std::max(dev.multiprocessors, 1));
 }
 

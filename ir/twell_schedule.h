@@ -104,6 +104,9 @@ inline constexpr int64_t kTwellQueuePool = 1024;
 // (64 columns of an overflowing tile, more than T/C of T nonzero), in packed entries.
 inline constexpr int kTwellEvenTokenCost = 8;
 inline constexpr int kTwellEvenPieceCost = 32;
+// balance=even's kernel 2 is compiled for this many resident blocks per multiprocessor (8 warps:
+// at most 128 registers a thread), so that a grid of this many per multiprocessor runs at once.
+inline constexpr int kTwellEvenBlocksPerSm = 2;
 
 std::vector<std::string> validate(const TwellSchedule& s);
 // A gated FFN in fp16 / bf16 with K, N > 0.
@@ -148,7 +151,7 @@ int64_t twell_workspace_bytes(const Problem& p, const TwellSchedule& s);
 // worker each at most.
 int64_t twell_max_parts(const Problem& p, const TwellSchedule& s);
 // balance=even's grid on dev: its multiprocessors times the blocks of s resident on one (by
-// threads, shared memory and the register estimate).
+// threads and shared memory, at most kTwellEvenBlocksPerSm).
 int64_t twell_even_blocks(const Problem& p, const TwellSchedule& s, const DeviceLimits& dev);
 // Kernel 2's grid: M × split blocks, min(ceil(M / teams), kTwellQueueGrid) persistent ones, or
 // balance=even's `blocks`.

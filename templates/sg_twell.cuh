@@ -737,15 +737,17 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
                                                       (rd + PIECE_COST - 1) / PIECE_COST));
         return cp + cd;
       };
-      // A token without nonzeros is written (beta·y) by the worker holding its base.
-      const int b0 = nb == 0 ? (base >= lo ? 0 : 1) : before(lo);
-      const int b1 = nb == 0 ? (base >= hi ? 0 : 1) : before(hi);
+      // A token without nonzeros is written (beta·y) by the worker holding its start (its base
+      // is the next token's start, where the next worker may begin).
+      const long long at = nb == 0 ? base - TOKEN_COST : base;
+      const int b0 = nb == 0 ? (at >= lo ? 0 : 1) : before(lo);
+      const int b1 = nb == 0 ? (at >= hi ? 0 : 1) : before(hi);
       if (b0 >= b1) continue;
       const long long last =
-          nb == 0 ? base
+          nb == 0 ? at
                   : base + (nb - 1 < pb ? static_cast<long long>(BATCH) * (nb - 1)
                                         : t.x + static_cast<long long>(PIECE_COST) * (nb - 1 - pb));
-      const long long first_owner = owner(base);
+      const long long first_owner = owner(at);
       const int parts = static_cast<int>(owner(last) - first_owner) + 1;
       setup(row);
       run_part(row, b0, 1, b1);

@@ -223,6 +223,7 @@ TEST(TwellCodegen, EvenBalanceHasAFixedGridAndTokenCounts) {
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("264 blocks, each worker an equal share"), std::string::npos);
+  EXPECT_NE(k.source.find("__launch_bounds__(256, 2) sparsegen_twell("), std::string::npos);
   // The other balances pass no token counts.
   s.balance = TwellBalance::Queue;
   s.blocks = 0;
