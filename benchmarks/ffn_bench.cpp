@@ -46,6 +46,14 @@ using json = nlohmann::json;
 
 namespace {
 
+// A "balance=even" SPEC without "blocks=" gets this device's grid for p (twell_even_blocks).
+std::string with_even_blocks(const std::string& spec, const Problem& p, const DeviceLimits& dev) {
+  if (spec.find("balance=even") == std::string::npos || spec.find("blocks=") != std::string::npos)
+    return spec;
+  const Schedule s = parse_schedule(spec + ";blocks=1");
+  return fmt::format("{};blocks={}", spec, twell_even_blocks(p, s.as<TwellSchedule>(), dev));
+}
+
 std::vector<char> to_bytes(const std::vector<float>& v, DType t) {
   std::vector<char> out(v.size() * 2);
   convert_values_to(v, t, std::as_writable_bytes(std::span<char>(out)));
@@ -74,7 +82,9 @@ int main(int argc, char** argv) {
       "twell;tile=64;comp=4;warps=8;gate=lib;balance=queue",
       "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=2",
       "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=4",
-      "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=8"};
+      "twell;tile=128;comp=4;warps=8;gate=lib;balance=queue;teams=8",
+      "twell;tile=128;comp=4;warps=8;gate=lib;balance=even;teams=2",
+      "twell;tile=128;comp=4;warps=8;gate=lib;balance=even;teams=4"};
   std::string type = "bf16", out_path;
   int reps = 20, check_rows = 6;
   bool gated = true, tune = false;
@@ -83,7 +93,9 @@ int main(int argc, char** argv) {
                "also run the FFN tuner per case (no cache) and time its pick beside the list");
   app.add_option("--m", ms, "token counts");
   app.add_option("--mean", means, "mean nonzeros per row of the gate activations");
-  app.add_option("--schedules", schedules, "twell schedules timed per case");
+  app.add_option("--schedules", schedules,
+                 "twell schedules timed per case (balance=even without blocks=: this device's "
+                 "grid)");
   app.add_option("--dtype", type, "bf16 or fp16");
   app.add_option("--reps", reps, "timed runs per candidate");
   app.add_option("--check-rows", check_rows, "rows checked against the CPU reference (0: none)");
@@ -174,9 +186,10 @@ int main(int argc, char** argv) {
       std::vector<std::pair<std::string, std::unique_ptr<CompiledKernel>>> kernels;
       for (const std::string& spec : schedules) {
         try {
-          const Schedule s = parse_schedule(spec);
+          const std::string full = with_even_blocks(spec, p, target.limits);
+          const Schedule s = parse_schedule(full);
           kernels.emplace_back(
-              spec, std::make_unique<CompiledKernel>(ctx, build_ffn_kernel(p, s, w, target)));
+              full, std::make_unique<CompiledKernel>(ctx, build_ffn_kernel(p, s, w, target)));
         } catch (const std::exception& e) {
           std::printf("%s M=%lld %s: %s\n", shape.c_str(), (long long)m, spec.c_str(), e.what());
           ++failures;

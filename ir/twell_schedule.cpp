@@ -345,7 +345,19 @@ std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatri
     for (int tile : {128, 64})
       for (int comp : {4, 8, 2, 16, 1})
         for (int warps : {8, 4})
-          for (TwellBalance balance : {TwellBalance::Queue, TwellBalance::Token}) {
+          for (TwellBalance balance :
+               {TwellBalance::Even, TwellBalance::Queue, TwellBalance::Token}) {
+            if (balance == TwellBalance::Even) {
+              if (gate != TwellGate::Lib || warps != 8) continue;
+              for (int teams : queue_teams_order(p)) {
+                TwellSchedule s{tile, comp, warps, gate, 1, balance, teams};
+                s.blocks = static_cast<int>(twell_even_blocks(p, s, dev));
+                if (twell_groups(p, s) <= 8 && validate_twell(p, s).empty() &&
+                    verify_twell(p, s, dev).empty())
+                  out.emplace_back(s);
+              }
+              continue;
+            }
             if (balance == TwellBalance::Queue && warps == 8) {
               for (int teams : queue_teams_order(p)) {
                 const TwellSchedule s{tile, comp, warps, gate, 1, balance, teams};

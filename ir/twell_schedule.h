@@ -168,10 +168,11 @@ std::vector<std::string> verify_twell(const Problem& p, const TwellSchedule& s,
                                       const DeviceLimits& dev);
 
 // Every legal schedule: gate {lib, mma} × tile {128, 64} × comp {4, 8, 2, 16, 1} × warps {8, 4}
-// × balance {queue, token} with split 1 and teams 1; the queue ones of 8 warps with teams 1, 2,
-// 4, 8 instead (those whose threads hold at most 8 column groups, nearest 4 groups first), and for
-// M <= 1024 also the gate=lib token ones with split 4 and 16; none unless the problem is a gated
-// FFN and `a` an activation pattern with N columns.
+// × balance {even, queue, token} with split 1 and teams 1; the even (gate=lib, N a multiple of 8,
+// blocks = twell_even_blocks) and queue ones of 8 warps with teams 1, 2, 4, 8 instead (those whose
+// threads hold at most 8 column groups, nearest 4 groups first), and for M <= 1024 also the
+// gate=lib token ones with split 4 and 16; none unless the problem is a gated FFN and `a` an
+// activation pattern with N columns.
 std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev);
 

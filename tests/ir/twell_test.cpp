@@ -222,28 +222,38 @@ TEST(TwellSchedule, ServesGatedFfnsOnlyAndSaysWhy) {
   const Problem ffn = Problem::gated_ffn(2, 48, 200, DType::BF16);
   EXPECT_TRUE(fam.why_not(ffn, h).empty());
   // 40 with one block per token, 40 with the queue and 60 more with queue teams (8, 4, 2 of
-  // the 8 warps), and for few tokens 40 more gate=lib ones with split 4 and 16.
-  // The first queue schedules of the enumeration differ only in teams.
-  auto queue_spec = [](int teams) {
-    return fmt::format("twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=queue;teams={}",
-                       teams);
+  // the 8 warps), 40 even ones (gate=lib; teams 1, 2, 4, 8), and for few tokens 40 more gate=lib
+  // ones with split 4 and 16. The first schedules of the enumeration differ only in teams: the
+  // even ones on 2 blocks per multiprocessor, then the queue's.
+  auto spec = [](const char* balance, int teams) {
+    return fmt::format("twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance={};teams={}{}",
+                       balance, teams, std::string(balance) == "even" ? ";blocks=264" : "");
   };
   const auto space = fam.enumerate(ffn, h, {});
-  EXPECT_EQ(space.size(), 180u);
-  EXPECT_EQ(to_string(space.front()), queue_spec(1));
+  EXPECT_EQ(space.size(), 220u);
+  EXPECT_EQ(to_string(space.front()), spec("even", 1));
   // Teams nearest to 4 column groups per thread come first; at K = 48 every team holds one,
   // so the order is by size.
-  EXPECT_EQ(to_string(space[1]), queue_spec(2));
+  EXPECT_EQ(to_string(space[1]), spec("even", 2));
+  EXPECT_EQ(to_string(space[4]), spec("queue", 1));
   // At K = 4096 a one-warp team would hold 16 column groups per thread: not offered. Two teams
   // of 4 warps hold 4 groups and lead; at K = 2048 four teams of 2 warps do.
   const auto wide = fam.enumerate(Problem::gated_ffn(2, 4096, 200, DType::BF16), h, {});
-  EXPECT_EQ(wide.size(), 160u);
-  EXPECT_EQ(to_string(wide.front()), queue_spec(2));
-  EXPECT_EQ(to_string(wide[1]), queue_spec(1));
+  EXPECT_EQ(wide.size(), 190u);
+  EXPECT_EQ(to_string(wide.front()), spec("even", 2));
+  EXPECT_EQ(to_string(wide[1]), spec("even", 1));
+  EXPECT_EQ(to_string(wide[2]), spec("even", 4));
+  EXPECT_EQ(to_string(wide[3]), spec("queue", 2));
   const auto mid = fam.enumerate(Problem::gated_ffn(2, 2048, 200, DType::BF16), h, {});
-  EXPECT_EQ(to_string(mid.front()), queue_spec(4));
-  EXPECT_EQ(to_string(mid[2]), queue_spec(1));
-  EXPECT_EQ(to_string(mid[3]), queue_spec(8));
+  EXPECT_EQ(to_string(mid.front()), spec("even", 4));
+  EXPECT_EQ(to_string(mid[2]), spec("even", 1));
+  EXPECT_EQ(to_string(mid[3]), spec("even", 8));
+  EXPECT_EQ(to_string(mid[4]), spec("queue", 4));
+  // N not a multiple of 8: no even schedule (the row pack writes the token counts).
+  const auto odd =
+      fam.enumerate(Problem::gated_ffn(2, 48, 204, DType::BF16), rows_of(204, {{1, 2}, {3}}), {});
+  EXPECT_EQ(odd.size(), 180u);
+  EXPECT_EQ(to_string(odd.front()), spec("queue", 1));
   const Schedule lib = parse_schedule("twell;gate=lib");
   EXPECT_EQ(lib.as<TwellSchedule>().gate, TwellGate::Lib);
   EXPECT_NE(print_schedule(lib).find("BLAS library"), std::string::npos);
@@ -277,7 +287,7 @@ TEST(TwellSchedule, EnumerationOfEveryFamilyForAnFfnWithAShortCalibration) {
     twell += s.family_name() == "twell";
     dense += s.family_name() == "dense_ffn";
   }
-  EXPECT_EQ(twell, 140);
+  EXPECT_EQ(twell, 180);
   EXPECT_EQ(dense, 3);
   EXPECT_EQ(twell + dense, static_cast<int>(all.size()));
 }
