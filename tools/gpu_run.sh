@@ -76,8 +76,8 @@ SANITIZER_RUNS=(
   # slide split=wg in clusters: multicast staging and the cross-block barriers, grids past M.
   "slide_wg_clusters|tests/gpu_tests '--gtest_filter=GpuSlide.WarpgroupClusters'"
   # twell: both gates, overflowing tiles, tokens split across blocks (the fp32 workspace), the
-  # queue of long tokens' parts.
-  "twell|tests/gpu_tests '--gtest_filter=GpuTwell.FromAFewNonzerosToRowsThatOverflowEveryTile:GpuTwell.FewTokensSplitAcrossBlocks:GpuTwell.QueueCutsLongTokensIntoParts'"
+  # queue of long tokens' parts, the even shares (tokens shared by workers).
+  "twell|tests/gpu_tests '--gtest_filter=GpuTwell.FromAFewNonzerosToRowsThatOverflowEveryTile:GpuTwell.FewTokensSplitAcrossBlocks:GpuTwell.QueueCutsLongTokensIntoParts:GpuTwell.EvenSharesOfTheTokensBatches'"
 )
 # gpu_tests (tests/gpu, run by ctest above) write one JSON summary per GpuCorrectness test here;
 # it lies inside BENCH_DIR, so bench.tar.gz carries it when benchmarks run.
