@@ -22,9 +22,9 @@
 #include "sg_dtype.cuh"
 
 // A timing probe (tools/debug/twell_timeline_probe.cu) defines SG_TWELL_TRACE_ITEM(worker, row,
-// part, parts, phase) before including this header, to record when each worker of kernel 2's
-// queue takes an item (phase 0), starts its batches (1) and has written its row (2). Otherwise it
-// is nothing.
+// part, parts, phase) before including this header, to record when each worker of kernel 2
+// takes an item (phase 0), starts its batches (1) and has written its row (2); balance=even's
+// items give their first batch and batch count as part and parts. Otherwise it is nothing.
 #ifndef SG_TWELL_TRACE_ITEM
 #define SG_TWELL_TRACE_ITEM(worker, row, part, parts, phase) ((void)0)
 #endif
@@ -749,12 +749,16 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
                                         : t.x + static_cast<long long>(PIECE_COST) * (nb - 1 - pb));
       const long long first_owner = owner(at);
       const int parts = static_cast<int>(owner(last) - first_owner) + 1;
+      const unsigned worker = static_cast<unsigned>(w);
+      if (tid == 0) SG_TWELL_TRACE_ITEM(worker, row, b0, b1 - b0, 0);
       setup(row);
+      if (tid == 0) SG_TWELL_TRACE_ITEM(worker, row, b0, b1 - b0, 1);
       run_part(row, b0, 1, b1);
       if (parts == 1)
         store_row(row);
       else
         add_row(row, ws + static_cast<size_t>(first_owner) * KP, counters + first_owner, parts, 0);
+      if (tid == 0) SG_TWELL_TRACE_ITEM(worker, row, b0, b1 - b0, 2);
       sync();  // the staged row and misc are reused by the next token
     }
   } else {

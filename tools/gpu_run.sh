@@ -165,10 +165,11 @@ BENCH_RUNS=(
   #   MACKO_PROBE_ARGS="--shapes 4096x4096 28672x7168 --sparsities 0.9 --schedule 'macko;...'"
   # cmd: any benchmark command line, run from the build dir (BENCH_CMD="tools/sparsegen-bench ...").
   'cmd|[ -n "${BENCH_CMD:-}" ] || exit 0; eval "$BENCH_CMD"'
-  # twell_timeline: when each worker of the twell kernel 2 (the queue) is busy, from a trace of its
-  # items (tools/debug/twell_timeline_probe.cu, built here with nvcc): K = 2048 with 4 teams and
-  # K = 4096 with 2, M = 4096 and 16384, mean 30. One JSON summary and one CSV of items per case.
-  'twell_timeline|nvcc -O3 -arch=sm_90 -std=c++17 -I"$REPO_ROOT/templates" -o twell_timeline "$REPO_ROOT/tools/debug/twell_timeline_probe.cu" || exit 1; for c in "2048 4" "4096 2"; do set -- $c; for m in 4096 16384; do timeout 120 ./twell_timeline --k $1 --teams $2 --m $m --items "$BENCH_DIR/twell_items_k$1_m$m.csv" > "$BENCH_DIR/twell_timeline_k$1_m$m.json" || exit 1; done; done'
+  # twell_timeline: when each worker of the twell kernel 2 is busy, from a trace of its items
+  # (tools/debug/twell_timeline_probe.cu, built here with nvcc): K = 2048 with 4 teams and K = 4096
+  # with 2, M = 4096 and 16384, mean 30, the queue and balance=even. One JSON summary per case
+  # and a compressed CSV of items per case.
+  'twell_timeline|nvcc -O3 -arch=sm_90 -std=c++17 -I"$REPO_ROOT/templates" -o twell_timeline "$REPO_ROOT/tools/debug/twell_timeline_probe.cu" || exit 1; for c in "2048 4" "4096 2"; do set -- $c; for m in 4096 16384; do for b in queue even; do f=$([ $b = even ] && echo --even); timeout 120 ./twell_timeline --k $1 --teams $2 --m $m $f --items "$BENCH_DIR/twell_items_k${1}_m${m}_$b.csv" > "$BENCH_DIR/twell_timeline_k${1}_m${m}_$b.json" || exit 1; xz -f "$BENCH_DIR/twell_items_k${1}_m${m}_$b.csv"; done; done; done'
   'macko_probe|[ -n "${MACKO_PROBE_ARGS:-}" ] || exit 0; eval "timeout 400 tools/sparsegen-macko-bench $MACKO_PROBE_ARGS --out $BENCH_DIR/macko_probe.json"'
   # bitmap_probe: one family's best of the model's top K against cuBLAS/cuSPARSE on generated
   # weights, e.g. BITMAP_PROBE_CASES="28672x7168 magnitude 0.7 8,64|4096x4096 random 0.9 8"

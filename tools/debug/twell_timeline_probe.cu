@@ -13,8 +13,8 @@
 // Build and run (on the GPU machine, from the repository root):
 //   nvcc -O3 -arch=sm_90 -std=c++17 -Itemplates -o twell_timeline
 //        tools/debug/twell_timeline_probe.cu
-//   ./twell_timeline [--k 2048|4096] [--n N] [--m M] [--mean 30] [--teams 4|2] [--seed 1]
-//                    [--items FILE.csv] [--host-only]
+//   ./twell_timeline [--k 2048|4096] [--n N] [--m M] [--mean 30] [--teams 4|2] [--even]
+//                    [--seed 1] [--items FILE.csv] [--host-only]
 // (or `STEPS=bench BENCH_ONLY=twell_timeline bash tools/gpu_run.sh`).
 // Prints one JSON object: the kernel's time (events, median of 5 traced runs, L2 not flushed),
 // the traced span, per-SM idle time at the start and the end, per-worker busy time and the gaps
@@ -61,19 +61,30 @@ __device__ __forceinline__ void sg_probe_trace(unsigned worker, int row, int par
 using T = __nv_bfloat16;
 constexpr int kTile = 128, kCap = 32, kWarps = 8, kBatch = 64, kPartBatches = 2, kMaxParts = 255;
 constexpr int kQueueGrid = 1024, kQueuePool = 1024;
+// ir/twell_schedule.h's balance=even constants (the costs may be set with -D to try others).
+#ifndef TWELL_EVEN_TOKEN_COST
+#define TWELL_EVEN_TOKEN_COST 8
+#endif
+#ifndef TWELL_EVEN_PIECE_COST
+#define TWELL_EVEN_PIECE_COST 32
+#endif
+constexpr int kEvenTokenCost = TWELL_EVEN_TOKEN_COST, kEvenPieceCost = TWELL_EVEN_PIECE_COST;
+constexpr int kEvenBlocksPerSm = 2;
 
 // The generated kernel's body for one (K, teams): G column groups of 8 per thread.
-template <int TEAMS, int KP>
-__global__ void __launch_bounds__(kWarps * 32)
+// BALANCE 1 (queue) or 2 (even: 2 blocks per multiprocessor, the IR's work-line costs).
+template <int TEAMS, int KP, int BALANCE>
+__global__ void __launch_bounds__(kWarps * 32, BALANCE == 2 ? 2 : 1)
     down_kernel(const T* x, const T* w_up_t, const T* w_down, const unsigned* tw, T* y, float* ws,
                 int* counters, int* qctl, unsigned* qitem, int qpool, int m, int n, int tiles,
-                int entries_off, int backup_off) {
+                int entries_off, int backup_off, int tokens_off) {
   extern __shared__ __align__(16) float sg_smem[];
   constexpr int kThreads = kWarps / TEAMS * 32;
   constexpr int G = (KP / 8 + kThreads - 1) / kThreads;
-  sg::twell_down<T, kWarps, TEAMS, kTile, kCap, 1, G, KP, 1, 1, kPartBatches, kMaxParts, 0, 0>(
-      x, w_up_t, w_down, tw, y, sg_smem, ws, counters, qctl, qitem, qpool, 1.0f, 0.0f, m, KP, n,
-      tiles, entries_off, backup_off, -1);
+  sg::twell_down<T, kWarps, TEAMS, kTile, kCap, 1, G, KP, 1, BALANCE, kPartBatches, kMaxParts,
+                 kEvenTokenCost, kEvenPieceCost>(x, w_up_t, w_down, tw, y, sg_smem, ws, counters,
+                                                 qctl, qitem, qpool, 1.0f, 0.0f, m, KP, n, tiles,
+                                                 entries_off, backup_off, tokens_off);
 }
 
 // Random bf16 in [-scale, scale), from a hash of the index.
@@ -96,6 +107,7 @@ int64_t align256(int64_t b) {
 struct Options {
   int k = 2048, n = 5632, m = 4096, teams = 4;
   double mean = 30;
+  bool even = false;  // balance=even instead of the queue
   unsigned seed = 1;
   std::string items_csv;
   bool host_only = false;  // the activations' statistics only (no GPU needed)
@@ -124,6 +136,8 @@ Options parse(int argc, char** argv) {
       o.mean = std::atof(value());
     else if (a == "--teams")
       o.teams = std::atoi(value());
+    else if (a == "--even")
+      o.even = true;
     else if (a == "--seed")
       o.seed = static_cast<unsigned>(std::atoi(value()));
     else if (a == "--items")
@@ -153,7 +167,8 @@ int main(int argc, char** argv) {
   const int tiles = (n + kTile - 1) / kTile;
   const int64_t cells = int64_t{m} * tiles;
   const int64_t entries_b = align256(cells * 4), backup_b = align256(entries_b + cells * kCap * 4);
-  const int64_t tw_bytes = align256(backup_b + int64_t{m} * n * 2);
+  const int64_t tokens_b = align256(backup_b + int64_t{m} * n * 2);
+  const int64_t tw_bytes = align256(tokens_b + int64_t{m} * 8);
 
   // Activations: counts per token, distinct hidden units, values in [0.5, 1.5).
   std::mt19937_64 rng(o.seed);
@@ -191,6 +206,8 @@ int main(int argc, char** argv) {
       over += c > kCap ? 1 : 0;
     }
     batches[r] = (packed + kBatch - 1) / kBatch + over * (kTile / kBatch);
+    tw[tokens_b / 4 + 2 * r] = static_cast<unsigned>(packed);
+    tw[tokens_b / 4 + 2 * r + 1] = static_cast<unsigned>(over);
     total += cnt;
     longest = std::max<int64_t>(longest, cnt);
   }
@@ -231,7 +248,14 @@ int main(int argc, char** argv) {
   const int64_t max_parts = std::min<int64_t>(
       kMaxParts,
       std::max<int64_t>(1, (int64_t{tiles} * (kTile / kBatch) + kPartBatches - 1) / kPartBatches));
-  const int64_t rows = std::min<int64_t>(m, kQueuePool);
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int grid =
+      o.even ? kEvenBlocksPerSm * sms
+             : static_cast<int>(std::min<int64_t>((m + o.teams - 1) / o.teams, kQueueGrid));
+  // The queue: a pool of rows, their counters, its control words and items; even: a row and a
+  // counter per worker.
+  const int64_t rows = o.even ? int64_t{grid} * o.teams : std::min<int64_t>(m, kQueuePool);
   const int64_t ws_counters = rows * kp, ws_control = ws_counters + rows;
   const int64_t ws_items = (ws_control + 8 + 1) / 2 * 2;
   const int64_t ws_bytes = (ws_items + 2 * int64_t{m} * (max_parts - 1)) * 4;
@@ -249,9 +273,9 @@ int main(int argc, char** argv) {
 
   const int64_t worker_smem =
       (int64_t{kp} * 2 + kBatch * 12 + (tiles + 1) * 4 + tiles * 4 + 32 + 15) / 16 * 16;
-  const int smem = static_cast<int>(worker_smem * o.teams);
-  const int grid = static_cast<int>(std::min<int64_t>((m + o.teams - 1) / o.teams, kQueueGrid));
-  // The instantiated kernels: (K 2048, 4 teams) and (K 4096, 2 teams).
+  const int64_t line_smem = o.even ? (kWarps * 33 + 1) * 8 : 0;
+  const int smem = static_cast<int>(worker_smem * o.teams + line_smem);
+  // The instantiated kernels: (K 2048, 4 teams) and (K 4096, 2 teams), queue or even.
   auto run = [&](auto kernel) {
     CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     return [=]() {
@@ -259,11 +283,13 @@ int main(int argc, char** argv) {
           x, w, w + int64_t{n} * kp, d_tw, y, ws, reinterpret_cast<int*>(ws + ws_counters),
           reinterpret_cast<int*>(ws + ws_control), reinterpret_cast<unsigned*>(ws + ws_items),
           static_cast<int>(rows), m, n, tiles, static_cast<int>(entries_b / 4),
-          static_cast<int>(backup_b / 4));
+          static_cast<int>(backup_b / 4), o.even ? static_cast<int>(tokens_b / 4) : -1);
       CK(cudaGetLastError());
     };
   };
-  const auto launch = o.k == 2048 ? run(down_kernel<4, 2048>) : run(down_kernel<2, 4096>);
+  const auto launch = o.k == 2048
+                          ? (o.even ? run(down_kernel<4, 2048, 2>) : run(down_kernel<4, 2048, 1>))
+                          : (o.even ? run(down_kernel<2, 4096, 2>) : run(down_kernel<2, 4096, 1>));
   // The trace count is reset before the events, so that only the kernel is timed.
   auto reset_trace = [&]() {
     const unsigned zero = 0;
@@ -280,8 +306,6 @@ int main(int argc, char** argv) {
   }
   std::vector<TraceRecord> rec(count);
   CK(cudaMemcpy(rec.data(), d_trace, sizeof(TraceRecord) * count, cudaMemcpyDeviceToHost));
-  int sms = 0;
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));
 
@@ -349,8 +373,10 @@ int main(int argc, char** argv) {
             [](const Item& a, const Item& b) { return a.end - a.take > b.end - b.take; });
 
   std::printf("{\n  \"device\": \"%s\",\n  \"probe\": \"twell_timeline\",\n", prop.name);
-  std::printf("  \"k\": %d, \"n\": %d, \"m\": %d, \"mean\": %.1f, \"teams\": %d, \"seed\": %u,\n",
-              k, n, m, o.mean, o.teams, o.seed);
+  std::printf(
+      "  \"k\": %d, \"n\": %d, \"m\": %d, \"mean\": %.1f, \"teams\": %d, \"balance\": \"%s\", "
+      "\"even_costs\": [%d, %d], \"seed\": %u,\n",
+      k, n, m, o.mean, o.teams, o.even ? "even" : "queue", kEvenTokenCost, kEvenPieceCost, o.seed);
   std::printf("  \"nonzeros\": %lld, \"longest_token\": %lld, \"grid\": %d, \"sms\": %d,\n",
               static_cast<long long>(total), static_cast<long long>(longest), grid, sms);
   std::printf("  \"kernel_ms\": {\"median\": %.4f, \"min\": %.4f, \"max\": %.4f},\n", ms[2], ms[0],
@@ -360,6 +386,15 @@ int main(int argc, char** argv) {
   std::printf("  \"sm_idle_end_us\": {\"mean\": %.1f, \"max\": %.1f},\n", tail / sms, tail_max);
   std::printf("  \"workers_used\": %d, \"worker_busy_share\": %.3f,\n", workers_used,
               workers_used > 0 ? busy_sum / (workers_used * span) : 0.0);
+  // When the workers finish: the spread is what an even split leaves to the estimate.
+  std::vector<double> ends;
+  for (double e : last_end)
+    if (e >= 0) ends.push_back(e);
+  std::sort(ends.begin(), ends.end());
+  auto at = [&](double q) { return ends.empty() ? 0.0 : ends[size_t(q * (ends.size() - 1))]; };
+  std::printf(
+      "  \"worker_end_us\": {\"p10\": %.1f, \"p50\": %.1f, \"p90\": %.1f, \"max\": %.1f},\n",
+      at(0.1), at(0.5), at(0.9), at(1.0));
   std::printf(
       "  \"gap_between_items_us\": {\"mean\": %.2f}, \"take_to_start_us\": {\"mean\": %.2f},\n",
       gap_count > 0 ? gaps / gap_count : 0.0, items.empty() ? 0.0 : setup / items.size());
