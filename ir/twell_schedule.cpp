@@ -81,9 +81,15 @@ std::vector<std::string> validate(const TwellSchedule& s) {
           "be lib");
     if (s.blocks < 1 || s.blocks > 65535)
       why.push_back(fmt::format("balance=even needs blocks=1..65535 (got {})", s.blocks));
-  } else if (s.blocks != 0) {
-    why.push_back(
-        fmt::format("blocks={} sizes balance=even's grid: balance must be even", s.blocks));
+    if (s.tail < 0 || s.tail > 50)
+      why.push_back(fmt::format("tail={} must be a percent of 0 to 50", s.tail));
+  } else {
+    if (s.blocks != 0)
+      why.push_back(
+          fmt::format("blocks={} sizes balance=even's grid: balance must be even", s.blocks));
+    if (s.tail != 0)
+      why.push_back(
+          fmt::format("tail={} hands out balance=even's line: balance must be even", s.tail));
   }
   return why;
 }
@@ -113,6 +119,7 @@ std::string twell_spec(const TwellSchedule& s) {
       fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
                   s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
   if (s.balance == TwellBalance::Even) spec += fmt::format(";blocks={}", s.blocks);
+  if (s.tail != 0) spec += fmt::format(";tail={}", s.tail);
   return spec;
 }
 
@@ -143,8 +150,10 @@ std::string print_twell(const TwellSchedule& s) {
     case TwellBalance::Even:
       blocks = fmt::format(
           "{} blocks of {} warps{}, each worker an equal share of the tokens' batches (a token "
-          "{}, an entry 1, a dense piece {})",
-          s.blocks, s.warps, teams, kTwellEvenTokenCost, kTwellEvenPieceCost);
+          "{}, an entry 1, a dense piece {}){}",
+          s.blocks, s.warps, teams, kTwellEvenTokenCost, kTwellEvenPieceCost,
+          s.tail == 0 ? std::string()
+                      : fmt::format(", the last {} % from a counter to the first done", s.tail));
       break;
     case TwellBalance::Token:
       blocks = fmt::format(
@@ -181,9 +190,12 @@ TwellSchedule parse_twell_fields(std::string_view spec,
       s.teams = num(64);
     } else if (key == "blocks") {
       s.blocks = num(65535);
+    } else if (key == "tail") {
+      s.tail = static_cast<int>(spec_fields::parse_int(key, v, 0, 50));
     } else {
       spec_fields::error(
-          key, "one of tile, comp, warps, gate, split, balance, teams, blocks (family twell)", key);
+          key, "one of tile, comp, warps, gate, split, balance, teams, blocks, tail (family twell)",
+          key);
     }
   });
   spec_fields::check_legal(spec, validate(s));
@@ -236,9 +248,10 @@ TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s) {
     w.items = (w.control + 8 + 1) / 2 * 2;  // 8-byte aligned
     w.bytes = (w.items + 2 * p.m * (twell_max_parts(p, s) - 1)) * 4;
   } else if (s.balance == TwellBalance::Even) {
-    w.rows = int64_t{s.blocks} * s.teams;
+    w.rows = int64_t{s.blocks} * s.teams * (s.tail > 0 ? 2 : 1);
     w.counters = w.rows * kp;
-    w.bytes = (w.counters + w.rows) * 4;
+    w.control = w.counters + w.rows;
+    w.bytes = (w.control + (s.tail > 0 ? 2 : 0)) * 4;
   } else if (s.split > 1) {
     w.rows = p.m;
     w.counters = w.rows * kp;
