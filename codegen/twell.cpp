@@ -123,7 +123,7 @@ class TwellEmitter : public Emitter {
 
   // Kernel 2: the main kernel's body.
   //   sg::twell_down<T, WARPS, TEAMS, TILE, CAP, GATED, G, KP, SPLIT, BALANCE, PART, MAX_PARTS,
-  //                  EVEN_TOKEN_COST, EVEN_PIECE_COST, EVEN_TAIL>(
+  //                  EVEN_TOKEN_COST, EVEN_PIECE_COST>(
   //       B, W_u^T, W_d, bw, C, sg_smem, ws rows, counters, queue control, queue items, pool,
   //       alpha, beta, M, K, N, tiles, entries, backup, tokens);
   void emit_down() {
@@ -155,14 +155,14 @@ class TwellEmitter : public Emitter {
                            : even() ? 2
                                     : 0},
                     IntArg{kTwellPartBatches}, IntArg{kTwellMaxParts}, IntArg{kTwellEvenTokenCost},
-                    IntArg{kTwellEvenPieceCost}, IntArg{s_.tail}),
+                    IntArg{kTwellEvenPieceCost}),
               cptr_t("B"), cptr_t(fmt::format("values + {}", w.up_t)),
               cptr_t(fmt::format("values + {}", w.down)), cptr_u32("bw"), ptr_t("C"),
               ptr_f32("sg_smem"), ptr_f32(work ? "ws" : "static_cast<float*>(nullptr)"),
               tmpl::ptr_i32(work ? ws_ptr("int", ws.counters) : "static_cast<int*>(nullptr)"),
               tmpl::ptr_i32(queue() ? ws_ptr("int", ws.control) : "static_cast<int*>(nullptr)"),
               ptr_u32(queue() ? ws_ptr("unsigned", ws.items) : "static_cast<unsigned*>(nullptr)"),
-              i32(num(queue() || even() ? ws.rows : 0)), f32("alpha"), f32("beta"), i32(num(p_.m)),
+              i32(num(queue() ? ws.rows : 0)), f32("alpha"), f32("beta"), i32(num(p_.m)),
               i32(num(p_.k)), i32(num(p_.n)), i32(num(twell_tiles(p_, s_))),
               i32(num(b.entries / 4)), i32(num(b.backup / 4)),
               i32(num(even() ? b.tokens / 4 : -1)));

@@ -81,15 +81,9 @@ std::vector<std::string> validate(const TwellSchedule& s) {
           "be lib");
     if (s.blocks < 1 || s.blocks > 65535)
       why.push_back(fmt::format("balance=even needs blocks=1..65535 (got {})", s.blocks));
-    if (s.tail < 0 || s.tail > 50)
-      why.push_back(fmt::format("tail={} must be a percent of 0 to 50", s.tail));
-  } else {
-    if (s.blocks != 0)
-      why.push_back(
-          fmt::format("blocks={} sizes balance=even's grid: balance must be even", s.blocks));
-    if (s.tail != 0)
-      why.push_back(
-          fmt::format("tail={} hands out balance=even's line: balance must be even", s.tail));
+  } else if (s.blocks != 0) {
+    why.push_back(
+        fmt::format("blocks={} sizes balance=even's grid: balance must be even", s.blocks));
   }
   return why;
 }
@@ -119,7 +113,6 @@ std::string twell_spec(const TwellSchedule& s) {
       fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
                   s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
   if (s.balance == TwellBalance::Even) spec += fmt::format(";blocks={}", s.blocks);
-  if (s.tail != 0) spec += fmt::format(";tail={}", s.tail);
   return spec;
 }
 
@@ -150,10 +143,8 @@ std::string print_twell(const TwellSchedule& s) {
     case TwellBalance::Even:
       blocks = fmt::format(
           "{} blocks of {} warps{}, each worker an equal share of the tokens' batches (a token "
-          "{}, an entry 1, a dense piece {}){}",
-          s.blocks, s.warps, teams, kTwellEvenTokenCost, kTwellEvenPieceCost,
-          s.tail == 0 ? std::string()
-                      : fmt::format(", the last {} % from a counter to the first done", s.tail));
+          "{}, an entry 1, a dense piece {})",
+          s.blocks, s.warps, teams, kTwellEvenTokenCost, kTwellEvenPieceCost);
       break;
     case TwellBalance::Token:
       blocks = fmt::format(
@@ -190,12 +181,9 @@ TwellSchedule parse_twell_fields(std::string_view spec,
       s.teams = num(64);
     } else if (key == "blocks") {
       s.blocks = num(65535);
-    } else if (key == "tail") {
-      s.tail = static_cast<int>(spec_fields::parse_int(key, v, 0, 50));
     } else {
       spec_fields::error(
-          key, "one of tile, comp, warps, gate, split, balance, teams, blocks, tail (family twell)",
-          key);
+          key, "one of tile, comp, warps, gate, split, balance, teams, blocks (family twell)", key);
     }
   });
   spec_fields::check_legal(spec, validate(s));
@@ -248,10 +236,9 @@ TwellWorkspace twell_workspace(const Problem& p, const TwellSchedule& s) {
     w.items = (w.control + 8 + 1) / 2 * 2;  // 8-byte aligned
     w.bytes = (w.items + 2 * p.m * (twell_max_parts(p, s) - 1)) * 4;
   } else if (s.balance == TwellBalance::Even) {
-    w.rows = int64_t{s.blocks} * s.teams * (s.tail > 0 ? 2 : 1);
+    w.rows = int64_t{s.blocks} * s.teams;
     w.counters = w.rows * kp;
-    w.control = w.counters + w.rows;
-    w.bytes = (w.control + (s.tail > 0 ? 2 : 0)) * 4;
+    w.bytes = (w.counters + w.rows) * 4;
   } else if (s.split > 1) {
     w.rows = p.m;
     w.counters = w.rows * kp;

@@ -29,9 +29,6 @@
 //            warp per team: no block barrier at all); its threads hold more output columns each
 //     blocks balance=even: the fixed grid (the multiprocessors times the blocks resident on one,
 //            so that every worker's equal share runs at once)
-//     tail   balance=even: the percent of the line (0-50; 0, the default, is not printed) that is
-//            not shared out but handed in segments of at least 64 from a counter to the workers
-//            done first, for what the estimate gets wrong
 //
 // Kernel 1 (b_transform, on x):  block (t, y) computes G = x[128 rows of y] · W_g[:, tile t] on
 //   the tensor cores (mma.sync m16n8k16, fp32 accumulation, cp.async 3-stage pipeline, 8 warps),
@@ -84,7 +81,6 @@ struct TwellSchedule {
   TwellBalance balance = TwellBalance::Token;  // queue: split 1 only
   int teams = 1;                               // kernel 2 workers per block: 1, 2, 4, 8
   int blocks = 0;                              // balance=even: kernel 2's grid
-  int tail = 0;                                // balance=even: percent handed out from a counter
 
   int cap() const { return tile / comp; }
   int team_warps() const { return warps / teams; }  // warps of one kernel-2 worker
@@ -142,8 +138,7 @@ int twell_registers(const Problem& p, const TwellSchedule& s);
 // control words, then room for every 64-bit work item a launch can push: M × (most parts of a
 // token − 1), so that an item is never reused within a launch. A pool row is freed when its
 // token's last part has written y. balance=even: one fp32 row and counter per worker (a split
-// token's row is its first segment's), twice that with a tail, then the tail's counter and its
-// count of workers out. All zero between launches.
+// token's row is its first worker's). All zero between launches.
 struct TwellWorkspace {
   int64_t rows = 0;  // fp32 rows: M (split) or the queue's pool
   int64_t counters = 0, control = 0, items = 0, bytes = 0;

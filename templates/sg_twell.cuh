@@ -365,10 +365,8 @@ __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m
 // one dense token no longer holds an SM alone while the rest of the grid has finished; BALANCE 2
 // (even) is a fixed grid whose workers take equal shares of the tokens' batches on a line of
 // estimated work (TOKEN_COST per token, 1 per packed entry, PIECE_COST per dense piece), from the
-// per-token counts the row pack wrote at tokens_off; a shared token's partial rows meet in the
-// fp32 row of ws of its first segment; with TAIL > 0 the last TAIL percent of the line is handed
-// out in segments from a counter (after the qpool rows' counters) to the workers done first. A
-// worker
+// per-token counts the row pack wrote at tokens_off; a shared token's partial rows meet in its
+// first worker's fp32 row of ws. A worker
 // is the block (TEAMS 1) or one of its TEAMS teams of WARPS / TEAMS warps, each with its own
 // shared memory and barrier: a team of one warp needs no block barrier at all. Queue state
 // (BALANCE 1), all zero at launch and left so (the last worker out resets qctl):
@@ -387,7 +385,7 @@ __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m
 // parts of one token add their partial rows into an fp32 row (ws for SPLIT, the queue's pool),
 // and the last to finish (a per-row counter) writes y and returns the row and counter to zero.
 template <typename T, int WARPS, int TEAMS, int TILE, int CAP, int GATED, int G, int KP, int SPLIT,
-          int BALANCE, int PART_BATCHES, int MAX_PARTS, int TOKEN_COST, int PIECE_COST, int TAIL>
+          int BALANCE, int PART_BATCHES, int MAX_PARTS, int TOKEN_COST, int PIECE_COST>
 __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __restrict__ w_up_t,
                                            const T* __restrict__ w_down,
                                            const unsigned* __restrict__ tw, T* __restrict__ y,
@@ -679,124 +677,89 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       line[i] = team_start[i >> 5] + incl - sum;
       __syncthreads();
     }
-    // The line's segments: [0, S) in `workers` equal shares (at least 64 wide), then, with a
-    // TAIL percent, [S, C) in at most one tail segment per worker of the grid (at least 64 wide)
-    // that workers take from a counter once their share is done. A token's batches fall to the
-    // segments from its first batch's to its last's, each holding at least one of them.
     const long long total = line[NT];
-    const long long S = total - total * TAIL / 100, rest = total - S;
-    const long long grid_workers = static_cast<long long>(gridDim.x) * TEAMS;
-    const long long workers = min(grid_workers, S / BATCH > 0 ? S / BATCH : 1);
-    const long long per = (rest + grid_workers - 1) / grid_workers;
-    const long long tail_width = per > BATCH ? per : BATCH;
-    const long long tail_segments = (rest + tail_width - 1) / tail_width;
+    const long long by_work = total / BATCH > 0 ? total / BATCH : 1;
+    const long long workers = min(static_cast<long long>(gridDim.x) * TEAMS, by_work);
     const long long w = static_cast<long long>(blockIdx.x) * TEAMS + team;
-    auto segment = [&](long long pos) {
-      return pos < S ? ((pos + 1) * workers - 1) / S : workers + (pos - S) / tail_width;
-    };
-    // The batches that start in [lo, hi) of the line.
-    auto run_range = [&](long long lo, long long hi) {
-      // The team's first token: the one whose stretch [start, start + cost) holds lo.
-      if (warp == 0) {
-        int c0 = 0, c1 = NT - 1;  // the last chunk starting at or before lo
-        while (c0 < c1) {
-          const int mid = (c0 + c1 + 1) >> 1;
-          if (line[mid] <= lo)
-            c0 = mid;
-          else
-            c1 = mid - 1;
-        }
-        long long start = line[c0];
-        const int end = min(m, c0 * ch + ch);
-        int found = -1;
-        for (int j0 = c0 * ch; j0 < end && found < 0; j0 += 32) {
-          const int j = j0 + lane;
-          const long long c = j < end ? cost(tok(j)) : 0;
-          long long incl = c;
-#pragma unroll
-          for (int o = 1; o < 32; o <<= 1) {
-            const long long u = __shfl_up_sync(0xffffffffu, incl, o);
-            if (lane >= o) incl += u;
-          }
-          const unsigned hit = __ballot_sync(0xffffffffu, j < end && start + incl > lo);
-          if (hit != 0u) {
-            const int f = __ffs(hit) - 1;
-            found = j0 + f;
-            start += __shfl_sync(0xffffffffu, incl - c, f);
-          } else {
-            start += __shfl_sync(0xffffffffu, incl, 31);
-          }
-        }
-        if (lane == 0) {
-          misc[3] = found < 0 ? m : found;
-          team_start[team] = start;
-        }
-      }
-      sync();
-      long long start = team_start[team];
-      for (int row = misc[3]; row < m && start < hi; ++row) {
-        const Counts t = tok(row);
-        const long long base = start + TOKEN_COST;
-        start += cost(t);
-        const int pb = (t.x + BATCH - 1) / BATCH, nb = pb + t.y * SUB;
-        // Batches that start before x on the line.
-        auto before = [&](long long x) {
-          const long long r = x - base, rd = r - t.x;
-          const int cp =
-              r <= 0 ? 0
-                     : static_cast<int>(min(static_cast<long long>(pb), (r + BATCH - 1) / BATCH));
-          const int cd = rd <= 0 ? 0
-                                 : static_cast<int>(min(static_cast<long long>(t.y * SUB),
-                                                        (rd + PIECE_COST - 1) / PIECE_COST));
-          return cp + cd;
-        };
-        // A token without nonzeros is written (beta·y) by the worker holding its start (its base
-        // is the next token's start, where the next worker may begin).
-        const long long at = nb == 0 ? base - TOKEN_COST : base;
-        const int b0 = nb == 0 ? (at >= lo ? 0 : 1) : before(lo);
-        const int b1 = nb == 0 ? (at >= hi ? 0 : 1) : before(hi);
-        if (b0 >= b1) continue;
-        const long long last =
-            nb == 0
-                ? at
-                : base + (nb - 1 < pb ? static_cast<long long>(BATCH) * (nb - 1)
-                                      : t.x + static_cast<long long>(PIECE_COST) * (nb - 1 - pb));
-        const long long first_owner = segment(at);
-        const int parts = static_cast<int>(segment(last) - first_owner) + 1;
-        const unsigned worker = static_cast<unsigned>(w);
-        if (tid == 0) SG_TWELL_TRACE_ITEM(worker, row, b0, b1 - b0, 0);
-        setup(row);
-        if (tid == 0) SG_TWELL_TRACE_ITEM(worker, row, b0, b1 - b0, 1);
-        run_part(row, b0, 1, b1);
-        if (parts == 1)
-          store_row(row);
+    if (w >= workers) return;  // no block barrier follows: the teams sync on their own
+    const long long lo = total * w / workers, hi = total * (w + 1) / workers;
+    auto owner = [&](long long pos) { return ((pos + 1) * workers - 1) / total; };
+    // The team's first token: the one whose stretch [start, start + cost) holds lo.
+    if (warp == 0) {
+      int c0 = 0, c1 = NT - 1;  // the last chunk starting at or before lo
+      while (c0 < c1) {
+        const int mid = (c0 + c1 + 1) >> 1;
+        if (line[mid] <= lo)
+          c0 = mid;
         else
-          add_row(row, ws + static_cast<size_t>(first_owner) * KP, counters + first_owner, parts,
-                  0);
-        if (tid == 0) SG_TWELL_TRACE_ITEM(worker, row, b0, b1 - b0, 2);
-        sync();  // the staged row and misc are reused by the next token
+          c1 = mid - 1;
       }
-    };
-    if (w < workers) run_range(S * w / workers, S * (w + 1) / workers);
-    if constexpr (TAIL > 0) {
-      // The tail segments in order from a counter (after the qpool rows' counters); the last
-      // worker out returns it and the count of workers out to zero for the next launch.
-      int* tail_ctl = counters + qpool;
-      for (;;) {
-        if (tid == 0) misc[5] = atomicAdd(tail_ctl, 1);
-        sync();
-        const long long j = misc[5];
-        if (j >= tail_segments) break;
-        run_range(S + j * tail_width, min(total, S + (j + 1) * tail_width));
-      }
-      if (tid == 0) {
-        __threadfence();
-        if (atomicAdd(tail_ctl + 1, 1) == grid_workers - 1) {
-          tail_ctl[0] = 0;
-          __threadfence();
-          tail_ctl[1] = 0;
+      long long start = line[c0];
+      const int end = min(m, c0 * ch + ch);
+      int found = -1;
+      for (int j0 = c0 * ch; j0 < end && found < 0; j0 += 32) {
+        const int j = j0 + lane;
+        const long long c = j < end ? cost(tok(j)) : 0;
+        long long incl = c;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+          const long long u = __shfl_up_sync(0xffffffffu, incl, o);
+          if (lane >= o) incl += u;
+        }
+        const unsigned hit = __ballot_sync(0xffffffffu, j < end && start + incl > lo);
+        if (hit != 0u) {
+          const int f = __ffs(hit) - 1;
+          found = j0 + f;
+          start += __shfl_sync(0xffffffffu, incl - c, f);
+        } else {
+          start += __shfl_sync(0xffffffffu, incl, 31);
         }
       }
+      if (lane == 0) {
+        misc[3] = found < 0 ? m : found;
+        team_start[team] = start;
+      }
+    }
+    sync();
+    long long start = team_start[team];
+    for (int row = misc[3]; row < m && start < hi; ++row) {
+      const Counts t = tok(row);
+      const long long base = start + TOKEN_COST;
+      start += cost(t);
+      const int pb = (t.x + BATCH - 1) / BATCH, nb = pb + t.y * SUB;
+      // Batches that start before x on the line.
+      auto before = [&](long long x) {
+        const long long r = x - base, rd = r - t.x;
+        const int cp =
+            r <= 0 ? 0 : static_cast<int>(min(static_cast<long long>(pb), (r + BATCH - 1) / BATCH));
+        const int cd = rd <= 0 ? 0
+                               : static_cast<int>(min(static_cast<long long>(t.y * SUB),
+                                                      (rd + PIECE_COST - 1) / PIECE_COST));
+        return cp + cd;
+      };
+      // A token without nonzeros is written (beta·y) by the worker holding its start (its base
+      // is the next token's start, where the next worker may begin).
+      const long long at = nb == 0 ? base - TOKEN_COST : base;
+      const int b0 = nb == 0 ? (at >= lo ? 0 : 1) : before(lo);
+      const int b1 = nb == 0 ? (at >= hi ? 0 : 1) : before(hi);
+      if (b0 >= b1) continue;
+      const long long last =
+          nb == 0 ? at
+                  : base + (nb - 1 < pb ? static_cast<long long>(BATCH) * (nb - 1)
+                                        : t.x + static_cast<long long>(PIECE_COST) * (nb - 1 - pb));
+      const long long first_owner = owner(at);
+      const int parts = static_cast<int>(owner(last) - first_owner) + 1;
+      const unsigned worker = static_cast<unsigned>(w);
+      if (tid == 0) SG_TWELL_TRACE_ITEM(worker, row, b0, b1 - b0, 0);
+      setup(row);
+      if (tid == 0) SG_TWELL_TRACE_ITEM(worker, row, b0, b1 - b0, 1);
+      run_part(row, b0, 1, b1);
+      if (parts == 1)
+        store_row(row);
+      else
+        add_row(row, ws + static_cast<size_t>(first_owner) * KP, counters + first_owner, parts, 0);
+      if (tid == 0) SG_TWELL_TRACE_ITEM(worker, row, b0, b1 - b0, 2);
+      sync();  // the staged row and misc are reused by the next token
     }
   } else {
     unsigned long long* items = reinterpret_cast<unsigned long long*>(qitem);

@@ -22,13 +22,13 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                                       b.entries / 4, b.backup / 4)),
             std::string::npos)
       << k.source;
-  EXPECT_NE(k.source.find(fmt::format(
-                "sg::twell_down<T, 8, 1, 128, 32, 1, 1, 2048, 1, 0, 2, 255, 8, 32, 0>(B, "
-                "values + {}, values + {}, bw, C, sg_smem, "
-                "static_cast<float*>(nullptr), static_cast<int*>(nullptr), "
-                "static_cast<int*>(nullptr), static_cast<unsigned*>(nullptr)"
-                ", 0, alpha, beta, 300, 2048, 5632, 44",
-                w.up_t, w.down)),
+  EXPECT_NE(k.source.find(
+                fmt::format("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 2048, 1, 0, 2, 255, 8, 32>(B, "
+                            "values + {}, values + {}, bw, C, sg_smem, "
+                            "static_cast<float*>(nullptr), static_cast<int*>(nullptr), "
+                            "static_cast<int*>(nullptr), static_cast<unsigned*>(nullptr)"
+                            ", 0, alpha, beta, 300, 2048, 5632, 44",
+                            w.up_t, w.down)),
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("using T = __nv_bfloat16;"), std::string::npos);
@@ -47,7 +47,7 @@ TEST(TwellCodegen, SourceShapeAndSignature) {
                            "104, 700, 11,"),
             std::string::npos)
       << kq.source;
-  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 1, 64, 4, 0, 1, 104, 1, 0, 2, 255, 8, 32, 0>"),
+  EXPECT_NE(kq.source.find("sg::twell_down<T, 4, 1, 64, 4, 0, 1, 104, 1, 0, 2, 255, 8, 32>"),
             std::string::npos)
       << kq.source;
   EXPECT_EQ(kq.signature.b_alignment, 2);
@@ -102,7 +102,7 @@ TEST(TwellCodegen, SplitTokensShareAWorkspace) {
   EXPECT_EQ(k.signature.workspace_bytes, (3 * 256 + 3) * 4);
   EXPECT_TRUE(k.signature.workspace_zeroed);
   EXPECT_EQ(k.signature.params.back().kind, ParamKind::Workspace);
-  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 16, 0, 2, 255, 8, 32, 0>"),
+  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 16, 0, 2, 255, 8, 32>"),
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("ws, reinterpret_cast<int*>(ws + 768), static_cast<int*>(nullptr), "
@@ -136,7 +136,7 @@ TEST(TwellCodegen, QueueBalanceHasAPersistentGridAndAWorkQueue) {
   EXPECT_EQ(k.signature.workspace_bytes, ws.bytes);
   EXPECT_TRUE(k.signature.workspace_zeroed);
   EXPECT_NE(k.source.find(fmt::format(
-                "sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 1, 1, 2, 255, 8, 32, 0>(B, values + "
+                "sg::twell_down<T, 8, 1, 128, 32, 1, 1, 256, 1, 1, 2, 255, 8, 32>(B, values + "
                 "256000, values + "
                 "512000, bw, C, sg_smem, ws, reinterpret_cast<int*>(ws + {}), "
                 "reinterpret_cast<int*>(ws + {}), reinterpret_cast<unsigned*>(ws + {}), 1024, "
@@ -173,7 +173,7 @@ TEST(TwellCodegen, QueueTeamsShareABlock) {
   const GeneratedKernel k = emit_twell(p, Schedule(s));
   EXPECT_EQ(k.signature.launch.grid_x, 750);
   EXPECT_EQ(k.signature.launch.block_threads, 256);
-  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 4, 128, 32, 1, 4, 2048, 1, 1, 2, 255, 8, 32, 0>"),
+  EXPECT_NE(k.source.find("sg::twell_down<T, 8, 4, 128, 32, 1, 4, 2048, 1, 1, 2, 255, 8, 32>"),
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("in 4 workers of 2"), std::string::npos);
@@ -215,9 +215,9 @@ TEST(TwellCodegen, EvenBalanceHasAFixedGridAndTokenCounts) {
             std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find(fmt::format(
-                "sg::twell_down<T, 8, 4, 128, 32, 1, 4, 2048, 1, 2, 2, 255, 8, 32, 0>(B, values + "
+                "sg::twell_down<T, 8, 4, 128, 32, 1, 4, 2048, 1, 2, 2, 255, 8, 32>(B, values + "
                 "2048000, values + 4096000, bw, C, sg_smem, ws, reinterpret_cast<int*>(ws + {}), "
-                "static_cast<int*>(nullptr), static_cast<unsigned*>(nullptr), 1056, alpha, beta, "
+                "static_cast<int*>(nullptr), static_cast<unsigned*>(nullptr), 0, alpha, beta, "
                 "3000, 2048, 1000, 8, {}, {}, {})",
                 ws.counters, b.entries / 4, b.backup / 4, b.tokens / 4)),
             std::string::npos)
@@ -231,29 +231,10 @@ TEST(TwellCodegen, EvenBalanceHasAFixedGridAndTokenCounts) {
       emit_twell(p, Schedule(s))
           .source.find(fmt::format("(bw, 3000, 1000, 8, {}, {}, -1)", b.entries / 4, b.backup / 4)),
       std::string::npos);
-  // tail=20: twice the rows (the tail's segments have their own), then the tail's two counters.
-  s.balance = TwellBalance::Even;
-  s.blocks = 264;
-  s.tail = 20;
-  EXPECT_TRUE(validate(s).empty());
-  const TwellWorkspace wt = twell_workspace(p, s);
-  EXPECT_EQ(wt.rows, 2 * 264 * 4);
-  EXPECT_EQ(wt.control, wt.rows * 2048 + wt.rows);
-  EXPECT_EQ(wt.bytes, (wt.control + 2) * 4);
-  EXPECT_EQ(
-      to_string(Schedule(s)),
-      "twell;tile=128;comp=4;warps=8;gate=lib;split=1;balance=even;teams=4;blocks=264;tail=20");
-  const GeneratedKernel kt = emit_twell(p, Schedule(s));
-  EXPECT_NE(kt.source.find("sg::twell_down<T, 8, 4, 128, 32, 1, 4, 2048, 1, 2, 2, 255, 8, 32, 20>"),
-            std::string::npos)
-      << kt.source;
-  EXPECT_NE(kt.source.find("static_cast<unsigned*>(nullptr), 2112, alpha"), std::string::npos);
-  for (const GeneratedKernel* g : {&k, &kt}) {
-    nvrtc::CompileOptions o;
-    o.arch = "sm_90";
-    o.headers = g->headers;
-    EXPECT_FALSE(nvrtc::compile(g->source, o).image.empty());
-  }
+  nvrtc::CompileOptions o;
+  o.arch = "sm_90";
+  o.headers = k.headers;
+  EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
 }
 
 TEST(TwellCodegen, CompilesForSm80AndSm90) {

@@ -156,12 +156,7 @@ TEST_F(GpuTwell, EvenSharesOfTheTokensBatches) {
                               "twell;tile=128;comp=4;warps=8;gate=lib;balance=even;teams=4;"
                               "blocks=264",
                               "twell;tile=64;comp=4;warps=8;gate=lib;balance=even;teams=8;"
-                              "blocks=1",
-                              // tail: the last 20 or 50 % in segments from a counter
-                              "twell;tile=128;comp=4;warps=8;gate=lib;balance=even;teams=4;"
-                              "blocks=264;tail=20",
-                              "twell;tile=64;comp=8;warps=4;gate=lib;balance=even;blocks=3;"
-                              "tail=50"})
+                              "blocks=1"})
       check({.m = m, .k = 130, .n = 2104, .mean_nnz = mean, .seed = ++seed}, sched, 300);
   check({.m = 500, .k = 1000, .n = 2048, .gated = false, .mean_nnz = 80, .seed = 332},
         "twell;tile=128;comp=4;warps=8;gate=lib;balance=even;teams=2;blocks=50", 48);
@@ -173,14 +168,10 @@ TEST_F(GpuTwell, EvenAtLlmWidthsAndLongTokens) {
   for (const auto& [m, mean] : {std::pair{int64_t{2048}, 400.0}, std::pair{int64_t{1500}, 1900.0}})
     for (const char* sched : {"twell;tile=128;comp=4;warps=8;gate=lib;balance=even;blocks=264",
                               "twell;tile=64;comp=4;warps=8;gate=lib;balance=even;teams=8;"
-                              "blocks=1",
-                              "twell;tile=128;comp=4;warps=8;gate=lib;balance=even;teams=2;"
-                              "blocks=264;tail=20"})
+                              "blocks=1"})
       check({.m = m, .k = 130, .n = 2104, .mean_nnz = mean, .seed = ++seed}, sched, 300);
   check({.m = 700, .k = 2048, .n = 5632, .mean_nnz = 30, .seed = 330},
         "twell;tile=128;comp=4;warps=8;gate=lib;balance=even;teams=4;blocks=264", 48);
-  check({.m = 700, .k = 2048, .n = 5632, .mean_nnz = 30, .seed = 333},
-        "twell;tile=128;comp=4;warps=8;gate=lib;balance=even;teams=4;blocks=264;tail=20", 48);
   check({.m = 700, .k = 4096, .n = 3000, .dtype = DType::F16, .mean_nnz = 60, .seed = 331},
         "twell;tile=128;comp=8;warps=8;gate=lib;balance=even;teams=2;blocks=264", 48);
 }

@@ -201,37 +201,18 @@ TEST(TwellSchedule, SpecRoundTripsAndPrints) {
                                    "a dense piece 32)"),
             std::string::npos)
       << print_schedule(e);
-  // tail: printed only when set.
-  const Schedule et = parse_schedule("twell;gate=lib;balance=even;teams=4;blocks=264;tail=20");
-  EXPECT_EQ(et.as<TwellSchedule>().tail, 20);
-  EXPECT_EQ(parse_schedule(to_string(et)), et);
-  EXPECT_NE(print_schedule(et).find("the last 20 % from a counter to the first done"),
-            std::string::npos);
   // Even needs N a multiple of 8 (the row pack writes the token counts).
   const Problem odd_n = Problem::gated_ffn(2, 48, 204, DType::BF16);
   EXPECT_FALSE(validate_twell(odd_n, e.as<TwellSchedule>()).empty());
   EXPECT_TRUE(
       validate_twell(Problem::gated_ffn(2, 48, 208, DType::BF16), e.as<TwellSchedule>()).empty());
-  for (const char* bad : {"twell;tile=96",
-                          "twell;comp=3",
-                          "twell;warps=2",
-                          "twell;tile=x",
-                          "twell;gate=cublas",
-                          "twell;split=3",
-                          "twell;nosuch=1",
-                          "twell;balance=steal",
-                          "twell;split=4;balance=queue",
-                          "twell;teams=4",
-                          "twell;balance=queue;teams=3",
-                          "twell;warps=4;balance=queue;teams=8",
-                          "twell;gate=lib;balance=even",
-                          "twell;balance=even;blocks=10",
-                          "twell;gate=lib;balance=even;blocks=10;split=4",
-                          "twell;gate=lib;blocks=10",
-                          "twell;gate=lib;balance=queue;blocks=10",
-                          "twell;gate=lib;balance=even;blocks=70000",
-                          "twell;gate=lib;balance=queue;tail=10",
-                          "twell;gate=lib;balance=even;blocks=5;tail=60"})
+  for (const char* bad :
+       {"twell;tile=96", "twell;comp=3", "twell;warps=2", "twell;tile=x", "twell;gate=cublas",
+        "twell;split=3", "twell;nosuch=1", "twell;balance=steal", "twell;split=4;balance=queue",
+        "twell;teams=4", "twell;balance=queue;teams=3", "twell;warps=4;balance=queue;teams=8",
+        "twell;gate=lib;balance=even", "twell;balance=even;blocks=10",
+        "twell;gate=lib;balance=even;blocks=10;split=4", "twell;gate=lib;blocks=10",
+        "twell;gate=lib;balance=queue;blocks=10", "twell;gate=lib;balance=even;blocks=70000"})
     EXPECT_THROW(parse_schedule(bad), UserError) << bad;
 }
 

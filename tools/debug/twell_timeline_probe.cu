@@ -82,9 +82,9 @@ __global__ void __launch_bounds__(kWarps * 32, BALANCE == 2 ? 2 : 1)
   constexpr int kThreads = kWarps / TEAMS * 32;
   constexpr int G = (KP / 8 + kThreads - 1) / kThreads;
   sg::twell_down<T, kWarps, TEAMS, kTile, kCap, 1, G, KP, 1, BALANCE, kPartBatches, kMaxParts,
-                 kEvenTokenCost, kEvenPieceCost, 0>(x, w_up_t, w_down, tw, y, sg_smem, ws, counters,
-                                                    qctl, qitem, qpool, 1.0f, 0.0f, m, KP, n, tiles,
-                                                    entries_off, backup_off, tokens_off);
+                 kEvenTokenCost, kEvenPieceCost>(x, w_up_t, w_down, tw, y, sg_smem, ws, counters,
+                                                 qctl, qitem, qpool, 1.0f, 0.0f, m, KP, n, tiles,
+                                                 entries_off, backup_off, tokens_off);
 }
 
 // Random bf16 in [-scale, scale), from a hash of the index.
