@@ -110,6 +110,20 @@ __device__ __forceinline__ void twell_team_sync(int team) {
   }
 }
 
+// The last index of a[0 .. n) whose value is at most key (a ascending, a[0] <= key).
+template <typename V>
+__device__ __forceinline__ int twell_last_at_most(const V* a, int n, V key) {
+  int lo = 0, hi = n - 1;
+  while (lo < hi) {
+    const int mid = (lo + hi + 1) >> 1;
+    if (a[mid] <= key)
+      lo = mid;
+    else
+      hi = mid - 1;
+  }
+  return lo;
+}
+
 }  // namespace detail
 
 // Kernel 1 (see the top comment). Block (tile, y): rows 128·y …, columns tile·TILE …; 256
@@ -538,14 +552,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         const int b0 = b * BATCH, cnt = min(BATCH, total - b0);
         for (int i = tid; i < cnt; i += THREADS) {  // a one-warp worker takes two each
           const int e = b0 + i;
-          int lo = 0, hi = tiles - 1;  // the last tile whose prefix is <= e
-          while (lo < hi) {
-            const int mid = (lo + hi + 1) >> 1;
-            if (prefix[mid] <= e)
-              lo = mid;
-            else
-              hi = mid - 1;
-          }
+          const int lo = detail::twell_last_at_most(prefix, tiles, e);  // e's tile
           const unsigned word = entries[static_cast<size_t>(lo) * CAP + (e - prefix[lo])];
           bcol[i] = lo * TILE + static_cast<int>(word >> 16);
           bval[i] = detail::twell_float<T>(word & 0xffffu);
@@ -643,12 +650,13 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     const int* tok_words = reinterpret_cast<const int*>(tw + tokens_off);
     auto tok = [&](int row) { return Counts{tok_words[2 * row], tok_words[2 * row + 1]}; };
     long long* line = reinterpret_cast<long long*>(reinterpret_cast<char*>(smem_f) + TEAMS * slice);
-    long long* scratch = line + NT + 1;  // WARPS: the warps' starts, then the teams' first tokens'
-    long long* team_start = scratch;
+    // WARPS words: the warps' starts in the scan below, then each team's first token's start.
+    long long* starts = line + NT + 1;
     auto cost = [&](Counts t) {
       return static_cast<long long>(TOKEN_COST + t.x + PIECE_COST * SUB * t.y);
     };
     // Chunk starts: thread i sums the costs of tokens [i·ch, (i+1)·ch); an exclusive block scan.
+    // Every block computes the same starts (M x 8 bytes from the L2) rather than a launch more.
     const int ch = (m + NT - 1) / NT;
     {
       const int i = static_cast<int>(threadIdx.x), i0 = min(m, i * ch), i1 = min(m, i0 + ch);
@@ -670,11 +678,11 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
           const long long u = __shfl_up_sync(0xffffffffu, wi, o);
           if (i >= o) wi += u;
         }
-        if (i < WARPS) team_start[i] = wi - w;  // scratch: the warps' exclusive starts
-        if (i == WARPS - 1) line[NT] = wi;      // C
+        if (i < WARPS) starts[i] = wi - w;  // the warps' exclusive starts
+        if (i == WARPS - 1) line[NT] = wi;  // C
       }
       __syncthreads();
-      line[i] = team_start[i >> 5] + incl - sum;
+      line[i] = starts[i >> 5] + incl - sum;
       __syncthreads();
     }
     const long long total = line[NT];
@@ -686,14 +694,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     auto owner = [&](long long pos) { return ((pos + 1) * workers - 1) / total; };
     // The team's first token: the one whose stretch [start, start + cost) holds lo.
     if (warp == 0) {
-      int c0 = 0, c1 = NT - 1;  // the last chunk starting at or before lo
-      while (c0 < c1) {
-        const int mid = (c0 + c1 + 1) >> 1;
-        if (line[mid] <= lo)
-          c0 = mid;
-        else
-          c1 = mid - 1;
-      }
+      const int c0 = detail::twell_last_at_most(line, NT, lo);  // the chunk holding lo
       long long start = line[c0];
       const int end = min(m, c0 * ch + ch);
       int found = -1;
@@ -717,11 +718,11 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       }
       if (lane == 0) {
         misc[3] = found < 0 ? m : found;
-        team_start[team] = start;
+        starts[team] = start;
       }
     }
     sync();
-    long long start = team_start[team];
+    long long start = starts[team];
     for (int row = misc[3]; row < m && start < hi; ++row) {
       const Counts t = tok(row);
       const long long base = start + TOKEN_COST;
