@@ -13,7 +13,8 @@
 # samples.
 # NCU_FFN_CASES: gated-FFN cases, each "KxN M MEAN SCHEDULE" (`sparsegen ffn --gen KxN -m M
 # --mean-nnz MEAN --schedule SCHEDULE`, bf16): every kernel of the block's first run (the library
-# GEMM, the pack, kernel 2) with the same sections, in $BENCH_DIR/ncu_ffn_<i>.txt.
+# GEMM, the pack, kernel 2) with the same sections, in $BENCH_DIR/ncu_ffn_<i>.txt; NCU_SASS=1 adds
+# kernel 2's SASS with its warp-stall samples, ncu_ffn_<i>_sass.csv.xz.
 # ncu's own cache control flushes the caches before the profiled launch; clocks are left alone
 # (--clock-control none, as the device notes ask).
 set -uo pipefail
@@ -69,6 +70,15 @@ for c in "${ffn_cases[@]}"; do
     --launch-count "${NCU_FFN_LAUNCHES:-4}" \
     tools/sparsegen ffn --gen "$kn" -m "$m" --mean-nnz "$mean" --schedule "$schedule" \
     >>"$out" 2>&1 || status=1
+  # NCU_SASS=1: kernel 2's SASS with the warp-stall samples of each instruction (CSV).
+  if [ "${NCU_SASS:-0}" = 1 ]; then
+    timeout 300 "$NCU" --clock-control none --cache-control all --section WarpStateStats \
+      --section SourceCounters --page source --print-source sass --csv \
+      --kernel-name "regex:twell$" --launch-count 1 \
+      tools/sparsegen ffn --gen "$kn" -m "$m" --mean-nnz "$mean" --schedule "$schedule" \
+      >"$BENCH_DIR/ncu_ffn_${i}_sass.csv" 2>&1 || status=1
+    xz -f "$BENCH_DIR/ncu_ffn_${i}_sass.csv"
+  fi
   i=$((i + 1))
 done
 exit $status
