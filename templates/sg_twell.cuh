@@ -28,6 +28,14 @@
 #ifndef SG_TWELL_TRACE_ITEM
 #define SG_TWELL_TRACE_ITEM(worker, row, part, parts, phase) ((void)0)
 #endif
+// Experiment knobs of the same probe: W_d rows prefetched into L1 this many rows ahead in the
+// down phase, and W_u rows one step ahead in the u phase (1). 0: none.
+#ifndef SG_TWELL_PREFETCH_DOWN
+#define SG_TWELL_PREFETCH_DOWN 0
+#endif
+#ifndef SG_TWELL_PREFETCH_UP
+#define SG_TWELL_PREFETCH_UP 0
+#endif
 
 namespace sg {
 namespace detail {
@@ -70,6 +78,11 @@ __device__ __forceinline__ void twell_mma(float* d, const unsigned* a, const uns
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
+}
+
+// Brings the 128-byte line holding p into this SM's L1 (no register waits for it).
+__device__ __forceinline__ void twell_prefetch_l1(const void* p) {
+  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
 }
 
 __device__ __forceinline__ float twell_warp_sum(float v) {
@@ -487,6 +500,15 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
           wu[q2] = w_up_t + static_cast<size_t>(bcol[min(j0 + q2, cnt - 1)]) * kp;
           s[q2] = 0.0f;
         }
+        if constexpr (SG_TWELL_PREFETCH_UP != 0) {  // the warp's next U rows, a line per lane
+          const int jn = j0 + THREADS / 32 * U;
+#pragma unroll
+          for (int q2 = 0; q2 < U; ++q2)
+            if (jn + q2 < cnt) {
+              const T* r = w_up_t + static_cast<size_t>(bcol[jn + q2]) * kp;
+              for (int l = lane * 64; l < kp; l += 32 * 64) detail::twell_prefetch_l1(r + l);
+            }
+        }
 #pragma unroll
         for (int i = lane * 8; i < kp; i += 256) {
           const uint4 xv = *reinterpret_cast<const uint4*>(xs + i);
@@ -514,8 +536,17 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     const float* hu = GATED != 0 ? bhu : bval;
     // About 8 rows' loads in flight per thread whatever G.
     constexpr int JU = G >= 8 ? 1 : 8 / G;
+    constexpr int PFD = SG_TWELL_PREFETCH_DOWN;
+    auto prefetch_down = [&](int j) {  // row j's lines, one per thread
+      const T* r = w_down + static_cast<size_t>(bcol[j]) * kp;
+      for (int l = tid * 64; l < kp; l += THREADS * 64) detail::twell_prefetch_l1(r + l);
+    };
+    if constexpr (PFD > 0)
+      for (int j = 0; j < PFD && j < cnt; ++j) prefetch_down(j);
 #pragma unroll JU
     for (int j = 0; j < cnt; ++j) {
+      if constexpr (PFD > 0)
+        if (j + PFD < cnt) prefetch_down(j + PFD);
       const float h = hu[j];
       const T* wd = w_down + static_cast<size_t>(bcol[j]) * kp;
 #pragma unroll
