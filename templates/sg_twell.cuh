@@ -36,6 +36,10 @@
 #ifndef SG_TWELL_PREFETCH_UP
 #define SG_TWELL_PREFETCH_UP 0
 #endif
+// L2 eviction hints: 1 the weight rows' loads evict_last, 2 also the x rows' evict_first.
+#ifndef SG_TWELL_L2_HINT
+#define SG_TWELL_L2_HINT 0
+#endif
 
 namespace sg {
 namespace detail {
@@ -83,6 +87,31 @@ __device__ __forceinline__ void twell_mma(float* d, const unsigned* a, const uns
 // Brings the 128-byte line holding p into this SM's L1 (no register waits for it).
 __device__ __forceinline__ void twell_prefetch_l1(const void* p) {
   asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
+}
+
+// L2 eviction policies for loads with a cache hint: evict_last (kept), evict_first (streamed).
+__device__ __forceinline__ unsigned long long twell_policy_last() {
+  unsigned long long p;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ unsigned long long twell_policy_first() {
+  unsigned long long p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+// 16 read-only bytes with an L2 policy (SG_TWELL_L2_HINT), else a plain load.
+template <int HINT>
+__device__ __forceinline__ uint4 twell_ld16(const void* a, unsigned long long pol) {
+  if constexpr (HINT == 0) {
+    return *reinterpret_cast<const uint4*>(a);
+  } else {
+    uint4 v;
+    asm("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(a), "l"(pol));
+    return v;
+  }
 }
 
 __device__ __forceinline__ float twell_warp_sum(float v) {
@@ -446,11 +475,14 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
 
   // The token's x row into shared memory, the exclusive prefix of its packed counts (an
   // overflowing tile packs none) and its overflowing tiles in tile order.
+  constexpr int L2H = SG_TWELL_L2_HINT;
+  const unsigned long long pol_w = L2H != 0 ? detail::twell_policy_last() : 0ull;
+  const unsigned long long pol_x = L2H >= 2 ? detail::twell_policy_first() : 0ull;
   auto setup = [&](int row) {
     const T* xr = x + static_cast<size_t>(row) * k;
     if (k == kp && (reinterpret_cast<size_t>(xr) & 15) == 0) {
       for (int i = tid * 8; i < kp; i += THREADS * 8)
-        *reinterpret_cast<uint4*>(xs + i) = *reinterpret_cast<const uint4*>(xr + i);
+        *reinterpret_cast<uint4*>(xs + i) = detail::twell_ld16<(L2H >= 2 ? 1 : 0)>(xr + i, pol_x);
     } else {
       for (int i = tid; i < kp; i += THREADS) xs[i] = i < k ? xr[i] : zero;
     }
@@ -515,7 +547,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
           const unsigned xa[4] = {xv.x, xv.y, xv.z, xv.w};
 #pragma unroll
           for (int q2 = 0; q2 < U; ++q2) {
-            const uint4 wv = *reinterpret_cast<const uint4*>(wu[q2] + i);
+            const uint4 wv = detail::twell_ld16<L2H>(wu[q2] + i, pol_w);
             const unsigned wa[4] = {wv.x, wv.y, wv.z, wv.w};
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
@@ -553,7 +585,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       for (int gi = 0; gi < G; ++gi) {
         const int col = 8 * (tid + gi * THREADS);
         if (col < kp) {
-          const uint4 v = *reinterpret_cast<const uint4*>(wd + col);
+          const uint4 v = detail::twell_ld16<L2H>(wd + col, pol_w);
           const unsigned va[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
