@@ -28,13 +28,9 @@
 #ifndef SG_TWELL_TRACE_ITEM
 #define SG_TWELL_TRACE_ITEM(worker, row, part, parts, phase) ((void)0)
 #endif
-// Experiment knobs of the same probe: W_d rows prefetched into L1 this many rows ahead in the
-// down phase, and W_u rows one step ahead in the u phase (1). 0: none.
-#ifndef SG_TWELL_PREFETCH_DOWN
-#define SG_TWELL_PREFETCH_DOWN 0
-#endif
-#ifndef SG_TWELL_PREFETCH_UP
-#define SG_TWELL_PREFETCH_UP 0
+// u on the tensor cores (1) instead of warp dot products (0).
+#ifndef SG_TWELL_UP_MMA
+#define SG_TWELL_UP_MMA 0
 #endif
 // L2 eviction hints: 1 the weight rows' loads evict_last, 2 also the x rows' evict_first.
 #ifndef SG_TWELL_L2_HINT
@@ -82,11 +78,6 @@ __device__ __forceinline__ void twell_mma(float* d, const unsigned* a, const uns
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
   }
-}
-
-// Brings the 128-byte line holding p into this SM's L1 (no register waits for it).
-__device__ __forceinline__ void twell_prefetch_l1(const void* p) {
-  asm volatile("prefetch.global.L1 [%0];" ::"l"(p));
 }
 
 // L2 eviction policies for loads with a cache hint: evict_last (kept), evict_first (streamed).
@@ -520,7 +511,48 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
 
   // One batch of cnt (column, h) pairs in bcol / bval: u per pair (gated), then the down rows.
   auto run_batch = [&](int cnt) {
-    if constexpr (GATED != 0) {
+    if constexpr (GATED != 0 && SG_TWELL_UP_MMA != 0) {
+      // u on the tensor cores: warp w takes the groups of 8 pairs w, w + NW, …; per 32 columns
+      // of x, lane (g, t) loads 16 bytes of pair 8·group + g's W_u row at column 8t and gives
+      // them as the B fragments of two m16n8k16 multiplies, x's same 16 bytes as every row of A
+      // (a sum's order of k is free: both operands take the same permutation), so each row of C
+      // is the group's 8 dot products. Two accumulators per group (one per multiply) halve the
+      // dependent chain.
+      constexpr int NW = THREADS / 32, RG = (BATCH / 8 + NW - 1) / NW;
+      const int g8 = lane >> 2, t4 = lane & 3, ngroups = (cnt + 7) / 8;
+      const T* wr[RG];
+      float c[RG][2][4];
+#pragma unroll
+      for (int r = 0; r < RG; ++r) {
+        wr[r] = w_up_t + static_cast<size_t>(bcol[min((warp + r * NW) * 8 + g8, cnt - 1)]) * kp;
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) c[r][h][e] = 0.0f;
+      }
+      const uint4 z4 = make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll 2
+      for (int kb = 0; kb < kp; kb += 32) {
+        const int kk = kb + 8 * t4;
+        const uint4 xv = kk < kp ? *reinterpret_cast<const uint4*>(xs + kk) : z4;
+#pragma unroll
+        for (int r = 0; r < RG; ++r) {
+          if (warp + r * NW >= ngroups) continue;  // the same for the whole warp
+          const uint4 wv = kk < kp ? detail::twell_ld16<L2H>(wr[r] + kk, pol_w) : z4;
+          const unsigned a0[4] = {xv.x, xv.x, xv.y, xv.y}, b0[2] = {wv.x, wv.y};
+          const unsigned a1[4] = {xv.z, xv.z, xv.w, xv.w}, b1[2] = {wv.z, wv.w};
+          detail::twell_mma<T>(c[r][0], a0, b0);
+          detail::twell_mma<T>(c[r][1], a1, b1);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < RG; ++r) {
+        const int e = (warp + r * NW) * 8 + 2 * t4;  // C[g][2t], C[g][2t + 1]: pairs e, e + 1
+        if (g8 == 0 && e < cnt) bhu[e] = bval[e] * (c[r][0][0] + c[r][1][0]);
+        if (g8 == 0 && e + 1 < cnt) bhu[e + 1] = bval[e + 1] * (c[r][0][1] + c[r][1][1]);
+      }
+      sync();
+    } else if constexpr (GATED != 0) {
       // A warp takes U pairs at a time: the loads of their W_u rows interleave, so every lane
       // has U x KP / 256 16-byte loads in flight (2 when the accumulators take many registers).
       constexpr int U = G >= 4 ? 2 : 4;
@@ -531,15 +563,6 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         for (int q2 = 0; q2 < U; ++q2) {
           wu[q2] = w_up_t + static_cast<size_t>(bcol[min(j0 + q2, cnt - 1)]) * kp;
           s[q2] = 0.0f;
-        }
-        if constexpr (SG_TWELL_PREFETCH_UP != 0) {  // the warp's next U rows, a line per lane
-          const int jn = j0 + THREADS / 32 * U;
-#pragma unroll
-          for (int q2 = 0; q2 < U; ++q2)
-            if (jn + q2 < cnt) {
-              const T* r = w_up_t + static_cast<size_t>(bcol[jn + q2]) * kp;
-              for (int l = lane * 64; l < kp; l += 32 * 64) detail::twell_prefetch_l1(r + l);
-            }
         }
 #pragma unroll
         for (int i = lane * 8; i < kp; i += 256) {
@@ -568,17 +591,8 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     const float* hu = GATED != 0 ? bhu : bval;
     // About 8 rows' loads in flight per thread whatever G.
     constexpr int JU = G >= 8 ? 1 : 8 / G;
-    constexpr int PFD = SG_TWELL_PREFETCH_DOWN;
-    auto prefetch_down = [&](int j) {  // row j's lines, one per thread
-      const T* r = w_down + static_cast<size_t>(bcol[j]) * kp;
-      for (int l = tid * 64; l < kp; l += THREADS * 64) detail::twell_prefetch_l1(r + l);
-    };
-    if constexpr (PFD > 0)
-      for (int j = 0; j < PFD && j < cnt; ++j) prefetch_down(j);
 #pragma unroll JU
     for (int j = 0; j < cnt; ++j) {
-      if constexpr (PFD > 0)
-        if (j + PFD < cnt) prefetch_down(j + PFD);
       const float h = hu[j];
       const T* wd = w_down + static_cast<size_t>(bcol[j]) * kp;
 #pragma unroll

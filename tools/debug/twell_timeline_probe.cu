@@ -14,7 +14,7 @@
 //   nvcc -O3 -arch=sm_90 -std=c++17 -Itemplates -o twell_timeline
 //        tools/debug/twell_timeline_probe.cu
 //   ./twell_timeline [--k 2048|4096] [--n N] [--m M] [--mean 30] [--teams 4|2] [--even]
-//                    [--seed 1] [--items FILE.csv] [--host-only]
+//                    [--seed 1] [--items FILE.csv] [--dump Y.bin] [--host-only]
 // (or `STEPS=bench BENCH_ONLY=twell_timeline bash tools/gpu_run.sh`).
 // Prints one JSON object: the kernel's time (events, median of 5 traced runs, L2 not flushed),
 // the traced span, per-SM idle time at the start and the end, per-worker busy time and the gaps
@@ -110,6 +110,7 @@ struct Options {
   bool even = false;  // balance=even instead of the queue
   unsigned seed = 1;
   std::string items_csv;
+  std::string dump;  // y of the last run (M x KP raw values), to compare kernel variants
   bool host_only = false;  // the activations' statistics only (no GPU needed)
 };
 
@@ -142,6 +143,8 @@ Options parse(int argc, char** argv) {
       o.seed = static_cast<unsigned>(std::atoi(value()));
     else if (a == "--items")
       o.items_csv = value();
+    else if (a == "--dump")
+      o.dump = value();
     else if (a == "--host-only")
       o.host_only = true;
     else {
@@ -303,6 +306,16 @@ int main(int argc, char** argv) {
   if (count > capacity) {
     std::fprintf(stderr, "trace overflow: %u records, room for %u\n", count, capacity);
     return 1;
+  }
+  if (!o.dump.empty()) {
+    std::vector<T> hy(size_t(m) * kp);
+    CK(cudaMemcpy(hy.data(), y, sizeof(T) * hy.size(), cudaMemcpyDeviceToHost));
+    FILE* f = std::fopen(o.dump.c_str(), "wb");
+    if (f == nullptr || std::fwrite(hy.data(), sizeof(T), hy.size(), f) != hy.size()) {
+      std::fprintf(stderr, "cannot write %s\n", o.dump.c_str());
+      return 1;
+    }
+    std::fclose(f);
   }
   std::vector<TraceRecord> rec(count);
   CK(cudaMemcpy(rec.data(), d_trace, sizeof(TraceRecord) * count, cudaMemcpyDeviceToHost));
