@@ -32,6 +32,13 @@
 #ifndef SG_TWELL_UP_MMA
 #define SG_TWELL_UP_MMA 0
 #endif
+#ifndef SG_TWELL_UP_MMA_UNROLL
+#define SG_TWELL_UP_MMA_UNROLL 2
+#endif
+// Partial sums per pair in the warp dot products (1: one dependent chain of fmas per lane).
+#ifndef SG_TWELL_UP_CHAINS
+#define SG_TWELL_UP_CHAINS 1
+#endif
 // L2 eviction hints: 1 the weight rows' loads evict_last, 2 also the x rows' evict_first.
 #ifndef SG_TWELL_L2_HINT
 #define SG_TWELL_L2_HINT 0
@@ -531,7 +538,8 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
           for (int e = 0; e < 4; ++e) c[r][h][e] = 0.0f;
       }
       const uint4 z4 = make_uint4(0u, 0u, 0u, 0u);
-#pragma unroll 2
+      constexpr int KU = SG_TWELL_UP_MMA_UNROLL;
+#pragma unroll KU
       for (int kb = 0; kb < kp; kb += 32) {
         const int kk = kb + 8 * t4;
         const uint4 xv = kk < kp ? *reinterpret_cast<const uint4*>(xs + kk) : z4;
@@ -557,12 +565,14 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       // has U x KP / 256 16-byte loads in flight (2 when the accumulators take many registers).
       constexpr int U = G >= 4 ? 2 : 4;
       for (int j0 = warp * U; j0 < cnt; j0 += THREADS / 32 * U) {
+        constexpr int CH = SG_TWELL_UP_CHAINS;
         const T* wu[U];
-        float s[U];
+        float s[U][CH];
 #pragma unroll
         for (int q2 = 0; q2 < U; ++q2) {
           wu[q2] = w_up_t + static_cast<size_t>(bcol[min(j0 + q2, cnt - 1)]) * kp;
-          s[q2] = 0.0f;
+#pragma unroll
+          for (int h = 0; h < CH; ++h) s[q2][h] = 0.0f;
         }
 #pragma unroll
         for (int i = lane * 8; i < kp; i += 256) {
@@ -575,14 +585,17 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               const float2 a = detail::twell_pair<T>(wa[e]), b = detail::twell_pair<T>(xa[e]);
-              s[q2] = fmaf(a.x, b.x, s[q2]);
-              s[q2] = fmaf(a.y, b.y, s[q2]);
+              s[q2][e % CH] = fmaf(a.x, b.x, s[q2][e % CH]);
+              s[q2][e % CH] = fmaf(a.y, b.y, s[q2][e % CH]);
             }
           }
         }
 #pragma unroll
         for (int q2 = 0; q2 < U; ++q2) {
-          const float r = detail::twell_warp_sum(s[q2]);
+          float part = s[q2][0];
+#pragma unroll
+          for (int h = 1; h < CH; ++h) part += s[q2][h];
+          const float r = detail::twell_warp_sum(part);
           if (lane == 0 && j0 + q2 < cnt) bhu[j0 + q2] = bval[j0 + q2] * r;
         }
       }
