@@ -35,6 +35,14 @@
 #ifndef SG_TWELL_UP_MMA_UNROLL
 #define SG_TWELL_UP_MMA_UNROLL 2
 #endif
+// The down phase's loads of the next N rows issued before this N rows' fmas (N; 0: not).
+#ifndef SG_TWELL_PIPE_DOWN
+#define SG_TWELL_PIPE_DOWN 0
+#endif
+// The u phase one pair at a time with the next pair's loads in flight (1; K <= 2048).
+#ifndef SG_TWELL_PIPE_UP
+#define SG_TWELL_PIPE_UP 0
+#endif
 // Partial sums per pair in the warp dot products (1: one dependent chain of fmas per lane).
 #ifndef SG_TWELL_UP_CHAINS
 #define SG_TWELL_UP_CHAINS 1
@@ -560,6 +568,46 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         if (g8 == 0 && e + 1 < cnt) bhu[e + 1] = bval[e + 1] * (c[r][0][1] + c[r][1][1]);
       }
       sync();
+    } else if constexpr (GATED != 0 && SG_TWELL_PIPE_UP != 0 && KP <= 2048) {
+      // One pair at a time per warp, two buffers: the next pair's W_u loads are issued before this
+      // pair's dot product and warp sum.
+      constexpr int NW = THREADS / 32, NL = (KP + 255) / 256;
+      uint4 b0[NL], b1[NL];
+      auto load_row = [&](uint4(&b)[NL], int j) {
+        const T* wu = w_up_t + static_cast<size_t>(bcol[j]) * kp;
+#pragma unroll
+        for (int l = 0; l < NL; ++l) {
+          const int i = lane * 8 + 256 * l;
+          b[l] = i < kp ? detail::twell_ld16<L2H>(wu + i, pol_w) : make_uint4(0u, 0u, 0u, 0u);
+        }
+      };
+      auto dot_row = [&](const uint4(&b)[NL], int j) {
+        float sp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int l = 0; l < NL; ++l) {
+          const int i = lane * 8 + 256 * l;
+          if (i >= kp) break;
+          const uint4 xv = *reinterpret_cast<const uint4*>(xs + i);
+          const unsigned xa[4] = {xv.x, xv.y, xv.z, xv.w};
+          const unsigned wa[4] = {b[l].x, b[l].y, b[l].z, b[l].w};
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const float2 a = detail::twell_pair<T>(wa[e]), c = detail::twell_pair<T>(xa[e]);
+            sp[e] = fmaf(a.x, c.x, sp[e]);
+            sp[e] = fmaf(a.y, c.y, sp[e]);
+          }
+        }
+        const float r = detail::twell_warp_sum((sp[0] + sp[1]) + (sp[2] + sp[3]));
+        if (lane == 0) bhu[j] = bval[j] * r;
+      };
+      if (warp < cnt) load_row(b0, warp);
+      for (int j = warp; j < cnt; j += 2 * NW) {
+        if (j + NW < cnt) load_row(b1, j + NW);
+        dot_row(b0, j);
+        if (j + 2 * NW < cnt) load_row(b0, j + 2 * NW);
+        if (j + NW < cnt) dot_row(b1, j + NW);
+      }
+      sync();
     } else if constexpr (GATED != 0) {
       // A warp takes U pairs at a time: the loads of their W_u rows interleave, so every lane
       // has U x KP / 256 16-byte loads in flight (2 when the accumulators take many registers).
@@ -604,6 +652,48 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     const float* hu = GATED != 0 ? bhu : bval;
     // About 8 rows' loads in flight per thread whatever G.
     constexpr int JU = G >= 8 ? 1 : 8 / G;
+    if constexpr (SG_TWELL_PIPE_DOWN != 0) {
+      // Two buffers of R rows: the next R rows' loads are issued before this R's fmas.
+      constexpr int R = SG_TWELL_PIPE_DOWN;
+      uint4 b0[R][G], b1[R][G];
+      auto load_rows = [&](uint4(&b)[R][G], int j0) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          const T* wd = w_down + static_cast<size_t>(bcol[min(j0 + r, cnt - 1)]) * kp;
+#pragma unroll
+          for (int gi = 0; gi < G; ++gi) {
+            const int col = 8 * (tid + gi * THREADS);
+            b[r][gi] = col < kp ? detail::twell_ld16<L2H>(wd + col, pol_w)
+                                : make_uint4(0u, 0u, 0u, 0u);
+          }
+        }
+      };
+      auto fma_rows = [&](const uint4(&b)[R][G], int j0) {
+#pragma unroll
+        for (int r = 0; r < R; ++r) {
+          const float h = j0 + r < cnt ? hu[j0 + r] : 0.0f;
+#pragma unroll
+          for (int gi = 0; gi < G; ++gi) {
+            const unsigned va[4] = {b[r][gi].x, b[r][gi].y, b[r][gi].z, b[r][gi].w};
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const float2 f = detail::twell_pair<T>(va[e]);
+              acc[gi][2 * e] = fmaf(h, f.x, acc[gi][2 * e]);
+              acc[gi][2 * e + 1] = fmaf(h, f.y, acc[gi][2 * e + 1]);
+            }
+          }
+        }
+      };
+      if (cnt > 0) load_rows(b0, 0);
+      for (int j0 = 0; j0 < cnt; j0 += 2 * R) {
+        if (j0 + R < cnt) load_rows(b1, j0 + R);
+        fma_rows(b0, j0);
+        if (j0 + 2 * R < cnt) load_rows(b0, j0 + 2 * R);
+        if (j0 + R < cnt) fma_rows(b1, j0 + R);
+      }
+      sync();
+      return;
+    }
 #pragma unroll JU
     for (int j = 0; j < cnt; ++j) {
       const float h = hu[j];
