@@ -28,29 +28,6 @@
 #ifndef SG_TWELL_TRACE_ITEM
 #define SG_TWELL_TRACE_ITEM(worker, row, part, parts, phase) ((void)0)
 #endif
-// u on the tensor cores (1) instead of warp dot products (0).
-#ifndef SG_TWELL_UP_MMA
-#define SG_TWELL_UP_MMA 0
-#endif
-#ifndef SG_TWELL_UP_MMA_UNROLL
-#define SG_TWELL_UP_MMA_UNROLL 2
-#endif
-// The down phase's loads of the next N rows issued before this N rows' fmas (N; 0: not).
-#ifndef SG_TWELL_PIPE_DOWN
-#define SG_TWELL_PIPE_DOWN 0
-#endif
-// The u phase one pair at a time with the next pair's loads in flight (1; K <= 2048).
-#ifndef SG_TWELL_PIPE_UP
-#define SG_TWELL_PIPE_UP 0
-#endif
-// Partial sums per pair in the warp dot products (1: one dependent chain of fmas per lane).
-#ifndef SG_TWELL_UP_CHAINS
-#define SG_TWELL_UP_CHAINS 1
-#endif
-// L2 eviction hints: 1 the weight rows' loads evict_last, 2 also the x rows' evict_first.
-#ifndef SG_TWELL_L2_HINT
-#define SG_TWELL_L2_HINT 0
-#endif
 
 namespace sg {
 namespace detail {
@@ -92,31 +69,6 @@ __device__ __forceinline__ void twell_mma(float* d, const unsigned* a, const uns
         "{%8, %9}, {%0, %1, %2, %3};\n"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-  }
-}
-
-// L2 eviction policies for loads with a cache hint: evict_last (kept), evict_first (streamed).
-__device__ __forceinline__ unsigned long long twell_policy_last() {
-  unsigned long long p;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-__device__ __forceinline__ unsigned long long twell_policy_first() {
-  unsigned long long p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
-  return p;
-}
-// 16 read-only bytes with an L2 policy (SG_TWELL_L2_HINT), else a plain load.
-template <int HINT>
-__device__ __forceinline__ uint4 twell_ld16(const void* a, unsigned long long pol) {
-  if constexpr (HINT == 0) {
-    return *reinterpret_cast<const uint4*>(a);
-  } else {
-    uint4 v;
-    asm("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-        : "l"(a), "l"(pol));
-    return v;
   }
 }
 
@@ -481,14 +433,11 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
 
   // The token's x row into shared memory, the exclusive prefix of its packed counts (an
   // overflowing tile packs none) and its overflowing tiles in tile order.
-  constexpr int L2H = SG_TWELL_L2_HINT;
-  const unsigned long long pol_w = L2H != 0 ? detail::twell_policy_last() : 0ull;
-  const unsigned long long pol_x = L2H >= 2 ? detail::twell_policy_first() : 0ull;
   auto setup = [&](int row) {
     const T* xr = x + static_cast<size_t>(row) * k;
     if (k == kp && (reinterpret_cast<size_t>(xr) & 15) == 0) {
       for (int i = tid * 8; i < kp; i += THREADS * 8)
-        *reinterpret_cast<uint4*>(xs + i) = detail::twell_ld16<(L2H >= 2 ? 1 : 0)>(xr + i, pol_x);
+        *reinterpret_cast<uint4*>(xs + i) = *reinterpret_cast<const uint4*>(xr + i);
     } else {
       for (int i = tid; i < kp; i += THREADS) xs[i] = i < k ? xr[i] : zero;
     }
@@ -526,101 +475,17 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
 
   // One batch of cnt (column, h) pairs in bcol / bval: u per pair (gated), then the down rows.
   auto run_batch = [&](int cnt) {
-    if constexpr (GATED != 0 && SG_TWELL_UP_MMA != 0) {
-      // u on the tensor cores: warp w takes the groups of 8 pairs w, w + NW, …; per 32 columns
-      // of x, lane (g, t) loads 16 bytes of pair 8·group + g's W_u row at column 8t and gives
-      // them as the B fragments of two m16n8k16 multiplies, x's same 16 bytes as every row of A
-      // (a sum's order of k is free: both operands take the same permutation), so each row of C
-      // is the group's 8 dot products. Two accumulators per group (one per multiply) halve the
-      // dependent chain.
-      constexpr int NW = THREADS / 32, RG = (BATCH / 8 + NW - 1) / NW;
-      const int g8 = lane >> 2, t4 = lane & 3, ngroups = (cnt + 7) / 8;
-      const T* wr[RG];
-      float c[RG][2][4];
-#pragma unroll
-      for (int r = 0; r < RG; ++r) {
-        wr[r] = w_up_t + static_cast<size_t>(bcol[min((warp + r * NW) * 8 + g8, cnt - 1)]) * kp;
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) c[r][h][e] = 0.0f;
-      }
-      const uint4 z4 = make_uint4(0u, 0u, 0u, 0u);
-      constexpr int KU = SG_TWELL_UP_MMA_UNROLL;
-#pragma unroll KU
-      for (int kb = 0; kb < kp; kb += 32) {
-        const int kk = kb + 8 * t4;
-        const uint4 xv = kk < kp ? *reinterpret_cast<const uint4*>(xs + kk) : z4;
-#pragma unroll
-        for (int r = 0; r < RG; ++r) {
-          if (warp + r * NW >= ngroups) continue;  // the same for the whole warp
-          const uint4 wv = kk < kp ? detail::twell_ld16<L2H>(wr[r] + kk, pol_w) : z4;
-          const unsigned a0[4] = {xv.x, xv.x, xv.y, xv.y}, b0[2] = {wv.x, wv.y};
-          const unsigned a1[4] = {xv.z, xv.z, xv.w, xv.w}, b1[2] = {wv.z, wv.w};
-          detail::twell_mma<T>(c[r][0], a0, b0);
-          detail::twell_mma<T>(c[r][1], a1, b1);
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < RG; ++r) {
-        const int e = (warp + r * NW) * 8 + 2 * t4;  // C[g][2t], C[g][2t + 1]: pairs e, e + 1
-        if (g8 == 0 && e < cnt) bhu[e] = bval[e] * (c[r][0][0] + c[r][1][0]);
-        if (g8 == 0 && e + 1 < cnt) bhu[e + 1] = bval[e + 1] * (c[r][0][1] + c[r][1][1]);
-      }
-      sync();
-    } else if constexpr (GATED != 0 && SG_TWELL_PIPE_UP != 0 && KP <= 2048) {
-      // One pair at a time per warp, two buffers: the next pair's W_u loads are issued before this
-      // pair's dot product and warp sum.
-      constexpr int NW = THREADS / 32, NL = (KP + 255) / 256;
-      uint4 b0[NL], b1[NL];
-      auto load_row = [&](uint4(&b)[NL], int j) {
-        const T* wu = w_up_t + static_cast<size_t>(bcol[j]) * kp;
-#pragma unroll
-        for (int l = 0; l < NL; ++l) {
-          const int i = lane * 8 + 256 * l;
-          b[l] = i < kp ? detail::twell_ld16<L2H>(wu + i, pol_w) : make_uint4(0u, 0u, 0u, 0u);
-        }
-      };
-      auto dot_row = [&](const uint4(&b)[NL], int j) {
-        float sp[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-        for (int l = 0; l < NL; ++l) {
-          const int i = lane * 8 + 256 * l;
-          if (i >= kp) break;
-          const uint4 xv = *reinterpret_cast<const uint4*>(xs + i);
-          const unsigned xa[4] = {xv.x, xv.y, xv.z, xv.w};
-          const unsigned wa[4] = {b[l].x, b[l].y, b[l].z, b[l].w};
-#pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const float2 a = detail::twell_pair<T>(wa[e]), c = detail::twell_pair<T>(xa[e]);
-            sp[e] = fmaf(a.x, c.x, sp[e]);
-            sp[e] = fmaf(a.y, c.y, sp[e]);
-          }
-        }
-        const float r = detail::twell_warp_sum((sp[0] + sp[1]) + (sp[2] + sp[3]));
-        if (lane == 0) bhu[j] = bval[j] * r;
-      };
-      if (warp < cnt) load_row(b0, warp);
-      for (int j = warp; j < cnt; j += 2 * NW) {
-        if (j + NW < cnt) load_row(b1, j + NW);
-        dot_row(b0, j);
-        if (j + 2 * NW < cnt) load_row(b0, j + 2 * NW);
-        if (j + NW < cnt) dot_row(b1, j + NW);
-      }
-      sync();
-    } else if constexpr (GATED != 0) {
+    if constexpr (GATED != 0) {
       // A warp takes U pairs at a time: the loads of their W_u rows interleave, so every lane
       // has U x KP / 256 16-byte loads in flight (2 when the accumulators take many registers).
       constexpr int U = G >= 4 ? 2 : 4;
       for (int j0 = warp * U; j0 < cnt; j0 += THREADS / 32 * U) {
-        constexpr int CH = SG_TWELL_UP_CHAINS;
         const T* wu[U];
-        float s[U][CH];
+        float s[U];
 #pragma unroll
         for (int q2 = 0; q2 < U; ++q2) {
           wu[q2] = w_up_t + static_cast<size_t>(bcol[min(j0 + q2, cnt - 1)]) * kp;
-#pragma unroll
-          for (int h = 0; h < CH; ++h) s[q2][h] = 0.0f;
+          s[q2] = 0.0f;
         }
 #pragma unroll
         for (int i = lane * 8; i < kp; i += 256) {
@@ -628,22 +493,19 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
           const unsigned xa[4] = {xv.x, xv.y, xv.z, xv.w};
 #pragma unroll
           for (int q2 = 0; q2 < U; ++q2) {
-            const uint4 wv = detail::twell_ld16<L2H>(wu[q2] + i, pol_w);
+            const uint4 wv = *reinterpret_cast<const uint4*>(wu[q2] + i);
             const unsigned wa[4] = {wv.x, wv.y, wv.z, wv.w};
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               const float2 a = detail::twell_pair<T>(wa[e]), b = detail::twell_pair<T>(xa[e]);
-              s[q2][e % CH] = fmaf(a.x, b.x, s[q2][e % CH]);
-              s[q2][e % CH] = fmaf(a.y, b.y, s[q2][e % CH]);
+              s[q2] = fmaf(a.x, b.x, s[q2]);
+              s[q2] = fmaf(a.y, b.y, s[q2]);
             }
           }
         }
 #pragma unroll
         for (int q2 = 0; q2 < U; ++q2) {
-          float part = s[q2][0];
-#pragma unroll
-          for (int h = 1; h < CH; ++h) part += s[q2][h];
-          const float r = detail::twell_warp_sum(part);
+          const float r = detail::twell_warp_sum(s[q2]);
           if (lane == 0 && j0 + q2 < cnt) bhu[j0 + q2] = bval[j0 + q2] * r;
         }
       }
@@ -652,48 +514,6 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     const float* hu = GATED != 0 ? bhu : bval;
     // About 8 rows' loads in flight per thread whatever G.
     constexpr int JU = G >= 8 ? 1 : 8 / G;
-    if constexpr (SG_TWELL_PIPE_DOWN != 0) {
-      // Two buffers of R rows: the next R rows' loads are issued before this R's fmas.
-      constexpr int R = SG_TWELL_PIPE_DOWN;
-      uint4 b0[R][G], b1[R][G];
-      auto load_rows = [&](uint4(&b)[R][G], int j0) {
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-          const T* wd = w_down + static_cast<size_t>(bcol[min(j0 + r, cnt - 1)]) * kp;
-#pragma unroll
-          for (int gi = 0; gi < G; ++gi) {
-            const int col = 8 * (tid + gi * THREADS);
-            b[r][gi] = col < kp ? detail::twell_ld16<L2H>(wd + col, pol_w)
-                                : make_uint4(0u, 0u, 0u, 0u);
-          }
-        }
-      };
-      auto fma_rows = [&](const uint4(&b)[R][G], int j0) {
-#pragma unroll
-        for (int r = 0; r < R; ++r) {
-          const float h = j0 + r < cnt ? hu[j0 + r] : 0.0f;
-#pragma unroll
-          for (int gi = 0; gi < G; ++gi) {
-            const unsigned va[4] = {b[r][gi].x, b[r][gi].y, b[r][gi].z, b[r][gi].w};
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const float2 f = detail::twell_pair<T>(va[e]);
-              acc[gi][2 * e] = fmaf(h, f.x, acc[gi][2 * e]);
-              acc[gi][2 * e + 1] = fmaf(h, f.y, acc[gi][2 * e + 1]);
-            }
-          }
-        }
-      };
-      if (cnt > 0) load_rows(b0, 0);
-      for (int j0 = 0; j0 < cnt; j0 += 2 * R) {
-        if (j0 + R < cnt) load_rows(b1, j0 + R);
-        fma_rows(b0, j0);
-        if (j0 + 2 * R < cnt) load_rows(b0, j0 + 2 * R);
-        if (j0 + R < cnt) fma_rows(b1, j0 + R);
-      }
-      sync();
-      return;
-    }
 #pragma unroll JU
     for (int j = 0; j < cnt; ++j) {
       const float h = hu[j];
@@ -702,7 +522,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       for (int gi = 0; gi < G; ++gi) {
         const int col = 8 * (tid + gi * THREADS);
         if (col < kp) {
-          const uint4 v = detail::twell_ld16<L2H>(wd + col, pol_w);
+          const uint4 v = *reinterpret_cast<const uint4*>(wd + col);
           const unsigned va[4] = {v.x, v.y, v.z, v.w};
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
