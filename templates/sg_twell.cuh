@@ -332,8 +332,16 @@ __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m
       const unsigned w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
       unsigned nz = 0u;  // bit e: column base + 8·lane + e is nonzero
 #pragma unroll
-      for (int e = 0; e < 8; ++e)
-        nz |= ((w[e >> 1] >> (16 * (e & 1))) & 0x7fffu) != 0u ? 1u << e : 0u;
+      for (int h = 0; h < 4; ++h) {  // both halves of a word at once: 0xffff where nonzero
+        const unsigned ne = __vcmpne2(w[h] & 0x7fff7fffu, 0u);
+        nz |= ((ne & 1u) | ((ne >> 15) & 2u)) << (2 * h);
+      }
+      const int tile = base / TILE + lane / LPT;
+      // Most loads of a sparse row hold no nonzero at all: their tiles count 0, nothing to scan.
+      if (__ballot_sync(0xffffffffu, nz != 0u) == 0u) {
+        if (sub == 0 && tile < tiles) counts[tile] = 0;
+        continue;
+      }
       const int mine = __popc(nz);
       int incl = mine;
 #pragma unroll
@@ -342,14 +350,13 @@ __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m
         if (sub >= o) incl += y;
       }
       const int total = __shfl_sync(0xffffffffu, incl, lane | (LPT - 1));
-      const int tile = base / TILE + lane / LPT;
       if (tile >= tiles) continue;
       if (sub == 0) {
         counts[tile] = total;
         packed += total > CAP ? 0 : total;
         over += total > CAP ? 1 : 0;
       }
-      if (total > CAP) continue;  // overflow: its dense values are G's
+      if (total > CAP || nz == 0u) continue;  // overflow: its dense values are G's
       unsigned* out = entries + static_cast<size_t>(tile) * CAP + (incl - mine);
 #pragma unroll
       for (int e = 0; e < 8; ++e)
