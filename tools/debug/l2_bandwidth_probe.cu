@@ -11,6 +11,10 @@
 //   nvcc -O3 -arch=sm_90 -std=c++17 -Itemplates -o l2probe tools/debug/l2_bandwidth_probe.cu
 //   ./l2probe
 // Prints one JSON object: per case the bytes read, the median time of 9 runs and GB/s.
+// Every loaded word feeds the result: a 16-byte load of which only some words are used is split by
+// the compiler into 4-byte loads (the rows kernel once used two words of each piece, and so
+// measured two 4-byte loads per 16 bytes: about half the rate of 16-byte loads).
+// tools/debug/gather_sweep_probe.cu sweeps the same gathers over loads in flight and warps.
 #include <cuda_runtime.h>
 
 #include "probe_common.cuh"
@@ -29,9 +33,13 @@ __global__ void stream_kernel(const uint4* __restrict__ p, size_t n16, int passe
     for (; i + 3 * stride < n16; i += 4 * stride) {
       const uint4 a = __ldcg(p + i), b = __ldcg(p + i + stride), c = __ldcg(p + i + 2 * stride),
                   d = __ldcg(p + i + 3 * stride);
-      acc ^= a.x ^ b.y ^ c.z ^ d.w;
+      acc ^= (a.x ^ a.y ^ a.z ^ a.w) ^ (b.x ^ b.y ^ b.z ^ b.w) ^ (c.x ^ c.y ^ c.z ^ c.w) ^
+             (d.x ^ d.y ^ d.z ^ d.w);
     }
-    for (; i < n16; i += stride) acc ^= __ldcg(p + i).x;
+    for (; i < n16; i += stride) {
+      const uint4 a = __ldcg(p + i);
+      acc ^= a.x ^ a.y ^ a.z ^ a.w;
+    }
   }
   if (acc == 0x12345678u) sink[0] = acc;
 }
@@ -56,7 +64,7 @@ __global__ void rows_kernel(const uint4* __restrict__ p, unsigned rows, int per_
 #pragma unroll
       for (int u = 0; u < U; ++u) {
         const uint4 v = __ldcg(r[u] + i + lane);
-        acc ^= v.x ^ v.w;
+        acc ^= v.x ^ v.y ^ v.z ^ v.w;
       }
   }
   if (acc == 0x12345678u) sink[0] = acc;
@@ -93,7 +101,7 @@ __global__ void bulk_kernel(const uint4* __restrict__ p, unsigned rows, int per_
 #pragma unroll
     for (int i = 0; i < ROW / 16; i += 32) {
       const uint4 v = reinterpret_cast<const uint4*>(ring + s * ROW)[i + lane];
-      acc ^= v.x ^ v.w;
+      acc ^= v.x ^ v.y ^ v.z ^ v.w;
     }
     __syncwarp();
     if (lane == 0 && j + 4 < per_warp) issue(j + 4);
