@@ -17,8 +17,8 @@
 // median time of 7 runs and GB/s. The region is read until about 1 GiB has moved.
 #include <cuda_runtime.h>
 
+#include "bulk_ring.cuh"
 #include "probe_common.cuh"
-#include "sg_bulk_copy.cuh"
 
 #include <cstdio>
 
@@ -31,25 +31,17 @@ __device__ __forceinline__ uint4 load16(const uint4* p) {
   uint4 v;
   if constexpr (KIND == 0)
     asm("ld.global.cg.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
   else if constexpr (KIND == 1)
     asm("ld.global.nc.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
   else
     asm("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                 : "l"(p));
+        : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+        : "l"(p));
   return v;
-}
-
-__device__ __forceinline__ unsigned row_of(unsigned warp, unsigned j, unsigned rows) {
-  unsigned h = (warp * 2654435761u) ^ (j * 2246822519u + 374761393u);
-  h ^= h >> 15;
-  h *= 2654435761u;
-  h ^= h >> 13;
-  return h % rows;
 }
 
 // Warp-wide pieces t = 0 .. per_warp·8: row t / 8 (random; SEQ: the region in order), piece
@@ -61,14 +53,14 @@ __global__ void lanes_kernel(const uint4* __restrict__ p, unsigned rows, int per
   const unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
   const unsigned warps = gridDim.x * blockDim.x / 32;
   uint4 acc[IN] = {};  // one per load: a single running value would let the compiler wait on
-                      // each load before issuing the next
+                       // each load before issuing the next
   const int pieces = per_warp * 8;
   for (int t0 = 0; t0 < pieces; t0 += IN) {
     const uint4* a[IN];
 #pragma unroll
     for (int u = 0; u < IN; ++u) {
       const unsigned t = static_cast<unsigned>(t0 + u);
-      const unsigned row = SEQ ? ((t >> 3) * warps + warp) % rows : row_of(warp, t >> 3, rows);
+      const unsigned row = SEQ ? ((t >> 3) * warps + warp) % rows : probe_row(warp, t >> 3, rows);
       a[u] = p + static_cast<size_t>(row) * kRow16 + (t & 7) * 32 + lane;
     }
     uint4 v[IN];
@@ -86,46 +78,6 @@ __global__ void lanes_kernel(const uint4* __restrict__ p, unsigned rows, int per
 #pragma unroll
   for (int u = 0; u < IN; ++u) r ^= acc[u].x ^ acc[u].y ^ acc[u].z ^ acc[u].w;
   if (r == 0x12345678u) sink[0] = r;
-}
-
-// Each warp: a ring of SLOTS rows; lane 0 keeps SLOTS copies in flight.
-template <int SLOTS>
-__global__ void bulk_kernel(const uint4* __restrict__ p, unsigned rows, int per_warp,
-                            unsigned* sink) {
-  constexpr int ROW = kRow16 * 16;
-  extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ alignas(8) unsigned long long bars[8 * SLOTS];
-  const unsigned lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
-  const unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-  unsigned char* ring = smem + wib * SLOTS * ROW;
-  const unsigned sring = static_cast<unsigned>(__cvta_generic_to_shared(ring));
-  const unsigned sbar = static_cast<unsigned>(__cvta_generic_to_shared(bars + SLOTS * wib));
-  if (lane < SLOTS) sg::detail::bulk_barrier_init(sbar + 8 * lane, 1);
-  sg::detail::bulk_barrier_init_fence();
-  __syncwarp();
-  unsigned acc = 0;
-  auto issue = [&](int j) {
-    const int s = j % SLOTS;
-    sg::detail::bulk_expect(sbar + 8 * s, ROW);
-    sg::detail::bulk_copy(sring + s * ROW,
-                          p + static_cast<size_t>(row_of(warp, static_cast<unsigned>(j), rows)) *
-                                  kRow16,
-                          ROW, sbar + 8 * s);
-  };
-  if (lane == 0)
-    for (int j = 0; j < SLOTS && j < per_warp; ++j) issue(j);
-  for (int j = 0; j < per_warp; ++j) {
-    const int s = j % SLOTS;
-    sg::detail::bulk_wait(sbar + 8 * s, static_cast<unsigned>((j / SLOTS) & 1));
-#pragma unroll
-    for (int i = 0; i < kRow16; i += 32) {
-      const uint4 v = reinterpret_cast<const uint4*>(ring + s * ROW)[i + lane];
-      acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    __syncwarp();
-    if (lane == 0 && j + SLOTS < per_warp) issue(j + SLOTS);
-  }
-  if (acc == 0x12345678u) sink[0] = acc;
 }
 
 }  // namespace
@@ -146,12 +98,13 @@ int main() {
   const double target = double(size_t(1) << 30);
   // One case: the kernel at `bps` blocks of `threads` per SM (smem bytes each), rows per warp for
   // about 1 GiB in all.
-  auto run = [&](const char* kind, const char* load, size_t region_mb, int in, int bps,
-                 int threads, int smem, auto kernel) {
+  auto run = [&](const char* kind, const char* load, size_t region_mb, int in, int bps, int threads,
+                 int smem, auto kernel) {
     const unsigned rows = static_cast<unsigned>((region_mb << 20) / (kRow16 * 16));
     const int blocks = sms * bps, warps = blocks * threads / 32;
     const int per_warp = static_cast<int>(target / (double(warps) * kRow16 * 16));
-    if (smem > 48 * 1024) CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    if (smem > 48 * 1024)
+      CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     int resident = 0;
     CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, threads, smem));
     const std::vector<float> t = time_launches(
@@ -186,11 +139,11 @@ int main() {
       run("lanes", "nc_na", mb, 16, bps, 256, 0, lanes_kernel<16, 2, 0>);
     }
     // Bulk: 4 warps per block, SLOTS x 4 KB per warp.
-    run("bulk", "bulk", mb, 2, 4, 128, 4 * 2 * 4096, bulk_kernel<2>);
-    run("bulk", "bulk", mb, 4, 3, 128, 4 * 4 * 4096, bulk_kernel<4>);
-    run("bulk", "bulk", mb, 4, 1, 128, 4 * 4 * 4096, bulk_kernel<4>);
-    run("bulk", "bulk", mb, 8, 1, 128, 4 * 8 * 4096, bulk_kernel<8>);
-    run("bulk", "bulk", mb, 2, 8, 128, 4 * 2 * 4096, bulk_kernel<2>);
+    run("bulk", "bulk", mb, 2, 4, 128, 4 * 2 * 4096, bulk_ring_kernel<kRow16 * 16, 2>);
+    run("bulk", "bulk", mb, 4, 3, 128, 4 * 4 * 4096, bulk_ring_kernel<kRow16 * 16, 4>);
+    run("bulk", "bulk", mb, 4, 1, 128, 4 * 4 * 4096, bulk_ring_kernel<kRow16 * 16, 4>);
+    run("bulk", "bulk", mb, 8, 1, 128, 4 * 8 * 4096, bulk_ring_kernel<kRow16 * 16, 8>);
+    run("bulk", "bulk", mb, 2, 8, 128, 4 * 2 * 4096, bulk_ring_kernel<kRow16 * 16, 2>);
   }
   std::printf("\n]}\n");
   CK(cudaFree(buf));

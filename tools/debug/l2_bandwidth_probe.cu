@@ -8,7 +8,8 @@
 //   bulk    as rows, each row one cp.async.bulk copy into a ring of 4 shared-memory slots per
 //           warp (the TMA unit instead of the lanes' loads)
 // Build and run (on the GPU machine; it includes templates/sg_bulk_copy.cuh):
-//   nvcc -O3 -arch=sm_90 -std=c++17 -Itemplates -o l2probe tools/debug/l2_bandwidth_probe.cu
+//   nvcc -O3 -arch=sm_90 -std=c++17 -Itemplates -Itools/debug -o l2probe
+//        tools/debug/l2_bandwidth_probe.cu
 //   ./l2probe
 // Prints one JSON object: per case the bytes read, the median time of 9 runs and GB/s.
 // Every loaded word feeds the result: a 16-byte load of which only some words are used is split by
@@ -17,8 +18,8 @@
 // tools/debug/gather_sweep_probe.cu sweeps the same gathers over loads in flight and warps.
 #include <cuda_runtime.h>
 
+#include "bulk_ring.cuh"
 #include "probe_common.cuh"
-#include "sg_bulk_copy.cuh"
 
 #include <algorithm>
 #include <cstdio>
@@ -66,45 +67,6 @@ __global__ void rows_kernel(const uint4* __restrict__ p, unsigned rows, int per_
         const uint4 v = __ldcg(r[u] + i + lane);
         acc ^= v.x ^ v.y ^ v.z ^ v.w;
       }
-  }
-  if (acc == 0x12345678u) sink[0] = acc;
-}
-
-// Each warp: a ring of 4 slots of ROW bytes; lane 0 keeps 4 row copies in flight, the warp reads
-// each landed row from shared memory (16 bytes per lane) and refills its slot.
-template <int ROW>
-__global__ void bulk_kernel(const uint4* __restrict__ p, unsigned rows, int per_warp,
-                            unsigned* sink) {
-  extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ alignas(8) unsigned long long bars[4 * 4];
-  const unsigned lane = threadIdx.x & 31, wib = threadIdx.x >> 5;
-  const unsigned warp = (blockIdx.x * blockDim.x + threadIdx.x) >> 5;
-  unsigned char* ring = smem + wib * 4 * ROW;
-  const unsigned sring = static_cast<unsigned>(__cvta_generic_to_shared(ring));
-  const unsigned sbar = static_cast<unsigned>(__cvta_generic_to_shared(bars + 4 * wib));
-  if (lane < 4) sg::detail::bulk_barrier_init(sbar + 8 * lane, 1);
-  sg::detail::bulk_barrier_init_fence();
-  __syncwarp();
-  unsigned acc = 0, h = warp * 2654435761u + 12345u;
-  auto issue = [&](int j) {
-    h = h * 1664525u + 1013904223u;
-    const int s = j & 3;
-    sg::detail::bulk_expect(sbar + 8 * s, ROW);
-    sg::detail::bulk_copy(sring + s * ROW, p + static_cast<size_t>(h % rows) * (ROW / 16), ROW,
-                          sbar + 8 * s);
-  };
-  if (lane == 0)
-    for (int j = 0; j < 4 && j < per_warp; ++j) issue(j);
-  for (int j = 0; j < per_warp; ++j) {
-    const int s = j & 3;
-    sg::detail::bulk_wait(sbar + 8 * s, static_cast<unsigned>((j >> 2) & 1));
-#pragma unroll
-    for (int i = 0; i < ROW / 16; i += 32) {
-      const uint4 v = reinterpret_cast<const uint4*>(ring + s * ROW)[i + lane];
-      acc ^= v.x ^ v.y ^ v.z ^ v.w;
-    }
-    __syncwarp();
-    if (lane == 0 && j + 4 < per_warp) issue(j + 4);
   }
   if (acc == 0x12345678u) sink[0] = acc;
 }
@@ -176,11 +138,11 @@ int main() {
          [&](unsigned n, int w) { rows_kernel<256, 2><<<blocks, 256>>>(buf, n, w, sink); });
     rows("rows", region, 65536, 1, per_warp / 16,
          [&](unsigned n, int w) { rows_kernel<4096, 1><<<blocks, 256>>>(buf, n, w, sink); });
-    CK(cudaFuncSetAttribute(bulk_kernel<4096>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    CK(cudaFuncSetAttribute(bulk_ring_kernel<4096, 4>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                             4 * 4 * 4096));
     const float bk = median_ms([&] {
-      bulk_kernel<4096><<<sms * 3, 128, 4 * 4 * 4096>>>(buf, static_cast<unsigned>(region / 4096),
-                                                        per_warp * 8 * 4 / 12, sink);
+      bulk_ring_kernel<4096, 4><<<sms * 3, 128, 4 * 4 * 4096>>>(
+          buf, static_cast<unsigned>(region / 4096), per_warp * 8 * 4 / 12, sink);
       CK(cudaGetLastError());
     });
     report("bulk", region, 4096, 4, double(sms) * 3 * 4 * (per_warp * 8 * 4 / 12) * 4096.0, bk);

@@ -3,7 +3,8 @@
 // about `mean` nonzeros per row at random columns (every 50th row dense), written here by a
 // kernel, then the pack runs as the generated code launches it (8 rows per block of 256
 // threads) with the L2 flushed before each run. Every variant's TwELL buffer must equal the first
-// one's (the pack before its faster nonzero test) byte for byte.
+// one's byte for byte. (Results of 2026-11-30 also compared the pack before its two-halves nonzero
+// test with the one after, from a copy of the old template function: twell_pack_2f59597.json.)
 // Build and run on the GPU machine:
 //   nvcc -O3 -arch=sm_90 -std=c++17 -Itemplates -Itools/debug -o twell_pack
 //        tools/debug/twell_pack_probe.cu
@@ -46,85 +47,10 @@ __global__ void fill_g(T* g, int m, int n, int mean) {
   }
 }
 
-// The row pack as it was before its nonzero test took both halves of a word at once and loads
-// without a nonzero skipped the scan (the reference variant).
-template <typename T, int TILE, int CAP, int U>
-__device__ __forceinline__ void pack_rows_before(unsigned* __restrict__ tw, int m, int n, int tiles,
-                                                int entries_off, int backup_off, int tokens_off) {
-  static_assert(TILE % 8 == 0 && 256 % TILE == 0, "a load's 256 columns hold whole tiles");
-  constexpr int LPT = TILE / 8, CHUNK = 256;
-  const int lane = threadIdx.x & 31, sub = lane % LPT;
-  const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (row >= m) return;
-  const T* g = reinterpret_cast<const T*>(tw + backup_off) + static_cast<size_t>(row) * n;
-  int* counts = reinterpret_cast<int*>(tw) + static_cast<size_t>(row) * tiles;
-  unsigned* entries = tw + entries_off + static_cast<size_t>(row) * tiles * CAP;
-  int packed = 0, over = 0;  // lanes with sub == 0: their tiles' sums
-  for (int c0 = 0; c0 < n; c0 += U * CHUNK) {
-    uint4 v[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int col = c0 + u * CHUNK + lane * 8;
-      v[u] = col < n ? __ldcs(reinterpret_cast<const uint4*>(g + col)) : make_uint4(0, 0, 0, 0);
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const int base = c0 + u * CHUNK;
-      if (base >= n) break;  // the same for every lane
-      const unsigned w[4] = {v[u].x, v[u].y, v[u].z, v[u].w};
-      unsigned nz = 0u;  // bit e: column base + 8·lane + e is nonzero
-#pragma unroll
-      for (int e = 0; e < 8; ++e)
-        nz |= ((w[e >> 1] >> (16 * (e & 1))) & 0x7fffu) != 0u ? 1u << e : 0u;
-      const int mine = __popc(nz);
-      int incl = mine;
-#pragma unroll
-      for (int o = 1; o < LPT; o <<= 1) {
-        const int y = __shfl_up_sync(0xffffffffu, incl, o);
-        if (sub >= o) incl += y;
-      }
-      const int total = __shfl_sync(0xffffffffu, incl, lane | (LPT - 1));
-      const int tile = base / TILE + lane / LPT;
-      if (tile >= tiles) continue;
-      if (sub == 0) {
-        counts[tile] = total;
-        packed += total > CAP ? 0 : total;
-        over += total > CAP ? 1 : 0;
-      }
-      if (total > CAP) continue;  // overflow: its dense values are G's
-      unsigned* out = entries + static_cast<size_t>(tile) * CAP + (incl - mine);
-#pragma unroll
-      for (int e = 0; e < 8; ++e)
-        if ((nz >> e) & 1u)
-          *out++ = (static_cast<unsigned>(sub * 8 + e) << 16) |
-                   ((w[e >> 1] >> (16 * (e & 1))) & 0xffffu);
-    }
-  }
-  if (tokens_off >= 0) {
-#pragma unroll
-    for (int o = 16; o > 0; o >>= 1) {
-      packed += __shfl_xor_sync(0xffffffffu, packed, o);
-      over += __shfl_xor_sync(0xffffffffu, over, o);
-    }
-    if (lane == 0) {
-      int* t = reinterpret_cast<int*>(tw + tokens_off) + 2 * static_cast<size_t>(row);
-      t[0] = packed;
-      t[1] = over;
-    }
-  }
-}
-
 template <int U>
-__global__ void __launch_bounds__(256) pack_before_kernel(unsigned* tw, int m, int n, int tiles,
-                                                           int entries_off, int backup_off,
-                                                           int tokens_off) {
-  pack_rows_before<T, kTile, kCap, U>(tw, m, n, tiles, entries_off, backup_off, tokens_off);
-}
-
-template <int U>
-__global__ void __launch_bounds__(256) pack_kernel(unsigned* tw, int m, int n, int tiles,
-                                                    int entries_off, int backup_off,
-                                                    int tokens_off) {
+__global__ void __launch_bounds__(256)
+    pack_kernel(unsigned* tw, int m, int n, int tiles, int entries_off, int backup_off,
+                int tokens_off) {
   sg::twell_pack_rows<T, kTile, kCap, U>(tw, m, n, tiles, entries_off, backup_off, tokens_off);
 }
 
@@ -132,9 +58,12 @@ int main(int argc, char** argv) {
   int m = 4096, n = 14336, mean = 30;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--m") m = std::atoi(argv[i + 1]);
-    else if (a == "--n") n = std::atoi(argv[i + 1]);
-    else if (a == "--mean") mean = std::atoi(argv[i + 1]);
+    if (a == "--m")
+      m = std::atoi(argv[i + 1]);
+    else if (a == "--n")
+      n = std::atoi(argv[i + 1]);
+    else if (a == "--mean")
+      mean = std::atoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "unknown flag %s\n", a.c_str());
       return 2;
@@ -162,8 +91,10 @@ int main(int argc, char** argv) {
   CK(cudaDeviceSynchronize());
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("{\"device\": \"%s\", \"m\": %d, \"n\": %d, \"mean\": %d, \"g_bytes\": %zu, \"variants\": [\n",
-              prop.name, m, n, mean, size_t(m) * n * 2);
+  std::printf(
+      "{\"device\": \"%s\", \"m\": %d, \"n\": %d, \"mean\": %d, \"g_bytes\": %zu, \"variants\": "
+      "[\n",
+      prop.name, m, n, mean, size_t(m) * n * 2);
   std::vector<unsigned char> ref, got(tokens_off + size_t(m) * 8);
   bool first = true;
   auto run = [&](const char* name, auto kernel, int rows_per_block) {
@@ -192,7 +123,6 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     first = false;
   };
-  run("before_U4", pack_before_kernel<4>, 8);
   run("U4", pack_kernel<4>, 8);
   run("U8", pack_kernel<8>, 8);
   run("U4_rows4", pack_kernel<4>, 4);
