@@ -17,7 +17,7 @@
 // median time of 7 runs and GB/s. The region is read until about 1 GiB has moved.
 #include <cuda_runtime.h>
 
-#include "bulk_ring.cuh"
+#include "l2_gather.cuh"
 #include "probe_common.cuh"
 
 #include <cstdio>
@@ -83,17 +83,11 @@ __global__ void lanes_kernel(const uint4* __restrict__ p, unsigned rows, int per
 }  // namespace
 
 int main() {
-  cudaDeviceProp prop{};
-  CK(cudaGetDeviceProperties(&prop, 0));
   const size_t big = size_t(256) << 20;
-  uint4* buf = nullptr;
-  unsigned* sink = nullptr;
-  CK(cudaMalloc(&buf, big));
-  CK(cudaMalloc(&sink, 4));
-  CK(cudaMemset(buf, 1, big));
-  const int sms = prop.multiProcessorCount;
-  std::printf("{\"device\": \"%s\", \"sms\": %d, \"l2_bytes\": %d, \"cases\": [\n", prop.name, sms,
-              prop.l2CacheSize);
+  const GatherProbe g = gather_probe_begin(big);
+  uint4* buf = g.buf;
+  unsigned* sink = g.sink;
+  const int sms = g.sms;
   bool first = true;
   const double target = double(size_t(1) << 30);
   // One case: the kernel at `bps` blocks of `threads` per SM (smem bytes each), rows per warp for

@@ -18,7 +18,7 @@
 // tools/debug/gather_sweep_probe.cu sweeps the same gathers over loads in flight and warps.
 #include <cuda_runtime.h>
 
-#include "bulk_ring.cuh"
+#include "l2_gather.cuh"
 #include "probe_common.cuh"
 
 #include <algorithm>
@@ -78,17 +78,11 @@ static float median_ms(F launch) {
 }
 
 int main() {
-  cudaDeviceProp prop{};
-  CK(cudaGetDeviceProperties(&prop, 0));
   const size_t big = size_t(2) << 30;
-  uint4* buf = nullptr;
-  unsigned* sink = nullptr;
-  CK(cudaMalloc(&buf, big));
-  CK(cudaMalloc(&sink, 4));
-  CK(cudaMemset(buf, 1, big));
-  const int sms = prop.multiProcessorCount;
-  std::printf("{\"device\": \"%s\", \"sms\": %d, \"l2_bytes\": %d, \"cases\": [\n", prop.name, sms,
-              prop.l2CacheSize);
+  const GatherProbe g = gather_probe_begin(big);
+  uint4* buf = g.buf;
+  unsigned* sink = g.sink;
+  const int sms = g.sms;
   bool first = true;
   auto report = [&](const char* kind, size_t region, size_t row, int u, double bytes, float ms) {
     std::printf(

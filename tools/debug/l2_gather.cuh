@@ -1,4 +1,7 @@
-// The bulk-copy gather the L2 probes share (l2_bandwidth_probe.cu, gather_sweep_probe.cu): each
+// What the two L2 gather probes share (l2_bandwidth_probe.cu, gather_sweep_probe.cu): the buffer
+// they read and the opening of their JSON, a row hash, and the bulk-copy gather kernel.
+//
+// bulk_ring_kernel: each
 // warp of a block of at most 4 warps keeps a ring of SLOTS rows of ROW bytes in shared memory; lane
 // 0 keeps SLOTS cp.async.bulk row copies in flight, the warp reads each landed row (16 bytes per
 // lane) and lane 0 refills its slot. Rows are picked by probe_row(warp, j) from `rows` rows of p.
@@ -7,7 +10,31 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdio>
+
+#include "probe_common.cuh"
 #include "sg_bulk_copy.cuh"
+
+// A probe's device buffer of `bytes` (every byte 1) and a word the kernels write only when their
+// checksum hits a magic value (so that no load is dead code); prints the JSON object's opening
+// (device, SMs, L2 bytes, the "cases" list).
+struct GatherProbe {
+  uint4* buf = nullptr;
+  unsigned* sink = nullptr;
+  int sms = 0;
+};
+inline GatherProbe gather_probe_begin(size_t bytes) {
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, 0));
+  GatherProbe g;
+  CK(cudaMalloc(&g.buf, bytes));
+  CK(cudaMalloc(&g.sink, 4));
+  CK(cudaMemset(g.buf, 1, bytes));
+  g.sms = prop.multiProcessorCount;
+  std::printf("{\"device\": \"%s\", \"sms\": %d, \"l2_bytes\": %d, \"cases\": [\n", prop.name,
+              g.sms, prop.l2CacheSize);
+  return g;
+}
 
 // Row j of a warp's random walk over `rows` rows (a hash, the same in every probe).
 __device__ __forceinline__ unsigned probe_row(unsigned warp, unsigned j, unsigned rows) {
