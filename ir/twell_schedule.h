@@ -19,10 +19,10 @@
 //            running long after the rest of the grid has finished)
 //            or even (gate=lib, N a multiple of 8: the row pack writes each token's packed
 //            entries and overflowing tiles; a fixed grid of `blocks` blocks lays the tokens'
-//            work on one line of estimated work, kTwellEvenTokenCost per token, 1 per packed
-//            entry, kTwellEvenPieceCost per dense piece, and worker w of W runs the entries and
-//            pieces in [w·C/W, (w+1)·C/W) of its length C: no queue, no tail of long parts; a
-//            token whose work falls to several workers adds their partial rows in an fp32 row)
+//            batches on one line of estimated work, kTwellEvenTokenCost per token, 1 per packed
+//            entry, kTwellEvenPieceCost per dense piece, and worker w of W takes the batches that
+//            start in [w·C/W, (w+1)·C/W) of its length C: no queue, no tail of long parts; a token
+//            whose batches fall to several workers adds their partial rows in an fp32 row)
 //     teams  kernel 2's workers per block with balance=queue or even (1, 2, 4, 8, dividing
 //            warps): each team of warps / teams warps takes its own tokens and parts with its own
 //            shared memory and barrier, so the block's warps no longer wait for each other (one

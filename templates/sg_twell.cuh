@@ -543,70 +543,51 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     sync();  // the next batch overwrites bcol / bval / bhu
   };
 
-  auto zero_acc = [&]() {
+  // The batches first, first + step, … below end of token `row` (set up) into acc: part `part` of
+  // `parts` is (part, parts, nb), an even worker's share (b0, 1, b1).
+  auto run_part = [&](int row, int first, int step, int end) {
 #pragma unroll
     for (int gi = 0; gi < G; ++gi)
 #pragma unroll
       for (int e = 0; e < 8; ++e) acc[gi][e] = 0.0f;
-  };
-  // Packed entries e0 .. e0 + cnt - 1 (cnt <= 64) of token `row` (set up) as one batch.
-  auto packed_batch = [&](int row, int e0, int cnt) {
-    const unsigned* entries = tw + entries_off + static_cast<size_t>(row) * tiles * CAP;
-    for (int i = tid; i < cnt; i += THREADS) {  // a one-warp worker takes two each
-      const int e = e0 + i;
-      const int lo = detail::twell_last_at_most(prefix, tiles, e);  // e's tile
-      const unsigned word = entries[static_cast<size_t>(lo) * CAP + (e - prefix[lo])];
-      bcol[i] = lo * TILE + static_cast<int>(word >> 16);
-      bval[i] = detail::twell_float<T>(word & 0xffffu);
-    }
-    sync();
-    run_batch(cnt);
-  };
-  // Dense piece d of token `row` (set up): 64 columns of its overflowing tile dense[d / SUB], read
-  // from the dense backup, as one batch of their nonzeros.
-  auto dense_piece = [&](int row, int d) {
-    const T* backup = reinterpret_cast<const T*>(tw + backup_off) + static_cast<size_t>(row) * n;
-    const int c0 = d % SUB * BATCH, t = dense[d / SUB];
-    if (warp == 0) {
-      int cnt = 0;
-#pragma unroll
-      for (int h = 0; h < BATCH; h += 32) {
-        const int cc = c0 + h + lane, col = t * TILE + cc;
-        const float v = cc < TILE && col < n ? detail::Cvt<T>::to_f32(backup[col]) : 0.0f;
-        const unsigned mk = __ballot_sync(0xffffffffu, v != 0.0f);
-        const int pos = cnt + __popc(mk & ((1u << lane) - 1u));
-        if (v != 0.0f) {
-          bcol[pos] = col;
-          bval[pos] = v;
-        }
-        cnt += __popc(mk);
-      }
-      if (lane == 0) misc[1] = cnt;
-    }
-    sync();
-    run_batch(misc[1]);
-  };
-
-  // The batches first, first + step, … below end of token `row` (set up) into acc: part `part` of
-  // `parts` is (part, parts, nb). Batch b < packed holds packed entries b·64 …, the others one
-  // dense piece each.
-  auto run_part = [&](int row, int first, int step, int end) {
-    zero_acc();
     const int total = prefix[tiles], nd = misc[0];
     const int packed = (total + BATCH - 1) / BATCH, nb = packed + nd * SUB;
+    const unsigned* entries = tw + entries_off + static_cast<size_t>(row) * tiles * CAP;
+    const T* backup = reinterpret_cast<const T*>(tw + backup_off) + static_cast<size_t>(row) * n;
     for (int b = first; b < min(nb, end); b += step) {
-      if (b < packed)
-        packed_batch(row, b * BATCH, min(BATCH, total - b * BATCH));
-      else
-        dense_piece(row, b - packed);
+      if (b < packed) {  // packed entries b·64 …
+        const int b0 = b * BATCH, cnt = min(BATCH, total - b0);
+        for (int i = tid; i < cnt; i += THREADS) {  // a one-warp worker takes two each
+          const int e = b0 + i;
+          const int lo = detail::twell_last_at_most(prefix, tiles, e);  // e's tile
+          const unsigned word = entries[static_cast<size_t>(lo) * CAP + (e - prefix[lo])];
+          bcol[i] = lo * TILE + static_cast<int>(word >> 16);
+          bval[i] = detail::twell_float<T>(word & 0xffffu);
+        }
+        sync();
+        run_batch(cnt);
+      } else {  // an overflowing tile's nonzeros from the dense backup, 64 columns
+        const int d = (b - packed) / SUB, c0 = (b - packed) % SUB * BATCH, t = dense[d];
+        if (warp == 0) {
+          int cnt = 0;
+#pragma unroll
+          for (int h = 0; h < BATCH; h += 32) {
+            const int cc = c0 + h + lane, col = t * TILE + cc;
+            const float v = cc < TILE && col < n ? detail::Cvt<T>::to_f32(backup[col]) : 0.0f;
+            const unsigned mk = __ballot_sync(0xffffffffu, v != 0.0f);
+            const int pos = cnt + __popc(mk & ((1u << lane) - 1u));
+            if (v != 0.0f) {
+              bcol[pos] = col;
+              bval[pos] = v;
+            }
+            cnt += __popc(mk);
+          }
+          if (lane == 0) misc[1] = cnt;
+        }
+        sync();
+        run_batch(misc[1]);
+      }
     }
-  };
-  // Packed entries x0 .. x1 - 1 of token `row` (set up), 64 at a time, then its dense pieces
-  // d0 .. d1 - 1, into acc (an even worker's share of the token).
-  auto run_range = [&](int row, int x0, int x1, int d0, int d1) {
-    zero_acc();
-    for (int e = x0; e < x1; e += BATCH) packed_batch(row, e, min(BATCH, x1 - e));
-    for (int d = d0; d < d1; ++d) dense_piece(row, d);
   };
 
   // y[row] from acc (a token in one part).
@@ -662,13 +643,12 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     else
       add_row(row, ws + static_cast<size_t>(row) * KP, counters + row, SPLIT, 0);
   } else if constexpr (BALANCE == 2) {
-    // Even: the tokens' items lie on one line of estimated work, token after token: a token
-    // costs TOKEN_COST, then one per packed entry, then PIECE_COST per dense piece. Worker w of W
-    // runs the items in [C·w/W, C·(w+1)/W), entry by entry (its packed entries 64 at a time), so
-    // its work matches its stretch whatever the tokens' lengths. W is at most C / PIECE_COST, so
-    // a token is shared by the workers from its first item's to its last's, each with at least
-    // one item. A shared token adds its partial rows into its first worker's fp32 row (ws;
-    // counter per row).
+    // Even: the tokens' batches lie on one line of estimated work, token after token: a token
+    // costs TOKEN_COST, then its packed batches 64 entries apart, then its dense pieces
+    // PIECE_COST apart. Worker w of W takes the batches that start in [C·w/W, C·(w+1)/W); W is
+    // at most C / 64, so no worker's range falls between two batches of one token and a token
+    // is shared by the workers from its first batch's to its last's. A shared token adds its
+    // partial rows into its first worker's fp32 row (ws; counter per row).
     constexpr int NT = WARPS * 32;
     // A token's packed entries (x) and overflowing tiles (y), as the row pack wrote them.
     struct Counts {
@@ -713,10 +693,7 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       __syncthreads();
     }
     const long long total = line[NT];
-    // Items on a token's stretch are at most PIECE_COST apart, so with stretches that long every
-    // worker whose stretch meets a token's items holds at least one of them.
-    constexpr long long kGap = PIECE_COST > 1 ? PIECE_COST : 1;
-    const long long by_work = total / kGap > 0 ? total / kGap : 1;
+    const long long by_work = total / BATCH > 0 ? total / BATCH : 1;
     const long long workers = min(static_cast<long long>(gridDim.x) * TEAMS, by_work);
     const long long w = static_cast<long long>(blockIdx.x) * TEAMS + team;
     if (w >= workers) return;  // no block barrier follows: the teams sync on their own
@@ -757,43 +734,39 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
       const Counts t = tok(row);
       const long long base = start + TOKEN_COST;
       start += cost(t);
-      const int np = t.y * SUB;
-      // The token's items on the line: packed entry i at base + i, dense piece j at base + t.x +
-      // PIECE_COST·j. This worker runs those in [lo, hi).
-      auto entry_at = [&](long long p) {
-        return static_cast<int>(max(0ll, min(static_cast<long long>(t.x), p - base)));
+      const int pb = (t.x + BATCH - 1) / BATCH, nb = pb + t.y * SUB;
+      // Batches that start before x on the line.
+      auto before = [&](long long x) {
+        const long long r = x - base, rd = r - t.x;
+        const int cp =
+            r <= 0 ? 0 : static_cast<int>(min(static_cast<long long>(pb), (r + BATCH - 1) / BATCH));
+        const int cd = rd <= 0 ? 0
+                               : static_cast<int>(min(static_cast<long long>(t.y * SUB),
+                                                      (rd + PIECE_COST - 1) / PIECE_COST));
+        return cp + cd;
       };
-      auto piece_at = [&](long long p) {
-        const long long r = p - base - t.x;
-        return r <= 0 ? 0
-                      : static_cast<int>(min(static_cast<long long>(np), (r + kGap - 1) / kGap));
-      };
-      int x0 = 0, x1 = 0, d0 = 0, d1 = 0;
-      long long first = 0, last = 0;
-      if (t.x + np == 0) {
-        // A token without nonzeros is written (beta·y) by the worker holding its start (its base
-        // is the next token's start, where the next worker may begin).
-        first = last = base - TOKEN_COST;
-        if (first < lo || first >= hi) continue;
-      } else {
-        x0 = entry_at(lo), x1 = entry_at(hi), d0 = piece_at(lo), d1 = piece_at(hi);
-        if (x0 >= x1 && d0 >= d1) continue;
-        first = t.x > 0 ? base : base + t.x;
-        last = np > 0 ? base + t.x + kGap * (np - 1) : base + t.x - 1;
-      }
-      const long long first_owner = owner(first);
+      // A token without nonzeros is written (beta·y) by the worker holding its start (its base
+      // is the next token's start, where the next worker may begin).
+      const long long at = nb == 0 ? base - TOKEN_COST : base;
+      const int b0 = nb == 0 ? (at >= lo ? 0 : 1) : before(lo);
+      const int b1 = nb == 0 ? (at >= hi ? 0 : 1) : before(hi);
+      if (b0 >= b1) continue;
+      const long long last =
+          nb == 0 ? at
+                  : base + (nb - 1 < pb ? static_cast<long long>(BATCH) * (nb - 1)
+                                        : t.x + static_cast<long long>(PIECE_COST) * (nb - 1 - pb));
+      const long long first_owner = owner(at);
       const int parts = static_cast<int>(owner(last) - first_owner) + 1;
       const unsigned worker = static_cast<unsigned>(w);
-      const int items = min(255, x1 - x0 + d1 - d0);
-      if (tid == 0) SG_TWELL_TRACE_ITEM(worker, row, 0, items, 0);
+      if (tid == 0) SG_TWELL_TRACE_ITEM(worker, row, b0, b1 - b0, 0);
       setup(row);
-      if (tid == 0) SG_TWELL_TRACE_ITEM(worker, row, 0, items, 1);
-      run_range(row, x0, x1, d0, d1);
+      if (tid == 0) SG_TWELL_TRACE_ITEM(worker, row, b0, b1 - b0, 1);
+      run_part(row, b0, 1, b1);
       if (parts == 1)
         store_row(row);
       else
         add_row(row, ws + static_cast<size_t>(first_owner) * KP, counters + first_owner, parts, 0);
-      if (tid == 0) SG_TWELL_TRACE_ITEM(worker, row, 0, items, 2);
+      if (tid == 0) SG_TWELL_TRACE_ITEM(worker, row, b0, b1 - b0, 2);
       sync();  // the staged row and misc are reused by the next token
     }
   } else {
