@@ -440,15 +440,11 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
 
   // The token's x row into shared memory, the exclusive prefix of its packed counts (an
   // overflowing tile packs none) and its overflowing tiles in tile order.
-  // The x row goes by cp.async when it is 16-byte aligned, so that its loads and warp 0's loads
-  // of the counts are in flight together (one round trip to the L2, not two).
   auto setup = [&](int row) {
     const T* xr = x + static_cast<size_t>(row) * k;
-    const bool async_x = k == kp && (reinterpret_cast<size_t>(xr) & 15) == 0;
-    if (async_x) {
+    if (k == kp && (reinterpret_cast<size_t>(xr) & 15) == 0) {
       for (int i = tid * 8; i < kp; i += THREADS * 8)
-        detail::cp_async16(smem_addr(reinterpret_cast<const unsigned*>(xs + i)), xr + i, false);
-      cp_async_commit();
+        *reinterpret_cast<uint4*>(xs + i) = *reinterpret_cast<const uint4*>(xr + i);
     } else {
       for (int i = tid; i < kp; i += THREADS) xs[i] = i < k ? xr[i] : zero;
     }
@@ -477,7 +473,6 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
         misc[0] = nd;
       }
     }
-    if (async_x) cp_async_wait<0>();
     sync();
   };
   // Batches of the token set up last: packed ones, then dense pieces.
@@ -735,11 +730,8 @@ __device__ __forceinline__ void twell_down(const T* __restrict__ x, const T* __r
     }
     sync();
     long long start = starts[team];
-    // The next token's counts are loaded while this one runs (they decide where it starts).
-    Counts tn = misc[3] < m ? tok(misc[3]) : Counts{0, 0};
     for (int row = misc[3]; row < m && start < hi; ++row) {
-      const Counts t = tn;
-      if (row + 1 < m) tn = tok(row + 1);
+      const Counts t = tok(row);
       const long long base = start + TOKEN_COST;
       start += cost(t);
       const int pb = (t.x + BATCH - 1) / BATCH, nb = pb + t.y * SUB;
