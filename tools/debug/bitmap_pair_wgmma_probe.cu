@@ -83,6 +83,95 @@ __device__ __forceinline__ unsigned lds_u16(unsigned a) {
   return v;
 }
 
+// A warp tile's 16 A registers from its staged record at rec (see the top comment). MODE 1: no
+// word loads (diagnostics); MODE 3: lane-major words; otherwise register-major. lt: the lanes
+// below this one.
+template <int MODE>
+__device__ __forceinline__ void decode_tile(unsigned rec, int lane, unsigned lt,
+                                            unsigned (&out)[16]) {
+  const unsigned bits = lds_u16(rec + 2 * lane);
+  if constexpr (MODE == 3) {
+    unsigned addr = rec + 128 + 4u * lds_u16(rec + 64 + 2 * lane);
+#pragma unroll
+    for (int r = 0; r < 16; ++r) {
+      unsigned v = 0u;
+      if (bits & (1u << r)) {
+        v = lds_u32(addr);
+        addr += 4u;
+      }
+      out[r] = v;
+    }
+  } else {
+    unsigned starts[8];
+#pragma unroll
+    for (int i = 0; i < 8; ++i) starts[i] = lds_u32(rec + 64 + 4 * i);  // 16 x u16
+#pragma unroll
+    for (int r = 0; r < 16; ++r) {
+      const bool p = bits & (1u << r);
+      const unsigned bal = __ballot_sync(0xffffffffu, p);
+      const unsigned start = (starts[r >> 1] >> (16 * (r & 1))) & 0xffffu;
+      unsigned v = 0u;
+      if (MODE == 1)
+        v = bits ^ start;
+      else if (p)
+        v = lds_u32(rec + 96 + 4u * (start + __popc(bal & lt)));
+      out[r] = v;
+    }
+  }
+}
+
+// One step's multiplies (4 k16 slices x MT m64 tiles, A from `in`, B's column groups at s_b) as
+// one wgmma group, not waited for. MODE 2: the words folded into the accumulators instead.
+template <int N, int MT, int MODE>
+__device__ __forceinline__ void multiply_step(unsigned s_b, const unsigned (&in)[MT][16],
+                                              float (&acc)[MT][N / 2]) {
+  if constexpr (MODE == 2) {
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+#pragma unroll
+      for (int r = 0; r < 16; ++r) acc[mt][r % (N / 2)] += __uint_as_float(in[mt][r] & 0x3fffu);
+  } else {
+    constexpr unsigned kGroup = sg::bitmap_tc_b_group<64>();
+    sg::wgmma_fence();
+#pragma unroll
+    for (int kq = 0; kq < 4; ++kq) {
+      const unsigned long long desc = sg::detail::wgmma_desc_nmajor(s_b + kq * 256, 128, kGroup);
+#pragma unroll
+      for (int mt = 0; mt < MT; ++mt)
+        sg::detail::wgmma_m64k16<T, N>(acc[mt], &in[mt][4 * kq], desc);
+    }
+    sg::wgmma_commit();
+  }
+}
+
+// The warp's rows of Y from the accumulators (the mma C layout per n8 tile): half2 stores, or
+// fp32 adds into ws when the grid splits K.
+template <int N, int MT, int WG>
+__device__ __forceinline__ void store_tile(const float (&acc)[MT][N / 2], T* __restrict__ Y,
+                                           float* __restrict__ ws, int rb, int wg, int ww,
+                                           int lane) {
+  const int g = lane >> 2, t = lane & 3;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const int row0 = rb * 64 * MT * WG + (wg * MT + mt) * 64 + ww * 16 + g;
+#pragma unroll
+    for (int nt = 0; nt < N / 8; ++nt) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = row0 + 8 * h, c = nt * 8 + 2 * t;
+        const float x0 = acc[mt][nt * 4 + 2 * h], x1 = acc[mt][nt * 4 + 2 * h + 1];
+        if (gridDim.y == 1) {
+          *reinterpret_cast<__half2*>(Y + static_cast<size_t>(r) * N + c) =
+              __floats2half2_rn(x0, x1);
+        } else {
+          atomicAdd(ws + static_cast<size_t>(r) * N + c, x0);
+          atomicAdd(ws + static_cast<size_t>(r) * N + c + 1, x1);
+        }
+      }
+    }
+  }
+}
+
 // Stage s: B (column groups, B_STAGE bytes), the WT + 1 record offsets (OFF_BYTES), the records.
 // MODE (diagnostics): 0 the kernel; 1 no decode (A = the lane's bits, no word loads); 2 no
 // multiply (the decoded words folded into the accumulators instead of the wgmma).
@@ -91,10 +180,9 @@ __global__ void __launch_bounds__(128 * WG)
     pair_wgmma_kernel(const uint4* __restrict__ recs, const int* __restrict__ rec_off,
                       const T* __restrict__ B, T* __restrict__ Y, float* __restrict__ ws, int K,
                       int KS, int steps_per_part, int stage_a_bytes) {
-  constexpr int THREADS = 128 * WG, NT = N / 8, WT = 4 * MT * WG, RB = 64 * MT * WG;
+  constexpr int THREADS = 128 * WG, NT = N / 8, WT = 4 * MT * WG;
   constexpr int B_STAGE = (NT * sg::bitmap_tc_b_group<64>() + 127) / 128 * 128;
   constexpr int OFF_BYTES = ((WT + 1) * 4 + 15) / 16 * 16;
-  constexpr unsigned kGroup = sg::bitmap_tc_b_group<64>();
   extern __shared__ __align__(128) unsigned char smem[];
   const unsigned s0 = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   const int stage_bytes = B_STAGE + OFF_BYTES + stage_a_bytes;
@@ -136,8 +224,7 @@ __global__ void __launch_bounds__(128 * WG)
   unsigned a[2][MT][16];
   const unsigned lt = (1u << lane) - 1u;
 
-  // Step s's A registers from its staged records into set `set`: register r of a lane is the
-  // word at start_r + (lanes below whose register r holds a value), or 0.
+  // Step s's A registers from its staged records.
   auto decode = [&](int s, unsigned(&out)[MT][16]) {
     const unsigned st = s0 + (s % S) * stage_bytes;
     const unsigned s_off = st + B_STAGE, s_rec = st + B_STAGE + OFF_BYTES;
@@ -145,44 +232,11 @@ __global__ void __launch_bounds__(128 * WG)
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt) {
       const int wt = (wg * MT + mt) * 4 + ww;
-      const unsigned rec = s_rec + 16u * (lds_u32(s_off + 4 * wt) - o0);
-      const unsigned bits = lds_u16(rec + 2 * lane);
-      unsigned starts[8];
-#pragma unroll
-      for (int i = 0; i < 8; ++i) starts[i] = lds_u32(rec + 64 + 4 * i);  // 16 x u16
-#pragma unroll
-      for (int r = 0; r < 16; ++r) {
-        const bool p = bits & (1u << r);
-        const unsigned bal = __ballot_sync(0xffffffffu, p);
-        const unsigned start = (starts[r >> 1] >> (16 * (r & 1))) & 0xffffu;
-        unsigned v = 0u;
-        if (MODE == 1)
-          v = bits ^ start;
-        else if (p)
-          v = lds_u32(rec + 96 + 4u * (start + __popc(bal & lt)));
-        out[mt][r] = v;
-      }
+      decode_tile<MODE>(s_rec + 16u * (lds_u32(s_off + 4 * wt) - o0), lane, lt, out[mt]);
     }
   };
-  // Step s's multiplies with A set `in`: 4 slices x MT m64 tiles, one group.
   auto multiply = [&](int s, const unsigned(&in)[MT][16]) {
-    const unsigned st = s0 + (s % S) * stage_bytes;
-    if constexpr (MODE == 2) {
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int r = 0; r < 16; ++r) acc[mt][r % (N / 2)] += __uint_as_float(in[mt][r] & 0x3fffu);
-      return;
-    }
-    sg::wgmma_fence();
-#pragma unroll
-    for (int kq = 0; kq < 4; ++kq) {
-      const unsigned long long desc = sg::detail::wgmma_desc_nmajor(st + kq * 256, 128, kGroup);
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-        sg::detail::wgmma_m64k16<T, N>(acc[mt], &in[mt][4 * kq], desc);
-    }
-    sg::wgmma_commit();
+    multiply_step<N, MT, MODE>(s0 + (s % S) * stage_bytes, in, acc);
   };
 
   // Steps are issued S - 2 ahead: a step's buffer is refilled only after every warp has waited
@@ -206,27 +260,7 @@ __global__ void __launch_bounds__(128 * WG)
   }
   sg::wgmma_wait<0>();
   sg::cp_async_wait<0>();
-
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    const int row0 = rb * RB + (wg * MT + mt) * 64 + ww * 16 + g;
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = row0 + 8 * h, c = nt * 8 + 2 * t;
-        const float x0 = acc[mt][nt * 4 + 2 * h], x1 = acc[mt][nt * 4 + 2 * h + 1];
-        if (gridDim.y == 1) {
-          *reinterpret_cast<__half2*>(Y + static_cast<size_t>(r) * N + c) =
-              __floats2half2_rn(x0, x1);
-        } else {
-          atomicAdd(ws + static_cast<size_t>(r) * N + c, x0);
-          atomicAdd(ws + static_cast<size_t>(r) * N + c + 1, x1);
-        }
-      }
-    }
-  }
+  store_tile<N, MT, WG>(acc, Y, ws, rb, wg, ww, lane);
 }
 
 // The same decode and multiplies, fed by two bulk copies per step that one thread issues and an
@@ -239,9 +273,7 @@ __global__ void __launch_bounds__(128 * WG)
     pair_bulk_kernel(const uint4* __restrict__ groups, const int* __restrict__ group_off,
                      const uint4* __restrict__ Bp, T* __restrict__ Y, float* __restrict__ ws,
                      int KS, int steps_per_part, int stage_a_bytes) {
-  constexpr int NT = N / 8, RB = 64 * MT * WG;
-  constexpr unsigned kGroup = sg::bitmap_tc_b_group<64>();
-  constexpr int B_STAGE = NT * sg::bitmap_tc_b_group<64>();  // a multiple of 16
+  constexpr int B_STAGE = (N / 8) * sg::bitmap_tc_b_group<64>();  // a multiple of 16
   extern __shared__ __align__(128) unsigned char smem[];
   const unsigned sbar = static_cast<unsigned>(__cvta_generic_to_shared(smem));
   const unsigned s0 = sbar + 128;
@@ -282,58 +314,12 @@ __global__ void __launch_bounds__(128 * WG)
   auto decode = [&](int s, unsigned(&out)[MT][16]) {
     const unsigned sg0 = s0 + (s % S) * stage_bytes + B_STAGE;
 #pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      const int wt = (wg * MT + mt) * 4 + ww;
-      const unsigned rec = sg0 + 16u * lds_u32(sg0 + 4 * wt);
-      const unsigned bits = lds_u16(rec + 2 * lane);
-      if constexpr (MODE == 3) {  // lane-major words
-        unsigned addr = rec + 128 + 4u * lds_u16(rec + 64 + 2 * lane);
-#pragma unroll
-        for (int r = 0; r < 16; ++r) {
-          unsigned v = 0u;
-          if (bits & (1u << r)) {
-            v = lds_u32(addr);
-            addr += 4u;
-          }
-          out[mt][r] = v;
-        }
-      } else {
-        unsigned starts[8];
-#pragma unroll
-        for (int i = 0; i < 8; ++i) starts[i] = lds_u32(rec + 64 + 4 * i);
-#pragma unroll
-        for (int r = 0; r < 16; ++r) {
-          const bool p = bits & (1u << r);
-          const unsigned bal = __ballot_sync(0xffffffffu, p);
-          const unsigned start = (starts[r >> 1] >> (16 * (r & 1))) & 0xffffu;
-          unsigned v = 0u;
-          if (MODE == 1)
-            v = bits ^ start;
-          else if (p)
-            v = lds_u32(rec + 96 + 4u * (start + __popc(bal & lt)));
-          out[mt][r] = v;
-        }
-      }
-    }
+    for (int mt = 0; mt < MT; ++mt)
+      decode_tile<MODE>(sg0 + 16u * lds_u32(sg0 + 4 * ((wg * MT + mt) * 4 + ww)), lane, lt,
+                        out[mt]);
   };
   auto multiply = [&](int s, const unsigned(&in)[MT][16]) {
-    const unsigned st = s0 + (s % S) * stage_bytes;
-    if constexpr (MODE == 2) {
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-#pragma unroll
-        for (int r = 0; r < 16; ++r) acc[mt][r % (N / 2)] += __uint_as_float(in[mt][r] & 0x3fffu);
-      return;
-    }
-    sg::wgmma_fence();
-#pragma unroll
-    for (int kq = 0; kq < 4; ++kq) {
-      const unsigned long long desc = sg::detail::wgmma_desc_nmajor(st + kq * 256, 128, kGroup);
-#pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-        sg::detail::wgmma_m64k16<T, N>(acc[mt], &in[mt][4 * kq], desc);
-    }
-    sg::wgmma_commit();
+    multiply_step<N, MT, MODE>(s0 + (s % S) * stage_bytes, in, acc);
   };
 
   if (tid == 0) {
@@ -355,27 +341,7 @@ __global__ void __launch_bounds__(128 * WG)
     if (tid == 0) issue(s + S - 1);  // into the stage of step s - 1
   }
   sg::wgmma_wait<0>();
-
-  const int g = lane >> 2, t = lane & 3;
-#pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    const int row0 = rb * RB + (wg * MT + mt) * 64 + ww * 16 + g;
-#pragma unroll
-    for (int nt = 0; nt < NT; ++nt) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = row0 + 8 * h, c = nt * 8 + 2 * t;
-        const float x0 = acc[mt][nt * 4 + 2 * h], x1 = acc[mt][nt * 4 + 2 * h + 1];
-        if (gridDim.y == 1) {
-          *reinterpret_cast<__half2*>(Y + static_cast<size_t>(r) * N + c) =
-              __floats2half2_rn(x0, x1);
-        } else {
-          atomicAdd(ws + static_cast<size_t>(r) * N + c, x0);
-          atomicAdd(ws + static_cast<size_t>(r) * N + c + 1, x1);
-        }
-      }
-    }
-  }
+  store_tile<N, MT, WG>(acc, Y, ws, rb, wg, ww, lane);
 }
 
 // B (K x N row-major) into the steps' column groups: piece (step ks, group j, row r) at
