@@ -652,36 +652,17 @@ int main(int argc, char** argv) {
             first_case ? "" : ",\n", M, K, N, sp, nnz, td[td.size() / 2], worst(ref));
         first_case = false;
         bool first_v = true;
-        auto variant = [&](const char* name, auto kernel, int MT, int WG, int S, int ksplit) {
-          const int RB = 64 * MT * WG, KS = K / 64;
-          if (M % RB != 0 || K % 64 != 0) return;
-          const Format& f = MT == 2 ? (WG == 2 ? f22 : f21) : WG == 2 ? f12 : f11;
-          uint4* dR = nullptr;
-          int* dO = nullptr;
-          CK(cudaMalloc(&dR, f.recs.size() * 16));
-          CK(cudaMalloc(&dO, f.off.size() * 4));
-          CK(cudaMemcpy(dR, f.recs.data(), f.recs.size() * 16, cudaMemcpyHostToDevice));
-          CK(cudaMemcpy(dO, f.off.data(), f.off.size() * 4, cudaMemcpyHostToDevice));
-          const int NT = N / 8, WT = 4 * MT * WG;
-          const int b_stage = (NT * (64 * 16 + 16) + 127) / 128 * 128;
-          const int off_bytes = ((WT + 1) * 4 + 15) / 16 * 16;
-          const int smem = S * (b_stage + off_bytes + f.stage_a_bytes);
-          const int per = (KS + ksplit - 1) / ksplit;
-          const dim3 grid(M / RB, (KS + per - 1) / per);
-          bool ok = smem <= 227 * 1024;
-          if (ok)
-            CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-          const size_t mn = static_cast<size_t>(M) * N;
-          auto launch = [&] {
-            if (grid.y > 1) CK(cudaMemsetAsync(dW, 0, mn * 4));
-            kernel<<<grid, 128 * WG, smem>>>(dR, dO, dB, dY, dW, K, KS, per, f.stage_a_bytes);
-            CK(cudaGetLastError());
-            if (grid.y > 1) to_half<<<(mn / 4 + 255) / 256, 256>>>(dW, dY, mn);
-          };
+        const size_t mn = static_cast<size_t>(M) * N;
+        // Times one variant's launch (its kernel needs smem bytes of dynamic shared memory),
+        // checks its poisoned output against the fp64 rows and cuBLAS, prints its JSON entry.
+        auto measure = [&](const char* name, auto kernel, int MT, int WG, int S, dim3 grid,
+                           int smem, size_t format_bytes, const auto& launch) {
+          const bool ok = smem <= 227 * 1024;
           std::vector<float> t;
           double w = -1, vs_cublas = -1;
           int blocks_per_sm = 0;
           if (ok) {
+            CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
             CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, 128 * WG,
                                                              smem));
             CK(cudaMemset(dY, 0xff, mn * 2));  // poisoned: NaN halves
@@ -703,10 +684,38 @@ int main(int argc, char** argv) {
               "\"ms\": %.5f, \"speedup_vs_cublas\": %.3f, \"worst_ratio\": %.3f, "
               "\"max_diff_vs_cublas_over_max\": %.2e}",
               first_v ? "" : ", ", name, MT, WG, S, grid.y, smem, blocks_per_sm,
-              double(f.bytes) / (2.0 * M * K), ok ? t[t.size() / 2] : -1.0,
+              double(format_bytes) / (2.0 * M * K), ok ? t[t.size() / 2] : -1.0,
               ok ? td[td.size() / 2] / t[t.size() / 2] : -1.0, w, vs_cublas);
           std::fflush(stdout);
           first_v = false;
+        };
+        // Uploads a record table and its offsets; freed by the caller.
+        auto upload = [](const std::vector<uint4>& recs, const std::vector<int>& off, uint4** dR,
+                         int** dO) {
+          CK(cudaMalloc(dR, recs.size() * 16));
+          CK(cudaMalloc(dO, off.size() * 4));
+          CK(cudaMemcpy(*dR, recs.data(), recs.size() * 16, cudaMemcpyHostToDevice));
+          CK(cudaMemcpy(*dO, off.data(), off.size() * 4, cudaMemcpyHostToDevice));
+        };
+        auto variant = [&](const char* name, auto kernel, int MT, int WG, int S, int ksplit) {
+          const int RB = 64 * MT * WG, KS = K / 64;
+          if (M % RB != 0 || K % 64 != 0) return;
+          const Format& f = MT == 2 ? (WG == 2 ? f22 : f21) : WG == 2 ? f12 : f11;
+          uint4* dR = nullptr;
+          int* dO = nullptr;
+          upload(f.recs, f.off, &dR, &dO);
+          const int NT = N / 8, WT = 4 * MT * WG;
+          const int b_stage = (NT * (64 * 16 + 16) + 127) / 128 * 128;
+          const int off_bytes = ((WT + 1) * 4 + 15) / 16 * 16;
+          const int smem = S * (b_stage + off_bytes + f.stage_a_bytes);
+          const int per = (KS + ksplit - 1) / ksplit;
+          const dim3 grid(M / RB, (KS + per - 1) / per);
+          measure(name, kernel, MT, WG, S, grid, smem, f.bytes, [&] {
+            if (grid.y > 1) CK(cudaMemsetAsync(dW, 0, mn * 4));
+            kernel<<<grid, 128 * WG, smem>>>(dR, dO, dB, dY, dW, K, KS, per, f.stage_a_bytes);
+            CK(cudaGetLastError());
+            if (grid.y > 1) to_half<<<(mn / 4 + 255) / 256, 256>>>(dW, dY, mn);
+          });
           CK(cudaFree(dR));
           CK(cudaFree(dO));
         };
@@ -723,56 +732,21 @@ int main(int argc, char** argv) {
           const Groups gr = group(f, WT);
           uint4* dG = nullptr;
           int* dO = nullptr;
-          CK(cudaMalloc(&dG, gr.data.size() * 16));
-          CK(cudaMalloc(&dO, gr.off.size() * 4));
-          CK(cudaMemcpy(dG, gr.data.data(), gr.data.size() * 16, cudaMemcpyHostToDevice));
-          CK(cudaMemcpy(dO, gr.off.data(), gr.off.size() * 4, cudaMemcpyHostToDevice));
+          upload(gr.data, gr.off, &dG, &dO);
           const int b_stage = (N / 8) * (64 * 16 + 16);
           const int smem = 128 + S * (b_stage + gr.stage_a_bytes);
           const int per = (KS + ksplit - 1) / ksplit;
           const dim3 grid(M / RB, (KS + per - 1) / per);
-          const bool ok = smem <= 227 * 1024;
-          if (ok)
-            CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-          const size_t mn = static_cast<size_t>(M) * N;
-          auto launch = [&] {
-            arrange_b<<<static_cast<unsigned>((bp_pieces + 255) / 256), 256>>>(dB, dBp, K, N, KS);
-            CK(cudaGetLastError());
-            if (grid.y > 1) CK(cudaMemsetAsync(dW, 0, mn * 4));
-            kernel<<<grid, 128 * WG, smem>>>(dG, dO, dBp, dY, dW, KS, per, gr.stage_a_bytes);
-            CK(cudaGetLastError());
-            if (grid.y > 1) to_half<<<(mn / 4 + 255) / 256, 256>>>(dW, dY, mn);
-          };
-          std::vector<float> t;
-          double w = -1, vs_cublas = -1;
-          int blocks_per_sm = 0;
-          if (ok) {
-            CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, kernel, 128 * WG,
-                                                             smem));
-            CK(cudaMemset(dY, 0xff, mn * 2));
-            t = time_launches(reps, launch, flush_l2);
-            std::vector<uint16_t> y(mn);
-            CK(cudaMemcpy(y.data(), dY, mn * 2, cudaMemcpyDeviceToHost));
-            w = worst(y);
-            double md = 0, mr = 0;
-            for (size_t i = 0; i < mn; ++i) {
-              md = std::max(md, double(std::fabs(half_to_float(y[i]) - half_to_float(ref[i]))));
-              mr = std::max(mr, double(std::fabs(half_to_float(ref[i]))));
-              if (std::isnan(half_to_float(y[i]))) md = 1e30;
-            }
-            vs_cublas = md / mr;
-          }
-          std::printf(
-              "%s{\"variant\": \"%s\", \"mt\": %d, \"wg\": %d, \"stages\": %d, \"ksplit\": %u, "
-              "\"smem\": %d, \"blocks_per_sm\": %d, \"format_bytes_over_dense\": %.4f, "
-              "\"ms\": %.5f, \"speedup_vs_cublas\": %.3f, \"worst_ratio\": %.3f, "
-              "\"max_diff_vs_cublas_over_max\": %.2e}",
-              first_v ? "" : ", ", name, MT, WG, S, grid.y, smem, blocks_per_sm,
-              double(gr.data.size() * 16 + gr.off.size() * 4) / (2.0 * M * K),
-              ok ? t[t.size() / 2] : -1.0, ok ? td[td.size() / 2] / t[t.size() / 2] : -1.0, w,
-              vs_cublas);
-          std::fflush(stdout);
-          first_v = false;
+          measure(
+              name, kernel, MT, WG, S, grid, smem, gr.data.size() * 16 + gr.off.size() * 4, [&] {
+                arrange_b<<<static_cast<unsigned>((bp_pieces + 255) / 256), 256>>>(dB, dBp, K, N,
+                                                                                   KS);
+                CK(cudaGetLastError());
+                if (grid.y > 1) CK(cudaMemsetAsync(dW, 0, mn * 4));
+                kernel<<<grid, 128 * WG, smem>>>(dG, dO, dBp, dY, dW, KS, per, gr.stage_a_bytes);
+                CK(cudaGetLastError());
+                if (grid.y > 1) to_half<<<(mn / 4 + 255) / 256, 256>>>(dW, dY, mn);
+              });
           CK(cudaFree(dG));
           CK(cudaFree(dO));
         };
