@@ -57,13 +57,16 @@ class BitmapTcEmitter : public Emitter {
     PT_ = bitmap_tc_part_tiles(CT_, s_.ksplit);
     atomic_ = s_.output() == OutputMode::Atomic;
     wgmma_ = s_.mma == MmaKind::Wgmma;
-    for (const char* n : {"values",   "B",    "C",     "ws",  "alpha", "beta",    "masks",
-                          "tile_ptr", "lane", "warp",  "tid", "T",     "sg_smem", "s_tp",
-                          "s_stage0", "ct0",  "tiles", "acc", "issue", "steps",   "k_end"})
+    bulk_ = s_.pipe == BitmapPipe::Bulk;
+    for (const char* n :
+         {"values", "B",     "C",     "ws",      "alpha",  "beta",     "masks", "tile_ptr", "lane",
+          "warp",   "tid",   "T",     "sg_smem", "s_tp",   "s_stage0", "ct0",   "tiles",    "acc",
+          "issue",  "steps", "k_end", "bw",      "s_bars", "step",     "a0",    "a1"})
       reserve(n);
     decl(fmt::format("// sparsegen bitmap_tc kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
     decl(fmt::format("using T = {};", p_.dtype == DType::F16 ? "__half" : "__nv_bfloat16"));
+    if (bulk_) arrange_ = emit_arrange_b();
     emit_body();
     GeneratedKernel k;
     k.source = assemble();
@@ -84,6 +87,78 @@ class BitmapTcEmitter : public Emitter {
     return fmt::format("{} + {} + ({}) * {}", stage_b(buf), smem_.b_step, idx, smem_.a_tile);
   }
 
+  // pipe=bulk (mma=wgmma, kt=1): per step, lane 0 of every warp issues bulk copies of its A tiles
+  // (warp 0 also the step's B column tile from the arranged BWork) on the stage's mbarrier; every
+  // thread waits on it, decodes the step into one of two A register sets and issues the step's
+  // multiplies, then waits for the step before (wgmma_wait<1>): its registers and stage are free
+  // after the block barrier, and the stage is refilled with the step stages - 1 ahead.
+  //   for i: wait(bar[i % S]) -> decode(a[i & 1]) -> wgmma(i) -> wait<1> -> __syncthreads ->
+  //          issue(i + S - 1)
+  void emit_bulk_steps() {
+    const int MT = s_.m_tiles, S = s_.stages;
+    comment("issue(i): step i (column tile ct0 + i) into stage i % stages");
+    {
+      auto fn = block("auto issue = [&](int i)", ";");
+      line(fmt::format("const int buf = i % {};", S));
+      call_stmt(tmpl::bitmap_tc_bulk_issue,
+                targs(TypeArg{"T"}, IntArg{MT}, IntArg{PT_}, IntArg{CT_}, IntArg{smem_.a_tile},
+                      IntArg{b_group_bytes()}),
+                u32("s_bars + 8 * buf"), u32(stage_b("buf")),
+                u32(a_tile("buf", fmt::format("warp * {}", MT))), cptr_u32("bw"), cptr_u32("masks"),
+                cptr_t("values"), tmpl::cptr_i32(fmt::format("s_tp + warp * {}", MT * (PT_ + 1))),
+                i32(fmt::format("blockIdx.x * {} + warp * {}", RTB_, MT)),
+                i32(std::to_string(f_.row_tiles)), i32("ct0"), i32("i"), i32("tiles"), i32("warp"),
+                i32("lane"));
+    }
+    line(fmt::format("for (int i = 0; i < {} && i < steps; ++i) issue(i);", S - 1));
+    comment("step(a, buf): the step's A into a (4 quarters x mt row tiles x 4 registers), then");
+    comment("its multiplies, issued and not waited for");
+    {
+      auto fn = block("auto step = [&](unsigned* a, int buf)", ";");
+      line(fmt::format("unsigned w[{}], addr[{}];", MT, MT));
+      call_stmt(tmpl::bitmap_tc_lanes,
+                targs(IntArg{MT}, IntArg{smem_.a_tile}, IntArg{0}, IntArg{pairs_ ? 1 : 0}),
+                u32(a_tile("buf", fmt::format("warp * {}", MT))), i32("lane"), ptr_u32("w"),
+                ptr_u32("addr"));
+      line("#pragma unroll");
+      {
+        auto q = block("for (int q = 0; q < 4; ++q)");
+        line("#pragma unroll");
+        line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
+        const auto decode = [&](const auto& f) {
+          return call(f, u32("w[mt]"), i32("q"), ptr_u32("addr + mt"),
+                      ptr_u32(fmt::format("a + q * {} + 4 * mt", 4 * MT)));
+        };
+        line("  " +
+             (pairs_ ? decode(tmpl::bitmap_tc_a_quarter_pairs) : decode(tmpl::bitmap_tc_a_quarter))
+                 .text +
+             ";");
+      }
+      call_stmt(tmpl::bitmap_tc_wgmma_issue, targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}),
+                u32(stage_b("buf")), cptr_u32("a"), ptr_f32("acc"));
+    }
+    line(fmt::format("unsigned a0[{0}], a1[{0}];", 16 * MT));
+    {
+      auto loop = block("for (int i = 0; i < steps; ++i)");
+      line(fmt::format("const int buf = i % {};", S));
+      call_stmt(tmpl::bitmap_tc_bulk_wait, u32("s_bars + 8 * buf"),
+                u32(fmt::format("(i / {}) & 1", S)));
+      line("if (i & 1)");
+      line("  step(a1, buf);");
+      line("else");
+      line("  step(a0, buf);");
+      comment("step i - 1's multiplies are done: its registers and, after the barrier, its stage");
+      call_stmt(tmpl::wgmma_wait, targs(IntArg{1}));
+      line("__syncthreads();");
+      line(fmt::format("if (i + {} < steps) issue(i + {});", S - 1, S - 1));
+    }
+    call_stmt(tmpl::wgmma_wait, targs(IntArg{0}));
+  }
+
+  // pipe=bulk: bytes of one column tile of B in the arranged BWork (N/8 column groups of 64
+  // rows and a 16-byte pad).
+  int64_t b_group_bytes() const { return static_cast<int64_t>(NT_) * (kBitmapTileCols * 16 + 16); }
+
   void emit_body() {
     const int MT = s_.m_tiles;
     line("extern __shared__ __align__(16) unsigned sg_smem[];");
@@ -96,12 +171,22 @@ class BitmapTcEmitter : public Emitter {
     comment("stores C = beta·C (ksplit = 1) or counts itself in the split-K finish");
     const int KT = s_.k_tiles;
     line(fmt::format("const int steps = (tiles + {}) / {};", KT - 1, KT));
-    comment("B rows past the part are zero-filled: the next part's tiles are not this block's");
-    line(fmt::format("const int k_end = min({}, (ct0 + tiles) * {});", p_.k, kBitmapTileCols));
+    if (!bulk_) {
+      comment("B rows past the part are zero-filled: the next part's tiles are not this block's");
+      line(fmt::format("const int k_end = min({}, (ct0 + tiles) * {});", p_.k, kBitmapTileCols));
+    }
     line("int* s_tp = reinterpret_cast<int*>(sg_smem);");
     comment("stage buffers as 32-bit shared addresses: the copies' address math stays 32-bit");
     line(fmt::format("const unsigned s_stage0 = {} + {};",
-                     call(tmpl::smem_addr, cptr_u32("sg_smem")).text, smem_.tile_ptrs));
+                     call(tmpl::smem_addr, cptr_u32("sg_smem")).text,
+                     smem_.tile_ptrs + smem_.barriers));
+    if (bulk_) {
+      comment("pipe=bulk: the stages' mbarriers, after the tile-pointer table");
+      line(fmt::format("const unsigned s_bars = {} + {};",
+                       call(tmpl::smem_addr, cptr_u32("sg_smem")).text, smem_.tile_ptrs));
+      call_stmt(tmpl::bitmap_tc_bulk_init, targs(IntArg{s_.stages}, IntArg{s_.warps_per_block}),
+                u32("s_bars"), i32("tid"));
+    }
     call_stmt(tmpl::bitmap_tc_load_tile_ptrs,
               targs(IntArg{RTB_}, IntArg{PT_}, IntArg{CT_}, IntArg{THREADS_}), ptr_i32("s_tp"),
               cptr_i32("tile_ptr"), i32(fmt::format("blockIdx.x * {}", RTB_)),
@@ -110,121 +195,133 @@ class BitmapTcEmitter : public Emitter {
     line(fmt::format("float acc[{}];", MT * NT_ * 4));
     line("#pragma unroll");
     line(fmt::format("for (int i = 0; i < {}; ++i) acc[i] = 0.0f;", MT * NT_ * 4));
-    comment(
-        fmt::format("issue(i): cp.async copies of step i (column tiles ct0 + {0}i .. ct0 + {0}i + "
-                    "{1}) into",
-                    KT, KT - 1));
-    comment(
-        "buffer i % stages: the B rows (all threads) and each warp's A tiles (masks + values);");
-    comment("tiles past the part are copied as empty (zero masks)");
-    {
-      auto fn = block("auto issue = [&](int i)", ";");
-      line(fmt::format("const int buf = i % {};", s_.stages));
-      if (wgmma_)
-        call_stmt(tmpl::bitmap_tc_issue_b_groups,
-                  targs(TypeArg{"T"}, IntArg{NT_}, IntArg{THREADS_}, IntArg{kBitmapTileCols * KT}),
-                  u32(stage_b("buf")), cptr_t("B"),
-                  i32(fmt::format("(ct0 + i * {}) * {}", KT, kBitmapTileCols)), i32("k_end"),
-                  i32("tid"));
-      else
-        call_stmt(tmpl::bitmap_tc_issue_b,
-                  targs(TypeArg{"T"}, IntArg{NT_}, IntArg{bitmap_tc_b_row_bytes(p_, s_)},
-                        IntArg{THREADS_}, IntArg{kBitmapTileCols * KT}),
-                  u32(stage_b("buf")), cptr_t("B"),
-                  i32(fmt::format("(ct0 + i * {}) * {}", KT, kBitmapTileCols)), i32("k_end"),
-                  i32("tid"));
-      line("#pragma unroll");
-      auto mt = block(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
-      line(fmt::format("const int rtl = warp * {} + mt;", MT));
-      line(fmt::format("const int rt = blockIdx.x * {} + rtl;", RTB_));
-      line("#pragma unroll");
-      auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", KT));
-      line(fmt::format("const int j = i * {} + u;", KT));
-      line(fmt::format("const bool ok = rt < {} && j < tiles;", f_.row_tiles));
-      line(fmt::format("const int* tp = s_tp + rtl * {} + j;", PT_ + 1));
-      // Value copies per lane: the largest tile's 16-byte chunks over 32 lanes (at least 1).
-      const int64_t a_iters =
-          std::max<int64_t>(1, (f_.max_tile_values / kBitmapValueAlign + 31) / 32);
-      call_stmt(tmpl::bitmap_tc_issue_a, targs(TypeArg{"T"}, IntArg{a_iters}),
-                u32(a_tile("buf", fmt::format("rtl * {} + u", KT))), cptr_u32("masks"),
-                cptr_t("values"), i32(fmt::format("rt * {} + ct0 + j", CT_)), i32("ok ? tp[0] : 0"),
-                i32("ok ? tp[1] : 0"), i32("ok"), i32("lane"));
-    }
-    line(fmt::format("for (int i = 0; i < {}; ++i) {{", s_.stages - 1));
-    line("  if (i < steps) issue(i);");
-    line("  " + call(tmpl::cp_async_commit).text + ";");
-    line("}");
-    {
-      auto loop = block("for (int i = 0; i < steps; ++i)");
-      line(fmt::format("if (i + {} < steps) issue(i + {});", s_.stages - 1, s_.stages - 1));
-      comment("one group per step, also when empty, so the wait count below stays exact");
-      call_stmt(tmpl::cp_async_commit);
-      call_stmt(tmpl::cp_async_wait, targs(IntArg{s_.stages - 1}));
-      if (wgmma_) {
-        comment("B reaches the tensor cores through the async proxy");
-        call_stmt(tmpl::fence_proxy_async);
-      }
-      line("__syncthreads();");
-      line(fmt::format("const int buf = i % {};", s_.stages));
-      comment("lane words and value starts of the warp's A tiles first: the scans overlap");
-      // wgmma: every quarter's A of the step first, then the step's multiplies back to back (a
-      // wgmma is a warpgroup barrier: one per step, not one per quarter)
-      line(fmt::format("unsigned w[{}], addr[{}], a[{}];", MT * KT, MT * KT,
-                       (wgmma_ ? 4 * KT : 1) * 4 * MT));
-      // one scan per two k tiles of a row tile (see bitmap_tc_lanes for the measurements)
-      call_stmt(tmpl::bitmap_tc_lanes,
-                targs(IntArg{MT * KT}, IntArg{smem_.a_tile}, IntArg{KT >= 2 ? 1 : 0},
-                      IntArg{pairs_ ? 1 : 0}),
-                u32(a_tile("buf", fmt::format("warp * {}", MT * KT))), i32("lane"), ptr_u32("w"),
-                ptr_u32("addr"));
-      line("#pragma unroll");
+    if (bulk_) {
+      emit_bulk_steps();
+    } else {
+      comment(fmt::format(
+          "issue(i): cp.async copies of step i (column tiles ct0 + {0}i .. ct0 + {0}i + "
+          "{1}) into",
+          KT, KT - 1));
+      comment(
+          "buffer i % stages: the B rows (all threads) and each warp's A tiles (masks + values);");
+      comment("tiles past the part are copied as empty (zero masks)");
       {
-        auto uq = block(fmt::format("for (int uq = 0; uq < {}; ++uq)", 4 * KT));
-        line("const int u = uq >> 2, q = uq & 3;  // tile of the step, quarter of the tile");
-        const std::string aq = wgmma_ ? fmt::format("a + uq * {}", 4 * MT) : "a";
-        line("#pragma unroll");
-        line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
-        const auto decode = [&](const auto& fn) {
-          return call(fn, u32(fmt::format("w[mt * {} + u]", KT)), i32("q"),
-                      ptr_u32(fmt::format("addr + mt * {} + u", KT)), ptr_u32(aq + " + 4 * mt"));
-        };
-        line("  " +
-             (pairs_ ? decode(tmpl::bitmap_tc_a_quarter_pairs) : decode(tmpl::bitmap_tc_a_quarter))
-                 .text +
-             ";");
-        if (!wgmma_) {
-          comment("B rows 16·uq .. 16·uq + 15 of the step");
+        auto fn = block("auto issue = [&](int i)", ";");
+        line(fmt::format("const int buf = i % {};", s_.stages));
+        if (wgmma_)
           call_stmt(
-              tmpl::bitmap_tc_mma_quarter,
-              targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{bitmap_tc_b_row_bytes(p_, s_)}),
-              u32(stage_b("buf")), i32("uq"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
+              tmpl::bitmap_tc_issue_b_groups,
+              targs(TypeArg{"T"}, IntArg{NT_}, IntArg{THREADS_}, IntArg{kBitmapTileCols * KT}),
+              u32(stage_b("buf")), cptr_t("B"),
+              i32(fmt::format("(ct0 + i * {}) * {}", KT, kBitmapTileCols)), i32("k_end"),
+              i32("tid"));
+        else
+          call_stmt(tmpl::bitmap_tc_issue_b,
+                    targs(TypeArg{"T"}, IntArg{NT_}, IntArg{bitmap_tc_b_row_bytes(p_, s_)},
+                          IntArg{THREADS_}, IntArg{kBitmapTileCols * KT}),
+                    u32(stage_b("buf")), cptr_t("B"),
+                    i32(fmt::format("(ct0 + i * {}) * {}", KT, kBitmapTileCols)), i32("k_end"),
+                    i32("tid"));
+        line("#pragma unroll");
+        auto mt = block(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
+        line(fmt::format("const int rtl = warp * {} + mt;", MT));
+        line(fmt::format("const int rt = blockIdx.x * {} + rtl;", RTB_));
+        line("#pragma unroll");
+        auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", KT));
+        line(fmt::format("const int j = i * {} + u;", KT));
+        line(fmt::format("const bool ok = rt < {} && j < tiles;", f_.row_tiles));
+        line(fmt::format("const int* tp = s_tp + rtl * {} + j;", PT_ + 1));
+        // Value copies per lane: the largest tile's 16-byte chunks over 32 lanes (at least 1).
+        const int64_t a_iters =
+            std::max<int64_t>(1, (f_.max_tile_values / kBitmapValueAlign + 31) / 32);
+        call_stmt(tmpl::bitmap_tc_issue_a, targs(TypeArg{"T"}, IntArg{a_iters}),
+                  u32(a_tile("buf", fmt::format("rtl * {} + u", KT))), cptr_u32("masks"),
+                  cptr_t("values"), i32(fmt::format("rt * {} + ct0 + j", CT_)),
+                  i32("ok ? tp[0] : 0"), i32("ok ? tp[1] : 0"), i32("ok"), i32("lane"));
+      }
+      line(fmt::format("for (int i = 0; i < {}; ++i) {{", s_.stages - 1));
+      line("  if (i < steps) issue(i);");
+      line("  " + call(tmpl::cp_async_commit).text + ";");
+      line("}");
+      {
+        auto loop = block("for (int i = 0; i < steps; ++i)");
+        line(fmt::format("if (i + {} < steps) issue(i + {});", s_.stages - 1, s_.stages - 1));
+        comment("one group per step, also when empty, so the wait count below stays exact");
+        call_stmt(tmpl::cp_async_commit);
+        call_stmt(tmpl::cp_async_wait, targs(IntArg{s_.stages - 1}));
+        if (wgmma_) {
+          comment("B reaches the tensor cores through the async proxy");
+          call_stmt(tmpl::fence_proxy_async);
         }
+        line("__syncthreads();");
+        line(fmt::format("const int buf = i % {};", s_.stages));
+        comment("lane words and value starts of the warp's A tiles first: the scans overlap");
+        // wgmma: every quarter's A of the step first, then the step's multiplies back to back (a
+        // wgmma is a warpgroup barrier: one per step, not one per quarter)
+        line(fmt::format("unsigned w[{}], addr[{}], a[{}];", MT * KT, MT * KT,
+                         (wgmma_ ? 4 * KT : 1) * 4 * MT));
+        // one scan per two k tiles of a row tile (see bitmap_tc_lanes for the measurements)
+        call_stmt(tmpl::bitmap_tc_lanes,
+                  targs(IntArg{MT * KT}, IntArg{smem_.a_tile}, IntArg{KT >= 2 ? 1 : 0},
+                        IntArg{pairs_ ? 1 : 0}),
+                  u32(a_tile("buf", fmt::format("warp * {}", MT * KT))), i32("lane"), ptr_u32("w"),
+                  ptr_u32("addr"));
+        line("#pragma unroll");
+        {
+          auto uq = block(fmt::format("for (int uq = 0; uq < {}; ++uq)", 4 * KT));
+          line("const int u = uq >> 2, q = uq & 3;  // tile of the step, quarter of the tile");
+          const std::string aq = wgmma_ ? fmt::format("a + uq * {}", 4 * MT) : "a";
+          line("#pragma unroll");
+          line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
+          const auto decode = [&](const auto& fn) {
+            return call(fn, u32(fmt::format("w[mt * {} + u]", KT)), i32("q"),
+                        ptr_u32(fmt::format("addr + mt * {} + u", KT)), ptr_u32(aq + " + 4 * mt"));
+          };
+          line(
+              "  " +
+              (pairs_ ? decode(tmpl::bitmap_tc_a_quarter_pairs) : decode(tmpl::bitmap_tc_a_quarter))
+                  .text +
+              ";");
+          if (!wgmma_) {
+            comment("B rows 16·uq .. 16·uq + 15 of the step");
+            call_stmt(
+                tmpl::bitmap_tc_mma_quarter,
+                targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{bitmap_tc_b_row_bytes(p_, s_)}),
+                u32(stage_b("buf")), i32("uq"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
+          }
+        }
+        if (wgmma_) {
+          comment("the step's 4·kt quarters x mt multiplies; they have completed when it returns");
+          call_stmt(tmpl::bitmap_tc_wgmma_step,
+                    targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{4 * KT}),
+                    u32(stage_b("buf")), cptr_u32("a"), ptr_f32("acc"));
+        }
+        comment("the buffer is refilled by the next step's issue()");
+        line("__syncthreads();");
       }
-      if (wgmma_) {
-        comment("the step's 4·kt quarters x mt multiplies; they have completed when it returns");
-        call_stmt(tmpl::bitmap_tc_wgmma_step,
-                  targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{4 * KT}), u32(stage_b("buf")),
-                  cptr_u32("a"), ptr_f32("acc"));
-      }
-      comment("the buffer is refilled by the next step's issue()");
-      line("__syncthreads();");
     }
     const bool row_major = p_.c_layout == Layout::RowMajor;
     const std::string rs = std::to_string(row_major ? p_.n : 1);
     const std::string cs = std::to_string(row_major ? 1 : p_.m);
-    {
-      // split K: a block with an empty K part has nothing to add (but is still counted below)
-      auto guard = atomic_ ? block("if (tiles > 0)") : block();
+    const auto finish = [&](const std::string& acc, const std::string& step) {
       line("#pragma unroll");
       line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
       line("  " +
            call(tmpl::bitmap_tc_finish, targs(TypeArg{"T"}, IntArg{NT_}, IntArg{atomic_ ? 1 : 0}),
                 ptr_t("C"), ptr_f32(atomic_ ? "ws" : "static_cast<float*>(nullptr)"),
-                tmpl::cptr_f32(fmt::format("acc + mt * {}", NT_ * 4)),
+                tmpl::cptr_f32(fmt::format("{} + mt * {}", acc, step)),
                 i32(fmt::format("(blockIdx.x * {} + warp * {} + mt) * 16", RTB_, MT)),
                 i32(std::to_string(p_.m)), i32(rs), i32(cs), f32("alpha"), f32("beta"), i32("lane"))
                .text +
            ";");
+    };
+    {
+      // split K: a block with an empty K part has nothing to add (but is still counted below).
+      // pipe=bulk (K > 0: every ksplit = 1 block has steps): the accumulators are read only on
+      // the path where a wgmma wrote them, since ptxas serialises the wgmma pipeline when a path
+      // from their zeroing to their use skips it.
+      auto guard = atomic_ || bulk_ ? block("if (tiles > 0)") : block();
+      finish("acc", std::to_string(NT_ * 4));
     }
     if (!atomic_) return;
     comment("the last block of this row block to finish rounds ws into C and re-zeroes ws");
@@ -244,8 +341,9 @@ class BitmapTcEmitter : public Emitter {
         "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
         "    const T* __restrict__ values,\n    const T* __restrict__ B,\n"
         "    T* __restrict__ C,\n    float alpha,\n    float beta,\n"
-        "    const unsigned* __restrict__ masks,\n    const int* __restrict__ tile_ptr{}) {{\n",
-        THREADS_, opt_.kernel_name, atomic_ ? ",\n    float* __restrict__ ws" : ""));
+        "    const unsigned* __restrict__ masks,\n    const int* __restrict__ tile_ptr{}{}) {{\n",
+        THREADS_, opt_.kernel_name, atomic_ ? ",\n    float* __restrict__ ws" : "",
+        bulk_ ? ",\n    const unsigned* __restrict__ bw" : ""));
   }
 
   KernelSignature signature() const {
@@ -272,7 +370,36 @@ class BitmapTcEmitter : public Emitter {
       sig.workspace_bytes = 4 * counters_offset() + (sig.launch.grid_x * 4 + 15) / 16 * 16;
       sig.workspace_zeroed = true;
     }
+    if (bulk_) {
+      sig.params.push_back({"bw", ParamKind::BWork, "B in the wgmma column groups", {}});
+      sig.b_work_bytes = bitmap_tc_b_work_bytes(p_);
+      sig.b_transform = arrange_;
+    }
     return sig;
+  }
+
+  // pipe=bulk's b_transform: B into BWork, one column tile's column groups after another
+  // (bitmap_tc_arrange_b), a thread per 16-byte piece.
+  AuxKernel emit_arrange_b() {
+    constexpr int kThreads = 256;
+    const std::string name = opt_.kernel_name + "_arrange_b";
+    const auto c = call(tmpl::bitmap_tc_arrange_b, targs(TypeArg{"T"}, IntArg{NT_}), cptr_t("B"),
+                        ptr_u32("bw"), i32(std::to_string(p_.k)), i32(std::to_string(CT_)));
+    decl(fmt::format(
+        "// b_transform: B into the 16-byte column groups of the wgmma descriptor, per 64-row\n"
+        "// column tile, so that a step's B is one bulk copy\n"
+        "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
+        "    const T* __restrict__ B,\n    unsigned* __restrict__ bw) {{\n  {};\n}}",
+        kThreads, name, c.text));
+    AuxKernel t;
+    t.name = name;
+    t.params = {{"B", ParamKind::B, "B", {}},
+                {"bw", ParamKind::BWork, "B in the wgmma column groups", {}}};
+    const int64_t pieces = bitmap_tc_b_work_bytes(p_) / 16;
+    t.launch.grid_x = std::max<int64_t>(1, (pieces + kThreads - 1) / kThreads);
+    t.launch.grid_y = 1;
+    t.launch.block_threads = kThreads;
+    return t;
   }
 
   const Problem& p_;
@@ -285,6 +412,8 @@ class BitmapTcEmitter : public Emitter {
   bool atomic_ = false;
   bool wgmma_ = false;
   bool pairs_ = false;  // vals=pair: one 32-bit load per A register
+  bool bulk_ = false;   // pipe=bulk: bulk copies on mbarriers, B arranged by an aux kernel
+  AuxKernel arrange_;   // pipe=bulk's b_transform
 };
 
 }  // namespace

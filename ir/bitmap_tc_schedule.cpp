@@ -16,8 +16,13 @@ int64_t col_tiles_of(const Problem& p) {
 }
 
 constexpr std::string_view kMmaNames[] = {"sync", "wgmma"};
+constexpr std::string_view kPipeNames[] = {"async", "bulk"};
 
 }  // namespace
+
+std::string_view to_string(BitmapPipe p) {
+  return kPipeNames[static_cast<int>(p)];
+}
 
 std::string_view to_string(MmaKind m) {
   return kMmaNames[static_cast<int>(m)];
@@ -35,7 +40,15 @@ std::vector<std::string> validate(const BitmapTcSchedule& s) {
   if (s.k_tiles != 1 && s.k_tiles != 2 && s.k_tiles != 4)
     bad(fmt::format("kt={} must be 1, 2 or 4", s.k_tiles));
   if (s.ksplit < 1 || s.ksplit > 64) bad(fmt::format("ksplit={} must be in 1..64", s.ksplit));
-  if (s.stages != 2 && s.stages != 3) bad(fmt::format("stages={} must be 2 or 3", s.stages));
+  if (s.pipe == BitmapPipe::Bulk) {
+    if (s.stages < 3 || s.stages > 6)
+      bad(fmt::format("stages={} must be in 3..6 with pipe=bulk", s.stages));
+    if (s.mma != MmaKind::Wgmma) bad("pipe=bulk feeds wgmma: it needs mma=wgmma");
+    if (s.k_tiles != 1)
+      bad(fmt::format("pipe=bulk copies one 64-column tile a step: kt={} must be 1", s.k_tiles));
+  } else if (s.stages != 2 && s.stages != 3) {
+    bad(fmt::format("stages={} must be 2 or 3", s.stages));
+  }
   if (s.mma == MmaKind::Wgmma && w % 4 != 0)
     bad(fmt::format("mma=wgmma needs whole warpgroups: warps={} must be 4 or 8", w));
   return why;
@@ -54,6 +67,8 @@ std::vector<std::string> validate_bitmap_tc(const Problem& p, const BitmapTcSche
   if (p.n % 8 != 0 || p.n < 8 || p.n > 128)
     why.push_back(
         fmt::format("bitmap_tc needs n a multiple of 8 in 8..128 (mma n8 tiles), not {}", p.n));
+  if (s.pipe == BitmapPipe::Bulk && p.k == 0)
+    why.push_back("pipe=bulk needs k > 0 (with k = 0 the result is C = beta·C)");
   if (s.mma == MmaKind::Wgmma && p.n != 8 && p.n != 16 && p.n != 32 && p.n != 64)
     why.push_back(fmt::format("mma=wgmma is emitted for n in {{8, 16, 32, 64}}, not {}", p.n));
   const int64_t tiles = col_tiles_of(p);
@@ -67,9 +82,10 @@ std::string bitmap_tc_spec(const BitmapTcSchedule& s) {
   // The default value layout is left out, so the SPECs (and kernel database keys) of slot
   // schedules read as they did before the field existed.
   return fmt::format(
-      "bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};mma={}{}", s.warps_per_block, s.m_tiles,
+      "bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};mma={}{}{}", s.warps_per_block, s.m_tiles,
       s.k_tiles, s.ksplit, s.stages, to_string(s.mma),
-      s.values == BitmapValues::Slot ? "" : fmt::format(";vals={}", to_string(s.values)));
+      s.values == BitmapValues::Slot ? "" : fmt::format(";vals={}", to_string(s.values)),
+      s.pipe == BitmapPipe::Async ? "" : fmt::format(";pipe={}", to_string(s.pipe)));
 }
 
 std::string print_bitmap_tc(const BitmapTcSchedule& s) {
@@ -80,8 +96,9 @@ std::string print_bitmap_tc(const BitmapTcSchedule& s) {
                   s.values == BitmapValues::Pair ? "; vals=pair: a 32-bit word per register" : "");
   out += fmt::format("  block : warps={} rows_per_block={} (mt={} row tiles per warp)\n",
                      s.warps_per_block, s.rows_per_block(), s.m_tiles);
-  out += fmt::format("  k     : ksplit={} parts, {} column tile{} per step, cp.async stages={}\n",
-                     s.ksplit, s.k_tiles, s.k_tiles == 1 ? "" : "s", s.stages);
+  out += fmt::format("  k     : ksplit={} parts, {} column tile{} per step, {} stages={}\n",
+                     s.ksplit, s.k_tiles, s.k_tiles == 1 ? "" : "s",
+                     s.pipe == BitmapPipe::Bulk ? "bulk-copy (mbarrier)" : "cp.async", s.stages);
   out += s.mma == MmaKind::Wgmma
              ? "  math  : wgmma.m64nNk16 per warpgroup (A from registers, B from shared), fp32 "
                "accumulate\n"
@@ -111,9 +128,11 @@ BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
       const auto l = parse_bitmap_values(v);
       if (!l) spec_fields::error(key, "slot or pair", v);
       s.values = *l;
+    } else if (key == "pipe") {
+      s.pipe = spec_fields::parse_enum<BitmapPipe>(key, kPipeNames, v);
     } else
-      spec_fields::error(key, "one of warps, mt, kt, ksplit, stages, mma, vals (family bitmap_tc)",
-                         key);
+      spec_fields::error(
+          key, "one of warps, mt, kt, ksplit, stages, mma, vals, pipe (family bitmap_tc)", key);
   });
   spec_fields::check_legal(spec, validate(s));
   return s;
@@ -149,8 +168,14 @@ BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t
   // one pad per column group and step.
   m.b_step = s.k_tiles * m.b_tile + (s.mma == MmaKind::Wgmma ? 16 * ((p.n + 7) / 8) : 0);
   m.stage = m.b_step + s.k_tiles * row_tiles * m.a_tile;
-  m.total = m.tile_ptrs + s.stages * m.stage;
+  m.barriers = s.pipe == BitmapPipe::Bulk ? round16(8 * s.stages) : 0;
+  m.total = m.tile_ptrs + m.barriers + s.stages * m.stage;
   return m;
+}
+
+int64_t bitmap_tc_b_work_bytes(const Problem& p) {
+  // Per column group: 64 rows of 16 bytes and the 16-byte pad of bitmap_tc_b_group<64>().
+  return col_tiles_of(p) * (p.n / 8) * (kBitmapTileCols * 16 + 16);
 }
 
 int64_t bitmap_tc_shared_bytes(const Problem& p, const BitmapTcSchedule& s,
@@ -164,7 +189,9 @@ int bitmap_tc_registers(const Problem& p, const BitmapTcSchedule& s) {
   const int ntiles = static_cast<int>((p.n + 7) / 8);
   // ptxas: 235 for warps=8, mt=2, N=128, kt=1 (this gives 228).
   // wgmma holds every quarter's A operand of a step at once (4·kt quarters of 4 registers).
-  const int a_regs = s.mma == MmaKind::Wgmma ? 16 * s.k_tiles : 4;
+  // pipe=bulk holds two steps' operands (one decoded while the other is multiplied).
+  const int a_regs =
+      s.mma == MmaKind::Wgmma ? (s.pipe == BitmapPipe::Bulk ? 32 : 16 * s.k_tiles) : 4;
   return 72 + s.m_tiles * (4 * ntiles + a_regs + 6 * s.k_tiles) + 4;
 }
 

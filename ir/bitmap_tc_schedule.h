@@ -5,8 +5,13 @@
 //   bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2;mma=sync
 //     warps   warps per block (1, 2, 4, 8)          mt      16-row tiles per warp (1, 2)
 //     kt      64-column tiles per step (1, 2, 4)    ksplit  K parts, grid.y (1..64)
-//     stages  cp.async buffers in flight (2, 3)     mma     sync (mma.sync) or wgmma (sm_90a)
+//     stages  buffers in flight (2, 3; pipe=bulk 3..6) mma  sync (mma.sync) or wgmma (sm_90a)
 //     vals    value layout: slot (default, not printed) or pair (ir/bitmap_format.h)
+//     pipe    how a step's tiles reach shared memory: async (default, not printed: every thread's
+//             cp.async copies and two block barriers a step) or bulk (mma=wgmma, kt=1: one warp
+//             lane per warp issues its A tiles and warp 0 the step's B rows as cp.async.bulk
+//             copies on an mbarrier per stage; B laid out beforehand in the wgmma column groups
+//             by an aux kernel; the step's A decoded while the last step's multiplies run)
 #pragma once
 
 #include <optional>
@@ -27,6 +32,10 @@ namespace sparsegen {
 enum class MmaKind { Sync, Wgmma };
 std::string_view to_string(MmaKind m);  // "sync", "wgmma"
 std::optional<MmaKind> parse_mma(std::string_view s);
+
+// How a step's B rows and A tiles reach shared memory (see the SPEC fields above).
+enum class BitmapPipe { Async, Bulk };
+std::string_view to_string(BitmapPipe p);  // "async", "bulk"
 
 // ─── Bitmap tiles on tensor cores (family "bitmap_tc") ───────────────────────────────────────
 // Over the bitmap-tile format (ir/bitmap_format.h: 16 x 64 tiles, a 64-bit mask per tile row and
@@ -57,6 +66,7 @@ struct BitmapTcSchedule {
   MmaKind mma = MmaKind::Sync;  // wgmma: warps 4 or 8, N in {8, 16, 32, 64}, sm_90 only
   // The pack's value layout: pair loads a register of A with one 32-bit load (more bytes).
   BitmapValues values = BitmapValues::Slot;
+  BitmapPipe pipe = BitmapPipe::Async;  // bulk: mma=wgmma, kt=1, stages 3..6
 
   int rows_per_block() const { return warps_per_block * m_tiles * 16; }
   int threads_per_block() const { return warps_per_block * kWarpSize; }
@@ -86,17 +96,22 @@ int64_t bitmap_tc_grid_y(const Problem& p, const BitmapTcSchedule& s);  // kspli
 int64_t bitmap_tc_b_row_bytes(const Problem& p, const BitmapTcSchedule& s);
 // Dynamic shared memory of the kernel, in bytes (all multiples of 16):
 //   [tile pointers: rows_per_block/16 row tiles x (part tiles + 1) ints]
+//   [pipe=bulk: one 8-byte mbarrier per stage, rounded to 16]
 //   stages x k_tiles x [B tile: 64 x b_row | per row tile of the block: 32 lane words (128) |
 //   values]
 struct BitmapTcSmem {
   int64_t tile_ptrs = 0;  // bytes of the tile-pointer table
+  int64_t barriers = 0;   // pipe=bulk: the stages' mbarriers
   int64_t b_tile = 0;     // 64 rows x bitmap_tc_b_row_bytes
   int64_t a_values = 0;   // one row tile's value buffer: max_tile_values x 2, rounded to 16
   int64_t a_tile = 0;     // 128 mask bytes + a_values
   int64_t b_step = 0;     // a step's B rows: k_tiles x b_tile (+ 16 per column group, wgmma)
   int64_t stage = 0;      // b_step + k_tiles x (row tiles per block) x a_tile
-  int64_t total = 0;      // tile_ptrs + stages x stage
+  int64_t total = 0;      // tile_ptrs + barriers + stages x stage
 };
+// pipe=bulk: bytes of B as the aux kernel lays it out (BWork): per 64-row column tile, N/8
+// column groups of bitmap_tc_b_group<64>() bytes (64 rows of 16 bytes, then 16 bytes of pad).
+int64_t bitmap_tc_b_work_bytes(const Problem& p);
 BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t max_tile_values);
 int64_t bitmap_tc_shared_bytes(const Problem& p, const BitmapTcSchedule& s,
                                int64_t max_tile_values);

@@ -16,6 +16,7 @@
 #pragma once
 
 #include "sg_async_copy.cuh"
+#include "sg_bulk_copy.cuh"
 #include "sg_dtype.cuh"
 #include "sg_wgmma.cuh"
 
@@ -286,6 +287,116 @@ __device__ __forceinline__ void bitmap_tc_wgmma_step(unsigned s_b, const unsigne
   }
   wgmma_commit();
   wgmma_wait<0>();
+}
+
+// pipe=bulk: the multiplies of one 64-column step (4 quarters x MT row tiles, A as in
+// bitmap_tc_wgmma_step) issued as one group that is not waited for: the caller waits
+// (wgmma_wait<1> after the next step's group) before it rewrites a or refills the stage.
+template <typename T, int NT, int MT>
+__device__ __forceinline__ void bitmap_tc_wgmma_issue(unsigned s_b, const unsigned* a, float* acc) {
+  constexpr unsigned kGroup = bitmap_tc_b_group<64>();
+  wgmma_fence();
+#pragma unroll
+  for (int uq = 0; uq < 4; ++uq) {
+    const unsigned long long desc = detail::wgmma_desc_nmajor(s_b + uq * 256, 128, kGroup);
+#pragma unroll
+    for (int mt = 0; mt < MT; ++mt)
+      detail::wgmma_m64k16<T, NT * 8>(acc + mt * NT * 4, a + (uq * MT + mt) * 4, desc);
+  }
+  wgmma_commit();
+}
+
+// pipe=bulk's aux kernel body (B -> BWork): B (K x N row-major, N = NT·8) laid out column tile by
+// column tile in the column groups bitmap_tc_issue_b_groups writes for one 64-row tile, so that a
+// step's B is one contiguous bulk copy: the 16-byte piece (column tile c, group j, row r) at
+// ((c·NT + j)·65 + r)·16 bytes; rows at or beyond K and each group's pad (r = 64) are zero.
+// Grid-stride over the pieces.
+template <typename T, int NT>
+__device__ __forceinline__ void bitmap_tc_arrange_b(const T* __restrict__ B,
+                                                    unsigned* __restrict__ bw, int K,
+                                                    int col_tiles) {
+  const long long total = static_cast<long long>(col_tiles) * NT * 65;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int r = static_cast<int>(i % 65);
+    const long long cj = i / 65;
+    const int j = static_cast<int>(cj % NT), row = static_cast<int>(cj / NT) * 64 + r;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (r < 64 && row < K)
+      v = *reinterpret_cast<const uint4*>(B + static_cast<long long>(row) * (NT * 8) + j * 8);
+    reinterpret_cast<uint4*>(bw)[i] = v;
+  }
+}
+
+namespace detail {
+
+// pipe=bulk, one A tile of a step (by the warp's lane 0, after the stage's expect): its 32 lane
+// words (128 bytes) and values v0 .. v1 (a multiple of 8) as bulk copies into s_tile (lane words,
+// then values) counted by bar; ok = 0 (a row tile beyond M, or a step past the part): no copy,
+// the lane words are written as zeros (no set bit: the decode reads no value).
+template <typename T>
+__device__ __forceinline__ void bitmap_tc_bulk_a(unsigned s_tile,
+                                                 const unsigned* __restrict__ masks,
+                                                 const T* __restrict__ values, int tile, int v0,
+                                                 int v1, int ok, unsigned bar) {
+  if (!ok) {
+#pragma unroll
+    for (int i = 0; i < 8; ++i)
+      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(s_tile + 16 * i), "r"(0u));
+    return;
+  }
+  bulk_copy(s_tile, masks + static_cast<long long>(tile) * 32, 128, bar);
+  if (v1 > v0) bulk_copy(s_tile + 128, values + v0, static_cast<unsigned>(2 * (v1 - v0)), bar);
+}
+
+}  // namespace detail
+
+// pipe=bulk: the stages' mbarriers at shared address bars (8 bytes apart), one arrival per warp
+// (each warp's lane 0 announces its own copies). All threads call it; a block barrier follows.
+template <int STAGES, int WARPS>
+__device__ __forceinline__ void bitmap_tc_bulk_init(unsigned bars, int tid) {
+  if (tid < STAGES) detail::bulk_barrier_init(bars + 8 * tid, WARPS);
+  detail::bulk_barrier_init_fence();
+}
+
+// pipe=bulk: step j of the block's K part (column tile ct0 + j) into one stage. Lane 0 of the
+// warp announces the bytes of its MT A tiles (and, warp 0, B's column tile from the arranged
+// BWork: B_BYTES from bw) on the stage's barrier bar, then issues their bulk copies: the warp's
+// row tiles rt0 + mt to s_a + mt·A_TILE, B to s_b. s_tp: the warp's first row tile's row of the
+// tile-pointer table (PT + 1 ints per row tile). The fence orders this lane's earlier zero writes
+// of skipped tiles' lane words before the async copies that may overwrite them.
+//   lane 0: fence.proxy.async -> mbarrier.arrive.expect_tx(bytes) -> cp.async.bulk x (2·MT [+ 1])
+template <typename T, int MT, int PT, int CT, int A_TILE, int B_BYTES>
+__device__ __forceinline__ void bitmap_tc_bulk_issue(unsigned bar, unsigned s_b, unsigned s_a,
+                                                     const unsigned* __restrict__ bw,
+                                                     const unsigned* __restrict__ masks,
+                                                     const T* __restrict__ values, const int* s_tp,
+                                                     int rt0, int row_tiles, int ct0, int j,
+                                                     int tiles, int warp, int lane) {
+  if (lane != 0) return;
+  const bool ok_step = j < tiles;
+  unsigned bytes = warp == 0 && ok_step ? B_BYTES : 0u;
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const int* tp = s_tp + mt * (PT + 1) + j;
+    if (rt0 + mt < row_tiles && ok_step) bytes += 128u + 2u * static_cast<unsigned>(tp[1] - tp[0]);
+  }
+  fence_proxy_async();
+  detail::bulk_expect(bar, bytes);
+  if (warp == 0 && ok_step)
+    detail::bulk_copy(s_b, bw + static_cast<long long>(ct0 + j) * (B_BYTES / 4), B_BYTES, bar);
+#pragma unroll
+  for (int mt = 0; mt < MT; ++mt) {
+    const int* tp = s_tp + mt * (PT + 1) + j;
+    const int ok = rt0 + mt < row_tiles && ok_step ? 1 : 0;
+    detail::bitmap_tc_bulk_a<T>(s_a + mt * A_TILE, masks, values, (rt0 + mt) * CT + ct0 + j,
+                                ok ? tp[0] : 0, ok ? tp[1] : 0, ok, bar);
+  }
+}
+
+// pipe=bulk: waits until stage bar's phase of the given parity has landed.
+__device__ __forceinline__ void bitmap_tc_bulk_wait(unsigned bar, unsigned parity) {
+  detail::bulk_wait(bar, parity);
 }
 
 // Finishes one row tile (rows row0 .. row0+15, all NT·8 columns) from the accumulators (layout

@@ -519,6 +519,78 @@ TEST(BitmapTcCodegen, WgmmaCompilesForSm90a) {
   std::printf("[ NVRTC    ] %d wgmma bitmap_tc kernels for sm_90a in %.0f ms\n", i, total_ms);
 }
 
+// pipe=bulk: one lane per warp issues the step's bulk copies on the stage's mbarrier, B comes
+// arranged by the b_transform aux kernel (BWork), and the next step's A is decoded while the last
+// step multiplies (wgmma_wait<1>). NVRTC compiles it for sm_90a without spills or serialised
+// wgmma over N {8, 16, 32, 64} x warps {4, 8} x mt {1, 2} x stages {3, 4, 6} x ksplit {1, 3} x
+// vals {slot, pair}, fp16 and bf16 alternating.
+TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
+  const CsrMatrix a = odd_matrix();
+  const Problem p64 = Problem::spmm(a.rows, a.cols, 64, DType::F16);
+  const Schedule s =
+      parse_schedule("bitmap_tc;warps=4;mt=1;stages=4;mma=wgmma;vals=pair;pipe=bulk");
+  const BitmapTileFormat f = pack_bitmap_tiles(a, BitmapValues::Pair);
+  const GeneratedKernel k = emit_bitmap_tc(p64, s, f);
+  EXPECT_TRUE(k.arch_specific);
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_init<4, 4>(s_bars, tid);"));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_issue<T, 1, "));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_wait(s_bars + 8 * buf, (i / 4) & 1);"));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_issue<T, 8, 1>("));
+  EXPECT_TRUE(has(k.source, "sg::wgmma_wait<1>();"));
+  EXPECT_TRUE(has(k.source, "unsigned a0[16], a1[16];"));
+  EXPECT_TRUE(has(k.source, "sparsegen_bitmap_tc_arrange_b("));
+  EXPECT_FALSE(has(k.source, "bitmap_tc_issue_b_groups"));
+  EXPECT_FALSE(has(k.source, "cp_async_wait"));
+  const KernelSignature& sig = k.signature;
+  EXPECT_TRUE(sig.b_transform.present());
+  EXPECT_EQ(sig.b_transform.name, "sparsegen_bitmap_tc_arrange_b");
+  EXPECT_EQ(sig.b_work_bytes, bitmap_tc_b_work_bytes(p64));
+  EXPECT_EQ(sig.b_work_bytes, f.col_tiles * 8 * 1040);
+  EXPECT_EQ(sig.params.back().kind, ParamKind::BWork);
+  EXPECT_EQ(sig.launch.dynamic_shared_bytes,
+            bitmap_tc_shared_bytes(p64, s.as<BitmapTcSchedule>(), f.max_tile_values));
+  {
+    nvrtc::CompileOptions o;
+    o.arch = "compute_90a";
+    o.headers = k.headers;
+    const std::string ptx(nvrtc::compile(k.source, o).image.data());
+    EXPECT_TRUE(has(ptx, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"));
+    EXPECT_TRUE(has(ptx, "mbarrier.try_wait.parity.shared::cta.b64"));
+    EXPECT_TRUE(has(ptx, "mbarrier.arrive.expect_tx"));
+    EXPECT_TRUE(has(ptx, "wgmma.wait_group.sync.aligned 1"));
+    EXPECT_EQ(count(ptx, "wgmma.commit_group"), 2u);  // one group per step, two A sets
+    EXPECT_FALSE(has(ptx, "cp.async.cg"));
+  }
+  const BitmapTileFormat slot = pack_bitmap_tiles(a);
+  int i = 0;
+  double total_ms = 0;
+  for (int64_t n : {8, 16, 32, 64})
+    for (int warps : {4, 8})
+      for (int mt : {1, 2})
+        for (int stages : {3, 4, 6}) {
+          const DType dt = i % 2 == 0 ? DType::F16 : DType::BF16;
+          const int ks = i % 3 == 0 ? 3 : 1;
+          const bool pair = i % 4 < 2;
+          ++i;
+          BitmapTcSchedule b = make(warps, mt, ks, stages, 1, MmaKind::Wgmma);
+          b.pipe = BitmapPipe::Bulk;
+          b.values = pair ? BitmapValues::Pair : BitmapValues::Slot;
+          const Problem p = Problem::spmm(a.rows, a.cols, n, dt);
+          try {
+            const auto r =
+                compile_verbose(emit_bitmap_tc(p, Schedule(b), pair ? f : slot), "sm_90a");
+            total_ms += r.compile_ms;
+            EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
+                << to_string(p) << " " << to_string(Schedule(b)) << "\n"
+                << r.log;
+            EXPECT_FALSE(has(r.log, "serialized")) << to_string(Schedule(b)) << "\n" << r.log;
+          } catch (const std::exception& e) {
+            ADD_FAILURE() << to_string(p) << " " << to_string(Schedule(b)) << "\n" << e.what();
+          }
+        }
+  std::printf("[ NVRTC    ] %d bulk bitmap_tc kernels for sm_90a in %.0f ms\n", i, total_ms);
+}
+
 // Degenerate shapes (Problem: "valid, the result is C = beta·C"). M = 0: an empty grid, nothing
 // launched; the source still compiles (the pipeline compiles before CompiledKernel::run skips).
 TEST(BitmapTcCodegen, ZeroRowsIsAnEmptyGrid) {

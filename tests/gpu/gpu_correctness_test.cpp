@@ -1470,6 +1470,39 @@ TEST(GpuBitmapTc, PairValues) {
   EXPECT_GE(checked, 16);
 }
 
+// bitmap_tc with pipe=bulk (sm_90 only): bulk copies on mbarriers, B arranged by the
+// b_transform, two A register sets. Every N the emitter takes (8, 16, 32, 64), fp16 and bf16, on
+// the odd 333 x 1000 matrix and a 70 %-pruned 1024 x 4096 weight; schedules over warps, mt,
+// ksplit, stages and both value layouts, each against the CPU reference (gpu_check: poisoned C,
+// two betas).
+TEST(GpuBitmapTc, BulkPipe) {
+  SKIP_WITHOUT_GPU();
+  if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
+  auto ctx = std::make_shared<cuda::Context>(0);
+  const CompileTarget target = detect_target(0);
+  if (!target.limits.wgmma) GTEST_SKIP() << "pipe=bulk feeds wgmma, which needs an sm_90 device";
+  const std::pair<CsrMatrix, CsrMatrix> mats = bitmap_test_matrices(25, 11);
+  int checked = 0;
+  for (const char* vals : {"", ";vals=pair"}) {
+    const std::string specs_s[4] = {
+        std::string("bitmap_tc;warps=4;mt=1;ksplit=1;stages=4;mma=wgmma;pipe=bulk") + vals,
+        std::string("bitmap_tc;warps=8;mt=2;ksplit=3;stages=3;mma=wgmma;pipe=bulk") + vals,
+        std::string("bitmap_tc;warps=4;mt=2;ksplit=1;stages=6;mma=wgmma;pipe=bulk") + vals,
+        std::string("bitmap_tc;warps=8;mt=1;ksplit=4;stages=4;mma=wgmma;pipe=bulk") + vals,
+    };
+    const char* const specs[4] = {specs_s[0].c_str(), specs_s[1].c_str(), specs_s[2].c_str(),
+                                  specs_s[3].c_str()};
+    const int64_t ns[4] = {8, 16, 32, 64};
+    checked += check_bitmap_rotation(ctx, target, mats, specs, ns, vals[0] ? 53 : 47,
+                                     [](const KernelBuild& b) {
+                                       EXPECT_EQ(b.compiled.arch.back(), 'a');  // sm_90a
+                                       EXPECT_TRUE(b.kernel.signature.b_transform.present());
+                                     });
+  }
+  ctx->synchronize();
+  EXPECT_EQ(checked, 32);
+}
+
 TEST(GpuBitmapTc, Pruned) {
   SKIP_WITHOUT_GPU();
   run_pruned("bitmap_tc", 0.5);

@@ -92,6 +92,18 @@ TEST(BitmapTcSchedule, SpecRoundTrip) {
             "bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=3;mma=sync");
   EXPECT_EQ(to_string(Schedule(make(8, 1, 1, 2, 1, MmaKind::Wgmma))),
             "bitmap_tc;warps=8;mt=1;kt=1;ksplit=1;stages=2;mma=wgmma");
+  // pipe=bulk is printed (and keyed) only when set; it round-trips with vals=pair.
+  {
+    BitmapTcSchedule b = make(8, 2, 3, 4, 1, MmaKind::Wgmma);
+    b.pipe = BitmapPipe::Bulk;
+    b.values = BitmapValues::Pair;
+    const std::string spec = to_string(Schedule(b));
+    EXPECT_EQ(spec, "bitmap_tc;warps=8;mt=2;kt=1;ksplit=3;stages=4;mma=wgmma;vals=pair;pipe=bulk");
+    EXPECT_EQ(parse_schedule(spec).as<BitmapTcSchedule>(), b);
+    EXPECT_EQ(parse_schedule("bitmap_tc;mma=wgmma;stages=6;pipe=bulk").as<BitmapTcSchedule>().pipe,
+              BitmapPipe::Bulk);
+    EXPECT_EQ(parse_schedule("bitmap_tc;pipe=async").as<BitmapTcSchedule>(), BitmapTcSchedule{});
+  }
   // Specs written before the mma field (cache keys, results JSON) still parse, as mma=sync.
   EXPECT_EQ(parse_schedule("bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=3"),
             Schedule(make(8, 2, 3, 3, 2)));
@@ -180,6 +192,16 @@ TEST(BitmapTcSchedule, ParseErrorsNameTheField) {
   expect_user_error(parse("bitmap_tc;kt=3"), {"kt=3 must be 1, 2 or 4"}, "kt=3");
   expect_user_error(parse("bitmap_tc;warps=2;mma=wgmma"), {"warpgroups", "warps=2"},
                     "wgmma, 2 warps");
+  expect_user_error(parse("bitmap_tc;pipe=tma"), {"field 'pipe'", "async or bulk", "'tma'"},
+                    "pipe=tma");
+  expect_user_error(parse("bitmap_tc;stages=4;pipe=bulk"), {"pipe=bulk", "mma=wgmma"},
+                    "bulk, mma=sync");
+  expect_user_error(parse("bitmap_tc;kt=2;stages=4;mma=wgmma;pipe=bulk"), {"kt=2 must be 1"},
+                    "bulk, kt=2");
+  expect_user_error(parse("bitmap_tc;stages=2;mma=wgmma;pipe=bulk"),
+                    {"stages=2 must be in 3..6 with pipe=bulk"}, "bulk, stages=2");
+  expect_user_error(parse("bitmap_tc;stages=7;mma=wgmma;pipe=bulk"), {"stages=7"},
+                    "bulk, stages=7");
   // Duplicate key.
   expect_user_error(parse("bitmap_tc;warps=4;mt=1;warps=8"), {"field 'warps'", "second occurrence"},
                     "duplicate warps");
