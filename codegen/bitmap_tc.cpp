@@ -111,6 +111,9 @@ class BitmapTcEmitter : public Emitter {
                 i32("lane"));
     }
     line(fmt::format("for (int i = 0; i < {} && i < steps; ++i) issue(i);", S - 1));
+    comment("lane 0's zero lane words of skipped tiles (plain stores) before any warp decodes;");
+    comment("in the loop a block barrier lies between a step's issue and its decode (stages >= 3)");
+    line("__syncthreads();");
     comment("step(a, buf): the step's A into a (4 quarters x mt row tiles x 4 registers), then");
     comment("its multiplies, issued and not waited for");
     {
