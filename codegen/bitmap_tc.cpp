@@ -110,6 +110,9 @@ class BitmapTcEmitter : public Emitter {
                 i32(std::to_string(f_.row_tiles)), i32("ct0"), i32("i"), i32("tiles"), i32("warp"),
                 i32("lane"));
     }
+    comment("the b_transform before this kernel may still run (programmatic launch): the copies");
+    comment("of its bw wait for it; what came before (tile pointers, barriers) overlapped it");
+    call_stmt(tmpl::grid_dependency_wait);
     line(fmt::format("for (int i = 0; i < {} && i < steps; ++i) issue(i);", S - 1));
     comment("lane 0's zero lane words of skipped tiles (plain stores) before any warp decodes;");
     comment("in the loop a block barrier lies between a step's issue and its decode (stages >= 3)");
@@ -374,6 +377,8 @@ class BitmapTcEmitter : public Emitter {
       sig.workspace_zeroed = true;
     }
     if (bulk_) {
+      // After the b_transform, the kernel may start early: it waits before its first copy of bw.
+      sig.launch.programmatic_wait = true;
       sig.params.push_back({"bw", ParamKind::BWork, "B in the wgmma column groups", {}});
       sig.b_work_bytes = bitmap_tc_b_work_bytes(p_);
       sig.b_transform = arrange_;
@@ -390,10 +395,10 @@ class BitmapTcEmitter : public Emitter {
                         ptr_u32("bw"), i32(std::to_string(p_.k)), i32(std::to_string(CT_)));
     decl(fmt::format(
         "// b_transform: B into the 16-byte column groups of the wgmma descriptor, per 64-row\n"
-        "// column tile, so that a step's B is one bulk copy\n"
+        "// column tile, so that a step's B is one bulk copy; the main kernel may start at once\n"
         "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
-        "    const T* __restrict__ B,\n    unsigned* __restrict__ bw) {{\n  {};\n}}",
-        kThreads, name, c.text));
+        "    const T* __restrict__ B,\n    unsigned* __restrict__ bw) {{\n  {};\n  {};\n}}",
+        kThreads, name, call(tmpl::launch_dependents).text, c.text));
     AuxKernel t;
     t.name = name;
     t.params = {{"B", ParamKind::B, "B", {}},
