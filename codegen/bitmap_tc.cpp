@@ -87,13 +87,13 @@ class BitmapTcEmitter : public Emitter {
     return fmt::format("{} + {} + ({}) * {}", stage_b(buf), smem_.b_step, idx, smem_.a_tile);
   }
 
-  // pipe=bulk (mma=wgmma, kt=1): per step, lane 0 of every warp issues bulk copies of its A tiles
-  // (warp 0 also the step's B column tile from the arranged BWork) on the stage's mbarrier; every
-  // thread waits on it, decodes the step into one of two A register sets and issues the step's
-  // multiplies, then waits for the step before (wgmma_wait<1>): its registers and stage are free
-  // after the block barrier, and the stage is refilled with the step stages - 1 ahead.
-  //   for i: wait(bar[i % S]) -> decode(a[i & 1]) -> wgmma(i) -> wait<1> -> __syncthreads ->
-  //          issue(i + S - 1)
+  // pipe=bulk (kt=1): per step, lane 0 of every warp issues bulk copies of its A tiles (warp 0
+  // also the step's B column tile from the arranged BWork) on the stage's mbarrier; every thread
+  // waits on it and runs the step; one block barrier, then the stage of the step before is
+  // refilled with the step stages - 1 ahead. mma=wgmma decodes a step into one of two A register
+  // sets and issues its multiplies, then waits for the step before (wgmma_wait<1>), so a step's
+  // decode overlaps the last step's multiplies.
+  //   for i: wait(bar[i % S]) -> step(i) [-> wgmma_wait<1>] -> __syncthreads -> issue(i + S - 1)
   void emit_bulk_steps() {
     const int MT = s_.m_tiles, S = s_.stages;
     comment("issue(i): step i (column tile ct0 + i) into stage i % stages");
@@ -102,7 +102,7 @@ class BitmapTcEmitter : public Emitter {
       line(fmt::format("const int buf = i % {};", S));
       call_stmt(tmpl::bitmap_tc_bulk_issue,
                 targs(TypeArg{"T"}, IntArg{MT}, IntArg{PT_}, IntArg{CT_}, IntArg{smem_.a_tile},
-                      IntArg{b_group_bytes()}),
+                      IntArg{b_tile_bytes()}),
                 u32("s_bars + 8 * buf"), u32(stage_b("buf")),
                 u32(a_tile("buf", fmt::format("warp * {}", MT))), cptr_u32("bw"), cptr_u32("masks"),
                 cptr_t("values"), tmpl::cptr_i32(fmt::format("s_tp + warp * {}", MT * (PT_ + 1))),
@@ -114,56 +114,79 @@ class BitmapTcEmitter : public Emitter {
     comment("of its bw wait for it; what came before (tile pointers, barriers) overlapped it");
     call_stmt(tmpl::grid_dependency_wait);
     line(fmt::format("for (int i = 0; i < {} && i < steps; ++i) issue(i);", S - 1));
-    comment("lane 0's zero lane words of skipped tiles (plain stores) before any warp decodes;");
-    comment("in the loop a block barrier lies between a step's issue and its decode (stages >= 3)");
-    line("__syncthreads();");
-    comment("step(a, buf): the step's A into a (4 quarters x mt row tiles x 4 registers), then");
-    comment("its multiplies, issued and not waited for");
-    {
-      auto fn = block("auto step = [&](unsigned* a, int buf)", ";");
+    const auto decode_quarter = [&](const std::string& a) {
+      line("#pragma unroll");
+      line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
+      const auto decode = [&](const auto& f) {
+        return call(f, u32("w[mt]"), i32("q"), ptr_u32("addr + mt"), ptr_u32(a + " + 4 * mt"));
+      };
+      line("  " +
+           (pairs_ ? decode(tmpl::bitmap_tc_a_quarter_pairs) : decode(tmpl::bitmap_tc_a_quarter))
+               .text +
+           ";");
+    };
+    const auto lanes = [&] {
       line(fmt::format("unsigned w[{}], addr[{}];", MT, MT));
       call_stmt(tmpl::bitmap_tc_lanes,
                 targs(IntArg{MT}, IntArg{smem_.a_tile}, IntArg{0}, IntArg{pairs_ ? 1 : 0}),
                 u32(a_tile("buf", fmt::format("warp * {}", MT))), i32("lane"), ptr_u32("w"),
                 ptr_u32("addr"));
+    };
+    if (!wgmma_) {
+      comment(
+          "step(buf): per quarter, the A operands of the warp's row tiles, then their mma.sync");
+      auto fn = block("auto step = [&](int buf)", ";");
+      lanes();
+      line(fmt::format("unsigned a[{}];", 4 * MT));
+      line("#pragma unroll");
+      auto q = block("for (int q = 0; q < 4; ++q)");
+      decode_quarter("a");
+      call_stmt(tmpl::bitmap_tc_mma_quarter,
+                targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{bitmap_tc_b_row_bytes(p_, s_)}),
+                u32(stage_b("buf")), i32("q"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
+    } else {
+      comment("step(a, buf): the step's A into a (4 quarters x mt row tiles x 4 registers), then");
+      comment("its multiplies, issued and not waited for");
+      auto fn = block("auto step = [&](unsigned* a, int buf)", ";");
+      lanes();
       line("#pragma unroll");
       {
         auto q = block("for (int q = 0; q < 4; ++q)");
-        line("#pragma unroll");
-        line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
-        const auto decode = [&](const auto& f) {
-          return call(f, u32("w[mt]"), i32("q"), ptr_u32("addr + mt"),
-                      ptr_u32(fmt::format("a + q * {} + 4 * mt", 4 * MT)));
-        };
-        line("  " +
-             (pairs_ ? decode(tmpl::bitmap_tc_a_quarter_pairs) : decode(tmpl::bitmap_tc_a_quarter))
-                 .text +
-             ";");
+        decode_quarter(fmt::format("a + q * {}", 4 * MT));
       }
       call_stmt(tmpl::bitmap_tc_wgmma_issue, targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}),
                 u32(stage_b("buf")), cptr_u32("a"), ptr_f32("acc"));
     }
-    line(fmt::format("unsigned a0[{0}], a1[{0}];", 16 * MT));
+    if (wgmma_) line(fmt::format("unsigned a0[{0}], a1[{0}];", 16 * MT));
     {
       auto loop = block("for (int i = 0; i < steps; ++i)");
       line(fmt::format("const int buf = i % {};", S));
       call_stmt(tmpl::bitmap_tc_bulk_wait, u32("s_bars + 8 * buf"),
                 u32(fmt::format("(i / {}) & 1", S)));
-      line("if (i & 1)");
-      line("  step(a1, buf);");
-      line("else");
-      line("  step(a0, buf);");
-      comment("step i - 1's multiplies are done: its registers and, after the barrier, its stage");
-      call_stmt(tmpl::wgmma_wait, targs(IntArg{1}));
+      if (wgmma_) {
+        line("if (i & 1)");
+        line("  step(a1, buf);");
+        line("else");
+        line("  step(a0, buf);");
+        comment(
+            "step i - 1's multiplies are done: its registers and, after the barrier, its stage");
+        call_stmt(tmpl::wgmma_wait, targs(IntArg{1}));
+      } else {
+        line("step(buf);");
+        comment("every warp has read step i - 1's stage (and step i's) after the barrier");
+      }
       line("__syncthreads();");
       line(fmt::format("if (i + {} < steps) issue(i + {});", S - 1, S - 1));
     }
-    call_stmt(tmpl::wgmma_wait, targs(IntArg{0}));
+    if (wgmma_) call_stmt(tmpl::wgmma_wait, targs(IntArg{0}));
   }
 
-  // pipe=bulk: bytes of one column tile of B in the arranged BWork (N/8 column groups of 64
-  // rows and a 16-byte pad).
-  int64_t b_group_bytes() const { return static_cast<int64_t>(NT_) * (kBitmapTileCols * 16 + 16); }
+  // pipe=bulk: bytes of one column tile of B in the arranged BWork, as a stage holds it: wgmma,
+  // N/8 column groups of 64 rows and a 16-byte pad; mma.sync, 64 rows of the padded row stride.
+  int64_t b_tile_bytes() const {
+    return wgmma_ ? static_cast<int64_t>(NT_) * (kBitmapTileCols * 16 + 16)
+                  : kBitmapTileCols * bitmap_tc_b_row_bytes(p_, s_);
+  }
 
   void emit_body() {
     const int MT = s_.m_tiles;
@@ -379,8 +402,8 @@ class BitmapTcEmitter : public Emitter {
     if (bulk_) {
       // After the b_transform, the kernel may start early: it waits before its first copy of bw.
       sig.launch.programmatic_wait = true;
-      sig.params.push_back({"bw", ParamKind::BWork, "B in the wgmma column groups", {}});
-      sig.b_work_bytes = bitmap_tc_b_work_bytes(p_);
+      sig.params.push_back({"bw", ParamKind::BWork, "B as the stages hold it", {}});
+      sig.b_work_bytes = bitmap_tc_b_work_bytes(p_, s_);
       sig.b_transform = arrange_;
     }
     return sig;
@@ -391,19 +414,25 @@ class BitmapTcEmitter : public Emitter {
   AuxKernel emit_arrange_b() {
     constexpr int kThreads = 256;
     const std::string name = opt_.kernel_name + "_arrange_b";
-    const auto c = call(tmpl::bitmap_tc_arrange_b, targs(TypeArg{"T"}, IntArg{NT_}), cptr_t("B"),
-                        ptr_u32("bw"), i32(std::to_string(p_.k)), i32(std::to_string(CT_)));
+    const std::string k = std::to_string(p_.k), ct = std::to_string(CT_);
+    const auto c =
+        wgmma_ ? call(tmpl::bitmap_tc_arrange_b, targs(TypeArg{"T"}, IntArg{NT_}), cptr_t("B"),
+                      ptr_u32("bw"), i32(k), i32(ct))
+               : call(tmpl::bitmap_tc_arrange_b_rows,
+                      targs(TypeArg{"T"}, IntArg{NT_}, IntArg{bitmap_tc_b_row_bytes(p_, s_) / 16}),
+                      cptr_t("B"), ptr_u32("bw"), i32(k), i32(ct));
     decl(fmt::format(
-        "// b_transform: B into the 16-byte column groups of the wgmma descriptor, per 64-row\n"
-        "// column tile, so that a step's B is one bulk copy; the main kernel may start at once\n"
+        "// b_transform: B as a stage holds it ({}), per 64-row column tile, so that a step's B\n"
+        "// is one bulk copy; the main kernel may start at once\n"
         "extern \"C\" __global__ void __launch_bounds__({}) {}(\n"
         "    const T* __restrict__ B,\n    unsigned* __restrict__ bw) {{\n  {};\n  {};\n}}",
+        wgmma_ ? "the wgmma descriptor's 16-byte column groups" : "rows padded for ldmatrix",
         kThreads, name, call(tmpl::launch_dependents).text, c.text));
     AuxKernel t;
     t.name = name;
     t.params = {{"B", ParamKind::B, "B", {}},
-                {"bw", ParamKind::BWork, "B in the wgmma column groups", {}}};
-    const int64_t pieces = bitmap_tc_b_work_bytes(p_) / 16;
+                {"bw", ParamKind::BWork, "B as the stages hold it", {}}};
+    const int64_t pieces = bitmap_tc_b_work_bytes(p_, s_) / 16;
     t.launch.grid_x = std::max<int64_t>(1, (pieces + kThreads - 1) / kThreads);
     t.launch.grid_y = 1;
     t.launch.block_threads = kThreads;

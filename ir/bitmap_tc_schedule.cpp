@@ -41,9 +41,8 @@ std::vector<std::string> validate(const BitmapTcSchedule& s) {
     bad(fmt::format("kt={} must be 1, 2 or 4", s.k_tiles));
   if (s.ksplit < 1 || s.ksplit > 64) bad(fmt::format("ksplit={} must be in 1..64", s.ksplit));
   if (s.pipe == BitmapPipe::Bulk) {
-    if (s.stages < 3 || s.stages > 6)
-      bad(fmt::format("stages={} must be in 3..6 with pipe=bulk", s.stages));
-    if (s.mma != MmaKind::Wgmma) bad("pipe=bulk feeds wgmma: it needs mma=wgmma");
+    if (s.stages < 2 || s.stages > 6)
+      bad(fmt::format("stages={} must be in 2..6 with pipe=bulk", s.stages));
     if (s.k_tiles != 1)
       bad(fmt::format("pipe=bulk copies one 64-column tile a step: kt={} must be 1", s.k_tiles));
   } else if (s.stages != 2 && s.stages != 3) {
@@ -173,9 +172,11 @@ BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t
   return m;
 }
 
-int64_t bitmap_tc_b_work_bytes(const Problem& p) {
-  // Per column group: 64 rows of 16 bytes and the 16-byte pad of bitmap_tc_b_group<64>().
-  return col_tiles_of(p) * (p.n / 8) * (kBitmapTileCols * 16 + 16);
+int64_t bitmap_tc_b_work_bytes(const Problem& p, const BitmapTcSchedule& s) {
+  // wgmma: per column group 64 rows of 16 bytes and the 16-byte pad of bitmap_tc_b_group<64>().
+  // mma.sync: the staged tile's 64 rows of bitmap_tc_b_row_bytes (the ldmatrix pad included).
+  return s.mma == MmaKind::Wgmma ? col_tiles_of(p) * (p.n / 8) * (kBitmapTileCols * 16 + 16)
+                                 : col_tiles_of(p) * kBitmapTileCols * bitmap_tc_b_row_bytes(p, s);
 }
 
 int64_t bitmap_tc_shared_bytes(const Problem& p, const BitmapTcSchedule& s,
@@ -217,6 +218,9 @@ std::vector<std::string> verify_bitmap_tc(const Problem& p, const BitmapTcSchedu
         fmt::format("grid.x = {} blocks exceeds {}", bitmap_tc_grid_x(p, s), dev.max_grid_x));
   if (s.mma == MmaKind::Wgmma && !dev.wgmma)
     why.push_back(fmt::format("mma=wgmma needs an sm_90 device (wgmma, sm_90a), not {}", dev.name));
+  if (s.pipe == BitmapPipe::Bulk && dev.sm() < 90)
+    why.push_back(
+        fmt::format("pipe=bulk needs an sm_90 device (cp.async.bulk, mbarrier), not {}", dev.name));
   if (bitmap_tc_grid_y(p, s) > dev.max_grid_y)
     why.push_back(fmt::format("grid.y = {} exceeds {}", bitmap_tc_grid_y(p, s), dev.max_grid_y));
   // Value offsets and tile indices are 32-bit in the kernel.

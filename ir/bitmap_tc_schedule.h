@@ -5,13 +5,14 @@
 //   bitmap_tc;warps=4;mt=1;kt=1;ksplit=1;stages=2;mma=sync
 //     warps   warps per block (1, 2, 4, 8)          mt      16-row tiles per warp (1, 2)
 //     kt      64-column tiles per step (1, 2, 4)    ksplit  K parts, grid.y (1..64)
-//     stages  buffers in flight (2, 3; pipe=bulk 3..6) mma  sync (mma.sync) or wgmma (sm_90a)
+//     stages  buffers in flight (2, 3; pipe=bulk 2..6) mma  sync (mma.sync) or wgmma (sm_90a)
 //     vals    value layout: slot (default, not printed) or pair (ir/bitmap_format.h)
 //     pipe    how a step's tiles reach shared memory: async (default, not printed: every thread's
-//             cp.async copies and two block barriers a step) or bulk (mma=wgmma, kt=1: one warp
-//             lane per warp issues its A tiles and warp 0 the step's B rows as cp.async.bulk
-//             copies on an mbarrier per stage; B laid out beforehand in the wgmma column groups
-//             by an aux kernel; the step's A decoded while the last step's multiplies run)
+//             cp.async copies and two block barriers a step) or bulk (kt=1, sm_90: lane 0 of each
+//             warp issues its A tiles and warp 0 the step's B rows as cp.async.bulk copies on an
+//             mbarrier per stage, one block barrier a step; B laid out beforehand, as the stage
+//             holds it, by an aux kernel; with mma=wgmma a step's A is decoded while the last
+//             step's multiplies run)
 #pragma once
 
 #include <optional>
@@ -66,7 +67,7 @@ struct BitmapTcSchedule {
   MmaKind mma = MmaKind::Sync;  // wgmma: warps 4 or 8, N in {8, 16, 32, 64}, sm_90 only
   // The pack's value layout: pair loads a register of A with one 32-bit load (more bytes).
   BitmapValues values = BitmapValues::Slot;
-  BitmapPipe pipe = BitmapPipe::Async;  // bulk: mma=wgmma, kt=1, stages 3..6
+  BitmapPipe pipe = BitmapPipe::Async;  // bulk: kt=1, stages 2..6, sm_90
 
   int rows_per_block() const { return warps_per_block * m_tiles * 16; }
   int threads_per_block() const { return warps_per_block * kWarpSize; }
@@ -109,9 +110,10 @@ struct BitmapTcSmem {
   int64_t stage = 0;      // b_step + k_tiles x (row tiles per block) x a_tile
   int64_t total = 0;      // tile_ptrs + barriers + stages x stage
 };
-// pipe=bulk: bytes of B as the aux kernel lays it out (BWork): per 64-row column tile, N/8
-// column groups of bitmap_tc_b_group<64>() bytes (64 rows of 16 bytes, then 16 bytes of pad).
-int64_t bitmap_tc_b_work_bytes(const Problem& p);
+// pipe=bulk: bytes of B as the aux kernel lays it out (BWork), per 64-row column tile as the
+// stage holds it: mma=wgmma, N/8 column groups of bitmap_tc_b_group<64>() bytes (64 rows of 16
+// bytes, then 16 bytes of pad); mma=sync, 64 rows of bitmap_tc_b_row_bytes.
+int64_t bitmap_tc_b_work_bytes(const Problem& p, const BitmapTcSchedule& s);
 BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t max_tile_values);
 int64_t bitmap_tc_shared_bytes(const Problem& p, const BitmapTcSchedule& s,
                                int64_t max_tile_values);

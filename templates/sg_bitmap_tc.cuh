@@ -328,6 +328,25 @@ __device__ __forceinline__ void bitmap_tc_arrange_b(const T* __restrict__ B,
   }
 }
 
+// pipe=bulk, mma=sync's aux kernel body (B -> BWork): B (K x N row-major, N = NT·8) in the staged
+// tile's rows of BU 16-byte units (bitmap_tc_b_row_bytes: the units beyond NT are the ldmatrix
+// pad), so that a step's B is one contiguous bulk copy: the unit (row k, u) at (k·BU + u)·16
+// bytes; rows at or beyond K (up to the last column tile's end) and the pad are zero.
+template <typename T, int NT, int BU>
+__device__ __forceinline__ void bitmap_tc_arrange_b_rows(const T* __restrict__ B,
+                                                         unsigned* __restrict__ bw, int K,
+                                                         int col_tiles) {
+  const long long total = static_cast<long long>(col_tiles) * 64 * BU;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < total;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const int u = static_cast<int>(i % BU);
+    const long long row = i / BU;
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (u < NT && row < K) v = *reinterpret_cast<const uint4*>(B + row * (NT * 8) + u * 8);
+    reinterpret_cast<uint4*>(bw)[i] = v;
+  }
+}
+
 namespace detail {
 
 // pipe=bulk, one A tile of a step (by the warp's lane 0, after the stage's expect): its 32 lane
@@ -365,6 +384,7 @@ __device__ __forceinline__ void bitmap_tc_bulk_init(unsigned bars, int tid) {
 // row tiles rt0 + mt to s_a + mt·A_TILE, B to s_b. s_tp: the warp's first row tile's row of the
 // tile-pointer table (PT + 1 ints per row tile). The fence orders this lane's earlier zero writes
 // of skipped tiles' lane words before the async copies that may overwrite them.
+// Every lane of the warp calls it; a __syncwarp ends it.
 //   lane 0: fence.proxy.async -> mbarrier.arrive.expect_tx(bytes) -> cp.async.bulk x (2·MT [+ 1])
 template <typename T, int MT, int PT, int CT, int A_TILE, int B_BYTES>
 __device__ __forceinline__ void bitmap_tc_bulk_issue(unsigned bar, unsigned s_b, unsigned s_a,
@@ -373,25 +393,28 @@ __device__ __forceinline__ void bitmap_tc_bulk_issue(unsigned bar, unsigned s_b,
                                                      const T* __restrict__ values, const int* s_tp,
                                                      int rt0, int row_tiles, int ct0, int j,
                                                      int tiles, int warp, int lane) {
-  if (lane != 0) return;
-  const bool ok_step = j < tiles;
-  unsigned bytes = warp == 0 && ok_step ? B_BYTES : 0u;
+  if (lane == 0) {
+    const bool ok_step = j < tiles;
+    unsigned bytes = warp == 0 && ok_step ? B_BYTES : 0u;
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    const int* tp = s_tp + mt * (PT + 1) + j;
-    if (rt0 + mt < row_tiles && ok_step) bytes += 128u + 2u * static_cast<unsigned>(tp[1] - tp[0]);
-  }
-  fence_proxy_async();
-  detail::bulk_expect(bar, bytes);
-  if (warp == 0 && ok_step)
-    detail::bulk_copy(s_b, bw + static_cast<long long>(ct0 + j) * (B_BYTES / 4), B_BYTES, bar);
+    for (int mt = 0; mt < MT; ++mt) {
+      const int* tp = s_tp + mt * (PT + 1) + j;
+      if (rt0 + mt < row_tiles && ok_step)
+        bytes += 128u + 2u * static_cast<unsigned>(tp[1] - tp[0]);
+    }
+    fence_proxy_async();
+    detail::bulk_expect(bar, bytes);
+    if (warp == 0 && ok_step)
+      detail::bulk_copy(s_b, bw + static_cast<long long>(ct0 + j) * (B_BYTES / 4), B_BYTES, bar);
 #pragma unroll
-  for (int mt = 0; mt < MT; ++mt) {
-    const int* tp = s_tp + mt * (PT + 1) + j;
-    const int ok = rt0 + mt < row_tiles && ok_step ? 1 : 0;
-    detail::bitmap_tc_bulk_a<T>(s_a + mt * A_TILE, masks, values, (rt0 + mt) * CT + ct0 + j,
-                                ok ? tp[0] : 0, ok ? tp[1] : 0, ok, bar);
+    for (int mt = 0; mt < MT; ++mt) {
+      const int* tp = s_tp + mt * (PT + 1) + j;
+      const int ok = rt0 + mt < row_tiles && ok_step ? 1 : 0;
+      detail::bitmap_tc_bulk_a<T>(s_a + mt * A_TILE, masks, values, (rt0 + mt) * CT + ct0 + j,
+                                  ok ? tp[0] : 0, ok ? tp[1] : 0, ok, bar);
+    }
   }
+  __syncwarp();  // lane 0's zero lane words are the warp's before it decodes the step
 }
 
 // pipe=bulk: waits until stage bar's phase of the given parity has landed.

@@ -546,7 +546,7 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   const KernelSignature& sig = k.signature;
   EXPECT_TRUE(sig.b_transform.present());
   EXPECT_EQ(sig.b_transform.name, "sparsegen_bitmap_tc_arrange_b");
-  EXPECT_EQ(sig.b_work_bytes, bitmap_tc_b_work_bytes(p64));
+  EXPECT_EQ(sig.b_work_bytes, bitmap_tc_b_work_bytes(p64, s.as<BitmapTcSchedule>()));
   EXPECT_EQ(sig.b_work_bytes, f.col_tiles * 8 * 1040);
   EXPECT_EQ(sig.params.back().kind, ParamKind::BWork);
   EXPECT_TRUE(sig.launch.programmatic_wait);
@@ -592,6 +592,34 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
           }
         }
   std::printf("[ NVRTC    ] %d bulk bitmap_tc kernels for sm_90a in %.0f ms\n", i, total_ms);
+  // mma.sync with pipe=bulk: B arranged in the staged tile's padded rows; plain sm_90 (no wgmma).
+  const Schedule ss = parse_schedule("bitmap_tc;warps=4;mt=2;ksplit=2;stages=3;pipe=bulk");
+  const GeneratedKernel ks = emit_bitmap_tc(p64, ss, slot);
+  EXPECT_FALSE(ks.arch_specific);
+  EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_arrange_b_rows<T, 8, 9>("));  // 9 units: 144-byte rows
+  EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_mma_quarter<T, 8, 2, 144>("));
+  EXPECT_FALSE(has(ks.source, "wgmma"));
+  EXPECT_EQ(ks.signature.b_work_bytes, f.col_tiles * 64 * 144);
+  int j = 0;
+  for (int64_t n : {8, 24, 64, 128})
+    for (int warps : {1, 4, 8})
+      for (int mt : {1, 2}) {
+        const DType dt = j % 2 == 0 ? DType::F16 : DType::BF16;
+        const bool pair = j % 4 < 2;
+        BitmapTcSchedule b = make(warps, mt, j % 3 == 0 ? 3 : 1, 2 + j % 3);
+        ++j;
+        b.pipe = BitmapPipe::Bulk;
+        b.values = pair ? BitmapValues::Pair : BitmapValues::Slot;
+        const Problem p = Problem::spmm(a.rows, a.cols, n, dt);
+        try {
+          const auto r = compile_verbose(emit_bitmap_tc(p, Schedule(b), pair ? f : slot), "sm_90");
+          EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
+              << to_string(p) << " " << to_string(Schedule(b)) << "\n"
+              << r.log;
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << to_string(p) << " " << to_string(Schedule(b)) << "\n" << e.what();
+        }
+      }
 }
 
 // Degenerate shapes (Problem: "valid, the result is C = beta·C"). M = 0: an empty grid, nothing

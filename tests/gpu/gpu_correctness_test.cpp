@@ -1471,10 +1471,10 @@ TEST(GpuBitmapTc, PairValues) {
 }
 
 // bitmap_tc with pipe=bulk (sm_90 only): bulk copies on mbarriers, B arranged by the
-// b_transform, two A register sets. Every N the emitter takes (8, 16, 32, 64), fp16 and bf16, on
-// the odd 333 x 1000 matrix and a 70 %-pruned 1024 x 4096 weight; schedules over warps, mt,
-// ksplit, stages and both value layouts, each against the CPU reference (gpu_check: poisoned C,
-// two betas).
+// b_transform; with wgmma two A register sets. wgmma: every N it takes (8, 16, 32, 64); mma.sync:
+// N {8, 24, 64, 128}; fp16 and bf16, on the odd 333 x 1000 matrix and a 70 %-pruned 1024 x 4096
+// weight; schedules over warps, mt, ksplit, stages and both value layouts, each against the CPU
+// reference (gpu_check: poisoned C, two betas).
 TEST(GpuBitmapTc, BulkPipe) {
   SKIP_WITHOUT_GPU();
   if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
@@ -1499,8 +1499,19 @@ TEST(GpuBitmapTc, BulkPipe) {
                                        EXPECT_TRUE(b.kernel.signature.b_transform.present());
                                      });
   }
+  {
+    // mma.sync with pipe=bulk (B in the staged tile's padded rows): N {8, 24, 64, 128}.
+    const char* const specs[4] = {
+        "bitmap_tc;warps=4;mt=2;ksplit=2;stages=3;pipe=bulk",
+        "bitmap_tc;warps=8;mt=1;ksplit=1;stages=2;vals=pair;pipe=bulk",
+        "bitmap_tc;warps=1;mt=1;ksplit=3;stages=4;pipe=bulk",
+        "bitmap_tc;warps=4;mt=1;ksplit=1;stages=6;vals=pair;pipe=bulk",
+    };
+    const int64_t ns[4] = {8, 24, 64, 128};
+    checked += check_bitmap_rotation(ctx, target, mats, specs, ns, 59);
+  }
   ctx->synchronize();
-  EXPECT_EQ(checked, 32);
+  EXPECT_EQ(checked, 48);
 }
 
 TEST(GpuBitmapTc, Pruned) {

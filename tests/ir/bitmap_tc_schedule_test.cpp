@@ -194,14 +194,13 @@ TEST(BitmapTcSchedule, ParseErrorsNameTheField) {
                     "wgmma, 2 warps");
   expect_user_error(parse("bitmap_tc;pipe=tma"), {"field 'pipe'", "async or bulk", "'tma'"},
                     "pipe=tma");
-  expect_user_error(parse("bitmap_tc;stages=4;pipe=bulk"), {"pipe=bulk", "mma=wgmma"},
-                    "bulk, mma=sync");
   expect_user_error(parse("bitmap_tc;kt=2;stages=4;mma=wgmma;pipe=bulk"), {"kt=2 must be 1"},
                     "bulk, kt=2");
-  expect_user_error(parse("bitmap_tc;stages=2;mma=wgmma;pipe=bulk"),
-                    {"stages=2 must be in 3..6 with pipe=bulk"}, "bulk, stages=2");
+  expect_user_error(parse("bitmap_tc;stages=1;pipe=bulk"),
+                    {"stages=1 must be in 2..6 with pipe=bulk"}, "bulk, stages=1");
   expect_user_error(parse("bitmap_tc;stages=7;mma=wgmma;pipe=bulk"), {"stages=7"},
                     "bulk, stages=7");
+  EXPECT_NO_THROW(parse_schedule("bitmap_tc;stages=6;pipe=bulk"));  // mma.sync too
   // Duplicate key.
   expect_user_error(parse("bitmap_tc;warps=4;mt=1;warps=8"), {"field 'warps'", "second occurrence"},
                     "duplicate warps");
