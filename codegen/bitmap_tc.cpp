@@ -154,8 +154,9 @@ class BitmapTcEmitter : public Emitter {
         auto q = block("for (int q = 0; q < 4; ++q)");
         decode_quarter(fmt::format("a + q * {}", 4 * MT));
       }
-      call_stmt(tmpl::bitmap_tc_wgmma_issue, targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}),
-                u32(stage_b("buf")), cptr_u32("a"), ptr_f32("acc"));
+      call_stmt(tmpl::bitmap_tc_wgmma_issue,
+                targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{4}), u32(stage_b("buf")),
+                cptr_u32("a"), ptr_f32("acc"));
     }
     if (wgmma_) line(fmt::format("unsigned a0[{0}], a1[{0}];", 16 * MT));
     {

@@ -269,12 +269,11 @@ __device__ __forceinline__ void bitmap_tc_mma_quarter(unsigned s_b, int q, int l
 // as bitmap_tc_issue_b_groups wrote them). a holds every quarter's operand, quarter-major:
 // a[(uq·MT + mt)·4 ..] is row tile mt's A for rows 16·uq .. 16·uq+15 of B. One m64nNk16 per
 // (quarter, row tile) for the warpgroup (row tile mt of warp w is rows 16w .. 16w+15 of its
-// multiply), all issued back to back after one fence, in one group that is waited for before
-// returning: B's buffer and a may be reused after the call.
-// Measured on an H200 (28672x7168 70 %, N = 64): 1.39x slower than mma.sync, as was a fence,
-// commit and wait per quarter with two alternating A arrays; so the tuner does not offer it.
+// multiply), all issued back to back after one fence, in one group that is not waited for: the
+// caller waits (pipe=bulk: wgmma_wait<1> after the next step's group) before it rewrites a or
+// refills the stage.
 template <typename T, int NT, int MT, int QUARTERS>
-__device__ __forceinline__ void bitmap_tc_wgmma_step(unsigned s_b, const unsigned* a, float* acc) {
+__device__ __forceinline__ void bitmap_tc_wgmma_issue(unsigned s_b, const unsigned* a, float* acc) {
   constexpr unsigned kGroup = bitmap_tc_b_group<QUARTERS * 16>();  // the next 8 columns
   wgmma_fence();
 #pragma unroll
@@ -286,24 +285,16 @@ __device__ __forceinline__ void bitmap_tc_wgmma_step(unsigned s_b, const unsigne
       detail::wgmma_m64k16<T, NT * 8>(acc + mt * NT * 4, a + (uq * MT + mt) * 4, desc);
   }
   wgmma_commit();
-  wgmma_wait<0>();
 }
 
-// pipe=bulk: the multiplies of one 64-column step (4 quarters x MT row tiles, A as in
-// bitmap_tc_wgmma_step) issued as one group that is not waited for: the caller waits
-// (wgmma_wait<1> after the next step's group) before it rewrites a or refills the stage.
-template <typename T, int NT, int MT>
-__device__ __forceinline__ void bitmap_tc_wgmma_issue(unsigned s_b, const unsigned* a, float* acc) {
-  constexpr unsigned kGroup = bitmap_tc_b_group<64>();
-  wgmma_fence();
-#pragma unroll
-  for (int uq = 0; uq < 4; ++uq) {
-    const unsigned long long desc = detail::wgmma_desc_nmajor(s_b + uq * 256, 128, kGroup);
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt)
-      detail::wgmma_m64k16<T, NT * 8>(acc + mt * NT * 4, a + (uq * MT + mt) * 4, desc);
-  }
-  wgmma_commit();
+// bitmap_tc_wgmma_issue, then waited for before returning (pipe=async): B's buffer and a may be
+// reused after the call.
+// Measured on an H200 (28672x7168 70 %, N = 64): 1.39x slower than mma.sync, as was a fence,
+// commit and wait per quarter with two alternating A arrays; so the tuner does not offer it.
+template <typename T, int NT, int MT, int QUARTERS>
+__device__ __forceinline__ void bitmap_tc_wgmma_step(unsigned s_b, const unsigned* a, float* acc) {
+  bitmap_tc_wgmma_issue<T, NT, MT, QUARTERS>(s_b, a, acc);
+  wgmma_wait<0>();
 }
 
 // pipe=bulk's aux kernel body (B -> BWork): B (K x N row-major, N = NT·8) laid out column tile by

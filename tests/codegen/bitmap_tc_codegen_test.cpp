@@ -535,7 +535,7 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_init<4, 4>(s_bars, tid);"));
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_issue<T, 1, "));
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_wait(s_bars + 8 * buf, (i / 4) & 1);"));
-  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_issue<T, 8, 1>("));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_issue<T, 8, 1, 4>("));
   EXPECT_TRUE(has(k.source, "sg::wgmma_wait<1>();"));
   EXPECT_TRUE(has(k.source, "unsigned a0[16], a1[16];"));
   EXPECT_TRUE(has(k.source, "sparsegen_bitmap_tc_arrange_b("));
