@@ -58,10 +58,10 @@ class BitmapTcEmitter : public Emitter {
     atomic_ = s_.output() == OutputMode::Atomic;
     wgmma_ = s_.mma == MmaKind::Wgmma;
     bulk_ = s_.pipe == BitmapPipe::Bulk;
-    for (const char* n :
-         {"values", "B",     "C",     "ws",      "alpha",  "beta",     "masks", "tile_ptr", "lane",
-          "warp",   "tid",   "T",     "sg_smem", "s_tp",   "s_stage0", "ct0",   "tiles",    "acc",
-          "issue",  "steps", "k_end", "bw",      "s_bars", "step",     "a0",    "a1"})
+    for (const char* n : {"values",   "B",      "C",     "ws",  "alpha", "beta",    "masks",
+                          "tile_ptr", "lane",   "warp",  "tid", "T",     "sg_smem", "s_tp",
+                          "s_stage0", "ct0",    "tiles", "acc", "issue", "steps",   "k_end",
+                          "bw",       "s_bars", "step",  "a0",  "a1",    "valid"})
       reserve(n);
     decl(fmt::format("// sparsegen bitmap_tc kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -87,30 +87,38 @@ class BitmapTcEmitter : public Emitter {
     return fmt::format("{} + {} + ({}) * {}", stage_b(buf), smem_.b_step, idx, smem_.a_tile);
   }
 
-  // pipe=bulk (kt=1): per step, lane 0 of every warp issues bulk copies of its A tiles (warp 0
-  // also the step's B column tile from the arranged BWork) on the stage's mbarrier; every thread
-  // waits on it and runs the step; one block barrier, then the stage of the step before is
-  // refilled with the step stages - 1 ahead. mma=wgmma decodes a step into one of two A register
-  // sets and issues its multiplies, then waits for the step before (wgmma_wait<1>), so a step's
-  // decode overlaps the last step's multiplies.
-  //   for i: wait(bar[i % S]) -> step(i) [-> wgmma_wait<1>] -> __syncthreads -> issue(i + S - 1)
-  void emit_bulk_steps() {
-    const int MT = s_.m_tiles, S = s_.stages;
-    comment("issue(i): step i (column tile ct0 + i) into stage i % stages");
+  // pipe=bulk (kt=1): the producer warp (warp `warps`) copies step i into stage i % S once the
+  // computing warps released the stage's last use; a computing warp waits for the stage's full
+  // barrier, runs the step and releases the stage on its empty barrier. mma=wgmma decodes a step
+  // into one of two A register sets and issues its multiplies, then waits for the step before
+  // (wgmma_wait<1>), so a step's decode overlaps the last step's multiplies; the stage released
+  // is that step's.
+  //   if (warp == warps) produce(all steps)
+  //   else for i: wait(full[i % S]) -> step(i) [-> wgmma_wait<1>] -> release(empty[...])
+  void emit_bulk_body() {
+    const int MT = s_.m_tiles, S = s_.stages, W = s_.warps_per_block;
+    comment("row tiles of this block below M: the producer copies them, the rest read zero lane");
+    comment("words, written once here");
+    line(fmt::format("const int valid = min({}, {} - blockIdx.x * {});", RTB_, f_.row_tiles, RTB_));
+    call_stmt(tmpl::bitmap_tc_bulk_zero,
+              targs(IntArg{S}, IntArg{RTB_}, IntArg{smem_.stage}, IntArg{smem_.b_step},
+                    IntArg{smem_.a_tile}, IntArg{THREADS_}),
+              u32("s_stage0"), i32("valid"), i32("tid"));
+    line("__syncthreads();");
     {
-      auto fn = block("auto issue = [&](int i)", ";");
-      line(fmt::format("const int buf = i % {};", S));
-      call_stmt(tmpl::bitmap_tc_bulk_issue,
-                targs(TypeArg{"T"}, IntArg{MT}, IntArg{PT_}, IntArg{CT_}, IntArg{smem_.a_tile},
+      auto producer = block(fmt::format("if (warp == {})", W));
+      call_stmt(tmpl::bitmap_tc_bulk_produce,
+                targs(TypeArg{"T"}, IntArg{S}, IntArg{RTB_}, IntArg{PT_}, IntArg{CT_},
+                      IntArg{smem_.stage}, IntArg{smem_.b_step}, IntArg{smem_.a_tile},
                       IntArg{b_tile_bytes()}),
-                u32("s_bars + 8 * buf"), u32(stage_b("buf")),
-                u32(a_tile("buf", fmt::format("warp * {}", MT))), cptr_u32("bw"), cptr_u32("masks"),
-                cptr_t("values"), tmpl::cptr_i32(fmt::format("s_tp + warp * {}", MT * (PT_ + 1))),
-                i32(fmt::format("blockIdx.x * {} + warp * {}", RTB_, MT)),
-                i32(std::to_string(f_.row_tiles)), i32("ct0"), i32("i"), i32("tiles"), i32("warp"),
-                i32("lane"));
+                u32("s_bars"), u32("s_stage0"), cptr_u32("bw"), cptr_u32("masks"), cptr_t("values"),
+                cptr_i32("s_tp"), i32(fmt::format("blockIdx.x * {}", RTB_)), i32("valid"),
+                i32("ct0"), i32("steps"), i32("lane"));
     }
-    line(fmt::format("for (int i = 0; i < {} && i < steps; ++i) issue(i);", S - 1));
+    auto consumer = block(fmt::format("if (warp < {})", W));
+    line(fmt::format("float acc[{}];", MT * NT_ * 4));
+    line("#pragma unroll");
+    line(fmt::format("for (int i = 0; i < {}; ++i) acc[i] = 0.0f;", MT * NT_ * 4));
     const auto decode_quarter = [&](const std::string& a) {
       line("#pragma unroll");
       line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
@@ -166,17 +174,23 @@ class BitmapTcEmitter : public Emitter {
         line("  step(a1, buf);");
         line("else");
         line("  step(a0, buf);");
-        comment(
-            "step i - 1's multiplies are done: its registers and, after the barrier, its stage");
+        comment("step i - 1's multiplies are done: its registers and its stage are free");
         call_stmt(tmpl::wgmma_wait, targs(IntArg{1}));
+        line("if (i > 0)");
+        line("  " +
+             call(tmpl::bitmap_tc_bulk_release,
+                  u32(fmt::format("s_bars + 8 * ({} + (i + {}) % {})", S, S - 1, S)), i32("lane"))
+                 .text +
+             ";");
       } else {
         line("step(buf);");
-        comment("every warp has read step i - 1's stage (and step i's) after the barrier");
+        comment("the warp's loads of the stage were consumed by its mma.sync: release it");
+        call_stmt(tmpl::bitmap_tc_bulk_release, u32(fmt::format("s_bars + 8 * ({} + buf)", S)),
+                  i32("lane"));
       }
-      line("__syncthreads();");
-      line(fmt::format("if (i + {} < steps) issue(i + {});", S - 1, S - 1));
     }
     if (wgmma_) call_stmt(tmpl::wgmma_wait, targs(IntArg{0}));
+    emit_finish();
   }
 
   // pipe=bulk: bytes of one column tile of B in the arranged BWork, as a stage holds it: wgmma,
@@ -189,7 +203,14 @@ class BitmapTcEmitter : public Emitter {
   void emit_body() {
     const int MT = s_.m_tiles;
     line("extern __shared__ __align__(16) unsigned sg_smem[];");
-    line("const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;");
+    if (bulk_) {
+      // the warp index from lane 0: uniform in the compiler's eyes, so the producer/consumer
+      // branch is not divergent around the wgmma (ptxas would serialise them)
+      line("const int tid = threadIdx.x, lane = tid & 31;");
+      line("const int warp = __shfl_sync(0xffffffffu, tid >> 5, 0);");
+    } else {
+      line("const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;");
+    }
     comment(
         "this block's K part: column tiles ct0 .. ct0 + tiles - 1 (the last part may be empty)");
     line(fmt::format("const int ct0 = blockIdx.y * {};", PT_));
@@ -218,13 +239,13 @@ class BitmapTcEmitter : public Emitter {
               targs(IntArg{RTB_}, IntArg{PT_}, IntArg{CT_}, IntArg{THREADS_}), ptr_i32("s_tp"),
               cptr_i32("tile_ptr"), i32(fmt::format("blockIdx.x * {}", RTB_)),
               i32(std::to_string(f_.row_tiles)), i32("ct0"), i32("tiles"), i32("tid"));
-    line("__syncthreads();");
-    line(fmt::format("float acc[{}];", MT * NT_ * 4));
-    line("#pragma unroll");
-    line(fmt::format("for (int i = 0; i < {}; ++i) acc[i] = 0.0f;", MT * NT_ * 4));
     if (bulk_) {
-      emit_bulk_steps();
+      emit_bulk_body();
     } else {
+      line("__syncthreads();");
+      line(fmt::format("float acc[{}];", MT * NT_ * 4));
+      line("#pragma unroll");
+      line(fmt::format("for (int i = 0; i < {}; ++i) acc[i] = 0.0f;", MT * NT_ * 4));
       comment(fmt::format(
           "issue(i): cp.async copies of step i (column tiles ct0 + {0}i .. ct0 + {0}i + "
           "{1}) into",
@@ -326,7 +347,24 @@ class BitmapTcEmitter : public Emitter {
         comment("the buffer is refilled by the next step's issue()");
         line("__syncthreads();");
       }
+      emit_finish();
     }
+    if (!atomic_) return;
+    const bool row_major = p_.c_layout == Layout::RowMajor;
+    const std::string rs = std::to_string(row_major ? p_.n : 1);
+    const std::string cs = std::to_string(row_major ? 1 : p_.m);
+    comment("the last block of this row block to finish rounds ws into C and re-zeroes ws");
+    call_stmt(tmpl::bitmap_tc_split_finish,
+              targs(TypeArg{"T"}, IntArg{p_.n}, IntArg{RTB_ * 16}, IntArg{THREADS_}), ptr_t("C"),
+              ptr_f32("ws"),
+              ptr_u32(fmt::format("reinterpret_cast<unsigned*>(ws + {})", counters_offset())),
+              i32(fmt::format("blockIdx.x * {}", RTB_ * 16)), i32(std::to_string(p_.m)), i32(rs),
+              i32(cs), f32("beta"), i32(std::to_string(s_.ksplit)), i32("tid"));
+  }
+
+  // The warp's row tiles from its accumulators acc (stored, or added into ws when K is split).
+  void emit_finish() {
+    const int MT = s_.m_tiles;
     const bool row_major = p_.c_layout == Layout::RowMajor;
     const std::string rs = std::to_string(row_major ? p_.n : 1);
     const std::string cs = std::to_string(row_major ? 1 : p_.m);
@@ -350,14 +388,6 @@ class BitmapTcEmitter : public Emitter {
       auto guard = atomic_ || bulk_ ? block("if (tiles > 0)") : block();
       finish("acc", std::to_string(NT_ * 4));
     }
-    if (!atomic_) return;
-    comment("the last block of this row block to finish rounds ws into C and re-zeroes ws");
-    call_stmt(tmpl::bitmap_tc_split_finish,
-              targs(TypeArg{"T"}, IntArg{p_.n}, IntArg{RTB_ * 16}, IntArg{THREADS_}), ptr_t("C"),
-              ptr_f32("ws"),
-              ptr_u32(fmt::format("reinterpret_cast<unsigned*>(ws + {})", counters_offset())),
-              i32(fmt::format("blockIdx.x * {}", RTB_ * 16)), i32(std::to_string(p_.m)), i32(rs),
-              i32(cs), f32("beta"), i32(std::to_string(s_.ksplit)), i32("tid"));
   }
 
   // Floats before the per-row-block counters in the workspace: M·N, rounded to 4 (16 bytes).

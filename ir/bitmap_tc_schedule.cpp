@@ -93,8 +93,9 @@ std::string print_bitmap_tc(const BitmapTcSchedule& s) {
       fmt::format("  format: bitmap tiles {}x{} (64-bit row masks, values in fragment order{})\n",
                   kBitmapTileRows, kBitmapTileCols,
                   s.values == BitmapValues::Pair ? "; vals=pair: a 32-bit word per register" : "");
-  out += fmt::format("  block : warps={} rows_per_block={} (mt={} row tiles per warp)\n",
-                     s.warps_per_block, s.rows_per_block(), s.m_tiles);
+  out += fmt::format("  block : warps={} rows_per_block={} (mt={} row tiles per warp){}\n",
+                     s.warps_per_block, s.rows_per_block(), s.m_tiles,
+                     s.pipe == BitmapPipe::Bulk ? " + a producer warp" : "");
   out += fmt::format("  k     : ksplit={} parts, {} column tile{} per step, {} stages={}\n",
                      s.ksplit, s.k_tiles, s.k_tiles == 1 ? "" : "s",
                      s.pipe == BitmapPipe::Bulk ? "bulk-copy (mbarrier)" : "cp.async", s.stages);
@@ -167,7 +168,8 @@ BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t
   // one pad per column group and step.
   m.b_step = s.k_tiles * m.b_tile + (s.mma == MmaKind::Wgmma ? 16 * ((p.n + 7) / 8) : 0);
   m.stage = m.b_step + s.k_tiles * row_tiles * m.a_tile;
-  m.barriers = s.pipe == BitmapPipe::Bulk ? round16(8 * s.stages) : 0;
+  // pipe=bulk: a full and an empty mbarrier per stage
+  m.barriers = s.pipe == BitmapPipe::Bulk ? round16(16 * s.stages) : 0;
   m.total = m.tile_ptrs + m.barriers + s.stages * m.stage;
   return m;
 }

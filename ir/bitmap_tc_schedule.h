@@ -8,11 +8,12 @@
 //     stages  buffers in flight (2, 3; pipe=bulk 2..6) mma  sync (mma.sync) or wgmma (sm_90a)
 //     vals    value layout: slot (default, not printed) or pair (ir/bitmap_format.h)
 //     pipe    how a step's tiles reach shared memory: async (default, not printed: every thread's
-//             cp.async copies and two block barriers a step) or bulk (kt=1, sm_90: lane 0 of each
-//             warp issues its A tiles and warp 0 the step's B rows as cp.async.bulk copies on an
-//             mbarrier per stage, one block barrier a step; B laid out beforehand, as the stage
-//             holds it, by an aux kernel; with mma=wgmma a step's A is decoded while the last
-//             step's multiplies run)
+//             cp.async copies and two block barriers a step) or bulk (kt=1, sm_90: a producer
+//             warp beyond `warps` issues each step's A tiles and B rows as cp.async.bulk copies
+//             on the stage's full mbarrier, the computing warps release a stage on its empty
+//             one, no block barrier in the loop; B laid out beforehand, as the stage holds it,
+//             by an aux kernel; with mma=wgmma a step's A is decoded while the last step's
+//             multiplies run)
 #pragma once
 
 #include <optional>
@@ -67,10 +68,13 @@ struct BitmapTcSchedule {
   MmaKind mma = MmaKind::Sync;  // wgmma: warps 4 or 8, N in {8, 16, 32, 64}, sm_90 only
   // The pack's value layout: pair loads a register of A with one 32-bit load (more bytes).
   BitmapValues values = BitmapValues::Slot;
-  BitmapPipe pipe = BitmapPipe::Async;  // bulk: kt=1, stages 2..6, sm_90
+  // bulk: kt=1, stages 2..6, sm_90; a producer warp beyond the `warps` that compute
+  BitmapPipe pipe = BitmapPipe::Async;
 
   int rows_per_block() const { return warps_per_block * m_tiles * 16; }
-  int threads_per_block() const { return warps_per_block * kWarpSize; }
+  int threads_per_block() const {
+    return (warps_per_block + (pipe == BitmapPipe::Bulk ? 1 : 0)) * kWarpSize;
+  }
   OutputMode output() const { return ksplit > 1 ? OutputMode::Atomic : OutputMode::Store; }
   bool operator==(const BitmapTcSchedule&) const = default;
 };
@@ -97,12 +101,12 @@ int64_t bitmap_tc_grid_y(const Problem& p, const BitmapTcSchedule& s);  // kspli
 int64_t bitmap_tc_b_row_bytes(const Problem& p, const BitmapTcSchedule& s);
 // Dynamic shared memory of the kernel, in bytes (all multiples of 16):
 //   [tile pointers: rows_per_block/16 row tiles x (part tiles + 1) ints]
-//   [pipe=bulk: one 8-byte mbarrier per stage, rounded to 16]
+//   [pipe=bulk: two 8-byte mbarriers per stage (full, empty), rounded to 16]
 //   stages x k_tiles x [B tile: 64 x b_row | per row tile of the block: 32 lane words (128) |
 //   values]
 struct BitmapTcSmem {
   int64_t tile_ptrs = 0;  // bytes of the tile-pointer table
-  int64_t barriers = 0;   // pipe=bulk: the stages' mbarriers
+  int64_t barriers = 0;   // pipe=bulk: the stages' full and empty mbarriers
   int64_t b_tile = 0;     // 64 rows x bitmap_tc_b_row_bytes
   int64_t a_values = 0;   // one row tile's value buffer: max_tile_values x 2, rounded to 16
   int64_t a_tile = 0;     // 128 mask bytes + a_values

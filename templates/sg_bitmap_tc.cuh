@@ -338,79 +338,88 @@ __device__ __forceinline__ void bitmap_tc_arrange_b_rows(const T* __restrict__ B
   }
 }
 
-namespace detail {
-
-// pipe=bulk, one A tile of a step (by the warp's lane 0, after the stage's expect): its 32 lane
-// words (128 bytes) and values v0 .. v1 (a multiple of 8) as bulk copies into s_tile (lane words,
-// then values) counted by bar; ok = 0 (a row tile beyond M, or a step past the part): no copy,
-// the lane words are written as zeros (no set bit: the decode reads no value).
-template <typename T>
-__device__ __forceinline__ void bitmap_tc_bulk_a(unsigned s_tile,
-                                                 const unsigned* __restrict__ masks,
-                                                 const T* __restrict__ values, int tile, int v0,
-                                                 int v1, int ok, unsigned bar) {
-  if (!ok) {
-#pragma unroll
-    for (int i = 0; i < 8; ++i)
-      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(s_tile + 16 * i), "r"(0u));
-    return;
-  }
-  bulk_copy(s_tile, masks + static_cast<long long>(tile) * 32, 128, bar);
-  if (v1 > v0) bulk_copy(s_tile + 128, values + v0, static_cast<unsigned>(2 * (v1 - v0)), bar);
-}
-
-}  // namespace detail
-
-// pipe=bulk: the stages' mbarriers at shared address bars (8 bytes apart), one arrival per warp
-// (each warp's lane 0 announces its own copies). All threads call it; a block barrier follows.
+// pipe=bulk: a producer warp (the block's last) fills the stages with bulk copies while the
+// consumer warps (0 .. WARPS - 1) decode and multiply; two mbarriers per stage: full (the
+// producer's expect, then the copies' bytes) and empty (one arrival per consumer warp once it
+// is done with the stage). No block barrier in the loop, and no consumer issues a copy.
+//   producer: wait(empty[s]) -> expect(full[s], bytes) -> cp.async.bulk x (1 + 2·tiles)
+//   consumer: wait(full[s]) -> step -> release(empty[s of the step it has finished])
+// The barriers at shared address bars: full of stage s at bars + 8s, empty at
+// bars + 8(STAGES + s). All threads call it; a block barrier follows.
 template <int STAGES, int WARPS>
 __device__ __forceinline__ void bitmap_tc_bulk_init(unsigned bars, int tid) {
-  if (tid < STAGES) detail::bulk_barrier_init(bars + 8 * tid, WARPS);
+  if (tid < STAGES) detail::bulk_barrier_init(bars + 8 * tid, 1);
+  if (tid >= STAGES && tid < 2 * STAGES) detail::bulk_barrier_init(bars + 8 * tid, WARPS);
   detail::bulk_barrier_init_fence();
 }
 
-// pipe=bulk: step j of the block's K part (column tile ct0 + j) into one stage. Lane 0 of the
-// warp announces the bytes of its MT A tiles (and, warp 0, B's column tile from the arranged
-// BWork: B_BYTES from bw) on the stage's barrier bar, then issues their bulk copies: the warp's
-// row tiles rt0 + mt to s_a + mt·A_TILE, B to s_b. s_tp: the warp's first row tile's row of the
-// tile-pointer table (PT + 1 ints per row tile). The fence orders this lane's earlier zero writes
-// of skipped tiles' lane words before the async copies that may overwrite them.
-// Every lane of the warp calls it; a __syncwarp ends it.
-//   lane 0: fence.proxy.async -> mbarrier.arrive.expect_tx(bytes) -> cp.async.bulk x (2·MT [+ 1])
-template <typename T, int MT, int PT, int CT, int A_TILE, int B_BYTES>
-__device__ __forceinline__ void bitmap_tc_bulk_issue(unsigned bar, unsigned s_b, unsigned s_a,
-                                                     const unsigned* __restrict__ bw,
-                                                     const unsigned* __restrict__ masks,
-                                                     const T* __restrict__ values, const int* s_tp,
-                                                     int rt0, int row_tiles, int ct0, int j,
-                                                     int tiles, int warp, int lane) {
-  if (lane == 0) {
-    const bool ok_step = j < tiles;
-    unsigned bytes = warp == 0 && ok_step ? B_BYTES : 0u;
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      const int* tp = s_tp + mt * (PT + 1) + j;
-      if (rt0 + mt < row_tiles && ok_step)
-        bytes += 128u + 2u * static_cast<unsigned>(tp[1] - tp[0]);
+// pipe=bulk: the lane words of the block's row tiles that no copy fills (local row tile
+// valid .. RTB - 1: at or beyond M) are zero in every stage (no set bit: the decode reads no
+// value), written once before the loop. Stage s's A tile t is at
+// s_stage0 + s·STAGE + A0 + t·A_TILE. All THREADS threads call it; a block barrier follows.
+template <int STAGES, int RTB, int STAGE, int A0, int A_TILE, int THREADS>
+__device__ __forceinline__ void bitmap_tc_bulk_zero(unsigned s_stage0, int valid, int tid) {
+  const int n = STAGES * (RTB - valid) * 8;  // 16-byte pieces
+  for (int i = tid; i < n; i += THREADS) {
+    const int piece = i & 7, rest = i >> 3;
+    const int s = rest % STAGES, t = valid + rest / STAGES;
+    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(s_stage0 + s * STAGE + A0 +
+                                                                    t * A_TILE + 16 * piece),
+                 "r"(0u));
+  }
+}
+
+// pipe=bulk, the producer warp: steps 0 .. steps - 1 of the block's K part (column tile ct0 + i)
+// into stage i % STAGES, each after the consumers released the stage's last use. Lane t < RTB
+// owns the block's local row tile t (valid < RTB: the rest are beyond M and never copied): its
+// 32 lane words (128 bytes, tile (rt0 + t)·CT + ct0 + i of masks) and its values
+// (s_tp[t·(PT + 1) + i] .. the next, a multiple of 8) to A0 + t·A_TILE of the stage; lane 0
+// announces the step's bytes (a warp sum) and copies B's column tile (B_BYTES of the arranged
+// BWork bw) to the stage's start. The copies' operands differ per lane, so the compiler issues
+// them one lane after another (an elect loop); their address math runs in parallel.
+template <typename T, int STAGES, int RTB, int PT, int CT, int STAGE, int A0, int A_TILE,
+          int B_BYTES>
+__device__ __forceinline__ void bitmap_tc_bulk_produce(unsigned bars, unsigned s_stage0,
+                                                       const unsigned* __restrict__ bw,
+                                                       const unsigned* __restrict__ masks,
+                                                       const T* __restrict__ values,
+                                                       const int* s_tp, int rt0, int valid, int ct0,
+                                                       int steps, int lane) {
+  static_assert(RTB <= 32, "bitmap_tc_bulk_produce: a lane per row tile of the block");
+  const bool mine = lane < valid;
+  const int* tp = s_tp + (mine ? lane : 0) * (PT + 1);
+  for (int i = 0; i < steps; ++i) {
+    const int s = i % STAGES;
+    const unsigned full = bars + 8 * s, st = s_stage0 + s * STAGE;
+    if (i >= STAGES) detail::bulk_wait(bars + 8 * (STAGES + s), ((i / STAGES) - 1) & 1);
+    const int v0 = mine ? tp[i] : 0, v1 = mine ? tp[i + 1] : 0;
+    const unsigned bytes = mine ? 128u + 2u * static_cast<unsigned>(v1 - v0) : 0u;
+    const unsigned total = __reduce_add_sync(0xffffffffu, bytes) + B_BYTES;
+    if (lane == 0) {
+      detail::bulk_expect(full, total);
+      detail::bulk_copy(st, bw + static_cast<long long>(ct0 + i) * (B_BYTES / 4), B_BYTES, full);
     }
-    fence_proxy_async();
-    detail::bulk_expect(bar, bytes);
-    if (warp == 0 && ok_step)
-      detail::bulk_copy(s_b, bw + static_cast<long long>(ct0 + j) * (B_BYTES / 4), B_BYTES, bar);
-#pragma unroll
-    for (int mt = 0; mt < MT; ++mt) {
-      const int* tp = s_tp + mt * (PT + 1) + j;
-      const int ok = rt0 + mt < row_tiles && ok_step ? 1 : 0;
-      detail::bitmap_tc_bulk_a<T>(s_a + mt * A_TILE, masks, values, (rt0 + mt) * CT + ct0 + j,
-                                  ok ? tp[0] : 0, ok ? tp[1] : 0, ok, bar);
+    __syncwarp();  // the expect before any A copy can land
+    if (mine) {
+      const unsigned dst = st + A0 + lane * A_TILE;
+      detail::bulk_copy(dst, masks + (static_cast<long long>(rt0 + lane) * CT + ct0 + i) * 32, 128,
+                        full);
+      if (v1 > v0)
+        detail::bulk_copy(dst + 128, values + v0, static_cast<unsigned>(2 * (v1 - v0)), full);
     }
   }
-  __syncwarp();  // lane 0's zero lane words are the warp's before it decodes the step
 }
 
 // pipe=bulk: waits until stage bar's phase of the given parity has landed.
 __device__ __forceinline__ void bitmap_tc_bulk_wait(unsigned bar, unsigned parity) {
   detail::bulk_wait(bar, parity);
+}
+
+// pipe=bulk, a consumer warp: every lane is done reading the stage whose empty barrier is bar
+// (its loads consumed, its wgmma completed): lane 0 arrives for the warp.
+__device__ __forceinline__ void bitmap_tc_bulk_release(unsigned bar, int lane) {
+  __syncwarp();
+  if (lane == 0) detail::barrier_arrive(bar);
 }
 
 // Finishes one row tile (rows row0 .. row0+15, all NT·8 columns) from the accumulators (layout

@@ -519,11 +519,12 @@ TEST(BitmapTcCodegen, WgmmaCompilesForSm90a) {
   std::printf("[ NVRTC    ] %d wgmma bitmap_tc kernels for sm_90a in %.0f ms\n", i, total_ms);
 }
 
-// pipe=bulk: one lane per warp issues the step's bulk copies on the stage's mbarrier, B comes
-// arranged by the b_transform aux kernel (BWork), and the next step's A is decoded while the last
-// step multiplies (wgmma_wait<1>). NVRTC compiles it for sm_90a without spills or serialised
-// wgmma over N {8, 16, 32, 64} x warps {4, 8} x mt {1, 2} x stages {3, 4, 6} x ksplit {1, 3} x
-// vals {slot, pair}, fp16 and bf16 alternating.
+// pipe=bulk: a producer warp beyond the computing ones issues every step's bulk copies on the
+// stage's full mbarrier, the computing warps release stages on the empty ones (no block barrier
+// in the loop), B comes arranged by the b_transform aux kernel (BWork), and the next step's A is
+// decoded while the last step multiplies (wgmma_wait<1>). NVRTC compiles it for sm_90a without
+// spills or serialised wgmma over N {8, 16, 32, 64} x warps {4, 8} x mt {1, 2} x stages {3, 4, 6} x
+// ksplit {1, 3} x vals {slot, pair}, fp16 and bf16 alternating.
 TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   const CsrMatrix a = odd_matrix();
   const Problem p64 = Problem::spmm(a.rows, a.cols, 64, DType::F16);
@@ -532,9 +533,19 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   const BitmapTileFormat f = pack_bitmap_tiles(a, BitmapValues::Pair);
   const GeneratedKernel k = emit_bitmap_tc(p64, s, f);
   EXPECT_TRUE(k.arch_specific);
+  EXPECT_TRUE(has(k.source, "__launch_bounds__(160)"));  // 4 computing warps + the producer
+  EXPECT_EQ(k.signature.launch.block_threads, 160);
+  EXPECT_TRUE(has(k.source, "const int warp = __shfl_sync(0xffffffffu, tid >> 5, 0);"));
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_init<4, 4>(s_bars, tid);"));
-  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_issue<T, 1, "));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_zero<4, 4, "));
+  EXPECT_TRUE(has(k.source, "if (warp == 4) {"));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_produce<T, 4, 4, "));
+  EXPECT_TRUE(has(k.source, "if (warp < 4) {"));
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_wait(s_bars + 8 * buf, (i / 4) & 1);"));
+  // the stage of step i - 1 (its multiplies waited for) goes back to the producer
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_release(s_bars + 8 * (4 + (i + 3) % 4), lane);"));
+  EXPECT_FALSE(has(k.source, "__syncthreads();\n    if (i"));
+  EXPECT_LT(k.source.find("sg::wgmma_wait<1>();"), k.source.find("sg::bitmap_tc_bulk_release("));
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_issue<T, 8, 1, 4>("));
   EXPECT_TRUE(has(k.source, "sg::wgmma_wait<1>();"));
   EXPECT_TRUE(has(k.source, "unsigned a0[16], a1[16];"));
@@ -600,6 +611,7 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_arrange_b_rows<T, 8, 9>("));  // 9 units: 144-byte rows
   EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_mma_quarter<T, 8, 2, 144>("));
   EXPECT_FALSE(has(ks.source, "wgmma"));
+  EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_bulk_release(s_bars + 8 * (3 + buf), lane);"));
   EXPECT_EQ(ks.signature.b_work_bytes, f.col_tiles * 64 * 144);
   int j = 0;
   for (int64_t n : {8, 24, 64, 128})

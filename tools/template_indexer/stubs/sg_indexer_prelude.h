@@ -24,6 +24,7 @@ __device__ void __syncwarp(unsigned = 0xffffffffu);
 __device__ int __ffs(int);
 __device__ int __popc(unsigned);
 __device__ unsigned __ballot_sync(unsigned, int);
+__device__ unsigned __reduce_add_sync(unsigned, unsigned);
 __device__ unsigned __vcmpne2(unsigned, unsigned);  // sg_twell.cuh's row pack
 template <class T> __device__ T __shfl_sync(unsigned, T, int, int = 32);
 template <class T> __device__ T __shfl_up_sync(unsigned, T, unsigned, int = 32);
