@@ -499,7 +499,7 @@ std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMa
   all = std::move(ranked.all);
   std::vector<size_t> order = std::move(ranked.order);
   std::vector<std::optional<Schedule>> out;
-  space.chosen = select_for_measurement(order, all, best_of, spread);
+  space.chosen = select_for_measurement(order, all, best_of, spread, ranked.unmodelled);
   for (size_t i : space.chosen) out.push_back(all[i]);
   for (Schedule& s : libraries) out.push_back(std::move(s));
   space.order = std::move(order);

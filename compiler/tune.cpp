@@ -12,6 +12,7 @@
 #include <future>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -269,9 +270,17 @@ RankedSpace rank_space(const CsrMatrix& a, const Problem& p, const CompileTarget
                  features_ms, rows_ms, all.size(), ms_since(t));
   RankedSpace r;
   r.predicted_ms.assign(all.size(), std::nullopt);
+  r.unmodelled.assign(all.size(), std::string());
   for (const Ranked& x : ranked) {
     r.order.push_back(x.index);
     r.predicted_ms[x.index] = x.predicted_us / 1000.0;
+    if (mc.model.fitted() && x.source != "family") r.unmodelled[x.index] = x.family;
+  }
+  if (debug_logging()) {
+    std::set<std::string> strategies(r.unmodelled.begin(), r.unmodelled.end());
+    strategies.erase(std::string());
+    for (const std::string& st : strategies)
+      std::fprintf(stderr, "sparsegen: [tune] rank: no formula fitted on '%s'\n", st.c_str());
   }
   SG_ASSERT(r.order.size() == all.size(), "rank_schedules dropped candidates");
   // Offline the note names the model and says that no GPU is present.
@@ -360,7 +369,8 @@ size_t build_window(int64_t nnz, int64_t rows, DType dtype, int threads, int64_t
 }
 
 std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
-                                           const std::vector<Schedule>& all, int k, int spread) {
+                                           const std::vector<Schedule>& all, int k, int spread,
+                                           const std::vector<std::string>& unmodelled) {
   const size_t take = std::min(order.size(), static_cast<size_t>(std::max(k, 1)));
   std::vector<bool> chosen(order.size(), false);  // by position in `order`
   size_t n = 0;
@@ -381,6 +391,15 @@ std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
     if (!chosen[i]) rest.push_back(i);
   const size_t extra = std::min(rest.size(), static_cast<size_t>(std::max(spread, 0)));
   for (size_t j = 0; j < extra; ++j) chosen[rest[j * rest.size() / extra]] = true;
+  if (k >= 4 && !unmodelled.empty()) {
+    std::set<std::string_view> covered;
+    for (size_t i = 0; i < order.size(); ++i)
+      if (chosen[i] && !unmodelled[order[i]].empty()) covered.insert(unmodelled[order[i]]);
+    for (size_t i = 0; i < order.size(); ++i) {
+      const std::string& strategy = unmodelled[order[i]];
+      if (!chosen[i] && !strategy.empty() && covered.insert(strategy).second) chosen[i] = true;
+    }
+  }
   std::vector<size_t> out;
   for (size_t i = 0; i < order.size(); ++i)
     if (chosen[i]) out.push_back(order[i]);
@@ -606,7 +625,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
           "; fixed-cost regime (best prediction {:.4f} ms): {} more spread "
           "over the ranking",
           *r.predicted_ms[r.order.front()], spread);
-    for (size_t idx : select_for_measurement(r.order, all, measure_k, spread)) {
+    for (size_t idx : select_for_measurement(r.order, all, measure_k, spread, r.unmodelled)) {
       Candidate c;
       c.index = idx;
       c.schedule = all[c.index];

@@ -189,9 +189,15 @@ std::vector<std::string> library_why_not(const Problem& p, const CsrMatrix& a);
 // weights held no MACKO kernel, while MACKO was 1.7x faster), so the measurement, not the
 // model, decides between families.
 // `spread` > 0 adds that many more, spread evenly over the rest of the ranking (see
-// fixed_cost_spread); the result stays in ranking order.
+// fixed_cost_spread). `unmodelled` (by index into `all`; empty, or RankedSpace::unmodelled) names
+// the strategy of each candidate the model ranked with a formula fitted on other kernels: for
+// k >= 4 each such strategy with no candidate chosen yet adds its best-ranked one, so a kernel
+// the model has never seen is measured once instead of never (on the H200 the shipped model put
+// every bitmap_tc pipe=bulk schedule of a 7168x2048 weight below 37 others, while on
+// 28672x7168 it was 1.32x faster than the best mma.sync one). The result stays in ranking order.
 std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
-                                           const std::vector<Schedule>& all, int k, int spread = 0);
+                                           const std::vector<Schedule>& all, int k, int spread = 0,
+                                           const std::vector<std::string>& unmodelled = {});
 
 // The second round of the search: schedules near the measured winner `winner` (same family,
 // SPEC differing in at most kRefineFields fields), not in `measured`, in the model's order
@@ -230,6 +236,9 @@ struct RankedSpace {
   std::vector<Schedule> all;
   std::vector<size_t> order;                        // ranking, into all
   std::vector<std::optional<double>> predicted_ms;  // by index into all
+  // by index into all: the candidate's cost strategy when the model has formulas but none fitted
+  // on that strategy (it was predicted by the global formula or the roofline), else empty
+  std::vector<std::string> unmodelled;
   std::string how;
   std::string warning;
 };

@@ -15,7 +15,11 @@ namespace {
 class BitmapTcCost final : public CostFamily {
  public:
   std::string_view name() const override { return BitmapTcSchedule::kFamily; }
-  std::string strategy(const Schedule&) const override { return "bitmap_tc"; }
+  // pipe=bulk runs another loop (a producer warp, register-A wgmma, no block barrier): its own
+  // formula, not one fitted on the mma.sync kernels.
+  std::string strategy(const Schedule& s) const override {
+    return s.as<BitmapTcSchedule>().pipe == BitmapPipe::Bulk ? "bitmap_tc/bulk" : "bitmap_tc";
+  }
   KernelShape features(ScheduleFeatures& f, const Problem& p, const Schedule& sch,
                        const FormatStats& fs, const MatrixFeatures&,
                        const RowProfile&) const override {

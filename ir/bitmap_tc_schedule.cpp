@@ -243,10 +243,10 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
   // A warp's steps are latency-bound (decode -> mma chains), so the grid wants several blocks
   // per multiprocessor: K parts double while the grid is short of four waves of one block per
   // multiprocessor. 3 stages measured no faster than 2 on an H200, so the enumeration keeps 2.
-  // mma=wgmma is not offered: on an H200 it was slower than mma.sync in every case measured
-  // (28672x7168 70 %: 1.39x slower at N = 64, 1.18x at N = 32, about even at N = 8; 4096x4096
-  // 50 %, N = 64: 1.37x). It stays a legal schedule for --schedule, tested on the GPU
-  // (GpuBitmapTc.Wgmma). vals=pair (half the decode loads, more value bytes) is not offered
+  // mma=wgmma with the cp.async pipe is not offered: on an H200 it was slower than mma.sync in
+  // every case measured (28672x7168 70 %: 1.39x slower at N = 64, 1.18x at N = 32, about even at N
+  // = 8; 4096x4096 50 %, N = 64: 1.37x). It stays a legal schedule for --schedule, tested on the
+  // GPU (GpuBitmapTc.Wgmma). vals=pair (half the decode loads, more value bytes) is not offered
   // either: on an H200 it was 5 % faster than slot on 28672x7168 70 % at N = 64 and 1-3 % at
   // N = 32, both still slower than cuBLAS there, and 2 % slower on 4096x4096 50 %; its value
   // bytes grow with sparsity (two per register holding a value), where slot's kernel is the
@@ -269,6 +269,28 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
           if (!verify_bitmap_tc(p, s, st, dev).empty()) continue;
           out.emplace_back(s);
         }
+      }
+    }
+  }
+  // pipe=bulk with mma=wgmma and vals=pair (a producer warp, register-A wgmma), for N = 32 and 64
+  // on sm_90: on an H200 (magnitude 70 %) 1.32x faster than the best mma.sync schedule on
+  // 28672x7168 at N = 64 (same process), about level with cuBLAS on it at N = 32 and 64, 1.18x
+  // faster than cuBLAS on 12288x12288 at N = 32; slower than mma.sync on 4096x4096 at N = 32.
+  // Four warps keep six stages and eight keep four (the best of each there); mt = 2 measured
+  // 1.4x slower. The tuner measures which wins.
+  if (dev.wgmma && (p.n == 32 || p.n == 64)) {
+    for (int warps : {4, 8}) {
+      for (int ks = 1; ks <= 64 && ks <= tiles; ks *= 2) {
+        BitmapTcSchedule s;
+        s.warps_per_block = warps;
+        s.ksplit = ks;
+        s.stages = warps == 4 ? 6 : 4;
+        s.mma = MmaKind::Wgmma;
+        s.values = BitmapValues::Pair;
+        s.pipe = BitmapPipe::Bulk;
+        if (ks > 1 && bitmap_tc_grid_x(p, s) * (ks / 2) >= 4 * int64_t{dev.multiprocessors}) break;
+        if (!verify_bitmap_tc(p, s, st, dev).empty()) continue;
+        out.emplace_back(s);
       }
     }
   }

@@ -177,6 +177,26 @@ TEST(Tune, MeasurementSetKeepsEveryFamily) {
   EXPECT_EQ(select_for_measurement(order, all, 8, 100).size(), all.size());
 }
 
+// A strategy the model has no formula of gets its best-ranked candidate measured (k >= 4), once,
+// beyond the k places; one already among them takes nothing more.
+TEST(Tune, MeasurementSetTriesAStrategyTheModelHasNotSeen) {
+  std::vector<Schedule> all;
+  for (int i = 0; i < 10; ++i) all.emplace_back(GeneralSchedule{});  // ranked 0..9
+  std::vector<size_t> order(all.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::vector<std::string> unmodelled(all.size());
+  unmodelled[7] = unmodelled[8] = "new";
+  unmodelled[9] = "other";
+  EXPECT_EQ(select_for_measurement(order, all, 4, 0, unmodelled),
+            (std::vector<size_t>{0, 1, 2, 3, 7, 9}));
+  EXPECT_EQ(select_for_measurement(order, all, 3, 0, unmodelled),  // k < 4: the top k only
+            (std::vector<size_t>{0, 1, 2}));
+  unmodelled[2] = "new";  // already measured: no extra place for it
+  EXPECT_EQ(select_for_measurement(order, all, 4, 0, unmodelled),
+            (std::vector<size_t>{0, 1, 2, 3, 9}));
+  EXPECT_EQ(select_for_measurement(order, all, 4, 0, {}), (std::vector<size_t>{0, 1, 2, 3}));
+}
+
 // The spread applies in the fixed-cost regime only (few nonzeros, a short best prediction), for
 // k >= 4.
 TEST(Tune, FixedCostRegimeSpreadsTheFirstRound) {

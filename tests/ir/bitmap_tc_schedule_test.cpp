@@ -420,7 +420,8 @@ TEST(BitmapTcSchedule, EnumerateOnlyVerifiedSchedules) {
         if (n <= 24) {
           EXPECT_EQ(all.size(), 28u) << to_string(p);
         }
-        // wgmma is legal but not offered (measured slower than mma.sync on the H200).
+        // the cp.async wgmma kernel is legal but not offered (slower than mma.sync on the H200);
+        // pipe=bulk's is, at N = 32 and 64 only (EnumerateBulkWgmmaAtNThirtyTwoAndSixtyFour)
         for (const Schedule& s : all)
           EXPECT_EQ(s.as<BitmapTcSchedule>().mma, MmaKind::Sync) << to_string(s);
       }
@@ -458,6 +459,40 @@ TEST(BitmapTcSchedule, EnumerateEmptyWhereTheFamilyDoesNotApply) {
   // Default enumerate_schedules leaves the specialised families out.
   for (const Schedule& s : enumerate_schedules(Problem::spmm(a.rows, a.cols, 8, DType::F16), a))
     EXPECT_NE(s.family_name(), "bitmap_tc");
+}
+
+// pipe=bulk (mma=wgmma, vals=pair, mt = 1; four warps with six stages, eight with four) is
+// offered at N = 32 and 64 on a wgmma device, over the same ksplit doubling; nowhere else.
+TEST(BitmapTcSchedule, EnumerateBulkWgmmaAtNThirtyTwoAndSixtyFour) {
+  const DeviceLimits dev = DeviceLimits::sm90();
+  const CsrMatrix a = random_matrix(100, 300, 0.4, 11);  // 7 row tiles, 5 column tiles
+  auto bulk = [&](int64_t n, const DeviceLimits& d) {
+    std::set<std::string> out;
+    for (const Schedule& s :
+         enumerate_bitmap_tc_schedules(Problem::spmm(a.rows, a.cols, n, DType::F16), a, d)) {
+      const BitmapTcSchedule& b = s.as<BitmapTcSchedule>();
+      if (b.pipe != BitmapPipe::Bulk) {
+        EXPECT_EQ(b.mma, MmaKind::Sync) << to_string(s);
+        continue;
+      }
+      EXPECT_EQ(b.mma, MmaKind::Wgmma) << to_string(s);
+      EXPECT_EQ(b.values, BitmapValues::Pair) << to_string(s);
+      out.insert(to_string(s));
+    }
+    return out;
+  };
+  for (int64_t n : {32, 64}) {
+    const std::set<std::string> got = bulk(n, dev);
+    EXPECT_EQ(got.size(), 6u) << n;  // warps {4, 8} x ksplit {1, 2, 4}
+    EXPECT_EQ(got.count("bitmap_tc;warps=4;mt=1;kt=1;ksplit=2;stages=6;mma=wgmma;vals=pair;"
+                        "pipe=bulk"),
+              1u);
+    EXPECT_EQ(got.count("bitmap_tc;warps=8;mt=1;kt=1;ksplit=1;stages=4;mma=wgmma;vals=pair;"
+                        "pipe=bulk"),
+              1u);
+  }
+  for (int64_t n : {8, 16, 24, 48, 128}) EXPECT_TRUE(bulk(n, dev).empty()) << n;
+  EXPECT_TRUE(bulk(64, DeviceLimits::sm80()).empty());  // no wgmma there
 }
 
 // Many row blocks: ksplit stops doubling once the previous split already had four waves of
