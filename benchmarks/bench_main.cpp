@@ -466,8 +466,9 @@ double packed_a_bytes(const KernelBuild& b) {
 // The ranked space of one problem, kept for the second round (refine_ours).
 struct SearchSpace {
   std::vector<Schedule> all;
-  std::vector<size_t> order;   // the model's ranking, into all
-  std::vector<size_t> chosen;  // the first round, into all
+  std::vector<size_t> order;            // the model's ranking, into all
+  std::vector<size_t> chosen;           // the first round, into all
+  std::vector<std::string> unmodelled;  // RankedSpace::unmodelled, into all
 };
 
 std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMatrix& a,
@@ -500,6 +501,7 @@ std::vector<std::optional<Schedule>> schedules_for(const Problem& p, const CsrMa
   std::vector<size_t> order = std::move(ranked.order);
   std::vector<std::optional<Schedule>> out;
   space.chosen = select_for_measurement(order, all, best_of, spread, ranked.unmodelled);
+  space.unmodelled = std::move(ranked.unmodelled);
   for (size_t i : space.chosen) out.push_back(all[i]);
   for (Schedule& s : libraries) out.push_back(std::move(s));
   space.order = std::move(order);
@@ -783,7 +785,8 @@ void refine_ours(Gpu& g, const CsrMatrix& a, CaseInputs& ci, const SearchSpace& 
     if (to_string(space.all[i]) == cr.ours.impl) winner = i;
   if (winner == space.all.size()) return;
   std::vector<BuildJob> jobs;
-  for (size_t i : refine_for_measurement(space.order, space.all, winner, space.chosen, extra))
+  for (size_t i : refine_for_measurement(space.order, space.all, winner, space.chosen, extra,
+                                         space.unmodelled))
     jobs.push_back({ci.problem.n, ci.problem, space.all[i]});
   cr.ours.extra["refined"] = jobs.size();
   if (jobs.empty()) return;

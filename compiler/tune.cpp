@@ -392,12 +392,13 @@ std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
   const size_t extra = std::min(rest.size(), static_cast<size_t>(std::max(spread, 0)));
   for (size_t j = 0; j < extra; ++j) chosen[rest[j * rest.size() / extra]] = true;
   if (k >= 4 && !unmodelled.empty()) {
-    std::set<std::string_view> covered;
+    const int places = std::max(k / 4, 1);
+    std::map<std::string_view, int> added;  // chosen candidates per unmodelled strategy
     for (size_t i = 0; i < order.size(); ++i)
-      if (chosen[i] && !unmodelled[order[i]].empty()) covered.insert(unmodelled[order[i]]);
+      if (chosen[i] && !unmodelled[order[i]].empty()) ++added[unmodelled[order[i]]];
     for (size_t i = 0; i < order.size(); ++i) {
       const std::string& strategy = unmodelled[order[i]];
-      if (!chosen[i] && !strategy.empty() && covered.insert(strategy).second) chosen[i] = true;
+      if (!chosen[i] && !strategy.empty() && added[strategy]++ < places) chosen[i] = true;
     }
   }
   std::vector<size_t> out;
@@ -436,13 +437,18 @@ int spec_distance(const Schedule& a, const Schedule& b) {
 
 std::vector<size_t> refine_for_measurement(const std::vector<size_t>& order,
                                            const std::vector<Schedule>& all, size_t winner,
-                                           const std::vector<size_t>& measured, int extra) {
+                                           const std::vector<size_t>& measured, int extra,
+                                           const std::vector<std::string>& unmodelled) {
+  const std::string none;
+  const std::string& strategy = winner < unmodelled.size() ? unmodelled[winner] : none;
   std::vector<size_t> out;
   for (size_t i : order) {
     if (static_cast<int>(out.size()) >= extra) break;
     if (std::find(measured.begin(), measured.end(), i) != measured.end()) continue;
     const int d = spec_distance(all[winner], all[i]);
-    if (d >= 1 && d <= kRefineFields) out.push_back(i);
+    const bool same_unmodelled =
+        !strategy.empty() && i < unmodelled.size() && unmodelled[i] == strategy;
+    if (d >= 1 && (d <= kRefineFields || same_unmodelled)) out.push_back(i);
   }
   return out;
 }
@@ -639,6 +645,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
         c.schedule = sch;
         all.push_back(std::move(sch));
         r.predicted_ms.push_back(std::nullopt);
+        r.unmodelled.emplace_back();
         cands.push_back(std::move(c));
       }
   }
@@ -895,7 +902,7 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
       for (const Candidate& c : cands) measured.push_back(c.index);
       const size_t first_new = cands.size();
       for (size_t idx : refine_for_measurement(r.order, all, cands[first_round.front()].index,
-                                               measured, extra)) {
+                                               measured, extra, r.unmodelled)) {
         Candidate c;
         c.index = idx;
         c.schedule = all[idx];

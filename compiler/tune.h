@@ -191,10 +191,11 @@ std::vector<std::string> library_why_not(const Problem& p, const CsrMatrix& a);
 // `spread` > 0 adds that many more, spread evenly over the rest of the ranking (see
 // fixed_cost_spread). `unmodelled` (by index into `all`; empty, or RankedSpace::unmodelled) names
 // the strategy of each candidate the model ranked with a formula fitted on other kernels: for
-// k >= 4 each such strategy with no candidate chosen yet adds its best-ranked one, so a kernel
-// the model has never seen is measured once instead of never (on the H200 the shipped model put
-// every bitmap_tc pipe=bulk schedule of a 7168x2048 weight below 37 others, while on
-// 28672x7168 it was 1.32x faster than the best mma.sync one). The result stays in ranking order.
+// k >= 4 each such strategy is topped up to max(k / 4, 1) chosen candidates beyond the k, with its
+// best-ranked ones not chosen yet, so kernels the model has never seen are measured instead of
+// never (on the H200 the shipped model put every bitmap_tc pipe=bulk schedule of a 7168x2048 weight
+// below 37 others, while on 28672x7168 one was 1.32x faster than the best mma.sync one). The result
+// stays in ranking order.
 std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
                                            const std::vector<Schedule>& all, int k, int spread = 0,
                                            const std::vector<std::string>& unmodelled = {});
@@ -204,11 +205,16 @@ std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
 // `order`, at most max(extra, 0). The model ranks well inside a region of the space but can
 // misplace a whole region it has seen little of (on the H200: staged MACKO grids of 16 warps with
 // one wave of blocks, on 28672-row weights), so one round around the measured best corrects the
-// first round's bet at the price of `extra` more builds.
+// first round's bet at the price of `extra` more builds. When the winner's strategy is one the
+// model has no formula for (`unmodelled`, as select_for_measurement), its order inside that
+// strategy means little, so every candidate of the strategy counts as near (on the H200 the
+// fastest bulk kernel of 28672x7168 at N = 64 differed from the first round's bulk winner in
+// three fields and was 1.2x faster than the refinement's pick).
 inline constexpr int kRefineFields = 2;
 std::vector<size_t> refine_for_measurement(const std::vector<size_t>& order,
                                            const std::vector<Schedule>& all, size_t winner,
-                                           const std::vector<size_t>& measured, int extra);
+                                           const std::vector<size_t>& measured, int extra,
+                                           const std::vector<std::string>& unmodelled = {});
 
 // How many SPEC fields of a and b differ; -1 when they are of different families or shapes.
 int spec_distance(const Schedule& a, const Schedule& b);

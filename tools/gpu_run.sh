@@ -66,6 +66,8 @@ SANITIZER_RUNS=(
   "bitmap_tc_edge|tests/gpu_tests '--gtest_filter=GpuBitmapTc.Edge'"
   # bitmap_tc on wgmma (sm_90a: warpgroup multiplies reading B from shared memory).
   "bitmap_tc_wgmma|tests/gpu_tests '--gtest_filter=GpuBitmapTc.Wgmma'"
+  # bitmap_tc pipe=bulk: the producer warp's bulk copies, full and empty mbarriers, B arranged.
+  "bitmap_tc_bulk|tests/gpu_tests '--gtest_filter=GpuBitmapTc.BulkPipe'"
   # MACKO kernels (staged B, one-wave rows per warp, the balanced row order): the DLMC matrices.
   "macko_dlmc|tests/gpu_tests '--gtest_filter=GpuMacko.Dlmc'"
   # MACKO work items: long rows cut into segments that several warps share.

@@ -177,8 +177,8 @@ TEST(Tune, MeasurementSetKeepsEveryFamily) {
   EXPECT_EQ(select_for_measurement(order, all, 8, 100).size(), all.size());
 }
 
-// A strategy the model has no formula of gets its best-ranked candidate measured (k >= 4), once,
-// beyond the k places; one already among them takes nothing more.
+// A strategy the model has no formula of is topped up to k / 4 measured candidates (at least one;
+// k >= 4), its best-ranked, beyond the k places; one already among them counts.
 TEST(Tune, MeasurementSetTriesAStrategyTheModelHasNotSeen) {
   std::vector<Schedule> all;
   for (int i = 0; i < 10; ++i) all.emplace_back(GeneralSchedule{});  // ranked 0..9
@@ -195,6 +195,30 @@ TEST(Tune, MeasurementSetTriesAStrategyTheModelHasNotSeen) {
   EXPECT_EQ(select_for_measurement(order, all, 4, 0, unmodelled),
             (std::vector<size_t>{0, 1, 2, 3, 9}));
   EXPECT_EQ(select_for_measurement(order, all, 4, 0, {}), (std::vector<size_t>{0, 1, 2, 3}));
+  unmodelled[2].clear();
+  unmodelled[6] = "new";  // k = 8: two places for "new" (6 is among the 8, 7 joins), one for 9
+  EXPECT_EQ(select_for_measurement(order, all, 8, 0, unmodelled),
+            (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6, 7, 9}));
+}
+
+// The refinement around a winner of an unmodelled strategy takes any candidate of that strategy
+// (the model's order inside it is all it has), not only the SPEC neighbours.
+TEST(Tune, RefinementSearchesAnUnmodelledWinnersWholeStrategy) {
+  std::vector<Schedule> all;
+  for (const char* spec :
+       {"bitmap_tc;warps=4;ksplit=2;stages=6;mma=wgmma;vals=pair;pipe=bulk",  // 0: winner
+        "bitmap_tc;warps=8;ksplit=1;stages=4;mma=wgmma;vals=pair;pipe=bulk",  // 1: 3 fields
+        "bitmap_tc;warps=4;ksplit=1;stages=6;mma=wgmma;vals=pair;pipe=bulk",  // 2: 1 field
+        "bitmap_tc;warps=8;mt=2;kt=4;ksplit=8;stages=3"})                     // 3: 6 fields
+    all.push_back(parse_schedule(spec));
+  const std::vector<size_t> order = {3, 1, 2, 0};
+  const std::vector<size_t> measured = {0};
+  EXPECT_EQ(refine_for_measurement(order, all, 0, measured, 8), (std::vector<size_t>{2}));
+  const std::vector<std::string> unmodelled = {"bulk", "bulk", "bulk", ""};
+  EXPECT_EQ(refine_for_measurement(order, all, 0, measured, 8, unmodelled),
+            (std::vector<size_t>{1, 2}));
+  EXPECT_EQ(refine_for_measurement(order, all, 0, measured, 1, unmodelled),
+            (std::vector<size_t>{1}));
 }
 
 // The spread applies in the fixed-cost regime only (few nonzeros, a short best prediction), for
