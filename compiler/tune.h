@@ -194,8 +194,8 @@ std::vector<std::string> library_why_not(const Problem& p, const CsrMatrix& a);
 // k >= 4 each such strategy is topped up to max(k / 4, 1) chosen candidates beyond the k, with its
 // best-ranked ones not chosen yet, so kernels the model has never seen are measured instead of
 // never (on the H200 the shipped model put every bitmap_tc pipe=bulk schedule of a 7168x2048 weight
-// below 37 others, while on 28672x7168 one was 1.32x faster than the best mma.sync one). The result
-// stays in ranking order.
+// below 37 others, while on 28672x7168 one was 1.32x faster than the mma.sync one picked before).
+// The result stays in ranking order.
 std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
                                            const std::vector<Schedule>& all, int k, int spread = 0,
                                            const std::vector<std::string>& unmodelled = {});

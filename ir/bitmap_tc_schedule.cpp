@@ -273,7 +273,7 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
     }
   }
   // pipe=bulk with mma=wgmma and vals=pair (a producer warp, register-A wgmma), for N = 32 and 64
-  // on sm_90: on an H200 (magnitude 70 %) 1.32x faster than the best mma.sync schedule on
+  // on sm_90: on an H200 (magnitude 70 %) 1.32x faster than the mma.sync schedule picked before on
   // 28672x7168 at N = 64 (same process), about level with cuBLAS on it at N = 32 and 64, 1.18x
   // faster than cuBLAS on 12288x12288 at N = 32; slower than mma.sync on 4096x4096 at N = 32.
   // Four warps keep six stages and eight keep four (the best of each there); mt = 2 measured

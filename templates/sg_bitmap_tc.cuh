@@ -6,7 +6,8 @@
 // into the A operand of mma.m16n8k16, quarter by quarter (no dense copy of A is ever written), and
 // multiplies it with B fragments read by ldmatrix.trans. With the pair value layout
 // (ir/bitmap_format.h) a lane loads one 32-bit word per register instead
-// (bitmap_tc_a_quarter_pairs).
+// (bitmap_tc_a_quarter_pairs). With pipe=bulk a producer warp fills the stages with
+// cp.async.bulk copies on mbarriers instead, from a B laid out beforehand (bitmap_tc_arrange_b*).
 //
 // Fragment layouts (PTX ISA, mma.m16n8k16 with 16-bit inputs; g = lane / 4, t = lane % 4):
 //   A (4 x b32): a0 = row g   cols 2t, 2t+1     a1 = row g+8 cols 2t, 2t+1
@@ -289,8 +290,9 @@ __device__ __forceinline__ void bitmap_tc_wgmma_issue(unsigned s_b, const unsign
 
 // bitmap_tc_wgmma_issue, then waited for before returning (pipe=async): B's buffer and a may be
 // reused after the call.
-// Measured on an H200 (28672x7168 70 %, N = 64): 1.39x slower than mma.sync, as was a fence,
-// commit and wait per quarter with two alternating A arrays; so the tuner does not offer it.
+// Measured on an H200 (28672x7168 70 %, N = 64): with the cp.async pipeline 1.39x slower than
+// mma.sync, as was a fence, commit and wait per quarter with two alternating A arrays; so the
+// tuner offers wgmma with pipe=bulk only.
 template <typename T, int NT, int MT, int QUARTERS>
 __device__ __forceinline__ void bitmap_tc_wgmma_step(unsigned s_b, const unsigned* a, float* acc) {
   bitmap_tc_wgmma_issue<T, NT, MT, QUARTERS>(s_b, a, acc);
