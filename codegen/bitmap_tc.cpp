@@ -122,13 +122,7 @@ class BitmapTcEmitter : public Emitter {
     const auto decode_quarter = [&](const std::string& a) {
       line("#pragma unroll");
       line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
-      const auto decode = [&](const auto& f) {
-        return call(f, u32("w[mt]"), i32("q"), ptr_u32("addr + mt"), ptr_u32(a + " + 4 * mt"));
-      };
-      line("  " +
-           (pairs_ ? decode(tmpl::bitmap_tc_a_quarter_pairs) : decode(tmpl::bitmap_tc_a_quarter))
-               .text +
-           ";");
+      line("  " + decode_quarter_call("w[mt]", "addr + mt", a + " + 4 * mt") + ";");
     };
     const auto lanes = [&] {
       line(fmt::format("unsigned w[{}], addr[{}];", MT, MT));
@@ -191,6 +185,16 @@ class BitmapTcEmitter : public Emitter {
     }
     if (wgmma_) call_stmt(tmpl::wgmma_wait, targs(IntArg{0}));
     emit_finish();
+  }
+
+  // The decode of quarter q of one A tile into the registers at `a`, from its lane word `w` and
+  // value address `addr` (the layout's helper: bitmap_tc_a_quarter or _pairs).
+  std::string decode_quarter_call(const std::string& w, const std::string& addr,
+                                  const std::string& a) {
+    return pairs_
+               ? call(tmpl::bitmap_tc_a_quarter_pairs, u32(w), i32("q"), ptr_u32(addr), ptr_u32(a))
+                     .text
+               : call(tmpl::bitmap_tc_a_quarter, u32(w), i32("q"), ptr_u32(addr), ptr_u32(a)).text;
   }
 
   // pipe=bulk: bytes of one column tile of B in the arranged BWork, as a stage holds it: wgmma,
@@ -321,15 +325,10 @@ class BitmapTcEmitter : public Emitter {
           const std::string aq = wgmma_ ? fmt::format("a + uq * {}", 4 * MT) : "a";
           line("#pragma unroll");
           line(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
-          const auto decode = [&](const auto& fn) {
-            return call(fn, u32(fmt::format("w[mt * {} + u]", KT)), i32("q"),
-                        ptr_u32(fmt::format("addr + mt * {} + u", KT)), ptr_u32(aq + " + 4 * mt"));
-          };
-          line(
-              "  " +
-              (pairs_ ? decode(tmpl::bitmap_tc_a_quarter_pairs) : decode(tmpl::bitmap_tc_a_quarter))
-                  .text +
-              ";");
+          line("  " +
+               decode_quarter_call(fmt::format("w[mt * {} + u]", KT),
+                                   fmt::format("addr + mt * {} + u", KT), aq + " + 4 * mt") +
+               ";");
           if (!wgmma_) {
             comment("B rows 16·uq .. 16·uq + 15 of the step");
             call_stmt(
