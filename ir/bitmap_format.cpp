@@ -214,7 +214,44 @@ BitmapTileStats bitmap_tile_stats(const BitmapTileFormat& f) {
   return st;
 }
 
-BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a, BitmapValues layout) {
+int64_t bitmap_tile_index(const BitmapTileFormat& f, int64_t rt, int64_t ct) {
+  if (f.group == 1) return rt * f.col_tiles + ct;
+  const int64_t g0 = rt / f.group * f.group;  // the group's first row tile
+  const int64_t gg = std::min(f.group, f.row_tiles - g0);
+  return g0 * f.col_tiles + ct * gg + (rt - g0);
+}
+
+BitmapTileFormat regroup_bitmap_tiles(const BitmapTileFormat& f, int64_t group) {
+  if (group < 1) throw std::invalid_argument("regroup_bitmap_tiles: group < 1");
+  BitmapTileFormat g = f;
+  g.group = group;
+  if (group == f.group) return g;
+  const int64_t tiles = f.tiles();
+  // new tile number -> old one, then the new tile pointers by a prefix sum of the sizes
+  std::vector<int64_t> from(static_cast<size_t>(tiles));
+  for (int64_t rt = 0; rt < f.row_tiles; ++rt)
+    for (int64_t ct = 0; ct < f.col_tiles; ++ct)
+      from[static_cast<size_t>(bitmap_tile_index(g, rt, ct))] = bitmap_tile_index(f, rt, ct);
+  for (int64_t t = 0; t < tiles; ++t) {
+    const auto o = static_cast<size_t>(from[static_cast<size_t>(t)]);
+    g.tile_ptr[static_cast<size_t>(t + 1)] =
+        g.tile_ptr[static_cast<size_t>(t)] + f.tile_ptr[o + 1] - f.tile_ptr[o];
+  }
+  parallel_for(tiles, f.slots(), [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const auto o = static_cast<size_t>(from[static_cast<size_t>(t)]);
+      std::copy_n(f.masks.begin() + static_cast<int64_t>(o) * kBitmapTileRows, kBitmapTileRows,
+                  g.masks.begin() + t * kBitmapTileRows);
+      std::copy(f.values.begin() + f.tile_ptr[o], f.values.begin() + f.tile_ptr[o + 1],
+                g.values.begin() + g.tile_ptr[static_cast<size_t>(t)]);
+    }
+  });
+  return g;
+}
+
+BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a, BitmapValues layout, int64_t group) {
+  if (group < 1) throw std::invalid_argument("pack_bitmap_tiles: group < 1");
+  if (group > 1) return regroup_bitmap_tiles(pack_bitmap_tiles(a, layout, 1), group);
   a.check_canonical();
   BitmapTileFormat f;
   f.layout = layout;
@@ -274,8 +311,9 @@ BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a, BitmapValues layout) {
 CsrMatrix unpack_bitmap_tiles(const BitmapTileFormat& f) {
   // A hand-built or corrupted format must fail loudly, never read out of bounds.
   if (f.rows < 0 || f.cols < 0 || f.row_tiles != ceil_div(f.rows, kBitmapTileRows) ||
-      f.col_tiles != ceil_div(f.cols, kBitmapTileCols))
-    broken(fmt::format("{}x{} with {}x{} tiles", f.rows, f.cols, f.row_tiles, f.col_tiles));
+      f.col_tiles != ceil_div(f.cols, kBitmapTileCols) || f.group < 1)
+    broken(fmt::format("{}x{} with {}x{} tiles in groups of {}", f.rows, f.cols, f.row_tiles,
+                       f.col_tiles, f.group));
   const int64_t tiles = f.tiles();
   if (static_cast<int64_t>(f.masks.size()) != tiles * kBitmapTileRows ||
       static_cast<int64_t>(f.tile_ptr.size()) != tiles + 1 || f.tile_ptr[0] != 0 ||
@@ -305,13 +343,13 @@ CsrMatrix unpack_bitmap_tiles(const BitmapTileFormat& f) {
   for (int64_t rt = 0; rt < f.row_tiles; ++rt) {
     for (int64_t ct = 0; ct < f.col_tiles; ++ct) {
       TileOrder& o = order[static_cast<size_t>(ct)];
-      o.words = bitmap_lane_words(f, rt * f.col_tiles + ct);
+      o.words = bitmap_lane_words(f, bitmap_tile_index(f, rt, ct));
       o.start = bitmap_lane_starts(o.words, f.layout);
     }
     for (int64_t i = 0; i < kBitmapTileRows; ++i) {
       const int64_t r = rt * kBitmapTileRows + i;
       for (int64_t ct = 0; ct < f.col_tiles; ++ct) {
-        const int64_t t = rt * f.col_tiles + ct;
+        const int64_t t = bitmap_tile_index(f, rt, ct);
         uint64_t m = f.masks[static_cast<size_t>(t * kBitmapTileRows + i)];
         if (m != 0 && r >= f.rows) broken(fmt::format("bits set in row {} beyond {}", r, f.rows));
         const TileOrder& o = order[static_cast<size_t>(ct)];

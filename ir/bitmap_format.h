@@ -4,9 +4,10 @@
 //   masks   16 x 64-bit words, word r has bit c set when A[16·rt + r][64·ct + c] is stored
 //   values  the stored entries of the tile in fragment order (below), then zero-filled up to a
 //           multiple of kBitmapValueAlign slots so that every tile starts 16-byte aligned
-// Tiles are numbered row-tile major: t = rt · col_tiles + ct. tile_ptr[t] is the first value slot
-// of tile t (tiles + 1 entries, tile_ptr[tiles] = slots). Rows beyond M and columns beyond K
-// (the last row / column tile) have no bits set.
+// Tiles are numbered row-tile major, t = rt · col_tiles + ct, or in groups of `group` row tiles
+// (bitmap_tile_index), and stored in that order. tile_ptr[t] is the first value slot of tile t
+// (tiles + 1 entries, tile_ptr[tiles] = slots). Rows beyond M and columns beyond K (the last
+// row / column tile) have no bits set.
 //
 // Fragment order: lane L of a warp holds, in the A operand of mma.m16n8k16 (4 x b32 per k16
 // quarter, PTX ISA layout), 32 positions of the tile: bit p = 8q + 2r + e is quarter q, register
@@ -54,6 +55,8 @@ inline constexpr int64_t kBitmapTileCols = 64;
 inline constexpr int64_t kBitmapValueAlign = 8;
 // Lanes of a warp, and positions of a tile per lane (16 · 64 / 32).
 inline constexpr int kBitmapLanes = 32;
+// Bytes of a tile's 32 lane words (bitmap_lane_words), as a kernel stages them.
+inline constexpr int64_t kBitmapLaneBytes = 4 * kBitmapLanes;
 
 // How a tile's values are laid out (see above); one name table for the printer, the SPEC and
 // the format's description.
@@ -84,6 +87,11 @@ struct BitmapTileFormat {
   int64_t nnz = 0;              // stored entries (explicit zeros included)
   int64_t max_tile_values = 0;  // largest tile's value count, rounded up to kBitmapValueAlign
   BitmapValues layout = BitmapValues::Slot;
+  // Row tiles per group of the tile order: 1 is row-tile major. With G > 1, group g (row tiles
+  // gG .. gG + Gg - 1, Gg = G or the last group's rest) is stored column tile by column tile,
+  // t = gG·col_tiles + ct·Gg + rt % G, so one column tile's tiles of a group are consecutive
+  // (masks and values): a kernel copies a block's step in one piece.
+  int64_t group = 1;
   std::vector<uint64_t> masks;    // row_tiles * col_tiles * 16
   std::vector<int64_t> tile_ptr;  // row_tiles * col_tiles + 1 value-slot offsets
   std::vector<float> values;      // slots() entries (fp32 master; alignment fill = 0)
@@ -108,8 +116,17 @@ BitmapTileStats bitmap_tile_stats(const CsrMatrix& a, BitmapValues layout = Bitm
 // The same figures read off a packed format (O(1)).
 BitmapTileStats bitmap_tile_stats(const BitmapTileFormat& f);
 
-// Packs canonical CSR. Throws UserError for a non-canonical matrix.
-BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a, BitmapValues layout = BitmapValues::Slot);
+// The number of tile (rt, ct) in f's tile order (f.group).
+int64_t bitmap_tile_index(const BitmapTileFormat& f, int64_t rt, int64_t ct);
+
+// Packs canonical CSR, tiles in groups of `group` row tiles (>= 1). Throws UserError for a
+// non-canonical matrix.
+BitmapTileFormat pack_bitmap_tiles(const CsrMatrix& a, BitmapValues layout = BitmapValues::Slot,
+                                   int64_t group = 1);
+
+// The same tiles in groups of `group` row tiles (f in any order): the masks, tile pointers and
+// values moved, nothing else changed.
+BitmapTileFormat regroup_bitmap_tiles(const BitmapTileFormat& f, int64_t group);
 
 // Exact inverse of pack_bitmap_tiles (structure, values, explicit zeros).
 CsrMatrix unpack_bitmap_tiles(const BitmapTileFormat& f);

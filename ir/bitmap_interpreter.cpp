@@ -48,6 +48,9 @@ void interpret_bitmap_tc(const Problem& p, const BitmapTcSchedule& s, const Bitm
   if (f.layout != s.values)
     broken(fmt::format("the pack's values are vals={}, the schedule's vals={}", to_string(f.layout),
                        to_string(s.values)));
+  if (f.group != bitmap_tc_tile_group(s))
+    broken(fmt::format("the pack's tiles are in groups of {}, the schedule reads groups of {}",
+                       f.group, bitmap_tc_tile_group(s)));
   if (p.m == 0 || p.n == 0) return;
   const int64_t R = kBitmapTileRows, N = p.n;
   const int64_t part = bitmap_tc_part_tiles(f.col_tiles, s.ksplit);
@@ -58,7 +61,7 @@ void interpret_bitmap_tc(const Problem& p, const BitmapTcSchedule& s, const Bitm
 
   // acc[i][n] += the products of tile (rt, ct), each row's entries in column order.
   auto tile_products = [&](int64_t rt, int64_t ct) {
-    const int64_t t = rt * f.col_tiles + ct;
+    const int64_t t = bitmap_tile_index(f, rt, ct);
     const int64_t v0 = f.tile_ptr[static_cast<size_t>(t)];
     const int64_t v1 = f.tile_ptr[static_cast<size_t>(t + 1)];
     const uint64_t* masks = &f.masks[static_cast<size_t>(t * R)];

@@ -41,9 +41,11 @@ struct PackedBitmap final : Packed<BitmapTileFormat> {
   std::vector<int32_t> take_column_indices() override { return {}; }
   FormatStats stats() const override { return to_format_stats(bitmap_tile_stats(format), 0); }
   std::string describe() const override {
-    return fmt::format("{} tiles of {}x{}, {} value slots ({} real, vals={}), largest tile {}",
-                       format.tiles(), kBitmapTileRows, kBitmapTileCols, format.slots(), format.nnz,
-                       to_string(format.layout), format.max_tile_values);
+    return fmt::format(
+        "{} tiles of {}x{}, {} value slots ({} real, vals={}), largest tile {}{}", format.tiles(),
+        kBitmapTileRows, kBitmapTileCols, format.slots(), format.nnz, to_string(format.layout),
+        format.max_tile_values,
+        format.group == 1 ? "" : fmt::format(", row tiles in groups of {}", format.group));
   }
 };
 
@@ -76,9 +78,11 @@ class BitmapTcIrFamily final : public IrFamily {
       if (w.find("ksplit") == std::string::npos) why.push_back(std::move(w));
     return why;
   }
-  // One bitmap-tile packing per value layout serves every schedule.
+  // One bitmap-tile packing per value layout and tile order serves every schedule.
   std::optional<std::string> pack_key(const Schedule& s) const override {
-    return std::string(to_string(s.as<BitmapTcSchedule>().values));
+    const auto& b = s.as<BitmapTcSchedule>();
+    const int64_t g = bitmap_tc_tile_group(b);
+    return std::string(to_string(b.values)) + (g == 1 ? "" : fmt::format(";group={}", g));
   }
   FormatStats format_stats(const CsrMatrix& a, const Problem& p, const Schedule& s) const override {
     int64_t longest = 0;
@@ -110,7 +114,8 @@ class BitmapTcIrFamily final : public IrFamily {
       throw UserError(fmt::format("{}: matrix is {}x{} but the problem expects m={} k={}",
                                   a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m,
                                   p.k));
-    return std::make_shared<PackedBitmap>(pack_bitmap_tiles(a, s.as<BitmapTcSchedule>().values));
+    const auto& b = s.as<BitmapTcSchedule>();
+    return std::make_shared<PackedBitmap>(pack_bitmap_tiles(a, b.values, bitmap_tc_tile_group(b)));
   }
   void interpret(const Problem& p, const Schedule& s, const PackedMatrix& packed,
                  std::span<const float> b, std::span<float> c, float alpha,

@@ -45,6 +45,11 @@ std::vector<std::string> validate(const BitmapTcSchedule& s) {
       bad(fmt::format("stages={} must be in 2..6 with pipe=bulk", s.stages));
     if (s.k_tiles != 1)
       bad(fmt::format("pipe=bulk copies one 64-column tile a step: kt={} must be 1", s.k_tiles));
+    if (kBitmapBulkGroup % (s.rows_per_block() / kBitmapTileRows) != 0)
+      bad(
+          fmt::format("pipe=bulk copies a step's row tiles from one group of {}: warps x mt = {} "
+                      "must divide it",
+                      kBitmapBulkGroup, s.rows_per_block() / kBitmapTileRows));
   } else if (s.stages != 2 && s.stages != 3) {
     bad(fmt::format("stages={} must be 2 or 3", s.stages));
   }
@@ -155,12 +160,17 @@ int64_t bitmap_tc_b_row_bytes(const Problem& p, const BitmapTcSchedule& s) {
   return s.mma == MmaKind::Wgmma ? 16 * units : 16 * (units | 1);
 }
 
+int64_t bitmap_tc_tile_group(const BitmapTcSchedule& s) {
+  return s.pipe == BitmapPipe::Bulk ? kBitmapBulkGroup : 1;
+}
+
 BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t max_tile_values) {
   auto round16 = [](int64_t b) { return (b + 15) / 16 * 16; };
   const int64_t row_tiles = s.rows_per_block() / kBitmapTileRows;
   const int64_t part = bitmap_tc_part_tiles(col_tiles_of(p), s.ksplit);
   BitmapTcSmem m;
-  m.tile_ptrs = round16(row_tiles * (part + 1) * 4);
+  m.tile_ptrs =
+      round16((s.pipe == BitmapPipe::Bulk ? part * (row_tiles + 1) : row_tiles * (part + 1)) * 4);
   m.b_tile = kBitmapTileCols * bitmap_tc_b_row_bytes(p, s);
   m.a_values = round16(2 * max_tile_values);
   m.a_tile = kBitmapTileRows * 8 + m.a_values;

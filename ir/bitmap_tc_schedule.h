@@ -91,6 +91,12 @@ std::string print_bitmap_tc(const BitmapTcSchedule& s);
 BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
                                         const std::vector<std::string_view>& parts);
 
+// pipe=bulk reads the pack's tiles in groups of this many row tiles (BitmapTileFormat::group), so
+// that a block's tiles of one step are consecutive; a block's row tiles must divide it.
+inline constexpr int64_t kBitmapBulkGroup = 8;
+// The tile order a schedule's kernel reads: kBitmapBulkGroup with pipe=bulk, else 1.
+int64_t bitmap_tc_tile_group(const BitmapTcSchedule& s);
+
 // Column tiles per K part: ceil(col_tiles / ksplit) (part z covers [z·P, min((z+1)·P, tiles))).
 int64_t bitmap_tc_part_tiles(int64_t col_tiles, int ksplit);
 int64_t bitmap_tc_grid_x(const Problem& p, const BitmapTcSchedule& s);  // ceil(M / rows_per_block)
@@ -100,10 +106,11 @@ int64_t bitmap_tc_grid_y(const Problem& p, const BitmapTcSchedule& s);  // kspli
 // stored in 16-byte column groups, see sg_wgmma.cuh; only its size is counted here).
 int64_t bitmap_tc_b_row_bytes(const Problem& p, const BitmapTcSchedule& s);
 // Dynamic shared memory of the kernel, in bytes (all multiples of 16):
-//   [tile pointers: rows_per_block/16 row tiles x (part tiles + 1) ints]
+//   [tile pointers: rows_per_block/16 row tiles x (part tiles + 1) ints; pipe=bulk: part tiles
+//    x (row tiles + 1), a step's tiles consecutive]
 //   [pipe=bulk: two 8-byte mbarriers per stage (full, empty), rounded to 16]
 //   stages x k_tiles x [B tile: 64 x b_row | per row tile of the block: 32 lane words (128) |
-//   values]
+//   values]; pipe=bulk: stages x [B tile | the row tiles' lane words | their values, packed]
 struct BitmapTcSmem {
   int64_t tile_ptrs = 0;  // bytes of the tile-pointer table
   int64_t barriers = 0;   // pipe=bulk: the stages' full and empty mbarriers

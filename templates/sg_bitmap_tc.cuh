@@ -36,6 +36,22 @@ __device__ __forceinline__ void bitmap_tc_load_tile_ptrs(int* s_tp,
   }
 }
 
+// pipe=bulk, tiles in groups (ir/bitmap_format.h): the block's `valid` row tiles of column tile
+// ct0 + i are the consecutive tiles first + i·stride onwards (stride: the group's row tiles), so
+// s_tp[i·(RTB + 1) + r] = tile_ptr[first + i·stride + min(r, valid)] for i < tiles, r <= RTB:
+// tile r's values of step i are s_tp[i·(RTB + 1) + r] .. the next, the step's all of
+// s_tp[i·(RTB + 1)] .. s_tp[i·(RTB + 1) + RTB], one range.
+template <int RTB, int THREADS>
+__device__ __forceinline__ void bitmap_tc_bulk_tile_ptrs(int* s_tp,
+                                                         const int* __restrict__ tile_ptr,
+                                                         int first, int stride, int valid,
+                                                         int tiles, int tid) {
+  for (int k = tid; k < tiles * (RTB + 1); k += THREADS) {
+    const int i = k / (RTB + 1), r = k - i * (RTB + 1);
+    s_tp[k] = tile_ptr[first + i * stride + (r < valid ? r : valid)];
+  }
+}
+
 // Issues the copy of B rows k0 .. k0 + ROWS - 1 (NT·8 columns, row-major, N = NT·8) into the
 // staged tile at shared address s_b, whose rows are B_ROW bytes apart; rows at or beyond k_end (K,
 // or the end of this block's K part) are zero-filled: their mask bits are zero, and 0 times a
@@ -168,6 +184,30 @@ __device__ __forceinline__ void bitmap_tc_lanes(unsigned s_tiles, int lane, unsi
     addr[t] = s_tiles + t * A_TILE + 128 + 2u * static_cast<unsigned>(before & 0xffff);
     if (two)
       addr[t + 1] = s_tiles + (t + 1) * A_TILE + 128 + 2u * static_cast<unsigned>(before >> 16);
+  }
+}
+
+// pipe=bulk: as bitmap_tc_lanes (one scan per tile), for a stage that holds the block's row
+// tiles' lane words together (row tile r's at s_words + r·128) and their values packed after
+// them (row tile r's at s_vals + 2·(tp[r] - tp[0]), tp: the step's tile pointers), for the
+// warp's row tiles r0 .. r0 + TILES - 1.
+template <int TILES, int VALS>
+__device__ __forceinline__ void bitmap_tc_lanes_packed(unsigned s_words, unsigned s_vals,
+                                                       const int* tp, int r0, int lane, unsigned* w,
+                                                       unsigned* addr) {
+#pragma unroll
+  for (int t = 0; t < TILES; ++t) {
+    asm volatile("ld.shared.u32 %0, [%1];\n"
+                 : "=r"(w[t])
+                 : "r"(s_words + (r0 + t) * 128 + lane * 4));
+    const int own = VALS ? 2 * __popc((w[t] | (w[t] >> 1)) & 0x55555555u) : __popc(w[t]);
+    int x = own;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int y = __shfl_up_sync(0xffffffffu, x, d);
+      if (lane >= d) x += y;
+    }
+    addr[t] = s_vals + 2u * static_cast<unsigned>(tp[r0 + t] - tp[0] + x - own);
   }
 }
 
@@ -344,7 +384,7 @@ __device__ __forceinline__ void bitmap_tc_arrange_b_rows(const T* __restrict__ B
 // consumer warps (0 .. WARPS - 1) decode and multiply; two mbarriers per stage: full (the
 // producer's expect, then the copies' bytes) and empty (one arrival per consumer warp once it
 // is done with the stage). No block barrier in the loop, and no consumer issues a copy.
-//   producer: wait(empty[s]) -> expect(full[s], bytes) -> cp.async.bulk x (1 + 2·tiles)
+//   producer: wait(empty[s]) -> expect(full[s], bytes) -> cp.async.bulk x 3 (B, words, values)
 //   consumer: wait(full[s]) -> step -> release(empty[s of the step it has finished])
 // The barriers at shared address bars: full of stage s at bars + 8s, empty at
 // bars + 8(STAGES + s). All threads call it; a block barrier follows.
@@ -357,7 +397,7 @@ __device__ __forceinline__ void bitmap_tc_bulk_init(unsigned bars, int tid) {
 
 // pipe=bulk: the lane words of the block's row tiles that no copy fills (local row tile
 // valid .. RTB - 1: at or beyond M) are zero in every stage (no set bit: the decode reads no
-// value), written once before the loop. Stage s's A tile t is at
+// value), written once before the loop. Stage s's lane words of row tile t are at
 // s_stage0 + s·STAGE + A0 + t·A_TILE. All THREADS threads call it; a block barrier follows.
 template <int STAGES, int RTB, int STAGE, int A0, int A_TILE, int THREADS>
 __device__ __forceinline__ void bitmap_tc_bulk_zero(unsigned s_stage0, int valid, int tid) {
@@ -372,43 +412,35 @@ __device__ __forceinline__ void bitmap_tc_bulk_zero(unsigned s_stage0, int valid
 }
 
 // pipe=bulk, the producer warp: steps 0 .. steps - 1 of the block's K part (column tile ct0 + i)
-// into stage i % STAGES, each after the consumers released the stage's last use. Lane t < RTB
-// owns the block's local row tile t (valid < RTB: the rest are beyond M and never copied): its
-// 32 lane words (128 bytes, tile (rt0 + t)·CT + ct0 + i of masks) and its values
-// (s_tp[t·(PT + 1) + i] .. the next, a multiple of 8) to A0 + t·A_TILE of the stage; lane 0
-// announces the step's bytes (a warp sum) and copies B's column tile (B_BYTES of the arranged
-// BWork bw) to the stage's start. The copies' operands differ per lane, so the compiler issues
-// them one lane after another (an elect loop); their address math runs in parallel.
-template <typename T, int STAGES, int RTB, int PT, int CT, int STAGE, int A0, int A_TILE,
-          int B_BYTES>
+// into stage i % STAGES, each after the consumers released the stage's last use. A step's A is
+// the block's `valid` row tiles of its column tile, consecutive in the grouped tile order (tile
+// first + i·stride onwards, ir/bitmap_format.h), so lane 0 announces the step's bytes and issues
+// three copies: B's column tile (B_BYTES of the arranged BWork bw) to the stage's start, the
+// tiles' lane words (valid·128 bytes of masks) to A0, and their values (s_tp[i·(RTB + 1)] ..
+// s_tp[i·(RTB + 1) + RTB], bitmap_tc_bulk_tile_ptrs) to A0 + RTB·128.
+template <typename T, int STAGES, int RTB, int STAGE, int A0, int B_BYTES>
 __device__ __forceinline__ void bitmap_tc_bulk_produce(unsigned bars, unsigned s_stage0,
                                                        const unsigned* __restrict__ bw,
                                                        const unsigned* __restrict__ masks,
                                                        const T* __restrict__ values,
-                                                       const int* s_tp, int rt0, int valid, int ct0,
-                                                       int steps, int lane) {
-  static_assert(RTB <= 32, "bitmap_tc_bulk_produce: a lane per row tile of the block");
-  const bool mine = lane < valid;
-  const int* tp = s_tp + (mine ? lane : 0) * (PT + 1);
+                                                       const int* s_tp, int first, int stride,
+                                                       int valid, int ct0, int steps, int lane) {
+  // the whole warp walks the steps and lane 0 copies: a producer that returned its other lanes
+  // early made ptxas serialise the consumers' wgmma (C7520, "divergent path")
   for (int i = 0; i < steps; ++i) {
     const int s = i % STAGES;
     const unsigned full = bars + 8 * s, st = s_stage0 + s * STAGE;
     if (i >= STAGES) detail::bulk_wait(bars + 8 * (STAGES + s), ((i / STAGES) - 1) & 1);
-    const int v0 = mine ? tp[i] : 0, v1 = mine ? tp[i + 1] : 0;
-    const unsigned bytes = mine ? 128u + 2u * static_cast<unsigned>(v1 - v0) : 0u;
-    const unsigned total = __reduce_add_sync(0xffffffffu, bytes) + B_BYTES;
     if (lane == 0) {
-      detail::bulk_expect(full, total);
+      const int v0 = s_tp[i * (RTB + 1)], v1 = s_tp[i * (RTB + 1) + RTB];
+      const unsigned vbytes = 2u * static_cast<unsigned>(v1 - v0);
+      detail::bulk_expect(full, B_BYTES + 128u * static_cast<unsigned>(valid) + vbytes);
       detail::bulk_copy(st, bw + static_cast<long long>(ct0 + i) * (B_BYTES / 4), B_BYTES, full);
+      detail::bulk_copy(st + A0, masks + (static_cast<long long>(first) + i * stride) * 32,
+                        128u * static_cast<unsigned>(valid), full);
+      if (vbytes > 0) detail::bulk_copy(st + A0 + RTB * 128, values + v0, vbytes, full);
     }
-    __syncwarp();  // the expect before any A copy can land
-    if (mine) {
-      const unsigned dst = st + A0 + lane * A_TILE;
-      detail::bulk_copy(dst, masks + (static_cast<long long>(rt0 + lane) * CT + ct0 + i) * 32, 128,
-                        full);
-      if (v1 > v0)
-        detail::bulk_copy(dst + 128, values + v0, static_cast<unsigned>(2 * (v1 - v0)), full);
-    }
+    __syncwarp();
   }
 }
 

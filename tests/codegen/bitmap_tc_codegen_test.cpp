@@ -530,10 +530,22 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   const Problem p64 = Problem::spmm(a.rows, a.cols, 64, DType::F16);
   const Schedule s =
       parse_schedule("bitmap_tc;warps=4;mt=1;stages=4;mma=wgmma;vals=pair;pipe=bulk");
-  const BitmapTileFormat f = pack_bitmap_tiles(a, BitmapValues::Pair);
+  const BitmapTileFormat f = pack_bitmap_tiles(a, BitmapValues::Pair, kBitmapBulkGroup);
   const GeneratedKernel k = emit_bitmap_tc(p64, s, f);
   EXPECT_TRUE(k.arch_specific);
   EXPECT_TRUE(has(k.source, "__launch_bounds__(160)"));  // 4 computing warps + the producer
+  // the block's tiles of a step are consecutive in the pack's groups: one range of pointers and
+  // of bytes a step, the lane words together and the values packed after them
+  EXPECT_TRUE(has(k.source, "const int first = g0 * "));
+  EXPECT_TRUE(has(k.source,
+                  "sg::bitmap_tc_bulk_tile_ptrs<4, 160>(s_tp, tile_ptr, first, stride, "
+                  "valid, tiles, tid);"));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_lanes_packed<1, 1>("));
+  EXPECT_TRUE(has(k.source, "s_tp + i * 5, warp * 1, lane, w, addr);"));
+  EXPECT_FALSE(has(k.source, "bitmap_tc_load_tile_ptrs"));
+  // the row-tile-major pack is not the order this kernel reads
+  EXPECT_DEATH_IF_SUPPORTED(emit_bitmap_tc(p64, s, pack_bitmap_tiles(a, BitmapValues::Pair)),
+                            "tile order");
   EXPECT_EQ(k.signature.launch.block_threads, 160);
   EXPECT_TRUE(has(k.source, "const int warp = __shfl_sync(0xffffffffu, tid >> 5, 0);"));
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_init<4, 4>(s_bars, tid);"));
@@ -576,13 +588,14 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
     EXPECT_EQ(count(ptx, "wgmma.commit_group"), 2u);  // one group per step, two A sets
     EXPECT_FALSE(has(ptx, "cp.async.cg"));
   }
-  const BitmapTileFormat slot = pack_bitmap_tiles(a);
+  const BitmapTileFormat slot = pack_bitmap_tiles(a, BitmapValues::Slot, kBitmapBulkGroup);
   int i = 0;
   double total_ms = 0;
   for (int64_t n : {8, 16, 32, 64})
     for (int warps : {4, 8})
       for (int mt : {1, 2})
         for (int stages : {3, 4, 6}) {
+          if (warps * mt > kBitmapBulkGroup) continue;  // a step's row tiles within one group
           const DType dt = i % 2 == 0 ? DType::F16 : DType::BF16;
           const int ks = i % 3 == 0 ? 3 : 1;
           const bool pair = i % 4 < 2;
@@ -617,6 +630,7 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   for (int64_t n : {8, 24, 64, 128})
     for (int warps : {1, 4, 8})
       for (int mt : {1, 2}) {
+        if (warps * mt > kBitmapBulkGroup) continue;
         const DType dt = j % 2 == 0 ? DType::F16 : DType::BF16;
         const bool pair = j % 4 < 2;
         BitmapTcSchedule b = make(warps, mt, j % 3 == 0 ? 3 : 1, 2 + j % 3);

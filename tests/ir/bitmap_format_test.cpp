@@ -351,6 +351,49 @@ TEST(BitmapFormat, RandomMatricesRoundTrip) {
   }
 }
 
+// Tiles in groups of G row tiles: the same tiles (masks, values) under bitmap_tile_index, a
+// group's tiles of one column tile consecutive (also in a last, shorter group), the CSR restored,
+// and regrouping back to G = 1 gives the row-tile-major pack exactly.
+TEST(BitmapFormat, GroupedTileOrder) {
+  const CsrMatrix a = random_matrix(16 * 11 + 5, 64 * 5 + 7, 0.3, 31);  // 12 x 6 tiles
+  for (BitmapValues layout : {BitmapValues::Slot, BitmapValues::Pair}) {
+    const BitmapTileFormat f1 = pack_bitmap_tiles(a, layout);
+    for (int64_t g : {2, 5, 8, 16}) {
+      SCOPED_TRACE(::testing::Message() << "vals=" << to_string(layout) << " group " << g);
+      const BitmapTileFormat fg = pack_bitmap_tiles(a, layout, g);
+      EXPECT_EQ(fg.group, g);
+      EXPECT_EQ(fg.slots(), f1.slots());
+      EXPECT_EQ(fg.max_tile_values, f1.max_tile_values);
+      std::vector<bool> seen(static_cast<size_t>(fg.tiles()), false);
+      for (int64_t rt = 0; rt < f1.row_tiles; ++rt)
+        for (int64_t ct = 0; ct < f1.col_tiles; ++ct) {
+          const int64_t t1 = bitmap_tile_index(f1, rt, ct), tg = bitmap_tile_index(fg, rt, ct);
+          ASSERT_EQ(t1, rt * f1.col_tiles + ct);
+          ASSERT_GE(tg, 0);
+          ASSERT_LT(tg, fg.tiles());
+          EXPECT_FALSE(seen[static_cast<size_t>(tg)]);
+          seen[static_cast<size_t>(tg)] = true;
+          if (rt % g != g - 1 && rt + 1 < f1.row_tiles) {
+            EXPECT_EQ(bitmap_tile_index(fg, rt + 1, ct), tg + 1);
+          }
+          EXPECT_EQ(bitmap_lane_words(fg, tg), bitmap_lane_words(f1, t1));
+          const auto b1 = f1.values.begin() + f1.tile_ptr[static_cast<size_t>(t1)];
+          const auto bg = fg.values.begin() + fg.tile_ptr[static_cast<size_t>(tg)];
+          const int64_t n1 = f1.tile_ptr[static_cast<size_t>(t1 + 1)] - (b1 - f1.values.begin());
+          ASSERT_EQ(fg.tile_ptr[static_cast<size_t>(tg + 1)] - fg.tile_ptr[static_cast<size_t>(tg)],
+                    n1);
+          EXPECT_TRUE(std::equal(b1, b1 + n1, bg));
+        }
+      expect_same(unpack_bitmap_tiles(fg), a);
+      const BitmapTileFormat back = regroup_bitmap_tiles(fg, 1);
+      EXPECT_EQ(back.masks, f1.masks);
+      EXPECT_EQ(back.tile_ptr, f1.tile_ptr);
+      EXPECT_EQ(back.values, f1.values);
+    }
+  }
+  EXPECT_THROW(pack_bitmap_tiles(a, BitmapValues::Slot, 0), std::invalid_argument);
+}
+
 TEST(BitmapFormat, EffectiveDensity) {
   // 50% random: about d + 1/16 = 0.56 of dense fp16 (plus the fill and tile pointers).
   const BitmapTileStats st = bitmap_tile_stats(random_matrix(256, 4096, 0.5, 9));
@@ -440,6 +483,29 @@ TEST(BitmapInterpreter, MatchesDoubleReference) {
             }
         }
   EXPECT_EQ(checked, 4 * 2 * 2 * 2 * 4 * 3);
+}
+
+// pipe=bulk reads tiles in groups (bitmap_tc_tile_group): same result as the reference from the
+// grouped pack; the row-tile-major pack is refused for it.
+TEST(BitmapInterpreter, BulkReadsTheGroupedPack) {
+  const CsrMatrix a = random_matrix(16 * 9 + 3, 200, 0.4, 17);
+  const Problem p = Problem::spmm(a.rows, a.cols, 16, DType::F16);
+  std::mt19937 g(3);
+  std::uniform_real_distribution<float> u(-1.5f, 1.5f);
+  std::vector<float> b(static_cast<size_t>(p.k * p.n)), c0(static_cast<size_t>(p.m * p.n));
+  for (float& x : b) x = u(g);
+  for (float& x : c0) x = u(g);
+  BitmapTcSchedule s;
+  s.pipe = BitmapPipe::Bulk;
+  s.mma = MmaKind::Wgmma;
+  s.stages = 4;
+  const BitmapTileFormat f = pack_bitmap_tiles(a, s.values, bitmap_tc_tile_group(s));
+  std::vector<float> got = c0, ref = c0;
+  interpret_bitmap_tc(p, s, f, b, got, 0.75f, -1.5f);
+  reference_spmm(p, a, b, ref, 0.75f, -1.5f);
+  for (size_t i = 0; i < ref.size(); ++i) ASSERT_EQ(got[i], ref[i]) << "at " << i;
+  EXPECT_THROW(interpret_bitmap_tc(p, s, pack_bitmap_tiles(a), b, got, 1.0f, 0.0f),
+               std::logic_error);
 }
 
 TEST(BitmapInterpreter, DegenerateProblems) {

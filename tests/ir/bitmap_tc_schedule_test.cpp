@@ -94,11 +94,11 @@ TEST(BitmapTcSchedule, SpecRoundTrip) {
             "bitmap_tc;warps=8;mt=1;kt=1;ksplit=1;stages=2;mma=wgmma");
   // pipe=bulk is printed (and keyed) only when set; it round-trips with vals=pair.
   {
-    BitmapTcSchedule b = make(8, 2, 3, 4, 1, MmaKind::Wgmma);
+    BitmapTcSchedule b = make(4, 2, 3, 4, 1, MmaKind::Wgmma);
     b.pipe = BitmapPipe::Bulk;
     b.values = BitmapValues::Pair;
     const std::string spec = to_string(Schedule(b));
-    EXPECT_EQ(spec, "bitmap_tc;warps=8;mt=2;kt=1;ksplit=3;stages=4;mma=wgmma;vals=pair;pipe=bulk");
+    EXPECT_EQ(spec, "bitmap_tc;warps=4;mt=2;kt=1;ksplit=3;stages=4;mma=wgmma;vals=pair;pipe=bulk");
     EXPECT_EQ(parse_schedule(spec).as<BitmapTcSchedule>(), b);
     EXPECT_EQ(parse_schedule("bitmap_tc;mma=wgmma;stages=6;pipe=bulk").as<BitmapTcSchedule>().pipe,
               BitmapPipe::Bulk);
@@ -201,6 +201,9 @@ TEST(BitmapTcSchedule, ParseErrorsNameTheField) {
   expect_user_error(parse("bitmap_tc;stages=7;mma=wgmma;pipe=bulk"), {"stages=7"},
                     "bulk, stages=7");
   EXPECT_NO_THROW(parse_schedule("bitmap_tc;stages=6;pipe=bulk"));  // mma.sync too
+  // a step's row tiles come from one group of the pack's tile order
+  expect_user_error(parse("bitmap_tc;warps=8;mt=2;stages=4;mma=wgmma;pipe=bulk"),
+                    {"warps x mt = 16 must divide it"}, "bulk, 16 row tiles");
   // Duplicate key.
   expect_user_error(parse("bitmap_tc;warps=4;mt=1;warps=8"), {"field 'warps'", "second occurrence"},
                     "duplicate warps");
