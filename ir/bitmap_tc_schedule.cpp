@@ -45,11 +45,6 @@ std::vector<std::string> validate(const BitmapTcSchedule& s) {
       bad(fmt::format("stages={} must be in 2..6 with pipe=bulk", s.stages));
     if (s.k_tiles != 1)
       bad(fmt::format("pipe=bulk copies one 64-column tile a step: kt={} must be 1", s.k_tiles));
-    if (kBitmapBulkGroup % (s.rows_per_block() / kBitmapTileRows) != 0)
-      bad(
-          fmt::format("pipe=bulk copies a step's row tiles from one group of {}: warps x mt = {} "
-                      "must divide it",
-                      kBitmapBulkGroup, s.rows_per_block() / kBitmapTileRows));
   } else if (s.stages != 2 && s.stages != 3) {
     bad(fmt::format("stages={} must be 2 or 3", s.stages));
   }
@@ -161,7 +156,7 @@ int64_t bitmap_tc_b_row_bytes(const Problem& p, const BitmapTcSchedule& s) {
 }
 
 int64_t bitmap_tc_tile_group(const BitmapTcSchedule& s) {
-  return s.pipe == BitmapPipe::Bulk ? kBitmapBulkGroup : 1;
+  return s.pipe == BitmapPipe::Bulk ? s.rows_per_block() / kBitmapTileRows : 1;
 }
 
 BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t max_tile_values) {

@@ -91,10 +91,9 @@ std::string print_bitmap_tc(const BitmapTcSchedule& s);
 BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
                                         const std::vector<std::string_view>& parts);
 
-// pipe=bulk reads the pack's tiles in groups of this many row tiles (BitmapTileFormat::group), so
-// that a block's tiles of one step are consecutive; a block's row tiles must divide it.
-inline constexpr int64_t kBitmapBulkGroup = 8;
-// The tile order a schedule's kernel reads: kBitmapBulkGroup with pipe=bulk, else 1.
+// The tile order (BitmapTileFormat::group) a schedule's kernel reads: with pipe=bulk groups of
+// the block's row tiles, so that a block's tiles of one step are consecutive (one copy of lane
+// words, one of values); else 1 (row-tile major).
 int64_t bitmap_tc_tile_group(const BitmapTcSchedule& s);
 
 // Column tiles per K part: ceil(col_tiles / ksplit) (part z covers [z·P, min((z+1)·P, tiles))).

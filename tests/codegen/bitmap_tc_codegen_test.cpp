@@ -530,7 +530,7 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   const Problem p64 = Problem::spmm(a.rows, a.cols, 64, DType::F16);
   const Schedule s =
       parse_schedule("bitmap_tc;warps=4;mt=1;stages=4;mma=wgmma;vals=pair;pipe=bulk");
-  const BitmapTileFormat f = pack_bitmap_tiles(a, BitmapValues::Pair, kBitmapBulkGroup);
+  const BitmapTileFormat f = pack_bitmap_tiles(a, BitmapValues::Pair, 4);  // the block's 4 tiles
   const GeneratedKernel k = emit_bitmap_tc(p64, s, f);
   EXPECT_TRUE(k.arch_specific);
   EXPECT_TRUE(has(k.source, "__launch_bounds__(160)"));  // 4 computing warps + the producer
@@ -588,14 +588,16 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
     EXPECT_EQ(count(ptx, "wgmma.commit_group"), 2u);  // one group per step, two A sets
     EXPECT_FALSE(has(ptx, "cp.async.cg"));
   }
-  const BitmapTileFormat slot = pack_bitmap_tiles(a, BitmapValues::Slot, kBitmapBulkGroup);
+  // the pack in groups of the block's row tiles (bitmap_tc_tile_group)
+  const auto pack = [&](const BitmapTcSchedule& b) {
+    return pack_bitmap_tiles(a, b.values, bitmap_tc_tile_group(b));
+  };
   int i = 0;
   double total_ms = 0;
   for (int64_t n : {8, 16, 32, 64})
     for (int warps : {4, 8})
       for (int mt : {1, 2})
         for (int stages : {3, 4, 6}) {
-          if (warps * mt > kBitmapBulkGroup) continue;  // a step's row tiles within one group
           const DType dt = i % 2 == 0 ? DType::F16 : DType::BF16;
           const int ks = i % 3 == 0 ? 3 : 1;
           const bool pair = i % 4 < 2;
@@ -605,8 +607,7 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
           b.values = pair ? BitmapValues::Pair : BitmapValues::Slot;
           const Problem p = Problem::spmm(a.rows, a.cols, n, dt);
           try {
-            const auto r =
-                compile_verbose(emit_bitmap_tc(p, Schedule(b), pair ? f : slot), "sm_90a");
+            const auto r = compile_verbose(emit_bitmap_tc(p, Schedule(b), pack(b)), "sm_90a");
             total_ms += r.compile_ms;
             EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
                 << to_string(p) << " " << to_string(Schedule(b)) << "\n"
@@ -619,7 +620,7 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   std::printf("[ NVRTC    ] %d bulk bitmap_tc kernels for sm_90a in %.0f ms\n", i, total_ms);
   // mma.sync with pipe=bulk: B arranged in the staged tile's padded rows; plain sm_90 (no wgmma).
   const Schedule ss = parse_schedule("bitmap_tc;warps=4;mt=2;ksplit=2;stages=3;pipe=bulk");
-  const GeneratedKernel ks = emit_bitmap_tc(p64, ss, slot);
+  const GeneratedKernel ks = emit_bitmap_tc(p64, ss, pack(ss.as<BitmapTcSchedule>()));
   EXPECT_FALSE(ks.arch_specific);
   EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_arrange_b_rows<T, 8, 9>("));  // 9 units: 144-byte rows
   EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_mma_quarter<T, 8, 2, 144>("));
@@ -630,7 +631,6 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   for (int64_t n : {8, 24, 64, 128})
     for (int warps : {1, 4, 8})
       for (int mt : {1, 2}) {
-        if (warps * mt > kBitmapBulkGroup) continue;
         const DType dt = j % 2 == 0 ? DType::F16 : DType::BF16;
         const bool pair = j % 4 < 2;
         BitmapTcSchedule b = make(warps, mt, j % 3 == 0 ? 3 : 1, 2 + j % 3);
@@ -639,7 +639,7 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
         b.values = pair ? BitmapValues::Pair : BitmapValues::Slot;
         const Problem p = Problem::spmm(a.rows, a.cols, n, dt);
         try {
-          const auto r = compile_verbose(emit_bitmap_tc(p, Schedule(b), pair ? f : slot), "sm_90");
+          const auto r = compile_verbose(emit_bitmap_tc(p, Schedule(b), pack(b)), "sm_90");
           EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
               << to_string(p) << " " << to_string(Schedule(b)) << "\n"
               << r.log;

@@ -1486,7 +1486,7 @@ TEST(GpuBitmapTc, BulkPipe) {
   for (const char* vals : {"", ";vals=pair"}) {
     const std::string specs_s[4] = {
         std::string("bitmap_tc;warps=4;mt=1;ksplit=1;stages=4;mma=wgmma;pipe=bulk") + vals,
-        std::string("bitmap_tc;warps=4;mt=2;ksplit=3;stages=3;mma=wgmma;pipe=bulk") + vals,
+        std::string("bitmap_tc;warps=8;mt=2;ksplit=3;stages=3;mma=wgmma;pipe=bulk") + vals,
         std::string("bitmap_tc;warps=4;mt=2;ksplit=1;stages=6;mma=wgmma;pipe=bulk") + vals,
         std::string("bitmap_tc;warps=8;mt=1;ksplit=4;stages=4;mma=wgmma;pipe=bulk") + vals,
     };

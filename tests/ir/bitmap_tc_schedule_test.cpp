@@ -201,9 +201,14 @@ TEST(BitmapTcSchedule, ParseErrorsNameTheField) {
   expect_user_error(parse("bitmap_tc;stages=7;mma=wgmma;pipe=bulk"), {"stages=7"},
                     "bulk, stages=7");
   EXPECT_NO_THROW(parse_schedule("bitmap_tc;stages=6;pipe=bulk"));  // mma.sync too
-  // a step's row tiles come from one group of the pack's tile order
-  expect_user_error(parse("bitmap_tc;warps=8;mt=2;stages=4;mma=wgmma;pipe=bulk"),
-                    {"warps x mt = 16 must divide it"}, "bulk, 16 row tiles");
+  // the kernel reads the pack in groups of the block's row tiles
+  EXPECT_EQ(
+      bitmap_tc_tile_group(parse_schedule("bitmap_tc;warps=8;mt=2;stages=4;mma=wgmma;pipe=bulk")
+                               .as<BitmapTcSchedule>()),
+      16);
+  EXPECT_EQ(bitmap_tc_tile_group(
+                parse_schedule("bitmap_tc;warps=4;mt=2;stages=3").as<BitmapTcSchedule>()),
+            1);
   // Duplicate key.
   expect_user_error(parse("bitmap_tc;warps=4;mt=1;warps=8"), {"field 'warps'", "second occurrence"},
                     "duplicate warps");
