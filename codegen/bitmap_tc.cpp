@@ -60,11 +60,12 @@ class BitmapTcEmitter : public Emitter {
     atomic_ = s_.output() == OutputMode::Atomic;
     wgmma_ = s_.mma == MmaKind::Wgmma;
     bulk_ = s_.pipe == BitmapPipe::Bulk;
+    step_copy_ = s_.copy == BitmapCopy::Step;
     for (const char* n :
-         {"values", "B",    "C",     "ws",    "alpha",   "beta",   "masks",    "tile_ptr",
-          "lane",   "warp", "tid",   "T",     "sg_smem", "s_tp",   "s_stage0", "ct0",
-          "tiles",  "acc",  "issue", "steps", "k_end",   "bw",     "s_bars",   "step",
-          "a0",     "a1",   "valid", "rt0",   "g0",      "stride", "first"})
+         {"values", "B",    "C",     "ws",    "alpha",   "beta", "masks",    "tile_ptr",
+          "lane",   "warp", "tid",   "T",     "sg_smem", "s_tp", "s_stage0", "ct0",
+          "tiles",  "acc",  "issue", "steps", "k_end",   "bw",   "s_bars",   "step",
+          "a0",     "a1",   "valid", "rt0",   "first"})
       reserve(n);
     decl(fmt::format("// sparsegen bitmap_tc kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -100,21 +101,37 @@ class BitmapTcEmitter : public Emitter {
   //   else for i: wait(full[i % S]) -> step(i) [-> wgmma_wait<1>] -> release(empty[...])
   void emit_bulk_body() {
     const int MT = s_.m_tiles, S = s_.stages, W = s_.warps_per_block;
-    comment("a stage: B's column tile, the row tiles' lane words (the producer copies the valid");
-    comment("ones; the rest stay zero, written once here), then their values, packed");
+    if (step_copy_) {
+      comment("a stage: B's column tile, the row tiles' lane words (the producer copies the valid");
+      comment("ones; the rest stay zero, written once here), then their values, packed");
+    } else {
+      comment("row tiles of this block below M: the producer copies them, the rest read zero lane");
+      comment("words, written once here");
+      line(fmt::format("const int valid = min({}, {} - blockIdx.x * {});", RTB_, f_.row_tiles,
+                       RTB_));
+    }
     call_stmt(tmpl::bitmap_tc_bulk_zero,
               targs(IntArg{S}, IntArg{RTB_}, IntArg{smem_.stage}, IntArg{smem_.b_step},
-                    IntArg{kBitmapLaneBytes}, IntArg{THREADS_}),
+                    IntArg{step_copy_ ? kBitmapLaneBytes : smem_.a_tile}, IntArg{THREADS_}),
               u32("s_stage0"), i32("valid"), i32("tid"));
     line("__syncthreads();");
     {
       auto producer = block(fmt::format("if (warp == {})", W));
-      call_stmt(tmpl::bitmap_tc_bulk_produce,
-                targs(TypeArg{"T"}, IntArg{S}, IntArg{RTB_}, IntArg{smem_.stage},
-                      IntArg{smem_.b_step}, IntArg{b_tile_bytes()}),
-                u32("s_bars"), u32("s_stage0"), cptr_u32("bw"), cptr_u32("masks"), cptr_t("values"),
-                cptr_i32("s_tp"), i32("first"), i32("stride"), i32("valid"), i32("ct0"),
-                i32("steps"), i32("lane"));
+      if (step_copy_)
+        call_stmt(tmpl::bitmap_tc_bulk_produce_steps,
+                  targs(TypeArg{"T"}, IntArg{S}, IntArg{RTB_}, IntArg{smem_.stage},
+                        IntArg{smem_.b_step}, IntArg{b_tile_bytes()}),
+                  u32("s_bars"), u32("s_stage0"), cptr_u32("bw"), cptr_u32("masks"),
+                  cptr_t("values"), cptr_i32("s_tp"), i32("first"), i32("valid"), i32("valid"),
+                  i32("ct0"), i32("steps"), i32("lane"));
+      else
+        call_stmt(tmpl::bitmap_tc_bulk_produce_tiles,
+                  targs(TypeArg{"T"}, IntArg{S}, IntArg{RTB_}, IntArg{PT_}, IntArg{CT_},
+                        IntArg{smem_.stage}, IntArg{smem_.b_step}, IntArg{smem_.a_tile},
+                        IntArg{b_tile_bytes()}),
+                  u32("s_bars"), u32("s_stage0"), cptr_u32("bw"), cptr_u32("masks"),
+                  cptr_t("values"), cptr_i32("s_tp"), i32(fmt::format("blockIdx.x * {}", RTB_)),
+                  i32("valid"), i32("ct0"), i32("steps"), i32("lane"));
     }
     auto consumer = block(fmt::format("if (warp < {})", W));
     line(fmt::format("float acc[{}];", MT * NT_ * 4));
@@ -127,16 +144,26 @@ class BitmapTcEmitter : public Emitter {
     };
     const auto lanes = [&] {
       line(fmt::format("unsigned w[{}], addr[{}];", MT, MT));
-      const std::string words = fmt::format("{} + {}", stage_b("buf"), smem_.b_step);
-      call_stmt(tmpl::bitmap_tc_lanes_packed, targs(IntArg{MT}, IntArg{pairs_ ? 1 : 0}), u32(words),
-                u32(fmt::format("{} + {}", words, RTB_ * kBitmapLaneBytes)),
-                cptr_i32(fmt::format("s_tp + i * {}", RTB_ + 1)), i32(fmt::format("warp * {}", MT)),
-                i32("lane"), ptr_u32("w"), ptr_u32("addr"));
+      if (step_copy_) {
+        const std::string words = fmt::format("{} + {}", stage_b("buf"), smem_.b_step);
+        call_stmt(tmpl::bitmap_tc_lanes_packed, targs(IntArg{MT}, IntArg{pairs_ ? 1 : 0}),
+                  u32(words), u32(fmt::format("{} + {}", words, RTB_ * kBitmapLaneBytes)),
+                  cptr_i32(fmt::format("s_tp + i * {}", RTB_ + 1)),
+                  i32(fmt::format("warp * {}", MT)), i32("lane"), ptr_u32("w"), ptr_u32("addr"));
+      } else {
+        call_stmt(tmpl::bitmap_tc_lanes,
+                  targs(IntArg{MT}, IntArg{smem_.a_tile}, IntArg{0}, IntArg{pairs_ ? 1 : 0}),
+                  u32(a_tile("buf", fmt::format("warp * {}", MT))), i32("lane"), ptr_u32("w"),
+                  ptr_u32("addr"));
+      }
     };
+    // copy=step: the step's tile pointers locate each row tile's values in the stage
+    const std::string step_arg = step_copy_ ? ", int i" : "";
+    const std::string step_i = step_copy_ ? ", i" : "";
     if (!wgmma_) {
       comment(
           "step(buf): per quarter, the A operands of the warp's row tiles, then their mma.sync");
-      auto fn = block("auto step = [&](int buf, int i)", ";");
+      auto fn = block(fmt::format("auto step = [&](int buf{})", step_arg), ";");
       lanes();
       line(fmt::format("unsigned a[{}];", 4 * MT));
       line("#pragma unroll");
@@ -148,7 +175,7 @@ class BitmapTcEmitter : public Emitter {
     } else {
       comment("step(a, buf): the step's A into a (4 quarters x mt row tiles x 4 registers), then");
       comment("its multiplies, issued and not waited for");
-      auto fn = block("auto step = [&](unsigned* a, int buf, int i)", ";");
+      auto fn = block(fmt::format("auto step = [&](unsigned* a, int buf{})", step_arg), ";");
       lanes();
       line("#pragma unroll");
       {
@@ -167,9 +194,9 @@ class BitmapTcEmitter : public Emitter {
                 u32(fmt::format("(i / {}) & 1", S)));
       if (wgmma_) {
         line("if (i & 1)");
-        line("  step(a1, buf, i);");
+        line(fmt::format("  step(a1, buf{});", step_i));
         line("else");
-        line("  step(a0, buf, i);");
+        line(fmt::format("  step(a0, buf{});", step_i));
         comment("step i - 1's multiplies are done: its registers and its stage are free");
         call_stmt(tmpl::wgmma_wait, targs(IntArg{1}));
         line("if (i > 0)");
@@ -179,7 +206,7 @@ class BitmapTcEmitter : public Emitter {
                  .text +
              ";");
       } else {
-        line("step(buf, i);");
+        line(fmt::format("step(buf{});", step_i));
         comment("the warp's loads of the stage were consumed by its mma.sync: release it");
         call_stmt(tmpl::bitmap_tc_bulk_release, u32(fmt::format("s_bars + 8 * ({} + buf)", S)),
                   i32("lane"));
@@ -241,18 +268,14 @@ class BitmapTcEmitter : public Emitter {
       call_stmt(tmpl::bitmap_tc_bulk_init, targs(IntArg{s_.stages}, IntArg{s_.warps_per_block}),
                 u32("s_bars"), i32("tid"));
     }
-    if (bulk_) {
-      const int64_t G = f_.group;
-      comment("the block's row tiles below M; their tiles of a column tile are consecutive in the");
-      comment(fmt::format(
-          "pack's groups of {} row tiles: tile first + i * stride is (rt0, ct0 + i)", G));
+    if (step_copy_) {
+      comment("the block's row tiles below M are one group of the pack: its tiles of column tile");
+      comment("ct0 + i are tiles first + i * valid onwards");
       line(fmt::format("const int rt0 = blockIdx.x * {};", RTB_));
       line(fmt::format("const int valid = min({}, {} - rt0);", RTB_, f_.row_tiles));
-      line(fmt::format("const int g0 = rt0 / {0} * {0};", G));
-      line(fmt::format("const int stride = min({}, {} - g0);", G, f_.row_tiles));
-      line(fmt::format("const int first = g0 * {} + ct0 * stride + (rt0 - g0);", CT_));
+      line(fmt::format("const int first = rt0 * {} + ct0 * valid;", CT_));
       call_stmt(tmpl::bitmap_tc_bulk_tile_ptrs, targs(IntArg{RTB_}, IntArg{THREADS_}),
-                ptr_i32("s_tp"), cptr_i32("tile_ptr"), i32("first"), i32("stride"), i32("valid"),
+                ptr_i32("s_tp"), cptr_i32("tile_ptr"), i32("first"), i32("valid"), i32("valid"),
                 i32("tiles"), i32("tid"));
     } else {
       call_stmt(tmpl::bitmap_tc_load_tile_ptrs,
@@ -493,9 +516,10 @@ class BitmapTcEmitter : public Emitter {
   int64_t CT_ = 1, PT_ = 1;
   bool atomic_ = false;
   bool wgmma_ = false;
-  bool pairs_ = false;  // vals=pair: one 32-bit load per A register
-  bool bulk_ = false;   // pipe=bulk: bulk copies on mbarriers, B arranged by an aux kernel
-  AuxKernel arrange_;   // pipe=bulk's b_transform
+  bool pairs_ = false;      // vals=pair: one 32-bit load per A register
+  bool bulk_ = false;       // pipe=bulk: bulk copies on mbarriers, B arranged by an aux kernel
+  bool step_copy_ = false;  // copy=step: a step's lane words and values in one copy each
+  AuxKernel arrange_;       // pipe=bulk's b_transform
 };
 
 }  // namespace

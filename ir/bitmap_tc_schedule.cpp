@@ -17,8 +17,13 @@ int64_t col_tiles_of(const Problem& p) {
 
 constexpr std::string_view kMmaNames[] = {"sync", "wgmma"};
 constexpr std::string_view kPipeNames[] = {"async", "bulk"};
+constexpr std::string_view kCopyNames[] = {"tile", "step"};
 
 }  // namespace
+
+std::string_view to_string(BitmapCopy c) {
+  return kCopyNames[static_cast<int>(c)];
+}
 
 std::string_view to_string(BitmapPipe p) {
   return kPipeNames[static_cast<int>(p)];
@@ -45,6 +50,8 @@ std::vector<std::string> validate(const BitmapTcSchedule& s) {
       bad(fmt::format("stages={} must be in 2..6 with pipe=bulk", s.stages));
     if (s.k_tiles != 1)
       bad(fmt::format("pipe=bulk copies one 64-column tile a step: kt={} must be 1", s.k_tiles));
+  } else if (s.copy != BitmapCopy::Tile) {
+    bad(fmt::format("copy={} needs pipe=bulk", to_string(s.copy)));
   } else if (s.stages != 2 && s.stages != 3) {
     bad(fmt::format("stages={} must be 2 or 3", s.stages));
   }
@@ -81,10 +88,11 @@ std::string bitmap_tc_spec(const BitmapTcSchedule& s) {
   // The default value layout is left out, so the SPECs (and kernel database keys) of slot
   // schedules read as they did before the field existed.
   return fmt::format(
-      "bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};mma={}{}{}", s.warps_per_block, s.m_tiles,
-      s.k_tiles, s.ksplit, s.stages, to_string(s.mma),
+      "bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};mma={}{}{}{}", s.warps_per_block,
+      s.m_tiles, s.k_tiles, s.ksplit, s.stages, to_string(s.mma),
       s.values == BitmapValues::Slot ? "" : fmt::format(";vals={}", to_string(s.values)),
-      s.pipe == BitmapPipe::Async ? "" : fmt::format(";pipe={}", to_string(s.pipe)));
+      s.pipe == BitmapPipe::Async ? "" : fmt::format(";pipe={}", to_string(s.pipe)),
+      s.copy == BitmapCopy::Tile ? "" : fmt::format(";copy={}", to_string(s.copy)));
 }
 
 std::string print_bitmap_tc(const BitmapTcSchedule& s) {
@@ -99,6 +107,10 @@ std::string print_bitmap_tc(const BitmapTcSchedule& s) {
   out += fmt::format("  k     : ksplit={} parts, {} column tile{} per step, {} stages={}\n",
                      s.ksplit, s.k_tiles, s.k_tiles == 1 ? "" : "s",
                      s.pipe == BitmapPipe::Bulk ? "bulk-copy (mbarrier)" : "cp.async", s.stages);
+  if (s.copy == BitmapCopy::Step)
+    out +=
+        "  copy  : step (a step's lane words and values in one copy each; pack grouped by "
+        "the block's row tiles)\n";
   out += s.mma == MmaKind::Wgmma
              ? "  math  : wgmma.m64nNk16 per warpgroup (A from registers, B from shared), fp32 "
                "accumulate\n"
@@ -130,9 +142,12 @@ BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
       s.values = *l;
     } else if (key == "pipe") {
       s.pipe = spec_fields::parse_enum<BitmapPipe>(key, kPipeNames, v);
+    } else if (key == "copy") {
+      s.copy = spec_fields::parse_enum<BitmapCopy>(key, kCopyNames, v);
     } else
       spec_fields::error(
-          key, "one of warps, mt, kt, ksplit, stages, mma, vals, pipe (family bitmap_tc)", key);
+          key, "one of warps, mt, kt, ksplit, stages, mma, vals, pipe, copy (family bitmap_tc)",
+          key);
   });
   spec_fields::check_legal(spec, validate(s));
   return s;
@@ -156,7 +171,7 @@ int64_t bitmap_tc_b_row_bytes(const Problem& p, const BitmapTcSchedule& s) {
 }
 
 int64_t bitmap_tc_tile_group(const BitmapTcSchedule& s) {
-  return s.pipe == BitmapPipe::Bulk ? s.rows_per_block() / kBitmapTileRows : 1;
+  return s.copy == BitmapCopy::Step ? s.rows_per_block() / kBitmapTileRows : 1;
 }
 
 BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t max_tile_values) {
@@ -165,7 +180,7 @@ BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t
   const int64_t part = bitmap_tc_part_tiles(col_tiles_of(p), s.ksplit);
   BitmapTcSmem m;
   m.tile_ptrs =
-      round16((s.pipe == BitmapPipe::Bulk ? part * (row_tiles + 1) : row_tiles * (part + 1)) * 4);
+      round16((s.copy == BitmapCopy::Step ? part * (row_tiles + 1) : row_tiles * (part + 1)) * 4);
   m.b_tile = kBitmapTileCols * bitmap_tc_b_row_bytes(p, s);
   m.a_values = round16(2 * max_tile_values);
   m.a_tile = kBitmapTileRows * 8 + m.a_values;
@@ -282,20 +297,26 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
   // 28672x7168 at N = 64 (same process), about level with cuBLAS on it at N = 32 and 64, 1.18x
   // faster than cuBLAS on 12288x12288 at N = 32; slower than mma.sync on 4096x4096 at N = 32.
   // Four warps keep six stages and eight keep four (the best of each there); mt = 2 measured
-  // 1.4x slower. The tuner measures which wins.
+  // 1.4x slower. Both copy kinds: copy=step (three copies a step) made 8 warps on 28672x7168 at
+  // N = 32 / 64 1.24x faster than copy=tile, while 4 warps on 12288x12288 at N = 32 ran 1.2x
+  // slower with it (not understood). The tuner measures which wins.
   if (dev.wgmma && (p.n == 32 || p.n == 64)) {
-    for (int warps : {4, 8}) {
-      for (int ks = 1; ks <= 64 && ks <= tiles; ks *= 2) {
-        BitmapTcSchedule s;
-        s.warps_per_block = warps;
-        s.ksplit = ks;
-        s.stages = warps == 4 ? 6 : 4;
-        s.mma = MmaKind::Wgmma;
-        s.values = BitmapValues::Pair;
-        s.pipe = BitmapPipe::Bulk;
-        if (ks > 1 && bitmap_tc_grid_x(p, s) * (ks / 2) >= 4 * int64_t{dev.multiprocessors}) break;
-        if (!verify_bitmap_tc(p, s, st, dev).empty()) continue;
-        out.emplace_back(s);
+    for (BitmapCopy copy : {BitmapCopy::Tile, BitmapCopy::Step}) {
+      for (int warps : {4, 8}) {
+        for (int ks = 1; ks <= 64 && ks <= tiles; ks *= 2) {
+          BitmapTcSchedule s;
+          s.warps_per_block = warps;
+          s.ksplit = ks;
+          s.stages = warps == 4 ? 6 : 4;
+          s.mma = MmaKind::Wgmma;
+          s.values = BitmapValues::Pair;
+          s.pipe = BitmapPipe::Bulk;
+          s.copy = copy;
+          if (ks > 1 && bitmap_tc_grid_x(p, s) * (ks / 2) >= 4 * int64_t{dev.multiprocessors})
+            break;
+          if (!verify_bitmap_tc(p, s, st, dev).empty()) continue;
+          out.emplace_back(s);
+        }
       }
     }
   }

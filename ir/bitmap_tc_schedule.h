@@ -7,6 +7,8 @@
 //     kt      64-column tiles per step (1, 2, 4)    ksplit  K parts, grid.y (1..64)
 //     stages  buffers in flight (2, 3; pipe=bulk 2..6) mma  sync (mma.sync) or wgmma (sm_90a)
 //     vals    value layout: slot (default, not printed) or pair (ir/bitmap_format.h)
+//     copy    pipe=bulk: tile (default, not printed: a copy per row tile) or step (a copy of a
+//             step's lane words and one of its values: the pack grouped by the block's rows)
 //     pipe    how a step's tiles reach shared memory: async (default, not printed: every thread's
 //             cp.async copies and two block barriers a step) or bulk (kt=1, sm_90: a producer
 //             warp beyond `warps` issues each step's A tiles and B rows as cp.async.bulk copies
@@ -38,6 +40,12 @@ std::optional<MmaKind> parse_mma(std::string_view s);
 // How a step's B rows and A tiles reach shared memory (see the SPEC fields above).
 enum class BitmapPipe { Async, Bulk };
 std::string_view to_string(BitmapPipe p);  // "async", "bulk"
+// pipe=bulk: what one bulk copy of A carries. tile: a row tile's lane words or values (two
+// copies per row tile a step, issued lane by lane; the row-tile-major pack). step: the block's
+// row tiles' lane words, or their values, of one step (three copies a step from one lane; the
+// pack in groups of the block's row tiles, bitmap_tc_tile_group).
+enum class BitmapCopy { Tile, Step };
+std::string_view to_string(BitmapCopy c);  // "tile", "step"
 
 // ─── Bitmap tiles on tensor cores (family "bitmap_tc") ───────────────────────────────────────
 // Over the bitmap-tile format (ir/bitmap_format.h: 16 x 64 tiles, a 64-bit mask per tile row and
@@ -70,6 +78,8 @@ struct BitmapTcSchedule {
   BitmapValues values = BitmapValues::Slot;
   // bulk: kt=1, stages 2..6, sm_90; a producer warp beyond the `warps` that compute
   BitmapPipe pipe = BitmapPipe::Async;
+  // pipe=bulk: one copy per row tile or per step (BitmapCopy)
+  BitmapCopy copy = BitmapCopy::Tile;
 
   int rows_per_block() const { return warps_per_block * m_tiles * 16; }
   int threads_per_block() const {
@@ -91,7 +101,7 @@ std::string print_bitmap_tc(const BitmapTcSchedule& s);
 BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
                                         const std::vector<std::string_view>& parts);
 
-// The tile order (BitmapTileFormat::group) a schedule's kernel reads: with pipe=bulk groups of
+// The tile order (BitmapTileFormat::group) a schedule's kernel reads: with copy=step groups of
 // the block's row tiles, so that a block's tiles of one step are consecutive (one copy of lane
 // words, one of values); else 1 (row-tile major).
 int64_t bitmap_tc_tile_group(const BitmapTcSchedule& s);
@@ -105,11 +115,11 @@ int64_t bitmap_tc_grid_y(const Problem& p, const BitmapTcSchedule& s);  // kspli
 // stored in 16-byte column groups, see sg_wgmma.cuh; only its size is counted here).
 int64_t bitmap_tc_b_row_bytes(const Problem& p, const BitmapTcSchedule& s);
 // Dynamic shared memory of the kernel, in bytes (all multiples of 16):
-//   [tile pointers: rows_per_block/16 row tiles x (part tiles + 1) ints; pipe=bulk: part tiles
+//   [tile pointers: rows_per_block/16 row tiles x (part tiles + 1) ints; copy=step: part tiles
 //    x (row tiles + 1), a step's tiles consecutive]
 //   [pipe=bulk: two 8-byte mbarriers per stage (full, empty), rounded to 16]
 //   stages x k_tiles x [B tile: 64 x b_row | per row tile of the block: 32 lane words (128) |
-//   values]; pipe=bulk: stages x [B tile | the row tiles' lane words | their values, packed]
+//   values]; copy=step: stages x [B tile | the row tiles' lane words | their values, packed]
 struct BitmapTcSmem {
   int64_t tile_ptrs = 0;  // bytes of the tile-pointer table
   int64_t barriers = 0;   // pipe=bulk: the stages' full and empty mbarriers

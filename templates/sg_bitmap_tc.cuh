@@ -384,7 +384,8 @@ __device__ __forceinline__ void bitmap_tc_arrange_b_rows(const T* __restrict__ B
 // consumer warps (0 .. WARPS - 1) decode and multiply; two mbarriers per stage: full (the
 // producer's expect, then the copies' bytes) and empty (one arrival per consumer warp once it
 // is done with the stage). No block barrier in the loop, and no consumer issues a copy.
-//   producer: wait(empty[s]) -> expect(full[s], bytes) -> cp.async.bulk x 3 (B, words, values)
+//   producer: wait(empty[s]) -> expect(full[s], bytes) -> cp.async.bulk x (1 + 2·tiles), or
+//             x 3 with copy=step (B, the tiles' lane words, their values)
 //   consumer: wait(full[s]) -> step -> release(empty[s of the step it has finished])
 // The barriers at shared address bars: full of stage s at bars + 8s, empty at
 // bars + 8(STAGES + s). All threads call it; a block barrier follows.
@@ -411,20 +412,59 @@ __device__ __forceinline__ void bitmap_tc_bulk_zero(unsigned s_stage0, int valid
   }
 }
 
-// pipe=bulk, the producer warp: steps 0 .. steps - 1 of the block's K part (column tile ct0 + i)
-// into stage i % STAGES, each after the consumers released the stage's last use. A step's A is
-// the block's `valid` row tiles of its column tile, consecutive in the grouped tile order (tile
-// first + i·stride onwards, ir/bitmap_format.h), so lane 0 announces the step's bytes and issues
-// three copies: B's column tile (B_BYTES of the arranged BWork bw) to the stage's start, the
+// pipe=bulk, copy=tile, the producer warp: steps 0 .. steps - 1 of the block's K part (column tile
+// ct0 + i) into stage i % STAGES, each after the consumers released the stage's last use. Lane t <
+// RTB owns the block's local row tile t (valid < RTB: the rest are beyond M and never copied): its
+// 32 lane words (128 bytes, tile (rt0 + t)·CT + ct0 + i of masks) and its values
+// (s_tp[t·(PT + 1) + i] .. the next, a multiple of 8) to A0 + t·A_TILE of the stage; lane 0
+// announces the step's bytes (a warp sum) and copies B's column tile (B_BYTES of the arranged
+// BWork bw) to the stage's start. The copies' operands differ per lane, so the compiler issues
+// them one lane after another (an elect loop); their address math runs in parallel.
+template <typename T, int STAGES, int RTB, int PT, int CT, int STAGE, int A0, int A_TILE,
+          int B_BYTES>
+__device__ __forceinline__ void bitmap_tc_bulk_produce_tiles(unsigned bars, unsigned s_stage0,
+                                                             const unsigned* __restrict__ bw,
+                                                             const unsigned* __restrict__ masks,
+                                                             const T* __restrict__ values,
+                                                             const int* s_tp, int rt0, int valid,
+                                                             int ct0, int steps, int lane) {
+  static_assert(RTB <= 32, "bitmap_tc_bulk_produce_tiles: a lane per row tile of the block");
+  const bool mine = lane < valid;
+  const int* tp = s_tp + (mine ? lane : 0) * (PT + 1);
+  for (int i = 0; i < steps; ++i) {
+    const int s = i % STAGES;
+    const unsigned full = bars + 8 * s, st = s_stage0 + s * STAGE;
+    if (i >= STAGES) detail::bulk_wait(bars + 8 * (STAGES + s), ((i / STAGES) - 1) & 1);
+    const int v0 = mine ? tp[i] : 0, v1 = mine ? tp[i + 1] : 0;
+    const unsigned bytes = mine ? 128u + 2u * static_cast<unsigned>(v1 - v0) : 0u;
+    const unsigned total = __reduce_add_sync(0xffffffffu, bytes) + B_BYTES;
+    if (lane == 0) {
+      detail::bulk_expect(full, total);
+      detail::bulk_copy(st, bw + static_cast<long long>(ct0 + i) * (B_BYTES / 4), B_BYTES, full);
+    }
+    __syncwarp();  // the expect before any A copy can land
+    if (mine) {
+      const unsigned dst = st + A0 + lane * A_TILE;
+      detail::bulk_copy(dst, masks + (static_cast<long long>(rt0 + lane) * CT + ct0 + i) * 32, 128,
+                        full);
+      if (v1 > v0)
+        detail::bulk_copy(dst + 128, values + v0, static_cast<unsigned>(2 * (v1 - v0)), full);
+    }
+  }
+}
+
+// pipe=bulk, copy=step, the producer warp: steps 0 .. steps - 1 of the block's K part (column tile
+// ct0 + i) into stage i % STAGES, each after the consumers released the stage's last use. A step's
+// A is the block's `valid` row tiles of its column tile, consecutive in the grouped tile order
+// (tile first + i·stride onwards, ir/bitmap_format.h), so lane 0 announces the step's bytes and
+// issues three copies: B's column tile (B_BYTES of the arranged BWork bw) to the stage's start, the
 // tiles' lane words (valid·128 bytes of masks) to A0, and their values (s_tp[i·(RTB + 1)] ..
 // s_tp[i·(RTB + 1) + RTB], bitmap_tc_bulk_tile_ptrs) to A0 + RTB·128.
 template <typename T, int STAGES, int RTB, int STAGE, int A0, int B_BYTES>
-__device__ __forceinline__ void bitmap_tc_bulk_produce(unsigned bars, unsigned s_stage0,
-                                                       const unsigned* __restrict__ bw,
-                                                       const unsigned* __restrict__ masks,
-                                                       const T* __restrict__ values,
-                                                       const int* s_tp, int first, int stride,
-                                                       int valid, int ct0, int steps, int lane) {
+__device__ __forceinline__ void bitmap_tc_bulk_produce_steps(
+    unsigned bars, unsigned s_stage0, const unsigned* __restrict__ bw,
+    const unsigned* __restrict__ masks, const T* __restrict__ values, const int* s_tp, int first,
+    int stride, int valid, int ct0, int steps, int lane) {
   // the whole warp walks the steps and lane 0 copies: a producer that returned its other lanes
   // early made ptxas serialise the consumers' wgmma (C7520, "divergent path")
   for (int i = 0; i < steps; ++i) {

@@ -529,17 +529,18 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   const CsrMatrix a = odd_matrix();
   const Problem p64 = Problem::spmm(a.rows, a.cols, 64, DType::F16);
   const Schedule s =
-      parse_schedule("bitmap_tc;warps=4;mt=1;stages=4;mma=wgmma;vals=pair;pipe=bulk");
+      parse_schedule("bitmap_tc;warps=4;mt=1;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step");
   const BitmapTileFormat f = pack_bitmap_tiles(a, BitmapValues::Pair, 4);  // the block's 4 tiles
   const GeneratedKernel k = emit_bitmap_tc(p64, s, f);
   EXPECT_TRUE(k.arch_specific);
   EXPECT_TRUE(has(k.source, "__launch_bounds__(160)"));  // 4 computing warps + the producer
   // the block's tiles of a step are consecutive in the pack's groups: one range of pointers and
   // of bytes a step, the lane words together and the values packed after them
-  EXPECT_TRUE(has(k.source, "const int first = g0 * "));
+  EXPECT_TRUE(has(k.source, "const int first = rt0 * "));
   EXPECT_TRUE(has(k.source,
-                  "sg::bitmap_tc_bulk_tile_ptrs<4, 160>(s_tp, tile_ptr, first, stride, "
+                  "sg::bitmap_tc_bulk_tile_ptrs<4, 160>(s_tp, tile_ptr, first, valid, "
                   "valid, tiles, tid);"));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_produce_steps<T, 4, 4, "));
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_lanes_packed<1, 1>("));
   EXPECT_TRUE(has(k.source, "s_tp + i * 5, warp * 1, lane, w, addr);"));
   EXPECT_FALSE(has(k.source, "bitmap_tc_load_tile_ptrs"));
@@ -551,7 +552,7 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_init<4, 4>(s_bars, tid);"));
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_zero<4, 4, "));
   EXPECT_TRUE(has(k.source, "if (warp == 4) {"));
-  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_produce<T, 4, 4, "));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_produce_steps<T, 4, 4, "));
   EXPECT_TRUE(has(k.source, "if (warp < 4) {"));
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_wait(s_bars + 8 * buf, (i / 4) & 1);"));
   // the stage of step i - 1 (its multiplies waited for) goes back to the producer
@@ -601,9 +602,11 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
           const DType dt = i % 2 == 0 ? DType::F16 : DType::BF16;
           const int ks = i % 3 == 0 ? 3 : 1;
           const bool pair = i % 4 < 2;
+          const BitmapCopy copy = i % 6 < 3 ? BitmapCopy::Step : BitmapCopy::Tile;
           ++i;
           BitmapTcSchedule b = make(warps, mt, ks, stages, 1, MmaKind::Wgmma);
           b.pipe = BitmapPipe::Bulk;
+          b.copy = copy;
           b.values = pair ? BitmapValues::Pair : BitmapValues::Slot;
           const Problem p = Problem::spmm(a.rows, a.cols, n, dt);
           try {
@@ -625,6 +628,8 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_arrange_b_rows<T, 8, 9>("));  // 9 units: 144-byte rows
   EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_mma_quarter<T, 8, 2, 144>("));
   EXPECT_FALSE(has(ks.source, "wgmma"));
+  EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_bulk_produce_tiles<T, 3, 8, "));  // copy=tile
+  EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_load_tile_ptrs<8, "));
   EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_bulk_release(s_bars + 8 * (3 + buf), lane);"));
   EXPECT_EQ(ks.signature.b_work_bytes, f.col_tiles * 64 * 144);
   int j = 0;
@@ -634,6 +639,7 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
         const DType dt = j % 2 == 0 ? DType::F16 : DType::BF16;
         const bool pair = j % 4 < 2;
         BitmapTcSchedule b = make(warps, mt, j % 3 == 0 ? 3 : 1, 2 + j % 3);
+        b.copy = j % 6 < 3 ? BitmapCopy::Step : BitmapCopy::Tile;
         ++j;
         b.pipe = BitmapPipe::Bulk;
         b.values = pair ? BitmapValues::Pair : BitmapValues::Slot;

@@ -1486,9 +1486,11 @@ TEST(GpuBitmapTc, BulkPipe) {
   for (const char* vals : {"", ";vals=pair"}) {
     const std::string specs_s[4] = {
         std::string("bitmap_tc;warps=4;mt=1;ksplit=1;stages=4;mma=wgmma;pipe=bulk") + vals,
-        std::string("bitmap_tc;warps=8;mt=2;ksplit=3;stages=3;mma=wgmma;pipe=bulk") + vals,
+        std::string("bitmap_tc;warps=8;mt=2;ksplit=3;stages=3;mma=wgmma;pipe=bulk;copy=step") +
+            vals,
         std::string("bitmap_tc;warps=4;mt=2;ksplit=1;stages=6;mma=wgmma;pipe=bulk") + vals,
-        std::string("bitmap_tc;warps=8;mt=1;ksplit=4;stages=4;mma=wgmma;pipe=bulk") + vals,
+        std::string("bitmap_tc;warps=8;mt=1;ksplit=4;stages=4;mma=wgmma;pipe=bulk;copy=step") +
+            vals,
     };
     const char* const specs[4] = {specs_s[0].c_str(), specs_s[1].c_str(), specs_s[2].c_str(),
                                   specs_s[3].c_str()};
@@ -1503,8 +1505,8 @@ TEST(GpuBitmapTc, BulkPipe) {
     // mma.sync with pipe=bulk (B in the staged tile's padded rows): N {8, 24, 64, 128}.
     const char* const specs[4] = {
         "bitmap_tc;warps=4;mt=2;ksplit=2;stages=3;pipe=bulk",
-        "bitmap_tc;warps=8;mt=1;ksplit=1;stages=2;vals=pair;pipe=bulk",
-        "bitmap_tc;warps=1;mt=1;ksplit=3;stages=4;pipe=bulk",
+        "bitmap_tc;warps=8;mt=1;ksplit=1;stages=2;vals=pair;pipe=bulk;copy=step",
+        "bitmap_tc;warps=1;mt=1;ksplit=3;stages=4;pipe=bulk;copy=step",
         "bitmap_tc;warps=4;mt=1;ksplit=1;stages=6;vals=pair;pipe=bulk",
     };
     const int64_t ns[4] = {8, 24, 64, 128};

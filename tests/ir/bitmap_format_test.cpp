@@ -485,7 +485,7 @@ TEST(BitmapInterpreter, MatchesDoubleReference) {
   EXPECT_EQ(checked, 4 * 2 * 2 * 2 * 4 * 3);
 }
 
-// pipe=bulk reads tiles in groups (bitmap_tc_tile_group): same result as the reference from the
+// copy=step reads tiles in groups (bitmap_tc_tile_group): same result as the reference from the
 // grouped pack; the row-tile-major pack is refused for it.
 TEST(BitmapInterpreter, BulkReadsTheGroupedPack) {
   const CsrMatrix a = random_matrix(16 * 9 + 3, 200, 0.4, 17);
@@ -497,6 +497,7 @@ TEST(BitmapInterpreter, BulkReadsTheGroupedPack) {
   for (float& x : c0) x = u(g);
   BitmapTcSchedule s;
   s.pipe = BitmapPipe::Bulk;
+  s.copy = BitmapCopy::Step;
   s.mma = MmaKind::Wgmma;
   s.stages = 4;
   const BitmapTileFormat f = pack_bitmap_tiles(a, s.values, bitmap_tc_tile_group(s));

@@ -103,6 +103,9 @@ TEST(BitmapTcSchedule, SpecRoundTrip) {
     EXPECT_EQ(parse_schedule("bitmap_tc;mma=wgmma;stages=6;pipe=bulk").as<BitmapTcSchedule>().pipe,
               BitmapPipe::Bulk);
     EXPECT_EQ(parse_schedule("bitmap_tc;pipe=async").as<BitmapTcSchedule>(), BitmapTcSchedule{});
+    b.copy = BitmapCopy::Step;  // printed only when step
+    EXPECT_EQ(to_string(Schedule(b)), spec + ";copy=step");
+    EXPECT_EQ(parse_schedule(spec + ";copy=step").as<BitmapTcSchedule>(), b);
   }
   // Specs written before the mma field (cache keys, results JSON) still parse, as mma=sync.
   EXPECT_EQ(parse_schedule("bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=3"),
@@ -201,14 +204,17 @@ TEST(BitmapTcSchedule, ParseErrorsNameTheField) {
   expect_user_error(parse("bitmap_tc;stages=7;mma=wgmma;pipe=bulk"), {"stages=7"},
                     "bulk, stages=7");
   EXPECT_NO_THROW(parse_schedule("bitmap_tc;stages=6;pipe=bulk"));  // mma.sync too
-  // the kernel reads the pack in groups of the block's row tiles
+  // copy=step reads the pack in groups of the block's row tiles; copy needs pipe=bulk
+  EXPECT_EQ(bitmap_tc_tile_group(
+                parse_schedule("bitmap_tc;warps=8;mt=2;stages=4;mma=wgmma;pipe=bulk;copy=step")
+                    .as<BitmapTcSchedule>()),
+            16);
   EXPECT_EQ(
       bitmap_tc_tile_group(parse_schedule("bitmap_tc;warps=8;mt=2;stages=4;mma=wgmma;pipe=bulk")
                                .as<BitmapTcSchedule>()),
-      16);
-  EXPECT_EQ(bitmap_tc_tile_group(
-                parse_schedule("bitmap_tc;warps=4;mt=2;stages=3").as<BitmapTcSchedule>()),
-            1);
+      1);
+  expect_user_error(parse("bitmap_tc;copy=step"), {"copy=step needs pipe=bulk"}, "copy, async");
+  expect_user_error(parse("bitmap_tc;pipe=bulk;copy=lane"), {"copy"}, "copy=lane");
   // Duplicate key.
   expect_user_error(parse("bitmap_tc;warps=4;mt=1;warps=8"), {"field 'warps'", "second occurrence"},
                     "duplicate warps");
@@ -491,7 +497,10 @@ TEST(BitmapTcSchedule, EnumerateBulkWgmmaAtNThirtyTwoAndSixtyFour) {
   };
   for (int64_t n : {32, 64}) {
     const std::set<std::string> got = bulk(n, dev);
-    EXPECT_EQ(got.size(), 6u) << n;  // warps {4, 8} x ksplit {1, 2, 4}
+    EXPECT_EQ(got.size(), 12u) << n;  // copy {tile, step} x warps {4, 8} x ksplit {1, 2, 4}
+    EXPECT_EQ(got.count("bitmap_tc;warps=8;mt=1;kt=1;ksplit=1;stages=4;mma=wgmma;vals=pair;"
+                        "pipe=bulk;copy=step"),
+              1u);
     EXPECT_EQ(got.count("bitmap_tc;warps=4;mt=1;kt=1;ksplit=2;stages=6;mma=wgmma;vals=pair;"
                         "pipe=bulk"),
               1u);
