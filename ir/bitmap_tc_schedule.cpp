@@ -301,21 +301,21 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
   // N = 32 / 64 1.24x faster than copy=tile, while 4 warps on 12288x12288 at N = 32 ran 1.2x
   // slower with it (not understood). The tuner measures which wins.
   if (dev.wgmma && (p.n == 32 || p.n == 64)) {
-    for (BitmapCopy copy : {BitmapCopy::Tile, BitmapCopy::Step}) {
-      for (int warps : {4, 8}) {
-        for (int ks = 1; ks <= 64 && ks <= tiles; ks *= 2) {
-          BitmapTcSchedule s;
-          s.warps_per_block = warps;
-          s.ksplit = ks;
-          s.stages = warps == 4 ? 6 : 4;
-          s.mma = MmaKind::Wgmma;
-          s.values = BitmapValues::Pair;
-          s.pipe = BitmapPipe::Bulk;
+    for (int warps : {4, 8}) {
+      for (int ks = 1; ks <= 64 && ks <= tiles; ks *= 2) {
+        BitmapTcSchedule s;
+        s.warps_per_block = warps;
+        s.ksplit = ks;
+        s.stages = warps == 4 ? 6 : 4;
+        s.mma = MmaKind::Wgmma;
+        s.values = BitmapValues::Pair;
+        s.pipe = BitmapPipe::Bulk;
+        if (ks > 1 && bitmap_tc_grid_x(p, s) * (ks / 2) >= 4 * int64_t{dev.multiprocessors}) break;
+        // both copy kinds next to each other: the cost model cannot tell them apart, so a search
+        // that measures the best-ranked few measures both
+        for (BitmapCopy copy : {BitmapCopy::Tile, BitmapCopy::Step}) {
           s.copy = copy;
-          if (ks > 1 && bitmap_tc_grid_x(p, s) * (ks / 2) >= 4 * int64_t{dev.multiprocessors})
-            break;
-          if (!verify_bitmap_tc(p, s, st, dev).empty()) continue;
-          out.emplace_back(s);
+          if (verify_bitmap_tc(p, s, st, dev).empty()) out.emplace_back(s);
         }
       }
     }

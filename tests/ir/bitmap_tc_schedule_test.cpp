@@ -510,6 +510,20 @@ TEST(BitmapTcSchedule, EnumerateBulkWgmmaAtNThirtyTwoAndSixtyFour) {
   }
   for (int64_t n : {8, 16, 24, 48, 128}) EXPECT_TRUE(bulk(n, dev).empty()) << n;
   EXPECT_TRUE(bulk(64, DeviceLimits::sm80()).empty());  // no wgmma there
+  // The two copy kinds of one shape are enumerated next to each other (the model ranks them
+  // equal, so a search measuring the best-ranked few measures both).
+  std::vector<BitmapTcSchedule> order;
+  for (const Schedule& s :
+       enumerate_bitmap_tc_schedules(Problem::spmm(a.rows, a.cols, 64, DType::F16), a, dev))
+    if (s.as<BitmapTcSchedule>().pipe == BitmapPipe::Bulk)
+      order.push_back(s.as<BitmapTcSchedule>());
+  ASSERT_EQ(order.size() % 2, 0u);
+  for (size_t i = 0; i < order.size(); i += 2) {
+    EXPECT_EQ(order[i].copy, BitmapCopy::Tile);
+    BitmapTcSchedule step = order[i];
+    step.copy = BitmapCopy::Step;
+    EXPECT_EQ(order[i + 1], step);
+  }
 }
 
 // Many row blocks: ksplit stops doubling once the previous split already had four waves of
