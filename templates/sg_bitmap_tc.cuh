@@ -150,6 +150,25 @@ __device__ __forceinline__ void bitmap_tc_issue_a(unsigned s_tile,
     if (lane + 32 * it < chunks) detail::cp_async16(dst + it * 512, src + it * 256, false);
 }
 
+namespace detail {
+// Value slots of a lane with lane word w in one tile (ir/bitmap_format.h): a value per set bit
+// (VALS = 0, slot), or two per register of the A operand holding one (VALS = 1, pair).
+template <int VALS>
+__device__ __forceinline__ int bitmap_lane_entries(unsigned w) {
+  return VALS ? 2 * __popc((w | (w >> 1)) & 0x55555555u) : __popc(w);
+}
+// The sum of `own` over the lanes below this one (a warp scan of five shuffles).
+__device__ __forceinline__ int bitmap_lanes_before(int own, int lane) {
+  int x = own;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, x, d);
+    if (lane >= d) x += y;
+  }
+  return x - own;
+}
+}  // namespace detail
+
 // Lane words of a warp's TILES staged tiles (tile t at shared address s_tiles + t·A_TILE: 32
 // lane words, then the values; bit p of a word: this lane's fragment position p is stored, see
 // ir/bitmap_format.h) and the shared address of the lane's first value in each tile's
@@ -168,19 +187,13 @@ __device__ __forceinline__ void bitmap_tc_lanes(unsigned s_tiles, int lane, unsi
 #pragma unroll
   for (int t = 0; t < TILES; ++t) {
     asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(w[t]) : "r"(s_tiles + t * A_TILE + lane * 4));
-    c[t] = VALS ? 2 * __popc((w[t] | (w[t] >> 1)) & 0x55555555u) : __popc(w[t]);
+    c[t] = detail::bitmap_lane_entries<VALS>(w[t]);
   }
 #pragma unroll
   for (int t = 0; t < TILES; t += kStep) {
     const bool two = PAIRS && t + 1 < TILES;
-    const int own = c[t] | (two ? c[t + 1] << 16 : 0);
-    int x = own;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int y = __shfl_up_sync(0xffffffffu, x, d);
-      if (lane >= d) x += y;
-    }
-    const int before = x - own;  // exclusive sums; neither half borrows
+    // exclusive sums; neither half borrows
+    const int before = detail::bitmap_lanes_before(c[t] | (two ? c[t + 1] << 16 : 0), lane);
     addr[t] = s_tiles + t * A_TILE + 128 + 2u * static_cast<unsigned>(before & 0xffff);
     if (two)
       addr[t + 1] = s_tiles + (t + 1) * A_TILE + 128 + 2u * static_cast<unsigned>(before >> 16);
@@ -200,14 +213,8 @@ __device__ __forceinline__ void bitmap_tc_lanes_packed(unsigned s_words, unsigne
     asm volatile("ld.shared.u32 %0, [%1];\n"
                  : "=r"(w[t])
                  : "r"(s_words + (r0 + t) * 128 + lane * 4));
-    const int own = VALS ? 2 * __popc((w[t] | (w[t] >> 1)) & 0x55555555u) : __popc(w[t]);
-    int x = own;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const int y = __shfl_up_sync(0xffffffffu, x, d);
-      if (lane >= d) x += y;
-    }
-    addr[t] = s_vals + 2u * static_cast<unsigned>(tp[r0 + t] - tp[0] + x - own);
+    const int before = detail::bitmap_lanes_before(detail::bitmap_lane_entries<VALS>(w[t]), lane);
+    addr[t] = s_vals + 2u * static_cast<unsigned>(tp[r0 + t] - tp[0] + before);
   }
 }
 
