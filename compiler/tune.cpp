@@ -415,23 +415,29 @@ int fixed_cost_spread(const RankedSpace& r, int64_t nnz, int k) {
 
 int spec_distance(const Schedule& a, const Schedule& b) {
   if (a.family_name() != b.family_name()) return -1;
+  // SPEC fields as key -> value; a field left at its default is not printed, so a field that
+  // only one of the two prints counts as one that differs.
   auto fields = [](const Schedule& s) {
-    std::vector<std::string> out;
-    std::string text = to_string(s);
-    size_t start = 0;
-    for (size_t end; (end = text.find(';', start)) != std::string::npos; start = end + 1)
-      out.push_back(text.substr(start, end - start));
-    out.push_back(text.substr(start));
+    std::map<std::string, std::string> out;
+    const std::string text = to_string(s);
+    size_t start = text.find(';');  // past the family name
+    while (start != std::string::npos) {
+      const size_t end = text.find(';', start + 1);
+      const std::string f =
+          text.substr(start + 1, end == std::string::npos ? end : end - start - 1);
+      const size_t eq = f.find('=');
+      out[f.substr(0, eq)] = eq == std::string::npos ? std::string() : f.substr(eq + 1);
+      start = end;
+    }
     return out;
   };
-  const std::vector<std::string> x = fields(a), y = fields(b);
-  if (x.size() != y.size()) return -1;
+  const std::map<std::string, std::string> x = fields(a), y = fields(b);
   int d = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    const size_t ex = x[i].find('='), ey = y[i].find('=');
-    if (x[i].substr(0, ex) != y[i].substr(0, ey)) return -1;  // another shape of SPEC
-    d += x[i] != y[i];
+  for (const auto& [key, value] : x) {
+    const auto it = y.find(key);
+    d += it == y.end() || it->second != value;
   }
+  for (const auto& [key, value] : y) d += x.find(key) == x.end();
   return d;
 }
 
@@ -441,14 +447,22 @@ std::vector<size_t> refine_for_measurement(const std::vector<size_t>& order,
                                            const std::vector<std::string>& unmodelled) {
   const std::string none;
   const std::string& strategy = winner < unmodelled.size() ? unmodelled[winner] : none;
-  std::vector<size_t> out;
+  const int budget = strategy.empty() ? extra : extra * kUnmodelledRefineFactor;
+  std::vector<std::pair<int, size_t>> near;  // (SPEC distance, index), in the model's order
   for (size_t i : order) {
-    if (static_cast<int>(out.size()) >= extra) break;
     if (std::find(measured.begin(), measured.end(), i) != measured.end()) continue;
     const int d = spec_distance(all[winner], all[i]);
     const bool same_unmodelled =
         !strategy.empty() && i < unmodelled.size() && unmodelled[i] == strategy;
-    if (d >= 1 && (d <= kRefineFields || same_unmodelled)) out.push_back(i);
+    if (d >= 1 && (d <= kRefineFields || same_unmodelled)) near.emplace_back(d, i);
+  }
+  if (!strategy.empty())
+    std::stable_sort(near.begin(), near.end(),
+                     [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<size_t> out;
+  for (const auto& [d, i] : near) {
+    if (static_cast<int>(out.size()) >= budget) break;
+    out.push_back(i);
   }
   return out;
 }

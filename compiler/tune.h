@@ -53,18 +53,18 @@ namespace sparsegen {
 // bitmap_tc-3: copies issued from 32-bit shared addresses, one scan per two k tiles (faster
 // steps, so the best bitmap_tc schedule may differ);
 // refine-1: a second measured round near the first round's best, and the model refitted with
-// full-size weights; macko-3: staged kernels take work items, long rows cut into segments;
-// macko-4: the row sums of N > 1 columns by one reduce-scatter, stored by N lanes;
-// macko-5: cheaper edge masks, one scan for two u with 8-bit deltas where K allows);
-// general-2: atomic kernels wait for their prologue programmatically (may start while it runs);
-// general-3: elementwise prologues/epilogues stride over one wave of blocks (large atomic kernels
-// take 16-25 % less time, so a cached choice between atomic and store schedules may change);
-// the cache also re-emits on use and compares sources, so a forgotten bump costs a recompile,
-// never a wrong kernel. The device helpers (templates/*.cuh) are keyed by their digest instead
-// (generator_version()): an emitted source only #includes them, so a changed helper behind the
-// same source must not find the old kernel.
+// full-size weights; refine-2: a larger, nearest-first second round around an unmodelled winner;
+// macko-3: staged kernels take work items, long rows cut into segments; macko-4: the row sums of N
+// > 1 columns by one reduce-scatter, stored by N lanes; macko-5: cheaper edge masks, one scan for
+// two u with 8-bit deltas where K allows); general-2: atomic kernels wait for their prologue
+// programmatically (may start while it runs); general-3: elementwise prologues/epilogues stride
+// over one wave of blocks (large atomic kernels take 16-25 % less time, so a cached choice between
+// atomic and store schedules may change); the cache also re-emits on use and compares sources, so a
+// forgotten bump costs a recompile, never a wrong kernel. The device helpers (templates/*.cuh) are
+// keyed by their digest instead (generator_version()): an emitted source only #includes them, so a
+// changed helper behind the same source must not find the old kernel.
 inline constexpr const char* kGeneratorVersion =
-    "sparsegen-0.2.0/general-3/macko-5/bitmap_tc-3/refine-1";
+    "sparsegen-0.2.0/general-3/macko-5/bitmap_tc-3/refine-2";
 
 // kGeneratorVersion, then "/templates-" and the first 16 hex digits of the SHA-256 of every
 // embedded template header (name and bytes, templates/CMakeLists.txt order): the key part
@@ -207,16 +207,21 @@ std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
 // one wave of blocks, on 28672-row weights), so one round around the measured best corrects the
 // first round's bet at the price of `extra` more builds. When the winner's strategy is one the
 // model has no formula for (`unmodelled`, as select_for_measurement), its order inside that
-// strategy means little, so every candidate of the strategy counts as near (on the H200 the
-// fastest bulk kernel of 28672x7168 at N = 64 differed from the first round's bulk winner in
-// three fields and was 1.2x faster than the refinement's pick).
+// strategy means little: every candidate of the strategy counts as near, nearest SPEC first
+// (model order among equals), and the round takes up to kUnmodelledRefineFactor · extra of them.
+// On the H200 the bulk bitmap_tc kernels' times are rough in warps, split and copy kind (the
+// fastest of 28672x7168 at N = 64 differed from the first round's bulk winner in four fields and
+// was 1.25x faster than the refinement's pick); simulated on 12 measured LLM cases, 8 refinement
+// builds instead of 4 raise the mean pick/best from 0.95 to 0.98.
+inline constexpr int kUnmodelledRefineFactor = 2;
 inline constexpr int kRefineFields = 2;
 std::vector<size_t> refine_for_measurement(const std::vector<size_t>& order,
                                            const std::vector<Schedule>& all, size_t winner,
                                            const std::vector<size_t>& measured, int extra,
                                            const std::vector<std::string>& unmodelled = {});
 
-// How many SPEC fields of a and b differ; -1 when they are of different families or shapes.
+// How many SPEC fields of a and b differ (a field only one of them prints counts); -1 when they
+// are of different families.
 int spec_distance(const Schedule& a, const Schedule& b);
 
 // The database key parts of a kernel for this matrix and problem on `target`.

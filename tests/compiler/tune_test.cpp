@@ -202,23 +202,30 @@ TEST(Tune, MeasurementSetTriesAStrategyTheModelHasNotSeen) {
 }
 
 // The refinement around a winner of an unmodelled strategy takes any candidate of that strategy
-// (the model's order inside it is all it has), not only the SPEC neighbours.
+// (the model's order inside it is all it has), not only the SPEC neighbours: nearest SPEC first,
+// and up to kUnmodelledRefineFactor times the budget.
 TEST(Tune, RefinementSearchesAnUnmodelledWinnersWholeStrategy) {
   std::vector<Schedule> all;
   for (const char* spec :
        {"bitmap_tc;warps=4;ksplit=2;stages=6;mma=wgmma;vals=pair;pipe=bulk",  // 0: winner
         "bitmap_tc;warps=8;ksplit=1;stages=4;mma=wgmma;vals=pair;pipe=bulk",  // 1: 3 fields
         "bitmap_tc;warps=4;ksplit=1;stages=6;mma=wgmma;vals=pair;pipe=bulk",  // 2: 1 field
-        "bitmap_tc;warps=8;mt=2;kt=4;ksplit=8;stages=3"})                     // 3: 6 fields
+        "bitmap_tc;warps=8;mt=2;kt=4;ksplit=8;stages=3",                      // 3: 6 fields
+        "bitmap_tc;warps=8;ksplit=2;stages=4;mma=wgmma;vals=pair;pipe=bulk",  // 4: 2 fields
+        "bitmap_tc;warps=4;ksplit=2;stages=6;mma=wgmma;vals=pair;pipe=bulk;copy=step"})  // 5: 1
+                                                                                         // field
     all.push_back(parse_schedule(spec));
-  const std::vector<size_t> order = {3, 1, 2, 0};
+  const std::vector<size_t> order = {3, 1, 4, 5, 2, 0};
   const std::vector<size_t> measured = {0};
-  EXPECT_EQ(refine_for_measurement(order, all, 0, measured, 8), (std::vector<size_t>{2}));
-  const std::vector<std::string> unmodelled = {"bulk", "bulk", "bulk", ""};
+  // A modelled winner: the model's order, the budget as given.
+  EXPECT_EQ(refine_for_measurement(order, all, 0, measured, 8), (std::vector<size_t>{4, 5, 2}));
+  const std::vector<std::string> unmodelled = {"bulk", "bulk", "bulk", "", "bulk", "bulk"};
   EXPECT_EQ(refine_for_measurement(order, all, 0, measured, 8, unmodelled),
-            (std::vector<size_t>{1, 2}));
+            (std::vector<size_t>{5, 2, 4, 1}));
   EXPECT_EQ(refine_for_measurement(order, all, 0, measured, 1, unmodelled),
-            (std::vector<size_t>{1}));
+            (std::vector<size_t>{5, 2}));
+  EXPECT_EQ(refine_for_measurement(order, all, 0, measured, 0, unmodelled),
+            (std::vector<size_t>{}));
 }
 
 // The spread applies in the fixed-cost regime only (few nonzeros, a short best prediction), for
