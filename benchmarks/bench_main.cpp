@@ -773,20 +773,34 @@ void measure_ours(Gpu& g, const CsrMatrix& a, CaseInputs& ci, std::vector<OurBui
   if (g.graph && best >= 0) time_graph(g, *kernels[static_cast<size_t>(best)], ci, r);
 }
 
-// The search's second round, as `sparsegen tune` runs it (compiler/tune.h,
-// refine_for_measurement): up to `extra` schedules near the fastest of the first round are built
-// and measured; the faster of the two rounds' winners is ours. Every candidate is listed, the
-// second round's with "round": 2.
+// The search's second round, as `sparsegen tune` runs it (compiler/tune.h, second_round):
+// schedules near the fastest of the first round (and near the fastest of an unmodelled strategy
+// close to it) are built and measured; the faster of the two rounds' winners is ours. Every
+// candidate is listed, the second round's with "round": 2.
 void refine_ours(Gpu& g, const CsrMatrix& a, CaseInputs& ci, const SearchSpace& space,
                  const Args& args, int extra, CaseResult& cr) {
   if (extra <= 0 || space.all.empty() || !cr.ours.ok()) return;
-  size_t winner = space.all.size();
-  for (size_t i : space.chosen)
-    if (to_string(space.all[i]) == cr.ours.impl) winner = i;
-  if (winner == space.all.size()) return;
+  // The first round's screened times, as (index into space.all, ms), fastest first.
+  std::vector<std::pair<size_t, double>> timed;
+  const nlohmann::json first = cr.ours.extra.value("candidates", nlohmann::json::array());
+  const nlohmann::json screened = cr.ours.extra.value("screen_ms", nlohmann::json::object());
+  for (size_t t = 0; t < first.size(); ++t) {
+    const auto ms = screened.find(std::to_string(t));
+    if (ms == screened.end()) continue;
+    for (size_t i : space.chosen)
+      if (to_string(space.all[i]) == first[t].value("schedule", "")) timed.emplace_back(i, *ms);
+  }
+  std::stable_sort(timed.begin(), timed.end(),
+                   [](const auto& x, const auto& y) { return x.second < y.second; });
+  // The first round's pick (timed in full after the screen) anchors the round first.
+  const auto pick = std::find_if(timed.begin(), timed.end(), [&](const auto& x) {
+    return to_string(space.all[x.first]) == cr.ours.impl;
+  });
+  if (pick == timed.end()) return;
+  std::rotate(timed.begin(), pick, pick + 1);
   std::vector<BuildJob> jobs;
-  for (size_t i : refine_for_measurement(space.order, space.all, winner, space.chosen, extra,
-                                         space.unmodelled))
+  for (size_t i :
+       second_round(space.order, space.all, timed, space.chosen, extra, space.unmodelled))
     jobs.push_back({ci.problem.n, ci.problem, space.all[i]});
   cr.ours.extra["refined"] = jobs.size();
   if (jobs.empty()) return;

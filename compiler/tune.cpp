@@ -467,6 +467,31 @@ std::vector<size_t> refine_for_measurement(const std::vector<size_t>& order,
   return out;
 }
 
+std::vector<size_t> second_round(const std::vector<size_t>& order, const std::vector<Schedule>& all,
+                                 const std::vector<std::pair<size_t, double>>& first_round,
+                                 std::vector<size_t> measured, int extra,
+                                 const std::vector<std::string>& unmodelled) {
+  std::vector<size_t> out;
+  if (first_round.empty() || extra <= 0) return out;
+  auto strategy_of = [&](size_t i) {
+    return i < unmodelled.size() ? unmodelled[i] : std::string();
+  };
+  std::vector<size_t> anchors = {first_round.front().first};
+  std::set<std::string> anchored = {strategy_of(anchors.front())};
+  const double limit = first_round.front().second * kUnmodelledAnchorRatio;
+  for (const auto& [i, ms] : first_round) {
+    const std::string s = strategy_of(i);
+    if (ms > limit) break;
+    if (!s.empty() && anchored.insert(s).second) anchors.push_back(i);
+  }
+  for (size_t anchor : anchors)
+    for (size_t i : refine_for_measurement(order, all, anchor, measured, extra, unmodelled)) {
+      out.push_back(i);
+      measured.push_back(i);
+    }
+  return out;
+}
+
 std::vector<std::string> library_why_not(const Problem& p, const CsrMatrix& a) {
   std::vector<std::string> why;
   for (const IrFamily* f : ir_families()) {
@@ -915,8 +940,9 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
       std::vector<size_t> measured;
       for (const Candidate& c : cands) measured.push_back(c.index);
       const size_t first_new = cands.size();
-      for (size_t idx : refine_for_measurement(r.order, all, cands[first_round.front()].index,
-                                               measured, extra, r.unmodelled)) {
+      std::vector<std::pair<size_t, double>> timed;
+      for (size_t i : first_round) timed.emplace_back(cands[i].index, *cands[i].measured_ms);
+      for (size_t idx : second_round(r.order, all, timed, measured, extra, r.unmodelled)) {
         Candidate c;
         c.index = idx;
         c.schedule = all[idx];

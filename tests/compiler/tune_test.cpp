@@ -228,6 +228,31 @@ TEST(Tune, RefinementSearchesAnUnmodelledWinnersWholeStrategy) {
             (std::vector<size_t>{}));
 }
 
+// The second round refines around the first round's winner and, when an unmodelled strategy's
+// fastest is within kUnmodelledAnchorRatio of it, around that one too (its own budget, no
+// repeats); a slower unmodelled strategy is not anchored.
+TEST(Tune, SecondRoundAlsoAnchorsACloseUnmodelledStrategy) {
+  std::vector<Schedule> all;
+  for (const char* spec :
+       {"bitmap_tc;warps=8;mt=1;kt=2;ksplit=4;stages=2",                                // 0: winner
+        "bitmap_tc;warps=8;mt=1;kt=1;ksplit=4;stages=2",                                // 1: near 0
+        "bitmap_tc;warps=4;ksplit=2;stages=6;mma=wgmma;vals=pair;pipe=bulk",            // 2: bulk
+        "bitmap_tc;warps=8;ksplit=1;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step",  // 3
+        "bitmap_tc;warps=4;ksplit=1;stages=6;mma=wgmma;vals=pair;pipe=bulk"})           // 4
+    all.push_back(parse_schedule(spec));
+  const std::vector<size_t> order = {0, 2, 1, 3, 4};
+  const std::vector<std::string> unmodelled = {"", "", "bulk", "bulk", "bulk"};
+  const std::vector<size_t> measured = {0, 2};
+  // The bulk kernel screened 1.1x the winner: both are anchors.
+  EXPECT_EQ(second_round(order, all, {{0, 1.0}, {2, 1.1}}, measured, 2, unmodelled),
+            (std::vector<size_t>{1, 4, 3}));
+  // 1.5x: only the winner.
+  EXPECT_EQ(second_round(order, all, {{0, 1.0}, {2, 1.5}}, measured, 2, unmodelled),
+            (std::vector<size_t>{1}));
+  EXPECT_TRUE(second_round(order, all, {}, measured, 2, unmodelled).empty());
+  EXPECT_TRUE(second_round(order, all, {{0, 1.0}, {2, 1.1}}, measured, 0, unmodelled).empty());
+}
+
 // The spread applies in the fixed-cost regime only (few nonzeros, a short best prediction), for
 // k >= 4.
 TEST(Tune, FixedCostRegimeSpreadsTheFirstRound) {
