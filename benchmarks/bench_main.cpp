@@ -1035,9 +1035,14 @@ SearchCase exhaustive_case(Gpu& g, const Args& a, const MatrixSpec& spec, const 
   if (a.dry_run) {
     const std::vector<Schedule> all = enumerate_all();
     sc.enumerated = static_cast<int>(all.size());
-    sc.capped = all.size() > limit;
-    sc.selected =
-        static_cast<int>(all.empty() ? 0 : spread_selection(all.size(), limit, {}).size());
+    const size_t pool =
+        a.family.empty()
+            ? all.size()
+            : static_cast<size_t>(std::count_if(all.begin(), all.end(), [&](const Schedule& s) {
+                return s.family_name() == a.family;
+              }));
+    sc.capped = pool > limit;
+    sc.selected = static_cast<int>(pool == 0 ? 0 : spread_selection(pool, limit, {}).size());
     sc.error = "dry run: not measured";
     return sc;
   }
@@ -1084,13 +1089,23 @@ SearchCase exhaustive_case(Gpu& g, const Args& a, const MatrixSpec& spec, const 
   }
   const size_t pick_index = pick_it->second;
   must.push_back(pick_index);
-  std::vector<size_t> sel = spread_selection(all.size(), limit, must);
+  // --family: the spread covers that family's schedules (the search itself still searches all,
+  // and its pick and top k are measured beside them).
+  std::vector<size_t> pool;
+  for (size_t i = 0; i < all.size(); ++i)
+    if (a.family.empty() || all[i].family_name() == a.family) pool.push_back(i);
+  std::vector<size_t> sel;
+  for (size_t j : spread_selection(pool.size(), limit, {})) sel.push_back(pool[j]);
+  sel.insert(sel.end(), must.begin(), must.end());
+  std::sort(sel.begin(), sel.end());
+  sel.erase(std::unique(sel.begin(), sel.end()), sel.end());
   sc.selected = static_cast<int>(sel.size());
   // The pick and the top k go first, so a time-limited case still has them.
   std::stable_partition(sel.begin(), sel.end(), [&](size_t i) {
     return std::find(must.begin(), must.end(), i) != must.end();
   });
-  sc.capped = all.size() > limit;
+  sc.capped = pool.size() > limit;
+  if (!a.family.empty()) sc.extra["family"] = a.family;
   const double enum_s = seconds_since(t_enum);
 
   const auto t_inputs = Clock::now();
@@ -1605,7 +1620,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> families;
   for (const IrFamily* f : ir_families()) families.emplace_back(f->name());
   app.add_option("--family", a.family,
-                 "only this family's schedules (" + ir_family_names() + "): exploration runs")
+                 "only this family's schedules (" + ir_family_names() +
+                     "): exploration runs; with --exhaustive, the measured set (the search still "
+                     "searches every family)")
       ->check(CLI::IsMember(families));
   app.add_flag("--generated-only", a.generated_only,
                "ours from the generated kernels alone (no library candidate such as dense or "
