@@ -792,12 +792,19 @@ void refine_ours(Gpu& g, const CsrMatrix& a, CaseInputs& ci, const SearchSpace& 
   }
   std::stable_sort(timed.begin(), timed.end(),
                    [](const auto& x, const auto& y) { return x.second < y.second; });
-  // The first round's pick (timed in full after the screen) anchors the round first.
+  // The first round's pick anchors the round first (unscreened when it was the only candidate
+  // that passed: then its full median stands in).
   const auto pick = std::find_if(timed.begin(), timed.end(), [&](const auto& x) {
     return to_string(space.all[x.first]) == cr.ours.impl;
   });
-  if (pick == timed.end()) return;
-  std::rotate(timed.begin(), pick, pick + 1);
+  if (pick != timed.end()) {
+    std::rotate(timed.begin(), pick, pick + 1);
+  } else {
+    const auto it = std::find_if(space.chosen.begin(), space.chosen.end(),
+                                 [&](size_t i) { return to_string(space.all[i]) == cr.ours.impl; });
+    if (it == space.chosen.end()) return;
+    timed.insert(timed.begin(), {*it, cr.ours.median_ms});
+  }
   std::vector<BuildJob> jobs;
   for (size_t i :
        second_round(space.order, space.all, timed, space.chosen, extra, space.unmodelled))
