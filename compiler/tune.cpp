@@ -996,8 +996,8 @@ TuneResult tune(const CsrMatrix& a, const KernelRequest& req, const CompileTarge
     res.reason = given_reason;
   else if (opt.top_k > 0)
     res.reason = fmt::format(
-        "fastest of {} measured ({} of them near the first round's best; of {} enumerated; "
-        "ranked by {}), checked against the CPU reference{}{}",
+        "fastest of {} measured ({} of them in a second round around the first round's fastest; "
+        "of {} enumerated; ranked by {}), checked against the CPU reference{}{}",
         compiled().size(), res.refined, res.enumerated, res.ranking,
         check_columns(p) < p.n ? fmt::format(" ({} of the {} columns)", check_columns(p), p.n) : "",
         library_note(cands, *winner, p, a));

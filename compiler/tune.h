@@ -111,7 +111,7 @@ struct CandidateReport {
   std::optional<double> measured_ms;  // median
   double compile_ms = 0;
   std::string error;  // why it was skipped (compile or check failure); empty otherwise
-  int round = 1;      // 1: the model's top k; 2: the refinement near the first round's best
+  int round = 1;      // 1: the model's top k; 2: the second round (second_round)
 };
 
 struct TuneResult {
