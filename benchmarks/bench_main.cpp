@@ -780,31 +780,26 @@ void measure_ours(Gpu& g, const CsrMatrix& a, CaseInputs& ci, std::vector<OurBui
 void refine_ours(Gpu& g, const CsrMatrix& a, CaseInputs& ci, const SearchSpace& space,
                  const Args& args, int extra, CaseResult& cr) {
   if (extra <= 0 || space.all.empty() || !cr.ours.ok()) return;
-  // The first round's screened times, as (index into space.all, ms), fastest first.
-  std::vector<std::pair<size_t, double>> timed;
+  std::map<std::string, size_t> chosen;  // the first round's SPECs -> index into space.all
+  for (size_t i : space.chosen) chosen.emplace(to_string(space.all[i]), i);
+  const auto pick = chosen.find(cr.ours.impl);
+  if (pick == chosen.end()) return;
+  // The first round's screened times, as (index into space.all, ms), fastest first, the pick
+  // first of all (unscreened when it was the only candidate that passed: its full median then).
+  std::vector<std::pair<size_t, double>> timed = {{pick->second, cr.ours.median_ms}};
   const nlohmann::json first = cr.ours.extra.value("candidates", nlohmann::json::array());
   const nlohmann::json screened = cr.ours.extra.value("screen_ms", nlohmann::json::object());
   for (size_t t = 0; t < first.size(); ++t) {
     const auto ms = screened.find(std::to_string(t));
-    if (ms == screened.end()) continue;
-    for (size_t i : space.chosen)
-      if (to_string(space.all[i]) == first[t].value("schedule", "")) timed.emplace_back(i, *ms);
+    const auto it = chosen.find(first[t].value("schedule", ""));
+    if (ms == screened.end() || it == chosen.end()) continue;
+    if (it == pick)
+      timed.front().second = *ms;
+    else
+      timed.emplace_back(it->second, *ms);
   }
-  std::stable_sort(timed.begin(), timed.end(),
+  std::stable_sort(timed.begin() + 1, timed.end(),
                    [](const auto& x, const auto& y) { return x.second < y.second; });
-  // The first round's pick anchors the round first (unscreened when it was the only candidate
-  // that passed: then its full median stands in).
-  const auto pick = std::find_if(timed.begin(), timed.end(), [&](const auto& x) {
-    return to_string(space.all[x.first]) == cr.ours.impl;
-  });
-  if (pick != timed.end()) {
-    std::rotate(timed.begin(), pick, pick + 1);
-  } else {
-    const auto it = std::find_if(space.chosen.begin(), space.chosen.end(),
-                                 [&](size_t i) { return to_string(space.all[i]) == cr.ours.impl; });
-    if (it == space.chosen.end()) return;
-    timed.insert(timed.begin(), {*it, cr.ours.median_ms});
-  }
   std::vector<BuildJob> jobs;
   for (size_t i :
        second_round(space.order, space.all, timed, space.chosen, extra, space.unmodelled))
