@@ -75,8 +75,8 @@ std::vector<std::string> validate_bitmap_tc(const Problem& p, const BitmapTcSche
         fmt::format("bitmap_tc needs n a multiple of 8 in 8..128 (mma n8 tiles), not {}", p.n));
   if (s.pipe == BitmapPipe::Bulk && p.k == 0)
     why.push_back("pipe=bulk needs k > 0 (with k = 0 the result is C = beta·C)");
-  if (s.mma == MmaKind::Wgmma && p.n != 8 && p.n != 16 && p.n != 32 && p.n != 64)
-    why.push_back(fmt::format("mma=wgmma is emitted for n in {{8, 16, 32, 64}}, not {}", p.n));
+  if (s.mma == MmaKind::Wgmma && p.n != 8 && p.n != 16 && p.n != 32 && p.n != 64 && p.n != 128)
+    why.push_back(fmt::format("mma=wgmma is emitted for n in {{8, 16, 32, 64, 128}}, not {}", p.n));
   const int64_t tiles = col_tiles_of(p);
   if (p.k > 0 && s.ksplit > tiles)
     why.push_back(
@@ -299,8 +299,9 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
   // Four warps keep six stages and eight keep four (the best of each there); mt = 2 measured
   // 1.4x slower. Both copy kinds: copy=step (three copies a step) made 8 warps on 28672x7168 at
   // N = 32 / 64 1.24x faster than copy=tile, while 4 warps on 12288x12288 at N = 32 ran 1.2x
-  // slower with it (not understood). The tuner measures which wins.
-  if (dev.wgmma && (p.n == 32 || p.n == 64)) {
+  // slower with it (not understood). The tuner measures which wins. N = 128 (m64n128k16, 64
+  // accumulators a thread) decodes each A tile once for all 128 columns.
+  if (dev.wgmma && (p.n == 32 || p.n == 64 || p.n == 128)) {
     for (int warps : {4, 8}) {
       for (int ks = 1; ks <= 64 && ks <= tiles; ks *= 2) {
         BitmapTcSchedule s;

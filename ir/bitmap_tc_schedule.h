@@ -73,7 +73,7 @@ struct BitmapTcSchedule {
   int k_tiles = 1;              // 64-column tiles per pipeline step: 1, 2, 4
   int ksplit = 1;               // K parts (grid.y): 1..64
   int stages = 2;               // shared-memory buffers of the cp.async pipeline: 2, 3
-  MmaKind mma = MmaKind::Sync;  // wgmma: warps 4 or 8, N in {8, 16, 32, 64}, sm_90 only
+  MmaKind mma = MmaKind::Sync;  // wgmma: warps 4 or 8, N in {8, 16, 32, 64, 128}, sm_90 only
   // The pack's value layout: pair loads a register of A with one 32-bit load (more bytes).
   BitmapValues values = BitmapValues::Slot;
   // bulk: kt=1, stages 2..6, sm_90; a producer warp beyond the `warps` that compute

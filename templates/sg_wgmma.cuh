@@ -112,11 +112,39 @@ namespace detail {
         "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                                         \
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc))
 
+// N = 128: 64 accumulators per thread.
+#define SG_WGMMA_M64N128K16_RS(TY, d, a, desc)                                                     \
+  asm volatile(                                                                                    \
+      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"                                                 \
+      " wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY                                    \
+      " {"                                                                                         \
+      "%0, %1, %2, %3, %4, %5, %6, %7, "                                                           \
+      "%8, %9, %10, %11, %12, %13, %14, %15, "                                                     \
+      "%16, %17, %18, %19, %20, %21, %22, %23, "                                                   \
+      "%24, %25, %26, %27, %28, %29, %30, %31, "                                                   \
+      "%32, %33, %34, %35, %36, %37, %38, %39, "                                                   \
+      "%40, %41, %42, %43, %44, %45, %46, %47, "                                                   \
+      "%48, %49, %50, %51, %52, %53, %54, %55, "                                                   \
+      "%56, %57, %58, %59, %60, %61, %62, %63"                                                     \
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 1;\n}\n"                                             \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),        \
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), \
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), \
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), \
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), \
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), \
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
+        "+f"(d[63])                                                                                \
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc))
+
 // d (N/2 floats per thread) += A (4 x b32: a warp's 16 rows) x B (descriptor), for one warpgroup.
-// N in {8, 16, 32, 64}; T is __half or __nv_bfloat16.
+// N in {8, 16, 32, 64, 128}; T is __half or __nv_bfloat16.
 template <typename T, int N>
 __device__ __forceinline__ void wgmma_m64k16(float* d, const unsigned* a, unsigned long long desc) {
-  static_assert(N == 8 || N == 16 || N == 32 || N == 64, "wgmma_m64k16: N must be 8, 16, 32, 64");
+  static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 128,
+                "wgmma_m64k16: N must be 8, 16, 32, 64, 128");
   constexpr bool kHalf = detail::IsHalf<T>::value;
   if constexpr (N == 8) {
     if constexpr (kHalf)
@@ -133,11 +161,16 @@ __device__ __forceinline__ void wgmma_m64k16(float* d, const unsigned* a, unsign
       SG_WGMMA_M64N32K16_RS("f16", d, a, desc);
     else
       SG_WGMMA_M64N32K16_RS("bf16", d, a, desc);
-  } else {
+  } else if constexpr (N == 64) {
     if constexpr (kHalf)
       SG_WGMMA_M64N64K16_RS("f16", d, a, desc);
     else
       SG_WGMMA_M64N64K16_RS("bf16", d, a, desc);
+  } else {
+    if constexpr (kHalf)
+      SG_WGMMA_M64N128K16_RS("f16", d, a, desc);
+    else
+      SG_WGMMA_M64N128K16_RS("bf16", d, a, desc);
   }
 }
 

@@ -620,6 +620,38 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
             ADD_FAILURE() << to_string(p) << " " << to_string(Schedule(b)) << "\n" << e.what();
           }
         }
+  // N = 128 (m64n128k16: 64 accumulators a thread), mt = 1 as enumerated: both copy kinds and
+  // warp counts, fp16 and bf16, no spills, one wgmma shape.
+  for (int warps : {4, 8})
+    for (BitmapCopy copy : {BitmapCopy::Tile, BitmapCopy::Step}) {
+      const DType dt = i % 2 == 0 ? DType::F16 : DType::BF16;
+      ++i;
+      BitmapTcSchedule b = make(warps, 1, 1, warps == 4 ? 6 : 4, 1, MmaKind::Wgmma);
+      b.pipe = BitmapPipe::Bulk;
+      b.copy = copy;
+      b.values = BitmapValues::Pair;
+      const Problem p = Problem::spmm(a.rows, a.cols, 128, dt);
+      const GeneratedKernel k128 = emit_bitmap_tc(p, Schedule(b), pack(b));
+      try {
+        const auto r = compile_verbose(k128, "sm_90a");
+        total_ms += r.compile_ms;
+        EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
+            << to_string(Schedule(b)) << "\n"
+            << r.log;
+        EXPECT_FALSE(has(r.log, "serialized")) << to_string(Schedule(b)) << "\n" << r.log;
+        nvrtc::CompileOptions o;
+        o.arch = "compute_90a";
+        o.headers = k128.headers;
+        const std::string ptx(nvrtc::compile(k128.source, o).image.data());
+        EXPECT_TRUE(has(ptx, dt == DType::F16
+                                 ? "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"
+                                 : "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16"))
+            << to_string(Schedule(b));
+        EXPECT_FALSE(has(ptx, "m64n64k16")) << to_string(Schedule(b));
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << to_string(p) << " " << to_string(Schedule(b)) << "\n" << e.what();
+      }
+    }
   std::printf("[ NVRTC    ] %d bulk bitmap_tc kernels for sm_90a in %.0f ms\n", i, total_ms);
   // mma.sync with pipe=bulk: B arranged in the staged tile's padded rows; plain sm_90 (no wgmma).
   const Schedule ss = parse_schedule("bitmap_tc;warps=4;mt=2;ksplit=2;stages=3;pipe=bulk");

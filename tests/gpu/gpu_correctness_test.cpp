@@ -1414,8 +1414,8 @@ int check_bitmap_rotation(const std::shared_ptr<cuda::Context>& ctx, const Compi
   return checked;
 }
 
-// bitmap_tc with wgmma (sm_90 only): every N the emitter takes (8, 16, 32, 64), fp16 and bf16, on
-// 333 x 1000 (the last warpgroup's rows and the last column tile partial, empty rows, a dense
+// bitmap_tc with wgmma (sm_90 only): every N the emitter takes (8, 16, 32, 64, 128), fp16 and bf16,
+// on 333 x 1000 (the last warpgroup's rows and the last column tile partial, empty rows, a dense
 // row, a 900-long row) and on a magnitude-pruned 1024 x 4096 weight; schedules over warps, mt, kt,
 // ksplit and stages, each against the CPU reference (gpu_check: poisoned C, two betas).
 TEST(GpuBitmapTc, Wgmma) {
@@ -1512,8 +1512,19 @@ TEST(GpuBitmapTc, BulkPipe) {
     const int64_t ns[4] = {8, 24, 64, 128};
     checked += check_bitmap_rotation(ctx, target, mats, specs, ns, 59);
   }
+  {
+    // wgmma at N = 128 (m64n128k16), mt = 1 as enumerated: both copy kinds, 4 and 8 warps.
+    const char* const specs[4] = {
+        "bitmap_tc;warps=8;mt=1;ksplit=1;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step",
+        "bitmap_tc;warps=4;mt=1;ksplit=3;stages=6;mma=wgmma;vals=pair;pipe=bulk",
+        "bitmap_tc;warps=4;mt=1;ksplit=2;stages=6;mma=wgmma;vals=pair;pipe=bulk;copy=step",
+        "bitmap_tc;warps=8;mt=1;ksplit=1;stages=4;mma=wgmma;pipe=bulk",
+    };
+    const int64_t ns[4] = {128, 128, 128, 128};
+    checked += check_bitmap_rotation(ctx, target, mats, specs, ns, 61);
+  }
   ctx->synchronize();
-  EXPECT_EQ(checked, 48);
+  EXPECT_EQ(checked, 64);
 }
 
 TEST(GpuBitmapTc, Pruned) {

@@ -246,12 +246,12 @@ TEST(BitmapTcSchedule, ValidateAgainstProblem) {
   expect_one_reason(Problem::spmm(64, 256, 8, DType::F16), make(4, 1, 5, 2),
                     {"ksplit=5", "4 column tiles", "k=256"});
   EXPECT_TRUE(validate(Problem::spmm(64, 257, 8, DType::F16), Schedule(make(4, 1, 5, 2))).empty());
-  // wgmma: N of 8, 16, 32 or 64 only (one emitted instruction shape per N).
+  // wgmma: N of 8, 16, 32, 64 or 128 only (one emitted instruction shape per N).
   const BitmapTcSchedule wg = make(4, 1, 1, 2, 1, MmaKind::Wgmma);
-  for (int64_t n : {8, 16, 32, 64})
+  for (int64_t n : {8, 16, 32, 64, 128})
     EXPECT_TRUE(validate(Problem::spmm(100, 130, n, DType::BF16), Schedule(wg)).empty()) << n;
   expect_one_reason(Problem::spmm(64, 256, 24, DType::F16), wg, {"mma=wgmma", "not 24"});
-  expect_one_reason(Problem::spmm(64, 256, 128, DType::F16), wg, {"mma=wgmma", "not 128"});
+  expect_one_reason(Problem::spmm(64, 256, 96, DType::F16), wg, {"mma=wgmma", "not 96"});
   // Every reason at once.
   const auto why =
       validate(Problem::spmm(64, 64, 7, DType::F32, Layout::ColMajor), Schedule(make(4, 1, 2, 2)));
@@ -430,14 +430,23 @@ TEST(BitmapTcSchedule, EnumerateOnlyVerifiedSchedules) {
                 EXPECT_EQ(specs.count(to_string(Schedule(b))), 1u)
                     << "missing " << to_string(Schedule(b));
               }
-        EXPECT_EQ(all.size(), expect) << to_string(p);
+        // the cp.async wgmma kernel is legal but not offered (slower than mma.sync on the H200);
+        // pipe=bulk's is, at N = 32, 64 and 128 only (EnumerateBulkWgmmaAtNThirtyTwoTo128)
+        size_t sync = 0;
+        for (const Schedule& s : all) {
+          const BitmapTcSchedule& b = s.as<BitmapTcSchedule>();
+          sync += b.mma == MmaKind::Sync;
+          if (b.mma != MmaKind::Sync) {
+            EXPECT_EQ(b.pipe, BitmapPipe::Bulk) << to_string(s);
+          }
+          if (n != 128) {
+            EXPECT_EQ(b.mma, MmaKind::Sync) << to_string(s);
+          }
+        }
+        EXPECT_EQ(sync, expect) << to_string(p);
         if (n <= 24) {
           EXPECT_EQ(all.size(), 28u) << to_string(p);
         }
-        // the cp.async wgmma kernel is legal but not offered (slower than mma.sync on the H200);
-        // pipe=bulk's is, at N = 32 and 64 only (EnumerateBulkWgmmaAtNThirtyTwoAndSixtyFour)
-        for (const Schedule& s : all)
-          EXPECT_EQ(s.as<BitmapTcSchedule>().mma, MmaKind::Sync) << to_string(s);
       }
   // A device whose shared memory holds none of them: nothing is offered.
   DeviceLimits tiny = dev;
@@ -476,8 +485,8 @@ TEST(BitmapTcSchedule, EnumerateEmptyWhereTheFamilyDoesNotApply) {
 }
 
 // pipe=bulk (mma=wgmma, vals=pair, mt = 1; four warps with six stages, eight with four) is
-// offered at N = 32 and 64 on a wgmma device, over the same ksplit doubling; nowhere else.
-TEST(BitmapTcSchedule, EnumerateBulkWgmmaAtNThirtyTwoAndSixtyFour) {
+// offered at N = 32, 64 and 128 on a wgmma device, over the same ksplit doubling; nowhere else.
+TEST(BitmapTcSchedule, EnumerateBulkWgmmaAtNThirtyTwoTo128) {
   const DeviceLimits dev = DeviceLimits::sm90();
   const CsrMatrix a = random_matrix(100, 300, 0.4, 11);  // 7 row tiles, 5 column tiles
   auto bulk = [&](int64_t n, const DeviceLimits& d) {
@@ -495,7 +504,7 @@ TEST(BitmapTcSchedule, EnumerateBulkWgmmaAtNThirtyTwoAndSixtyFour) {
     }
     return out;
   };
-  for (int64_t n : {32, 64}) {
+  for (int64_t n : {32, 64, 128}) {
     const std::set<std::string> got = bulk(n, dev);
     EXPECT_EQ(got.size(), 12u) << n;  // copy {tile, step} x warps {4, 8} x ksplit {1, 2, 4}
     EXPECT_EQ(got.count("bitmap_tc;warps=8;mt=1;kt=1;ksplit=1;stages=4;mma=wgmma;vals=pair;"
@@ -508,7 +517,7 @@ TEST(BitmapTcSchedule, EnumerateBulkWgmmaAtNThirtyTwoAndSixtyFour) {
                         "pipe=bulk"),
               1u);
   }
-  for (int64_t n : {8, 16, 24, 48, 128}) EXPECT_TRUE(bulk(n, dev).empty()) << n;
+  for (int64_t n : {8, 16, 24, 48, 96}) EXPECT_TRUE(bulk(n, dev).empty()) << n;
   EXPECT_TRUE(bulk(64, DeviceLimits::sm80()).empty());  // no wgmma there
   // The two copy kinds of one shape are enumerated next to each other (the model ranks them
   // equal, so a search measuring the best-ranked few measures both).
