@@ -300,14 +300,17 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
   // 1.4x slower. Both copy kinds: copy=step (three copies a step) made 8 warps on 28672x7168 at
   // N = 32 / 64 1.24x faster than copy=tile, while 4 warps on 12288x12288 at N = 32 ran 1.2x
   // slower with it (not understood). The tuner measures which wins. N = 128 (m64n128k16, 64
-  // accumulators a thread) decodes each A tile once for all 128 columns.
+  // accumulators a thread, 122 registers) decodes each A tile once for all 128 columns; its B
+  // steps are twice as large, so four warps keep four stages there (two blocks a multiprocessor
+  // in shared memory). Eight warps run one block a multiprocessor at N = 128 (asking ptxas for
+  // two, 112 registers, serialises the wgmma).
   if (dev.wgmma && (p.n == 32 || p.n == 64 || p.n == 128)) {
     for (int warps : {4, 8}) {
       for (int ks = 1; ks <= 64 && ks <= tiles; ks *= 2) {
         BitmapTcSchedule s;
         s.warps_per_block = warps;
         s.ksplit = ks;
-        s.stages = warps == 4 ? 6 : 4;
+        s.stages = warps == 4 && p.n != 128 ? 6 : 4;
         s.mma = MmaKind::Wgmma;
         s.values = BitmapValues::Pair;
         s.pipe = BitmapPipe::Bulk;

@@ -626,7 +626,7 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
     for (BitmapCopy copy : {BitmapCopy::Tile, BitmapCopy::Step}) {
       const DType dt = i % 2 == 0 ? DType::F16 : DType::BF16;
       ++i;
-      BitmapTcSchedule b = make(warps, 1, 1, warps == 4 ? 6 : 4, 1, MmaKind::Wgmma);
+      BitmapTcSchedule b = make(warps, 1, 1, 4, 1, MmaKind::Wgmma);
       b.pipe = BitmapPipe::Bulk;
       b.copy = copy;
       b.values = BitmapValues::Pair;
