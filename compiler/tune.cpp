@@ -10,8 +10,10 @@
 #include <cstdio>
 #include <exception>
 #include <future>
+#include <limits>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 #include <tuple>
@@ -396,9 +398,26 @@ std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
     std::map<std::string_view, int> added;  // chosen candidates per unmodelled strategy
     for (size_t i = 0; i < order.size(); ++i)
       if (chosen[i] && !unmodelled[order[i]].empty()) ++added[unmodelled[order[i]]];
+    // Each added place goes to the candidate of the strategy farthest in SPEC from those of it
+    // already chosen (ties, and the first place, to the best-ranked).
     for (size_t i = 0; i < order.size(); ++i) {
       const std::string& strategy = unmodelled[order[i]];
-      if (!chosen[i] && !strategy.empty() && added[strategy]++ < places) chosen[i] = true;
+      if (chosen[i] || strategy.empty() || added[strategy] >= places) continue;
+      while (added[strategy] < places) {
+        std::optional<size_t> best;
+        int best_d = -1;
+        for (size_t j = i; j < order.size(); ++j) {
+          if (chosen[j] || unmodelled[order[j]] != strategy) continue;
+          int d = std::numeric_limits<int>::max();
+          for (size_t c = 0; c < order.size(); ++c)
+            if (chosen[c] && unmodelled[order[c]] == strategy)
+              d = std::min(d, spec_distance(all[order[c]], all[order[j]]));
+          if (d > best_d) best = j, best_d = d;
+        }
+        if (!best) break;
+        chosen[*best] = true;
+        ++added[strategy];
+      }
     }
   }
   std::vector<size_t> out;
@@ -489,6 +508,10 @@ std::vector<size_t> second_round(const std::vector<size_t>& order, const std::ve
       out.push_back(i);
       measured.push_back(i);
     }
+  // A winner with no neighbours (a library baseline, never refined) leaves the round to the
+  // fastest candidate that has some.
+  for (size_t r = 1; r < first_round.size() && out.empty(); ++r)
+    out = refine_for_measurement(order, all, first_round[r].first, measured, extra, unmodelled);
   return out;
 }
 

@@ -52,8 +52,11 @@ namespace sparsegen {
 // bitmap_tc-2: values in fragment order (every bitmap_tc kernel changed);
 // bitmap_tc-3: copies issued from 32-bit shared addresses, one scan per two k tiles (faster
 // steps, so the best bitmap_tc schedule may differ);
+// bitmap_tc-4: the bulk wgmma kernels also at N = 128;
 // refine-1: a second measured round near the first round's best, and the model refitted with
 // full-size weights; refine-2: a larger, nearest-first second round around an unmodelled winner;
+// refine-3: an unmodelled strategy's first-round places spread over its SPEC space, and a
+// library winner's second round given to the fastest generated candidate;
 // macko-3: staged kernels take work items, long rows cut into segments; macko-4: the row sums of N
 // > 1 columns by one reduce-scatter, stored by N lanes; macko-5: cheaper edge masks, one scan for
 // two u with 8-bit deltas where K allows); general-2: atomic kernels wait for their prologue
@@ -64,7 +67,7 @@ namespace sparsegen {
 // keyed by their digest instead (generator_version()): an emitted source only #includes them, so a
 // changed helper behind the same source must not find the old kernel.
 inline constexpr const char* kGeneratorVersion =
-    "sparsegen-0.2.0/general-3/macko-5/bitmap_tc-3/refine-2";
+    "sparsegen-0.2.0/general-3/macko-5/bitmap_tc-4/refine-3";
 
 // kGeneratorVersion, then "/templates-" and the first 16 hex digits of the SHA-256 of every
 // embedded template header (name and bytes, templates/CMakeLists.txt order): the key part
@@ -191,10 +194,14 @@ std::vector<std::string> library_why_not(const Problem& p, const CsrMatrix& a);
 // `spread` > 0 adds that many more, spread evenly over the rest of the ranking (see
 // fixed_cost_spread). `unmodelled` (by index into `all`; empty, or RankedSpace::unmodelled) names
 // the strategy of each candidate the model ranked with a formula fitted on other kernels: for
-// k >= 4 each such strategy is topped up to max(k / 4, 1) chosen candidates beyond the k, with its
-// best-ranked ones not chosen yet, so kernels the model has never seen are measured instead of
-// never (on the H200 the shipped model put every bitmap_tc pipe=bulk schedule of a 7168x2048 weight
-// below 37 others, while on 28672x7168 one was 1.32x faster than the mma.sync one picked before).
+// k >= 4 each such strategy is topped up to max(k / 4, 1) chosen candidates beyond the k, so
+// kernels the model has never seen are measured instead of never (on the H200 the shipped model
+// put every bitmap_tc pipe=bulk schedule of a 7168x2048 weight below 37 others, while on
+// 28672x7168 one was 1.32x faster than the mma.sync one picked before). The first added place goes
+// to the strategy's best-ranked candidate, each further one to the candidate farthest in SPEC from
+// those of the strategy already chosen: the model's order inside such a strategy means little (on
+// the H200 the two best-ranked bulk kernels of 28672x7168 at N = 64 differed in the copy kind only,
+// and both were 1.8x slower than the strategy's best, which differed from them in four fields).
 // The result stays in ranking order.
 std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
                                            const std::vector<Schedule>& all, int k, int spread = 0,
@@ -222,7 +229,9 @@ std::vector<size_t> refine_for_measurement(const std::vector<size_t>& order,
 
 // The second round as a whole: refine_for_measurement around the first round's winner, then
 // around the fastest candidate of each other unmodelled strategy whose time is within
-// kUnmodelledAnchorRatio of the winner's, each with its own budget and without repeats.
+// kUnmodelledAnchorRatio of the winner's, each with its own budget and without repeats. When
+// none of these has a neighbour left (the winner a library baseline, which is never refined), the
+// round goes around the fastest first-round candidate that has some.
 // `first_round`: (index into `all`, measured ms), fastest first. The first round's places of an
 // unmodelled strategy are a blind pick inside it, so a near-tie there hides its best: on the H200,
 // 28672x7168 magnitude 70 % at N = 32, the mma.sync winner and the first round's bulk kernel

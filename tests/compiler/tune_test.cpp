@@ -201,6 +201,39 @@ TEST(Tune, MeasurementSetTriesAStrategyTheModelHasNotSeen) {
             (std::vector<size_t>{0, 1, 2, 3, 4, 5, 6, 7, 9}));
 }
 
+// Past its best-ranked candidate, an unmodelled strategy's places go to the candidates farthest in
+// SPEC from those of it already chosen, not to the next in the model's order.
+TEST(Tune, MeasurementSetSpreadsAnUnmodelledStrategyOverItsSpace) {
+  std::vector<Schedule> all;
+  for (const char* spec :
+       {"bitmap_tc;warps=4;mt=1;kt=1;ksplit=2;stages=2",                                 // 0
+        "bitmap_tc;warps=8;mt=1;kt=1;ksplit=2;stages=2",                                 // 1
+        "bitmap_tc;warps=4;ksplit=2;stages=6;mma=wgmma;vals=pair;pipe=bulk",             // 2: bulk
+        "bitmap_tc;warps=4;ksplit=2;stages=6;mma=wgmma;vals=pair;pipe=bulk;copy=step",   // 3: 1
+        "bitmap_tc;warps=4;ksplit=1;stages=6;mma=wgmma;vals=pair;pipe=bulk",             // 4: 1
+        "bitmap_tc;warps=8;ksplit=1;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step",   // 5: 4
+        "bitmap_tc;warps=8;ksplit=4;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step"})  // 6: 4
+    all.push_back(parse_schedule(spec));
+  // Two places (k = 8) for the bulk strategy, ranked below eight modelled schedules: 2 first, then
+  // 5 (four fields from 2; ties go to the better-ranked), not 3 (one field).
+  std::vector<Schedule> many = all;
+  std::vector<size_t> long_order = {0, 1};
+  std::vector<std::string> strategies = {"", ""};
+  for (int i = 0; i < 8; ++i) {  // eight modelled schedules ranked above the bulk ones
+    many.push_back(parse_schedule("bitmap_tc;warps=4;mt=2;kt=1;ksplit=" + std::to_string(i + 1)));
+    long_order.push_back(many.size() - 1);
+    strategies.emplace_back();
+  }
+  for (size_t i = 2; i < all.size(); ++i) long_order.push_back(i);
+  strategies.resize(many.size());
+  for (size_t i = 2; i < all.size(); ++i) strategies[i] = "bulk";
+  const std::vector<size_t> chosen = select_for_measurement(long_order, many, 8, 0, strategies);
+  EXPECT_EQ(std::count(chosen.begin(), chosen.end(), size_t{2}), 1);
+  EXPECT_EQ(std::count(chosen.begin(), chosen.end(), size_t{5}), 1);
+  EXPECT_EQ(std::count(chosen.begin(), chosen.end(), size_t{3}), 0);
+  EXPECT_EQ(chosen.size(), 10u);
+}
+
 // The refinement around a winner of an unmodelled strategy takes any candidate of that strategy
 // (the model's order inside it is all it has), not only the SPEC neighbours: nearest SPEC first,
 // and up to kUnmodelledRefineFactor times the budget.
@@ -249,6 +282,15 @@ TEST(Tune, SecondRoundAlsoAnchorsACloseUnmodelledStrategy) {
   // 1.5x: only the winner.
   EXPECT_EQ(second_round(order, all, {{0, 1.0}, {2, 1.5}}, measured, 2, unmodelled),
             (std::vector<size_t>{1}));
+  // A library winner (no neighbours) beyond the ratio: the round goes around the fastest
+  // candidate with neighbours, here the mma.sync one.
+  std::vector<Schedule> with_library = all;
+  with_library.push_back(parse_schedule("dense;lib=cublaslt"));  // 5, never in the ranking
+  std::vector<std::string> strategies = unmodelled;
+  strategies.emplace_back();
+  EXPECT_EQ(
+      second_round(order, with_library, {{5, 1.0}, {0, 1.3}, {2, 1.6}}, {0, 2, 5}, 2, strategies),
+      (std::vector<size_t>{1}));
   EXPECT_TRUE(second_round(order, all, {}, measured, 2, unmodelled).empty());
   EXPECT_TRUE(second_round(order, all, {{0, 1.0}, {2, 1.1}}, measured, 0, unmodelled).empty());
 }
