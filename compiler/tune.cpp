@@ -403,19 +403,21 @@ std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
     for (size_t i = 0; i < order.size(); ++i) {
       const std::string& strategy = unmodelled[order[i]];
       if (chosen[i] || strategy.empty() || added[strategy] >= places) continue;
+      std::vector<size_t> picked;  // positions of the strategy's chosen candidates
+      for (size_t c = 0; c < order.size(); ++c)
+        if (chosen[c] && unmodelled[order[c]] == strategy) picked.push_back(c);
       while (added[strategy] < places) {
         std::optional<size_t> best;
         int best_d = -1;
         for (size_t j = i; j < order.size(); ++j) {
           if (chosen[j] || unmodelled[order[j]] != strategy) continue;
           int d = std::numeric_limits<int>::max();
-          for (size_t c = 0; c < order.size(); ++c)
-            if (chosen[c] && unmodelled[order[c]] == strategy)
-              d = std::min(d, spec_distance(all[order[c]], all[order[j]]));
+          for (size_t c : picked) d = std::min(d, spec_distance(all[order[c]], all[order[j]]));
           if (d > best_d) best = j, best_d = d;
         }
         if (!best) break;
         chosen[*best] = true;
+        picked.push_back(*best);
         ++added[strategy];
       }
     }

@@ -56,7 +56,7 @@ namespace sparsegen {
 // refine-1: a second measured round near the first round's best, and the model refitted with
 // full-size weights; refine-2: a larger, nearest-first second round around an unmodelled winner;
 // refine-3: an unmodelled strategy's first-round places spread over its SPEC space, and a
-// library winner's second round given to the fastest generated candidate;
+// library winner's second round given to the fastest candidate with neighbours;
 // macko-3: staged kernels take work items, long rows cut into segments; macko-4: the row sums of N
 // > 1 columns by one reduce-scatter, stored by N lanes; macko-5: cheaper edge masks, one scan for
 // two u with 8-bit deltas where K allows); general-2: atomic kernels wait for their prologue

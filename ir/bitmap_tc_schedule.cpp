@@ -315,8 +315,8 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
         s.values = BitmapValues::Pair;
         s.pipe = BitmapPipe::Bulk;
         if (ks > 1 && bitmap_tc_grid_x(p, s) * (ks / 2) >= 4 * int64_t{dev.multiprocessors}) break;
-        // both copy kinds next to each other: the cost model cannot tell them apart, so a search
-        // that measures the best-ranked few measures both
+        // both copy kinds: the cost model cannot tell them apart, and which wins depends on the
+        // shape, so the search measures across them (compiler/tune.h, select_for_measurement)
         for (BitmapCopy copy : {BitmapCopy::Tile, BitmapCopy::Step}) {
           s.copy = copy;
           if (verify_bitmap_tc(p, s, st, dev).empty()) out.emplace_back(s);
