@@ -92,7 +92,7 @@ struct BitmapTcSchedule {
 // Problem-independent legality of a body: every reason it is illegal (empty = legal).
 std::vector<std::string> validate(const BitmapTcSchedule& s);
 // Problem-dependent legality: fp16/bf16, row-major B, N a multiple of 8 in 8..128 (mma=wgmma:
-// 8, 16, 32 or 64), ksplit no more than the column tiles.
+// 8, 16, 32, 64 or 128), ksplit no more than the column tiles.
 std::vector<std::string> validate_bitmap_tc(const Problem& p, const BitmapTcSchedule& s);
 
 std::string bitmap_tc_spec(const BitmapTcSchedule& s);
