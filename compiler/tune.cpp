@@ -239,6 +239,26 @@ std::optional<KernelBuild> build_from_record(const CsrMatrix& a, const Problem& 
   return b;
 }
 
+// The position in `order` of the candidate not chosen yet, of the strategy of `picked` (positions
+// already chosen, at least one), farthest in SPEC from its nearest in `picked`; ties to the
+// better-ranked. nullopt when the strategy has no candidate left.
+std::optional<size_t> farthest_unchosen(const std::vector<size_t>& order,
+                                        const std::vector<Schedule>& all,
+                                        const std::vector<std::string>& unmodelled,
+                                        const std::vector<bool>& chosen,
+                                        const std::vector<size_t>& picked) {
+  const std::string& strategy = unmodelled[order[picked.front()]];
+  std::optional<size_t> best;
+  int best_d = -1;
+  for (size_t j = 0; j < order.size(); ++j) {
+    if (chosen[j] || unmodelled[order[j]] != strategy) continue;
+    int d = std::numeric_limits<int>::max();
+    for (size_t c : picked) d = std::min(d, spec_distance(all[order[c]], all[order[j]]));
+    if (d > best_d) best = j, best_d = d;
+  }
+  return best;
+}
+
 }  // namespace
 
 DeviceProfile profile_of(const cuda::DeviceInfo& info, bool* bandwidth_guessed) {
@@ -407,17 +427,13 @@ std::vector<size_t> select_for_measurement(const std::vector<size_t>& order,
       for (size_t c = 0; c < order.size(); ++c)
         if (chosen[c] && unmodelled[order[c]] == strategy) picked.push_back(c);
       while (added[strategy] < places) {
-        std::optional<size_t> best;
-        int best_d = -1;
-        for (size_t j = i; j < order.size(); ++j) {
-          if (chosen[j] || unmodelled[order[j]] != strategy) continue;
-          int d = std::numeric_limits<int>::max();
-          for (size_t c : picked) d = std::min(d, spec_distance(all[order[c]], all[order[j]]));
-          if (d > best_d) best = j, best_d = d;
-        }
-        if (!best) break;
-        chosen[*best] = true;
-        picked.push_back(*best);
+        // the first place of a strategy none of whose candidates is chosen: its best-ranked, i
+        const std::optional<size_t> next =
+            picked.empty() ? std::optional<size_t>(i)
+                           : farthest_unchosen(order, all, unmodelled, chosen, picked);
+        if (!next) break;
+        chosen[*next] = true;
+        picked.push_back(*next);
         ++added[strategy];
       }
     }
