@@ -29,6 +29,10 @@ using tmpl::targs;
 using tmpl::TypeArg;
 using tmpl::u32;
 
+// copy=step: a staged tile's record, its lane words then its lane starts
+// (bitmap_mask_words_with_starts)
+constexpr int64_t kStepRecord = kBitmapLaneBytes + kBitmapLaneStartBytes;
+
 class BitmapTcEmitter : public Emitter {
  public:
   BitmapTcEmitter(const Problem& p, const BitmapTcSchedule& s, const BitmapTileFormat& f,
@@ -102,8 +106,9 @@ class BitmapTcEmitter : public Emitter {
   void emit_bulk_body() {
     const int MT = s_.m_tiles, S = s_.stages, W = s_.warps_per_block;
     if (step_copy_) {
-      comment("a stage: B's column tile, the row tiles' lane words (the producer copies the valid");
-      comment("ones; the rest stay zero, written once here), then their values, packed");
+      comment("a stage: B's column tile, the row tiles' lane words and lane starts (the producer");
+      comment("copies the valid ones; the rest stay zero, written once here), then their values,");
+      comment("packed");
     } else {
       comment("row tiles of this block below M: the producer copies them, the rest read zero lane");
       comment("words, written once here");
@@ -112,7 +117,8 @@ class BitmapTcEmitter : public Emitter {
     }
     call_stmt(tmpl::bitmap_tc_bulk_zero,
               targs(IntArg{S}, IntArg{RTB_}, IntArg{smem_.stage}, IntArg{smem_.b_step},
-                    IntArg{step_copy_ ? kBitmapLaneBytes : smem_.a_tile}, IntArg{THREADS_}),
+                    IntArg{step_copy_ ? kStepRecord : smem_.a_tile},
+                    IntArg{step_copy_ ? kStepRecord : kBitmapLaneBytes}, IntArg{THREADS_}),
               u32("s_stage0"), i32("valid"), i32("tid"));
     line("__syncthreads();");
     {
@@ -120,7 +126,7 @@ class BitmapTcEmitter : public Emitter {
       if (step_copy_)
         call_stmt(tmpl::bitmap_tc_bulk_produce_steps,
                   targs(TypeArg{"T"}, IntArg{S}, IntArg{RTB_}, IntArg{smem_.stage},
-                        IntArg{smem_.b_step}, IntArg{b_tile_bytes()}),
+                        IntArg{smem_.b_step}, IntArg{kStepRecord}, IntArg{b_tile_bytes()}),
                   u32("s_bars"), u32("s_stage0"), cptr_u32("bw"), cptr_u32("masks"),
                   cptr_t("values"), cptr_i32("s_tp"), i32("first"), i32("valid"), i32("valid"),
                   i32("ct0"), i32("steps"), i32("lane"));
@@ -146,8 +152,8 @@ class BitmapTcEmitter : public Emitter {
       line(fmt::format("unsigned w[{}], addr[{}];", MT, MT));
       if (step_copy_) {
         const std::string words = fmt::format("{} + {}", stage_b("buf"), smem_.b_step);
-        call_stmt(tmpl::bitmap_tc_lanes_packed, targs(IntArg{MT}, IntArg{pairs_ ? 1 : 0}),
-                  u32(words), u32(fmt::format("{} + {}", words, RTB_ * kBitmapLaneBytes)),
+        call_stmt(tmpl::bitmap_tc_lanes_packed, targs(IntArg{MT}, IntArg{kStepRecord}), u32(words),
+                  u32(fmt::format("{} + {}", words, RTB_ * kStepRecord)),
                   cptr_i32(fmt::format("s_tp + i * {}", RTB_ + 1)),
                   i32(fmt::format("warp * {}", MT)), i32("lane"), ptr_u32("w"), ptr_u32("addr"));
       } else {
@@ -448,13 +454,17 @@ class BitmapTcEmitter : public Emitter {
     const KernelParam beta = {"beta", ParamKind::Beta, "beta", {}};
     KernelSignature sig;
     sig.kernel_name = opt_.kernel_name;
-    sig.params = {{"values", ParamKind::Values, "bitmap.values", {}},
-                  {"B", ParamKind::B, "B", {}},
-                  c,
-                  {"alpha", ParamKind::Alpha, "alpha", {}},
-                  beta,
-                  {"masks", ParamKind::U32Table, "bitmap.masks", bitmap_mask_words(f_)},
-                  {"tile_ptr", ParamKind::I32Table, "bitmap.tile_ptr", f_.tile_ptr}};
+    sig.params = {
+        {"values", ParamKind::Values, "bitmap.values", {}},
+        {"B", ParamKind::B, "B", {}},
+        c,
+        {"alpha", ParamKind::Alpha, "alpha", {}},
+        beta,
+        step_copy_
+            ? KernelParam{"masks", ParamKind::U32Table, "bitmap.masks with lane starts",
+                          bitmap_mask_words_with_starts(f_)}
+            : KernelParam{"masks", ParamKind::U32Table, "bitmap.masks", bitmap_mask_words(f_)},
+        {"tile_ptr", ParamKind::I32Table, "bitmap.tile_ptr", f_.tile_ptr}};
     sig.launch.grid_x = bitmap_tc_grid_x(p_, s_);
     sig.launch.grid_y = bitmap_tc_grid_y(p_, s_);
     sig.launch.block_threads = THREADS_;
@@ -531,6 +541,23 @@ std::vector<int64_t> bitmap_mask_words(const BitmapTileFormat& f) {
     for (int64_t t = t0; t < t1; ++t) {
       const auto w = bitmap_lane_words(f, t);
       std::copy(w.begin(), w.end(), words.begin() + t * kBitmapLanes);
+    }
+  });
+  return words;
+}
+
+std::vector<int64_t> bitmap_mask_words_with_starts(const BitmapTileFormat& f) {
+  constexpr int64_t kRecord = kStepRecord / 4;
+  std::vector<int64_t> words(static_cast<size_t>(f.tiles() * kRecord));
+  parallel_for(f.tiles(), f.nnz, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const auto w = bitmap_lane_words(f, t);
+      const auto start = bitmap_lane_starts(w, f.layout);
+      const auto out = words.begin() + t * kRecord;
+      std::copy(w.begin(), w.end(), out);
+      for (int i = 0; i < kBitmapLanes / 2; ++i)
+        out[kBitmapLanes + i] = static_cast<int64_t>(static_cast<uint32_t>(start[2 * i]) |
+                                                     static_cast<uint32_t>(start[2 * i + 1]) << 16);
     }
   });
   return words;

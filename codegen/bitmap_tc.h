@@ -40,7 +40,8 @@ namespace sparsegen::codegen {
 
 // Precondition: schedule is a bitmap_tc one and validate(problem, schedule) is empty;
 // f = pack_bitmap_tiles(a) for the problem's matrix. Parameters: values (Values: f.values in the
-// dtype), B, C, alpha, beta, masks (U32Table: bitmap_mask_words, 32 lane words per tile),
+// dtype), B, C, alpha, beta, masks (U32Table: bitmap_mask_words, 32 lane words per tile;
+// copy=step: bitmap_mask_words_with_starts),
 // tile_ptr (I32Table), then ws (Workspace) when ksplit > 1. grid = (bitmap_tc_grid_x, ksplit).
 // Throws UserError for an illegal problem (fp32, N, B layout) or offsets beyond 32 bits.
 GeneratedKernel emit_bitmap_tc(const Problem& problem, const Schedule& schedule,
@@ -48,5 +49,9 @@ GeneratedKernel emit_bitmap_tc(const Problem& problem, const Schedule& schedule,
 
 // The kernel's mask table: per tile its 32 lane words (bitmap_lane_words), tiles in order.
 std::vector<int64_t> bitmap_mask_words(const BitmapTileFormat& f);
+// copy=step's mask table: per tile its 32 lane words, then its 32 lane starts in f.layout's
+// entries (bitmap_lane_starts), two per word (lane 2i in the low 16 bits of word 32 + i, lane
+// 2i + 1 in the high): 48 words, kBitmapLaneBytes + kBitmapLaneStartBytes a tile.
+std::vector<int64_t> bitmap_mask_words_with_starts(const BitmapTileFormat& f);
 
 }  // namespace sparsegen::codegen

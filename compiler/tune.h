@@ -52,7 +52,8 @@ namespace sparsegen {
 // bitmap_tc-2: values in fragment order (every bitmap_tc kernel changed);
 // bitmap_tc-3: copies issued from 32-bit shared addresses, one scan per two k tiles (faster
 // steps, so the best bitmap_tc schedule may differ);
-// bitmap_tc-4: the bulk wgmma kernels also at N = 128;
+// bitmap_tc-4: the bulk wgmma kernels also at N = 128; bitmap_tc-5: copy=step mask tables carry
+// each tile's lane starts (the kernels load them instead of a warp scan);
 // refine-1: a second measured round near the first round's best, and the model refitted with
 // full-size weights; refine-2: a larger, nearest-first second round around an unmodelled winner;
 // refine-3: an unmodelled strategy's first-round places spread over its SPEC space, and a
@@ -67,7 +68,7 @@ namespace sparsegen {
 // keyed by their digest instead (generator_version()): an emitted source only #includes them, so a
 // changed helper behind the same source must not find the old kernel.
 inline constexpr const char* kGeneratorVersion =
-    "sparsegen-0.2.0/general-3/macko-5/bitmap_tc-4/refine-3";
+    "sparsegen-0.2.0/general-3/macko-5/bitmap_tc-5/refine-3";
 
 // kGeneratorVersion, then "/templates-" and the first 16 hex digits of the SHA-256 of every
 // embedded template header (name and bytes, templates/CMakeLists.txt order): the key part

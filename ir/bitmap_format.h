@@ -57,6 +57,9 @@ inline constexpr int64_t kBitmapValueAlign = 8;
 inline constexpr int kBitmapLanes = 32;
 // Bytes of a tile's 32 lane words (bitmap_lane_words), as a kernel stages them.
 inline constexpr int64_t kBitmapLaneBytes = 4 * kBitmapLanes;
+// Bytes of a tile's 32 lane starts (bitmap_lane_starts, 16 bits each: a tile holds at most
+// 32 x 32 entries), which copy=step kernels stage after the lane words instead of a warp scan.
+inline constexpr int64_t kBitmapLaneStartBytes = 2 * kBitmapLanes;
 
 // How a tile's values are laid out (see above); one name table for the printer, the SPEC and
 // the format's description.

@@ -183,7 +183,9 @@ BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t
       round16((s.copy == BitmapCopy::Step ? part * (row_tiles + 1) : row_tiles * (part + 1)) * 4);
   m.b_tile = kBitmapTileCols * bitmap_tc_b_row_bytes(p, s);
   m.a_values = round16(2 * max_tile_values);
-  m.a_tile = kBitmapTileRows * 8 + m.a_values;
+  // copy=step stages each tile's lane starts after its lane words
+  m.a_tile =
+      kBitmapLaneBytes + (s.copy == BitmapCopy::Step ? kBitmapLaneStartBytes : 0) + m.a_values;
   // wgmma: the step's B column groups are 16 bytes apart beyond their rows (bitmap_tc_b_group):
   // one pad per column group and step.
   m.b_step = s.k_tiles * m.b_tile + (s.mma == MmaKind::Wgmma ? 16 * ((p.n + 7) / 8) : 0);

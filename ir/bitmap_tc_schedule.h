@@ -119,13 +119,14 @@ int64_t bitmap_tc_b_row_bytes(const Problem& p, const BitmapTcSchedule& s);
 //    x (row tiles + 1), a step's tiles consecutive]
 //   [pipe=bulk: two 8-byte mbarriers per stage (full, empty), rounded to 16]
 //   stages x k_tiles x [B tile: 64 x b_row | per row tile of the block: 32 lane words (128) |
-//   values]; copy=step: stages x [B tile | the row tiles' lane words | their values, packed]
+//   values]; copy=step: stages x [B tile | the row tiles' lane words and lane starts | their
+//   values, packed]
 struct BitmapTcSmem {
   int64_t tile_ptrs = 0;  // bytes of the tile-pointer table
   int64_t barriers = 0;   // pipe=bulk: the stages' full and empty mbarriers
   int64_t b_tile = 0;     // 64 rows x bitmap_tc_b_row_bytes
   int64_t a_values = 0;   // one row tile's value buffer: max_tile_values x 2, rounded to 16
-  int64_t a_tile = 0;     // 128 mask bytes + a_values
+  int64_t a_tile = 0;     // 128 mask bytes (copy=step: + 64 of lane starts) + a_values
   int64_t b_step = 0;     // a step's B rows: k_tiles x b_tile (+ 16 per column group, wgmma)
   int64_t stage = 0;      // b_step + k_tiles x (row tiles per block) x a_tile
   int64_t total = 0;      // tile_ptrs + barriers + stages x stage

@@ -200,21 +200,23 @@ __device__ __forceinline__ void bitmap_tc_lanes(unsigned s_tiles, int lane, unsi
   }
 }
 
-// pipe=bulk: as bitmap_tc_lanes (one scan per tile), for a stage that holds the block's row
-// tiles' lane words together (row tile r's at s_words + r·128) and their values packed after
-// them (row tile r's at s_vals + 2·(tp[r] - tp[0]), tp: the step's tile pointers), for the
-// warp's row tiles r0 .. r0 + TILES - 1.
-template <int TILES, int VALS>
+// pipe=bulk, copy=step: as bitmap_tc_lanes, for a stage that holds the block's row tiles'
+// records together (row tile r's at s_words + r·RECORD: 32 lane words, then 32 16-bit lane
+// starts, codegen::bitmap_mask_words_with_starts) and their values packed after them (row tile
+// r's at s_vals + 2·(tp[r] - tp[0]), tp: the step's tile pointers), for the warp's row tiles
+// r0 .. r0 + TILES - 1. The pack stored each lane's start (the entries of the lanes below), so
+// a lane loads it instead of a five-shuffle scan: two independent loads, no chain.
+template <int TILES, int RECORD>
 __device__ __forceinline__ void bitmap_tc_lanes_packed(unsigned s_words, unsigned s_vals,
                                                        const int* tp, int r0, int lane, unsigned* w,
                                                        unsigned* addr) {
 #pragma unroll
   for (int t = 0; t < TILES; ++t) {
-    asm volatile("ld.shared.u32 %0, [%1];\n"
-                 : "=r"(w[t])
-                 : "r"(s_words + (r0 + t) * 128 + lane * 4));
-    const int before = detail::bitmap_lanes_before(detail::bitmap_lane_entries<VALS>(w[t]), lane);
-    addr[t] = s_vals + 2u * static_cast<unsigned>(tp[r0 + t] - tp[0] + before);
+    const unsigned rec = s_words + (r0 + t) * RECORD;
+    unsigned before;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(w[t]) : "r"(rec + lane * 4));
+    asm volatile("ld.shared.u16 %0, [%1];\n" : "=r"(before) : "r"(rec + 128 + lane * 2));
+    addr[t] = s_vals + 2u * (static_cast<unsigned>(tp[r0 + t] - tp[0]) + before);
   }
 }
 
@@ -403,15 +405,18 @@ __device__ __forceinline__ void bitmap_tc_bulk_init(unsigned bars, int tid) {
   detail::bulk_barrier_init_fence();
 }
 
-// pipe=bulk: the lane words of the block's row tiles that no copy fills (local row tile
-// valid .. RTB - 1: at or beyond M) are zero in every stage (no set bit: the decode reads no
-// value), written once before the loop. Stage s's lane words of row tile t are at
-// s_stage0 + s·STAGE + A0 + t·A_TILE. All THREADS threads call it; a block barrier follows.
-template <int STAGES, int RTB, int STAGE, int A0, int A_TILE, int THREADS>
+// pipe=bulk: the first ZERO bytes (lane words; copy=step: and lane starts) of the block's row
+// tiles that no copy fills (local row tile valid .. RTB - 1: at or beyond M) are zero in every
+// stage (no set bit: the decode reads no value), written once before the loop. Stage s's lane
+// words of row tile t are at s_stage0 + s·STAGE + A0 + t·A_TILE. All THREADS threads call it; a
+// block barrier follows.
+template <int STAGES, int RTB, int STAGE, int A0, int A_TILE, int ZERO, int THREADS>
 __device__ __forceinline__ void bitmap_tc_bulk_zero(unsigned s_stage0, int valid, int tid) {
-  const int n = STAGES * (RTB - valid) * 8;  // 16-byte pieces
+  static_assert(ZERO % 16 == 0 && ZERO <= A_TILE, "bitmap_tc_bulk_zero: whole 16-byte pieces");
+  constexpr int kPieces = ZERO / 16;
+  const int n = STAGES * (RTB - valid) * kPieces;
   for (int i = tid; i < n; i += THREADS) {
-    const int piece = i & 7, rest = i >> 3;
+    const int piece = i % kPieces, rest = i / kPieces;
     const int s = rest % STAGES, t = valid + rest / STAGES;
     asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(s_stage0 + s * STAGE + A0 +
                                                                     t * A_TILE + 16 * piece),
@@ -465,9 +470,9 @@ __device__ __forceinline__ void bitmap_tc_bulk_produce_tiles(unsigned bars, unsi
 // A is the block's `valid` row tiles of its column tile, consecutive in the grouped tile order
 // (tile first + i·stride onwards, ir/bitmap_format.h), so lane 0 announces the step's bytes and
 // issues three copies: B's column tile (B_BYTES of the arranged BWork bw) to the stage's start, the
-// tiles' lane words (valid·128 bytes of masks) to A0, and their values (s_tp[i·(RTB + 1)] ..
-// s_tp[i·(RTB + 1) + RTB], bitmap_tc_bulk_tile_ptrs) to A0 + RTB·128.
-template <typename T, int STAGES, int RTB, int STAGE, int A0, int B_BYTES>
+// tiles' records (valid·RECORD bytes of masks: lane words and lane starts) to A0, and their values
+// (s_tp[i·(RTB + 1)] .. s_tp[i·(RTB + 1) + RTB], bitmap_tc_bulk_tile_ptrs) to A0 + RTB·RECORD.
+template <typename T, int STAGES, int RTB, int STAGE, int A0, int RECORD, int B_BYTES>
 __device__ __forceinline__ void bitmap_tc_bulk_produce_steps(
     unsigned bars, unsigned s_stage0, const unsigned* __restrict__ bw,
     const unsigned* __restrict__ masks, const T* __restrict__ values, const int* s_tp, int first,
@@ -481,11 +486,12 @@ __device__ __forceinline__ void bitmap_tc_bulk_produce_steps(
     if (lane == 0) {
       const int v0 = s_tp[i * (RTB + 1)], v1 = s_tp[i * (RTB + 1) + RTB];
       const unsigned vbytes = 2u * static_cast<unsigned>(v1 - v0);
-      detail::bulk_expect(full, B_BYTES + 128u * static_cast<unsigned>(valid) + vbytes);
+      detail::bulk_expect(full, B_BYTES + RECORD * static_cast<unsigned>(valid) + vbytes);
       detail::bulk_copy(st, bw + static_cast<long long>(ct0 + i) * (B_BYTES / 4), B_BYTES, full);
-      detail::bulk_copy(st + A0, masks + (static_cast<long long>(first) + i * stride) * 32,
-                        128u * static_cast<unsigned>(valid), full);
-      if (vbytes > 0) detail::bulk_copy(st + A0 + RTB * 128, values + v0, vbytes, full);
+      detail::bulk_copy(st + A0,
+                        masks + (static_cast<long long>(first) + i * stride) * (RECORD / 4),
+                        RECORD * static_cast<unsigned>(valid), full);
+      if (vbytes > 0) detail::bulk_copy(st + A0 + RTB * RECORD, values + v0, vbytes, full);
     }
     __syncwarp();
   }

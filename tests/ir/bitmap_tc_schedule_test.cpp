@@ -287,6 +287,14 @@ TEST(BitmapTcSchedule, SharedMemoryWorkedExample) {
   EXPECT_EQ(m2.a_tile, 336);
   EXPECT_EQ(m2.stage, 11520);
   EXPECT_EQ(m2.total, 34688);
+  // copy=step (bulk pipe; only the sizes count here): a row tile's record also holds its 32
+  // 16-bit lane starts, a_tile = 128 + 64 + 208.
+  BitmapTcSchedule step = make(4, 2, 1, 3);
+  step.pipe = BitmapPipe::Bulk;
+  step.copy = BitmapCopy::Step;
+  EXPECT_EQ(bitmap_tc_smem(p, step, 104).a_tile, 400);
+  step.copy = BitmapCopy::Tile;
+  EXPECT_EQ(bitmap_tc_smem(p, step, 104).a_tile, 336);
   // One row tile, one column tile, one part: tile_ptrs = 1 x 2 x 4 = 8 -> 16; a_values of 8
   // slots = 16; b row for n = 8 is one unit (16 bytes): 2 x (1024 + 128 + 16) + 16 = 2352.
   const BitmapTcSmem small =
