@@ -59,7 +59,7 @@ SANITIZER_BUDGET_S=${SANITIZER_BUDGET_S:-120}
 # compute-sanitizer memcheck runs: "name|command" (command relative to the build dir). The
 # error-path tests (which provoke API errors on purpose) are excluded.
 SANITIZER_RUNS=(
-  "runtime_gpu|tests/runtime_tests '--gtest_filter=Gpu.*:-Gpu.InvalidLaunchConfigNamesTheCall:Gpu.MissingKernelAndBadImageNameTheCall'"
+  "runtime_gpu|tests/runtime_tests '--gtest_filter=Gpu.*:-Gpu.InvalidLaunchConfigNamesTheCall:Gpu.MissingKernelAndBadImageNameTheCall:Gpu.GraphCaptureReplaysAndRefusesSynchronousCalls'"
   "gpu_smoke|tools/sparsegen gpu-smoke --n 200003 --repeats 2"
   "gpu_tests_sample|tests/gpu_tests '--gtest_filter=GpuSample.*:GpuPipeline.*'"
   # bitmap_tc kernels (cp.async, ldmatrix, the split-K workspace): one config per edge matrix.
