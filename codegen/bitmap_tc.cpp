@@ -65,6 +65,7 @@ class BitmapTcEmitter : public Emitter {
     wgmma_ = s_.mma == MmaKind::Wgmma;
     bulk_ = s_.pipe == BitmapPipe::Bulk;
     step_copy_ = s_.copy == BitmapCopy::Step;
+    cluster_ = s_.cluster;
     for (const char* n :
          {"values", "B",    "C",     "ws",    "alpha",   "beta", "masks",    "tile_ptr",
           "lane",   "warp", "tid",   "T",     "sg_smem", "s_tp", "s_stage0", "ct0",
@@ -103,8 +104,12 @@ class BitmapTcEmitter : public Emitter {
   // is that step's.
   //   if (warp == warps) produce(all steps)
   //   else for i: wait(full[i % S]) -> step(i) [-> wgmma_wait<1>] -> release(empty[...])
+  // cluster > 1: the barriers are ready cluster-wide (cluster_sync) before the loop; the first
+  // block's producer multicasts each step's B into every block once all their consumers released
+  // the stage (its cluster-empty barrier, where each consumer warp also arrives); a cluster_sync
+  // at the end keeps every block until no other touches it.
   void emit_bulk_body() {
-    const int MT = s_.m_tiles, S = s_.stages, W = s_.warps_per_block;
+    const int S = s_.stages, W = s_.warps_per_block;
     if (step_copy_) {
       comment("a stage: B's column tile, the row tiles' lane words and lane starts (the producer");
       comment("copies the valid ones; the rest stay zero, written once here), then their values,");
@@ -120,16 +125,23 @@ class BitmapTcEmitter : public Emitter {
                     IntArg{step_copy_ ? kStepRecord : smem_.a_tile},
                     IntArg{step_copy_ ? kStepRecord : kBitmapLaneBytes}, IntArg{THREADS_}),
               u32("s_stage0"), i32("valid"), i32("tid"));
-    line("__syncthreads();");
+    if (cluster_ > 1) {
+      comment("the cluster's barriers and zeroed lane words are ready before any block copies");
+      comment("into or arrives on another");
+      call_stmt(tmpl::bitmap_tc_cluster_sync);
+    } else {
+      line("__syncthreads();");
+    }
     {
       auto producer = block(fmt::format("if (warp == {})", W));
       if (step_copy_)
-        call_stmt(tmpl::bitmap_tc_bulk_produce_steps,
-                  targs(TypeArg{"T"}, IntArg{S}, IntArg{RTB_}, IntArg{smem_.stage},
-                        IntArg{smem_.b_step}, IntArg{kStepRecord}, IntArg{b_tile_bytes()}),
-                  u32("s_bars"), u32("s_stage0"), cptr_u32("bw"), cptr_u32("masks"),
-                  cptr_t("values"), cptr_i32("s_tp"), i32("first"), i32("valid"), i32("valid"),
-                  i32("ct0"), i32("steps"), i32("lane"));
+        call_stmt(
+            tmpl::bitmap_tc_bulk_produce_steps,
+            targs(TypeArg{"T"}, IntArg{S}, IntArg{RTB_}, IntArg{smem_.stage}, IntArg{smem_.b_step},
+                  IntArg{kStepRecord}, IntArg{b_tile_bytes()}, IntArg{cluster_}),
+            u32("s_bars"), u32("s_stage0"), cptr_u32("bw"), cptr_u32("masks"), cptr_t("values"),
+            cptr_i32("s_tp"), i32("first"), i32("valid"), i32("valid"), i32("ct0"), i32("steps"),
+            i32("lane"));
       else
         call_stmt(tmpl::bitmap_tc_bulk_produce_tiles,
                   targs(TypeArg{"T"}, IntArg{S}, IntArg{RTB_}, IntArg{PT_}, IntArg{CT_},
@@ -139,6 +151,16 @@ class BitmapTcEmitter : public Emitter {
                   cptr_t("values"), cptr_i32("s_tp"), i32(fmt::format("blockIdx.x * {}", RTB_)),
                   i32("valid"), i32("ct0"), i32("steps"), i32("lane"));
     }
+    emit_consumers();
+    if (cluster_ > 1) {
+      comment("no block leaves while the cluster may still copy into it or arrive on it");
+      call_stmt(tmpl::bitmap_tc_cluster_sync);
+    }
+  }
+
+  // pipe=bulk: the computing warps (see emit_bulk_body).
+  void emit_consumers() {
+    const int MT = s_.m_tiles, S = s_.stages, W = s_.warps_per_block;
     auto consumer = block(fmt::format("if (warp < {})", W));
     line(fmt::format("float acc[{}];", MT * NT_ * 4));
     line("#pragma unroll");
@@ -206,16 +228,25 @@ class BitmapTcEmitter : public Emitter {
         comment("step i - 1's multiplies are done: its registers and its stage are free");
         call_stmt(tmpl::wgmma_wait, targs(IntArg{1}));
         line("if (i > 0)");
+        const std::string empty = fmt::format("s_bars + 8 * ({} + (i + {}) % {})", S, S - 1, S);
         line("  " +
-             call(tmpl::bitmap_tc_bulk_release,
-                  u32(fmt::format("s_bars + 8 * ({} + (i + {}) % {})", S, S - 1, S)), i32("lane"))
+             (cluster_ > 1
+                  ? call(tmpl::bitmap_tc_bulk_release_cluster, u32(empty),
+                         u32(fmt::format("s_bars + 8 * ({} + (i + {}) % {})", 2 * S, S - 1, S)),
+                         i32("lane"))
+                  : call(tmpl::bitmap_tc_bulk_release, u32(empty), i32("lane")))
                  .text +
              ";");
       } else {
         line(fmt::format("step(buf{});", step_i));
         comment("the warp's loads of the stage were consumed by its mma.sync: release it");
-        call_stmt(tmpl::bitmap_tc_bulk_release, u32(fmt::format("s_bars + 8 * ({} + buf)", S)),
-                  i32("lane"));
+        if (cluster_ > 1)
+          call_stmt(tmpl::bitmap_tc_bulk_release_cluster,
+                    u32(fmt::format("s_bars + 8 * ({} + buf)", S)),
+                    u32(fmt::format("s_bars + 8 * ({} + buf)", 2 * S)), i32("lane"));
+        else
+          call_stmt(tmpl::bitmap_tc_bulk_release, u32(fmt::format("s_bars + 8 * ({} + buf)", S)),
+                    i32("lane"));
       }
     }
     if (wgmma_) call_stmt(tmpl::wgmma_wait, targs(IntArg{0}));
@@ -271,15 +302,27 @@ class BitmapTcEmitter : public Emitter {
       comment("pipe=bulk: the stages' mbarriers, after the tile-pointer table");
       line(fmt::format("const unsigned s_bars = {} + {};",
                        call(tmpl::smem_addr, cptr_u32("sg_smem")).text, smem_.tile_ptrs));
-      call_stmt(tmpl::bitmap_tc_bulk_init, targs(IntArg{s_.stages}, IntArg{s_.warps_per_block}),
-                u32("s_bars"), i32("tid"));
+      if (cluster_ > 1)
+        call_stmt(tmpl::bitmap_tc_bulk_init_cluster,
+                  targs(IntArg{s_.stages}, IntArg{s_.warps_per_block}, IntArg{cluster_}),
+                  u32("s_bars"), i32("tid"));
+      else
+        call_stmt(tmpl::bitmap_tc_bulk_init, targs(IntArg{s_.stages}, IntArg{s_.warps_per_block}),
+                  u32("s_bars"), i32("tid"));
     }
     if (step_copy_) {
       comment("the block's row tiles below M are one group of the pack: its tiles of column tile");
       comment("ct0 + i are tiles first + i * valid onwards");
       line(fmt::format("const int rt0 = blockIdx.x * {};", RTB_));
-      line(fmt::format("const int valid = min({}, {} - rt0);", RTB_, f_.row_tiles));
-      line(fmt::format("const int first = rt0 * {} + ct0 * valid;", CT_));
+      if (cluster_ > 1) {
+        comment("blocks past M (the grid in whole clusters) have no row tile: they take part in");
+        comment("the B multicasts, copy no A and store nothing");
+        line(fmt::format("const int valid = max(0, min({}, {} - rt0));", RTB_, f_.row_tiles));
+        line(fmt::format("const int first = valid > 0 ? rt0 * {} + ct0 * valid : 0;", CT_));
+      } else {
+        line(fmt::format("const int valid = min({}, {} - rt0);", RTB_, f_.row_tiles));
+        line(fmt::format("const int first = rt0 * {} + ct0 * valid;", CT_));
+      }
       call_stmt(tmpl::bitmap_tc_bulk_tile_ptrs, targs(IntArg{RTB_}, IntArg{THREADS_}),
                 ptr_i32("s_tp"), cptr_i32("tile_ptr"), i32("first"), i32("valid"), i32("valid"),
                 i32("tiles"), i32("tid"));
@@ -468,6 +511,7 @@ class BitmapTcEmitter : public Emitter {
     sig.launch.grid_x = bitmap_tc_grid_x(p_, s_);
     sig.launch.grid_y = bitmap_tc_grid_y(p_, s_);
     sig.launch.block_threads = THREADS_;
+    sig.launch.cluster_x = cluster_;
     sig.launch.dynamic_shared_bytes = smem_.total;
     sig.b_alignment = 16;  // 16-byte cp.async of B rows
     if (atomic_) {
@@ -529,6 +573,7 @@ class BitmapTcEmitter : public Emitter {
   bool pairs_ = false;      // vals=pair: one 32-bit load per A register
   bool bulk_ = false;       // pipe=bulk: bulk copies on mbarriers, B arranged by an aux kernel
   bool step_copy_ = false;  // copy=step: a step's lane words and values in one copy each
+  int cluster_ = 1;         // copy=step: row blocks sharing B by multicast
   AuxKernel arrange_;       // pipe=bulk's b_transform
 };
 

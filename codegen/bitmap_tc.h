@@ -29,6 +29,9 @@
 // counter per row block); each block adds alpha·acc into ws, and the last block of a row block
 // to finish (sg::bitmap_tc_split_finish) stores C = ws + beta·C and re-zeroes ws and its counter.
 // KernelSignature::workspace_zeroed asks the runtime to zero the workspace once at allocation.
+// cluster > 1 (pipe=bulk, copy=step): launched in clusters of that many row blocks
+// (LaunchShape::cluster_x); the first block's producer multicasts each step's B into all of them
+// (sg::bitmap_tc_bulk_produce_steps) once every consumer warp of the cluster released the stage.
 #pragma once
 
 #include "codegen/family.h"

@@ -55,6 +55,10 @@ std::vector<std::string> validate(const BitmapTcSchedule& s) {
   } else if (s.stages != 2 && s.stages != 3) {
     bad(fmt::format("stages={} must be 2 or 3", s.stages));
   }
+  if (s.cluster != 1 && s.cluster != 2 && s.cluster != 4)
+    bad(fmt::format("cluster={} must be 1, 2 or 4", s.cluster));
+  else if (s.cluster > 1 && (s.pipe != BitmapPipe::Bulk || s.copy != BitmapCopy::Step))
+    bad(fmt::format("cluster={} needs pipe=bulk and copy=step", s.cluster));
   if (s.mma == MmaKind::Wgmma && w % 4 != 0)
     bad(fmt::format("mma=wgmma needs whole warpgroups: warps={} must be 4 or 8", w));
   return why;
@@ -88,11 +92,12 @@ std::string bitmap_tc_spec(const BitmapTcSchedule& s) {
   // The default value layout is left out, so the SPECs (and kernel database keys) of slot
   // schedules read as they did before the field existed.
   return fmt::format(
-      "bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};mma={}{}{}{}", s.warps_per_block,
+      "bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};mma={}{}{}{}{}", s.warps_per_block,
       s.m_tiles, s.k_tiles, s.ksplit, s.stages, to_string(s.mma),
       s.values == BitmapValues::Slot ? "" : fmt::format(";vals={}", to_string(s.values)),
       s.pipe == BitmapPipe::Async ? "" : fmt::format(";pipe={}", to_string(s.pipe)),
-      s.copy == BitmapCopy::Tile ? "" : fmt::format(";copy={}", to_string(s.copy)));
+      s.copy == BitmapCopy::Tile ? "" : fmt::format(";copy={}", to_string(s.copy)),
+      s.cluster == 1 ? "" : fmt::format(";cluster={}", s.cluster));
 }
 
 std::string print_bitmap_tc(const BitmapTcSchedule& s) {
@@ -111,6 +116,10 @@ std::string print_bitmap_tc(const BitmapTcSchedule& s) {
     out +=
         "  copy  : step (a step's lane words and values in one copy each; pack grouped by "
         "the block's row tiles)\n";
+  if (s.cluster > 1)
+    out += fmt::format(
+        "  B     : clusters of {} row blocks, each step's B multicast into all of them\n",
+        s.cluster);
   out += s.mma == MmaKind::Wgmma
              ? "  math  : wgmma.m64nNk16 per warpgroup (A from registers, B from shared), fp32 "
                "accumulate\n"
@@ -144,9 +153,13 @@ BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
       s.pipe = spec_fields::parse_enum<BitmapPipe>(key, kPipeNames, v);
     } else if (key == "copy") {
       s.copy = spec_fields::parse_enum<BitmapCopy>(key, kCopyNames, v);
+    } else if (key == "cluster") {
+      s.cluster = num(16);
     } else
       spec_fields::error(
-          key, "one of warps, mt, kt, ksplit, stages, mma, vals, pipe, copy (family bitmap_tc)",
+          key,
+          "one of warps, mt, kt, ksplit, stages, mma, vals, pipe, copy, cluster (family "
+          "bitmap_tc)",
           key);
   });
   spec_fields::check_legal(spec, validate(s));
@@ -158,7 +171,8 @@ int64_t bitmap_tc_part_tiles(int64_t col_tiles, int ksplit) {
 }
 
 int64_t bitmap_tc_grid_x(const Problem& p, const BitmapTcSchedule& s) {
-  return (p.m + s.rows_per_block() - 1) / s.rows_per_block();
+  const int64_t blocks = (p.m + s.rows_per_block() - 1) / s.rows_per_block();
+  return (blocks + s.cluster - 1) / s.cluster * s.cluster;
 }
 
 int64_t bitmap_tc_grid_y(const Problem&, const BitmapTcSchedule& s) {
@@ -190,8 +204,8 @@ BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t
   // one pad per column group and step.
   m.b_step = s.k_tiles * m.b_tile + (s.mma == MmaKind::Wgmma ? 16 * ((p.n + 7) / 8) : 0);
   m.stage = m.b_step + s.k_tiles * row_tiles * m.a_tile;
-  // pipe=bulk: a full and an empty mbarrier per stage
-  m.barriers = s.pipe == BitmapPipe::Bulk ? round16(16 * s.stages) : 0;
+  // pipe=bulk: a full and an empty mbarrier per stage (cluster > 1: and the cluster's empty)
+  m.barriers = s.pipe == BitmapPipe::Bulk ? round16((s.cluster > 1 ? 24 : 16) * s.stages) : 0;
   m.total = m.tile_ptrs + m.barriers + s.stages * m.stage;
   return m;
 }

@@ -9,6 +9,10 @@
 //     vals    value layout: slot (default, not printed) or pair (ir/bitmap_format.h)
 //     copy    pipe=bulk: tile (default, not printed: a copy per row tile) or step (a copy of a
 //             step's lane words and one of its values: the pack grouped by the block's rows)
+//     cluster pipe=bulk, copy=step: row blocks per thread-block cluster (1, 2, 4; printed when
+//             > 1). The cluster's first block copies each step's B into all of them with one
+//             multicast copy, so the L2 serves B once per cluster·rows_per_block rows; the grid
+//             is rounded up to whole clusters (blocks past M copy no A and store nothing)
 //     pipe    how a step's tiles reach shared memory: async (default, not printed: every thread's
 //             cp.async copies and two block barriers a step) or bulk (kt=1, sm_90: a producer
 //             warp beyond `warps` issues each step's A tiles and B rows as cp.async.bulk copies
@@ -80,6 +84,8 @@ struct BitmapTcSchedule {
   BitmapPipe pipe = BitmapPipe::Async;
   // pipe=bulk: one copy per row tile or per step (BitmapCopy)
   BitmapCopy copy = BitmapCopy::Tile;
+  // pipe=bulk, copy=step: row blocks sharing each step's B by multicast: 1, 2, 4
+  int cluster = 1;
 
   int rows_per_block() const { return warps_per_block * m_tiles * 16; }
   int threads_per_block() const {
@@ -108,7 +114,8 @@ int64_t bitmap_tc_tile_group(const BitmapTcSchedule& s);
 
 // Column tiles per K part: ceil(col_tiles / ksplit) (part z covers [z·P, min((z+1)·P, tiles))).
 int64_t bitmap_tc_part_tiles(int64_t col_tiles, int ksplit);
-int64_t bitmap_tc_grid_x(const Problem& p, const BitmapTcSchedule& s);  // ceil(M / rows_per_block)
+// ceil(M / rows_per_block), rounded up to whole clusters
+int64_t bitmap_tc_grid_x(const Problem& p, const BitmapTcSchedule& s);
 int64_t bitmap_tc_grid_y(const Problem& p, const BitmapTcSchedule& s);  // ksplit
 // Bytes per row of a staged B tile. mma=sync: an odd number of 16-byte units >= N·2, so the
 // eight rows an ldmatrix reads fall in distinct banks. mma=wgmma: N·2, no padding (the tile is
@@ -117,7 +124,8 @@ int64_t bitmap_tc_b_row_bytes(const Problem& p, const BitmapTcSchedule& s);
 // Dynamic shared memory of the kernel, in bytes (all multiples of 16):
 //   [tile pointers: rows_per_block/16 row tiles x (part tiles + 1) ints; copy=step: part tiles
 //    x (row tiles + 1), a step's tiles consecutive]
-//   [pipe=bulk: two 8-byte mbarriers per stage (full, empty), rounded to 16]
+//   [pipe=bulk: two 8-byte mbarriers per stage (full, empty; cluster > 1: and the cluster's
+//    empty, which the first block's producer waits on), rounded to 16]
 //   stages x k_tiles x [B tile: 64 x b_row | per row tile of the block: 32 lane words (128) |
 //   values]; copy=step: stages x [B tile | the row tiles' lane words and lane starts | their
 //   values, packed]

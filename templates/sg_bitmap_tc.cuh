@@ -405,6 +405,25 @@ __device__ __forceinline__ void bitmap_tc_bulk_init(unsigned bars, int tid) {
   detail::bulk_barrier_init_fence();
 }
 
+// pipe=bulk, clusters of CL > 1 row blocks: bitmap_tc_bulk_init, and the cluster's empty
+// barriers after them (bars + 8·(2·STAGES + s), CL·WARPS arrivals: every consumer warp of the
+// cluster releases stage s there, in the first block, before it refills the stage's B). A
+// bitmap_tc_cluster_sync follows, before any block copies into or arrives on another.
+template <int STAGES, int WARPS, int CL>
+__device__ __forceinline__ void bitmap_tc_bulk_init_cluster(unsigned bars, int tid) {
+  if (tid < STAGES) detail::bulk_barrier_init(bars + 8 * tid, 1);
+  if (tid >= STAGES && tid < 2 * STAGES) detail::bulk_barrier_init(bars + 8 * tid, WARPS);
+  if (tid >= 2 * STAGES && tid < 3 * STAGES) detail::bulk_barrier_init(bars + 8 * tid, CL * WARPS);
+  detail::bulk_barrier_init_fence();
+}
+
+// Every thread of every block of the cluster: the barriers' initialisation (and the zeroed lane
+// words) are visible cluster-wide after it; at the end, no block leaves while another may still
+// copy into its stages or arrive on its barriers.
+__device__ __forceinline__ void bitmap_tc_cluster_sync() {
+  detail::cluster_sync();
+}
+
 // pipe=bulk: the first ZERO bytes (lane words; copy=step: and lane starts) of the block's row
 // tiles that no copy fills (local row tile valid .. RTB - 1: at or beyond M) are zero in every
 // stage (no set bit: the decode reads no value), written once before the loop. Stage s's lane
@@ -472,11 +491,20 @@ __device__ __forceinline__ void bitmap_tc_bulk_produce_tiles(unsigned bars, unsi
 // issues three copies: B's column tile (B_BYTES of the arranged BWork bw) to the stage's start, the
 // tiles' records (valid·RECORD bytes of masks: lane words and lane starts) to A0, and their values
 // (s_tp[i·(RTB + 1)] .. s_tp[i·(RTB + 1) + RTB], bitmap_tc_bulk_tile_ptrs) to A0 + RTB·RECORD.
-template <typename T, int STAGES, int RTB, int STAGE, int A0, int RECORD, int B_BYTES>
+// CL > 1 (clusters of CL row blocks, the same K part): B reaches every block of the cluster by
+// one multicast copy that the first block (rank 0) issues once every consumer warp of the
+// cluster released the stage (its cluster-empty barrier, bars + 8·(2·STAGES + s)); each block
+// still announces B's bytes on its own full barrier, where the multicast completes them (maybe
+// before the announcement: the phase waits for both). A block past M (valid = 0) copies no A.
+//   rank 0: wait empty(s); expect(full(s)); wait cluster-empty(s); B -> every block; A(i)
+//   others: wait empty(s); expect(full(s)); A(i)
+template <typename T, int STAGES, int RTB, int STAGE, int A0, int RECORD, int B_BYTES, int CL>
 __device__ __forceinline__ void bitmap_tc_bulk_produce_steps(
     unsigned bars, unsigned s_stage0, const unsigned* __restrict__ bw,
     const unsigned* __restrict__ masks, const T* __restrict__ values, const int* s_tp, int first,
     int stride, int valid, int ct0, int steps, int lane) {
+  static_assert(CL == 1 || CL == 2 || CL == 4, "bitmap_tc_bulk_produce_steps: clusters of 1, 2, 4");
+  const bool leader = CL == 1 || detail::cluster_rank() == 0u;
   // the whole warp walks the steps and lane 0 copies: a producer that returned its other lanes
   // early made ptxas serialise the consumers' wgmma (C7520, "divergent path")
   for (int i = 0; i < steps; ++i) {
@@ -487,10 +515,17 @@ __device__ __forceinline__ void bitmap_tc_bulk_produce_steps(
       const int v0 = s_tp[i * (RTB + 1)], v1 = s_tp[i * (RTB + 1) + RTB];
       const unsigned vbytes = 2u * static_cast<unsigned>(v1 - v0);
       detail::bulk_expect(full, B_BYTES + RECORD * static_cast<unsigned>(valid) + vbytes);
-      detail::bulk_copy(st, bw + static_cast<long long>(ct0 + i) * (B_BYTES / 4), B_BYTES, full);
-      detail::bulk_copy(st + A0,
-                        masks + (static_cast<long long>(first) + i * stride) * (RECORD / 4),
-                        RECORD * static_cast<unsigned>(valid), full);
+      const unsigned* b = bw + static_cast<long long>(ct0 + i) * (B_BYTES / 4);
+      if (CL == 1) {
+        detail::bulk_copy(st, b, B_BYTES, full);
+      } else if (leader) {
+        if (i >= STAGES) detail::bulk_wait(bars + 8 * (2 * STAGES + s), ((i / STAGES) - 1) & 1);
+        detail::bulk_copy_multicast(st, b, B_BYTES, full, (1u << CL) - 1u);
+      }
+      if (valid > 0)
+        detail::bulk_copy(st + A0,
+                          masks + (static_cast<long long>(first) + i * stride) * (RECORD / 4),
+                          RECORD * static_cast<unsigned>(valid), full);
       if (vbytes > 0) detail::bulk_copy(st + A0 + RTB * RECORD, values + v0, vbytes, full);
     }
     __syncwarp();
@@ -507,6 +542,18 @@ __device__ __forceinline__ void bitmap_tc_bulk_wait(unsigned bar, unsigned parit
 __device__ __forceinline__ void bitmap_tc_bulk_release(unsigned bar, int lane) {
   __syncwarp();
   if (lane == 0) detail::barrier_arrive(bar);
+}
+
+// pipe=bulk in clusters: bitmap_tc_bulk_release on this block's empty barrier bar (its producer
+// copies A there) and on the cluster-empty barrier cbar of the cluster's first block (its
+// producer multicasts B into this block's stage).
+__device__ __forceinline__ void bitmap_tc_bulk_release_cluster(unsigned bar, unsigned cbar,
+                                                               int lane) {
+  __syncwarp();
+  if (lane == 0) {
+    detail::barrier_arrive(bar);
+    detail::cluster_arrive(cbar, 0u);
+  }
 }
 
 // Finishes one row tile (rows row0 .. row0+15, all NT·8 columns) from the accumulators (layout

@@ -553,6 +553,43 @@ TEST(BitmapTcCodegen, WgmmaCompilesForSm90a) {
 // decoded while the last step multiplies (wgmma_wait<1>). NVRTC compiles it for sm_90a without
 // spills or serialised wgmma over N {8, 16, 32, 64} x warps {4, 8} x mt {1, 2} x stages {3, 4, 6} x
 // ksplit {1, 3} x vals {slot, pair}, fp16 and bf16 alternating.
+// cluster > 1: the grid in whole clusters (blocks past M copy no A), the cluster's first block
+// multicasts B, every consumer warp also releases a stage on its cluster-empty barrier there,
+// and cluster barriers replace the block barrier before the loop and end the kernel.
+TEST(BitmapTcCodegen, BulkClustersMulticastB) {
+  const CsrMatrix a = odd_matrix();
+  const Problem p = Problem::spmm(a.rows, a.cols, 64, DType::F16);
+  for (int cl : {2, 4}) {
+    const Schedule s = parse_schedule(fmt::format(
+        "bitmap_tc;warps=4;mt=1;stages=3;mma=wgmma;vals=pair;pipe=bulk;copy=step;cluster={}", cl));
+    const BitmapTileFormat f = pack_bitmap_tiles(a, BitmapValues::Pair, 4);
+    const GeneratedKernel k = emit_bitmap_tc(p, s, f);
+    EXPECT_EQ(k.signature.launch.cluster_x, cl);
+    EXPECT_EQ(k.signature.launch.grid_x, cl);  // one row block of 64 rows, rounded up
+    EXPECT_TRUE(
+        has(k.source, fmt::format("sg::bitmap_tc_bulk_init_cluster<3, 4, {}>(s_bars, tid);", cl)));
+    EXPECT_TRUE(has(k.source, "const int valid = max(0, min(4, "));
+    EXPECT_TRUE(has(k.source, "const int first = valid > 0 ? rt0 * "));
+    EXPECT_EQ(count(k.source, "sg::bitmap_tc_cluster_sync();"), 2u);
+    EXPECT_FALSE(has(k.source, "__syncthreads();"));
+    EXPECT_TRUE(has(k.source, fmt::format(", {}>(s_bars, s_stage0, bw, masks, values, s_tp, first, "
+                                          "valid, valid, ct0, steps, lane);",
+                                          cl)));
+    EXPECT_TRUE(has(k.source,
+                    "sg::bitmap_tc_bulk_release_cluster(s_bars + 8 * (3 + (i + 2) % 3), "
+                    "s_bars + 8 * (6 + (i + 2) % 3), lane);"));
+    EXPECT_EQ(k.signature.launch.dynamic_shared_bytes,
+              bitmap_tc_shared_bytes(p, s.as<BitmapTcSchedule>(), f.max_tile_values));
+    nvrtc::CompileOptions o;
+    o.arch = "compute_90a";
+    o.headers = k.headers;
+    const std::string ptx(nvrtc::compile(k.source, o).image.data());
+    EXPECT_TRUE(has(ptx, ".multicast::cluster"));
+    EXPECT_TRUE(has(ptx, "mapa.shared::cluster"));
+    EXPECT_TRUE(has(ptx, "barrier.cluster.arrive"));
+  }
+}
+
 TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   const CsrMatrix a = odd_matrix();
   const Problem p64 = Problem::spmm(a.rows, a.cols, 64, DType::F16);

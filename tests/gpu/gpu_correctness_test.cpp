@@ -1473,8 +1473,8 @@ TEST(GpuBitmapTc, PairValues) {
 // bitmap_tc with pipe=bulk (sm_90 only): bulk copies on mbarriers, B arranged by the
 // b_transform; with wgmma two A register sets. wgmma: every N it takes (8, 16, 32, 64); mma.sync:
 // N {8, 24, 64, 128}; fp16 and bf16, on the odd 333 x 1000 matrix and a 70 %-pruned 1024 x 4096
-// weight; schedules over warps, mt, ksplit, stages and both value layouts, each against the CPU
-// reference (gpu_check: poisoned C, two betas).
+// weight; schedules over warps, mt, ksplit, stages, both value layouts and clusters of 2 and 4
+// row blocks, each against the CPU reference (gpu_check: poisoned C, two betas).
 TEST(GpuBitmapTc, BulkPipe) {
   SKIP_WITHOUT_GPU();
   if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
@@ -1523,8 +1523,24 @@ TEST(GpuBitmapTc, BulkPipe) {
     const int64_t ns[4] = {128, 128, 128, 128};
     checked += check_bitmap_rotation(ctx, target, mats, specs, ns, 61);
   }
+  {
+    // clusters (B multicast by the cluster's first block): 2 and 4 row blocks, wgmma and
+    // mma.sync, split K; 333 rows leave whole blocks past M in the last cluster.
+    const char* const specs[4] = {
+        "bitmap_tc;warps=4;mt=1;ksplit=1;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step;cluster="
+        "2",
+        "bitmap_tc;warps=8;mt=1;ksplit=3;stages=3;mma=wgmma;pipe=bulk;copy=step;cluster=4",
+        "bitmap_tc;warps=4;mt=2;ksplit=2;stages=6;mma=wgmma;vals=pair;pipe=bulk;copy=step;cluster="
+        "4",
+        "bitmap_tc;warps=4;mt=1;ksplit=1;stages=2;pipe=bulk;copy=step;cluster=2",
+    };
+    const int64_t ns[4] = {64, 32, 128, 64};
+    checked += check_bitmap_rotation(ctx, target, mats, specs, ns, 67, [](const KernelBuild& b) {
+      EXPECT_GT(b.kernel.signature.launch.cluster_x, 1);
+    });
+  }
   ctx->synchronize();
-  EXPECT_EQ(checked, 64);
+  EXPECT_EQ(checked, 80);
 }
 
 TEST(GpuBitmapTc, Pruned) {

@@ -106,6 +106,10 @@ TEST(BitmapTcSchedule, SpecRoundTrip) {
     b.copy = BitmapCopy::Step;  // printed only when step
     EXPECT_EQ(to_string(Schedule(b)), spec + ";copy=step");
     EXPECT_EQ(parse_schedule(spec + ";copy=step").as<BitmapTcSchedule>(), b);
+    b.cluster = 4;  // printed only when > 1
+    EXPECT_EQ(to_string(Schedule(b)), spec + ";copy=step;cluster=4");
+    EXPECT_EQ(parse_schedule(spec + ";copy=step;cluster=4").as<BitmapTcSchedule>(), b);
+    EXPECT_NE(print_schedule(Schedule(b)).find("clusters of 4 row blocks"), std::string::npos);
   }
   // Specs written before the mma field (cache keys, results JSON) still parse, as mma=sync.
   EXPECT_EQ(parse_schedule("bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=3"),
@@ -215,6 +219,14 @@ TEST(BitmapTcSchedule, ParseErrorsNameTheField) {
       1);
   expect_user_error(parse("bitmap_tc;copy=step"), {"copy=step needs pipe=bulk"}, "copy, async");
   expect_user_error(parse("bitmap_tc;pipe=bulk;copy=lane"), {"copy"}, "copy=lane");
+  // clusters share B by multicast: copy=step only, of 1, 2 or 4 row blocks
+  expect_user_error(parse("bitmap_tc;stages=4;pipe=bulk;cluster=2"),
+                    {"cluster=2 needs pipe=bulk and copy=step"}, "cluster, copy=tile");
+  expect_user_error(parse("bitmap_tc;cluster=2"), {"cluster=2 needs pipe=bulk and copy=step"},
+                    "cluster, async");
+  expect_user_error(parse("bitmap_tc;stages=4;pipe=bulk;copy=step;cluster=3"),
+                    {"cluster=3 must be 1, 2 or 4"}, "cluster=3");
+  expect_user_error(parse("bitmap_tc;cluster=0"), {"field 'cluster'", "'0'"}, "cluster=0");
   // Duplicate key.
   expect_user_error(parse("bitmap_tc;warps=4;mt=1;warps=8"), {"field 'warps'", "second occurrence"},
                     "duplicate warps");
@@ -287,6 +299,21 @@ TEST(BitmapTcSchedule, SharedMemoryWorkedExample) {
   EXPECT_EQ(m2.a_tile, 336);
   EXPECT_EQ(m2.stage, 11520);
   EXPECT_EQ(m2.total, 34688);
+  // cluster > 1: a third mbarrier per stage (the cluster's empty), 24 x 3 = 72 -> 80 bytes; the
+  // grid in whole clusters: ceil(1000 / 128) = 8 row blocks -> 8 (cluster 2), 8 (4); 9 -> 12.
+  {
+    BitmapTcSchedule c = make(4, 2, 1, 3);
+    c.pipe = BitmapPipe::Bulk;
+    c.copy = BitmapCopy::Step;
+    EXPECT_EQ(bitmap_tc_smem(p, c, 104).barriers, 48);
+    c.cluster = 2;
+    EXPECT_EQ(bitmap_tc_smem(p, c, 104).barriers, 80);
+    EXPECT_EQ(bitmap_tc_grid_x(p, c), 8);
+    c.cluster = 4;
+    EXPECT_EQ(bitmap_tc_grid_x(Problem::spmm(1025, 300, 24, DType::F16), c), 12);
+    c.cluster = 1;
+    EXPECT_EQ(bitmap_tc_grid_x(Problem::spmm(1025, 300, 24, DType::F16), c), 9);
+  }
   // copy=step (bulk pipe; only the sizes count here): a row tile's record also holds its 32
   // 16-bit lane starts, a_tile = 128 + 64 + 208.
   BitmapTcSchedule step = make(4, 2, 1, 3);
