@@ -337,6 +337,16 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
           s.copy = copy;
           if (verify_bitmap_tc(p, s, st, dev).empty()) out.emplace_back(s);
         }
+        // Four warps (64-row blocks) read B once per 64 rows: clusters of 2 or 4 blocks share
+        // each step's B by multicast. On an H200 that made 12288² N = 64 (ksplit 2) 1.2x (70 %)
+        // and 1.46x (90 %) faster and 4096² 1.1x; eight warps ran 3-6 % slower with them.
+        const int64_t blocks = bitmap_tc_grid_x(p, s);
+        for (int cl : {2, 4}) {
+          if (warps != 4 || blocks < cl) break;
+          s.cluster = cl;
+          if (verify_bitmap_tc(p, s, st, dev).empty()) out.emplace_back(s);
+        }
+        s.cluster = 1;
       }
     }
   }

@@ -541,7 +541,13 @@ TEST(BitmapTcSchedule, EnumerateBulkWgmmaAtNThirtyTwoTo128) {
   };
   for (int64_t n : {32, 64, 128}) {
     const std::set<std::string> got = bulk(n, dev);
-    EXPECT_EQ(got.size(), 12u) << n;  // copy {tile, step} x warps {4, 8} x ksplit {1, 2, 4}
+    // copy {tile, step} x warps {4, 8} x ksplit {1, 2, 4}, and four warps' step in clusters of 2
+    // (two row blocks: no cluster of 4)
+    EXPECT_EQ(got.size(), 15u) << n;
+    EXPECT_EQ(got.count("bitmap_tc;warps=4;mt=1;kt=1;ksplit=4;stages=" +
+                        std::string(n == 128 ? "4" : "6") +
+                        ";mma=wgmma;vals=pair;pipe=bulk;copy=step;cluster=2"),
+              1u);
     // stages: 6 for four warps and 4 for eight; at N = 128 (B steps twice as large) 4 for both
     const std::string s4 = n == 128 ? "4" : "6", s8 = "4";
     EXPECT_EQ(got.count("bitmap_tc;warps=8;mt=1;kt=1;ksplit=1;stages=" + s8 +
@@ -563,13 +569,28 @@ TEST(BitmapTcSchedule, EnumerateBulkWgmmaAtNThirtyTwoTo128) {
        enumerate_bitmap_tc_schedules(Problem::spmm(a.rows, a.cols, 64, DType::F16), a, dev))
     if (s.as<BitmapTcSchedule>().pipe == BitmapPipe::Bulk)
       order.push_back(s.as<BitmapTcSchedule>());
-  ASSERT_EQ(order.size() % 2, 0u);
-  for (size_t i = 0; i < order.size(); i += 2) {
+  // Each copy=tile schedule is followed by its copy=step twin, then the twin's clusters.
+  size_t i = 0;
+  while (i < order.size()) {
     EXPECT_EQ(order[i].copy, BitmapCopy::Tile);
     BitmapTcSchedule step = order[i];
     step.copy = BitmapCopy::Step;
+    ASSERT_LT(i + 1, order.size());
     EXPECT_EQ(order[i + 1], step);
+    i += 2;
+    for (; i < order.size() && order[i].cluster > 1; ++i) {
+      step.cluster = order[i].cluster;
+      EXPECT_EQ(order[i], step);
+      EXPECT_EQ(step.warps_per_block, 4);
+    }
   }
+  // Many row blocks: clusters of 2 and 4.
+  const CsrMatrix tall = random_matrix(1024, 300, 0.4, 12);
+  int clusters4 = 0;
+  for (const Schedule& s : enumerate_bitmap_tc_schedules(
+           Problem::spmm(tall.rows, tall.cols, 64, DType::F16), tall, dev))
+    clusters4 += s.as<BitmapTcSchedule>().cluster == 4;
+  EXPECT_EQ(clusters4, 3);  // ksplit 1, 2, 4
 }
 
 // Many row blocks: ksplit stops doubling once the previous split already had four waves of
