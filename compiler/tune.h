@@ -53,7 +53,8 @@ namespace sparsegen {
 // bitmap_tc-3: copies issued from 32-bit shared addresses, one scan per two k tiles (faster
 // steps, so the best bitmap_tc schedule may differ);
 // bitmap_tc-4: the bulk wgmma kernels also at N = 128; bitmap_tc-5: copy=step mask tables carry
-// each tile's lane starts (the kernels load them instead of a warp scan);
+// each tile's lane starts (the kernels load them instead of a warp scan), and four-warp copy=step
+// schedules are also searched in clusters that share B by multicast;
 // refine-1: a second measured round near the first round's best, and the model refitted with
 // full-size weights; refine-2: a larger, nearest-first second round around an unmodelled winner;
 // refine-3: an unmodelled strategy's first-round places spread over its SPEC space, and a
