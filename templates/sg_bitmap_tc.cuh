@@ -7,7 +7,9 @@
 // multiplies it with B fragments read by ldmatrix.trans. With the pair value layout
 // (ir/bitmap_format.h) a lane loads one 32-bit word per register instead
 // (bitmap_tc_a_quarter_pairs). With pipe=bulk a producer warp fills the stages with
-// cp.async.bulk copies on mbarriers instead, from a B laid out beforehand (bitmap_tc_arrange_b*).
+// cp.async.bulk copies on mbarriers instead, from a B laid out beforehand (bitmap_tc_arrange_b*);
+// with copy=step each tile's lane starts come stored after its lane words (no warp scan), and in
+// clusters the first block multicasts each step's B into every block of the cluster.
 //
 // Fragment layouts (PTX ISA, mma.m16n8k16 with 16-bit inputs; g = lane / 4, t = lane % 4):
 //   A (4 x b32): a0 = row g   cols 2t, 2t+1     a1 = row g+8 cols 2t, 2t+1
