@@ -26,6 +26,14 @@ bool has(const std::string& s, const std::string& what) {
   return s.find(what) != std::string::npos;
 }
 
+// The kernel's PTX for sm_90a (wgmma, bulk copies), compiled by NVRTC with its headers.
+std::string sm90a_ptx(const GeneratedKernel& k) {
+  nvrtc::CompileOptions o;
+  o.arch = "compute_90a";
+  o.headers = k.headers;
+  return std::string(nvrtc::compile(k.source, o).image.data());
+}
+
 size_t count(const std::string& s, const std::string& what) {
   size_t n = 0;
   for (size_t at = s.find(what); at != std::string::npos; at = s.find(what, at + 1)) ++n;
@@ -580,10 +588,7 @@ TEST(BitmapTcCodegen, BulkClustersMulticastB) {
                     "s_bars + 8 * (6 + (i + 2) % 3), lane);"));
     EXPECT_EQ(k.signature.launch.dynamic_shared_bytes,
               bitmap_tc_shared_bytes(p, s.as<BitmapTcSchedule>(), f.max_tile_values));
-    nvrtc::CompileOptions o;
-    o.arch = "compute_90a";
-    o.headers = k.headers;
-    const std::string ptx(nvrtc::compile(k.source, o).image.data());
+    const std::string ptx = sm90a_ptx(k);
     EXPECT_TRUE(has(ptx, ".multicast::cluster"));
     EXPECT_TRUE(has(ptx, "mapa.shared::cluster"));
     EXPECT_TRUE(has(ptx, "barrier.cluster.arrive"));
@@ -646,10 +651,7 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   EXPECT_EQ(sig.launch.dynamic_shared_bytes,
             bitmap_tc_shared_bytes(p64, s.as<BitmapTcSchedule>(), f.max_tile_values));
   {
-    nvrtc::CompileOptions o;
-    o.arch = "compute_90a";
-    o.headers = k.headers;
-    const std::string ptx(nvrtc::compile(k.source, o).image.data());
+    const std::string ptx = sm90a_ptx(k);
     EXPECT_TRUE(has(ptx, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"));
     EXPECT_TRUE(has(ptx, "mbarrier.try_wait.parity.shared::cta.b64"));
     EXPECT_TRUE(has(ptx, "mbarrier.arrive.expect_tx"));
@@ -707,10 +709,7 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
             << to_string(Schedule(b)) << "\n"
             << r.log;
         EXPECT_FALSE(has(r.log, "serialized")) << to_string(Schedule(b)) << "\n" << r.log;
-        nvrtc::CompileOptions o;
-        o.arch = "compute_90a";
-        o.headers = k128.headers;
-        const std::string ptx(nvrtc::compile(k128.source, o).image.data());
+        const std::string ptx = sm90a_ptx(k128);
         EXPECT_TRUE(has(ptx, dt == DType::F16
                                  ? "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16"
                                  : "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16"))
