@@ -176,7 +176,6 @@ class BitmapTcEmitter : public Emitter {
         const std::string words = fmt::format("{} + {}", stage_b("buf"), smem_.b_step);
         call_stmt(tmpl::bitmap_tc_lanes_packed, targs(IntArg{MT}, IntArg{kStepRecord}), u32(words),
                   u32(fmt::format("{} + {}", words, RTB_ * kStepRecord)),
-                  cptr_i32(fmt::format("s_tp + i * {}", RTB_ + 1)),
                   i32(fmt::format("warp * {}", MT)), i32("lane"), ptr_u32("w"), ptr_u32("addr"));
       } else {
         call_stmt(tmpl::bitmap_tc_lanes,
@@ -185,13 +184,10 @@ class BitmapTcEmitter : public Emitter {
                   ptr_u32("addr"));
       }
     };
-    // copy=step: the step's tile pointers locate each row tile's values in the stage
-    const std::string step_arg = step_copy_ ? ", int i" : "";
-    const std::string step_i = step_copy_ ? ", i" : "";
     if (!wgmma_) {
       comment(
           "step(buf): per quarter, the A operands of the warp's row tiles, then their mma.sync");
-      auto fn = block(fmt::format("auto step = [&](int buf{})", step_arg), ";");
+      auto fn = block("auto step = [&](int buf)", ";");
       lanes();
       line(fmt::format("unsigned a[{}];", 4 * MT));
       line("#pragma unroll");
@@ -203,7 +199,7 @@ class BitmapTcEmitter : public Emitter {
     } else {
       comment("step(a, buf): the step's A into a (4 quarters x mt row tiles x 4 registers), then");
       comment("its multiplies, issued and not waited for");
-      auto fn = block(fmt::format("auto step = [&](unsigned* a, int buf{})", step_arg), ";");
+      auto fn = block("auto step = [&](unsigned* a, int buf)", ";");
       lanes();
       line("#pragma unroll");
       {
@@ -222,9 +218,9 @@ class BitmapTcEmitter : public Emitter {
                 u32(fmt::format("(i / {}) & 1", S)));
       if (wgmma_) {
         line("if (i & 1)");
-        line(fmt::format("  step(a1, buf{});", step_i));
+        line("  step(a1, buf);");
         line("else");
-        line(fmt::format("  step(a0, buf{});", step_i));
+        line("  step(a0, buf);");
         comment("step i - 1's multiplies are done: its registers and its stage are free");
         call_stmt(tmpl::wgmma_wait, targs(IntArg{1}));
         line("if (i > 0)");
@@ -238,7 +234,7 @@ class BitmapTcEmitter : public Emitter {
                  .text +
              ";");
       } else {
-        line(fmt::format("step(buf{});", step_i));
+        line("step(buf);");
         comment("the warp's loads of the stage were consumed by its mma.sync: release it");
         if (cluster_ > 1)
           call_stmt(tmpl::bitmap_tc_bulk_release_cluster,
@@ -594,15 +590,30 @@ std::vector<int64_t> bitmap_mask_words(const BitmapTileFormat& f) {
 std::vector<int64_t> bitmap_mask_words_with_starts(const BitmapTileFormat& f) {
   constexpr int64_t kRecord = kStepRecord / 4;
   std::vector<int64_t> words(static_cast<size_t>(f.tiles() * kRecord));
-  parallel_for(f.tiles(), f.nnz, [&](int64_t t0, int64_t t1) {
-    for (int64_t t = t0; t < t1; ++t) {
-      const auto w = bitmap_lane_words(f, t);
-      const auto start = bitmap_lane_starts(w, f.layout);
-      const auto out = words.begin() + t * kRecord;
-      std::copy(w.begin(), w.end(), out);
-      for (int i = 0; i < kBitmapLanes / 2; ++i)
-        out[kBitmapLanes + i] = static_cast<int64_t>(static_cast<uint32_t>(start[2 * i]) |
-                                                     static_cast<uint32_t>(start[2 * i + 1]) << 16);
+  // Row tile rt's step along K (column tile ct) is its group's tiles of ct, consecutive from the
+  // tile of the group's first row tile (bitmap_tile_index): a start counts from that tile's
+  // values, so a kernel finds a lane's values at the step's values + start, with no tile pointer.
+  parallel_for(f.row_tiles, f.nnz, [&](int64_t r0, int64_t r1) {
+    for (int64_t rt = r0; rt < r1; ++rt) {
+      const int64_t g0 = rt / f.group * f.group;
+      for (int64_t ct = 0; ct < f.col_tiles; ++ct) {
+        const int64_t t = bitmap_tile_index(f, rt, ct);
+        const int64_t before = f.tile_ptr[static_cast<size_t>(t)] -
+                               f.tile_ptr[static_cast<size_t>(bitmap_tile_index(f, g0, ct))];
+        const auto w = bitmap_lane_words(f, t);
+        const auto start = bitmap_lane_starts(w, f.layout);
+        if (before + start[kBitmapLanes] > 0xffff)
+          throw UserError(fmt::format(
+              "bitmap_tc copy=step: row tile {}'s values end {} entries into its step (column "
+              "tile {}), beyond the 16-bit lane starts",
+              rt, before + start[kBitmapLanes], ct));
+        const auto out = words.begin() + t * kRecord;
+        std::copy(w.begin(), w.end(), out);
+        for (int i = 0; i < kBitmapLanes / 2; ++i)
+          out[kBitmapLanes + i] =
+              static_cast<int64_t>(static_cast<uint32_t>(before + start[2 * i]) |
+                                   static_cast<uint32_t>(before + start[2 * i + 1]) << 16);
+      }
     }
   });
   return words;

@@ -53,8 +53,10 @@ GeneratedKernel emit_bitmap_tc(const Problem& problem, const Schedule& schedule,
 // The kernel's mask table: per tile its 32 lane words (bitmap_lane_words), tiles in order.
 std::vector<int64_t> bitmap_mask_words(const BitmapTileFormat& f);
 // copy=step's mask table: per tile its 32 lane words, then its 32 lane starts in f.layout's
-// entries (bitmap_lane_starts), two per word (lane 2i in the low 16 bits of word 32 + i, lane
-// 2i + 1 in the high): 48 words, kBitmapLaneBytes + kBitmapLaneStartBytes a tile.
+// entries, counted from the first value of the tile's step (the values of the step's tiles
+// before it, plus bitmap_lane_starts; f.group row tiles a step), two per word (lane 2i in the
+// low 16 bits of word 32 + i, lane 2i + 1 in the high): 48 words, kBitmapLaneBytes +
+// kBitmapLaneStartBytes a tile. Throws UserError where a start exceeds 16 bits.
 std::vector<int64_t> bitmap_mask_words_with_starts(const BitmapTileFormat& f);
 
 }  // namespace sparsegen::codegen

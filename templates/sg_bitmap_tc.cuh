@@ -204,21 +204,20 @@ __device__ __forceinline__ void bitmap_tc_lanes(unsigned s_tiles, int lane, unsi
 
 // pipe=bulk, copy=step: as bitmap_tc_lanes, for a stage that holds the block's row tiles'
 // records together (row tile r's at s_words + r·RECORD: 32 lane words, then 32 16-bit lane
-// starts, codegen::bitmap_mask_words_with_starts) and their values packed after them (row tile
-// r's at s_vals + 2·(tp[r] - tp[0]), tp: the step's tile pointers), for the warp's row tiles
-// r0 .. r0 + TILES - 1. The pack stored each lane's start (the entries of the lanes below), so
-// a lane loads it instead of a five-shuffle scan: two independent loads, no chain.
+// starts, codegen::bitmap_mask_words_with_starts) and the step's values packed after them from
+// s_vals, for the warp's row tiles r0 .. r0 + TILES - 1. The pack stored each lane's start
+// counted from the step's first value (the values of the step's tiles before, then the entries of
+// the lanes below), so a lane loads it: no warp scan and no tile pointers.
 template <int TILES, int RECORD>
-__device__ __forceinline__ void bitmap_tc_lanes_packed(unsigned s_words, unsigned s_vals,
-                                                       const int* tp, int r0, int lane, unsigned* w,
-                                                       unsigned* addr) {
+__device__ __forceinline__ void bitmap_tc_lanes_packed(unsigned s_words, unsigned s_vals, int r0,
+                                                       int lane, unsigned* w, unsigned* addr) {
 #pragma unroll
   for (int t = 0; t < TILES; ++t) {
     const unsigned rec = s_words + (r0 + t) * RECORD;
-    unsigned before;
+    unsigned start;
     asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(w[t]) : "r"(rec + lane * 4));
-    asm volatile("ld.shared.u16 %0, [%1];\n" : "=r"(before) : "r"(rec + 128 + lane * 2));
-    addr[t] = s_vals + 2u * (static_cast<unsigned>(tp[r0 + t] - tp[0]) + before);
+    asm volatile("ld.shared.u16 %0, [%1];\n" : "=r"(start) : "r"(rec + 128 + lane * 2));
+    addr[t] = s_vals + 2u * start;
   }
 }
 
@@ -327,11 +326,15 @@ __device__ __forceinline__ void bitmap_tc_mma_quarter(unsigned s_b, int q, int l
 template <typename T, int NT, int MT, int QUARTERS>
 __device__ __forceinline__ void bitmap_tc_wgmma_issue(unsigned s_b, const unsigned* a, float* acc) {
   constexpr unsigned kGroup = bitmap_tc_b_group<QUARTERS * 16>();  // the next 8 columns
+  // 16 rows = two core matrices (LBO: the next 8 rows); SBO: the next column group. Quarter uq
+  // starts 256 bytes on: its descriptor is the first one plus 256 >> 4 in the start field, which
+  // cannot carry out of its 14 bits (shared addresses stay below 2^18). One add per wgmma instead
+  // of rebuilding the descriptor's fields (four uniform instructions each in SASS).
+  const unsigned long long desc0 = detail::wgmma_desc_nmajor(s_b, 128, kGroup);
   wgmma_fence();
 #pragma unroll
   for (int uq = 0; uq < QUARTERS; ++uq) {
-    // 16 rows = two core matrices (LBO: the next 8 rows); SBO: the next column group.
-    const unsigned long long desc = detail::wgmma_desc_nmajor(s_b + uq * 256, 128, kGroup);
+    const unsigned long long desc = desc0 + static_cast<unsigned long long>(uq) * 16u;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
       detail::wgmma_m64k16<T, NT * 8>(acc + mt * NT * 4, a + (uq * MT + mt) * 4, desc);

@@ -281,30 +281,39 @@ TEST(BitmapTcCodegen, MaskWordsAreLaneWords) {
   EXPECT_EQ(bitmap_mask_words(f), expect);
 }
 
-// copy=step's table: each tile's 32 lane words, then its lane starts in the format's entries,
-// two 16-bit starts a word.
-TEST(BitmapTcCodegen, MaskWordsWithStartsHoldLaneStarts) {
+// copy=step's table: each tile's 32 lane words, then its lane starts in the format's entries
+// counted from its step's first value (the values of the step's tiles before it), two 16-bit
+// starts a word.
+TEST(BitmapTcCodegen, MaskWordsWithStartsHoldLaneStartsFromTheStep) {
   const CsrMatrix a = odd_matrix();
   for (BitmapValues layout : {BitmapValues::Slot, BitmapValues::Pair}) {
     const BitmapTileFormat f = pack_bitmap_tiles(a, layout, 4);
+    ASSERT_GT(f.row_tiles, 1);  // steps of more than one tile
     const std::vector<int64_t> plain = bitmap_mask_words(f);
     const std::vector<int64_t> rec = bitmap_mask_words_with_starts(f);
     ASSERT_EQ(rec.size(), static_cast<size_t>(48 * f.tiles()));
-    int nonzero_starts = 0;
-    for (int64_t t = 0; t < f.tiles(); ++t) {
-      std::array<uint32_t, 32> w{};
-      for (size_t l = 0; l < 32; ++l) {
-        EXPECT_EQ(rec[static_cast<size_t>(48 * t) + l], plain[static_cast<size_t>(32 * t) + l]);
-        w[l] = static_cast<uint32_t>(plain[static_cast<size_t>(32 * t) + l]);
-      }
-      const auto start = bitmap_lane_starts(w, layout);
-      for (size_t l = 0; l < 32; ++l) {
-        const auto word = static_cast<uint32_t>(rec[static_cast<size_t>(48 * t) + 32 + l / 2]);
-        EXPECT_EQ(static_cast<int>((word >> (16 * (l % 2))) & 0xffffu), start[l]) << t << " " << l;
-        nonzero_starts += start[l] > 0;
+    int offset_starts = 0;
+    for (int64_t rt = 0; rt < f.row_tiles; ++rt) {
+      for (int64_t ct = 0; ct < f.col_tiles; ++ct) {
+        const int64_t t = bitmap_tile_index(f, rt, ct);
+        const int64_t first = bitmap_tile_index(f, rt / 4 * 4, ct);
+        const int before = static_cast<int>(f.tile_ptr[static_cast<size_t>(t)] -
+                                            f.tile_ptr[static_cast<size_t>(first)]);
+        std::array<uint32_t, 32> w{};
+        for (size_t l = 0; l < 32; ++l) {
+          EXPECT_EQ(rec[static_cast<size_t>(48 * t) + l], plain[static_cast<size_t>(32 * t) + l]);
+          w[l] = static_cast<uint32_t>(plain[static_cast<size_t>(32 * t) + l]);
+        }
+        const auto start = bitmap_lane_starts(w, layout);
+        for (size_t l = 0; l < 32; ++l) {
+          const auto word = static_cast<uint32_t>(rec[static_cast<size_t>(48 * t) + 32 + l / 2]);
+          EXPECT_EQ(static_cast<int>((word >> (16 * (l % 2))) & 0xffffu), before + start[l])
+              << rt << " " << ct << " " << l;
+        }
+        offset_starts += before > 0;
       }
     }
-    EXPECT_GT(nonzero_starts, 0);  // the sample exercises more than empty lanes
+    EXPECT_GT(offset_starts, 0);  // the sample exercises tiles after the first of a step
   }
 }
 
@@ -611,11 +620,12 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
                   "sg::bitmap_tc_bulk_tile_ptrs<4, 160>(s_tp, tile_ptr, first, valid, "
                   "valid, tiles, tid);"));
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_produce_steps<T, 4, 4, "));
-  // each row tile's record: 32 lane words and 32 16-bit lane starts (no warp scan)
+  // each row tile's record: 32 lane words and 32 16-bit lane starts counted from the step's
+  // values (no warp scan, no tile pointers in the consumers)
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_lanes_packed<1, 192>("));
-  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_produce_steps<T, 4, 4, "));
   EXPECT_EQ(k.signature.params[5].data, bitmap_mask_words_with_starts(f));
-  EXPECT_TRUE(has(k.source, "s_tp + i * 5, warp * 1, lane, w, addr);"));
+  EXPECT_TRUE(has(k.source, " + 768, warp * 1, lane, w, addr);"));
+  EXPECT_FALSE(has(k.source, "s_tp + i * 5"));
   EXPECT_FALSE(has(k.source, "bitmap_tc_load_tile_ptrs"));
   // the row-tile-major pack is not the order this kernel reads
   EXPECT_DEATH_IF_SUPPORTED(emit_bitmap_tc(p64, s, pack_bitmap_tiles(a, BitmapValues::Pair)),
