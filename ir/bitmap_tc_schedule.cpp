@@ -319,7 +319,11 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
   // accumulators a thread, 122 registers) decodes each A tile once for all 128 columns; its B
   // steps are twice as large, so four warps keep four stages there (two blocks a multiprocessor
   // in shared memory). Eight warps run one block a multiprocessor at N = 128 (asking ptxas for
-  // two, 112 registers, serialises the wgmma).
+  // two, 112 registers, serialises the wgmma). Measured on an H200 (copy=step, eight warps) and
+  // not offered: more stages while two blocks still fit (6 at 90 % and 5 at 70 %: 6-26 % slower
+  // on 28672x7168 and 12288², 1 % faster on 4096²), and vals=slot at 50 % (7-13 % slower than
+  // pair on three of four shapes, 3 % faster on 4096²). Four warps at N = 128 stay in the search
+  // but measured 1.3x slower than eight on 12288² 70 % (stages 2-3, clusters of 2 or 4).
   if (dev.wgmma && (p.n == 32 || p.n == 64 || p.n == 128)) {
     for (int warps : {4, 8}) {
       for (int ks = 1; ks <= 64 && ks <= tiles; ks *= 2) {
