@@ -224,29 +224,27 @@ class BitmapTcEmitter : public Emitter {
         comment("step i - 1's multiplies are done: its registers and its stage are free");
         call_stmt(tmpl::wgmma_wait, targs(IntArg{1}));
         line("if (i > 0)");
-        const std::string empty = fmt::format("s_bars + 8 * ({} + (i + {}) % {})", S, S - 1, S);
-        line("  " +
-             (cluster_ > 1
-                  ? call(tmpl::bitmap_tc_bulk_release_cluster, u32(empty),
-                         u32(fmt::format("s_bars + 8 * ({} + (i + {}) % {})", 2 * S, S - 1, S)),
-                         i32("lane"))
-                  : call(tmpl::bitmap_tc_bulk_release, u32(empty), i32("lane")))
-                 .text +
-             ";");
+        line("  " + release_call(fmt::format("(i + {}) % {}", S - 1, S)) + ";");
       } else {
         line("step(buf);");
         comment("the warp's loads of the stage were consumed by its mma.sync: release it");
-        if (cluster_ > 1)
-          call_stmt(tmpl::bitmap_tc_bulk_release_cluster,
-                    u32(fmt::format("s_bars + 8 * ({} + buf)", S)),
-                    u32(fmt::format("s_bars + 8 * ({} + buf)", 2 * S)), i32("lane"));
-        else
-          call_stmt(tmpl::bitmap_tc_bulk_release, u32(fmt::format("s_bars + 8 * ({} + buf)", S)),
-                    i32("lane"));
+        line(release_call("buf") + ";");
       }
     }
     if (wgmma_) call_stmt(tmpl::wgmma_wait, targs(IntArg{0}));
     emit_finish();
+  }
+
+  // pipe=bulk: a consumer warp's release of stage `stage` (an expression): its empty barrier, and
+  // in a cluster also the cluster-empty barrier of the first block
+  // (bitmap_tc_bulk_release_cluster).
+  std::string release_call(const std::string& stage) {
+    const int S = s_.stages;
+    const std::string empty = fmt::format("s_bars + 8 * ({} + {})", S, stage);
+    if (cluster_ == 1) return call(tmpl::bitmap_tc_bulk_release, u32(empty), i32("lane")).text;
+    return call(tmpl::bitmap_tc_bulk_release_cluster, u32(empty),
+                u32(fmt::format("s_bars + 8 * ({} + {})", 2 * S, stage)), i32("lane"))
+        .text;
   }
 
   // The decode of quarter q of one A tile into the registers at `a`, from its lane word `w` and
