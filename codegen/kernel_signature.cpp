@@ -78,7 +78,10 @@ std::string describe_gemm(const LibraryGemm& g) {
                      g.operands == GemmOperands::Int8  ? " int8 -> int32"
                      : g.operands == GemmOperands::Fp8 ? " fp8_e4m3 -> fp32"
                                                        : "",
-                     g.relu ? " relu" : "",
+                     g.relu_mask_ld != 0
+                         ? fmt::format(" relu + bit-mask ({} bits a row)", g.relu_mask_ld)
+                     : g.relu ? std::string(" relu")
+                              : std::string(),
                      g.beta_in_workspace ? " (beta != 0: into the fp32 workspace)" : "");
 }
 

@@ -117,6 +117,12 @@ struct LibraryGemm {
   int64_t m = 0, n = 0, k = 0;
   bool b_transposed = false;
   bool relu = false;
+  // With relu, relu_mask_ld > 0: the library also writes the bit-mask of c's positive elements,
+  // row r of c (n bits) at relu_mask.offset *bytes* + r · relu_mask_ld / 8 of relu_mask.buffer,
+  // bit j % 8 of byte j / 8 for column j; relu_mask_ld bits per row (a multiple of 128, at least
+  // n), the offset 256-byte aligned in a buffer that is.
+  int64_t relu_mask_ld = 0;
+  GemmOperand relu_mask;
   bool run_alpha_beta = false;
   // With run_alpha_beta and a run's beta != 0: the GEMM accumulates with beta 1 into the fp32
   // Workspace (C's layout and ld, offset c.offset), which a beta_only prologue set to beta·C, and

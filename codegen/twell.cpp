@@ -73,6 +73,7 @@ class TwellEmitter : public Emitter {
   static constexpr int kPackLoads = 4;
   bool queue() const { return s_.balance == TwellBalance::Queue; }
   bool even() const { return s_.balance == TwellBalance::Even; }
+  bool mask() const { return s_.pack == TwellPack::Mask; }
   bool uses_workspace() const { return s_.split > 1 || queue() || even(); }
   std::string gate_name() const { return opt_.kernel_name + "_gate"; }
   std::string pack_name() const { return opt_.kernel_name + "_pack"; }
@@ -99,26 +100,32 @@ class TwellEmitter : public Emitter {
   }
 
   // gate=lib: the pack kernel over the library GEMM's dense G (a prologue before kernel 2):
+  //   sg::twell_pack_mask<T, TILE, CAP>(bw, M, N, tiles, entries, backup, tokens, mask,
+  //                                     mask words a row);                               pack=mask
   //   sg::twell_pack_rows<T, TILE, CAP, 4>(bw, M, N, tiles, entries, backup, tokens);  N % 8 == 0
   //   sg::twell_pack<T, TILE, CAP>(bw, M, N, tiles, entries, backup);                  otherwise
   // (tokens: balance=even's per-token counts, -1 for none).
   void emit_pack() {
     const TwellBuffer b = twell_buffer(p_, s_);
     const auto tiles = i32(num(twell_tiles(p_, s_)));
+    const auto tokens = i32(num(even() ? b.tokens / 4 : -1));
     const auto c =
-        vec_g()
-            ? call(tmpl::twell_pack_rows,
-                   targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}, IntArg{kPackLoads}),
+        mask()
+            ? call(tmpl::twell_pack_mask, targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}),
                    ptr_u32("bw"), i32(num(p_.m)), i32(num(p_.n)), tiles, i32(num(b.entries / 4)),
-                   i32(num(b.backup / 4)), i32(num(even() ? b.tokens / 4 : -1)))
-            : call(tmpl::twell_pack, targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}),
-                   ptr_u32("bw"), i32(num(p_.m)), i32(num(p_.n)), tiles, i32(num(b.entries / 4)),
-                   i32(num(b.backup / 4)));
+                   i32(num(b.backup / 4)), tokens, i32(num(b.mask / 4)), i32(num(b.mask_bits / 32)))
+        : vec_g() ? call(tmpl::twell_pack_rows,
+                         targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}, IntArg{kPackLoads}),
+                         ptr_u32("bw"), i32(num(p_.m)), i32(num(p_.n)), tiles,
+                         i32(num(b.entries / 4)), i32(num(b.backup / 4)), tokens)
+                  : call(tmpl::twell_pack, targs(TypeArg{"T"}, IntArg{s_.tile}, IntArg{s_.cap()}),
+                         ptr_u32("bw"), i32(num(p_.m)), i32(num(p_.n)), tiles,
+                         i32(num(b.entries / 4)), i32(num(b.backup / 4)));
     decl(fmt::format(
-        "// G = ReLU(x · W_g) comes from the BLAS library; this packs it as TwELL\n"
+        "// G = ReLU(x · W_g) comes from the BLAS library; this packs it as TwELL{}\n"
         "extern \"C\" __global__ void __launch_bounds__(256) {}(unsigned* __restrict__ bw) {{\n"
         "  {};\n}}",
-        pack_name(), c.text));
+        mask() ? " from its bit-mask" : "", pack_name(), c.text));
   }
 
   // Kernel 2: the main kernel's body.
@@ -204,14 +211,19 @@ class TwellEmitter : public Emitter {
       g.k = p_.k;
       g.b_transposed = true;
       g.relu = true;
+      if (mask()) {
+        g.relu_mask_ld = twell_buffer(p_, s_).mask_bits;
+        g.relu_mask = {ParamKind::BWork, twell_buffer(p_, s_).mask, 0};
+      }
       sig.gemms_before.push_back(g);
       sig.b_alignment = 2;
       AuxKernel& pk = sig.prologue;
       pk.name = pack_name();
       pk.params = {{"bw", ParamKind::BWork, "TwELL activations", {}}};
       // 8 warps per block: a warp per token row (row pack) or per (row, tile).
-      pk.launch.grid_x = vec_g() ? (p_.m + 7) / 8 : twell_tiles(p_, s_);
-      pk.launch.grid_y = vec_g() ? 1 : (p_.m + 7) / 8;
+      const bool rows = vec_g() || mask();
+      pk.launch.grid_x = rows ? (p_.m + 7) / 8 : twell_tiles(p_, s_);
+      pk.launch.grid_y = rows ? 1 : (p_.m + 7) / 8;
       pk.launch.block_threads = 256;
       return sig;
     }

@@ -363,6 +363,7 @@ void CompiledKernel::Impl::load_and_upload(const KernelBuild& src, DeviceArrays*
         sh.half = src.problem.dtype == DType::F16;
         sh.b_transposed = g.b_transposed;
         sh.relu = g.relu;
+        sh.relu_mask_ld = g.relu_mask_ld;
         sh.operands = g.operands == codegen::GemmOperands::Int8  ? cublaslt::Operands::Int8
                       : g.operands == codegen::GemmOperands::Fp8 ? cublaslt::Operands::Fp8
                                                                  : cublaslt::Operands::Io16;
@@ -567,7 +568,7 @@ void run_gemms(const std::vector<codegen::LibraryGemm>& list, const GemmPlans& p
       plans_fp32[first + i]->run(pa, pb, ws, alpha, 1.0f, stream);
     } else {
       plans[first + i]->run(pa, pb, operand_ptr(g.c, a, g.eight_bit() ? 4 : elem_bytes), alpha,
-                            beta, stream);
+                            beta, stream, g.relu_mask_ld != 0 ? operand_ptr(g.relu_mask, a, 1) : 0);
     }
   }
 }

@@ -3,7 +3,7 @@
 // its bytes and as multiplies that run before kernel 2) and writes the TwELL words; kernel 2 reads,
 // per activation nonzero, one row of W_u^T and one of W_d (K values each) and the x row once,
 // its longest worker a block's (or team's) share of the longest token (or of one part, with the
-// queue).
+// queue). gate=lib's pack reads G, or its bit-mask and the nonzeros' sectors (pack=mask).
 #include <algorithm>
 #include <cmath>
 
@@ -43,9 +43,14 @@ class TwellCost final : public CostFamily {
     f.b_unique_bytes = m * k * 2.0 + n * kp * 2.0 * (p.gated ? 3.0 : 2.0);
     f.b_sector_bytes = gemm_bytes;
     f.c_bytes = m * k * 2.0;
-    f.dram_bytes =
-        f.b_unique_bytes + f.table_bytes + f.c_bytes + std::min(down_bytes, 4.0 * f.b_unique_bytes);
-    f.l2_bytes = f.a_bytes + f.table_bytes + f.b_sector_bytes + f.c_bytes;
+    // gate=lib's pack reads G (pack=scan) or G's bit-mask and a sector per nonzero (pack=mask).
+    const double pack_bytes = s.gate != TwellGate::Lib ? 0.0
+                              : s.pack == TwellPack::Mask
+                                  ? m * std::ceil(n / 128.0) * 16.0 + walked * 32.0
+                                  : m * n * 2.0;
+    f.dram_bytes = f.b_unique_bytes + f.table_bytes + f.c_bytes +
+                   std::min(down_bytes, 4.0 * f.b_unique_bytes) + pack_bytes;
+    f.l2_bytes = f.a_bytes + f.table_bytes + f.b_sector_bytes + f.c_bytes + pack_bytes;
     // Kernel 1 runs before kernel 2: its 16 x 8 x 16 multiplies (serial_mmas) at the library
     // GEMM's rate, as the dense FFN's count; the generated GEMM (gate=mma) ran at about a third of
     // the library's on an H200 (bf16, 4096 x 14336), so it counts three. The rest describes

@@ -17,6 +17,7 @@ int64_t align256(int64_t b) {
 
 constexpr std::string_view kGateNames[] = {"mma", "lib"};
 constexpr std::string_view kBalanceNames[] = {"token", "queue", "even"};
+constexpr std::string_view kPackNames[] = {"scan", "mask"};
 
 // The queue's teams of an 8-warp block, nearest to 4 column groups per thread first, more groups
 // counting double (ties: fewer groups first). On an H200 the teams with 4 groups were fastest at K
@@ -54,6 +55,13 @@ std::optional<TwellBalance> parse_twell_balance(std::string_view s) {
   return spec_fields::lookup<TwellBalance>(kBalanceNames, s);
 }
 
+std::string_view to_string(TwellPack k) {
+  return kPackNames[static_cast<int>(k)];
+}
+std::optional<TwellPack> parse_twell_pack(std::string_view s) {
+  return spec_fields::lookup<TwellPack>(kPackNames, s);
+}
+
 std::vector<std::string> validate(const TwellSchedule& s) {
   std::vector<std::string> why;
   if (s.tile != 64 && s.tile != 128)
@@ -72,6 +80,10 @@ std::vector<std::string> validate(const TwellSchedule& s) {
   if (s.teams > 1 && s.balance == TwellBalance::Token)
     why.push_back(fmt::format(
         "teams={} take their own work: balance must be queue or even, not token", s.teams));
+  if (s.pack == TwellPack::Mask && s.gate != TwellGate::Lib)
+    why.push_back(
+        "pack=mask reads the library GEMM's ReLU bit-mask: gate must be lib (gate=mma writes "
+        "TwELL in its own epilogue)");
   if (s.balance == TwellBalance::Even) {
     if (s.split != 1)
       why.push_back(fmt::format("balance=even divides tokens itself: split={} must be 1", s.split));
@@ -113,6 +125,7 @@ std::string twell_spec(const TwellSchedule& s) {
       fmt::format("twell;tile={};comp={};warps={};gate={};split={};balance={};teams={}", s.tile,
                   s.comp, s.warps, to_string(s.gate), s.split, to_string(s.balance), s.teams);
   if (s.balance == TwellBalance::Even) spec += fmt::format(";blocks={}", s.blocks);
+  if (s.pack != TwellPack::Scan) spec += fmt::format(";pack={}", to_string(s.pack));
   return spec;
 }
 
@@ -127,6 +140,11 @@ std::string print_twell(const TwellSchedule& s) {
         "  kernel1: x·W_g on mma.sync m16n8k16, {} x {} block tile, {} warps, {} stages; "
         "ReLU + TwELL epilogue\n",
         kTwellGemmRows, s.tile, kTwellGemmThreads / kWarpSize, kTwellGemmStages);
+  else if (s.pack == TwellPack::Mask)
+    out +=
+        "  kernel1: G = ReLU(x·W_g) and its bit-mask of positive values by the BLAS library (G "
+        "dense, the backup), then one warp per token row packs TwELL from the mask, reading only "
+        "the values of its set bits\n";
   else
     out +=
         "  kernel1: G = ReLU(x·W_g) by the BLAS library (dense, the backup), then one warp per "
@@ -181,9 +199,12 @@ TwellSchedule parse_twell_fields(std::string_view spec,
       s.teams = num(64);
     } else if (key == "blocks") {
       s.blocks = num(65535);
+    } else if (key == "pack") {
+      s.pack = spec_fields::parse_enum<TwellPack>(key, kPackNames, v);
     } else {
       spec_fields::error(
-          key, "one of tile, comp, warps, gate, split, balance, teams, blocks (family twell)", key);
+          key, "one of tile, comp, warps, gate, split, balance, teams, blocks, pack (family twell)",
+          key);
     }
   });
   spec_fields::check_legal(spec, validate(s));
@@ -204,7 +225,9 @@ TwellBuffer twell_buffer(const Problem& p, const TwellSchedule& s) {
   b.entries = align256(cells * 4);
   b.backup = align256(b.entries + cells * s.cap() * 4);
   b.tokens = align256(b.backup + p.m * p.n * 2);
-  b.bytes = s.balance == TwellBalance::Even ? align256(b.tokens + p.m * 8) : b.tokens;
+  b.mask = s.balance == TwellBalance::Even ? align256(b.tokens + p.m * 8) : b.tokens;
+  if (s.pack == TwellPack::Mask) b.mask_bits = (p.n + 127) / 128 * 128;
+  b.bytes = align256(b.mask + p.m * b.mask_bits / 8);
   return b;
 }
 
@@ -343,32 +366,37 @@ std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatri
   if (!validate_twell(p, TwellSchedule{}).empty() || a.cols != p.n) return out;
   const std::vector<int> teams_order = queue_teams_order(p);
   for (TwellGate gate : {TwellGate::Lib, TwellGate::Mma})
-    for (int tile : {128, 64})
-      for (int comp : {4, 8, 2, 16, 1})
-        for (int warps : {8, 4})
-          for (TwellBalance balance :
-               {TwellBalance::Even, TwellBalance::Queue, TwellBalance::Token}) {
-            const bool even = balance == TwellBalance::Even;
-            if (even && (gate != TwellGate::Lib || warps != 8)) continue;
-            // Even and the queue with 8 warps: their workers are teams.
-            if (balance != TwellBalance::Token && warps == 8) {
-              for (int teams : teams_order) {
-                TwellSchedule s{tile, comp, warps, gate, 1, balance, teams};
-                if (even) s.blocks = static_cast<int>(twell_even_blocks(p, s, dev));
-                if (twell_groups(p, s) <= 8 && validate_twell(p, s).empty() &&
-                    verify_twell(p, s, dev).empty())
-                  out.emplace_back(s);
-              }
-              continue;
-            }
-            for (int split : {1, 4, 16}) {
-              if (split > 1 &&
-                  (gate != TwellGate::Lib || p.m > 1024 || balance != TwellBalance::Token))
+    for (TwellPack pack : {TwellPack::Mask, TwellPack::Scan}) {
+      if (pack == TwellPack::Mask && gate != TwellGate::Lib) continue;
+      for (int tile : {128, 64})
+        for (int comp : {4, 8, 2, 16, 1})
+          for (int warps : {8, 4})
+            for (TwellBalance balance :
+                 {TwellBalance::Even, TwellBalance::Queue, TwellBalance::Token}) {
+              const bool even = balance == TwellBalance::Even;
+              if (even && (gate != TwellGate::Lib || warps != 8)) continue;
+              // Even and the queue with 8 warps: their workers are teams.
+              if (balance != TwellBalance::Token && warps == 8) {
+                for (int teams : teams_order) {
+                  TwellSchedule s{tile, comp, warps, gate, 1, balance, teams};
+                  s.pack = pack;
+                  if (even) s.blocks = static_cast<int>(twell_even_blocks(p, s, dev));
+                  if (twell_groups(p, s) <= 8 && validate_twell(p, s).empty() &&
+                      verify_twell(p, s, dev).empty())
+                    out.emplace_back(s);
+                }
                 continue;
-              const TwellSchedule s{tile, comp, warps, gate, split, balance};
-              if (verify_twell(p, s, dev).empty()) out.emplace_back(s);
+              }
+              for (int split : {1, 4, 16}) {
+                if (split > 1 &&
+                    (gate != TwellGate::Lib || p.m > 1024 || balance != TwellBalance::Token))
+                  continue;
+                TwellSchedule s{tile, comp, warps, gate, split, balance};
+                s.pack = pack;
+                if (verify_twell(p, s, dev).empty()) out.emplace_back(s);
+              }
             }
-          }
+    }
   return out;
 }
 

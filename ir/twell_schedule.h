@@ -10,6 +10,10 @@
 //     gate   how the gate activations are computed: mma (kernel 1 below, generated) or lib (the
 //            dense BLAS library's GEMM with a ReLU epilogue writes G = ReLU(x·W_g) densely, then
 //            a pack kernel writes the TwELL counts and entries; G serves as the dense backup)
+//     pack   gate=lib: how the pack kernel finds G's nonzeros: scan (it reads all of G) or mask
+//            (the library GEMM's ReLU epilogue also writes a bit-mask of the positive results,
+//            one bit per element; the pack reads the mask and only the values of its set bits,
+//            about N / 8 + 32 · nonzeros bytes a token instead of 2 · N). Printed only as mask.
 //     split  blocks per token in kernel 2 (1, 4, 16): more than one share the token's batches and
 //            add their partial rows in an fp32 workspace, the last one writing y (few tokens)
 //     balance how kernel 2's blocks find work: token (block x = token) or queue (a persistent grid
@@ -65,6 +69,11 @@ enum class TwellGate { Mma, Lib };
 std::string_view to_string(TwellGate g);  // "mma", "lib"
 std::optional<TwellGate> parse_twell_gate(std::string_view s);
 
+// How gate=lib's pack kernel finds G's nonzeros (one name table: SPEC, printer, key).
+enum class TwellPack { Scan, Mask };
+std::string_view to_string(TwellPack k);  // "scan", "mask"
+std::optional<TwellPack> parse_twell_pack(std::string_view s);
+
 // How kernel 2's blocks find their work (one name table: SPEC, printer, key).
 enum class TwellBalance { Token, Queue, Even };
 std::string_view to_string(TwellBalance b);  // "token", "queue", "even"
@@ -81,6 +90,7 @@ struct TwellSchedule {
   TwellBalance balance = TwellBalance::Token;  // queue: split 1 only
   int teams = 1;                               // kernel 2 workers per block: 1, 2, 4, 8
   int blocks = 0;                              // balance=even: kernel 2's grid
+  TwellPack pack = TwellPack::Scan;            // gate=lib only
 
   int cap() const { return tile / comp; }
   int team_warps() const { return warps / teams; }  // warps of one kernel-2 worker
@@ -120,9 +130,10 @@ TwellSchedule parse_twell_fields(std::string_view spec, const std::vector<std::s
 int64_t twell_k_padded(const Problem& p);
 int64_t twell_tiles(const Problem& p, const TwellSchedule& s);  // ceil(N / T)
 // Byte offsets in the TwELL buffer (BWork): counts, entries, dense backup; and its size.
-// balance=even: then per token its packed entries and overflowing tiles (two ints).
+// balance=even: then per token its packed entries and overflowing tiles (two ints). pack=mask:
+// then the ReLU bit-mask, mask_bits (N rounded up to 128) bits per token, 256-byte aligned.
 struct TwellBuffer {
-  int64_t counts = 0, entries = 0, backup = 0, tokens = 0, bytes = 0;
+  int64_t counts = 0, entries = 0, backup = 0, tokens = 0, mask = 0, mask_bits = 0, bytes = 0;
 };
 TwellBuffer twell_buffer(const Problem& p, const TwellSchedule& s);
 // Dynamic shared memory of kernel 1 (pipeline stages / epilogue tile; 0 for gate=lib) and kernel
@@ -167,12 +178,12 @@ TwellWeights twell_weights_layout(const Problem& p);
 std::vector<std::string> verify_twell(const Problem& p, const TwellSchedule& s,
                                       const DeviceLimits& dev);
 
-// Every legal schedule: gate {lib, mma} × tile {128, 64} × comp {4, 8, 2, 16, 1} × warps {8, 4}
-// × balance {even, queue, token} with split 1 and teams 1; the even (gate=lib, N a multiple of 8,
-// blocks = twell_even_blocks) and queue ones of 8 warps with teams 1, 2, 4, 8 instead (those whose
-// threads hold at most 8 column groups, nearest 4 groups first), and for M <= 1024 also the
-// gate=lib token ones with split 4 and 16; none unless the problem is a gated FFN and `a` an
-// activation pattern with N columns.
+// Every legal schedule: gate {lib with pack {mask, scan}, mma} × tile {128, 64} × comp {4, 8, 2,
+// 16, 1} × warps {8, 4} × balance {even, queue, token} with split 1 and teams 1; the even
+// (gate=lib, N a multiple of 8, blocks = twell_even_blocks) and queue ones of 8 warps with teams 1,
+// 2, 4, 8 instead (those whose threads hold at most 8 column groups, nearest 4 groups first), and
+// for M <= 1024 also the gate=lib token ones with split 4 and 16; none unless the problem is a
+// gated FFN and `a` an activation pattern with N columns.
 std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatrix& a,
                                                 const DeviceLimits& dev);
 

@@ -129,8 +129,8 @@ Gemm::Gemm(const GemmShape& shape, const Gemm* share_workspace_with)
   const bool i8 = shape.operands == Operands::Int8, f8 = shape.operands == Operands::Fp8;
   if (i8 || f8) {
     const int64_t kq = f8 ? 16 : 4;  // k, lda and ldb (elements, 1 byte each)
-    if (!shape.b_transposed || shape.relu || shape.c_fp32 || shape.k % kq != 0 ||
-        shape.lda % kq != 0 || shape.ldb % kq != 0 || shape.ldc % 4 != 0)
+    if (!shape.b_transposed || shape.relu || shape.relu_mask_ld != 0 || shape.c_fp32 ||
+        shape.k % kq != 0 || shape.lda % kq != 0 || shape.ldb % kq != 0 || shape.ldc % 4 != 0)
       throw CublasLtError(
           fmt::format("cuBLASLt runs an {} {}x{}x{} GEMM only as TN with k and the leading "
                       "dimensions of A and B multiples of {} (of C: of 4), without ReLU",
@@ -155,10 +155,28 @@ Gemm::Gemm(const GemmShape& shape, const Gemm* share_workspace_with)
         "cublasLtMatmulDescSetAttribute(TRANSA)");
   check(api.DescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb),
         "cublasLtMatmulDescSetAttribute(TRANSB)");
+  if (shape.relu_mask_ld != 0 &&
+      (!shape.relu || shape.relu_mask_ld % 128 != 0 || shape.relu_mask_ld < shape.n))
+    throw CublasLtError(fmt::format("cuBLASLt's ReLU bit-mask needs relu and a leading dimension "
+                                    "that is a multiple of 128 bits and at least n = {} (got {})",
+                                    shape.n, shape.relu_mask_ld),
+                        -1);
   if (shape.relu) {
-    const cublasLtEpilogue_t e = CUBLASLT_EPILOGUE_RELU;
+    const cublasLtEpilogue_t e =
+        shape.relu_mask_ld != 0 ? CUBLASLT_EPILOGUE_RELU_AUX : CUBLASLT_EPILOGUE_RELU;
     check(api.DescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_EPILOGUE, &e, sizeof e),
           "cublasLtMatmulDescSetAttribute(EPILOGUE)");
+  }
+  if (shape.relu_mask_ld != 0) {
+    const int64_t ld = shape.relu_mask_ld;
+    check(api.DescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &ld, sizeof ld),
+          "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_LD)");
+    // The heuristic reads only the mask address's alignment; run() sets the real one, which has
+    // at least this one's (256 bytes).
+    const void* placeholder = reinterpret_cast<const void*>(uintptr_t{256});
+    check(api.DescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &placeholder,
+                               sizeof placeholder),
+          "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
   }
   const auto u = [](int64_t v) { return static_cast<uint64_t>(v); };
   if (shape.b_transposed)
@@ -205,9 +223,18 @@ Gemm::Gemm(const GemmShape& shape, const Gemm* share_workspace_with)
 Gemm::~Gemm() = default;
 
 void Gemm::run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
-               CUstream stream) const {
+               CUstream stream, CUdeviceptr relu_mask) const {
   const Impl& s = *impl_;
   if (s.shape.m == 0 || s.shape.n == 0) return;
+  if (s.shape.relu_mask_ld != 0) {
+    if (relu_mask == 0 || relu_mask % 256 != 0)
+      throw CublasLtError("cuBLASLt GEMM with a ReLU bit-mask needs its 256-byte aligned address",
+                          -1);
+    const void* mask = vptr(relu_mask);
+    check(s.api->DescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &mask,
+                                  sizeof mask),
+          "cublasLtMatmulDescSetAttribute(EPILOGUE_AUX_POINTER)");
+  }
   // int8: the scale type is int32 (CUBLAS_COMPUTE_32I).
   const bool i8 = s.shape.operands == Operands::Int8;
   const int32_t alpha_i = static_cast<int32_t>(alpha), beta_i = static_cast<int32_t>(beta);

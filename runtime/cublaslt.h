@@ -52,6 +52,11 @@ struct GemmShape {
   bool half = false;          // fp16 (true) or bf16 (false)
   bool b_transposed = false;  // B stored n x k
   bool relu = false;
+  // With relu, > 0: the library also writes the ReLU bit-mask (bit i of a column-major output
+  // column set where element i came out positive) with this many bits per column of its
+  // column-major output, i.e. per row of our row-major C: a multiple of 128, at least n. Its
+  // address is run()'s `relu_mask`, at least 256-byte aligned.
+  int64_t relu_mask_ld = 0;
   bool c_fp32 = false;  // C in fp32 (A and B stay 16-bit): adds beta·C before the one rounding
   Operands operands = Operands::Io16;  // 8-bit: half, c_fp32 and relu unused
 };
@@ -67,9 +72,9 @@ class Gemm {
   Gemm(const Gemm&) = delete;
   Gemm& operator=(const Gemm&) = delete;
   // Enqueues the GEMM on `stream` (16-byte aligned pointers are fastest; any 2-byte alignment
-  // works).
-  void run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, float alpha, float beta,
-           CUstream stream) const;
+  // works). relu_mask: the bit-mask's address when the shape has relu_mask_ld (else unused).
+  void run(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c, float alpha, float beta, CUstream stream,
+           CUdeviceptr relu_mask = 0) const;
   const GemmShape& shape() const;
 
  private:

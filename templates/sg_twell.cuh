@@ -6,6 +6,8 @@
 //                    the block, a warp ballot-compacts the tile's nonzeros into (column << 16 |
 //                    value bits) words and stores the count; a tile holding more than CAP
 //                    nonzeros stores its values densely in the backup row instead.
+//   twell_pack_mask  gate=lib, pack=mask: the same TwELL from the library's ReLU bit-mask and
+//                    the values of its set bits only.
 //   twell_down       kernel 2: one block per token row (or a persistent grid of workers, blocks
 //                    or teams of warps, taking tokens and parts of long ones from a queue); the
 //                    row's entries in batches of 64: the worker's warps compute u = x·W_u[:, n]
@@ -364,6 +366,76 @@ __device__ __forceinline__ void twell_pack_rows(unsigned* __restrict__ tw, int m
           *out++ = (static_cast<unsigned>(sub * 8 + e) << 16) |
                    ((w[e >> 1] >> (16 * (e & 1))) & 0xffffu);
     }
+  }
+  if (tokens_off >= 0) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) {
+      packed += __shfl_xor_sync(0xffffffffu, packed, o);
+      over += __shfl_xor_sync(0xffffffffu, over, o);
+    }
+    if (lane == 0) {
+      int* t = reinterpret_cast<int*>(tw + tokens_off) + 2 * static_cast<size_t>(row);
+      t[0] = packed;
+      t[1] = over;
+    }
+  }
+}
+
+// gate=lib's pack with pack=mask: the library GEMM's ReLU epilogue also wrote a bit-mask of G's
+// positive values, mask_words 32-bit words a token row at tw + mask_off (bit j % 32 of word j / 32
+// for column j). One warp per token row, 8 rows per block (grid: ceil(M / 8)); lane l takes the
+// tiles l, l + 32, …: their TILE / 32 mask words in one load. A tile of at most CAP set bits reads
+// the values of those bits only (2 bytes each) and packs the nonzero ones in column order, as the
+// scan does; a tile of more stores its bit count (> CAP: overflowing, walked densely from G, which
+// reads no value here). So a token costs N / 8 bytes of mask and a sector per nonzero, not 2 · N
+// bytes of G. tokens_off >= 0 (balance=even): the row's packed entries and overflowing tiles.
+template <typename T, int TILE, int CAP>
+__device__ __forceinline__ void twell_pack_mask(unsigned* __restrict__ tw, int m, int n, int tiles,
+                                                int entries_off, int backup_off, int tokens_off,
+                                                int mask_off, int mask_words) {
+  static_assert(TILE == 64 || TILE == 128, "a tile's mask is one 8- or 16-byte load");
+  constexpr int W = TILE / 32;
+  const int lane = threadIdx.x & 31;
+  const int row = blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5);
+  if (row >= m) return;
+  const unsigned short* g =
+      reinterpret_cast<const unsigned short*>(tw + backup_off) + static_cast<size_t>(row) * n;
+  const unsigned* mask = tw + mask_off + static_cast<size_t>(row) * mask_words;
+  int* counts = reinterpret_cast<int*>(tw) + static_cast<size_t>(row) * tiles;
+  unsigned* entries = tw + entries_off + static_cast<size_t>(row) * tiles * CAP;
+  int packed = 0, over = 0;
+  for (int tile = lane; tile < tiles; tile += 32) {
+    unsigned bits[W];
+    if constexpr (W == 4) {
+      const uint4 v = __ldcs(reinterpret_cast<const uint4*>(mask) + tile);
+      bits[0] = v.x, bits[1] = v.y, bits[2] = v.z, bits[3] = v.w;
+    } else {
+      const uint2 v = __ldcs(reinterpret_cast<const uint2*>(mask) + tile);
+      bits[0] = v.x, bits[1] = v.y;
+    }
+    const int c0 = tile * TILE;
+    int set = 0;
+#pragma unroll
+    for (int e = 0; e < W; ++e) {
+      const int lo = c0 + 32 * e;  // the mask's bits beyond column n are not G's
+      if (lo + 32 > n) bits[e] &= lo >= n ? 0u : (1u << (n - lo)) - 1u;
+      set += __popc(bits[e]);
+    }
+    int count = set;
+    if (set <= CAP) {
+      count = 0;
+      unsigned* out = entries + static_cast<size_t>(tile) * CAP;
+#pragma unroll
+      for (int e = 0; e < W; ++e)
+        for (unsigned b = bits[e]; b != 0u; b &= b - 1u) {
+          const int col = 32 * e + __ffs(b) - 1;
+          const unsigned v = g[c0 + col];
+          if ((v & 0x7fffu) != 0u) out[count++] = (static_cast<unsigned>(col) << 16) | v;
+        }
+    }
+    counts[tile] = count;
+    packed += count > CAP ? 0 : count;
+    over += count > CAP ? 1 : 0;
   }
   if (tokens_off >= 0) {
 #pragma unroll

@@ -92,6 +92,44 @@ TEST(TwellCodegen, LibraryGateSignature) {
       << ko.source;
 }
 
+// pack=mask: the library GEMM also writes G's ReLU bit-mask (rows of N rounded up to 128 bits)
+// after the TwELL buffer, and the pack kernel reads it, a warp per token row for any N.
+TEST(TwellCodegen, MaskPackReadsTheLibraryBitMask) {
+  for (int64_t n : {int64_t{1000}, int64_t{1001}}) {
+    const Problem p = Problem::gated_ffn(300, 100, n, DType::BF16);
+    TwellSchedule s{64, 8, 8, TwellGate::Lib};
+    const TwellBuffer plain = twell_buffer(p, s);
+    s.pack = TwellPack::Mask;
+    const TwellBuffer b = twell_buffer(p, s);
+    EXPECT_EQ(b.mask, plain.bytes);
+    EXPECT_EQ(b.mask % 256, 0);
+    EXPECT_EQ(b.mask_bits, 1024);
+    EXPECT_EQ(b.bytes, b.mask + 300 * 128);
+    const GeneratedKernel k = emit_twell(p, Schedule(s));
+    ASSERT_EQ(k.signature.gemms_before.size(), 1u);
+    const LibraryGemm& g = k.signature.gemms_before[0];
+    EXPECT_TRUE(g.relu);
+    EXPECT_EQ(g.relu_mask_ld, 1024);
+    EXPECT_EQ(g.relu_mask.buffer, ParamKind::BWork);
+    EXPECT_EQ(g.relu_mask.offset, b.mask);
+    EXPECT_EQ(k.signature.b_work_bytes, b.bytes);
+    EXPECT_EQ(k.signature.prologue.launch.grid_x, 38);
+    EXPECT_EQ(k.signature.prologue.launch.grid_y, 1);
+    EXPECT_NE(k.source.find(fmt::format("sg::twell_pack_mask<T, 64, 8>(bw, 300, {}, 16, {}, {}, "
+                                        "-1, {}, 32)",
+                                        n, b.entries / 4, b.backup / 4, b.mask / 4)),
+              std::string::npos)
+        << k.source;
+    EXPECT_EQ(k.source.find("twell_pack_rows"), std::string::npos);
+    EXPECT_NE(describe(k.signature).find("relu + bit-mask (1024 bits a row)"), std::string::npos)
+        << describe(k.signature);
+    nvrtc::CompileOptions o;
+    o.arch = "sm_90";
+    o.headers = k.headers;
+    EXPECT_FALSE(nvrtc::compile(k.source, o).image.empty());
+  }
+}
+
 // split = 16: kernel 2's grid has 16 blocks per token and a self-cleaning fp32 workspace.
 TEST(TwellCodegen, SplitTokensShareAWorkspace) {
   const Problem p = Problem::gated_ffn(3, 256, 1000, DType::BF16);

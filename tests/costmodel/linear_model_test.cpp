@@ -585,6 +585,12 @@ TEST(ScheduleFeatures, GatedFfnKernelsAreRankedByTheirRoofline) {
   EXPECT_DOUBLE_EQ(lib.warp_iters_max, 900.0 * 32 / 8);
   EXPECT_DOUBLE_EQ(queue.warp_iters_max, 128.0 * 32 / 8);
   EXPECT_LE(queue.roofline_us, lib.roofline_us);
+  // pack=mask reads G's bit-mask and a sector per nonzero instead of all of G (4096 x 14336 x 2).
+  const ScheduleFeatures masked =
+      ffn_features("twell;tile=128;comp=4;warps=8;gate=lib;balance=token;pack=mask");
+  EXPECT_NEAR(lib.dram_bytes - masked.dram_bytes,
+              4096.0 * 14336 * 2 - 4096.0 * 112 * 16 - masked.nnz * 32, 1.0);
+  EXPECT_LE(masked.roofline_us, lib.roofline_us);
   EXPECT_FALSE(lib.global_formula);
 
   const CostModel m = fit_model(synthetic_samples(80, 3), DeviceProfile::h100_sxm());

@@ -9,8 +9,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <tuple>
 
 #include "compiler/ffn.h"
 #include "compiler/pipeline.h"
@@ -174,6 +176,37 @@ TEST_F(GpuTwell, EvenAtLlmWidthsAndLongTokens) {
         "twell;tile=128;comp=4;warps=8;gate=lib;balance=even;teams=4;blocks=264", 48);
   check({.m = 700, .k = 4096, .n = 3000, .dtype = DType::F16, .mean_nnz = 60, .seed = 331},
         "twell;tile=128;comp=8;warps=8;gate=lib;balance=even;teams=2;blocks=264", 48);
+}
+
+// pack=mask: the pack reads the library GEMM's ReLU bit-mask and only the values of its set bits.
+// N below one tile, not a multiple of the tile, of 8 or of 128 (the mask rows' padding bits),
+// one token to 300, a few nonzeros to rows that overflow every tile (bit count > CAP: the tile is
+// walked densely without reading its values), bf16 and fp16, gated and not.
+TEST_F(GpuTwell, MaskPackFromTheLibraryBitMask) {
+  uint64_t seed = 400;
+  for (const auto& [m, n, mean] :
+       {std::tuple{int64_t{1}, int64_t{2100}, 30.0}, std::tuple{int64_t{7}, int64_t{127}, 20.0},
+        std::tuple{int64_t{300}, int64_t{2100}, 5.0}, std::tuple{int64_t{300}, int64_t{2104}, 30.0},
+        std::tuple{int64_t{300}, int64_t{2104}, 600.0},
+        std::tuple{int64_t{200}, int64_t{2100}, 2000.0}})
+    for (const char* sched :
+         {"twell;tile=128;comp=4;warps=8;gate=lib;pack=mask",
+          "twell;tile=64;comp=16;warps=4;gate=lib;balance=queue;pack=mask",
+          "twell;tile=128;comp=8;warps=8;gate=lib;balance=queue;teams=4;pack=mask"})
+      check({.m = m, .k = 130, .n = n, .mean_nnz = std::min(mean, double(n - 1)), .seed = ++seed},
+            sched, 300);
+  for (const char* sched :
+       {"twell;tile=128;comp=4;warps=8;gate=lib;balance=even;teams=4;blocks=264;pack=mask",
+        "twell;tile=64;comp=8;warps=8;gate=lib;balance=even;teams=8;blocks=3;pack=mask"}) {
+    check({.m = 300, .k = 130, .n = 2104, .mean_nnz = 30, .seed = ++seed}, sched, 300);
+    check({.m = 300, .k = 130, .n = 2104, .dtype = DType::F16, .mean_nnz = 400, .seed = ++seed},
+          sched, 300);
+    check({.m = 100, .k = 128, .n = 704, .mean_nnz = 703, .spread = 0, .seed = ++seed}, sched, 100);
+    check({.m = 200, .k = 1000, .n = 2048, .gated = false, .mean_nnz = 80, .seed = ++seed}, sched,
+          48);
+  }
+  check({.m = 700, .k = 2048, .n = 5632, .mean_nnz = 30, .seed = ++seed},
+        "twell;tile=128;comp=4;warps=8;gate=lib;balance=even;teams=4;blocks=264;pack=mask", 48);
 }
 
 TEST_F(GpuTwell, LlmShapeWithManyTokens) {
