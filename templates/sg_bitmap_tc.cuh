@@ -564,13 +564,27 @@ __device__ __forceinline__ void bitmap_tc_bulk_release_cluster(unsigned bar, uns
 // Finishes one row tile (rows row0 .. row0+15, all NT·8 columns) from the accumulators (layout
 // above). ATOMIC = 0: C = alpha·acc + beta·C, rounded once (C not read when beta == 0).
 // ATOMIC = 1: ws += alpha·acc in fp32 (a K part; the prologue set ws = beta·C). Element (r, c) is
-// at r·row_stride + c·col_stride of C (or ws); rows at or beyond M are skipped.
+// at r·row_stride + c·col_stride of C (or ws); rows at or beyond M are skipped. A row-major ws
+// (col_stride 1, even row_stride) takes a lane's two adjacent columns in one vector reduction.
 template <typename T, int NT, int ATOMIC>
 __device__ __forceinline__ void bitmap_tc_finish(T* __restrict__ C, float* __restrict__ ws,
                                                  const float* acc, int row0, int M, int row_stride,
                                                  int col_stride, float alpha, float beta,
                                                  int lane) {
   const int g = lane >> 2, t = lane & 3;
+  // Split K into a row-major workspace: a lane's two adjacent columns in one vector reduction.
+  if (ATOMIC && col_stride == 1 && (row_stride & 1) == 0) {
+#pragma unroll
+    for (int j = 0; j < NT; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = row0 + g + h * 8;
+        if (r >= M) continue;
+        const long long i = static_cast<long long>(r) * row_stride + 8 * j + 2 * t;
+        atomic_add2_f32(ws + i, alpha * acc[j * 4 + 2 * h], alpha * acc[j * 4 + 2 * h + 1]);
+      }
+    return;
+  }
 #pragma unroll
   for (int j = 0; j < NT; ++j) {
 #pragma unroll
