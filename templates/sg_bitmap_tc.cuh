@@ -594,7 +594,7 @@ __device__ __forceinline__ void bitmap_tc_finish(T* __restrict__ C, float* __res
       const float4 v = odd ? make_float4(p0, p1, a[2], a[3]) : make_float4(a[0], a[1], p0, p1);
       if (r < M)
         atomic_add4_f32(ws + static_cast<long long>(r) * row_stride + 8 * j + 2 * (t & ~1),
-                        alpha * v.x, alpha * v.y, alpha * v.z, alpha * v.w);
+                        make_float4(alpha * v.x, alpha * v.y, alpha * v.z, alpha * v.w));
     }
     return;
   }

@@ -88,19 +88,19 @@ __device__ __forceinline__ void atomic_add_f32(T* p, float v) {
   atomicAdd(p, detail::Cvt<T>::from_f32(v));
 }
 
-// Atomically adds (a, b, c, d) to p[0 .. 3] (p 16-byte aligned): one vector reduction on sm_90
+// Atomically adds v to p[0 .. 3] (p 16-byte aligned): one vector reduction on sm_90
 // (red.global.add.v4.f32), four scalar adds before it. Each element is added atomically on its
 // own, as four atomicAdds would.
-__device__ __forceinline__ void atomic_add4_f32(float* p, float a, float b, float c, float d) {
+__device__ __forceinline__ void atomic_add4_f32(float* p, float4 v) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(a), "f"(b), "f"(c),
-               "f"(d)
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x), "f"(v.y),
+               "f"(v.z), "f"(v.w)
                : "memory");
 #else
-  atomicAdd(p, a);
-  atomicAdd(p + 1, b);
-  atomicAdd(p + 2, c);
-  atomicAdd(p + 3, d);
+  atomicAdd(p, v.x);
+  atomicAdd(p + 1, v.y);
+  atomicAdd(p + 2, v.z);
+  atomicAdd(p + 3, v.w);
 #endif
 }
 
