@@ -565,37 +565,24 @@ __device__ __forceinline__ void bitmap_tc_bulk_release_cluster(unsigned bar, uns
 // above). ATOMIC = 0: C = alpha·acc + beta·C, rounded once (C not read when beta == 0).
 // ATOMIC = 1: ws += alpha·acc in fp32 (a K part; the prologue set ws = beta·C). Element (r, c) is
 // at r·row_stride + c·col_stride of C (or ws); rows at or beyond M are skipped. A row-major ws
-// (col_stride 1, row_stride a multiple of 4) takes four adjacent columns a lane in one vector
-// reduction.
+// (col_stride 1, even row_stride) takes a lane's two adjacent columns in one vector reduction.
 template <typename T, int NT, int ATOMIC>
 __device__ __forceinline__ void bitmap_tc_finish(T* __restrict__ C, float* __restrict__ ws,
                                                  const float* acc, int row0, int M, int row_stride,
                                                  int col_stride, float alpha, float beta,
                                                  int lane) {
   const int g = lane >> 2, t = lane & 3;
-  // Split K into a row-major workspace: lanes t and t ^ 1 swap a pair, so that each holds four
-  // adjacent columns of one row (the even lane row g, the odd one row g + 8) for one vector
-  // reduction.
-  if (ATOMIC && col_stride == 1 && (row_stride & 3) == 0) {
-    const bool odd = (t & 1) != 0;
-    const int r = row0 + g + (odd ? 8 : 0);
-    // The shuffles read a copy made before a warp barrier: shuffling the accumulators themselves
-    // makes ptxas serialise the wgmma pipeline (it counts those reads as within a stage).
-    float c[NT * 4];
+  // Split K into a row-major workspace: a lane's two adjacent columns in one vector reduction.
+  if (ATOMIC && col_stride == 1 && (row_stride & 1) == 0) {
 #pragma unroll
-    for (int e = 0; e < NT * 4; ++e) c[e] = acc[e];
-    __syncwarp();
+    for (int j = 0; j < NT; ++j)
 #pragma unroll
-    for (int j = 0; j < NT; ++j) {
-      const float* a = c + j * 4;  // (g, 2t), (g, 2t + 1), (g + 8, 2t), (g + 8, 2t + 1)
-      // The even lane sends its row g + 8 pair, the odd one its row g pair.
-      const float p0 = __shfl_xor_sync(0xffffffffu, odd ? a[0] : a[2], 1);
-      const float p1 = __shfl_xor_sync(0xffffffffu, odd ? a[1] : a[3], 1);
-      const float4 v = odd ? make_float4(p0, p1, a[2], a[3]) : make_float4(a[0], a[1], p0, p1);
-      if (r < M)
-        atomic_add4_f32(ws + static_cast<long long>(r) * row_stride + 8 * j + 2 * (t & ~1),
-                        make_float4(alpha * v.x, alpha * v.y, alpha * v.z, alpha * v.w));
-    }
+      for (int h = 0; h < 2; ++h) {
+        const int r = row0 + g + h * 8;
+        if (r >= M) continue;
+        const long long i = static_cast<long long>(r) * row_stride + 8 * j + 2 * t;
+        atomic_add2_f32(ws + i, alpha * acc[j * 4 + 2 * h], alpha * acc[j * 4 + 2 * h + 1]);
+      }
     return;
   }
 #pragma unroll

@@ -88,19 +88,15 @@ __device__ __forceinline__ void atomic_add_f32(T* p, float v) {
   atomicAdd(p, detail::Cvt<T>::from_f32(v));
 }
 
-// Atomically adds v to p[0 .. 3] (p 16-byte aligned): one vector reduction on sm_90
-// (red.global.add.v4.f32), four scalar adds before it. Each element is added atomically on its
-// own, as four atomicAdds would.
-__device__ __forceinline__ void atomic_add4_f32(float* p, float4 v) {
+// Atomically adds (a, b) to p[0], p[1] (p 8-byte aligned): one vector reduction on sm_90
+// (red.global.add.v2.f32), two scalar adds before it. Each element is added atomically on its
+// own, as two atomicAdds would.
+__device__ __forceinline__ void atomic_add2_f32(float* p, float a, float b) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x), "f"(v.y),
-               "f"(v.z), "f"(v.w)
-               : "memory");
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" ::"l"(p), "f"(a), "f"(b) : "memory");
 #else
-  atomicAdd(p, v.x);
-  atomicAdd(p + 1, v.y);
-  atomicAdd(p + 2, v.z);
-  atomicAdd(p + 3, v.w);
+  atomicAdd(p, a);
+  atomicAdd(p + 1, b);
 #endif
 }
 
