@@ -366,37 +366,32 @@ std::vector<Schedule> enumerate_twell_schedules(const Problem& p, const CsrMatri
   if (!validate_twell(p, TwellSchedule{}).empty() || a.cols != p.n) return out;
   const std::vector<int> teams_order = queue_teams_order(p);
   for (TwellGate gate : {TwellGate::Lib, TwellGate::Mma})
-    for (TwellPack pack : {TwellPack::Mask, TwellPack::Scan}) {
-      if (pack == TwellPack::Mask && gate != TwellGate::Lib) continue;
-      for (int tile : {128, 64})
-        for (int comp : {4, 8, 2, 16, 1})
-          for (int warps : {8, 4})
-            for (TwellBalance balance :
-                 {TwellBalance::Even, TwellBalance::Queue, TwellBalance::Token}) {
-              const bool even = balance == TwellBalance::Even;
-              if (even && (gate != TwellGate::Lib || warps != 8)) continue;
-              // Even and the queue with 8 warps: their workers are teams.
-              if (balance != TwellBalance::Token && warps == 8) {
-                for (int teams : teams_order) {
-                  TwellSchedule s{tile, comp, warps, gate, 1, balance, teams};
-                  s.pack = pack;
-                  if (even) s.blocks = static_cast<int>(twell_even_blocks(p, s, dev));
-                  if (twell_groups(p, s) <= 8 && validate_twell(p, s).empty() &&
-                      verify_twell(p, s, dev).empty())
-                    out.emplace_back(s);
-                }
-                continue;
+    for (int tile : {128, 64})
+      for (int comp : {4, 8, 2, 16, 1})
+        for (int warps : {8, 4})
+          for (TwellBalance balance :
+               {TwellBalance::Even, TwellBalance::Queue, TwellBalance::Token}) {
+            const bool even = balance == TwellBalance::Even;
+            if (even && (gate != TwellGate::Lib || warps != 8)) continue;
+            // Even and the queue with 8 warps: their workers are teams.
+            if (balance != TwellBalance::Token && warps == 8) {
+              for (int teams : teams_order) {
+                TwellSchedule s{tile, comp, warps, gate, 1, balance, teams};
+                if (even) s.blocks = static_cast<int>(twell_even_blocks(p, s, dev));
+                if (twell_groups(p, s) <= 8 && validate_twell(p, s).empty() &&
+                    verify_twell(p, s, dev).empty())
+                  out.emplace_back(s);
               }
-              for (int split : {1, 4, 16}) {
-                if (split > 1 &&
-                    (gate != TwellGate::Lib || p.m > 1024 || balance != TwellBalance::Token))
-                  continue;
-                TwellSchedule s{tile, comp, warps, gate, split, balance};
-                s.pack = pack;
-                if (verify_twell(p, s, dev).empty()) out.emplace_back(s);
-              }
+              continue;
             }
-    }
+            for (int split : {1, 4, 16}) {
+              if (split > 1 &&
+                  (gate != TwellGate::Lib || p.m > 1024 || balance != TwellBalance::Token))
+                continue;
+              const TwellSchedule s{tile, comp, warps, gate, split, balance};
+              if (verify_twell(p, s, dev).empty()) out.emplace_back(s);
+            }
+          }
   return out;
 }
 
