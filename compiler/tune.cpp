@@ -521,11 +521,29 @@ std::vector<size_t> second_round(const std::vector<size_t>& order, const std::ve
     if (ms > limit) break;
     if (!s.empty() && anchored.insert(s).second) anchors.push_back(i);
   }
-  for (size_t anchor : anchors)
-    for (size_t i : refine_for_measurement(order, all, anchor, measured, extra, unmodelled)) {
+  // Each unmodelled strategy's runner-up within the ratio, with a modelled budget: its first-round
+  // place is as blind as the winner's.
+  std::vector<size_t> runners_up;
+  std::set<std::string> seen;
+  for (const auto& [i, ms] : first_round) {
+    const std::string s = strategy_of(i);
+    if (ms > limit) break;
+    if (s.empty()) continue;
+    if (!seen.insert(s).second && std::find(anchors.begin(), anchors.end(), i) == anchors.end() &&
+        std::none_of(runners_up.begin(), runners_up.end(),
+                     [&](size_t r) { return strategy_of(r) == s; }))
+      runners_up.push_back(i);
+  }
+  const int runner_extra = std::max(1, extra / kUnmodelledRefineFactor);
+  for (size_t a = 0; a < anchors.size() + runners_up.size(); ++a) {
+    const bool runner = a >= anchors.size();
+    const size_t anchor = runner ? runners_up[a - anchors.size()] : anchors[a];
+    for (size_t i : refine_for_measurement(order, all, anchor, measured,
+                                           runner ? runner_extra : extra, unmodelled)) {
       out.push_back(i);
       measured.push_back(i);
     }
+  }
   // A winner with no neighbours (a library baseline, never refined) leaves the round to the
   // fastest candidate that has some.
   for (size_t r = 1; r < first_round.size() && out.empty(); ++r)

@@ -231,13 +231,19 @@ std::vector<size_t> refine_for_measurement(const std::vector<size_t>& order,
 
 // The second round as a whole: refine_for_measurement around the first round's winner, then
 // around the fastest candidate of each other unmodelled strategy whose time is within
-// kUnmodelledAnchorRatio of the winner's, each with its own budget and without repeats. When
+// kUnmodelledAnchorRatio of the winner's, each with its own budget and without repeats; then
+// around each unmodelled strategy's second-fastest candidate within that ratio, with the budget of
+// a modelled winner (`extra`). When
 // none of these has a neighbour left (the winner a library baseline, which is never refined), the
 // round goes around the fastest first-round candidate that has some.
 // `first_round`: (index into `all`, measured ms), fastest first. The first round's places of an
 // unmodelled strategy are a blind pick inside it, so a near-tie there hides its best: on the H200,
 // 28672x7168 magnitude 70 % at N = 32, the mma.sync winner and the first round's bulk kernel
-// screened alike (128 µs) while the bulk kernel of 8 warps, unsplit, takes 88.
+// screened alike (128 µs) while the bulk kernel of 8 warps, unsplit, takes 88. The runner-up:
+// 28672x7168 magnitude 90 % at N = 64, the first round's bulk kernels of 4 warps in clusters
+// (107 µs) and of 8 warps unsplit (112 µs) screened alike; the refinement around the first found
+// nothing faster, while the second's copy=step neighbour takes 77 µs (its SPEC differs from the
+// winner's in four fields).
 inline constexpr double kUnmodelledAnchorRatio = 1.25;
 std::vector<size_t> second_round(const std::vector<size_t>& order, const std::vector<Schedule>& all,
                                  const std::vector<std::pair<size_t, double>>& first_round,

@@ -295,6 +295,27 @@ TEST(Tune, SecondRoundAlsoAnchorsACloseUnmodelledStrategy) {
   EXPECT_TRUE(second_round(order, all, {{0, 1.0}, {2, 1.1}}, measured, 0, unmodelled).empty());
 }
 
+// An unmodelled strategy's runner-up within kUnmodelledAnchorRatio is refined around too (with a
+// modelled budget): the winner's neighbours miss the runner-up's, four SPEC fields away.
+TEST(Tune, SecondRoundAlsoRefinesAroundTheRunnerUpOfAnUnmodelledStrategy) {
+  std::vector<Schedule> all;
+  for (const char* spec :
+       {"bitmap_tc;warps=4;ksplit=2;stages=6;mma=wgmma;vals=pair;pipe=bulk;copy=step;cluster=4",
+        "bitmap_tc;warps=8;ksplit=1;stages=4;mma=wgmma;vals=pair;pipe=bulk",
+        "bitmap_tc;warps=4;ksplit=2;stages=6;mma=wgmma;vals=pair;pipe=bulk;copy=step;cluster=2",
+        "bitmap_tc;warps=8;ksplit=1;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step",
+        "bitmap_tc;warps=4;ksplit=4;stages=6;mma=wgmma;vals=pair;pipe=bulk;copy=step;cluster=4"})
+    all.push_back(parse_schedule(spec));
+  ASSERT_EQ(spec_distance(all[0], all[3]), 4);
+  const std::vector<size_t> order = {0, 1, 2, 4, 3};
+  const std::vector<std::string> unmodelled(5, "bulk");
+  EXPECT_EQ(second_round(order, all, {{0, 1.0}, {1, 1.04}}, {0, 1}, 1, unmodelled),
+            (std::vector<size_t>{2, 4, 3}));
+  // Beyond the ratio: the winner only.
+  EXPECT_EQ(second_round(order, all, {{0, 1.0}, {1, 1.3}}, {0, 1}, 1, unmodelled),
+            (std::vector<size_t>{2, 4}));
+}
+
 // The spread applies in the fixed-cost regime only (few nonzeros, a short best prediction), for
 // k >= 4.
 TEST(Tune, FixedCostRegimeSpreadsTheFirstRound) {
