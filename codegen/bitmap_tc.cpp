@@ -17,6 +17,7 @@ namespace {
 
 using tmpl::cptr_i32;
 using tmpl::cptr_t;
+using tmpl::cptr_tmap;
 using tmpl::cptr_u32;
 using tmpl::f32;
 using tmpl::i32;
@@ -66,16 +67,17 @@ class BitmapTcEmitter : public Emitter {
     bulk_ = s_.pipe == BitmapPipe::Bulk;
     step_copy_ = s_.copy == BitmapCopy::Step;
     cluster_ = s_.cluster;
+    map_ = s_.b_load == BitmapBLoad::Map;
     for (const char* n :
          {"values", "B",    "C",     "ws",    "alpha",   "beta", "masks",    "tile_ptr",
           "lane",   "warp", "tid",   "T",     "sg_smem", "s_tp", "s_stage0", "ct0",
           "tiles",  "acc",  "issue", "steps", "k_end",   "bw",   "s_bars",   "step",
-          "a0",     "a1",   "valid", "rt0",   "first"})
+          "a0",     "a1",   "valid", "rt0",   "first", "b_map"})
       reserve(n);
     decl(fmt::format("// sparsegen bitmap_tc kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
     decl(fmt::format("using T = {};", p_.dtype == DType::F16 ? "__half" : "__nv_bfloat16"));
-    if (bulk_) arrange_ = emit_arrange_b();
+    if (bulk_ && !map_) arrange_ = emit_arrange_b();
     emit_body();
     GeneratedKernel k;
     k.source = assemble();
@@ -138,16 +140,18 @@ class BitmapTcEmitter : public Emitter {
         call_stmt(
             tmpl::bitmap_tc_bulk_produce_steps,
             targs(TypeArg{"T"}, IntArg{S}, IntArg{RTB_}, IntArg{smem_.stage}, IntArg{smem_.b_step},
-                  IntArg{kStepRecord}, IntArg{b_tile_bytes()}, IntArg{cluster_}),
-            u32("s_bars"), u32("s_stage0"), cptr_u32("bw"), cptr_u32("masks"), cptr_t("values"),
+                  IntArg{kStepRecord}, IntArg{b_tile_bytes()}, IntArg{cluster_}, IntArg{NT_},
+                  IntArg{map_ ? 1 : 0}),
+            u32("s_bars"), u32("s_stage0"), b_work_arg(), b_map_arg(), cptr_u32("masks"),
+            cptr_t("values"),
             cptr_i32("s_tp"), i32("first"), i32("valid"), i32("valid"), i32("ct0"), i32("steps"),
             i32("lane"));
       else
         call_stmt(tmpl::bitmap_tc_bulk_produce_tiles,
                   targs(TypeArg{"T"}, IntArg{S}, IntArg{RTB_}, IntArg{PT_}, IntArg{CT_},
                         IntArg{smem_.stage}, IntArg{smem_.b_step}, IntArg{smem_.a_tile},
-                        IntArg{b_tile_bytes()}),
-                  u32("s_bars"), u32("s_stage0"), cptr_u32("bw"), cptr_u32("masks"),
+                        IntArg{b_tile_bytes()}, IntArg{NT_}, IntArg{map_ ? 1 : 0}),
+                  u32("s_bars"), u32("s_stage0"), b_work_arg(), b_map_arg(), cptr_u32("masks"),
                   cptr_t("values"), cptr_i32("s_tp"), i32(fmt::format("blockIdx.x * {}", RTB_)),
                   i32("valid"), i32("ct0"), i32("steps"), i32("lane"));
     }
@@ -207,7 +211,8 @@ class BitmapTcEmitter : public Emitter {
         decode_quarter(fmt::format("a + q * {}", 4 * MT));
       }
       call_stmt(tmpl::bitmap_tc_wgmma_issue,
-                targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{4}), u32(stage_b("buf")),
+                targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{4}, IntArg{map_ ? 1 : 0}),
+                u32(stage_b("buf")),
                 cptr_u32("a"), ptr_f32("acc"));
     }
     if (wgmma_) line(fmt::format("unsigned a0[{0}], a1[{0}];", 16 * MT));
@@ -257,11 +262,20 @@ class BitmapTcEmitter : public Emitter {
                : call(tmpl::bitmap_tc_a_quarter, u32(w), i32("q"), ptr_u32(addr), ptr_u32(a)).text;
   }
 
-  // pipe=bulk: bytes of one column tile of B in the arranged BWork, as a stage holds it: wgmma,
-  // N/8 column groups of 64 rows and a 16-byte pad; mma.sync, 64 rows of the padded row stride.
+  // pipe=bulk: bytes of one column tile of B as a stage holds it: b=map, 64 rows of N·2 bytes
+  // (the TMA boxes); arranged (BWork), wgmma: N/8 column groups of 64 rows and a 16-byte pad;
+  // mma.sync, 64 rows of the padded row stride.
   int64_t b_tile_bytes() const {
+    if (map_) return kBitmapTileCols * NT_ * 16;
     return wgmma_ ? static_cast<int64_t>(NT_) * (kBitmapTileCols * 16 + 16)
                   : kBitmapTileCols * bitmap_tc_b_row_bytes(p_, s_);
+  }
+  // The producer's B sources: the arranged BWork, or the tensor map's address (the other null).
+  tmpl::Expr<tmpl::Kind::kConstPtrU32> b_work_arg() const {
+    return cptr_u32(map_ ? "static_cast<const unsigned*>(nullptr)" : "bw");
+  }
+  tmpl::Expr<tmpl::Kind::kConstPtrTensorMap> b_map_arg() const {
+    return cptr_tmap(map_ ? "&b_map" : "static_cast<const sg::TensorMap*>(nullptr)");
   }
 
   void emit_body() {
@@ -289,9 +303,17 @@ class BitmapTcEmitter : public Emitter {
     }
     line("int* s_tp = reinterpret_cast<int*>(sg_smem);");
     comment("stage buffers as 32-bit shared addresses: the copies' address math stays 32-bit");
-    line(fmt::format("const unsigned s_stage0 = {} + {};",
-                     call(tmpl::smem_addr, cptr_u32("sg_smem")).text,
-                     smem_.tile_ptrs + smem_.barriers));
+    if (map_) {
+      comment("b=map: the stages on 1024-byte boundaries (the TMA boxes' swizzle atoms), the same");
+      comment("offset in every block of a cluster");
+      line(fmt::format("const unsigned s_stage0 = ({} + {} + 1023u) & ~1023u;",
+                       call(tmpl::smem_addr, cptr_u32("sg_smem")).text,
+                       smem_.tile_ptrs + smem_.barriers));
+    } else {
+      line(fmt::format("const unsigned s_stage0 = {} + {};",
+                       call(tmpl::smem_addr, cptr_u32("sg_smem")).text,
+                       smem_.tile_ptrs + smem_.barriers));
+    }
     if (bulk_) {
       comment("pipe=bulk: the stages' mbarriers, after the tile-pointer table");
       line(fmt::format("const unsigned s_bars = {} + {};",
@@ -482,7 +504,9 @@ class BitmapTcEmitter : public Emitter {
         "    T* __restrict__ C,\n    float alpha,\n    float beta,\n"
         "    const unsigned* __restrict__ masks,\n    const int* __restrict__ tile_ptr{}{}) {{\n",
         THREADS_, opt_.kernel_name, atomic_ ? ",\n    float* __restrict__ ws" : "",
-        bulk_ ? ",\n    const unsigned* __restrict__ bw" : ""));
+        !bulk_ ? ""
+        : map_ ? ",\n    const __grid_constant__ sg::TensorMap b_map"
+               : ",\n    const unsigned* __restrict__ bw"));
   }
 
   KernelSignature signature() const {
@@ -514,7 +538,19 @@ class BitmapTcEmitter : public Emitter {
       sig.workspace_bytes = 4 * counters_offset() + (sig.launch.grid_x * 4 + 15) / 16 * 16;
       sig.workspace_zeroed = true;
     }
-    if (bulk_) {
+    if (map_) {
+      // B read in place by TMA: boxes of 64 rows (K) x min(N, 64) columns, row-major B, in the
+      // swizzle of their rows (bitmap_tc_copy_b); rows at or beyond K arrive as zeros.
+      TensorMapShape m;
+      m.inner = p_.n;
+      m.outer = p_.k;
+      m.row_elems = p_.n;
+      m.box_inner = std::min<int64_t>(p_.n, 64);
+      m.box_outer = kBitmapTileCols;
+      m.elem_bytes = 2;
+      m.swizzle_bytes = m.box_inner * 2;
+      sig.params.push_back({"b_map", ParamKind::BTensorMap, "B", m.to_data()});
+    } else if (bulk_) {
       // A plain launch after the b_transform: started programmatically, the main kernel's
       // blocks were placed beside the arrangement's and shared SMs (12288², N = 64, H200: 197
       // against 154 µs), while the overlap saves only the arrangement's few microseconds.
@@ -566,6 +602,7 @@ class BitmapTcEmitter : public Emitter {
   bool wgmma_ = false;
   bool pairs_ = false;      // vals=pair: one 32-bit load per A register
   bool bulk_ = false;       // pipe=bulk: bulk copies on mbarriers, B arranged by an aux kernel
+  bool map_ = false;        // b=map: B by TMA through a tensor map, no aux kernel
   bool step_copy_ = false;  // copy=step: a step's lane words and values in one copy each
   int cluster_ = 1;         // copy=step: row blocks sharing B by multicast
   AuxKernel arrange_;       // pipe=bulk's b_transform

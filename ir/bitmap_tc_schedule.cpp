@@ -18,11 +18,16 @@ int64_t col_tiles_of(const Problem& p) {
 constexpr std::string_view kMmaNames[] = {"sync", "wgmma"};
 constexpr std::string_view kPipeNames[] = {"async", "bulk"};
 constexpr std::string_view kCopyNames[] = {"tile", "step"};
+constexpr std::string_view kBLoadNames[] = {"arranged", "map"};
 
 }  // namespace
 
 std::string_view to_string(BitmapCopy c) {
   return kCopyNames[static_cast<int>(c)];
+}
+
+std::string_view to_string(BitmapBLoad b) {
+  return kBLoadNames[static_cast<int>(b)];
 }
 
 std::string_view to_string(BitmapPipe p) {
@@ -61,6 +66,8 @@ std::vector<std::string> validate(const BitmapTcSchedule& s) {
     bad(fmt::format("cluster={} needs pipe=bulk and copy=step", s.cluster));
   if (s.mma == MmaKind::Wgmma && w % 4 != 0)
     bad(fmt::format("mma=wgmma needs whole warpgroups: warps={} must be 4 or 8", w));
+  if (s.b_load == BitmapBLoad::Map && (s.pipe != BitmapPipe::Bulk || s.mma != MmaKind::Wgmma))
+    bad("b=map needs pipe=bulk and mma=wgmma (the swizzled B is read by wgmma descriptors)");
   return why;
 }
 
@@ -81,6 +88,11 @@ std::vector<std::string> validate_bitmap_tc(const Problem& p, const BitmapTcSche
     why.push_back("pipe=bulk needs k > 0 (with k = 0 the result is C = beta·C)");
   if (s.mma == MmaKind::Wgmma && p.n != 8 && p.n != 16 && p.n != 32 && p.n != 64 && p.n != 128)
     why.push_back(fmt::format("mma=wgmma is emitted for n in {{8, 16, 32, 64, 128}}, not {}", p.n));
+  if (s.b_load == BitmapBLoad::Map && p.n != 16 && p.n != 32 && p.n != 64 && p.n != 128)
+    why.push_back(fmt::format(
+        "b=map copies B rows of 32, 64 or 128 bytes (one swizzle atom wide): n in {{16, 32, 64, "
+        "128}}, not {}",
+        p.n));
   const int64_t tiles = col_tiles_of(p);
   if (p.k > 0 && s.ksplit > tiles)
     why.push_back(
@@ -92,12 +104,13 @@ std::string bitmap_tc_spec(const BitmapTcSchedule& s) {
   // The default value layout is left out, so the SPECs (and kernel database keys) of slot
   // schedules read as they did before the field existed.
   return fmt::format(
-      "bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};mma={}{}{}{}{}", s.warps_per_block,
+      "bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};mma={}{}{}{}{}{}", s.warps_per_block,
       s.m_tiles, s.k_tiles, s.ksplit, s.stages, to_string(s.mma),
       s.values == BitmapValues::Slot ? "" : fmt::format(";vals={}", to_string(s.values)),
       s.pipe == BitmapPipe::Async ? "" : fmt::format(";pipe={}", to_string(s.pipe)),
       s.copy == BitmapCopy::Tile ? "" : fmt::format(";copy={}", to_string(s.copy)),
-      s.cluster == 1 ? "" : fmt::format(";cluster={}", s.cluster));
+      s.cluster == 1 ? "" : fmt::format(";cluster={}", s.cluster),
+      s.b_load == BitmapBLoad::Arranged ? "" : fmt::format(";b={}", to_string(s.b_load)));
 }
 
 std::string print_bitmap_tc(const BitmapTcSchedule& s) {
@@ -120,6 +133,8 @@ std::string print_bitmap_tc(const BitmapTcSchedule& s) {
     out += fmt::format(
         "  B     : clusters of {} row blocks, each step's B multicast into all of them\n",
         s.cluster);
+  if (s.b_load == BitmapBLoad::Map)
+    out += "  B     : map (TMA boxes of B in the wgmma swizzle, no arrangement kernel)\n";
   out += s.mma == MmaKind::Wgmma
              ? "  math  : wgmma.m64nNk16 per warpgroup (A from registers, B from shared), fp32 "
                "accumulate\n"
@@ -155,10 +170,12 @@ BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
       s.copy = spec_fields::parse_enum<BitmapCopy>(key, kCopyNames, v);
     } else if (key == "cluster") {
       s.cluster = num(16);
+    } else if (key == "b") {
+      s.b_load = spec_fields::parse_enum<BitmapBLoad>(key, kBLoadNames, v);
     } else
       spec_fields::error(
           key,
-          "one of warps, mt, kt, ksplit, stages, mma, vals, pipe, copy, cluster (family "
+          "one of warps, mt, kt, ksplit, stages, mma, vals, pipe, copy, cluster, b (family "
           "bitmap_tc)",
           key);
   });
@@ -200,19 +217,27 @@ BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t
   // copy=step stages each tile's lane starts after its lane words
   m.a_tile =
       kBitmapLaneBytes + (s.copy == BitmapCopy::Step ? kBitmapLaneStartBytes : 0) + m.a_values;
-  // wgmma: the step's B column groups are 16 bytes apart beyond their rows (bitmap_tc_b_group):
-  // one pad per column group and step.
-  m.b_step = s.k_tiles * m.b_tile + (s.mma == MmaKind::Wgmma ? 16 * ((p.n + 7) / 8) : 0);
+  // wgmma, arranged: the step's B column groups are 16 bytes apart beyond their rows
+  // (bitmap_tc_b_group): one pad per column group and step. b=map: the TMA boxes, unpadded.
+  const bool map = s.b_load == BitmapBLoad::Map;
+  m.b_step = s.k_tiles * m.b_tile + (s.mma == MmaKind::Wgmma && !map ? 16 * ((p.n + 7) / 8) : 0);
   m.stage = m.b_step + s.k_tiles * row_tiles * m.a_tile;
+  // b=map: every stage's B on a 1024-byte boundary (the swizzle atoms), the first one rounded
+  // up at run time within the 1024 bytes allotted for it
+  if (map) {
+    m.stage = (m.stage + 1023) / 1024 * 1024;
+    m.align = 1024;
+  }
   // pipe=bulk: a full and an empty mbarrier per stage (cluster > 1: and the cluster's empty)
   m.barriers = s.pipe == BitmapPipe::Bulk ? round16((s.cluster > 1 ? 24 : 16) * s.stages) : 0;
-  m.total = m.tile_ptrs + m.barriers + s.stages * m.stage;
+  m.total = m.tile_ptrs + m.barriers + m.align + s.stages * m.stage;
   return m;
 }
 
 int64_t bitmap_tc_b_work_bytes(const Problem& p, const BitmapTcSchedule& s) {
   // wgmma: per column group 64 rows of 16 bytes and the 16-byte pad of bitmap_tc_b_group<64>().
   // mma.sync: the staged tile's 64 rows of bitmap_tc_b_row_bytes (the ldmatrix pad included).
+  if (s.b_load == BitmapBLoad::Map) return 0;
   return s.mma == MmaKind::Wgmma ? col_tiles_of(p) * (p.n / 8) * (kBitmapTileCols * 16 + 16)
                                  : col_tiles_of(p) * kBitmapTileCols * bitmap_tc_b_row_bytes(p, s);
 }

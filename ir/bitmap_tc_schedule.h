@@ -13,6 +13,10 @@
 //             > 1). The cluster's first block copies each step's B into all of them with one
 //             multicast copy, so the L2 serves B once per cluster·rows_per_block rows; the grid
 //             is rounded up to whole clusters (blocks past M copy no A and store nothing)
+//     b       pipe=bulk, mma=wgmma: how a step's B reaches its stage. arranged (default, not
+//             printed): one bulk copy of B as an aux kernel laid it out beforehand (16-byte
+//             column groups, BitmapBLoad); map: one TMA copy per 64 columns straight from B
+//             through a tensor map, in the swizzle wgmma reads (N = 16..128; no aux kernel)
 //     pipe    how a step's tiles reach shared memory: async (default, not printed: every thread's
 //             cp.async copies and two block barriers a step) or bulk (kt=1, sm_90: a producer
 //             warp beyond `warps` issues each step's A tiles and B rows as cp.async.bulk copies
@@ -50,6 +54,12 @@ std::string_view to_string(BitmapPipe p);  // "async", "bulk"
 // pack in groups of the block's row tiles, bitmap_tc_tile_group).
 enum class BitmapCopy { Tile, Step };
 std::string_view to_string(BitmapCopy c);  // "tile", "step"
+// pipe=bulk, mma=wgmma: where a step's B is copied from. arranged: BWork, which an aux kernel
+// (bitmap_tc_arrange_b) writes before the main kernel, a column tile as the stage holds it (one
+// 1-D bulk copy a step). map: B itself, by TMA boxes of 64 rows x min(N, 64) columns that land
+// in the 32/64/128-byte swizzle an N-major wgmma descriptor reads (one launch, no BWork).
+enum class BitmapBLoad { Arranged, Map };
+std::string_view to_string(BitmapBLoad b);  // "arranged", "map"
 
 // ─── Bitmap tiles on tensor cores (family "bitmap_tc") ───────────────────────────────────────
 // Over the bitmap-tile format (ir/bitmap_format.h: 16 x 64 tiles, a 64-bit mask per tile row and
@@ -86,6 +96,8 @@ struct BitmapTcSchedule {
   BitmapCopy copy = BitmapCopy::Tile;
   // pipe=bulk, copy=step: row blocks sharing each step's B by multicast: 1, 2, 4
   int cluster = 1;
+  // pipe=bulk, mma=wgmma: B from the arranged BWork or through a tensor map (BitmapBLoad)
+  BitmapBLoad b_load = BitmapBLoad::Arranged;
 
   int rows_per_block() const { return warps_per_block * m_tiles * 16; }
   int threads_per_block() const {
@@ -98,7 +110,7 @@ struct BitmapTcSchedule {
 // Problem-independent legality of a body: every reason it is illegal (empty = legal).
 std::vector<std::string> validate(const BitmapTcSchedule& s);
 // Problem-dependent legality: fp16/bf16, row-major B, N a multiple of 8 in 8..128 (mma=wgmma:
-// 8, 16, 32, 64 or 128), ksplit no more than the column tiles.
+// 8, 16, 32, 64 or 128; b=map: 16..128), ksplit no more than the column tiles.
 std::vector<std::string> validate_bitmap_tc(const Problem& p, const BitmapTcSchedule& s);
 
 std::string bitmap_tc_spec(const BitmapTcSchedule& s);
@@ -135,13 +147,16 @@ struct BitmapTcSmem {
   int64_t b_tile = 0;     // 64 rows x bitmap_tc_b_row_bytes
   int64_t a_values = 0;   // one row tile's value buffer: max_tile_values x 2, rounded to 16
   int64_t a_tile = 0;     // 128 mask bytes (copy=step: + 64 of lane starts) + a_values
-  int64_t b_step = 0;     // a step's B rows: k_tiles x b_tile (+ 16 per column group, wgmma)
-  int64_t stage = 0;      // b_step + k_tiles x (row tiles per block) x a_tile
-  int64_t total = 0;      // tile_ptrs + barriers + stages x stage
+  int64_t b_step = 0;     // a step's B rows: k_tiles x b_tile (+ 16 per column group, wgmma
+                          // arranged)
+  int64_t stage = 0;      // b_step + k_tiles x (row tiles per block) x a_tile (b=map: rounded
+                          // to 1024 bytes, the swizzle atoms' alignment)
+  int64_t align = 0;      // b=map: bytes allotted to round the first stage up to 1024
+  int64_t total = 0;      // tile_ptrs + barriers + align + stages x stage
 };
 // pipe=bulk: bytes of B as the aux kernel lays it out (BWork), per 64-row column tile as the
 // stage holds it: mma=wgmma, N/8 column groups of bitmap_tc_b_group<64>() bytes (64 rows of 16
-// bytes, then 16 bytes of pad); mma=sync, 64 rows of bitmap_tc_b_row_bytes.
+// bytes, then 16 bytes of pad); mma=sync, 64 rows of bitmap_tc_b_row_bytes; b=map: 0 (no BWork).
 int64_t bitmap_tc_b_work_bytes(const Problem& p, const BitmapTcSchedule& s);
 BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t max_tile_values);
 int64_t bitmap_tc_shared_bytes(const Problem& p, const BitmapTcSchedule& s,

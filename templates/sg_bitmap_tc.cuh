@@ -323,18 +323,26 @@ __device__ __forceinline__ void bitmap_tc_mma_quarter(unsigned s_b, int q, int l
 // multiply), all issued back to back after one fence, in one group that is not waited for: the
 // caller waits (pipe=bulk: wgmma_wait<1> after the next step's group) before it rewrites a or
 // refills the stage.
-template <typename T, int NT, int MT, int QUARTERS>
+template <typename T, int NT, int MT, int QUARTERS, int BMAP>
 __device__ __forceinline__ void bitmap_tc_wgmma_issue(unsigned s_b, const unsigned* a, float* acc) {
-  constexpr unsigned kGroup = bitmap_tc_b_group<QUARTERS * 16>();  // the next 8 columns
-  // 16 rows = two core matrices (LBO: the next 8 rows); SBO: the next column group. Quarter uq
-  // starts 256 bytes on: its descriptor is the first one plus 256 >> 4 in the start field, which
-  // cannot carry out of its 14 bits (shared addresses stay below 2^18). One add per wgmma instead
-  // of rebuilding the descriptor's fields (four uniform instructions each in SASS).
-  const unsigned long long desc0 = detail::wgmma_desc_nmajor(s_b, 128, kGroup);
+  // arranged: 16 rows = two core matrices (LBO: the next 8 rows); SBO: the next column group;
+  // quarter uq starts 256 bytes on. BMAP (TMA boxes in the swizzle of their rows, NT·16 bytes up
+  // to 128; bitmap_tc_copy_b): quarter uq starts 16 rows of kRow bytes on, atoms of 64 columns
+  // 64 rows x 128 bytes apart. Either way quarter uq's descriptor is the first one plus its
+  // offset >> 4 in the start field, which cannot carry out of its 14 bits (shared addresses stay
+  // below 2^18): one add per wgmma instead of rebuilding the descriptor's fields (four uniform
+  // instructions each in SASS).
+  constexpr unsigned kRow = NT > 8 ? 128 : NT * 16;
+  unsigned long long desc0;
+  if constexpr (BMAP)
+    desc0 = detail::wgmma_desc_nmajor_swizzled<kRow>(s_b, QUARTERS * 16 * kRow);
+  else
+    desc0 = detail::wgmma_desc_nmajor(s_b, 128, bitmap_tc_b_group<QUARTERS * 16>());
+  constexpr unsigned kQuarter = BMAP ? 16 * kRow / 16 : 256 / 16;
   wgmma_fence();
 #pragma unroll
   for (int uq = 0; uq < QUARTERS; ++uq) {
-    const unsigned long long desc = desc0 + static_cast<unsigned long long>(uq) * 16u;
+    const unsigned long long desc = desc0 + static_cast<unsigned long long>(uq) * kQuarter;
 #pragma unroll
     for (int mt = 0; mt < MT; ++mt)
       detail::wgmma_m64k16<T, NT * 8>(acc + mt * NT * 4, a + (uq * MT + mt) * 4, desc);
@@ -349,7 +357,7 @@ __device__ __forceinline__ void bitmap_tc_wgmma_issue(unsigned s_b, const unsign
 // tuner offers wgmma with pipe=bulk only.
 template <typename T, int NT, int MT, int QUARTERS>
 __device__ __forceinline__ void bitmap_tc_wgmma_step(unsigned s_b, const unsigned* a, float* acc) {
-  bitmap_tc_wgmma_issue<T, NT, MT, QUARTERS>(s_b, a, acc);
+  bitmap_tc_wgmma_issue<T, NT, MT, QUARTERS, 0>(s_b, a, acc);
   wgmma_wait<0>();
 }
 
@@ -448,18 +456,50 @@ __device__ __forceinline__ void bitmap_tc_bulk_zero(unsigned s_stage0, int valid
   }
 }
 
+// pipe=bulk: copies column tile ct of B into the stage's B at dst, counted on barrier full.
+// BMAP = 0: B_BYTES of the arranged BWork bw (bitmap_tc_arrange_b), one 1-D copy. BMAP = 1: B
+// itself through the tensor map b_map (64 rows x min(N, 64) columns a box, rows at or beyond K
+// arriving as zeros), one box per 64 columns, each in its swizzle atom's layout
+// (bitmap_tc_wgmma_issue reads it), B_BYTES in all. MCAST: a mask of the cluster's blocks that
+// receive the copy at the same offset (0: this block only).
+template <int NT, int B_BYTES, int BMAP>
+__device__ __forceinline__ void bitmap_tc_copy_b(unsigned dst, const unsigned* __restrict__ bw,
+                                                 const TensorMap* __restrict__ b_map, int ct,
+                                                 unsigned full, unsigned mcast) {
+  if constexpr (BMAP) {
+    constexpr int kBoxes = NT > 8 ? NT / 8 : 1;
+    static_assert(B_BYTES % kBoxes == 0, "bitmap_tc_copy_b: whole boxes");
+#pragma unroll
+    for (int b = 0; b < kBoxes; ++b) {
+      if (mcast == 0u)
+        detail::bulk_copy_tensor_2d(dst + b * (B_BYTES / kBoxes), b_map, b * 64, ct * 64, full);
+      else
+        detail::bulk_copy_tensor_2d_multicast(dst + b * (B_BYTES / kBoxes), b_map, b * 64,
+                                              ct * 64, full, mcast);
+    }
+  } else {
+    const unsigned* b = bw + static_cast<long long>(ct) * (B_BYTES / 4);
+    if (mcast == 0u)
+      detail::bulk_copy(dst, b, B_BYTES, full);
+    else
+      detail::bulk_copy_multicast(dst, b, B_BYTES, full, mcast);
+  }
+}
+
 // pipe=bulk, copy=tile, the producer warp: steps 0 .. steps - 1 of the block's K part (column tile
 // ct0 + i) into stage i % STAGES, each after the consumers released the stage's last use. Lane t <
 // RTB owns the block's local row tile t (valid < RTB: the rest are beyond M and never copied): its
 // 32 lane words (128 bytes, tile (rt0 + t)·CT + ct0 + i of masks) and its values
 // (s_tp[t·(PT + 1) + i] .. the next, a multiple of 8) to A0 + t·A_TILE of the stage; lane 0
-// announces the step's bytes (a warp sum) and copies B's column tile (B_BYTES of the arranged
-// BWork bw) to the stage's start. The copies' operands differ per lane, so the compiler issues
-// them one lane after another (an elect loop); their address math runs in parallel.
+// announces the step's bytes (a warp sum) and copies B's column tile (bitmap_tc_copy_b: from the
+// arranged BWork bw, or BMAP through the tensor map b_map) to the stage's start. The copies'
+// operands differ per lane, so the compiler issues them one lane after another (an elect loop);
+// their address math runs in parallel.
 template <typename T, int STAGES, int RTB, int PT, int CT, int STAGE, int A0, int A_TILE,
-          int B_BYTES>
+          int B_BYTES, int NT, int BMAP>
 __device__ __forceinline__ void bitmap_tc_bulk_produce_tiles(unsigned bars, unsigned s_stage0,
                                                              const unsigned* __restrict__ bw,
+                                                             const TensorMap* __restrict__ b_map,
                                                              const unsigned* __restrict__ masks,
                                                              const T* __restrict__ values,
                                                              const int* s_tp, int rt0, int valid,
@@ -476,7 +516,7 @@ __device__ __forceinline__ void bitmap_tc_bulk_produce_tiles(unsigned bars, unsi
     const unsigned total = __reduce_add_sync(0xffffffffu, bytes) + B_BYTES;
     if (lane == 0) {
       detail::bulk_expect(full, total);
-      detail::bulk_copy(st, bw + static_cast<long long>(ct0 + i) * (B_BYTES / 4), B_BYTES, full);
+      bitmap_tc_copy_b<NT, B_BYTES, BMAP>(st, bw, b_map, ct0 + i, full, 0u);
     }
     __syncwarp();  // the expect before any A copy can land
     if (mine) {
@@ -493,7 +533,8 @@ __device__ __forceinline__ void bitmap_tc_bulk_produce_tiles(unsigned bars, unsi
 // ct0 + i) into stage i % STAGES, each after the consumers released the stage's last use. A step's
 // A is the block's `valid` row tiles of its column tile, consecutive in the grouped tile order
 // (tile first + i·stride onwards, ir/bitmap_format.h), so lane 0 announces the step's bytes and
-// issues three copies: B's column tile (B_BYTES of the arranged BWork bw) to the stage's start, the
+// issues three copies: B's column tile (bitmap_tc_copy_b: B_BYTES of the arranged BWork bw, or
+// BMAP through the tensor map b_map) to the stage's start, the
 // tiles' records (valid·RECORD bytes of masks: lane words and lane starts) to A0, and their values
 // (s_tp[i·(RTB + 1)] .. s_tp[i·(RTB + 1) + RTB], bitmap_tc_bulk_tile_ptrs) to A0 + RTB·RECORD.
 // CL > 1 (clusters of CL row blocks, the same K part): B reaches every block of the cluster by
@@ -503,10 +544,11 @@ __device__ __forceinline__ void bitmap_tc_bulk_produce_tiles(unsigned bars, unsi
 // before the announcement: the phase waits for both). A block past M (valid = 0) copies no A.
 //   rank 0: wait empty(s); expect(full(s)); wait cluster-empty(s); B -> every block; A(i)
 //   others: wait empty(s); expect(full(s)); A(i)
-template <typename T, int STAGES, int RTB, int STAGE, int A0, int RECORD, int B_BYTES, int CL>
+template <typename T, int STAGES, int RTB, int STAGE, int A0, int RECORD, int B_BYTES, int CL,
+          int NT, int BMAP>
 __device__ __forceinline__ void bitmap_tc_bulk_produce_steps(
     unsigned bars, unsigned s_stage0, const unsigned* __restrict__ bw,
-    const unsigned* __restrict__ masks, const T* __restrict__ values, const int* s_tp, int first,
+    const TensorMap* __restrict__ b_map, const unsigned* __restrict__ masks, const T* __restrict__ values, const int* s_tp, int first,
     int stride, int valid, int ct0, int steps, int lane) {
   static_assert(CL == 1 || CL == 2 || CL == 4, "bitmap_tc_bulk_produce_steps: clusters of 1, 2, 4");
   const bool leader = CL == 1 || detail::cluster_rank() == 0u;
@@ -520,12 +562,11 @@ __device__ __forceinline__ void bitmap_tc_bulk_produce_steps(
       const int v0 = s_tp[i * (RTB + 1)], v1 = s_tp[i * (RTB + 1) + RTB];
       const unsigned vbytes = 2u * static_cast<unsigned>(v1 - v0);
       detail::bulk_expect(full, B_BYTES + RECORD * static_cast<unsigned>(valid) + vbytes);
-      const unsigned* b = bw + static_cast<long long>(ct0 + i) * (B_BYTES / 4);
       if (CL == 1) {
-        detail::bulk_copy(st, b, B_BYTES, full);
+        bitmap_tc_copy_b<NT, B_BYTES, BMAP>(st, bw, b_map, ct0 + i, full, 0u);
       } else if (leader) {
         if (i >= STAGES) detail::bulk_wait(bars + 8 * (2 * STAGES + s), ((i / STAGES) - 1) & 1);
-        detail::bulk_copy_multicast(st, b, B_BYTES, full, (1u << CL) - 1u);
+        bitmap_tc_copy_b<NT, B_BYTES, BMAP>(st, bw, b_map, ct0 + i, full, (1u << CL) - 1u);
       }
       if (valid > 0)
         detail::bulk_copy(st + A0,

@@ -191,6 +191,20 @@ __device__ __forceinline__ unsigned long long wgmma_desc_kmajor_sw128(unsigned s
   return wgmma_desc_nmajor(start, 16, 1024) | (1ull << 62);
 }
 
+// Descriptor of an N-major B operand in the ROW_BYTES-byte swizzle (32, 64 or 128) that a TMA
+// copy of rows of ROW_BYTES (ROW_BYTES / 2 16-bit columns of N) writes: row k of K at k·ROW_BYTES,
+// its 16-byte piece c at (c ^ (k % 8) mod ROW_BYTES / 16)·16 within atoms of 8 rows; SBO the next
+// 8 rows of K (one atom, 8·ROW_BYTES), LBO the next atom of columns along N (`atom_stride`, used
+// when N spans more than one row of ROW_BYTES). `start` lies on an atom boundary.
+template <int ROW_BYTES>
+__device__ __forceinline__ unsigned long long wgmma_desc_nmajor_swizzled(unsigned start,
+                                                                         unsigned atom_stride) {
+  static_assert(ROW_BYTES == 32 || ROW_BYTES == 64 || ROW_BYTES == 128,
+                "wgmma_desc_nmajor_swizzled: a 32, 64 or 128-byte swizzle");
+  constexpr unsigned long long kMode = ROW_BYTES == 128 ? 1 : ROW_BYTES == 64 ? 2 : 3;
+  return detail::wgmma_desc_nmajor(start, atom_stride, 8 * ROW_BYTES) | (kMode << 62);
+}
+
 // Sparse A (wgmma.mma_async.sp, 2:4 along K) from registers: per warp of the warpgroup, its 16
 // rows in the mma.sp fragment order (16-bit: m16n8k32; 8-bit: m16n8k64) and metadata word e in
 // the mma.sp metadata order with sparsity selector 0; B K-major (imm-trans-b = 0); scale-d from

@@ -68,6 +68,8 @@ SANITIZER_RUNS=(
   "bitmap_tc_wgmma|tests/gpu_tests '--gtest_filter=GpuBitmapTc.Wgmma'"
   # bitmap_tc pipe=bulk: the producer warp's bulk copies, full and empty mbarriers, B arranged.
   "bitmap_tc_bulk|tests/gpu_tests '--gtest_filter=GpuBitmapTc.BulkPipe'"
+  # bitmap_tc b=map: B by TMA through a tensor map (swizzled boxes, multicast in clusters).
+  "bitmap_tc_map|tests/gpu_tests '--gtest_filter=GpuBitmapTc.MapB'"
   # MACKO kernels (staged B, one-wave rows per warp, the balanced row order): the DLMC matrices.
   "macko_dlmc|tests/gpu_tests '--gtest_filter=GpuMacko.Dlmc'"
   # MACKO work items: long rows cut into segments that several warps share.

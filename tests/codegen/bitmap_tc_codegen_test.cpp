@@ -589,8 +589,9 @@ TEST(BitmapTcCodegen, BulkClustersMulticastB) {
     EXPECT_TRUE(has(k.source, "const int first = valid > 0 ? rt0 * "));
     EXPECT_EQ(count(k.source, "sg::bitmap_tc_cluster_sync();"), 2u);
     EXPECT_FALSE(has(k.source, "__syncthreads();"));
-    EXPECT_TRUE(has(k.source, fmt::format(", {}>(s_bars, s_stage0, bw, masks, values, s_tp, first, "
-                                          "valid, valid, ct0, steps, lane);",
+    EXPECT_TRUE(has(k.source, fmt::format(", {}, 8, 0>(s_bars, s_stage0, bw, "
+                                          "static_cast<const sg::TensorMap*>(nullptr), masks, "
+                                          "values, s_tp, first, valid, valid, ct0, steps, lane);",
                                           cl)));
     EXPECT_TRUE(has(k.source,
                     "sg::bitmap_tc_bulk_release_cluster(s_bars + 8 * (3 + (i + 2) % 3), "
@@ -642,7 +643,7 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_release(s_bars + 8 * (4 + (i + 3) % 4), lane);"));
   EXPECT_FALSE(has(k.source, "__syncthreads();\n    if (i"));
   EXPECT_LT(k.source.find("sg::wgmma_wait<1>();"), k.source.find("sg::bitmap_tc_bulk_release("));
-  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_issue<T, 8, 1, 4>("));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_issue<T, 8, 1, 4, 0>("));
   EXPECT_TRUE(has(k.source, "sg::wgmma_wait<1>();"));
   EXPECT_TRUE(has(k.source, "unsigned a0[16], a1[16];"));
   EXPECT_TRUE(has(k.source, "sparsegen_bitmap_tc_arrange_b("));
@@ -762,6 +763,82 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
           ADD_FAILURE() << to_string(p) << " " << to_string(Schedule(b)) << "\n" << e.what();
         }
       }
+}
+
+// b=map: no arrangement kernel and no BWork; B comes by TMA through a __grid_constant__ tensor map
+// (boxes of 64 rows x min(N, 64) columns in the swizzle of their rows), the stages on 1024-byte
+// boundaries, wgmma reading B through swizzled N-major descriptors. NVRTC compiles it for sm_90a
+// without spills or serialised wgmma over N {16, 32, 64, 128} x both copy kinds x clusters.
+TEST(BitmapTcCodegen, MapBReadsBThroughATensorMap) {
+  const CsrMatrix a = odd_matrix();
+  const Problem p = Problem::spmm(a.rows, a.cols, 64, DType::F16);
+  const Schedule s = parse_schedule(
+      "bitmap_tc;warps=4;mt=1;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step;b=map");
+  const BitmapTcSchedule& b = s.as<BitmapTcSchedule>();
+  const BitmapTileFormat f = pack_bitmap_tiles(a, BitmapValues::Pair, bitmap_tc_tile_group(b));
+  const GeneratedKernel k = emit_bitmap_tc(p, s, f);
+  const KernelSignature& sig = k.signature;
+  EXPECT_FALSE(sig.b_transform.present());
+  EXPECT_EQ(sig.b_work_bytes, 0);
+  EXPECT_FALSE(has(k.source, "arrange_b"));
+  EXPECT_TRUE(has(k.source, "const __grid_constant__ sg::TensorMap b_map"));
+  EXPECT_TRUE(has(k.source, "s_stage0 = (sg::smem_addr(sg_smem) + "));
+  EXPECT_TRUE(has(k.source, " + 1023u) & ~1023u;"));
+  EXPECT_TRUE(has(k.source, ", 1, 8, 1>(s_bars, s_stage0, static_cast<const unsigned*>(nullptr), "
+                            "&b_map, masks, "));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_issue<T, 8, 1, 4, 1>("));
+  ASSERT_EQ(sig.params.back().kind, ParamKind::BTensorMap);
+  const TensorMapShape m = TensorMapShape::from_data(sig.params.back().data);
+  EXPECT_EQ(m.inner, 64);
+  EXPECT_EQ(m.outer, a.cols);
+  EXPECT_EQ(m.row_elems, 64);
+  EXPECT_EQ(m.box_inner, 64);
+  EXPECT_EQ(m.box_outer, 64);
+  EXPECT_EQ(m.swizzle_bytes, 128);
+  // stages of whole 1024-byte blocks, plus 1024 bytes to round the first one up
+  const BitmapTcSmem sm = bitmap_tc_smem(p, b, f.max_tile_values);
+  EXPECT_EQ(sm.b_step, 64 * 128);
+  EXPECT_EQ(sm.stage % 1024, 0);
+  EXPECT_EQ(sm.align, 1024);
+  EXPECT_EQ(sig.launch.dynamic_shared_bytes, sm.total);
+  const std::string ptx = sm90a_ptx(k);
+  EXPECT_TRUE(has(ptx, "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier"));
+  // N = 32: one 64-byte box a step, N = 128: two 128-byte boxes
+  for (int64_t n : {int64_t{32}, int64_t{128}}) {
+    const Problem pn = Problem::spmm(a.rows, a.cols, n, DType::BF16);
+    const TensorMapShape mn =
+        TensorMapShape::from_data(emit_bitmap_tc(pn, s, f).signature.params.back().data);
+    EXPECT_EQ(mn.box_inner, n == 32 ? 32 : 64);
+    EXPECT_EQ(mn.swizzle_bytes, n == 32 ? 64 : 128);
+  }
+  int i = 0;
+  double total_ms = 0;
+  for (int64_t n : {16, 32, 64, 128})
+    for (BitmapCopy copy : {BitmapCopy::Tile, BitmapCopy::Step})
+      for (int cl : {1, 2}) {
+        if (copy == BitmapCopy::Tile && cl > 1) continue;
+        BitmapTcSchedule bb = b;
+        bb.copy = copy;
+        bb.cluster = cl;
+        bb.warps_per_block = i % 2 == 0 ? 8 : 4;
+        bb.ksplit = i % 3 == 0 ? 3 : 1;
+        const DType dt = i % 2 == 0 ? DType::F16 : DType::BF16;
+        ++i;
+        const Problem pn = Problem::spmm(a.rows, a.cols, n, dt);
+        const BitmapTileFormat fn =
+            pack_bitmap_tiles(a, BitmapValues::Pair, bitmap_tc_tile_group(bb));
+        try {
+          const auto r = compile_verbose(emit_bitmap_tc(pn, Schedule(bb), fn), "sm_90a");
+          total_ms += r.compile_ms;
+          EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
+              << to_string(pn) << " " << to_string(Schedule(bb)) << "\n"
+              << r.log;
+          EXPECT_FALSE(has(r.log, "serialized")) << to_string(Schedule(bb)) << "\n" << r.log;
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << to_string(pn) << " " << to_string(Schedule(bb)) << "\n" << e.what();
+        }
+      }
+  std::printf("[ NVRTC    ] %d b=map bitmap_tc kernels for sm_90a in %.0f ms\n", i, total_ms);
 }
 
 // Degenerate shapes (Problem: "valid, the result is C = beta·C"). M = 0: an empty grid, nothing

@@ -1543,6 +1543,55 @@ TEST(GpuBitmapTc, BulkPipe) {
   EXPECT_EQ(checked, 80);
 }
 
+// bitmap_tc with b=map (sm_90 only): B copied by TMA through a tensor map in the swizzle its
+// rows take (32, 64, 128 bytes; N = 128 in two boxes), no arrangement kernel. Every N it takes
+// (16, 32, 64, 128), fp16 and bf16, on the odd 333 x 1000 matrix (the last column tile's rows
+// past K arrive as zeros) and a 70 %-pruned 1024 x 4096 weight; both copy kinds, both value
+// layouts, split K, and clusters of 2 and 4 (B multicast by TMA), each against the CPU reference
+// (gpu_check: poisoned C, two betas).
+TEST(GpuBitmapTc, MapB) {
+  SKIP_WITHOUT_GPU();
+  if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
+  auto ctx = std::make_shared<cuda::Context>(0);
+  const CompileTarget target = detect_target(0);
+  if (!target.limits.wgmma) GTEST_SKIP() << "b=map feeds wgmma, which needs an sm_90 device";
+  const std::pair<CsrMatrix, CsrMatrix> mats = bitmap_test_matrices(27, 13);
+  const auto no_transform = [](const KernelBuild& b) {
+    EXPECT_FALSE(b.kernel.signature.b_transform.present());
+    EXPECT_EQ(b.kernel.signature.b_work_bytes, 0);
+  };
+  int checked = 0;
+  {
+    const char* const specs[4] = {
+        "bitmap_tc;warps=8;mt=1;ksplit=1;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step;b=map",
+        "bitmap_tc;warps=4;mt=1;ksplit=3;stages=6;mma=wgmma;vals=pair;pipe=bulk;b=map",
+        "bitmap_tc;warps=8;mt=2;ksplit=4;stages=3;mma=wgmma;pipe=bulk;copy=step;b=map",
+        "bitmap_tc;warps=4;mt=2;ksplit=1;stages=4;mma=wgmma;pipe=bulk;b=map",
+    };
+    const int64_t ns[4] = {16, 32, 64, 128};
+    checked += check_bitmap_rotation(ctx, target, mats, specs, ns, 71, no_transform);
+  }
+  {
+    const char* const specs[4] = {
+        "bitmap_tc;warps=4;mt=1;ksplit=1;stages=6;mma=wgmma;vals=pair;pipe=bulk;copy=step;"
+        "cluster=2;b=map",
+        "bitmap_tc;warps=8;mt=1;ksplit=3;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step;"
+        "cluster=4;b=map",
+        "bitmap_tc;warps=4;mt=1;ksplit=2;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step;"
+        "cluster=4;b=map",
+        "bitmap_tc;warps=8;mt=1;ksplit=8;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step;"
+        "cluster=2;b=map",
+    };
+    const int64_t ns[4] = {64, 32, 128, 16};
+    checked += check_bitmap_rotation(ctx, target, mats, specs, ns, 73, [&](const KernelBuild& b) {
+      no_transform(b);
+      EXPECT_GT(b.kernel.signature.launch.cluster_x, 1);
+    });
+  }
+  ctx->synchronize();
+  EXPECT_EQ(checked, 32);
+}
+
 TEST(GpuBitmapTc, Pruned) {
   SKIP_WITHOUT_GPU();
   run_pruned("bitmap_tc", 0.5);

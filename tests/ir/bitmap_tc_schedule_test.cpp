@@ -110,6 +110,12 @@ TEST(BitmapTcSchedule, SpecRoundTrip) {
     EXPECT_EQ(to_string(Schedule(b)), spec + ";copy=step;cluster=4");
     EXPECT_EQ(parse_schedule(spec + ";copy=step;cluster=4").as<BitmapTcSchedule>(), b);
     EXPECT_NE(print_schedule(Schedule(b)).find("clusters of 4 row blocks"), std::string::npos);
+    b.b_load = BitmapBLoad::Map;  // printed only when map
+    EXPECT_EQ(to_string(Schedule(b)), spec + ";copy=step;cluster=4;b=map");
+    EXPECT_EQ(parse_schedule(spec + ";copy=step;cluster=4;b=map").as<BitmapTcSchedule>(), b);
+    EXPECT_EQ(parse_schedule(spec + ";b=arranged").as<BitmapTcSchedule>().b_load,
+              BitmapBLoad::Arranged);
+    EXPECT_NE(print_schedule(Schedule(b)).find("B     : map (TMA"), std::string::npos);
   }
   // Specs written before the mma field (cache keys, results JSON) still parse, as mma=sync.
   EXPECT_EQ(parse_schedule("bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=3"),
@@ -227,6 +233,12 @@ TEST(BitmapTcSchedule, ParseErrorsNameTheField) {
   expect_user_error(parse("bitmap_tc;stages=4;pipe=bulk;copy=step;cluster=3"),
                     {"cluster=3 must be 1, 2 or 4"}, "cluster=3");
   expect_user_error(parse("bitmap_tc;cluster=0"), {"field 'cluster'", "'0'"}, "cluster=0");
+  // b=map: TMA boxes in wgmma's swizzle, so pipe=bulk with mma=wgmma only
+  expect_user_error(parse("bitmap_tc;stages=4;pipe=bulk;b=map"),
+                    {"b=map needs pipe=bulk and mma=wgmma"}, "map, mma.sync");
+  expect_user_error(parse("bitmap_tc;mma=wgmma;b=map"), {"b=map needs pipe=bulk"}, "map, async");
+  expect_user_error(parse("bitmap_tc;stages=4;mma=wgmma;pipe=bulk;b=tma"),
+                    {"field 'b'", "arranged or map", "'tma'"}, "b=tma");
   // Duplicate key.
   expect_user_error(parse("bitmap_tc;warps=4;mt=1;warps=8"), {"field 'warps'", "second occurrence"},
                     "duplicate warps");
@@ -264,6 +276,14 @@ TEST(BitmapTcSchedule, ValidateAgainstProblem) {
     EXPECT_TRUE(validate(Problem::spmm(100, 130, n, DType::BF16), Schedule(wg)).empty()) << n;
   expect_one_reason(Problem::spmm(64, 256, 24, DType::F16), wg, {"mma=wgmma", "not 24"});
   expect_one_reason(Problem::spmm(64, 256, 96, DType::F16), wg, {"mma=wgmma", "not 96"});
+  // b=map: B rows of one swizzle width (N = 16, 32, 64; 128 in two boxes), wgmma with pipe=bulk.
+  BitmapTcSchedule map = wg;
+  map.pipe = BitmapPipe::Bulk;
+  map.stages = 4;
+  map.b_load = BitmapBLoad::Map;
+  for (int64_t n : {16, 32, 64, 128})
+    EXPECT_TRUE(validate(Problem::spmm(100, 130, n, DType::F16), Schedule(map)).empty()) << n;
+  expect_one_reason(Problem::spmm(64, 256, 8, DType::F16), map, {"b=map", "not 8"});
   // Every reason at once.
   const auto why =
       validate(Problem::spmm(64, 64, 7, DType::F32, Layout::ColMajor), Schedule(make(4, 1, 2, 2)));
