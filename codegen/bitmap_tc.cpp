@@ -72,7 +72,7 @@ class BitmapTcEmitter : public Emitter {
          {"values", "B",    "C",     "ws",    "alpha",   "beta", "masks",    "tile_ptr",
           "lane",   "warp", "tid",   "T",     "sg_smem", "s_tp", "s_stage0", "ct0",
           "tiles",  "acc",  "issue", "steps", "k_end",   "bw",   "s_bars",   "step",
-          "a0",     "a1",   "valid", "rt0",   "first", "b_map"})
+          "a0",     "a1",   "valid", "rt0",   "first",   "b_map"})
       reserve(n);
     decl(fmt::format("// sparsegen bitmap_tc kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -137,15 +137,13 @@ class BitmapTcEmitter : public Emitter {
     {
       auto producer = block(fmt::format("if (warp == {})", W));
       if (step_copy_)
-        call_stmt(
-            tmpl::bitmap_tc_bulk_produce_steps,
-            targs(TypeArg{"T"}, IntArg{S}, IntArg{RTB_}, IntArg{smem_.stage}, IntArg{smem_.b_step},
-                  IntArg{kStepRecord}, IntArg{b_tile_bytes()}, IntArg{cluster_}, IntArg{NT_},
-                  IntArg{map_ ? 1 : 0}),
-            u32("s_bars"), u32("s_stage0"), b_work_arg(), b_map_arg(), cptr_u32("masks"),
-            cptr_t("values"),
-            cptr_i32("s_tp"), i32("first"), i32("valid"), i32("valid"), i32("ct0"), i32("steps"),
-            i32("lane"));
+        call_stmt(tmpl::bitmap_tc_bulk_produce_steps,
+                  targs(TypeArg{"T"}, IntArg{S}, IntArg{RTB_}, IntArg{smem_.stage},
+                        IntArg{smem_.b_step}, IntArg{kStepRecord}, IntArg{b_tile_bytes()},
+                        IntArg{cluster_}, IntArg{NT_}, IntArg{map_ ? 1 : 0}),
+                  u32("s_bars"), u32("s_stage0"), b_work_arg(), b_map_arg(), cptr_u32("masks"),
+                  cptr_t("values"), cptr_i32("s_tp"), i32("first"), i32("valid"), i32("valid"),
+                  i32("ct0"), i32("steps"), i32("lane"));
       else
         call_stmt(tmpl::bitmap_tc_bulk_produce_tiles,
                   targs(TypeArg{"T"}, IntArg{S}, IntArg{RTB_}, IntArg{PT_}, IntArg{CT_},
@@ -212,8 +210,7 @@ class BitmapTcEmitter : public Emitter {
       }
       call_stmt(tmpl::bitmap_tc_wgmma_issue,
                 targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{4}, IntArg{map_ ? 1 : 0}),
-                u32(stage_b("buf")),
-                cptr_u32("a"), ptr_f32("acc"));
+                u32(stage_b("buf")), cptr_u32("a"), ptr_f32("acc"));
     }
     if (wgmma_) line(fmt::format("unsigned a0[{0}], a1[{0}];", 16 * MT));
     {

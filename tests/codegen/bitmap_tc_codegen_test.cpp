@@ -784,8 +784,9 @@ TEST(BitmapTcCodegen, MapBReadsBThroughATensorMap) {
   EXPECT_TRUE(has(k.source, "const __grid_constant__ sg::TensorMap b_map"));
   EXPECT_TRUE(has(k.source, "s_stage0 = (sg::smem_addr(sg_smem) + "));
   EXPECT_TRUE(has(k.source, " + 1023u) & ~1023u;"));
-  EXPECT_TRUE(has(k.source, ", 1, 8, 1>(s_bars, s_stage0, static_cast<const unsigned*>(nullptr), "
-                            "&b_map, masks, "));
+  EXPECT_TRUE(has(k.source,
+                  ", 1, 8, 1>(s_bars, s_stage0, static_cast<const unsigned*>(nullptr), "
+                  "&b_map, masks, "));
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_issue<T, 8, 1, 4, 1>("));
   ASSERT_EQ(sig.params.back().kind, ParamKind::BTensorMap);
   const TensorMapShape m = TensorMapShape::from_data(sig.params.back().data);

@@ -1563,10 +1563,12 @@ TEST(GpuBitmapTc, MapB) {
   int checked = 0;
   {
     const char* const specs[4] = {
-        "bitmap_tc;warps=8;mt=1;ksplit=1;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step;b=map",
-        "bitmap_tc;warps=4;mt=1;ksplit=3;stages=6;mma=wgmma;vals=pair;pipe=bulk;b=map",
+        // mt = 2 at N = 16 and 64, mt = 1 at N = 32 and 128 (as enumerated: mt = 2 at N = 128
+        // exceeds the registers)
         "bitmap_tc;warps=8;mt=2;ksplit=4;stages=3;mma=wgmma;pipe=bulk;copy=step;b=map",
         "bitmap_tc;warps=4;mt=2;ksplit=1;stages=4;mma=wgmma;pipe=bulk;b=map",
+        "bitmap_tc;warps=8;mt=1;ksplit=1;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step;b=map",
+        "bitmap_tc;warps=4;mt=1;ksplit=3;stages=4;mma=wgmma;vals=pair;pipe=bulk;b=map",
     };
     const int64_t ns[4] = {16, 32, 64, 128};
     checked += check_bitmap_rotation(ctx, target, mats, specs, ns, 71, no_transform);

@@ -539,8 +539,8 @@ TEST(BitmapTcSchedule, EnumerateEmptyWhereTheFamilyDoesNotApply) {
     EXPECT_NE(s.family_name(), "bitmap_tc");
 }
 
-// pipe=bulk (mma=wgmma, vals=pair, mt = 1; four warps with six stages, eight with four) is
-// offered at N = 32, 64 and 128 on a wgmma device, over the same ksplit doubling; nowhere else.
+// pipe=bulk (mma=wgmma, vals=pair, mt = 1, B by TMA; four warps with six stages, eight with four)
+// is offered at N = 32, 64 and 128 on a wgmma device, over the same ksplit doubling; nowhere else.
 TEST(BitmapTcSchedule, EnumerateBulkWgmmaAtNThirtyTwoTo128) {
   const DeviceLimits dev = DeviceLimits::sm90();
   const CsrMatrix a = random_matrix(100, 300, 0.4, 11);  // 7 row tiles, 5 column tiles
@@ -555,6 +555,7 @@ TEST(BitmapTcSchedule, EnumerateBulkWgmmaAtNThirtyTwoTo128) {
       }
       EXPECT_EQ(b.mma, MmaKind::Wgmma) << to_string(s);
       EXPECT_EQ(b.values, BitmapValues::Pair) << to_string(s);
+      EXPECT_EQ(b.b_load, BitmapBLoad::Map) << to_string(s);  // the arranged B: SPEC only
       out.insert(to_string(s));
     }
     return out;
@@ -566,18 +567,18 @@ TEST(BitmapTcSchedule, EnumerateBulkWgmmaAtNThirtyTwoTo128) {
     EXPECT_EQ(got.size(), 15u) << n;
     EXPECT_EQ(got.count("bitmap_tc;warps=4;mt=1;kt=1;ksplit=4;stages=" +
                         std::string(n == 128 ? "4" : "6") +
-                        ";mma=wgmma;vals=pair;pipe=bulk;copy=step;cluster=2"),
+                        ";mma=wgmma;vals=pair;pipe=bulk;copy=step;cluster=2;b=map"),
               1u);
     // stages: 6 for four warps and 4 for eight; at N = 128 (B steps twice as large) 4 for both
     const std::string s4 = n == 128 ? "4" : "6", s8 = "4";
     EXPECT_EQ(got.count("bitmap_tc;warps=8;mt=1;kt=1;ksplit=1;stages=" + s8 +
-                        ";mma=wgmma;vals=pair;pipe=bulk;copy=step"),
+                        ";mma=wgmma;vals=pair;pipe=bulk;copy=step;b=map"),
               1u);
     EXPECT_EQ(got.count("bitmap_tc;warps=4;mt=1;kt=1;ksplit=2;stages=" + s4 +
-                        ";mma=wgmma;vals=pair;pipe=bulk"),
+                        ";mma=wgmma;vals=pair;pipe=bulk;b=map"),
               1u);
     EXPECT_EQ(got.count("bitmap_tc;warps=8;mt=1;kt=1;ksplit=1;stages=" + s8 +
-                        ";mma=wgmma;vals=pair;pipe=bulk"),
+                        ";mma=wgmma;vals=pair;pipe=bulk;b=map"),
               1u);
   }
   for (int64_t n : {8, 16, 24, 48, 96}) EXPECT_TRUE(bulk(n, dev).empty()) << n;
