@@ -474,8 +474,8 @@ __device__ __forceinline__ void bitmap_tc_copy_b(unsigned dst, const unsigned* _
       if (mcast == 0u)
         detail::bulk_copy_tensor_2d(dst + b * (B_BYTES / kBoxes), b_map, b * 64, ct * 64, full);
       else
-        detail::bulk_copy_tensor_2d_multicast(dst + b * (B_BYTES / kBoxes), b_map, b * 64,
-                                              ct * 64, full, mcast);
+        detail::bulk_copy_tensor_2d_multicast(dst + b * (B_BYTES / kBoxes), b_map, b * 64, ct * 64,
+                                              full, mcast);
     }
   } else {
     const unsigned* b = bw + static_cast<long long>(ct) * (B_BYTES / 4);
@@ -548,8 +548,9 @@ template <typename T, int STAGES, int RTB, int STAGE, int A0, int RECORD, int B_
           int NT, int BMAP>
 __device__ __forceinline__ void bitmap_tc_bulk_produce_steps(
     unsigned bars, unsigned s_stage0, const unsigned* __restrict__ bw,
-    const TensorMap* __restrict__ b_map, const unsigned* __restrict__ masks, const T* __restrict__ values, const int* s_tp, int first,
-    int stride, int valid, int ct0, int steps, int lane) {
+    const TensorMap* __restrict__ b_map, const unsigned* __restrict__ masks,
+    const T* __restrict__ values, const int* s_tp, int first, int stride, int valid, int ct0,
+    int steps, int lane) {
   static_assert(CL == 1 || CL == 2 || CL == 4, "bitmap_tc_bulk_produce_steps: clusters of 1, 2, 4");
   const bool leader = CL == 1 || detail::cluster_rank() == 0u;
   // the whole warp walks the steps and lane 0 copies: a producer that returned its other lanes
