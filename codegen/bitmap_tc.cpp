@@ -300,17 +300,17 @@ class BitmapTcEmitter : public Emitter {
     }
     line("int* s_tp = reinterpret_cast<int*>(sg_smem);");
     comment("stage buffers as 32-bit shared addresses: the copies' address math stays 32-bit");
-    if (map_) {
+    const std::string stages =
+        fmt::format("{} + {}", call(tmpl::smem_addr, cptr_u32("sg_smem")).text,
+                    smem_.tile_ptrs + smem_.barriers);
+    if (smem_.align > 0) {
       comment("b=map: the stages on 1024-byte boundaries (the TMA boxes' swizzle atoms), the same");
       comment("offset in every block of a cluster");
-      line(fmt::format("const unsigned s_stage0 = ({} + {} + 1023u) & ~1023u;",
-                       call(tmpl::smem_addr, cptr_u32("sg_smem")).text,
-                       smem_.tile_ptrs + smem_.barriers));
-    } else {
-      line(fmt::format("const unsigned s_stage0 = {} + {};",
-                       call(tmpl::smem_addr, cptr_u32("sg_smem")).text,
-                       smem_.tile_ptrs + smem_.barriers));
     }
+    line(fmt::format(
+        "const unsigned s_stage0 = {};",
+        smem_.align > 0 ? fmt::format("({} + {}u) & ~{}u", stages, smem_.align - 1, smem_.align - 1)
+                        : stages));
     if (bulk_) {
       comment("pipe=bulk: the stages' mbarriers, after the tile-pointer table");
       line(fmt::format("const unsigned s_bars = {} + {};",
