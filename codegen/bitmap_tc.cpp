@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <climits>
 
 #include "codegen/emitter.h"
@@ -68,11 +70,12 @@ class BitmapTcEmitter : public Emitter {
     step_copy_ = s_.copy == BitmapCopy::Step;
     cluster_ = s_.cluster;
     map_ = s_.b_load == BitmapBLoad::Map;
+    scatter_ = s_.decode == BitmapDecode::Scatter;
     for (const char* n :
-         {"values", "B",    "C",     "ws",    "alpha",   "beta", "masks",    "tile_ptr",
-          "lane",   "warp", "tid",   "T",     "sg_smem", "s_tp", "s_stage0", "ct0",
-          "tiles",  "acc",  "issue", "steps", "k_end",   "bw",   "s_bars",   "step",
-          "a0",     "a1",   "valid", "rt0",   "first",   "b_map"})
+         {"values", "B",     "C",     "ws",      "alpha",  "beta",     "masks", "tile_ptr", "lane",
+          "warp",   "tid",   "T",     "sg_smem", "s_tp",   "s_stage0", "ct0",   "tiles",    "acc",
+          "issue",  "steps", "k_end", "bw",      "s_bars", "step",     "a0",    "a1",       "valid",
+          "rt0",    "first", "b_map", "s_dense", "tp",     "dense"})
       reserve(n);
     decl(fmt::format("// sparsegen bitmap_tc kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -112,7 +115,9 @@ class BitmapTcEmitter : public Emitter {
   // at the end keeps every block until no other touches it.
   void emit_bulk_body() {
     const int S = s_.stages, W = s_.warps_per_block;
-    if (step_copy_) {
+    if (scatter_) {
+      comment("a stage: B's column tile, the step's values, packed, then their offsets");
+    } else if (step_copy_) {
       comment("a stage: B's column tile, the row tiles' lane words and lane starts (the producer");
       comment("copies the valid ones; the rest stay zero, written once here), then their values,");
       comment("packed");
@@ -122,11 +127,12 @@ class BitmapTcEmitter : public Emitter {
       line(fmt::format("const int valid = min({}, {} - blockIdx.x * {});", RTB_, f_.row_tiles,
                        RTB_));
     }
-    call_stmt(tmpl::bitmap_tc_bulk_zero,
-              targs(IntArg{S}, IntArg{RTB_}, IntArg{smem_.stage}, IntArg{smem_.b_step},
-                    IntArg{step_copy_ ? kStepRecord : smem_.a_tile},
-                    IntArg{step_copy_ ? kStepRecord : kBitmapLaneBytes}, IntArg{THREADS_}),
-              u32("s_stage0"), i32("valid"), i32("tid"));
+    if (!scatter_)
+      call_stmt(tmpl::bitmap_tc_bulk_zero,
+                targs(IntArg{S}, IntArg{RTB_}, IntArg{smem_.stage}, IntArg{smem_.b_step},
+                      IntArg{step_copy_ ? kStepRecord : smem_.a_tile},
+                      IntArg{step_copy_ ? kStepRecord : kBitmapLaneBytes}, IntArg{THREADS_}),
+                u32("s_stage0"), i32("valid"), i32("tid"));
     if (cluster_ > 1) {
       comment("the cluster's barriers and zeroed lane words are ready before any block copies");
       comment("into or arrives on another");
@@ -137,13 +143,14 @@ class BitmapTcEmitter : public Emitter {
     {
       auto producer = block(fmt::format("if (warp == {})", W));
       if (step_copy_)
-        call_stmt(tmpl::bitmap_tc_bulk_produce_steps,
-                  targs(TypeArg{"T"}, IntArg{S}, IntArg{RTB_}, IntArg{smem_.stage},
-                        IntArg{smem_.b_step}, IntArg{kStepRecord}, IntArg{b_tile_bytes()},
-                        IntArg{cluster_}, IntArg{NT_}, IntArg{map_ ? 1 : 0}),
-                  u32("s_bars"), u32("s_stage0"), b_work_arg(), b_map_arg(), cptr_u32("masks"),
-                  cptr_t("values"), cptr_i32("s_tp"), i32("first"), i32("valid"), i32("valid"),
-                  i32("ct0"), i32("steps"), i32("lane"));
+        call_stmt(
+            tmpl::bitmap_tc_bulk_produce_steps,
+            targs(TypeArg{"T"}, IntArg{S}, IntArg{RTB_}, IntArg{smem_.stage}, IntArg{smem_.b_step},
+                  IntArg{scatter_ ? 0 : kStepRecord}, IntArg{b_tile_bytes()}, IntArg{cluster_},
+                  IntArg{NT_}, IntArg{map_ ? 1 : 0}, IntArg{scatter_ ? smem_.offsets : 0}),
+            u32("s_bars"), u32("s_stage0"), b_work_arg(), b_map_arg(), cptr_u32("masks"),
+            cptr_t("values"), cptr_i32("s_tp"), i32("first"), i32("valid"), i32("valid"),
+            i32("ct0"), i32("steps"), i32("lane"));
       else
         call_stmt(tmpl::bitmap_tc_bulk_produce_tiles,
                   targs(TypeArg{"T"}, IntArg{S}, IntArg{RTB_}, IntArg{PT_}, IntArg{CT_},
@@ -164,6 +171,10 @@ class BitmapTcEmitter : public Emitter {
   void emit_consumers() {
     const int MT = s_.m_tiles, S = s_.stages, W = s_.warps_per_block;
     auto consumer = block(fmt::format("if (warp < {})", W));
+    if (scatter_) {
+      emit_scatter_consumer();
+      return;
+    }
     line(fmt::format("float acc[{}];", MT * NT_ * 4));
     line("#pragma unroll");
     line(fmt::format("for (int i = 0; i < {}; ++i) acc[i] = 0.0f;", MT * NT_ * 4));
@@ -234,6 +245,44 @@ class BitmapTcEmitter : public Emitter {
       }
     }
     if (wgmma_) call_stmt(tmpl::wgmma_wait, targs(IntArg{0}));
+    emit_finish();
+  }
+
+  // decode=scatter: a consumer warp's loop. Step i's A goes to dense buffer i & 1 (after the
+  // stages): each warp scatters its row tile into its 16 rows, and the warpgroup multiplies its 64
+  // rows from shared memory. Buffer i & 1 was last read by step i - 2's multiplies, which the
+  // wgmma_wait<1> of step i - 1 saw complete.
+  void emit_scatter_consumer() {
+    const int S = s_.stages;
+    line(fmt::format("float acc[{}];", NT_ * 4));
+    line("#pragma unroll");
+    line(fmt::format("for (int i = 0; i < {}; ++i) acc[i] = 0.0f;", NT_ * 4));
+    line(fmt::format("const unsigned s_dense = s_stage0 + {};", S * smem_.stage));
+    {
+      auto loop = block("for (int i = 0; i < steps; ++i)");
+      line(fmt::format("const int buf = i % {};", S));
+      call_stmt(tmpl::bitmap_tc_bulk_wait, u32("s_bars + 8 * buf"),
+                u32(fmt::format("(i / {}) & 1", S)));
+      line(fmt::format("const unsigned dense = s_dense + (i & 1) * {};", smem_.dense));
+      comment("the warp's row tile: values tp[warp] .. tp[warp + 1] of the step's, from tp[0]");
+      line(fmt::format("const int* tp = s_tp + i * {};", RTB_ + 1));
+      line("const int a0 = 2 * (tp[warp] - tp[0]);");
+      call_stmt(tmpl::bitmap_tc_scatter, u32("dense + warp * 2048"),
+                u32(fmt::format("{} + {} + a0", stage_b("buf"), smem_.b_step)),
+                u32(fmt::format("{} + {} + a0", stage_b("buf"), smem_.offsets)),
+                i32("tp[warp + 1] - tp[warp]"), i32("lane"));
+      comment("the generic-proxy stores reach wgmma's async proxy; the warpgroup's rows are in");
+      call_stmt(tmpl::fence_proxy_async);
+      call_stmt(tmpl::bitmap_tc_warpgroup_sync, i32("warp >> 2"));
+      call_stmt(tmpl::bitmap_tc_wgmma_issue_ss, targs(TypeArg{"T"}, IntArg{NT_}),
+                u32(fmt::format("dense + (warp >> 2) * {}", 64 * 128)), u32(stage_b("buf")),
+                ptr_f32("acc"));
+      comment("step i - 1's multiplies are done: its stage and its dense buffer are free");
+      call_stmt(tmpl::wgmma_wait, targs(IntArg{1}));
+      line("if (i > 0)");
+      line("  " + release_call(fmt::format("(i + {}) % {}", S - 1, S)) + ";");
+    }
+    call_stmt(tmpl::wgmma_wait, targs(IntArg{0}));
     emit_finish();
   }
 
@@ -518,7 +567,9 @@ class BitmapTcEmitter : public Emitter {
         c,
         {"alpha", ParamKind::Alpha, "alpha", {}},
         beta,
-        step_copy_
+        scatter_ ? KernelParam{"masks", ParamKind::U32Table, "bitmap.scatter offsets",
+                               bitmap_scatter_offsets(f_)}
+        : step_copy_
             ? KernelParam{"masks", ParamKind::U32Table, "bitmap.masks with lane starts",
                           bitmap_mask_words_with_starts(f_)}
             : KernelParam{"masks", ParamKind::U32Table, "bitmap.masks", bitmap_mask_words(f_)},
@@ -601,6 +652,7 @@ class BitmapTcEmitter : public Emitter {
   bool bulk_ = false;       // pipe=bulk: bulk copies on mbarriers, B arranged by an aux kernel
   bool map_ = false;        // b=map: B by TMA through a tensor map, no aux kernel
   bool step_copy_ = false;  // copy=step: a step's lane words and values in one copy each
+  bool scatter_ = false;    // decode=scatter: A stored into dense shared tiles, wgmma reads them
   int cluster_ = 1;         // copy=step: row blocks sharing B by multicast
   AuxKernel arrange_;       // pipe=bulk's b_transform
 };
@@ -646,6 +698,51 @@ std::vector<int64_t> bitmap_mask_words_with_starts(const BitmapTileFormat& f) {
               static_cast<int64_t>(static_cast<uint32_t>(before + start[2 * i]) |
                                    static_cast<uint32_t>(before + start[2 * i + 1]) << 16);
       }
+    }
+  });
+  return words;
+}
+
+int bitmap_scatter_offset(int r, int c) {
+  return r * 128 + (((c >> 3) ^ (r & 7)) << 4) + (c & 7) * 2;
+}
+
+std::vector<int64_t> bitmap_scatter_offsets(const BitmapTileFormat& f) {
+  SG_ASSERT(f.layout == BitmapValues::Slot, "bitmap_scatter_offsets: vals=slot packs only");
+  std::vector<int64_t> words(static_cast<size_t>((f.slots() + 1) / 2));
+  // Tiles are independent: each writes the words of its own slots (a tile starts at a multiple of
+  // kBitmapValueAlign slots, so no word is shared).
+  parallel_for(f.tiles(), f.nnz, [&](int64_t t0, int64_t t1) {
+    std::vector<uint16_t> off;
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t s0 = f.tile_ptr[static_cast<size_t>(t)];
+      const int64_t s1 = f.tile_ptr[static_cast<size_t>(t) + 1];
+      off.assign(static_cast<size_t>(s1 - s0), 0);
+      const auto w = bitmap_lane_words(f, t);
+      const auto start = bitmap_lane_starts(w, BitmapValues::Slot);
+      std::array<bool, kBitmapTileRows * kBitmapTileCols> stored{};
+      for (int lane = 0; lane < kBitmapLanes; ++lane) {
+        int k = start[static_cast<size_t>(lane)];
+        for (uint32_t m = w[static_cast<size_t>(lane)]; m != 0; m &= m - 1) {
+          const auto [r, c] = bitmap_fragment_position(lane, std::countr_zero(m));
+          stored[static_cast<size_t>(r * kBitmapTileCols + c)] = true;
+          off[static_cast<size_t>(k++)] = static_cast<uint16_t>(bitmap_scatter_offset(r, c));
+        }
+      }
+      const int64_t used = start[kBitmapLanes];
+      if (used < s1 - s0) {
+        // the fill's stores of 0 go to a position no entry of this tile writes
+        int free_pos = 0;
+        while (stored[static_cast<size_t>(free_pos)]) ++free_pos;
+        const uint16_t o = static_cast<uint16_t>(
+            bitmap_scatter_offset(free_pos / static_cast<int>(kBitmapTileCols),
+                                  free_pos % static_cast<int>(kBitmapTileCols)));
+        std::fill(off.begin() + used, off.end(), o);
+      }
+      for (int64_t j = 0; j < s1 - s0; j += 2)
+        words[static_cast<size_t>((s0 + j) / 2)] = static_cast<int64_t>(
+            off[static_cast<size_t>(j)] |
+            (j + 1 < s1 - s0 ? static_cast<uint32_t>(off[static_cast<size_t>(j + 1)]) << 16 : 0u));
     }
   });
   return words;

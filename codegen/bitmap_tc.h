@@ -29,6 +29,14 @@
 // counter per row block); each block adds alpha·acc into ws, and the last block of a row block
 // to finish (sg::bitmap_tc_split_finish) stores C = ws + beta·C and re-zeroes ws and its counter.
 // KernelSignature::workspace_zeroed asks the runtime to zero the workspace once at allocation.
+// decode=scatter (pipe=bulk, copy=step, b=map): per step each warp zeroes its 16 rows of one of
+// two dense A buffers (i & 1), stores its row tile's values at their offsets
+// (sg::bitmap_tc_scatter), fences them to the async proxy, and after a warpgroup barrier
+// sg::bitmap_tc_wgmma_issue_ss multiplies the warpgroup's 64 rows from shared memory:
+//     wait(full[i % S]);  sg::bitmap_tc_scatter(dense(i & 1) + warp * 2048, values, offsets, n);
+//     fence.proxy.async;  bar.sync 1 + warp / 4, 128;
+//     sg::bitmap_tc_wgmma_issue_ss<T, NT>(dense(i & 1) + (warp / 4) * 8192, B tile, acc);
+//     wgmma_wait<1>;  release(stage of step i - 1)
 // cluster > 1 (pipe=bulk, copy=step): launched in clusters of that many row blocks
 // (LaunchShape::cluster_x); the first block's producer multicasts each step's B into all of them
 // (sg::bitmap_tc_bulk_produce_steps) once every consumer warp of the cluster released the stage.
@@ -58,5 +66,14 @@ std::vector<int64_t> bitmap_mask_words(const BitmapTileFormat& f);
 // low 16 bits of word 32 + i, lane 2i + 1 in the high): 48 words, kBitmapLaneBytes +
 // kBitmapLaneStartBytes a tile. Throws UserError where a start exceeds 16 bits.
 std::vector<int64_t> bitmap_mask_words_with_starts(const BitmapTileFormat& f);
+// decode=scatter's table (in place of the masks): per value slot of f (vals=slot, any tile
+// order) the byte offset of its position (row r, column c of its 16 x 64 tile) in a dense tile of
+// 16 rows of 128 bytes in the 128-byte swizzle that a K-major wgmma descriptor reads:
+//   r·128 + ((c / 8) xor (r % 8))·16 + (c % 8)·2          (below 2048)
+// two per word (slot 2j in the low 16 bits of word j). A tile's alignment fill (value 0) points
+// at a position the tile does not store, so its store of 0 changes nothing; slots() is even.
+std::vector<int64_t> bitmap_scatter_offsets(const BitmapTileFormat& f);
+// The offset above of position (r, c) of a tile.
+int bitmap_scatter_offset(int r, int c);
 
 }  // namespace sparsegen::codegen

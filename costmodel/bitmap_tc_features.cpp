@@ -16,9 +16,12 @@ class BitmapTcCost final : public CostFamily {
  public:
   std::string_view name() const override { return BitmapTcSchedule::kFamily; }
   // pipe=bulk runs another loop (a producer warp, register-A wgmma, no block barrier): its own
-  // formula, not one fitted on the mma.sync kernels.
+  // formula, not one fitted on the mma.sync kernels; decode=scatter's work follows the stored
+  // values instead of the positions: its own again.
   std::string strategy(const Schedule& s) const override {
-    return s.as<BitmapTcSchedule>().pipe == BitmapPipe::Bulk ? "bitmap_tc/bulk" : "bitmap_tc";
+    const auto& b = s.as<BitmapTcSchedule>();
+    if (b.decode == BitmapDecode::Scatter) return "bitmap_tc/scatter";
+    return b.pipe == BitmapPipe::Bulk ? "bitmap_tc/bulk" : "bitmap_tc";
   }
   KernelShape features(ScheduleFeatures& f, const Problem& p, const Schedule& sch,
                        const FormatStats& fs, const MatrixFeatures&,
@@ -33,7 +36,10 @@ class BitmapTcCost final : public CostFamily {
     const double tiles = row_tiles * col_tiles;
     f.nnz = double(fs.nnz);
     f.pad_overhead = fs.pad_overhead();
-    f.a_bytes = double(fs.nnz_padded) * db + tiles * (kBitmapTileRows * 8 + 4);
+    // decode=scatter streams a 16-bit offset per value slot in place of the masks
+    f.a_bytes = s.decode == BitmapDecode::Scatter
+                    ? double(fs.nnz_padded) * (db + 2.0) + tiles * 4.0
+                    : double(fs.nnz_padded) * db + tiles * (kBitmapTileRows * 8 + 4);
     f.table_bytes = 0;
     f.b_unique_bytes = double(p.k) * n * db;
     f.b_sector_bytes = grid_x * double(p.k) * n * db;

@@ -19,6 +19,7 @@ constexpr std::string_view kMmaNames[] = {"sync", "wgmma"};
 constexpr std::string_view kPipeNames[] = {"async", "bulk"};
 constexpr std::string_view kCopyNames[] = {"tile", "step"};
 constexpr std::string_view kBLoadNames[] = {"arranged", "map"};
+constexpr std::string_view kDecodeNames[] = {"regs", "scatter"};
 
 }  // namespace
 
@@ -28,6 +29,10 @@ std::string_view to_string(BitmapCopy c) {
 
 std::string_view to_string(BitmapBLoad b) {
   return kBLoadNames[static_cast<int>(b)];
+}
+
+std::string_view to_string(BitmapDecode d) {
+  return kDecodeNames[static_cast<int>(d)];
 }
 
 std::string_view to_string(BitmapPipe p) {
@@ -68,6 +73,11 @@ std::vector<std::string> validate(const BitmapTcSchedule& s) {
     bad(fmt::format("mma=wgmma needs whole warpgroups: warps={} must be 4 or 8", w));
   if (s.b_load == BitmapBLoad::Map && (s.pipe != BitmapPipe::Bulk || s.mma != MmaKind::Wgmma))
     bad("b=map needs pipe=bulk and mma=wgmma (the swizzled B is read by wgmma descriptors)");
+  if (s.decode == BitmapDecode::Scatter &&
+      (s.pipe != BitmapPipe::Bulk || s.mma != MmaKind::Wgmma || s.copy != BitmapCopy::Step ||
+       s.b_load != BitmapBLoad::Map || s.m_tiles != 1 || s.values != BitmapValues::Slot))
+    bad("decode=scatter needs pipe=bulk, mma=wgmma, copy=step, b=map, mt=1 and vals=slot (a "
+        "warp's one row tile scattered into a dense tile that wgmma reads)");
   return why;
 }
 
@@ -104,13 +114,14 @@ std::string bitmap_tc_spec(const BitmapTcSchedule& s) {
   // The default value layout is left out, so the SPECs (and kernel database keys) of slot
   // schedules read as they did before the field existed.
   return fmt::format(
-      "bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};mma={}{}{}{}{}{}", s.warps_per_block,
+      "bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};mma={}{}{}{}{}{}{}", s.warps_per_block,
       s.m_tiles, s.k_tiles, s.ksplit, s.stages, to_string(s.mma),
       s.values == BitmapValues::Slot ? "" : fmt::format(";vals={}", to_string(s.values)),
       s.pipe == BitmapPipe::Async ? "" : fmt::format(";pipe={}", to_string(s.pipe)),
       s.copy == BitmapCopy::Tile ? "" : fmt::format(";copy={}", to_string(s.copy)),
       s.cluster == 1 ? "" : fmt::format(";cluster={}", s.cluster),
-      s.b_load == BitmapBLoad::Arranged ? "" : fmt::format(";b={}", to_string(s.b_load)));
+      s.b_load == BitmapBLoad::Arranged ? "" : fmt::format(";b={}", to_string(s.b_load)),
+      s.decode == BitmapDecode::Registers ? "" : fmt::format(";decode={}", to_string(s.decode)));
 }
 
 std::string print_bitmap_tc(const BitmapTcSchedule& s) {
@@ -135,10 +146,14 @@ std::string print_bitmap_tc(const BitmapTcSchedule& s) {
         s.cluster);
   if (s.b_load == BitmapBLoad::Map)
     out += "  B     : map (TMA boxes of B in the wgmma swizzle, no arrangement kernel)\n";
-  out += s.mma == MmaKind::Wgmma
-             ? "  math  : wgmma.m64nNk16 per warpgroup (A from registers, B from shared), fp32 "
-               "accumulate\n"
-             : "  math  : mma.m16n8k16 per warp, fp32 accumulate\n";
+  if (s.decode == BitmapDecode::Scatter)
+    out +=
+        "  A     : scatter (values stored by offset into a zeroed dense tile, 128-byte swizzle)\n";
+  out += s.mma != MmaKind::Wgmma ? "  math  : mma.m16n8k16 per warp, fp32 accumulate\n"
+         : s.decode == BitmapDecode::Scatter
+             ? "  math  : wgmma.m64nNk16 per warpgroup (A and B from shared), fp32 accumulate\n"
+             : "  math  : wgmma.m64nNk16 per warpgroup (A from registers, B from shared), fp32 "
+               "accumulate\n";
   out += fmt::format("  output: {}\n", to_string(s.output()));
   return out;
 }
@@ -172,11 +187,13 @@ BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
       s.cluster = num(16);
     } else if (key == "b") {
       s.b_load = spec_fields::parse_enum<BitmapBLoad>(key, kBLoadNames, v);
+    } else if (key == "decode") {
+      s.decode = spec_fields::parse_enum<BitmapDecode>(key, kDecodeNames, v);
     } else
       spec_fields::error(
           key,
-          "one of warps, mt, kt, ksplit, stages, mma, vals, pipe, copy, cluster, b (family "
-          "bitmap_tc)",
+          "one of warps, mt, kt, ksplit, stages, mma, vals, pipe, copy, cluster, b, decode "
+          "(family bitmap_tc)",
           key);
   });
   spec_fields::check_legal(spec, validate(s));
@@ -222,6 +239,14 @@ BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t
   const bool map = s.b_load == BitmapBLoad::Map;
   m.b_step = s.k_tiles * m.b_tile + (s.mma == MmaKind::Wgmma && !map ? 16 * ((p.n + 7) / 8) : 0);
   m.stage = m.b_step + s.k_tiles * row_tiles * m.a_tile;
+  // decode=scatter: no lane words; the values, then a 16-bit offset per value
+  const bool scatter = s.decode == BitmapDecode::Scatter;
+  if (scatter) {
+    m.a_tile = 2 * m.a_values;
+    m.offsets = m.b_step + row_tiles * m.a_values;
+    m.stage = m.b_step + row_tiles * m.a_tile;
+    m.dense = s.rows_per_block() * 128;
+  }
   // b=map: every stage's B on a 1024-byte boundary (the swizzle atoms), the first one rounded
   // up at run time within the 1024 bytes allotted for it
   if (map) {
@@ -230,7 +255,7 @@ BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t
   }
   // pipe=bulk: a full and an empty mbarrier per stage (cluster > 1: and the cluster's empty)
   m.barriers = s.pipe == BitmapPipe::Bulk ? round16((s.cluster > 1 ? 24 : 16) * s.stages) : 0;
-  m.total = m.tile_ptrs + m.barriers + m.align + s.stages * m.stage;
+  m.total = m.tile_ptrs + m.barriers + m.align + s.stages * m.stage + 2 * m.dense;
   return m;
 }
 
@@ -254,8 +279,10 @@ int bitmap_tc_registers(const Problem& p, const BitmapTcSchedule& s) {
   // ptxas: 235 for warps=8, mt=2, N=128, kt=1 (this gives 228).
   // wgmma holds every quarter's A operand of a step at once (4·kt quarters of 4 registers).
   // pipe=bulk holds two steps' operands (one decoded while the other is multiplied).
-  const int a_regs =
-      s.mma == MmaKind::Wgmma ? (s.pipe == BitmapPipe::Bulk ? 32 : 16 * s.k_tiles) : 4;
+  // decode=scatter holds no A registers (wgmma reads A from shared memory).
+  const int a_regs = s.decode == BitmapDecode::Scatter ? 0
+                     : s.mma == MmaKind::Wgmma ? (s.pipe == BitmapPipe::Bulk ? 32 : 16 * s.k_tiles)
+                                               : 4;
   return 72 + s.m_tiles * (4 * ntiles + a_regs + 6 * s.k_tiles) + 4;
 }
 

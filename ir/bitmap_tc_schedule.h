@@ -17,6 +17,11 @@
 //             printed): one bulk copy of B as an aux kernel laid it out beforehand (16-byte
 //             column groups, BitmapBLoad); map: one TMA copy per 64 columns straight from B
 //             through a tensor map, in the swizzle wgmma reads (N = 16..128; no aux kernel)
+//     decode  pipe=bulk, mma=wgmma, copy=step, b=map, mt=1, vals=slot: how A reaches the tensor
+//             cores. regs (default, not printed): each lane decodes its A operand into registers
+//             from the lane words. scatter: each warp zeroes its 16 rows of a dense A tile in
+//             shared memory (the 128-byte swizzle) and stores its values there by 16-bit offsets
+//             the pack computed; wgmma reads A and B from shared memory (BitmapDecode)
 //     pipe    how a step's tiles reach shared memory: async (default, not printed: every thread's
 //             cp.async copies and two block barriers a step) or bulk (kt=1, sm_90: a producer
 //             warp beyond `warps` issues each step's A tiles and B rows as cp.async.bulk copies
@@ -60,6 +65,14 @@ std::string_view to_string(BitmapCopy c);  // "tile", "step"
 // in the 32/64/128-byte swizzle an N-major wgmma descriptor reads (one launch, no BWork).
 enum class BitmapBLoad { Arranged, Map };
 std::string_view to_string(BitmapBLoad b);  // "arranged", "map"
+// pipe=bulk, mma=wgmma: how a step's A reaches the multiplies. regs: each lane walks its lane
+// word and its values into the A operand registers (a predicated load per register, whatever the
+// density). scatter: each stored value comes with the 16-bit byte offset of its position in a
+// dense 16 x 64 tile in the 128-byte swizzle (bitmap_scatter_offsets); a warp zeroes its tile,
+// stores its values at their offsets and the warpgroup's wgmma reads A from shared memory. Its
+// work is per stored value, not per position; a stored value costs 4 bytes (value + offset).
+enum class BitmapDecode { Registers, Scatter };
+std::string_view to_string(BitmapDecode d);  // "regs", "scatter"
 
 // ─── Bitmap tiles on tensor cores (family "bitmap_tc") ───────────────────────────────────────
 // Over the bitmap-tile format (ir/bitmap_format.h: 16 x 64 tiles, a 64-bit mask per tile row and
@@ -98,6 +111,8 @@ struct BitmapTcSchedule {
   int cluster = 1;
   // pipe=bulk, mma=wgmma: B from the arranged BWork or through a tensor map (BitmapBLoad)
   BitmapBLoad b_load = BitmapBLoad::Arranged;
+  // pipe=bulk, mma=wgmma, copy=step, b=map: A decoded into registers or scattered (BitmapDecode)
+  BitmapDecode decode = BitmapDecode::Registers;
 
   int rows_per_block() const { return warps_per_block * m_tiles * 16; }
   int threads_per_block() const {
@@ -140,7 +155,8 @@ int64_t bitmap_tc_b_row_bytes(const Problem& p, const BitmapTcSchedule& s);
 //    empty, which the first block's producer waits on), rounded to 16]
 //   stages x k_tiles x [B tile: 64 x b_row | per row tile of the block: 32 lane words (128) |
 //   values]; copy=step: stages x [B tile | the row tiles' lane words and lane starts | their
-//   values, packed]
+//   values, packed]; decode=scatter: stages x [B tile | values, packed | their offsets, packed]
+//   then two dense A buffers of rows_per_block x 128 bytes (1024-byte aligned)
 struct BitmapTcSmem {
   int64_t tile_ptrs = 0;  // bytes of the tile-pointer table
   int64_t barriers = 0;   // pipe=bulk: the stages' full and empty mbarriers
@@ -152,7 +168,9 @@ struct BitmapTcSmem {
   int64_t stage = 0;      // b_step + k_tiles x (row tiles per block) x a_tile (b=map: rounded
                           // to 1024 bytes, the swizzle atoms' alignment)
   int64_t align = 0;      // b=map: bytes allotted to round the first stage up to 1024
-  int64_t total = 0;      // tile_ptrs + barriers + align + stages x stage
+  int64_t offsets = 0;    // decode=scatter: the offsets' place in a stage (after the values)
+  int64_t dense = 0;      // decode=scatter: one dense A buffer (rows_per_block x 128 bytes)
+  int64_t total = 0;      // tile_ptrs + barriers + align + stages x stage + 2 x dense
 };
 // pipe=bulk: bytes of B as the aux kernel lays it out (BWork), per 64-row column tile as the
 // stage holds it: mma=wgmma, N/8 column groups of bitmap_tc_b_group<64>() bytes (64 rows of 16

@@ -350,6 +350,59 @@ __device__ __forceinline__ void bitmap_tc_wgmma_issue(unsigned s_b, const unsign
   wgmma_commit();
 }
 
+// decode=scatter: a warp's row tile of one step into its 16 rows of a dense A tile at shared
+// address region (1024-byte aligned: 16 rows of 128 bytes in the 128-byte swizzle, see
+// codegen::bitmap_scatter_offsets). The region is zeroed (four 16-byte stores a lane), then the
+// tile's n values at s_vals (n a multiple of 8, 16-byte aligned) are stored at region + their
+// 16-bit offsets at s_offs, four a lane an iteration: the work follows the stored values, not the
+// 1,024 positions. The caller makes the stores visible to wgmma (fence_proxy_async, then a
+// warpgroup barrier) and must not call it again on the region before the wgmma reading it has
+// completed.
+//   zero: st.shared.v4 x 4;  per 4 values: ld.shared.v2 (values), ld.shared.v2 (offsets),
+//   4 x st.shared.u16 [region + offset]
+__device__ __forceinline__ void bitmap_tc_scatter(unsigned region, unsigned s_vals, unsigned s_offs,
+                                                  int n, int lane) {
+#pragma unroll
+  for (int k = 0; k < 4; ++k)
+    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(region + (lane + 32 * k) * 16),
+                 "r"(0u));
+  __syncwarp();
+  for (int j = 4 * lane; j < n; j += 128) {
+    unsigned v0, v1, o0, o1;
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v0), "=r"(v1) : "r"(s_vals + 2 * j));
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(o0), "=r"(o1) : "r"(s_offs + 2 * j));
+    // a 16-bit store of a 32-bit register keeps its low half (PTX: narrow values in wide registers)
+    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(region + (o0 & 0xffffu)), "r"(v0));
+    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(region + (o0 >> 16)), "r"(v0 >> 16));
+    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(region + (o1 & 0xffffu)), "r"(v1));
+    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(region + (o1 >> 16)), "r"(v1 >> 16));
+  }
+}
+
+// decode=scatter: the four warps of warpgroup wg (named barrier 1 + wg, 128 threads): every
+// warp's scattered rows are in place before the warpgroup's wgmma reads them.
+__device__ __forceinline__ void bitmap_tc_warpgroup_sync(int wg) {
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+}
+
+// decode=scatter: acc (NT n8 tiles x 4 floats) += A x B over one step for the warpgroup: A its 64
+// rows x 64 columns at s_a (the four warps' scattered tiles, K-major in the 128-byte swizzle,
+// 1024-byte aligned), B the step's TMA boxes at s_b (as bitmap_tc_wgmma_issue with BMAP). One
+// m64nNk16 per 16-column quarter: quarter uq's A starts 32 bytes on within the swizzled rows, its
+// B 16 rows on. Issued in one group that is not waited for.
+template <typename T, int NT>
+__device__ __forceinline__ void bitmap_tc_wgmma_issue_ss(unsigned s_a, unsigned s_b, float* acc) {
+  constexpr unsigned kRow = NT > 8 ? 128 : NT * 16;
+  const unsigned long long desc_b = detail::wgmma_desc_nmajor_swizzled<kRow>(s_b, 64 * kRow);
+  const unsigned long long desc_a = detail::wgmma_desc_kmajor_sw128(s_a);
+  wgmma_fence();
+#pragma unroll
+  for (int uq = 0; uq < 4; ++uq)
+    detail::wgmma_m64k16_ss<T, NT * 8>(acc, desc_a + static_cast<unsigned long long>(2 * uq),
+                                       desc_b + static_cast<unsigned long long>(uq) * kRow);
+  wgmma_commit();
+}
+
 // bitmap_tc_wgmma_issue, then waited for before returning (pipe=async): B's buffer and a may be
 // reused after the call.
 // Measured on an H200 (28672x7168 70 %, N = 64): with the cp.async pipeline 1.39x slower than
@@ -537,6 +590,8 @@ __device__ __forceinline__ void bitmap_tc_bulk_produce_tiles(unsigned bars, unsi
 // BMAP through the tensor map b_map) to the stage's start, the
 // tiles' records (valid·RECORD bytes of masks: lane words and lane starts) to A0, and their values
 // (s_tp[i·(RTB + 1)] .. s_tp[i·(RTB + 1) + RTB], bitmap_tc_bulk_tile_ptrs) to A0 + RTB·RECORD.
+// decode=scatter (OFFS > 0, RECORD = 0): no records; the values' 16-bit offsets (masks is
+// codegen::bitmap_scatter_offsets, two a word) go to OFFS in the stage.
 // CL > 1 (clusters of CL row blocks, the same K part): B reaches every block of the cluster by
 // one multicast copy that the first block (rank 0) issues once every consumer warp of the
 // cluster released the stage (its cluster-empty barrier, bars + 8·(2·STAGES + s)); each block
@@ -545,7 +600,7 @@ __device__ __forceinline__ void bitmap_tc_bulk_produce_tiles(unsigned bars, unsi
 //   rank 0: wait empty(s); expect(full(s)); wait cluster-empty(s); B -> every block; A(i)
 //   others: wait empty(s); expect(full(s)); A(i)
 template <typename T, int STAGES, int RTB, int STAGE, int A0, int RECORD, int B_BYTES, int CL,
-          int NT, int BMAP>
+          int NT, int BMAP, int OFFS>
 __device__ __forceinline__ void bitmap_tc_bulk_produce_steps(
     unsigned bars, unsigned s_stage0, const unsigned* __restrict__ bw,
     const TensorMap* __restrict__ b_map, const unsigned* __restrict__ masks,
@@ -562,18 +617,21 @@ __device__ __forceinline__ void bitmap_tc_bulk_produce_steps(
     if (lane == 0) {
       const int v0 = s_tp[i * (RTB + 1)], v1 = s_tp[i * (RTB + 1) + RTB];
       const unsigned vbytes = 2u * static_cast<unsigned>(v1 - v0);
-      detail::bulk_expect(full, B_BYTES + RECORD * static_cast<unsigned>(valid) + vbytes);
+      detail::bulk_expect(
+          full, B_BYTES + RECORD * static_cast<unsigned>(valid) + (OFFS > 0 ? 2u : 1u) * vbytes);
       if (CL == 1) {
         bitmap_tc_copy_b<NT, B_BYTES, BMAP>(st, bw, b_map, ct0 + i, full, 0u);
       } else if (leader) {
         if (i >= STAGES) detail::bulk_wait(bars + 8 * (2 * STAGES + s), ((i / STAGES) - 1) & 1);
         bitmap_tc_copy_b<NT, B_BYTES, BMAP>(st, bw, b_map, ct0 + i, full, (1u << CL) - 1u);
       }
-      if (valid > 0)
+      if (RECORD > 0 && valid > 0)
         detail::bulk_copy(st + A0,
                           masks + (static_cast<long long>(first) + i * stride) * (RECORD / 4),
                           RECORD * static_cast<unsigned>(valid), full);
       if (vbytes > 0) detail::bulk_copy(st + A0 + RTB * RECORD, values + v0, vbytes, full);
+      // decode=scatter: the values' offsets, two to a word of the masks table
+      if (OFFS > 0 && vbytes > 0) detail::bulk_copy(st + OFFS, masks + v0 / 2, vbytes, full);
     }
     __syncwarp();
   }

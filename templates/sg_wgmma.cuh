@@ -174,6 +174,101 @@ __device__ __forceinline__ void wgmma_m64k16(float* d, const unsigned* a, unsign
   }
 }
 
+// A from shared memory as well (the "SS" form): the operand lists of the RS macros with A's
+// descriptor in place of its four registers; A K-major (imm-trans-a = 0), B N-major.
+#define SG_WGMMA_M64N16K16_SS(TY, d, da, db)                                                \
+  asm volatile(                                                                             \
+      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"                                          \
+      " wgmma.mma_async.sync.aligned.m64n16k16.f32." TY "." TY                              \
+      " {"                                                                                  \
+      "%0, %1, %2, %3, %4, %5, %6, %7"                                                      \
+      "}, %8, %9, p, 1, 1, 0, 1;\n}\n"                                                      \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), \
+        "+f"(d[7])                                                                          \
+      : "l"(da), "l"(db))
+#define SG_WGMMA_M64N32K16_SS(TY, d, da, db)                                                    \
+  asm volatile(                                                                                 \
+      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"                                              \
+      " wgmma.mma_async.sync.aligned.m64n32k16.f32." TY "." TY                                  \
+      " {"                                                                                      \
+      "%0, %1, %2, %3, %4, %5, %6, %7, "                                                        \
+      "%8, %9, %10, %11, %12, %13, %14, %15"                                                    \
+      "}, %16, %17, p, 1, 1, 0, 1;\n}\n"                                                        \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),     \
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), \
+        "+f"(d[14]), "+f"(d[15])                                                                \
+      : "l"(da), "l"(db))
+#define SG_WGMMA_M64N64K16_SS(TY, d, da, db)                                                       \
+  asm volatile(                                                                                    \
+      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"                                                 \
+      " wgmma.mma_async.sync.aligned.m64n64k16.f32." TY "." TY                                     \
+      " {"                                                                                         \
+      "%0, %1, %2, %3, %4, %5, %6, %7, "                                                           \
+      "%8, %9, %10, %11, %12, %13, %14, %15, "                                                     \
+      "%16, %17, %18, %19, %20, %21, %22, %23, "                                                   \
+      "%24, %25, %26, %27, %28, %29, %30, %31"                                                     \
+      "}, %32, %33, p, 1, 1, 0, 1;\n}\n"                                                           \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),        \
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), \
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), \
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])                                         \
+      : "l"(da), "l"(db))
+#define SG_WGMMA_M64N128K16_SS(TY, d, da, db)                                                      \
+  asm volatile(                                                                                    \
+      "{\n .reg .pred p;\n setp.ne.b32 p, 1, 0;\n"                                                 \
+      " wgmma.mma_async.sync.aligned.m64n128k16.f32." TY "." TY                                    \
+      " {"                                                                                         \
+      "%0, %1, %2, %3, %4, %5, %6, %7, "                                                           \
+      "%8, %9, %10, %11, %12, %13, %14, %15, "                                                     \
+      "%16, %17, %18, %19, %20, %21, %22, %23, "                                                   \
+      "%24, %25, %26, %27, %28, %29, %30, %31, "                                                   \
+      "%32, %33, %34, %35, %36, %37, %38, %39, "                                                   \
+      "%40, %41, %42, %43, %44, %45, %46, %47, "                                                   \
+      "%48, %49, %50, %51, %52, %53, %54, %55, "                                                   \
+      "%56, %57, %58, %59, %60, %61, %62, %63"                                                     \
+      "}, %64, %65, p, 1, 1, 0, 1;\n}\n"                                                           \
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),        \
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), \
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), \
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), \
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), \
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), \
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
+        "+f"(d[63])                                                                                \
+      : "l"(da), "l"(db))
+// d (N/2 floats per thread) += A (descriptor: 64 x 16) x B (descriptor), for one warpgroup.
+// N in {16, 32, 64, 128}; T is __half or __nv_bfloat16.
+template <typename T, int N>
+__device__ __forceinline__ void wgmma_m64k16_ss(float* d, unsigned long long desc_a,
+                                                unsigned long long desc_b) {
+  static_assert(N == 16 || N == 32 || N == 64 || N == 128,
+                "wgmma_m64k16_ss: N must be 16, 32, 64, 128");
+  constexpr bool kHalf = detail::IsHalf<T>::value;
+  if constexpr (N == 16) {
+    if constexpr (kHalf)
+      SG_WGMMA_M64N16K16_SS("f16", d, desc_a, desc_b);
+    else
+      SG_WGMMA_M64N16K16_SS("bf16", d, desc_a, desc_b);
+  } else if constexpr (N == 32) {
+    if constexpr (kHalf)
+      SG_WGMMA_M64N32K16_SS("f16", d, desc_a, desc_b);
+    else
+      SG_WGMMA_M64N32K16_SS("bf16", d, desc_a, desc_b);
+  } else if constexpr (N == 64) {
+    if constexpr (kHalf)
+      SG_WGMMA_M64N64K16_SS("f16", d, desc_a, desc_b);
+    else
+      SG_WGMMA_M64N64K16_SS("bf16", d, desc_a, desc_b);
+  } else {
+    if constexpr (kHalf)
+      SG_WGMMA_M64N128K16_SS("f16", d, desc_a, desc_b);
+    else
+      SG_WGMMA_M64N128K16_SS("bf16", d, desc_a, desc_b);
+  }
+}
 // Descriptor of a K-major, unswizzled operand starting at shared address `start` (16-byte
 // aligned): core matrices of 8 rows (of N) x 16 bytes (of K), LBO the byte step between core
 // matrices along K, SBO along N. The same bit fields as wgmma_desc_nmajor.

@@ -589,7 +589,7 @@ TEST(BitmapTcCodegen, BulkClustersMulticastB) {
     EXPECT_TRUE(has(k.source, "const int first = valid > 0 ? rt0 * "));
     EXPECT_EQ(count(k.source, "sg::bitmap_tc_cluster_sync();"), 2u);
     EXPECT_FALSE(has(k.source, "__syncthreads();"));
-    EXPECT_TRUE(has(k.source, fmt::format(", {}, 8, 0>(s_bars, s_stage0, bw, "
+    EXPECT_TRUE(has(k.source, fmt::format(", {}, 8, 0, 0>(s_bars, s_stage0, bw, "
                                           "static_cast<const sg::TensorMap*>(nullptr), masks, "
                                           "values, s_tp, first, valid, valid, ct0, steps, lane);",
                                           cl)));
@@ -785,7 +785,7 @@ TEST(BitmapTcCodegen, MapBReadsBThroughATensorMap) {
   EXPECT_TRUE(has(k.source, "s_stage0 = (sg::smem_addr(sg_smem) + "));
   EXPECT_TRUE(has(k.source, " + 1023u) & ~1023u;"));
   EXPECT_TRUE(has(k.source,
-                  ", 1, 8, 1>(s_bars, s_stage0, static_cast<const unsigned*>(nullptr), "
+                  ", 1, 8, 1, 0>(s_bars, s_stage0, static_cast<const unsigned*>(nullptr), "
                   "&b_map, masks, "));
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_issue<T, 8, 1, 4, 1>("));
   ASSERT_EQ(sig.params.back().kind, ParamKind::BTensorMap);
@@ -840,6 +840,117 @@ TEST(BitmapTcCodegen, MapBReadsBThroughATensorMap) {
         }
       }
   std::printf("[ NVRTC    ] %d b=map bitmap_tc kernels for sm_90a in %.0f ms\n", i, total_ms);
+}
+
+// decode=scatter's offsets: storing every slot's value at its offset into a zeroed 16 x 128-byte
+// tile and reading position (r, c) back through the 128-byte swizzle rebuilds each tile of A
+// exactly (fill slots store 0 at a position the tile does not hold), in any tile order.
+TEST(BitmapTcCodegen, ScatterOffsetsRebuildEveryTile) {
+  const CsrMatrix a = odd_matrix();
+  for (int64_t group : {int64_t{1}, int64_t{4}}) {
+    const BitmapTileFormat f = pack_bitmap_tiles(a, BitmapValues::Slot, group);
+    const std::vector<int64_t> words = bitmap_scatter_offsets(f);
+    ASSERT_EQ(words.size(), static_cast<size_t>(f.slots() / 2));
+    std::vector<float> dense(static_cast<size_t>(f.rows * f.cols), 0.0f);
+    for (int64_t r = 0; r < a.rows; ++r)
+      for (int64_t j = a.row_ptr[static_cast<size_t>(r)]; j < a.row_ptr[static_cast<size_t>(r) + 1];
+           ++j)
+        dense[static_cast<size_t>(r * a.cols + a.col_idx[static_cast<size_t>(j)])] =
+            a.values[static_cast<size_t>(j)];
+    int fills = 0;
+    for (int64_t rt = 0; rt < f.row_tiles; ++rt)
+      for (int64_t ct = 0; ct < f.col_tiles; ++ct) {
+        const int64_t t = bitmap_tile_index(f, rt, ct);
+        std::array<float, 1024> tile{};
+        std::array<int, 1024> writes{};
+        for (int64_t sl = f.tile_ptr[static_cast<size_t>(t)];
+             sl < f.tile_ptr[static_cast<size_t>(t) + 1]; ++sl) {
+          const auto w = static_cast<uint32_t>(words[static_cast<size_t>(sl / 2)]);
+          const uint32_t off = (w >> (16 * (sl % 2))) & 0xffffu;
+          ASSERT_LT(off, 2048u);
+          ASSERT_EQ(off % 2, 0u);
+          const float v = f.values[static_cast<size_t>(sl)];
+          // a position gets one value; a fill's 0 never lands on a stored value
+          if (writes[off / 2]++ > 0) {
+            EXPECT_EQ(v, 0.0f) << rt << " " << ct;
+          }
+          if (writes[off / 2] == 1 || v != 0.0f) tile[off / 2] = v;
+          fills += v == 0.0f;
+        }
+        for (int r = 0; r < 16; ++r)
+          for (int c = 0; c < 64; ++c) {
+            const int64_t row = rt * 16 + r, col = ct * 64 + c;
+            const float want = row < a.rows && col < a.cols
+                                   ? dense[static_cast<size_t>(row * a.cols + col)]
+                                   : 0.0f;
+            EXPECT_EQ(tile[static_cast<size_t>(bitmap_scatter_offset(r, c) / 2)], want)
+                << "group " << group << " tile " << rt << "," << ct << " at " << r << "," << c;
+          }
+      }
+    EXPECT_GT(fills, 0);  // the sample has alignment fill
+  }
+  // the swizzle: row 0 is plain, row r's 16-byte pieces are XORed with r % 8
+  EXPECT_EQ(bitmap_scatter_offset(0, 9), 18);
+  EXPECT_EQ(bitmap_scatter_offset(1, 0), 128 + 16);
+  EXPECT_EQ(bitmap_scatter_offset(9, 63), 9 * 128 + ((7 ^ 1) << 4) + 14);
+}
+
+// decode=scatter: the producer copies values and offsets (no lane words), each warp scatters
+// into its rows of a dense buffer, and wgmma reads A from shared memory (the SS form, K-major
+// 128-byte swizzle). NVRTC compiles it for sm_90a without spills or serialised wgmma over
+// N {16, 32, 64, 128}, fp16/bf16, four and eight warps, split K and clusters.
+TEST(BitmapTcCodegen, ScatterDecodeReadsAFromSharedMemory) {
+  const CsrMatrix a = odd_matrix();
+  const Problem p = Problem::spmm(a.rows, a.cols, 64, DType::F16);
+  const Schedule s = parse_schedule(
+      "bitmap_tc;warps=4;mt=1;stages=4;mma=wgmma;pipe=bulk;copy=step;b=map;decode=scatter");
+  const BitmapTcSchedule& b = s.as<BitmapTcSchedule>();
+  const BitmapTileFormat f = pack_bitmap_tiles(a, BitmapValues::Slot, bitmap_tc_tile_group(b));
+  const GeneratedKernel k = emit_bitmap_tc(p, s, f);
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_scatter(dense + warp * 2048, "));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_warpgroup_sync(warp >> 2);"));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_issue_ss<T, 8>(dense + (warp >> 2) * 8192, "));
+  EXPECT_FALSE(has(k.source, "bitmap_tc_bulk_zero"));
+  EXPECT_FALSE(has(k.source, "bitmap_tc_lanes_packed"));
+  const KernelSignature& sig = k.signature;
+  EXPECT_EQ(sig.params[5].source, "bitmap.scatter offsets");
+  EXPECT_EQ(sig.params[5].data, bitmap_scatter_offsets(f));
+  const BitmapTcSmem sm = bitmap_tc_smem(p, b, f.max_tile_values);
+  EXPECT_EQ(sm.dense, 64 * 128);
+  EXPECT_EQ(sm.offsets, sm.b_step + 4 * sm.a_values);
+  EXPECT_EQ(sm.stage % 1024, 0);
+  EXPECT_EQ(sig.launch.dynamic_shared_bytes, sm.total);
+  const std::string ptx = sm90a_ptx(k);
+  EXPECT_TRUE(has(ptx, "st.shared.u16"));
+  EXPECT_TRUE(has(ptx, "bar.sync"));
+  EXPECT_TRUE(has(ptx, "fence.proxy.async.shared::cta"));
+  EXPECT_EQ(count(ptx, "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16"), 4u);
+  int i = 0;
+  double total_ms = 0;
+  for (int64_t n : {16, 32, 64, 128})
+    for (int cl : {1, 2}) {
+      BitmapTcSchedule bb = b;
+      bb.cluster = cl;
+      bb.warps_per_block = i % 2 == 0 ? 8 : 4;
+      bb.ksplit = i % 3 == 0 ? 3 : 1;
+      const DType dt = i % 2 == 0 ? DType::F16 : DType::BF16;
+      ++i;
+      const Problem pn = Problem::spmm(a.rows, a.cols, n, dt);
+      const BitmapTileFormat fn =
+          pack_bitmap_tiles(a, BitmapValues::Slot, bitmap_tc_tile_group(bb));
+      try {
+        const auto r = compile_verbose(emit_bitmap_tc(pn, Schedule(bb), fn), "sm_90a");
+        total_ms += r.compile_ms;
+        EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
+            << to_string(pn) << " " << to_string(Schedule(bb)) << "\n"
+            << r.log;
+        EXPECT_FALSE(has(r.log, "serialized")) << to_string(Schedule(bb)) << "\n" << r.log;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << to_string(pn) << " " << to_string(Schedule(bb)) << "\n" << e.what();
+      }
+    }
+  std::printf("[ NVRTC    ] %d decode=scatter bitmap_tc kernels for sm_90a in %.0f ms\n", i,
+              total_ms);
 }
 
 // Degenerate shapes (Problem: "valid, the result is C = beta·C"). M = 0: an empty grid, nothing

@@ -1594,6 +1594,54 @@ TEST(GpuBitmapTc, MapB) {
   EXPECT_EQ(checked, 32);
 }
 
+// bitmap_tc with decode=scatter (sm_90 only): each warp stores its row tile's values at their
+// offsets into a zeroed dense tile, and wgmma reads A from shared memory in the 128-byte swizzle.
+// N 16/32/64/128, fp16 and bf16, the odd 333 x 1000 matrix (a partial last row tile and column
+// tile, empty rows) and a 70 %-pruned 1024 x 4096 weight; four and eight warps, two to six
+// stages, split K and clusters of 2 and 4, each against the CPU reference (gpu_check: poisoned
+// C, two betas).
+TEST(GpuBitmapTc, ScatterDecode) {
+  SKIP_WITHOUT_GPU();
+  if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
+  auto ctx = std::make_shared<cuda::Context>(0);
+  const CompileTarget target = detect_target(0);
+  if (!target.limits.wgmma) GTEST_SKIP() << "decode=scatter feeds wgmma, which needs sm_90";
+  const std::pair<CsrMatrix, CsrMatrix> mats = bitmap_test_matrices(29, 17);
+  int checked = 0;
+  {
+    const char* const specs[4] = {
+        "bitmap_tc;warps=8;mt=1;ksplit=4;stages=4;mma=wgmma;pipe=bulk;copy=step;b=map;"
+        "decode=scatter",
+        "bitmap_tc;warps=4;mt=1;ksplit=1;stages=6;mma=wgmma;pipe=bulk;copy=step;b=map;"
+        "decode=scatter",
+        "bitmap_tc;warps=8;mt=1;ksplit=1;stages=2;mma=wgmma;pipe=bulk;copy=step;b=map;"
+        "decode=scatter",
+        "bitmap_tc;warps=4;mt=1;ksplit=3;stages=4;mma=wgmma;pipe=bulk;copy=step;b=map;"
+        "decode=scatter",
+    };
+    const int64_t ns[4] = {16, 32, 64, 128};
+    checked += check_bitmap_rotation(ctx, target, mats, specs, ns, 79, [](const KernelBuild&) {});
+  }
+  {
+    const char* const specs[4] = {
+        "bitmap_tc;warps=4;mt=1;ksplit=1;stages=6;mma=wgmma;pipe=bulk;copy=step;cluster=2;b=map;"
+        "decode=scatter",
+        "bitmap_tc;warps=8;mt=1;ksplit=3;stages=4;mma=wgmma;pipe=bulk;copy=step;cluster=4;b=map;"
+        "decode=scatter",
+        "bitmap_tc;warps=4;mt=1;ksplit=2;stages=4;mma=wgmma;pipe=bulk;copy=step;cluster=4;b=map;"
+        "decode=scatter",
+        "bitmap_tc;warps=8;mt=1;ksplit=8;stages=4;mma=wgmma;pipe=bulk;copy=step;cluster=2;b=map;"
+        "decode=scatter",
+    };
+    const int64_t ns[4] = {64, 32, 128, 16};
+    checked += check_bitmap_rotation(ctx, target, mats, specs, ns, 83, [&](const KernelBuild& b) {
+      EXPECT_GT(b.kernel.signature.launch.cluster_x, 1);
+    });
+  }
+  ctx->synchronize();
+  EXPECT_EQ(checked, 32);
+}
+
 TEST(GpuBitmapTc, Pruned) {
   SKIP_WITHOUT_GPU();
   run_pruned("bitmap_tc", 0.5);

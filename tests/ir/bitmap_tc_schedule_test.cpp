@@ -116,6 +116,19 @@ TEST(BitmapTcSchedule, SpecRoundTrip) {
     EXPECT_EQ(parse_schedule(spec + ";b=arranged").as<BitmapTcSchedule>().b_load,
               BitmapBLoad::Arranged);
     EXPECT_NE(print_schedule(Schedule(b)).find("B     : map (TMA"), std::string::npos);
+    // decode=scatter: printed only when set, and only with slot values and one row tile a warp
+    b.values = BitmapValues::Slot;
+    b.m_tiles = 1;
+    b.decode = BitmapDecode::Scatter;
+    const std::string sc = to_string(Schedule(b));
+    EXPECT_EQ(sc,
+              "bitmap_tc;warps=4;mt=1;kt=1;ksplit=3;stages=4;mma=wgmma;pipe=bulk;copy=step;"
+              "cluster=4;b=map;decode=scatter");
+    EXPECT_EQ(parse_schedule(sc).as<BitmapTcSchedule>(), b);
+    EXPECT_NE(print_schedule(Schedule(b)).find("A     : scatter"), std::string::npos);
+    EXPECT_NE(print_schedule(Schedule(b)).find("A and B from shared"), std::string::npos);
+    EXPECT_EQ(parse_schedule("bitmap_tc;decode=regs").as<BitmapTcSchedule>().decode,
+              BitmapDecode::Registers);
   }
   // Specs written before the mma field (cache keys, results JSON) still parse, as mma=sync.
   EXPECT_EQ(parse_schedule("bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=3"),
@@ -237,6 +250,18 @@ TEST(BitmapTcSchedule, ParseErrorsNameTheField) {
   expect_user_error(parse("bitmap_tc;stages=4;pipe=bulk;b=map"),
                     {"b=map needs pipe=bulk and mma=wgmma"}, "map, mma.sync");
   expect_user_error(parse("bitmap_tc;mma=wgmma;b=map"), {"b=map needs pipe=bulk"}, "map, async");
+  // decode=scatter: one row tile a warp, slot values, copy=step with B by TMA
+  const std::string bulk_map = "bitmap_tc;stages=4;mma=wgmma;pipe=bulk;copy=step;b=map";
+  auto parse_str = [](std::string spec) { return [spec] { (void)parse_schedule(spec); }; };
+  EXPECT_NO_THROW(parse_schedule(bulk_map + ";decode=scatter"));
+  expect_user_error(parse_str(bulk_map + ";decode=gather"), {"field 'decode'", "regs or scatter"},
+                    "decode=gather");
+  for (const char* spec : {"bitmap_tc;stages=4;mma=wgmma;pipe=bulk;copy=step;b=map;mt=2",
+                           "bitmap_tc;stages=4;mma=wgmma;pipe=bulk;copy=step;b=map;vals=pair",
+                           "bitmap_tc;stages=4;mma=wgmma;pipe=bulk;copy=step",
+                           "bitmap_tc;stages=4;mma=wgmma;pipe=bulk;b=map"})
+    expect_user_error(parse_str(std::string(spec) + ";decode=scatter"),
+                      {"decode=scatter needs pipe=bulk, mma=wgmma, copy=step, b=map, mt=1"}, spec);
   expect_user_error(parse("bitmap_tc;stages=4;mma=wgmma;pipe=bulk;b=tma"),
                     {"field 'b'", "arranged or map", "'tma'"}, "b=tma");
   // Duplicate key.
