@@ -40,7 +40,14 @@ class BitmapTcEmitter : public Emitter {
  public:
   BitmapTcEmitter(const Problem& p, const BitmapTcSchedule& s, const BitmapTileFormat& f,
                   const EmitOptions& opt)
-      : p_(p), s_(s), f_(f), opt_(opt), smem_(bitmap_tc_smem(p, s, f.max_tile_values)) {}
+      : p_(p),
+        s_(s),
+        f_(f),
+        opt_(opt),
+        // decode=scatter stages a step's values packed: sized by the pack's largest step
+        smem_(bitmap_tc_smem(
+            p, s, f.max_tile_values,
+            s.decode == BitmapDecode::Scatter ? bitmap_max_step_values(f) : int64_t{-1})) {}
 
   GeneratedKernel run() {
     const auto why = validate_bitmap_tc(p_, s_);

@@ -214,6 +214,19 @@ BitmapTileStats bitmap_tile_stats(const BitmapTileFormat& f) {
   return st;
 }
 
+int64_t bitmap_max_step_values(const BitmapTileFormat& f) {
+  int64_t most = 0;
+  for (int64_t g0 = 0; g0 < f.row_tiles; g0 += f.group) {
+    const int64_t last = std::min(g0 + f.group, f.row_tiles) - 1;
+    for (int64_t ct = 0; ct < f.col_tiles; ++ct) {
+      const int64_t t0 = bitmap_tile_index(f, g0, ct), t1 = bitmap_tile_index(f, last, ct) + 1;
+      most =
+          std::max(most, f.tile_ptr[static_cast<size_t>(t1)] - f.tile_ptr[static_cast<size_t>(t0)]);
+    }
+  }
+  return most;
+}
+
 int64_t bitmap_tile_index(const BitmapTileFormat& f, int64_t rt, int64_t ct) {
   if (f.group == 1) return rt * f.col_tiles + ct;
   const int64_t g0 = rt / f.group * f.group;  // the group's first row tile

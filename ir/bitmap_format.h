@@ -119,6 +119,10 @@ BitmapTileStats bitmap_tile_stats(const CsrMatrix& a, BitmapValues layout = Bitm
 // The same figures read off a packed format (O(1)).
 BitmapTileStats bitmap_tile_stats(const BitmapTileFormat& f);
 
+// The most value slots of one step of a block of f.group row tiles: over the groups and column
+// tiles, the slots of the group's tiles of that column tile (consecutive in f's order).
+int64_t bitmap_max_step_values(const BitmapTileFormat& f);
+
 // The number of tile (rt, ct) in f's tile order (f.group).
 int64_t bitmap_tile_index(const BitmapTileFormat& f, int64_t rt, int64_t ct);
 

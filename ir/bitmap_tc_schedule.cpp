@@ -222,7 +222,8 @@ int64_t bitmap_tc_tile_group(const BitmapTcSchedule& s) {
   return s.copy == BitmapCopy::Step ? s.rows_per_block() / kBitmapTileRows : 1;
 }
 
-BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t max_tile_values) {
+BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t max_tile_values,
+                            int64_t max_step_values) {
   auto round16 = [](int64_t b) { return (b + 15) / 16 * 16; };
   const int64_t row_tiles = s.rows_per_block() / kBitmapTileRows;
   const int64_t part = bitmap_tc_part_tiles(col_tiles_of(p), s.ksplit);
@@ -242,9 +243,11 @@ BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t
   // decode=scatter: no lane words; the values, then a 16-bit offset per value
   const bool scatter = s.decode == BitmapDecode::Scatter;
   if (scatter) {
+    const int64_t step_values =
+        max_step_values >= 0 ? round16(2 * max_step_values) : row_tiles * m.a_values;
     m.a_tile = 2 * m.a_values;
-    m.offsets = m.b_step + row_tiles * m.a_values;
-    m.stage = m.b_step + row_tiles * m.a_tile;
+    m.offsets = m.b_step + step_values;
+    m.stage = m.b_step + 2 * step_values;
     m.dense = s.rows_per_block() * 128;
   }
   // b=map: every stage's B on a 1024-byte boundary (the swizzle atoms), the first one rounded

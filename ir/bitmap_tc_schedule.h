@@ -176,7 +176,10 @@ struct BitmapTcSmem {
 // stage holds it: mma=wgmma, N/8 column groups of bitmap_tc_b_group<64>() bytes (64 rows of 16
 // bytes, then 16 bytes of pad); mma=sync, 64 rows of bitmap_tc_b_row_bytes; b=map: 0 (no BWork).
 int64_t bitmap_tc_b_work_bytes(const Problem& p, const BitmapTcSchedule& s);
-BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t max_tile_values);
+// max_step_values (decode=scatter, when known: the pack's largest step, bitmap_max_step_values)
+// sizes a stage's values and offsets; otherwise the block's row tiles x max_tile_values do.
+BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t max_tile_values,
+                            int64_t max_step_values = -1);
 int64_t bitmap_tc_shared_bytes(const Problem& p, const BitmapTcSchedule& s,
                                int64_t max_tile_values);
 int bitmap_tc_registers(const Problem& p, const BitmapTcSchedule& s);  // per-thread estimate

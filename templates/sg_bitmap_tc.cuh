@@ -358,24 +358,54 @@ __device__ __forceinline__ void bitmap_tc_wgmma_issue(unsigned s_b, const unsign
 // 1,024 positions. The caller makes the stores visible to wgmma (fence_proxy_async, then a
 // warpgroup barrier) and must not call it again on the region before the wgmma reading it has
 // completed.
-//   zero: st.shared.v4 x 4;  per 4 values: ld.shared.v2 (values), ld.shared.v2 (offsets),
-//   4 x st.shared.u16 [region + offset]
+//   loads of the first 8 values (ld.shared.v2: values, offsets);  zero: st.shared.v4 x 4;
+//   their 8 x st.shared.u16 [region + offset];  then 4 more a lane an iteration
 __device__ __forceinline__ void bitmap_tc_scatter(unsigned region, unsigned s_vals, unsigned s_offs,
                                                   int n, int lane) {
+  // a lane's first eight values and offsets are loaded before the zero stores, which hide their
+  // latency (asm volatile keeps this order)
+  unsigned v[4], o[4];
+  const bool first = 4 * lane < n, second = 4 * lane + 128 < n;
+  if (first) {
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
+                 : "=r"(v[0]), "=r"(v[1])
+                 : "r"(s_vals + 8 * lane));
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
+                 : "=r"(o[0]), "=r"(o[1])
+                 : "r"(s_offs + 8 * lane));
+  }
+  if (second) {
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
+                 : "=r"(v[2]), "=r"(v[3])
+                 : "r"(s_vals + 8 * lane + 256));
+    asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
+                 : "=r"(o[2]), "=r"(o[3])
+                 : "r"(s_offs + 8 * lane + 256));
+  }
 #pragma unroll
   for (int k = 0; k < 4; ++k)
     asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(region + (lane + 32 * k) * 16),
                  "r"(0u));
   __syncwarp();
-  for (int j = 4 * lane; j < n; j += 128) {
+  // a 16-bit store of a 32-bit register keeps its low half (PTX: narrow values in wide registers)
+  const auto store2 = [region](unsigned val, unsigned off) {
+    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(region + (off & 0xffffu)), "r"(val));
+    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(region + (off >> 16)), "r"(val >> 16));
+  };
+  if (first) {
+    store2(v[0], o[0]);
+    store2(v[1], o[1]);
+  }
+  if (second) {
+    store2(v[2], o[2]);
+    store2(v[3], o[3]);
+  }
+  for (int j = 4 * lane + 256; j < n; j += 128) {
     unsigned v0, v1, o0, o1;
     asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v0), "=r"(v1) : "r"(s_vals + 2 * j));
     asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(o0), "=r"(o1) : "r"(s_offs + 2 * j));
-    // a 16-bit store of a 32-bit register keeps its low half (PTX: narrow values in wide registers)
-    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(region + (o0 & 0xffffu)), "r"(v0));
-    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(region + (o0 >> 16)), "r"(v0 >> 16));
-    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(region + (o1 & 0xffffu)), "r"(v1));
-    asm volatile("st.shared.u16 [%0], %1;\n" ::"r"(region + (o1 >> 16)), "r"(v1 >> 16));
+    store2(v0, o0);
+    store2(v1, o1);
   }
 }
 

@@ -915,9 +915,12 @@ TEST(BitmapTcCodegen, ScatterDecodeReadsAFromSharedMemory) {
   const KernelSignature& sig = k.signature;
   EXPECT_EQ(sig.params[5].source, "bitmap.scatter offsets");
   EXPECT_EQ(sig.params[5].data, bitmap_scatter_offsets(f));
-  const BitmapTcSmem sm = bitmap_tc_smem(p, b, f.max_tile_values);
+  const int64_t step = bitmap_max_step_values(f);
+  const BitmapTcSmem sm = bitmap_tc_smem(p, b, f.max_tile_values, step);
+  EXPECT_LE(step, 4 * f.max_tile_values);
   EXPECT_EQ(sm.dense, 64 * 128);
-  EXPECT_EQ(sm.offsets, sm.b_step + 4 * sm.a_values);
+  EXPECT_EQ(sm.offsets, sm.b_step + (2 * step + 15) / 16 * 16);
+  EXPECT_LE(sm.total, bitmap_tc_smem(p, b, f.max_tile_values).total);
   EXPECT_EQ(sm.stage % 1024, 0);
   EXPECT_EQ(sig.launch.dynamic_shared_bytes, sm.total);
   const std::string ptx = sm90a_ptx(k);
