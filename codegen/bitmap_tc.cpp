@@ -82,7 +82,7 @@ class BitmapTcEmitter : public Emitter {
          {"values", "B",     "C",     "ws",      "alpha",  "beta",     "masks", "tile_ptr", "lane",
           "warp",   "tid",   "T",     "sg_smem", "s_tp",   "s_stage0", "ct0",   "tiles",    "acc",
           "issue",  "steps", "k_end", "bw",      "s_bars", "step",     "a0",    "a1",       "valid",
-          "rt0",    "first", "b_map", "s_dense", "tp",     "dense"})
+          "rt0",    "first", "b_map", "s_dense", "tp",     "dense", "bx", "by", "sum", "part"})
       reserve(n);
     decl(fmt::format("// sparsegen bitmap_tc kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -131,7 +131,7 @@ class BitmapTcEmitter : public Emitter {
     } else {
       comment("row tiles of this block below M: the producer copies them, the rest read zero lane");
       comment("words, written once here");
-      line(fmt::format("const int valid = min({}, {} - blockIdx.x * {});", RTB_, f_.row_tiles,
+      line(fmt::format("const int valid = min({}, {} - bx * {});", RTB_, f_.row_tiles,
                        RTB_));
     }
     if (!scatter_)
@@ -164,10 +164,11 @@ class BitmapTcEmitter : public Emitter {
                         IntArg{smem_.stage}, IntArg{smem_.b_step}, IntArg{smem_.a_tile},
                         IntArg{b_tile_bytes()}, IntArg{NT_}, IntArg{map_ ? 1 : 0}),
                   u32("s_bars"), u32("s_stage0"), b_work_arg(), b_map_arg(), cptr_u32("masks"),
-                  cptr_t("values"), cptr_i32("s_tp"), i32(fmt::format("blockIdx.x * {}", RTB_)),
+                  cptr_t("values"), cptr_i32("s_tp"), i32(fmt::format("bx * {}", RTB_)),
                   i32("valid"), i32("ct0"), i32("steps"), i32("lane"));
     }
     emit_consumers();
+    if (s_.cluster_k()) emit_cluster_k();
     if (cluster_ > 1) {
       comment("no block leaves while the cluster may still copy into it or arrive on it");
       call_stmt(tmpl::bitmap_tc_cluster_sync);
@@ -252,7 +253,57 @@ class BitmapTcEmitter : public Emitter {
       }
     }
     if (wgmma_) call_stmt(tmpl::wgmma_wait, targs(IntArg{0}));
-    emit_finish();
+    emit_finish_or_partials();
+  }
+
+  // The end of a consumer warp: its row tiles stored (or added into the workspace), or with
+  // kred=cluster its sums left in shared memory for the cluster's reduction (emit_cluster_k).
+  void emit_finish_or_partials() {
+    if (!s_.cluster_k()) {
+      emit_finish();
+      return;
+    }
+    comment("kred=cluster: the warp's sums into this block's shared memory (over the stages, once");
+    comment("every consumer warp is done with them); an empty K part leaves zeros");
+    line("float* part = reinterpret_cast<float*>(reinterpret_cast<char*>(sg_smem) +");
+    line("                                       (s_stage0 - " +
+         call(tmpl::smem_addr, cptr_u32("sg_smem")).text + "));");
+    const int floats = s_.m_tiles * NT_ * 4;
+    const auto store = [&](int zero) {
+      call_stmt(tmpl::bitmap_tc_partials_store,
+                targs(IntArg{floats}, IntArg{s_.warps_per_block}, IntArg{zero}), ptr_f32("part"),
+                tmpl::cptr_f32("acc"), i32("warp"), i32("lane"));
+    };
+    {
+      auto guard = block("if (tiles > 0)");
+      store(0);
+    }
+    {
+      auto other = block("else");
+      store(1);
+    }
+  }
+
+  // kred=cluster, after the producer and the consumers (every thread): once the cluster's blocks
+  // have stored their sums, consumer warp w of the block of rank w % ksplit adds warp w's sums of
+  // all the K parts (distributed shared memory, in rank order) and stores its rows of C; a last
+  // cluster barrier keeps every block's shared memory until the reads are done.
+  //   cluster_sync();  if (warp < W && warp % KS == by) { sum = partials of ranks 0..KS-1;
+  //   finish(sum); }  cluster_sync();
+  void emit_cluster_k() {
+    const int floats = s_.m_tiles * NT_ * 4;
+    comment("every block of the cluster has stored its K part's sums");
+    call_stmt(tmpl::bitmap_tc_cluster_sync);
+    {
+      auto adder = block(fmt::format("if (warp < {} && warp % {} == by)", s_.warps_per_block,
+                                     s_.ksplit));
+      line(fmt::format("float sum[{}];", floats));
+      call_stmt(tmpl::bitmap_tc_partials_sum, targs(IntArg{floats}, IntArg{s_.ksplit}),
+                u32("s_stage0"), ptr_f32("sum"), i32("warp"), i32("lane"));
+      emit_finish("sum", false);
+    }
+    comment("no block leaves while another may still read its sums");
+    call_stmt(tmpl::bitmap_tc_cluster_sync);
   }
 
   // decode=scatter: a consumer warp's loop. Step i's A goes to dense buffer i & 1 (after the
@@ -290,7 +341,7 @@ class BitmapTcEmitter : public Emitter {
       line("  " + release_call(fmt::format("(i + {}) % {}", S - 1, S)) + ";");
     }
     call_stmt(tmpl::wgmma_wait, targs(IntArg{0}));
-    emit_finish();
+    emit_finish_or_partials();
   }
 
   // pipe=bulk: a consumer warp's release of stage `stage` (an expression): its empty barrier, and
@@ -344,7 +395,15 @@ class BitmapTcEmitter : public Emitter {
     }
     comment(
         "this block's K part: column tiles ct0 .. ct0 + tiles - 1 (the last part may be empty)");
-    line(fmt::format("const int ct0 = blockIdx.y * {};", PT_));
+    if (s_.cluster_k()) {
+      comment(fmt::format("kred=cluster: the {0} K parts of a row block are one cluster of {0}",
+                          s_.ksplit));
+      comment("consecutive blocks (rank = K part)");
+      line(fmt::format("const int bx = blockIdx.x / {0}, by = blockIdx.x % {0};", s_.ksplit));
+    } else {
+      line("const int bx = blockIdx.x, by = blockIdx.y;");
+    }
+    line(fmt::format("const int ct0 = by * {};", PT_));
     line(fmt::format("const int tiles = min({} - ct0, {});", CT_, PT_));
     comment("tiles may be 0 (K = 0, or an empty last K part): no step runs, and the block still");
     comment("stores C = beta·C (ksplit = 1) or counts itself in the split-K finish");
@@ -382,7 +441,7 @@ class BitmapTcEmitter : public Emitter {
     if (step_copy_) {
       comment("the block's row tiles below M are one group of the pack: its tiles of column tile");
       comment("ct0 + i are tiles first + i * valid onwards");
-      line(fmt::format("const int rt0 = blockIdx.x * {};", RTB_));
+      line(fmt::format("const int rt0 = bx * {};", RTB_));
       if (cluster_ > 1) {
         comment("blocks past M (the grid in whole clusters) have no row tile: they take part in");
         comment("the B multicasts, copy no A and store nothing");
@@ -398,7 +457,7 @@ class BitmapTcEmitter : public Emitter {
     } else {
       call_stmt(tmpl::bitmap_tc_load_tile_ptrs,
                 targs(IntArg{RTB_}, IntArg{PT_}, IntArg{CT_}, IntArg{THREADS_}), ptr_i32("s_tp"),
-                cptr_i32("tile_ptr"), i32(fmt::format("blockIdx.x * {}", RTB_)),
+                cptr_i32("tile_ptr"), i32(fmt::format("bx * {}", RTB_)),
                 i32(std::to_string(f_.row_tiles)), i32("ct0"), i32("tiles"), i32("tid"));
     }
     if (bulk_) {
@@ -435,7 +494,7 @@ class BitmapTcEmitter : public Emitter {
         line("#pragma unroll");
         auto mt = block(fmt::format("for (int mt = 0; mt < {}; ++mt)", MT));
         line(fmt::format("const int rtl = warp * {} + mt;", MT));
-        line(fmt::format("const int rt = blockIdx.x * {} + rtl;", RTB_));
+        line(fmt::format("const int rt = bx * {} + rtl;", RTB_));
         line("#pragma unroll");
         auto u = block(fmt::format("for (int u = 0; u < {}; ++u)", KT));
         line(fmt::format("const int j = i * {} + u;", KT));
@@ -515,12 +574,12 @@ class BitmapTcEmitter : public Emitter {
               targs(TypeArg{"T"}, IntArg{p_.n}, IntArg{RTB_ * 16}, IntArg{THREADS_}), ptr_t("C"),
               ptr_f32("ws"),
               ptr_u32(fmt::format("reinterpret_cast<unsigned*>(ws + {})", counters_offset())),
-              i32(fmt::format("blockIdx.x * {}", RTB_ * 16)), i32(std::to_string(p_.m)), i32(rs),
+              i32(fmt::format("bx * {}", RTB_ * 16)), i32(std::to_string(p_.m)), i32(rs),
               i32(cs), f32("beta"), i32(std::to_string(s_.ksplit)), i32("tid"));
   }
 
   // The warp's row tiles from its accumulators acc (stored, or added into ws when K is split).
-  void emit_finish() {
+  void emit_finish(const std::string& acc_name = "acc", bool guard_steps = true) {
     const int MT = s_.m_tiles;
     const bool row_major = p_.c_layout == Layout::RowMajor;
     const std::string rs = std::to_string(row_major ? p_.n : 1);
@@ -532,7 +591,7 @@ class BitmapTcEmitter : public Emitter {
            call(tmpl::bitmap_tc_finish, targs(TypeArg{"T"}, IntArg{NT_}, IntArg{atomic_ ? 1 : 0}),
                 ptr_t("C"), ptr_f32(atomic_ ? "ws" : "static_cast<float*>(nullptr)"),
                 tmpl::cptr_f32(fmt::format("{} + mt * {}", acc, step)),
-                i32(fmt::format("(blockIdx.x * {} + warp * {} + mt) * 16", RTB_, MT)),
+                i32(fmt::format("(bx * {} + warp * {} + mt) * 16", RTB_, MT)),
                 i32(std::to_string(p_.m)), i32(rs), i32(cs), f32("alpha"), f32("beta"), i32("lane"))
                .text +
            ";");
@@ -542,8 +601,8 @@ class BitmapTcEmitter : public Emitter {
       // pipe=bulk (K > 0: every ksplit = 1 block has steps): the accumulators are read only on
       // the path where a wgmma wrote them, since ptxas serialises the wgmma pipeline when a path
       // from their zeroing to their use skips it.
-      auto guard = atomic_ || bulk_ ? block("if (tiles > 0)") : block();
-      finish("acc", std::to_string(NT_ * 4));
+      auto guard = guard_steps && (atomic_ || bulk_) ? block("if (tiles > 0)") : block();
+      finish(acc_name, std::to_string(NT_ * 4));
     }
   }
 
@@ -585,6 +644,12 @@ class BitmapTcEmitter : public Emitter {
     sig.launch.grid_y = bitmap_tc_grid_y(p_, s_);
     sig.launch.block_threads = THREADS_;
     sig.launch.cluster_x = cluster_;
+    if (s_.cluster_k()) {
+      // a row block's K parts as one cluster of consecutive blocks along x
+      sig.launch.grid_x *= s_.ksplit;
+      sig.launch.grid_y = 1;
+      sig.launch.cluster_x = s_.ksplit;
+    }
     sig.launch.dynamic_shared_bytes = smem_.total;
     sig.b_alignment = 16;  // 16-byte cp.async of B rows
     if (atomic_) {

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "ir/diagnostics.h"
@@ -20,6 +21,7 @@ constexpr std::string_view kPipeNames[] = {"async", "bulk"};
 constexpr std::string_view kCopyNames[] = {"tile", "step"};
 constexpr std::string_view kBLoadNames[] = {"arranged", "map"};
 constexpr std::string_view kDecodeNames[] = {"regs", "scatter"};
+constexpr std::string_view kKReduceNames[] = {"ws", "cluster"};
 
 }  // namespace
 
@@ -33,6 +35,10 @@ std::string_view to_string(BitmapBLoad b) {
 
 std::string_view to_string(BitmapDecode d) {
   return kDecodeNames[static_cast<int>(d)];
+}
+
+std::string_view to_string(BitmapKReduce k) {
+  return kKReduceNames[static_cast<int>(k)];
 }
 
 std::string_view to_string(BitmapPipe p) {
@@ -78,6 +84,15 @@ std::vector<std::string> validate(const BitmapTcSchedule& s) {
        s.b_load != BitmapBLoad::Map || s.m_tiles != 1 || s.values != BitmapValues::Slot))
     bad("decode=scatter needs pipe=bulk, mma=wgmma, copy=step, b=map, mt=1 and vals=slot (a "
         "warp's one row tile scattered into a dense tile that wgmma reads)");
+  if (s.kred == BitmapKReduce::Cluster &&
+      (s.pipe != BitmapPipe::Bulk || s.ksplit < 2 || s.ksplit > 8 || s.cluster != 1))
+    bad(fmt::format(
+        "kred=cluster needs pipe=bulk, ksplit 2..8 (a cluster of K parts) and cluster=1, not "
+        "ksplit={} cluster={}",
+        s.ksplit, s.cluster));
+  // ptxas serialises the scatter kernel's wgmma when its sums are stored for the cluster
+  if (s.kred == BitmapKReduce::Cluster && s.decode == BitmapDecode::Scatter)
+    bad("kred=cluster does not combine with decode=scatter");
   return why;
 }
 
@@ -114,14 +129,15 @@ std::string bitmap_tc_spec(const BitmapTcSchedule& s) {
   // The default value layout is left out, so the SPECs (and kernel database keys) of slot
   // schedules read as they did before the field existed.
   return fmt::format(
-      "bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};mma={}{}{}{}{}{}{}", s.warps_per_block,
+      "bitmap_tc;warps={};mt={};kt={};ksplit={};stages={};mma={}{}{}{}{}{}{}{}", s.warps_per_block,
       s.m_tiles, s.k_tiles, s.ksplit, s.stages, to_string(s.mma),
       s.values == BitmapValues::Slot ? "" : fmt::format(";vals={}", to_string(s.values)),
       s.pipe == BitmapPipe::Async ? "" : fmt::format(";pipe={}", to_string(s.pipe)),
       s.copy == BitmapCopy::Tile ? "" : fmt::format(";copy={}", to_string(s.copy)),
       s.cluster == 1 ? "" : fmt::format(";cluster={}", s.cluster),
       s.b_load == BitmapBLoad::Arranged ? "" : fmt::format(";b={}", to_string(s.b_load)),
-      s.decode == BitmapDecode::Registers ? "" : fmt::format(";decode={}", to_string(s.decode)));
+      s.decode == BitmapDecode::Registers ? "" : fmt::format(";decode={}", to_string(s.decode)),
+      s.kred == BitmapKReduce::Workspace ? "" : fmt::format(";kred={}", to_string(s.kred)));
 }
 
 std::string print_bitmap_tc(const BitmapTcSchedule& s) {
@@ -146,6 +162,11 @@ std::string print_bitmap_tc(const BitmapTcSchedule& s) {
         s.cluster);
   if (s.b_load == BitmapBLoad::Map)
     out += "  B     : map (TMA boxes of B in the wgmma swizzle, no arrangement kernel)\n";
+  if (s.kred == BitmapKReduce::Cluster)
+    out += fmt::format(
+        "  k-red : cluster (the {} K parts of a row block in one cluster, added over distributed "
+        "shared memory)\n",
+        s.ksplit);
   if (s.decode == BitmapDecode::Scatter)
     out +=
         "  A     : scatter (values stored by offset into a zeroed dense tile, 128-byte swizzle)\n";
@@ -187,12 +208,14 @@ BitmapTcSchedule parse_bitmap_tc_fields(std::string_view spec,
       s.cluster = num(16);
     } else if (key == "b") {
       s.b_load = spec_fields::parse_enum<BitmapBLoad>(key, kBLoadNames, v);
+    } else if (key == "kred") {
+      s.kred = spec_fields::parse_enum<BitmapKReduce>(key, kKReduceNames, v);
     } else if (key == "decode") {
       s.decode = spec_fields::parse_enum<BitmapDecode>(key, kDecodeNames, v);
     } else
       spec_fields::error(
           key,
-          "one of warps, mt, kt, ksplit, stages, mma, vals, pipe, copy, cluster, b, decode "
+          "one of warps, mt, kt, ksplit, stages, mma, vals, pipe, copy, cluster, b, decode, kred "
           "(family bitmap_tc)",
           key);
   });
@@ -259,6 +282,11 @@ BitmapTcSmem bitmap_tc_smem(const Problem& p, const BitmapTcSchedule& s, int64_t
   // pipe=bulk: a full and an empty mbarrier per stage (cluster > 1: and the cluster's empty)
   m.barriers = s.pipe == BitmapPipe::Bulk ? round16((s.cluster > 1 ? 24 : 16) * s.stages) : 0;
   m.total = m.tile_ptrs + m.barriers + m.align + s.stages * m.stage + 2 * m.dense;
+  if (s.cluster_k()) {
+    // a consumer thread's accumulators as float4s: warps x 32 lanes x mt·N/8 x 16 bytes
+    m.partials = int64_t{s.warps_per_block} * 32 * s.m_tiles * ((p.n + 7) / 8) * 16;
+    m.total = std::max(m.total, m.tile_ptrs + m.barriers + m.align + m.partials);
+  }
   return m;
 }
 

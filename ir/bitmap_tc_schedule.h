@@ -22,6 +22,12 @@
 //             from the lane words. scatter: each warp zeroes its 16 rows of a dense A tile in
 //             shared memory (the 128-byte swizzle) and stores its values there by 16-bit offsets
 //             the pack computed; wgmma reads A and B from shared memory (BitmapDecode)
+//     kred    ksplit > 1: how the K parts' sums meet. ws (default, not printed): atomic adds into
+//             an fp32 workspace, the last block of a row block rounds it into C. cluster
+//             (pipe=bulk, ksplit 2..8, no row-block clusters): a row block's K parts run as one
+//             thread-block cluster; each block leaves its sums in its shared memory, and after a
+//             cluster barrier each warp's rows are added up over distributed shared memory by one
+//             block and stored (no workspace, no atomics, no counter)
 //     pipe    how a step's tiles reach shared memory: async (default, not printed: every thread's
 //             cp.async copies and two block barriers a step) or bulk (kt=1, sm_90: a producer
 //             warp beyond `warps` issues each step's A tiles and B rows as cp.async.bulk copies
@@ -73,6 +79,9 @@ std::string_view to_string(BitmapBLoad b);  // "arranged", "map"
 // work is per stored value, not per position; a stored value costs 4 bytes (value + offset).
 enum class BitmapDecode { Registers, Scatter };
 std::string_view to_string(BitmapDecode d);  // "regs", "scatter"
+// ksplit > 1: where the K parts' partial sums are added (see kred above).
+enum class BitmapKReduce { Workspace, Cluster };
+std::string_view to_string(BitmapKReduce k);  // "ws", "cluster"
 
 // ─── Bitmap tiles on tensor cores (family "bitmap_tc") ───────────────────────────────────────
 // Over the bitmap-tile format (ir/bitmap_format.h: 16 x 64 tiles, a 64-bit mask per tile row and
@@ -113,12 +122,18 @@ struct BitmapTcSchedule {
   BitmapBLoad b_load = BitmapBLoad::Arranged;
   // pipe=bulk, mma=wgmma, copy=step, b=map: A decoded into registers or scattered (BitmapDecode)
   BitmapDecode decode = BitmapDecode::Registers;
+  // ksplit > 1: the K parts add through a workspace or within a cluster (BitmapKReduce)
+  BitmapKReduce kred = BitmapKReduce::Workspace;
 
   int rows_per_block() const { return warps_per_block * m_tiles * 16; }
   int threads_per_block() const {
     return (warps_per_block + (pipe == BitmapPipe::Bulk ? 1 : 0)) * kWarpSize;
   }
-  OutputMode output() const { return ksplit > 1 ? OutputMode::Atomic : OutputMode::Store; }
+  OutputMode output() const {
+    return ksplit > 1 && kred == BitmapKReduce::Workspace ? OutputMode::Atomic : OutputMode::Store;
+  }
+  // kred=cluster: the K parts of a row block form one cluster of consecutive blocks
+  bool cluster_k() const { return ksplit > 1 && kred == BitmapKReduce::Cluster; }
   bool operator==(const BitmapTcSchedule&) const = default;
 };
 
@@ -170,6 +185,8 @@ struct BitmapTcSmem {
   int64_t align = 0;      // b=map: bytes allotted to round the first stage up to 1024
   int64_t offsets = 0;    // decode=scatter: the offsets' place in a stage (after the values)
   int64_t dense = 0;      // decode=scatter: one dense A buffer (rows_per_block x 128 bytes)
+  int64_t partials = 0;   // kred=cluster: the block's fp32 sums after the loop, over the stages
+                          // (the total grows where the stages are smaller)
   int64_t total = 0;      // tile_ptrs + barriers + align + stages x stage + 2 x dense
 };
 // pipe=bulk: bytes of B as the aux kernel lays it out (BWork), per 64-row column tile as the

@@ -735,6 +735,55 @@ __device__ __forceinline__ void bitmap_tc_finish(T* __restrict__ C, float* __res
   }
 }
 
+// kred=cluster: a consumer warp's accumulators (FLOATS = mt·N/2 per lane), stored as float4s at
+// part + ((warp·FLOATS / 4 + j)·32 + lane)·16 bytes (part: the block's shared partials through a
+// generic pointer), after every consumer warp of the block is done
+// with the stages they overlay (named barrier 15 over the WARPS consumer warps). ZERO: the block's
+// K part is empty, store zeros (its accumulators were never written by a multiply).
+template <int FLOATS, int WARPS, int ZERO>
+__device__ __forceinline__ void bitmap_tc_partials_store(float* part, const float* acc, int warp,
+                                                         int lane) {
+  static_assert(FLOATS % 4 == 0, "bitmap_tc_partials_store: whole float4s");
+  asm volatile("bar.sync 15, %0;\n" ::"n"(WARPS * 32) : "memory");
+#pragma unroll
+  for (int j = 0; j < FLOATS / 4; ++j) {
+    // a plain store, not inline assembly: an asm statement reading the accumulators made ptxas
+    // serialise the wgmma pipeline (C7514)
+    reinterpret_cast<float4*>(part)[(warp * (FLOATS / 4) + j) * 32 + lane] =
+        ZERO ? make_float4(0.0f, 0.0f, 0.0f, 0.0f)
+             : make_float4(acc[4 * j], acc[4 * j + 1], acc[4 * j + 2], acc[4 * j + 3]);
+  }
+}
+
+// kred=cluster, after a cluster barrier: sum[FLOATS] = warp `warp`'s sums over the cluster's KS
+// blocks (the K parts of this row block), each read from that block's partials (the same shared
+// offset, through mapa and ld.shared::cluster; this block's own included), in rank order, so the
+// result does not depend on which block adds.
+template <int FLOATS, int KS>
+__device__ __forceinline__ void bitmap_tc_partials_sum(unsigned s_part, float* sum, int warp,
+                                                       int lane) {
+#pragma unroll
+  for (int j = 0; j < FLOATS; ++j) sum[j] = 0.0f;
+#pragma unroll
+  for (int r = 0; r < KS; ++r) {
+#pragma unroll
+    for (int j = 0; j < FLOATS / 4; ++j) {
+      const unsigned a = s_part + ((warp * (FLOATS / 4) + j) * 32 + lane) * 16;
+      unsigned x, y, z, w;
+      asm volatile(
+          "{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, %4, %5;\n"
+          " ld.shared::cluster.v4.u32 {%0, %1, %2, %3}, [remote];\n}\n"
+          : "=r"(x), "=r"(y), "=r"(z), "=r"(w)
+          : "r"(a), "r"(r)
+          : "memory");
+      sum[4 * j] += __uint_as_float(x);
+      sum[4 * j + 1] += __uint_as_float(y);
+      sum[4 * j + 2] += __uint_as_float(z);
+      sum[4 * j + 3] += __uint_as_float(w);
+    }
+  }
+}
+
 // Split K (ksplit > 1), once per block after its bitmap_tc_finish<..., 1> adds: the block that
 // completes a row block last (a counter per blockIdx.x, in the workspace after the M·N floats)
 // rounds the row block's sums into C (C = ws + beta·C, C not read when beta == 0) and leaves ws

@@ -184,9 +184,10 @@ TEST(BitmapTcCodegen, SplitKUsesWorkspace) {
     // Counters after the M·N = 37·64 = 2368 floats; 64 rows per block (4 warps x 1 row tile).
     EXPECT_TRUE(has(src,
                     "sg::bitmap_tc_split_finish<T, 64, 64, 128>(C, ws, "
-                    "reinterpret_cast<unsigned*>(ws + 2368), blockIdx.x * 64, 37,"));
+                    "reinterpret_cast<unsigned*>(ws + 2368), bx * 64, 37,"));
     // 4 column tiles in 3 parts of 2: the third part is empty, adds nothing, but is counted.
-    EXPECT_TRUE(has(src, "const int ct0 = blockIdx.y * 2;"));
+    EXPECT_TRUE(has(src, "const int bx = blockIdx.x, by = blockIdx.y;"));
+    EXPECT_TRUE(has(src, "const int ct0 = by * 2;"));
     EXPECT_TRUE(has(src, "const int tiles = min(4 - ct0, 2);"));
     EXPECT_TRUE(has(src, "if (tiles > 0) {"));
     EXPECT_FALSE(has(src, "return;"));
@@ -954,6 +955,68 @@ TEST(BitmapTcCodegen, ScatterDecodeReadsAFromSharedMemory) {
     }
   std::printf("[ NVRTC    ] %d decode=scatter bitmap_tc kernels for sm_90a in %.0f ms\n", i,
               total_ms);
+}
+
+// kred=cluster: a row block's K parts are one cluster of consecutive blocks (grid.x = row blocks
+// x ksplit, no grid.y), each block leaves its sums in shared memory and the cluster adds them
+// over distributed shared memory: no workspace, no atomics, no split-K finish. NVRTC compiles it
+// for sm_90a without spills or serialised wgmma, over N, warps, 2..4 K parts (the sample's four
+// column tiles), both copy kinds and value layouts, and mma.sync.
+TEST(BitmapTcCodegen, ClusterKReduceNeedsNoWorkspace) {
+  const CsrMatrix a = odd_matrix();
+  const Problem p = Problem::spmm(a.rows, a.cols, 64, DType::F16);
+  const Schedule s = parse_schedule(
+      "bitmap_tc;warps=8;mt=1;ksplit=4;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step;b=map;"
+      "kred=cluster");
+  const BitmapTcSchedule& b = s.as<BitmapTcSchedule>();
+  const BitmapTileFormat f = pack_bitmap_tiles(a, BitmapValues::Pair, bitmap_tc_tile_group(b));
+  const GeneratedKernel k = emit_bitmap_tc(p, s, f);
+  EXPECT_TRUE(has(k.source, "const int bx = blockIdx.x / 4, by = blockIdx.x % 4;"));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_partials_store<32, 8, 0>(part, acc, warp, lane);"));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_partials_store<32, 8, 1>(part, acc, warp, lane);"));
+  EXPECT_TRUE(has(k.source, "if (warp < 8 && warp % 4 == by)"));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_partials_sum<32, 4>(s_stage0, sum, warp, lane);"));
+  EXPECT_FALSE(has(k.source, "bitmap_tc_split_finish"));
+  EXPECT_FALSE(has(k.source, "float* __restrict__ ws"));
+  const KernelSignature& sig = k.signature;
+  EXPECT_EQ(sig.workspace_bytes, 0);
+  EXPECT_EQ(sig.launch.grid_x, bitmap_tc_grid_x(p, b) * 4);
+  EXPECT_EQ(sig.launch.grid_y, 1);
+  EXPECT_EQ(sig.launch.cluster_x, 4);
+  for (const KernelParam& prm : sig.params) EXPECT_NE(prm.kind, ParamKind::Workspace);
+  const BitmapTcSmem sm = bitmap_tc_smem(p, b, f.max_tile_values);
+  EXPECT_EQ(sm.partials, 8 * 32 * 8 * 16);
+  EXPECT_GE(sm.total - sm.tile_ptrs - sm.barriers - sm.align, sm.partials);
+  const std::string ptx = sm90a_ptx(k);
+  EXPECT_TRUE(has(ptx, "ld.shared::cluster.v4.u32"));
+  EXPECT_TRUE(has(ptx, "barrier.cluster.arrive"));
+  EXPECT_FALSE(has(ptx, "red.global"));
+  EXPECT_FALSE(has(ptx, "atom.global"));
+  const char* const specs[] = {
+      "bitmap_tc;warps=4;mt=1;ksplit=2;stages=6;mma=wgmma;vals=pair;pipe=bulk;copy=step;b=map;"
+      "kred=cluster",
+      "bitmap_tc;warps=8;mt=1;ksplit=4;stages=4;mma=wgmma;vals=pair;pipe=bulk;b=map;kred=cluster",
+      "bitmap_tc;warps=4;mt=1;ksplit=3;stages=4;mma=wgmma;pipe=bulk;copy=step;b=map;"
+      "kred=cluster",
+      "bitmap_tc;warps=4;mt=2;ksplit=4;stages=3;pipe=bulk;kred=cluster",
+  };
+  int i = 0;
+  for (const char* spec : specs)
+    for (int64_t n : {32, 128}) {
+      const Schedule sc = parse_schedule(spec);
+      const BitmapTcSchedule& bb = sc.as<BitmapTcSchedule>();
+      const Problem pn = Problem::spmm(a.rows, a.cols, n, i++ % 2 == 0 ? DType::F16 : DType::BF16);
+      const BitmapTileFormat fn = pack_bitmap_tiles(a, bb.values, bitmap_tc_tile_group(bb));
+      try {
+        const auto r = compile_verbose(emit_bitmap_tc(pn, sc, fn), "sm_90a");
+        EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
+            << to_string(pn) << " " << spec << "\n"
+            << r.log;
+        EXPECT_FALSE(has(r.log, "serialized")) << spec << "\n" << r.log;
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << to_string(pn) << " " << spec << "\n" << e.what();
+      }
+    }
 }
 
 // Degenerate shapes (Problem: "valid, the result is C = beta·C"). M = 0: an empty grid, nothing

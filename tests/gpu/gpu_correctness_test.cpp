@@ -1642,6 +1642,54 @@ TEST(GpuBitmapTc, ScatterDecode) {
   EXPECT_EQ(checked, 32);
 }
 
+// bitmap_tc with kred=cluster (sm_90 only): a row block's K parts run as one cluster and add
+// their sums over distributed shared memory. N 16/32/64/128, fp16 and bf16, the odd 333 x 1000
+// matrix (16 column tiles: 5 K parts of 4 tiles leave the last one empty) and a 70 %-pruned
+// 1024 x 4096 weight; 2..8 K parts, four and eight warps, wgmma with both value layouts and
+// copy kinds, and mma.sync, each against the CPU reference (gpu_check: poisoned C, two betas).
+TEST(GpuBitmapTc, ClusterKReduce) {
+  SKIP_WITHOUT_GPU();
+  if (env_flag("SPARSEGEN_GPU_TEST_DRY")) GTEST_SKIP() << "dry run";
+  auto ctx = std::make_shared<cuda::Context>(0);
+  const CompileTarget target = detect_target(0);
+  if (!target.limits.wgmma) GTEST_SKIP() << "kred=cluster needs thread-block clusters (sm_90)";
+  const std::pair<CsrMatrix, CsrMatrix> mats = bitmap_test_matrices(31, 19);
+  const auto no_workspace = [](const KernelBuild& b) {
+    EXPECT_EQ(b.kernel.signature.workspace_bytes, 0);
+    EXPECT_GT(b.kernel.signature.launch.cluster_x, 1);
+  };
+  int checked = 0;
+  {
+    const char* const specs[4] = {
+        "bitmap_tc;warps=8;mt=1;ksplit=4;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step;b=map;"
+        "kred=cluster",
+        "bitmap_tc;warps=4;mt=1;ksplit=5;stages=6;mma=wgmma;vals=pair;pipe=bulk;copy=step;b=map;"
+        "kred=cluster",
+        "bitmap_tc;warps=8;mt=1;ksplit=2;stages=4;mma=wgmma;vals=pair;pipe=bulk;b=map;"
+        "kred=cluster",
+        "bitmap_tc;warps=4;mt=1;ksplit=8;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step;b=map;"
+        "kred=cluster",
+    };
+    const int64_t ns[4] = {16, 32, 64, 128};
+    checked += check_bitmap_rotation(ctx, target, mats, specs, ns, 89, no_workspace);
+  }
+  {
+    const char* const specs[4] = {
+        "bitmap_tc;warps=4;mt=1;ksplit=3;stages=4;mma=wgmma;pipe=bulk;copy=step;b=map;"
+        "kred=cluster",
+        "bitmap_tc;warps=4;mt=2;ksplit=4;stages=3;pipe=bulk;kred=cluster",
+        "bitmap_tc;warps=8;mt=1;ksplit=8;stages=4;mma=wgmma;pipe=bulk;copy=tile;b=map;"
+        "kred=cluster",
+        "bitmap_tc;warps=8;mt=1;ksplit=2;stages=4;mma=wgmma;vals=pair;pipe=bulk;copy=step;b=map;"
+        "kred=cluster",
+    };
+    const int64_t ns[4] = {64, 32, 128, 16};
+    checked += check_bitmap_rotation(ctx, target, mats, specs, ns, 97, no_workspace);
+  }
+  ctx->synchronize();
+  EXPECT_EQ(checked, 32);
+}
+
 TEST(GpuBitmapTc, Pruned) {
   SKIP_WITHOUT_GPU();
   run_pruned("bitmap_tc", 0.5);

@@ -129,6 +129,20 @@ TEST(BitmapTcSchedule, SpecRoundTrip) {
     EXPECT_NE(print_schedule(Schedule(b)).find("A and B from shared"), std::string::npos);
     EXPECT_EQ(parse_schedule("bitmap_tc;decode=regs").as<BitmapTcSchedule>().decode,
               BitmapDecode::Registers);
+    // kred=cluster: printed only when set; the output is stored, not added into a workspace
+    b.cluster = 1;
+    b.decode = BitmapDecode::Registers;
+    b.kred = BitmapKReduce::Cluster;
+    const std::string kc = to_string(Schedule(b));
+    EXPECT_EQ(kc,
+              "bitmap_tc;warps=4;mt=1;kt=1;ksplit=3;stages=4;mma=wgmma;pipe=bulk;copy=step;b=map;"
+              "kred=cluster");
+    EXPECT_EQ(parse_schedule(kc).as<BitmapTcSchedule>(), b);
+    EXPECT_EQ(b.output(), OutputMode::Store);
+    EXPECT_TRUE(b.cluster_k());
+    EXPECT_NE(print_schedule(Schedule(b)).find("k-red : cluster (the 3 K parts"), std::string::npos);
+    EXPECT_EQ(parse_schedule("bitmap_tc;kred=ws").as<BitmapTcSchedule>().kred,
+              BitmapKReduce::Workspace);
   }
   // Specs written before the mma field (cache keys, results JSON) still parse, as mma=sync.
   EXPECT_EQ(parse_schedule("bitmap_tc;warps=8;mt=2;kt=2;ksplit=3;stages=3"),
@@ -262,6 +276,15 @@ TEST(BitmapTcSchedule, ParseErrorsNameTheField) {
                            "bitmap_tc;stages=4;mma=wgmma;pipe=bulk;b=map"})
     expect_user_error(parse_str(std::string(spec) + ";decode=scatter"),
                       {"decode=scatter needs pipe=bulk, mma=wgmma, copy=step, b=map, mt=1"}, spec);
+  // kred=cluster: pipe=bulk, 2..8 K parts, no row-block clusters
+  expect_user_error(parse("bitmap_tc;stages=4;pipe=bulk;ksplit=2;kred=all"),
+                    {"field 'kred'", "ws or cluster", "'all'"}, "kred=all");
+  EXPECT_NO_THROW(parse_schedule("bitmap_tc;stages=4;pipe=bulk;ksplit=8;kred=cluster"));
+  for (const char* spec : {"bitmap_tc;stages=4;pipe=bulk;ksplit=1;kred=cluster",
+                           "bitmap_tc;stages=4;pipe=bulk;ksplit=16;kred=cluster",
+                           "bitmap_tc;ksplit=2;kred=cluster",
+                           "bitmap_tc;stages=4;pipe=bulk;copy=step;cluster=2;ksplit=2;kred=cluster"})
+    expect_user_error(parse(spec), {"kred=cluster needs pipe=bulk, ksplit 2..8"}, spec);
   expect_user_error(parse("bitmap_tc;stages=4;mma=wgmma;pipe=bulk;b=tma"),
                     {"field 'b'", "arranged or map", "'tma'"}, "b=tma");
   // Duplicate key.
