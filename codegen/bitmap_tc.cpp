@@ -79,10 +79,11 @@ class BitmapTcEmitter : public Emitter {
     map_ = s_.b_load == BitmapBLoad::Map;
     scatter_ = s_.decode == BitmapDecode::Scatter;
     for (const char* n :
-         {"values", "B",     "C",     "ws",      "alpha",  "beta",     "masks", "tile_ptr", "lane",
-          "warp",   "tid",   "T",     "sg_smem", "s_tp",   "s_stage0", "ct0",   "tiles",    "acc",
-          "issue",  "steps", "k_end", "bw",      "s_bars", "step",     "a0",    "a1",       "valid",
-          "rt0",    "first", "b_map", "s_dense", "tp",     "dense", "bx", "by", "sum", "part"})
+         {"values", "B",    "C",     "ws",    "alpha",   "beta",  "masks",    "tile_ptr",
+          "lane",   "warp", "tid",   "T",     "sg_smem", "s_tp",  "s_stage0", "ct0",
+          "tiles",  "acc",  "issue", "steps", "k_end",   "bw",    "s_bars",   "step",
+          "a0",     "a1",   "valid", "rt0",   "first",   "b_map", "s_dense",  "tp",
+          "dense",  "bx",   "by",    "sum",   "part"})
       reserve(n);
     decl(fmt::format("// sparsegen bitmap_tc kernel\n// {}\n// {}", to_string(p_),
                      to_string(Schedule(s_))));
@@ -131,8 +132,7 @@ class BitmapTcEmitter : public Emitter {
     } else {
       comment("row tiles of this block below M: the producer copies them, the rest read zero lane");
       comment("words, written once here");
-      line(fmt::format("const int valid = min({}, {} - bx * {});", RTB_, f_.row_tiles,
-                       RTB_));
+      line(fmt::format("const int valid = min({}, {} - bx * {});", RTB_, f_.row_tiles, RTB_));
     }
     if (!scatter_)
       call_stmt(tmpl::bitmap_tc_bulk_zero,
@@ -295,8 +295,8 @@ class BitmapTcEmitter : public Emitter {
     comment("every block of the cluster has stored its K part's sums");
     call_stmt(tmpl::bitmap_tc_cluster_sync);
     {
-      auto adder = block(fmt::format("if (warp < {} && warp % {} == by)", s_.warps_per_block,
-                                     s_.ksplit));
+      auto adder =
+          block(fmt::format("if (warp < {} && warp % {} == by)", s_.warps_per_block, s_.ksplit));
       line(fmt::format("float sum[{}];", floats));
       call_stmt(tmpl::bitmap_tc_partials_sum, targs(IntArg{floats}, IntArg{s_.ksplit}),
                 u32("s_stage0"), ptr_f32("sum"), i32("warp"), i32("lane"));
@@ -574,8 +574,8 @@ class BitmapTcEmitter : public Emitter {
               targs(TypeArg{"T"}, IntArg{p_.n}, IntArg{RTB_ * 16}, IntArg{THREADS_}), ptr_t("C"),
               ptr_f32("ws"),
               ptr_u32(fmt::format("reinterpret_cast<unsigned*>(ws + {})", counters_offset())),
-              i32(fmt::format("bx * {}", RTB_ * 16)), i32(std::to_string(p_.m)), i32(rs),
-              i32(cs), f32("beta"), i32(std::to_string(s_.ksplit)), i32("tid"));
+              i32(fmt::format("bx * {}", RTB_ * 16)), i32(std::to_string(p_.m)), i32(rs), i32(cs),
+              f32("beta"), i32(std::to_string(s_.ksplit)), i32("tid"));
   }
 
   // The warp's row tiles from its accumulators acc (stored, or added into ws when K is split).

@@ -43,7 +43,8 @@ class BitmapTcCost final : public CostFamily {
     f.table_bytes = 0;
     f.b_unique_bytes = double(p.k) * n * db;
     f.b_sector_bytes = grid_x * double(p.k) * n * db;
-    const bool atomic = s.ksplit > 1;
+    // kred=cluster adds the K parts in distributed shared memory: no workspace traffic
+    const bool atomic = s.output() == OutputMode::Atomic;
     f.c_bytes = double(p.m) * n * (atomic ? db * 2 + 4.0 * 2 : db);
     f.dram_bytes = f.a_bytes + f.b_unique_bytes + f.c_bytes;
     f.l2_bytes = f.a_bytes + f.b_sector_bytes + f.c_bytes;

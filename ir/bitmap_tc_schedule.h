@@ -209,8 +209,8 @@ std::vector<std::string> verify_bitmap_tc(const Problem& p, const BitmapTcSchedu
 // and N a multiple of 8 in 8..128): warps {4, 8} x mt {1, 2} x kt {1, 2, 4} x ksplit from 1
 // doubling while the grid is smaller than four waves of dev.multiprocessors blocks; stages 2;
 // mma=sync; and on sm_90 at N = 32, 64, 128 the bulk wgmma kernels (pair values, B by TMA
-// (b=map), both copy kinds, four-warp copy=step also in clusters of 2 and 4 row blocks; see the
-// .cpp).
+// (b=map), both copy kinds, four-warp copy=step also in clusters of 2 and 4 row blocks, eight-warp
+// copy=step with 2 or 4 K parts also with kred=cluster; see the .cpp).
 std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrMatrix& a,
                                                     const DeviceLimits& dev);
 

@@ -140,7 +140,8 @@ TEST(BitmapTcSchedule, SpecRoundTrip) {
     EXPECT_EQ(parse_schedule(kc).as<BitmapTcSchedule>(), b);
     EXPECT_EQ(b.output(), OutputMode::Store);
     EXPECT_TRUE(b.cluster_k());
-    EXPECT_NE(print_schedule(Schedule(b)).find("k-red : cluster (the 3 K parts"), std::string::npos);
+    EXPECT_NE(print_schedule(Schedule(b)).find("k-red : cluster (the 3 K parts"),
+              std::string::npos);
     EXPECT_EQ(parse_schedule("bitmap_tc;kred=ws").as<BitmapTcSchedule>().kred,
               BitmapKReduce::Workspace);
   }
@@ -280,10 +281,10 @@ TEST(BitmapTcSchedule, ParseErrorsNameTheField) {
   expect_user_error(parse("bitmap_tc;stages=4;pipe=bulk;ksplit=2;kred=all"),
                     {"field 'kred'", "ws or cluster", "'all'"}, "kred=all");
   EXPECT_NO_THROW(parse_schedule("bitmap_tc;stages=4;pipe=bulk;ksplit=8;kred=cluster"));
-  for (const char* spec : {"bitmap_tc;stages=4;pipe=bulk;ksplit=1;kred=cluster",
-                           "bitmap_tc;stages=4;pipe=bulk;ksplit=16;kred=cluster",
-                           "bitmap_tc;ksplit=2;kred=cluster",
-                           "bitmap_tc;stages=4;pipe=bulk;copy=step;cluster=2;ksplit=2;kred=cluster"})
+  for (const char* spec :
+       {"bitmap_tc;stages=4;pipe=bulk;ksplit=1;kred=cluster",
+        "bitmap_tc;stages=4;pipe=bulk;ksplit=16;kred=cluster", "bitmap_tc;ksplit=2;kred=cluster",
+        "bitmap_tc;stages=4;pipe=bulk;copy=step;cluster=2;ksplit=2;kred=cluster"})
     expect_user_error(parse(spec), {"kred=cluster needs pipe=bulk, ksplit 2..8"}, spec);
   expect_user_error(parse("bitmap_tc;stages=4;mma=wgmma;pipe=bulk;b=tma"),
                     {"field 'b'", "arranged or map", "'tma'"}, "b=tma");
@@ -610,9 +611,13 @@ TEST(BitmapTcSchedule, EnumerateBulkWgmmaAtNThirtyTwoTo128) {
   };
   for (int64_t n : {32, 64, 128}) {
     const std::set<std::string> got = bulk(n, dev);
-    // copy {tile, step} x warps {4, 8} x ksplit {1, 2, 4}, and four warps' step in clusters of 2
-    // (two row blocks: no cluster of 4)
-    EXPECT_EQ(got.size(), 15u) << n;
+    // copy {tile, step} x warps {4, 8} x ksplit {1, 2, 4}, four warps' step in clusters of 2
+    // (two row blocks: no cluster of 4), and eight warps' step with ksplit 2 and 4 in clusters of
+    // K parts (kred=cluster)
+    EXPECT_EQ(got.size(), 17u) << n;
+    EXPECT_EQ(got.count("bitmap_tc;warps=8;mt=1;kt=1;ksplit=4;stages=4;mma=wgmma;vals=pair;"
+                        "pipe=bulk;copy=step;b=map;kred=cluster"),
+              1u);
     EXPECT_EQ(got.count("bitmap_tc;warps=4;mt=1;kt=1;ksplit=4;stages=" +
                         std::string(n == 128 ? "4" : "6") +
                         ";mma=wgmma;vals=pair;pipe=bulk;copy=step;cluster=2;b=map"),
@@ -651,6 +656,13 @@ TEST(BitmapTcSchedule, EnumerateBulkWgmmaAtNThirtyTwoTo128) {
       step.cluster = order[i].cluster;
       EXPECT_EQ(order[i], step);
       EXPECT_EQ(step.warps_per_block, 4);
+    }
+    if (i < order.size() && order[i].kred == BitmapKReduce::Cluster) {
+      step.cluster = 1;
+      step.kred = BitmapKReduce::Cluster;
+      EXPECT_EQ(order[i], step);
+      EXPECT_EQ(step.warps_per_block, 8);
+      ++i;
     }
   }
   // Many row blocks: clusters of 2 and 4.
