@@ -438,6 +438,11 @@ std::vector<Schedule> enumerate_bitmap_tc_schedules(const Problem& p, const CsrM
           if (verify_bitmap_tc(p, s, st, dev).empty()) out.emplace_back(s);
         }
         s.cluster = 1;
+        // decode=scatter (A stored into dense swizzled tiles that wgmma reads, the work per
+        // stored value) is not offered: on an H200 it ran 1.24-1.8x slower than these in every
+        // case measured (28672x7168 at 50 / 70 / 90 %, N = 32 / 64 / 128; 4096² 90 %): zeroing
+        // the tile, the proxy fence and the warpgroup barrier each step cost more than the
+        // per-position decode they replace.
         // Eight warps with 2 or 4 K parts also add them within a cluster (kred=cluster): on an
         // H200 0.93x the time on 4096² 70 % at N = 64 (ksplit 4) and 0.97x on 12288² 70 %
         // (ksplit 2); not offered where it lost there: four warps (1.15x on 4096² 50 %, 1.44x on

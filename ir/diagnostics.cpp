@@ -20,16 +20,11 @@ UserError::UserError(const std::string& what) : std::runtime_error(what) {}
 
 std::string_view to_string(WarningKind kind) {
   switch (kind) {
-    case WarningKind::DuplicateEntry:
-      return "duplicate_entries";
-    case WarningKind::NonFinite:
-      return "non_finite_values";
-    case WarningKind::OutOfRange:
-      return "out_of_range_values";
-    case WarningKind::PrecisionLoss:
-      return "inexact_integer_values";
-    case WarningKind::PatternValues:
-      return "synthesized_values";
+    case WarningKind::DuplicateEntry: return "duplicate_entries";
+    case WarningKind::NonFinite: return "non_finite_values";
+    case WarningKind::OutOfRange: return "out_of_range_values";
+    case WarningKind::PrecisionLoss: return "inexact_integer_values";
+    case WarningKind::PatternValues: return "synthesized_values";
   }
   return "unknown";
 }

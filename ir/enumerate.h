@@ -18,9 +18,9 @@ namespace sparsegen {
 
 struct EnumerateOptions {
   DeviceLimits device = DeviceLimits::sm90();
-  bool verify = true;             // drop candidates the verifier rejects
-  double max_pad_overhead = 1.0;  // drop candidates whose padding adds more than this x nnz
-  int max_warps_per_block = 8;    // warps per block tried: 1, 4, 16, ... up to this bound
+  bool verify = true;               // drop candidates the verifier rejects
+  double max_pad_overhead = 1.0;    // drop candidates whose padding adds more than this x nnz
+  int max_warps_per_block = 8;      // warps per block tried: 1, 4, 16, ... up to this bound
   // Also the specialised families' schedules (those whose IrFamily::general_purpose() is false)
   // where the problem fits them; off: only the general-purpose space.
   bool include_specialised = false;

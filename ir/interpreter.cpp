@@ -10,16 +10,11 @@ namespace sparsegen {
 
 float round_to(DType t, float v) {
   switch (t) {
-    case DType::F32:
-      return v;
-    case DType::F16:
-      return half_bits_to_float(float_to_half_bits(v));
-    case DType::BF16:
-      return bf16_bits_to_float(float_to_bf16_bits(v));
-    case DType::I8:
-      return static_cast<float>(float_to_int8(v));
-    case DType::F8E4M3:
-      return e4m3_bits_to_float(float_to_e4m3_bits(v));
+    case DType::F32: return v;
+    case DType::F16: return half_bits_to_float(float_to_half_bits(v));
+    case DType::BF16: return bf16_bits_to_float(float_to_bf16_bits(v));
+    case DType::I8: return static_cast<float>(float_to_int8(v));
+    case DType::F8E4M3: return e4m3_bits_to_float(float_to_e4m3_bits(v));
   }
   return v;
 }
@@ -34,8 +29,7 @@ void reference_spmm(const Problem& p, const CsrMatrix& a, std::span<const float>
       for (int64_t e = a.row_ptr[static_cast<size_t>(r)]; e < a.row_ptr[static_cast<size_t>(r + 1)];
            ++e)
         acc += round_to(p.dtype, a.values[static_cast<size_t>(e)]) *
-               round_to(p.dtype,
-                        b[static_cast<size_t>(p.b_index(a.col_idx[static_cast<size_t>(e)], col))]);
+               round_to(p.dtype, b[static_cast<size_t>(p.b_index(a.col_idx[static_cast<size_t>(e)], col))]);
       float& out = c[static_cast<size_t>(p.c_index(r, col))];
       const float old = beta == 0.0f ? 0.0f : beta * round_to(p.dtype, out);
       out = round_to(p.dtype, alpha * acc + old);
@@ -84,10 +78,9 @@ class Interp {
         for (int64_t t = 0; t < f_.at(Level::Block).tasks; ++t) {
           std::vector<Seg> up = run_level(Level::Block, t);
           for (Seg& sg : up) {
-            if (f_.output == OutputMode::Store &&
-                s_.reduction(Level::Block) != ReductionKind::Total)
-              broken(
-                  fmt::format("block task {} hands up a partial but nothing above reduces it", t));
+            if (f_.output == OutputMode::Store && s_.reduction(Level::Block) != ReductionKind::Total)
+              broken(fmt::format("block task {} hands up a partial but nothing above reduces it",
+                                 t));
             write(sg, "block", t);
           }
         }
@@ -100,8 +93,7 @@ class Interp {
  private:
   const LevelArrays& lv(Level l) const { return f_.at(l); }
   int64_t row_len(int64_t r) const {
-    return f_.row_ptr.values[static_cast<size_t>(r + 1)] -
-           f_.row_ptr.values[static_cast<size_t>(r)];
+    return f_.row_ptr.values[static_cast<size_t>(r + 1)] - f_.row_ptr.values[static_cast<size_t>(r)];
   }
 
   Seg empty_seg(int64_t row) const {
@@ -115,8 +107,7 @@ class Interp {
     if (col_a < 0 || col_a >= p_.k) broken(fmt::format("column {} out of range at {}", col_a, pos));
     const int64_t ncols = std::min<int64_t>(s_.warp_cols(), p_.n - col_base_);
     for (int64_t j = 0; j < ncols; ++j)
-      sg.v[static_cast<size_t>(j)] +=
-          a * bq_[static_cast<size_t>(p_.b_index(col_a, col_base_ + j))];
+      sg.v[static_cast<size_t>(j)] += a * bq_[static_cast<size_t>(p_.b_index(col_a, col_base_ + j))];
     ++sg.npos;
   }
 
@@ -129,8 +120,7 @@ class Interp {
   // row.
   void write(const Seg& sg, const char* who, int64_t task) {
     if (sg.row < 0 || sg.row >= f_.stats.rows)
-      broken(
-          fmt::format("{} task {} writes packed row {} of {}", who, task, sg.row, f_.stats.rows));
+      broken(fmt::format("{} task {} writes packed row {} of {}", who, task, sg.row, f_.stats.rows));
     if (track_) {
       covered_[static_cast<size_t>(sg.row)] += sg.npos;
       ++written_[static_cast<size_t>(sg.row)];
@@ -199,8 +189,8 @@ class Interp {
         }
         if (f_.row_ptr.values[static_cast<size_t>(row)] > pos ||
             f_.row_ptr.values[static_cast<size_t>(row + 1)] <= pos)
-          broken(
-              fmt::format("thread task {}: row-start bits put position {} in row {}", u, pos, row));
+          broken(fmt::format("thread task {}: row-start bits put position {} in row {}", u, pos,
+                             row));
         accumulate(cur, pos);
       }
       out.push_back(std::move(cur));
@@ -255,9 +245,8 @@ class Interp {
       }
       out.push_back(std::move(total));
     } else {
-      if (c1 - c0 > C)
-        broken(fmt::format("{}: {} children for {} workers in a {} reduction", who, c1 - c0, C,
-                           to_string(red)));
+      if (c1 - c0 > C) broken(fmt::format("{}: {} children for {} workers in a {} reduction", who,
+                                          c1 - c0, C, to_string(red)));
       std::vector<Seg> runs;  // merged segments in position order
       for (int64_t k = c0; k < c1; ++k) {
         std::vector<Seg> got = run_child(child, k);
@@ -266,16 +255,12 @@ class Interp {
           const bool new_row = (L.bitmap[static_cast<size_t>(t)] >> (k - c0)) & 1u;
           if (new_row != (runs.empty() || runs.back().row != got[0].row))
             broken(fmt::format("{}: bitmap bit {} disagrees with rows", who, k - c0));
-          if (new_row)
-            runs.push_back(std::move(got[0]));
-          else
-            add_into(runs.back(), got[0]);
+          if (new_row) runs.push_back(std::move(got[0]));
+          else add_into(runs.back(), got[0]);
         } else {  // Segment: merge neighbours of the same row
           for (Seg& sg : got) {
-            if (!runs.empty() && runs.back().row == sg.row)
-              add_into(runs.back(), sg);
-            else
-              runs.push_back(std::move(sg));
+            if (!runs.empty() && runs.back().row == sg.row) add_into(runs.back(), sg);
+            else runs.push_back(std::move(sg));
           }
         }
       }
@@ -299,8 +284,7 @@ class Interp {
     for (int64_t r = 0; r < f_.stats.rows; ++r) {
       const size_t i = static_cast<size_t>(r);
       if (covered_[i] != row_len(r))
-        broken(
-            fmt::format("packed row {} covered {} of its {} entries", r, covered_[i], row_len(r)));
+        broken(fmt::format("packed row {} covered {} of its {} entries", r, covered_[i], row_len(r)));
       if (f_.output == OutputMode::Store && written_[i] != 1)
         broken(fmt::format("packed row {} stored {} times", r, written_[i]));
     }
@@ -320,8 +304,8 @@ class Interp {
 
 }  // namespace
 
-void interpret(const Problem& p, const Schedule& s, const PackedFormat& f, std::span<const float> b,
-               std::span<float> c, float alpha, float beta) {
+void interpret(const Problem& p, const Schedule& s, const PackedFormat& f,
+               std::span<const float> b, std::span<float> c, float alpha, float beta) {
   if (static_cast<int64_t>(b.size()) < p.k * p.n || static_cast<int64_t>(c.size()) < p.m * p.n)
     throw std::invalid_argument("interpret: B or C smaller than the problem");
   if (p.m == 0 || p.n == 0) return;

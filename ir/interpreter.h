@@ -30,8 +30,8 @@
 
 namespace sparsegen {
 
-void interpret(const Problem& p, const Schedule& s, const PackedFormat& f, std::span<const float> b,
-               std::span<float> c, float alpha, float beta);
+void interpret(const Problem& p, const Schedule& s, const PackedFormat& f,
+               std::span<const float> b, std::span<float> c, float alpha, float beta);
 
 // Plain CSR reference with the same rounding rules (dtype-rounded inputs, fp32 accumulation in
 // column order, one rounding on store).

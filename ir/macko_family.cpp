@@ -101,7 +101,7 @@ class MackoIrFamily final : public IrFamily {
     return macko_shared_bytes(s.as<MackoSchedule>());
   }
   std::shared_ptr<PackedMatrix> pack(const CsrMatrix& a, const Problem& p,
-                                     const Schedule& s) const override {
+                                           const Schedule& s) const override {
     if (a.rows != p.m || a.cols != p.k)
       throw UserError(fmt::format("{}: matrix is {}x{} but the problem expects m={} k={}",
                                   a.source.empty() ? "matrix" : a.source, a.rows, a.cols, p.m,

@@ -15,21 +15,15 @@ constexpr std::string_view kScalesNames[] = {"none", "row_token"};
 constexpr std::string_view kLayoutNames[] = {"row", "col"};
 }  // namespace
 
-std::string_view to_string(Op op) {
-  return kOpNames[static_cast<int>(op)];
-}
+std::string_view to_string(Op op) { return kOpNames[static_cast<int>(op)]; }
 std::optional<Op> parse_op(std::string_view name) {
   for (int i = 0; i < 3; ++i)
     if (kOpNames[i] == name) return static_cast<Op>(i);
   return std::nullopt;
 }
 
-std::string_view to_string(Scales s) {
-  return kScalesNames[static_cast<int>(s)];
-}
-std::string_view to_string(Layout l) {
-  return kLayoutNames[static_cast<int>(l)];
-}
+std::string_view to_string(Scales s) { return kScalesNames[static_cast<int>(s)]; }
+std::string_view to_string(Layout l) { return kLayoutNames[static_cast<int>(l)]; }
 std::optional<Layout> parse_layout(std::string_view name) {
   for (int i = 0; i < 2; ++i)
     if (kLayoutNames[i] == name) return static_cast<Layout>(i);
@@ -57,7 +51,8 @@ std::string validate(const Problem& p) {
                        q ? "need row and token" : "take no");
   if (p.op == Op::GatedFfn) {
     if (p.dtype != DType::F16 && p.dtype != DType::BF16)
-      return fmt::format("problem: a gated FFN runs in fp16 or bf16, found {}", to_string(p.dtype));
+      return fmt::format("problem: a gated FFN runs in fp16 or bf16, found {}",
+                         to_string(p.dtype));
     if (p.b_layout != Layout::RowMajor || p.c_layout != Layout::RowMajor)
       return "problem: a gated FFN takes row-major x and y";
   }
@@ -76,12 +71,12 @@ Problem Problem::spmv(int64_t m, int64_t k, DType dtype) {
   return p;
 }
 
-Problem Problem::quantized_spmm(int64_t m, int64_t k, int64_t n, DType dtype, DType out, Layout b,
-                                Layout c) {
+Problem Problem::quantized_spmm(int64_t m, int64_t k, int64_t n, DType dtype, DType out,
+                                Layout b, Layout c) {
   Problem p{Op::SpMM, m, k, n, dtype, b, c, out, Scales::RowAndToken};
   if (!is_quantized(dtype))
-    throw UserError(
-        fmt::format("problem: quantized_spmm takes int8 or fp8_e4m3, found {}", to_string(dtype)));
+    throw UserError(fmt::format("problem: quantized_spmm takes int8 or fp8_e4m3, found {}",
+                                to_string(dtype)));
   if (auto e = validate(p); !e.empty()) throw UserError(e);
   return p;
 }
@@ -107,9 +102,9 @@ std::optional<std::pair<int64_t, int64_t>> parse_shape(std::string_view text) {
 }
 
 std::string to_string(const Problem& p) {
-  std::string s =
-      fmt::format("{} m={} k={} n={} dtype={} b={} c={}", to_string(p.op), p.m, p.k, p.n,
-                  to_string(p.dtype), to_string(p.b_layout), to_string(p.c_layout));
+  std::string s = fmt::format("{} m={} k={} n={} dtype={} b={} c={}", to_string(p.op), p.m, p.k,
+                              p.n, to_string(p.dtype), to_string(p.b_layout),
+                              to_string(p.c_layout));
   // Only what differs from a plain floating SpMM, so existing keys stay as they were.
   if (is_quantized(p.dtype))
     s += fmt::format(" io={} scales={}", to_string(p.io_dtype), to_string(p.scales));
