@@ -70,6 +70,8 @@ SANITIZER_RUNS=(
   "bitmap_tc_bulk|tests/gpu_tests '--gtest_filter=GpuBitmapTc.BulkPipe'"
   # bitmap_tc b=map: B by TMA through a tensor map (swizzled boxes, multicast in clusters).
   "bitmap_tc_map|tests/gpu_tests '--gtest_filter=GpuBitmapTc.MapB'"
+  # bitmap_tc kred=cluster: K parts added over distributed shared memory (mapa, cluster barriers).
+  "bitmap_tc_kred|tests/gpu_tests '--gtest_filter=GpuBitmapTc.ClusterKReduce'"
   # MACKO kernels (staged B, one-wave rows per warp, the balanced row order): the DLMC matrices.
   "macko_dlmc|tests/gpu_tests '--gtest_filter=GpuMacko.Dlmc'"
   # MACKO work items: long rows cut into segments that several warps share.
