@@ -5,7 +5,8 @@ Emits the kernel with `sparsegen emit`, compiles it with nvcc to an sm_90 cubin 
 the registers), disassembles it with cuobjdump and reports, for the backward branch whose body
 holds the most tensor-core instructions (HMMA/HGMMA; else the longest loop), in whichever of the
 module's kernels it lies, the kernel's name, the loop's instruction count (every instruction
-between the branch and its target, also those its inner branches skip) and opcode histogram. Use it to compare two schedules' steps before spending
+between the branch and its target, also those its inner branches skip; of the loops holding the
+most tensor-core instructions, the shortest) and opcode histogram. Use it to compare two schedules' steps before spending
 device time on them:
 
   tools/sass_mix.py W.safetensors -n 64 --dtype fp16 \
@@ -45,7 +46,9 @@ def functions(sass):
 
 def main_loop(sass):
     """(function name, body) of the backward branch, in any function, whose body holds the most
-    tensor-core instructions (then the most instructions)."""
+    tensor-core instructions (then the fewest instructions: the mbarrier try-wait retry blocks that
+    ptxas places after the epilogue branch back into the loop, and their span would count the
+    epilogue as loop body)."""
     best = None
     for name, text in functions(sass):
         ins = [(int(m.group(1), 16), m.group(2)) for m in map(INSTR.match, text.splitlines()) if m]
@@ -55,7 +58,7 @@ def main_loop(sass):
                 continue
             body = [b for a, b in ins if int(m.group(1), 16) <= a <= addr]
             tensor = sum(opcode(b) in TENSOR for b in body)
-            key = (tensor, len(body))
+            key = (tensor, -len(body))
             if best is None or key > best[0]:
                 best = (key, name, body)
     return (best[1], best[2]) if best else ("", [])
