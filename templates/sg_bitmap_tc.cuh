@@ -737,9 +737,9 @@ __device__ __forceinline__ void bitmap_tc_finish(T* __restrict__ C, float* __res
 
 // kred=cluster: a consumer warp's accumulators (FLOATS = mt·N/2 per lane), stored as float4s at
 // part + ((warp·FLOATS / 4 + j)·32 + lane)·16 bytes (part: the block's shared partials through a
-// generic pointer), after every consumer warp of the block is done
-// with the stages they overlay (named barrier 15 over the WARPS consumer warps). ZERO: the block's
-// K part is empty, store zeros (its accumulators were never written by a multiply).
+// generic pointer), after every consumer warp of the block is done with the stages they overlay
+// (named barrier 15 over the WARPS consumer warps). ZERO: the block's K part is empty, store
+// zeros (its accumulators were never written by a multiply).
 template <int FLOATS, int WARPS, int ZERO>
 __device__ __forceinline__ void bitmap_tc_partials_store(float* part, const float* acc, int warp,
                                                          int lane) {
