@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -344,6 +345,23 @@ nvrtc::CompileResult compile_verbose(const GeneratedKernel& k, const std::string
   o.headers = k.headers;
   o.extra_options = {"--ptxas-options=-v"};
   return nvrtc::compile(k.source, o);
+}
+
+// Emits (emit()) and compiles a kernel for sm_90a with ptxas -v and expects no spills and no
+// serialised wgmma in its report; `what` names the case in a failure. Returns the compile time in
+// ms (0 where emitting or compiling threw, a test failure).
+double expect_clean_sm90a(const std::function<GeneratedKernel()>& emit, const std::string& what) {
+  try {
+    const auto r = compile_verbose(emit(), "sm_90a");
+    EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
+        << what << "\n"
+        << r.log;
+    EXPECT_FALSE(has(r.log, "serialized")) << what << "\n" << r.log;
+    return r.compile_ms;
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << what << "\n" << e.what();
+    return 0.0;
+  }
 }
 
 bool image_has(const std::vector<char>& image, const std::string& what) {
@@ -829,16 +847,8 @@ TEST(BitmapTcCodegen, MapBReadsBThroughATensorMap) {
         const Problem pn = Problem::spmm(a.rows, a.cols, n, dt);
         const BitmapTileFormat fn =
             pack_bitmap_tiles(a, BitmapValues::Pair, bitmap_tc_tile_group(bb));
-        try {
-          const auto r = compile_verbose(emit_bitmap_tc(pn, Schedule(bb), fn), "sm_90a");
-          total_ms += r.compile_ms;
-          EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
-              << to_string(pn) << " " << to_string(Schedule(bb)) << "\n"
-              << r.log;
-          EXPECT_FALSE(has(r.log, "serialized")) << to_string(Schedule(bb)) << "\n" << r.log;
-        } catch (const std::exception& e) {
-          ADD_FAILURE() << to_string(pn) << " " << to_string(Schedule(bb)) << "\n" << e.what();
-        }
+        total_ms += expect_clean_sm90a([&] { return emit_bitmap_tc(pn, Schedule(bb), fn); },
+                                       to_string(pn) + " " + to_string(Schedule(bb)));
       }
   std::printf("[ NVRTC    ] %d b=map bitmap_tc kernels for sm_90a in %.0f ms\n", i, total_ms);
 }
@@ -942,16 +952,8 @@ TEST(BitmapTcCodegen, ScatterDecodeReadsAFromSharedMemory) {
       const Problem pn = Problem::spmm(a.rows, a.cols, n, dt);
       const BitmapTileFormat fn =
           pack_bitmap_tiles(a, BitmapValues::Slot, bitmap_tc_tile_group(bb));
-      try {
-        const auto r = compile_verbose(emit_bitmap_tc(pn, Schedule(bb), fn), "sm_90a");
-        total_ms += r.compile_ms;
-        EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
-            << to_string(pn) << " " << to_string(Schedule(bb)) << "\n"
-            << r.log;
-        EXPECT_FALSE(has(r.log, "serialized")) << to_string(Schedule(bb)) << "\n" << r.log;
-      } catch (const std::exception& e) {
-        ADD_FAILURE() << to_string(pn) << " " << to_string(Schedule(bb)) << "\n" << e.what();
-      }
+      total_ms += expect_clean_sm90a([&] { return emit_bitmap_tc(pn, Schedule(bb), fn); },
+                                     to_string(pn) + " " + to_string(Schedule(bb)));
     }
   std::printf("[ NVRTC    ] %d decode=scatter bitmap_tc kernels for sm_90a in %.0f ms\n", i,
               total_ms);
@@ -1007,15 +1009,7 @@ TEST(BitmapTcCodegen, ClusterKReduceNeedsNoWorkspace) {
       const BitmapTcSchedule& bb = sc.as<BitmapTcSchedule>();
       const Problem pn = Problem::spmm(a.rows, a.cols, n, i++ % 2 == 0 ? DType::F16 : DType::BF16);
       const BitmapTileFormat fn = pack_bitmap_tiles(a, bb.values, bitmap_tc_tile_group(bb));
-      try {
-        const auto r = compile_verbose(emit_bitmap_tc(pn, sc, fn), "sm_90a");
-        EXPECT_EQ(count(r.log, "bytes spill stores"), count(r.log, " 0 bytes spill stores"))
-            << to_string(pn) << " " << spec << "\n"
-            << r.log;
-        EXPECT_FALSE(has(r.log, "serialized")) << spec << "\n" << r.log;
-      } catch (const std::exception& e) {
-        ADD_FAILURE() << to_string(pn) << " " << spec << "\n" << e.what();
-      }
+      expect_clean_sm90a([&] { return emit_bitmap_tc(pn, sc, fn); }, to_string(pn) + " " + spec);
     }
 }
 
