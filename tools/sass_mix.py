@@ -46,9 +46,9 @@ def functions(sass):
 
 def main_loop(sass):
     """(function name, body) of the backward branch, in any function, whose body holds the most
-    tensor-core instructions (then the fewest instructions: the mbarrier try-wait retry blocks that
+    tensor-core instructions, then the fewest instructions (the mbarrier try-wait retry blocks that
     ptxas places after the epilogue branch back into the loop, and their span would count the
-    epilogue as loop body)."""
+    epilogue as loop body); without tensor-core instructions, the longest loop."""
     best = None
     for name, text in functions(sass):
         ins = [(int(m.group(1), 16), m.group(2)) for m in map(INSTR.match, text.splitlines()) if m]
@@ -58,7 +58,7 @@ def main_loop(sass):
                 continue
             body = [b for a, b in ins if int(m.group(1), 16) <= a <= addr]
             tensor = sum(opcode(b) in TENSOR for b in body)
-            key = (tensor, -len(body))
+            key = (tensor, -len(body) if tensor else len(body))
             if best is None or key > best[0]:
                 best = (key, name, body)
     return (best[1], best[2]) if best else ("", [])

@@ -40,6 +40,19 @@ class LoopFinder(unittest.TestCase):
         self.assertEqual(name, "main_kernel")
         self.assertEqual([sass_mix.opcode(t) for t in body], ["LDG", "HMMA", "IADD3", "BRA"])
 
+    def test_of_two_tensor_loops_the_shortest(self):
+        # a try-wait retry block after the epilogue branches back into the loop: its span holds
+        # the same tensor instructions and the epilogue as well
+        text = SASS.replace(
+            "        /*0050*/                   EXIT ;\n                Function : lift_kernel",
+            "        /*0050*/                   STG.E desc[UR4][R2.64], R8 ;\n"
+            "        /*0060*/                   EXIT ;\n"
+            "        /*0070*/                   BRA 0x10 ;\n"
+            "                Function : lift_kernel")
+        name, body = sass_mix.main_loop(text)
+        self.assertEqual(name, "main_kernel")
+        self.assertEqual([sass_mix.opcode(t) for t in body], ["LDG", "HMMA", "IADD3", "BRA"])
+
     def test_without_tensor_instructions_the_longest_loop(self):
         name, body = sass_mix.main_loop(SASS.replace("HMMA.SP.16832.F32", "FFMA"))
         self.assertEqual(name, "lift_kernel")
