@@ -65,6 +65,8 @@ class BitmapTcEmitter : public Emitter {
               "emit_bitmap_tc: the pack's value layout is not the schedule's");
     SG_ASSERT(f_.group == bitmap_tc_tile_group(s_),
               "emit_bitmap_tc: the pack's tile order is not the one the schedule reads");
+    // wgmma descriptors step from stage to stage by stage >> 4 (bitmap_tc_wgmma_issue_at)
+    SG_ASSERT(smem_.stage % 16 == 0, "emit_bitmap_tc: a stage is not a multiple of 16 bytes");
     pairs_ = s_.values == BitmapValues::Pair;
     NT_ = static_cast<int>(p_.n / 8);
     RTB_ = s_.rows_per_block() / static_cast<int>(kBitmapTileRows);
@@ -219,7 +221,8 @@ class BitmapTcEmitter : public Emitter {
                 u32(stage_b("buf")), i32("q"), i32("lane"), cptr_u32("a"), ptr_f32("acc"));
     } else {
       comment("step(a, buf): the step's A into a (4 quarters x mt row tiles x 4 registers), then");
-      comment("its multiplies, issued and not waited for");
+      comment("its multiplies, issued and not waited for; B's descriptors start from stage 0's");
+      line("const unsigned b_start = s_stage0 >> 4;");
       auto fn = block("auto step = [&](unsigned* a, int buf)", ";");
       lanes();
       line("#pragma unroll");
@@ -227,33 +230,55 @@ class BitmapTcEmitter : public Emitter {
         auto q = block("for (int q = 0; q < 4; ++q)");
         decode_quarter(fmt::format("a + q * {}", 4 * MT));
       }
-      call_stmt(tmpl::bitmap_tc_wgmma_issue,
+      call_stmt(tmpl::bitmap_tc_wgmma_issue_at,
                 targs(TypeArg{"T"}, IntArg{NT_}, IntArg{MT}, IntArg{4}, IntArg{map_ ? 1 : 0}),
-                u32(stage_b("buf")), cptr_u32("a"), ptr_f32("acc"));
+                u32(fmt::format("b_start + buf * {}", smem_.stage / 16)), cptr_u32("a"),
+                ptr_f32("acc"));
     }
-    if (wgmma_) line(fmt::format("unsigned a0[{0}], a1[{0}];", 16 * MT));
-    {
+    if (wgmma_) {
+      emit_wgmma_loop();
+    } else {
       auto loop = block("for (int i = 0; i < steps; ++i)");
       line(fmt::format("const int buf = i % {};", S));
       call_stmt(tmpl::bitmap_tc_bulk_wait, u32("s_bars + 8 * buf"),
                 u32(fmt::format("(i / {}) & 1", S)));
-      if (wgmma_) {
-        line("if (i & 1)");
-        line("  step(a1, buf);");
-        line("else");
-        line("  step(a0, buf);");
-        comment("step i - 1's multiplies are done: its registers and its stage are free");
-        call_stmt(tmpl::wgmma_wait, targs(IntArg{1}));
-        line("if (i > 0)");
-        line("  " + release_call(fmt::format("(i + {}) % {}", S - 1, S)) + ";");
-      } else {
-        line("step(buf);");
-        comment("the warp's loads of the stage were consumed by its mma.sync: release it");
-        line(release_call("buf") + ";");
-      }
+      line("step(buf);");
+      comment("the warp's loads of the stage were consumed by its mma.sync: release it");
+      line(release_call("buf") + ";");
     }
     if (wgmma_) call_stmt(tmpl::wgmma_wait, targs(IntArg{0}));
     emit_finish_or_partials();
+  }
+
+  // mma=wgmma: the consumer loop, two steps an iteration so that each step's A registers (a0,
+  // a1: step i's decode overlaps step i - 1's multiplies) are named, not chosen by a branch. The
+  // stage and its phase parity advance by one a step, with no division by the stage count.
+  //   int buf = 0; unsigned phase = 0;
+  //   for (int i = 0; i < steps; i += 2) {
+  //     wait(full[buf], phase); step(a0, buf); wgmma_wait<1>(); if (i > 0) release(buf - 1);
+  //     advance; if (i + 1 == steps) break;
+  //     wait(full[buf], phase); step(a1, buf); wgmma_wait<1>(); release(buf - 1); advance; }
+  void emit_wgmma_loop() {
+    const int S = s_.stages;
+    line(fmt::format("unsigned a0[{0}], a1[{0}];", 16 * s_.m_tiles));
+    line("int buf = 0;");
+    line("unsigned phase = 0;");
+    const std::string previous = fmt::format("(buf == 0 ? {} : buf - 1)", S - 1);
+    const auto half = [&](const std::string& regs, bool first) {
+      call_stmt(tmpl::bitmap_tc_bulk_wait, u32("s_bars + 8 * buf"), u32("phase"));
+      line(fmt::format("step({}, buf);", regs));
+      comment("step i - 1's multiplies are done: its registers and its stage are free");
+      call_stmt(tmpl::wgmma_wait, targs(IntArg{1}));
+      if (first) line("if (i > 0)");
+      line((first ? "  " : "") + release_call(previous) + ";");
+      auto advance = block(fmt::format("if (++buf == {})", S));
+      line("buf = 0;");
+      line("phase ^= 1u;");
+    };
+    auto loop = block("for (int i = 0; i < steps; i += 2)");
+    half("a0", true);
+    line("if (i + 1 == steps) break;");
+    half("a1", false);
   }
 
   // The end of a consumer warp: its row tiles stored (or added into the workspace), or with
@@ -346,12 +371,14 @@ class BitmapTcEmitter : public Emitter {
 
   // pipe=bulk: a consumer warp's release of stage `stage` (an expression): its empty barrier, and
   // in a cluster also the cluster-empty barrier of the first block
-  // (bitmap_tc_bulk_release_cluster).
+  // (bitmap_tc_bulk_release_cluster); wgmma consumers by an elected lane, mma.sync ones by lane 0.
   std::string release_call(const std::string& stage) {
     const int S = s_.stages;
     const std::string empty = fmt::format("s_bars + 8 * ({} + {})", S, stage);
-    if (cluster_ == 1) return call(tmpl::bitmap_tc_bulk_release, u32(empty), i32("lane")).text;
-    return call(tmpl::bitmap_tc_bulk_release_cluster, u32(empty),
+    const IntArg elect{wgmma_ ? 1 : 0};
+    if (cluster_ == 1)
+      return call(tmpl::bitmap_tc_bulk_release, targs(elect), u32(empty), i32("lane")).text;
+    return call(tmpl::bitmap_tc_bulk_release_cluster, targs(elect), u32(empty),
                 u32(fmt::format("s_bars + 8 * ({} + {})", 2 * S, stage)), i32("lane"))
         .text;
   }

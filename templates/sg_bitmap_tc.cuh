@@ -315,30 +315,42 @@ __device__ __forceinline__ void bitmap_tc_mma_quarter(unsigned s_b, int q, int l
   }
 }
 
-// mma=wgmma: acc (MT row tiles x NT n8 tiles x 4 floats) += A x B over one pipeline step of
-// QUARTERS 16-row slices of B (the step's staged tile at s_b: QUARTERS·16 rows in column groups,
-// as bitmap_tc_issue_b_groups wrote them). a holds every quarter's operand, quarter-major:
-// a[(uq·MT + mt)·4 ..] is row tile mt's A for rows 16·uq .. 16·uq+15 of B. One m64nNk16 per
-// (quarter, row tile) for the warpgroup (row tile mt of warp w is rows 16w .. 16w+15 of its
-// multiply), all issued back to back after one fence, in one group that is not waited for: the
-// caller waits (pipe=bulk: wgmma_wait<1> after the next step's group) before it rewrites a or
-// refills the stage.
-template <typename T, int NT, int MT, int QUARTERS, int BMAP>
-__device__ __forceinline__ void bitmap_tc_wgmma_issue(unsigned s_b, const unsigned* a, float* acc) {
-  // arranged: 16 rows = two core matrices (LBO: the next 8 rows); SBO: the next column group;
-  // quarter uq starts 256 bytes on. BMAP (TMA boxes in the swizzle of their rows, NT·16 bytes up
-  // to 128; bitmap_tc_copy_b): quarter uq starts 16 rows of kRow bytes on, atoms of 64 columns
-  // 64 rows x 128 bytes apart. Either way quarter uq's descriptor is the first one plus its
-  // offset >> 4 in the start field, which cannot carry out of its 14 bits (shared addresses stay
-  // below 2^18): one add per wgmma instead of rebuilding the descriptor's fields (four uniform
-  // instructions each in SASS).
+namespace detail {
+// mma=wgmma: the descriptor of quarter 0 of a staged B step whose start field (its shared address
+// >> 4, below 2^14 since shared addresses stay below 2^18) is `start`. Arranged
+// (bitmap_tc_issue_b_groups): 16 rows = two core matrices (LBO: the next 8 rows); SBO: the next
+// column group. BMAP (TMA boxes in the swizzle of their rows, NT·16 bytes up to 128;
+// bitmap_tc_copy_b): atoms of 64 columns QUARTERS·16 rows of kRow bytes apart. The other fields
+// are constants, so the descriptor is one OR of the start into them.
+template <int NT, int QUARTERS, int BMAP>
+__device__ __forceinline__ unsigned long long bitmap_tc_b_desc(unsigned start) {
   constexpr unsigned kRow = NT > 8 ? 128 : NT * 16;
-  unsigned long long desc0;
+  unsigned long long fields;
   if constexpr (BMAP)
-    desc0 = detail::wgmma_desc_nmajor_swizzled<kRow>(s_b, QUARTERS * 16 * kRow);
+    fields = wgmma_desc_nmajor_swizzled<kRow>(0u, QUARTERS * 16 * kRow);
   else
-    desc0 = detail::wgmma_desc_nmajor(s_b, 128, bitmap_tc_b_group<QUARTERS * 16>());
+    fields = wgmma_desc_nmajor(0u, 128, bitmap_tc_b_group<QUARTERS * 16>());
+  return fields | start;
+}
+}  // namespace detail
+
+// mma=wgmma: acc (MT row tiles x NT n8 tiles x 4 floats) += A x B over one pipeline step of
+// QUARTERS 16-row slices of B (the step's staged tile, whose shared address >> 4 is b_start; as
+// bitmap_tc_issue_b_groups or bitmap_tc_copy_b wrote it). a holds every quarter's operand,
+// quarter-major: a[(uq·MT + mt)·4 ..] is row tile mt's A for rows 16·uq .. 16·uq+15 of B. One
+// m64nNk16 per (quarter, row tile) for the warpgroup (row tile mt of warp w is rows 16w .. 16w+15
+// of its multiply), all issued back to back after one fence, in one group that is not waited
+// for: the caller waits (pipe=bulk: wgmma_wait<1> after the next step's group) before it rewrites
+// a or refills the stage. Quarter uq starts 256 bytes on (arranged) or 16 rows of kRow bytes on
+// (BMAP): its descriptor is quarter 0's plus that >> 4 (the start field cannot carry). A caller
+// that keeps b_start of its first stage adds a stage's bytes >> 4 per stage: one add, where
+// rebuilding the descriptor from the address took four uniform instructions in SASS.
+template <typename T, int NT, int MT, int QUARTERS, int BMAP>
+__device__ __forceinline__ void bitmap_tc_wgmma_issue_at(unsigned b_start, const unsigned* a,
+                                                         float* acc) {
+  constexpr unsigned kRow = NT > 8 ? 128 : NT * 16;
   constexpr unsigned kQuarter = BMAP ? 16 * kRow / 16 : 256 / 16;
+  const unsigned long long desc0 = detail::bitmap_tc_b_desc<NT, QUARTERS, BMAP>(b_start);
   wgmma_fence();
 #pragma unroll
   for (int uq = 0; uq < QUARTERS; ++uq) {
@@ -348,6 +360,12 @@ __device__ __forceinline__ void bitmap_tc_wgmma_issue(unsigned s_b, const unsign
       detail::wgmma_m64k16<T, NT * 8>(acc + mt * NT * 4, a + (uq * MT + mt) * 4, desc);
   }
   wgmma_commit();
+}
+
+// bitmap_tc_wgmma_issue_at of the B step staged at shared address s_b.
+template <typename T, int NT, int MT, int QUARTERS, int BMAP>
+__device__ __forceinline__ void bitmap_tc_wgmma_issue(unsigned s_b, const unsigned* a, float* acc) {
+  bitmap_tc_wgmma_issue_at<T, NT, MT, QUARTERS, BMAP>(s_b >> 4, a, acc);
 }
 
 // decode=scatter: a warp's row tile of one step into its 16 rows of a dense A tile at shared
@@ -673,19 +691,29 @@ __device__ __forceinline__ void bitmap_tc_bulk_wait(unsigned bar, unsigned parit
 }
 
 // pipe=bulk, a consumer warp: every lane is done reading the stage whose empty barrier is bar
-// (its loads consumed, its wgmma completed): lane 0 arrives for the warp.
+// (its loads consumed, its wgmma completed): one lane arrives for the warp. ELECT = 1: the lane
+// elect.sync picks (wgmma consumers keep no lane index in a register across their loop, so a test
+// of it would re-read SR_TID every step); ELECT = 0: lane 0 (mma.sync consumers hold the lane
+// index anyway, and the elected form made ptxas spill in the largest of them).
+template <int ELECT>
 __device__ __forceinline__ void bitmap_tc_bulk_release(unsigned bar, int lane) {
   __syncwarp();
-  if (lane == 0) detail::barrier_arrive(bar);
+  if constexpr (ELECT)
+    detail::barrier_arrive_elected(bar);
+  else if (lane == 0)
+    detail::barrier_arrive(bar);
 }
 
 // pipe=bulk in clusters: bitmap_tc_bulk_release on this block's empty barrier bar (its producer
 // copies A there) and on the cluster-empty barrier cbar of the cluster's first block (its
 // producer multicasts B into this block's stage).
+template <int ELECT>
 __device__ __forceinline__ void bitmap_tc_bulk_release_cluster(unsigned bar, unsigned cbar,
                                                                int lane) {
   __syncwarp();
-  if (lane == 0) {
+  if constexpr (ELECT) {
+    detail::barrier_arrive_elected_cluster(bar, cbar, 0u);
+  } else if (lane == 0) {
     detail::barrier_arrive(bar);
     detail::cluster_arrive(cbar, 0u);
   }

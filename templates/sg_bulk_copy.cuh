@@ -75,6 +75,16 @@ __device__ __forceinline__ void barrier_arrive(unsigned bar) {
   asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
 
+// barrier_arrive by one lane of the calling (converged, full) warp, chosen by elect.sync: no lane
+// index needed in a register (a test of it inside a loop makes ptxas re-read SR_TID there), and
+// the predicate stays inside the asm (no register for it).
+__device__ __forceinline__ void barrier_arrive_elected(unsigned bar) {
+  asm volatile(
+      "{\n .reg .pred p;\n elect.sync _|p, 0xffffffff;\n"
+      " @p mbarrier.arrive.shared::cta.b64 _, [%0];\n}\n" ::"r"(bar)
+      : "memory");
+}
+
 // Waits until the barrier's phase of the given parity (0, 1, 0, … per use) has completed.
 // Acquire at CTA scope, also for a barrier that other CTAs of the cluster arrive on: what they
 // released is the end of their reads of a buffer (wgmma, completed before they arrived), and
@@ -132,6 +142,19 @@ __device__ __forceinline__ void cluster_arrive(unsigned bar, unsigned rank) {
       "{\n .reg .b32 remote;\n mapa.shared::cluster.u32 remote, %0, %1;\n"
       " mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
       "r"(rank)
+      : "memory");
+}
+
+// barrier_arrive on bar of this CTA and cluster_arrive on cbar of the CTA of rank `rank`, both by
+// one lane of the calling (converged, full) warp (as barrier_arrive_elected).
+__device__ __forceinline__ void barrier_arrive_elected_cluster(unsigned bar, unsigned cbar,
+                                                               unsigned rank) {
+  asm volatile(
+      "{\n .reg .pred p;\n .reg .b32 remote;\n elect.sync _|p, 0xffffffff;\n"
+      " @p mbarrier.arrive.shared::cta.b64 _, [%0];\n"
+      " @p mapa.shared::cluster.u32 remote, %1, %2;\n"
+      " @p mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(bar),
+      "r"(cbar), "r"(rank)
       : "memory");
 }
 

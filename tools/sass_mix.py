@@ -81,6 +81,7 @@ def main():
     ap.add_argument("--sparsegen", default=os.path.join(ROOT, "build", "tools", "sparsegen"))
     ap.add_argument("--cuobjdump", default=shutil.which("cuobjdump") or "cuobjdump")
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--listing", action="store_true", help="also print the loop's instructions")
     a = ap.parse_args()
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     if not os.path.exists(a.cuobjdump) and shutil.which(a.cuobjdump) is None:
@@ -98,6 +99,8 @@ def main():
             regs = [int(x) for x in re.findall(r"Used (\d+) registers", log)]
             function, body = main_loop(run([a.cuobjdump, "-sass", cubin]).stdout)
             mix = collections.Counter(opcode(t) for t in body)
+            if a.listing:
+                print(f"{spec}: {function}, main loop", *body, sep="\n  ", file=sys.stderr)
             out.append({"schedule": spec, "function": function,
                         "registers": max(regs) if regs else None,
                         "loop_instructions": len(body),

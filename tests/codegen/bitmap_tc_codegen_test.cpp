@@ -612,9 +612,10 @@ TEST(BitmapTcCodegen, BulkClustersMulticastB) {
                                           "static_cast<const sg::TensorMap*>(nullptr), masks, "
                                           "values, s_tp, first, valid, valid, ct0, steps, lane);",
                                           cl)));
-    EXPECT_TRUE(has(k.source,
-                    "sg::bitmap_tc_bulk_release_cluster(s_bars + 8 * (3 + (i + 2) % 3), "
-                    "s_bars + 8 * (6 + (i + 2) % 3), lane);"));
+    EXPECT_TRUE(
+        has(k.source,
+            "sg::bitmap_tc_bulk_release_cluster<1>(s_bars + 8 * (3 + (buf == 0 ? 2 : buf - 1)), "
+            "s_bars + 8 * (6 + (buf == 0 ? 2 : buf - 1)), lane);"));
     EXPECT_EQ(k.signature.launch.dynamic_shared_bytes,
               bitmap_tc_shared_bytes(p, s.as<BitmapTcSchedule>(), f.max_tile_values));
     const std::string ptx = sm90a_ptx(k);
@@ -657,12 +658,24 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   EXPECT_TRUE(has(k.source, "if (warp == 4) {"));
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_produce_steps<T, 4, 4, "));
   EXPECT_TRUE(has(k.source, "if (warp < 4) {"));
-  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_wait(s_bars + 8 * buf, (i / 4) & 1);"));
+  // two steps an iteration, each with its own A registers; the stage and its parity advance by one
+  EXPECT_TRUE(has(k.source, "for (int i = 0; i < steps; i += 2) {"));
+  EXPECT_EQ(count(k.source, "sg::bitmap_tc_bulk_wait(s_bars + 8 * buf, phase);"), 2u);
+  EXPECT_TRUE(has(k.source, "step(a0, buf);"));
+  EXPECT_TRUE(has(k.source, "step(a1, buf);"));
+  EXPECT_TRUE(has(k.source, "if (i + 1 == steps) break;"));
+  EXPECT_EQ(count(k.source, "if (++buf == 4) {"), 2u);
+  EXPECT_FALSE(has(k.source, "if (i & 1)"));
   // the stage of step i - 1 (its multiplies waited for) goes back to the producer
-  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_bulk_release(s_bars + 8 * (4 + (i + 3) % 4), lane);"));
+  EXPECT_EQ(
+      count(k.source,
+            "sg::bitmap_tc_bulk_release<1>(s_bars + 8 * (4 + (buf == 0 ? 3 : buf - 1)), lane);"),
+      2u);
   EXPECT_FALSE(has(k.source, "__syncthreads();\n    if (i"));
   EXPECT_LT(k.source.find("sg::wgmma_wait<1>();"), k.source.find("sg::bitmap_tc_bulk_release("));
-  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_issue<T, 8, 1, 4, 0>("));
+  // B's descriptors from stage 0's start field plus a stage's bytes >> 4 per stage
+  EXPECT_TRUE(has(k.source, "const unsigned b_start = s_stage0 >> 4;"));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_issue_at<T, 8, 1, 4, 0>(b_start + buf * "));
   EXPECT_TRUE(has(k.source, "sg::wgmma_wait<1>();"));
   EXPECT_TRUE(has(k.source, "unsigned a0[16], a1[16];"));
   EXPECT_TRUE(has(k.source, "sparsegen_bitmap_tc_arrange_b("));
@@ -759,7 +772,7 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   EXPECT_FALSE(has(ks.source, "wgmma"));
   EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_bulk_produce_tiles<T, 3, 8, "));  // copy=tile
   EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_load_tile_ptrs<8, "));
-  EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_bulk_release(s_bars + 8 * (3 + buf), lane);"));
+  EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_bulk_release<0>(s_bars + 8 * (3 + buf), lane);"));
   EXPECT_EQ(ks.signature.b_work_bytes, f.col_tiles * 64 * 144);
   int j = 0;
   for (int64_t n : {8, 24, 64, 128})
@@ -806,7 +819,7 @@ TEST(BitmapTcCodegen, MapBReadsBThroughATensorMap) {
   EXPECT_TRUE(has(k.source,
                   ", 1, 8, 1, 0>(s_bars, s_stage0, static_cast<const unsigned*>(nullptr), "
                   "&b_map, masks, "));
-  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_issue<T, 8, 1, 4, 1>("));
+  EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_issue_at<T, 8, 1, 4, 1>(b_start + buf * "));
   ASSERT_EQ(sig.params.back().kind, ParamKind::BTensorMap);
   const TensorMapShape m = TensorMapShape::from_data(sig.params.back().data);
   EXPECT_EQ(m.inner, 64);
