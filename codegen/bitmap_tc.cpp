@@ -222,7 +222,7 @@ class BitmapTcEmitter : public Emitter {
     } else {
       comment("step(a, buf): the step's A into a (4 quarters x mt row tiles x 4 registers), then");
       comment("its multiplies, issued and not waited for; B's descriptors start from stage 0's");
-      line("const unsigned b_start = s_stage0 >> 4;");
+      line("const unsigned b_start = " + call(tmpl::bitmap_tc_b_start, u32("s_stage0")).text + ";");
       auto fn = block("auto step = [&](unsigned* a, int buf)", ";");
       lanes();
       line("#pragma unroll");

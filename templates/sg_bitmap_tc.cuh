@@ -316,8 +316,8 @@ __device__ __forceinline__ void bitmap_tc_mma_quarter(unsigned s_b, int q, int l
 }
 
 namespace detail {
-// mma=wgmma: the descriptor of quarter 0 of a staged B step whose start field (its shared address
-// >> 4, below 2^14 since shared addresses stay below 2^18) is `start`. Arranged
+// mma=wgmma: the descriptor of quarter 0 of a staged B step whose start field is `start` (bits
+// 4..17 of its shared address, below 2^14; see bitmap_tc_b_start). Arranged
 // (bitmap_tc_issue_b_groups): 16 rows = two core matrices (LBO: the next 8 rows); SBO: the next
 // column group. BMAP (TMA boxes in the swizzle of their rows, NT·16 bytes up to 128;
 // bitmap_tc_copy_b): atoms of 64 columns QUARTERS·16 rows of kRow bytes apart. The other fields
@@ -335,7 +335,7 @@ __device__ __forceinline__ unsigned long long bitmap_tc_b_desc(unsigned start) {
 }  // namespace detail
 
 // mma=wgmma: acc (MT row tiles x NT n8 tiles x 4 floats) += A x B over one pipeline step of
-// QUARTERS 16-row slices of B (the step's staged tile, whose shared address >> 4 is b_start; as
+// QUARTERS 16-row slices of B (the step's staged tile, whose start field is b_start; as
 // bitmap_tc_issue_b_groups or bitmap_tc_copy_b wrote it). a holds every quarter's operand,
 // quarter-major: a[(uq·MT + mt)·4 ..] is row tile mt's A for rows 16·uq .. 16·uq+15 of B. One
 // m64nNk16 per (quarter, row tile) for the warpgroup (row tile mt of warp w is rows 16w .. 16w+15
@@ -343,8 +343,8 @@ __device__ __forceinline__ unsigned long long bitmap_tc_b_desc(unsigned start) {
 // for: the caller waits (pipe=bulk: wgmma_wait<1> after the next step's group) before it rewrites
 // a or refills the stage. Quarter uq starts 256 bytes on (arranged) or 16 rows of kRow bytes on
 // (BMAP): its descriptor is quarter 0's plus that >> 4 (the start field cannot carry). A caller
-// that keeps b_start of its first stage adds a stage's bytes >> 4 per stage: one add, where
-// rebuilding the descriptor from the address took four uniform instructions in SASS.
+// that keeps bitmap_tc_b_start of its first stage adds a stage's bytes >> 4 per stage: one add,
+// where rebuilding the descriptor from the address took four uniform instructions in SASS.
 template <typename T, int NT, int MT, int QUARTERS, int BMAP>
 __device__ __forceinline__ void bitmap_tc_wgmma_issue_at(unsigned b_start, const unsigned* a,
                                                          float* acc) {
@@ -362,10 +362,18 @@ __device__ __forceinline__ void bitmap_tc_wgmma_issue_at(unsigned b_start, const
   wgmma_commit();
 }
 
+// The start field of a wgmma descriptor for shared address s_b: its bits 4..17. In a cluster
+// launch a CTA's shared addresses carry bits above the CTA's own window, which the field must not
+// take (they would spill into LBO). Offsets within the CTA's shared memory add to the result
+// without carrying out of the 14 bits.
+__device__ __forceinline__ unsigned bitmap_tc_b_start(unsigned s_b) {
+  return (s_b >> 4) & 0x3fffu;
+}
+
 // bitmap_tc_wgmma_issue_at of the B step staged at shared address s_b.
 template <typename T, int NT, int MT, int QUARTERS, int BMAP>
 __device__ __forceinline__ void bitmap_tc_wgmma_issue(unsigned s_b, const unsigned* a, float* acc) {
-  bitmap_tc_wgmma_issue_at<T, NT, MT, QUARTERS, BMAP>(s_b >> 4, a, acc);
+  bitmap_tc_wgmma_issue_at<T, NT, MT, QUARTERS, BMAP>(bitmap_tc_b_start(s_b), a, acc);
 }
 
 // decode=scatter: a warp's row tile of one step into its 16 rows of a dense A tile at shared

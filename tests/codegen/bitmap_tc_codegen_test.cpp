@@ -674,7 +674,7 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   EXPECT_FALSE(has(k.source, "__syncthreads();\n    if (i"));
   EXPECT_LT(k.source.find("sg::wgmma_wait<1>();"), k.source.find("sg::bitmap_tc_bulk_release("));
   // B's descriptors from stage 0's start field plus a stage's bytes >> 4 per stage
-  EXPECT_TRUE(has(k.source, "const unsigned b_start = s_stage0 >> 4;"));
+  EXPECT_TRUE(has(k.source, "const unsigned b_start = sg::bitmap_tc_b_start(s_stage0);"));
   EXPECT_TRUE(has(k.source, "sg::bitmap_tc_wgmma_issue_at<T, 8, 1, 4, 0>(b_start + buf * "));
   EXPECT_TRUE(has(k.source, "sg::wgmma_wait<1>();"));
   EXPECT_TRUE(has(k.source, "unsigned a0[16], a1[16];"));
