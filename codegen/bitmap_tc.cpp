@@ -238,13 +238,17 @@ class BitmapTcEmitter : public Emitter {
     if (wgmma_) {
       emit_wgmma_loop();
     } else {
+      comment("the step's stage and its phase parity, advanced by one a step");
+      line("int buf = 0;");
+      line("unsigned phase = 0;");
       auto loop = block("for (int i = 0; i < steps; ++i)");
-      line(fmt::format("const int buf = i % {};", S));
-      call_stmt(tmpl::bitmap_tc_bulk_wait, u32("s_bars + 8 * buf"),
-                u32(fmt::format("(i / {}) & 1", S)));
+      call_stmt(tmpl::bitmap_tc_bulk_wait, u32("s_bars + 8 * buf"), u32("phase"));
       line("step(buf);");
       comment("the warp's loads of the stage were consumed by its mma.sync: release it");
       line(release_call("buf") + ";");
+      auto advance = block(fmt::format("if (++buf == {})", S));
+      line("buf = 0;");
+      line("phase ^= 1u;");
     }
     if (wgmma_) call_stmt(tmpl::wgmma_wait, targs(IntArg{0}));
     emit_finish_or_partials();

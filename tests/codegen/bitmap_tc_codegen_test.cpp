@@ -773,6 +773,8 @@ TEST(BitmapTcCodegen, BulkPipeCompilesForSm90a) {
   EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_bulk_produce_tiles<T, 3, 8, "));  // copy=tile
   EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_load_tile_ptrs<8, "));
   EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_bulk_release<0>(s_bars + 8 * (3 + buf), lane);"));
+  EXPECT_TRUE(has(ks.source, "sg::bitmap_tc_bulk_wait(s_bars + 8 * buf, phase);"));
+  EXPECT_TRUE(has(ks.source, "if (++buf == 3) {"));
   EXPECT_EQ(ks.signature.b_work_bytes, f.col_tiles * 64 * 144);
   int j = 0;
   for (int64_t n : {8, 24, 64, 128})
