@@ -364,8 +364,9 @@ __device__ __forceinline__ void bitmap_tc_wgmma_issue_at(unsigned b_start, const
 
 // The start field of a wgmma descriptor for shared address s_b: its bits 4..17. In cluster
 // launches a CTA's shared addresses carry bits above 2^18 (unmasked, they landed in LBO and the
-// cluster kernels' GPU tests failed). The CTA's own window starts on a 2^18 boundary, so offsets
-// within its shared memory add to the result without carrying out of the 14 bits.
+// cluster kernels' GPU tests failed). Callers add offsets within the CTA's shared memory to the
+// result, which assumes the CTA's window starts on a 2^18 boundary (no carry out of the 14 bits;
+// the cluster tests pass with it).
 __device__ __forceinline__ unsigned bitmap_tc_b_start(unsigned s_b) {
   return (s_b >> 4) & 0x3fffu;
 }
