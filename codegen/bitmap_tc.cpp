@@ -179,7 +179,7 @@ class BitmapTcEmitter : public Emitter {
 
   // pipe=bulk: the computing warps (see emit_bulk_body).
   void emit_consumers() {
-    const int MT = s_.m_tiles, S = s_.stages, W = s_.warps_per_block;
+    const int MT = s_.m_tiles, W = s_.warps_per_block;
     auto consumer = block(fmt::format("if (warp < {})", W));
     if (scatter_) {
       emit_scatter_consumer();
@@ -239,16 +239,13 @@ class BitmapTcEmitter : public Emitter {
       emit_wgmma_loop();
     } else {
       comment("the step's stage and its phase parity, advanced by one a step");
-      line("int buf = 0;");
-      line("unsigned phase = 0;");
+      emit_stage_start();
       auto loop = block("for (int i = 0; i < steps; ++i)");
       call_stmt(tmpl::bitmap_tc_bulk_wait, u32("s_bars + 8 * buf"), u32("phase"));
       line("step(buf);");
       comment("the warp's loads of the stage were consumed by its mma.sync: release it");
       line(release_call("buf") + ";");
-      auto advance = block(fmt::format("if (++buf == {})", S));
-      line("buf = 0;");
-      line("phase ^= 1u;");
+      emit_stage_advance();
     }
     if (wgmma_) call_stmt(tmpl::wgmma_wait, targs(IntArg{0}));
     emit_finish_or_partials();
@@ -265,8 +262,7 @@ class BitmapTcEmitter : public Emitter {
   void emit_wgmma_loop() {
     const int S = s_.stages;
     line(fmt::format("unsigned a0[{0}], a1[{0}];", 16 * s_.m_tiles));
-    line("int buf = 0;");
-    line("unsigned phase = 0;");
+    emit_stage_start();
     const std::string previous = fmt::format("(buf == 0 ? {} : buf - 1)", S - 1);
     const auto half = [&](const std::string& regs, bool first) {
       call_stmt(tmpl::bitmap_tc_bulk_wait, u32("s_bars + 8 * buf"), u32("phase"));
@@ -275,14 +271,25 @@ class BitmapTcEmitter : public Emitter {
       call_stmt(tmpl::wgmma_wait, targs(IntArg{1}));
       if (first) line("if (i > 0)");
       line((first ? "  " : "") + release_call(previous) + ";");
-      auto advance = block(fmt::format("if (++buf == {})", S));
-      line("buf = 0;");
-      line("phase ^= 1u;");
+      emit_stage_advance();
     };
     auto loop = block("for (int i = 0; i < steps; i += 2)");
     half("a0", true);
     line("if (i + 1 == steps) break;");
     half("a1", false);
+  }
+
+  // pipe=bulk consumers: the current step's stage `buf` and its full barrier's phase parity,
+  // advanced by one a step (no division of the step index by the stage count).
+  //   int buf = 0; unsigned phase = 0;  ...  if (++buf == S) { buf = 0; phase ^= 1u; }
+  void emit_stage_start() {
+    line("int buf = 0;");
+    line("unsigned phase = 0;");
+  }
+  void emit_stage_advance() {
+    auto advance = block(fmt::format("if (++buf == {})", s_.stages));
+    line("buf = 0;");
+    line("phase ^= 1u;");
   }
 
   // The end of a consumer warp: its row tiles stored (or added into the workspace), or with
