@@ -82,6 +82,8 @@ def main():
     ap.add_argument("--cuobjdump", default=shutil.which("cuobjdump") or "cuobjdump")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--listing", action="store_true", help="also print the loop's instructions")
+    ap.add_argument("--emit-arg", action="append", default=[],
+                    help="extra `sparsegen emit` option, e.g. --emit-arg=--b-layout=col (repeatable)")
     a = ap.parse_args()
     nvcc = shutil.which("nvcc") or "/usr/local/cuda/bin/nvcc"
     if not os.path.exists(a.cuobjdump) and shutil.which(a.cuobjdump) is None:
@@ -91,7 +93,7 @@ def main():
         for i, spec in enumerate(a.schedule):
             cu, cubin = os.path.join(tmp, f"k{i}.cu"), os.path.join(tmp, f"k{i}.cubin")
             src = run([a.sparsegen, "emit", a.matrix, "-n", str(a.n), "--dtype", a.dtype,
-                       "--schedule", spec]).stdout
+                       "--schedule", spec, *a.emit_arg]).stdout
             with open(cu, "w") as f:
                 f.write(src)
             log = run([nvcc, "-cubin", f"-arch={a.arch}", "-O3", "-std=c++17",
